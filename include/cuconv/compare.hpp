@@ -1,0 +1,35 @@
+#pragma once
+/// @file compare.hpp
+/// How close a result is to the cv::filter2D reference, and the pass rule (README "Accuracy"):
+///  - integer outputs: max |difference| <= 1 and at most 0.1% of values differ (filter2D itself
+///    switches to a DFT for large filters, whose rounding differs from a direct sum);
+///  - float outputs: max |difference| / (sum|k| * max|x| + |delta|) <= 1e-5.
+#include <cuconv/filter.hpp>
+
+#include <opencv2/core/mat.hpp>
+
+#include <cstddef>
+
+namespace cuconv {
+
+inline constexpr double kMaxIntegerDifference = 1.0;
+inline constexpr double kMaxDifferingFraction = 0.001;
+inline constexpr double kMaxRelativeError = 1e-5;
+
+struct ComparisonStats {
+  double max_abs_difference = 0;   ///< NaN against a number counts as infinite
+  std::size_t differing_values = 0;  ///< pixel channels that are not equal
+  std::size_t total_values = 0;
+  double differing_percent = 0;
+  double relative_error = 0;       ///< max |difference| over the normaliser above
+  bool float_output = false;
+  bool within_tolerance = false;
+};
+
+/// Compares `result` with `reference` (same size, type). `input`, `filter` and `delta` give the
+/// normaliser of the float rule.
+[[nodiscard]] ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& reference,
+                                                   const cv::Mat& input, const Filter& filter,
+                                                   double delta);
+
+}  // namespace cuconv

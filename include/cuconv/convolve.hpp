@@ -1,0 +1,72 @@
+#pragma once
+/// @file convolve.hpp
+/// The library entry point: filter one decoded image with cv::filter2D semantics on the GPU or
+/// with OpenCV. No CUDA headers: callers need only OpenCV's core module.
+#include <cuconv/filter.hpp>
+
+#include <opencv2/core/mat.hpp>
+
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cuconv {
+
+/// Kernel strategies. GPU variants follow PMPP ch. 7; `opencv` is the CPU reference.
+enum class Variant { automatic, opencv, basic, constmem, tiled, tiled_halo, cached };
+/// Border modes; `wrap` is not in cv::filter2D, the opencv variant emulates it by padding.
+enum class Border { reflect101, reflect, replicate, constant, wrap };
+/// Output depth; `same` keeps the input depth. Allowed pairs are those of cv::filter2D.
+enum class Depth { same, u8, u16, s16, f32 };
+
+[[nodiscard]] std::string_view to_string(Variant v) noexcept;
+[[nodiscard]] std::string_view to_string(Border b) noexcept;
+[[nodiscard]] std::string_view to_string(Depth d) noexcept;
+[[nodiscard]] std::optional<Variant> parse_variant(std::string_view s) noexcept;
+[[nodiscard]] std::optional<Border> parse_border(std::string_view s) noexcept;
+[[nodiscard]] std::optional<Depth> parse_depth(std::string_view s) noexcept;
+/// All variants that run on the GPU, in documentation order.
+[[nodiscard]] const std::vector<Variant>& gpu_variants() noexcept;
+
+struct ConvolveOptions {
+  Variant variant = Variant::automatic;
+  Border border = Border::reflect101;
+  double border_value = 0.0;  ///< for Border::constant, in pixel units of the input
+  int anchor_x = -1;          ///< -1: the filter's own anchor
+  int anchor_y = -1;
+  double delta = 0.0;         ///< added before rounding (on top of the filter's offset)
+  Depth depth = Depth::same;
+  bool keep_alpha = false;    ///< 4-channel input: pass alpha through instead of filtering it
+  bool poison_output = false; ///< testing aid: fill GPU outputs with garbage before the kernel
+};
+
+/// Wall/event times of the stages, in milliseconds (0 when a stage did not run).
+struct StageTimes {
+  double upload_ms = 0;
+  double kernel_ms = 0;  ///< GPU kernels (CUDA events) or the cv::filter2D call
+  double download_ms = 0;
+};
+
+struct ConvolveResult {
+  cv::Mat image;
+  Variant variant_used = Variant::opencv;  ///< what `automatic` resolved to
+  StageTimes times;
+};
+
+/// Whether a CUDA device can be used; on false, `reason` says why (no driver, no device ...).
+[[nodiscard]] bool cuda_device_available(std::string* reason = nullptr);
+
+/// The variant `automatic` resolves to for this filter on this machine.
+[[nodiscard]] Variant choose_variant(const Filter& filter, const ConvolveOptions& options,
+                                     bool gpu_present);
+
+/// OpenCV depth code (CV_8U ...) of the output for a given input depth, or Error{usage} when
+/// cv::filter2D does not support the pair.
+[[nodiscard]] int resolve_output_depth(int input_depth, Depth requested);
+
+/// Filters `src` (1, 3 or 4 channels; 8U, 16U or 32F). Throws cuconv::Error.
+[[nodiscard]] ConvolveResult convolve(const cv::Mat& src, const Filter& filter,
+                                      const ConvolveOptions& options);
+
+}  // namespace cuconv

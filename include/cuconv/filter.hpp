@@ -1,0 +1,57 @@
+#pragma once
+/// @file filter.hpp
+/// Convolution filters: the parsed form, the text formats and the embedded presets.
+///
+/// Formats (README "Filter formats"):
+///  - preset name (`gauss5`), embedded from filters/ at build time;
+///  - parametric `box:N` and `gaussian:R,SIGMA` (weights of cv::getGaussianKernel(2R+1, SIGMA));
+///  - inline ImageMagick-style `WxH[+X+Y]:v,v,...` (or `N:v,...` for N x N);
+///  - a file: libvips `.mat` (extension .mat: header `W H [scale [offset]]`, then H rows of W
+///    numbers, result = sum/scale + offset) or a plain matrix (any other name: rows of numbers
+///    separated by spaces, commas or tabs; `#` starts a comment).
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cuconv {
+
+/// Largest filter side accepted by the parsers (the filter fits in 64 KiB of constant memory).
+inline constexpr int kMaxFilterSide = 127;
+
+/// A parsed filter. Weights are stored as given (double); the GPU and OpenCV both use them as
+/// float, as cv::filter2D does for 8U/16U/32F images.
+struct Filter {
+  int width = 0;                ///< columns (kw)
+  int height = 0;               ///< rows (kh)
+  std::vector<double> weights;  ///< row-major, height rows of width values, already divided by scale
+  int anchor_x = -1;            ///< -1: centre, width / 2 (as cv::filter2D)
+  int anchor_y = -1;            ///< -1: centre, height / 2
+  double offset = 0.0;          ///< added to every output (libvips offset); --delta adds to it
+  std::string origin;           ///< where it came from, for messages: preset name, path or "inline"
+
+  [[nodiscard]] double at(int row, int col) const {
+    return weights[static_cast<std::size_t>(row) * static_cast<std::size_t>(width) +
+                   static_cast<std::size_t>(col)];
+  }
+  [[nodiscard]] int resolved_anchor_x() const { return anchor_x < 0 ? width / 2 : anchor_x; }
+  [[nodiscard]] int resolved_anchor_y() const { return anchor_y < 0 ? height / 2 : anchor_y; }
+};
+
+/// Resolves what the user gave to --filter: a preset, `box:N`, `gaussian:R,SIGMA`, an inline
+/// string, or a file path (in that order). Throws Error{bad_input} with a message naming the
+/// source, the line (for files) and the problem.
+[[nodiscard]] Filter load_filter(std::string_view spec);
+
+/// Parses a plain matrix text; `origin` is used in messages ("file.txt:3: ...").
+[[nodiscard]] Filter parse_plain_matrix(std::string_view text, std::string_view origin);
+/// Parses a libvips .mat text.
+[[nodiscard]] Filter parse_vips_mat(std::string_view text, std::string_view origin);
+/// Parses an inline `WxH[+X+Y]:v,v,...` string.
+[[nodiscard]] Filter parse_inline_filter(std::string_view text);
+
+/// Names of the embedded presets, sorted.
+[[nodiscard]] std::vector<std::string> preset_names();
+/// Human-readable dump (size, anchor, offset, the matrix) for --show-filter.
+[[nodiscard]] std::string describe_filter(const Filter& filter);
+
+}  // namespace cuconv

@@ -1,0 +1,82 @@
+#pragma once
+/// @file common.cuh
+/// What every convolution kernel shares: plane views, the problem description, border rules
+/// (identical to cv::borderInterpolate) and rounding (identical to cv::saturate_cast<T>(float)).
+#include "params.hpp"
+
+#include <cuda_runtime.h>
+
+#include <climits>
+#include <cstddef>
+#include <cstdint>
+#include <limits>
+#include <type_traits>
+
+namespace cuconv::kernels {
+
+/// Non-owning view of one pitched plane (one channel), passed to kernels by value.
+template <class T>
+struct PlaneView {
+  T* data;
+  std::size_t pitch_bytes;  ///< bytes between row starts (>= width * sizeof(T))
+  int width;
+  int height;
+
+  /// Row pointer; 64-bit arithmetic because rows * pitch can pass 2^31 bytes.
+  __device__ __forceinline__ T* row(int y) const {
+    using Byte = std::conditional_t<std::is_const_v<T>, const unsigned char, unsigned char>;
+    return reinterpret_cast<T*>(reinterpret_cast<Byte*>(data) +
+                                static_cast<std::size_t>(y) * pitch_bytes);
+  }
+};
+
+/// Maps a coordinate outside [0, len) into it like cv::borderInterpolate; -1 for constant.
+/// The loop handles filters larger than the image (several reflections).
+__device__ __forceinline__ int interpolate_border(int p, int len, BorderRule rule) {
+  if (static_cast<unsigned>(p) < static_cast<unsigned>(len)) return p;
+  switch (rule) {
+    case BorderRule::replicate: return p < 0 ? 0 : len - 1;
+    case BorderRule::wrap:
+      if (p < 0) p -= ((p - len + 1) / len) * len;
+      return p >= len ? p % len : p;
+    case BorderRule::constant: return -1;
+    default: {  // reflect (edge pixel repeated) or reflect101 (edge pixel not repeated)
+      if (len == 1) return 0;
+      const int skip_edge = rule == BorderRule::reflect101 ? 1 : 0;
+      do {
+        p = p < 0 ? -p - 1 + skip_edge : len - 1 - (p - len) - skip_edge;
+      } while (static_cast<unsigned>(p) >= static_cast<unsigned>(len));
+      return p;
+    }
+  }
+}
+
+/// Input sample at (y, x) with the border rule applied, as float, read through the read-only
+/// data path (__ldg).
+template <class T>
+__device__ __forceinline__ float load_pixel(const PlaneView<const T>& src, int y, int x,
+                                            const ConvParams& p) {
+  const int yy = interpolate_border(y, src.height, p.border);
+  const int xx = interpolate_border(x, src.width, p.border);
+  if (yy < 0 || xx < 0) return p.border_value;
+  return static_cast<float>(__ldg(src.row(yy) + xx));
+}
+
+/// cv::saturate_cast<T>(float): round half to even (cvRound), then clamp. Like cvRound on x86, a
+/// value outside int's range (or NaN) becomes INT_MIN before the clamp.
+template <class T>
+__device__ __forceinline__ T saturate_from_float(float v) {
+  if constexpr (std::is_floating_point_v<T>) {
+    return v;  // float output: no rounding
+  } else {
+    const int r = (v > -2147483648.0f && v < 2147483648.0f) ? __float2int_rn(v) : INT_MIN;
+    constexpr int lo = static_cast<int>(std::numeric_limits<T>::min());
+    constexpr int hi = static_cast<int>(std::numeric_limits<T>::max());
+    return static_cast<T>(r < lo ? lo : (r > hi ? hi : r));
+  }
+}
+
+/// Ceil division for grid sizes.
+__host__ __device__ constexpr int div_up(int a, int b) { return (a + b - 1) / b; }
+
+}  // namespace cuconv::kernels

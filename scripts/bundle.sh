@@ -1,0 +1,277 @@
+#!/usr/bin/env bash
+# Make a relocatable tarball of an existing cuconv build:
+#
+#   scripts/bundle.sh [BUILD_DIR]      (default: build/h100)
+#
+# -> dist/cuconv-<version>-linux-<arch>.tar.xz containing
+#    cuconv-<version>-linux-<arch>/
+#      bin/        cuconv, cuconv_tests, cuconv_gpu_tests, cuconv_bench (those that were built)
+#                  cuconv-env.sh (source it, or use it as a wrapper: bin/cuconv-env.sh cuconv ...)
+#      lib/        non-system shared libraries the binaries need (OpenCV and its closure)
+#      licenses/   Debian copyright files of the packages those libraries come from
+#      samples/    copy of samples/
+#      test/       CTestTestfile.cmake (ctest --test-dir test)
+#      run-tests.sh
+#
+# glibc, libstdc++/libgcc_s and the NVIDIA driver libraries (libcuda, libnvidia-*) are NOT
+# bundled: they must come from the machine the bundle runs on (the driver must match the kernel
+# module; glibc cannot be mixed). The target needs glibc >= the one of the build machine.
+set -euo pipefail
+
+# Resolve the build dir against the caller's cwd before moving to the repository root.
+build_arg="${1:-build/h100}"
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+if [[ "$build_arg" != /* && ! -d "$build_arg" && -d "$repo_root/$build_arg" ]]; then
+  build_arg="$repo_root/$build_arg"   # default/relative paths also work from outside the repo
+fi
+if [[ ! -d "$build_arg" ]]; then
+  echo "bundle: build dir '$build_arg' not found; build first, e.g." >&2
+  echo "  cmake --preset h100 && cmake --build --preset h100 -j" >&2
+  exit 1
+fi
+build_dir="$(cd "$build_arg" && pwd)"
+cd "$repo_root"
+
+log() { echo "bundle: $*"; }
+warn() { echo "bundle: warning: $*" >&2; }
+
+# ---- version and names -------------------------------------------------------------------------
+version="$(sed -n 's/^[[:space:]]*project([[:space:]]*cuconv[[:space:]]\+VERSION[[:space:]]\+\([0-9][0-9.]*\).*/\1/p' CMakeLists.txt | head -n1)"
+if [[ -z "$version" ]]; then
+  echo "bundle: could not read 'project(cuconv VERSION x.y.z' from CMakeLists.txt" >&2
+  exit 1
+fi
+name="cuconv-${version}-linux-$(uname -m)"
+dist_dir="$repo_root/dist"
+tarball="$dist_dir/$name.tar.xz"
+
+stage_parent="$(cd "$(mktemp -d "${TMPDIR:-/tmp}/cuconv-bundle.XXXXXX")" && pwd -P)"
+trap 'rm -rf "$stage_parent"' EXIT
+stage="$stage_parent/$name"
+mkdir -p "$stage"/{bin,lib,licenses,test}
+
+# ---- binaries ----------------------------------------------------------------------------------
+# Paths relative to the build dir; the bundle puts them all flat in bin/.
+candidates=(cuconv tests/cuconv_tests tests/cuconv_gpu_tests bench/cuconv_bench)
+bins=()
+declare -A bin_src=()   # bundled name -> file in the build dir
+for rel in "${candidates[@]}"; do
+  if [[ -f "$build_dir/$rel" && -x "$build_dir/$rel" ]]; then
+    cp "$build_dir/$rel" "$stage/bin/"
+    bins+=("$(basename "$rel")")
+    bin_src[$(basename "$rel")]="$build_dir/$rel"
+  else
+    warn "$build_dir/$rel not found, not bundled"
+  fi
+done
+if [[ ! -f "$stage/bin/cuconv" ]]; then
+  echo "bundle: $build_dir/cuconv is missing; nothing useful to bundle" >&2
+  exit 1
+fi
+log "binaries: ${bins[*]}"
+
+# ---- shared-library closure --------------------------------------------------------------------
+# True for libraries the target machine must provide itself: the glibc family (version-locked
+# to each other and to ld.so), the compiler runtime, and the NVIDIA driver libraries.
+is_system_lib() {
+  case "$1" in
+    linux-vdso.so* | linux-gate.so* | ld-linux*.so* | */ld-linux*.so* | \
+    libc.so* | libm.so* | libdl.so* | libpthread.so* | librt.so* | \
+    libresolv.so* | libutil.so* | libanl.so* | libmvec.so* | libnss_*.so* | \
+    libBrokenLocale.so* | libthread_db.so* | libc_malloc_debug.so* | \
+    libstdc++.so* | libgcc_s.so* | \
+    libcuda.so* | libnvidia-*) return 0 ;;
+    *) return 1 ;;
+  esac
+}
+
+# Filter for ldd's output: prints "soname<TAB>resolved path" for every library (ldd already
+# gives the full transitive closure). Unresolved ones get the path "NOT_FOUND".
+parse_ldd() {
+  awk '
+    $2 == "=>" && $3 == "not" { print $1 "\tNOT_FOUND"; next }
+    $2 == "=>"                { print $1 "\t" $3; next }
+    NF >= 1 && $1 !~ /:$/ && $1 != "statically" && $1 != "not" { print $1 "\t" $1 }'
+}
+
+declare -A copied=()
+missing_libs=0
+for b in "${bins[@]}"; do
+  while IFS=$'\t' read -r soname path; do
+    is_system_lib "$(basename "$soname")" && continue
+    [[ -n "${copied[$soname]:-}" ]] && continue
+    if [[ "$path" == NOT_FOUND ]]; then
+      warn "$b needs $soname, which ldd cannot find on this machine"
+      missing_libs=1
+      continue
+    fi
+    # Copy the file the symlink chain ends at, under the name the loader asks for (the SONAME).
+    cp -L "$path" "$stage/lib/$soname"
+    chmod u+w "$stage/lib/$soname"
+    copied[$soname]="$path"
+  done < <(ldd "${bin_src[$b]}" 2>/dev/null | parse_ldd)
+done
+if (( missing_libs )); then
+  echo "bundle: some libraries could not be resolved (see above); fix the build machine first" >&2
+  exit 1
+fi
+log "bundled ${#copied[@]} shared libraries"
+
+# ---- licences of the bundled libraries (best effort, Debian/Ubuntu only) ------------------------
+if command -v dpkg-query >/dev/null 2>&1 && (( ${#copied[@]} > 0 )); then
+  # With merged /usr, ldd reports /lib/... while dpkg may have registered /usr/lib/... (or the
+  # other way round): ask for the resolved path with and without the /usr prefix.
+  query_paths=()
+  for soname in "${!copied[@]}"; do
+    real="$(readlink -f "${copied[$soname]}")"
+    query_paths+=("$real" "${real#/usr}" "/usr${real#/usr}")
+  done
+  while read -r pkg; do
+    doc="/usr/share/doc/${pkg%%:*}/copyright"
+    [[ -r "$doc" ]] && cp -L "$doc" "$stage/licenses/${pkg%%:*}.copyright"
+  done < <(dpkg-query -S "${query_paths[@]}" 2>/dev/null | grep -v '^diversion' |
+           sed -n 's|: /.*$||p' | tr ',' '\n' | tr -d ' ' | sort -u)
+fi
+[[ -f LICENSE ]] && cp LICENSE "$stage/licenses/cuconv.LICENSE"
+
+# ---- RPATH -------------------------------------------------------------------------------------
+# RUNPATH $ORIGIN/../lib on the binaries and $ORIGIN on the libraries: RUNPATH is not inherited
+# by dependencies, so each bundled library must find its own dependencies next to itself.
+ensure_patchelf() {
+  command -v patchelf >/dev/null 2>&1 && return 0
+  local sudo_cmd=()
+  if (( EUID != 0 )); then
+    command -v sudo >/dev/null 2>&1 || return 1
+    sudo_cmd=(sudo)
+  fi
+  log "installing patchelf"
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq patchelf >/dev/null 2>&1 ||
+    { "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq &&
+      "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq patchelf >/dev/null; } ||
+    return 1
+  command -v patchelf >/dev/null 2>&1
+}
+
+have_rpath=0
+if ensure_patchelf; then
+  for b in "${bins[@]}"; do
+    # shellcheck disable=SC2016  # literal $ORIGIN for the loader
+    patchelf --set-rpath '$ORIGIN/../lib' "$stage/bin/$b"
+  done
+  for soname in "${!copied[@]}"; do
+    # shellcheck disable=SC2016
+    patchelf --set-rpath '$ORIGIN' "$stage/lib/$soname"
+  done
+  have_rpath=1
+  log "RUNPATH set with $(patchelf --version)"
+else
+  warn "patchelf unavailable: binaries rely on LD_LIBRARY_PATH (bin/cuconv-env.sh, run-tests.sh)"
+fi
+
+# ---- environment helper, tests -----------------------------------------------------------------
+# Fallback for when RUNPATH is missing or stripped: put lib/ on LD_LIBRARY_PATH and bin/ on PATH.
+cat >"$stage/bin/cuconv-env.sh" <<'EOF'
+#!/usr/bin/env bash
+# Source it:   . /path/to/bundle/bin/cuconv-env.sh   (adds bin/ to PATH, lib/ to LD_LIBRARY_PATH)
+# or wrap:     /path/to/bundle/bin/cuconv-env.sh cuconv in.png out.png --filter gauss5
+CUCONV_HOME="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+export CUCONV_HOME
+export PATH="$CUCONV_HOME/bin${PATH:+:$PATH}"
+export LD_LIBRARY_PATH="$CUCONV_HOME/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
+export CUCONV_BIN="${CUCONV_BIN:-$CUCONV_HOME/bin/cuconv}"
+export CUCONV_SAMPLES="${CUCONV_SAMPLES:-$CUCONV_HOME/samples}"
+if [[ "${BASH_SOURCE[0]}" == "$0" ]]; then
+  # Executed rather than sourced: run the given command in this environment.
+  set -euo pipefail
+  if (( $# == 0 )); then
+    echo "usage: $0 COMMAND [ARGS...]   (or source this file)" >&2
+    exit 2
+  fi
+  exec "$@"
+fi
+EOF
+chmod +x "$stage/bin/cuconv-env.sh"
+
+{
+  cat <<'EOF'
+# Tests of an unpacked cuconv bundle (written by scripts/bundle.sh). Paths are computed from
+# this file's location, so the bundle can be unpacked anywhere: ctest --test-dir <bundle>/test
+if(CMAKE_CURRENT_LIST_DIR)
+  set(CUCONV_TEST_DIR "${CMAKE_CURRENT_LIST_DIR}")
+else()
+  # ctest (3.25 at least) leaves CMAKE_CURRENT_LIST_DIR empty while reading this file, but it
+  # reads it with the current directory set to the folder that holds it.
+  file(REAL_PATH "." CUCONV_TEST_DIR)
+endif()
+get_filename_component(CUCONV_BUNDLE "${CUCONV_TEST_DIR}/.." ABSOLUTE)
+set(CUCONV_TEST_ENV "CUCONV_BIN=${CUCONV_BUNDLE}/bin/cuconv" "CUCONV_SAMPLES=${CUCONV_BUNDLE}/samples")
+# Fallback for binaries without RUNPATH: lib/ first on LD_LIBRARY_PATH (once; no trailing ':',
+# which would mean the current directory).
+string(FIND "$ENV{LD_LIBRARY_PATH}" "${CUCONV_BUNDLE}/lib" CUCONV_LIB_POS)
+if(CUCONV_LIB_POS EQUAL 0)
+  list(APPEND CUCONV_TEST_ENV "LD_LIBRARY_PATH=$ENV{LD_LIBRARY_PATH}")
+elseif(NOT "$ENV{LD_LIBRARY_PATH}" STREQUAL "")
+  list(APPEND CUCONV_TEST_ENV "LD_LIBRARY_PATH=${CUCONV_BUNDLE}/lib:$ENV{LD_LIBRARY_PATH}")
+else()
+  list(APPEND CUCONV_TEST_ENV "LD_LIBRARY_PATH=${CUCONV_BUNDLE}/lib")
+endif()
+EOF
+  # Only tests whose binary was bundled; the GPU suite exits 77 (skipped) without a GPU.
+  for pair in cpu:cuconv_tests gpu:cuconv_gpu_tests; do
+    test_name="${pair%%:*}" exe="${pair#*:}"
+    if [[ -f "$stage/bin/$exe" ]]; then
+      # shellcheck disable=SC2016  # ${...} are CMake variables, expanded by ctest
+      printf 'add_test(%s "${CUCONV_BUNDLE}/bin/%s")\n' "$test_name" "$exe"
+      # shellcheck disable=SC2016
+      printf 'set_tests_properties(%s PROPERTIES ENVIRONMENT "${CUCONV_TEST_ENV}" SKIP_RETURN_CODE 77)\n' "$test_name"
+    else
+      warn "test '$test_name' left out of test/CTestTestfile.cmake ($exe not bundled)"
+    fi
+  done
+} >"$stage/test/CTestTestfile.cmake"
+
+cat >"$stage/run-tests.sh" <<'EOF'
+#!/usr/bin/env bash
+# Run the bundled test suites: ./run-tests.sh [extra ctest arguments, e.g. -R gpu -V]
+set -euo pipefail
+bundle="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+# shellcheck source=/dev/null
+. "$bundle/bin/cuconv-env.sh"
+exec ctest --test-dir "$bundle/test" --output-on-failure "$@"
+EOF
+chmod +x "$stage/run-tests.sh"
+
+cp -r samples "$stage/samples"
+
+# ---- check the staged tree resolves its libraries from lib/ ------------------------------------
+check_env=()
+(( have_rpath )) || check_env=(LD_LIBRARY_PATH="$stage/lib")
+outside=0
+for b in "${bins[@]}"; do
+  while IFS=$'\t' read -r soname path; do
+    is_system_lib "$(basename "$soname")" && continue
+    # ldd prints $ORIGIN expanded, e.g. .../bin/../lib/x.so: normalise before comparing.
+    [[ "$path" != NOT_FOUND ]] && path="$(readlink -f "$path")"
+    if [[ "$path" != "$stage/lib/"* ]]; then
+      warn "bin/$b: $soname resolves to $path, not to the bundle's lib/"
+      outside=1
+    fi
+  done < <(env -u LD_LIBRARY_PATH "${check_env[@]}" ldd "$stage/bin/$b" 2>/dev/null | parse_ldd)
+done
+(( outside )) && warn "the bundle may pick up libraries from the target system"
+# The loader must accept every patched library: run the CLI's --help (no GPU needed).
+if ! env -u LD_LIBRARY_PATH "${check_env[@]}" "$stage/bin/cuconv" --help >/dev/null 2>&1; then
+  warn "bundled bin/cuconv --help failed; check the bundle before shipping it"
+fi
+
+# ---- tarball -----------------------------------------------------------------------------------
+mkdir -p "$dist_dir"
+rm -f "$tarball"
+# Numeric owner 0 so the archive does not carry this machine's user names; xz multi-threaded.
+XZ_OPT="${XZ_OPT:--T0}" tar -C "$stage_parent" --owner=0 --group=0 --numeric-owner \
+  -cJf "$tarball.tmp" "$name"
+mv "$tarball.tmp" "$tarball"
+
+size_bytes="$(stat -c %s "$tarball")"
+log "$tarball"
+log "size: $(numfmt --to=iec --suffix=B "$size_bytes") ($size_bytes bytes), unpacked $(du -sh "$stage" | cut -f1)"

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# Install the Debian/Ubuntu packages needed to build cuconv. Idempotent: when everything is
+# already installed it only runs dpkg-query (no apt-get update, no network).
+# CUDA is NOT installed here (it comes from NVIDIA's installer / the machine image); we only
+# check that nvcc is present.
+set -euo pipefail
+
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+packages=(
+  cmake ninja-build g++
+  libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
+  libcli11-dev libspdlog-dev doctest-dev nlohmann-json3-dev
+)
+
+# Collect the packages that are not fully installed ("install ok installed").
+missing=()
+for pkg in "${packages[@]}"; do
+  status="$(dpkg-query -W -f='${Status}' "$pkg" 2>/dev/null || true)"
+  [[ "$status" == "install ok installed" ]] || missing+=("$pkg")
+done
+
+if (( ${#missing[@]} > 0 )); then
+  echo "install-deps: installing ${missing[*]}"
+  # Root runs apt-get directly; otherwise go through sudo if there is one.
+  sudo_cmd=()
+  if (( EUID != 0 )); then
+    if command -v sudo >/dev/null 2>&1; then
+      sudo_cmd=(sudo)
+    else
+      echo "install-deps: not root and sudo is not available; install as root: ${missing[*]}" >&2
+      exit 1
+    fi
+  fi
+  # Package lists may be absent (slim images) or stale: refresh only when something is missing.
+  # `env` because sudo drops DEBIAN_FRONTEND from the environment by default.
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get update -qq
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive \
+    apt-get install -y -qq --no-install-recommends "${missing[@]}" >/dev/null
+else
+  echo "install-deps: all ${#packages[@]} packages already installed"
+fi
+
+# nvcc: CMake honours $CUDACXX, and CMakeLists.txt falls back to /usr/local/cuda/bin/nvcc.
+if [[ -n "${CUDACXX:-}" && -x "${CUDACXX}" ]]; then
+  nvcc_path="$CUDACXX"
+elif command -v nvcc >/dev/null 2>&1; then
+  nvcc_path="$(command -v nvcc)"
+elif [[ -x /usr/local/cuda/bin/nvcc ]]; then
+  nvcc_path=/usr/local/cuda/bin/nvcc
+else
+  cat >&2 <<'EOF'
+install-deps: nvcc (the CUDA compiler) was not found on PATH nor at /usr/local/cuda/bin/nvcc.
+  This script does not install CUDA. Install the CUDA Toolkit (12.x or newer) from NVIDIA
+  (https://developer.nvidia.com/cuda-downloads) or your distribution's nvidia-cuda-toolkit,
+  then put its bin/ on PATH or set CUDACXX=/path/to/nvcc.
+EOF
+  exit 1
+fi
+echo "install-deps: nvcc: $nvcc_path ($("$nvcc_path" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"

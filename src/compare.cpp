@@ -1,0 +1,57 @@
+#include <cuconv/compare.hpp>
+#include <cuconv/error.hpp>
+
+#include <opencv2/core.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <limits>
+
+namespace cuconv {
+
+ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& reference,
+                                     const cv::Mat& input, const Filter& filter, double delta) {
+  if (result.size() != reference.size() || result.type() != reference.type())
+    throw Error(ErrorKind::internal, "compare_to_reference: result and reference differ in size or type");
+  cv::Mat a, b;
+  result.reshape(1).convertTo(a, CV_64F);
+  reference.reshape(1).convertTo(b, CV_64F);
+
+  ComparisonStats stats;
+  stats.total_values = a.total();
+  for (int r = 0; r < a.rows; ++r) {
+    const double* pa = a.ptr<double>(r);
+    const double* pb = b.ptr<double>(r);
+    for (int c = 0; c < a.cols; ++c) {
+      const bool nan_a = std::isnan(pa[c]);
+      const bool nan_b = std::isnan(pb[c]);
+      double diff = 0;
+      if (nan_a != nan_b) diff = std::numeric_limits<double>::infinity();
+      else if (!nan_a && pa[c] != pb[c]) diff = std::abs(pa[c] - pb[c]);
+      if (diff > 0 || (nan_a != nan_b)) ++stats.differing_values;
+      stats.max_abs_difference = std::max(stats.max_abs_difference, diff);
+    }
+  }
+  stats.differing_percent =
+      stats.total_values == 0 ? 0.0 : 100.0 * static_cast<double>(stats.differing_values) / static_cast<double>(stats.total_values);
+
+  double max_input = 0;
+  cv::minMaxLoc(cv::abs(input.reshape(1)), nullptr, &max_input);
+  double weight_sum = 0;
+  for (double w : filter.weights) weight_sum += std::abs(w);
+  const double normaliser = weight_sum * max_input + std::abs(delta + filter.offset);
+  stats.relative_error = stats.max_abs_difference / (normaliser > 0 ? normaliser : 1.0);
+
+  stats.float_output = result.depth() == CV_32F || result.depth() == CV_64F;
+  if (stats.float_output) {
+    stats.within_tolerance = stats.relative_error <= kMaxRelativeError;
+  } else {
+    const auto allowed = static_cast<std::size_t>(
+        std::ceil(kMaxDifferingFraction * static_cast<double>(stats.total_values)));
+    stats.within_tolerance =
+        stats.max_abs_difference <= kMaxIntegerDifference && stats.differing_values <= allowed;
+  }
+  return stats;
+}
+
+}  // namespace cuconv

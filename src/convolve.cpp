@@ -1,0 +1,178 @@
+// Library entry point: validate the request, resolve it into a ConvolveJob, pick the variant and
+// run it (src/reference.cpp for OpenCV, src/gpu/ for the GPU variants).
+#include "gpu/launch.hpp"
+#include "job.hpp"
+
+#include <cuconv/error.hpp>
+#include <cuconv/image_io.hpp>
+
+#include <opencv2/core.hpp>
+
+#include <array>
+#include <chrono>
+#include <cmath>
+#include <string>
+#include <utility>
+
+namespace cuconv {
+
+namespace {
+
+constexpr std::array<std::pair<Variant, std::string_view>, 7> kVariantNames{{
+    {Variant::automatic, "auto"},
+    {Variant::opencv, "opencv"},
+    {Variant::basic, "basic"},
+    {Variant::constmem, "constmem"},
+    {Variant::tiled, "tiled"},
+    {Variant::tiled_halo, "tiled-halo"},
+    {Variant::cached, "cached"},
+}};
+constexpr std::array<std::pair<Border, std::string_view>, 5> kBorderNames{{
+    {Border::reflect101, "reflect101"},
+    {Border::reflect, "reflect"},
+    {Border::replicate, "replicate"},
+    {Border::constant, "constant"},
+    {Border::wrap, "wrap"},
+}};
+constexpr std::array<std::pair<Depth, std::string_view>, 5> kDepthNames{{
+    {Depth::same, "same"}, {Depth::u8, "8u"}, {Depth::u16, "16u"}, {Depth::s16, "16s"}, {Depth::f32, "32f"},
+}};
+
+template <class Enum, std::size_t N>
+std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum value) {
+  for (const auto& [v, name] : table)
+    if (v == value) return name;
+  return "?";
+}
+template <class Enum, std::size_t N>
+std::optional<Enum> value_of(const std::array<std::pair<Enum, std::string_view>, N>& table,
+                             std::string_view name) {
+  for (const auto& [v, n] : table)
+    if (n == name) return v;
+  return std::nullopt;
+}
+
+bool is_gpu_variant(Variant v) { return v != Variant::automatic && v != Variant::opencv; }
+
+/// The border value as cv::copyMakeBorder stores it in the input type.
+double saturate_to_depth(double value, int depth) {
+  switch (depth) {
+    case CV_8U: return cv::saturate_cast<uchar>(value);
+    case CV_16U: return cv::saturate_cast<ushort>(value);
+    default: return static_cast<float>(value);
+  }
+}
+
+detail::ConvolveJob make_job(const cv::Mat& src, const Filter& filter, const ConvolveOptions& o) {
+  detail::ConvolveJob job;
+  job.kernel = cv::Mat(filter.height, filter.width, CV_64F);
+  for (int r = 0; r < filter.height; ++r)
+    for (int c = 0; c < filter.width; ++c) job.kernel.at<double>(r, c) = filter.at(r, c);
+  job.weights.reserve(filter.weights.size());
+  for (double w : filter.weights) job.weights.push_back(static_cast<float>(w));
+  job.anchor_x = o.anchor_x >= 0 ? o.anchor_x : filter.resolved_anchor_x();
+  job.anchor_y = o.anchor_y >= 0 ? o.anchor_y : filter.resolved_anchor_y();
+  if (job.anchor_x >= filter.width || job.anchor_y >= filter.height) {
+    throw Error(ErrorKind::usage, "anchor (" + std::to_string(job.anchor_x) + "," +
+                                      std::to_string(job.anchor_y) + ") is outside the " +
+                                      std::to_string(filter.width) + "x" +
+                                      std::to_string(filter.height) + " filter " + filter.origin);
+  }
+  job.delta = o.delta + filter.offset;
+  if (!std::isfinite(job.delta) || !std::isfinite(o.border_value))
+    throw Error(ErrorKind::usage, "--delta and --border-value must be finite numbers");
+  job.border = o.border;
+  job.border_value = saturate_to_depth(o.border_value, src.depth());
+  job.output_depth = resolve_output_depth(src.depth(), o.depth);
+  job.keep_alpha = o.keep_alpha;
+  job.poison_output = o.poison_output;
+  return job;
+}
+
+void validate_input(const cv::Mat& src) {
+  if (src.empty()) throw Error(ErrorKind::bad_input, "the image is empty (0 pixels)");
+  const int depth = src.depth();
+  if (depth != CV_8U && depth != CV_16U && depth != CV_32F)
+    throw Error(ErrorKind::bad_input, "unsupported pixel depth " + depth_name(depth) +
+                                          " (supported: 8U, 16U, 32F)");
+  const int cn = src.channels();
+  if (cn != 1 && cn != 3 && cn != 4)
+    throw Error(ErrorKind::bad_input, "unsupported channel count " + std::to_string(cn) +
+                                          " (supported: 1, 3, 4)");
+}
+
+}  // namespace
+
+std::string_view to_string(Variant v) noexcept { return name_of(kVariantNames, v); }
+std::string_view to_string(Border b) noexcept { return name_of(kBorderNames, b); }
+std::string_view to_string(Depth d) noexcept { return name_of(kDepthNames, d); }
+std::optional<Variant> parse_variant(std::string_view s) noexcept { return value_of(kVariantNames, s); }
+std::optional<Border> parse_border(std::string_view s) noexcept { return value_of(kBorderNames, s); }
+std::optional<Depth> parse_depth(std::string_view s) noexcept { return value_of(kDepthNames, s); }
+
+const std::vector<Variant>& gpu_variants() noexcept {
+  static const std::vector<Variant> variants{Variant::basic, Variant::constmem, Variant::tiled,
+                                             Variant::tiled_halo, Variant::cached};
+  return variants;
+}
+
+int resolve_output_depth(int input_depth, Depth requested) {
+  if (requested == Depth::same) return input_depth;
+  const int wanted = requested == Depth::u8    ? CV_8U
+                     : requested == Depth::u16 ? CV_16U
+                     : requested == Depth::s16 ? CV_16S
+                                               : CV_32F;
+  // The pairs cv::filter2D accepts (checked against OpenCV 4.6 in tests/test_convolve.cpp).
+  const bool allowed = wanted == input_depth ||
+                       (input_depth == CV_8U && (wanted == CV_16U || wanted == CV_16S || wanted == CV_32F)) ||
+                       (input_depth == CV_16U && wanted == CV_32F);
+  if (!allowed) {
+    throw Error(ErrorKind::usage, "output depth " + depth_name(wanted) + " is not available for " +
+                                      depth_name(input_depth) +
+                                      " input (cv::filter2D allows: 8U -> 8u/16u/16s/32f, "
+                                      "16U -> 16u/32f, 32F -> 32f)");
+  }
+  return wanted;
+}
+
+/// The one place that decides what `--variant auto` runs.
+Variant choose_variant(const Filter& filter, const ConvolveOptions& options, bool gpu_present) {
+  (void)options;
+  // No usable GPU: OpenCV on the CPU is the only path (the CLI warns about it).
+  if (!gpu_present) return Variant::opencv;
+  // tiled-halo is the fastest seed variant for every size measured on the H100 (README table):
+  // it reads each input pixel once per block, like tiled, but keeps every thread computing.
+  // Its shared tile grows with the filter; `cached` needs no more shared memory for larger ones.
+  if (detail::shared_bytes_tiled_halo(filter.width, filter.height) > 48 * 1024)
+    return Variant::cached;
+  return Variant::tiled_halo;
+}
+
+ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options) {
+  validate_input(src);
+  const detail::ConvolveJob job = make_job(src, filter, options);
+
+  std::string no_gpu_reason;
+  const bool needs_gpu_check = options.variant == Variant::automatic || is_gpu_variant(options.variant);
+  const bool gpu_present = needs_gpu_check && cuda_device_available(&no_gpu_reason);
+  const Variant variant = options.variant == Variant::automatic
+                              ? choose_variant(filter, options, gpu_present)
+                              : options.variant;
+  if (is_gpu_variant(variant)) {
+    if (!gpu_present)
+      throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) +
+                                      "' needs a CUDA device: " + no_gpu_reason +
+                                      " (use --variant opencv or auto)");
+    return detail::convolve_gpu(src, job, variant);
+  }
+
+  ConvolveResult result;
+  const auto start = std::chrono::steady_clock::now();
+  result.image = detail::convolve_opencv(src, job);
+  result.times.kernel_ms =
+      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  result.variant_used = Variant::opencv;
+  return result;
+}
+
+}  // namespace cuconv

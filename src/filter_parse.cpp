@@ -1,0 +1,495 @@
+/// @file filter_parse.cpp
+/// The filter formats of filter.hpp: presets, box:N, gaussian:R,SIGMA, inline strings, plain
+/// matrices and libvips .mat files. Every failure is an Error{bad_input} naming where the filter
+/// came from, the line (for files) and the problem.
+#include "cuconv/filter.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <opencv2/imgproc.hpp>
+
+#include "cuconv/error.hpp"
+#include "embedded_filters.hpp"
+
+namespace cuconv {
+namespace {
+
+/// A filter file is a few KiB at most; the cap stops an image passed by mistake from being
+/// read whole just to report that its first bytes are not a number.
+constexpr std::size_t kMaxFilterFileBytes = 16u << 20;
+
+[[noreturn]] void throw_bad_input(const std::string& message) {
+  throw Error(ErrorKind::bad_input, message);
+}
+
+/// User text quoted in a message: shortened, and bytes outside printable ASCII replaced, so that
+/// a binary file or a very long argument still gives a readable one-line, valid UTF-8 message.
+std::string printable(std::string_view text) {
+  constexpr std::size_t kMaxShown = 200;
+  std::string out;
+  for (const char c : text.substr(0, kMaxShown)) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += (byte < 0x20 || byte >= 0x7f) ? '?' : c;
+  }
+  if (text.size() > kMaxShown) out += "...";
+  return out;
+}
+
+std::string format_g9(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.9g", value);
+  return buffer;
+}
+
+/// Where the text being parsed came from: builds "ORIGIN:LINE: PROBLEM" messages.
+struct Source {
+  std::string prefix;  ///< a path, "preset NAME" or "inline filter 'TEXT'"
+
+  /// `line` is 1-based; 0 for problems of the whole filter rather than of one line.
+  [[noreturn]] void fail(int line, const std::string& problem) const {
+    if (line > 0) throw_bad_input(prefix + ":" + std::to_string(line) + ": " + problem);
+    throw_bad_input(prefix + ": " + problem);
+  }
+};
+
+std::optional<int> to_int(std::string_view text) {
+  int value = 0;
+  const char* last = text.data() + text.size();
+  const auto [end, ec] = std::from_chars(text.data(), last, value);
+  if (ec != std::errc{} || end != last) return std::nullopt;
+  return value;
+}
+
+/// True for "1e-400": from_chars reports underflow and overflow alike as out of range.
+bool has_negative_exponent(std::string_view token) {
+  const std::size_t e = token.find_first_of("eE");
+  return e != std::string_view::npos && e + 1 < token.size() && token[e + 1] == '-';
+}
+
+/// One weight, header field or parameter. The whole token must be a finite number.
+double parse_number(std::string_view token, const Source& source, int line) {
+  std::string_view digits = token;
+  // from_chars rejects a leading '+', which people do write in kernels ("+1").
+  if (digits.size() > 1 && digits[0] == '+' && digits[1] != '+' && digits[1] != '-') {
+    digits.remove_prefix(1);
+  }
+  double value = 0.0;
+  const char* last = digits.data() + digits.size();
+  const auto [end, ec] = std::from_chars(digits.data(), last, value);
+  if (ec == std::errc::invalid_argument || end != last) {
+    source.fail(line, "'" + printable(token) + "' is not a number");
+  }
+  if (ec == std::errc::result_out_of_range && has_negative_exponent(token)) {
+    return digits[0] == '-' ? -0.0 : 0.0;  // below the smallest double: it is zero, as strtod says
+  }
+  if (ec == std::errc::result_out_of_range || !std::isfinite(value)) {
+    source.fail(line, "non-finite value '" + printable(token) + "'");
+  }
+  return value;
+}
+
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+/// The numbers of one line. Blanks and commas separate them; a comma must follow a value, so
+/// "1, 2,3," is fine but "1,,2" (a value left out) is an error rather than a silent shift.
+std::vector<double> parse_values(std::string_view text, const Source& source, int line) {
+  std::vector<double> values;
+  bool value_since_comma = false;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (is_blank(text[i])) {
+      ++i;
+    } else if (text[i] == ',') {
+      if (!value_since_comma) source.fail(line, "missing value before ','");
+      value_since_comma = false;
+      ++i;
+    } else {
+      std::size_t end = i;
+      while (end < text.size() && !is_blank(text[end]) && text[end] != ',') ++end;
+      values.push_back(parse_number(text.substr(i, end - i), source, line));
+      value_since_comma = true;
+      i = end;
+    }
+  }
+  return values;
+}
+
+/// A line that holds something once its comment is removed.
+struct ContentLine {
+  int number;  ///< 1-based
+  std::string_view text;
+};
+
+std::vector<ContentLine> content_lines(std::string_view text) {
+  std::vector<ContentLine> lines;
+  int number = 0;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    ++number;
+    std::string_view line = text.substr(start, end - start);
+    line = line.substr(0, line.find('#'));
+    if (!std::all_of(line.begin(), line.end(), is_blank)) lines.push_back({number, line});
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string size_text(int width, int height) {
+  return std::to_string(width) + "x" + std::to_string(height);
+}
+
+std::string too_large_problem(const std::string& size) {
+  return "filter is " + size + ", the maximum side is " + std::to_string(kMaxFilterSide);
+}
+
+std::string row_problem(std::size_t count, std::size_t expected) {
+  return "row has " + std::to_string(count) + " values, expected " + std::to_string(expected);
+}
+
+Filter make_filter(int width, int height, std::vector<double> weights, std::string origin) {
+  Filter filter;
+  filter.width = width;
+  filter.height = height;
+  filter.weights = std::move(weights);
+  filter.origin = std::move(origin);
+  return filter;
+}
+
+// ---- libvips .mat header -----------------------------------------------------------------------
+
+struct MatHeader {
+  int width = 0;
+  int height = 0;
+  double scale = 1.0;
+  double offset = 0.0;
+};
+
+/// Width or height of a .mat header: a positive integer (written as a number, so "3.0" passes).
+double mat_side(double value, const Source& source, int line) {
+  if (value < 1 || value != std::floor(value)) {
+    source.fail(line, "bad header: width and height must be positive integers, got '" +
+                          format_g9(value) + "'");
+  }
+  return value;
+}
+
+MatHeader parse_mat_header(const ContentLine& line, const Source& source) {
+  const std::vector<double> fields = parse_values(line.text, source, line.number);
+  if (fields.size() < 2 || fields.size() > 4) {
+    source.fail(line.number, "bad header: expected 'WIDTH HEIGHT [SCALE [OFFSET]]', got " +
+                                 std::to_string(fields.size()) + " values");
+  }
+  const double width = mat_side(fields[0], source, line.number);
+  const double height = mat_side(fields[1], source, line.number);
+  if (width > kMaxFilterSide || height > kMaxFilterSide) {
+    source.fail(line.number, too_large_problem(format_g9(width) + "x" + format_g9(height)));
+  }
+  MatHeader header{static_cast<int>(width), static_cast<int>(height)};
+  if (fields.size() > 2) header.scale = fields[2];
+  if (fields.size() > 3) header.offset = fields[3];
+  if (header.scale == 0.0) source.fail(line.number, "scale must not be 0");
+  return header;
+}
+
+// ---- inline WxH[+X+Y]:values ------------------------------------------------------------------
+
+/// The fields of an inline filter's header, as text; empty when absent.
+struct InlineHeader {
+  std::string_view width, height, anchor_x, anchor_y;
+  std::string_view values;  ///< everything after the ':'
+};
+
+/// Matches ^\d+(x\d+)?([+-]\d+[+-]\d+)?: by hand; nullopt when `text` is not an inline filter.
+std::optional<InlineHeader> split_inline(std::string_view text) {
+  std::size_t pos = 0;
+  auto take_digits = [&]() {
+    const std::size_t start = pos;
+    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
+    return text.substr(start, pos - start);
+  };
+  auto take_signed = [&]() -> std::string_view {
+    if (pos >= text.size() || (text[pos] != '+' && text[pos] != '-')) return {};
+    const std::size_t start = pos++;
+    return take_digits().empty() ? std::string_view{} : text.substr(start, pos - start);
+  };
+  InlineHeader header;
+  header.width = take_digits();
+  if (header.width.empty()) return std::nullopt;
+  header.height = header.width;
+  if (pos < text.size() && text[pos] == 'x') {
+    ++pos;
+    header.height = take_digits();
+    if (header.height.empty()) return std::nullopt;
+  }
+  if (pos < text.size() && text[pos] != ':') {
+    header.anchor_x = take_signed();
+    header.anchor_y = take_signed();
+    if (header.anchor_x.empty() || header.anchor_y.empty()) return std::nullopt;
+  }
+  if (pos >= text.size() || text[pos] != ':') return std::nullopt;
+  header.values = text.substr(pos + 1);
+  return header;
+}
+
+/// "+2" or "-1": from_chars takes no '+'.
+std::optional<int> to_signed_int(std::string_view text) {
+  if (!text.empty() && text[0] == '+') text.remove_prefix(1);
+  return to_int(text);
+}
+
+/// Applies +X+Y, which must name a cell of the filter (a negative anchor would mean "centre").
+void set_inline_anchor(Filter& filter, const InlineHeader& header, const Source& source) {
+  const std::optional<int> x = to_signed_int(header.anchor_x);
+  const std::optional<int> y = to_signed_int(header.anchor_y);
+  if (!x || !y || *x < 0 || *x >= filter.width || *y < 0 || *y >= filter.height) {
+    source.fail(0, "anchor " + std::string(header.anchor_x) + std::string(header.anchor_y) +
+                       " is outside the " + size_text(filter.width, filter.height) + " filter");
+  }
+  filter.anchor_x = *x;
+  filter.anchor_y = *y;
+}
+
+// ---- parametric filters -----------------------------------------------------------------------
+
+Filter box_filter(std::string_view spec, std::string_view n_text) {
+  const std::optional<int> n = to_int(n_text);
+  if (!n || *n < 1 || *n > kMaxFilterSide) {
+    throw_bad_input("filter '" + printable(spec) + "': N must be an integer from 1 to " +
+                    std::to_string(kMaxFilterSide));
+  }
+  const auto count = static_cast<std::size_t>(*n) * static_cast<std::size_t>(*n);
+  return make_filter(*n, *n, std::vector<double>(count, 1.0 / static_cast<double>(count)),
+                     std::string(spec));
+}
+
+Filter gaussian_filter(std::string_view spec, std::string_view params) {
+  const Source source{"filter '" + printable(spec) + "'"};
+  const std::size_t comma = params.find(',');
+  if (comma == std::string_view::npos) source.fail(0, "expected gaussian:R,SIGMA");
+  const std::optional<int> radius = to_int(params.substr(0, comma));
+  constexpr int kMaxRadius = (kMaxFilterSide - 1) / 2;
+  if (!radius || *radius < 0 || *radius > kMaxRadius) {
+    source.fail(0, "R must be an integer from 0 to " + std::to_string(kMaxRadius));
+  }
+  const double sigma = parse_number(params.substr(comma + 1), source, 0);
+  if (!(sigma > 0.0)) source.fail(0, "SIGMA must be greater than 0");
+
+  const int side = 2 * *radius + 1;
+  const cv::Mat kernel = cv::getGaussianKernel(side, sigma, CV_64F);
+  std::vector<double> weights;
+  weights.reserve(static_cast<std::size_t>(side) * static_cast<std::size_t>(side));
+  for (int row = 0; row < side; ++row) {
+    for (int col = 0; col < side; ++col) {
+      weights.push_back(kernel.at<double>(row) * kernel.at<double>(col));
+    }
+  }
+  return make_filter(side, side, std::move(weights), std::string(spec));
+}
+
+// ---- files and presets ------------------------------------------------------------------------
+
+bool has_mat_extension(std::string_view name) {
+  std::string extension = std::filesystem::path(name).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return extension == ".mat";
+}
+
+Filter parse_by_extension(std::string_view file_name, std::string_view text,
+                          std::string_view origin) {
+  return has_mat_extension(file_name) ? parse_vips_mat(text, origin)
+                                      : parse_plain_matrix(text, origin);
+}
+
+[[noreturn]] void fail_read(const std::string& path, int error) {
+  throw_bad_input("cannot read filter file '" + path + "': " + std::strerror(error));
+}
+
+struct FileCloser {
+  void operator()(std::FILE* file) const { std::fclose(file); }
+};
+
+std::string read_filter_file(const std::string& path) {
+  const std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) fail_read(path, errno);
+  std::string text;
+  char buffer[1 << 16];
+  std::size_t count = 0;
+  while ((count = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) {
+    text.append(buffer, count);
+    if (text.size() > kMaxFilterFileBytes) {
+      throw_bad_input("filter file '" + path + "' is over 16 MiB: too large for a filter");
+    }
+  }
+  if (std::ferror(file.get())) fail_read(path, errno);
+  return text;
+}
+
+std::optional<Filter> load_preset(std::string_view name) {
+  for (std::size_t i = 0; i < detail::kEmbeddedFilterCount; ++i) {
+    const detail::EmbeddedFilter& preset = detail::kEmbeddedFilters[i];
+    if (preset.name == name) {
+      return parse_by_extension(preset.file_name, preset.text, "preset " + std::string(name));
+    }
+  }
+  return std::nullopt;
+}
+
+/// nullopt when nothing exists at `spec`, so load_filter can report "not a filter" instead.
+std::optional<Filter> load_file(std::string_view spec) {
+  const std::string path(spec);
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (error || !std::filesystem::exists(status)) return std::nullopt;
+  if (std::filesystem::is_directory(status)) {
+    throw_bad_input("filter file '" + path + "' is a directory");
+  }
+  // Only regular files: a FIFO or device could block forever or never end.
+  if (!std::filesystem::is_regular_file(status)) {
+    throw_bad_input("filter file '" + path + "' is not a regular file");
+  }
+  return parse_by_extension(path, read_filter_file(path), path);
+}
+
+}  // namespace
+
+// ---- public API -------------------------------------------------------------------------------
+
+Filter parse_plain_matrix(std::string_view text, std::string_view origin) {
+  const Source source{std::string(origin)};
+  const std::vector<ContentLine> lines = content_lines(text);
+  if (lines.empty()) source.fail(0, "no filter values");
+
+  std::vector<double> weights;
+  std::size_t width = 0;
+  for (const ContentLine& line : lines) {
+    const std::vector<double> row = parse_values(line.text, source, line.number);
+    if (width == 0) width = row.size();
+    if (row.size() != width) source.fail(line.number, row_problem(row.size(), width));
+    weights.insert(weights.end(), row.begin(), row.end());
+  }
+  const std::size_t height = lines.size();
+  if (width > kMaxFilterSide || height > kMaxFilterSide) {
+    // Blame the first row when it is too wide, else the first row past the limit.
+    const int line = width > kMaxFilterSide ? lines.front().number : lines[kMaxFilterSide].number;
+    source.fail(line, too_large_problem(std::to_string(width) + "x" + std::to_string(height)));
+  }
+  return make_filter(static_cast<int>(width), static_cast<int>(height), std::move(weights),
+                     std::string(origin));
+}
+
+Filter parse_vips_mat(std::string_view text, std::string_view origin) {
+  const Source source{std::string(origin)};
+  const std::vector<ContentLine> lines = content_lines(text);
+  if (lines.empty()) source.fail(0, "no filter values");
+  const MatHeader header = parse_mat_header(lines.front(), source);
+
+  const auto rows = static_cast<std::size_t>(header.height);
+  if (lines.size() - 1 > rows) {
+    source.fail(lines[rows + 1].number,
+                "extra row: the header says " + std::to_string(rows) + " rows");
+  }
+  std::vector<double> weights;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const std::vector<double> row = parse_values(lines[i].text, source, lines[i].number);
+    if (row.size() != static_cast<std::size_t>(header.width)) {
+      source.fail(lines[i].number, row_problem(row.size(), static_cast<std::size_t>(header.width)));
+    }
+    for (const double value : row) weights.push_back(value / header.scale);
+  }
+  if (lines.size() - 1 < rows) {
+    source.fail(lines.back().number, "the header says " + std::to_string(rows) +
+                                         " rows, found " + std::to_string(lines.size() - 1));
+  }
+  Filter filter = make_filter(header.width, header.height, std::move(weights), std::string(origin));
+  filter.offset = header.offset;
+  return filter;
+}
+
+Filter parse_inline_filter(std::string_view text) {
+  const Source source{"inline filter '" + printable(text) + "'"};
+  const std::optional<InlineHeader> header = split_inline(text);
+  if (!header) source.fail(0, "expected WxH[+X+Y]:v,v,... or N[+X+Y]:v,v,...");
+
+  const std::optional<int> width = to_int(header->width);
+  const std::optional<int> height = to_int(header->height);
+  if (!width || !height || *width > kMaxFilterSide || *height > kMaxFilterSide) {
+    source.fail(0, too_large_problem(std::string(header->width) + "x" +
+                                     std::string(header->height)));
+  }
+  if (*width < 1 || *height < 1) source.fail(0, "width and height must be at least 1");
+
+  std::vector<double> weights = parse_values(header->values, source, 0);
+  const auto expected = static_cast<std::size_t>(*width) * static_cast<std::size_t>(*height);
+  if (weights.empty()) source.fail(0, "no filter values");
+  if (weights.size() != expected) {
+    source.fail(0, "expected " + std::to_string(expected) + " values (" +
+                       size_text(*width, *height) + "), got " + std::to_string(weights.size()));
+  }
+  Filter filter = make_filter(*width, *height, std::move(weights), "inline filter");
+  if (!header->anchor_x.empty()) set_inline_anchor(filter, *header, source);
+  return filter;
+}
+
+Filter load_filter(std::string_view spec) {
+  if (std::optional<Filter> preset = load_preset(spec)) return std::move(*preset);
+  constexpr std::string_view kBox = "box:";
+  constexpr std::string_view kGaussian = "gaussian:";
+  if (spec.starts_with(kBox)) return box_filter(spec, spec.substr(kBox.size()));
+  if (spec.starts_with(kGaussian)) return gaussian_filter(spec, spec.substr(kGaussian.size()));
+  if (split_inline(spec)) return parse_inline_filter(spec);
+  if (std::optional<Filter> file = load_file(spec)) return std::move(*file);
+  throw_bad_input("filter '" + printable(spec) +
+                  "' is not a preset, box:N, gaussian:R,SIGMA, an inline WxH:... filter or a "
+                  "readable file (see --list-filters)");
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < detail::kEmbeddedFilterCount; ++i) {
+    names.emplace_back(detail::kEmbeddedFilters[i].name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string describe_filter(const Filter& filter) {
+  std::string text = filter.origin + ": " + size_text(filter.width, filter.height) +
+                     ", anchor (" + std::to_string(filter.resolved_anchor_x()) + "," +
+                     std::to_string(filter.resolved_anchor_y()) + "), offset " +
+                     format_g9(filter.offset) + "\n";
+  // Right-align each column to its widest value so the matrix reads as a grid.
+  std::vector<std::size_t> column_width(static_cast<std::size_t>(filter.width), 0);
+  for (int row = 0; row < filter.height; ++row) {
+    for (int col = 0; col < filter.width; ++col) {
+      auto& width = column_width[static_cast<std::size_t>(col)];
+      width = std::max(width, format_g9(filter.at(row, col)).size());
+    }
+  }
+  for (int row = 0; row < filter.height; ++row) {
+    for (int col = 0; col < filter.width; ++col) {
+      const std::string value = format_g9(filter.at(row, col));
+      text.append(column_width[static_cast<std::size_t>(col)] - value.size() + 2, ' ');
+      text += value;
+    }
+    text += '\n';
+  }
+  return text;
+}
+
+}  // namespace cuconv

@@ -1,0 +1,121 @@
+#pragma once
+// RAII owners for device resources: move-only, destructors never throw. Views (raw pointer +
+// pitch) are handed to kernels; ownership stays here.
+#include "gpu/cuda_check.hpp"
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+#include <utility>
+
+namespace cuconv::detail {
+
+/// A pitched 2D allocation (cudaMallocPitch): one image plane.
+class DevicePlane {
+ public:
+  DevicePlane() = default;
+  DevicePlane(std::size_t row_bytes, std::size_t rows) : row_bytes_(row_bytes), rows_(rows) {
+    CUCONV_CUDA_TRY(cudaMallocPitch(&data_, &pitch_, row_bytes, rows));
+  }
+  DevicePlane(DevicePlane&& other) noexcept { swap(other); }
+  DevicePlane& operator=(DevicePlane&& other) noexcept {
+    DevicePlane(std::move(other)).swap(*this);
+    return *this;
+  }
+  DevicePlane(const DevicePlane&) = delete;
+  DevicePlane& operator=(const DevicePlane&) = delete;
+  ~DevicePlane() { cudaFree(data_); }  // no check: destructors never throw
+
+  [[nodiscard]] void* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t pitch() const noexcept { return pitch_; }
+  [[nodiscard]] std::size_t row_bytes() const noexcept { return row_bytes_; }
+  [[nodiscard]] std::size_t rows() const noexcept { return rows_; }
+
+ private:
+  void swap(DevicePlane& o) noexcept {
+    std::swap(data_, o.data_);
+    std::swap(pitch_, o.pitch_);
+    std::swap(row_bytes_, o.row_bytes_);
+    std::swap(rows_, o.rows_);
+  }
+  void* data_ = nullptr;
+  std::size_t pitch_ = 0;
+  std::size_t row_bytes_ = 0;
+  std::size_t rows_ = 0;
+};
+
+/// A linear device allocation (cudaMalloc).
+class DeviceBuffer {
+ public:
+  DeviceBuffer() = default;
+  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) { CUCONV_CUDA_TRY(cudaMalloc(&data_, bytes)); }
+  DeviceBuffer(DeviceBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(bytes_, other.bytes_);
+    return *this;
+  }
+  DeviceBuffer(const DeviceBuffer&) = delete;
+  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
+  ~DeviceBuffer() { cudaFree(data_); }
+
+  [[nodiscard]] void* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+/// A non-blocking CUDA stream.
+class CudaStream {
+ public:
+  CudaStream() { CUCONV_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
+  CudaStream(CudaStream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
+  CudaStream& operator=(CudaStream&& other) noexcept {
+    std::swap(stream_, other.stream_);
+    return *this;
+  }
+  CudaStream(const CudaStream&) = delete;
+  CudaStream& operator=(const CudaStream&) = delete;
+  ~CudaStream() {
+    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  }
+  [[nodiscard]] cudaStream_t get() const noexcept { return stream_; }
+  void synchronize() const { CUCONV_CUDA_TRY(cudaStreamSynchronize(stream_)); }
+
+ private:
+  cudaStream_t stream_ = nullptr;
+};
+
+/// A timing event.
+class CudaEvent {
+ public:
+  CudaEvent() { CUCONV_CUDA_TRY(cudaEventCreate(&event_)); }
+  CudaEvent(CudaEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
+  CudaEvent& operator=(CudaEvent&& other) noexcept {
+    std::swap(event_, other.event_);
+    return *this;
+  }
+  CudaEvent(const CudaEvent&) = delete;
+  CudaEvent& operator=(const CudaEvent&) = delete;
+  ~CudaEvent() {
+    if (event_ != nullptr) cudaEventDestroy(event_);
+  }
+  void record(cudaStream_t stream) { CUCONV_CUDA_TRY(cudaEventRecord(event_, stream)); }
+  [[nodiscard]] cudaEvent_t get() const noexcept { return event_; }
+
+  /// Milliseconds from `start` to `stop` (both recorded; waits for `stop`).
+  [[nodiscard]] static float elapsed_ms(const CudaEvent& start, const CudaEvent& stop) {
+    CUCONV_CUDA_TRY(cudaEventSynchronize(stop.event_));
+    float ms = 0;
+    CUCONV_CUDA_TRY(cudaEventElapsedTime(&ms, start.event_, stop.event_));
+    return ms;
+  }
+
+ private:
+  cudaEvent_t event_ = nullptr;
+};
+
+}  // namespace cuconv::detail

@@ -1,0 +1,48 @@
+#pragma once
+// Host-side interface to the kernel launchers (one .cu file per variant). Compiled by both g++
+// (gpu_convolve.cpp) and nvcc (the launchers): only the CUDA runtime API, no device code.
+#include <cuconv/convolve.hpp>
+#include <kernels/params.hpp>
+
+#include <cuda_runtime_api.h>
+
+#include <cstddef>
+
+namespace cuconv::detail {
+
+/// Element types of device planes.
+enum class PixelType { u8, u16, s16, f32 };
+
+/// One plane-to-plane convolution, as the launchers receive it.
+struct LaunchArgs {
+  const void* src;
+  std::size_t src_pitch;
+  PixelType src_type;
+  void* dst;
+  std::size_t dst_pitch;
+  PixelType dst_type;
+  int width;
+  int height;
+  kernels::ConvParams params;
+  const float* device_weights;  ///< kh x kw in global memory (used by `basic`)
+  const float* host_weights;    ///< the same on the host (uploaded to __constant__ by the others)
+  cudaStream_t stream;
+};
+
+/// Launches `variant` (any GPU variant) on `args`. Throws Error{gpu} on a CUDA failure and
+/// Error{usage} when the filter is too large for the variant on this device.
+void launch_variant(Variant variant, const LaunchArgs& args);
+
+/// Per-variant launchers (src/gpu/launch_<variant>.cu).
+void launch_basic(const LaunchArgs& args);
+void launch_constmem(const LaunchArgs& args);
+void launch_tiled(const LaunchArgs& args);
+void launch_tiled_halo(const LaunchArgs& args);
+void launch_cached(const LaunchArgs& args);
+
+/// Dynamic shared-memory bytes the tiled variants need for a kw x kh filter; the others use a
+/// fixed amount (cached: 2 KiB) or none.
+[[nodiscard]] std::size_t shared_bytes_tiled(int kw, int kh);
+[[nodiscard]] std::size_t shared_bytes_tiled_halo(int kw, int kh);
+
+}  // namespace cuconv::detail

@@ -1,0 +1,23 @@
+// Launcher of the `cached` variant (kernels/cached.cuh).
+#include "gpu/dispatch.cuh"
+
+#include <kernels/cached.cuh>
+
+namespace cuconv::detail {
+
+void launch_cached(const LaunchArgs& a) {
+  using namespace kernels;
+  CUCONV_CUDA_TRY(upload_constant_filter(a.host_weights, a.params.kw * a.params.kh, a.stream));
+  dispatch_types(a.src_type, a.dst_type, [&](auto pair) {
+    using Pair = decltype(pair);
+    dispatch_radius(a.params.kw, a.params.kh, [&](auto radius) {
+      const dim3 block(kCachedTileW, kCachedTileH);
+      const dim3 grid = tile_grid(a.width, a.height, kCachedTileW, kCachedTileH);
+      cached_kernel<typename Pair::in, typename Pair::out, radius.value>
+          <<<grid, block, 0, a.stream>>>(source_view<Pair>(a), destination_view<Pair>(a), a.params);
+      CUCONV_CHECK_LAUNCH();
+    });
+  });
+}
+
+}  // namespace cuconv::detail

@@ -1,0 +1,183 @@
+// Image files in and out. Reading keeps the file's depth and channels; writing refuses formats
+// that would silently convert the data, and replaces the target atomically.
+#include <cuconv/error.hpp>
+#include <cuconv/image_io.hpp>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fcntl.h>
+#include <string_view>
+#include <unistd.h>
+#include <vector>
+
+namespace cuconv {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// What an OpenCV encoder stores without converting. From the OpenCV 4.6 encoders'
+/// isFormatSupported(): anything else is converted to 8 bits (or loses alpha) without a word.
+struct FormatCapability {
+  std::string_view extensions;  ///< space-separated, lower case, with dots
+  std::array<int, 4> depths;    ///< supported depths, -1 padded
+  bool alpha;
+};
+constexpr std::array<FormatCapability, 8> kFormats{{
+    {".png", {CV_8U, CV_16U, -1, -1}, true},
+    {".jpg .jpeg .jpe", {CV_8U, -1, -1, -1}, false},
+    {".bmp .dib", {CV_8U, -1, -1, -1}, true},
+    {".webp", {CV_8U, -1, -1, -1}, true},
+    {".pgm .ppm .pnm .pbm", {CV_8U, CV_16U, -1, -1}, false},
+    {".tif .tiff", {CV_8U, CV_16U, CV_16S, CV_32F}, true},
+    {".exr", {CV_32F, -1, -1, -1}, true},
+    {".pfm", {CV_32F, -1, -1, -1}, false},
+}};
+
+std::string lower_extension(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext;
+}
+
+const FormatCapability* find_format(const std::string& ext) {
+  for (const auto& f : kFormats) {
+    std::string_view list = f.extensions;
+    while (!list.empty()) {
+      const auto space = list.find(' ');
+      if (list.substr(0, space) == ext) return &f;
+      list = space == std::string_view::npos ? std::string_view{} : list.substr(space + 1);
+    }
+  }
+  return nullptr;
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+/// Writes all bytes to fd; false on error (errno set).
+bool write_all(int fd, const unsigned char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+}  // namespace
+
+std::string depth_name(int depth) {
+  switch (depth) {
+    case CV_8U: return "8U";
+    case CV_8S: return "8S";
+    case CV_16U: return "16U";
+    case CV_16S: return "16S";
+    case CV_32S: return "32S";
+    case CV_32F: return "32F";
+    case CV_64F: return "64F";
+    case CV_16F: return "16F";
+    default: return "depth#" + std::to_string(depth);
+  }
+}
+
+cv::Mat read_image(const std::string& path) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status))
+    throw Error(ErrorKind::bad_input, path + ": no such file");
+  if (fs::is_directory(status))
+    throw Error(ErrorKind::bad_input, path + ": is a directory, not an image file");
+  if (!fs::is_regular_file(status))
+    throw Error(ErrorKind::bad_input, path + ": not a regular file");
+  if (::access(path.c_str(), R_OK) != 0)
+    throw Error(ErrorKind::bad_input, path + ": cannot read: " + errno_text());
+  if (fs::file_size(path, ec) == 0)
+    throw Error(ErrorKind::bad_input, path + ": empty file");
+  cv::Mat image;
+  try {
+    image = cv::imread(path, cv::IMREAD_UNCHANGED);
+  } catch (const cv::Exception& e) {
+    throw Error(ErrorKind::bad_input, path + ": cannot decode image: " + e.what());
+  }
+  if (image.empty())
+    throw Error(ErrorKind::bad_input, path + ": cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
+  const int depth = image.depth();
+  if (depth != CV_8U && depth != CV_16U && depth != CV_32F)
+    throw Error(ErrorKind::bad_input, path + ": unsupported pixel depth " + depth_name(depth) +
+                                          " (supported: 8U, 16U, 32F)");
+  const int cn = image.channels();
+  if (cn != 1 && cn != 3 && cn != 4)
+    throw Error(ErrorKind::bad_input, path + ": unsupported channel count " + std::to_string(cn) +
+                                          " (supported: 1, 3, 4)");
+  return image;
+}
+
+void check_output_format(const std::string& path, int depth, int channels) {
+  const std::string ext = lower_extension(path);
+  const FormatCapability* format = find_format(ext);
+  if (format == nullptr || !cv::haveImageWriter(path)) {
+    throw Error(ErrorKind::output, path + ": cannot write '" + ext +
+                                       "' files (use .png, .tif, .jpg, .bmp, .webp, .pgm/.ppm, .exr or .pfm)");
+  }
+  if (std::find(format->depths.begin(), format->depths.end(), depth) == format->depths.end()) {
+    throw Error(ErrorKind::output, path + ": " + ext + " cannot hold " + depth_name(depth) +
+                                       " pixels without converting them; use .tif" +
+                                       (depth == CV_32F ? " (or .exr/.pfm)" : "") +
+                                       " or choose --depth");
+  }
+  if (channels == 4 && !format->alpha) {
+    throw Error(ErrorKind::output, path + ": " + ext + " cannot store an alpha channel; use .png or .tif");
+  }
+}
+
+void check_not_same_file(const std::string& input, const std::string& output) {
+  std::error_code ec;
+  if (fs::exists(output, ec) && fs::equivalent(input, output, ec) && !ec)
+    throw Error(ErrorKind::usage, output + ": output is the input file; refusing to overwrite it");
+}
+
+void write_image_atomic(const std::string& path, const cv::Mat& image) {
+  check_output_format(path, image.depth(), image.channels());
+  std::vector<unsigned char> encoded;
+  bool ok = false;
+  try {
+    ok = cv::imencode(lower_extension(path), image, encoded);
+  } catch (const cv::Exception& e) {
+    throw Error(ErrorKind::output, path + ": cannot encode image: " + e.what());
+  }
+  if (!ok) throw Error(ErrorKind::output, path + ": cannot encode image");
+
+  // Temporary file next to the target, so the final rename stays on one file system.
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string temp = (dir / ("." + target.filename().string() + ".cuconv-XXXXXX")).string();
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) throw Error(ErrorKind::output, path + ": cannot create a file in " + dir.string() + ": " + errno_text());
+  const bool written = write_all(fd, encoded.data(), encoded.size()) && ::fsync(fd) == 0;
+  const std::string write_error = written ? "" : errno_text();
+  if (::close(fd) != 0 || !written) {
+    ::unlink(temp.c_str());
+    throw Error(ErrorKind::output, path + ": write failed: " + (written ? errno_text() : write_error));
+  }
+  ::chmod(temp.c_str(), 0644 & ~[] { const mode_t m = ::umask(0); ::umask(m); return m; }());
+  if (::rename(temp.c_str(), path.c_str()) != 0) {
+    const std::string reason = errno_text();
+    ::unlink(temp.c_str());
+    throw Error(ErrorKind::output, path + ": cannot move the finished file into place: " + reason);
+  }
+}
+
+}  // namespace cuconv

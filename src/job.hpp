@@ -1,0 +1,35 @@
+#pragma once
+// A convolution fully resolved from (Filter, ConvolveOptions, input depth): what both the OpenCV
+// reference and the GPU path execute. Built once in convolve.cpp.
+#include <cuconv/convolve.hpp>
+
+#include <opencv2/core/mat.hpp>
+
+#include <vector>
+
+namespace cuconv::detail {
+
+struct ConvolveJob {
+  cv::Mat kernel;              ///< CV_64F, kh x kw (the weights as cv2.filter2D would get them)
+  std::vector<float> weights;  ///< the same as float, row-major: what filter2D computes with
+  int anchor_x = 0;
+  int anchor_y = 0;
+  double delta = 0;            ///< --delta plus the filter's offset
+  Border border = Border::reflect101;
+  double border_value = 0;     ///< saturated to the input depth, as cv::copyMakeBorder does
+  int output_depth = 0;        ///< CV_8U ...
+  bool keep_alpha = false;
+  bool poison_output = false;
+
+  [[nodiscard]] int kw() const { return kernel.cols; }
+  [[nodiscard]] int kh() const { return kernel.rows; }
+};
+
+/// cv::filter2D with the job's semantics, `wrap` and non-zero constant borders by padding.
+/// Channels are filtered together (filter2D treats them independently).
+[[nodiscard]] cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job);
+
+/// The GPU path: one pitched plane per channel, `variant` launched per plane.
+[[nodiscard]] ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant);
+
+}  // namespace cuconv::detail

@@ -1,0 +1,200 @@
+// The cuconv binary end to end: success paths equal cv::filter2D bit for bit (opencv variant),
+// and every error path exits with its documented code, names the file and the problem, and
+// leaves no output file.
+#include "test_support.hpp"
+
+#include <cuconv/convolve.hpp>
+#include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
+
+#include <doctest/doctest.h>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <fstream>
+
+using namespace cuconv;
+using cuconv::test::run_cuconv;
+using cuconv::test::sample;
+using cuconv::test::TempDir;
+using cuconv::test::bit_equal;
+
+namespace {
+
+cv::Mat filter2d_reference(const cv::Mat& img, const Filter& f, int cv_border, double delta = 0) {
+  cv::Mat k(f.height, f.width, CV_64F);
+  for (int r = 0; r < f.height; ++r)
+    for (int c = 0; c < f.width; ++c) k.at<double>(r, c) = f.at(r, c);
+  cv::Mat out;
+  cv::filter2D(img, out, -1, k, cv::Point(f.resolved_anchor_x(), f.resolved_anchor_y()), delta + f.offset, cv_border);
+  return out;
+}
+
+/// Runs cuconv expecting failure: exit code, words in the message, no output file.
+void expect_failure(const std::vector<std::string>& args, ExitCode code, const std::string& output,
+                    const std::vector<std::string>& words) {
+  const auto r = run_cuconv(args);
+  std::string cmd;
+  for (const auto& a : args) cmd += a + " ";
+  INFO("cuconv ", cmd, "\nstderr: ", r.err);
+  CHECK(r.exit_code == static_cast<int>(code));
+  for (const auto& w : words) CHECK_MESSAGE(r.err.find(w) != std::string::npos, "missing '", w, "'");
+  if (!output.empty()) CHECK_FALSE(std::filesystem::exists(output));
+}
+
+}  // namespace
+
+TEST_CASE("cli: opencv variant equals cv::filter2D bit for bit (preset, plain, .mat, inline)") {
+  TempDir dir;
+  {
+    std::ofstream(dir.file("k.txt")) << "# plain\n1 2 1\n2, 4, 2\n1\t2\t1\n";
+    std::ofstream(dir.file("k.mat")) << "3 3 16 0\n1 2 1\n2 4 2\n1 2 1\n";
+  }
+  const std::string inputs[] = {sample("camera.png"), sample("coffee.png")};
+  const std::pair<const char*, int> borders[] = {{"reflect101", cv::BORDER_REFLECT_101},
+                                                 {"reflect", cv::BORDER_REFLECT},
+                                                 {"replicate", cv::BORDER_REPLICATE},
+                                                 {"constant", cv::BORDER_CONSTANT}};
+  for (const std::string spec : {std::string("gauss5"), dir.file("k.txt"), dir.file("k.mat"),
+                                  std::string("5x3+1+1:1,2,3,2,1,0,0,1,0,0,-1,-2,-3,-2,-1")}) {
+    const Filter f = load_filter(spec);
+    for (const auto& in : inputs) {
+      const cv::Mat img = cv::imread(in, cv::IMREAD_UNCHANGED);
+      for (const auto& [border, cv_border] : borders) {
+        const std::string out = dir.file("out.png");
+        const auto r = run_cuconv({in, out, "--filter", spec, "--variant", "opencv", "--border", border});
+        INFO(spec, " ", in, " ", border, " stderr: ", r.err);
+        REQUIRE(r.exit_code == 0);
+        CHECK(bit_equal(cv::imread(out, cv::IMREAD_UNCHANGED), filter2d_reference(img, f, cv_border)));
+      }
+    }
+  }
+}
+
+TEST_CASE("cli: depth, delta and alpha options reach the result") {
+  TempDir dir;
+  const std::string out = dir.file("out.tif");
+  auto r = run_cuconv({sample("camera.png"), out, "--filter", "sobel-x", "--variant", "opencv", "--depth", "32f", "--delta", "0.5"});
+  REQUIRE(r.exit_code == 0);
+  const cv::Mat img = cv::imread(sample("camera.png"), cv::IMREAD_UNCHANGED);
+  cv::Mat expected;
+  const Filter f = load_filter("sobel-x");
+  cv::Mat k(3, 3, CV_64F);
+  for (int i = 0; i < 9; ++i) k.at<double>(i / 3, i % 3) = f.weights[static_cast<std::size_t>(i)];
+  cv::filter2D(img, expected, CV_32F, k, cv::Point(-1, -1), 0.5);
+  CHECK(bit_equal(cv::imread(out, cv::IMREAD_UNCHANGED), expected));
+
+  const std::string out_alpha = dir.file("alpha.png");
+  r = run_cuconv({sample("logo.png"), out_alpha, "--filter", "box5", "--variant", "opencv", "--alpha", "keep"});
+  REQUIRE(r.exit_code == 0);
+  cv::Mat a_in, a_out;
+  cv::extractChannel(cv::imread(sample("logo.png"), cv::IMREAD_UNCHANGED), a_in, 3);
+  cv::extractChannel(cv::imread(out_alpha, cv::IMREAD_UNCHANGED), a_out, 3);
+  CHECK(bit_equal(a_in, a_out));
+}
+
+TEST_CASE("cli: auto variant works with or without a GPU; -v prints stage times") {
+  TempDir dir;
+  const std::string out = dir.file("auto.png");
+  const auto r = run_cuconv({sample("coffee.png"), out, "--filter", "gauss5", "-v"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(std::filesystem::exists(out));
+  for (const char* stage : {"read", "upload", "kernel", "download", "wrote"}) CHECK(r.err.find(stage) != std::string::npos);
+  if (!cuda_device_available()) CHECK(r.err.find("no usable CUDA device") != std::string::npos);
+}
+
+TEST_CASE("cli: informational commands") {
+  auto r = run_cuconv({"--version"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("cuconv ") != std::string::npos);
+  r = run_cuconv({"--list-filters"});
+  CHECK(r.exit_code == 0);
+  for (const auto& name : preset_names()) CHECK_MESSAGE(r.out.find(name) != std::string::npos, name);
+  r = run_cuconv({"--show-filter", "gauss3"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("3x3") != std::string::npos);
+  CHECK(r.out.find("0.25") != std::string::npos);
+  r = run_cuconv({"--help"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.out.find("--variant") != std::string::npos);
+}
+
+TEST_CASE("cli: usage errors exit 2 and write nothing") {
+  TempDir dir;
+  const std::string out = dir.file("out.png");
+  const std::string in = sample("camera.png");
+  expect_failure({in, out, "--filter", "gauss5", "--bogus"}, ExitCode::usage, out, {"bogus"});
+  expect_failure({in, out, "--filter", "gauss5", "--border", "mirror"}, ExitCode::usage, out, {"mirror"});
+  expect_failure({in, out, "--filter", "gauss5", "--variant", "fastest"}, ExitCode::usage, out, {"fastest"});
+  expect_failure({in, out, "--filter", "gauss5", "--depth", "64f"}, ExitCode::usage, out, {"64f"});
+  expect_failure({in, "--filter", "gauss5"}, ExitCode::usage, "", {"OUTPUT"});
+  expect_failure({in, out}, ExitCode::usage, out, {"--filter"});
+  expect_failure({in, out, "--filter", "gauss5", "--border-value", "3"}, ExitCode::usage, out, {"--border-value"});
+  expect_failure({in, out, "--filter", "gauss5", "--anchor", "1;2"}, ExitCode::usage, out, {"--anchor"});
+  expect_failure({in, out, "--filter", "gauss5", "--anchor", "7,0", "--variant", "opencv"}, ExitCode::usage, out, {"outside"});
+  expect_failure({sample("camera_f32.tif"), dir.file("o.tif"), "--filter", "gauss5", "--depth", "8u"}, ExitCode::usage,
+                 dir.file("o.tif"), {"8U", "32F"});
+  expect_failure({in, out, "--filter", "gauss5", "-v", "-q"}, ExitCode::usage, out, {"quiet"});
+  expect_failure({in, out, "--filter", "gauss5", "--json"}, ExitCode::usage, out, {"--compare"});
+  expect_failure({in, out, "--filter", "gauss5", "--variant", "opencv", "--compare"}, ExitCode::usage, out, {"GPU"});
+  // The output is the input (through a symlink): refused before anything is written.
+  std::filesystem::copy_file(in, dir.file("self.png"));
+  std::filesystem::create_symlink(dir.file("self.png"), dir.file("alias.png"));
+  const auto before = std::filesystem::last_write_time(dir.file("self.png"));
+  expect_failure({dir.file("self.png"), dir.file("alias.png"), "--filter", "gauss5"}, ExitCode::usage, "", {"is the input"});
+  CHECK(std::filesystem::last_write_time(dir.file("self.png")) == before);
+}
+
+TEST_CASE("cli: bad input exits 3, names the file and the problem, writes nothing") {
+  TempDir dir;
+  const std::string out = dir.file("out.png");
+  const std::string in = sample("camera.png");
+  expect_failure({dir.file("missing.png"), out, "--filter", "gauss5"}, ExitCode::bad_input, out, {"missing.png", "no such file"});
+  expect_failure({dir.path().string(), out, "--filter", "gauss5"}, ExitCode::bad_input, out, {"directory"});
+  {
+    std::ofstream(dir.file("corrupt.png"), std::ios::binary) << "\x89PNG\r\n\x1a\nnot really";
+    std::ofstream(dir.file("notes.txt")) << "hello\n";
+    std::ofstream(dir.file("ragged.txt")) << "1 2 3\n4 5\n";
+    std::ofstream(dir.file("bad.mat")) << "3 3 0\n1 1 1\n1 1 1\n1 1 1\n";
+  }
+  const std::string truncated = dir.file("truncated.png");
+  {
+    const std::string full = cuconv::test::read_file(in);
+    std::ofstream(truncated, std::ios::binary) << full.substr(0, full.size() / 2);
+  }
+  expect_failure({dir.file("corrupt.png"), out, "--filter", "gauss5"}, ExitCode::bad_input, out, {"corrupt.png", "cannot decode"});
+  expect_failure({truncated, out, "--filter", "gauss5"}, ExitCode::bad_input, out, {"truncated.png", "cannot decode"});
+  expect_failure({dir.file("notes.txt"), out, "--filter", "gauss5"}, ExitCode::bad_input, out, {"notes.txt", "cannot decode"});
+  expect_failure({in, out, "--filter", dir.file("ragged.txt")}, ExitCode::bad_input, out, {"ragged.txt:2", "2 values"});
+  expect_failure({in, out, "--filter", dir.file("bad.mat")}, ExitCode::bad_input, out, {"bad.mat:1", "scale"});
+  expect_failure({in, out, "--filter", "gaus5"}, ExitCode::bad_input, out, {"gaus5", "not a preset"});
+  expect_failure({in, out, "--filter", "3x3:1,2"}, ExitCode::bad_input, out, {"inline", "9"});
+}
+
+TEST_CASE("cli: output errors exit 4 and leave no file") {
+  TempDir dir;
+  expect_failure({sample("camera.png"), dir.file("f.png"), "--filter", "gauss5", "--depth", "32f"}, ExitCode::output,
+                 dir.file("f.png"), {"f.png", "32F"});
+  expect_failure({sample("camera_f32.tif"), dir.file("f.jpg"), "--filter", "gauss5"}, ExitCode::output,
+                 dir.file("f.jpg"), {"f.jpg", "32F"});
+  expect_failure({sample("logo.png"), dir.file("a.jpg"), "--filter", "gauss5"}, ExitCode::output, dir.file("a.jpg"),
+                 {"a.jpg", "alpha"});
+  expect_failure({sample("camera.png"), dir.file("x.xyz"), "--filter", "gauss5"}, ExitCode::output, dir.file("x.xyz"),
+                 {"x.xyz"});
+  expect_failure({sample("camera.png"), dir.file("nodir/out.png"), "--filter", "gauss5", "--variant", "opencv"},
+                 ExitCode::output, dir.file("nodir/out.png"), {"nodir"});
+}
+
+TEST_CASE("cli: explicit GPU variant without a device exits 5") {
+  if (cuda_device_available()) {
+    MESSAGE("a CUDA device is present: the GPU suite covers explicit variants instead");
+    return;
+  }
+  TempDir dir;
+  for (Variant v : gpu_variants()) {
+    const std::string out = dir.file("gpu.png");
+    expect_failure({sample("camera.png"), out, "--filter", "gauss5", "--variant", std::string(to_string(v))},
+                   ExitCode::gpu, out, {"needs a CUDA device"});
+  }
+}

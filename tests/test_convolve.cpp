@@ -1,0 +1,291 @@
+// The `opencv` variant against direct cv::filter2D calls and a brute-force reference for the
+// borders filter2D lacks; output-depth rules; the comparison rule; image I/O checks.
+#include "test_support.hpp"
+
+#include <cuconv/compare.hpp>
+#include <cuconv/convolve.hpp>
+#include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
+#include <cuconv/image_io.hpp>
+
+#include <doctest/doctest.h>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <cmath>
+
+using namespace cuconv;
+using cuconv::test::random_image;
+using cuconv::test::sample;
+using cuconv::test::TempDir;
+using cuconv::test::bit_equal;
+
+namespace {
+
+cv::Mat kernel_of(const Filter& f) {
+  cv::Mat k(f.height, f.width, CV_64F);
+  for (int r = 0; r < f.height; ++r)
+    for (int c = 0; c < f.width; ++c) k.at<double>(r, c) = f.at(r, c);
+  return k;
+}
+
+/// Brute-force correlation in double with an explicit border rule, rounded like saturate_cast.
+cv::Mat brute_force(const cv::Mat& src, const Filter& f, int ax, int ay, double delta,
+                    Border border, double border_value, int out_depth) {
+  cv::Mat src64;
+  src.convertTo(src64, CV_MAKETYPE(CV_64F, src.channels()));
+  cv::Mat acc(src.rows, src.cols, CV_MAKETYPE(CV_64F, src.channels()), cv::Scalar::all(delta));
+  const int cn = src.channels();
+  auto map = [&](int p, int len) -> int {
+    if (p >= 0 && p < len) return p;
+    if (border == Border::constant) return -1;
+    if (border == Border::wrap) return ((p % len) + len) % len;
+    return cv::borderInterpolate(p, len, border == Border::reflect ? cv::BORDER_REFLECT
+                                         : border == Border::replicate ? cv::BORDER_REPLICATE
+                                                                       : cv::BORDER_REFLECT_101);
+  };
+  for (int y = 0; y < src.rows; ++y)
+    for (int x = 0; x < src.cols; ++x)
+      for (int i = 0; i < f.height; ++i)
+        for (int j = 0; j < f.width; ++j) {
+          const int sy = map(y + i - ay, src.rows);
+          const int sx = map(x + j - ax, src.cols);
+          for (int c = 0; c < cn; ++c) {
+            const double v = sy < 0 || sx < 0 ? border_value : src64.ptr<double>(sy)[sx * cn + c];
+            acc.ptr<double>(y)[x * cn + c] += f.at(i, j) * v;
+          }
+        }
+  cv::Mat out;
+  acc.convertTo(out, CV_MAKETYPE(out_depth, cn));
+  return out;
+}
+
+}  // namespace
+
+TEST_CASE("output depth rules are exactly those cv::filter2D accepts") {
+  const cv::Mat k = cv::Mat::ones(3, 3, CV_32F);
+  for (int in_depth : {CV_8U, CV_16U, CV_32F}) {
+    for (Depth d : {Depth::u8, Depth::u16, Depth::s16, Depth::f32}) {
+      const int wanted = d == Depth::u8 ? CV_8U : d == Depth::u16 ? CV_16U : d == Depth::s16 ? CV_16S : CV_32F;
+      bool opencv_ok = true;
+      try {
+        cv::Mat dst;
+        cv::filter2D(cv::Mat(4, 4, CV_MAKETYPE(in_depth, 1), cv::Scalar(1)), dst, wanted, k);
+      } catch (const cv::Exception&) {
+        opencv_ok = false;
+      }
+      INFO("input ", depth_name(in_depth), " output ", to_string(d));
+      if (opencv_ok) {
+        CHECK(resolve_output_depth(in_depth, d) == wanted);
+      } else {
+        CHECK_THROWS_AS((void)resolve_output_depth(in_depth, d), cuconv::Error);
+      }
+    }
+    CHECK(resolve_output_depth(in_depth, Depth::same) == in_depth);
+  }
+}
+
+TEST_CASE("opencv variant equals a direct cv::filter2D call for every filter2D border") {
+  const cv::Mat camera = read_image(sample("camera.png"));
+  const cv::Mat coffee = read_image(sample("coffee.png"));
+  const std::pair<Border, int> borders[] = {{Border::reflect101, cv::BORDER_REFLECT_101},
+                                           {Border::reflect, cv::BORDER_REFLECT},
+                                           {Border::replicate, cv::BORDER_REPLICATE},
+                                           {Border::constant, cv::BORDER_CONSTANT}};
+  for (const char* spec : {"gauss5", "sharpen", "3x2+0+1:1,-2,3,0.5,0.25,-1", "gaussian:7,2.5", "box:4"}) {
+    const Filter f = load_filter(spec);
+    for (const auto& [border, cv_border] : borders) {
+      for (const cv::Mat* img : {&camera, &coffee}) {
+        ConvolveOptions o;
+        o.variant = Variant::opencv;
+        o.border = border;
+        o.delta = 3.5;
+        const ConvolveResult r = convolve(*img, f, o);
+        cv::Mat expected;
+        cv::filter2D(*img, expected, -1, kernel_of(f),
+                     cv::Point(f.resolved_anchor_x(), f.resolved_anchor_y()), 3.5, cv_border);
+        INFO("filter ", spec, " border ", to_string(border));
+        CHECK(r.variant_used == Variant::opencv);
+        CHECK(bit_equal(r.image, expected));
+      }
+    }
+  }
+}
+
+TEST_CASE("wrap and non-zero constant borders match a brute-force reference") {
+  for (Border border : {Border::wrap, Border::constant, Border::reflect, Border::reflect101, Border::replicate}) {
+    for (const char* spec : {"5x3+1+2:1,2,3,4,5,-1,-2,-3,-4,-5,0.5,0.25,0.125,1,2", "gauss3", "7x7:0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02"}) {
+      const Filter f = load_filter(spec);
+      for (auto [rows, cols] : {std::pair{1, 1}, std::pair{2, 3}, std::pair{9, 13}, std::pair{17, 5}}) {
+        const cv::Mat src = random_image(rows, cols, CV_32F, 3, 42 + rows * 100 + cols);
+        ConvolveOptions o;
+        o.variant = Variant::opencv;
+        o.border = border;
+        o.border_value = border == Border::constant ? 7.25 : 0.0;
+        const cv::Mat got = convolve(src, f, o).image;
+        const cv::Mat want = brute_force(src, f, f.resolved_anchor_x(), f.resolved_anchor_y(), 0.0,
+                                         border, o.border_value, CV_32F);
+        INFO("border ", to_string(border), " filter ", spec, " size ", cols, "x", rows);
+        CHECK(cv::norm(got, want, cv::NORM_INF) < 1e-2);  // float sums of up to ~4000
+      }
+    }
+  }
+}
+
+TEST_CASE("integer output is rounded half to even and saturated, as cv::saturate_cast") {
+  // 0.5 steps: box 2x1 over (1, 2) gives 1.5 -> 2, over (2, 3) gives 2.5 -> 2.
+  cv::Mat src = (cv::Mat_<uchar>(1, 6) << 1, 2, 3, 250, 255, 255);
+  const Filter f = load_filter("2x1+0+0:0.5,0.5");
+  ConvolveOptions o;
+  o.variant = Variant::opencv;
+  o.delta = 0;
+  const cv::Mat got = convolve(src, f, o).image;
+  CHECK(got.at<uchar>(0, 0) == 2);  // 1.5
+  CHECK(got.at<uchar>(0, 1) == 2);  // 2.5
+  CHECK(got.at<uchar>(0, 2) == 126);  // 126.5
+  o.delta = 10;
+  CHECK(convolve(src, f, o).image.at<uchar>(0, 4) == 255);  // 265 saturates
+}
+
+TEST_CASE("--alpha keep passes alpha through; filter mode filters it") {
+  cv::Mat src = random_image(20, 30, CV_8U, 4, 7);
+  const Filter f = load_filter("gauss5");
+  ConvolveOptions o;
+  o.variant = Variant::opencv;
+  o.keep_alpha = true;
+  const cv::Mat kept = convolve(src, f, o).image;
+  cv::Mat alpha_in, alpha_out;
+  cv::extractChannel(src, alpha_in, 3);
+  cv::extractChannel(kept, alpha_out, 3);
+  CHECK(bit_equal(alpha_in, alpha_out));
+  o.keep_alpha = false;
+  cv::extractChannel(convolve(src, f, o).image, alpha_out, 3);
+  CHECK_FALSE(bit_equal(alpha_in, alpha_out));
+}
+
+TEST_CASE("anchor outside the filter is a usage error") {
+  const cv::Mat src = random_image(8, 8, CV_8U, 1, 3);
+  ConvolveOptions o;
+  o.variant = Variant::opencv;
+  o.anchor_x = 3;
+  o.anchor_y = 0;
+  try {
+    (void)convolve(src, load_filter("gauss3"), o);
+    FAIL("no exception");
+  } catch (const cuconv::Error& e) {
+    CHECK(e.kind() == ErrorKind::usage);
+    CHECK(std::string(e.what()).find("outside") != std::string::npos);
+  }
+}
+
+TEST_CASE("an explicit GPU variant without a device is a GPU error") {
+  std::string reason;
+  if (cuda_device_available(&reason)) {
+    MESSAGE("a CUDA device is present; the no-device error cannot be provoked here");
+    return;
+  }
+  ConvolveOptions o;
+  o.variant = Variant::basic;
+  try {
+    (void)convolve(random_image(4, 4, CV_8U, 1, 1), load_filter("box3"), o);
+    FAIL("no exception");
+  } catch (const cuconv::Error& e) {
+    CHECK(e.kind() == ErrorKind::gpu);
+    CHECK(std::string(e.what()).find("needs a CUDA device") != std::string::npos);
+  }
+  o.variant = Variant::automatic;
+  CHECK(convolve(random_image(4, 4, CV_8U, 1, 1), load_filter("box3"), o).variant_used == Variant::opencv);
+}
+
+TEST_CASE("comparison rule: integer and float tolerances, NaN never passes") {
+  const Filter f = load_filter("box3");
+  cv::Mat ref = random_image(100, 100, CV_8U, 1, 11);
+  cv::Mat res = ref.clone();
+  CHECK(compare_to_reference(res, ref, ref, f, 0).within_tolerance);
+  res.at<uchar>(5, 5) = cv::saturate_cast<uchar>(ref.at<uchar>(5, 5) + (ref.at<uchar>(5, 5) < 128 ? 1 : -1));
+  auto s = compare_to_reference(res, ref, ref, f, 0);
+  CHECK(s.differing_values == 1);
+  CHECK(s.max_abs_difference == 1);
+  CHECK(s.within_tolerance);  // 1 of 10000 values = 0.01%
+  res.at<uchar>(6, 6) = cv::saturate_cast<uchar>(ref.at<uchar>(6, 6) + (ref.at<uchar>(6, 6) < 128 ? 2 : -2));
+  CHECK_FALSE(compare_to_reference(res, ref, ref, f, 0).within_tolerance);  // off by 2
+  res = ref.clone();
+  for (int i = 0; i < 11; ++i) res.at<uchar>(i, 0) = ref.at<uchar>(i, 0) < 128 ? ref.at<uchar>(i, 0) + 1 : ref.at<uchar>(i, 0) - 1;
+  CHECK_FALSE(compare_to_reference(res, ref, ref, f, 0).within_tolerance);  // 0.11% differ
+
+  cv::Mat reff = random_image(50, 50, CV_32F, 1, 12);
+  cv::Mat resf = reff.clone();
+  resf.at<float>(3, 3) += 100.0f * 9 * 1e-6f;  // relative 1e-6 of sum|k| * max|x| = 9 * ~100
+  CHECK(compare_to_reference(resf, reff, reff, f, 0).within_tolerance);
+  resf.at<float>(3, 3) += 100.0f * 9 * 1e-4f;
+  CHECK_FALSE(compare_to_reference(resf, reff, reff, f, 0).within_tolerance);
+  resf = reff.clone();
+  resf.at<float>(0, 0) = std::nanf("");
+  CHECK_FALSE(compare_to_reference(resf, reff, reff, f, 0).within_tolerance);
+}
+
+TEST_CASE("read_image: missing, directory, empty and corrupt files name the file") {
+  TempDir dir;
+  auto expect_bad_input = [](const std::string& path, const std::string& words) {
+    try {
+      (void)read_image(path);
+      FAIL("no exception for ", path);
+    } catch (const cuconv::Error& e) {
+      CHECK(e.kind() == ErrorKind::bad_input);
+      const std::string msg = e.what();
+      CHECK(msg.find(path) != std::string::npos);
+      CHECK_MESSAGE(msg.find(words) != std::string::npos, msg);
+    }
+  };
+  expect_bad_input(dir.file("missing.png"), "no such file");
+  expect_bad_input(dir.path().string(), "directory");
+  { std::ofstream(dir.file("empty.png")); }
+  expect_bad_input(dir.file("empty.png"), "empty");
+  {
+    std::ofstream out(dir.file("corrupt.png"), std::ios::binary);
+    out << "\x89PNG\r\n\x1a\n this is not a png body";
+  }
+  expect_bad_input(dir.file("corrupt.png"), "cannot decode");
+  const cv::Mat u16 = read_image(sample("chessboard_GRAY_U16.tif"));
+  CHECK(u16.depth() == CV_16U);
+  CHECK(read_image(sample("logo.png")).channels() == 4);
+  CHECK(read_image(sample("camera_f32.tif")).depth() == CV_32F);
+}
+
+TEST_CASE("output formats that would change the data are refused") {
+  CHECK_THROWS_AS(check_output_format("x.png", CV_32F, 1), cuconv::Error);
+  CHECK_THROWS_AS(check_output_format("x.jpg", CV_16U, 1), cuconv::Error);
+  CHECK_THROWS_AS(check_output_format("x.jpg", CV_8U, 4), cuconv::Error);
+  CHECK_THROWS_AS(check_output_format("x.unknownext", CV_8U, 1), cuconv::Error);
+  CHECK_NOTHROW(check_output_format("x.png", CV_16U, 4));
+  CHECK_NOTHROW(check_output_format("x.TIF", CV_32F, 3));
+  try {
+    check_output_format("out/x.png", CV_32F, 1);
+  } catch (const cuconv::Error& e) {
+    CHECK(e.kind() == ErrorKind::output);
+    CHECK(std::string(e.what()).find("out/x.png") != std::string::npos);
+    CHECK(std::string(e.what()).find("32F") != std::string::npos);
+  }
+}
+
+TEST_CASE("write_image_atomic writes the image and leaves no temporary file") {
+  TempDir dir;
+  const cv::Mat img = random_image(13, 17, CV_16U, 3, 5);
+  write_image_atomic(dir.file("a.png"), img);
+  CHECK(bit_equal(cv::imread(dir.file("a.png"), cv::IMREAD_UNCHANGED), img));
+  int files = 0;
+  for ([[maybe_unused]] const auto& e : std::filesystem::directory_iterator(dir.path())) ++files;
+  CHECK(files == 1);
+  CHECK_THROWS_AS(write_image_atomic(dir.file("no/such/dir/a.png"), img), cuconv::Error);
+  CHECK_FALSE(std::filesystem::exists(dir.file("no/such/dir/a.png")));
+}
+
+TEST_CASE("output that is the input file is refused, also through a link") {
+  TempDir dir;
+  const std::string in = dir.file("in.png");
+  cv::imwrite(in, random_image(4, 4, CV_8U, 1, 9));
+  std::filesystem::create_symlink(in, dir.file("link.png"));
+  CHECK_THROWS_AS(check_not_same_file(in, dir.file("link.png")), cuconv::Error);
+  CHECK_THROWS_AS(check_not_same_file(in, dir.file("./in.png")), cuconv::Error);
+  CHECK_NOTHROW(check_not_same_file(in, dir.file("other.png")));
+}

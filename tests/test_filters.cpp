@@ -1,0 +1,438 @@
+// Filter formats, presets and their error messages (src/filter_parse.cpp).
+#include <doctest/doctest.h>
+
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <initializer_list>
+#include <numeric>
+#include <random>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include <opencv2/imgproc.hpp>
+
+#include "cuconv/error.hpp"
+#include "cuconv/filter.hpp"
+
+namespace {
+
+namespace fs = std::filesystem;
+using cuconv::Filter;
+
+/// Runs `parse`, which must throw a bad_input cuconv::Error; returns its message.
+template <class Parse>
+std::string error_of(Parse&& parse) {
+  try {
+    (void)parse();
+  } catch (const cuconv::Error& error) {
+    CHECK(error.kind() == cuconv::ErrorKind::bad_input);
+    return error.what();
+  }
+  FAIL("expected a cuconv::Error");
+  return {};
+}
+
+/// Checks that the message of the error thrown by `parse` holds every one of `parts`.
+template <class Parse>
+void check_error(Parse&& parse, std::initializer_list<std::string_view> parts) {
+  const std::string message = error_of(parse);
+  for (const std::string_view part : parts) {
+    CHECK_MESSAGE(message.find(part) != std::string::npos,
+                  "message \"" << message << "\" lacks \"" << std::string(part) << "\"");
+  }
+}
+
+double sum_of(const Filter& filter) {
+  return std::accumulate(filter.weights.begin(), filter.weights.end(), 0.0);
+}
+
+std::vector<double> outer_product(const cv::Mat& kernel) {
+  std::vector<double> weights;
+  for (int row = 0; row < kernel.rows; ++row) {
+    for (int col = 0; col < kernel.rows; ++col) {
+      weights.push_back(kernel.at<double>(row) * kernel.at<double>(col));
+    }
+  }
+  return weights;
+}
+
+/// Integer matrix divided by `scale`, as the .mat parser computes it.
+std::vector<double> scaled(std::initializer_list<double> values, double scale) {
+  std::vector<double> weights;
+  for (const double value : values) weights.push_back(value / scale);
+  return weights;
+}
+
+/// A fresh directory under the system temp dir, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    const auto stamp = std::chrono::steady_clock::now().time_since_epoch().count();
+    path_ = fs::temp_directory_path() /
+            ("cuconv_test_filters_" + std::to_string(stamp) + "_" +
+             std::to_string(std::random_device{}()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ignored;
+    fs::remove_all(path_, ignored);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+
+  [[nodiscard]] std::string write(const std::string& name, std::string_view text) const {
+    const fs::path file = path_ / name;
+    std::ofstream(file, std::ios::binary) << text;
+    return file.string();
+  }
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+}  // namespace
+
+// ---- plain matrix ------------------------------------------------------------------------------
+
+TEST_CASE("plain matrix: spaces, commas, tabs, comments and blank lines") {
+  const Filter f = cuconv::parse_plain_matrix(
+      "# a 3x2 filter\n"
+      "\n"
+      "1 2\t3   # first row\n"
+      "  \t\n"
+      "4,5, 6,\n"
+      "# trailing comment\n",
+      "mine.txt");
+  CHECK(f.width == 3);
+  CHECK(f.height == 2);
+  CHECK(f.weights == std::vector<double>{1, 2, 3, 4, 5, 6});
+  CHECK(f.origin == "mine.txt");
+  CHECK(f.offset == 0.0);
+  CHECK(f.anchor_x == -1);
+  CHECK(f.anchor_y == -1);
+  CHECK(f.resolved_anchor_x() == 1);
+  CHECK(f.resolved_anchor_y() == 1);
+  CHECK(f.at(1, 2) == 6.0);
+}
+
+TEST_CASE("plain matrix: number forms, CRLF, even and non-square sizes") {
+  const Filter f = cuconv::parse_plain_matrix("-1.5 +2 .25 1e-3\r\n0 -0 3E2 1e-400\r\n", "crlf.txt");
+  CHECK(f.width == 4);
+  CHECK(f.height == 2);
+  CHECK(f.weights == std::vector<double>{-1.5, 2, 0.25, 1e-3, 0, 0, 300, 0});
+  CHECK(f.resolved_anchor_x() == 2);  // even sides: anchor at width / 2, as cv::filter2D
+  CHECK(f.resolved_anchor_y() == 1);
+
+  const Filter column = cuconv::parse_plain_matrix("1\n2\n3\n4\n5\n", "column.txt");
+  CHECK(column.width == 1);
+  CHECK(column.height == 5);
+  CHECK(column.weights == std::vector<double>{1, 2, 3, 4, 5});
+}
+
+TEST_CASE("plain matrix: all-zero weights are allowed") {
+  const Filter f = cuconv::parse_plain_matrix("0 0\n0 0\n", "zeros.txt");
+  CHECK(f.weights == std::vector<double>(4, 0.0));
+}
+
+TEST_CASE("plain matrix errors name the origin, the line and the problem") {
+  auto plain = [](std::string_view text) {
+    return [text] { return cuconv::parse_plain_matrix(text, "k.txt"); };
+  };
+  check_error(plain("# header\n1 2 3\n\n4 5\n"), {"k.txt:4:", "row has 2 values, expected 3"});
+  check_error(plain("1 2 3\n4 5 6 7\n"), {"k.txt:2:", "row has 4 values, expected 3"});
+  check_error(plain("1 2\n3 abc\n"), {"k.txt:2:", "'abc' is not a number"});
+  check_error(plain("1 2x\n"), {"k.txt:1:", "'2x' is not a number"});
+  check_error(plain("0x10\n"), {"k.txt:1:", "'0x10' is not a number"});
+  check_error(plain("1 nan\n"), {"k.txt:1:", "non-finite value 'nan'"});
+  check_error(plain("\n\n-inf 1\n"), {"k.txt:3:", "non-finite value '-inf'"});
+  check_error(plain("1 1e999\n"), {"k.txt:1:", "non-finite value '1e999'"});
+  check_error(plain("1,,2\n"), {"k.txt:1:", "missing value before ','"});
+  check_error(plain(""), {"k.txt", "no filter values"});
+  check_error(plain("# only\n\n  # comments\n"), {"k.txt", "no filter values"});
+}
+
+TEST_CASE("plain matrix: sides above kMaxFilterSide are rejected") {
+  CHECK(cuconv::kMaxFilterSide == 127);
+  const std::string wide_row = [] {
+    std::string row;
+    for (int i = 0; i < 128; ++i) row += "1 ";
+    return row + "\n";
+  }();
+  check_error([&] { return cuconv::parse_plain_matrix(wide_row + wide_row + wide_row, "w.txt"); },
+              {"w.txt:1:", "filter is 128x3, the maximum side is 127"});
+
+  std::string tall = "# tall\n";
+  for (int i = 0; i < 200; ++i) tall += "1\n";
+  check_error([&] { return cuconv::parse_plain_matrix(tall, "t.txt"); },
+              {"t.txt:129:", "filter is 1x200, the maximum side is 127"});
+
+  std::string largest;
+  for (int i = 0; i < 127; ++i) largest += "1\n";
+  CHECK(cuconv::parse_plain_matrix(largest, "ok.txt").height == 127);
+}
+
+// ---- libvips .mat ------------------------------------------------------------------------------
+
+TEST_CASE("vips .mat: header, scale, offset and comments") {
+  const Filter plain = cuconv::parse_vips_mat("2 3\n1 2\n3 4\n5 6\n", "a.mat");
+  CHECK(plain.width == 2);
+  CHECK(plain.height == 3);
+  CHECK(plain.weights == std::vector<double>{1, 2, 3, 4, 5, 6});
+  CHECK(plain.offset == 0.0);
+  CHECK(plain.origin == "a.mat");
+
+  const Filter with_scale = cuconv::parse_vips_mat("# blur\n\n3 1 4\n1 2 1\n", "b.mat");
+  CHECK(with_scale.weights == std::vector<double>{0.25, 0.5, 0.25});
+  CHECK(with_scale.offset == 0.0);
+
+  const Filter with_offset =
+      cuconv::parse_vips_mat("2 2 -2 128  # scale, offset\n2, 4\n\n# comment\n6\t8\n", "c.mat");
+  CHECK(with_offset.weights == std::vector<double>{-1, -2, -3, -4});
+  CHECK(with_offset.offset == 128.0);
+  CHECK(with_offset.resolved_anchor_x() == 1);
+  CHECK(with_offset.resolved_anchor_y() == 1);
+}
+
+TEST_CASE("vips .mat errors") {
+  auto mat = [](std::string_view text) {
+    return [text] { return cuconv::parse_vips_mat(text, "f.mat"); };
+  };
+  check_error(mat("# c\n3 3 0\n1 1 1\n1 1 1\n1 1 1\n"), {"f.mat:2:", "scale must not be 0"});
+  check_error(mat("3\n1 1 1\n"), {"f.mat:1:", "bad header"});
+  check_error(mat("3 1 1 0 5\n1 1 1\n"), {"f.mat:1:", "bad header"});
+  check_error(mat("0 1\n"), {"f.mat:1:", "bad header", "positive integers"});
+  check_error(mat("2.5 1\n1 1\n"), {"f.mat:1:", "bad header", "positive integers"});
+  check_error(mat("three 1\n1 1 1\n"), {"f.mat:1:", "'three' is not a number"});
+  check_error(mat("200 3\n"), {"f.mat:1:", "filter is 200x3, the maximum side is 127"});
+  check_error(mat("3 128\n"), {"f.mat:1:", "filter is 3x128, the maximum side is 127"});
+  check_error(mat("2 1\n1 2\n3 4\n"), {"f.mat:3:", "extra row", "1 rows"});
+  check_error(mat("2 3\n1 2\n3 4\n"), {"f.mat:3:", "header says 3 rows, found 2"});
+  check_error(mat("3 2\n1 2 3\n# c\n4 5\n"), {"f.mat:4:", "row has 2 values, expected 3"});
+  check_error(mat("2 1\n1 x\n"), {"f.mat:2:", "'x' is not a number"});
+  check_error(mat("2 1\n1 NaN\n"), {"f.mat:2:", "non-finite value 'NaN'"});
+  check_error(mat("2 1 inf\n1 1\n"), {"f.mat:1:", "non-finite value 'inf'"});
+  check_error(mat("# nothing\n"), {"f.mat", "no filter values"});
+}
+
+// ---- inline ------------------------------------------------------------------------------------
+
+TEST_CASE("inline filters: WxH, N, anchors, separators") {
+  const Filter square = cuconv::parse_inline_filter("3x3:0,1,0,1,-4,1,0,1,0");
+  CHECK(square.width == 3);
+  CHECK(square.height == 3);
+  CHECK(square.weights == std::vector<double>{0, 1, 0, 1, -4, 1, 0, 1, 0});
+  CHECK(square.anchor_x == -1);
+  CHECK(square.anchor_y == -1);
+  CHECK(square.origin == "inline filter");
+
+  const Filter n_form = cuconv::parse_inline_filter("2:1 2, 3,4");
+  CHECK(n_form.width == 2);
+  CHECK(n_form.height == 2);
+  CHECK(n_form.weights == std::vector<double>{1, 2, 3, 4});
+
+  const Filter anchored = cuconv::parse_inline_filter("3x2+2+0:1,2,3,4,5,6.5");
+  CHECK(anchored.width == 3);
+  CHECK(anchored.height == 2);
+  CHECK(anchored.anchor_x == 2);
+  CHECK(anchored.anchor_y == 0);
+  CHECK(anchored.resolved_anchor_x() == 2);
+  CHECK(anchored.weights.back() == 6.5);
+
+  const Filter even = cuconv::parse_inline_filter("4+0+3:1,1,1,1,1,1,1,1,1,1,1,1,1,1,1,1");
+  CHECK(even.width == 4);
+  CHECK(even.height == 4);
+  CHECK(even.anchor_x == 0);
+  CHECK(even.anchor_y == 3);
+}
+
+TEST_CASE("inline filter errors") {
+  auto inl = [](std::string_view text) { return [text] { return cuconv::parse_inline_filter(text); }; };
+  check_error(inl("3x3:1,2,3"), {"inline filter '3x3:1,2,3':", "expected 9 values (3x3), got 3"});
+  check_error(inl("2:1,2,3,4,5"), {"inline filter '2:1,2,3,4,5':", "expected 4 values", "got 5"});
+  check_error(inl("3x3:"), {"inline filter '3x3:':", "no filter values"});
+  check_error(inl("3x1+3+0:1,2,3"), {"inline filter '3x1+3+0:1,2,3':", "anchor +3+0 is outside"});
+  check_error(inl("3x1+0+1:1,2,3"), {"anchor +0+1 is outside the 3x1 filter"});
+  check_error(inl("3x1-1+0:1,2,3"), {"anchor -1+0 is outside"});
+  check_error(inl("200x3:1"), {"inline filter '200x3:1':", "filter is 200x3, the maximum side is 127"});
+  check_error(inl("3x999999999999:1"), {"the maximum side is 127"});
+  check_error(inl("0x3:1"), {"inline filter '0x3:1':", "at least 1"});
+  check_error(inl("2x1:1,abc"), {"inline filter '2x1:1,abc':", "'abc' is not a number"});
+  check_error(inl("2x1:1,nan"), {"non-finite value 'nan'"});
+  check_error(inl("3x3"), {"inline filter '3x3':", "expected WxH"});
+}
+
+// ---- presets -----------------------------------------------------------------------------------
+
+TEST_CASE("preset names are the documented set, sorted") {
+  const std::vector<std::string> expected = {
+      "box3",     "box5",     "edge",    "emboss",  "gauss3",  "gauss5",  "gauss7",
+      "laplacian", "scharr-x", "scharr-y", "sharpen", "sobel-x", "sobel-y"};
+  CHECK(cuconv::preset_names() == expected);
+}
+
+TEST_CASE("every preset loads with its exact weights") {
+  struct Expected {
+    const char* name;
+    int side;
+    std::vector<double> weights;
+    double sum;
+  };
+  const std::vector<Expected> presets = {
+      {"box3", 3, std::vector<double>(9, 1.0 / 9), 1.0},
+      {"box5", 5, std::vector<double>(25, 1.0 / 25), 1.0},
+      {"sharpen", 3, {0, -1, 0, -1, 5, -1, 0, -1, 0}, 1.0},
+      {"laplacian", 3, {0, 1, 0, 1, -4, 1, 0, 1, 0}, 0.0},
+      {"sobel-x", 3, {-1, 0, 1, -2, 0, 2, -1, 0, 1}, 0.0},
+      {"sobel-y", 3, {-1, -2, -1, 0, 0, 0, 1, 2, 1}, 0.0},
+      {"scharr-x", 3, {-3, 0, 3, -10, 0, 10, -3, 0, 3}, 0.0},
+      {"scharr-y", 3, {-3, -10, -3, 0, 0, 0, 3, 10, 3}, 0.0},
+      {"emboss", 3, {-2, -1, 0, -1, 1, 1, 0, 1, 2}, 1.0},
+      {"edge", 3, {-1, -1, -1, -1, 8, -1, -1, -1, -1}, 0.0},
+      {"gauss3", 3, scaled({1, 2, 1, 2, 4, 2, 1, 2, 1}, 16), 1.0},
+  };
+  for (const Expected& expected : presets) {
+    CAPTURE(expected.name);
+    const Filter f = cuconv::load_filter(expected.name);
+    CHECK(f.width == expected.side);
+    CHECK(f.height == expected.side);
+    CHECK(f.weights == expected.weights);
+    CHECK(sum_of(f) == doctest::Approx(expected.sum));
+    CHECK(f.offset == 0.0);
+    CHECK(f.anchor_x == -1);
+    CHECK(f.anchor_y == -1);
+    CHECK(f.origin == std::string("preset ") + expected.name);
+  }
+  for (const char* name : {"gauss5", "gauss7"}) {
+    CAPTURE(name);
+    CHECK(sum_of(cuconv::load_filter(name)) == doctest::Approx(1.0));
+  }
+}
+
+TEST_CASE("gauss3/5/7 are exactly OpenCV's fixed GaussianBlur kernels") {
+  for (const int side : {3, 5, 7}) {
+    CAPTURE(side);
+    const Filter f = cuconv::load_filter("gauss" + std::to_string(side));
+    CHECK(f.width == side);
+    CHECK(f.height == side);
+    CHECK(f.weights == outer_product(cv::getGaussianKernel(side, 0, CV_64F)));
+  }
+  const Filter gauss7 = cuconv::load_filter("gauss7");
+  CHECK(gauss7.at(3, 3) == 324.0 / 4096);
+  CHECK(gauss7.at(0, 0) == 4.0 / 4096);
+}
+
+// ---- parametric --------------------------------------------------------------------------------
+
+TEST_CASE("box:N") {
+  const Filter box4 = cuconv::load_filter("box:4");
+  CHECK(box4.width == 4);
+  CHECK(box4.height == 4);
+  CHECK(box4.weights == std::vector<double>(16, 1.0 / 16));
+  CHECK(box4.origin == "box:4");
+  CHECK(cuconv::load_filter("box:1").weights == std::vector<double>{1.0});
+  CHECK(cuconv::load_filter("box:3").weights == cuconv::load_filter("box3").weights);
+  CHECK(cuconv::load_filter("box:127").width == 127);
+  for (const char* bad : {"box:0", "box:128", "box:-3", "box:x", "box:3.5", "box:"}) {
+    CAPTURE(bad);
+    check_error([bad] { return cuconv::load_filter(bad); },
+                {std::string("filter '") + bad + "'", "from 1 to 127"});
+  }
+}
+
+TEST_CASE("gaussian:R,SIGMA") {
+  const Filter g = cuconv::load_filter("gaussian:3,1.5");
+  CHECK(g.width == 7);
+  CHECK(g.height == 7);
+  CHECK(g.weights == outer_product(cv::getGaussianKernel(7, 1.5, CV_64F)));
+  CHECK(sum_of(g) == doctest::Approx(1.0));
+  CHECK(g.origin == "gaussian:3,1.5");
+  CHECK(cuconv::load_filter("gaussian:0,2").weights == std::vector<double>{1.0});
+  CHECK(cuconv::load_filter("gaussian:63,20").width == 127);
+
+  auto load = [](const char* spec) { return [spec] { return cuconv::load_filter(spec); }; };
+  check_error(load("gaussian:64,1"), {"filter 'gaussian:64,1'", "R must be an integer from 0 to 63"});
+  check_error(load("gaussian:-1,1"), {"R must be an integer"});
+  check_error(load("gaussian:3"), {"filter 'gaussian:3'", "expected gaussian:R,SIGMA"});
+  check_error(load("gaussian:3,0"), {"SIGMA must be greater than 0"});
+  check_error(load("gaussian:3,-1"), {"SIGMA must be greater than 0"});
+  check_error(load("gaussian:3,inf"), {"non-finite value 'inf'"});
+  check_error(load("gaussian:3,nan"), {"non-finite value 'nan'"});
+  check_error(load("gaussian:3,wide"), {"'wide' is not a number"});
+}
+
+// ---- load_filter: resolution order, files ------------------------------------------------------
+
+TEST_CASE("load_filter reads inline strings") {
+  const Filter f = cuconv::load_filter("1x3+0+2:1,2,3");
+  CHECK(f.height == 3);
+  CHECK(f.anchor_y == 2);
+  CHECK(f.weights == std::vector<double>{1, 2, 3});
+  check_error([] { return cuconv::load_filter("2x2:1,2,3"); },
+              {"inline filter '2x2:1,2,3':", "expected 4 values"});
+}
+
+TEST_CASE("load_filter reads plain and .mat files by extension") {
+  const TempDir dir;
+  const std::string txt = dir.write("k.txt", "# plain\n1, 2\n3, 4\n");
+  const Filter plain = cuconv::load_filter(txt);
+  CHECK(plain.weights == std::vector<double>{1, 2, 3, 4});
+  CHECK(plain.origin == txt);
+
+  // A .mat header parsed as a plain matrix would be a ragged row: the extension decides.
+  const std::string mat = dir.write("k.MAT", "2 1 2 10\n1 3\n");
+  const Filter vips = cuconv::load_filter(mat);
+  CHECK(vips.width == 2);
+  CHECK(vips.height == 1);
+  CHECK(vips.weights == std::vector<double>{0.5, 1.5});
+  CHECK(vips.offset == 10.0);
+  CHECK(vips.origin == mat);
+
+  const std::string no_extension = dir.write("kernel", "1 2 1\n");
+  CHECK(cuconv::load_filter(no_extension).weights == std::vector<double>{1, 2, 1});
+
+  const std::string broken = dir.write("broken.txt", "1 2\n\n3\n");
+  check_error([&] { return cuconv::load_filter(broken); },
+              {broken + ":3:", "row has 1 values, expected 2"});
+  const std::string broken_mat = dir.write("broken.mat", "# c\n2 2 0\n1 1\n1 1\n");
+  check_error([&] { return cuconv::load_filter(broken_mat); },
+              {broken_mat + ":2:", "scale must not be 0"});
+}
+
+TEST_CASE("load_filter: a preset name wins over a file of that name") {
+  const TempDir dir;
+  const std::string path = dir.write("sharpen", "7\n");
+  CHECK(cuconv::load_filter(path).weights == std::vector<double>{7});  // a path is not a name
+  CHECK(cuconv::load_filter("sharpen").width == 3);
+}
+
+TEST_CASE("load_filter errors: directory, missing file, unknown name") {
+  const TempDir dir;
+  const std::string directory = dir.path().string();
+  check_error([&] { return cuconv::load_filter(directory); }, {directory, "is a directory"});
+
+  const std::string missing = (dir.path() / "missing.txt").string();
+  check_error([&] { return cuconv::load_filter(missing); },
+              {"filter '" + missing + "' is not a preset", "readable file"});
+  check_error([] { return cuconv::load_filter("gauss9"); },
+              {"filter 'gauss9' is not a preset, box:N, gaussian:R,SIGMA, an inline WxH:... "
+               "filter or a readable file (see --list-filters)"});
+  check_error([] { return cuconv::load_filter(""); }, {"filter '' is not a preset"});
+}
+
+// ---- describe_filter ---------------------------------------------------------------------------
+
+TEST_CASE("describe_filter prints the header and aligned rows") {
+  Filter f = cuconv::parse_inline_filter("3x2+0+1:1,-0.5,100,0.25,2,-3");
+  f.offset = 128;
+  CHECK(cuconv::describe_filter(f) ==
+        "inline filter: 3x2, anchor (0,1), offset 128\n"
+        "     1  -0.5  100\n"
+        "  0.25     2   -3\n");
+
+  const std::string box3 = cuconv::describe_filter(cuconv::load_filter("box3"));
+  CHECK(box3.rfind("preset box3: 3x3, anchor (1,1), offset 0\n", 0) == 0);
+  CHECK(box3.find("0.111111111  0.111111111  0.111111111\n") != std::string::npos);
+}

@@ -1,0 +1,187 @@
+// Every GPU variant against cv::filter2D (through the opencv variant, itself checked against
+// filter2D in the CPU suite) under the pass rule of include/cuconv/compare.hpp. Outputs are
+// poisoned on the device before every run, so an unwritten pixel fails.
+//
+// CUCONV_TEST_STRIDE=N runs every N-th case of the large sweep (compute-sanitizer runs).
+#include "test_support.hpp"
+
+#include <cuconv/compare.hpp>
+#include <cuconv/convolve.hpp>
+#include <cuconv/filter.hpp>
+
+#include <doctest/doctest.h>
+#include <opencv2/imgcodecs.hpp>
+
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+using namespace cuconv;
+using cuconv::test::random_image;
+using cuconv::test::sample;
+
+namespace {
+
+int sweep_stride() {
+  const char* s = std::getenv("CUCONV_TEST_STRIDE");
+  return s != nullptr && std::atoi(s) > 0 ? std::atoi(s) : 1;
+}
+
+/// A random dense filter: weights in [-0.3, 1) scaled to sum 1, so outputs stay in the input's
+/// range and integer rounding is exercised rather than saturation.
+Filter random_filter(int kw, int kh, std::uint64_t seed) {
+  cv::RNG rng(seed);
+  Filter f;
+  f.width = kw;
+  f.height = kh;
+  f.origin = "random " + std::to_string(kw) + "x" + std::to_string(kh);
+  double sum = 0;
+  for (int i = 0; i < kw * kh; ++i) {
+    f.weights.push_back(rng.uniform(-0.3, 1.0));
+    sum += f.weights.back();
+  }
+  for (double& w : f.weights) w /= sum;
+  return f;
+}
+
+struct DepthPair {
+  int in;
+  Depth out;
+};
+constexpr DepthPair kDepthPairs[] = {{CV_8U, Depth::u8},   {CV_8U, Depth::u16},   {CV_8U, Depth::s16},
+                                     {CV_8U, Depth::f32},  {CV_16U, Depth::u16},  {CV_16U, Depth::f32},
+                                     {CV_32F, Depth::f32}};
+constexpr Border kBorders[] = {Border::reflect101, Border::reflect, Border::replicate, Border::constant,
+                               Border::wrap};
+/// Image sizes (cols, rows) on and around the tile edges of every variant: 1, tile-1, tile,
+/// tile+1 for 8, 16, 30 and 32, primes, and sizes whose pitch differs from the width.
+constexpr std::pair<int, int> kSizes[] = {{1, 1},   {31, 7},  {32, 8},   {33, 9},   {1, 17},  {17, 1},
+                                          {29, 15}, {64, 16}, {30, 30},  {61, 47},  {97, 33}, {127, 129},
+                                          {257, 31}, {2, 3},  {45, 64}, {96, 17}};
+struct FilterShape {
+  int kw, kh;
+};
+constexpr FilterShape kShapes[] = {{1, 1}, {2, 2}, {3, 3}, {5, 5}, {1, 7}, {7, 1}, {15, 15}, {31, 31}};
+
+/// Runs `variant` and the reference on `src`; checks the pass rule.
+void check_variant(Variant variant, const cv::Mat& src, const Filter& f, ConvolveOptions o, const std::string& what) {
+  ConvolveOptions ref_options = o;
+  ref_options.variant = Variant::opencv;
+  const cv::Mat expected = convolve(src, f, ref_options).image;
+  o.variant = variant;
+  o.poison_output = true;
+  const ConvolveResult got = convolve(src, f, o);
+  REQUIRE(got.variant_used == variant);
+  const ComparisonStats s = compare_to_reference(got.image, expected, src, f, o.delta);
+  INFO(what, ": max diff ", s.max_abs_difference, ", ", s.differing_values, "/", s.total_values,
+       " differ, rel ", s.relative_error);
+  CHECK(s.within_tolerance);
+}
+
+}  // namespace
+
+TEST_CASE("gpu sweep: variant x filter size x border x depth, random data and sizes on tile edges") {
+  const int stride = sweep_stride();
+  int case_index = 0;
+  for (Variant variant : gpu_variants()) {
+    for (const FilterShape& shape : kShapes) {
+      for (Border border : kBorders) {
+        for (const DepthPair& depths : kDepthPairs) {
+          const int index = case_index++;
+          if (index % stride != 0) continue;
+          const auto [cols, rows] = kSizes[static_cast<std::size_t>(index) % std::size(kSizes)];
+          const int channels = std::array{1, 3, 4}[static_cast<std::size_t>(index / 7) % 3];
+          const cv::Mat src = random_image(rows, cols, depths.in, channels, 1000 + static_cast<std::uint64_t>(index));
+          Filter f = random_filter(shape.kw, shape.kh, 77 + static_cast<std::uint64_t>(index));
+          ConvolveOptions o;
+          o.border = border;
+          o.depth = depths.out;
+          o.border_value = border == Border::constant ? (depths.in == CV_8U ? 200 : 12345.5) : 0.0;
+          if (index % 3 == 1) o.delta = depths.in == CV_32F ? -2.5 : 3.0;
+          if (index % 4 == 2) {  // an off-centre anchor
+            f.anchor_x = shape.kw - 1;
+            f.anchor_y = 0;
+          }
+          check_variant(variant, src, f, o,
+                        std::string(to_string(variant)) + " " + std::to_string(shape.kw) + "x" +
+                            std::to_string(shape.kh) + " " + std::string(to_string(border)) + " " +
+                            std::to_string(cols) + "x" + std::to_string(rows) + "x" + std::to_string(channels) +
+                            " depth " + std::to_string(depths.in) + "->" + std::string(to_string(depths.out)));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu: every variant at every tile-edge size, 3x3 and 31x31, 8U and 32F") {
+  const int stride = sweep_stride();
+  int index = 0;
+  for (Variant variant : gpu_variants()) {
+    for (const auto& [cols, rows] : kSizes) {
+      for (int k : {3, 31}) {
+        for (int depth : {CV_8U, CV_32F}) {
+          if (index++ % stride != 0) continue;
+          const cv::Mat src = random_image(rows, cols, depth, 1, static_cast<std::uint64_t>(index));
+          check_variant(variant, src, random_filter(k, k, static_cast<std::uint64_t>(index)), ConvolveOptions{},
+                        std::string(to_string(variant)) + " " + std::to_string(k) + " at " +
+                            std::to_string(cols) + "x" + std::to_string(rows));
+        }
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu: presets on real images exercise half-way rounding (8U, 16U, float)") {
+  const char* images[] = {"camera.png", "coffee.png", "logo.png", "chessboard_GRAY_U16.tif", "camera_f32.tif"};
+  for (Variant variant : gpu_variants()) {
+    for (const char* name : images) {
+      const cv::Mat src = cv::imread(sample(name), cv::IMREAD_UNCHANGED);
+      REQUIRE(!src.empty());
+      for (const char* spec : {"gauss3", "gauss5", "sobel-x", "box:31", "gaussian:15,6"}) {
+        ConvolveOptions o;
+        o.delta = std::string(spec) == "sobel-x" ? 128 : 0;
+        check_variant(variant, src, load_filter(spec), o, std::string(to_string(variant)) + " " + name + " " + spec);
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu: very tall and very wide images need no special grid (gridDim.y <= 65535)") {
+  const std::pair<int, int> shapes[] = {{1, 100000}, {100000, 1}, {70000, 70}, {70, 70000}, {1, 2100000}};
+  for (Variant variant : gpu_variants()) {
+    for (const auto& [cols, rows] : shapes) {
+      const cv::Mat src = random_image(rows, cols, CV_8U, 1, static_cast<std::uint64_t>(rows + cols));
+      ConvolveOptions o;
+      o.border = Border::wrap;
+      check_variant(variant, src, load_filter("5x3:1,2,3,2,1,2,4,6,4,2,1,2,3,2,1"), o,
+                    std::string(to_string(variant)) + " " + std::to_string(cols) + "x" + std::to_string(rows));
+    }
+  }
+}
+
+TEST_CASE("gpu: a non-continuous input (ROI with an odd row step) and the largest filter") {
+  const cv::Mat big = random_image(101, 203, CV_8U, 3, 5);
+  const cv::Mat roi = big(cv::Rect(3, 5, 97, 61));
+  REQUIRE_FALSE(roi.isContinuous());
+  for (Variant variant : gpu_variants()) {
+    check_variant(variant, roi, load_filter("gauss7"), ConvolveOptions{}, std::string(to_string(variant)) + " roi");
+    const cv::Mat src = random_image(150, 140, CV_32F, 1, 6);
+    check_variant(variant, src, random_filter(kMaxFilterSide, kMaxFilterSide, 8), ConvolveOptions{},
+                  std::string(to_string(variant)) + " 127x127");
+  }
+}
+
+TEST_CASE("gpu: --alpha keep leaves alpha untouched on every variant") {
+  const cv::Mat logo = cv::imread(sample("logo.png"), cv::IMREAD_UNCHANGED);
+  cv::Mat alpha;
+  cv::extractChannel(logo, alpha, 3);
+  for (Variant variant : gpu_variants()) {
+    ConvolveOptions o;
+    o.variant = variant;
+    o.keep_alpha = true;
+    cv::Mat out_alpha;
+    cv::extractChannel(convolve(logo, load_filter("box5"), o).image, out_alpha, 3);
+    CHECK(cv::norm(alpha, out_alpha, cv::NORM_INF) == 0);
+    check_variant(variant, logo, load_filter("box5"), o, std::string(to_string(variant)) + " alpha keep");
+  }
+}

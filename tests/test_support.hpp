@@ -1,0 +1,104 @@
+#pragma once
+// Helpers shared by the test suites: temporary folders, running the cuconv binary, sample
+// paths and random images.
+#include <opencv2/core.hpp>
+
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <random>
+#include <sstream>
+#include <string>
+#include <sys/wait.h>
+#include <vector>
+
+namespace cuconv::test {
+
+namespace fs = std::filesystem;
+
+/// A fresh folder under the system temp dir, removed with everything in it.
+class TempDir {
+ public:
+  TempDir() {
+    static std::mt19937_64 rng{std::random_device{}()};
+    path_ = fs::temp_directory_path() / ("cuconv-test-" + std::to_string(rng()));
+    fs::create_directories(path_);
+  }
+  ~TempDir() {
+    std::error_code ec;
+    fs::remove_all(path_, ec);
+  }
+  TempDir(const TempDir&) = delete;
+  TempDir& operator=(const TempDir&) = delete;
+  [[nodiscard]] std::string file(const std::string& name) const { return (path_ / name).string(); }
+  [[nodiscard]] const fs::path& path() const { return path_; }
+
+ private:
+  fs::path path_;
+};
+
+/// Environment variable or a fallback (paths baked in at build time; the bundle overrides them).
+inline std::string env_or(const char* name, const char* fallback) {
+  const char* v = std::getenv(name);
+  return v != nullptr && *v != '\0' ? v : fallback;
+}
+inline std::string cuconv_binary() { return env_or("CUCONV_BIN", CUCONV_TEST_BINARY); }
+inline std::string sample(const std::string& name) {
+  return env_or("CUCONV_SAMPLES", CUCONV_TEST_SAMPLES) + "/" + name;
+}
+
+struct CommandResult {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+inline std::string shell_quote(const std::string& s) {
+  std::string q = "'";
+  for (char c : s) q += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return q + "'";
+}
+
+inline std::string read_file(const fs::path& p) {
+  std::ifstream in(p, std::ios::binary);
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+/// Runs the cuconv binary with `args`, capturing stdout, stderr and the exit code.
+inline CommandResult run_cuconv(const std::vector<std::string>& args, const std::string& stdin_file = "") {
+  TempDir capture;
+  std::string cmd = shell_quote(cuconv_binary());
+  for (const auto& a : args) cmd += " " + shell_quote(a);
+  cmd += " >" + shell_quote(capture.file("out")) + " 2>" + shell_quote(capture.file("err"));
+  if (!stdin_file.empty()) cmd += " <" + shell_quote(stdin_file);
+  const int status = std::system(cmd.c_str());
+  CommandResult r;
+  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+  r.out = read_file(capture.file("out"));
+  r.err = read_file(capture.file("err"));
+  return r;
+}
+
+/// Random image of the given depth: full range for integers, [-100, 100] for float.
+inline cv::Mat random_image(int rows, int cols, int depth, int channels, std::uint64_t seed) {
+  cv::Mat m(rows, cols, CV_MAKETYPE(depth, channels));
+  cv::RNG rng(seed);
+  switch (depth) {
+    case CV_8U: rng.fill(m, cv::RNG::UNIFORM, 0, 256); break;
+    case CV_16U: rng.fill(m, cv::RNG::UNIFORM, 0, 65536); break;
+    default: rng.fill(m, cv::RNG::UNIFORM, -100.0, 100.0); break;
+  }
+  return m;
+}
+
+/// True when both images have the same size, type and every value.
+inline bool bit_equal(const cv::Mat& a, const cv::Mat& b) {
+  if (a.size() != b.size() || a.type() != b.type()) return false;
+  cv::Mat diff;
+  cv::compare(a.reshape(1), b.reshape(1), diff, cv::CMP_NE);
+  return cv::countNonZero(diff) == 0;
+}
+
+}  // namespace cuconv::test
