@@ -8,6 +8,12 @@ cd "$repo_root"
 
 bash scripts/install-deps.sh
 
+# With no GPU visible the binary can only take the CPU path here, so compiling device code for
+# five architectures (the release default without a GPU) would only cost time.
+if [[ -z "${CUDAARCHS:-}" ]] && ! nvidia-smi -L >/dev/null 2>&1; then
+  echo "quickstart: no GPU visible: building device code for sm_90 only (set CUDAARCHS to override)"
+  export CUDAARCHS=90
+fi
 cmake --preset release
 cmake --build --preset release -j
 
