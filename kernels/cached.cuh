@@ -34,17 +34,33 @@ __global__ void __launch_bounds__(kCachedThreads)
     __syncthreads();
     if (inside) {
       float acc = p.delta;
+      if (window_inside(x, y, kw, kh, src.width, src.height, p)) {
+        // Interior: tile cells from shared memory, the halo straight from global memory (L1).
 #pragma unroll
-      for (int i = 0; i < kh; ++i) {
-        const int ly = ty - p.anchor_y + i;  // row within the tile (may be outside it)
+        for (int i = 0; i < kh; ++i) {
+          const int ly = ty - p.anchor_y + i;  // row within the tile (may be outside it)
+          const In* in_row = src.row(y0 + ly) + x0;
 #pragma unroll
-        for (int j = 0; j < kw; ++j) {
-          const int lx = tx - p.anchor_x + j;
-          // A tile cell is valid only where the tile lies over the image.
-          const bool in_tile = ly >= 0 && ly < kCachedTileH && lx >= 0 && lx < kCachedTileW &&
-                               y0 + ly < src.height && x0 + lx < src.width;
-          const float v = in_tile ? input_tile[ly][lx] : load_pixel(src, y0 + ly, x0 + lx, p);
-          acc = fmaf(c_filter_weights[i * kw + j], v, acc);
+          for (int j = 0; j < kw; ++j) {
+            const int lx = tx - p.anchor_x + j;
+            const bool in_tile = ly >= 0 && ly < kCachedTileH && lx >= 0 && lx < kCachedTileW;
+            const float v = in_tile ? input_tile[ly][lx] : static_cast<float>(__ldg(in_row + lx));
+            acc = fmaf(c_filter_weights[i * kw + j], v, acc);
+          }
+        }
+      } else {
+        // Near the border: the tile where it lies over the image, else the border rule.
+#pragma unroll 1
+        for (int i = 0; i < kh; ++i) {
+          const int ly = ty - p.anchor_y + i;
+#pragma unroll 1
+          for (int j = 0; j < kw; ++j) {
+            const int lx = tx - p.anchor_x + j;
+            const bool in_tile = ly >= 0 && ly < kCachedTileH && lx >= 0 && lx < kCachedTileW &&
+                                 y0 + ly < src.height && x0 + lx < src.width;
+            const float v = in_tile ? input_tile[ly][lx] : load_pixel(src, y0 + ly, x0 + lx, p);
+            acc = fmaf(c_filter_weights[i * kw + j], v, acc);
+          }
         }
       }
       dst.row(y)[x] = saturate_from_float<Out>(acc);

@@ -62,6 +62,15 @@ __device__ __forceinline__ float load_pixel(const PlaneView<const T>& src, int y
   return static_cast<float>(__ldg(src.row(yy) + xx));
 }
 
+/// True when the filter window of output (x, y) lies wholly inside the image, so its pixels can be
+/// read without the border rule (the common case; border handling then costs nothing inside).
+__device__ __forceinline__ bool window_inside(int x, int y, int kw, int kh, int width, int height,
+                                              const ConvParams& p) {
+  const int left = x - p.anchor_x;
+  const int top = y - p.anchor_y;
+  return left >= 0 && top >= 0 && left + kw <= width && top + kh <= height;
+}
+
 /// cv::saturate_cast<T>(float): round half to even (cvRound), then clamp. Like cvRound on x86, a
 /// value outside int's range (or NaN) becomes INT_MIN before the clamp.
 template <class T>

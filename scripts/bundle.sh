@@ -10,7 +10,7 @@
 #      lib/        non-system shared libraries the binaries need (OpenCV and its closure)
 #      licenses/   Debian copyright files of the packages those libraries come from
 #      samples/    copy of samples/
-#      test/       CTestTestfile.cmake (ctest --test-dir test)
+#      test/       CTestTestfile.cmake.in (run-tests.sh fills in the bundle path for ctest)
 #      run-tests.sh
 #
 # glibc, libstdc++/libgcc_s and the NVIDIA driver libraries (libcuda, libnvidia-*) are NOT
@@ -194,16 +194,10 @@ chmod +x "$stage/bin/cuconv-env.sh"
 
 {
   cat <<'EOF'
-# Tests of an unpacked cuconv bundle (written by scripts/bundle.sh). Paths are computed from
-# this file's location, so the bundle can be unpacked anywhere: ctest --test-dir <bundle>/test
-if(CMAKE_CURRENT_LIST_DIR)
-  set(CUCONV_TEST_DIR "${CMAKE_CURRENT_LIST_DIR}")
-else()
-  # ctest (3.25 at least) leaves CMAKE_CURRENT_LIST_DIR empty while reading this file, but it
-  # reads it with the current directory set to the folder that holds it.
-  file(REAL_PATH "." CUCONV_TEST_DIR)
-endif()
-get_filename_component(CUCONV_BUNDLE "${CUCONV_TEST_DIR}/.." ABSOLUTE)
+# Tests of an unpacked cuconv bundle (written by scripts/bundle.sh). run-tests.sh turns this
+# template into CTestTestfile.cmake with the bundle's absolute path: ctest gives the file no
+# reliable way to find its own folder (CMAKE_CURRENT_LIST_DIR is empty there).
+set(CUCONV_BUNDLE "@CUCONV_BUNDLE@")
 set(CUCONV_TEST_ENV "CUCONV_BIN=${CUCONV_BUNDLE}/bin/cuconv" "CUCONV_SAMPLES=${CUCONV_BUNDLE}/samples")
 # Fallback for binaries without RUNPATH: lib/ first on LD_LIBRARY_PATH (once; no trailing ':',
 # which would mean the current directory).
@@ -228,7 +222,7 @@ EOF
       warn "test '$test_name' left out of test/CTestTestfile.cmake ($exe not bundled)"
     fi
   done
-} >"$stage/test/CTestTestfile.cmake"
+} >"$stage/test/CTestTestfile.cmake.in"
 
 cat >"$stage/run-tests.sh" <<'EOF'
 #!/usr/bin/env bash
@@ -237,6 +231,7 @@ set -euo pipefail
 bundle="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
 # shellcheck source=/dev/null
 . "$bundle/bin/cuconv-env.sh"
+sed "s|@CUCONV_BUNDLE@|$bundle|g" "$bundle/test/CTestTestfile.cmake.in" >"$bundle/test/CTestTestfile.cmake"
 exec ctest --test-dir "$bundle/test" --output-on-failure "$@"
 EOF
 chmod +x "$stage/run-tests.sh"

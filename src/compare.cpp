@@ -10,7 +10,8 @@
 namespace cuconv {
 
 ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& reference,
-                                     const cv::Mat& input, const Filter& filter, double delta) {
+                                     const cv::Mat& input, const Filter& filter, double delta,
+                                     double border_value) {
   if (result.size() != reference.size() || result.type() != reference.type())
     throw Error(ErrorKind::internal, "compare_to_reference: result and reference differ in size or type");
   cv::Mat a, b;
@@ -37,6 +38,7 @@ ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& refer
 
   double max_input = 0;
   cv::minMaxLoc(cv::abs(input.reshape(1)), nullptr, &max_input);
+  max_input = std::max(max_input, std::abs(border_value));
   double weight_sum = 0;
   for (double w : filter.weights) weight_sum += std::abs(w);
   const double normaliser = weight_sum * max_input + std::abs(delta + filter.offset);

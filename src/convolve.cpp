@@ -168,7 +168,7 @@ ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const Convolve
 
   ConvolveResult result;
   const auto start = std::chrono::steady_clock::now();
-  result.image = detail::convolve_opencv(src, job);
+  result.image = detail::convolve_opencv(src, job, options.opencv_method);
   result.times.kernel_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   result.variant_used = Variant::opencv;

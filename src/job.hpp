@@ -27,7 +27,7 @@ struct ConvolveJob {
 
 /// cv::filter2D with the job's semantics, `wrap` and non-zero constant borders by padding.
 /// Channels are filtered together (filter2D treats them independently).
-[[nodiscard]] cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job);
+[[nodiscard]] cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method);
 
 /// The GPU path: one pitched plane per channel, `variant` launched per plane.
 [[nodiscard]] ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant);

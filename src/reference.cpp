@@ -1,7 +1,14 @@
 // The `opencv` variant: cv::filter2D itself, so its output is the reference by definition.
 // filter2D has no wrap border and always pads constant borders with 0; both are done here by
 // padding with cv::copyMakeBorder and filtering the padded image, whose interior then sees
-// exactly the requested ghost cells.
+// exactly the requested ghost cells. Inputs are treated as whole images (BORDER_ISOLATED), even
+// when they are views into a larger cv::Mat.
+//
+// OpenCvMethod::direct_sum runs the same filter2D but keeps it on its direct-summation path:
+// for large kernels (>= 50 or 130 taps) filter2D otherwise switches to a DFT whose rounding
+// error (~1e-5 relative) flips integer results, so a correct direct convolution would
+// differ from it in far more than 0.1% of 16-bit pixels. Calling filter2D on a view that is not
+// at offset (0, 0) of its parent disables the DFT path; the view's neighbours are the padding.
 #include "job.hpp"
 
 #include <opencv2/core.hpp>
@@ -12,6 +19,7 @@
 namespace cuconv::detail {
 
 namespace {
+
 int opencv_border(Border border) {
   switch (border) {
     case Border::reflect101: return cv::BORDER_REFLECT_101;
@@ -24,41 +32,50 @@ int opencv_border(Border border) {
 }
 
 /// Padding needed so filter2D never consults its own border rule.
-bool needs_padding(const ConvolveJob& job) {
-  return job.border == Border::wrap || (job.border == Border::constant && job.border_value != 0.0);
+bool needs_padding(const ConvolveJob& job, OpenCvMethod method) {
+  return method == OpenCvMethod::direct_sum || job.border == Border::wrap ||
+         (job.border == Border::constant && job.border_value != 0.0);
 }
 
-cv::Mat filter_all_channels(const cv::Mat& src, const ConvolveJob& job) {
+cv::Mat filter_all_channels(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method) {
   const cv::Point anchor(job.anchor_x, job.anchor_y);
   cv::Mat dst;
-  if (!needs_padding(job)) {
-    cv::filter2D(src, dst, job.output_depth, job.kernel, anchor, job.delta, opencv_border(job.border));
+  if (!needs_padding(job, method)) {
+    cv::filter2D(src, dst, job.output_depth, job.kernel, anchor, job.delta,
+                 opencv_border(job.border) | cv::BORDER_ISOLATED);
     return dst;
   }
-  const int top = job.anchor_y;
-  const int left = job.anchor_x;
+  // One extra pixel on the top-left keeps the view off offset (0, 0) (see direct_sum above).
+  const int top = job.anchor_y + 1;
+  const int left = job.anchor_x + 1;
   const int bottom = job.kh() - 1 - job.anchor_y;
   const int right = job.kw() - 1 - job.anchor_x;
   cv::Mat padded;
-  cv::copyMakeBorder(src, padded, top, bottom, left, right, opencv_border(job.border),
+  cv::copyMakeBorder(src, padded, top, bottom, left, right, opencv_border(job.border) | cv::BORDER_ISOLATED,
                      cv::Scalar::all(job.border_value));
+  const cv::Mat view = padded(cv::Rect(left, top, src.cols, src.rows));
+  if (method == OpenCvMethod::direct_sum) {
+    // Not isolated: filter2D reads the view's real neighbours, i.e. the padding.
+    cv::filter2D(view, dst, job.output_depth, job.kernel, anchor, job.delta, cv::BORDER_CONSTANT);
+    return dst;
+  }
   cv::Mat padded_dst;
-  cv::filter2D(padded, padded_dst, job.output_depth, job.kernel, anchor, job.delta,
-               cv::BORDER_REFLECT_101);
+  cv::filter2D(padded, padded_dst, job.output_depth, job.kernel, anchor, job.delta, cv::BORDER_REFLECT_101);
   padded_dst(cv::Rect(left, top, src.cols, src.rows)).copyTo(dst);
   return dst;
 }
+
 }  // namespace
 
-cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job) {
-  if (!job.keep_alpha || src.channels() != 4) return filter_all_channels(src, job);
+cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method) {
+  if (!job.keep_alpha || src.channels() != 4) return filter_all_channels(src, job, method);
   // --alpha keep: filter the colour channels, pass alpha through converted to the output depth.
   std::vector<cv::Mat> planes;
   cv::split(src, planes);
   cv::Mat colour;
   cv::merge(std::vector<cv::Mat>(planes.begin(), planes.begin() + 3), colour);
   std::vector<cv::Mat> out_planes;
-  cv::split(filter_all_channels(colour, job), out_planes);
+  cv::split(filter_all_channels(colour, job, method), out_planes);
   out_planes.emplace_back();
   planes[3].convertTo(out_planes[3], job.output_depth);
   cv::Mat dst;

@@ -3,7 +3,8 @@
 /// How close a result is to the cv::filter2D reference, and the pass rule (README "Accuracy"):
 ///  - integer outputs: max |difference| <= 1 and at most 0.1% of values differ (filter2D itself
 ///    switches to a DFT for large filters, whose rounding differs from a direct sum);
-///  - float outputs: max |difference| / (sum|k| * max|x| + |delta|) <= 1e-5.
+///  - float outputs: max |difference| / (sum|k| * max|x| + |delta|) <= 1e-5, where max|x| also
+///    covers the constant border value.
 #include <cuconv/filter.hpp>
 
 #include <opencv2/core/mat.hpp>
@@ -26,10 +27,10 @@ struct ComparisonStats {
   bool within_tolerance = false;
 };
 
-/// Compares `result` with `reference` (same size, type). `input`, `filter` and `delta` give the
-/// normaliser of the float rule.
+/// Compares `result` with `reference` (same size, type). `input`, `filter`, `delta` and
+/// `border_value` give the normaliser of the float rule.
 [[nodiscard]] ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& reference,
                                                    const cv::Mat& input, const Filter& filter,
-                                                   double delta);
+                                                   double delta, double border_value = 0.0);
 
 }  // namespace cuconv

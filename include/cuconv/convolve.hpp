@@ -29,6 +29,11 @@ enum class Depth { same, u8, u16, s16, f32 };
 /// All variants that run on the GPU, in documentation order.
 [[nodiscard]] const std::vector<Variant>& gpu_variants() noexcept;
 
+/// How the `opencv` variant runs cv::filter2D: as a user's call would (`as_called`: for large
+/// kernels filter2D switches to a DFT), or kept on its direct-summation path (`direct_sum`),
+/// the accurate reference --compare and the GPU tests use.
+enum class OpenCvMethod { as_called, direct_sum };
+
 struct ConvolveOptions {
   Variant variant = Variant::automatic;
   Border border = Border::reflect101;
@@ -39,6 +44,7 @@ struct ConvolveOptions {
   Depth depth = Depth::same;
   bool keep_alpha = false;    ///< 4-channel input: pass alpha through instead of filtering it
   bool poison_output = false; ///< testing aid: fill GPU outputs with garbage before the kernel
+  OpenCvMethod opencv_method = OpenCvMethod::as_called;  ///< for Variant::opencv
 };
 
 /// Wall/event times of the stages, in milliseconds (0 when a stage did not run).

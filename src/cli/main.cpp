@@ -135,9 +135,11 @@ ExitCode run(const CliRequest& req) {
       throw cuconv::Error(ErrorKind::gpu, "--compare needs a CUDA device: " + no_gpu_reason);
     cuconv::ConvolveOptions reference_options = options;
     reference_options.variant = cuconv::Variant::opencv;
+    reference_options.opencv_method = cuconv::OpenCvMethod::direct_sum;  // no DFT rounding noise
     const cuconv::ConvolveResult reference = cuconv::convolve(image, filter, reference_options);
     const cuconv::ComparisonStats stats =
-        cuconv::compare_to_reference(result.image, reference.image, image, filter, options.delta);
+        cuconv::compare_to_reference(result.image, reference.image, image, filter, options.delta,
+                                     options.border == cuconv::Border::constant ? options.border_value : 0.0);
     const nlohmann::json report = comparison_json(stats, result, reference.times.kernel_ms);
     if (req.json) {
       std::cout << report.dump(2) << '\n';
