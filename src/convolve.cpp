@@ -140,11 +140,12 @@ Variant choose_variant(const Filter& filter, const ConvolveOptions& options, boo
   (void)options;
   // No usable GPU: OpenCV on the CPU is the only path (the CLI warns about it).
   if (!gpu_present) return Variant::opencv;
-  // tiled-halo is the fastest seed variant for every size measured on the H100 (README table):
-  // it reads each input pixel once per block, like tiled, but keeps every thread computing.
-  // Its shared tile grows with the filter; `cached` needs no more shared memory for larger ones.
-  if (detail::shared_bytes_tiled_halo(filter.width, filter.height) > 48 * 1024)
-    return Variant::cached;
+  // Measured on an H200 (docs/gpu-test-log.md, 8192^2 f32 and 8U): constmem, whose interior
+  // pixels read straight through L1 with the weights broadcast from constant memory, is fastest
+  // up to 9x9; from 15x15 on, tiled-halo's shared tile wins (fewer global reads per output).
+  if (filter.width * filter.height <= 81) return Variant::constmem;
+  // tiled-halo's shared tile grows with the filter; cached needs no more shared memory.
+  if (detail::shared_bytes_tiled_halo(filter.width, filter.height) > 48 * 1024) return Variant::cached;
   return Variant::tiled_halo;
 }
 
