@@ -35,26 +35,32 @@ if wants sanitize; then
   # stride-th sweep case; the CLI suite spawns processes, so it is replaced by direct CLI runs of
   # each variant) and the CLI with each variant.
   stride="${CUCONV_SANITIZE_STRIDE:-4}"
+  cases="${CUCONV_SANITIZE_CASES:-*}"            # doctest -tc filter: rerun some suites only
+  tools="${CUCONV_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}"
   sanitize_tool() {
     local tool="$1" log="$out/sanitize-$1.log" rc=0
     CUCONV_TEST_STRIDE="$stride" timeout 480 compute-sanitizer --tool "$tool" --error-exitcode 99 \
-      "$bundle/bin/cuconv_gpu_tests" -tce="gpu cli*" > "$log" 2>&1 || rc=$?
+      "$bundle/bin/cuconv_gpu_tests" -tce="gpu cli*" -tc="$cases" --duration=true > "$log" 2>&1 || rc=$?
     for variant in basic constmem tiled tiled-halo cached; do
       compute-sanitizer --tool "$tool" --error-exitcode 99 "$CUCONV_BIN" "$CUCONV_SAMPLES/coffee.png" \
         "$work/$tool-$variant.png" --filter box:31 --variant "$variant" --border wrap >> "$log" 2>&1 || rc=$?
       compute-sanitizer --tool "$tool" --error-exitcode 99 "$CUCONV_BIN" "$CUCONV_SAMPLES/logo.png" \
         "$work/$tool-$variant-2.png" --filter 4x3+0+2:1,2,3,4,5,6,7,8,9,10,11,12 --variant "$variant" \
         --border constant --border-value 7 --alpha keep >> "$log" 2>&1 || rc=$?
+      for big in box:61 gaussian:63,20; do  # tiled's 4x coarsened tile; the largest filter
+        compute-sanitizer --tool "$tool" --error-exitcode 99 "$CUCONV_BIN" "$CUCONV_SAMPLES/camera_crop_40x48.png" \
+          "$work/$tool-$variant-3.png" --filter "$big" --variant "$variant" --border reflect >> "$log" 2>&1 || rc=$?
+      done
     done
     echo "$rc" > "$out/sanitize-$tool.rc"
   }
-  for tool in memcheck racecheck initcheck synccheck; do sanitize_tool "$tool" & done
+  for tool in $tools; do sanitize_tool "$tool" & done
   wait
-  for tool in memcheck racecheck initcheck synccheck; do
+  for tool in $tools; do
     rc="$(cat "$out/sanitize-$tool.rc")"
     summaries="$(grep -cE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$out/sanitize-$tool.log")"
     dirty="$(grep -E 'ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]' "$out/sanitize-$tool.log" | head -n 3)"
-    echo "$tool: exit $rc, $summaries clean summaries (1 suite + 10 CLI runs expected) ${dirty:+; DIRTY: $dirty}"
+    echo "$tool: exit $rc, $summaries clean summaries (1 suite + 20 CLI runs expected) ${dirty:+; DIRTY: $dirty}"
     echo "  $(grep -E '^\[doctest\] (test cases|assertions)' "$out/sanitize-$tool.log" | tr '\n' ' ')"
     [[ "$rc" == 0 ]] || status=1
   done

@@ -149,8 +149,11 @@ TEST_CASE("gpu: presets on real images exercise half-way rounding (8U, 16U, floa
 
 TEST_CASE("gpu: very tall and very wide images need no special grid (gridDim.y <= 65535)") {
   const std::pair<int, int> shapes[] = {{1, 100000}, {100000, 1}, {70000, 70}, {70, 70000}, {1, 2100000}};
+  const int stride = sweep_stride();
+  int index = 0;
   for (Variant variant : gpu_variants()) {
     for (const auto& [cols, rows] : shapes) {
+      if (index++ % stride != 0) continue;
       const cv::Mat src = random_image(rows, cols, CV_8U, 1, static_cast<std::uint64_t>(rows + cols));
       ConvolveOptions o;
       o.border = Border::wrap;
@@ -164,9 +167,12 @@ TEST_CASE("gpu: a non-continuous input (ROI with an odd row step) and the larges
   const cv::Mat big = random_image(101, 203, CV_8U, 3, 5);
   const cv::Mat roi = big(cv::Rect(3, 5, 97, 61));
   REQUIRE_FALSE(roi.isContinuous());
+  // Under a sanitizer (stride > 1) the 127x127 case shrinks its image: racecheck tracks every
+  // one of the 16129 shared-memory reads per pixel.
+  const int side = sweep_stride() > 1 ? 24 : 150;
   for (Variant variant : gpu_variants()) {
     check_variant(variant, roi, load_filter("gauss7"), ConvolveOptions{}, std::string(to_string(variant)) + " roi");
-    const cv::Mat src = random_image(150, 140, CV_32F, 1, 6);
+    const cv::Mat src = random_image(side, side - 10, CV_32F, 1, 6);
     check_variant(variant, src, random_filter(kMaxFilterSide, kMaxFilterSide, 8), ConvolveOptions{},
                   std::string(to_string(variant)) + " 127x127");
   }
