@@ -1,12 +1,14 @@
 #!/usr/bin/env bash
-# README "command 2" and CI entry point: install dependencies, build the ci preset, run ctest.
+# README "command 2" and CI entry point: install dependencies, build a preset, run ctest.
+#   scripts/test.sh [PRESET]    PRESET: ci (default) or asan (host code under ASan + UBSan)
 # The exit status is ctest's (GPU suites report "skipped" via exit code 77 on GPU-less runners).
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+preset="${1:-ci}"
 
 bash scripts/install-deps.sh
 
-cmake --preset ci
-cmake --build --preset ci -j"$(nproc)"
-exec ctest --preset ci
+cmake --preset "$preset"
+cmake --build --preset "$preset" -j"$(nproc)"
+exec ctest --preset "$preset"
