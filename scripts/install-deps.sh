@@ -11,6 +11,7 @@ packages=(
   cmake ninja-build g++
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libcli11-dev libspdlog-dev doctest-dev nlohmann-json3-dev
+  zlib1g-dev  # tests craft PNG files with valid CRCs
 )
 
 # Collect the packages that are not fully installed ("install ok installed").
