@@ -18,15 +18,13 @@ using cuconv::test::run_cuconv;
 using cuconv::test::sample;
 using cuconv::test::TempDir;
 using cuconv::test::bit_equal;
+using cuconv::test::kernel_matrix;
 
 namespace {
 
 cv::Mat filter2d_reference(const cv::Mat& img, const Filter& f, int cv_border, double delta = 0) {
-  cv::Mat k(f.height, f.width, CV_64F);
-  for (int r = 0; r < f.height; ++r)
-    for (int c = 0; c < f.width; ++c) k.at<double>(r, c) = f.at(r, c);
   cv::Mat out;
-  cv::filter2D(img, out, -1, k, cv::Point(f.resolved_anchor_x(), f.resolved_anchor_y()), delta + f.offset, cv_border);
+  cv::filter2D(img, out, -1, kernel_matrix(f), cv::Point(f.resolved_anchor_x(), f.resolved_anchor_y()), delta + f.offset, cv_border);
   return out;
 }
 
@@ -79,9 +77,7 @@ TEST_CASE("cli: depth, delta and alpha options reach the result") {
   const cv::Mat img = cv::imread(sample("camera.png"), cv::IMREAD_UNCHANGED);
   cv::Mat expected;
   const Filter f = load_filter("sobel-x");
-  cv::Mat k(3, 3, CV_64F);
-  for (int i = 0; i < 9; ++i) k.at<double>(i / 3, i % 3) = f.weights[static_cast<std::size_t>(i)];
-  cv::filter2D(img, expected, CV_32F, k, cv::Point(-1, -1), 0.5);
+  cv::filter2D(img, expected, CV_32F, kernel_matrix(f), cv::Point(-1, -1), 0.5);
   CHECK(bit_equal(cv::imread(out, cv::IMREAD_UNCHANGED), expected));
 
   const std::string out_alpha = dir.file("alpha.png");

@@ -19,15 +19,9 @@ using cuconv::test::random_image;
 using cuconv::test::sample;
 using cuconv::test::TempDir;
 using cuconv::test::bit_equal;
+using cuconv::test::kernel_matrix;
 
 namespace {
-
-cv::Mat kernel_of(const Filter& f) {
-  cv::Mat k(f.height, f.width, CV_64F);
-  for (int r = 0; r < f.height; ++r)
-    for (int c = 0; c < f.width; ++c) k.at<double>(r, c) = f.at(r, c);
-  return k;
-}
 
 /// Brute-force correlation in double with an explicit border rule, rounded like saturate_cast.
 cv::Mat brute_force(const cv::Mat& src, const Filter& f, int ax, int ay, double delta,
@@ -102,7 +96,7 @@ TEST_CASE("opencv variant equals a direct cv::filter2D call for every filter2D b
         o.delta = 3.5;
         const ConvolveResult r = convolve(*img, f, o);
         cv::Mat expected;
-        cv::filter2D(*img, expected, -1, kernel_of(f),
+        cv::filter2D(*img, expected, -1, kernel_matrix(f),
                      cv::Point(f.resolved_anchor_x(), f.resolved_anchor_y()), 3.5, cv_border);
         INFO("filter ", spec, " border ", to_string(border));
         CHECK(r.variant_used == Variant::opencv);

@@ -1,6 +1,8 @@
 #pragma once
 // Helpers shared by the test suites: temporary folders, running the cuconv binary, sample
 // paths and random images.
+#include <cuconv/filter.hpp>
+
 #include <opencv2/core.hpp>
 
 #include <cstdlib>
@@ -91,6 +93,14 @@ inline cv::Mat random_image(int rows, int cols, int depth, int channels, std::ui
     default: rng.fill(m, cv::RNG::UNIFORM, -100.0, 100.0); break;
   }
   return m;
+}
+
+/// The filter's weights as the CV_64F kh x kw matrix a direct cv::filter2D call takes.
+inline cv::Mat kernel_matrix(const cuconv::Filter& f) {
+  cv::Mat k(f.height, f.width, CV_64F);
+  for (int r = 0; r < f.height; ++r)
+    for (int c = 0; c < f.width; ++c) k.at<double>(r, c) = f.at(r, c);
+  return k;
 }
 
 /// True when both images have the same size, type and every value.
