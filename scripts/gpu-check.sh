@@ -3,7 +3,9 @@
 #   scripts/gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all]...
 # tests:    the full ctest suite from the bundle (CPU + GPU suites);
 # sanitize: compute-sanitizer memcheck, racecheck, initcheck and synccheck over the GPU suite
-#           (every CUCONV_SANITIZE_STRIDE-th sweep case, default 4) and the CLI for each variant;
+#           (every CUCONV_SANITIZE_STRIDE-th sweep case, default 4; initcheck, which is about 10x
+#           slower per launch, every CUCONV_SANITIZE_STRIDE_INITCHECK-th, default 16) and the CLI
+#           for each variant;
 # bench:    bin/cuconv_bench (JSON + table).
 # Logs go to $OUT (the device tool's folder) or ./gpu-check-out.
 set -uo pipefail
@@ -37,8 +39,9 @@ if wants sanitize; then
   cases="${CUCONV_SANITIZE_CASES:-*}"            # doctest -tc filter: rerun some suites only
   tools="${CUCONV_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}"
   sanitize_tool() {
-    local tool="$1" log="$out/sanitize-$1.log" rc=0
-    CUCONV_TEST_STRIDE="$stride" timeout 480 compute-sanitizer --tool "$tool" --error-exitcode 99 \
+    local tool="$1" log="$out/sanitize-$1.log" rc=0 tool_stride="$stride"
+    [[ "$1" == initcheck ]] && tool_stride="${CUCONV_SANITIZE_STRIDE_INITCHECK:-16}"
+    CUCONV_TEST_STRIDE="$tool_stride" timeout 480 compute-sanitizer --tool "$tool" --error-exitcode 99 \
       "$bundle/bin/cuconv_gpu_tests" -tce="gpu cli*" -tc="$cases" --duration=true > "$log" 2>&1 || rc=$?
     for variant in basic constmem tiled tiled-halo cached; do
       compute-sanitizer --tool "$tool" --error-exitcode 99 "$CUCONV_BIN" "$CUCONV_SAMPLES/coffee.png" \
