@@ -1,13 +1,21 @@
-// Benchmark: each GPU variant's median kernel time over many runs after warm-up (CUDA events),
-// its throughput in GB/s (input + output bytes) and as % of a device-to-device copy of the same
-// bytes measured in the same run, plus cv::filter2D on all CPU cores.
+// Benchmark: every GPU variant (and what `auto` picks) on the same device buffers, median kernel
+// time over many runs after warm-up (CUDA events), with in the same run the roofs it is judged
+// against: a device-to-device copy of the same bytes (memory) and the FP32 FMA peak (compute,
+// the multiply-adds a filter needs at least: kw * kh, or kw + kh when separable), plus cv::filter2D on all CPU cores. The NPP peer runs from
+// bench/npp_peer.cu (scripts/gpu-check.sh merges its lines).
 //
-//   cuconv_bench [--size N] [--reps R] [--json FILE] [--no-opencv]
+//   cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b,...]
+//
+// Images: f32 1 channel, 8U 1 channel, 8U RGB (interleaved for `fast`, the three planes of the
+// same image for the PMPP variants, which filter planes). Filters: random dense 3..31 and
+// separable gaussians 15x15 and 31x31.
 #include "copy_roof.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/launch.hpp"
+#include "separable.hpp"
 
 #include <cuconv/convolve.hpp>
+#include <cuconv/filter.hpp>
 
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
@@ -16,9 +24,9 @@
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
-#include <cstring>
 #include <fstream>
 #include <functional>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -28,11 +36,12 @@ using namespace cuconv::detail;
 namespace {
 
 struct Settings {
-  int size = 8192;
-  int reps = 50;
-  int warmup = 5;
+  int reps = 30;
+  bool quick = false;  // 4096^2 and 8192^2 only
   bool opencv = true;
   std::string json_path;
+  std::string csv_path;
+  std::vector<std::string> variants;  // empty: all
 };
 
 double median(std::vector<double> v) {
@@ -41,9 +50,10 @@ double median(std::vector<double> v) {
   return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
 }
 
-/// Median milliseconds of `work` (enqueued on `stream`), timed with events around each run.
+/// Median milliseconds of `work` (enqueued on `stream`) after three warm-up runs; cases slower
+/// than 50 ms stop after three timed runs (the spread there is far below a percent).
 double time_gpu(const Settings& s, cudaStream_t stream, const std::function<void()>& work) {
-  for (int i = 0; i < s.warmup; ++i) work();
+  for (int i = 0; i < 3; ++i) work();
   CudaEvent start, stop;
   std::vector<double> ms;
   for (int i = 0; i < s.reps; ++i) {
@@ -51,14 +61,46 @@ double time_gpu(const Settings& s, cudaStream_t stream, const std::function<void
     work();
     stop.record(stream);
     ms.push_back(CudaEvent::elapsed_ms(start, stop));
+    if (ms.back() > 50.0 && ms.size() >= 3) break;
   }
   return median(ms);
 }
 
 struct ImageCase {
-  const char* name;
+  std::string name;
+  int size;
   int depth;
   int channels;
+};
+
+struct FilterCase {
+  std::string name;
+  Filter filter;
+};
+
+Filter random_dense(int k) {
+  Filter f;
+  f.width = f.height = k;
+  f.weights.resize(static_cast<std::size_t>(k) * k);
+  cv::Mat view(1, k * k, CV_64F, f.weights.data());
+  cv::randu(view, -0.3, 1.0);
+  view /= k * k;
+  f.origin = "random";
+  return f;
+}
+
+/// FP32 multiply-add peak: SMs x 128 lanes x the boost clock.
+double fma_per_ms(int device) {
+  int sms = 0, khz = 0;
+  CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&khz, cudaDevAttrClockRate, device));
+  return static_cast<double>(sms) * 128.0 * khz;  // per ms: kHz = per-ms clock count
+}
+
+/// The device side of one image case: interleaved buffers and one plane per channel.
+struct DeviceImage {
+  DevicePlane interleaved_in, interleaved_out;
+  std::vector<DevicePlane> planes_in, planes_out;
 };
 
 }  // namespace
@@ -67,12 +109,17 @@ int main(int argc, char** argv) {
   Settings s;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--size" && i + 1 < argc) s.size = std::atoi(argv[++i]);
-    else if (a == "--reps" && i + 1 < argc) s.reps = std::atoi(argv[++i]);
+    if (a == "--reps" && i + 1 < argc) s.reps = std::atoi(argv[++i]);
+    else if (a == "--quick") s.quick = true;
     else if (a == "--json" && i + 1 < argc) s.json_path = argv[++i];
+    else if (a == "--csv" && i + 1 < argc) s.csv_path = argv[++i];
     else if (a == "--no-opencv") s.opencv = false;
-    else {
-      std::fprintf(stderr, "usage: cuconv_bench [--size N] [--reps R] [--json FILE] [--no-opencv]\n");
+    else if (a == "--variants" && i + 1 < argc) {
+      std::stringstream list(argv[++i]);
+      for (std::string v; std::getline(list, v, ',');) s.variants.push_back(v);
+    } else {
+      std::fprintf(stderr,
+                   "usage: cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b]\n");
       return 2;
     }
   }
@@ -81,90 +128,150 @@ int main(int argc, char** argv) {
     std::fprintf(stderr, "cuconv_bench: no CUDA device: %s\n", reason.c_str());
     return 77;
   }
+  int device = 0;
   cudaDeviceProp prop{};
-  CUCONV_CUDA_TRY(cudaGetDeviceProperties(&prop, 0));
+  CUCONV_CUDA_TRY(cudaGetDevice(&device));
+  CUCONV_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
+  const double fma_rate = fma_per_ms(device);
 
-  const ImageCase cases[] = {{"f32 1ch", CV_32F, 1}, {"8U RGB (planar)", CV_8U, 3}};
-  const int filter_sizes[] = {3, 5, 9, 15};
+  std::vector<ImageCase> images{{"f32 1ch", 4096, CV_32F, 1}, {"f32 1ch", 8192, CV_32F, 1},
+                                {"8U 1ch", 4096, CV_8U, 1},   {"8U RGB", 4096, CV_8U, 3},
+                                {"8U RGB", 8192, CV_8U, 3}};
+  if (!s.quick) {
+    images.push_back({"f32 1ch", 16384, CV_32F, 1});
+    images.push_back({"8U 1ch", 16384, CV_8U, 1});
+    images.push_back({"8U RGB", 16384, CV_8U, 3});
+  }
+  std::vector<FilterCase> filters;
+  for (int k : {3, 5, 9, 15, 31}) filters.push_back({std::to_string(k) + "x" + std::to_string(k), random_dense(k)});
+  filters.push_back({"gaussian 15x15", load_filter("gaussian:7,2.5")});
+  filters.push_back({"gaussian 31x31", load_filter("gaussian:15,5")});
+
+  std::vector<Variant> variants{Variant::automatic};
+  for (Variant v : gpu_variants()) variants.push_back(v);
+  if (!s.variants.empty())
+    std::erase_if(variants, [&](Variant v) {
+      return std::find(s.variants.begin(), s.variants.end(), std::string(to_string(v))) == s.variants.end();
+    });
+
   nlohmann::json results = nlohmann::json::array();
   CudaStream stream;
-  const int n = s.size;
-
-  std::printf("GPU: %s, image %dx%d, median of %d runs after %d warm-up runs\n\n", prop.name, n, n, s.reps, s.warmup);
-  std::printf("| image | filter | variant | median ms | GB/s | %% of copy roof |\n|---|---|---|---|---|---|\n");
-  for (const ImageCase& c : cases) {
-    const std::size_t row_bytes = static_cast<std::size_t>(n) * CV_ELEM_SIZE1(c.depth);
-    std::vector<DevicePlane> in, out;
-    cv::Mat host(n, n, c.depth);
+  std::printf("GPU: %s (%d SMs), median of up to %d runs after 3 warm-up runs; FP32 FMA peak %.1f TFMA/s\n\n",
+              prop.name, prop.multiProcessorCount, s.reps, fma_rate * 1e-9);
+  std::printf("| image | size | filter | variant | median ms | Gpix/s | GB/s | %% of copy roof | %% of FMA roof |\n"
+              "|---|---|---|---|---|---|---|---|---|\n");
+  for (const ImageCase& c : images) {
+    const int n = c.size;
+    const std::size_t elem = CV_ELEM_SIZE1(c.depth);
+    const std::size_t plane_row = static_cast<std::size_t>(n) * elem;
+    DeviceImage d{DevicePlane(plane_row * c.channels, n), DevicePlane(plane_row * c.channels, n), {}, {}};
+    cv::Mat host(n, n, CV_MAKETYPE(c.depth, c.channels));
     cv::randu(host, 0, c.depth == CV_8U ? 256 : 1);
-    for (int ch = 0; ch < c.channels; ++ch) {
-      in.emplace_back(row_bytes, n);
-      out.emplace_back(row_bytes, n);
-      CUCONV_CUDA_TRY(cudaMemcpy2D(in.back().data(), in.back().pitch(), host.data, host.step, row_bytes, n,
-                                   cudaMemcpyHostToDevice));
+    CUCONV_CUDA_TRY(cudaMemcpy2D(d.interleaved_in.data(), d.interleaved_in.pitch(), host.data, host.step,
+                                 d.interleaved_in.row_bytes(), n, cudaMemcpyHostToDevice));
+    if (c.channels > 1) {
+      std::vector<cv::Mat> split;
+      cv::split(host, split);
+      for (const cv::Mat& plane : split) {
+        d.planes_in.emplace_back(plane_row, n);
+        d.planes_out.emplace_back(plane_row, n);
+        CUCONV_CUDA_TRY(cudaMemcpy2D(d.planes_in.back().data(), d.planes_in.back().pitch(), plane.data, plane.step,
+                                     plane_row, n, cudaMemcpyHostToDevice));
+      }
     }
-    const double bytes = 2.0 * static_cast<double>(row_bytes) * n * c.channels;  // read + write
+    const double pixels = static_cast<double>(n) * n;
+    const double bytes = 2.0 * pixels * static_cast<double>(elem) * c.channels;  // read + write
     // Roof: the faster of a plain device-to-device copy and a copy kernel over the same bytes.
+    const std::size_t copy_bytes = d.interleaved_in.pitch() * static_cast<std::size_t>(n);
     const double memcpy_ms = time_gpu(s, stream.get(), [&] {
-      for (int ch = 0; ch < c.channels; ++ch)
-        CUCONV_CUDA_TRY(cudaMemcpyAsync(out[ch].data(), in[ch].data(), in[ch].pitch() * n, cudaMemcpyDeviceToDevice,
-                                        stream.get()));
+      CUCONV_CUDA_TRY(cudaMemcpyAsync(d.interleaved_out.data(), d.interleaved_in.data(), copy_bytes,
+                                      cudaMemcpyDeviceToDevice, stream.get()));
     });
     const double copy_kernel_ms = time_gpu(s, stream.get(), [&] {
-      for (int ch = 0; ch < c.channels; ++ch) launch_copy_kernel(in[ch].data(), out[ch].data(), in[ch].pitch() * n, stream.get());
+      launch_copy_kernel(d.interleaved_in.data(), d.interleaved_out.data(), copy_bytes, stream.get());
     });
     const double copy_ms = std::min(memcpy_ms, copy_kernel_ms);
-    std::printf("| %s | - | cudaMemcpyAsync d2d | %.3f | %.0f | %.0f |\n", c.name, memcpy_ms, bytes / memcpy_ms * 1e-6,
-                100.0 * copy_ms / memcpy_ms);
-    std::printf("| %s | - | copy kernel (16 B/thread) | %.3f | %.0f | %.0f |\n", c.name, copy_kernel_ms,
-                bytes / copy_kernel_ms * 1e-6, 100.0 * copy_ms / copy_kernel_ms);
-    results.push_back({{"image", c.name}, {"size", n}, {"filter", 0}, {"variant", "copy"}, {"median_ms", copy_ms},
-                       {"gbps", bytes / copy_ms * 1e-6}, {"memcpy_ms", memcpy_ms}, {"copy_kernel_ms", copy_kernel_ms}});
+    const auto report = [&](const std::string& filter, const std::string& variant, double ms, int taps) {
+      const double fma_roof_ms = taps > 0 ? pixels * c.channels * taps / fma_rate : 0.0;
+      std::printf("| %s | %d | %s | %s | %.3f | %.2f | %.0f | %.0f | %s |\n", c.name.c_str(), n, filter.c_str(),
+                  variant.c_str(), ms, pixels / ms * 1e-6, bytes / ms * 1e-6, 100.0 * copy_ms / ms,
+                  taps > 0 ? std::to_string(static_cast<int>(100.0 * fma_roof_ms / ms + 0.5)).c_str() : "-");
+      std::fflush(stdout);
+      results.push_back({{"image", c.name},
+                         {"size", n},
+                         {"filter", filter},
+                         {"variant", variant},
+                         {"median_ms", ms},
+                         {"gpix_per_s", pixels / ms * 1e-6},
+                         {"gbps", bytes / ms * 1e-6},
+                         {"copy_roof_ms", copy_ms},
+                         {"roof_percent", 100.0 * copy_ms / ms},
+                         {"fma_roof_ms", fma_roof_ms},
+                         {"fma_roof_percent", taps > 0 ? 100.0 * fma_roof_ms / ms : 0.0}});
+    };
+    report("-", "cudaMemcpyAsync d2d", memcpy_ms, 0);
+    report("-", "copy kernel (16 B/thread)", copy_kernel_ms, 0);
 
-    for (int k : filter_sizes) {
-      std::vector<float> weights(static_cast<std::size_t>(k) * k);
-      cv::randu(cv::Mat(1, static_cast<int>(weights.size()), CV_32F, weights.data()), -0.3, 1.0);
+    const PixelType type = c.depth == CV_8U ? PixelType::u8 : PixelType::f32;
+    for (const FilterCase& fc : filters) {
+      const Filter& f = fc.filter;
+      const int k = f.width;
+      std::vector<float> weights(f.weights.begin(), f.weights.end());
       DeviceBuffer device_weights(sizeof(float) * weights.size());
       CUCONV_CUDA_TRY(cudaMemcpy(device_weights.data(), weights.data(), device_weights.size(), cudaMemcpyHostToDevice));
-      const PixelType type = c.depth == CV_8U ? PixelType::u8 : PixelType::f32;
-      for (Variant v : gpu_variants()) {
-        const double ms = time_gpu(s, stream.get(), [&] {
-          for (int ch = 0; ch < c.channels; ++ch) {
-            const LaunchArgs args{in[ch].data(), in[ch].pitch(), type, out[ch].data(), out[ch].pitch(), type, n, n,
-                                  kernels::ConvParams{k, k, k / 2, k / 2, 0.0f, kernels::BorderRule::reflect101, 0.0f},
-                                  static_cast<const float*>(device_weights.data()), weights.data(), stream.get()};
+      const std::optional<SeparableFactors> separable = factor_separable(f.weights, f.width, f.height);
+      const kernels::ConvParams params{k, k, k / 2, k / 2, 0.0f, kernels::BorderRule::reflect101, 0.0f};
+      for (Variant requested : variants) {
+        const Variant v = requested == Variant::automatic ? choose_variant(f, ConvolveOptions{}, true) : requested;
+        const bool interleaved = v == Variant::fast || c.channels == 1;
+        const auto launch = [&] {
+          const int launches = interleaved ? 1 : c.channels;
+          for (int ch = 0; ch < launches; ++ch) {
+            const DevicePlane& in = interleaved ? d.interleaved_in : d.planes_in[ch];
+            DevicePlane& out = interleaved ? d.interleaved_out : d.planes_out[ch];
+            LaunchArgs args{in.data(), in.pitch(), type, out.data(), out.pitch(), type, n, n, params,
+                            static_cast<const float*>(device_weights.data()), weights.data(), stream.get()};
+            args.channels = interleaved ? c.channels : 1;
+            if (separable) {
+              args.separable_horizontal = separable->horizontal.data();
+              args.separable_vertical = separable->vertical.data();
+            }
             launch_variant(v, args);
           }
-        });
-        std::printf("| %s | %dx%d | %s | %.3f | %.0f | %.0f |\n", c.name, k, k, std::string(to_string(v)).c_str(), ms,
-                    bytes / ms * 1e-6, 100.0 * copy_ms / ms);
-        results.push_back({{"image", c.name}, {"size", n}, {"filter", k}, {"variant", std::string(to_string(v))},
-                           {"median_ms", ms}, {"gbps", bytes / ms * 1e-6}, {"roof_percent", 100.0 * copy_ms / ms}});
+        };
+        // The PMPP variants have no unrolled path above 15x15 and run for seconds at 16384^2.
+        if (requested == Variant::basic && k > 15 && n > 8192) continue;
+        const double ms = time_gpu(s, stream.get(), launch);
+        const std::string name = requested == Variant::automatic ? "auto (" + std::string(to_string(v)) + ")"
+                                                                 : std::string(to_string(v));
+        report(fc.name, name, ms, separable ? 2 * k : k * k);
       }
-      if (s.opencv) {
-        cv::Mat src(n, n, CV_MAKETYPE(c.depth, c.channels));
-        cv::randu(src, 0, c.depth == CV_8U ? 256 : 1);
+      if (s.opencv && n <= 4096) {  // filter2D takes seconds per run on larger images
         cv::Mat kernel(k, k, CV_32F, weights.data());
         cv::Mat dst;
         std::vector<double> ms;
-        cv::filter2D(src, dst, -1, kernel);  // warm-up
-        for (int i = 0; i < 5; ++i) {
+        cv::filter2D(host, dst, -1, kernel);  // warm-up
+        for (int i = 0; i < 3; ++i) {
           const auto t0 = std::chrono::steady_clock::now();
-          cv::filter2D(src, dst, -1, kernel);
+          cv::filter2D(host, dst, -1, kernel);
           ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
         }
-        const double m = median(ms);
-        std::printf("| %s | %dx%d | opencv (%d threads, CPU) | %.3f | %.0f | %.1f |\n", c.name, k, k,
-                    cv::getNumThreads(), m, bytes / m * 1e-6, 100.0 * copy_ms / m);
-        results.push_back({{"image", c.name}, {"size", n}, {"filter", k}, {"variant", "opencv"}, {"median_ms", m},
-                           {"gbps", bytes / m * 1e-6}, {"roof_percent", 100.0 * copy_ms / m},
-                           {"threads", cv::getNumThreads()}});
+        report(fc.name, "opencv (" + std::to_string(cv::getNumThreads()) + " CPU threads)", median(ms),
+               separable ? 2 * k : k * k);
       }
     }
   }
-  if (!s.json_path.empty()) {
-    nlohmann::json doc{{"gpu", prop.name}, {"reps", s.reps}, {"warmup", s.warmup}, {"results", results}};
-    std::ofstream(s.json_path) << doc.dump(2) << '\n';
+  const nlohmann::json doc{{"gpu", prop.name}, {"sms", prop.multiProcessorCount}, {"reps", s.reps},
+                           {"fma_per_ms", fma_rate}, {"results", results}};
+  if (!s.json_path.empty()) std::ofstream(s.json_path) << doc.dump(2) << '\n';
+  if (!s.csv_path.empty()) {
+    std::ofstream csv(s.csv_path);
+    csv << "image,size,filter,variant,median_ms,gpix_per_s,gbps,copy_roof_ms,roof_percent,fma_roof_ms,fma_roof_percent\n";
+    for (const auto& r : results)
+      csv << r["image"].get<std::string>() << ',' << r["size"] << ',' << r["filter"].get<std::string>() << ','
+          << r["variant"].get<std::string>() << ',' << r["median_ms"] << ',' << r["gpix_per_s"] << ',' << r["gbps"]
+          << ',' << r["copy_roof_ms"] << ',' << r["roof_percent"] << ',' << r["fma_roof_ms"] << ','
+          << r["fma_roof_percent"] << '\n';
   }
   return 0;
 }

@@ -70,8 +70,19 @@ fi
 
 if wants bench; then
   echo "== benchmark"
-  "$bundle/bin/cuconv_bench" --json "$out/bench.json" 2>&1 | tee "$out/bench.md"
-  [[ ${PIPESTATUS[0]} -eq 0 ]] || status=1
+  # CUCONV_BENCH_ARGS: extra options, e.g. "--quick --variants fast,auto" for a first look
+  # shellcheck disable=SC2086
+  "$bundle/bin/cuconv_bench" --json "$out/bench.json" --csv "$out/bench.csv" ${CUCONV_BENCH_ARGS:-} > "$out/bench.md" 2>&1 || status=1
+  tail -n 5 "$out/bench.md"
+  # The NPP peer builds here, against the node's CUDA toolkit (NPP is not in Debian's packages).
+  if [[ -z "${CUCONV_SKIP_NPP:-}" ]] && command -v nvcc > /dev/null && [[ -f bench/npp_peer.cu ]]; then
+    if nvcc -O2 -std=c++17 -arch=native bench/npp_peer.cu -o "$work/npp_peer" -lnppif -lnppc > "$out/npp-build.log" 2>&1; then
+      "$work/npp_peer" > "$out/npp.jsonl" 2>> "$out/npp-build.log" || status=1
+      echo "npp_peer: $(wc -l < "$out/npp.jsonl") results"
+    else
+      echo "npp_peer did not build (see npp-build.log)"; tail -n 5 "$out/npp-build.log"
+    fi
+  fi
 fi
 echo "gpu-check status: $status"
 exit "$status"

@@ -1,7 +1,9 @@
 // Library entry point: validate the request, resolve it into a ConvolveJob, pick the variant and
 // run it (src/reference.cpp for OpenCV, src/gpu/ for the GPU variants).
+#include "gpu/cufft_api.hpp"
 #include "gpu/launch.hpp"
 #include "job.hpp"
+#include "separable.hpp"
 
 #include <cuconv/error.hpp>
 #include <cuconv/image_io.hpp>
@@ -18,7 +20,7 @@ namespace cuconv {
 
 namespace {
 
-constexpr std::array<std::pair<Variant, std::string_view>, 7> kVariantNames{{
+constexpr std::array<std::pair<Variant, std::string_view>, 9> kVariantNames{{
     {Variant::automatic, "auto"},
     {Variant::opencv, "opencv"},
     {Variant::basic, "basic"},
@@ -26,6 +28,8 @@ constexpr std::array<std::pair<Variant, std::string_view>, 7> kVariantNames{{
     {Variant::tiled, "tiled"},
     {Variant::tiled_halo, "tiled-halo"},
     {Variant::cached, "cached"},
+    {Variant::fast, "fast"},
+    {Variant::fft, "fft"},
 }};
 constexpr std::array<std::pair<Border, std::string_view>, 5> kBorderNames{{
     {Border::reflect101, "reflect101"},
@@ -52,6 +56,9 @@ std::optional<Enum> value_of(const std::array<std::pair<Enum, std::string_view>,
   return std::nullopt;
 }
 
+/// Filters of at least this many taps that `fast` cannot unroll go to `fft` (docs/perf-notes.md).
+constexpr int kFftMinTaps = 256;
+
 bool is_gpu_variant(Variant v) { return v != Variant::automatic && v != Variant::opencv; }
 
 /// The border value as cv::copyMakeBorder stores it in the input type.
@@ -70,6 +77,7 @@ detail::ConvolveJob make_job(const cv::Mat& src, const Filter& filter, const Con
     for (int c = 0; c < filter.width; ++c) job.kernel.at<double>(r, c) = filter.at(r, c);
   job.weights.reserve(filter.weights.size());
   for (double w : filter.weights) job.weights.push_back(static_cast<float>(w));
+  job.separable = detail::factor_separable(filter.weights, filter.width, filter.height);
   job.anchor_x = o.anchor_x >= 0 ? o.anchor_x : filter.resolved_anchor_x();
   job.anchor_y = o.anchor_y >= 0 ? o.anchor_y : filter.resolved_anchor_y();
   if (job.anchor_x >= filter.width || job.anchor_y >= filter.height) {
@@ -86,6 +94,7 @@ detail::ConvolveJob make_job(const cv::Mat& src, const Filter& filter, const Con
   job.output_depth = resolve_output_depth(src.depth(), o.depth);
   job.keep_alpha = o.keep_alpha;
   job.poison_output = o.poison_output;
+  job.bench_runs = o.bench_runs;
   return job;
 }
 
@@ -111,8 +120,9 @@ std::optional<Border> parse_border(std::string_view s) noexcept { return value_o
 std::optional<Depth> parse_depth(std::string_view s) noexcept { return value_of(kDepthNames, s); }
 
 const std::vector<Variant>& gpu_variants() noexcept {
-  static const std::vector<Variant> variants{Variant::basic, Variant::constmem, Variant::tiled,
-                                             Variant::tiled_halo, Variant::cached};
+  static const std::vector<Variant> variants{Variant::basic,      Variant::constmem, Variant::tiled,
+                                             Variant::tiled_halo, Variant::cached,   Variant::fast,
+                                             Variant::fft};
   return variants;
 }
 
@@ -137,14 +147,23 @@ int resolve_output_depth(int input_depth, Depth requested) {
 
 /// The one place that decides what `--variant auto` runs.
 Variant choose_variant(const Filter& filter, const ConvolveOptions& options, bool gpu_present) {
-  (void)options;
   // No usable GPU: OpenCV on the CPU is the only path (the CLI warns about it).
   if (!gpu_present) return Variant::opencv;
-  // Measured on an H200 (docs/gpu-test-log.md, 8192^2 f32 and 8U): constmem, whose interior
-  // pixels read straight through L1 with the weights broadcast from constant memory, is fastest
-  // up to 9x9; from 15x15 on, tiled-halo's shared tile wins (fewer global reads per output).
-  if (filter.width * filter.height <= 81) return Variant::constmem;
-  // tiled-halo's shared tile grows with the filter; cached needs no more shared memory.
+  const int anchor_x = options.anchor_x >= 0 ? options.anchor_x : filter.resolved_anchor_x();
+  const bool centred_square = filter.width == filter.height && filter.width % 2 == 1 &&
+                              anchor_x == filter.width / 2;
+  const int radius = filter.width / 2;
+  // `fast` has unrolled kernels for centred squares up to 15x15, and for separable ones up to
+  // 31x31 (kw + kh multiply-adds per output); it beats every PMPP variant there
+  // (docs/perf-notes.md).
+  if (centred_square && radius >= 1 && radius <= 7) return Variant::fast;
+  if (centred_square && radius >= 1 && radius <= 15 &&
+      detail::factor_separable(filter.weights, filter.width, filter.height))
+    return Variant::fast;
+  // Large dense filters: overlap-save FFT, whose cost grows with log(tile), not kw * kh.
+  if (filter.width * filter.height >= kFftMinTaps && detail::cufft_api() != nullptr) return Variant::fft;
+  // Other shapes: tiled-halo's shared tile (fewer global reads per output than the generic fast
+  // kernel); it grows with the filter, and cached needs no more shared memory.
   if (detail::shared_bytes_tiled_halo(filter.width, filter.height) > 48 * 1024) return Variant::cached;
   return Variant::tiled_halo;
 }

@@ -1,10 +1,13 @@
 #pragma once
 // A convolution fully resolved from (Filter, ConvolveOptions, input depth): what both the OpenCV
 // reference and the GPU path execute. Built once in convolve.cpp.
+#include "separable.hpp"
+
 #include <cuconv/convolve.hpp>
 
 #include <opencv2/core/mat.hpp>
 
+#include <optional>
 #include <vector>
 
 namespace cuconv::detail {
@@ -12,6 +15,7 @@ namespace cuconv::detail {
 struct ConvolveJob {
   cv::Mat kernel;              ///< CV_64F, kh x kw (the weights as cv2.filter2D would get them)
   std::vector<float> weights;  ///< the same as float, row-major: what filter2D computes with
+  std::optional<SeparableFactors> separable;  ///< set when the filter is rank 1
   int anchor_x = 0;
   int anchor_y = 0;
   double delta = 0;            ///< --delta plus the filter's offset
@@ -20,6 +24,7 @@ struct ConvolveJob {
   int output_depth = 0;        ///< CV_8U ...
   bool keep_alpha = false;
   bool poison_output = false;
+  int bench_runs = 0;          ///< --bench: time the kernels this many more times
 
   [[nodiscard]] int kw() const { return kernel.cols; }
   [[nodiscard]] int kh() const { return kernel.rows; }

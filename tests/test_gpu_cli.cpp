@@ -10,6 +10,7 @@
 #include <cuconv/filter.hpp>
 
 #include <doctest/doctest.h>
+#include <stdlib.h>  // setenv
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 
@@ -86,4 +87,42 @@ TEST_CASE("gpu cli: explicit variants run on the GPU and -v shows event-timed st
     CHECK(r.exit_code == 0);
     CHECK(r.err.find("variant " + std::string(to_string(variant))) != std::string::npos);
   }
+}
+
+TEST_CASE("gpu cli: --bench N prints the kernel's median time, GB/s and % of the copy roof; output still right") {
+  TempDir dir;
+  for (const char* variant : {"fast", "tiled-halo", "fft"}) {
+    const std::string out = dir.file(std::string(variant) + ".png");
+    const auto r = run_cuconv({sample("coffee.png"), out, "--filter", "gauss7", "--variant", variant, "--bench", "7"});
+    INFO(variant, r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.out.find("kernel median") != std::string::npos);
+    CHECK(r.out.find("over 7 runs") != std::string::npos);
+    CHECK(r.out.find("GB/s") != std::string::npos);
+    CHECK(r.out.find("% of a device-to-device copy") != std::string::npos);
+    // The roof copy runs before the timed kernels, so the written image is the filtered one.
+    const cv::Mat src = cv::imread(sample("coffee.png"), cv::IMREAD_UNCHANGED);
+    ConvolveOptions o;
+    o.variant = Variant::opencv;
+    o.opencv_method = OpenCvMethod::direct_sum;
+    const Filter f = load_filter("gauss7");
+    const ComparisonStats s = compare_to_reference(cv::imread(out, cv::IMREAD_UNCHANGED), convolve(src, f, o).image, src, f, 0, 0);
+    CHECK(s.within_tolerance);
+  }
+}
+
+TEST_CASE("gpu cli: --compare outside the tolerance exits 6 and writes nothing") {
+  TempDir dir;
+  const std::string out = dir.file("bad.png");
+  // CUCONV_TEST_CORRUPT_RESULT=1 adds 3 to every result value before the comparison.
+  setenv("CUCONV_TEST_CORRUPT_RESULT", "1", 1);
+  const auto r = run_cuconv({sample("camera.png"), out, "--filter", "gauss5", "--variant", "fast", "--compare", "--json"});
+  unsetenv("CUCONV_TEST_CORRUPT_RESULT");
+  INFO(r.err);
+  CHECK(r.exit_code == 6);
+  const auto report = nlohmann::json::parse(r.out);
+  CHECK(report.at("within_tolerance") == false);
+  CHECK(report.at("max_abs_difference").get<double>() == doctest::Approx(3.0));
+  CHECK(r.err.find("beyond the tolerance") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(out));
 }

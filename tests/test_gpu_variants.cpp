@@ -192,3 +192,44 @@ TEST_CASE("gpu: --alpha keep leaves alpha untouched on every variant") {
     check_variant(variant, logo, load_filter("box5"), o, std::string(to_string(variant)) + " alpha keep");
   }
 }
+
+TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and separable radii of its lists") {
+  // fast's tile is 32 x kVec elements (kVec = 4..16 by type and radius) by 4 strips of 32 or 64
+  // rows; an interleaved row has width * channels elements, so widths cross those edges in
+  // elements for 1, 3 and 4 channels.
+  const std::pair<int, int> sizes[] = {{1, 1},    {5, 31},   {43, 32},  {128, 33},  {129, 129}, {171, 127},
+                                       {172, 257}, {255, 65}, {257, 3}, {513, 255}, {86, 256},  {1031, 7}};
+  struct FilterCase {
+    std::string spec;
+    bool separable;
+  };
+  std::vector<FilterCase> filters;
+  for (int r = 1; r <= 7; ++r) filters.push_back({"random " + std::to_string(r), false});
+  for (int r : {1, 2, 4, 7, 8, 11, 15}) filters.push_back({"gaussian:" + std::to_string(r) + "," + std::to_string(0.6 * r + 0.3), true});
+  filters.push_back({"sobel-x", true});
+  filters.push_back({"box:9", true});
+  const int stride = sweep_stride();
+  int index = 0;
+  for (const FilterCase& fc : filters) {
+    for (int depth : {CV_8U, CV_16U, CV_32F}) {
+      for (int channels : {1, 3, 4}) {
+        for (Border border : kBorders) {
+          if (index++ % stride != 0) continue;
+          const auto [cols, rows] = sizes[static_cast<std::size_t>(index) % std::size(sizes)];
+          const cv::Mat src = random_image(rows, cols, depth, channels, 500 + static_cast<std::uint64_t>(index));
+          const int r = fc.spec.rfind("random", 0) == 0 ? std::stoi(fc.spec.substr(7)) : 0;
+          const Filter f = r > 0 ? random_filter(2 * r + 1, 2 * r + 1, static_cast<std::uint64_t>(index)) : load_filter(fc.spec);
+          ConvolveOptions o;
+          o.border = border;
+          o.border_value = border == Border::constant ? (depth == CV_8U ? 77 : 901.25) : 0.0;
+          o.delta = index % 3 == 0 ? 1.5 : 0.0;
+          o.keep_alpha = channels == 4 && index % 2 == 0;
+          check_variant(Variant::fast, src, f, o,
+                        "fast " + fc.spec + " " + std::to_string(cols) + "x" + std::to_string(rows) + "x" +
+                            std::to_string(channels) + " depth " + std::to_string(depth) + " " +
+                            std::string(to_string(border)));
+        }
+      }
+    }
+  }
+}

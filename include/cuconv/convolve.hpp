@@ -13,8 +13,10 @@
 
 namespace cuconv {
 
-/// Kernel strategies. GPU variants follow PMPP ch. 7; `opencv` is the CPU reference.
-enum class Variant { automatic, opencv, basic, constmem, tiled, tiled_halo, cached };
+/// Kernel strategies. basic .. cached follow PMPP ch. 7; `fast` is ours (interleaved channels,
+/// register sliding window, separable filters in one pass); `fft` is overlap-save with cuFFT for
+/// large filters; `opencv` is the CPU reference.
+enum class Variant { automatic, opencv, basic, constmem, tiled, tiled_halo, cached, fast, fft };
 /// Border modes; `wrap` is not in cv::filter2D, the opencv variant emulates it by padding.
 enum class Border { reflect101, reflect, replicate, constant, wrap };
 /// Output depth; `same` keeps the input depth. Allowed pairs are those of cv::filter2D.
@@ -45,6 +47,7 @@ struct ConvolveOptions {
   bool keep_alpha = false;    ///< 4-channel input: pass alpha through instead of filtering it
   bool poison_output = false; ///< testing aid: fill GPU outputs with garbage before the kernel
   OpenCvMethod opencv_method = OpenCvMethod::as_called;  ///< for Variant::opencv
+  int bench_runs = 0;         ///< GPU variants: also time the kernels this many more times (--bench)
 };
 
 /// Wall/event times of the stages, in milliseconds (0 when a stage did not run).
@@ -52,6 +55,11 @@ struct StageTimes {
   double upload_ms = 0;
   double kernel_ms = 0;  ///< GPU kernels (CUDA events) or the cv::filter2D call
   double download_ms = 0;
+  // With ConvolveOptions::bench_runs > 0 (CUDA events, after the first run as warm-up):
+  int bench_runs = 0;
+  double kernel_median_ms = 0;  ///< median of the kernel runs
+  double copy_roof_ms = 0;      ///< median device-to-device copy of the same bytes (read + write)
+  double bytes_moved = 0;       ///< input + output bytes of one run
 };
 
 struct ConvolveResult {

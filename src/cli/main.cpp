@@ -15,6 +15,7 @@
 #include <opencv2/core.hpp>
 
 #include <chrono>
+#include <cstdlib>
 #include <cstdio>
 #include <iostream>
 #include <map>
@@ -43,6 +44,7 @@ struct CliRequest {
   std::string show_filter;
   bool compare = false;
   bool json = false;
+  int bench_runs = 0;
 };
 
 template <class Enum>
@@ -83,6 +85,7 @@ cuconv::ConvolveOptions to_options(const CliRequest& req) {
   o.delta = req.delta;
   o.keep_alpha = req.alpha == "keep";
   if (!req.anchor.empty()) std::tie(o.anchor_x, o.anchor_y) = parse_anchor(req.anchor);
+  o.bench_runs = req.bench_runs;
   return o;
 }
 
@@ -124,10 +127,26 @@ ExitCode run(const CliRequest& req) {
   if (req.compare && options.variant == cuconv::Variant::opencv)
     throw cuconv::Error(ErrorKind::usage, "--compare compares a GPU variant with OpenCV; choose a GPU --variant");
 
-  const cuconv::ConvolveResult result = cuconv::convolve(image, filter, options);
+  cuconv::ConvolveResult result = cuconv::convolve(image, filter, options);
+  // Test hook: corrupt the result so the --compare failure path (exit 6, no output) can be driven
+  // end to end; a correct kernel never leaves the tolerance on its own.
+  if (const char* corrupt = std::getenv("CUCONV_TEST_CORRUPT_RESULT"); corrupt != nullptr && *corrupt == '1')
+    cv::add(result.image, cv::Scalar::all(3), result.image);
   spdlog::info("variant {}: upload {:.3f} ms, kernel {:.3f} ms, download {:.3f} ms",
                cuconv::to_string(result.variant_used), result.times.upload_ms, result.times.kernel_ms,
                result.times.download_ms);
+
+  if (req.bench_runs > 0) {
+    const cuconv::StageTimes& t = result.times;
+    if (result.variant_used == cuconv::Variant::opencv)
+      throw cuconv::Error(ErrorKind::gpu, "--bench times GPU kernels, but this run used OpenCV on the CPU" +
+                                              (no_gpu_reason.empty() ? std::string() : " (" + no_gpu_reason + ")"));
+    std::printf("bench: variant %s, %dx%d, %d channel(s): kernel median %.3f ms over %d runs, %.1f GB/s, "
+                "%.0f%% of a device-to-device copy of the same bytes (%.3f ms)\n",
+                std::string(cuconv::to_string(result.variant_used)).c_str(), image.cols, image.rows, image.channels(),
+                t.kernel_median_ms, t.bench_runs, t.bytes_moved / t.kernel_median_ms * 1e-6,
+                100.0 * t.copy_roof_ms / t.kernel_median_ms, t.copy_roof_ms);
+  }
 
   ExitCode code = ExitCode::ok;
   if (req.compare) {
@@ -185,7 +204,8 @@ int main(int argc, char** argv) {
   app.add_option("--variant", req.variant, "kernel variant")
       ->check(CLI::IsMember(names_of({cuconv::Variant::automatic, cuconv::Variant::opencv, cuconv::Variant::basic,
                                       cuconv::Variant::constmem, cuconv::Variant::tiled,
-                                      cuconv::Variant::tiled_halo, cuconv::Variant::cached})))
+                                      cuconv::Variant::tiled_halo, cuconv::Variant::cached, cuconv::Variant::fast,
+                                      cuconv::Variant::fft})))
       ->capture_default_str();
   app.add_option("--border", req.border, "border mode")
       ->check(CLI::IsMember(names_of({cuconv::Border::reflect101, cuconv::Border::reflect,
@@ -207,6 +227,9 @@ int main(int argc, char** argv) {
   app.add_option("--show-filter", req.show_filter, "print a filter (preset, file or string) and exit");
   app.add_flag("--compare", req.compare, "also run cv::filter2D and report the difference and speed-up");
   app.add_flag("--json", req.json, "with --compare: print the report as one JSON object");
+  app.add_option("--bench", req.bench_runs,
+                 "also time the GPU kernel N more times: median ms, GB/s and % of a device-to-device copy")
+      ->check(CLI::Range(1, 100000));
 
   try {
     app.parse(argc, argv);

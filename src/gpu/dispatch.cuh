@@ -20,6 +20,14 @@ namespace cuconv::detail {
 /// Radii with an unrolled instantiation: 3x3 .. 15x15.
 using SupportedRadii = std::integer_sequence<int, 1, 2, 3, 4, 5, 6, 7>;
 
+/// `fast` on separable filters costs kw + kh per output, so its unrolled list reaches 31x31.
+using SeparableRadii = decltype([]<int... I>(std::integer_sequence<int, I...>) {
+  return std::integer_sequence<int, (I + 1)...>{};
+}(std::make_integer_sequence<int, 15>{}));
+
+/// Channel counts of interleaved images (`fast`).
+using SupportedChannels = std::integer_sequence<int, 1, 3, 4>;
+
 template <class In, class Out>
 struct TypePair {
   using in = In;
@@ -56,15 +64,21 @@ void dispatch_types(PixelType in, PixelType out, F&& f) {
 }
 
 /// Calls f(std::integral_constant<int, R>{}) with R the filter's radius when it is square, odd
-/// and in SupportedRadii, else with kernels::kRuntimeRadius.
-template <class F>
+/// and in `Radii` (SupportedRadii unless given), else with kernels::kRuntimeRadius.
+template <class Radii = SupportedRadii, class F>
 void dispatch_radius(int kw, int kh, F&& f) {
-  const bool found = []<int... Radii>(int w, int h, F& fn, std::integer_sequence<int, Radii...>) {
-    return ((w == h && w == 2 * Radii + 1 ? (fn(std::integral_constant<int, Radii>{}), true)
-                                          : false) ||
-            ...);
-  }(kw, kh, f, SupportedRadii{});
+  const bool found = []<int... R>(int w, int h, F& fn, std::integer_sequence<int, R...>) {
+    return ((w == h && w == 2 * R + 1 ? (fn(std::integral_constant<int, R>{}), true) : false) || ...);
+  }(kw, kh, f, Radii{});
   if (!found) f(std::integral_constant<int, kernels::kRuntimeRadius>{});
+}
+
+/// Calls f(std::integral_constant<int, C>{}) for C in SupportedChannels; false if none matches.
+template <class F>
+bool dispatch_channels(int channels, F&& f) {
+  return []<int... C>(int c, F& fn, std::integer_sequence<int, C...>) {
+    return ((c == C ? (fn(std::integral_constant<int, C>{}), true) : false) || ...);
+  }(channels, f, SupportedChannels{});
 }
 
 /// Grid over output tiles: x covers the width; y is capped at gridDim.y's limit and the kernels

@@ -13,7 +13,8 @@ namespace cuconv::detail {
 /// Element types of device planes.
 enum class PixelType { u8, u16, s16, f32 };
 
-/// One plane-to-plane convolution, as the launchers receive it.
+/// One plane-to-plane convolution, as the launchers receive it. The PMPP variants get one
+/// channel per plane (channels == 1); `fast` gets interleaved rows of width * channels elements.
 struct LaunchArgs {
   const void* src;
   std::size_t src_pitch;
@@ -27,6 +28,10 @@ struct LaunchArgs {
   const float* device_weights;  ///< kh x kw in global memory (used by `basic`)
   const float* host_weights;    ///< the same on the host (uploaded to __constant__ by the others)
   cudaStream_t stream;
+  int channels = 1;                         ///< interleaved channels per pixel (fast only)
+  bool keep_alpha = false;                  ///< channels == 4: copy channel 3 instead of filtering
+  const float* separable_horizontal = nullptr;  ///< kw weights when the filter is rank 1 (host)
+  const float* separable_vertical = nullptr;    ///< kh weights (host)
 };
 
 /// Launches `variant` (any GPU variant) on `args`. Throws Error{gpu} on a CUDA failure and
@@ -39,6 +44,17 @@ void launch_constmem(const LaunchArgs& args);
 void launch_tiled(const LaunchArgs& args);
 void launch_tiled_halo(const LaunchArgs& args);
 void launch_cached(const LaunchArgs& args);
+void launch_fast(const LaunchArgs& args);
+void launch_fft(const LaunchArgs& args);
+
+/// Side (a power of two) of the tiles `fft` uses along an image side for a filter side k.
+[[nodiscard]] int fft_tile_side(int k, int image_side);
+
+/// The compiled (unrolled, vectorised) fast kernel for one pixel-type pair and mode, one per
+/// launch_fast_*.cu file so the instantiations build in parallel. False when the filter has no
+/// compiled instantiation (not a centred (2R+1)^2 with R in the radius list).
+template <class In, class Out, bool Separable>
+bool launch_fast_compiled(const LaunchArgs& args);
 
 /// Dynamic shared-memory bytes the tiled variants need for a kw x kh filter; the others use a
 /// fixed amount (cached: 2 KiB) or none.

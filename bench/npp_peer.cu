@@ -1,0 +1,144 @@
+// The NPP peer of cuconv_bench: nppiFilterBorder on the same image shapes and filter sizes, timed
+// the same way (median of CUDA events after warm-up) next to a device-to-device copy of the same
+// bytes measured in the same process. Standalone (CUDA + NPP only), because NPP ships with the
+// CUDA toolkit of GPU nodes but not with Debian's packages: scripts/gpu-check.sh builds it there
+// with nvcc, and CMake builds it when it finds NPP.
+//
+//   npp_peer [--reps R] > npp.jsonl      (one JSON object per line)
+#include <cuda_runtime.h>
+#include <npp.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <random>
+#include <string>
+#include <vector>
+
+namespace {
+
+void check(cudaError_t status, const char* what) {
+  if (status != cudaSuccess) {
+    std::fprintf(stderr, "npp_peer: %s: %s\n", what, cudaGetErrorName(status));
+    std::exit(1);
+  }
+}
+
+double median(std::vector<double> v) {
+  std::sort(v.begin(), v.end());
+  return v.size() % 2 == 1 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
+}
+
+template <class Work>
+double time_median_ms(int reps, cudaStream_t stream, Work work) {
+  cudaEvent_t start, stop;
+  check(cudaEventCreate(&start), "event");
+  check(cudaEventCreate(&stop), "event");
+  work();  // warm-up, and a slow first call tells how many runs fit
+  check(cudaStreamSynchronize(stream), "sync");
+  std::vector<double> ms;
+  for (int i = 0; i < reps + 2; ++i) {
+    check(cudaEventRecord(start, stream), "record");
+    work();
+    check(cudaEventRecord(stop, stream), "record");
+    check(cudaEventSynchronize(stop), "sync");
+    float t = 0;
+    check(cudaEventElapsedTime(&t, start, stop), "elapsed");
+    if (i >= 2) ms.push_back(t);  // two more warm-up runs
+    if (t > 50.0f && ms.size() >= 3) break;  // slow cases: three timed runs are enough
+  }
+  check(cudaEventDestroy(start), "event");
+  check(cudaEventDestroy(stop), "event");
+  return median(ms);
+}
+
+struct Shape {
+  const char* image;
+  int size;
+  int channels;
+  bool is_float;
+};
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int reps = 30;
+  for (int i = 1; i < argc; ++i)
+    if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = std::atoi(argv[++i]);
+
+  cudaStream_t stream;
+  check(cudaStreamCreate(&stream), "stream");
+  NppStreamContext ctx{};
+  int device = 0;
+  cudaDeviceProp prop{};
+  check(cudaGetDevice(&device), "device");
+  check(cudaGetDeviceProperties(&prop, device), "props");
+  ctx.hStream = stream;
+  ctx.nCudaDeviceId = device;
+  ctx.nMultiProcessorCount = prop.multiProcessorCount;
+  ctx.nMaxThreadsPerMultiProcessor = prop.maxThreadsPerMultiProcessor;
+  ctx.nMaxThreadsPerBlock = prop.maxThreadsPerBlock;
+  ctx.nSharedMemPerBlock = prop.sharedMemPerBlock;
+  ctx.nCudaDevAttrComputeCapabilityMajor = prop.major;
+  ctx.nCudaDevAttrComputeCapabilityMinor = prop.minor;
+  check(cudaStreamGetFlags(stream, &ctx.nStreamFlags), "flags");
+
+  const Shape shapes[] = {{"f32 1ch", 4096, 1, true},  {"f32 1ch", 8192, 1, true},  {"f32 1ch", 16384, 1, true},
+                          {"8U 1ch", 4096, 1, false},  {"8U 1ch", 16384, 1, false}, {"8U RGB", 4096, 3, false},
+                          {"8U RGB", 8192, 3, false},  {"8U RGB", 16384, 3, false}};
+  const int filter_sizes[] = {3, 5, 9, 15, 31};
+  std::mt19937 rng(7);
+  std::uniform_real_distribution<float> weight(-0.3f, 1.0f);
+
+  for (const Shape& s : shapes) {
+    const std::size_t elem = s.is_float ? 4 : 1;
+    std::size_t pitch = 0;
+    void* in = nullptr;
+    void* out = nullptr;
+    const std::size_t row_bytes = static_cast<std::size_t>(s.size) * s.channels * elem;
+    check(cudaMallocPitch(&in, &pitch, row_bytes, s.size), "malloc");
+    check(cudaMallocPitch(&out, &pitch, row_bytes, s.size), "malloc");
+    check(cudaMemset2D(in, pitch, 0x3c, row_bytes, s.size), "memset");  // contents do not change NPP's time
+    const double bytes = 2.0 * static_cast<double>(row_bytes) * s.size;
+    const double copy_ms = time_median_ms(reps, stream, [&] {
+      check(cudaMemcpyAsync(out, in, pitch * s.size, cudaMemcpyDeviceToDevice, stream), "copy");
+    });
+    std::printf("{\"image\":\"%s\",\"size\":%d,\"filter\":0,\"variant\":\"copy (npp_peer)\",\"median_ms\":%.5f,\"gbps\":%.1f}\n",
+                s.image, s.size, copy_ms, bytes / copy_ms * 1e-6);
+    for (int k : filter_sizes) {
+      std::vector<float> host_kernel(static_cast<std::size_t>(k) * k);
+      for (float& w : host_kernel) w = weight(rng) / (k * k);
+      float* kernel = nullptr;
+      check(cudaMalloc(&kernel, host_kernel.size() * sizeof(float)), "malloc");
+      check(cudaMemcpy(kernel, host_kernel.data(), host_kernel.size() * sizeof(float), cudaMemcpyHostToDevice), "upload");
+      const NppiSize size{s.size, s.size};
+      const NppiSize ksize{k, k};
+      const NppiPoint offset{0, 0};
+      const NppiPoint anchor{k / 2, k / 2};
+      NppStatus status = NPP_SUCCESS;
+      const double ms = time_median_ms(reps, stream, [&] {
+        if (s.is_float)
+          status = nppiFilterBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(in), static_cast<int>(pitch), size, offset,
+                                                static_cast<Npp32f*>(out), static_cast<int>(pitch), size, kernel, ksize,
+                                                anchor, NPP_BORDER_REPLICATE, ctx);
+        else if (s.channels == 1)
+          status = nppiFilterBorder32f_8u_C1R_Ctx(static_cast<const Npp8u*>(in), static_cast<int>(pitch), size, offset,
+                                                  static_cast<Npp8u*>(out), static_cast<int>(pitch), size, kernel, ksize,
+                                                  anchor, NPP_BORDER_REPLICATE, ctx);
+        else
+          status = nppiFilterBorder32f_8u_C3R_Ctx(static_cast<const Npp8u*>(in), static_cast<int>(pitch), size, offset,
+                                                  static_cast<Npp8u*>(out), static_cast<int>(pitch), size, kernel, ksize,
+                                                  anchor, NPP_BORDER_REPLICATE, ctx);
+      });
+      check(cudaFree(kernel), "free");
+      std::printf("{\"image\":\"%s\",\"size\":%d,\"filter\":%d,\"variant\":\"npp\",\"npp_status\":%d,\"median_ms\":%.5f,"
+                  "\"gbps\":%.1f,\"roof_percent\":%.1f}\n",
+                  s.image, s.size, k, static_cast<int>(status), ms, bytes / ms * 1e-6, 100.0 * copy_ms / ms);
+      std::fflush(stdout);
+    }
+    check(cudaFree(in), "free");
+    check(cudaFree(out), "free");
+  }
+  return 0;
+}

@@ -1,0 +1,232 @@
+#pragma once
+/// @file fast.cuh
+/// `fast`: our direct convolution, built for memory bandwidth at small filters and for FMA
+/// throughput at large ones.
+///  - Interleaved pixels (RGB, RGBA) are filtered in place: a row of W pixels x C channels is a
+///    row of W*C elements, and tap j of element e reads element e + (j - anchor) * C. No
+///    split/merge round trip.
+///  - Each thread owns kVec adjacent elements of a row (one 16-byte load where possible) and
+///    walks down a strip of rows. Every input row is loaded once into registers (its centre
+///    vector plus neighbour vectors for the halo) and added into the kh partial output rows it
+///    touches; the finished row leaves through one vector store. Vertical reuse lives in
+///    registers, horizontal reuse in L1 (neighbour threads load the same halo vectors).
+///  - The weights are a kernel parameter (constant bank, compile-time offsets), so every FMA takes
+///    its weight as an operand, and streams with different filters never share state.
+///  - Separable filters (rank 1) use the same walk: each row is first filtered horizontally
+///    (kw FMAs per element), then added into the partial rows with one vertical weight each.
+/// Borders: the vector path serves threads whose halo lies inside the row; the others, and rows
+/// outside the image, load element by element through the border rule.
+#include "common.cuh"
+
+namespace cuconv::kernels {
+
+inline constexpr int kFastBlockX = 32;  ///< threads along a row (one warp)
+inline constexpr int kFastBlockY = 4;   ///< strips per block
+inline constexpr int kFastThreads = kFastBlockX * kFastBlockY;
+
+/// Elements per thread: 16 bytes of input where the accumulators (kh x kVec) still fit in
+/// registers, narrower for wide filters.
+template <class In, int Radius>
+__host__ __device__ constexpr int fast_vector_elems() {
+  constexpr int by_bytes = 16 / static_cast<int>(sizeof(In));   // 4 f32, 8 u16, 16 u8
+  constexpr int register_cap = Radius <= 2 ? 16 : (Radius <= 4 ? 8 : 4);
+  return by_bytes < register_cap ? by_bytes : register_cap;
+}
+
+/// Rows each thread walks: long strips amortise the kh - 1 rows of warm-up.
+template <int Radius>
+__host__ __device__ constexpr int fast_strip_rows() {
+  return Radius <= 2 ? 32 : 64;
+}
+
+/// Filter weights passed by value: dense kh x kw row-major, or separable (kw horizontal then kh
+/// vertical). Lives in the kernel's parameter constant bank.
+template <int Count>
+struct FilterTaps {
+  float w[Count];
+};
+
+/// kVec elements of T as one aligned access (vector load/store when the alignment allows).
+template <class T, int N>
+struct alignas(N * sizeof(T) >= 16 ? 16 : N * sizeof(T)) ElementVector {
+  T v[N];
+};
+
+/// Element e (any integer) of image row yy (already mapped by the border rule; -1: constant) of an
+/// interleaved plane, through the border rule. Not inlined: the border path calls it once per
+/// window element, and inlining the rule there multiplied compile time for no run-time gain
+/// (only edge threads take it).
+template <class In, int Channels>
+__device__ __noinline__ In fast_border_element(const PlaneView<const In>& src, int e, int yy, const ConvParams& p) {
+  const int channel = ((e % Channels) + Channels) % Channels;
+  const int x = (e - channel) / Channels;  // exact: e - channel is a multiple of C
+  const int xx = interpolate_border(x, src.width, p.border);
+  // border_value is already saturated to In, so the cast is exact
+  return (yy < 0 || xx < 0) ? static_cast<In>(p.border_value) : src.row(yy)[xx * Channels + channel];
+}
+
+/// Thread (tx, ty) of block (bx, by) computes elements [e0, e0 + kVec) of the flattened row,
+/// e0 = (bx * 32 + tx) * kVec, for image rows [s0, s0 + strip) with s0 = (by' * 4 + ty) * strip,
+/// by' = by, by + gridDim.y, ... Tile of a block: 32 * kVec elements x 4 * strip rows.
+/// @tparam Channels interleaved channels (tap stride); @tparam Radius (2R+1)^2 centred filter.
+template <class In, class Out, int Channels, int Radius, bool Separable>
+__global__ void __launch_bounds__(kFastThreads)
+    fast_kernel(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p,
+                FilterTaps<Separable ? 2 * (2 * Radius + 1) : (2 * Radius + 1) * (2 * Radius + 1)> taps,
+                bool keep_alpha, bool vector_aligned) {
+  constexpr int K = 2 * Radius + 1;
+  constexpr int kVec = fast_vector_elems<In, Radius>();
+  constexpr int kStrip = fast_strip_rows<Radius>();
+  constexpr int kHalo = Radius * Channels;                  // elements each side
+  constexpr int kSideVectors = (kHalo + kVec - 1) / kVec;   // neighbour vectors each side
+  constexpr int kWindow = (2 * kSideVectors + 1) * kVec;    // registers loaded per row
+  constexpr int kFirstTap = kSideVectors * kVec - kHalo;    // window index of tap 0 of element 0
+
+  const int row_elems = src.width * Channels;
+  const int e0 = (blockIdx.x * kFastBlockX + threadIdx.x) * kVec;
+  if (e0 >= row_elems) return;  // no barriers below
+  const int window_start = e0 - kSideVectors * kVec;
+  const bool columns_inside =
+      vector_aligned && window_start >= 0 && e0 + (kSideVectors + 1) * kVec <= row_elems;
+  const bool full_store = vector_aligned && e0 + kVec <= row_elems;
+  const int strips = div_up(src.height, kStrip);
+
+  for (int strip = blockIdx.y * kFastBlockY + threadIdx.y; strip < strips;
+       strip += gridDim.y * kFastBlockY) {
+    const int s0 = strip * kStrip;
+    const int rows_out = min(kStrip, src.height - s0);
+
+    // One input row (image row y, any y) into registers, kept in the input type (16 bytes hold
+    // 16 u8 elements; widened to float only while they are used): element window_start + t is
+    // window[t / kVec].v[t % kVec].
+    using Chunk = ElementVector<In, kVec>;
+    constexpr int kChunks = 2 * kSideVectors + 1;
+    auto load_row = [&](int y, Chunk (&window)[kChunks]) {
+      if (columns_inside && static_cast<unsigned>(y) < static_cast<unsigned>(src.height)) {
+        const Chunk* vectors = reinterpret_cast<const Chunk*>(src.row(y) + window_start);
+#pragma unroll
+        for (int v = 0; v < kChunks; ++v) window[v] = vectors[v];
+      } else {
+        const int yy = interpolate_border(y, src.height, p.border);
+#pragma unroll
+        for (int t = 0; t < kWindow; ++t)
+          window[t / kVec].v[t % kVec] = fast_border_element<In, Channels>(src, window_start + t, yy, p);
+      }
+    };
+
+    // partial[q][k]: output row (r - (K - 1) + q) after input row r; partial[0] is complete.
+    float partial[K][kVec];
+#pragma unroll
+    for (int q = 0; q < K; ++q)
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) partial[q][k] = p.delta;
+
+    Chunk window[kChunks];
+    const int first_input_row = s0 - p.anchor_y;
+    load_row(first_input_row, window);
+    const int input_rows = rows_out + K - 1;
+#pragma unroll 1
+    for (int r = 0; r < input_rows; ++r) {
+      float in[kWindow];
+#pragma unroll
+      for (int t = 0; t < kWindow; ++t) in[t] = static_cast<float>(window[t / kVec].v[t % kVec]);
+      // The next row's loads are in flight while this row is computed.
+      if (r + 1 < input_rows) load_row(first_input_row + r + 1, window);
+      if constexpr (Separable) {
+        float horizontal[kVec];
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) {
+          float h = 0.0f;
+#pragma unroll
+          for (int j = 0; j < K; ++j) h = fmaf(taps.w[j], in[kFirstTap + k + j * Channels], h);
+          horizontal[k] = h;
+        }
+#pragma unroll
+        for (int q = 0; q < K; ++q)
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) partial[q][k] = fmaf(taps.w[K + (K - 1 - q)], horizontal[k], partial[q][k]);
+      } else {
+#pragma unroll
+        for (int q = 0; q < K; ++q)
+#pragma unroll
+          for (int j = 0; j < K; ++j)
+#pragma unroll
+            for (int k = 0; k < kVec; ++k)
+              partial[q][k] = fmaf(taps.w[(K - 1 - q) * K + j], in[kFirstTap + k + j * Channels], partial[q][k]);
+      }
+
+      const int out_row = r - (K - 1);
+      if (out_row >= 0) {
+        const int y = s0 + out_row;
+        Out* out = dst.row(y) + e0;
+        ElementVector<Out, kVec> result;
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) result.v[k] = saturate_from_float<Out>(partial[0][k]);
+        if (Channels == 4 && keep_alpha) {  // alpha passes through, converted to the output type
+          const In* centre = src.row(y) + e0;
+#pragma unroll
+          for (int k = 0; k < kVec; ++k)
+            if ((e0 + k) % 4 == 3 && e0 + k < row_elems) result.v[k] = saturate_from_float<Out>(static_cast<float>(centre[k]));
+        }
+        if (full_store) {
+          *reinterpret_cast<ElementVector<Out, kVec>*>(out) = result;
+        } else {
+#pragma unroll
+          for (int k = 0; k < kVec; ++k)
+            if (e0 + k < row_elems) out[k] = result.v[k];
+        }
+      }
+#pragma unroll
+      for (int q = 0; q + 1 < K; ++q)
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) partial[q][k] = partial[q + 1][k];
+#pragma unroll
+      for (int k = 0; k < kVec; ++k) partial[K - 1][k] = p.delta;
+    }
+  }
+}
+
+inline constexpr int kFastGenericBlockX = 32;
+inline constexpr int kFastGenericBlockY = 8;
+inline constexpr int kFastGenericThreads = kFastGenericBlockX * kFastGenericBlockY;
+
+/// Any filter size and anchor on interleaved rows: thread (tx, ty) of block (bx, by) computes
+/// element bx * 32 + tx of row by' * 8 + ty (by' = by, by + gridDim.y, ...); weights from global
+/// memory (one broadcast load per tap for the whole warp).
+template <class In, class Out>
+__global__ void __launch_bounds__(kFastGenericThreads)
+    fast_generic_kernel(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p, int channels,
+                        const float* __restrict__ weights, bool keep_alpha) {
+  const int row_elems = src.width * channels;
+  const int e = blockIdx.x * kFastGenericBlockX + threadIdx.x;
+  if (e >= row_elems) return;
+  const int channel = e % channels;
+  const int x = e / channels;
+  const int tile_rows = div_up(src.height, kFastGenericBlockY);
+  for (int tile_row = blockIdx.y; tile_row < tile_rows; tile_row += gridDim.y) {
+    const int y = tile_row * kFastGenericBlockY + threadIdx.y;
+    if (y >= src.height) continue;
+    float acc = p.delta;
+    if (keep_alpha && channel == 3) {
+      acc = static_cast<float>(src.row(y)[e]);
+    } else if (window_inside(x, y, p.kw, p.kh, src.width, src.height, p)) {
+      for (int i = 0; i < p.kh; ++i) {
+        const In* in = src.row(y - p.anchor_y + i) + (x - p.anchor_x) * channels + channel;
+        for (int j = 0; j < p.kw; ++j) acc = fmaf(__ldg(weights + i * p.kw + j), static_cast<float>(in[j * channels]), acc);
+      }
+    } else {
+      for (int i = 0; i < p.kh; ++i) {
+        const int yy = interpolate_border(y - p.anchor_y + i, src.height, p.border);
+        for (int j = 0; j < p.kw; ++j) {
+          const int xx = interpolate_border(x - p.anchor_x + j, src.width, p.border);
+          const float v = (yy < 0 || xx < 0) ? p.border_value
+                                             : static_cast<float>(src.row(yy)[xx * channels + channel]);
+          acc = fmaf(__ldg(weights + i * p.kw + j), v, acc);
+        }
+      }
+    }
+    dst.row(y)[e] = saturate_from_float<Out>(acc);
+  }
+}
+
+}  // namespace cuconv::kernels

@@ -1,0 +1,105 @@
+#pragma once
+/// @file fft.cuh
+/// `fft`: overlap-save convolution for large filters. The image is cut into tiles of W x H input
+/// samples (powers of two, W = H = T unless the image is narrower) (the halo included, border rule applied while gathering) whose valid part,
+/// (T - kw + 1) x (T - kh + 1) outputs, tiles the output. Each tile is transformed (cuFFT, batched),
+/// multiplied by the conjugate spectrum of the zero-padded filter (correlation, as filter2D), and
+/// transformed back. Work per output grows with log T, not with kw * kh.
+#include "common.cuh"
+
+#include <cuComplex.h>
+
+namespace cuconv::kernels {
+
+inline constexpr int kFftThreads = 256;
+
+/// Geometry of one overlap-save pass over an interleaved image.
+struct FftTiling {
+  int fft_w;        ///< tile columns (a power of two)
+  int fft_h;        ///< tile rows (a power of two)
+  int real_pitch;   ///< floats per tile row in the in-place real layout: 2 * (fft_w / 2 + 1)
+  int valid_x;      ///< outputs per tile along x: fft_w - kw + 1
+  int valid_y;      ///< ... along y: fft_h - kh + 1
+  int tiles_x;      ///< tiles per channel along x
+  int tiles_y;
+  int channels;
+  long long tiles;  ///< tiles_x * tiles_y * channels
+};
+
+/// Tile index -> (channel, tile column, tile row): channels vary fastest.
+__device__ __forceinline__ void tile_position(const FftTiling& t, long long tile, int& channel, int& tx, int& ty) {
+  channel = static_cast<int>(tile % t.channels);
+  const long long cell = tile / t.channels;
+  tx = static_cast<int>(cell % t.tiles_x);
+  ty = static_cast<int>(cell / t.tiles_x);
+}
+
+/// Thread i of the grid-stride loop writes float i of the batch's real layout (tile b, row v,
+/// column u < real_pitch): the input at (tile origin - anchor + (u, v)) through the border rule;
+/// the row padding (u >= fft_w) and tiles past the last one are zero.
+template <class In>
+__global__ void __launch_bounds__(kFftThreads)
+    fft_gather_tiles(PlaneView<const In> src, ConvParams p, FftTiling t, long long first_tile, int batch,
+                     float* __restrict__ tiles) {
+  const long long per_tile = static_cast<long long>(t.fft_h) * t.real_pitch;
+  const long long total = per_tile * batch;
+  for (long long i = static_cast<long long>(blockIdx.x) * kFftThreads + threadIdx.x; i < total;
+       i += static_cast<long long>(gridDim.x) * kFftThreads) {
+    const int b = static_cast<int>(i / per_tile);
+    const int v = static_cast<int>((i % per_tile) / t.real_pitch);
+    const int u = static_cast<int>(i % t.real_pitch);
+    float value = 0.0f;
+    if (first_tile + b < t.tiles && u < t.fft_w) {
+      int channel, tx, ty;
+      tile_position(t, first_tile + b, channel, tx, ty);
+      const int yy = interpolate_border(ty * t.valid_y - p.anchor_y + v, src.height, p.border);
+      const int xx = interpolate_border(tx * t.valid_x - p.anchor_x + u, src.width, p.border);
+      value = (yy < 0 || xx < 0) ? p.border_value
+                                 : static_cast<float>(src.row(yy)[static_cast<long long>(xx) * t.channels + channel]);
+    }
+    tiles[i] = value;
+  }
+}
+
+/// Thread i multiplies spectrum value i of the batch by the conjugate filter spectrum (same bin
+/// of every tile) and the 1 / (W * H) the inverse transform leaves out.
+__global__ void __launch_bounds__(kFftThreads)
+    fft_multiply_spectra(cuFloatComplex* __restrict__ spectra, const cuFloatComplex* __restrict__ filter_spectrum,
+                         long long bins_per_tile, long long total, float scale) {
+  for (long long i = static_cast<long long>(blockIdx.x) * kFftThreads + threadIdx.x; i < total;
+       i += static_cast<long long>(gridDim.x) * kFftThreads) {
+    const cuFloatComplex f = filter_spectrum[i % bins_per_tile];
+    const cuFloatComplex s = spectra[i];
+    // s * conj(f): correlation, not convolution
+    spectra[i] = make_cuFloatComplex((s.x * f.x + s.y * f.y) * scale, (s.y * f.x - s.x * f.y) * scale);
+  }
+}
+
+/// Thread i takes valid output i of the batch (tile b, row v < valid_y, column u < valid_x) to
+/// the image, adding delta and rounding; alpha (channel 3 with keep_alpha) is copied instead.
+template <class In, class Out>
+__global__ void __launch_bounds__(kFftThreads)
+    fft_scatter_tiles(const float* __restrict__ tiles, PlaneView<const In> src, PlaneView<Out> dst, ConvParams p,
+                      FftTiling t, long long first_tile, int batch, bool keep_alpha) {
+  const long long per_tile = static_cast<long long>(t.valid_x) * t.valid_y;
+  const long long total = per_tile * batch;
+  for (long long i = static_cast<long long>(blockIdx.x) * kFftThreads + threadIdx.x; i < total;
+       i += static_cast<long long>(gridDim.x) * kFftThreads) {
+    const int b = static_cast<int>(i / per_tile);
+    if (first_tile + b >= t.tiles) continue;
+    const int v = static_cast<int>((i % per_tile) / t.valid_x);
+    const int u = static_cast<int>(i % t.valid_x);
+    int channel, tx, ty;
+    tile_position(t, first_tile + b, channel, tx, ty);
+    const int x = tx * t.valid_x + u;
+    const int y = ty * t.valid_y + v;
+    if (x >= dst.width || y >= dst.height) continue;
+    const long long element = static_cast<long long>(x) * t.channels + channel;
+    const float value = keep_alpha && channel == 3
+                            ? static_cast<float>(src.row(y)[element])
+                            : tiles[(static_cast<long long>(b) * t.fft_h + v) * t.real_pitch + u] + p.delta;
+    dst.row(y)[element] = saturate_from_float<Out>(value);
+  }
+}
+
+}  // namespace cuconv::kernels

@@ -1,0 +1,147 @@
+// Launcher of the `fft` variant (kernels/fft.cuh): overlap-save tiles, batched cuFFT transforms.
+// Device memory beyond input and output: the filter spectrum (one tile) and one batch of tiles,
+// sized to at most the input's own bytes in float (and at least one tile), both stream-ordered,
+// plus cuFFT's work area.
+#include "gpu/cufft_api.hpp"
+#include "gpu/dispatch.cuh"
+
+#include <kernels/fft.cuh>
+
+#include <algorithm>
+#include <vector>
+
+namespace cuconv::detail {
+
+namespace {
+
+/// cuFFT plans of this thread, kept for the life of the process: creating one costs far more than
+/// running it, and a batch run reuses the same few sizes. Per thread, because a plan's stream is
+/// part of its state.
+cufftHandle cached_plan(const CufftApi& api, int fft_w, int fft_h, int batch, cufftType type, cudaStream_t stream) {
+  struct Key {
+    int fft_w, fft_h, batch;
+    cufftType type;
+    bool operator==(const Key&) const = default;
+  };
+  constexpr std::size_t kMaxPlans = 8;  // plans hold work areas: keep only the recent sizes
+  thread_local std::vector<std::pair<Key, cufftHandle>> plans;
+  const Key key{fft_w, fft_h, batch, type};
+  auto found = std::find_if(plans.begin(), plans.end(), [&](const auto& p) { return p.first == key; });
+  if (found == plans.end()) {
+    if (plans.size() == kMaxPlans) {
+      api.destroy(plans.front().second);  // frees its work area (cudaFree waits for the device)
+      plans.erase(plans.begin());
+    }
+    int n[2] = {fft_h, fft_w};  // slowest dimension first
+    int real_embed[2] = {fft_h, 2 * (fft_w / 2 + 1)};
+    int complex_embed[2] = {fft_h, fft_w / 2 + 1};
+    const int real_dist = real_embed[0] * real_embed[1];
+    const int complex_dist = complex_embed[0] * complex_embed[1];
+    const bool forward = type == CUFFT_R2C;
+    cufftHandle handle = 0;
+    check_cufft(api.plan_many(&handle, 2, n, forward ? real_embed : complex_embed, 1, forward ? real_dist : complex_dist,
+                              forward ? complex_embed : real_embed, 1, forward ? complex_dist : real_dist, type, batch),
+                "cufftPlanMany");
+    found = plans.insert(plans.end(), {key, handle});
+  }
+  check_cufft(api.set_stream(found->second, stream), "cufftSetStream");
+  return found->second;
+}
+
+/// Stream-ordered scratch memory (the device's default pool): allocation and release queue on the
+/// stream, so repeated launches reuse the same memory without synchronising.
+class StreamScratch {
+ public:
+  StreamScratch(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
+    CUCONV_CUDA_TRY(cudaMallocAsync(&data_, bytes, stream));
+  }
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+  ~StreamScratch() { cudaFreeAsync(data_, stream_); }
+  [[nodiscard]] void* data() const { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  cudaStream_t stream_;
+};
+
+int grid_for(long long items) {
+  return static_cast<int>(std::min<long long>((items + kernels::kFftThreads - 1) / kernels::kFftThreads, 65536));
+}
+
+}  // namespace
+
+int fft_tile_side(int k, int image_side) {
+  const int preferred = k <= 48 ? 512 : 1024;  // valid part >= 88% (77% at 127) of each side
+  // A narrow side: the smallest power of two that holds it plus its halo, at least 2k.
+  int fit = 16;
+  while (fit < image_side + k - 1 || fit < 2 * k) fit *= 2;
+  return std::min(preferred, fit);
+}
+
+void launch_fft(const LaunchArgs& a) {
+  using namespace kernels;
+  std::string reason;
+  const CufftApi* api = cufft_api(&reason);
+  if (api == nullptr) throw Error(ErrorKind::gpu, "variant fft: " + reason + " (use --variant fast or auto)");
+
+  FftTiling t{};
+  t.fft_w = fft_tile_side(a.params.kw, a.width);
+  t.fft_h = fft_tile_side(a.params.kh, a.height);
+  t.real_pitch = 2 * (t.fft_w / 2 + 1);
+  t.valid_x = t.fft_w - a.params.kw + 1;
+  t.valid_y = t.fft_h - a.params.kh + 1;
+  t.tiles_x = div_up(a.width, t.valid_x);
+  t.tiles_y = div_up(a.height, t.valid_y);
+  t.channels = a.channels;
+  t.tiles = static_cast<long long>(t.tiles_x) * t.tiles_y * t.channels;
+
+  const std::size_t tile_floats = static_cast<std::size_t>(t.fft_h) * static_cast<std::size_t>(t.real_pitch);
+  const std::size_t input_floats = static_cast<std::size_t>(a.width) * a.height * a.channels;
+  const long long batch = std::clamp<long long>(static_cast<long long>(input_floats / tile_floats), 1, t.tiles);
+
+  // The filter, zero-padded to one tile, and its spectrum (in place).
+  std::vector<float> padded(tile_floats, 0.0f);
+  for (int i = 0; i < a.params.kh; ++i)
+    for (int j = 0; j < a.params.kw; ++j)
+      padded[static_cast<std::size_t>(i) * t.real_pitch + j] = a.host_weights[i * a.params.kw + j];
+  const StreamScratch filter_spectrum(sizeof(float) * tile_floats, a.stream);
+  CUCONV_CUDA_TRY(cudaMemcpyAsync(filter_spectrum.data(), padded.data(), sizeof(float) * tile_floats,
+                                  cudaMemcpyHostToDevice, a.stream));
+  check_cufft(api->exec_r2c(cached_plan(*api, t.fft_w, t.fft_h, 1, CUFFT_R2C, a.stream),
+                            static_cast<cufftReal*>(filter_spectrum.data()),
+                            static_cast<cufftComplex*>(filter_spectrum.data())),
+              "cufftExecR2C (filter)");
+  const StreamScratch tiles(sizeof(float) * tile_floats * static_cast<std::size_t>(batch), a.stream);
+  const cufftHandle forward = cached_plan(*api, t.fft_w, t.fft_h, static_cast<int>(batch), CUFFT_R2C, a.stream);
+  const cufftHandle inverse = cached_plan(*api, t.fft_w, t.fft_h, static_cast<int>(batch), CUFFT_C2R, a.stream);
+  auto* real = static_cast<float*>(tiles.data());
+  auto* spectra = static_cast<cuFloatComplex*>(tiles.data());
+  const long long bins_per_tile = static_cast<long long>(t.fft_h) * (t.fft_w / 2 + 1);
+  const float scale = 1.0f / (static_cast<float>(t.fft_w) * static_cast<float>(t.fft_h));
+
+  dispatch_types(a.src_type, a.dst_type, [&](auto pair) {
+    using Pair = decltype(pair);
+    const auto src = source_view<Pair>(a);
+    const auto dst = destination_view<Pair>(a);
+    for (long long first = 0; first < t.tiles; first += batch) {
+      const long long samples = static_cast<long long>(t.fft_h) * t.real_pitch * batch;
+      fft_gather_tiles<typename Pair::in><<<grid_for(samples), kFftThreads, 0, a.stream>>>(
+          src, a.params, t, first, static_cast<int>(batch), real);
+      CUCONV_CHECK_LAUNCH();
+      check_cufft(api->exec_r2c(forward, real, reinterpret_cast<cufftComplex*>(spectra)), "cufftExecR2C");
+      fft_multiply_spectra<<<grid_for(bins_per_tile * batch), kFftThreads, 0, a.stream>>>(
+          spectra, static_cast<const cuFloatComplex*>(filter_spectrum.data()), bins_per_tile, bins_per_tile * batch,
+          scale);
+      CUCONV_CHECK_LAUNCH();
+      check_cufft(api->exec_c2r(inverse, reinterpret_cast<cufftComplex*>(spectra), real), "cufftExecC2R");
+      const long long outputs = static_cast<long long>(t.valid_x) * t.valid_y * batch;
+      fft_scatter_tiles<typename Pair::in, typename Pair::out><<<grid_for(outputs), kFftThreads, 0, a.stream>>>(
+          real, src, dst, a.params, t, first, static_cast<int>(batch), a.keep_alpha);
+      CUCONV_CHECK_LAUNCH();
+    }
+  });
+  // `padded` is pageable host memory: cudaMemcpyAsync has copied it before returning.
+}
+
+}  // namespace cuconv::detail

@@ -1,0 +1,70 @@
+// Rank-1 detection (src/separable.cpp): which filters `fast` runs as two 1-D passes, and that the
+// factors reproduce the weights (bit for bit where the weights allow it).
+#include "separable.hpp"
+
+#include <cuconv/filter.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cmath>
+#include <string>
+
+using cuconv::detail::factor_separable;
+
+namespace {
+
+/// Largest |vertical[i] * horizontal[j] - k[i][j]| over the filter.
+double reconstruction_error(const cuconv::Filter& f, const cuconv::detail::SeparableFactors& s) {
+  double worst = 0;
+  for (int i = 0; i < f.height; ++i)
+    for (int j = 0; j < f.width; ++j)
+      worst = std::max(worst, std::abs(static_cast<double>(s.vertical[static_cast<std::size_t>(i)] *
+                                                           s.horizontal[static_cast<std::size_t>(j)]) -
+                                       f.at(i, j)));
+  return worst;
+}
+
+}  // namespace
+
+TEST_CASE("separable: presets with exact factors are reproduced bit for bit") {
+  for (const char* spec : {"gauss3", "gauss5", "sobel-x", "box:4", "3x1:1,2,1", "1x7:1,2,3,4,3,2,1"}) {
+    const cuconv::Filter f = cuconv::load_filter(spec);
+    const auto s = factor_separable(f.weights, f.width, f.height);
+    INFO(spec);
+    REQUIRE(s.has_value());
+    CHECK(s->exact);
+    CHECK(s->horizontal.size() == static_cast<std::size_t>(f.width));
+    CHECK(s->vertical.size() == static_cast<std::size_t>(f.height));
+    for (int i = 0; i < f.height; ++i)
+      for (int j = 0; j < f.width; ++j)
+        CHECK(s->vertical[static_cast<std::size_t>(i)] * s->horizontal[static_cast<std::size_t>(j)] ==
+              static_cast<float>(f.at(i, j)));
+  }
+}
+
+TEST_CASE("separable: gaussians and boxes of any size factor within the tolerance") {
+  for (const char* spec : {"box:3", "box:31", "gaussian:7,2.5", "gaussian:15,5", "gaussian:63,20"}) {
+    const cuconv::Filter f = cuconv::load_filter(spec);
+    const auto s = factor_separable(f.weights, f.width, f.height);
+    INFO(spec);
+    REQUIRE(s.has_value());
+    double largest = 0;
+    for (double w : f.weights) largest = std::max(largest, std::abs(w));
+    CHECK(reconstruction_error(f, *s) <= 1e-6 * largest);
+  }
+}
+
+TEST_CASE("separable: rank 2 and random filters are refused") {
+  // The sum of two outer products: rank 2 (a Laplacian-like cross).
+  const cuconv::Filter cross = cuconv::load_filter("3x3:0,1,0,1,-4,1,0,1,0");
+  CHECK_FALSE(factor_separable(cross.weights, 3, 3).has_value());
+  // An outer product with one weight nudged by 1e-4 of the largest: no longer rank 1.
+  cuconv::Filter nudged = cuconv::load_filter("gauss5");
+  nudged.weights[7] += 1e-4 * 36.0 / 256.0;
+  CHECK_FALSE(factor_separable(nudged.weights, 5, 5).has_value());
+  const cuconv::Filter sharpen = cuconv::load_filter("sharpen");
+  CHECK_FALSE(factor_separable(sharpen.weights, sharpen.width, sharpen.height).has_value());
+  // All zero, or a size that does not match the weights: nothing to factor.
+  CHECK_FALSE(factor_separable(std::vector<double>(9, 0.0), 3, 3).has_value());
+  CHECK_FALSE(factor_separable(std::vector<double>(8, 1.0), 3, 3).has_value());
+}
