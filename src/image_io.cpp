@@ -3,6 +3,8 @@
 #include <cuconv/error.hpp>
 #include <cuconv/image_io.hpp>
 
+#include "image_header.hpp"
+
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
@@ -77,6 +79,32 @@ bool write_all(int fd, const unsigned char* data, std::size_t size) {
   return true;
 }
 
+/// Refuses an image of width x height pixels over the limit; `what` says where the size comes from.
+void check_pixel_count(const std::string& path, const std::string& what, std::uint64_t width, std::uint64_t height,
+                       const ReadLimits& limits) {
+  // width * height > max, without the overflow a BigTIFF's 64-bit sides could cause.
+  if (height != 0 && width > limits.max_pixels / height) {
+    throw Error(ErrorKind::bad_input, path + ": " + what + " " + std::to_string(width) + "x" + std::to_string(height) +
+                                          " pixels, more than the limit of " + std::to_string(limits.max_pixels) +
+                                          " (raise it with --max-pixels)");
+  }
+}
+
+/// Refuses what the header already shows, before the decoder allocates anything.
+void check_header(const std::string& path, const detail::ImageHeader& header, const ReadLimits& limits) {
+  if (header.has_size) {
+    if (header.width == 0 || header.height == 0) {
+      throw Error(ErrorKind::bad_input, path + ": " + header.format + " header claims a " +
+                                            std::to_string(header.width) + "x" + std::to_string(header.height) +
+                                            " image: it has no pixels");
+    }
+    check_pixel_count(path, header.format + " header claims", header.width, header.height, limits);
+  }
+  if (!header.defect.empty())
+    throw Error(ErrorKind::bad_input, path + ": cannot decode image: truncated or corrupt " + header.format +
+                                          " file: " + header.defect);
+}
+
 }  // namespace
 
 std::string depth_name(int depth) {
@@ -93,7 +121,7 @@ std::string depth_name(int depth) {
   }
 }
 
-cv::Mat read_image(const std::string& path) {
+cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
   if (ec || !fs::exists(status))
@@ -106,14 +134,26 @@ cv::Mat read_image(const std::string& path) {
     throw Error(ErrorKind::bad_input, path + ": cannot read: " + errno_text());
   if (fs::file_size(path, ec) == 0)
     throw Error(ErrorKind::bad_input, path + ": empty file");
+  if (const auto header = detail::inspect_image_file(path)) check_header(path, *header, limits);
   cv::Mat image;
   try {
     image = cv::imread(path, cv::IMREAD_UNCHANGED);
   } catch (const cv::Exception& e) {
+    // OpenCV reads its own limits from the environment when the library loads, so only the
+    // environment can raise them.
+    if (std::string_view(e.what()).find("CV_IO_MAX_IMAGE") != std::string_view::npos) {
+      throw Error(ErrorKind::bad_input, path + ": larger than OpenCV's decoder limits (by default 2^30 pixels and "
+                                            "2^20 per side); raise them with the environment variables "
+                                            "OPENCV_IO_MAX_IMAGE_PIXELS, OPENCV_IO_MAX_IMAGE_WIDTH and "
+                                            "OPENCV_IO_MAX_IMAGE_HEIGHT");
+    }
     throw Error(ErrorKind::bad_input, path + ": cannot decode image: " + e.what());
   }
   if (image.empty())
     throw Error(ErrorKind::bad_input, path + ": cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
+  // Formats whose header is not read above meet the limit here, after decoding.
+  check_pixel_count(path, "image has", static_cast<std::uint64_t>(image.cols), static_cast<std::uint64_t>(image.rows),
+                    limits);
   const int depth = image.depth();
   if (depth != CV_8U && depth != CV_16U && depth != CV_32F)
     throw Error(ErrorKind::bad_input, path + ": unsupported pixel depth " + depth_name(depth) +
@@ -126,6 +166,13 @@ cv::Mat read_image(const std::string& path) {
 }
 
 void check_output_format(const std::string& path, int depth, int channels) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (fs::is_directory(status))
+    throw Error(ErrorKind::output, path + ": is a directory; give the output a file name");
+  // The final rename would replace a device, FIFO or socket rather than write to it.
+  if (fs::exists(status) && !fs::is_regular_file(status))
+    throw Error(ErrorKind::output, path + ": exists and is not a regular file; refusing to replace it");
   const std::string ext = lower_extension(path);
   const FormatCapability* format = find_format(ext);
   if (format == nullptr || !cv::haveImageWriter(path)) {
@@ -141,6 +188,9 @@ void check_output_format(const std::string& path, int depth, int channels) {
   if (channels == 4 && !format->alpha) {
     throw Error(ErrorKind::output, path + ": " + ext + " cannot store an alpha channel; use .png or .tif");
   }
+  const fs::path folder = fs::path(path).parent_path();
+  if (!folder.empty() && !fs::is_directory(folder, ec))
+    throw Error(ErrorKind::output, path + ": folder " + folder.string() + " does not exist");
 }
 
 void check_not_same_file(const std::string& input, const std::string& output) {

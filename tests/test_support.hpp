@@ -69,9 +69,11 @@ inline std::string read_file(const fs::path& p) {
 }
 
 /// Runs the cuconv binary with `args`, capturing stdout, stderr and the exit code.
-inline CommandResult run_cuconv(const std::vector<std::string>& args, const std::string& stdin_file = "") {
+/// `shell_setup` runs first in the same shell, e.g. "ulimit -v 1000000" to cap its memory.
+inline CommandResult run_cuconv(const std::vector<std::string>& args, const std::string& stdin_file = "",
+                                const std::string& shell_setup = "") {
   TempDir capture;
-  std::string cmd = shell_quote(cuconv_binary());
+  std::string cmd = (shell_setup.empty() ? "" : shell_setup + "; ") + shell_quote(cuconv_binary());
   for (const auto& a : args) cmd += " " + shell_quote(a);
   cmd += " >" + shell_quote(capture.file("out")) + " 2>" + shell_quote(capture.file("err"));
   if (!stdin_file.empty()) cmd += " <" + shell_quote(stdin_file);

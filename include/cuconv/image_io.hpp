@@ -3,16 +3,30 @@
 /// Reading and writing images with OpenCV, with the checks that keep data from being lost.
 #include <opencv2/core/mat.hpp>
 
+#include <cstdint>
 #include <string>
 
 namespace cuconv {
 
-/// Reads an image unchanged (bit depth, alpha kept). Throws Error{bad_input} naming the file
-/// when it is missing, a directory, undecodable, or of an unsupported depth/channel count.
-[[nodiscard]] cv::Mat read_image(const std::string& path);
+/// Default largest image, in pixels: 2^30 = 32768 x 32768, also OpenCV's own decoder default
+/// (OPENCV_IO_MAX_IMAGE_PIXELS). Up to 16 GiB decoded (4 channels of 32F), while a header
+/// claiming 100000 x 100000 (10^10 pixels) is refused before anything is allocated.
+inline constexpr std::uint64_t kDefaultMaxPixels = std::uint64_t{1} << 30;
 
-/// Throws Error{output} when `path`'s format cannot hold an image of this depth and channel count
-/// (a float result to PNG, alpha to JPEG ...), so the check can run before any work.
+/// What read_image accepts.
+struct ReadLimits {
+  std::uint64_t max_pixels = kDefaultMaxPixels;  ///< width x height (--max-pixels)
+};
+
+/// Reads an image unchanged (bit depth, alpha kept). Throws Error{bad_input} naming the file
+/// when it is missing, a directory, undecodable, truncated, larger than `limits` (checked on the
+/// header of PNG, JPEG, TIFF and BMP files before decoding), or of an unsupported depth/channel
+/// count.
+[[nodiscard]] cv::Mat read_image(const std::string& path, const ReadLimits& limits = {});
+
+/// Throws Error{output} when `path` cannot receive the result: it is a directory or another
+/// non-regular file, its folder does not exist, or its format cannot hold an image of this depth
+/// and channel count (a float result to PNG, alpha to JPEG ...). Runs before any work.
 void check_output_format(const std::string& path, int depth, int channels);
 
 /// Throws Error{usage} when `output` names the same file as `input` (also through links).

@@ -14,7 +14,9 @@
 
 #include <opencv2/core.hpp>
 
+#include <charconv>
 #include <chrono>
+#include <cstdint>
 #include <cstdlib>
 #include <cstdio>
 #include <iostream>
@@ -38,6 +40,7 @@ struct CliRequest {
   std::string anchor;
   double border_value = 0;
   double delta = 0;
+  std::uint64_t max_pixels = cuconv::kDefaultMaxPixels;
   bool verbose = false;
   bool quiet = false;
   bool list_filters = false;
@@ -114,7 +117,7 @@ ExitCode run(const CliRequest& req) {
   cuconv::check_not_same_file(req.input, req.output);
 
   auto t = std::chrono::steady_clock::now();
-  const cv::Mat image = cuconv::read_image(req.input);
+  const cv::Mat image = cuconv::read_image(req.input, {req.max_pixels});
   const double read_ms = elapsed_ms(t);
   const int out_depth = cuconv::resolve_output_depth(image.depth(), options.depth);
   cuconv::check_output_format(req.output, out_depth, image.channels());
@@ -220,6 +223,16 @@ int main(int argc, char** argv) {
       ->capture_default_str();
   app.add_option("--alpha", req.alpha, "4-channel images: filter the alpha channel or keep it")
       ->check(CLI::IsMember({"filter", "keep"}))
+      ->capture_default_str();
+  app.add_option("--max-pixels", req.max_pixels, "refuse larger images (PNG/JPEG/TIFF/BMP: from the header, before decoding)")
+      ->check(CLI::Validator(
+          [](std::string& text) -> std::string {  // by hand: CLI11's conversion wraps "-5" and 2^64 around
+            std::uint64_t value = 0;
+            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+            if (ec == std::errc{} && end == text.data() + text.size() && value > 0) return "";
+            return "expected a whole number from 1 to 2^64-1, got '" + text + "'";
+          },
+          "PIXELS"))
       ->capture_default_str();
   auto* verbose = app.add_flag("-v,--verbose", req.verbose, "print each stage's time");
   app.add_flag("-q,--quiet", req.quiet, "print errors only")->excludes(verbose);
