@@ -1,5 +1,6 @@
 // Library entry point: validate the request, resolve it into a ConvolveJob, pick the variant and
 // run it (src/reference.cpp for OpenCV, src/gpu/ for the GPU variants).
+#include "gpu/device_select.hpp"
 #include "gpu/launch.hpp"
 #include "job.hpp"
 
@@ -84,6 +85,7 @@ detail::ConvolveJob make_job(const cv::Mat& src, const Filter& filter, const Con
   job.border = o.border;
   job.border_value = saturate_to_depth(o.border_value, src.depth());
   job.output_depth = resolve_output_depth(src.depth(), o.depth);
+  if (o.device < -1) throw Error(ErrorKind::usage, "device index must be -1 (current) or >= 0");
   job.keep_alpha = o.keep_alpha;
   job.poison_output = o.poison_output;
   return job;
@@ -164,6 +166,7 @@ ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const Convolve
       throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) +
                                       "' needs a CUDA device: " + no_gpu_reason +
                                       " (use --variant opencv or auto)");
+    if (options.device >= 0) detail::select_device(options.device);
     return detail::convolve_gpu(src, job, variant);
   }
 
