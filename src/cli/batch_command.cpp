@@ -206,6 +206,7 @@ std::vector<CLI::Option*> add_batch_options(CLI::App& app, BatchRequest& request
           ->capture_default_str()
           ->group(group),
       app.add_option("--from", request.from_lists, "read input paths from FILE, or - for stdin, one per line")
+          ->allow_extra_args(false)  // one list per --from; what follows is an input again
           ->group(group),
       app.add_flag("--recursive", request.recursive, "directories given as inputs: also take their subdirectories' images")
           ->group(group),
