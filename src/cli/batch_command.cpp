@@ -47,9 +47,11 @@ class ProgressLine {
     last_draw_ = now;
     const double seconds = std::chrono::duration<double>(now - start_).count();
     const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0.0;
-    const double eta = rate > 0 ? static_cast<double>(total_ - done) / rate : 0.0;
-    std::fprintf(stderr, "\r\033[K%zu/%zu images, %.1f images/s, ETA %d:%02d", done, total_, rate,
-                 static_cast<int>(eta) / 60, static_cast<int>(eta) % 60);
+    // Capped at 99:59:59 so a stalled start cannot overflow the conversion to int.
+    const double eta = rate > 0 ? std::min(static_cast<double>(total_ - done) / rate, 359999.0) : 0.0;
+    const int eta_s = static_cast<int>(eta);
+    std::fprintf(stderr, "\r\033[K%zu/%zu images, %.1f images/s, ETA %d:%02d:%02d", done, total_, rate,
+                 eta_s / 3600, eta_s / 60 % 60, eta_s % 60);
     std::fflush(stderr);
     drawn_ = true;
   }
