@@ -206,7 +206,7 @@ void write_image_atomic(const std::string& path, const cv::Mat& image, bool over
     const int move_errno = errno;
     ::unlink(temp.c_str());
     if (!overwrite && move_errno == EEXIST)
-      throw Error(ErrorKind::output, path + ": appeared while the image was written; not replaced (use --overwrite)");
+      throw Error(ErrorKind::output, path + ": exists; not replaced (overwrite is off)");
     throw Error(ErrorKind::output, path + ": cannot move the finished file into place: " + std::strerror(move_errno));
   }
 }
