@@ -5,11 +5,13 @@
 #
 # -> dist/cuconv-<version>-linux-<arch>.tar.xz containing
 #    cuconv-<version>-linux-<arch>/
-#      bin/        cuconv, cuconv_tests, cuconv_gpu_tests, cuconv_bench (those that were built)
+#      bin/        cuconv, cuconv_tests, cuconv_gpu_tests, cuconv_bench, cuconv_make_corpus
+#                  (those that were built)
 #                  cuconv-env.sh (source it, or use it as a wrapper: bin/cuconv-env.sh cuconv ...)
 #      lib/        non-system shared libraries the binaries need (OpenCV and its closure)
 #      licenses/   Debian copyright files of the packages those libraries come from
 #      samples/    copy of samples/
+#      scripts/    make-batch-corpus.sh, batch-bench.sh (batch-mode benchmark on the node)
 #      test/       CTestTestfile.cmake.in (run-tests.sh fills in the bundle path for ctest)
 #      run-tests.sh
 #
@@ -52,7 +54,7 @@ mkdir -p "$stage"/{bin,lib,licenses,test}
 
 # ---- binaries ----------------------------------------------------------------------------------
 # Paths relative to the build dir; the bundle puts them all flat in bin/.
-candidates=(cuconv tests/cuconv_tests tests/cuconv_gpu_tests bench/cuconv_bench)
+candidates=(cuconv tests/cuconv_tests tests/cuconv_gpu_tests bench/cuconv_bench cuconv_make_corpus)
 bins=()
 declare -A bin_src=()   # bundled name -> file in the build dir
 for rel in "${candidates[@]}"; do
@@ -237,6 +239,8 @@ EOF
 chmod +x "$stage/run-tests.sh"
 
 cp -r samples "$stage/samples"
+mkdir -p "$stage/scripts"
+cp scripts/make-batch-corpus.sh scripts/batch-bench.sh "$stage/scripts/"
 
 # ---- check the staged tree resolves its libraries from lib/ ------------------------------------
 check_env=()

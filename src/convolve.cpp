@@ -1,6 +1,7 @@
 // Library entry point: validate the request, resolve it into a ConvolveJob, pick the variant and
 // run it (src/reference.cpp for OpenCV, src/gpu/ for the GPU variants).
 #include "gpu/cufft_api.hpp"
+#include "gpu/device_select.hpp"
 #include "gpu/launch.hpp"
 #include "job.hpp"
 #include "separable.hpp"
@@ -92,6 +93,7 @@ detail::ConvolveJob make_job(const cv::Mat& src, const Filter& filter, const Con
   job.border = o.border;
   job.border_value = saturate_to_depth(o.border_value, src.depth());
   job.output_depth = resolve_output_depth(src.depth(), o.depth);
+  if (o.device < -1) throw Error(ErrorKind::usage, "device index must be -1 (current) or >= 0");
   job.keep_alpha = o.keep_alpha;
   job.poison_output = o.poison_output;
   job.bench_runs = o.bench_runs;
@@ -183,6 +185,7 @@ ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const Convolve
       throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) +
                                       "' needs a CUDA device: " + no_gpu_reason +
                                       " (use --variant opencv or auto)");
+    if (options.device >= 0) detail::select_device(options.device);
     return detail::convolve_gpu(src, job, variant);
   }
 

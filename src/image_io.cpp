@@ -65,6 +65,25 @@ const FormatCapability* find_format(const std::string& ext) {
 
 std::string errno_text() { return std::strerror(errno); }
 
+/// The process umask, read once during static initialisation (before main starts threads):
+/// umask() can only be read by setting it, which would race with files other threads create.
+const mode_t kProcessUmask = [] {
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  return mask;
+}();
+
+/// Moves the finished temporary file to `target` without replacing an existing file:
+/// renameat2(RENAME_NOREPLACE), or link() + unlink() where the file system lacks it. Returns
+/// false with errno set (EEXIST when `target` exists).
+bool rename_no_replace(const std::string& temp, const std::string& target) {
+  if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) == 0) return true;
+  if (errno != EINVAL && errno != ENOSYS) return false;
+  if (::link(temp.c_str(), target.c_str()) != 0) return false;
+  ::unlink(temp.c_str());
+  return true;
+}
+
 /// Writes all bytes to fd; false on error (errno set).
 bool write_all(int fd, const unsigned char* data, std::size_t size) {
   while (size > 0) {
@@ -165,6 +184,16 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
   return image;
 }
 
+void check_output_extension(const std::string& path) {
+  const std::string ext = lower_extension(path);
+  if (find_format(ext) == nullptr || !cv::haveImageWriter(path)) {
+    throw Error(ErrorKind::output, path + ": cannot write '" + ext +
+                                       "' files (use .png, .tif, .jpg, .bmp, .webp, .pgm/.ppm, .exr or .pfm)");
+  }
+}
+
+bool has_image_extension(const std::string& path) { return find_format(lower_extension(path)) != nullptr; }
+
 void check_output_format(const std::string& path, int depth, int channels) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
@@ -173,12 +202,9 @@ void check_output_format(const std::string& path, int depth, int channels) {
   // The final rename would replace a device, FIFO or socket rather than write to it.
   if (fs::exists(status) && !fs::is_regular_file(status))
     throw Error(ErrorKind::output, path + ": exists and is not a regular file; refusing to replace it");
+  check_output_extension(path);
   const std::string ext = lower_extension(path);
   const FormatCapability* format = find_format(ext);
-  if (format == nullptr || !cv::haveImageWriter(path)) {
-    throw Error(ErrorKind::output, path + ": cannot write '" + ext +
-                                       "' files (use .png, .tif, .jpg, .bmp, .webp, .pgm/.ppm, .exr or .pfm)");
-  }
   if (std::find(format->depths.begin(), format->depths.end(), depth) == format->depths.end()) {
     throw Error(ErrorKind::output, path + ": " + ext + " cannot hold " + depth_name(depth) +
                                        " pixels without converting them; use .tif" +
@@ -199,7 +225,7 @@ void check_not_same_file(const std::string& input, const std::string& output) {
     throw Error(ErrorKind::usage, output + ": output is the input file; refusing to overwrite it");
 }
 
-void write_image_atomic(const std::string& path, const cv::Mat& image) {
+void write_image_atomic(const std::string& path, const cv::Mat& image, bool overwrite) {
   check_output_format(path, image.depth(), image.channels());
   std::vector<unsigned char> encoded;
   bool ok = false;
@@ -213,20 +239,25 @@ void write_image_atomic(const std::string& path, const cv::Mat& image) {
   // Temporary file next to the target, so the final rename stays on one file system.
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string temp = (dir / ("." + target.filename().string() + ".cuconv-XXXXXX")).string();
+  std::string temp =
+      (dir / (std::string(kTempFilePrefix) + target.filename().string() + ".XXXXXX")).string();
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) throw Error(ErrorKind::output, path + ": cannot create a file in " + dir.string() + ": " + errno_text());
-  const bool written = write_all(fd, encoded.data(), encoded.size()) && ::fsync(fd) == 0;
+  // mkstemp creates 0600; a finished image gets the permissions any new file would get.
+  const bool written = ::fchmod(fd, 0666 & ~kProcessUmask) == 0 &&
+                       write_all(fd, encoded.data(), encoded.size()) && ::fsync(fd) == 0;
   const std::string write_error = written ? "" : errno_text();
   if (::close(fd) != 0 || !written) {
     ::unlink(temp.c_str());
     throw Error(ErrorKind::output, path + ": write failed: " + (written ? errno_text() : write_error));
   }
-  ::chmod(temp.c_str(), 0644 & ~[] { const mode_t m = ::umask(0); ::umask(m); return m; }());
-  if (::rename(temp.c_str(), path.c_str()) != 0) {
-    const std::string reason = errno_text();
+  const bool moved = overwrite ? ::rename(temp.c_str(), path.c_str()) == 0 : rename_no_replace(temp, path);
+  if (!moved) {
+    const int move_errno = errno;
     ::unlink(temp.c_str());
-    throw Error(ErrorKind::output, path + ": cannot move the finished file into place: " + reason);
+    if (!overwrite && move_errno == EEXIST)
+      throw Error(ErrorKind::output, path + ": exists; not replaced (overwrite is off)");
+    throw Error(ErrorKind::output, path + ": cannot move the finished file into place: " + std::strerror(move_errno));
   }
 }
 

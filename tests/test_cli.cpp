@@ -89,7 +89,7 @@ TEST_CASE("cli: depth, delta and alpha options reach the result") {
   CHECK(bit_equal(a_in, a_out));
 }
 
-TEST_CASE("cli: auto variant works with or without a GPU; -v prints stage times") {
+TEST_CASE("cli: auto variant works with or without a GPU, -v prints stage times") {
   TempDir dir;
   const std::string out = dir.file("auto.png");
   const auto r = run_cuconv({sample("coffee.png"), out, "--filter", "gauss5", "-v"});

@@ -180,7 +180,7 @@ TEST_CASE("integer output is rounded half to even and saturated, as cv::saturate
   CHECK(convolve(src, f, o).image.at<uchar>(0, 4) == 255);  // 265 saturates
 }
 
-TEST_CASE("--alpha keep passes alpha through; filter mode filters it") {
+TEST_CASE("--alpha keep passes alpha through, filter mode filters it") {
   cv::Mat src = random_image(20, 30, CV_8U, 4, 7);
   const Filter f = load_filter("gauss5");
   ConvolveOptions o;

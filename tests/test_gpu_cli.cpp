@@ -89,7 +89,7 @@ TEST_CASE("gpu cli: explicit variants run on the GPU and -v shows event-timed st
   }
 }
 
-TEST_CASE("gpu cli: --bench N prints the kernel's median time, GB/s and % of the copy roof; output still right") {
+TEST_CASE("gpu cli: --bench N prints the kernel's median time, GB/s and % of the copy roof, output still right") {
   TempDir dir;
   for (const char* variant : {"fast", "tiled-halo", "fft"}) {
     const std::string out = dir.file(std::string(variant) + ".png");

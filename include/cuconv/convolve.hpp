@@ -48,6 +48,10 @@ struct ConvolveOptions {
   bool poison_output = false; ///< testing aid: fill GPU outputs with garbage before the kernel
   OpenCvMethod opencv_method = OpenCvMethod::as_called;  ///< for Variant::opencv
   int bench_runs = 0;         ///< GPU variants: also time the kernels this many more times (--bench)
+  /// CUDA device for the GPU variants; -1: the calling thread's current device. A device >= 0
+  /// becomes the calling thread's current device (the CUDA runtime keeps one per host thread),
+  /// so threads that each own a device can call convolve() side by side.
+  int device = -1;
 };
 
 /// Wall/event times of the stages, in milliseconds (0 when a stage did not run).
@@ -70,6 +74,9 @@ struct ConvolveResult {
 
 /// Whether a CUDA device can be used; on false, `reason` says why (no driver, no device ...).
 [[nodiscard]] bool cuda_device_available(std::string* reason = nullptr);
+
+/// Number of usable CUDA devices (0 without a driver or device).
+[[nodiscard]] int cuda_device_count() noexcept;
 
 /// The variant `automatic` resolves to for this filter on this machine.
 [[nodiscard]] Variant choose_variant(const Filter& filter, const ConvolveOptions& options,

@@ -16,6 +16,7 @@ enum class ExitCode : int {
   output = 4,            ///< output cannot be written, or its format cannot hold the result
   gpu = 5,               ///< GPU variant requested without a usable device, or a CUDA failure
   compare_mismatch = 6,  ///< --compare: the GPU result is outside the documented tolerance
+  some_inputs_failed = 7,  ///< batch mode: at least one input failed, the others were still attempted
 };
 
 /// What went wrong, in the terms the exit code reports.

@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 
 namespace cuconv {
 
@@ -32,9 +33,24 @@ void check_output_format(const std::string& path, int depth, int channels);
 /// Throws Error{usage} when `output` names the same file as `input` (also through links).
 void check_not_same_file(const std::string& input, const std::string& output);
 
-/// Encodes and writes atomically: a temporary file in the target directory, fsync, rename.
+/// Throws Error{output} when no encoder handles `path`'s extension; the depth and channel checks
+/// of check_output_format need the decoded image, this one can run before any is read.
+void check_output_extension(const std::string& path);
+
+/// Whether `path` ends in an extension of an image format cuconv reads and writes (.png, .tif,
+/// .jpg ..., case-insensitive): how batch mode picks the images of a directory.
+[[nodiscard]] bool has_image_extension(const std::string& path);
+
+/// Name prefix of write_image_atomic's temporary files. Such a file is never a finished image:
+/// a process killed while writing (SIGKILL) can leave one behind, later runs ignore them.
+inline constexpr std::string_view kTempFilePrefix = ".cuconv-tmp-";
+
+/// Encodes and writes atomically: a temporary file in the target directory (named
+/// kTempFilePrefix + file name + random suffix, permissions 0666 less the umask), fsync, rename.
+/// With `overwrite` false, an existing file at `path`, also one that appears while the image is
+/// encoded, is never replaced (Error{output}); the final step is an atomic no-replace rename.
 /// After any failure no file is left at `path` (an existing file is left unchanged).
-void write_image_atomic(const std::string& path, const cv::Mat& image);
+void write_image_atomic(const std::string& path, const cv::Mat& image, bool overwrite = true);
 
 /// "8U", "16U", "16S", "32F" ...
 [[nodiscard]] std::string depth_name(int depth);

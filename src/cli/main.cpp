@@ -1,5 +1,7 @@
 // cuconv command line: parses options into one request, calls the library, reports. The only
-// place that knows about argv, CLI11, spdlog and exit codes.
+// place (with batch_command.cpp, its batch mode) that knows about argv, CLI11, spdlog and exit codes.
+#include "cli/batch_command.hpp"
+
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
@@ -198,10 +200,16 @@ void setup_logging(const CliRequest& req) {
 
 int main(int argc, char** argv) {
   CliRequest req;
+  cuconv::cli::BatchRequest batch;
+  const bool batch_mode = cuconv::cli::is_batch_invocation(argc, argv);
   CLI::App app{"cuconv: filter images on an NVIDIA GPU with the semantics of cv::filter2D"};
   app.set_version_flag("--version", std::string("cuconv ") + CUCONV_VERSION);
-  app.add_option("INPUT", req.input, "input image (read unchanged: depth and alpha kept)");
-  app.add_option("OUTPUT", req.output, "output image; the extension picks the format");
+  if (batch_mode) {
+    app.add_option("INPUT", batch.inputs, "input images and directories (their images)");
+  } else {
+    app.add_option("INPUT", req.input, "input image (read unchanged: depth and alpha kept)");
+    app.add_option("OUTPUT", req.output, "output image; the extension picks the format");
+  }
   app.add_option("-f,--filter", req.filter_spec,
                  "preset name, box:N, gaussian:R,SIGMA, inline WxH[+X+Y]:v,v,..., or a filter file");
   app.add_option("--variant", req.variant, "kernel variant")
@@ -239,10 +247,16 @@ int main(int argc, char** argv) {
   app.add_flag("--list-filters", req.list_filters, "list the built-in filters and exit");
   app.add_option("--show-filter", req.show_filter, "print a filter (preset, file or string) and exit");
   app.add_flag("--compare", req.compare, "also run cv::filter2D and report the difference and speed-up");
-  app.add_flag("--json", req.json, "with --compare: print the report as one JSON object");
+  if (batch_mode)
+    app.add_option("--json", batch.json_path, "write the batch summary as JSON to FILE, or - for stdout");
+  else
+    app.add_flag("--json", req.json,
+                 "with --compare: print the report as one JSON object (batch mode: --json FILE|- "
+                 "writes the summary)");
   app.add_option("--bench", req.bench_runs,
                  "also time the GPU kernel N more times: median ms, GB/s and % of a device-to-device copy")
       ->check(CLI::Range(1, 100000));
+  const std::vector<CLI::Option*> batch_only = cuconv::cli::add_batch_options(app, batch);
 
   try {
     app.parse(argc, argv);
@@ -260,12 +274,22 @@ int main(int argc, char** argv) {
       std::cout << cuconv::describe_filter(cuconv::load_filter(req.show_filter));
       return 0;
     }
-    if (req.input.empty() || req.output.empty())
+    if (!batch_mode && (req.input.empty() || req.output.empty()))
       throw cuconv::Error(ErrorKind::usage, "INPUT and OUTPUT are required (see --help)");
-    if (req.filter_spec.empty())
+    if (req.filter_spec.empty() && !(batch_mode && batch.no_filter))
       throw cuconv::Error(ErrorKind::usage, "--filter is required (see --list-filters)");
     if (border_value->count() > 0 && req.border != "constant")
       throw cuconv::Error(ErrorKind::usage, "--border-value only applies to --border constant");
+    if (batch_mode) {
+      if (req.compare)
+        throw cuconv::Error(ErrorKind::usage, "--compare works on one image (cuconv INPUT OUTPUT), not with --out-dir");
+      batch.quiet = req.quiet;
+      const cuconv::Filter filter = batch.no_filter ? cuconv::Filter{} : cuconv::load_filter(req.filter_spec);
+      return static_cast<int>(cuconv::cli::run_batch_command(batch, filter, to_options(req)));
+    }
+    for (const CLI::Option* option : batch_only)
+      if (option->count() > 0)
+        throw cuconv::Error(ErrorKind::usage, option->get_name() + " applies to batch mode: add --out-dir DIR");
     if (req.json && !req.compare)
       throw cuconv::Error(ErrorKind::usage, "--json reports a comparison; use it with --compare");
     return static_cast<int>(run(req));

@@ -1,0 +1,70 @@
+#!/usr/bin/env bash
+# Batch-mode throughput on a GPU node, on one corpus of about 2000x2000 RGB images:
+#   (a) no-filter  decode + encode only (cuconv --no-filter): the floor the pipeline cannot beat
+#   (b) auto       --variant auto (the GPU)
+#   (c) opencv     --variant opencv (cv::filter2D on the CPU)
+# Each prints its wall time and images/s; all three go to $OUT/batch-bench/batch-bench.json, each
+# run's own summary (cuconv --json) beside it.
+#
+#   scripts/batch-bench.sh BIN_DIR [N] [CORPUS_DIR]
+#
+#   BIN_DIR     an unpacked bundle's bin/ (or a build folder with cuconv and cuconv_make_corpus)
+#   N           images (default 200); CORPUS_DIR default ${TMPDIR:-/tmp}/cuconv-corpus-N, made
+#               with scripts/make-batch-corpus.sh when missing and reused after that
+#   FILTER      filter of (b) and (c) (default gauss5);  OUT  results folder (default .)
+#   CUCONV_ARGS more options for every run, e.g. "--devices all --jobs 16"
+#
+# The outputs are written to a scratch folder under ${TMPDIR:-/tmp} and deleted after each run.
+set -euo pipefail
+
+if (( $# < 1 )); then
+  echo "usage: $0 BIN_DIR [N] [CORPUS_DIR]" >&2
+  exit 2
+fi
+bin="$(cd "$1" && pwd)"
+count="${2:-200}"
+corpus="${3:-${TMPDIR:-/tmp}/cuconv-corpus-$count}"
+filter="${FILTER:-gauss5}"
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+results="${OUT:-.}/batch-bench"
+mkdir -p "$results"
+read -r -a extra_args <<<"${CUCONV_ARGS:-}"
+
+bash "$here/make-batch-corpus.sh" "$count" "$corpus" "$bin"
+images="$(find "$corpus" -maxdepth 1 -name 'corpus_*' | wc -l)"
+
+gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 || true)"
+echo "batch-bench: $images images in $corpus, filter $filter, ${gpu:-no GPU}, $(nproc) CPU threads"
+
+runs=()
+bench() {
+  local name="$1"
+  shift
+  local scratch
+  scratch="$(mktemp -d "${TMPDIR:-/tmp}/cuconv-batch-bench.XXXXXX")"
+  local start end rc=0
+  start="$(date +%s%N)"
+  "$bin/cuconv" --out-dir "$scratch" --json "$results/$name.json" "$@" "${extra_args[@]}" "$corpus" || rc=$?
+  end="$(date +%s%N)"
+  rm -rf "$scratch"
+  local wall_s per_s
+  wall_s="$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')"
+  per_s="$(awk -v n="$images" -v s="$wall_s" 'BEGIN { printf "%.2f", (s > 0 ? n / s : 0) }')"
+  printf 'batch-bench: %-10s %8s s  %8s images/s  (exit %d)\n' "$name" "$wall_s" "$per_s" "$rc"
+  runs+=("{\"name\": \"$name\", \"args\": \"$*\", \"wall_s\": $wall_s, \"images_per_s\": $per_s, \"exit_code\": $rc}")
+}
+
+bench no-filter --no-filter
+bench auto --filter "$filter" --variant auto
+bench opencv --filter "$filter" --variant opencv
+
+{
+  printf '{\n  "images": %d,\n  "corpus": "%s",\n  "filter": "%s",\n  "gpu": "%s",\n' \
+    "$images" "$corpus" "$filter" "$gpu"
+  printf '  "cpu_threads": %d,\n  "extra_args": "%s",\n  "runs": [\n' "$(nproc)" "${CUCONV_ARGS:-}"
+  for i in "${!runs[@]}"; do
+    printf '    %s%s\n' "${runs[$i]}" "$([[ $i -lt $((${#runs[@]} - 1)) ]] && echo ,)"
+  done
+  printf '  ]\n}\n'
+} >"$results/batch-bench.json"
+echo "batch-bench: $results/batch-bench.json"

@@ -1,0 +1,81 @@
+#pragma once
+// Batch mode, before any image is read: which files are inputs, where each result goes, and which
+// share of the inputs this process takes. Everything here is deterministic, so independent
+// processes (Slurm array tasks, GNU parallel jobs) agree on the plan without talking.
+#include <cstddef>
+#include <functional>
+#include <iosfwd>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cuconv::batch {
+
+/// One input and the file its result goes to.
+struct BatchItem {
+  std::string input;
+  std::string output;
+};
+
+/// Paths listed one per line (--from). A trailing CR (files from Windows) is dropped and lines
+/// holding only white space are skipped; every other line is a path, taken verbatim.
+[[nodiscard]] std::vector<std::string> read_path_list(std::istream& in);
+
+/// The input files for what the user named: a file stays as given (whether it exists is the
+/// reader's business, so a missing file fails alone); a directory contributes its files with an
+/// image extension (has_image_extension; write_image_atomic's temporary files never), and with
+/// `recursive` those of its subdirectories. Sorted and without duplicates (paths compared in
+/// lexically normal form, so `./a.png` and `a.png` are one input). Throws Error{bad_input} when
+/// a directory cannot be listed.
+[[nodiscard]] std::vector<std::string> collect_inputs(const std::vector<std::string>& paths, bool recursive);
+
+/// The default --name: the input's file name unchanged.
+inline constexpr std::string_view kDefaultNameTemplate = "%s";
+
+/// Throws Error{usage} unless `name_template` is a usable --name for `input_count` inputs:
+/// a file name (no '/'), whose only '%' sequences are `%s` (the input's stem) and `%%` (a '%'),
+/// with at least one `%s` when there is more than one input.
+void check_name_template(std::string_view name_template, std::size_t input_count);
+
+/// The output file name for `input`: every `%s` replaced by the input's stem and `%%` by '%'.
+/// When the template names no extension after its last `%s`, the input's extension is appended
+/// (so the format is kept); otherwise the template's extension picks the format.
+[[nodiscard]] std::string output_name(std::string_view name_template, const std::string& input);
+
+/// Whether the template picks the output format itself (see output_name).
+[[nodiscard]] bool template_has_extension(std::string_view name_template);
+
+/// Pairs every input with `out_dir`/output_name(...). Throws Error{usage} naming both inputs
+/// when two of them map to the same output file.
+[[nodiscard]] std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs,
+                                                  const std::string& out_dir, std::string_view name_template);
+
+/// This process's share of the inputs: the items whose position in the sorted list is
+/// `index` modulo `count`.
+struct Shard {
+  std::size_t index = 0;
+  std::size_t count = 1;
+};
+
+/// "I/N" with 0 <= I < N; Error{usage} otherwise.
+[[nodiscard]] Shard parse_shard(std::string_view text);
+
+/// Reads an environment variable; std::getenv in production, a map in tests.
+using EnvironmentLookup = std::function<const char*(const char*)>;
+
+/// The shard of a Slurm array task: SLURM_ARRAY_TASK_COUNT tasks, this one number
+/// (SLURM_ARRAY_TASK_ID - SLURM_ARRAY_TASK_MIN) / SLURM_ARRAY_TASK_STEP (MIN 0 and STEP 1 when
+/// unset), so `--array=1-16` works as well as `--array=0-15`. std::nullopt outside an array job.
+/// Throws Error{usage} when the task ids are not a contiguous range (e.g. `--array=1,5,9`).
+[[nodiscard]] std::optional<Shard> slurm_array_shard(const EnvironmentLookup& env);
+
+/// The elements of `sorted` that belong to `shard`, in order.
+template <class T>
+[[nodiscard]] std::vector<T> select_shard(const std::vector<T>& sorted, Shard shard) {
+  std::vector<T> mine;
+  for (std::size_t i = shard.index; i < sorted.size(); i += shard.count) mine.push_back(sorted[i]);
+  return mine;
+}
+
+}  // namespace cuconv::batch

@@ -1,0 +1,259 @@
+// The batch pipeline: decode threads, filter threads per device, write threads, bounded queues.
+#include "batch/batch_run.hpp"
+
+#include "batch/bounded_queue.hpp"
+
+#include <cuconv/image_io.hpp>
+
+#include <opencv2/core.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+namespace cuconv::batch {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+}
+
+constexpr std::string_view kStoppedReason = "not processed: the batch stopped at the first failure (--fail-fast)";
+
+/// One image on its way through the stages.
+struct Work {
+  std::size_t item = 0;
+  cv::Mat image;
+};
+
+class Pipeline {
+ public:
+  Pipeline(const std::vector<BatchItem>& items, const BatchOptions& options, const ItemObserver& observer)
+      : items_(items),
+        options_(options),
+        observer_(observer),
+        reports_(items.size()),
+        started_(items.size()),
+        jobs_(options.jobs == 0 ? 1 : options.jobs) {
+    lane_devices_ = options.devices.empty() ? std::vector<int>{options.convolve.device} : options.devices;
+    const std::size_t per_lane = options.filter_threads_per_device == 0 ? 1 : options.filter_threads_per_device;
+    threads_per_lane_ = per_lane;
+    for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
+      filter_queues_.push_back(std::make_unique<BoundedQueue<Work>>(per_lane));
+    // Room for one finished image per filter thread: writers take them as soon as they are free.
+    write_queue_ = std::make_unique<BoundedQueue<Work>>(per_lane * lane_devices_.size());
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      reports_[i].input = items[i].input;
+      reports_[i].output = items[i].output;
+    }
+  }
+
+  BatchSummary run() {
+    const auto start = Clock::now();
+    for (std::size_t i = 0; i < items_.size(); ++i) {
+      std::error_code ec;
+      if (!options_.overwrite && std::filesystem::exists(std::filesystem::symlink_status(items_[i].output, ec))) {
+        ++existing_outputs_;
+        finish(i, ItemStatus::skipped, "output exists; left unchanged (use --overwrite to replace it)");
+      } else {
+        todo_.push_back(i);
+      }
+    }
+    run_stages();
+    for (std::size_t i = 0; i < items_.size(); ++i)
+      if (reports_[i].status == ItemStatus::pending) finish(i, ItemStatus::skipped, std::string(kStoppedReason));
+
+    BatchSummary summary;
+    summary.items = std::move(reports_);
+    for (const ItemReport& r : summary.items) {
+      summary.ok += r.status == ItemStatus::ok;
+      summary.failed += r.status == ItemStatus::failed;
+      summary.skipped += r.status == ItemStatus::skipped;
+    }
+    summary.existing_outputs = existing_outputs_;
+    summary.wall_ms = ms_since(start);
+    summary.first_failure = first_failure_;
+    summary.exit_code = batch_exit_code(summary, options_.fail_fast);
+    return summary;
+  }
+
+ private:
+  void run_stages() {
+    std::vector<std::jthread> decoders, filters, writers;
+    try {
+      for (std::size_t i = 0; i < jobs_; ++i) decoders.emplace_back([this] { decode_loop(); });
+      if (!options_.skip_filter)
+        for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
+          for (std::size_t t = 0; t < threads_per_lane_; ++t) filters.emplace_back([this, lane] { filter_loop(lane); });
+      for (std::size_t i = 0; i < jobs_; ++i) writers.emplace_back([this] { write_loop(); });
+    } catch (...) {
+      // A thread could not start: unblock the others so the jthreads can join, then report.
+      stopping_ = true;
+      for (auto& queue : filter_queues_) queue->close();
+      write_queue_->close();
+      throw;
+    }
+    // Each stage ends when the one before it has ended and its queue is drained.
+    for (auto& t : decoders) t.join();
+    for (auto& queue : filter_queues_) queue->close();
+    for (auto& t : filters) t.join();
+    write_queue_->close();
+    for (auto& t : writers) t.join();
+  }
+
+  void decode_loop() {
+    while (!stopping_) {
+      const std::size_t position = next_todo_++;
+      if (position >= todo_.size()) return;
+      const std::size_t item = todo_[position];
+      started_[item] = Clock::now();
+      Work work{item, {}};
+      const bool decoded = attempt(item, [&] {
+        const std::string& output = items_[item].output;
+        check_output_extension(output);  // before the read: a wrong extension needs no decoding
+        const auto t = Clock::now();
+        work.image = read_image(items_[item].input);
+        reports_[item].times.read_ms = ms_since(t);
+        const int depth = options_.skip_filter ? work.image.depth()
+                                               : resolve_output_depth(work.image.depth(), options_.convolve.depth);
+        check_output_format(output, depth, work.image.channels());
+      });
+      if (!decoded) continue;
+      // Round-robin over the devices by position, so the assignment does not depend on timing.
+      const std::size_t lane = position % lane_devices_.size();
+      if (!options_.skip_filter) reports_[item].device = lane_devices_[lane];
+      BoundedQueue<Work>& next = options_.skip_filter ? *write_queue_ : *filter_queues_[lane];
+      if (!next.push(std::move(work))) finish(item, ItemStatus::skipped, std::string(kStoppedReason));
+    }
+  }
+
+  void filter_loop(std::size_t lane) {
+    ConvolveOptions convolve_options = options_.convolve;
+    convolve_options.device = lane_devices_[lane];
+    while (auto work = filter_queues_[lane]->pop()) {
+      const std::size_t item = work->item;
+      if (stopping_) {
+        finish(item, ItemStatus::skipped, std::string(kStoppedReason));
+        continue;
+      }
+      const bool filtered = attempt(item, [&] {
+        ConvolveResult result = convolve(work->image, options_.filter, convolve_options);
+        work->image = std::move(result.image);
+        reports_[item].times.filter_ms = result.times.kernel_ms;
+        reports_[item].times.upload_ms = result.times.upload_ms;
+        reports_[item].times.download_ms = result.times.download_ms;
+      });
+      if (filtered && !write_queue_->push(std::move(*work)))
+        finish(item, ItemStatus::skipped, std::string(kStoppedReason));
+    }
+  }
+
+  void write_loop() {
+    while (auto work = write_queue_->pop()) {
+      const std::size_t item = work->item;
+      if (stopping_) {
+        finish(item, ItemStatus::skipped, std::string(kStoppedReason));
+        continue;
+      }
+      const bool written = attempt(item, [&] {
+        const auto t = Clock::now();
+        write_image_atomic(items_[item].output, work->image, options_.overwrite);
+        reports_[item].times.write_ms = ms_since(t);
+      });
+      work->image.release();
+      if (written) finish(item, ItemStatus::ok);
+    }
+  }
+
+  /// Runs one stage of one item; a failure is recorded and reported, and the batch goes on.
+  template <class Step>
+  bool attempt(std::size_t item, Step&& step) {
+    try {
+      step();
+      return true;
+    } catch (const Error& e) {
+      fail(item, exit_code_for(e.kind()), e.what());
+    } catch (const std::exception& e) {
+      fail(item, ExitCode::internal, std::string("internal error: ") + e.what());
+    }
+    return false;
+  }
+
+  void fail(std::size_t item, ExitCode code, std::string reason) {
+    // Messages of read_image start with the input path, which the report names already.
+    const std::string prefix = items_[item].input + ": ";
+    if (reason.starts_with(prefix)) reason.erase(0, prefix.size());
+    finish(item, ItemStatus::failed, std::move(reason), code);
+  }
+
+  void finish(std::size_t item, ItemStatus status, std::string reason = {}, ExitCode code = ExitCode::ok) {
+    std::lock_guard lock(mutex_);
+    ItemReport& report = reports_[item];
+    report.status = status;
+    report.reason = std::move(reason);
+    report.exit_code = code;
+    if (started_[item] != Clock::time_point{}) report.times.total_ms = ms_since(started_[item]);
+    if (status == ItemStatus::failed) {
+      if (first_failure_ == ExitCode::ok) first_failure_ = code;
+      if (options_.fail_fast) stopping_ = true;
+    }
+    ++done_;
+    if (observer_) {
+      try {
+        observer_(report, done_, reports_.size());
+      } catch (...) {
+        // Reporting must not take the pipeline down; the summary still has the item.
+      }
+    }
+  }
+
+  const std::vector<BatchItem>& items_;
+  const BatchOptions& options_;
+  const ItemObserver& observer_;
+  std::vector<ItemReport> reports_;
+  std::vector<Clock::time_point> started_;
+  std::size_t jobs_;
+  std::size_t threads_per_lane_ = 1;
+  std::vector<int> lane_devices_;
+  std::vector<std::size_t> todo_;  ///< items to process (existing outputs already skipped)
+  std::size_t existing_outputs_ = 0;
+  std::atomic<std::size_t> next_todo_{0};
+  std::atomic<bool> stopping_{false};
+  std::vector<std::unique_ptr<BoundedQueue<Work>>> filter_queues_;  ///< one per device
+  std::unique_ptr<BoundedQueue<Work>> write_queue_;
+  std::mutex mutex_;  ///< guards finishing: status, counters, the observer call
+  std::size_t done_ = 0;
+  ExitCode first_failure_ = ExitCode::ok;
+};
+
+}  // namespace
+
+std::string_view to_string(ItemStatus status) noexcept {
+  switch (status) {
+    case ItemStatus::pending: return "pending";
+    case ItemStatus::ok: return "ok";
+    case ItemStatus::failed: return "failed";
+    case ItemStatus::skipped: return "skipped";
+  }
+  return "?";
+}
+
+ExitCode batch_exit_code(const BatchSummary& summary, bool fail_fast) {
+  if (summary.failed == 0) return ExitCode::ok;
+  if (fail_fast || summary.ok + summary.failed == 1) return summary.first_failure;
+  return ExitCode::some_inputs_failed;
+}
+
+BatchSummary run_batch(const std::vector<BatchItem>& items, const BatchOptions& options,
+                       const ItemObserver& on_item_done) {
+  return Pipeline(items, options, on_item_done).run();
+}
+
+}  // namespace cuconv::batch

@@ -1,0 +1,89 @@
+#pragma once
+// The batch engine: many images through read -> filter -> write, with the stages overlapping.
+//
+//   decode threads (jobs) --queue per device--> filter threads (per device) --queue--> write threads (jobs)
+//
+// Decoding and encoding run on CPU threads; the filter threads call cuconv::convolve(), which
+// gives each call its own CUDA stream, so one image's upload/kernel/download overlaps the
+// decoding and encoding of others. Queues are bounded: at most 2 x jobs + 3 x (filter threads)
+// images are in memory at once, whether the batch has 10 inputs or 10000. Every image uses the
+// same filter, so concurrent calls upload identical weights (convolve() keeps the filter in
+// __constant__ memory for some variants).
+//
+// No logging and no formatting here: the caller gets a report per image as it finishes and
+// decides what to print.
+#include "batch/batch_plan.hpp"
+
+#include <cuconv/convolve.hpp>
+#include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace cuconv::batch {
+
+struct BatchOptions {
+  Filter filter;
+  ConvolveOptions convolve;           ///< `device` is replaced by each filter thread's device
+  std::vector<int> devices;           ///< CUDA devices, images dealt round-robin; empty: convolve.device
+  std::size_t jobs = 1;               ///< decode threads, and as many write threads
+  std::size_t filter_threads_per_device = 2;  ///< two, so one image's copies overlap another's kernel
+  bool overwrite = false;             ///< replace existing outputs (otherwise they are skipped)
+  bool fail_fast = false;             ///< stop scheduling work at the first failure
+  bool skip_filter = false;           ///< --no-filter: decode and encode only (benchmark aid)
+};
+
+enum class ItemStatus { pending, ok, failed, skipped };
+
+[[nodiscard]] std::string_view to_string(ItemStatus status) noexcept;
+
+/// Wall times of one image's stages, in milliseconds.
+struct ItemTimes {
+  double read_ms = 0;    ///< read and decode
+  double filter_ms = 0;  ///< ConvolveResult::times.kernel_ms: GPU kernels (CUDA events) or filter2D
+  double upload_ms = 0;  ///< host to device copies (GPU variants)
+  double download_ms = 0;
+  double write_ms = 0;   ///< encode, write, fsync, rename
+  double total_ms = 0;   ///< from the start of reading to the end of writing, queue waits included
+};
+
+struct ItemReport {
+  std::string input;
+  std::string output;
+  ItemStatus status = ItemStatus::pending;
+  std::string reason;                 ///< why it failed or was skipped; empty when ok
+  ExitCode exit_code = ExitCode::ok;  ///< a failure's own exit code (what cuconv IN OUT would exit with)
+  ItemTimes times;
+  int device = -1;                    ///< the CUDA device it was given to (-1: current / CPU)
+};
+
+struct BatchSummary {
+  std::vector<ItemReport> items;  ///< in the order of the plan
+  std::size_t ok = 0;
+  std::size_t failed = 0;
+  std::size_t skipped = 0;
+  std::size_t existing_outputs = 0;  ///< of the skipped: outputs that existed (no --overwrite)
+  double wall_ms = 0;
+  ExitCode first_failure = ExitCode::ok;  ///< exit code of the failure that happened first
+  ExitCode exit_code = ExitCode::ok;      ///< batch_exit_code()
+};
+
+/// Called once per item as it finishes (ok, failed or skipped), one call at a time, from the
+/// thread that finished it; `done` of `total` items are finished so far.
+using ItemObserver = std::function<void(const ItemReport& item, std::size_t done, std::size_t total)>;
+
+/// Processes `items`. An existing output is left alone and reported as skipped unless
+/// `overwrite`; a failing item is reported and the others go on, unless `fail_fast`, which stops
+/// scheduling at the first failure and reports what was not finished as skipped. No output is
+/// ever partial (write_image_atomic). Throws only when the pipeline itself cannot start.
+[[nodiscard]] BatchSummary run_batch(const std::vector<BatchItem>& items, const BatchOptions& options,
+                                     const ItemObserver& on_item_done = {});
+
+/// The process exit code for these results: ok when nothing failed; with `fail_fast`, the first
+/// failure's own code; when only one item was attempted, its own code; else some_inputs_failed.
+[[nodiscard]] ExitCode batch_exit_code(const BatchSummary& summary, bool fail_fast);
+
+}  // namespace cuconv::batch

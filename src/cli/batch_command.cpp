@@ -1,0 +1,308 @@
+// Batch mode of the command line: gathers the inputs, plans names and the shard, checks what can
+// be checked before any image is read, runs the batch engine and reports (log lines, a progress
+// line on a terminal, the JSON summary).
+#include "cli/batch_command.hpp"
+
+#include "batch/batch_plan.hpp"
+#include "batch/batch_run.hpp"
+
+#include <cuconv/image_io.hpp>
+
+#include <nlohmann/json.hpp>
+#include <spdlog/spdlog.h>
+
+#include <unistd.h>
+
+#include <algorithm>
+#include <charconv>
+#include <chrono>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
+#include <fstream>
+#include <iostream>
+#include <string_view>
+#include <thread>
+
+namespace cuconv::cli {
+
+namespace {
+
+namespace fs = std::filesystem;
+using batch::BatchSummary;
+using batch::ItemReport;
+using batch::ItemStatus;
+
+/// "done/total, images/s, ETA" on stderr, redrawn in place at most ten times a second. Only on a
+/// terminal: in a log file the carriage returns would be noise.
+class ProgressLine {
+ public:
+  ProgressLine(bool enabled, std::size_t total)
+      : enabled_(enabled), total_(total), start_(Clock::now()) {}
+
+  void update(std::size_t done) {
+    if (!enabled_) return;
+    const auto now = Clock::now();
+    if (done < total_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
+    last_draw_ = now;
+    const double seconds = std::chrono::duration<double>(now - start_).count();
+    const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0.0;
+    // Capped at 99:59:59 so a stalled start cannot overflow the conversion to int.
+    const double eta = rate > 0 ? std::min(static_cast<double>(total_ - done) / rate, 359999.0) : 0.0;
+    const int eta_s = static_cast<int>(eta);
+    std::fprintf(stderr, "\r\033[K%zu/%zu images, %.1f images/s, ETA %d:%02d:%02d", done, total_, rate,
+                 eta_s / 3600, eta_s / 60 % 60, eta_s % 60);
+    std::fflush(stderr);
+    drawn_ = true;
+  }
+
+  /// Erases the line so that a log line can take its place (the next update redraws it).
+  void clear() {
+    if (!drawn_) return;
+    std::fprintf(stderr, "\r\033[K");
+    std::fflush(stderr);
+    drawn_ = false;
+    last_draw_ = {};
+  }
+
+  /// Leaves the last state on screen.
+  void finish() {
+    if (drawn_) std::fprintf(stderr, "\n");
+    drawn_ = false;
+  }
+
+ private:
+  using Clock = std::chrono::steady_clock;
+  bool enabled_;
+  std::size_t total_;
+  Clock::time_point start_;
+  Clock::time_point last_draw_{};
+  bool drawn_ = false;
+};
+
+/// The named inputs plus those of every --from list.
+std::vector<std::string> named_inputs(const BatchRequest& request) {
+  std::vector<std::string> named = request.inputs;
+  for (const std::string& list : request.from_lists) {
+    std::vector<std::string> paths;
+    if (list == "-") {
+      paths = batch::read_path_list(std::cin);
+    } else {
+      std::error_code ec;
+      if (fs::is_directory(list, ec)) throw Error(ErrorKind::bad_input, "--from " + list + ": is a directory, not a list of paths");
+      std::ifstream in(list);
+      if (!in) throw Error(ErrorKind::bad_input, "--from " + list + ": cannot read the list of paths");
+      paths = batch::read_path_list(in);
+    }
+    named.insert(named.end(), paths.begin(), paths.end());
+  }
+  return named;
+}
+
+/// --devices: "all" or a comma-separated list of device indices. `uses_gpu` false (the opencv
+/// variant, --no-filter) ignores it; no devices means the current one (or the CPU fallback).
+std::vector<int> parse_devices(const std::string& text, bool uses_gpu) {
+  if (text.empty() || !uses_gpu) return {};
+  const int count = cuda_device_count();
+  if (text == "all") {
+    std::vector<int> all(static_cast<std::size_t>(count));
+    for (int d = 0; d < count; ++d) all[static_cast<std::size_t>(d)] = d;
+    return all;  // none: the CPU fallback, announced with the no-device warning
+  }
+  std::vector<int> devices;
+  std::string_view rest = text;
+  while (true) {
+    const auto comma = rest.find(',');
+    const std::string_view field = rest.substr(0, comma);
+    int device = -1;
+    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), device);
+    if (field.empty() || ec != std::errc() || end != field.data() + field.size() || device < 0)
+      throw Error(ErrorKind::usage, "--devices '" + text + "': expected 'all' or device indices like 0,1");
+    if (std::find(devices.begin(), devices.end(), device) != devices.end())
+      throw Error(ErrorKind::usage, "--devices '" + text + "': device " + std::to_string(device) + " is named twice");
+    devices.push_back(device);
+    if (comma == std::string_view::npos) break;
+    rest = rest.substr(comma + 1);
+  }
+  if (count == 0) throw Error(ErrorKind::gpu, "--devices " + text + ": no usable CUDA device");
+  for (int device : devices)
+    if (device >= count)
+      throw Error(ErrorKind::usage, "--devices " + text + ": there is no device " + std::to_string(device) + " (" +
+                                        std::to_string(count) + " CUDA device(s): 0.." + std::to_string(count - 1) + ")");
+  return devices;
+}
+
+/// The output folder exists (created when missing, as mkdir -p) and is a folder.
+void prepare_out_dir(const std::string& out_dir) {
+  std::error_code ec;
+  fs::create_directories(out_dir, ec);
+  if (ec) throw Error(ErrorKind::output, out_dir + ": cannot create the output folder: " + ec.message());
+  if (!fs::is_directory(out_dir, ec)) throw Error(ErrorKind::output, out_dir + ": not a folder");
+}
+
+nlohmann::json summary_json(const BatchSummary& summary, const batch::Shard& shard, const batch::BatchOptions& options) {
+  nlohmann::json files = nlohmann::json::array();
+  for (const ItemReport& item : summary.items) {
+    files.push_back({{"input", item.input},
+                     {"output", item.output},
+                     {"status", std::string(batch::to_string(item.status))},
+                     {"reason", item.reason},
+                     {"exit_code", static_cast<int>(item.exit_code)},
+                     {"device", item.device},
+                     {"timings",
+                      {{"read_ms", item.times.read_ms},
+                       {"filter_ms", item.times.filter_ms},
+                       {"upload_ms", item.times.upload_ms},
+                       {"download_ms", item.times.download_ms},
+                       {"write_ms", item.times.write_ms},
+                       {"total_ms", item.times.total_ms}}}});
+  }
+  const double seconds = summary.wall_ms / 1000.0;
+  return {{"files", files},
+          {"totals",
+           {{"inputs", summary.items.size()},
+            {"ok", summary.ok},
+            {"failed", summary.failed},
+            {"skipped", summary.skipped},
+            {"wall_ms", summary.wall_ms},
+            {"images_per_s", seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0}}},
+          {"exit_code", static_cast<int>(summary.exit_code)},
+          {"shard", std::to_string(shard.index) + "/" + std::to_string(shard.count)},
+          {"filter", options.skip_filter ? "none (--no-filter)" : options.filter.origin},
+          {"variant", std::string(to_string(options.convolve.variant))},
+          {"jobs", options.jobs},
+          {"devices", options.devices}};
+}
+
+void log_outcome(const BatchSummary& summary, bool fail_fast) {
+  if (summary.existing_outputs > 0)
+    spdlog::warn("{} output(s) already existed and were left unchanged (use --overwrite to replace them)",
+                 summary.existing_outputs);
+  if (summary.failed > 0)
+    spdlog::error("{} of {} input(s) failed{}", summary.failed, summary.items.size(),
+                  fail_fast ? "; stopped at the first failure (--fail-fast)" : "");
+  const double seconds = summary.wall_ms / 1000.0;
+  spdlog::info("batch: {} ok, {} failed, {} skipped in {:.2f} s ({:.1f} images/s)", summary.ok, summary.failed,
+               summary.skipped, seconds, seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0);
+}
+
+}  // namespace
+
+bool is_batch_invocation(int argc, char** argv) {
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg == "--out-dir" || arg.starts_with("--out-dir=")) return true;
+  }
+  return false;
+}
+
+std::vector<CLI::Option*> add_batch_options(CLI::App& app, BatchRequest& request) {
+  const std::string group = "Batch mode (cuconv --out-dir DIR [options] IN...)";
+  return {
+      app.add_option("--out-dir", request.out_dir, "batch mode: write the results into DIR (created if missing)")
+          ->group(group),
+      app.add_option("--name", request.name_template,
+                     "output file name: %s = input name without extension, %% = '%'; the template's "
+                     "extension picks the format, none keeps the input's")
+          ->capture_default_str()
+          ->group(group),
+      app.add_option("--from", request.from_lists, "read input paths from FILE, or - for stdin, one per line")
+          ->allow_extra_args(false)  // one list per --from; what follows is an input again
+          ->group(group),
+      app.add_flag("--recursive", request.recursive, "directories given as inputs: also take their subdirectories' images")
+          ->group(group),
+      app.add_option("--jobs", request.jobs, "decode/encode threads (default: one per hardware thread)")
+          ->check(CLI::Range(1, 4096))
+          ->group(group),
+      app.add_option("--devices", request.devices, "all, or CUDA device indices 0,1,...: images dealt round-robin")
+          ->group(group),
+      app.add_option("--shard", request.shard,
+                     "I/N: take the inputs whose sorted position is I modulo N (default: from "
+                     "SLURM_ARRAY_TASK_ID/COUNT)")
+          ->group(group),
+      app.add_flag("--overwrite", request.overwrite, "replace existing outputs (default: leave them, report skipped)")
+          ->group(group),
+      app.add_flag("--fail-fast", request.fail_fast, "stop at the first failing input, exit with its code")
+          ->group(group),
+      app.add_flag("--no-filter", request.no_filter,
+                   "benchmark aid: run the same pipeline without the filter stage (decode and encode only)")
+          ->group(group),
+  };
+}
+
+ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, const ConvolveOptions& options) {
+  const std::vector<std::string> named = named_inputs(request);
+  if (named.empty()) throw Error(ErrorKind::usage, "no inputs: name images or directories, or use --from FILE");
+  const std::vector<std::string> inputs = batch::collect_inputs(named, request.recursive);
+  if (inputs.empty()) throw Error(ErrorKind::bad_input, "no images found in the directories given");
+
+  batch::check_name_template(request.name_template, inputs.size());
+  if (batch::template_has_extension(request.name_template))  // the same format for all: check it once, now
+    check_output_extension(batch::output_name(request.name_template, inputs.front()));
+  prepare_out_dir(request.out_dir);
+  const std::vector<batch::BatchItem> all_items = batch::plan_outputs(inputs, request.out_dir, request.name_template);
+
+  const batch::Shard shard = !request.shard.empty()
+                                 ? batch::parse_shard(request.shard)
+                                 : batch::slurm_array_shard(std::getenv).value_or(batch::Shard{});
+  const std::vector<batch::BatchItem> items = batch::select_shard(all_items, shard);
+  spdlog::info("{} input(s); shard {}/{}: {} of them", all_items.size(), shard.index, shard.count, items.size());
+  for (const batch::BatchItem& item : items) check_not_same_file(item.input, item.output);
+
+  batch::BatchOptions batch_options;
+  batch_options.filter = filter;
+  batch_options.convolve = options;
+  batch_options.skip_filter = request.no_filter;
+  batch_options.overwrite = request.overwrite;
+  batch_options.fail_fast = request.fail_fast;
+  batch_options.jobs = request.jobs > 0 ? request.jobs : std::max(1U, std::thread::hardware_concurrency());
+  const bool uses_gpu = !request.no_filter && options.variant != Variant::opencv;
+  batch_options.devices = parse_devices(request.devices, uses_gpu);
+  if (uses_gpu) {
+    std::string no_gpu_reason;
+    if (!cuda_device_available(&no_gpu_reason)) {
+      if (options.variant != Variant::automatic)  // every image would fail the same way
+        throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(options.variant)) +
+                                        "' needs a CUDA device: " + no_gpu_reason + " (use --variant opencv or auto)");
+      spdlog::warn("no usable CUDA device ({}); filtering with OpenCV on the CPU", no_gpu_reason);
+    }
+  }
+
+  // Opened before the work, so an unwritable summary path fails before any image is processed.
+  std::ofstream json_file;
+  if (!request.json_path.empty() && request.json_path != "-") {
+    json_file.open(request.json_path);
+    if (!json_file) throw Error(ErrorKind::output, request.json_path + ": cannot write the JSON summary");
+  }
+
+  ProgressLine progress(!request.quiet && ::isatty(STDERR_FILENO) != 0, items.size());
+  const BatchSummary summary =
+      batch::run_batch(items, batch_options, [&](const ItemReport& item, std::size_t done, std::size_t) {
+        const auto level = item.status == ItemStatus::failed ? spdlog::level::err : spdlog::level::info;
+        if (spdlog::default_logger()->should_log(level)) {
+          progress.clear();
+          if (item.status == ItemStatus::failed)
+            spdlog::error("{}: {}", item.input, item.reason);
+          else if (item.status == ItemStatus::ok)
+            spdlog::info("{} -> {} ({:.1f} ms)", item.input, item.output, item.times.total_ms);
+          else
+            spdlog::info("{}: skipped: {}", item.input, item.reason);
+        }
+        progress.update(done);
+      });
+  progress.finish();
+  log_outcome(summary, request.fail_fast);
+
+  if (!request.json_path.empty()) {
+    const std::string text = summary_json(summary, shard, batch_options).dump(2) + "\n";
+    if (request.json_path == "-") {
+      std::cout << text << std::flush;
+    } else if (!(json_file << text << std::flush)) {
+      throw Error(ErrorKind::output, request.json_path + ": cannot write the JSON summary");
+    }
+  }
+  return summary.exit_code;
+}
+
+}  // namespace cuconv::cli
