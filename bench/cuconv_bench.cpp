@@ -219,10 +219,10 @@ int main(int argc, char** argv) {
       std::vector<float> weights(f.weights.begin(), f.weights.end());
       DeviceBuffer device_weights(sizeof(float) * weights.size());
       CUCONV_CUDA_TRY(cudaMemcpy(device_weights.data(), weights.data(), device_weights.size(), cudaMemcpyHostToDevice));
-      const std::optional<SeparableFactors> separable = factor_separable(f.weights, f.width, f.height);
+      const std::optional<SeparableFactors> separable = separable_for(f.weights, f.width, f.height, c.depth, c.depth);
       const kernels::ConvParams params{k, k, k / 2, k / 2, 0.0f, kernels::BorderRule::reflect101, 0.0f};
       for (Variant requested : variants) {
-        const Variant v = requested == Variant::automatic ? choose_variant(f, ConvolveOptions{}, true) : requested;
+        const Variant v = requested == Variant::automatic ? choose_variant(f, ConvolveOptions{}, true, c.depth, c.depth) : requested;
         const bool interleaved = v == Variant::fast || c.channels == 1;
         const auto launch = [&] {
           const int launches = interleaved ? 1 : c.channels;

@@ -11,7 +11,7 @@ namespace cuconv {
 
 ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& reference,
                                      const cv::Mat& input, const Filter& filter, double delta,
-                                     double border_value) {
+                                     double border_value, double max_differing_fraction) {
   if (result.size() != reference.size() || result.type() != reference.type())
     throw Error(ErrorKind::internal, "compare_to_reference: result and reference differ in size or type");
   cv::Mat a, b;
@@ -49,7 +49,7 @@ ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& refer
     stats.within_tolerance = stats.relative_error <= kMaxRelativeError;
   } else {
     const auto allowed = static_cast<std::size_t>(
-        std::ceil(kMaxDifferingFraction * static_cast<double>(stats.total_values)));
+        std::ceil(max_differing_fraction * static_cast<double>(stats.total_values)));
     stats.within_tolerance =
         stats.max_abs_difference <= kMaxIntegerDifference && stats.differing_values <= allowed;
   }

@@ -78,7 +78,8 @@ detail::ConvolveJob make_job(const cv::Mat& src, const Filter& filter, const Con
     for (int c = 0; c < filter.width; ++c) job.kernel.at<double>(r, c) = filter.at(r, c);
   job.weights.reserve(filter.weights.size());
   for (double w : filter.weights) job.weights.push_back(static_cast<float>(w));
-  job.separable = detail::factor_separable(filter.weights, filter.width, filter.height);
+  job.output_depth = resolve_output_depth(src.depth(), o.depth);
+  job.separable = detail::separable_for(filter.weights, filter.width, filter.height, src.depth(), job.output_depth);
   job.anchor_x = o.anchor_x >= 0 ? o.anchor_x : filter.resolved_anchor_x();
   job.anchor_y = o.anchor_y >= 0 ? o.anchor_y : filter.resolved_anchor_y();
   if (job.anchor_x >= filter.width || job.anchor_y >= filter.height) {
@@ -92,7 +93,6 @@ detail::ConvolveJob make_job(const cv::Mat& src, const Filter& filter, const Con
     throw Error(ErrorKind::usage, "--delta and --border-value must be finite numbers");
   job.border = o.border;
   job.border_value = saturate_to_depth(o.border_value, src.depth());
-  job.output_depth = resolve_output_depth(src.depth(), o.depth);
   if (o.device < -1) throw Error(ErrorKind::usage, "device index must be -1 (current) or >= 0");
   job.keep_alpha = o.keep_alpha;
   job.poison_output = o.poison_output;
@@ -148,7 +148,8 @@ int resolve_output_depth(int input_depth, Depth requested) {
 }
 
 /// The one place that decides what `--variant auto` runs.
-Variant choose_variant(const Filter& filter, const ConvolveOptions& options, bool gpu_present) {
+Variant choose_variant(const Filter& filter, const ConvolveOptions& options, bool gpu_present, int input_depth,
+                       int output_depth) {
   // No usable GPU: OpenCV on the CPU is the only path (the CLI warns about it).
   if (!gpu_present) return Variant::opencv;
   const int anchor_x = options.anchor_x >= 0 ? options.anchor_x : filter.resolved_anchor_x();
@@ -157,15 +158,19 @@ Variant choose_variant(const Filter& filter, const ConvolveOptions& options, boo
   const int radius = filter.width / 2;
   // `fast` has unrolled kernels for centred squares up to 15x15, and for separable ones up to
   // 31x31 (kw + kh multiply-adds per output); it beats every PMPP variant there
-  // (docs/perf-notes.md).
+  // (docs/perf-notes.md, H100).
   if (centred_square && radius >= 1 && radius <= 7) return Variant::fast;
   if (centred_square && radius >= 1 && radius <= 15 &&
-      detail::factor_separable(filter.weights, filter.width, filter.height))
+      detail::separable_for(filter.weights, filter.width, filter.height, input_depth, output_depth))
     return Variant::fast;
-  // Large dense filters: overlap-save FFT, whose cost grows with log(tile), not kw * kh.
-  if (filter.width * filter.height >= kFftMinTaps && detail::cufft_api() != nullptr) return Variant::fft;
+  // Large dense filters with float output: overlap-save FFT, whose cost hardly grows with the
+  // filter (31x31 f32 8192^2: 4.0 ms against 16.7 ms for tiled-halo on an H100). Integer outputs
+  // stay on direct sums, whose rounding of ties matches filter2D (see kFftMaxDifferingFraction).
+  if (output_depth == CV_32F && filter.width * filter.height >= kFftMinTaps && detail::cufft_api() != nullptr)
+    return Variant::fft;
   // Other shapes: tiled-halo's shared tile (fewer global reads per output than the generic fast
-  // kernel); it grows with the filter, and cached needs no more shared memory.
+  // kernel: 31x31 f32 8192^2 16.7 ms against 35.1 ms); it grows with the filter, and cached needs
+  // no more shared memory.
   if (detail::shared_bytes_tiled_halo(filter.width, filter.height) > 48 * 1024) return Variant::cached;
   return Variant::tiled_halo;
 }
@@ -178,7 +183,7 @@ ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const Convolve
   const bool needs_gpu_check = options.variant == Variant::automatic || is_gpu_variant(options.variant);
   const bool gpu_present = needs_gpu_check && cuda_device_available(&no_gpu_reason);
   const Variant variant = options.variant == Variant::automatic
-                              ? choose_variant(filter, options, gpu_present)
+                              ? choose_variant(filter, options, gpu_present, src.depth(), job.output_depth)
                               : options.variant;
   if (is_gpu_variant(variant)) {
     if (!gpu_present)

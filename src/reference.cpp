@@ -4,6 +4,7 @@
 // exactly the requested ghost cells. Inputs are treated as whole images (BORDER_ISOLATED), even
 // when they are views into a larger cv::Mat.
 //
+// OpenCvMethod::reference is direct_sum, in double precision for float outputs.
 // OpenCvMethod::direct_sum runs the same filter2D but keeps it on its direct-summation path:
 // for large kernels (>= 50 or 130 taps) filter2D otherwise switches to a DFT whose rounding
 // error (~1e-5 relative) flips integer results, so a correct direct convolution would
@@ -33,7 +34,7 @@ int opencv_border(Border border) {
 
 /// Padding needed so filter2D never consults its own border rule.
 bool needs_padding(const ConvolveJob& job, OpenCvMethod method) {
-  return method == OpenCvMethod::direct_sum || job.border == Border::wrap ||
+  return method != OpenCvMethod::as_called || job.border == Border::wrap ||
          (job.border == Border::constant && job.border_value != 0.0);
 }
 
@@ -54,7 +55,7 @@ cv::Mat filter_all_channels(const cv::Mat& src, const ConvolveJob& job, OpenCvMe
   cv::copyMakeBorder(src, padded, top, bottom, left, right, opencv_border(job.border) | cv::BORDER_ISOLATED,
                      cv::Scalar::all(job.border_value));
   const cv::Mat view = padded(cv::Rect(left, top, src.cols, src.rows));
-  if (method == OpenCvMethod::direct_sum) {
+  if (method != OpenCvMethod::as_called) {
     // Not isolated: filter2D reads the view's real neighbours, i.e. the padding.
     cv::filter2D(view, dst, job.output_depth, job.kernel, anchor, job.delta, cv::BORDER_CONSTANT);
     return dst;
@@ -68,6 +69,16 @@ cv::Mat filter_all_channels(const cv::Mat& src, const ConvolveJob& job, OpenCvMe
 }  // namespace
 
 cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method) {
+  if (method == OpenCvMethod::reference && job.output_depth == CV_32F) {
+    // The same filter2D direct sum in double, rounded to float once at the end.
+    cv::Mat wide;
+    src.convertTo(wide, CV_64F);
+    ConvolveJob wide_job = job;
+    wide_job.output_depth = CV_64F;
+    cv::Mat result;
+    convolve_opencv(wide, wide_job, OpenCvMethod::direct_sum).convertTo(result, CV_32F);
+    return result;
+  }
   if (!job.keep_alpha || src.channels() != 4) return filter_all_channels(src, job, method);
   // --alpha keep: filter the colour channels, pass alpha through converted to the output depth.
   std::vector<cv::Mat> planes;

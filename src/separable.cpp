@@ -2,11 +2,26 @@
 // determined by the row and column through any non-zero entry, and the largest one loses least).
 #include "separable.hpp"
 
+#include <opencv2/core/hal/interface.h>  // CV_8U, CV_32F
+
+#include <algorithm>
 #include <array>
 #include <cmath>
 #include <cstddef>
 
 namespace cuconv::detail {
+
+namespace {
+
+/// A multiple of 1/256 no larger than 16: products with 8-bit pixels and their sums stay exact.
+bool short_dyadic(float v) { return std::abs(v) <= 16.0f && std::ldexp(v, 8) == std::round(std::ldexp(v, 8)); }
+
+bool all_short_dyadic(const SeparableFactors& f) {
+  return std::all_of(f.horizontal.begin(), f.horizontal.end(), short_dyadic) &&
+         std::all_of(f.vertical.begin(), f.vertical.end(), short_dyadic);
+}
+
+}  // namespace
 
 std::optional<SeparableFactors> factor_separable(const std::vector<double>& weights, int kw, int kh,
                                                  double relative_tolerance) {
@@ -31,7 +46,8 @@ std::optional<SeparableFactors> factor_separable(const std::vector<double>& weig
   // its nearest power of two keeps dyadic weights dyadic.
   const double root = std::sqrt(std::abs(pivot));
   const std::array<double, 4> scales{1.0, root, std::exp2(std::round(std::log2(root))), pivot};
-  std::optional<SeparableFactors> within_tolerance;
+  std::optional<SeparableFactors> best;
+  int best_rank = -1;
   for (double scale : scales) {
     SeparableFactors f;
     f.vertical.resize(static_cast<std::size_t>(kh));
@@ -53,10 +69,23 @@ std::optional<SeparableFactors> factor_separable(const std::vector<double>& weig
     }
     if (!rank_one) return std::nullopt;  // the scale cannot repair a rank above 1
     f.exact = exact;
-    if (exact) return f;
-    if (!within_tolerance) within_tolerance = std::move(f);
+    // Prefer bit-exact products, then short dyadic factors (exact sums for 8-bit pixels).
+    const int rank = (exact ? 2 : 0) + (all_short_dyadic(f) ? 1 : 0);
+    if (rank > best_rank) {
+      best_rank = rank;
+      best = std::move(f);
+    }
   }
-  return within_tolerance;
+  return best;
+}
+
+std::optional<SeparableFactors> separable_for(const std::vector<double>& weights, int kw, int kh,
+                                             int input_depth, int output_depth) {
+  std::optional<SeparableFactors> factors = factor_separable(weights, kw, kh);
+  if (!factors || output_depth == CV_32F) return factors;
+  const bool exact_sums = input_depth == CV_8U && factors->exact && all_short_dyadic(*factors);
+  if (!exact_sums) factors.reset();
+  return factors;
 }
 
 }  // namespace cuconv::detail

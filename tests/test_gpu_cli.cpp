@@ -43,12 +43,14 @@ TEST_CASE("gpu cli: every variant x border x image type matches cv::filter2D") {
           const cv::Mat src = cv::imread(sample(in.name), cv::IMREAD_UNCHANGED);
           ConvolveOptions o;
           o.variant = Variant::opencv;
-          o.opencv_method = OpenCvMethod::direct_sum;
+          o.opencv_method = OpenCvMethod::reference;
           o.border = border;
           o.border_value = border == Border::constant ? 100 : 0;
           const Filter f = load_filter(spec);
           const cv::Mat expected = convolve(src, f, o).image;
-          const ComparisonStats s = compare_to_reference(cv::imread(out, cv::IMREAD_UNCHANGED), expected, src, f, 0, o.border_value);
+          const ComparisonStats s =
+              compare_to_reference(cv::imread(out, cv::IMREAD_UNCHANGED), expected, src, f, 0, o.border_value,
+                                   variant == Variant::fft ? kFftMaxDifferingFraction : kMaxDifferingFraction);
           INFO("max diff ", s.max_abs_difference, " differing ", s.differing_values, " rel ", s.relative_error);
           CHECK(s.within_tolerance);
         }
@@ -104,7 +106,7 @@ TEST_CASE("gpu cli: --bench N prints the kernel's median time, GB/s and % of the
     const cv::Mat src = cv::imread(sample("coffee.png"), cv::IMREAD_UNCHANGED);
     ConvolveOptions o;
     o.variant = Variant::opencv;
-    o.opencv_method = OpenCvMethod::direct_sum;
+    o.opencv_method = OpenCvMethod::reference;
     const Filter f = load_filter("gauss7");
     const ComparisonStats s = compare_to_reference(cv::imread(out, cv::IMREAD_UNCHANGED), convolve(src, f, o).image, src, f, 0, 0);
     CHECK(s.within_tolerance);
@@ -122,7 +124,9 @@ TEST_CASE("gpu cli: --compare outside the tolerance exits 6 and writes nothing")
   CHECK(r.exit_code == 6);
   const auto report = nlohmann::json::parse(r.out);
   CHECK(report.at("within_tolerance") == false);
-  CHECK(report.at("max_abs_difference").get<double>() == doctest::Approx(3.0));
+  // 3 from the corruption, plus the at most 1 a correct result may differ by
+  CHECK(report.at("max_abs_difference").get<double>() >= 3.0);
+  CHECK(report.at("max_abs_difference").get<double>() <= 4.0);
   CHECK(r.err.find("beyond the tolerance") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(out));
 }

@@ -5,6 +5,7 @@
 #include <cuconv/filter.hpp>
 
 #include <doctest/doctest.h>
+#include <opencv2/core/hal/interface.h>
 
 #include <cmath>
 #include <string>
@@ -67,4 +68,20 @@ TEST_CASE("separable: rank 2 and random filters are refused") {
   // All zero, or a size that does not match the weights: nothing to factor.
   CHECK_FALSE(factor_separable(std::vector<double>(9, 0.0), 3, 3).has_value());
   CHECK_FALSE(factor_separable(std::vector<double>(8, 1.0), 3, 3).has_value());
+}
+
+TEST_CASE("separable: fast uses the factors for float outputs, and for integer ones only when sums stay exact") {
+  using cuconv::detail::separable_for;
+  const auto usable = [](const char* spec, int in, int out) {
+    const cuconv::Filter f = cuconv::load_filter(spec);
+    return separable_for(f.weights, f.width, f.height, in, out).has_value();
+  };
+  CHECK(usable("gauss5", CV_8U, CV_8U));             // dyadic factors: exact sums
+  CHECK(usable("sobel-x", CV_8U, CV_16S));
+  CHECK_FALSE(usable("gaussian:7,2.5", CV_8U, CV_8U));  // inexact factors: ties could round apart
+  CHECK_FALSE(usable("box:3", CV_8U, CV_8U));
+  CHECK_FALSE(usable("gauss5", CV_16U, CV_16U));     // 16-bit sums need more than float's 24 bits
+  CHECK(usable("gaussian:7,2.5", CV_8U, CV_32F));    // float outputs: the relative rule
+  CHECK(usable("box:3", CV_32F, CV_32F));
+  CHECK_FALSE(usable("sharpen", CV_32F, CV_32F));    // not rank 1
 }

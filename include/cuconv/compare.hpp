@@ -16,6 +16,10 @@ namespace cuconv {
 inline constexpr double kMaxIntegerDifference = 1.0;
 inline constexpr double kMaxDifferingFraction = 0.001;
 inline constexpr double kMaxRelativeError = 1e-5;
+/// `fft` on integer outputs: still at most 1 off, but on up to 5% of values. Its ~1e-6 relative
+/// rounding tips the exact ties of dyadic filters (gauss3: 1 value in 16 is a tie) and values
+/// near a tie either way; `auto` therefore never picks `fft` for integer outputs.
+inline constexpr double kFftMaxDifferingFraction = 0.05;
 
 struct ComparisonStats {
   double max_abs_difference = 0;   ///< NaN against a number counts as infinite
@@ -28,9 +32,11 @@ struct ComparisonStats {
 };
 
 /// Compares `result` with `reference` (same size, type). `input`, `filter`, `delta` and
-/// `border_value` give the normaliser of the float rule.
+/// `border_value` give the normaliser of the float rule; `max_differing_fraction` is the integer
+/// rule's share of values allowed to differ by 1.
 [[nodiscard]] ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& reference,
                                                    const cv::Mat& input, const Filter& filter,
-                                                   double delta, double border_value = 0.0);
+                                                   double delta, double border_value = 0.0,
+                                                   double max_differing_fraction = kMaxDifferingFraction);
 
 }  // namespace cuconv

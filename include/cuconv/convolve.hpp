@@ -32,9 +32,11 @@ enum class Depth { same, u8, u16, s16, f32 };
 [[nodiscard]] const std::vector<Variant>& gpu_variants() noexcept;
 
 /// How the `opencv` variant runs cv::filter2D: as a user's call would (`as_called`: for large
-/// kernels filter2D switches to a DFT), or kept on its direct-summation path (`direct_sum`),
-/// the accurate reference --compare and the GPU tests use.
-enum class OpenCvMethod { as_called, direct_sum };
+/// kernels filter2D switches to a DFT), kept on its direct-summation path (`direct_sum`), or
+/// `reference`: direct summation, in double precision when the output is float (a 961-tap float
+/// sum carries ~1e-5 relative rounding of its own, as large as the float pass rule), the
+/// reference --compare and the GPU tests use.
+enum class OpenCvMethod { as_called, direct_sum, reference };
 
 struct ConvolveOptions {
   Variant variant = Variant::automatic;
@@ -80,7 +82,7 @@ struct ConvolveResult {
 
 /// The variant `automatic` resolves to for this filter on this machine.
 [[nodiscard]] Variant choose_variant(const Filter& filter, const ConvolveOptions& options,
-                                     bool gpu_present);
+                                     bool gpu_present, int input_depth, int output_depth);
 
 /// OpenCV depth code (CV_8U ...) of the output for a given input depth, or Error{usage} when
 /// cv::filter2D does not support the pair.

@@ -159,11 +159,13 @@ ExitCode run(const CliRequest& req) {
       throw cuconv::Error(ErrorKind::gpu, "--compare needs a CUDA device: " + no_gpu_reason);
     cuconv::ConvolveOptions reference_options = options;
     reference_options.variant = cuconv::Variant::opencv;
-    reference_options.opencv_method = cuconv::OpenCvMethod::direct_sum;  // no DFT rounding noise
+    reference_options.opencv_method = cuconv::OpenCvMethod::reference;  // no DFT rounding noise
     const cuconv::ConvolveResult reference = cuconv::convolve(image, filter, reference_options);
     const cuconv::ComparisonStats stats =
         cuconv::compare_to_reference(result.image, reference.image, image, filter, options.delta,
-                                     options.border == cuconv::Border::constant ? options.border_value : 0.0);
+                                     options.border == cuconv::Border::constant ? options.border_value : 0.0,
+                                     result.variant_used == cuconv::Variant::fft ? cuconv::kFftMaxDifferingFraction
+                                                                                 : cuconv::kMaxDifferingFraction);
     const nlohmann::json report = comparison_json(stats, result, reference.times.kernel_ms);
     if (req.json) {
       std::cout << report.dump(2) << '\n';
