@@ -1,0 +1,67 @@
+#!/usr/bin/env python3
+"""Markdown tables for the README from a cuconv_bench JSON file and the NPP peer's JSON lines:
+the targets of the fast path (16384^2 f32 and 8U, 8192^2 8U RGB) next to the measured auto/fast,
+NPP and best PMPP variant, each with the copy roof measured in the same run.
+
+    python3 scripts/bench_tables.py BENCH.json [NPP.jsonl] > table.md
+"""
+import json
+import sys
+
+PMPP = ["basic", "constmem", "tiled", "tiled-halo", "cached"]
+TARGETS = [  # (image, size, filter, target ms or None, target text)
+    ("f32 1ch", 16384, "3x3", None, ">= 90% of copy roof"),
+    ("f32 1ch", 16384, "5x5", None, ">= 90% of copy roof"),
+    ("f32 1ch", 16384, "9x9", None, ">= 60% of copy roof"),
+    ("f32 1ch", 16384, "15x15", 2.6, "<= 2.6 ms"),
+    ("f32 1ch", 16384, "gaussian 15x15", 1.0, "<= 1.0 ms"),
+    ("f32 1ch", 16384, "31x31", None, "-"),
+    ("f32 1ch", 16384, "gaussian 31x31", None, "-"),
+    ("8U 1ch", 16384, "3x3", 0.25, "<= 0.25 ms"),
+    ("8U 1ch", 16384, "5x5", 0.30, "<= 0.30 ms"),
+    ("8U RGB", 8192, "3x3", 0.28, "<= 0.28 ms"),
+    ("8U RGB", 8192, "5x5", 0.30, "<= 0.30 ms"),
+    ("8U RGB", 8192, "9x9", 0.70, "<= 0.70 ms"),
+    ("8U RGB", 8192, "15x15", 1.9, "<= 1.9 ms"),
+]
+ROOF_TARGET = {"3x3": 0.9, "5x5": 0.9, "9x9": 0.6}
+
+
+def main(bench_path, npp_path=None):
+    rows = json.load(open(bench_path))["results"]
+    npp = [json.loads(line) for line in open(npp_path)] if npp_path else []
+
+    def find(image, size, filt, variant_prefix):
+        return [r for r in rows if r["image"] == image and r["size"] == size and r["filter"] == filt
+                and r["variant"].startswith(variant_prefix)]
+
+    print("| image | filter | target | auto (picks) | fast | NPP | best PMPP variant | copy roof | met |")
+    print("|---|---|---|---|---|---|---|---|---|")
+    for image, size, filt, target_ms, text in TARGETS:
+        auto = find(image, size, filt, "auto")
+        fast = find(image, size, filt, "fast")
+        if not auto:
+            continue
+        auto = auto[0]
+        roof = auto["copy_roof_ms"]
+        pmpp = sorted((r for v in PMPP for r in find(image, size, filt, v)), key=lambda r: r["median_ms"])
+        n = [r for r in npp if r["variant"] == "npp" and r["image"] == image and r["size"] == size
+             and f'{r["filter"]}x{r["filter"]}' == filt]
+        if target_ms is not None:
+            met = auto["median_ms"] <= target_ms
+        elif filt in ROOF_TARGET:
+            met = roof / auto["median_ms"] >= ROOF_TARGET[filt]
+        else:
+            met = None
+        npp_text = f"{n[0]['median_ms']:.3f} ms" if n else "n/a"
+        beats_npp = "" if not n else (" (faster than NPP)" if auto["median_ms"] < n[0]["median_ms"] else " (slower than NPP)")
+        print(f"| {image} {size}² | {filt} | {text} | {auto['median_ms']:.3f} ms ({auto['variant'][6:-1]}), "
+              f"{100 * roof / auto['median_ms']:.0f}% of roof | "
+              f"{fast[0]['median_ms']:.3f} ms | "
+              f"{npp_text} | "
+              f"{pmpp[0]['variant']} {pmpp[0]['median_ms']:.3f} ms | {roof:.3f} ms | "
+              f"{'-' if met is None else ('yes' if met else 'no')}{beats_npp} |")
+
+
+if __name__ == "__main__":
+    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
