@@ -21,7 +21,7 @@
 namespace cuconv::kernels {
 
 inline constexpr int kFastBlockX = 32;  ///< threads along a row (one warp)
-inline constexpr int kFastBlockY = 4;   ///< strips per block
+inline constexpr int kFastBlockY = 4;   ///< warps per block, side by side along the row
 inline constexpr int kFastThreads = kFastBlockX * kFastBlockY;
 
 /// Elements per thread: 16 bytes of input where the accumulators (kh x kVec) still fit in
@@ -66,8 +66,10 @@ __device__ __noinline__ In fast_border_element(const PlaneView<const In>& src, i
 }
 
 /// Thread (tx, ty) of block (bx, by) computes elements [e0, e0 + kVec) of the flattened row,
-/// e0 = (bx * 32 + tx) * kVec, for image rows [s0, s0 + strip) with s0 = (by' * 4 + ty) * strip,
-/// by' = by, by + gridDim.y, ... Tile of a block: 32 * kVec elements x 4 * strip rows.
+/// e0 = ((bx * 4 + ty) * 32 + tx) * kVec, for image rows [s0, s0 + strip) with s0 = by' * strip,
+/// by' = by, by + gridDim.y, ... Tile of a block: 128 * kVec elements x strip rows. The four
+/// warps walk the same rows side by side, so each row is read as one contiguous span of
+/// 128 * kVec elements (DRAM pages stay open) rather than four spans far apart.
 /// @tparam Channels interleaved channels (tap stride); @tparam Radius (2R+1)^2 centred filter.
 template <class In, class Out, int Channels, int Radius, bool Separable>
 __global__ void __launch_bounds__(kFastThreads)
@@ -83,7 +85,7 @@ __global__ void __launch_bounds__(kFastThreads)
   constexpr int kFirstTap = kSideVectors * kVec - kHalo;    // window index of tap 0 of element 0
 
   const int row_elems = src.width * Channels;
-  const int e0 = (blockIdx.x * kFastBlockX + threadIdx.x) * kVec;
+  const int e0 = ((blockIdx.x * kFastBlockY + threadIdx.y) * kFastBlockX + threadIdx.x) * kVec;
   if (e0 >= row_elems) return;  // no barriers below
   const int window_start = e0 - kSideVectors * kVec;
   const bool columns_inside =
@@ -91,8 +93,7 @@ __global__ void __launch_bounds__(kFastThreads)
   const bool full_store = vector_aligned && e0 + kVec <= row_elems;
   const int strips = div_up(src.height, kStrip);
 
-  for (int strip = blockIdx.y * kFastBlockY + threadIdx.y; strip < strips;
-       strip += gridDim.y * kFastBlockY) {
+  for (int strip = blockIdx.y; strip < strips; strip += gridDim.y) {
     const int s0 = strip * kStrip;
     const int rows_out = min(kStrip, src.height - s0);
 
@@ -121,17 +122,31 @@ __global__ void __launch_bounds__(kFastThreads)
 #pragma unroll
       for (int k = 0; k < kVec; ++k) partial[q][k] = p.delta;
 
+    // Memory-bound sizes keep two rows in flight (`window` = row r, `ahead` = row r + 1 while
+    // row r + 2 loads); their raw chunks are small (16 u8 in 4 registers). Wide windows keep one:
+    // those sizes are bound by FMAs, and the registers go to occupancy instead.
+    constexpr bool kTwoRowsAhead = kChunks * sizeof(Chunk) <= 64;
+    constexpr int kAheadChunks = kTwoRowsAhead ? kChunks : 1;
     Chunk window[kChunks];
+    Chunk ahead[kAheadChunks];
     const int first_input_row = s0 - p.anchor_y;
-    load_row(first_input_row, window);
     const int input_rows = rows_out + K - 1;
+    load_row(first_input_row, window);
+    if constexpr (kTwoRowsAhead) {
+      if (input_rows > 1) load_row(first_input_row + 1, ahead);
+    }
 #pragma unroll 1
     for (int r = 0; r < input_rows; ++r) {
       float in[kWindow];
 #pragma unroll
       for (int t = 0; t < kWindow; ++t) in[t] = static_cast<float>(window[t / kVec].v[t % kVec]);
-      // The next row's loads are in flight while this row is computed.
-      if (r + 1 < input_rows) load_row(first_input_row + r + 1, window);
+      if constexpr (kTwoRowsAhead) {
+#pragma unroll
+        for (int v = 0; v < kChunks; ++v) window[v] = ahead[v];
+        if (r + 2 < input_rows) load_row(first_input_row + r + 2, ahead);
+      } else {
+        if (r + 1 < input_rows) load_row(first_input_row + r + 1, window);
+      }
       if constexpr (Separable) {
         float horizontal[kVec];
 #pragma unroll

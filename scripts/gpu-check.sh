@@ -86,5 +86,19 @@ if wants bench; then
     fi
   fi
 fi
+if [[ " ${steps[*]} " == *" profile "* ]]; then  # not part of "all": ncu replays kernels
+  echo "== ncu profile of fast (8192^2: f32 3x3, f32 15x15, 8U RGB 3x3)"
+  profile() {  # name, kernel regex, bench options
+    ncu --kernel-name-base demangled -k "regex:$2" --launch-skip 6 --launch-count 1 \
+      --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
+      --section MemoryWorkloadAnalysis "$bundle/bin/cuconv_bench" --quick --no-opencv --variants fast \
+      --reps 3 > "$out/ncu-$1.txt" 2>&1 || status=1
+    grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Stall" \
+      "$out/ncu-$1.txt" | head -n 12
+  }
+  profile f32-3x3 'fast_kernel<float, float, 1, 1, false>'
+  profile f32-15x15 'fast_kernel<float, float, 1, 7, false>'
+  profile u8rgb-3x3 'fast_kernel<unsigned char, unsigned char, 3, 1, false>'
+fi
 echo "gpu-check status: $status"
 exit "$status"

@@ -16,10 +16,11 @@ namespace cuconv {
 inline constexpr double kMaxIntegerDifference = 1.0;
 inline constexpr double kMaxDifferingFraction = 0.001;
 inline constexpr double kMaxRelativeError = 1e-5;
-/// `fft` on integer outputs: still at most 1 off, but on up to 5% of values. Its ~1e-6 relative
-/// rounding tips the exact ties of dyadic filters (gauss3: 1 value in 16 is a tie) and values
-/// near a tie either way; `auto` therefore never picks `fft` for integer outputs.
-inline constexpr double kFftMaxDifferingFraction = 0.05;
+/// `fft` on integer outputs: still at most 1 off, but on up to 10% of values. Its ~1e-6 rounding
+/// relative to the tile's range tips the exact ties of dyadic filters (gauss3: 1 value in 16 is
+/// a tie) and, for 16-bit data, values within ~0.07 of a tie; measured on an H100: up to 5.6%
+/// (gauss3 on a 16-bit chessboard). `auto` therefore never picks `fft` for integer outputs.
+inline constexpr double kFftMaxDifferingFraction = 0.10;
 
 struct ComparisonStats {
   double max_abs_difference = 0;   ///< NaN against a number counts as infinite

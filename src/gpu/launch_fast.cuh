@@ -32,8 +32,8 @@ bool launch_fast_compiled(const LaunchArgs& a) {
         const int row_elems = a.width * channels.value;
         const int strips = div_up(a.height, fast_strip_rows<R>());
         const dim3 block(kFastBlockX, kFastBlockY);
-        const dim3 grid(static_cast<unsigned>(div_up(row_elems, kFastBlockX * kVec)),
-                        static_cast<unsigned>(std::min(div_up(strips, kFastBlockY), kMaxGridY)));
+        const dim3 grid(static_cast<unsigned>(div_up(row_elems, kFastThreads * kVec)),
+                        static_cast<unsigned>(std::min(strips, kMaxGridY)));
         // Vector loads and stores need 16-byte aligned rows (cudaMallocPitch gives 512).
         const bool aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0 &&
                              reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
