@@ -86,6 +86,27 @@ if wants bench; then
     fi
   fi
 fi
+if [[ " ${steps[*]} " == *" batch "* ]]; then  # not part of "all": minutes of image coding
+  echo "== batch mode: ${CUCONV_BATCH_N:-200} images of about 2000x2000 RGB"
+  OUT="$out" bash "$bundle/scripts/batch-bench.sh" "$bundle/bin" "${CUCONV_BATCH_N:-200}" "$work/corpus" \
+    > "$out/batch-bench.log" 2>&1 || status=1
+  grep "batch-bench:" "$out/batch-bench.log"
+  gpus="$(nvidia-smi -L | wc -l)"
+  if (( gpus >= 2 )); then
+    # A kernel-heavy batch (63x63 dense filter: the GPU, not image coding, sets the pace) on one
+    # GPU and on all of them.
+    for devices in 0 all; do
+      scratch="$(mktemp -d)"
+      start="$(date +%s%N)"
+      "$bundle/bin/cuconv" --out-dir "$scratch" --filter "${CUCONV_HEAVY_FILTER:-gaussian:31,10}" \
+        --devices "$devices" --json "$out/scaling-$devices.json" "$work/corpus" > /dev/null 2>&1 || status=1
+      end="$(date +%s%N)"
+      echo "scaling: --devices $devices: $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s"
+      rm -rf "$scratch"
+    done | tee "$out/scaling.txt"
+  fi
+fi
+
 if [[ " ${steps[*]} " == *" profile "* ]]; then  # not part of "all": ncu replays kernels
   echo "== ncu profile of fast (8192^2: f32 3x3, f32 15x15, 8U RGB 3x3)"
   profile() {  # name, kernel regex, bench options
