@@ -1,13 +1,18 @@
 #!/usr/bin/env bash
 # The whole GPU check in one call on a GPU node, from a bundle (scripts/bundle.sh):
-#   scripts/gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all]...
+#   scripts/gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all|npp|batch|profile]...
 # tests:    the full ctest suite from the bundle (CPU + GPU suites);
 # sanitize: compute-sanitizer memcheck, racecheck, initcheck and synccheck over the GPU suite
 #           (every CUCONV_SANITIZE_STRIDE-th sweep case, default 4; initcheck, which is about 10x
 #           slower per launch, every CUCONV_SANITIZE_STRIDE_INITCHECK-th, default 16) and the CLI
 #           for each variant;
-# bench:    bin/cuconv_bench (JSON + table).
-# Logs go to $OUT (the device tool's folder) or ./gpu-check-out.
+# bench:    bin/cuconv_bench (JSON + CSV + table) and the NPP peer (bench/npp_peer.cu, built here);
+# npp:      the NPP peer alone;
+# batch:    scripts/batch-bench.sh on CUCONV_BATCH_N images (default 200), and on hosts with
+#           2+ GPUs a kernel-heavy batch on one GPU and on all;
+# profile:  ncu on three `fast` kernels (npp, batch and profile are not part of "all").
+# Logs go to $OUT (the device tool's folder) or ./gpu-check-out; CUCONV_PACK_OUT=1 packs them into
+# one gpu-check-out.tar.gz (the device tool returns at most 8 files).
 set -uo pipefail
 tarball="${1:?usage: gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all]...}"
 shift
@@ -76,6 +81,9 @@ if wants bench; then
   # shellcheck disable=SC2086
   "$bundle/bin/cuconv_bench" --json "$out/bench.json" --csv "$out/bench.csv" ${CUCONV_BENCH_ARGS:-} > "$out/bench.md" 2>&1 || status=1
   tail -n 5 "$out/bench.md"
+fi
+
+if wants bench || wants npp; then
   # The NPP peer builds here, against the node's CUDA toolkit (NPP is not in Debian's packages).
   if [[ -z "${CUCONV_SKIP_NPP:-}" ]] && command -v nvcc > /dev/null && [[ -f bench/npp_peer.cu ]]; then
     if nvcc -O2 -std=c++17 -arch=native bench/npp_peer.cu -o "$work/npp_peer" -lnppif -lnppc > "$out/npp-build.log" 2>&1; then
@@ -86,6 +94,7 @@ if wants bench; then
     fi
   fi
 fi
+
 if [[ " ${steps[*]} " == *" batch "* ]]; then  # not part of "all": minutes of image coding
   echo "== batch mode: ${CUCONV_BATCH_N:-200} images of about 2000x2000 RGB"
   OUT="$out" bash "$bundle/scripts/batch-bench.sh" "$bundle/bin" "${CUCONV_BATCH_N:-200}" "$work/corpus" \
@@ -114,12 +123,17 @@ if [[ " ${steps[*]} " == *" profile "* ]]; then  # not part of "all": ncu replay
       --section SpeedOfLight --section Occupancy --section LaunchStats --section WarpStateStats \
       --section MemoryWorkloadAnalysis "$bundle/bin/cuconv_bench" --quick --no-opencv --variants fast \
       --reps 3 > "$out/ncu-$1.txt" 2>&1 || status=1
+    grep -q "No kernels were profiled" "$out/ncu-$1.txt" && { echo "ncu: $1 matched no kernel"; status=1; }
     grep -E "Duration|Memory Throughput|DRAM Throughput|Compute \(SM\) Throughput|Achieved Occupancy|Registers Per|Stall" \
       "$out/ncu-$1.txt" | head -n 12
   }
-  profile f32-3x3 'fast_kernel<float, float, 1, 1, false>'
-  profile f32-15x15 'fast_kernel<float, float, 1, 7, false>'
-  profile u8rgb-3x3 'fast_kernel<unsigned char, unsigned char, 3, 1, false>'
+  # ncu's demangled names spell template arguments as (int)1 and (bool)0
+  profile f32-3x3 'fast_kernel<float, float, \(int\)1, \(int\)1, \(bool\)0>'
+  profile f32-15x15 'fast_kernel<float, float, \(int\)1, \(int\)7, \(bool\)0>'
+  profile u8rgb-3x3 'fast_kernel<unsigned char, unsigned char, \(int\)3, \(int\)1, \(bool\)0>'
+fi
+if [[ -n "${CUCONV_PACK_OUT:-}" ]]; then
+  (cd "$out" && tar -czf "$work/gpu-check-out.tar.gz" . && find . -mindepth 1 -delete && mv "$work/gpu-check-out.tar.gz" .)
 fi
 echo "gpu-check status: $status"
 exit "$status"
