@@ -18,6 +18,8 @@
 /// outside the image, load element by element through the border rule.
 #include "common.cuh"
 
+#include <utility>
+
 namespace cuconv::kernels {
 
 inline constexpr int kFastBlockX = 32;  ///< threads along a row (one warp)
@@ -126,6 +128,9 @@ __global__ void __launch_bounds__(kFastThreads)
     // row r + 2 loads); their raw chunks are small (16 u8 in 4 registers). Wide windows keep one:
     // those sizes are bound by FMAs, and the registers go to occupancy instead.
     constexpr bool kTwoRowsAhead = kChunks * sizeof(Chunk) <= 64;
+    // The ring of partial rows is unrolled (no register shifts) where K copies of the row body
+    // stay small: separable up to 15 taps. (Dense 3x3 and 5x5 gained registers and lost occupancy.)
+    constexpr bool kUnrollRing = Separable && K <= 15;
     constexpr int kAheadChunks = kTwoRowsAhead ? kChunks : 1;
     Chunk window[kChunks];
     Chunk ahead[kAheadChunks];
@@ -135,8 +140,11 @@ __global__ void __launch_bounds__(kFastThreads)
     if constexpr (kTwoRowsAhead) {
       if (input_rows > 1) load_row(first_input_row + 1, ahead);
     }
-#pragma unroll 1
-    for (int r = 0; r < input_rows; ++r) {
+    // Row r of the strip, in ring phase `phase` (a compile-time value when the ring is unrolled):
+    // logical partial q (output row r - (K - 1) + q) lives in slot (q + phase) % K, so the
+    // finished row is slot phase % K and no registers move between rows.
+    auto process_row = [&](int r, auto phase_constant) {
+      constexpr int phase = decltype(phase_constant)::value;
       float in[kWindow];
 #pragma unroll
       for (int t = 0; t < kWindow; ++t) in[t] = static_cast<float>(window[t / kVec].v[t % kVec]);
@@ -159,7 +167,8 @@ __global__ void __launch_bounds__(kFastThreads)
 #pragma unroll
         for (int q = 0; q < K; ++q)
 #pragma unroll
-          for (int k = 0; k < kVec; ++k) partial[q][k] = fmaf(taps.w[K + (K - 1 - q)], horizontal[k], partial[q][k]);
+          for (int k = 0; k < kVec; ++k)
+            partial[(q + phase) % K][k] = fmaf(taps.w[K + (K - 1 - q)], horizontal[k], partial[(q + phase) % K][k]);
       } else {
 #pragma unroll
         for (int q = 0; q < K; ++q)
@@ -167,16 +176,18 @@ __global__ void __launch_bounds__(kFastThreads)
           for (int j = 0; j < K; ++j)
 #pragma unroll
             for (int k = 0; k < kVec; ++k)
-              partial[q][k] = fmaf(taps.w[(K - 1 - q) * K + j], in[kFirstTap + k + j * Channels], partial[q][k]);
+              partial[(q + phase) % K][k] =
+                  fmaf(taps.w[(K - 1 - q) * K + j], in[kFirstTap + k + j * Channels], partial[(q + phase) % K][k]);
       }
 
+      constexpr int done = phase % K;  // slot of logical partial 0
       const int out_row = r - (K - 1);
       if (out_row >= 0) {
         const int y = s0 + out_row;
         Out* out = dst.row(y) + e0;
         ElementVector<Out, kVec> result;
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) result.v[k] = saturate_from_float<Out>(partial[0][k]);
+        for (int k = 0; k < kVec; ++k) result.v[k] = saturate_from_float<Out>(partial[done][k]);
         if (Channels == 4 && keep_alpha) {  // alpha passes through, converted to the output type
           const In* centre = src.row(y) + e0;
 #pragma unroll
@@ -191,12 +202,31 @@ __global__ void __launch_bounds__(kFastThreads)
             if (e0 + k < row_elems) out[k] = result.v[k];
         }
       }
+      if constexpr (!kUnrollRing) {
+        // Rolled loop (always phase 0): shift so that slot q is logical q again.
 #pragma unroll
-      for (int q = 0; q + 1 < K; ++q)
+        for (int q = 0; q + 1 < K; ++q)
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) partial[q][k] = partial[q + 1][k];
+          for (int k = 0; k < kVec; ++k) partial[q][k] = partial[q + 1][k];
 #pragma unroll
-      for (int k = 0; k < kVec; ++k) partial[K - 1][k] = p.delta;
+        for (int k = 0; k < kVec; ++k) partial[K - 1][k] = p.delta;
+      } else {
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) partial[done][k] = p.delta;  // becomes logical K - 1
+      }
+    };
+
+    if constexpr (kUnrollRing) {
+      // K copies of the row body, one per phase: small enough for the instruction cache here.
+#pragma unroll 1
+      for (int base = 0; base < input_rows; base += K) {
+        [&]<int... Phase>(std::integer_sequence<int, Phase...>) {
+          ((base + Phase < input_rows ? (process_row(base + Phase, std::integral_constant<int, Phase>{}), 0) : 0), ...);
+        }(std::make_integer_sequence<int, K>{});
+      }
+    } else {
+#pragma unroll 1
+      for (int r = 0; r < input_rows; ++r) process_row(r, std::integral_constant<int, 0>{});
     }
   }
 }
