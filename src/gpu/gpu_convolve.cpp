@@ -5,6 +5,7 @@
 #include "gpu/device_memory.hpp"
 #include "gpu/fault_injection.hpp"
 #include "gpu/launch.hpp"
+#include "gpu/strips.hpp"
 #include "job.hpp"
 
 #include <opencv2/core.hpp>
@@ -127,13 +128,6 @@ std::size_t planned_pitch(std::size_t row_bytes) {
   return (row_bytes + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
 }
 
-/// Device bytes a run needs: a fixed part plus a part per input row held on the device at once.
-struct MemoryModel {
-  std::uint64_t fixed_bytes = 0;
-  std::uint64_t bytes_per_row = 0;
-  [[nodiscard]] std::uint64_t bytes_for(std::uint64_t rows) const { return fixed_bytes + bytes_per_row * rows; }
-};
-
 /// --gpu-memory, or the device's free memory less a margin for the CUDA context's own growth,
 /// cuFFT's plans and other processes.
 std::uint64_t memory_limit(const ConvolveJob& job) {
@@ -145,66 +139,14 @@ std::uint64_t memory_limit(const ConvolveJob& job) {
   return free_bytes > margin ? free_bytes - margin : 0;
 }
 
-/// How the output rows are cut into horizontal strips: `count` strips of `rows_per_strip` output
-/// rows (the last may have fewer). One strip is the whole image, uploaded as it is.
-struct StripPlan {
-  int rows_per_strip = 0;
-  int count = 1;
-};
-
-StripPlan plan_strips(const cv::Mat& src, const ConvolveJob& job, const MemoryModel& model) {
-  const int height = src.rows;
-  const std::uint64_t limit = memory_limit(job);
-  const bool forced = job.max_strip_rows > 0 && job.max_strip_rows < height;
-  if (!forced && model.bytes_for(static_cast<std::uint64_t>(height)) <= limit) return {height, 1};
-  // A strip of r output rows holds r + kh - 1 input rows (its halo) on the device.
-  const std::uint64_t rows_that_fit = limit > model.fixed_bytes ? (limit - model.fixed_bytes) / model.bytes_per_row : 0;
-  const auto halo = static_cast<std::uint64_t>(job.kh() - 1);
-  if (rows_that_fit < halo + 1) {
-    throw Error(ErrorKind::gpu, "the " + std::to_string(src.cols) + "x" + std::to_string(height) +
-                                    " image does not fit the GPU memory limit of " + std::to_string(limit) +
-                                    " bytes even in strips of one output row: such a strip holds " +
-                                    std::to_string(halo + 1) + " input rows and needs " +
-                                    std::to_string(model.bytes_for(halo + 1)) +
-                                    " bytes (raise --gpu-memory, or use --variant opencv)");
-  }
-  int rows = static_cast<int>(std::min<std::uint64_t>(rows_that_fit - halo, static_cast<std::uint64_t>(height)));
-  if (forced) rows = std::min(rows, job.max_strip_rows);
-  return {rows, (height + rows - 1) / rows};
-}
-
-/// One strip: output rows [out_begin, out_end) are computed from input rows [in_begin, in_end),
-/// uploaded as a whole image of their own; its output rows from `first_valid` on are the strip's.
-/// A strip of a striped image carries its vertical halo as real rows, so the kernels' own
-/// top/bottom border handling only reaches rows that are thrown away.
-struct StripRows {
-  int out_begin = 0;
-  int out_end = 0;
-  int in_begin = 0;
-  int in_end = 0;
-  int first_valid = 0;
-  [[nodiscard]] int input_rows() const { return in_end - in_begin; }
-  [[nodiscard]] int output_rows() const { return out_end - out_begin; }
-};
-
-StripRows strip_rows(const StripPlan& plan, int index, int height, const ConvolveJob& job) {
-  StripRows s;
-  s.out_begin = index * plan.rows_per_strip;
-  s.out_end = std::min(height, s.out_begin + plan.rows_per_strip);
-  if (plan.count == 1) {  // the whole image: the kernel applies the vertical border itself
-    s.in_begin = 0;
-    s.in_end = height;
-    return s;
-  }
-  s.in_begin = s.out_begin - job.anchor_y;
-  s.in_end = s.out_end + job.kh() - 1 - job.anchor_y;
-  s.first_valid = job.anchor_y;
-  return s;
+/// The strips for this image under --gpu-memory (or the automatic limit).
+StripPlan plan_strips_for(const cv::Mat& src, const ConvolveJob& job, const MemoryModel& model) {
+  return plan_strips(src.cols, src.rows, job.kh(), model, memory_limit(job), job.max_strip_rows);
 }
 
 /// Rows [begin, end) of `image` into the plane's first rows. Rows outside the image are made on
-/// the host by the border rule (cv::borderInterpolate, which the kernels mirror; `constant_row`
-/// holds the border value), so the strip the kernel sees is exactly the rows it would have read.
+/// the host by the border rule (`constant_row` holds the border value), so the strip the kernel
+/// sees is exactly the rows it would have read.
 void upload_rows(const cv::Mat& image, int begin, int end, const DevicePlane& plane, const ConvolveJob& job,
                  const cv::Mat& constant_row, cudaStream_t stream) {
   const int inside_begin = std::clamp(begin, 0, image.rows);
@@ -216,7 +158,7 @@ void upload_rows(const cv::Mat& image, int begin, int end, const DevicePlane& pl
                                     cudaMemcpyHostToDevice, stream));
   for (int y = begin; y < end; ++y) {
     if (y >= inside_begin && y < inside_end) continue;
-    const int from = cv::borderInterpolate(y, image.rows, opencv_border(job.border));  // -1: constant
+    const int from = source_row(y, image.rows, job.border);  // -1: constant
     const unsigned char* row = from < 0 ? constant_row.data : image.ptr(from);
     CUCONV_CUDA_TRY(cudaMemcpyAsync(plane_row(y), row, plane.row_bytes(), cudaMemcpyHostToDevice, stream));
   }
@@ -286,7 +228,7 @@ ConvolveResult convolve_gpu_interleaved(const cv::Mat& src, const ConvolveJob& j
     const std::uint64_t tile_side = static_cast<std::uint64_t>(fft_tile_side(job.kw(), width)) + 2;
     model.fixed_bytes += 3 * sizeof(float) * tile_side * static_cast<std::uint64_t>(fft_tile_side(job.kh(), height));
   }
-  const StripPlan plan = plan_strips(src, job, model);
+  const StripPlan plan = plan_strips_for(src, job, model);
   check_bench_fits(job, plan);
   const int rows_held = plan.count == 1 ? height : plan.rows_per_strip + job.kh() - 1;
 
@@ -304,7 +246,7 @@ ConvolveResult convolve_gpu_interleaved(const cv::Mat& src, const ConvolveJob& j
                                   cudaMemcpyHostToDevice, stream.get()));
   LaunchArgs args{};
   for (int strip = 0; strip < plan.count; ++strip) {
-    const StripRows rows = strip_rows(plan, strip, height, job);
+    const StripRows rows = strip_rows(plan, strip, height, job.kh(), job.anchor_y);
     events.upload_start.record(stream.get());
     upload_rows(src, rows.in_begin, rows.in_end, in_plane, job, constant_row, stream.get());
     if (job.poison_output) poison_plane(out_plane, job.output_depth, stream.get());
@@ -371,7 +313,7 @@ ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant 
   model.fixed_bytes = sizeof(float) * job.weights.size();
   model.bytes_per_row = static_cast<std::uint64_t>(filtered_channels) *
                         (planned_pitch(in_row_bytes) + planned_pitch(out_row_bytes));
-  const StripPlan plan = plan_strips(src, job, model);
+  const StripPlan plan = plan_strips_for(src, job, model);
   check_bench_fits(job, plan);
   const int rows_held = plan.count == 1 ? height : plan.rows_per_strip + job.kh() - 1;
 
@@ -401,7 +343,7 @@ ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant 
     for (const LaunchArgs& args : launches) launch_variant(variant, args);
   };
   for (int strip = 0; strip < plan.count; ++strip) {
-    const StripRows rows = strip_rows(plan, strip, height, job);
+    const StripRows rows = strip_rows(plan, strip, height, job.kh(), job.anchor_y);
     events.upload_start.record(stream.get());
     for (std::size_t c = 0; c < in_planes.size(); ++c) {
       upload_rows(host_in[c], rows.in_begin, rows.in_end, in_planes[c], job, constant_row, stream.get());
