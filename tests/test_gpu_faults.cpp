@@ -116,3 +116,20 @@ TEST_CASE("gpu faults: --gpu-memory below one strip row exits 5 for an explicit 
   CHECK(r.err.find(" strip(s)") != std::string::npos);
   CHECK(bit_equal(cv::imread(striped, cv::IMREAD_UNCHANGED), cv::imread(whole, cv::IMREAD_UNCHANGED)));
 }
+
+TEST_CASE("gpu faults: batch mode under auto warns per image and writes cv::filter2D's results") {
+  TempDir dir;
+  const std::string out_dir = dir.file("out");
+  const auto r = run_with_fault("launch", {"--out-dir", out_dir, sample("camera.png"), sample("coffee.png"), "--filter",
+                                           "gauss5", "--jobs", "2"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  ConvolveOptions opencv;
+  opencv.variant = Variant::opencv;
+  for (const char* name : {"camera.png", "coffee.png"}) {
+    CHECK(r.err.find(name + std::string(": variant fast failed on the GPU")) != std::string::npos);
+    const cv::Mat src = cv::imread(sample(name), cv::IMREAD_UNCHANGED);
+    const cv::Mat written = cv::imread(out_dir + "/" + name, cv::IMREAD_UNCHANGED);
+    CHECK(bit_equal(written, convolve(src, load_filter("gauss5"), opencv).image));
+  }
+}

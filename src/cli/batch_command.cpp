@@ -236,9 +236,13 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   ProgressLine progress(!request.quiet && ::isatty(STDERR_FILENO) != 0, items.size());
   const BatchSummary summary =
       batch::run_batch(items, batch_options, [&](const ItemReport& item, std::size_t done, std::size_t) {
-        const auto level = item.status == ItemStatus::failed ? spdlog::level::err : spdlog::level::info;
+        const auto level = item.status == ItemStatus::failed ? spdlog::level::err
+                           : item.gpu_fallback.empty()        ? spdlog::level::info
+                                                              : spdlog::level::warn;
         if (spdlog::default_logger()->should_log(level)) {
           progress.clear();
+          if (!item.gpu_fallback.empty())
+            spdlog::warn("{}: {}; filtered with OpenCV on the CPU instead", item.input, item.gpu_fallback);
           if (item.status == ItemStatus::failed)
             spdlog::error("{}: {}", item.input, item.reason);
           else if (item.status == ItemStatus::ok)
