@@ -135,3 +135,20 @@ TEST_CASE("command line: inconsistent requests are Error{usage} naming the optio
         std::string::npos);
   CHECK(usage_error({"a.png", "b.png", "--filter", "box3"}).empty());
 }
+
+TEST_CASE("command line: --anchor takes X,Y of non-negative ints, never an out-of-range value") {
+  const auto anchor_of = [](const std::string& text) {
+    const ParsedCommand c = parse({"a.png", "b.png", "--filter", "box3", "--anchor", text});
+    return std::pair{c.options.anchor_x, c.options.anchor_y};
+  };
+  CHECK(anchor_of("1,2") == std::pair{1, 2});
+  CHECK(anchor_of("0,126") == std::pair{0, 126});
+  CHECK(anchor_of(" 1, 2") == std::pair{1, 2});  // blanks and '+' as sscanf's %d took them
+  CHECK(anchor_of("+3,+4") == std::pair{3, 4});
+  for (const char* bad : {"1;2", "1,", ",2", "1,2,", "1,2x", "1 ,2", "-1,0", "0,-1", "x,y", "1.5,2",
+                          "99999999999,1", "1,2147483648", "2147483647,1,"}) {
+    INFO("'", bad, "'");
+    CHECK(usage_error({"a.png", "b.png", "--filter", "box3", "--anchor", bad}).find("expected X,Y") !=
+          std::string::npos);
+  }
+}

@@ -6,7 +6,6 @@
 #include <cuconv/version.hpp>
 
 #include <charconv>
-#include <cstdio>
 #include <initializer_list>
 #include <limits>
 #include <map>
@@ -25,13 +24,28 @@ std::map<std::string, Enum> names_of(std::initializer_list<Enum> values) {
   return m;
 }
 
+/// One integer of --anchor: blanks and a '+' before it allowed, as sscanf's %d has it, but a
+/// value beyond int is refused rather than undefined.
+std::optional<int> read_anchor_int(std::string_view& rest) {
+  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
+  if (!rest.empty() && rest.front() == '+') rest.remove_prefix(1);
+  int value = 0;
+  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
+  if (ec != std::errc{}) return std::nullopt;
+  rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
+  return value;
+}
+
 /// "X,Y" -> anchor; Error{usage} otherwise.
 std::pair<int, int> parse_anchor(const std::string& text) {
-  int x = -1, y = -1;
-  char comma = 0, extra = 0;
-  if (std::sscanf(text.c_str(), "%d%c%d%c", &x, &comma, &y, &extra) != 3 || comma != ',' || x < 0 || y < 0)
+  std::string_view rest = text;
+  const std::optional<int> x = read_anchor_int(rest);
+  const bool comma = !rest.empty() && rest.front() == ',';
+  if (comma) rest.remove_prefix(1);
+  const std::optional<int> y = comma ? read_anchor_int(rest) : std::nullopt;
+  if (!x || !y || !rest.empty() || *x < 0 || *y < 0)
     throw Error(ErrorKind::usage, "--anchor '" + text + "': expected X,Y with non-negative integers");
-  return {x, y};
+  return {*x, *y};
 }
 
 ConvolveOptions to_options(const CliRequest& req) {
