@@ -133,3 +133,13 @@ TEST_CASE("gpu faults: batch mode under auto warns per image and writes cv::filt
     CHECK(bit_equal(written, convolve(src, load_filter("gauss5"), opencv).image));
   }
 }
+
+TEST_CASE("gpu faults: --compare under auto has no GPU result to compare: exit 5 with the fault, nothing written") {
+  TempDir dir;
+  const auto r = run_with_fault("launch", {sample("coffee.png"), dir.file("out.png"), "--filter", "gauss5", "--compare"});
+  INFO(r.err);
+  CHECK(r.exit_code == static_cast<int>(ExitCode::gpu));
+  CHECK(r.err.find("--compare needs a GPU result") != std::string::npos);
+  CHECK(r.err.find("cudaErrorLaunchFailure") != std::string::npos);
+  CHECK(empty_folder(dir));
+}

@@ -84,8 +84,10 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   // end to end; a correct kernel never leaves the tolerance on its own.
   if (const char* corrupt = std::getenv("CUCONV_TEST_CORRUPT_RESULT"); corrupt != nullptr && *corrupt == '1')
     cv::add(result.image, cv::Scalar::all(3), result.image);
-  if (!result.fallback_reason.empty())
+  if (!result.fallback_reason.empty()) {
     spdlog::warn("{}; filtered with OpenCV on the CPU instead", result.fallback_reason);
+    no_gpu_reason = result.fallback_reason;  // why --bench and --compare have no GPU result below
+  }
   spdlog::info("variant {}: upload {:.3f} ms, kernel {:.3f} ms, download {:.3f} ms, {} strip(s)",
                cuconv::to_string(result.variant_used), result.times.upload_ms, result.times.kernel_ms,
                result.times.download_ms, result.strips);
@@ -105,7 +107,7 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   ExitCode code = ExitCode::ok;
   if (req.compare) {
     if (result.variant_used == cuconv::Variant::opencv)
-      throw cuconv::Error(ErrorKind::gpu, "--compare needs a CUDA device: " + no_gpu_reason);
+      throw cuconv::Error(ErrorKind::gpu, "--compare needs a GPU result: " + no_gpu_reason);
     cuconv::ConvolveOptions reference_options = options;
     reference_options.variant = cuconv::Variant::opencv;
     reference_options.opencv_method = cuconv::OpenCvMethod::reference;  // no DFT rounding noise
