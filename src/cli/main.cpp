@@ -1,5 +1,5 @@
-// cuconv command line: parses options into one request, calls the library, reports. The only
-// place (with batch_command.cpp, its batch mode) that knows about argv, CLI11, spdlog and exit codes.
+// cuconv command line: parses options into one request (command_line.cpp), calls the library,
+// reports. src/cli/ is the only place that knows about argv, CLI11, spdlog and exit codes.
 #include "cli/batch_command.hpp"
 #include "cli/command_line.hpp"
 
