@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# Builds the libFuzzer targets of tests/fuzz with clang and runs each for SECONDS (default 60),
-# starting from tests/fuzz/corpus. A crash leaves crash-* in build/fuzz/findings and fails.
+# Builds the libFuzzer targets of tests/fuzz with clang and runs them for SECONDS in all (default
+# 60), split between them: the filter parsers from tests/fuzz/corpus, the command line from
+# tests/fuzz/corpus_cli. A crash leaves crash-* in build/fuzz/findings and fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds="${1:-60}"
@@ -11,8 +12,17 @@ if ! command -v clang++ >/dev/null || ! ls /usr/lib/llvm-*/lib/clang/*/lib/linux
 fi
 cmake -S tests/fuzz -B build/fuzz -G Ninja -DCMAKE_CXX_COMPILER=clang++ -DCMAKE_BUILD_TYPE=RelWithDebInfo >/dev/null
 cmake --build build/fuzz -j"$(nproc)"
-mkdir -p build/fuzz/findings build/fuzz/corpus
-cp -n tests/fuzz/corpus/* build/fuzz/corpus/ 2>/dev/null || true
-# The working corpus grows in build/; the seeds in the repository stay small.
-build/fuzz/fuzz_filter_parser -max_total_time="$seconds" -max_len=4096 -timeout=10 \
-  -artifact_prefix=build/fuzz/findings/ build/fuzz/corpus
+mkdir -p build/fuzz/findings
+
+# run TARGET SEEDS SECONDS: the working corpus grows in build/; the seeds in the repository stay small.
+run() {
+  local target=$1 seeds=$2 budget=$3
+  mkdir -p "build/fuzz/$seeds"
+  cp -n "tests/fuzz/$seeds"/* "build/fuzz/$seeds/" 2>/dev/null || true
+  echo "fuzz.sh: $target for $budget s"
+  "build/fuzz/$target" -max_total_time="$budget" -max_len=4096 -timeout=10 \
+    -artifact_prefix=build/fuzz/findings/ "build/fuzz/$seeds"
+}
+half=$(( seconds / 2 > 0 ? seconds / 2 : 1 ))
+run fuzz_filter_parser corpus "$half"
+run fuzz_cli_options corpus_cli "$(( seconds - half > 0 ? seconds - half : 1 ))"

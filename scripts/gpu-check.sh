@@ -38,8 +38,8 @@ fi
 
 if wants sanitize; then
   # The four tools run side by side (one process each); every tool covers the GPU suite (every
-  # stride-th sweep case; the CLI suite spawns processes, so it is replaced by direct CLI runs of
-  # each variant) and the CLI with each variant.
+  # stride-th sweep case; the CLI and fault suites spawn processes, so they are replaced by
+  # direct CLI runs of each variant) and the CLI with each variant.
   stride="${CUCONV_SANITIZE_STRIDE:-4}"
   cases="${CUCONV_SANITIZE_CASES:-*}"            # doctest -tc filter: rerun some suites only
   tools="${CUCONV_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}"
@@ -49,7 +49,7 @@ if wants sanitize; then
     local tool="$1" log="$out/sanitize-$1.log" rc=0 tool_stride="$stride"
     [[ "$1" == initcheck ]] && tool_stride="${CUCONV_SANITIZE_STRIDE_INITCHECK:-16}"
     CUCONV_TEST_STRIDE="$tool_stride" timeout 480 compute-sanitizer --tool "$tool" --error-exitcode 99 \
-      "$bundle/bin/cuconv_gpu_tests" -tce="gpu cli*" -tc="$cases" --duration=true > "$log" 2>&1 || rc=$?
+      "$bundle/bin/cuconv_gpu_tests" -tce="gpu cli*,gpu faults*" -tc="$cases" --duration=true > "$log" 2>&1 || rc=$?
     for variant in $sanitize_variants; do
       compute-sanitizer --tool "$tool" --error-exitcode 99 "$CUCONV_BIN" "$CUCONV_SAMPLES/coffee.png" \
         "$work/$tool-$variant.png" --filter box:31 --variant "$variant" --border wrap >> "$log" 2>&1 || rc=$?

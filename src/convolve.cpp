@@ -11,7 +11,6 @@
 
 #include <opencv2/core.hpp>
 
-#include <array>
 #include <chrono>
 #include <cmath>
 #include <string>
@@ -20,42 +19,6 @@
 namespace cuconv {
 
 namespace {
-
-constexpr std::array<std::pair<Variant, std::string_view>, 9> kVariantNames{{
-    {Variant::automatic, "auto"},
-    {Variant::opencv, "opencv"},
-    {Variant::basic, "basic"},
-    {Variant::constmem, "constmem"},
-    {Variant::tiled, "tiled"},
-    {Variant::tiled_halo, "tiled-halo"},
-    {Variant::cached, "cached"},
-    {Variant::fast, "fast"},
-    {Variant::fft, "fft"},
-}};
-constexpr std::array<std::pair<Border, std::string_view>, 5> kBorderNames{{
-    {Border::reflect101, "reflect101"},
-    {Border::reflect, "reflect"},
-    {Border::replicate, "replicate"},
-    {Border::constant, "constant"},
-    {Border::wrap, "wrap"},
-}};
-constexpr std::array<std::pair<Depth, std::string_view>, 5> kDepthNames{{
-    {Depth::same, "same"}, {Depth::u8, "8u"}, {Depth::u16, "16u"}, {Depth::s16, "16s"}, {Depth::f32, "32f"},
-}};
-
-template <class Enum, std::size_t N>
-std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum value) {
-  for (const auto& [v, name] : table)
-    if (v == value) return name;
-  return "?";
-}
-template <class Enum, std::size_t N>
-std::optional<Enum> value_of(const std::array<std::pair<Enum, std::string_view>, N>& table,
-                             std::string_view name) {
-  for (const auto& [v, n] : table)
-    if (n == name) return v;
-  return std::nullopt;
-}
 
 /// Filters of at least this many taps that `fast` cannot unroll go to `fft` (docs/perf-notes.md).
 constexpr int kFftMinTaps = 256;
@@ -97,6 +60,9 @@ detail::ConvolveJob make_job(const cv::Mat& src, const Filter& filter, const Con
   job.keep_alpha = o.keep_alpha;
   job.poison_output = o.poison_output;
   job.bench_runs = o.bench_runs;
+  if (o.max_strip_rows < 0) throw Error(ErrorKind::usage, "max_strip_rows must be >= 0 (0: no forced limit)");
+  job.gpu_memory_limit = o.gpu_memory_limit;
+  job.max_strip_rows = o.max_strip_rows;
   return job;
 }
 
@@ -113,13 +79,6 @@ void validate_input(const cv::Mat& src) {
 }
 
 }  // namespace
-
-std::string_view to_string(Variant v) noexcept { return name_of(kVariantNames, v); }
-std::string_view to_string(Border b) noexcept { return name_of(kBorderNames, b); }
-std::string_view to_string(Depth d) noexcept { return name_of(kDepthNames, d); }
-std::optional<Variant> parse_variant(std::string_view s) noexcept { return value_of(kVariantNames, s); }
-std::optional<Border> parse_border(std::string_view s) noexcept { return value_of(kBorderNames, s); }
-std::optional<Depth> parse_depth(std::string_view s) noexcept { return value_of(kDepthNames, s); }
 
 const std::vector<Variant>& gpu_variants() noexcept {
   static const std::vector<Variant> variants{Variant::basic,      Variant::constmem, Variant::tiled,
@@ -180,6 +139,7 @@ ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const Convolve
   const detail::ConvolveJob job = make_job(src, filter, options);
 
   std::string no_gpu_reason;
+  std::string fallback_reason;
   const bool needs_gpu_check = options.variant == Variant::automatic || is_gpu_variant(options.variant);
   const bool gpu_present = needs_gpu_check && cuda_device_available(&no_gpu_reason);
   const Variant variant = options.variant == Variant::automatic
@@ -190,11 +150,19 @@ ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const Convolve
       throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) +
                                       "' needs a CUDA device: " + no_gpu_reason +
                                       " (use --variant opencv or auto)");
-    if (options.device >= 0) detail::select_device(options.device);
-    return detail::convolve_gpu(src, job, variant);
+    try {
+      if (options.device >= 0) detail::select_device(options.device);
+      return detail::convolve_gpu(src, job, variant);
+    } catch (const Error& e) {
+      // `auto` promises a result: a GPU failure (out of memory, a failed launch, a lost device)
+      // costs speed, not the image. An explicit variant reports it instead (exit 5).
+      if (options.variant != Variant::automatic || e.kind() != ErrorKind::gpu) throw;
+      fallback_reason = "variant " + std::string(to_string(variant)) + " failed on the GPU: " + e.what();
+    }
   }
 
   ConvolveResult result;
+  result.fallback_reason = std::move(fallback_reason);
   const auto start = std::chrono::steady_clock::now();
   result.image = detail::convolve_opencv(src, job, options.opencv_method);
   result.times.kernel_ms =

@@ -7,6 +7,7 @@
 
 #include <opencv2/core/mat.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -25,10 +26,15 @@ struct ConvolveJob {
   bool keep_alpha = false;
   bool poison_output = false;
   int bench_runs = 0;          ///< --bench: time the kernels this many more times
+  std::uint64_t gpu_memory_limit = 0;  ///< bytes; 0: the device's free memory less a margin
+  int max_strip_rows = 0;      ///< testing aid: force strips of at most this many output rows
 
   [[nodiscard]] int kw() const { return kernel.cols; }
   [[nodiscard]] int kh() const { return kernel.rows; }
 };
+
+/// The cv::BORDER_* code of a border mode (BORDER_WRAP for wrap, which filter2D itself lacks).
+[[nodiscard]] int opencv_border(Border border);
 
 /// cv::filter2D with the job's semantics, `wrap` and non-zero constant borders by padding.
 /// Channels are filtered together (filter2D treats them independently).

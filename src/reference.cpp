@@ -21,17 +21,6 @@ namespace cuconv::detail {
 
 namespace {
 
-int opencv_border(Border border) {
-  switch (border) {
-    case Border::reflect101: return cv::BORDER_REFLECT_101;
-    case Border::reflect: return cv::BORDER_REFLECT;
-    case Border::replicate: return cv::BORDER_REPLICATE;
-    case Border::constant: return cv::BORDER_CONSTANT;
-    case Border::wrap: return cv::BORDER_WRAP;
-  }
-  return cv::BORDER_REFLECT_101;
-}
-
 /// Padding needed so filter2D never consults its own border rule.
 bool needs_padding(const ConvolveJob& job, OpenCvMethod method) {
   return method != OpenCvMethod::as_called || job.border == Border::wrap ||
@@ -67,6 +56,17 @@ cv::Mat filter_all_channels(const cv::Mat& src, const ConvolveJob& job, OpenCvMe
 }
 
 }  // namespace
+
+int opencv_border(Border border) {
+  switch (border) {
+    case Border::reflect101: return cv::BORDER_REFLECT_101;
+    case Border::reflect: return cv::BORDER_REFLECT;
+    case Border::replicate: return cv::BORDER_REPLICATE;
+    case Border::constant: return cv::BORDER_CONSTANT;
+    case Border::wrap: return cv::BORDER_WRAP;
+  }
+  return cv::BORDER_REFLECT_101;
+}
 
 cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method) {
   if (method == OpenCvMethod::reference && job.output_depth == CV_32F) {

@@ -17,32 +17,13 @@
 #include <vector>
 
 using namespace cuconv;
+using cuconv::test::random_filter;
+using cuconv::test::kAllBorders;
 using cuconv::test::random_image;
+using cuconv::test::sweep_stride;
 using cuconv::test::sample;
 
 namespace {
-
-int sweep_stride() {
-  const char* s = std::getenv("CUCONV_TEST_STRIDE");
-  return s != nullptr && std::atoi(s) > 0 ? std::atoi(s) : 1;
-}
-
-/// A random dense filter: weights in [-0.3, 1) scaled to sum 1, so outputs stay in the input's
-/// range and integer rounding is exercised rather than saturation.
-Filter random_filter(int kw, int kh, std::uint64_t seed) {
-  cv::RNG rng(seed);
-  Filter f;
-  f.width = kw;
-  f.height = kh;
-  f.origin = "random " + std::to_string(kw) + "x" + std::to_string(kh);
-  double sum = 0;
-  for (int i = 0; i < kw * kh; ++i) {
-    f.weights.push_back(rng.uniform(-0.3, 1.0));
-    sum += f.weights.back();
-  }
-  for (double& w : f.weights) w /= sum;
-  return f;
-}
 
 struct DepthPair {
   int in;
@@ -51,8 +32,6 @@ struct DepthPair {
 constexpr DepthPair kDepthPairs[] = {{CV_8U, Depth::u8},   {CV_8U, Depth::u16},   {CV_8U, Depth::s16},
                                      {CV_8U, Depth::f32},  {CV_16U, Depth::u16},  {CV_16U, Depth::f32},
                                      {CV_32F, Depth::f32}};
-constexpr Border kBorders[] = {Border::reflect101, Border::reflect, Border::replicate, Border::constant,
-                               Border::wrap};
 /// Image sizes (cols, rows) on and around the tile edges of every variant: 1, tile-1, tile,
 /// tile+1 for 8, 16, 30 and 32, primes, and sizes whose pitch differs from the width.
 constexpr std::pair<int, int> kSizes[] = {{1, 1},   {31, 7},  {32, 8},   {33, 9},   {1, 17},  {17, 1},
@@ -88,7 +67,7 @@ TEST_CASE("gpu sweep: variant x filter size x border x depth, random data and si
   int case_index = 0;
   for (Variant variant : gpu_variants()) {
     for (const FilterShape& shape : kShapes) {
-      for (Border border : kBorders) {
+      for (Border border : kAllBorders) {
         for (const DepthPair& depths : kDepthPairs) {
           const int index = case_index++;
           if (index % stride != 0) continue;
@@ -217,7 +196,7 @@ TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and sepa
   for (const FilterCase& fc : filters) {
     for (int depth : {CV_8U, CV_16U, CV_32F}) {
       for (int channels : {1, 3, 4}) {
-        for (Border border : kBorders) {
+        for (Border border : kAllBorders) {
           if (index++ % stride != 0) continue;
           const auto [cols, rows] = sizes[static_cast<std::size_t>(index) % std::size(sizes)];
           const cv::Mat src = random_image(rows, cols, depth, channels, 500 + static_cast<std::uint64_t>(index));

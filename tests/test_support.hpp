@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the test suites: temporary folders, running the cuconv binary, sample
 // paths and random images.
+#include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
 
 #include <opencv2/core.hpp>
@@ -85,6 +86,16 @@ inline CommandResult run_cuconv(const std::vector<std::string>& args, const std:
   return r;
 }
 
+/// Every border mode, in documentation order.
+inline constexpr Border kAllBorders[] = {Border::reflect101, Border::reflect, Border::replicate, Border::constant,
+                                         Border::wrap};
+
+/// CUCONV_TEST_STRIDE=N: the large GPU sweeps run every N-th case (compute-sanitizer runs).
+inline int sweep_stride() {
+  const char* s = std::getenv("CUCONV_TEST_STRIDE");
+  return s != nullptr && std::atoi(s) > 0 ? std::atoi(s) : 1;
+}
+
 /// Random image of the given depth: full range for integers, [-100, 100] for float.
 inline cv::Mat random_image(int rows, int cols, int depth, int channels, std::uint64_t seed) {
   cv::Mat m(rows, cols, CV_MAKETYPE(depth, channels));
@@ -95,6 +106,23 @@ inline cv::Mat random_image(int rows, int cols, int depth, int channels, std::ui
     default: rng.fill(m, cv::RNG::UNIFORM, -100.0, 100.0); break;
   }
   return m;
+}
+
+/// A random dense filter: weights in [-0.3, 1) scaled to sum 1, so outputs stay in the input's
+/// range and integer rounding is exercised rather than saturation.
+inline cuconv::Filter random_filter(int kw, int kh, std::uint64_t seed) {
+  cv::RNG rng(seed);
+  cuconv::Filter f;
+  f.width = kw;
+  f.height = kh;
+  f.origin = "random " + std::to_string(kw) + "x" + std::to_string(kh);
+  double sum = 0;
+  for (int i = 0; i < kw * kh; ++i) {
+    f.weights.push_back(rng.uniform(-0.3, 1.0));
+    sum += f.weights.back();
+  }
+  for (double& w : f.weights) w /= sum;
+  return f;
 }
 
 /// The filter's weights as the CV_64F kh x kw matrix a direct cv::filter2D call takes.

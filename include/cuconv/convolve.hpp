@@ -6,6 +6,7 @@
 
 #include <opencv2/core/mat.hpp>
 
+#include <cstdint>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -54,6 +55,12 @@ struct ConvolveOptions {
   /// becomes the calling thread's current device (the CUDA runtime keeps one per host thread),
   /// so threads that each own a device can call convolve() side by side.
   int device = -1;
+  /// Device memory the GPU variants may use, in bytes; 0: the device's free memory less a safety
+  /// margin. An image whose device planes (plus the variant's scratch) need more is filtered in
+  /// horizontal strips (README "Limits and errors").
+  std::uint64_t gpu_memory_limit = 0;
+  /// Testing aid: at most this many output rows per strip; 0: only the memory limit decides.
+  int max_strip_rows = 0;
 };
 
 /// Wall/event times of the stages, in milliseconds (0 when a stage did not run).
@@ -72,6 +79,10 @@ struct ConvolveResult {
   cv::Mat image;
   Variant variant_used = Variant::opencv;  ///< what `automatic` resolved to
   StageTimes times;
+  int strips = 1;  ///< horizontal strips the GPU filtered the image in (1: the whole image at once)
+  /// Set when `automatic` chose a GPU variant that failed with a GPU error and OpenCV filtered the
+  /// image instead: what failed. Empty otherwise (explicit GPU variants never fall back).
+  std::string fallback_reason;
 };
 
 /// Whether a CUDA device can be used; on false, `reason` says why (no driver, no device ...).

@@ -149,6 +149,7 @@ class Pipeline {
         reports_[item].times.filter_ms = result.times.kernel_ms;
         reports_[item].times.upload_ms = result.times.upload_ms;
         reports_[item].times.download_ms = result.times.download_ms;
+        reports_[item].gpu_fallback = std::move(result.fallback_reason);
       });
       if (filtered && !write_queue_->push(std::move(*work)))
         finish(item, ItemStatus::skipped, std::string(kStoppedReason));

@@ -58,6 +58,7 @@ struct ItemReport {
   ExitCode exit_code = ExitCode::ok;  ///< a failure's own exit code (what cuconv IN OUT would exit with)
   ItemTimes times;
   int device = -1;                    ///< the CUDA device it was given to (-1: current / CPU)
+  std::string gpu_fallback;           ///< ConvolveResult::fallback_reason: `auto` filtered it with OpenCV
 };
 
 struct BatchSummary {

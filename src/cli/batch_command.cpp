@@ -188,49 +188,6 @@ void log_outcome(const BatchSummary& summary, bool fail_fast) {
 
 }  // namespace
 
-bool is_batch_invocation(int argc, char** argv) {
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--") break;
-    if (arg == "--out-dir" || arg.starts_with("--out-dir=")) return true;
-  }
-  return false;
-}
-
-std::vector<CLI::Option*> add_batch_options(CLI::App& app, BatchRequest& request) {
-  const std::string group = "Batch mode (cuconv --out-dir DIR [options] IN...)";
-  return {
-      app.add_option("--out-dir", request.out_dir, "batch mode: write the results into DIR (created if missing)")
-          ->group(group),
-      app.add_option("--name", request.name_template,
-                     "output file name: %s = input name without extension, %% = '%'; the template's "
-                     "extension picks the format, none keeps the input's")
-          ->capture_default_str()
-          ->group(group),
-      app.add_option("--from", request.from_lists, "read input paths from FILE, or - for stdin, one per line")
-          ->allow_extra_args(false)  // one list per --from; what follows is an input again
-          ->group(group),
-      app.add_flag("--recursive", request.recursive, "directories given as inputs: also take their subdirectories' images")
-          ->group(group),
-      app.add_option("--jobs", request.jobs, "decode/encode threads (default: one per hardware thread)")
-          ->check(CLI::Range(1, 4096))
-          ->group(group),
-      app.add_option("--devices", request.devices, "all, or CUDA device indices 0,1,...: images dealt round-robin")
-          ->group(group),
-      app.add_option("--shard", request.shard,
-                     "I/N: take the inputs whose sorted position is I modulo N (default: from "
-                     "SLURM_ARRAY_TASK_ID/COUNT)")
-          ->group(group),
-      app.add_flag("--overwrite", request.overwrite, "replace existing outputs (default: leave them, report skipped)")
-          ->group(group),
-      app.add_flag("--fail-fast", request.fail_fast, "stop at the first failing input, exit with its code")
-          ->group(group),
-      app.add_flag("--no-filter", request.no_filter,
-                   "benchmark aid: run the same pipeline without the filter stage (decode and encode only)")
-          ->group(group),
-  };
-}
-
 ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, const ConvolveOptions& options) {
   const std::vector<std::string> named = named_inputs(request);
   if (named.empty()) throw Error(ErrorKind::usage, "no inputs: name images or directories, or use --from FILE");
@@ -279,9 +236,13 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   ProgressLine progress(!request.quiet && ::isatty(STDERR_FILENO) != 0, items.size());
   const BatchSummary summary =
       batch::run_batch(items, batch_options, [&](const ItemReport& item, std::size_t done, std::size_t) {
-        const auto level = item.status == ItemStatus::failed ? spdlog::level::err : spdlog::level::info;
+        const auto level = item.status == ItemStatus::failed ? spdlog::level::err
+                           : item.gpu_fallback.empty()        ? spdlog::level::info
+                                                              : spdlog::level::warn;
         if (spdlog::default_logger()->should_log(level)) {
           progress.clear();
+          if (!item.gpu_fallback.empty())
+            spdlog::warn("{}: {}; filtered with OpenCV on the CPU instead", item.input, item.gpu_fallback);
           if (item.status == ItemStatus::failed)
             spdlog::error("{}: {}", item.input, item.reason);
           else if (item.status == ItemStatus::ok)

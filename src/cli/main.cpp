@@ -1,97 +1,45 @@
-// cuconv command line: parses options into one request, calls the library, reports. The only
-// place (with batch_command.cpp, its batch mode) that knows about argv, CLI11, spdlog and exit codes.
+// cuconv command line: parses options into one request (command_line.cpp), calls the library,
+// reports. src/cli/ is the only place that knows about argv, CLI11, spdlog and exit codes.
 #include "cli/batch_command.hpp"
+#include "cli/command_line.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
 #include <cuconv/image_io.hpp>
-#include <cuconv/version.hpp>
 
-#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
 #include <spdlog/spdlog.h>
 
 #include <opencv2/core.hpp>
 
-#include <charconv>
 #include <chrono>
-#include <cstdint>
 #include <cstdlib>
 #include <cstdio>
 #include <iostream>
-#include <map>
 #include <string>
 
 namespace {
 
 using cuconv::ErrorKind;
 using cuconv::ExitCode;
-
-/// Everything the user asked for, as parsed from argv.
-struct CliRequest {
-  std::string input;
-  std::string output;
-  std::string filter_spec;
-  std::string variant = "auto";
-  std::string border = "reflect101";
-  std::string depth = "same";
-  std::string alpha = "filter";
-  std::string anchor;
-  double border_value = 0;
-  double delta = 0;
-  std::uint64_t max_pixels = cuconv::kDefaultMaxPixels;
-  bool verbose = false;
-  bool quiet = false;
-  bool list_filters = false;
-  std::string show_filter;
-  bool compare = false;
-  bool json = false;
-  int bench_runs = 0;
-};
-
-template <class Enum>
-std::map<std::string, Enum> names_of(std::initializer_list<Enum> values) {
-  std::map<std::string, Enum> m;
-  for (Enum v : values) m.emplace(std::string(cuconv::to_string(v)), v);
-  return m;
-}
+using cuconv::cli::Action;
+using cuconv::cli::CliRequest;
+using cuconv::cli::ParsedCommand;
 
 double elapsed_ms(std::chrono::steady_clock::time_point since) {
   return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
 }
 
-/// "X,Y" -> anchor; Error{usage} otherwise.
-std::pair<int, int> parse_anchor(const std::string& text) {
-  int x = -1, y = -1;
-  char comma = 0, extra = 0;
-  if (std::sscanf(text.c_str(), "%d%c%d%c", &x, &comma, &y, &extra) != 3 || comma != ',' || x < 0 || y < 0)
-    throw cuconv::Error(ErrorKind::usage, "--anchor '" + text + "': expected X,Y with non-negative integers");
-  return {x, y};
-}
-
-int list_filters() {
+ExitCode list_filters() {
   for (const std::string& name : cuconv::preset_names()) {
     const cuconv::Filter f = cuconv::load_filter(name);
     std::printf("%-12s %dx%d\n", name.c_str(), f.width, f.height);
   }
   std::printf("box:N        N x N mean\ngaussian:R,S (2R+1)^2 Gaussian, sigma S\n");
-  return 0;
-}
-
-cuconv::ConvolveOptions to_options(const CliRequest& req) {
-  cuconv::ConvolveOptions o;
-  o.variant = *cuconv::parse_variant(req.variant);  // CLI11 checked membership
-  o.border = *cuconv::parse_border(req.border);
-  o.depth = *cuconv::parse_depth(req.depth);
-  o.border_value = req.border_value;
-  o.delta = req.delta;
-  o.keep_alpha = req.alpha == "keep";
-  if (!req.anchor.empty()) std::tie(o.anchor_x, o.anchor_y) = parse_anchor(req.anchor);
-  o.bench_runs = req.bench_runs;
-  return o;
+  return ExitCode::ok;
 }
 
 nlohmann::json comparison_json(const cuconv::ComparisonStats& s, const cuconv::ConvolveResult& gpu,
@@ -113,8 +61,7 @@ nlohmann::json comparison_json(const cuconv::ComparisonStats& s, const cuconv::C
 }
 
 /// The main job: read, filter, (compare), write. Returns the exit code.
-ExitCode run(const CliRequest& req) {
-  const cuconv::ConvolveOptions options = to_options(req);
+ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   const cuconv::Filter filter = cuconv::load_filter(req.filter_spec);
   cuconv::check_not_same_file(req.input, req.output);
 
@@ -137,9 +84,13 @@ ExitCode run(const CliRequest& req) {
   // end to end; a correct kernel never leaves the tolerance on its own.
   if (const char* corrupt = std::getenv("CUCONV_TEST_CORRUPT_RESULT"); corrupt != nullptr && *corrupt == '1')
     cv::add(result.image, cv::Scalar::all(3), result.image);
-  spdlog::info("variant {}: upload {:.3f} ms, kernel {:.3f} ms, download {:.3f} ms",
+  if (!result.fallback_reason.empty()) {
+    spdlog::warn("{}; filtered with OpenCV on the CPU instead", result.fallback_reason);
+    no_gpu_reason = result.fallback_reason;  // why --bench and --compare have no GPU result below
+  }
+  spdlog::info("variant {}: upload {:.3f} ms, kernel {:.3f} ms, download {:.3f} ms, {} strip(s)",
                cuconv::to_string(result.variant_used), result.times.upload_ms, result.times.kernel_ms,
-               result.times.download_ms);
+               result.times.download_ms, result.strips);
 
   if (req.bench_runs > 0) {
     const cuconv::StageTimes& t = result.times;
@@ -156,7 +107,7 @@ ExitCode run(const CliRequest& req) {
   ExitCode code = ExitCode::ok;
   if (req.compare) {
     if (result.variant_used == cuconv::Variant::opencv)
-      throw cuconv::Error(ErrorKind::gpu, "--compare needs a CUDA device: " + no_gpu_reason);
+      throw cuconv::Error(ErrorKind::gpu, "--compare needs a GPU result: " + no_gpu_reason);
     cuconv::ConvolveOptions reference_options = options;
     reference_options.variant = cuconv::Variant::opencv;
     reference_options.opencv_method = cuconv::OpenCvMethod::reference;  // no DFT rounding noise
@@ -191,110 +142,45 @@ ExitCode run(const CliRequest& req) {
   return code;
 }
 
-void setup_logging(const CliRequest& req) {
+/// The "cuconv: level: message" logger on stderr, at warnings until the options say otherwise.
+void setup_logging() {
   auto logger = spdlog::stderr_color_mt("cuconv");
   logger->set_pattern("cuconv: %^%l%$: %v");
-  logger->set_level(req.quiet ? spdlog::level::err : req.verbose ? spdlog::level::info : spdlog::level::warn);
+  logger->set_level(spdlog::level::warn);
   spdlog::set_default_logger(logger);
+}
+
+ExitCode dispatch(const ParsedCommand& command) {
+  const CliRequest& req = command.request;
+  spdlog::set_level(req.quiet ? spdlog::level::err : req.verbose ? spdlog::level::info : spdlog::level::warn);
+  switch (command.action) {
+    case Action::list_filters: return list_filters();
+    case Action::show_filter:
+      std::cout << cuconv::describe_filter(cuconv::load_filter(req.show_filter));
+      return ExitCode::ok;
+    case Action::filter_batch: {
+      const cuconv::cli::BatchRequest& batch = command.batch;
+      const cuconv::Filter filter = batch.no_filter ? cuconv::Filter{} : cuconv::load_filter(req.filter_spec);
+      return cuconv::cli::run_batch_command(batch, filter, command.options);
+    }
+    case Action::filter_image: return run(req, command.options);
+    case Action::exit_now: break;
+  }
+  return static_cast<ExitCode>(command.exit_code);
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  CliRequest req;
-  cuconv::cli::BatchRequest batch;
-  const bool batch_mode = cuconv::cli::is_batch_invocation(argc, argv);
-  CLI::App app{"cuconv: filter images on an NVIDIA GPU with the semantics of cv::filter2D"};
-  app.set_version_flag("--version", std::string("cuconv ") + CUCONV_VERSION);
-  if (batch_mode) {
-    app.add_option("INPUT", batch.inputs, "input images and directories (their images)");
-  } else {
-    app.add_option("INPUT", req.input, "input image (read unchanged: depth and alpha kept)");
-    app.add_option("OUTPUT", req.output, "output image; the extension picks the format");
-  }
-  app.add_option("-f,--filter", req.filter_spec,
-                 "preset name, box:N, gaussian:R,SIGMA, inline WxH[+X+Y]:v,v,..., or a filter file");
-  app.add_option("--variant", req.variant, "kernel variant")
-      ->check(CLI::IsMember(names_of({cuconv::Variant::automatic, cuconv::Variant::opencv, cuconv::Variant::basic,
-                                      cuconv::Variant::constmem, cuconv::Variant::tiled,
-                                      cuconv::Variant::tiled_halo, cuconv::Variant::cached, cuconv::Variant::fast,
-                                      cuconv::Variant::fft})))
-      ->capture_default_str();
-  app.add_option("--border", req.border, "border mode")
-      ->check(CLI::IsMember(names_of({cuconv::Border::reflect101, cuconv::Border::reflect,
-                                      cuconv::Border::replicate, cuconv::Border::constant, cuconv::Border::wrap})))
-      ->capture_default_str();
-  auto* border_value = app.add_option("--border-value", req.border_value, "pixel value outside the image for --border constant");
-  app.add_option("--anchor", req.anchor, "X,Y: filter cell placed over the output pixel (default: the filter's)");
-  app.add_option("--delta", req.delta, "value added to every result before rounding")->capture_default_str();
-  app.add_option("--depth", req.depth, "output depth")
-      ->check(CLI::IsMember(names_of({cuconv::Depth::same, cuconv::Depth::u8, cuconv::Depth::u16,
-                                      cuconv::Depth::s16, cuconv::Depth::f32})))
-      ->capture_default_str();
-  app.add_option("--alpha", req.alpha, "4-channel images: filter the alpha channel or keep it")
-      ->check(CLI::IsMember({"filter", "keep"}))
-      ->capture_default_str();
-  app.add_option("--max-pixels", req.max_pixels, "refuse larger images (PNG/JPEG/TIFF/BMP: from the header, before decoding)")
-      ->check(CLI::Validator(
-          [](std::string& text) -> std::string {  // by hand: CLI11's conversion wraps "-5" and 2^64 around
-            std::uint64_t value = 0;
-            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-            if (ec == std::errc{} && end == text.data() + text.size() && value > 0) return "";
-            return "expected a whole number from 1 to 2^64-1, got '" + text + "'";
-          },
-          "PIXELS"))
-      ->capture_default_str();
-  auto* verbose = app.add_flag("-v,--verbose", req.verbose, "print each stage's time");
-  app.add_flag("-q,--quiet", req.quiet, "print errors only")->excludes(verbose);
-  app.add_flag("--list-filters", req.list_filters, "list the built-in filters and exit");
-  app.add_option("--show-filter", req.show_filter, "print a filter (preset, file or string) and exit");
-  app.add_flag("--compare", req.compare, "also run cv::filter2D and report the difference and speed-up");
-  if (batch_mode)
-    app.add_option("--json", batch.json_path, "write the batch summary as JSON to FILE, or - for stdout");
-  else
-    app.add_flag("--json", req.json,
-                 "with --compare: print the report as one JSON object (batch mode: --json FILE|- "
-                 "writes the summary)");
-  app.add_option("--bench", req.bench_runs,
-                 "also time the GPU kernel N more times: median ms, GB/s and % of a device-to-device copy")
-      ->check(CLI::Range(1, 100000));
-  const std::vector<CLI::Option*> batch_only = cuconv::cli::add_batch_options(app, batch);
-
+  setup_logging();
   try {
-    app.parse(argc, argv);
-  } catch (const CLI::Success& e) {  // --help, --version
-    return app.exit(e);
-  } catch (const CLI::ParseError& e) {
-    app.exit(e);
-    return static_cast<int>(ExitCode::usage);
-  }
-
-  setup_logging(req);
-  try {
-    if (req.list_filters) return list_filters();
-    if (!req.show_filter.empty()) {
-      std::cout << cuconv::describe_filter(cuconv::load_filter(req.show_filter));
-      return 0;
+    const ParsedCommand command = cuconv::cli::parse_command_line(argc, argv);
+    if (command.action == Action::exit_now) {  // --help, --version, or CLI11's message
+      std::cout << command.stdout_text << std::flush;
+      std::cerr << command.stderr_text << std::flush;
+      return command.exit_code;
     }
-    if (!batch_mode && (req.input.empty() || req.output.empty()))
-      throw cuconv::Error(ErrorKind::usage, "INPUT and OUTPUT are required (see --help)");
-    if (req.filter_spec.empty() && !(batch_mode && batch.no_filter))
-      throw cuconv::Error(ErrorKind::usage, "--filter is required (see --list-filters)");
-    if (border_value->count() > 0 && req.border != "constant")
-      throw cuconv::Error(ErrorKind::usage, "--border-value only applies to --border constant");
-    if (batch_mode) {
-      if (req.compare)
-        throw cuconv::Error(ErrorKind::usage, "--compare works on one image (cuconv INPUT OUTPUT), not with --out-dir");
-      batch.quiet = req.quiet;
-      const cuconv::Filter filter = batch.no_filter ? cuconv::Filter{} : cuconv::load_filter(req.filter_spec);
-      return static_cast<int>(cuconv::cli::run_batch_command(batch, filter, to_options(req)));
-    }
-    for (const CLI::Option* option : batch_only)
-      if (option->count() > 0)
-        throw cuconv::Error(ErrorKind::usage, option->get_name() + " applies to batch mode: add --out-dir DIR");
-    if (req.json && !req.compare)
-      throw cuconv::Error(ErrorKind::usage, "--json reports a comparison; use it with --compare");
-    return static_cast<int>(run(req));
+    return static_cast<int>(dispatch(command));
   } catch (const cuconv::Error& e) {
     spdlog::error("{}", e.what());
     return static_cast<int>(cuconv::exit_code_for(e.kind()));

@@ -10,12 +10,18 @@
 
 namespace cuconv::detail {
 
+/// cudaMallocPitch / cudaMalloc that throw Error{gpu}; running out of memory says so, with the
+/// bytes needed and the bytes free ("out of device memory: needed N bytes ...").
+[[nodiscard]] void* allocate_pitched(std::size_t row_bytes, std::size_t rows, std::size_t& pitch);
+[[nodiscard]] void* allocate_linear(std::size_t bytes);
+[[nodiscard]] void* allocate_stream_ordered(std::size_t bytes, cudaStream_t stream);
+
 /// A pitched 2D allocation (cudaMallocPitch): one image plane.
 class DevicePlane {
  public:
   DevicePlane() = default;
   DevicePlane(std::size_t row_bytes, std::size_t rows) : row_bytes_(row_bytes), rows_(rows) {
-    CUCONV_CUDA_TRY(cudaMallocPitch(&data_, &pitch_, row_bytes, rows));
+    data_ = allocate_pitched(row_bytes, rows, pitch_);
   }
   DevicePlane(DevicePlane&& other) noexcept { swap(other); }
   DevicePlane& operator=(DevicePlane&& other) noexcept {
@@ -48,7 +54,7 @@ class DevicePlane {
 class DeviceBuffer {
  public:
   DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) : bytes_(bytes) { CUCONV_CUDA_TRY(cudaMalloc(&data_, bytes)); }
+  explicit DeviceBuffer(std::size_t bytes) : data_(allocate_linear(bytes)), bytes_(bytes) {}
   DeviceBuffer(DeviceBuffer&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
   DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
@@ -66,6 +72,22 @@ class DeviceBuffer {
  private:
   void* data_ = nullptr;
   std::size_t bytes_ = 0;
+};
+
+/// Stream-ordered scratch memory (the device's default pool): allocation and release queue on the
+/// stream, so repeated launches reuse the same memory without synchronising.
+class StreamScratch {
+ public:
+  StreamScratch(std::size_t bytes, cudaStream_t stream)
+      : data_(allocate_stream_ordered(bytes, stream)), stream_(stream) {}
+  StreamScratch(const StreamScratch&) = delete;
+  StreamScratch& operator=(const StreamScratch&) = delete;
+  ~StreamScratch() { cudaFreeAsync(data_, stream_); }
+  [[nodiscard]] void* data() const noexcept { return data_; }
+
+ private:
+  void* data_ = nullptr;
+  cudaStream_t stream_;
 };
 
 /// A non-blocking CUDA stream.

@@ -3,6 +3,7 @@
 // sized to at most the input's own bytes in float (and at least one tile), both stream-ordered,
 // plus cuFFT's work area.
 #include "gpu/cufft_api.hpp"
+#include "gpu/device_memory.hpp"
 #include "gpu/dispatch.cuh"
 
 #include <kernels/fft.cuh>
@@ -47,23 +48,6 @@ cufftHandle cached_plan(const CufftApi& api, int fft_w, int fft_h, int batch, cu
   check_cufft(api.set_stream(found->second, stream), "cufftSetStream");
   return found->second;
 }
-
-/// Stream-ordered scratch memory (the device's default pool): allocation and release queue on the
-/// stream, so repeated launches reuse the same memory without synchronising.
-class StreamScratch {
- public:
-  StreamScratch(std::size_t bytes, cudaStream_t stream) : stream_(stream) {
-    CUCONV_CUDA_TRY(cudaMallocAsync(&data_, bytes, stream));
-  }
-  StreamScratch(const StreamScratch&) = delete;
-  StreamScratch& operator=(const StreamScratch&) = delete;
-  ~StreamScratch() { cudaFreeAsync(data_, stream_); }
-  [[nodiscard]] void* data() const { return data_; }
-
- private:
-  void* data_ = nullptr;
-  cudaStream_t stream_;
-};
 
 int grid_for(long long items) {
   return static_cast<int>(std::min<long long>((items + kernels::kFftThreads - 1) / kernels::kFftThreads, 65536));

@@ -1,0 +1,93 @@
+#pragma once
+// The command line, parsed in-process and checked without touching files or the GPU: what main()
+// runs, and what the command-line fuzz target (tests/fuzz/fuzz_cli_options.cpp) exercises.
+#include <cuconv/convolve.hpp>
+#include <cuconv/image_io.hpp>
+
+#include <CLI/CLI.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cuconv::cli {
+
+/// The single-image options (and those batch mode shares) as parsed from argv.
+struct CliRequest {
+  std::string input;
+  std::string output;
+  std::string filter_spec;
+  std::string variant = "auto";
+  std::string border = "reflect101";
+  std::string depth = "same";
+  std::string alpha = "filter";
+  std::string anchor;
+  std::string gpu_memory;  ///< --gpu-memory as given; empty: automatic
+  double border_value = 0;
+  double delta = 0;
+  std::uint64_t max_pixels = kDefaultMaxPixels;
+  bool verbose = false;
+  bool quiet = false;
+  bool list_filters = false;
+  std::string show_filter;
+  bool compare = false;
+  bool json = false;
+  int bench_runs = 0;
+};
+
+/// The batch options as parsed from argv.
+struct BatchRequest {
+  std::vector<std::string> inputs;      ///< images and directories named on the command line
+  std::string out_dir;
+  std::string name_template = "%s";     ///< --name
+  std::vector<std::string> from_lists;  ///< --from FILE|-
+  bool recursive = false;
+  std::size_t jobs = 0;                 ///< 0: one per hardware thread
+  std::string devices;                  ///< --devices all|0,1,...; empty: the current device
+  std::string shard;                    ///< --shard I/N; empty: from Slurm's array variables
+  bool overwrite = false;
+  bool fail_fast = false;
+  bool no_filter = false;
+  std::string json_path;                ///< --json FILE|- (batch mode only)
+  bool quiet = false;                   ///< -q: no progress line
+};
+
+/// What the command line asks for.
+enum class Action {
+  filter_image,  ///< cuconv INPUT OUTPUT ...
+  filter_batch,  ///< cuconv --out-dir DIR ... IN...
+  list_filters,  ///< --list-filters
+  show_filter,   ///< --show-filter SPEC
+  exit_now,      ///< --help, --version, or a command line CLI11 refused: print and exit
+};
+
+struct ParsedCommand {
+  Action action = Action::filter_image;
+  CliRequest request;
+  BatchRequest batch;
+  ConvolveOptions options;  ///< filter_image and filter_batch: the request as library options
+  // exit_now: what to print on stdout and stderr, and the exit code (0 for --help and --version,
+  // ExitCode::usage for a parse error).
+  std::string stdout_text;
+  std::string stderr_text;
+  int exit_code = 0;
+};
+
+/// Parses argv (argv[0] is the program name). Throws cuconv::Error{usage} for a command line that
+/// parses but asks for something inconsistent (--border-value without --border constant, a bad
+/// --anchor, a batch-only option without --out-dir ...); problems CLI11 finds (unknown options,
+/// values outside their sets) come back as Action::exit_now with CLI11's message.
+[[nodiscard]] ParsedCommand parse_command_line(int argc, const char* const* argv);
+
+/// Whether argv asks for batch mode. Decided before parsing because it changes what the
+/// positional arguments are (inputs only) and what --json takes (a file).
+[[nodiscard]] bool is_batch_invocation(int argc, const char* const* argv);
+
+/// --gpu-memory: a whole number of bytes >= 1, optionally followed by K, M, G or T (binary units,
+/// either letter case); nullopt for anything else, or a value beyond 2^64 - 1.
+[[nodiscard]] std::optional<std::uint64_t> parse_byte_size(std::string_view text);
+
+}  // namespace cuconv::cli

@@ -1,0 +1,154 @@
+// The command-line parser in-process (src/cli/command_line.hpp): what main() runs, without files
+// or a GPU. The binary end to end is tests/test_cli.cpp's; the fuzz target
+// tests/fuzz/fuzz_cli_options.cpp throws arbitrary argv at the same function.
+#include "cli/command_line.hpp"
+
+#include <cuconv/error.hpp>
+
+#include <doctest/doctest.h>
+
+#include <cstdint>
+#include <limits>
+#include <string>
+#include <vector>
+
+using namespace cuconv;
+using cuconv::cli::Action;
+using cuconv::cli::ParsedCommand;
+using cuconv::cli::parse_byte_size;
+
+namespace {
+
+ParsedCommand parse(std::vector<std::string> args) {
+  args.insert(args.begin(), "cuconv");
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  return cli::parse_command_line(static_cast<int>(argv.size()), argv.data());
+}
+
+/// The usage error parse() throws for `args`, or "" when it throws none.
+std::string usage_error(const std::vector<std::string>& args) {
+  try {
+    (void)parse(args);
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::usage);
+    return e.what();
+  }
+  return "";
+}
+
+}  // namespace
+
+TEST_CASE("command line: --gpu-memory sizes, plain or with binary K M G T") {
+  CHECK(parse_byte_size("1") == std::uint64_t{1});
+  CHECK(parse_byte_size("1048576") == std::uint64_t{1} << 20);
+  CHECK(parse_byte_size("512M") == std::uint64_t{512} << 20);
+  CHECK(parse_byte_size("512m") == std::uint64_t{512} << 20);
+  CHECK(parse_byte_size("3K") == std::uint64_t{3072});
+  CHECK(parse_byte_size("2G") == std::uint64_t{2} << 30);
+  CHECK(parse_byte_size("1t") == std::uint64_t{1} << 40);
+  CHECK(parse_byte_size("18446744073709551615") == std::numeric_limits<std::uint64_t>::max());
+  CHECK(parse_byte_size("16777215T") == std::uint64_t{16777215} << 40);  // the largest T that fits
+  for (const char* garbage : {"", "0", "0G", "-1", "-1G", "+5", " 5", "5 ", "1.5G", "12KB", "12KiB", "G", "12Q",
+                              "0x10", "16777216T", "18446744073709551616", "99999999999999999999999"}) {
+    INFO("'", garbage, "'");
+    CHECK_FALSE(parse_byte_size(garbage).has_value());
+  }
+}
+
+TEST_CASE("command line: a single-image request becomes library options") {
+  const ParsedCommand c = parse({"in.png", "out.tif", "--filter", "gauss5", "--variant", "fast", "--border", "constant",
+                                 "--border-value", "7", "--anchor", "1,2", "--delta", "-3", "--depth", "32f", "--alpha",
+                                 "keep", "--gpu-memory", "64M", "-v"});
+  CHECK(c.action == Action::filter_image);
+  CHECK(c.request.input == "in.png");
+  CHECK(c.request.output == "out.tif");
+  CHECK(c.request.filter_spec == "gauss5");
+  CHECK(c.request.verbose);
+  CHECK(c.options.variant == Variant::fast);
+  CHECK(c.options.border == Border::constant);
+  CHECK(c.options.border_value == 7.0);
+  CHECK(c.options.anchor_x == 1);
+  CHECK(c.options.anchor_y == 2);
+  CHECK(c.options.delta == -3.0);
+  CHECK(c.options.depth == Depth::f32);
+  CHECK(c.options.keep_alpha);
+  CHECK(c.options.gpu_memory_limit == std::uint64_t{64} << 20);
+  // Without --gpu-memory the library picks the limit (0).
+  CHECK(parse({"a.png", "b.png", "--filter", "box3"}).options.gpu_memory_limit == 0);
+}
+
+TEST_CASE("command line: batch mode, informational commands, --help and --version") {
+  ParsedCommand c = parse({"--out-dir", "out", "a.png", "dir", "--filter", "box3", "--json", "-", "--gpu-memory", "1G"});
+  CHECK(c.action == Action::filter_batch);
+  CHECK(c.batch.out_dir == "out");
+  CHECK(c.batch.inputs == std::vector<std::string>{"a.png", "dir"});
+  CHECK(c.batch.json_path == "-");
+  CHECK(c.options.gpu_memory_limit == std::uint64_t{1} << 30);
+  CHECK(parse({"--list-filters"}).action == Action::list_filters);
+  c = parse({"--show-filter", "gauss3"});
+  CHECK(c.action == Action::show_filter);
+  CHECK(c.request.show_filter == "gauss3");
+  c = parse({"--help"});
+  CHECK(c.action == Action::exit_now);
+  CHECK(c.exit_code == 0);
+  CHECK(c.stdout_text.find("--gpu-memory") != std::string::npos);
+  c = parse({"--version"});
+  CHECK(c.action == Action::exit_now);
+  CHECK(c.exit_code == 0);
+  CHECK(c.stdout_text.find("cuconv ") != std::string::npos);
+}
+
+TEST_CASE("command line: what CLI11 refuses comes back as exit 2 with its message, naming the option") {
+  const struct {
+    std::vector<std::string> args;
+    const char* names;
+  } refused[] = {
+      {{"a.png", "b.png", "--filter", "box3", "--gpu-memory", "lots"}, "--gpu-memory"},
+      {{"a.png", "b.png", "--filter", "box3", "--gpu-memory", "0"}, "--gpu-memory"},
+      {{"a.png", "b.png", "--filter", "box3", "--gpu-memory"}, "--gpu-memory"},
+      {{"a.png", "b.png", "--filter", "box3", "--max-pixels", "-5"}, "--max-pixels"},
+      {{"a.png", "b.png", "--filter", "box3", "--variant", "fastest"}, "--variant"},
+      {{"a.png", "b.png", "--filter", "box3", "--bench", "0"}, "--bench"},
+      {{"a.png", "b.png", "--filter", "box3", "--frobnicate"}, "--frobnicate"},
+      {{"a.png", "b.png", "--filter", "box3", "-v", "-q"}, "--quiet"},
+  };
+  for (const auto& r : refused) {
+    const ParsedCommand c = parse(r.args);
+    INFO(r.names, ": ", c.stderr_text);
+    CHECK(c.action == Action::exit_now);
+    CHECK(c.exit_code == static_cast<int>(ExitCode::usage));
+    CHECK(c.stderr_text.find(r.names) != std::string::npos);
+    CHECK(c.stdout_text.empty());
+  }
+}
+
+TEST_CASE("command line: inconsistent requests are Error{usage} naming the option") {
+  CHECK(usage_error({"a.png"}).find("INPUT and OUTPUT are required") != std::string::npos);
+  CHECK(usage_error({"a.png", "b.png"}).find("--filter is required") != std::string::npos);
+  CHECK(usage_error({"a.png", "b.png", "--filter", "box3", "--border-value", "3"}).find("--border-value") !=
+        std::string::npos);
+  CHECK(usage_error({"a.png", "b.png", "--filter", "box3", "--anchor", "1;2"}).find("--anchor") != std::string::npos);
+  CHECK(usage_error({"a.png", "b.png", "--filter", "box3", "--shard", "0/2"}).find("--shard") != std::string::npos);
+  CHECK(usage_error({"a.png", "b.png", "--filter", "box3", "--json"}).find("--compare") != std::string::npos);
+  CHECK(usage_error({"--out-dir", "o", "a.png", "--filter", "box3", "--compare"}).find("--compare") !=
+        std::string::npos);
+  CHECK(usage_error({"a.png", "b.png", "--filter", "box3"}).empty());
+}
+
+TEST_CASE("command line: --anchor takes X,Y of non-negative ints, never an out-of-range value") {
+  const auto anchor_of = [](const std::string& text) {
+    const ParsedCommand c = parse({"a.png", "b.png", "--filter", "box3", "--anchor", text});
+    return std::pair{c.options.anchor_x, c.options.anchor_y};
+  };
+  CHECK(anchor_of("1,2") == std::pair{1, 2});
+  CHECK(anchor_of("0,126") == std::pair{0, 126});
+  CHECK(anchor_of(" 1, 2") == std::pair{1, 2});  // blanks and '+' as sscanf's %d took them
+  CHECK(anchor_of("+3,+4") == std::pair{3, 4});
+  for (const char* bad : {"1;2", "1,", ",2", "1,2,", "1,2x", "1 ,2", "-1,0", "0,-1", "x,y", "1.5,2",
+                          "99999999999,1", "1,2147483648", "2147483647,1,"}) {
+    INFO("'", bad, "'");
+    CHECK(usage_error({"a.png", "b.png", "--filter", "box3", "--anchor", bad}).find("expected X,Y") !=
+          std::string::npos);
+  }
+}
