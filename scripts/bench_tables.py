@@ -3,7 +3,9 @@
 the targets of the fast path (16384^2 f32 and 8U, 8192^2 8U RGB) next to the measured auto/fast,
 NPP and best PMPP variant, each with the copy roof measured in the same run.
 
-    python3 scripts/bench_tables.py BENCH.json [NPP.jsonl] > table.md
+    python3 scripts/bench_tables.py BENCH.json [NPP.jsonl [PMPP_BENCH.json]] > table.md
+
+PMPP_BENCH.json: an earlier run that timed the PMPP variants (when BENCH.json has only fast/auto).
 """
 import json
 import sys
@@ -27,8 +29,9 @@ TARGETS = [  # (image, size, filter, target ms or None, target text)
 ROOF_TARGET = {"3x3": 0.9, "5x5": 0.9, "9x9": 0.6}
 
 
-def main(bench_path, npp_path=None):
+def main(bench_path, npp_path=None, pmpp_path=None):
     rows = json.load(open(bench_path))["results"]
+    pmpp_rows = json.load(open(pmpp_path))["results"] if pmpp_path else rows
     npp = [json.loads(line) for line in open(npp_path)] if npp_path else []
 
     def find(image, size, filt, variant_prefix):
@@ -44,7 +47,8 @@ def main(bench_path, npp_path=None):
             continue
         auto = auto[0]
         roof = auto["copy_roof_ms"]
-        pmpp = sorted((r for v in PMPP for r in find(image, size, filt, v)), key=lambda r: r["median_ms"])
+        pmpp = sorted((r for r in pmpp_rows if r["image"] == image and r["size"] == size and r["filter"] == filt
+                       and r["variant"] in PMPP), key=lambda r: r["median_ms"])
         n = [r for r in npp if r["variant"] == "npp" and r["image"] == image and r["size"] == size
              and f'{r["filter"]}x{r["filter"]}' == filt]
         if target_ms is not None:
@@ -59,9 +63,9 @@ def main(bench_path, npp_path=None):
               f"{100 * roof / auto['median_ms']:.0f}% of roof | "
               f"{fast[0]['median_ms']:.3f} ms | "
               f"{npp_text} | "
-              f"{pmpp[0]['variant']} {pmpp[0]['median_ms']:.3f} ms | {roof:.3f} ms | "
+              f"{(pmpp[0]['variant'] + ' ' + format(pmpp[0]['median_ms'], '.3f') + ' ms') if pmpp else '-'} | {roof:.3f} ms | "
               f"{'-' if met is None else ('yes' if met else 'no')}{beats_npp} |")
 
 
 if __name__ == "__main__":
-    main(sys.argv[1], sys.argv[2] if len(sys.argv) > 2 else None)
+    main(*sys.argv[1:4])

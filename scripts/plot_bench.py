@@ -17,7 +17,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
 PANELS = [("f32 1ch", 16384), ("8U 1ch", 16384), ("8U RGB", 8192), ("f32 1ch", 8192), ("8U RGB (planar)", 8192)]
-ORDER = ["basic", "constmem", "tiled", "tiled-halo", "cached", "fast", "fft", "npp"]
+ORDER = ["basic", "constmem", "tiled", "tiled-halo", "cached", "fast", "fft", "auto", "npp"]
 
 
 def filter_name(value) -> str:
@@ -26,7 +26,8 @@ def filter_name(value) -> str:
 
 def main(src: str, dst: str, npp_path: str | None) -> None:
     doc = json.load(open(src))
-    results = [dict(r, filter=filter_name(r["filter"])) for r in doc["results"]]
+    # "auto (fast)" -> "auto": one bar whatever it picked
+    results = [dict(r, filter=filter_name(r["filter"]), variant=r["variant"].split(" (")[0]) for r in doc["results"]]
     if npp_path:
         for line in open(npp_path):
             r = json.loads(line)
