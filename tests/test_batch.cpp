@@ -512,6 +512,18 @@ TEST_CASE("cli batch: a corrupt input is reported, the others are written, exit 
   CHECK(ff["files"][4]["reason"].get<std::string>().find("--fail-fast") != std::string::npos);
 }
 
+TEST_CASE("cli batch: --max-pixels applies to every input, as in single-image mode") {
+  TempDir dir;
+  write_random_images(dir.path() / "in", 3, 48);  // 48x48, 48x49, 48x50 pixels
+  const auto r = run_cuconv({"--out-dir", dir.file("out"), "--filter", "gauss5", "--variant", "opencv",
+                             "--max-pixels", "2352", dir.file("in")});  // 48 * 49: the third is too large
+  INFO(r.err);
+  CHECK(r.exit_code == static_cast<int>(ExitCode::some_inputs_failed));
+  CHECK(r.err.find("img02.png") != std::string::npos);
+  CHECK(r.err.find("--max-pixels") != std::string::npos);
+  CHECK(file_names(dir.path() / "out") == std::set<std::string>{"img00.png", "img01.png"});
+}
+
 TEST_CASE("cli batch: the JSON summary on stdout is valid and complete") {
   TempDir dir;
   write_random_images(dir.path() / "in", 3);

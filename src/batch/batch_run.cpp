@@ -119,7 +119,7 @@ class Pipeline {
         const std::string& output = items_[item].output;
         check_output_extension(output);  // before the read: a wrong extension needs no decoding
         const auto t = Clock::now();
-        work.image = read_image(items_[item].input);
+        work.image = read_image(items_[item].input, options_.read_limits);
         reports_[item].times.read_ms = ms_since(t);
         const int depth = options_.skip_filter ? work.image.depth()
                                                : resolve_output_depth(work.image.depth(), options_.convolve.depth);

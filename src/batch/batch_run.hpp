@@ -17,6 +17,7 @@
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
+#include <cuconv/image_io.hpp>
 
 #include <cstddef>
 #include <functional>
@@ -34,6 +35,7 @@ struct BatchOptions {
   bool overwrite = false;             ///< replace existing outputs (otherwise they are skipped)
   bool fail_fast = false;             ///< stop scheduling work at the first failure
   bool skip_filter = false;           ///< --no-filter: decode and encode only (benchmark aid)
+  ReadLimits read_limits;             ///< --max-pixels, as in single-image mode
 };
 
 enum class ItemStatus { pending, ok, failed, skipped };

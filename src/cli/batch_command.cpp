@@ -213,6 +213,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   batch_options.skip_filter = request.no_filter;
   batch_options.overwrite = request.overwrite;
   batch_options.fail_fast = request.fail_fast;
+  batch_options.read_limits.max_pixels = request.max_pixels;
   batch_options.jobs = request.jobs > 0 ? request.jobs : std::max(1U, std::thread::hardware_concurrency());
   const bool uses_gpu = !request.no_filter && options.variant != Variant::opencv;
   batch_options.devices = parse_devices(request.devices, uses_gpu);

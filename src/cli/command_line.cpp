@@ -237,6 +237,7 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
     if (req.compare)
       throw Error(ErrorKind::usage, "--compare works on one image (cuconv INPUT OUTPUT), not with --out-dir");
     batch.quiet = req.quiet;
+    batch.max_pixels = req.max_pixels;
     command.action = Action::filter_batch;
   } else {
     for (const CLI::Option* option : batch_only)

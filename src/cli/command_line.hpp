@@ -53,6 +53,7 @@ struct BatchRequest {
   bool no_filter = false;
   std::string json_path;                ///< --json FILE|- (batch mode only)
   bool quiet = false;                   ///< -q: no progress line
+  std::uint64_t max_pixels = kDefaultMaxPixels;  ///< --max-pixels (shared with single-image mode)
 };
 
 /// What the command line asks for.
