@@ -4,8 +4,8 @@
 # tests:    the full ctest suite from the bundle (CPU + GPU suites);
 # sanitize: compute-sanitizer memcheck, racecheck, initcheck and synccheck over the GPU suite
 #           (every CUCONV_SANITIZE_STRIDE-th sweep case, default 4; initcheck, which is about 10x
-#           slower per launch, every CUCONV_SANITIZE_STRIDE_INITCHECK-th, default 16) and the CLI
-#           for each variant;
+#           slower per launch, every CUCONV_SANITIZE_STRIDE_INITCHECK-th, default 16) and the CLI,
+#           one process per tool and variant (CUCONV_SANITIZE_JOBS side by side, default 8);
 # bench:    bin/cuconv_bench (JSON + CSV + table) and the NPP peer (bench/npp_peer.cu, built here);
 # npp:      the NPP peer alone;
 # batch:    scripts/batch-bench.sh on CUCONV_BATCH_N images (default 200), and on hosts with
@@ -37,40 +37,57 @@ if wants tests; then
 fi
 
 if wants sanitize; then
-  # The four tools run side by side (one process each); every tool covers the GPU suite (every
-  # stride-th sweep case; the CLI and fault suites spawn processes, so they are replaced by
-  # direct CLI runs of each variant) and the CLI with each variant.
+  # One process per (tool, variant), CUCONV_SANITIZE_JOBS at a time: each covers the GPU suite for
+  # its variant alone (CUCONV_TEST_VARIANTS; every stride-th sweep case) and the CLI with that
+  # variant; one more per tool covers the batch suite. The CLI and fault suites spawn processes
+  # of their own, so direct CLI runs of each variant replace them.
   stride="${CUCONV_SANITIZE_STRIDE:-4}"
   cases="${CUCONV_SANITIZE_CASES:-*}"            # doctest -tc filter: rerun some suites only
   tools="${CUCONV_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}"
   sanitize_variants="${CUCONV_SANITIZE_VARIANTS:-basic constmem tiled tiled-halo cached fast fft}"
-  expected_summaries=$((1 + 4 * $(wc -w <<< "$sanitize_variants")))
-  sanitize_tool() {
-    local tool="$1" log="$out/sanitize-$1.log" rc=0 tool_stride="$stride"
-    [[ "$1" == initcheck ]] && tool_stride="${CUCONV_SANITIZE_STRIDE_INITCHECK:-16}"
-    CUCONV_TEST_STRIDE="$tool_stride" timeout 480 compute-sanitizer --tool "$tool" --error-exitcode 99 \
-      "$bundle/bin/cuconv_gpu_tests" -tce="gpu cli*,gpu faults*" -tc="$cases" --duration=true > "$log" 2>&1 || rc=$?
-    for variant in $sanitize_variants; do
-      compute-sanitizer --tool "$tool" --error-exitcode 99 "$CUCONV_BIN" "$CUCONV_SAMPLES/coffee.png" \
-        "$work/$tool-$variant.png" --filter box:31 --variant "$variant" --border wrap >> "$log" 2>&1 || rc=$?
-      compute-sanitizer --tool "$tool" --error-exitcode 99 "$CUCONV_BIN" "$CUCONV_SAMPLES/logo.png" \
-        "$work/$tool-$variant-2.png" --filter 4x3+0+2:1,2,3,4,5,6,7,8,9,10,11,12 --variant "$variant" \
-        --border constant --border-value 7 --alpha keep >> "$log" 2>&1 || rc=$?
-      for big in box:61 gaussian:63,20; do  # tiled's 4x coarsened tile; the largest filter
-        compute-sanitizer --tool "$tool" --error-exitcode 99 "$CUCONV_BIN" "$CUCONV_SAMPLES/camera_crop_40x48.png" \
-          "$work/$tool-$variant-3.png" --filter "$big" --variant "$variant" --border reflect >> "$log" 2>&1 || rc=$?
-      done
+  sanitize_jobs="${CUCONV_SANITIZE_JOBS:-8}"
+  sanitize_timeout="${CUCONV_SANITIZE_TIMEOUT:-540}"
+  expected_summaries=$((1 + 5 * $(wc -w <<< "$sanitize_variants")))
+  sanitize_one() {  # tool, variant ("batch": the batch suite)
+    local tool="$1" variant="$2" log="$out/sanitize-$1-$2.log" rc=0 tool_stride="$stride"
+    [[ "$tool" == initcheck ]] && tool_stride="${CUCONV_SANITIZE_STRIDE_INITCHECK:-16}"
+    if [[ "$variant" == batch ]]; then
+      timeout "$sanitize_timeout" compute-sanitizer --tool "$tool" --error-exitcode 99 \
+        "$bundle/bin/cuconv_gpu_tests" -tc="gpu batch*" --duration=true > "$log" 2>&1 || rc=$?
+      echo "$rc" > "$out/sanitize-$tool-$variant.rc"
+      return
+    fi
+    CUCONV_TEST_VARIANTS="$variant" CUCONV_TEST_STRIDE="$tool_stride" timeout "$sanitize_timeout" \
+      compute-sanitizer --tool "$tool" --error-exitcode 99 "$bundle/bin/cuconv_gpu_tests" \
+      -tce="gpu cli*,gpu faults*,gpu batch*" -tc="$cases" --duration=true > "$log" 2>&1 || rc=$?
+    compute-sanitizer --tool "$tool" --error-exitcode 99 "$CUCONV_BIN" "$CUCONV_SAMPLES/coffee.png" \
+      "$work/$tool-$variant.png" --filter box:31 --variant "$variant" --border wrap >> "$log" 2>&1 || rc=$?
+    compute-sanitizer --tool "$tool" --error-exitcode 99 "$CUCONV_BIN" "$CUCONV_SAMPLES/logo.png" \
+      "$work/$tool-$variant-2.png" --filter 4x3+0+2:1,2,3,4,5,6,7,8,9,10,11,12 --variant "$variant" \
+      --border constant --border-value 7 --alpha keep >> "$log" 2>&1 || rc=$?
+    for big in box:61 gaussian:63,20; do  # tiled's 4x coarsened tile; the largest filter
+      compute-sanitizer --tool "$tool" --error-exitcode 99 "$CUCONV_BIN" "$CUCONV_SAMPLES/camera_crop_40x48.png" \
+        "$work/$tool-$variant-3.png" --filter "$big" --variant "$variant" --border reflect >> "$log" 2>&1 || rc=$?
     done
-    echo "$rc" > "$out/sanitize-$tool.rc"
+    echo "$rc" > "$out/sanitize-$tool-$variant.rc"
   }
-  for tool in $tools; do sanitize_tool "$tool" & done
+  for tool in $tools; do
+    for variant in $sanitize_variants batch; do
+      while (( $(jobs -rp | wc -l) >= sanitize_jobs )); do wait -n; done
+      sanitize_one "$tool" "$variant" &
+    done
+  done
   wait
   for tool in $tools; do
-    rc="$(cat "$out/sanitize-$tool.rc")"
-    summaries="$(grep -cE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$out/sanitize-$tool.log")"
-    dirty="$(grep -E 'ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]' "$out/sanitize-$tool.log" | head -n 3)"
-    echo "$tool: exit $rc, $summaries clean summaries ($expected_summaries expected: 1 suite + 4 CLI runs per variant) ${dirty:+; DIRTY: $dirty}"
-    echo "  $(grep -E '^\[doctest\] (test cases|assertions)' "$out/sanitize-$tool.log" | tr '\n' ' ')"
+    rc=0 summaries=0 dirty=""
+    for variant in $sanitize_variants batch; do
+      part_rc="$(cat "$out/sanitize-$tool-$variant.rc")"
+      [[ "$part_rc" == 0 ]] || { rc="$part_rc"; echo "  $tool $variant: exit $part_rc"; }
+      summaries=$((summaries + $(grep -cE 'ERROR SUMMARY: 0 errors|RACECHECK SUMMARY: 0 hazards' "$out/sanitize-$tool-$variant.log")))
+      dirty+="$(grep -E 'ERROR SUMMARY: [1-9]|RACECHECK SUMMARY: [1-9]' "$out/sanitize-$tool-$variant.log" | head -n 3)"
+      echo "  $tool $variant: $(grep -E '^\[doctest\] (test cases|assertions)' "$out/sanitize-$tool-$variant.log" | tr -s ' ' | tr '\n' ' ')"
+    done
+    echo "$tool: exit $rc, $summaries clean summaries ($expected_summaries expected: per variant 1 suite + 4 CLI runs, 1 batch suite)${dirty:+; DIRTY: $dirty}"
     [[ "$rc" == 0 ]] || status=1
   done
 fi

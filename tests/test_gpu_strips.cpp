@@ -25,6 +25,7 @@ using cuconv::test::random_filter;
 using cuconv::test::kAllBorders;
 using cuconv::test::random_image;
 using cuconv::test::sweep_stride;
+using cuconv::test::tested_gpu_variants;
 
 namespace {
 
@@ -58,7 +59,7 @@ TEST_CASE("gpu strips: forced strip heights give the unstriped result bit for bi
   // own, and strips of one row make 131 of them per run.
   const int stride = sweep_stride() > 1 ? 8 * sweep_stride() : 1;
   int index = 0;
-  for (Variant variant : gpu_variants()) {
+  for (Variant variant : tested_gpu_variants()) {
     for (Border border : kAllBorders) {
       for (const ImageType& type : kTypes) {
         for (const FilterShape& shape : kShapes) {
@@ -115,7 +116,7 @@ TEST_CASE("gpu strips: a small gpu_memory_limit cuts the image by itself, --alph
   // and about 0.8 MB of whole tiles, so it gets 1.1 MB (about 36 rows).
   const cv::Mat src = random_image(131, 200, CV_8U, 4, 41);
   const Filter f = random_filter(5, 5, 42);
-  for (Variant variant : gpu_variants()) {
+  for (Variant variant : tested_gpu_variants()) {
     for (bool keep_alpha : {false, true}) {
       ConvolveOptions o;
       o.variant = variant;
@@ -151,7 +152,7 @@ TEST_CASE("gpu strips: a limit below one strip row fails with Error{gpu} for exp
   const Filter f = load_filter("gauss5");
   ConvolveOptions o;
   o.gpu_memory_limit = 1000;  // below the five input rows one output row needs
-  for (Variant variant : gpu_variants()) {
+  for (Variant variant : tested_gpu_variants()) {
     o.variant = variant;
     try {
       (void)convolve(src, f, o);

@@ -21,6 +21,8 @@ using cuconv::test::random_filter;
 using cuconv::test::kAllBorders;
 using cuconv::test::random_image;
 using cuconv::test::sweep_stride;
+using cuconv::test::tested_gpu_variants;
+using cuconv::test::variant_tested;
 using cuconv::test::sample;
 
 namespace {
@@ -65,7 +67,7 @@ void check_variant(Variant variant, const cv::Mat& src, const Filter& f, Convolv
 TEST_CASE("gpu sweep: variant x filter size x border x depth, random data and sizes on tile edges") {
   const int stride = sweep_stride();
   int case_index = 0;
-  for (Variant variant : gpu_variants()) {
+  for (Variant variant : tested_gpu_variants()) {
     for (const FilterShape& shape : kShapes) {
       for (Border border : kAllBorders) {
         for (const DepthPair& depths : kDepthPairs) {
@@ -98,7 +100,7 @@ TEST_CASE("gpu sweep: variant x filter size x border x depth, random data and si
 TEST_CASE("gpu: every variant at every tile-edge size, 3x3 and 31x31, 8U and 32F") {
   const int stride = sweep_stride();
   int index = 0;
-  for (Variant variant : gpu_variants()) {
+  for (Variant variant : tested_gpu_variants()) {
     for (const auto& [cols, rows] : kSizes) {
       for (int k : {3, 31}) {
         for (int depth : {CV_8U, CV_32F}) {
@@ -115,7 +117,7 @@ TEST_CASE("gpu: every variant at every tile-edge size, 3x3 and 31x31, 8U and 32F
 
 TEST_CASE("gpu: presets on real images exercise half-way rounding (8U, 16U, float)") {
   const char* images[] = {"camera.png", "coffee.png", "logo.png", "chessboard_GRAY_U16.tif", "camera_f32.tif"};
-  for (Variant variant : gpu_variants()) {
+  for (Variant variant : tested_gpu_variants()) {
     for (const char* name : images) {
       const cv::Mat src = cv::imread(sample(name), cv::IMREAD_UNCHANGED);
       REQUIRE(!src.empty());
@@ -132,7 +134,7 @@ TEST_CASE("gpu: very tall and very wide images need no special grid (gridDim.y <
   const std::pair<int, int> shapes[] = {{1, 100000}, {100000, 1}, {70000, 70}, {70, 70000}, {1, 2100000}};
   const int stride = sweep_stride();
   int index = 0;
-  for (Variant variant : gpu_variants()) {
+  for (Variant variant : tested_gpu_variants()) {
     for (const auto& [cols, rows] : shapes) {
       if (index++ % stride != 0) continue;
       const cv::Mat src = random_image(rows, cols, CV_8U, 1, static_cast<std::uint64_t>(rows + cols));
@@ -151,7 +153,7 @@ TEST_CASE("gpu: a non-continuous input (ROI with an odd row step) and the larges
   // Under a sanitizer (stride > 1) the 127x127 case shrinks its image: racecheck tracks every
   // one of the 16129 shared-memory reads per pixel.
   const int side = sweep_stride() > 1 ? 24 : 150;
-  for (Variant variant : gpu_variants()) {
+  for (Variant variant : tested_gpu_variants()) {
     check_variant(variant, roi, load_filter("gauss7"), ConvolveOptions{}, std::string(to_string(variant)) + " roi");
     const cv::Mat src = random_image(side, side - 10, CV_32F, 1, 6);
     check_variant(variant, src, random_filter(kMaxFilterSide, kMaxFilterSide, 8), ConvolveOptions{},
@@ -163,7 +165,7 @@ TEST_CASE("gpu: --alpha keep leaves alpha untouched on every variant") {
   const cv::Mat logo = cv::imread(sample("logo.png"), cv::IMREAD_UNCHANGED);
   cv::Mat alpha;
   cv::extractChannel(logo, alpha, 3);
-  for (Variant variant : gpu_variants()) {
+  for (Variant variant : tested_gpu_variants()) {
     ConvolveOptions o;
     o.variant = variant;
     o.keep_alpha = true;
@@ -175,6 +177,10 @@ TEST_CASE("gpu: --alpha keep leaves alpha untouched on every variant") {
 }
 
 TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and separable radii of its lists") {
+  if (!variant_tested(Variant::fast)) {
+    MESSAGE("skipped: CUCONV_TEST_VARIANTS leaves out fast");
+    return;
+  }
   // fast's tile is 32 x kVec elements (kVec = 4..16 by type and radius) by 4 strips of 32 or 64
   // rows; an interleaved row has width * channels elements, so widths cross those edges in
   // elements for 1, 3 and 4 channels.

@@ -11,6 +11,7 @@
 #include <fstream>
 #include <random>
 #include <sstream>
+#include <stdexcept>
 #include <string>
 #include <sys/wait.h>
 #include <vector>
@@ -94,6 +95,27 @@ inline constexpr Border kAllBorders[] = {Border::reflect101, Border::reflect, Bo
 inline int sweep_stride() {
   const char* s = std::getenv("CUCONV_TEST_STRIDE");
   return s != nullptr && std::atoi(s) > 0 ? std::atoi(s) : 1;
+}
+
+/// CUCONV_TEST_VARIANTS=fast,fft: the GPU sweeps cover only these variants (sanitizer runs split
+/// the suite into one process per variant so each finishes within the device's time limit).
+/// Unset: every GPU variant.
+inline std::vector<cuconv::Variant> tested_gpu_variants() {
+  const char* s = std::getenv("CUCONV_TEST_VARIANTS");
+  if (s == nullptr || *s == '\0') return cuconv::gpu_variants();
+  std::vector<cuconv::Variant> chosen;
+  const std::string list = std::string(",") + s + ",";
+  for (cuconv::Variant v : cuconv::gpu_variants())
+    if (list.find("," + std::string(cuconv::to_string(v)) + ",") != std::string::npos) chosen.push_back(v);
+  if (chosen.empty()) throw std::runtime_error(std::string("CUCONV_TEST_VARIANTS names no GPU variant: ") + s);
+  return chosen;
+}
+
+/// Whether the sweeps cover `variant` (see tested_gpu_variants).
+inline bool variant_tested(cuconv::Variant variant) {
+  for (cuconv::Variant v : tested_gpu_variants())
+    if (v == variant) return true;
+  return false;
 }
 
 /// Random image of the given depth: full range for integers, [-100, 100] for float.
