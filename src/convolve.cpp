@@ -134,7 +134,11 @@ Variant choose_variant(const Filter& filter, const ConvolveOptions& options, boo
   return Variant::tiled_halo;
 }
 
-ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options) {
+namespace {
+
+/// convolve() with the caller's kept workspace, or none (the GPU path then makes its own).
+ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
+                             GpuWorkspace::State* kept_workspace) {
   validate_input(src);
   const detail::ConvolveJob job = make_job(src, filter, options);
 
@@ -152,7 +156,7 @@ ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const Convolve
                                       " (use --variant opencv or auto)");
     try {
       if (options.device >= 0) detail::select_device(options.device);
-      return detail::convolve_gpu(src, job, variant);
+      return detail::convolve_gpu(src, job, variant, kept_workspace);
     } catch (const Error& e) {
       // `auto` promises a result: a GPU failure (out of memory, a failed launch, a lost device)
       // costs speed, not the image. An explicit variant reports it instead (exit 5).
@@ -169,6 +173,17 @@ ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const Convolve
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   result.variant_used = Variant::opencv;
   return result;
+}
+
+}  // namespace
+
+ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options) {
+  return convolve_with(src, filter, options, nullptr);
+}
+
+ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
+                        GpuWorkspace& workspace) {
+  return convolve_with(src, filter, options, &workspace.state());
 }
 
 }  // namespace cuconv

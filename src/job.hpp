@@ -40,7 +40,9 @@ struct ConvolveJob {
 /// Channels are filtered together (filter2D treats them independently).
 [[nodiscard]] cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method);
 
-/// The GPU path: one pitched plane per channel, `variant` launched per plane.
-[[nodiscard]] ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant);
+/// The GPU path: one pitched plane per channel, `variant` launched per plane (`fast` and `fft`:
+/// one interleaved plane). Buffers come from `kept_workspace` when given, else from this call's own.
+[[nodiscard]] ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant,
+                                          GpuWorkspace::State* kept_workspace);
 
 }  // namespace cuconv::detail

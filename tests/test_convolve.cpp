@@ -322,3 +322,17 @@ TEST_CASE("output that is the input file is refused, also through a link") {
   CHECK_THROWS_AS(check_not_same_file(in, dir.file("./in.png")), cuconv::Error);
   CHECK_NOTHROW(check_not_same_file(in, dir.file("other.png")));
 }
+
+TEST_CASE("a GpuWorkspace changes nothing for the opencv variant and holds no memory for it") {
+  const cv::Mat src = random_image(37, 53, CV_8U, 3, 11);
+  const Filter filter = load_filter("gauss5");
+  ConvolveOptions options;
+  options.variant = Variant::opencv;
+  GpuWorkspace workspace;
+  const ConvolveResult with = convolve(src, filter, options, workspace);
+  CHECK(with.variant_used == Variant::opencv);
+  CHECK(bit_equal(with.image, convolve(src, filter, options).image));
+  CHECK(workspace.device_bytes() == 0);
+  CHECK(workspace.pinned_bytes() == 0);
+  CHECK(workspace.allocations() == 0);
+}

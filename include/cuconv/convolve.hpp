@@ -7,6 +7,7 @@
 #include <opencv2/core/mat.hpp>
 
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -102,5 +103,40 @@ struct ConvolveResult {
 /// Filters `src` (1, 3 or 4 channels; 8U, 16U or 32F). Throws cuconv::Error.
 [[nodiscard]] ConvolveResult convolve(const cv::Mat& src, const Filter& filter,
                                       const ConvolveOptions& options);
+
+/// What a thread that filters many images keeps between convolve() calls: its CUDA stream, its
+/// device planes and its pinned host staging buffers. Buffers grow to the largest image seen and
+/// are then reused, so a batch allocates (and frees, which waits for the whole device) only
+/// while it meets larger images, and copies run asynchronously from pinned memory, overlapping
+/// other threads' kernels. Not thread-safe: one workspace per thread. It holds its memory, on the
+/// device it was first used with, until it is destroyed (or used on another device).
+class GpuWorkspace {
+ public:
+  GpuWorkspace();
+  ~GpuWorkspace();
+  GpuWorkspace(GpuWorkspace&&) noexcept;
+  GpuWorkspace& operator=(GpuWorkspace&&) noexcept;
+  GpuWorkspace(const GpuWorkspace&) = delete;
+  GpuWorkspace& operator=(const GpuWorkspace&) = delete;
+
+  /// Device memory held now (planes and filter weights), in bytes.
+  [[nodiscard]] std::uint64_t device_bytes() const noexcept;
+  /// Pinned host memory held now, in bytes.
+  [[nodiscard]] std::uint64_t pinned_bytes() const noexcept;
+  /// Device allocations made so far (planes, weights and staging regrown); a batch of equal-sized
+  /// images makes them for the first image only.
+  [[nodiscard]] std::uint64_t allocations() const noexcept;
+
+  struct State;  ///< defined in src/gpu/workspace.hpp (CUDA types)
+  [[nodiscard]] State& state();
+
+ private:
+  std::unique_ptr<State> state_;
+};
+
+/// convolve() reusing `workspace`'s stream and buffers (the GPU variants; `opencv` ignores it).
+/// The result is the same as without a workspace, bit for bit.
+[[nodiscard]] ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
+                                      GpuWorkspace& workspace);
 
 }  // namespace cuconv

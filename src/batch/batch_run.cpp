@@ -137,6 +137,10 @@ class Pipeline {
   void filter_loop(std::size_t lane) {
     ConvolveOptions convolve_options = options_.convolve;
     convolve_options.device = lane_devices_[lane];
+    // This thread's stream, device planes and pinned staging, grown to the largest image and
+    // reused: no per-image allocation (cudaFree waits for the whole device, stalling the other
+    // filter threads) and asynchronous copies.
+    GpuWorkspace workspace;
     while (auto work = filter_queues_[lane]->pop()) {
       const std::size_t item = work->item;
       if (stopping_) {
@@ -144,7 +148,7 @@ class Pipeline {
         continue;
       }
       const bool filtered = attempt(item, [&] {
-        ConvolveResult result = convolve(work->image, options_.filter, convolve_options);
+        ConvolveResult result = convolve(work->image, options_.filter, convolve_options, workspace);
         work->image = std::move(result.image);
         reports_[item].times.filter_ms = result.times.kernel_ms;
         reports_[item].times.upload_ms = result.times.upload_ms;

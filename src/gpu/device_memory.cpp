@@ -77,4 +77,15 @@ void* allocate_stream_ordered(std::size_t bytes, cudaStream_t stream) {
   return data;
 }
 
+void* allocate_pinned(std::size_t bytes) {
+  void* data = nullptr;
+  const cudaError_t status = cudaMallocHost(&data, bytes);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(ErrorKind::gpu, "could not allocate " + std::to_string(bytes) + " bytes of pinned host memory (" +
+                                    cudaGetErrorName(status) + ": " + cudaGetErrorString(status) + ")");
+  }
+  return data;
+}
+
 }  // namespace cuconv::detail

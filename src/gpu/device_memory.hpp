@@ -15,6 +15,16 @@ namespace cuconv::detail {
 [[nodiscard]] void* allocate_pitched(std::size_t row_bytes, std::size_t rows, std::size_t& pitch);
 [[nodiscard]] void* allocate_linear(std::size_t bytes);
 [[nodiscard]] void* allocate_stream_ordered(std::size_t bytes, cudaStream_t stream);
+[[nodiscard]] void* allocate_pinned(std::size_t bytes);
+
+/// Where a kernel or a copy finds one plane: `rows` rows of `row_bytes` bytes, `pitch` apart.
+/// A view may cover only part of the allocation it points into (a workspace's larger plane).
+struct PlaneView {
+  void* data = nullptr;
+  std::size_t pitch = 0;
+  std::size_t row_bytes = 0;
+  std::size_t rows = 0;
+};
 
 /// A pitched 2D allocation (cudaMallocPitch): one image plane.
 class DevicePlane {
@@ -36,6 +46,11 @@ class DevicePlane {
   [[nodiscard]] std::size_t pitch() const noexcept { return pitch_; }
   [[nodiscard]] std::size_t row_bytes() const noexcept { return row_bytes_; }
   [[nodiscard]] std::size_t rows() const noexcept { return rows_; }
+  /// The whole plane, or its first `rows` rows of `row_bytes` (both at most the plane's).
+  [[nodiscard]] PlaneView view() const noexcept { return {data_, pitch_, row_bytes_, rows_}; }
+  [[nodiscard]] PlaneView view(std::size_t row_bytes, std::size_t rows) const noexcept {
+    return {data_, pitch_, row_bytes, rows};
+  }
 
  private:
   void swap(DevicePlane& o) noexcept {
@@ -67,6 +82,33 @@ class DeviceBuffer {
   ~DeviceBuffer() { cudaFree(data_); }
 
   [[nodiscard]] void* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
+
+/// Page-locked host memory (cudaMallocHost): copies from and to it run asynchronously, at the
+/// link's full speed.
+class PinnedBuffer {
+ public:
+  PinnedBuffer() = default;
+  explicit PinnedBuffer(std::size_t bytes) : data_(allocate_pinned(bytes)), bytes_(bytes) {}
+  PinnedBuffer(PinnedBuffer&& other) noexcept
+      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
+    std::swap(data_, other.data_);
+    std::swap(bytes_, other.bytes_);
+    return *this;
+  }
+  PinnedBuffer(const PinnedBuffer&) = delete;
+  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
+  ~PinnedBuffer() {
+    if (data_ != nullptr) cudaFreeHost(data_);
+  }
+
+  [[nodiscard]] unsigned char* data() const noexcept { return static_cast<unsigned char*>(data_); }
   [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
 
  private:

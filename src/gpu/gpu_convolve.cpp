@@ -1,18 +1,22 @@
 // The GPU path: split the image into one pitched device plane per channel (or keep it interleaved
 // for `fast` and `fft`), run the variant, bring the planes back and merge them. An image that does
 // not fit the device memory limit goes through in horizontal strips, each with its vertical halo.
-// Stage times come from CUDA events.
+// Stage times come from CUDA events. Buffers come from a GpuWorkspace's state: the caller's, kept
+// between calls (copies staged through pinned memory), or one made for this call.
 #include "gpu/device_memory.hpp"
 #include "gpu/fault_injection.hpp"
 #include "gpu/launch.hpp"
 #include "gpu/strips.hpp"
+#include "gpu/workspace.hpp"
 #include "job.hpp"
 
 #include <opencv2/core.hpp>
 
 #include <algorithm>
 #include <cstdint>
+#include <cstring>
 #include <functional>
+#include <optional>
 #include <vector>
 
 namespace cuconv {
@@ -57,20 +61,10 @@ kernels::ConvParams conv_params(const ConvolveJob& job) {
 }
 
 /// Garbage a kernel must overwrite: NaN for float planes, 0xA5 bytes for integer ones.
-void poison_plane(const DevicePlane& plane, int depth, cudaStream_t stream) {
+void poison_plane(const PlaneView& plane, int depth, cudaStream_t stream) {
   const int byte = depth == CV_32F ? 0xFF : 0xA5;
-  CUCONV_CUDA_TRY(cudaMemset2DAsync(plane.data(), plane.pitch(), byte, plane.row_bytes(),
-                                    plane.rows(), stream));
+  CUCONV_CUDA_TRY(cudaMemset2DAsync(plane.data, plane.pitch, byte, plane.row_bytes, plane.rows, stream));
 }
-
-/// The four points that split a GPU run into upload, kernels and download times.
-struct StageEvents {
-  CudaEvent upload_start, upload_done, kernels_done, download_done;
-  [[nodiscard]] StageTimes times() const {
-    return {CudaEvent::elapsed_ms(upload_start, upload_done), CudaEvent::elapsed_ms(upload_done, kernels_done),
-            CudaEvent::elapsed_ms(kernels_done, download_done)};
-  }
-};
 
 void copy_bench_times(const StageTimes& bench, StageTimes& into) {
   into.bench_runs = bench.bench_runs;
@@ -115,9 +109,9 @@ void scale_copy_roof(StageTimes& times, double copied) {
 /// The memory roof for one plane pair: a contiguous device-to-device copy (cudaMemcpy2D between
 /// pitched planes runs at about half the bandwidth) of as many bytes as fit both buffers.
 /// Returns the bytes copied (read once, written once).
-std::size_t copy_plane(const DevicePlane& from, const DevicePlane& to, cudaStream_t stream) {
-  const std::size_t bytes = std::min(from.pitch() * from.rows(), to.pitch() * to.rows());
-  CUCONV_CUDA_TRY(cudaMemcpyAsync(to.data(), from.data(), bytes, cudaMemcpyDeviceToDevice, stream));
+std::size_t copy_plane(const PlaneView& from, const PlaneView& to, cudaStream_t stream) {
+  const std::size_t bytes = std::min(from.pitch * from.rows, to.pitch * to.rows);
+  CUCONV_CUDA_TRY(cudaMemcpyAsync(to.data, from.data, bytes, cudaMemcpyDeviceToDevice, stream));
   return bytes;
 }
 
@@ -129,38 +123,46 @@ std::size_t planned_pitch(std::size_t row_bytes) {
 }
 
 /// --gpu-memory, or the device's free memory less a margin for the CUDA context's own growth,
-/// cuFFT's plans and other processes.
-std::uint64_t memory_limit(const ConvolveJob& job) {
+/// cuFFT's plans and other processes. What a kept workspace holds counts as free: it is reused,
+/// or freed before a larger buffer is allocated.
+std::uint64_t memory_limit(const ConvolveJob& job, const GpuWorkspace::State& workspace) {
   if (job.gpu_memory_limit > 0) return job.gpu_memory_limit;
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
   CUCONV_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
-  const std::uint64_t margin = std::max<std::uint64_t>(free_bytes / 10, std::uint64_t{256} << 20);
-  return free_bytes > margin ? free_bytes - margin : 0;
+  const std::uint64_t available = free_bytes + workspace.device_bytes();
+  const std::uint64_t margin = std::max<std::uint64_t>(available / 10, std::uint64_t{256} << 20);
+  return available > margin ? available - margin : 0;
 }
 
 /// The strips for this image under --gpu-memory (or the automatic limit).
-StripPlan plan_strips_for(const cv::Mat& src, const ConvolveJob& job, const MemoryModel& model) {
-  return plan_strips(src.cols, src.rows, job.kh(), model, memory_limit(job), job.max_strip_rows);
+StripPlan plan_strips_for(const cv::Mat& src, const ConvolveJob& job, const MemoryModel& model,
+                          const GpuWorkspace::State& workspace) {
+  return plan_strips(src.cols, src.rows, job.kh(), model, memory_limit(job, workspace), job.max_strip_rows);
+}
+
+/// The image row (or the border-value row) that stands in row `y` of a strip under the border rule.
+const unsigned char* strip_source_row(const cv::Mat& image, int y, const ConvolveJob& job, const cv::Mat& constant_row) {
+  const int from = source_row(y, image.rows, job.border);  // -1: constant
+  return from < 0 ? constant_row.data : image.ptr(from);
 }
 
 /// Rows [begin, end) of `image` into the plane's first rows. Rows outside the image are made on
 /// the host by the border rule (`constant_row` holds the border value), so the strip the kernel
-/// sees is exactly the rows it would have read.
-void upload_rows(const cv::Mat& image, int begin, int end, const DevicePlane& plane, const ConvolveJob& job,
+/// sees is exactly the rows it would have read. Pageable copies: a call's own state.
+void upload_rows(const cv::Mat& image, int begin, int end, const PlaneView& plane, const ConvolveJob& job,
                  const cv::Mat& constant_row, cudaStream_t stream) {
   const int inside_begin = std::clamp(begin, 0, image.rows);
   const int inside_end = std::clamp(end, 0, image.rows);
-  auto* plane_rows = static_cast<unsigned char*>(plane.data());
-  const auto plane_row = [&](int y) { return plane_rows + static_cast<std::size_t>(y - begin) * plane.pitch(); };
-  CUCONV_CUDA_TRY(cudaMemcpy2DAsync(plane_row(inside_begin), plane.pitch(), image.ptr(inside_begin), image.step,
-                                    plane.row_bytes(), static_cast<std::size_t>(inside_end - inside_begin),
+  auto* plane_rows = static_cast<unsigned char*>(plane.data);
+  const auto plane_row = [&](int y) { return plane_rows + static_cast<std::size_t>(y - begin) * plane.pitch; };
+  CUCONV_CUDA_TRY(cudaMemcpy2DAsync(plane_row(inside_begin), plane.pitch, image.ptr(inside_begin), image.step,
+                                    plane.row_bytes, static_cast<std::size_t>(inside_end - inside_begin),
                                     cudaMemcpyHostToDevice, stream));
   for (int y = begin; y < end; ++y) {
     if (y >= inside_begin && y < inside_end) continue;
-    const int from = source_row(y, image.rows, job.border);  // -1: constant
-    const unsigned char* row = from < 0 ? constant_row.data : image.ptr(from);
-    CUCONV_CUDA_TRY(cudaMemcpyAsync(plane_row(y), row, plane.row_bytes(), cudaMemcpyHostToDevice, stream));
+    CUCONV_CUDA_TRY(cudaMemcpyAsync(plane_row(y), strip_source_row(image, y, job, constant_row), plane.row_bytes,
+                                    cudaMemcpyHostToDevice, stream));
   }
 }
 
@@ -170,12 +172,91 @@ cv::Mat constant_border_row(int cols, int type, const ConvolveJob& job) {
 }
 
 /// The strip's output rows from the device plane into rows [out_begin, out_end) of `image`.
-void download_rows(const DevicePlane& plane, const StripRows& rows, cv::Mat& image, cudaStream_t stream) {
-  const auto* first = static_cast<const unsigned char*>(plane.data()) +
-                      static_cast<std::size_t>(rows.first_valid) * plane.pitch();
-  CUCONV_CUDA_TRY(cudaMemcpy2DAsync(image.ptr(rows.out_begin), image.step, first, plane.pitch(), plane.row_bytes(),
+void download_rows(const PlaneView& plane, const StripRows& rows, cv::Mat& image, cudaStream_t stream) {
+  const auto* first = static_cast<const unsigned char*>(plane.data) +
+                      static_cast<std::size_t>(rows.first_valid) * plane.pitch;
+  CUCONV_CUDA_TRY(cudaMemcpy2DAsync(image.ptr(rows.out_begin), image.step, first, plane.pitch, plane.row_bytes,
                                     static_cast<std::size_t>(rows.output_rows()), cudaMemcpyDeviceToHost, stream));
 }
+
+/// Staged copies move chunks of about this size, at most kMaxStagingChunks per copy: the host's
+/// copy of one chunk into (or out of) pinned memory overlaps the transfer of the one before.
+constexpr std::size_t kStagingChunkBytes = std::size_t{4} << 20;
+constexpr int kMaxStagingChunks = 16;
+
+int staging_chunk_rows(std::size_t row_bytes, int rows) {
+  const int by_size = static_cast<int>(std::max<std::size_t>(1, kStagingChunkBytes / std::max<std::size_t>(row_bytes, 1)));
+  const int by_count = (rows + kMaxStagingChunks - 1) / kMaxStagingChunks;
+  return std::max({by_size, by_count, 1});
+}
+
+/// upload_rows through `staging` (pinned, packed rows): each chunk is copied there on the host,
+/// then its transfer is queued, while the host goes on with the next chunk.
+void upload_rows_staged(const cv::Mat& image, int begin, int end, const PlaneView& plane, const ConvolveJob& job,
+                        const cv::Mat& constant_row, PinnedBuffer& staging, cudaStream_t stream) {
+  const std::size_t row_bytes = plane.row_bytes;
+  const int chunk_rows = staging_chunk_rows(row_bytes, end - begin);
+  for (int first = begin; first < end; first += chunk_rows) {
+    const int last = std::min(end, first + chunk_rows);
+    unsigned char* staged = staging.data() + static_cast<std::size_t>(first - begin) * row_bytes;
+    for (int y = first; y < last; ++y)
+      std::memcpy(staged + static_cast<std::size_t>(y - first) * row_bytes,
+                  strip_source_row(image, y, job, constant_row), row_bytes);
+    CUCONV_CUDA_TRY(cudaMemcpy2DAsync(static_cast<unsigned char*>(plane.data) +
+                                          static_cast<std::size_t>(first - begin) * plane.pitch,
+                                      plane.pitch, staged, row_bytes, row_bytes,
+                                      static_cast<std::size_t>(last - first), cudaMemcpyHostToDevice, stream));
+  }
+}
+
+/// download_rows through `staging`: all chunk transfers are queued, each followed by an event;
+/// the host copies a chunk out as soon as its event has passed. Returns once `image` has them all.
+void download_rows_staged(const PlaneView& plane, const StripRows& rows, cv::Mat& image, PinnedBuffer& staging,
+                          GpuWorkspace::State& workspace, cudaStream_t stream) {
+  const std::size_t row_bytes = plane.row_bytes;
+  const int count = rows.output_rows();
+  const int chunk_rows = staging_chunk_rows(row_bytes, count);
+  const auto* plane_first = static_cast<const unsigned char*>(plane.data) +
+                            static_cast<std::size_t>(rows.first_valid) * plane.pitch;
+  std::size_t chunk = 0;
+  for (int first = 0; first < count; first += chunk_rows, ++chunk) {
+    const int n = std::min(count - first, chunk_rows);
+    CUCONV_CUDA_TRY(cudaMemcpy2DAsync(staging.data() + static_cast<std::size_t>(first) * row_bytes, row_bytes,
+                                      plane_first + static_cast<std::size_t>(first) * plane.pitch, plane.pitch,
+                                      row_bytes, static_cast<std::size_t>(n), cudaMemcpyDeviceToHost, stream));
+    workspace.chunk_event(chunk).record(stream);
+  }
+  chunk = 0;
+  for (int first = 0; first < count; first += chunk_rows, ++chunk) {
+    const int n = std::min(count - first, chunk_rows);
+    CUCONV_CUDA_TRY(cudaEventSynchronize(workspace.chunk_event(chunk).get()));
+    for (int y = first; y < first + n; ++y)
+      std::memcpy(image.ptr(rows.out_begin + y), staging.data() + static_cast<std::size_t>(y) * row_bytes, row_bytes);
+  }
+}
+
+/// Moves strips between host and device: staged through the workspace's pinned buffers when it
+/// is kept between calls (allocated once, reused), else pageable copies (pinning memory for one
+/// call costs more than it saves).
+struct StripCopier {
+  GpuWorkspace::State& workspace;
+  const ConvolveJob& job;
+  const cv::Mat& constant_row;
+
+  void upload(const cv::Mat& image, const StripRows& rows, const PlaneView& plane, std::size_t slot) const {
+    const cudaStream_t stream = workspace.stream();
+    if (!workspace.kept) return upload_rows(image, rows.in_begin, rows.in_end, plane, job, constant_row, stream);
+    PinnedBuffer& staging = workspace.staging(2 * slot, plane.row_bytes * static_cast<std::size_t>(rows.input_rows()));
+    upload_rows_staged(image, rows.in_begin, rows.in_end, plane, job, constant_row, staging, stream);
+  }
+  void download(const PlaneView& plane, const StripRows& rows, cv::Mat& image, std::size_t slot) const {
+    const cudaStream_t stream = workspace.stream();
+    if (!workspace.kept) return download_rows(plane, rows, image, stream);
+    PinnedBuffer& staging =
+        workspace.staging(2 * slot + 1, plane.row_bytes * static_cast<std::size_t>(rows.output_rows()));
+    download_rows_staged(plane, rows, image, staging, workspace, stream);
+  }
+};
 
 void add_times(const StageTimes& strip, StageTimes& total) {
   total.upload_ms += strip.upload_ms;
@@ -192,25 +273,26 @@ void check_bench_fits(const ConvolveJob& job, const StripPlan& plan) {
                                       " strips within the GPU memory limit (raise --gpu-memory)");
 }
 
-LaunchArgs launch_args(const DevicePlane& in, int in_depth, const DevicePlane& out, const ConvolveJob& job,
-                       int width, int height, const DeviceBuffer& weights, cudaStream_t stream) {
-  return LaunchArgs{in.data(),
-                    in.pitch(),
+LaunchArgs launch_args(const PlaneView& in, int in_depth, const PlaneView& out, const ConvolveJob& job,
+                       int width, int height, const float* device_weights, cudaStream_t stream) {
+  return LaunchArgs{in.data,
+                    in.pitch,
                     pixel_type_for_depth(in_depth),
-                    out.data(),
-                    out.pitch(),
+                    out.data,
+                    out.pitch,
                     pixel_type_for_depth(job.output_depth),
                     width,
                     height,
                     conv_params(job),
-                    static_cast<const float*>(weights.data()),
+                    device_weights,
                     job.weights.data(),
                     stream};
 }
 
 /// `fast` and `fft` filter interleaved rows in place: one pitched plane of width * channels elements in
 /// and out, one launch per strip, no split or merge on the host.
-ConvolveResult convolve_gpu_interleaved(const cv::Mat& src, const ConvolveJob& job, Variant variant) {
+ConvolveResult convolve_gpu_interleaved(const cv::Mat& src, const ConvolveJob& job, Variant variant,
+                                        GpuWorkspace::State& workspace) {
   const int channels = src.channels();
   const int width = src.cols;
   const int height = src.rows;
@@ -228,31 +310,33 @@ ConvolveResult convolve_gpu_interleaved(const cv::Mat& src, const ConvolveJob& j
     const std::uint64_t tile_side = static_cast<std::uint64_t>(fft_tile_side(job.kw(), width)) + 2;
     model.fixed_bytes += 3 * sizeof(float) * tile_side * static_cast<std::uint64_t>(fft_tile_side(job.kh(), height));
   }
-  const StripPlan plan = plan_strips_for(src, job, model);
+  const StripPlan plan = plan_strips_for(src, job, model, workspace);
   check_bench_fits(job, plan);
-  const int rows_held = plan.count == 1 ? height : plan.rows_per_strip + job.kh() - 1;
+  const auto rows_held = static_cast<std::size_t>(plan.count == 1 ? height : plan.rows_per_strip + job.kh() - 1);
 
-  CudaStream stream;
-  StageEvents events;
-  DeviceBuffer device_weights(sizeof(float) * job.weights.size());
-  DevicePlane in_plane(in_row_bytes, static_cast<std::size_t>(rows_held));
-  DevicePlane out_plane(out_row_bytes, static_cast<std::size_t>(rows_held));
+  const cudaStream_t stream = workspace.stream();
+  StageEvents& events = workspace.events();
+  const float* device_weights = workspace.upload_weights(job.weights, stream);
+  const PlaneView in_capacity = workspace.plane(0, in_row_bytes, rows_held);
+  const PlaneView out_capacity = workspace.plane(1, out_row_bytes, rows_held);
   const cv::Mat constant_row = constant_border_row(width, src.type(), job);
+  const StripCopier copier{workspace, job, constant_row};
 
   ConvolveResult result;
   result.image.create(height, width, CV_MAKETYPE(job.output_depth, channels));
   result.strips = plan.count;
-  CUCONV_CUDA_TRY(cudaMemcpyAsync(device_weights.data(), job.weights.data(), device_weights.size(),
-                                  cudaMemcpyHostToDevice, stream.get()));
   LaunchArgs args{};
   for (int strip = 0; strip < plan.count; ++strip) {
     const StripRows rows = strip_rows(plan, strip, height, job.kh(), job.anchor_y);
-    events.upload_start.record(stream.get());
-    upload_rows(src, rows.in_begin, rows.in_end, in_plane, job, constant_row, stream.get());
-    if (job.poison_output) poison_plane(out_plane, job.output_depth, stream.get());
-    events.upload_done.record(stream.get());
+    const auto strip_rows_held = static_cast<std::size_t>(rows.input_rows());
+    const PlaneView in_plane{in_capacity.data, in_capacity.pitch, in_row_bytes, strip_rows_held};
+    const PlaneView out_plane{out_capacity.data, out_capacity.pitch, out_row_bytes, strip_rows_held};
+    events.upload_start.record(stream);
+    copier.upload(src, rows, in_plane, 0);
+    if (job.poison_output) poison_plane(out_plane, job.output_depth, stream);
+    events.upload_done.record(stream);
 
-    args = launch_args(in_plane, src.depth(), out_plane, job, width, rows.input_rows(), device_weights, stream.get());
+    args = launch_args(in_plane, src.depth(), out_plane, job, width, rows.input_rows(), device_weights, stream);
     args.channels = channels;
     args.keep_alpha = job.keep_alpha && channels == 4;
     if (job.separable) {
@@ -260,20 +344,117 @@ ConvolveResult convolve_gpu_interleaved(const cv::Mat& src, const ConvolveJob& j
       args.separable_vertical = job.separable->vertical.data();
     }
     launch_variant(variant, args);
-    events.kernels_done.record(stream.get());
-    download_rows(out_plane, rows, result.image, stream.get());
-    events.download_done.record(stream.get());
+    events.kernels_done.record(stream);
+    copier.download(out_plane, rows, result.image, 0);
+    events.download_done.record(stream);
     add_times(events.times(), result.times);  // waits for this strip: the next reuses the planes
   }
 
   StageTimes bench;
   if (job.bench_runs > 0) {  // one strip: args cover the whole image, whose result is downloaded
+    const PlaneView in_plane{in_capacity.data, in_capacity.pitch, in_row_bytes, rows_held};
+    const PlaneView out_plane{out_capacity.data, out_capacity.pitch, out_row_bytes, rows_held};
     run_benchmark(job.bench_runs, [&] { launch_variant(variant, args); },
-                  [&] { copy_plane(in_plane, out_plane, stream.get()); },
-                  static_cast<double>(in_plane.row_bytes() + out_plane.row_bytes()) * height, stream.get(), bench);
-    scale_copy_roof(bench, static_cast<double>(std::min(in_plane.pitch(), out_plane.pitch()) * in_plane.rows()));
+                  [&] { copy_plane(in_plane, out_plane, stream); },
+                  static_cast<double>(in_row_bytes + out_row_bytes) * height, stream, bench);
+    scale_copy_roof(bench, static_cast<double>(std::min(in_plane.pitch, out_plane.pitch) * rows_held));
   }
-  stream.synchronize();
+  CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));
+  result.variant_used = variant;
+  copy_bench_times(bench, result.times);
+  return result;
+}
+
+/// The PMPP variants: one plane per filtered channel, split and merged on the host.
+ConvolveResult convolve_gpu_planar(const cv::Mat& src, const ConvolveJob& job, Variant variant,
+                                   GpuWorkspace::State& workspace) {
+  const int channels = src.channels();
+  const int width = src.cols;
+  const int height = src.rows;
+  const std::size_t in_row_bytes = src.elemSize1() * static_cast<std::size_t>(width);
+  const std::size_t out_row_bytes = CV_ELEM_SIZE1(job.output_depth) * static_cast<std::size_t>(width);
+  const int filtered_channels = job.keep_alpha && channels == 4 ? 3 : channels;
+
+  MemoryModel model;
+  model.fixed_bytes = sizeof(float) * job.weights.size();
+  model.bytes_per_row = static_cast<std::uint64_t>(filtered_channels) *
+                        (planned_pitch(in_row_bytes) + planned_pitch(out_row_bytes));
+  const StripPlan plan = plan_strips_for(src, job, model, workspace);
+  check_bench_fits(job, plan);
+  const auto rows_held = static_cast<std::size_t>(plan.count == 1 ? height : plan.rows_per_strip + job.kh() - 1);
+
+  const cudaStream_t stream = workspace.stream();
+  StageEvents& events = workspace.events();
+
+  std::vector<cv::Mat> host_in;
+  cv::split(src, host_in);
+  std::vector<cv::Mat> host_out(static_cast<std::size_t>(channels));
+  for (int c = 0; c < filtered_channels; ++c) host_out[static_cast<std::size_t>(c)].create(height, width, job.output_depth);
+  const cv::Mat constant_row = constant_border_row(width, src.depth(), job);
+  const StripCopier copier{workspace, job, constant_row};
+
+  const float* device_weights = workspace.upload_weights(job.weights, stream);
+  std::vector<PlaneView> in_capacity;
+  std::vector<PlaneView> out_capacity;
+  for (std::size_t c = 0; c < static_cast<std::size_t>(filtered_channels); ++c) {
+    in_capacity.push_back(workspace.plane(2 * c, in_row_bytes, rows_held));
+    out_capacity.push_back(workspace.plane(2 * c + 1, out_row_bytes, rows_held));
+  }
+  // Channel c's planes holding `rows` rows.
+  const auto in_plane = [&](std::size_t c, std::size_t rows) {
+    return PlaneView{in_capacity[c].data, in_capacity[c].pitch, in_row_bytes, rows};
+  };
+  const auto out_plane = [&](std::size_t c, std::size_t rows) {
+    return PlaneView{out_capacity[c].data, out_capacity[c].pitch, out_row_bytes, rows};
+  };
+
+  ConvolveResult result;
+  result.strips = plan.count;
+  std::vector<LaunchArgs> launches;
+  const auto launch_all = [&] {
+    for (const LaunchArgs& args : launches) launch_variant(variant, args);
+  };
+  for (int strip = 0; strip < plan.count; ++strip) {
+    const StripRows rows = strip_rows(plan, strip, height, job.kh(), job.anchor_y);
+    const auto strip_rows_held = static_cast<std::size_t>(rows.input_rows());
+    events.upload_start.record(stream);
+    for (std::size_t c = 0; c < in_capacity.size(); ++c) {
+      copier.upload(host_in[c], rows, in_plane(c, strip_rows_held), c);
+      if (job.poison_output) poison_plane(out_plane(c, strip_rows_held), job.output_depth, stream);
+    }
+    events.upload_done.record(stream);
+
+    launches.clear();
+    for (std::size_t c = 0; c < in_capacity.size(); ++c)
+      launches.push_back(launch_args(in_plane(c, strip_rows_held), src.depth(), out_plane(c, strip_rows_held), job,
+                                     width, rows.input_rows(), device_weights, stream));
+    launch_all();
+    events.kernels_done.record(stream);
+    for (std::size_t c = 0; c < out_capacity.size(); ++c)
+      copier.download(out_plane(c, strip_rows_held), rows, host_out[c], c);
+    events.download_done.record(stream);
+    add_times(events.times(), result.times);  // waits for this strip: the next reuses the planes
+  }
+
+  StageTimes bench;
+  if (job.bench_runs > 0) {  // one strip: `launches` cover the whole image, whose result is downloaded
+    run_benchmark(
+        job.bench_runs, launch_all,
+        [&] {
+          for (std::size_t c = 0; c < in_capacity.size(); ++c)
+            copy_plane(in_plane(c, rows_held), out_plane(c, rows_held), stream);
+        },
+        static_cast<double>(in_row_bytes + out_row_bytes) * height * filtered_channels, stream, bench);
+    scale_copy_roof(bench, static_cast<double>(std::min(in_capacity[0].pitch, out_capacity[0].pitch) * rows_held *
+                                               static_cast<std::size_t>(filtered_channels)));
+  }
+  CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));
+
+  // Alpha passed through (--alpha keep): converted to the output depth, values unchanged.
+  for (int c = filtered_channels; c < channels; ++c)
+    host_in[static_cast<std::size_t>(c)].convertTo(host_out[static_cast<std::size_t>(c)], job.output_depth);
+
+  cv::merge(host_out, result.image);
   result.variant_used = variant;
   copy_bench_times(bench, result.times);
   return result;
@@ -300,90 +481,24 @@ void launch_variant(Variant variant, const LaunchArgs& args) {
   throw Error(ErrorKind::internal, "launch_variant called with a non-GPU variant");
 }
 
-ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant) {
-  if (variant == Variant::fast || variant == Variant::fft) return convolve_gpu_interleaved(src, job, variant);
-  const int channels = src.channels();
-  const int width = src.cols;
-  const int height = src.rows;
-  const std::size_t in_row_bytes = src.elemSize1() * static_cast<std::size_t>(width);
-  const std::size_t out_row_bytes = CV_ELEM_SIZE1(job.output_depth) * static_cast<std::size_t>(width);
-  const int filtered_channels = job.keep_alpha && channels == 4 ? 3 : channels;
-
-  MemoryModel model;
-  model.fixed_bytes = sizeof(float) * job.weights.size();
-  model.bytes_per_row = static_cast<std::uint64_t>(filtered_channels) *
-                        (planned_pitch(in_row_bytes) + planned_pitch(out_row_bytes));
-  const StripPlan plan = plan_strips_for(src, job, model);
-  check_bench_fits(job, plan);
-  const int rows_held = plan.count == 1 ? height : plan.rows_per_strip + job.kh() - 1;
-
-  CudaStream stream;
-  StageEvents events;
-
-  std::vector<cv::Mat> host_in;
-  cv::split(src, host_in);
-  std::vector<cv::Mat> host_out(static_cast<std::size_t>(channels));
-  for (int c = 0; c < filtered_channels; ++c) host_out[static_cast<std::size_t>(c)].create(height, width, job.output_depth);
-  const cv::Mat constant_row = constant_border_row(width, src.depth(), job);
-
-  DeviceBuffer device_weights(sizeof(float) * job.weights.size());
-  std::vector<DevicePlane> in_planes;
-  std::vector<DevicePlane> out_planes;
-  for (int c = 0; c < filtered_channels; ++c) {
-    in_planes.emplace_back(in_row_bytes, static_cast<std::size_t>(rows_held));
-    out_planes.emplace_back(out_row_bytes, static_cast<std::size_t>(rows_held));
-  }
-
-  ConvolveResult result;
-  result.strips = plan.count;
-  CUCONV_CUDA_TRY(cudaMemcpyAsync(device_weights.data(), job.weights.data(), device_weights.size(),
-                                  cudaMemcpyHostToDevice, stream.get()));
-  std::vector<LaunchArgs> launches;
-  const auto launch_all = [&] {
-    for (const LaunchArgs& args : launches) launch_variant(variant, args);
-  };
-  for (int strip = 0; strip < plan.count; ++strip) {
-    const StripRows rows = strip_rows(plan, strip, height, job.kh(), job.anchor_y);
-    events.upload_start.record(stream.get());
-    for (std::size_t c = 0; c < in_planes.size(); ++c) {
-      upload_rows(host_in[c], rows.in_begin, rows.in_end, in_planes[c], job, constant_row, stream.get());
-      if (job.poison_output) poison_plane(out_planes[c], job.output_depth, stream.get());
+ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant,
+                            GpuWorkspace::State* kept_workspace) {
+  std::optional<GpuWorkspace::State> call_workspace;
+  GpuWorkspace::State& workspace = kept_workspace != nullptr ? *kept_workspace : call_workspace.emplace(false);
+  workspace.bind_to_current_device();
+  try {
+    return variant == Variant::fast || variant == Variant::fft
+               ? convolve_gpu_interleaved(src, job, variant, workspace)
+               : convolve_gpu_planar(src, job, variant, workspace);
+  } catch (...) {
+    // Work queued before the failure may still read or write the kept buffers; the next call
+    // must find them idle. (A call's own state waits in its destructor.)
+    if (workspace.kept) {
+      cudaStreamSynchronize(workspace.stream());
+      cudaGetLastError();
     }
-    events.upload_done.record(stream.get());
-
-    launches.clear();
-    for (std::size_t c = 0; c < in_planes.size(); ++c)
-      launches.push_back(launch_args(in_planes[c], src.depth(), out_planes[c], job, width, rows.input_rows(),
-                                     device_weights, stream.get()));
-    launch_all();
-    events.kernels_done.record(stream.get());
-    for (std::size_t c = 0; c < out_planes.size(); ++c) download_rows(out_planes[c], rows, host_out[c], stream.get());
-    events.download_done.record(stream.get());
-    add_times(events.times(), result.times);  // waits for this strip: the next reuses the planes
+    throw;
   }
-
-  StageTimes bench;
-  if (job.bench_runs > 0) {  // one strip: `launches` cover the whole image, whose result is downloaded
-    run_benchmark(
-        job.bench_runs, launch_all,
-        [&] {
-          for (int c = 0; c < filtered_channels; ++c) copy_plane(in_planes[c], out_planes[c], stream.get());
-        },
-        static_cast<double>(in_planes[0].row_bytes() + out_planes[0].row_bytes()) * height * filtered_channels,
-        stream.get(), bench);
-    scale_copy_roof(bench, static_cast<double>(std::min(in_planes[0].pitch(), out_planes[0].pitch()) *
-                                               in_planes[0].rows() * filtered_channels));
-  }
-  stream.synchronize();
-
-  // Alpha passed through (--alpha keep): converted to the output depth, values unchanged.
-  for (int c = filtered_channels; c < channels; ++c)
-    host_in[static_cast<std::size_t>(c)].convertTo(host_out[static_cast<std::size_t>(c)], job.output_depth);
-
-  cv::merge(host_out, result.image);
-  result.variant_used = variant;
-  copy_bench_times(bench, result.times);
-  return result;
 }
 
 }  // namespace detail

@@ -1,0 +1,127 @@
+// GpuWorkspace: buffers kept between convolve() calls of one thread (batch mode).
+#include "gpu/workspace.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace cuconv {
+
+namespace {
+
+/// Capacity for `needed` bytes: 1/8 spare, so a batch of slightly varying sizes stops regrowing soon.
+std::size_t grown(std::size_t needed) { return needed + needed / 8; }
+
+}  // namespace
+
+GpuWorkspace::State::~State() { release(); }
+
+void GpuWorkspace::State::bind_to_current_device() {
+  int current = 0;
+  CUCONV_CUDA_TRY(cudaGetDevice(&current));
+  if (device >= 0 && device != current) release();
+  device = current;
+}
+
+detail::PlaneView GpuWorkspace::State::plane(std::size_t slot, std::size_t row_bytes, std::size_t rows) {
+  if (!kept) {
+    if (pitched_planes_.size() <= slot) pitched_planes_.resize(slot + 1);
+    pitched_planes_[slot] = detail::DevicePlane(row_bytes, rows);
+    ++allocations;
+    return pitched_planes_[slot].view();
+  }
+  const std::size_t pitch = (row_bytes + kKeptPitchAlignment - 1) / kKeptPitchAlignment * kKeptPitchAlignment;
+  const std::size_t bytes = std::max<std::size_t>(pitch * rows, 1);
+  if (kept_planes_.size() <= slot) kept_planes_.resize(slot + 1);
+  detail::DeviceBuffer& buffer = kept_planes_[slot];
+  if (buffer.size() < bytes) {
+    buffer = detail::DeviceBuffer();  // free first: the old and new never need to coexist
+    buffer = detail::DeviceBuffer(grown(bytes));
+    ++allocations;
+  }
+  return {buffer.data(), pitch, row_bytes, rows};
+}
+
+const float* GpuWorkspace::State::upload_weights(const std::vector<float>& weights, cudaStream_t stream) {
+  const std::size_t bytes = sizeof(float) * std::max<std::size_t>(weights.size(), 1);
+  if (weights_.size() < bytes) {
+    weights_ = detail::DeviceBuffer();
+    weights_ = detail::DeviceBuffer(bytes);
+    ++allocations;
+  }
+  CUCONV_CUDA_TRY(cudaMemcpyAsync(weights_.data(), weights.data(), sizeof(float) * weights.size(),
+                                  cudaMemcpyHostToDevice, stream));
+  return static_cast<const float*>(weights_.data());
+}
+
+detail::PinnedBuffer& GpuWorkspace::State::staging(std::size_t slot, std::size_t bytes) {
+  if (staging_.size() <= slot) staging_.resize(slot + 1);
+  detail::PinnedBuffer& buffer = staging_[slot];
+  if (buffer.size() < bytes) {
+    buffer = detail::PinnedBuffer();
+    buffer = detail::PinnedBuffer(grown(bytes));
+    ++allocations;
+  }
+  return buffer;
+}
+
+detail::CudaEvent& GpuWorkspace::State::chunk_event(std::size_t index) {
+  while (chunk_events_.size() <= index) chunk_events_.emplace_back();
+  return chunk_events_[index];
+}
+
+cudaStream_t GpuWorkspace::State::stream() {
+  if (!stream_) stream_.emplace();
+  return stream_->get();
+}
+
+detail::StageEvents& GpuWorkspace::State::events() {
+  if (!events_) events_.emplace();
+  return *events_;
+}
+
+std::uint64_t GpuWorkspace::State::device_bytes() const noexcept {
+  std::uint64_t total = weights_.size();
+  for (const detail::DevicePlane& p : pitched_planes_) total += p.pitch() * p.rows();
+  for (const detail::DeviceBuffer& b : kept_planes_) total += b.size();
+  return total;
+}
+
+std::uint64_t GpuWorkspace::State::pinned_bytes() const noexcept {
+  std::uint64_t total = 0;
+  for (const detail::PinnedBuffer& b : staging_) total += b.size();
+  return total;
+}
+
+void GpuWorkspace::State::release() noexcept {
+  // Device memory, streams and events belong to `device`; free them with it current.
+  int current = -1;
+  const bool switch_device = device >= 0 && cudaGetDevice(&current) == cudaSuccess && current != device &&
+                             cudaSetDevice(device) == cudaSuccess;
+  if (stream_) cudaStreamSynchronize(stream_->get());  // nothing may still use the memory
+  pitched_planes_.clear();
+  kept_planes_.clear();
+  weights_ = detail::DeviceBuffer();
+  staging_.clear();
+  chunk_events_.clear();
+  events_.reset();
+  stream_.reset();
+  if (switch_device) cudaSetDevice(current);
+  cudaGetLastError();  // a failure here has nobody to report to; leave no sticky state behind
+  device = -1;
+}
+
+GpuWorkspace::GpuWorkspace() : state_(std::make_unique<State>(true)) {}
+GpuWorkspace::~GpuWorkspace() = default;
+GpuWorkspace::GpuWorkspace(GpuWorkspace&&) noexcept = default;
+GpuWorkspace& GpuWorkspace::operator=(GpuWorkspace&&) noexcept = default;
+
+GpuWorkspace::State& GpuWorkspace::state() {
+  if (!state_) state_ = std::make_unique<State>(true);  // a moved-from workspace starts afresh
+  return *state_;
+}
+
+std::uint64_t GpuWorkspace::device_bytes() const noexcept { return state_ ? state_->device_bytes() : 0; }
+std::uint64_t GpuWorkspace::pinned_bytes() const noexcept { return state_ ? state_->pinned_bytes() : 0; }
+std::uint64_t GpuWorkspace::allocations() const noexcept { return state_ ? state_->allocations : 0; }
+
+}  // namespace cuconv

@@ -1,0 +1,113 @@
+// GpuWorkspace (batch mode's per-thread buffers): a kept workspace must give exactly what a fresh
+// call gives, whatever came through it before (larger or smaller images, other types, variants,
+// strips), and stop allocating once it has seen the largest image. Outputs are poisoned on every
+// run, so a stale plane or a staging chunk copied to the wrong rows fails the comparison.
+#include "test_support.hpp"
+
+#include <cuconv/convolve.hpp>
+#include <cuconv/filter.hpp>
+
+#include <doctest/doctest.h>
+#include <opencv2/core.hpp>
+
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace cuconv;
+using cuconv::test::bit_equal;
+using cuconv::test::kAllBorders;
+using cuconv::test::random_filter;
+using cuconv::test::random_image;
+using cuconv::test::tested_gpu_variants;
+
+namespace {
+
+struct Case {
+  int cols, rows, depth, channels;
+  int k;               ///< k x k random dense filter
+  int max_strip_rows;  ///< 0: whole image
+};
+
+// Shapes that alternate wide and tall (a kept plane must serve both without growing to their
+// product), shrink after large ones (views smaller than the buffer), and exceed one staging
+// chunk (4 MiB: 1531 x 1201 RGB 8U is 5.5 MB, the f32 one 7.4 MB), plus forced strips.
+const Case kCases[] = {
+    {1531, 1201, CV_8U, 3, 5, 0},  {17, 911, CV_32F, 1, 3, 0},  {911, 17, CV_16U, 4, 7, 0},
+    {1201, 1531, CV_32F, 1, 3, 0}, {129, 65, CV_8U, 1, 15, 7},  {1, 1, CV_8U, 3, 3, 0},
+    {300, 200, CV_16U, 3, 9, 64},  {257, 255, CV_32F, 4, 31, 0}, {1531, 1201, CV_8U, 3, 5, 0},
+};
+
+std::string describe(Variant variant, const Case& c, Border border) {
+  return std::string(to_string(variant)) + " " + std::to_string(c.cols) + "x" + std::to_string(c.rows) +
+         " depth " + std::to_string(c.depth) + " x" + std::to_string(c.channels) + " filter " + std::to_string(c.k) +
+         " strips of " + std::to_string(c.max_strip_rows) + " " + std::string(to_string(border));
+}
+
+/// Runs every case through `workspace` and through fresh calls; returns the number compared.
+int run_all(GpuWorkspace& workspace, const std::vector<Variant>& variants) {
+  int compared = 0;
+  int index = 0;
+  for (Variant variant : variants) {
+    for (const Case& c : kCases) {
+      const Border border = kAllBorders[static_cast<std::size_t>(index++) % std::size(kAllBorders)];
+      // fft and the PMPP variants on the big images cost seconds under a sanitizer: keep their
+      // share small but still cover them with one strip-forced and one plain case each.
+      if (variant != Variant::fast && c.cols * c.rows > 1'000'000) continue;
+      CAPTURE(describe(variant, c, border));
+      const cv::Mat src = random_image(c.rows, c.cols, c.depth, c.channels, 1000 + static_cast<std::uint64_t>(index));
+      const Filter filter = random_filter(c.k, c.k, 77 + static_cast<std::uint64_t>(c.k));
+      ConvolveOptions options;
+      options.variant = variant;
+      options.border = border;
+      options.border_value = 3.5;
+      options.poison_output = true;
+      options.max_strip_rows = c.max_strip_rows;
+      const ConvolveResult fresh = convolve(src, filter, options);
+      const ConvolveResult kept = convolve(src, filter, options, workspace);
+      CHECK(kept.variant_used == variant);
+      CHECK(kept.strips == fresh.strips);
+      CHECK(bit_equal(kept.image, fresh.image));
+      ++compared;
+    }
+  }
+  return compared;
+}
+
+}  // namespace
+
+TEST_CASE("gpu workspace: a kept workspace gives fresh calls' results bit for bit, then stops allocating") {
+  const std::vector<Variant> variants = tested_gpu_variants();
+  GpuWorkspace workspace;
+  const int compared = run_all(workspace, variants);
+  CHECK(compared >= static_cast<int>(variants.size()) * 6);
+  CHECK(workspace.device_bytes() > 0);
+  CHECK(workspace.pinned_bytes() > 0);
+  const std::uint64_t allocations = workspace.allocations();
+  const std::uint64_t device_bytes = workspace.device_bytes();
+  MESSAGE("first pass: " << allocations << " allocations, " << device_bytes << " device bytes, "
+                         << workspace.pinned_bytes() << " pinned bytes");
+
+  // The same images again: every buffer is large enough already.
+  run_all(workspace, variants);
+  CHECK(workspace.allocations() == allocations);
+  CHECK(workspace.device_bytes() == device_bytes);
+
+  // Its memory follows the largest image, not the count of images nor the product of the widest
+  // row (911 x 4 x 16U: 7680 pitched bytes) and the tallest image (1531 rows), which would be
+  // 2 x 13.2 MB: the largest planes are the f32 1201 x 1531 pair (5120-byte pitch) with 1/8
+  // spare, plus at most 4 MiB of small per-channel planes and weights.
+  const std::uint64_t largest_plane = 5120ull * 1531;
+  CHECK(device_bytes <= 2 * (largest_plane + largest_plane / 8) + (4ull << 20));
+
+  // A moved-from workspace starts afresh; the moved-to one keeps the buffers.
+  GpuWorkspace moved = std::move(workspace);
+  CHECK(moved.allocations() == allocations);
+  const cv::Mat src = random_image(40, 50, CV_8U, 3, 5);
+  ConvolveOptions options;
+  options.variant = variants.front();
+  options.poison_output = true;
+  const Filter filter = random_filter(3, 3, 9);
+  CHECK(bit_equal(convolve(src, filter, options, workspace).image, convolve(src, filter, options).image));
+  CHECK(bit_equal(convolve(src, filter, options, moved).image, convolve(src, filter, options).image));
+}
