@@ -13,6 +13,8 @@
 #               with scripts/make-batch-corpus.sh when missing and reused after that
 #   FILTER      filter of (b) and (c) (default gauss5);  OUT  results folder (default .)
 #   CUCONV_ARGS more options for every run, e.g. "--devices all --jobs 16"
+#   REPEAT      rounds of the three runs (default 3, interleaved so drift hits all alike); the
+#               summary line gives each run's median wall time and auto / no-filter
 #
 # The outputs are written to a scratch folder under ${TMPDIR:-/tmp} and deleted after each run.
 set -euo pipefail
@@ -51,17 +53,29 @@ bench() {
   wall_s="$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')"
   per_s="$(awk -v n="$images" -v s="$wall_s" 'BEGIN { printf "%.2f", (s > 0 ? n / s : 0) }')"
   printf 'batch-bench: %-10s %8s s  %8s images/s  (exit %d)\n' "$name" "$wall_s" "$per_s" "$rc"
-  runs+=("{\"name\": \"$name\", \"args\": \"$*\", \"wall_s\": $wall_s, \"images_per_s\": $per_s, \"exit_code\": $rc}")
+  runs+=("{\"name\": \"$name\", \"round\": $round, \"args\": \"$*\", \"wall_s\": $wall_s, \"images_per_s\": $per_s, \"exit_code\": $rc}")
+  walls["$name"]+="$wall_s "
 }
 
-bench no-filter --no-filter
-bench auto --filter "$filter" --variant auto
-bench opencv --filter "$filter" --variant opencv
+declare -A walls
+for ((round = 1; round <= ${REPEAT:-3}; ++round)); do
+  bench no-filter --no-filter
+  bench auto --filter "$filter" --variant auto
+  bench opencv --filter "$filter" --variant opencv
+done
+median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+floor_s="$(median "${walls[no-filter]}")"
+auto_s="$(median "${walls[auto]}")"
+opencv_s="$(median "${walls[opencv]}")"
+ratio="$(awk -v a="$auto_s" -v b="$floor_s" 'BEGIN { printf "%.3f", a / b }')"
+echo "batch-bench: median of ${REPEAT:-3}: no-filter $floor_s s, auto $auto_s s, opencv $opencv_s s; auto / no-filter = $ratio"
 
 {
   printf '{\n  "images": %d,\n  "corpus": "%s",\n  "filter": "%s",\n  "gpu": "%s",\n' \
     "$images" "$corpus" "$filter" "$gpu"
-  printf '  "cpu_threads": %d,\n  "extra_args": "%s",\n  "runs": [\n' "$(nproc)" "${CUCONV_ARGS:-}"
+  printf '  "cpu_threads": %d,\n  "extra_args": "%s",\n' "$(nproc)" "${CUCONV_ARGS:-}"
+  printf '  "median_wall_s": {"no-filter": %s, "auto": %s, "opencv": %s},\n  "auto_over_no_filter": %s,\n  "runs": [\n' \
+    "$floor_s" "$auto_s" "$opencv_s" "$ratio"
   for i in "${!runs[@]}"; do
     printf '    %s%s\n' "${runs[$i]}" "$([[ $i -lt $((${#runs[@]} - 1)) ]] && echo ,)"
   done
