@@ -51,9 +51,10 @@ int run_all(GpuWorkspace& workspace, const std::vector<Variant>& variants) {
   for (Variant variant : variants) {
     for (const Case& c : kCases) {
       const Border border = kAllBorders[static_cast<std::size_t>(index++) % std::size(kAllBorders)];
-      // fft and the PMPP variants on the big images cost seconds under a sanitizer: keep their
-      // share small but still cover them with one strip-forced and one plain case each.
-      if (variant != Variant::fast && c.cols * c.rows > 1'000'000) continue;
+      // The big images test the host's chunked staging; the kernels see nothing new there, so
+      // only `fast` (batch mode's usual choice) takes them, and none under a sanitizer.
+      const bool big = c.cols * c.rows > 1'000'000;
+      if (big && (variant != Variant::fast || cuconv::test::sweep_stride() > 1)) continue;
       CAPTURE(describe(variant, c, border));
       const cv::Mat src = random_image(c.rows, c.cols, c.depth, c.channels, 1000 + static_cast<std::uint64_t>(index));
       const Filter filter = random_filter(c.k, c.k, 77 + static_cast<std::uint64_t>(c.k));
@@ -80,7 +81,7 @@ TEST_CASE("gpu workspace: a kept workspace gives fresh calls' results bit for bi
   const std::vector<Variant> variants = tested_gpu_variants();
   GpuWorkspace workspace;
   const int compared = run_all(workspace, variants);
-  CHECK(compared >= static_cast<int>(variants.size()) * 6);
+  CHECK(compared >= static_cast<int>(variants.size()) * 7);
   CHECK(workspace.device_bytes() > 0);
   CHECK(workspace.pinned_bytes() > 0);
   const std::uint64_t allocations = workspace.allocations();

@@ -123,6 +123,11 @@ class GpuWorkspace {
   [[nodiscard]] std::uint64_t device_bytes() const noexcept;
   /// Pinned host memory held now, in bytes.
   [[nodiscard]] std::uint64_t pinned_bytes() const noexcept;
+  /// Makes `device`'s CUDA context (-1: the calling thread's current device) and this
+  /// workspace's stream now, so the first image does not wait for them (context creation takes
+  /// a large part of a second). Sets `device` as the calling thread's current device. Never
+  /// throws: a device that cannot be used fails the first convolve() instead, with its reason.
+  void prepare(int device = -1) noexcept;
   /// Device allocations made so far (planes, weights and staging regrown); a batch of equal-sized
   /// images makes them for the first image only.
   [[nodiscard]] std::uint64_t allocations() const noexcept;

@@ -7,6 +7,7 @@
 
 #include <opencv2/core.hpp>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <filesystem>
@@ -79,6 +80,7 @@ class Pipeline {
     }
     summary.existing_outputs = existing_outputs_;
     summary.wall_ms = ms_since(start);
+    summary.gpu_setup_ms = gpu_setup_ms_;
     summary.first_failure = first_failure_;
     summary.exit_code = batch_exit_code(summary, options_.fail_fast);
     return summary;
@@ -141,6 +143,14 @@ class Pipeline {
     // reused: no per-image allocation (cudaFree waits for the whole device, stalling the other
     // filter threads) and asynchronous copies.
     GpuWorkspace workspace;
+    // Before the first image arrives (decoding it takes longer than this on most machines).
+    const auto setup_start = Clock::now();
+    if (convolve_options.variant != Variant::opencv) workspace.prepare(convolve_options.device);
+    {
+      const double setup_ms = ms_since(setup_start);
+      std::lock_guard lock(mutex_);
+      gpu_setup_ms_ = std::max(gpu_setup_ms_, setup_ms);
+    }
     while (auto work = filter_queues_[lane]->pop()) {
       const std::size_t item = work->item;
       if (stopping_) {
@@ -235,6 +245,7 @@ class Pipeline {
   std::unique_ptr<BoundedQueue<Work>> write_queue_;
   std::mutex mutex_;  ///< guards finishing: status, counters, the observer call
   std::size_t done_ = 0;
+  double gpu_setup_ms_ = 0;
   ExitCode first_failure_ = ExitCode::ok;
 };
 

@@ -70,6 +70,7 @@ struct BatchSummary {
   std::size_t skipped = 0;
   std::size_t existing_outputs = 0;  ///< of the skipped: outputs that existed (no --overwrite)
   double wall_ms = 0;
+  double gpu_setup_ms = 0;  ///< longest time a filter thread spent creating its CUDA context and stream
   ExitCode first_failure = ExitCode::ok;  ///< exit code of the failure that happened first
   ExitCode exit_code = ExitCode::ok;      ///< batch_exit_code()
 };

@@ -165,6 +165,7 @@ nlohmann::json summary_json(const BatchSummary& summary, const batch::Shard& sha
             {"failed", summary.failed},
             {"skipped", summary.skipped},
             {"wall_ms", summary.wall_ms},
+            {"gpu_setup_ms", summary.gpu_setup_ms},
             {"images_per_s", seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0}}},
           {"exit_code", static_cast<int>(summary.exit_code)},
           {"shard", std::to_string(shard.index) + "/" + std::to_string(shard.count)},

@@ -115,6 +115,18 @@ GpuWorkspace::~GpuWorkspace() = default;
 GpuWorkspace::GpuWorkspace(GpuWorkspace&&) noexcept = default;
 GpuWorkspace& GpuWorkspace::operator=(GpuWorkspace&&) noexcept = default;
 
+void GpuWorkspace::prepare(int device) noexcept {
+  try {
+    if (device >= 0 && cudaSetDevice(device) != cudaSuccess) return;
+    if (cudaFree(nullptr) != cudaSuccess) return;  // the first runtime call that needs a context
+    state().bind_to_current_device();
+    static_cast<void>(state().stream());
+  } catch (...) {
+    // Reported by convolve(), where the image that needs the device is known.
+  }
+  cudaGetLastError();
+}
+
 GpuWorkspace::State& GpuWorkspace::state() {
   if (!state_) state_ = std::make_unique<State>(true);  // a moved-from workspace starts afresh
   return *state_;
