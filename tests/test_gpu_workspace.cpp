@@ -81,7 +81,7 @@ TEST_CASE("gpu workspace: a kept workspace gives fresh calls' results bit for bi
   const std::vector<Variant> variants = tested_gpu_variants();
   GpuWorkspace workspace;
   const int compared = run_all(workspace, variants);
-  CHECK(compared >= static_cast<int>(variants.size()) * 7);
+  CHECK(compared >= static_cast<int>(variants.size()) * 6);  // the six small cases run on every variant
   CHECK(workspace.device_bytes() > 0);
   CHECK(workspace.pinned_bytes() > 0);
   const std::uint64_t allocations = workspace.allocations();
