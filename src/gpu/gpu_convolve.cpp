@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -184,8 +185,16 @@ void download_rows(const PlaneView& plane, const StripRows& rows, cv::Mat& image
 constexpr std::size_t kStagingChunkBytes = std::size_t{4} << 20;
 constexpr int kMaxStagingChunks = 16;
 
+/// kStagingChunkBytes, or CUCONV_TEST_STAGING_CHUNK_BYTES (test aid: small chunks make every
+/// image, strip and channel plane go through several chunks).
+std::size_t staging_chunk_bytes() {
+  const char* value = std::getenv("CUCONV_TEST_STAGING_CHUNK_BYTES");
+  const long long bytes = value != nullptr ? std::atoll(value) : 0;
+  return bytes > 0 ? static_cast<std::size_t>(bytes) : kStagingChunkBytes;
+}
+
 int staging_chunk_rows(std::size_t row_bytes, int rows) {
-  const int by_size = static_cast<int>(std::max<std::size_t>(1, kStagingChunkBytes / std::max<std::size_t>(row_bytes, 1)));
+  const int by_size = static_cast<int>(std::max<std::size_t>(1, staging_chunk_bytes() / std::max<std::size_t>(row_bytes, 1)));
   const int by_count = (rows + kMaxStagingChunks - 1) / kMaxStagingChunks;
   return std::max({by_size, by_count, 1});
 }
@@ -310,6 +319,7 @@ ConvolveResult convolve_gpu_interleaved(const cv::Mat& src, const ConvolveJob& j
     const std::uint64_t tile_side = static_cast<std::uint64_t>(fft_tile_side(job.kw(), width)) + 2;
     model.fixed_bytes += 3 * sizeof(float) * tile_side * static_cast<std::uint64_t>(fft_tile_side(job.kh(), height));
   }
+  workspace.keep_planes(2);  // in and out
   const StripPlan plan = plan_strips_for(src, job, model, workspace);
   check_bench_fits(job, plan);
   const auto rows_held = static_cast<std::size_t>(plan.count == 1 ? height : plan.rows_per_strip + job.kh() - 1);
@@ -379,6 +389,7 @@ ConvolveResult convolve_gpu_planar(const cv::Mat& src, const ConvolveJob& job, V
   model.fixed_bytes = sizeof(float) * job.weights.size();
   model.bytes_per_row = static_cast<std::uint64_t>(filtered_channels) *
                         (planned_pitch(in_row_bytes) + planned_pitch(out_row_bytes));
+  workspace.keep_planes(2 * static_cast<std::size_t>(filtered_channels));  // in and out per channel
   const StripPlan plan = plan_strips_for(src, job, model, workspace);
   check_bench_fits(job, plan);
   const auto rows_held = static_cast<std::size_t>(plan.count == 1 ? height : plan.rows_per_strip + job.kh() - 1);
@@ -493,7 +504,7 @@ ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant 
   } catch (...) {
     // Work queued before the failure may still read or write the kept buffers; the next call
     // must find them idle. (A call's own state waits in its destructor.)
-    if (workspace.kept) {
+    if (workspace.kept && workspace.has_stream()) {
       cudaStreamSynchronize(workspace.stream());
       cudaGetLastError();
     }
