@@ -4,7 +4,7 @@
 #   (b) auto       --variant auto (the GPU)
 #   (c) opencv     --variant opencv (cv::filter2D on the CPU)
 # Each prints its wall time and images/s; all three go to $OUT/batch-bench/batch-bench.json, each
-# run's own summary (cuconv --json) beside it.
+# run's own summary (cuconv --json, NAME-rROUND.json) beside it.
 #
 #   scripts/batch-bench.sh BIN_DIR [N] [CORPUS_DIR]
 #
@@ -46,7 +46,7 @@ bench() {
   scratch="$(mktemp -d "${TMPDIR:-/tmp}/cuconv-batch-bench.XXXXXX")"
   local start end rc=0
   start="$(date +%s%N)"
-  "$bin/cuconv" --out-dir "$scratch" --json "$results/$name.json" "$@" "${extra_args[@]}" "$corpus" || rc=$?
+  "$bin/cuconv" --out-dir "$scratch" --json "$results/$name-r$round.json" "$@" "${extra_args[@]}" "$corpus" || rc=$?
   end="$(date +%s%N)"
   rm -rf "$scratch"
   local wall_s per_s
@@ -54,20 +54,23 @@ bench() {
   per_s="$(awk -v n="$images" -v s="$wall_s" 'BEGIN { printf "%.2f", (s > 0 ? n / s : 0) }')"
   printf 'batch-bench: %-10s %8s s  %8s images/s  (exit %d)\n' "$name" "$wall_s" "$per_s" "$rc"
   runs+=("{\"name\": \"$name\", \"round\": $round, \"args\": \"$*\", \"wall_s\": $wall_s, \"images_per_s\": $per_s, \"exit_code\": $rc}")
-  walls["$name"]+="$wall_s "
+  # A failed run's time is no measurement: it stays in the JSON (with its exit code), not in the
+  # medians, and the script fails at the end.
+  if (( rc == 0 )); then walls["$name"]+="$wall_s "; else failed_runs+=1; fi
 }
 
 declare -A walls
+declare -i failed_runs=0
 for ((round = 1; round <= ${REPEAT:-3}; ++round)); do
   bench no-filter --no-filter
   bench auto --filter "$filter" --variant auto
   bench opencv --filter "$filter" --variant opencv
 done
-median() { tr ' ' '\n' <<<"$1" | grep . | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
-floor_s="$(median "${walls[no-filter]}")"
-auto_s="$(median "${walls[auto]}")"
-opencv_s="$(median "${walls[opencv]}")"
-ratio="$(awk -v a="$auto_s" -v b="$floor_s" 'BEGIN { printf "%.3f", a / b }')"
+median() { tr ' ' '\n' <<<"$1" | { grep . || true; } | sort -g | awk '{ v[NR] = $1 } END { print (NR % 2 ? v[(NR + 1) / 2] : (v[NR / 2] + v[NR / 2 + 1]) / 2) }'; }
+floor_s="$(median "${walls[no-filter]:-}")"
+auto_s="$(median "${walls[auto]:-}")"
+opencv_s="$(median "${walls[opencv]:-}")"
+ratio="$(awk -v a="$auto_s" -v b="$floor_s" 'BEGIN { printf "%.3f", (b > 0 ? a / b : 0) }')"
 echo "batch-bench: median of ${REPEAT:-3}: no-filter $floor_s s, auto $auto_s s, opencv $opencv_s s; auto / no-filter = $ratio"
 
 {
@@ -82,3 +85,7 @@ echo "batch-bench: median of ${REPEAT:-3}: no-filter $floor_s s, auto $auto_s s,
   printf '  ]\n}\n'
 } >"$results/batch-bench.json"
 echo "batch-bench: $results/batch-bench.json"
+if (( failed_runs > 0 )); then
+  echo "batch-bench: $failed_runs run(s) failed; see their JSON summaries" >&2
+  exit 1
+fi

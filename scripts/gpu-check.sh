@@ -10,11 +10,12 @@
 # npp:      the NPP peer alone;
 # batch:    scripts/batch-bench.sh on CUCONV_BATCH_N images (default 200), and on hosts with
 #           2+ GPUs a kernel-heavy batch on one GPU and on all;
-# profile:  ncu on three `fast` kernels (npp, batch and profile are not part of "all").
+# profile:  ncu on three `fast` kernels (batch and profile are not part of "all"; "all" runs the
+#           NPP peer as part of bench).
 # Logs go to $OUT (the device tool's folder) or ./gpu-check-out; CUCONV_PACK_OUT=1 packs them into
 # one gpu-check-out.tar.gz (the device tool returns at most 8 files).
 set -uo pipefail
-tarball="${1:?usage: gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all]...}"
+tarball="${1:?usage: gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all|npp|batch|profile]...}"
 shift
 steps=("${@:-all}")
 out="${OUT:-$PWD/gpu-check-out}"
@@ -33,7 +34,8 @@ if wants tests; then
   echo "== ctest (bundle)"
   # -V keeps each suite's own output (doctest's counts and failures) in the log: one run only.
   (cd "$bundle" && ./run-tests.sh -V) > "$out/ctest.log" 2>&1 || status=1
-  grep -E '^\[doctest\] (test cases|assertions)|tests passed|Passed|Failed|Skipped' "$out/ctest.log"
+  # ctest -V prefixes each suite's lines with its test number ("2: [doctest] ...").
+  grep -E '^([0-9]+: )?\[doctest\] (test cases|assertions)|tests passed|Passed|Failed|Skipped' "$out/ctest.log"
 fi
 
 if wants sanitize; then
@@ -125,15 +127,19 @@ if [[ " ${steps[*]} " == *" batch "* ]]; then  # not part of "all": minutes of i
   if (( gpus >= 2 )); then
     # A kernel-heavy batch (63x63 dense filter: the GPU, not image coding, sets the pace) on one
     # GPU and on all of them.
-    for devices in 0 all; do
+    : > "$out/scaling.txt"
+    for devices in 0 all; do  # not piped: a failed run must reach $status in this shell
       scratch="$(mktemp -d)"
       start="$(date +%s%N)"
+      rc=0
       "$bundle/bin/cuconv" --out-dir "$scratch" --filter "${CUCONV_HEAVY_FILTER:-gaussian:31,10}" \
-        --devices "$devices" --json "$out/scaling-$devices.json" "$work/corpus" > /dev/null 2>&1 || status=1
+        --devices "$devices" --json "$out/scaling-$devices.json" "$work/corpus" > /dev/null 2>&1 || rc=$?
+      (( rc == 0 )) || status=1
       end="$(date +%s%N)"
-      echo "scaling: --devices $devices: $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s"
+      echo "scaling: --devices $devices: $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.2f", (b - a) / 1e9 }') s (exit $rc)" \
+        | tee -a "$out/scaling.txt"
       rm -rf "$scratch"
-    done | tee "$out/scaling.txt"
+    done
   fi
 fi
 

@@ -45,6 +45,7 @@ ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& refer
   stats.relative_error = stats.max_abs_difference / (normaliser > 0 ? normaliser : 1.0);
 
   stats.float_output = result.depth() == CV_32F || result.depth() == CV_64F;
+  stats.max_differing_fraction = max_differing_fraction;
   if (stats.float_output) {
     stats.within_tolerance = stats.relative_error <= kMaxRelativeError;
   } else {

@@ -584,10 +584,11 @@ TEST_CASE("bad input matrix: look-alikes that must still be read") {
   };
   for (const auto& [name, bytes] : files) {
     write_bytes(dir.file(name), bytes);
-    const auto result = run_cuconv({dir.file(name), dir.file("out.png"), "--filter", "gauss5", "--variant", "opencv"});
+    const std::string out = dir.file("out-" + name + ".png");  // one per case: no earlier output can answer
+    const auto result = run_cuconv({dir.file(name), out, "--filter", "gauss5", "--variant", "opencv"});
     INFO(name, "\n  stderr: ", result.err);
     CHECK(result.exit_code == 0);
-    CHECK(cv::imread(dir.file("out.png"), cv::IMREAD_UNCHANGED).cols == (name == "gray-alpha.png" ? 8 : coffee.cols));
+    CHECK(cv::imread(out, cv::IMREAD_UNCHANGED).cols == (name == "gray-alpha.png" ? 8 : coffee.cols));
   }
   // The limit is inclusive: exactly 512x512 pixels pass --max-pixels 262144.
   const auto result = run_cuconv({sample("camera.png"), dir.file("limit.png"), "--filter", "gauss5", "--variant",

@@ -50,7 +50,7 @@ TEST_CASE("gpu cli: every variant x border x image type matches cv::filter2D") {
           const cv::Mat expected = convolve(src, f, o).image;
           const ComparisonStats s =
               compare_to_reference(cv::imread(out, cv::IMREAD_UNCHANGED), expected, src, f, 0, o.border_value,
-                                   variant == Variant::fft ? kFftMaxDifferingFraction : kMaxDifferingFraction);
+                                   max_differing_fraction_for(variant));
           INFO("max diff ", s.max_abs_difference, " differing ", s.differing_values, " rel ", s.relative_error);
           CHECK(s.within_tolerance);
         }

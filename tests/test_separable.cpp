@@ -5,6 +5,7 @@
 #include <cuconv/filter.hpp>
 
 #include <doctest/doctest.h>
+#include <opencv2/core.hpp>
 #include <opencv2/core/hal/interface.h>
 
 #include <cmath>
@@ -63,6 +64,11 @@ TEST_CASE("separable: rank 2 and random filters are refused") {
   cuconv::Filter nudged = cuconv::load_filter("gauss5");
   nudged.weights[7] += 1e-4 * 36.0 / 256.0;
   CHECK_FALSE(factor_separable(nudged.weights, 5, 5).has_value());
+  // Random weights: rank 1 only by a coincidence of measure zero.
+  cv::RNG rng(1234);
+  std::vector<double> random(25);
+  for (double& w : random) w = rng.uniform(-1.0, 1.0);
+  CHECK_FALSE(factor_separable(random, 5, 5).has_value());
   const cuconv::Filter sharpen = cuconv::load_filter("sharpen");
   CHECK_FALSE(factor_separable(sharpen.weights, sharpen.width, sharpen.height).has_value());
   // All zero, or a size that does not match the weights: nothing to factor.

@@ -5,6 +5,7 @@
 ///    switches to a DFT for large filters, whose rounding differs from a direct sum);
 ///  - float outputs: max |difference| / (sum|k| * max|x| + |delta|) <= 1e-5, where max|x| also
 ///    covers the constant border value.
+#include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
 
 #include <opencv2/core/mat.hpp>
@@ -22,6 +23,11 @@ inline constexpr double kMaxRelativeError = 1e-5;
 /// (gauss3 on a 16-bit chessboard). `auto` therefore never picks `fft` for integer outputs.
 inline constexpr double kFftMaxDifferingFraction = 0.10;
 
+/// The integer rule's share of values allowed to differ by 1 for results of `variant`.
+[[nodiscard]] constexpr double max_differing_fraction_for(Variant variant) noexcept {
+  return variant == Variant::fft ? kFftMaxDifferingFraction : kMaxDifferingFraction;
+}
+
 struct ComparisonStats {
   double max_abs_difference = 0;   ///< NaN against a number counts as infinite
   std::size_t differing_values = 0;  ///< pixel channels that are not equal
@@ -29,6 +35,7 @@ struct ComparisonStats {
   double differing_percent = 0;
   double relative_error = 0;       ///< max |difference| over the normaliser above
   bool float_output = false;
+  double max_differing_fraction = 0;  ///< the integer rule applied (compare_to_reference's argument)
   bool within_tolerance = false;
 };
 

@@ -31,7 +31,6 @@ struct BatchItem {
 [[nodiscard]] std::vector<std::string> collect_inputs(const std::vector<std::string>& paths, bool recursive);
 
 /// The default --name: the input's file name unchanged.
-inline constexpr std::string_view kDefaultNameTemplate = "%s";
 
 /// Throws Error{usage} unless `name_template` is a usable --name for `input_count` inputs:
 /// a file name (no '/'), whose only '%' sequences are `%s` (the input's stem) and `%%` (a '%'),

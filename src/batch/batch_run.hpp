@@ -3,9 +3,10 @@
 //
 //   decode threads (jobs) --queue per device--> filter threads (per device) --queue--> write threads (jobs)
 //
-// Decoding and encoding run on CPU threads; the filter threads call cuconv::convolve(), which
-// gives each call its own CUDA stream, so one image's upload/kernel/download overlaps the
-// decoding and encoding of others. Queues are bounded: at most 2 x jobs + 3 x (filter threads)
+// Decoding and encoding run on CPU threads; each filter thread calls cuconv::convolve() with a
+// GpuWorkspace of its own (stream, device planes, pinned staging kept between images), so one
+// image's upload/kernel/download overlaps the other thread's and the decoding and encoding of
+// others. Queues are bounded: at most 2 x jobs + 3 x (filter threads)
 // images are in memory at once, whether the batch has 10 inputs or 10000. Every image uses the
 // same filter, so concurrent calls upload identical weights (convolve() keeps the filter in
 // __constant__ memory for some variants).

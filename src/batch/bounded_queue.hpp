@@ -48,7 +48,6 @@ class BoundedQueue {
     not_empty_.notify_all();
   }
 
-  [[nodiscard]] std::size_t capacity() const noexcept { return capacity_; }
   [[nodiscard]] std::size_t size() const {
     std::lock_guard lock(mutex_);
     return items_.size();

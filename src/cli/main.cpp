@@ -11,6 +11,7 @@
 
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
 #include <opencv2/core.hpp>
@@ -51,7 +52,9 @@ nlohmann::json comparison_json(const cuconv::ComparisonStats& s, const cuconv::C
           {"total_values", s.total_values},
           {"differing_percent", s.differing_percent},
           {"relative_error", s.relative_error},
-          {"rule", s.float_output ? "relative error <= 1e-5" : "max abs difference <= 1 and <= 0.1% differing"},
+          {"rule", s.float_output ? std::string("relative error <= 1e-5")
+                                  : fmt::format("max abs difference <= 1 and <= {:g}% differing",
+                                                100.0 * s.max_differing_fraction)},
           {"within_tolerance", s.within_tolerance},
           {"kernel_ms", gpu.times.kernel_ms},
           {"gpu_total_ms", gpu_total},
@@ -115,8 +118,7 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
     const cuconv::ComparisonStats stats =
         cuconv::compare_to_reference(result.image, reference.image, image, filter, options.delta,
                                      options.border == cuconv::Border::constant ? options.border_value : 0.0,
-                                     result.variant_used == cuconv::Variant::fft ? cuconv::kFftMaxDifferingFraction
-                                                                                 : cuconv::kMaxDifferingFraction);
+                                     cuconv::max_differing_fraction_for(result.variant_used));
     const nlohmann::json report = comparison_json(stats, result, reference.times.kernel_ms);
     if (req.json) {
       std::cout << report.dump(2) << '\n';
