@@ -116,13 +116,6 @@ std::size_t copy_plane(const PlaneView& from, const PlaneView& to, cudaStream_t 
   return bytes;
 }
 
-/// Pitch cudaMallocPitch gives a row, as planned before allocating (it aligns rows to 512 bytes on
-/// current GPUs; the automatic limit's margin covers a device that pads more).
-std::size_t planned_pitch(std::size_t row_bytes) {
-  constexpr std::size_t kPitchAlignment = 512;
-  return (row_bytes + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
-}
-
 /// --gpu-memory, or the device's free memory less a margin for the CUDA context's own growth,
 /// cuFFT's plans and other processes. What a kept workspace holds counts as free: it is reused,
 /// or freed before a larger buffer is allocated.
@@ -311,7 +304,7 @@ ConvolveResult convolve_gpu_interleaved(const cv::Mat& src, const ConvolveJob& j
 
   MemoryModel model;
   model.fixed_bytes = sizeof(float) * job.weights.size();
-  model.bytes_per_row = planned_pitch(in_row_bytes) + planned_pitch(out_row_bytes);
+  model.bytes_per_row = plane_pitch(in_row_bytes) + plane_pitch(out_row_bytes);
   if (variant == Variant::fft) {
     // Its tile batch (at most the input in float) and cuFFT's work area (about as large) per row;
     // the filter spectrum and the smallest batch, one tile each, and a tile of slack.
@@ -388,7 +381,7 @@ ConvolveResult convolve_gpu_planar(const cv::Mat& src, const ConvolveJob& job, V
   MemoryModel model;
   model.fixed_bytes = sizeof(float) * job.weights.size();
   model.bytes_per_row = static_cast<std::uint64_t>(filtered_channels) *
-                        (planned_pitch(in_row_bytes) + planned_pitch(out_row_bytes));
+                        (plane_pitch(in_row_bytes) + plane_pitch(out_row_bytes));
   workspace.keep_planes(2 * static_cast<std::size_t>(filtered_channels));  // in and out per channel
   const StripPlan plan = plan_strips_for(src, job, model, workspace);
   check_bench_fits(job, plan);
@@ -498,7 +491,7 @@ ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant 
   GpuWorkspace::State& workspace = kept_workspace != nullptr ? *kept_workspace : call_workspace.emplace(false);
   workspace.bind_to_current_device();
   try {
-    return variant == Variant::fast || variant == Variant::fft
+    return filters_interleaved(variant)
                ? convolve_gpu_interleaved(src, job, variant, workspace)
                : convolve_gpu_planar(src, job, variant, workspace);
   } catch (...) {

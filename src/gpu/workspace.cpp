@@ -30,7 +30,7 @@ detail::PlaneView GpuWorkspace::State::plane(std::size_t slot, std::size_t row_b
     ++allocations;
     return pitched_planes_[slot].view();
   }
-  const std::size_t pitch = (row_bytes + kKeptPitchAlignment - 1) / kKeptPitchAlignment * kKeptPitchAlignment;
+  const std::size_t pitch = detail::plane_pitch(row_bytes);
   const std::size_t bytes = std::max<std::size_t>(pitch * rows, 1);
   if (kept_planes_.size() <= slot) kept_planes_.resize(slot + 1);
   detail::DeviceBuffer& buffer = kept_planes_[slot];

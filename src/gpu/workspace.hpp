@@ -27,10 +27,6 @@ struct StageEvents {
 namespace cuconv {
 
 struct GpuWorkspace::State {
-  /// Row pitch of a kept plane: row_bytes rounded up to this (what cudaMallocPitch gives on
-  /// current GPUs; more than the 16 bytes the kernels' vector accesses need).
-  static constexpr std::size_t kKeptPitchAlignment = 512;
-
   explicit State(bool kept_between_calls) : kept(kept_between_calls) {}
   State(const State&) = delete;
   State& operator=(const State&) = delete;
