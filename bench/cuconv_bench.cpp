@@ -223,7 +223,7 @@ int main(int argc, char** argv) {
       const kernels::ConvParams params{k, k, k / 2, k / 2, 0.0f, kernels::BorderRule::reflect101, 0.0f};
       for (Variant requested : variants) {
         const Variant v = requested == Variant::automatic ? choose_variant(f, ConvolveOptions{}, true, c.depth, c.depth) : requested;
-        const bool interleaved = v == Variant::fast || c.channels == 1;
+        const bool interleaved = filters_interleaved(v) || c.channels == 1;  // as convolve() lays it out
         const auto launch = [&] {
           const int launches = interleaved ? 1 : c.channels;
           for (int ch = 0; ch < launches; ++ch) {

@@ -2,7 +2,7 @@
 // the same way (median of CUDA events after warm-up) next to a device-to-device copy of the same
 // bytes measured in the same process. Standalone (CUDA + NPP only), because NPP ships with the
 // CUDA toolkit of GPU nodes but not with Debian's packages: scripts/gpu-check.sh builds it there
-// with nvcc, and CMake builds it when it finds NPP.
+// with nvcc (CMake does not build it).
 //
 //   npp_peer [--reps R] > npp.jsonl      (one JSON object per line)
 #include <cuda_runtime.h>

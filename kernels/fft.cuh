@@ -1,8 +1,9 @@
 #pragma once
 /// @file fft.cuh
 /// `fft`: overlap-save convolution for large filters. The image is cut into tiles of W x H input
-/// samples (powers of two, W = H = T unless the image is narrower) (the halo included, border rule applied while gathering) whose valid part,
-/// (T - kw + 1) x (T - kh + 1) outputs, tiles the output. Each tile is transformed (cuFFT, batched),
+/// samples (powers of two chosen per side by fft_tile_side: 512 or 1024 by filter size, smaller
+/// for a narrow side; the halo included, border rule applied while gathering) whose valid part,
+/// (W - kw + 1) x (H - kh + 1) outputs, tiles the output. Each tile is transformed (cuFFT, batched),
 /// multiplied by the conjugate spectrum of the zero-padded filter (correlation, as filter2D), and
 /// transformed back. Work per output grows with log T, not with kw * kh.
 #include "common.cuh"

@@ -116,10 +116,11 @@ Variant choose_variant(const Filter& filter, const ConvolveOptions& options, boo
                               anchor_x == filter.width / 2;
   const int radius = filter.width / 2;
   // `fast` has unrolled kernels for centred squares up to 15x15, and for separable ones up to
-  // 31x31 (kw + kh multiply-adds per output); it beats every PMPP variant there
-  // (docs/perf-notes.md, H100).
-  if (centred_square && radius >= 1 && radius <= 7) return Variant::fast;
-  if (centred_square && radius >= 1 && radius <= 15 &&
+  // 31x31 (kw + kh multiply-adds per output), with the same pixel type in and out; it beats every
+  // PMPP variant there (docs/perf-notes.md, H100). Mixed depths would get its slow generic kernel.
+  const bool fast_compiled = centred_square && input_depth == output_depth;
+  if (fast_compiled && radius >= 1 && radius <= 7) return Variant::fast;
+  if (fast_compiled && radius >= 1 && radius <= 15 &&
       detail::separable_for(filter.weights, filter.width, filter.height, input_depth, output_depth))
     return Variant::fast;
   // Large dense filters with float output: overlap-save FFT, whose cost hardly grows with the

@@ -336,3 +336,13 @@ TEST_CASE("a GpuWorkspace changes nothing for the opencv variant and holds no me
   CHECK(workspace.pinned_bytes() == 0);
   CHECK(workspace.allocations() == 0);
 }
+
+TEST_CASE("auto picks fast only where it has compiled kernels: same depth in and out") {
+  const Filter sobel = load_filter("sobel-x");
+  CHECK(choose_variant(sobel, ConvolveOptions{}, true, CV_8U, CV_8U) == Variant::fast);
+  CHECK(choose_variant(sobel, ConvolveOptions{}, true, CV_32F, CV_32F) == Variant::fast);
+  // 8U -> 16S (Sobel's usual output) and 8U -> 32F would run fast's generic kernel.
+  CHECK(choose_variant(sobel, ConvolveOptions{}, true, CV_8U, CV_16S) != Variant::fast);
+  CHECK(choose_variant(sobel, ConvolveOptions{}, true, CV_8U, CV_32F) != Variant::fast);
+  CHECK(choose_variant(sobel, ConvolveOptions{}, false, CV_8U, CV_8U) == Variant::opencv);
+}

@@ -17,6 +17,14 @@ namespace cuconv::detail {
 [[nodiscard]] void* allocate_stream_ordered(std::size_t bytes, cudaStream_t stream);
 [[nodiscard]] void* allocate_pinned(std::size_t bytes);
 
+/// Row pitch of a plane `row_bytes` wide as this project plans and lays it out: rounded up to 512
+/// bytes, what cudaMallocPitch gives on current GPUs (more than the kernels' 16-byte vector
+/// accesses need). The strip plan counts rows with it; kept workspace planes use it as their pitch.
+inline constexpr std::size_t kPlanePitchAlignment = 512;
+[[nodiscard]] constexpr std::size_t plane_pitch(std::size_t row_bytes) noexcept {
+  return (row_bytes + kPlanePitchAlignment - 1) / kPlanePitchAlignment * kPlanePitchAlignment;
+}
+
 /// Where a kernel or a copy finds one plane: `rows` rows of `row_bytes` bytes, `pitch` apart.
 /// A view may cover only part of the allocation it points into (a workspace's larger plane).
 struct PlaneView {
@@ -46,11 +54,8 @@ class DevicePlane {
   [[nodiscard]] std::size_t pitch() const noexcept { return pitch_; }
   [[nodiscard]] std::size_t row_bytes() const noexcept { return row_bytes_; }
   [[nodiscard]] std::size_t rows() const noexcept { return rows_; }
-  /// The whole plane, or its first `rows` rows of `row_bytes` (both at most the plane's).
+  /// The whole plane.
   [[nodiscard]] PlaneView view() const noexcept { return {data_, pitch_, row_bytes_, rows_}; }
-  [[nodiscard]] PlaneView view(std::size_t row_bytes, std::size_t rows) const noexcept {
-    return {data_, pitch_, row_bytes, rows};
-  }
 
  private:
   void swap(DevicePlane& o) noexcept {
@@ -147,7 +152,6 @@ class CudaStream {
     if (stream_ != nullptr) cudaStreamDestroy(stream_);
   }
   [[nodiscard]] cudaStream_t get() const noexcept { return stream_; }
-  void synchronize() const { CUCONV_CUDA_TRY(cudaStreamSynchronize(stream_)); }
 
  private:
   cudaStream_t stream_ = nullptr;

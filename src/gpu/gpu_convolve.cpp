@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <cstdlib>
 #include <cstring>
 #include <functional>
 #include <optional>
@@ -115,13 +116,6 @@ std::size_t copy_plane(const PlaneView& from, const PlaneView& to, cudaStream_t 
   return bytes;
 }
 
-/// Pitch cudaMallocPitch gives a row, as planned before allocating (it aligns rows to 512 bytes on
-/// current GPUs; the automatic limit's margin covers a device that pads more).
-std::size_t planned_pitch(std::size_t row_bytes) {
-  constexpr std::size_t kPitchAlignment = 512;
-  return (row_bytes + kPitchAlignment - 1) / kPitchAlignment * kPitchAlignment;
-}
-
 /// --gpu-memory, or the device's free memory less a margin for the CUDA context's own growth,
 /// cuFFT's plans and other processes. What a kept workspace holds counts as free: it is reused,
 /// or freed before a larger buffer is allocated.
@@ -184,8 +178,16 @@ void download_rows(const PlaneView& plane, const StripRows& rows, cv::Mat& image
 constexpr std::size_t kStagingChunkBytes = std::size_t{4} << 20;
 constexpr int kMaxStagingChunks = 16;
 
+/// kStagingChunkBytes, or CUCONV_TEST_STAGING_CHUNK_BYTES (test aid: small chunks make every
+/// image, strip and channel plane go through several chunks).
+std::size_t staging_chunk_bytes() {
+  const char* value = std::getenv("CUCONV_TEST_STAGING_CHUNK_BYTES");
+  const long long bytes = value != nullptr ? std::atoll(value) : 0;
+  return bytes > 0 ? static_cast<std::size_t>(bytes) : kStagingChunkBytes;
+}
+
 int staging_chunk_rows(std::size_t row_bytes, int rows) {
-  const int by_size = static_cast<int>(std::max<std::size_t>(1, kStagingChunkBytes / std::max<std::size_t>(row_bytes, 1)));
+  const int by_size = static_cast<int>(std::max<std::size_t>(1, staging_chunk_bytes() / std::max<std::size_t>(row_bytes, 1)));
   const int by_count = (rows + kMaxStagingChunks - 1) / kMaxStagingChunks;
   return std::max({by_size, by_count, 1});
 }
@@ -302,7 +304,7 @@ ConvolveResult convolve_gpu_interleaved(const cv::Mat& src, const ConvolveJob& j
 
   MemoryModel model;
   model.fixed_bytes = sizeof(float) * job.weights.size();
-  model.bytes_per_row = planned_pitch(in_row_bytes) + planned_pitch(out_row_bytes);
+  model.bytes_per_row = plane_pitch(in_row_bytes) + plane_pitch(out_row_bytes);
   if (variant == Variant::fft) {
     // Its tile batch (at most the input in float) and cuFFT's work area (about as large) per row;
     // the filter spectrum and the smallest batch, one tile each, and a tile of slack.
@@ -310,6 +312,7 @@ ConvolveResult convolve_gpu_interleaved(const cv::Mat& src, const ConvolveJob& j
     const std::uint64_t tile_side = static_cast<std::uint64_t>(fft_tile_side(job.kw(), width)) + 2;
     model.fixed_bytes += 3 * sizeof(float) * tile_side * static_cast<std::uint64_t>(fft_tile_side(job.kh(), height));
   }
+  workspace.keep_planes(2);  // in and out
   const StripPlan plan = plan_strips_for(src, job, model, workspace);
   check_bench_fits(job, plan);
   const auto rows_held = static_cast<std::size_t>(plan.count == 1 ? height : plan.rows_per_strip + job.kh() - 1);
@@ -378,7 +381,8 @@ ConvolveResult convolve_gpu_planar(const cv::Mat& src, const ConvolveJob& job, V
   MemoryModel model;
   model.fixed_bytes = sizeof(float) * job.weights.size();
   model.bytes_per_row = static_cast<std::uint64_t>(filtered_channels) *
-                        (planned_pitch(in_row_bytes) + planned_pitch(out_row_bytes));
+                        (plane_pitch(in_row_bytes) + plane_pitch(out_row_bytes));
+  workspace.keep_planes(2 * static_cast<std::size_t>(filtered_channels));  // in and out per channel
   const StripPlan plan = plan_strips_for(src, job, model, workspace);
   check_bench_fits(job, plan);
   const auto rows_held = static_cast<std::size_t>(plan.count == 1 ? height : plan.rows_per_strip + job.kh() - 1);
@@ -487,13 +491,13 @@ ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant 
   GpuWorkspace::State& workspace = kept_workspace != nullptr ? *kept_workspace : call_workspace.emplace(false);
   workspace.bind_to_current_device();
   try {
-    return variant == Variant::fast || variant == Variant::fft
+    return filters_interleaved(variant)
                ? convolve_gpu_interleaved(src, job, variant, workspace)
                : convolve_gpu_planar(src, job, variant, workspace);
   } catch (...) {
     // Work queued before the failure may still read or write the kept buffers; the next call
     // must find them idle. (A call's own state waits in its destructor.)
-    if (workspace.kept) {
+    if (workspace.kept && workspace.has_stream()) {
       cudaStreamSynchronize(workspace.stream());
       cudaGetLastError();
     }

@@ -38,6 +38,12 @@ struct LaunchArgs {
 /// Error{usage} when the filter is too large for the variant on this device.
 void launch_variant(Variant variant, const LaunchArgs& args);
 
+/// Variants that filter interleaved rows in place (one plane of width x channels elements); the
+/// others get one plane per channel.
+[[nodiscard]] constexpr bool filters_interleaved(Variant variant) noexcept {
+  return variant == Variant::fast || variant == Variant::fft;
+}
+
 /// Per-variant launchers (src/gpu/launch_<variant>.cu).
 void launch_basic(const LaunchArgs& args);
 void launch_constmem(const LaunchArgs& args);

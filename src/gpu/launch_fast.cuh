@@ -34,7 +34,7 @@ bool launch_fast_compiled(const LaunchArgs& a) {
         const dim3 block(kFastBlockX, kFastBlockY);
         const dim3 grid(static_cast<unsigned>(div_up(row_elems, kFastThreads * kVec)),
                         static_cast<unsigned>(std::min(strips, kMaxGridY)));
-        // Vector loads and stores need 16-byte aligned rows (cudaMallocPitch gives 512).
+        // Vector loads and stores need 16-byte aligned rows (plane_pitch and cudaMallocPitch give 512).
         const bool aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0 &&
                              reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
         kernels::PlaneView<const In> src{static_cast<const In*>(a.src), a.src_pitch, a.width, a.height};

@@ -59,7 +59,7 @@ int fft_tile_side(int k, int image_side) {
   const int preferred = k <= 48 ? 512 : 1024;  // valid part >= 88% (77% at 127) of each side
   // A narrow side: the smallest power of two that holds it plus its halo, at least 2k.
   int fit = 16;
-  while (fit < image_side + k - 1 || fit < 2 * k) fit *= 2;
+  while (fit < preferred && (fit < image_side + k - 1 || fit < 2 * k)) fit *= 2;  // no overflow near 2^31
   return std::min(preferred, fit);
 }
 

@@ -8,7 +8,8 @@ namespace cuconv {
 
 namespace {
 
-/// Capacity for `needed` bytes: 1/8 spare, so a batch of slightly varying sizes stops regrowing soon.
+/// Pinned capacity for `needed` bytes: 1/8 spare, so a batch of slightly varying sizes stops
+/// regrowing soon. Device planes get no spare: the strip plan sized them to the memory limit.
 std::size_t grown(std::size_t needed) { return needed + needed / 8; }
 
 }  // namespace
@@ -29,16 +30,21 @@ detail::PlaneView GpuWorkspace::State::plane(std::size_t slot, std::size_t row_b
     ++allocations;
     return pitched_planes_[slot].view();
   }
-  const std::size_t pitch = (row_bytes + kKeptPitchAlignment - 1) / kKeptPitchAlignment * kKeptPitchAlignment;
+  const std::size_t pitch = detail::plane_pitch(row_bytes);
   const std::size_t bytes = std::max<std::size_t>(pitch * rows, 1);
   if (kept_planes_.size() <= slot) kept_planes_.resize(slot + 1);
   detail::DeviceBuffer& buffer = kept_planes_[slot];
   if (buffer.size() < bytes) {
     buffer = detail::DeviceBuffer();  // free first: the old and new never need to coexist
-    buffer = detail::DeviceBuffer(grown(bytes));
+    buffer = detail::DeviceBuffer(bytes);
     ++allocations;
   }
   return {buffer.data(), pitch, row_bytes, rows};
+}
+
+void GpuWorkspace::State::keep_planes(std::size_t slots) noexcept {
+  if (pitched_planes_.size() > slots) pitched_planes_.resize(slots);
+  if (kept_planes_.size() > slots) kept_planes_.resize(slots);
 }
 
 const float* GpuWorkspace::State::upload_weights(const std::vector<float>& weights, cudaStream_t stream) {
@@ -117,10 +123,11 @@ GpuWorkspace& GpuWorkspace::operator=(GpuWorkspace&&) noexcept = default;
 
 void GpuWorkspace::prepare(int device) noexcept {
   try {
-    if (device >= 0 && cudaSetDevice(device) != cudaSuccess) return;
-    if (cudaFree(nullptr) != cudaSuccess) return;  // the first runtime call that needs a context
-    state().bind_to_current_device();
-    static_cast<void>(state().stream());
+    // cudaFree(nullptr): the first runtime call that needs a context.
+    if ((device < 0 || cudaSetDevice(device) == cudaSuccess) && cudaFree(nullptr) == cudaSuccess) {
+      state().bind_to_current_device();
+      static_cast<void>(state().stream());
+    }
   } catch (...) {
     // Reported by convolve(), where the image that needs the device is known.
   }

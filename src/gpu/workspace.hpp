@@ -27,10 +27,6 @@ struct StageEvents {
 namespace cuconv {
 
 struct GpuWorkspace::State {
-  /// Row pitch of a kept plane: row_bytes rounded up to this (what cudaMallocPitch gives on
-  /// current GPUs; more than the 16 bytes the kernels' vector accesses need).
-  static constexpr std::size_t kKeptPitchAlignment = 512;
-
   explicit State(bool kept_between_calls) : kept(kept_between_calls) {}
   State(const State&) = delete;
   State& operator=(const State&) = delete;
@@ -41,9 +37,13 @@ struct GpuWorkspace::State {
   void bind_to_current_device();
 
   /// `rows` rows of `row_bytes` in slot `slot`. A call's own state allocates each plane with
-  /// cudaMallocPitch; a kept one holds one linear allocation per slot, grown (with 1/8 spare)
-  /// only when a plane does not fit, so planes of varying shapes reuse it.
+  /// cudaMallocPitch; a kept one holds one linear allocation per slot, reallocated (to the exact
+  /// size, which the strip plan fitted to the memory limit) only when a plane does not fit, so
+  /// planes of varying shapes reuse it.
   [[nodiscard]] detail::PlaneView plane(std::size_t slot, std::size_t row_bytes, std::size_t rows);
+  /// Frees the planes in slots from `slots` on: a call that uses fewer planes than an earlier one
+  /// must not hold the rest, which memory_limit() counts as available.
+  void keep_planes(std::size_t slots) noexcept;
   /// `weights` on the device (copied on `stream`).
   [[nodiscard]] const float* upload_weights(const std::vector<float>& weights, cudaStream_t stream);
   /// Pinned host memory of at least `bytes` in slot `slot` (kept states only stage copies).
@@ -52,6 +52,7 @@ struct GpuWorkspace::State {
   [[nodiscard]] detail::CudaEvent& chunk_event(std::size_t index);
 
   [[nodiscard]] cudaStream_t stream();
+  [[nodiscard]] bool has_stream() const noexcept { return stream_.has_value(); }
   [[nodiscard]] detail::StageEvents& events();
 
   [[nodiscard]] std::uint64_t device_bytes() const noexcept;
