@@ -12,6 +12,11 @@ namespace {
 /// regrowing soon. Device planes get no spare: the strip plan sized them to the memory limit.
 std::size_t grown(std::size_t needed) { return needed + needed / 8; }
 
+/// Bytes of a kept plane of `rows` rows of `row_bytes` (one linear allocation, pitched rows).
+std::size_t kept_plane_bytes(std::size_t row_bytes, std::size_t rows) {
+  return std::max<std::size_t>(detail::plane_pitch(row_bytes) * rows, 1);
+}
+
 }  // namespace
 
 GpuWorkspace::State::~State() { release(); }
@@ -31,7 +36,7 @@ detail::PlaneView GpuWorkspace::State::plane(std::size_t slot, std::size_t row_b
     return pitched_planes_[slot].view();
   }
   const std::size_t pitch = detail::plane_pitch(row_bytes);
-  const std::size_t bytes = std::max<std::size_t>(pitch * rows, 1);
+  const std::size_t bytes = kept_plane_bytes(row_bytes, rows);
   if (kept_planes_.size() <= slot) kept_planes_.resize(slot + 1);
   detail::DeviceBuffer& buffer = kept_planes_[slot];
   if (buffer.size() < bytes) {
@@ -45,6 +50,28 @@ detail::PlaneView GpuWorkspace::State::plane(std::size_t slot, std::size_t row_b
 void GpuWorkspace::State::keep_planes(std::size_t slots) noexcept {
   if (pitched_planes_.size() > slots) pitched_planes_.resize(slots);
   if (kept_planes_.size() > slots) kept_planes_.resize(slots);
+}
+
+void GpuWorkspace::State::fit_planes(const std::vector<std::size_t>& row_bytes, std::size_t rows,
+                                     std::uint64_t limit) noexcept {
+  if (!kept) return;
+  const auto held_size = [&](std::size_t slot) { return slot < kept_planes_.size() ? kept_planes_[slot].size() : 0; };
+  std::uint64_t held_after = weights_.size() + device_bytes_from_slot(row_bytes.size());
+  for (std::size_t slot = 0; slot < row_bytes.size(); ++slot)
+    held_after += std::max(held_size(slot), kept_plane_bytes(row_bytes[slot], rows));
+  if (held_after <= limit) return;
+  for (std::size_t slot = 0; slot < row_bytes.size() && slot < kept_planes_.size(); ++slot) {
+    if (kept_planes_[slot].size() > kept_plane_bytes(row_bytes[slot], rows)) kept_planes_[slot] = detail::DeviceBuffer();
+  }
+}
+
+std::uint64_t GpuWorkspace::State::device_bytes_from_slot(std::size_t slots) const noexcept {
+  std::uint64_t total = 0;
+  for (std::size_t slot = slots; slot < pitched_planes_.size(); ++slot) {
+    total += pitched_planes_[slot].pitch() * pitched_planes_[slot].rows();
+  }
+  for (std::size_t slot = slots; slot < kept_planes_.size(); ++slot) total += kept_planes_[slot].size();
+  return total;
 }
 
 const float* GpuWorkspace::State::upload_weights(const std::vector<float>& weights, cudaStream_t stream) {

@@ -41,9 +41,14 @@ struct GpuWorkspace::State {
   /// size, which the strip plan fitted to the memory limit) only when a plane does not fit, so
   /// planes of varying shapes reuse it.
   [[nodiscard]] detail::PlaneView plane(std::size_t slot, std::size_t row_bytes, std::size_t rows);
-  /// Frees the planes in slots from `slots` on: a call that uses fewer planes than an earlier one
-  /// must not hold the rest, which memory_limit() counts as available.
+  /// Before one call's plane() calls: slot i will hold `rows` rows of `row_bytes[i]`. Where
+  /// growing some slots while others stay larger than this call needs would hold more than
+  /// `limit` bytes in all, the larger ones are freed, so every slot is allocated to fit exactly.
+  void fit_planes(const std::vector<std::size_t>& row_bytes, std::size_t rows, std::uint64_t limit) noexcept;
+  /// Frees the planes in slots from `slots` on, for a call that needs their memory.
   void keep_planes(std::size_t slots) noexcept;
+  /// Bytes held by the planes in slots from `slots` on.
+  [[nodiscard]] std::uint64_t device_bytes_from_slot(std::size_t slots) const noexcept;
   /// `weights` on the device (copied on `stream`).
   [[nodiscard]] const float* upload_weights(const std::vector<float>& weights, cudaStream_t stream);
   /// Pinned host memory of at least `bytes` in slot `slot` (kept states only stage copies).
