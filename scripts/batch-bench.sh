@@ -52,8 +52,19 @@ bench() {
   local wall_s per_s
   wall_s="$(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", (b - a) / 1e9 }')"
   per_s="$(awk -v n="$images" -v s="$wall_s" 'BEGIN { printf "%.2f", (s > 0 ? n / s : 0) }')"
-  printf 'batch-bench: %-10s %8s s  %8s images/s  (exit %d)\n' "$name" "$wall_s" "$per_s" "$rc"
-  runs+=("{\"name\": \"$name\", \"round\": $round, \"args\": \"$*\", \"wall_s\": $wall_s, \"images_per_s\": $per_s, \"exit_code\": $rc}")
+  # Where the process's time went, from its own summary: main() to the pipeline (startup), the
+  # pipeline, and the rest (loading before main(), the summary, exit and CUDA's teardown).
+  local split
+  split="$(python3 - "$results/$name-r$round.json" "$wall_s" <<'PY' 2>/dev/null || echo '"startup_ms": null, "gpu_init_ms": null, "pipeline_ms": null, "outside_ms": null'
+import json, sys
+t = json.load(open(sys.argv[1]))["totals"]
+outside = float(sys.argv[2]) * 1000 - t["startup_ms"] - t["wall_ms"]
+print(f'"startup_ms": {t["startup_ms"]:.1f}, "gpu_init_ms": {t["gpu_init_ms"]:.1f}, '
+      f'"pipeline_ms": {t["wall_ms"]:.1f}, "outside_ms": {outside:.1f}')
+PY
+)"
+  printf 'batch-bench: %-10s %8s s  %8s images/s  (exit %d)  %s\n' "$name" "$wall_s" "$per_s" "$rc" "${split//\"/}"
+  runs+=("{\"name\": \"$name\", \"round\": $round, \"args\": \"$*\", \"wall_s\": $wall_s, \"images_per_s\": $per_s, \"exit_code\": $rc, $split}")
   # A failed run's time is no measurement: it stays in the JSON (with its exit code), not in the
   # medians, and the script fails at the end.
   if (( rc == 0 )); then walls["$name"]+="$wall_s "; else failed_runs+=1; fi

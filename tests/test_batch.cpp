@@ -546,6 +546,8 @@ TEST_CASE("cli batch: the JSON summary on stdout is valid and complete") {
   CHECK(summary["totals"]["failed"] == 0);
   CHECK(summary["totals"]["wall_ms"].get<double>() > 0);
   CHECK(summary["totals"]["images_per_s"].get<double>() > 0);
+  CHECK(summary["totals"]["startup_ms"].get<double>() > 0);
+  CHECK(summary["totals"]["gpu_init_ms"] == 0);  // the opencv variant never touches CUDA
 }
 
 TEST_CASE("cli batch: option errors exit 2 (or 5 for a GPU variant without a GPU) before any work") {
@@ -570,9 +572,17 @@ TEST_CASE("cli batch: option errors exit 2 (or 5 for a GPU variant without a GPU
   CHECK((!fs::exists(out) || fs::is_empty(out)));
   CHECK_FALSE(fs::exists(dir.file("single.png")));
   if (!cuda_device_available()) {
-    const auto r = run_cuconv({"--out-dir", out, "--filter", "gauss5", "--variant", "constmem", in});
+    // The device check runs beside the first decodes; its error still stops the batch before any
+    // output, and leaves no JSON summary.
+    write_random_images(dir.path() / "many", 6);
+    const std::string json = dir.file("summary.json");
+    const auto r = run_cuconv({"--out-dir", out, "--filter", "gauss5", "--variant", "constmem", "--json", json,
+                               dir.file("many")});
+    INFO(r.err);
     CHECK(r.exit_code == static_cast<int>(ExitCode::gpu));
+    CHECK(r.err.find("needs a CUDA device") != std::string::npos);
     CHECK((!fs::exists(out) || fs::is_empty(out)));
+    CHECK_FALSE(fs::exists(json));
   }
 }
 

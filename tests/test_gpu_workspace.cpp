@@ -120,7 +120,7 @@ TEST_CASE("gpu workspace: a kept workspace gives fresh calls' results bit for bi
   CHECK(bit_equal(convolve(src, filter, options, moved).image, convolve(src, filter, options).image));
 }
 
-TEST_CASE("gpu workspace: held planes stay within --gpu-memory; unused slots are freed when strips need them") {
+TEST_CASE("gpu workspace: held planes stay within --gpu-memory, and unused slots are freed when strips need them") {
   const std::vector<Variant> variants = tested_gpu_variants();
   for (Variant variant : variants) {
     if (variant == Variant::fft) continue;  // its stream-ordered scratch is not workspace memory

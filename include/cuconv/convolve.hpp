@@ -125,8 +125,10 @@ class GpuWorkspace {
   [[nodiscard]] std::uint64_t pinned_bytes() const noexcept;
   /// Makes `device`'s CUDA context (-1: the calling thread's current device) and this
   /// workspace's stream now, so the first image does not wait for them (context creation takes
-  /// a large part of a second). Sets `device` as the calling thread's current device. Never
-  /// throws: a device that cannot be used fails the first convolve() instead, with its reason.
+  /// a large part of a second). Sets `device` as the calling thread's current device, and makes
+  /// threads of this process that wait for it block instead of spinning (cudaDeviceScheduleBlockingSync),
+  /// so waiting filter threads leave their cores to other work. Never throws: a device that cannot
+  /// be used fails the first convolve() instead, with its reason.
   void prepare(int device = -1) noexcept;
   /// Device allocations made so far (planes, weights and staging regrown); a batch of equal-sized
   /// images makes them for the first image only.

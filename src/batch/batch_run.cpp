@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <exception>
 #include <filesystem>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,7 @@ double ms_since(Clock::time_point since) {
 }
 
 constexpr std::string_view kStoppedReason = "not processed: the batch stopped at the first failure (--fail-fast)";
+constexpr std::string_view kNoGpuReason = "not processed: the batch stopped, the GPU is not usable";
 
 /// One image on its way through the stages.
 struct Work {
@@ -68,8 +70,9 @@ class Pipeline {
       }
     }
     run_stages();
+    if (batch_error_) std::rethrow_exception(batch_error_);
     for (std::size_t i = 0; i < items_.size(); ++i)
-      if (reports_[i].status == ItemStatus::pending) finish(i, ItemStatus::skipped, std::string(kStoppedReason));
+      if (reports_[i].status == ItemStatus::pending) finish(i, ItemStatus::skipped, stopped_reason());
 
     BatchSummary summary;
     summary.items = std::move(reports_);
@@ -132,7 +135,7 @@ class Pipeline {
       const std::size_t lane = position % lane_devices_.size();
       if (!options_.skip_filter) reports_[item].device = lane_devices_[lane];
       BoundedQueue<Work>& next = options_.skip_filter ? *write_queue_ : *filter_queues_[lane];
-      if (!next.push(std::move(work))) finish(item, ItemStatus::skipped, std::string(kStoppedReason));
+      if (!next.push(std::move(work))) finish(item, ItemStatus::skipped, stopped_reason());
     }
   }
 
@@ -145,7 +148,15 @@ class Pipeline {
     GpuWorkspace workspace;
     // Before the first image arrives (decoding it takes longer than this on most machines).
     const auto setup_start = Clock::now();
-    if (convolve_options.variant != Variant::opencv) workspace.prepare(convolve_options.device);
+    try {
+      if (options_.wait_for_gpu) options_.wait_for_gpu();
+    } catch (...) {
+      // Stop the batch; the loop below still drains this queue, so no decoder waits forever.
+      std::lock_guard lock(mutex_);
+      if (!batch_error_) batch_error_ = std::current_exception();
+      stopping_ = true;
+    }
+    if (convolve_options.variant != Variant::opencv && !stopping_) workspace.prepare(convolve_options.device);
     {
       const double setup_ms = ms_since(setup_start);
       std::lock_guard lock(mutex_);
@@ -154,7 +165,7 @@ class Pipeline {
     while (auto work = filter_queues_[lane]->pop()) {
       const std::size_t item = work->item;
       if (stopping_) {
-        finish(item, ItemStatus::skipped, std::string(kStoppedReason));
+        finish(item, ItemStatus::skipped, stopped_reason());
         continue;
       }
       const bool filtered = attempt(item, [&] {
@@ -166,7 +177,7 @@ class Pipeline {
         reports_[item].gpu_fallback = std::move(result.fallback_reason);
       });
       if (filtered && !write_queue_->push(std::move(*work)))
-        finish(item, ItemStatus::skipped, std::string(kStoppedReason));
+        finish(item, ItemStatus::skipped, stopped_reason());
     }
   }
 
@@ -174,7 +185,7 @@ class Pipeline {
     while (auto work = write_queue_->pop()) {
       const std::size_t item = work->item;
       if (stopping_) {
-        finish(item, ItemStatus::skipped, std::string(kStoppedReason));
+        finish(item, ItemStatus::skipped, stopped_reason());
         continue;
       }
       const bool written = attempt(item, [&] {
@@ -186,6 +197,9 @@ class Pipeline {
       if (written) finish(item, ItemStatus::ok);
     }
   }
+
+  /// Why an item was not processed; called once stopping_ is seen (set after batch_error_).
+  std::string stopped_reason() const { return std::string(batch_error_ ? kNoGpuReason : kStoppedReason); }
 
   /// Runs one stage of one item; a failure is recorded and reported, and the batch goes on.
   template <class Step>
@@ -247,6 +261,7 @@ class Pipeline {
   std::size_t done_ = 0;
   double gpu_setup_ms_ = 0;
   ExitCode first_failure_ = ExitCode::ok;
+  std::exception_ptr batch_error_;  ///< what wait_for_gpu threw: the batch stops and run() rethrows it
 };
 
 }  // namespace

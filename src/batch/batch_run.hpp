@@ -37,6 +37,10 @@ struct BatchOptions {
   bool fail_fast = false;             ///< stop scheduling work at the first failure
   bool skip_filter = false;           ///< --no-filter: decode and encode only (benchmark aid)
   ReadLimits read_limits;             ///< --max-pixels, as in single-image mode
+  /// Called by each filter thread before its first image, while decoding has begun: the caller's
+  /// check that the GPU is usable (CUDA's initialisation takes a while). An exception from it stops
+  /// the batch, and run_batch rethrows it after the threads have ended; no output is written.
+  std::function<void()> wait_for_gpu;
 };
 
 enum class ItemStatus { pending, ok, failed, skipped };
@@ -71,7 +75,7 @@ struct BatchSummary {
   std::size_t skipped = 0;
   std::size_t existing_outputs = 0;  ///< of the skipped: outputs that existed (no --overwrite)
   double wall_ms = 0;
-  double gpu_setup_ms = 0;  ///< longest time a filter thread spent creating its CUDA context and stream
+  double gpu_setup_ms = 0;  ///< longest time a filter thread spent in wait_for_gpu and creating its context and stream
   ExitCode first_failure = ExitCode::ok;  ///< exit code of the failure that happened first
   ExitCode exit_code = ExitCode::ok;      ///< batch_exit_code()
 };
@@ -83,7 +87,8 @@ using ItemObserver = std::function<void(const ItemReport& item, std::size_t done
 /// Processes `items`. An existing output is left alone and reported as skipped unless
 /// `overwrite`; a failing item is reported and the others go on, unless `fail_fast`, which stops
 /// scheduling at the first failure and reports what was not finished as skipped. No output is
-/// ever partial (write_image_atomic). Throws only when the pipeline itself cannot start.
+/// ever partial (write_image_atomic). Throws only when the pipeline itself cannot start, or what
+/// `options.wait_for_gpu` threw.
 [[nodiscard]] BatchSummary run_batch(const std::vector<BatchItem>& items, const BatchOptions& options,
                                      const ItemObserver& on_item_done = {});
 

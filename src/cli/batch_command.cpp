@@ -20,6 +20,7 @@
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <future>
 #include <iostream>
 #include <string_view>
 #include <thread>
@@ -140,7 +141,14 @@ void prepare_out_dir(const std::string& out_dir) {
   if (!fs::is_directory(out_dir, ec)) throw Error(ErrorKind::output, out_dir + ": not a folder");
 }
 
-nlohmann::json summary_json(const BatchSummary& summary, const batch::Shard& shard, const batch::BatchOptions& options) {
+/// Where the time before the pipeline went.
+struct StartupTimes {
+  double startup_ms = 0;   ///< from main() to the pipeline's start: options, filter, input listing
+  double gpu_init_ms = 0;  ///< CUDA's initialisation (the device check), beside the above and the first decodes
+};
+
+nlohmann::json summary_json(const BatchSummary& summary, const batch::Shard& shard, const batch::BatchOptions& options,
+                            const StartupTimes& startup) {
   nlohmann::json files = nlohmann::json::array();
   for (const ItemReport& item : summary.items) {
     files.push_back({{"input", item.input},
@@ -165,6 +173,8 @@ nlohmann::json summary_json(const BatchSummary& summary, const batch::Shard& sha
             {"failed", summary.failed},
             {"skipped", summary.skipped},
             {"wall_ms", summary.wall_ms},
+            {"startup_ms", startup.startup_ms},
+            {"gpu_init_ms", startup.gpu_init_ms},
             {"gpu_setup_ms", summary.gpu_setup_ms},
             {"images_per_s", seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0}}},
           {"exit_code", static_cast<int>(summary.exit_code)},
@@ -187,9 +197,34 @@ void log_outcome(const BatchSummary& summary, bool fail_fast) {
                summary.skipped, seconds, seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0);
 }
 
+/// Throws Error{gpu} when `variant` needs a CUDA device and none is usable (every image would
+/// fail the same way); under `auto` it warns, and each image falls back to OpenCV.
+void check_gpu(Variant variant) {
+  std::string no_gpu_reason;
+  if (cuda_device_available(&no_gpu_reason)) return;
+  if (variant != Variant::automatic)
+    throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) + "' needs a CUDA device: " +
+                                    no_gpu_reason + " (use --variant opencv or auto)");
+  spdlog::warn("no usable CUDA device ({}); filtering with OpenCV on the CPU", no_gpu_reason);
+}
+
 }  // namespace
 
-ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, const ConvolveOptions& options) {
+ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, const ConvolveOptions& options,
+                           std::chrono::steady_clock::time_point process_start) {
+  // CUDA's initialisation runs beside the input listing and the first decodes; the filter
+  // threads wait for it (BatchOptions::wait_for_gpu), and the no-device error stops the batch
+  // before any output is written.
+  const bool uses_gpu = !request.no_filter && options.variant != Variant::opencv;
+  std::shared_future<double> gpu_check;  // its milliseconds, for the summary
+  if (uses_gpu) {
+    gpu_check = std::async(std::launch::async, [variant = options.variant] {
+                  const auto start = std::chrono::steady_clock::now();
+                  check_gpu(variant);
+                  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+                }).share();
+  }
+
   const std::vector<std::string> named = named_inputs(request);
   if (named.empty()) throw Error(ErrorKind::usage, "no inputs: name images or directories, or use --from FILE");
   const std::vector<std::string> inputs = batch::collect_inputs(named, request.recursive);
@@ -216,17 +251,8 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   batch_options.fail_fast = request.fail_fast;
   batch_options.read_limits.max_pixels = request.max_pixels;
   batch_options.jobs = request.jobs > 0 ? request.jobs : std::max(1U, std::thread::hardware_concurrency());
-  const bool uses_gpu = !request.no_filter && options.variant != Variant::opencv;
   batch_options.devices = parse_devices(request.devices, uses_gpu);
-  if (uses_gpu) {
-    std::string no_gpu_reason;
-    if (!cuda_device_available(&no_gpu_reason)) {
-      if (options.variant != Variant::automatic)  // every image would fail the same way
-        throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(options.variant)) +
-                                        "' needs a CUDA device: " + no_gpu_reason + " (use --variant opencv or auto)");
-      spdlog::warn("no usable CUDA device ({}); filtering with OpenCV on the CPU", no_gpu_reason);
-    }
-  }
+  if (uses_gpu) batch_options.wait_for_gpu = [gpu_check] { gpu_check.get(); };
 
   // Opened before the work, so an unwritable summary path fails before any image is processed.
   std::ofstream json_file;
@@ -236,29 +262,45 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   }
 
   ProgressLine progress(!request.quiet && ::isatty(STDERR_FILENO) != 0, items.size());
-  const BatchSummary summary =
-      batch::run_batch(items, batch_options, [&](const ItemReport& item, std::size_t done, std::size_t) {
-        const auto level = item.status == ItemStatus::failed ? spdlog::level::err
-                           : item.gpu_fallback.empty()        ? spdlog::level::info
-                                                              : spdlog::level::warn;
-        if (spdlog::default_logger()->should_log(level)) {
-          progress.clear();
-          if (!item.gpu_fallback.empty())
-            spdlog::warn("{}: {}; filtered with OpenCV on the CPU instead", item.input, item.gpu_fallback);
-          if (item.status == ItemStatus::failed)
-            spdlog::error("{}: {}", item.input, item.reason);
-          else if (item.status == ItemStatus::ok)
-            spdlog::info("{} -> {} ({:.1f} ms)", item.input, item.output, item.times.total_ms);
-          else
-            spdlog::info("{}: skipped: {}", item.input, item.reason);
-        }
-        progress.update(done);
-      });
+  const batch::ItemObserver report_item = [&](const ItemReport& item, std::size_t done, std::size_t) {
+    const auto level = item.status == ItemStatus::failed ? spdlog::level::err
+                       : item.gpu_fallback.empty()        ? spdlog::level::info
+                                                          : spdlog::level::warn;
+    if (spdlog::default_logger()->should_log(level)) {
+      progress.clear();
+      if (!item.gpu_fallback.empty())
+        spdlog::warn("{}: {}; filtered with OpenCV on the CPU instead", item.input, item.gpu_fallback);
+      if (item.status == ItemStatus::failed)
+        spdlog::error("{}: {}", item.input, item.reason);
+      else if (item.status == ItemStatus::ok)
+        spdlog::info("{} -> {} ({:.1f} ms)", item.input, item.output, item.times.total_ms);
+      else
+        spdlog::info("{}: skipped: {}", item.input, item.reason);
+    }
+    progress.update(done);
+  };
+  const auto pipeline_start = std::chrono::steady_clock::now();
+  const BatchSummary summary = [&] {
+    try {
+      return batch::run_batch(items, batch_options, report_item);
+    } catch (...) {
+      // The batch did not run (no usable GPU, or a thread could not start): leave no empty summary.
+      if (json_file.is_open()) {
+        json_file.close();
+        std::error_code ec;
+        std::filesystem::remove(request.json_path, ec);
+      }
+      throw;
+    }
+  }();
   progress.finish();
   log_outcome(summary, request.fail_fast);
 
   if (!request.json_path.empty()) {
-    const std::string text = summary_json(summary, shard, batch_options).dump(2) + "\n";
+    StartupTimes startup;
+    startup.startup_ms = std::chrono::duration<double, std::milli>(pipeline_start - process_start).count();
+    if (gpu_check.valid()) startup.gpu_init_ms = gpu_check.get();
+    const std::string text = summary_json(summary, shard, batch_options, startup).dump(2) + "\n";
     if (request.json_path == "-") {
       std::cout << text << std::flush;
     } else if (!(json_file << text << std::flush)) {

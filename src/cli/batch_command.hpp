@@ -8,11 +8,16 @@
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
 
+#include <chrono>
+
 namespace cuconv::cli {
 
 /// Runs a batch; `filter` is unused with --no-filter. Returns the process exit code; throws
-/// cuconv::Error for problems found before any image is read (usage, no inputs, name clashes).
+/// cuconv::Error for problems found before any image is written (usage, no inputs, name clashes,
+/// no usable GPU for an explicit variant). `process_start` (main's first moment) gives the JSON
+/// summary's startup_ms.
 [[nodiscard]] ExitCode run_batch_command(const BatchRequest& request, const Filter& filter,
-                                         const ConvolveOptions& options);
+                                         const ConvolveOptions& options,
+                                         std::chrono::steady_clock::time_point process_start);
 
 }  // namespace cuconv::cli

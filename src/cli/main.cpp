@@ -152,7 +152,7 @@ void setup_logging() {
   spdlog::set_default_logger(logger);
 }
 
-ExitCode dispatch(const ParsedCommand& command) {
+ExitCode dispatch(const ParsedCommand& command, std::chrono::steady_clock::time_point process_start) {
   const CliRequest& req = command.request;
   spdlog::set_level(req.quiet ? spdlog::level::err : req.verbose ? spdlog::level::info : spdlog::level::warn);
   switch (command.action) {
@@ -163,7 +163,7 @@ ExitCode dispatch(const ParsedCommand& command) {
     case Action::filter_batch: {
       const cuconv::cli::BatchRequest& batch = command.batch;
       const cuconv::Filter filter = batch.no_filter ? cuconv::Filter{} : cuconv::load_filter(req.filter_spec);
-      return cuconv::cli::run_batch_command(batch, filter, command.options);
+      return cuconv::cli::run_batch_command(batch, filter, command.options, process_start);
     }
     case Action::filter_image: return run(req, command.options);
     case Action::exit_now: break;
@@ -174,6 +174,7 @@ ExitCode dispatch(const ParsedCommand& command) {
 }  // namespace
 
 int main(int argc, char** argv) {
+  const auto process_start = std::chrono::steady_clock::now();
   setup_logging();
   try {
     const ParsedCommand command = cuconv::cli::parse_command_line(argc, argv);
@@ -182,7 +183,7 @@ int main(int argc, char** argv) {
       std::cerr << command.stderr_text << std::flush;
       return command.exit_code;
     }
-    return static_cast<int>(dispatch(command));
+    return static_cast<int>(dispatch(command, process_start));
   } catch (const cuconv::Error& e) {
     spdlog::error("{}", e.what());
     return static_cast<int>(cuconv::exit_code_for(e.kind()));

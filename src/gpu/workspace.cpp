@@ -150,8 +150,16 @@ GpuWorkspace& GpuWorkspace::operator=(GpuWorkspace&&) noexcept = default;
 
 void GpuWorkspace::prepare(int device) noexcept {
   try {
+    // Block while waiting for the GPU: with one context and many cores CUDA's default is to spin,
+    // and in a batch a spinning filter thread takes a core from decoding and encoding for the
+    // whole of every copy. Failure (flags fixed by another caller) only leaves the default.
     // cudaFree(nullptr): the first runtime call that needs a context.
-    if ((device < 0 || cudaSetDevice(device) == cudaSuccess) && cudaFree(nullptr) == cudaSuccess) {
+    const bool selected = device < 0 || cudaSetDevice(device) == cudaSuccess;
+    if (selected) {
+      static_cast<void>(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
+      cudaGetLastError();
+    }
+    if (selected && cudaFree(nullptr) == cudaSuccess) {
       state().bind_to_current_device();
       static_cast<void>(state().stream());
     }
