@@ -117,38 +117,40 @@ std::size_t copy_plane(const PlaneView& from, const PlaneView& to, cudaStream_t 
 }
 
 /// --gpu-memory, or the device's free memory less a margin for the CUDA context's own growth,
-/// cuFFT's plans and other processes. What a kept workspace holds counts as free (it is reused,
-/// or freed before a larger buffer is allocated), except `held_aside` bytes that stay allocated.
-std::uint64_t memory_limit(const ConvolveJob& job, const GpuWorkspace::State& workspace, std::uint64_t held_aside) {
-  const auto less_held = [held_aside](std::uint64_t limit) { return limit > held_aside ? limit - held_aside : 0; };
-  if (job.gpu_memory_limit > 0) return less_held(job.gpu_memory_limit);
+/// cuFFT's plans and other processes. What a kept workspace holds counts as free: it is reused,
+/// or freed before a larger buffer is allocated (plan_strips_for).
+std::uint64_t memory_limit(const ConvolveJob& job, const GpuWorkspace::State& workspace) {
+  if (job.gpu_memory_limit > 0) return job.gpu_memory_limit;
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
   CUCONV_CUDA_TRY(cudaMemGetInfo(&free_bytes, &total_bytes));
   const std::uint64_t available = free_bytes + workspace.device_bytes();
   const std::uint64_t margin = std::max<std::uint64_t>(available / 10, std::uint64_t{256} << 20);
-  return less_held(available > margin ? available - margin : 0);
+  return available > margin ? available - margin : 0;
 }
 
-/// The strip plan for one image and the device bytes its planes must keep within.
+/// The strip plan for one image, the input rows a strip holds on the device, and the device
+/// bytes its planes must keep within.
 struct StripBudget {
   StripPlan plan;
+  std::size_t rows_held = 0;
   std::uint64_t limit = 0;
 };
 
-/// The strips for this image under --gpu-memory (or the automatic limit), which uses `slots` of
-/// the workspace's planes. Planes in further slots (an earlier image's extra channels) stay while
-/// this image fits whole beside them, so a batch of mixed channel counts stops reallocating; when
-/// it would need strips, they are freed first and the strips get their memory.
+/// The strips for this image under --gpu-memory (or the automatic limit): the same plan as a call
+/// without a workspace gets. The image uses `slots` of the workspace's planes; planes in further
+/// slots (an earlier image's extra channels) stay while this image's planes fit beside them, so a
+/// batch of mixed channel counts stops reallocating, and are freed when they do not.
 StripBudget plan_strips_for(const cv::Mat& src, const ConvolveJob& job, const MemoryModel& model,
                             GpuWorkspace::State& workspace, std::size_t slots) {
-  if (const std::uint64_t extra = workspace.device_bytes_from_slot(slots); extra > 0) {
-    const std::uint64_t beside_extra = memory_limit(job, workspace, extra);
-    if (fits_whole(src.rows, model, beside_extra, job.max_strip_rows)) return {{src.rows, 1}, beside_extra};
+  StripBudget budget;
+  budget.limit = memory_limit(job, workspace);
+  budget.plan = plan_strips(src.cols, src.rows, job.kh(), model, budget.limit, job.max_strip_rows);
+  budget.rows_held =
+      static_cast<std::size_t>(budget.plan.count == 1 ? src.rows : budget.plan.rows_per_strip + job.kh() - 1);
+  if (model.bytes_for(budget.rows_held) + workspace.device_bytes_from_slot(slots) > budget.limit)
     workspace.keep_planes(slots);
-  }
-  const std::uint64_t limit = memory_limit(job, workspace, 0);
-  return {plan_strips(src.cols, src.rows, job.kh(), model, limit, job.max_strip_rows), limit};
+  return budget;
 }
 
 /// The image row (or the border-value row) that stands in row `y` of a strip under the border rule.
@@ -331,7 +333,7 @@ ConvolveResult convolve_gpu_interleaved(const cv::Mat& src, const ConvolveJob& j
   const StripBudget budget = plan_strips_for(src, job, model, workspace, 2);  // in and out
   const StripPlan& plan = budget.plan;
   check_bench_fits(job, plan);
-  const auto rows_held = static_cast<std::size_t>(plan.count == 1 ? height : plan.rows_per_strip + job.kh() - 1);
+  const std::size_t rows_held = budget.rows_held;
   workspace.fit_planes({in_row_bytes, out_row_bytes}, rows_held, budget.limit);
 
   const cudaStream_t stream = workspace.stream();
@@ -404,7 +406,7 @@ ConvolveResult convolve_gpu_planar(const cv::Mat& src, const ConvolveJob& job, V
       plan_strips_for(src, job, model, workspace, 2 * static_cast<std::size_t>(filtered_channels));
   const StripPlan& plan = budget.plan;
   check_bench_fits(job, plan);
-  const auto rows_held = static_cast<std::size_t>(plan.count == 1 ? height : plan.rows_per_strip + job.kh() - 1);
+  const std::size_t rows_held = budget.rows_held;
   std::vector<std::size_t> slot_row_bytes;
   for (int c = 0; c < filtered_channels; ++c) slot_row_bytes.insert(slot_row_bytes.end(), {in_row_bytes, out_row_bytes});
   workspace.fit_planes(slot_row_bytes, rows_held, budget.limit);

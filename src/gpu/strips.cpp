@@ -12,15 +12,10 @@
 
 namespace cuconv::detail {
 
-bool fits_whole(int height, const MemoryModel& model, std::uint64_t limit, int max_strip_rows) {
-  const bool forced = max_strip_rows > 0 && max_strip_rows < height;
-  return !forced && model.bytes_for(static_cast<std::uint64_t>(height)) <= limit;
-}
-
 StripPlan plan_strips(int width, int height, int kh, const MemoryModel& model, std::uint64_t limit,
                       int max_strip_rows) {
-  if (fits_whole(height, model, limit, max_strip_rows)) return {height, 1};
   const bool forced = max_strip_rows > 0 && max_strip_rows < height;
+  if (!forced && model.bytes_for(static_cast<std::uint64_t>(height)) <= limit) return {height, 1};
   // A strip of r output rows holds r + kh - 1 input rows (its halo) on the device.
   const std::uint64_t rows_that_fit =
       limit > model.fixed_bytes && model.bytes_per_row > 0 ? (limit - model.fixed_bytes) / model.bytes_per_row : 0;

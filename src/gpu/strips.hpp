@@ -29,10 +29,6 @@ struct StripPlan {
   int count = 1;
 };
 
-/// Whether the whole `height`-row image goes up at once under `limit` bytes (`max_strip_rows`:
-/// 0, or a forced strip height that cuts it).
-[[nodiscard]] bool fits_whole(int height, const MemoryModel& model, std::uint64_t limit, int max_strip_rows);
-
 /// The strips for a `width` x `height` image and a filter `kh` rows tall under `limit` bytes:
 /// the whole image when it fits and `max_strip_rows` (0: no forced limit) does not cut it, else
 /// as many output rows per strip as fit (at most `max_strip_rows`). Throws Error{gpu} when not
