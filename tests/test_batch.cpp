@@ -548,6 +548,24 @@ TEST_CASE("cli batch: the JSON summary on stdout is valid and complete") {
   CHECK(summary["totals"]["images_per_s"].get<double>() > 0);
   CHECK(summary["totals"]["startup_ms"].get<double>() > 0);
   CHECK(summary["totals"]["gpu_init_ms"] == 0);  // the opencv variant never touches CUDA
+  CHECK(summary["gpu_threads"] == batch::default_filter_threads(summary["jobs"].get<std::size_t>()));
+}
+
+TEST_CASE("batch engine: filter threads per GPU follow the coding threads, at least two") {
+  CHECK(batch::default_filter_threads(1) == 2);
+  CHECK(batch::default_filter_threads(16) == 2);
+  CHECK(batch::default_filter_threads(23) == 2);
+  CHECK(batch::default_filter_threads(24) == 3);
+  CHECK(batch::default_filter_threads(32) == 4);
+  TempDir dir;
+  write_random_images(dir.path() / "in", 4);
+  const auto r = run_cuconv({"--out-dir", dir.file("out"), "--filter", "gauss5", "--variant", "opencv", "--gpu-threads",
+                             "3", "--json", "-", dir.file("in")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  const auto summary = nlohmann::json::parse(r.out);
+  CHECK(summary["gpu_threads"] == 3);
+  CHECK(summary["totals"]["ok"] == 4);
 }
 
 TEST_CASE("cli batch: option errors exit 2 (or 5 for a GPU variant without a GPU) before any work") {
@@ -560,6 +578,7 @@ TEST_CASE("cli batch: option errors exit 2 (or 5 for a GPU variant without a GPU
            {"--out-dir", out, "--filter", "gauss5", in, "--devices", "0,x"},
            {"--out-dir", out, "--filter", "gauss5", in, "--devices", "1,1"},
            {"--out-dir", out, "--filter", "gauss5", in, "--jobs", "0"},
+           {"--out-dir", out, "--filter", "gauss5", in, "--gpu-threads", "0"},
            {"--out-dir", out, "--filter", "gauss5", in, "--compare"},
            {"--out-dir", out, "--filter", "gauss5"},
            {"--out-dir", out, in},

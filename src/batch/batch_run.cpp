@@ -276,6 +276,8 @@ std::string_view to_string(ItemStatus status) noexcept {
   return "?";
 }
 
+std::size_t default_filter_threads(std::size_t jobs) noexcept { return std::max<std::size_t>(2, jobs / 8); }
+
 ExitCode batch_exit_code(const BatchSummary& summary, bool fail_fast) {
   if (summary.failed == 0) return ExitCode::ok;
   if (fail_fast || summary.ok + summary.failed == 1) return summary.first_failure;

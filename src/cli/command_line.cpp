@@ -82,6 +82,11 @@ std::vector<CLI::Option*> add_batch_options(CLI::App& app, BatchRequest& request
       app.add_option("--jobs", request.jobs, "decode/encode threads (default: one per hardware thread)")
           ->check(CLI::Range(1, 4096))
           ->group(group),
+      app.add_option("--gpu-threads", request.gpu_threads,
+                     "filter threads per GPU, each with its own stream and buffers (default: 2, or "
+                     "jobs / 8 when that is more)")
+          ->check(CLI::Range(1, 64))
+          ->group(group),
       app.add_option("--devices", request.devices, "all, or CUDA device indices 0,1,...: images dealt round-robin")
           ->group(group),
       app.add_option("--shard", request.shard,
