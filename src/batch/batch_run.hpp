@@ -6,7 +6,7 @@
 // Decoding and encoding run on CPU threads; each filter thread calls cuconv::convolve() with a
 // GpuWorkspace of its own (stream, device planes, pinned staging kept between images), so one
 // image's upload/kernel/download overlaps the other thread's and the decoding and encoding of
-// others. Queues are bounded: at most 2 x jobs + 3 x (filter threads)
+// others. Queues are bounded: at most 3 x jobs + 4 x (filter threads)
 // images are in memory at once, whether the batch has 10 inputs or 10000. Every image uses the
 // same filter, so concurrent calls upload identical weights (convolve() keeps the filter in
 // __constant__ memory for some variants).
