@@ -548,15 +548,10 @@ TEST_CASE("cli batch: the JSON summary on stdout is valid and complete") {
   CHECK(summary["totals"]["images_per_s"].get<double>() > 0);
   CHECK(summary["totals"]["startup_ms"].get<double>() > 0);
   CHECK(summary["totals"]["gpu_init_ms"] == 0);  // the opencv variant never touches CUDA
-  CHECK(summary["gpu_threads"] == batch::default_filter_threads(summary["jobs"].get<std::size_t>()));
+  CHECK(summary["gpu_threads"] == 2);
 }
 
-TEST_CASE("batch engine: filter threads per GPU follow the coding threads, at least two") {
-  CHECK(batch::default_filter_threads(1) == 2);
-  CHECK(batch::default_filter_threads(16) == 2);
-  CHECK(batch::default_filter_threads(23) == 2);
-  CHECK(batch::default_filter_threads(24) == 3);
-  CHECK(batch::default_filter_threads(32) == 4);
+TEST_CASE("cli batch: --gpu-threads sets the filter threads per device") {
   TempDir dir;
   write_random_images(dir.path() / "in", 4);
   const auto r = run_cuconv({"--out-dir", dir.file("out"), "--filter", "gauss5", "--variant", "opencv", "--gpu-threads",

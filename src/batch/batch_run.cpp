@@ -48,12 +48,8 @@ class Pipeline {
     lane_devices_ = options.devices.empty() ? std::vector<int>{options.convolve.device} : options.devices;
     const std::size_t per_lane = options.filter_threads_per_device == 0 ? 1 : options.filter_threads_per_device;
     threads_per_lane_ = per_lane;
-    // Beyond one image per filter thread, room for a round of decodes (jobs, shared among the
-    // devices): CUDA's start-up takes 0.3-0.6 s, and with a queue of 2 the decoders would stop
-    // after their first images and wait for it (H200 node, 32 threads).
-    const std::size_t lanes = lane_devices_.size();
-    for (std::size_t lane = 0; lane < lanes; ++lane)
-      filter_queues_.push_back(std::make_unique<BoundedQueue<Work>>(per_lane + (jobs_ + lanes - 1) / lanes));
+    for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
+      filter_queues_.push_back(std::make_unique<BoundedQueue<Work>>(per_lane));
     // Room for one finished image per filter thread: writers take them as soon as they are free.
     write_queue_ = std::make_unique<BoundedQueue<Work>>(per_lane * lane_devices_.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -279,8 +275,6 @@ std::string_view to_string(ItemStatus status) noexcept {
   }
   return "?";
 }
-
-std::size_t default_filter_threads(std::size_t jobs) noexcept { return std::max<std::size_t>(2, jobs / 8); }
 
 ExitCode batch_exit_code(const BatchSummary& summary, bool fail_fast) {
   if (summary.failed == 0) return ExitCode::ok;

@@ -6,7 +6,7 @@
 // Decoding and encoding run on CPU threads; each filter thread calls cuconv::convolve() with a
 // GpuWorkspace of its own (stream, device planes, pinned staging kept between images), so one
 // image's upload/kernel/download overlaps the other thread's and the decoding and encoding of
-// others. Queues are bounded: at most 3 x jobs + 4 x (filter threads)
+// others. Queues are bounded: at most 2 x jobs + 3 x (filter threads)
 // images are in memory at once, whether the batch has 10 inputs or 10000. Every image uses the
 // same filter, so concurrent calls upload identical weights (convolve() keeps the filter in
 // __constant__ memory for some variants).
@@ -91,11 +91,6 @@ using ItemObserver = std::function<void(const ItemReport& item, std::size_t done
 /// `options.wait_for_gpu` threw.
 [[nodiscard]] BatchSummary run_batch(const std::vector<BatchItem>& items, const BatchOptions& options,
                                      const ItemObserver& on_item_done = {});
-
-/// Filter threads per device for `jobs` decode (and encode) threads: 2, or jobs / 8 when that is
-/// more. One filter thread moves about 30 images of 2000x2000 RGB a second (H200 node), while
-/// coding runs at about 2.5 such images a second per core, so 16 cores need 2 and 32 need 3 to 4.
-[[nodiscard]] std::size_t default_filter_threads(std::size_t jobs) noexcept;
 
 /// The process exit code for these results: ok when nothing failed; with `fail_fast`, the first
 /// failure's own code; when only one item was attempted, its own code; else some_inputs_failed.

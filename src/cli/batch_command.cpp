@@ -252,8 +252,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   batch_options.fail_fast = request.fail_fast;
   batch_options.read_limits.max_pixels = request.max_pixels;
   batch_options.jobs = request.jobs > 0 ? request.jobs : std::max(1U, std::thread::hardware_concurrency());
-  batch_options.filter_threads_per_device =
-      request.gpu_threads > 0 ? request.gpu_threads : batch::default_filter_threads(batch_options.jobs);
+  if (request.gpu_threads > 0) batch_options.filter_threads_per_device = request.gpu_threads;
   batch_options.devices = parse_devices(request.devices, uses_gpu);
   if (uses_gpu) batch_options.wait_for_gpu = [gpu_check] { gpu_check.get(); };
 

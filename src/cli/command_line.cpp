@@ -83,8 +83,7 @@ std::vector<CLI::Option*> add_batch_options(CLI::App& app, BatchRequest& request
           ->check(CLI::Range(1, 4096))
           ->group(group),
       app.add_option("--gpu-threads", request.gpu_threads,
-                     "filter threads per GPU, each with its own stream and buffers (default: 2, or "
-                     "jobs / 8 when that is more)")
+                     "filter threads per GPU, each with its own stream and buffers (default: 2)")
           ->check(CLI::Range(1, 64))
           ->group(group),
       app.add_option("--devices", request.devices, "all, or CUDA device indices 0,1,...: images dealt round-robin")

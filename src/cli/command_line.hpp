@@ -46,7 +46,7 @@ struct BatchRequest {
   std::vector<std::string> from_lists;  ///< --from FILE|-
   bool recursive = false;
   std::size_t jobs = 0;                 ///< 0: one per hardware thread
-  std::size_t gpu_threads = 0;          ///< filter threads per device; 0: batch_gpu_threads(jobs)
+  std::size_t gpu_threads = 0;          ///< filter threads per device; 0: BatchOptions' default (2)
   std::string devices;                  ///< --devices all|0,1,...; empty: the current device
   std::string shard;                    ///< --shard I/N; empty: from Slurm's array variables
   bool overwrite = false;
