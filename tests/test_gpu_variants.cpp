@@ -11,6 +11,7 @@
 
 #include <doctest/doctest.h>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include <cstdlib>
 #include <string>
@@ -128,6 +129,56 @@ TEST_CASE("gpu: presets on real images exercise half-way rounding (8U, 16U, floa
         ConvolveOptions o;
         o.delta = std::string(spec) == "sobel-x" ? 128 : 0;
         check_variant(variant, src, load_filter(spec), o, std::string(to_string(variant)) + " " + name + " " + spec);
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu: integer outputs round half to even and saturate bit for bit as cv::filter2D") {
+  // A centre-only 3x3 filter makes every sum exact, so the result must equal cv::filter2D's bit
+  // for bit: ties (w = 0.5 on odd values, delta 0.5), both ends of each output type, and sums
+  // beyond int's range (cv::saturate_cast takes cvRound's INT_MIN there: the lowest value).
+  cv::Mat u8(19, 23, CV_8U);
+  cv::Mat u16(19, 23, CV_16U);
+  for (int y = 0; y < u8.rows; ++y)
+    for (int x = 0; x < u8.cols; ++x) {
+      const int i = y * u8.cols + x;
+      u8.at<uchar>(y, x) = static_cast<uchar>(i * 7 % 256);  // every byte value
+      u16.at<ushort>(y, x) = static_cast<ushort>(i % 5 == 0 ? 65535 : (i * 7919) % 65536);
+    }
+  struct Case {
+    const cv::Mat* src;
+    Depth out;
+    int cv_depth;
+  };
+  const Case cases[] = {{&u8, Depth::u8, CV_8U}, {&u8, Depth::u16, CV_16U}, {&u8, Depth::s16, CV_16S},
+                        {&u16, Depth::u16, CV_16U}};
+  for (Variant variant : tested_gpu_variants()) {
+    if (variant == Variant::fft) continue;  // its sums are not exact (tile transforms)
+    for (const Case& c : cases) {
+      for (const float w : {0.5f, 1.0f, -1.0f, 2.0f, -200.0f, 300.0f, 1e30f, -1e30f}) {
+        for (const double delta : {0.0, 0.5, -0.5}) {
+          Filter f;
+          f.width = 3;
+          f.height = 3;
+          f.weights.assign(9, 0.0);
+          f.weights[4] = w;
+          f.anchor_x = 1;
+          f.anchor_y = 1;
+          f.origin = "centre-only 3x3";
+          ConvolveOptions o;
+          o.variant = variant;
+          o.depth = c.out;
+          o.delta = delta;
+          o.poison_output = true;
+          const ConvolveResult got = convolve(*c.src, f, o);
+          cv::Mat expected;
+          const cv::Mat kernel = (cv::Mat_<float>(3, 3) << 0, 0, 0, 0, w, 0, 0, 0, 0);
+          cv::filter2D(*c.src, expected, c.cv_depth, kernel, cv::Point(1, 1), delta, cv::BORDER_REFLECT_101);
+          INFO(to_string(variant), " depth ", to_string(c.out), " from ", c.src->depth(), " w ", w, " delta ", delta);
+          REQUIRE(got.variant_used == variant);
+          CHECK(cuconv::test::bit_equal(got.image, expected));
+        }
       }
     }
   }
