@@ -77,16 +77,6 @@ template <class T>
 __device__ __forceinline__ T saturate_from_float(float v) {
   if constexpr (std::is_floating_point_v<T>) {
     return v;  // float output: no rounding
-  } else if constexpr (sizeof(T) <= 2) {
-    // 8- and 16-bit results without F2I (16 per clock per SM on sm_90, an eighth of the FFMA
-    // rate): clamp in float, then add 1.5 * 2^23, whose round-to-nearest-even addition leaves
-    // rint(v) in the low mantissa bits (exact for |v| < 2^22). Values outside int's range and
-    // NaN give the lowest value, as cvRound's INT_MIN does in cv::saturate_cast.
-    constexpr float lo = static_cast<float>(std::numeric_limits<T>::min());
-    constexpr float hi = static_cast<float>(std::numeric_limits<T>::max());
-    const float in_range = (v > -2147483648.0f && v < 2147483648.0f) ? v : lo;
-    const float clamped = fminf(fmaxf(in_range, lo), hi);
-    return static_cast<T>(__float_as_int(__fadd_rn(clamped, 12582912.0f)) - 0x4B400000);
   } else {
     const int r = (v > -2147483648.0f && v < 2147483648.0f) ? __float2int_rn(v) : INT_MIN;
     constexpr int lo = static_cast<int>(std::numeric_limits<T>::min());

@@ -56,26 +56,6 @@ struct alignas(N * sizeof(T) >= 16 ? 16 : N * sizeof(T)) ElementVector {
   T v[N];
 };
 
-/// Element k of a loaded chunk as float. 8- and 16-bit elements become the float 2^23 + x through
-/// one byte permute and lose the 2^23 in one FADD (exact): I2F runs at 16 per clock per SM on
-/// sm_90, and at 3x3 the window's conversions (3 per output) cost more than its 9 FMAs.
-template <class In, int N>
-__device__ __forceinline__ float widen(const ElementVector<In, N>& chunk, int k) {
-  constexpr bool kBytes = std::is_same_v<In, std::uint8_t> && N % 4 == 0;
-  constexpr bool kHalves = std::is_same_v<In, std::uint16_t> && N % 2 == 0;
-  if constexpr (kBytes || kHalves) {
-    constexpr int kPerWord = 4 / static_cast<int>(sizeof(In));
-    const unsigned word = reinterpret_cast<const unsigned*>(chunk.v)[k / kPerWord];
-    // __byte_perm picks result byte i by nibble i: 0-3 the word's bytes, 4-7 those of 0x4B000000
-    // (bytes 4-6 are zero, byte 7 is 0x4B, the exponent of 2^23).
-    const unsigned selector = kBytes ? 0x7440u | static_cast<unsigned>(k % 4)
-                                     : (k % 2 == 0 ? 0x7410u : 0x7432u);
-    return __fsub_rn(__uint_as_float(__byte_perm(word, 0x4B000000u, selector)), 8388608.0f);
-  } else {
-    return static_cast<float>(chunk.v[k]);
-  }
-}
-
 /// Element e (any integer) of image row yy (already mapped by the border rule; -1: constant) of an
 /// interleaved plane, through the border rule. Not inlined: the border path calls it once per
 /// window element, and inlining the rule there multiplied compile time for no run-time gain
@@ -169,7 +149,7 @@ __global__ void __launch_bounds__(kFastThreads)
       constexpr int phase = decltype(phase_constant)::value;
       float in[kWindow];
 #pragma unroll
-      for (int t = 0; t < kWindow; ++t) in[t] = widen(window[t / kVec], t % kVec);
+      for (int t = 0; t < kWindow; ++t) in[t] = static_cast<float>(window[t / kVec].v[t % kVec]);
       if constexpr (kTwoRowsAhead) {
 #pragma unroll
         for (int v = 0; v < kChunks; ++v) window[v] = ahead[v];
