@@ -276,6 +276,33 @@ TEST_CASE("batch engine: every image filtered, one failure reported, observer se
   }
 }
 
+TEST_CASE("batch engine: images held stay within 2 x jobs + 3 x filter threads, for 8 inputs or 60") {
+  // Slow writers (the observer runs on the writing thread) let the decoders run ahead until every
+  // queue is full: without the bounds the count would grow with the number of inputs.
+  TempDir dir;
+  const auto images = write_random_images(dir.path() / "in", 60, 16);
+  for (const std::size_t count : {std::size_t{8}, std::size_t{60}}) {
+    std::vector<BatchItem> items;
+    for (const auto& [name, image] : images) {
+      if (items.size() == count) break;
+      items.push_back({dir.file("in/" + name), dir.file("out" + std::to_string(count) + "_" + name)});
+    }
+    BatchOptions options;
+    options.filter = load_filter("gauss3");
+    options.convolve.variant = Variant::opencv;
+    options.jobs = 2;
+    options.filter_threads_per_device = 2;
+    const BatchSummary summary = run_batch(items, options, [](const ItemReport&, std::size_t, std::size_t) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(3));
+    });
+    INFO(count, " inputs: peak ", summary.peak_images_held);
+    CHECK(summary.ok == count);
+    CHECK(summary.peak_images_held >= 2);
+    CHECK(summary.peak_images_held <= 2 * options.jobs + 3 * options.filter_threads_per_device);
+    if (count == 60) CHECK(summary.peak_images_held > options.jobs + 2);  // the queues did fill
+  }
+}
+
 TEST_CASE("batch engine: exit code rules") {
   BatchSummary s;
   s.ok = 3;

@@ -30,10 +30,42 @@ double ms_since(Clock::time_point since) {
 constexpr std::string_view kStoppedReason = "not processed: the batch stopped at the first failure (--fail-fast)";
 constexpr std::string_view kNoGpuReason = "not processed: the batch stopped, the GPU is not usable";
 
+/// Counts one image the pipeline holds, from the start of its decoding until its Work ends
+/// (written, failed or dropped); moves with the Work through the queues.
+class HeldImage {
+ public:
+  HeldImage() = default;
+  HeldImage(std::atomic<std::size_t>& held, std::atomic<std::size_t>& peak) : held_(&held) {
+    const std::size_t now = held.fetch_add(1) + 1;
+    std::size_t seen = peak.load();
+    while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+    }
+  }
+  HeldImage(HeldImage&& other) noexcept : held_(std::exchange(other.held_, nullptr)) {}
+  HeldImage& operator=(HeldImage&& other) noexcept {
+    if (this != &other) {
+      release();
+      held_ = std::exchange(other.held_, nullptr);
+    }
+    return *this;
+  }
+  HeldImage(const HeldImage&) = delete;
+  HeldImage& operator=(const HeldImage&) = delete;
+  ~HeldImage() { release(); }
+
+ private:
+  void release() noexcept {
+    if (held_ != nullptr) held_->fetch_sub(1);
+    held_ = nullptr;
+  }
+  std::atomic<std::size_t>* held_ = nullptr;
+};
+
 /// One image on its way through the stages.
 struct Work {
   std::size_t item = 0;
   cv::Mat image;
+  HeldImage held;
 };
 
 class Pipeline {
@@ -84,6 +116,7 @@ class Pipeline {
     summary.existing_outputs = existing_outputs_;
     summary.wall_ms = ms_since(start);
     summary.gpu_setup_ms = gpu_setup_ms_;
+    summary.peak_images_held = peak_held_images_.load();
     summary.first_failure = first_failure_;
     summary.exit_code = batch_exit_code(summary, options_.fail_fast);
     return summary;
@@ -119,7 +152,7 @@ class Pipeline {
       if (position >= todo_.size()) return;
       const std::size_t item = todo_[position];
       started_[item] = Clock::now();
-      Work work{item, {}};
+      Work work{item, {}, HeldImage(held_images_, peak_held_images_)};
       const bool decoded = attempt(item, [&] {
         const std::string& output = items_[item].output;
         check_output_extension(output);  // before the read: a wrong extension needs no decoding
@@ -255,6 +288,8 @@ class Pipeline {
   std::size_t existing_outputs_ = 0;
   std::atomic<std::size_t> next_todo_{0};
   std::atomic<bool> stopping_{false};
+  std::atomic<std::size_t> held_images_{0};       ///< images being decoded, queued, filtered or encoded
+  std::atomic<std::size_t> peak_held_images_{0};
   std::vector<std::unique_ptr<BoundedQueue<Work>>> filter_queues_;  ///< one per device
   std::unique_ptr<BoundedQueue<Work>> write_queue_;
   std::mutex mutex_;  ///< guards finishing: status, counters, the observer call

@@ -75,6 +75,9 @@ struct BatchSummary {
   std::size_t skipped = 0;
   std::size_t existing_outputs = 0;  ///< of the skipped: outputs that existed (no --overwrite)
   double wall_ms = 0;
+  /// Most images held at once (decoding, queued, filtering, encoding): at most
+  /// 2 x jobs + 3 x (filter threads), however many inputs there are.
+  std::size_t peak_images_held = 0;
   double gpu_setup_ms = 0;  ///< longest time a filter thread spent in wait_for_gpu and creating its context and stream
   ExitCode first_failure = ExitCode::ok;  ///< exit code of the failure that happened first
   ExitCode exit_code = ExitCode::ok;      ///< batch_exit_code()

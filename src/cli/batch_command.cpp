@@ -176,6 +176,7 @@ nlohmann::json summary_json(const BatchSummary& summary, const batch::Shard& sha
             {"startup_ms", startup.startup_ms},
             {"gpu_init_ms", startup.gpu_init_ms},
             {"gpu_setup_ms", summary.gpu_setup_ms},
+            {"peak_images_held", summary.peak_images_held},
             {"images_per_s", seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0}}},
           {"exit_code", static_cast<int>(summary.exit_code)},
           {"shard", std::to_string(shard.index) + "/" + std::to_string(shard.count)},
