@@ -76,6 +76,23 @@ int run_all(GpuWorkspace& workspace, const std::vector<Variant>& variants) {
   return compared;
 }
 
+/// The tested variants whose device memory is all workspace planes (fft's stream-ordered scratch
+/// is not), for the --gpu-memory cases.
+std::vector<Variant> workspace_memory_variants() {
+  std::vector<Variant> variants = tested_gpu_variants();
+  std::erase(variants, Variant::fft);
+  return variants;
+}
+
+/// `variant` under a 96 KiB --gpu-memory limit, outputs poisoned.
+ConvolveOptions limited_options(Variant variant) {
+  ConvolveOptions options;
+  options.variant = variant;
+  options.poison_output = true;
+  options.gpu_memory_limit = 96 * 1024;
+  return options;
+}
+
 }  // namespace
 
 TEST_CASE("gpu workspace: a kept workspace gives fresh calls' results bit for bit, then stops allocating") {
@@ -121,19 +138,14 @@ TEST_CASE("gpu workspace: a kept workspace gives fresh calls' results bit for bi
 }
 
 TEST_CASE("gpu workspace: held planes stay within --gpu-memory, and unused slots are freed when strips need them") {
-  const std::vector<Variant> variants = tested_gpu_variants();
-  for (Variant variant : variants) {
-    if (variant == Variant::fft) continue;  // its stream-ordered scratch is not workspace memory
+  for (Variant variant : workspace_memory_variants()) {
     CAPTURE(std::string(to_string(variant)));
     GpuWorkspace workspace;
     const Filter filter = random_filter(5, 5, 3);
-    ConvolveOptions options;
-    options.variant = variant;
-    options.poison_output = true;
+    ConvolveOptions options = limited_options(variant);
 
     // A limit that forces strips: the planes held must fit it, and the result is the fresh one.
     const cv::Mat big = random_image(300, 257, CV_8U, 4, 21);
-    options.gpu_memory_limit = 96 * 1024;
     const ConvolveResult fresh = convolve(big, filter, options);
     const ConvolveResult kept = convolve(big, filter, options, workspace);
     CHECK(kept.strips > 1);
@@ -166,16 +178,12 @@ TEST_CASE("gpu workspace: planes kept from an 8U->32F image and grown by a 32F o
   // The first image needs a small input plane and a large output plane; the second a mid-sized
   // pair. Growing the input slot while keeping the large output slot would hold 99840 bytes in
   // planes, over the 96 KiB limit that each image alone fits whole.
-  for (Variant variant : tested_gpu_variants()) {
-    if (variant == Variant::fft) continue;  // its stream-ordered scratch is not workspace memory
+  for (Variant variant : workspace_memory_variants()) {
     CAPTURE(std::string(to_string(variant)));
     GpuWorkspace workspace;
     const Filter filter = random_filter(3, 3, 31);
-    ConvolveOptions options;
-    options.variant = variant;
-    options.poison_output = true;
+    ConvolveOptions options = limited_options(variant);
     options.depth = Depth::f32;
-    options.gpu_memory_limit = 96 * 1024;
     for (const cv::Mat& image : {random_image(40, 257, CV_8U, 1, 32), random_image(25, 257, CV_32F, 1, 33)}) {
       CAPTURE(image.depth());
       const ConvolveResult fresh = convolve(image, filter, options);

@@ -30,8 +30,6 @@ struct BatchItem {
 /// a directory cannot be listed.
 [[nodiscard]] std::vector<std::string> collect_inputs(const std::vector<std::string>& paths, bool recursive);
 
-/// The default --name: the input's file name unchanged.
-
 /// Throws Error{usage} unless `name_template` is a usable --name for `input_count` inputs:
 /// a file name (no '/'), whose only '%' sequences are `%s` (the input's stem) and `%%` (a '%'),
 /// with at least one `%s` when there is more than one input.

@@ -32,7 +32,7 @@ struct BatchOptions {
   ConvolveOptions convolve;           ///< `device` is replaced by each filter thread's device
   std::vector<int> devices;           ///< CUDA devices, images dealt round-robin; empty: convolve.device
   std::size_t jobs = 1;               ///< decode threads, and as many write threads
-  std::size_t filter_threads_per_device = 2;  ///< at least two, so one image's copies overlap another's kernel
+  std::size_t filter_threads_per_device = 2;  ///< --gpu-threads; two, so one image's copies overlap another's kernel
   bool overwrite = false;             ///< replace existing outputs (otherwise they are skipped)
   bool fail_fast = false;             ///< stop scheduling work at the first failure
   bool skip_filter = false;           ///< --no-filter: decode and encode only (benchmark aid)
