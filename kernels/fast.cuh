@@ -18,6 +18,7 @@
 /// outside the image, load element by element through the border rule.
 #include "common.cuh"
 
+#include <cstring>
 #include <utility>
 
 namespace cuconv::kernels {
@@ -37,10 +38,24 @@ __host__ __device__ constexpr int fast_vector_elems() {
   return by_bytes < register_cap ? by_bytes : register_cap;
 }
 
-/// Rows each thread walks: long strips amortise the kh - 1 rows of warm-up.
+/// Rows a thread walks for an image of `height` rows, when `column_blocks` blocks span a row and
+/// `resident_blocks` blocks fit on the GPU at once. Long strips amortise the kh - 1 rows of
+/// warm-up (partial sums of rows above the strip); but blocks that start together also run in
+/// step, and their loads then wait together, so the grid needs several waves of blocks to keep
+/// the GPU busy. Measured on an H100 (docs/perf-notes.md section 11): 16-row strips made 8U 3x3
+/// 6% faster than 32 at 16384^2 (7 waves of 32-row blocks), 8-row strips f32 3x3 at 4096^2 21%
+/// faster (one wave of 32-row blocks); 64-row strips suit filters from 7x7 on, where one strip
+/// per SM slot (a single wave) ran twice as slow. So: start long, halve while the grid has
+/// fewer than 8 waves (4 from 7x7 on), and stop at 8 rows (16 from 7x7 on).
 template <int Radius>
-__host__ __device__ constexpr int fast_strip_rows() {
-  return Radius <= 2 ? 32 : 64;
+__host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blocks, int resident_blocks) {
+  constexpr bool kMemoryBound = Radius <= 2;
+  constexpr int kMinWaves = kMemoryBound ? 8 : 4;
+  constexpr int kShortest = kMemoryBound ? 8 : 16;
+  int strip = kMemoryBound ? 32 : 64;
+  const long long wanted_blocks = static_cast<long long>(kMinWaves) * resident_blocks;
+  while (strip > kShortest && static_cast<long long>(div_up(height, strip)) * column_blocks < wanted_blocks) strip /= 2;
+  return strip;
 }
 
 /// Filter weights passed by value: dense kh x kw row-major, or separable (kw horizontal then kh
@@ -54,6 +69,61 @@ struct FilterTaps {
 template <class T, int N>
 struct alignas(N * sizeof(T) >= 16 ? 16 : N * sizeof(T)) ElementVector {
   T v[N];
+};
+
+/// One vector store of a finished row. 8- and 16-bit results are streamed (st.global.cs: evict
+/// first, nothing reads them back); on an H100 that made 8U 3x3 and 5x5 4% faster, while f32 got
+/// slower, so float results keep plain stores.
+template <class T, int N>
+__device__ __forceinline__ void store_vector(T* out, const ElementVector<T, N>& value) {
+  constexpr std::size_t kBytes = sizeof(ElementVector<T, N>);
+  if constexpr (sizeof(T) <= 2 && kBytes == 16) {
+    int4 bits;
+    memcpy(&bits, &value, kBytes);
+    __stcs(reinterpret_cast<int4*>(out), bits);
+  } else if constexpr (sizeof(T) <= 2 && kBytes == 8) {
+    int2 bits;
+    memcpy(&bits, &value, kBytes);
+    __stcs(reinterpret_cast<int2*>(out), bits);
+  } else {
+    *reinterpret_cast<ElementVector<T, N>*>(out) = value;
+  }
+}
+
+/// How a loaded row lives in registers. 8- and 16-bit elements stay packed, 4 or 2 to a 32-bit
+/// word, and are widened one at a time by a byte permute and one FADD (`widen`): I2F runs at 16
+/// results per clock per SM on sm_90, an eighth of the FFMA rate, and byte-typed register arrays
+/// made the compiler shuffle bytes between rows with extra PRMTs.
+template <class In>
+struct PackedElements {
+  static constexpr bool kPacked = std::is_integral_v<In> && sizeof(In) < 4;
+  using Word = std::conditional_t<kPacked, unsigned, In>;
+  static constexpr int kPerWord = static_cast<int>(sizeof(Word) / sizeof(In));
+
+  /// Element k of word `w` as float (k is a compile-time value after unrolling).
+  __device__ __forceinline__ static float widen(Word w, int k) {
+    if constexpr (kPacked) {
+      // __byte_perm picks result byte i by nibble i: 0-3 the word's bytes, 4-7 those of
+      // 0x4B000000 (4-6 are zero, 7 is 0x4B, the exponent of 2^23). The result is the float
+      // 2^23 + x, exact for x < 2^23; the FADD takes the 2^23 away, exactly.
+      const unsigned selector = sizeof(In) == 1 ? 0x7440u | static_cast<unsigned>(k)
+                                                : (k == 0 ? 0x7410u : 0x7432u);
+      return __fsub_rn(__uint_as_float(__byte_perm(w, 0x4B000000u, selector)), 8388608.0f);
+    } else {
+      return static_cast<float>(w);
+    }
+  }
+
+  /// Word `w` with element k replaced by `value` (used by the border path only).
+  __device__ __forceinline__ static Word insert(Word w, int k, In value) {
+    if constexpr (kPacked) {
+      constexpr unsigned kMask = (1u << (8 * sizeof(In))) - 1u;
+      const int shift = 8 * static_cast<int>(sizeof(In)) * k;
+      return (w & ~(kMask << shift)) | (static_cast<unsigned>(value) << shift);
+    } else {
+      return value;
+    }
+  }
 };
 
 /// Element e (any integer) of image row yy (already mapped by the border rule; -1: constant) of an
@@ -70,19 +140,19 @@ __device__ __noinline__ In fast_border_element(const PlaneView<const In>& src, i
 }
 
 /// Thread (tx, ty) of block (bx, by) computes elements [e0, e0 + kVec) of the flattened row,
-/// e0 = ((bx * 4 + ty) * 32 + tx) * kVec, for image rows [s0, s0 + strip) with s0 = by' * strip,
-/// by' = by, by + gridDim.y, ... Tile of a block: 128 * kVec elements x strip rows. The four
-/// warps walk the same rows side by side, so each row is read as one contiguous span of
-/// 128 * kVec elements (DRAM pages stay open) rather than four spans far apart.
+/// e0 = ((bx * 4 + ty) * 32 + tx) * kVec, for image rows [s0, s0 + strip_rows) with
+/// s0 = by' * strip_rows, by' = by, by + gridDim.y, ... Tile of a block: 128 * kVec elements x
+/// strip_rows rows (fast_strip_rows_for). The four warps walk the same rows side by side, so
+/// each row is read as one contiguous span of 128 * kVec elements (DRAM pages stay open) rather
+/// than four spans far apart.
 /// @tparam Channels interleaved channels (tap stride); @tparam Radius (2R+1)^2 centred filter.
 template <class In, class Out, int Channels, int Radius, bool Separable>
 __global__ void __launch_bounds__(kFastThreads)
     fast_kernel(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p,
                 FilterTaps<Separable ? 2 * (2 * Radius + 1) : (2 * Radius + 1) * (2 * Radius + 1)> taps,
-                bool keep_alpha, bool vector_aligned) {
+                bool keep_alpha, bool vector_aligned, int strip_rows) {
   constexpr int K = 2 * Radius + 1;
   constexpr int kVec = fast_vector_elems<In, Radius>();
-  constexpr int kStrip = fast_strip_rows<Radius>();
   constexpr int kHalo = Radius * Channels;                  // elements each side
   constexpr int kSideVectors = (kHalo + kVec - 1) / kVec;   // neighbour vectors each side
   constexpr int kWindow = (2 * kSideVectors + 1) * kVec;    // registers loaded per row
@@ -95,16 +165,19 @@ __global__ void __launch_bounds__(kFastThreads)
   const bool columns_inside =
       vector_aligned && window_start >= 0 && e0 + (kSideVectors + 1) * kVec <= row_elems;
   const bool full_store = vector_aligned && e0 + kVec <= row_elems;
-  const int strips = div_up(src.height, kStrip);
+  const int strips = div_up(src.height, strip_rows);
 
   for (int strip = blockIdx.y; strip < strips; strip += gridDim.y) {
-    const int s0 = strip * kStrip;
-    const int rows_out = min(kStrip, src.height - s0);
+    const int s0 = strip * strip_rows;
+    const int rows_out = min(strip_rows, src.height - s0);
 
-    // One input row (image row y, any y) into registers, kept in the input type (16 bytes hold
-    // 16 u8 elements; widened to float only while they are used): element window_start + t is
-    // window[t / kVec].v[t % kVec].
-    using Chunk = ElementVector<In, kVec>;
+    // One input row (image row y, any y) into registers, kept in the input type and packed
+    // (8 u8 elements in two words; widened to float only while they are used): element
+    // window_start + t is element t % kPerWord of word window[t / kVec].v[(t % kVec) / kPerWord].
+    using Packing = PackedElements<In>;
+    constexpr int kPerWord = Packing::kPerWord;
+    static_assert(kVec % kPerWord == 0, "a chunk holds whole words");
+    using Chunk = ElementVector<typename Packing::Word, kVec / kPerWord>;
     constexpr int kChunks = 2 * kSideVectors + 1;
     auto load_row = [&](int y, Chunk (&window)[kChunks]) {
       if (columns_inside && static_cast<unsigned>(y) < static_cast<unsigned>(src.height)) {
@@ -114,8 +187,11 @@ __global__ void __launch_bounds__(kFastThreads)
       } else {
         const int yy = interpolate_border(y, src.height, p.border);
 #pragma unroll
-        for (int t = 0; t < kWindow; ++t)
-          window[t / kVec].v[t % kVec] = fast_border_element<In, Channels>(src, window_start + t, yy, p);
+        for (int t = 0; t < kWindow; ++t) {
+          auto& word = window[t / kVec].v[(t % kVec) / kPerWord];
+          word = Packing::insert(t % kPerWord == 0 ? typename Packing::Word{} : word, t % kPerWord,
+                                 fast_border_element<In, Channels>(src, window_start + t, yy, p));
+        }
       }
     };
 
@@ -149,7 +225,8 @@ __global__ void __launch_bounds__(kFastThreads)
       constexpr int phase = decltype(phase_constant)::value;
       float in[kWindow];
 #pragma unroll
-      for (int t = 0; t < kWindow; ++t) in[t] = static_cast<float>(window[t / kVec].v[t % kVec]);
+      for (int t = 0; t < kWindow; ++t)
+        in[t] = Packing::widen(window[t / kVec].v[(t % kVec) / kPerWord], t % kPerWord);
       if constexpr (kTwoRowsAhead) {
 #pragma unroll
         for (int v = 0; v < kChunks; ++v) window[v] = ahead[v];
@@ -197,7 +274,7 @@ __global__ void __launch_bounds__(kFastThreads)
             if ((e0 + k) % 4 == 3 && e0 + k < row_elems) result.v[k] = saturate_from_float<Out>(static_cast<float>(centre[k]));
         }
         if (full_store) {
-          *reinterpret_cast<ElementVector<Out, kVec>*>(out) = result;
+          store_vector(out, result);
         } else {
 #pragma unroll
           for (int k = 0; k < kVec; ++k)

@@ -10,6 +10,16 @@
 
 namespace cuconv::detail {
 
+/// Blocks of `kernel` that fit on the current device at once.
+template <class Kernel>
+int resident_blocks(Kernel kernel, int threads_per_block) {
+  int device = 0, sms = 0, per_sm = 0;
+  CUCONV_CUDA_TRY(cudaGetDevice(&device));
+  CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads_per_block, 0));
+  return std::max(1, sms * per_sm);
+}
+
 template <class In, class Out, bool Separable>
 bool launch_fast_compiled(const LaunchArgs& a) {
   using namespace kernels;
@@ -29,18 +39,20 @@ bool launch_fast_compiled(const LaunchArgs& a) {
           for (int t = 0; t < K * K; ++t) taps.w[t] = a.host_weights[t];
         }
         constexpr int kVec = fast_vector_elems<In, R>();
+        const auto kernel = fast_kernel<In, Out, channels.value, R, Separable>;
         const int row_elems = a.width * channels.value;
-        const int strips = div_up(a.height, fast_strip_rows<R>());
+        const int column_blocks = div_up(row_elems, kFastThreads * kVec);
+        const int strip_rows =
+            fast_strip_rows_for<R>(a.height, column_blocks, resident_blocks(kernel, kFastThreads));
         const dim3 block(kFastBlockX, kFastBlockY);
-        const dim3 grid(static_cast<unsigned>(div_up(row_elems, kFastThreads * kVec)),
-                        static_cast<unsigned>(std::min(strips, kMaxGridY)));
+        const dim3 grid(static_cast<unsigned>(column_blocks),
+                        static_cast<unsigned>(std::min(div_up(a.height, strip_rows), kMaxGridY)));
         // Vector loads and stores need 16-byte aligned rows (plane_pitch and cudaMallocPitch give 512).
         const bool aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0 &&
                              reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
         kernels::PlaneView<const In> src{static_cast<const In*>(a.src), a.src_pitch, a.width, a.height};
         kernels::PlaneView<Out> dst{static_cast<Out*>(a.dst), a.dst_pitch, a.width, a.height};
-        fast_kernel<In, Out, channels.value, R, Separable>
-            <<<grid, block, 0, a.stream>>>(src, dst, a.params, taps, a.keep_alpha, aligned);
+        kernel<<<grid, block, 0, a.stream>>>(src, dst, a.params, taps, a.keep_alpha, aligned, strip_rows);
         CUCONV_CHECK_LAUNCH();
         launched = true;
       }
