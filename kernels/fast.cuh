@@ -99,6 +99,7 @@ struct PackedElements {
   static constexpr bool kPacked = std::is_integral_v<In> && sizeof(In) < 4;
   using Word = std::conditional_t<kPacked, unsigned, In>;
   static constexpr int kPerWord = static_cast<int>(sizeof(Word) / sizeof(In));
+  static_assert(!kPacked || std::is_unsigned_v<In>, "widen() zero-extends: unsigned elements only");
 
   /// Element k of word `w` as float (k is a compile-time value after unrolling).
   __device__ __forceinline__ static float widen(Word w, int k) {
