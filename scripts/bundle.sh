@@ -5,7 +5,8 @@
 #
 # -> dist/cuconv-<version>-linux-<arch>.tar.xz containing
 #    cuconv-<version>-linux-<arch>/
-#      bin/        cuconv, cuconv_tests, cuconv_gpu_tests, cuconv_bench, cuconv_make_corpus
+#      bin/        cuconv, cuconv_tests, cuconv_gpu_tests, cuconv_bench, cuconv_fast_tune,
+#                  cuconv_make_corpus
 #                  (those that were built)
 #                  cuconv-env.sh (source it, or use it as a wrapper: bin/cuconv-env.sh cuconv ...)
 #      lib/        non-system shared libraries the binaries need (OpenCV and its closure)
@@ -54,7 +55,7 @@ mkdir -p "$stage"/{bin,lib,licenses,test}
 
 # ---- binaries ----------------------------------------------------------------------------------
 # Paths relative to the build dir; the bundle puts them all flat in bin/.
-candidates=(cuconv tests/cuconv_tests tests/cuconv_gpu_tests bench/cuconv_bench cuconv_make_corpus)
+candidates=(cuconv tests/cuconv_tests tests/cuconv_gpu_tests bench/cuconv_bench bench/cuconv_fast_tune cuconv_make_corpus)
 bins=()
 declare -A bin_src=()   # bundled name -> file in the build dir
 for rel in "${candidates[@]}"; do

@@ -1,0 +1,130 @@
+// cuconv_fast_tune: times the `fast` kernel alone, launched as the product launches it, on the
+// image and filter shapes of the fast-path targets, each beside a device-to-device copy of the
+// same bytes (the roof). It needs no OpenCV, so a copy of it built from a changed kernels/ tree
+// (`nvcc -I TREE -I TREE/include`) runs on any GPU node: the quick way to compare kernel
+// variants before a full bundle (docs/perf-notes.md, section 11).
+//   cuconv_fast_tune [CASE]     all cases, or the one whose label is CASE (e.g. "u8 3x3")
+//   STRIP=N cuconv_fast_tune    every launch walks N-row strips instead of fast_strip_rows_for's
+#include <kernels/fast.cuh>
+
+#include <cuda_runtime.h>
+
+#include <algorithm>
+#include <cstdint>
+#include <cstdio>
+#include <cstdlib>
+#include <string>
+#include <vector>
+
+namespace {
+
+using namespace cuconv::kernels;
+
+void check(cudaError_t status, const char* call, int line) {
+  if (status == cudaSuccess) return;
+  std::fprintf(stderr, "fast_tune.cu:%d: %s: %s\n", line, call, cudaGetErrorName(status));
+  std::exit(1);
+}
+#define TUNE_CHECK(call) check((call), #call, __LINE__)
+
+constexpr int kWarmups = 3;
+constexpr int kRuns = 30;
+
+/// Median of kRuns timings (CUDA events) of `launch` after kWarmups untimed runs.
+template <class Launch>
+float median_ms(Launch launch) {
+  cudaEvent_t start, stop;
+  TUNE_CHECK(cudaEventCreate(&start));
+  TUNE_CHECK(cudaEventCreate(&stop));
+  for (int i = 0; i < kWarmups; ++i) launch();
+  std::vector<float> times;
+  for (int i = 0; i < kRuns; ++i) {
+    TUNE_CHECK(cudaEventRecord(start));
+    launch();
+    TUNE_CHECK(cudaEventRecord(stop));
+    TUNE_CHECK(cudaEventSynchronize(stop));
+    float ms = 0;
+    TUNE_CHECK(cudaEventElapsedTime(&ms, start, stop));
+    times.push_back(ms);
+  }
+  TUNE_CHECK(cudaEventDestroy(start));
+  TUNE_CHECK(cudaEventDestroy(stop));
+  std::sort(times.begin(), times.end());
+  return times[times.size() / 2];
+}
+
+const char* only_case = nullptr;
+
+/// One case: a width x height image of Channels interleaved T, a (2R+1)^2 filter.
+template <class T, int Channels, int Radius, bool Separable>
+void run_case(const char* label, int width, int height) {
+  if (only_case != nullptr && std::string(label) != only_case) return;
+  constexpr int K = 2 * Radius + 1;
+  constexpr int kTaps = Separable ? 2 * K : K * K;
+  const std::size_t row_bytes = static_cast<std::size_t>(width) * Channels * sizeof(T);
+  void* in = nullptr;
+  void* out = nullptr;
+  std::size_t in_pitch = 0, out_pitch = 0;
+  TUNE_CHECK(cudaMallocPitch(&in, &in_pitch, row_bytes, height));
+  TUNE_CHECK(cudaMallocPitch(&out, &out_pitch, row_bytes, height));
+  // Varied pixels (a hash of the position), in the range of 8-bit images.
+  std::vector<T> host(in_pitch / sizeof(T) * height);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<T>(((i * 2654435761u) >> 13) % 251);
+  TUNE_CHECK(cudaMemcpy(in, host.data(), in_pitch * height, cudaMemcpyHostToDevice));
+
+  FilterTaps<kTaps> taps{};
+  for (int i = 0; i < kTaps; ++i) taps.w[i] = (1.0f + 0.01f * static_cast<float>(i % 3)) / (Separable ? K : K * K);
+  const ConvParams params{K, K, Radius, Radius, 0.0f, BorderRule::reflect101, 0.0f};
+  const PlaneView<const T> src{static_cast<const T*>(in), in_pitch, width, height};
+  const PlaneView<T> dst{static_cast<T*>(out), out_pitch, width, height};
+
+  // The launch geometry of src/gpu/launch_fast.cuh.
+  constexpr int kVec = fast_vector_elems<T, Radius>();
+  const auto kernel = fast_kernel<T, T, Channels, Radius, Separable>;
+  const int column_blocks = div_up(width * Channels, kFastThreads * kVec);
+  int sms = 0, per_sm = 0;
+  TUNE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  TUNE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFastThreads, 0));
+  const char* forced = std::getenv("STRIP");
+  const int strip_rows =
+      forced != nullptr ? std::atoi(forced) : fast_strip_rows_for<Radius>(height, column_blocks, sms * per_sm);
+  const dim3 block(kFastBlockX, kFastBlockY);
+  const dim3 grid(column_blocks, std::min(div_up(height, strip_rows), kMaxGridY));
+
+  const float kernel_ms = median_ms([&] {
+    kernel<<<grid, block>>>(src, dst, params, taps, false, true, strip_rows);
+    TUNE_CHECK(cudaPeekAtLastError());
+  });
+  const float copy_ms = median_ms([&] {
+    TUNE_CHECK(cudaMemcpyAsync(out, in, in_pitch * height, cudaMemcpyDeviceToDevice));
+  });
+  std::printf("%-16s %5dx%-5d strip %4d grid %3dx%-4d %2d blocks/SM  kernel %8.4f ms  copy %8.4f ms  %5.1f%% of the copy roof\n",
+              label, width, height, strip_rows, column_blocks, static_cast<int>(grid.y), per_sm, kernel_ms, copy_ms,
+              100.0f * copy_ms / kernel_ms);
+  TUNE_CHECK(cudaFree(in));
+  TUNE_CHECK(cudaFree(out));
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  if (argc > 1) only_case = argv[1];
+  run_case<float, 1, 1, false>("f32 3x3", 16384, 16384);
+  run_case<float, 1, 2, false>("f32 5x5", 16384, 16384);
+  run_case<float, 1, 3, false>("f32 7x7", 16384, 16384);
+  run_case<float, 1, 4, false>("f32 9x9", 16384, 16384);
+  run_case<float, 1, 7, false>("f32 15x15", 16384, 16384);
+  run_case<float, 1, 7, true>("f32 sep 15x15", 16384, 16384);
+  run_case<float, 1, 15, true>("f32 sep 31x31", 16384, 16384);
+  run_case<float, 1, 1, false>("f32 3x3 4k", 4096, 4096);
+  run_case<float, 1, 7, false>("f32 15x15 4k", 4096, 4096);
+  run_case<std::uint8_t, 1, 1, false>("u8 3x3", 16384, 16384);
+  run_case<std::uint8_t, 1, 2, false>("u8 5x5", 16384, 16384);
+  run_case<std::uint8_t, 1, 7, false>("u8 15x15", 16384, 16384);
+  run_case<std::uint8_t, 3, 1, false>("u8 rgb 3x3", 8192, 8192);
+  run_case<std::uint8_t, 3, 2, false>("u8 rgb 5x5", 8192, 8192);
+  run_case<std::uint8_t, 3, 4, false>("u8 rgb 9x9", 8192, 8192);
+  run_case<std::uint8_t, 3, 7, false>("u8 rgb 15x15", 8192, 8192);
+  run_case<std::uint8_t, 3, 7, false>("u8 rgb 15x15 4k", 4096, 4096);
+  return 0;
+}
