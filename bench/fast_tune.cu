@@ -14,6 +14,7 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
+#include <type_traits>
 #include <vector>
 
 namespace {
@@ -91,8 +92,11 @@ void run_case(const char* label, int width, int height) {
   const dim3 block(kFastBlockX, kFastBlockY);
   const dim3 grid(column_blocks, std::min(div_up(height, strip_rows), kMaxGridY));
 
+  const bool sums_inside_int =
+      std::is_integral_v<T> && (Separable ? fast_sums_inside_int(taps.w, K, taps.w + K, K, 255.0, 0.0)
+                                          : fast_sums_inside_int(taps.w, K * K, nullptr, 0, 255.0, 0.0));
   const float kernel_ms = median_ms([&] {
-    kernel<<<grid, block>>>(src, dst, params, taps, false, true, strip_rows);
+    kernel<<<grid, block>>>(src, dst, params, taps, false, true, strip_rows, sums_inside_int);
     TUNE_CHECK(cudaPeekAtLastError());
   });
   const float copy_ms = median_ms([&] {

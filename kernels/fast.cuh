@@ -58,6 +58,23 @@ __host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blo
   return strip;
 }
 
+/// True when every output sum of an 8- or 16-bit input (at most `input_max`) lies well inside
+/// int's range: |delta| + input_max * (sum of |weights|) < 2^30, with room for float rounding.
+/// NaN or infinite weights give false. `weights` are the taps the kernel multiplies by (both
+/// factors of a separable filter: the bound is then the product of their sums).
+__host__ inline bool fast_sums_inside_int(const float* weights, int count, const float* second_weights,
+                                          int second_count, double input_max, double delta) {
+  const auto abs_sum = [](const float* w, int n) {
+    double sum = 0;
+    for (int i = 0; i < n; ++i) sum += w[i] < 0 ? -static_cast<double>(w[i]) : static_cast<double>(w[i]);
+    return sum;
+  };
+  double gain = abs_sum(weights, count);
+  if (second_weights != nullptr) gain *= abs_sum(second_weights, second_count);
+  const double bound = (delta < 0 ? -delta : delta) + input_max * gain;
+  return bound < 1073741824.0;  // false for NaN
+}
+
 /// Filter weights passed by value: dense kh x kw row-major, or separable (kw horizontal then kh
 /// vertical). Lives in the kernel's parameter constant bank.
 template <int Count>
@@ -165,7 +182,9 @@ __device__ __noinline__ In fast_border_element(const PlaneView<const In>& src, i
 /// Thread (tx, ty) of block (bx, by) computes elements [e0, e0 + kVec) of the flattened row,
 /// e0 = ((bx * 4 + ty) * 32 + tx) * kVec, for image rows [s0, s0 + strip_rows) with
 /// s0 = by' * strip_rows, by' = by, by + gridDim.y, ... Tile of a block: 128 * kVec elements x
-/// strip_rows rows (fast_strip_rows_for). The four warps walk the same rows side by side, so
+/// strip_rows rows (fast_strip_rows_for). sums_inside_int: every output sum is known to lie
+/// inside int's range (fast_sums_inside_int), so integer results round without the out-of-range
+/// rule. The four warps walk the same rows side by side, so
 /// each row is read as one contiguous span of 128 * kVec elements (DRAM pages stay open) rather
 /// than four spans far apart.
 /// @tparam Channels interleaved channels (tap stride); @tparam Radius (2R+1)^2 centred filter.
@@ -173,7 +192,7 @@ template <class In, class Out, int Channels, int Radius, bool Separable>
 __global__ void __launch_bounds__(kFastThreads)
     fast_kernel(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p,
                 FilterTaps<Separable ? 2 * (2 * Radius + 1) : (2 * Radius + 1) * (2 * Radius + 1)> taps,
-                bool keep_alpha, bool vector_aligned, int strip_rows) {
+                bool keep_alpha, bool vector_aligned, int strip_rows, bool sums_inside_int) {
   constexpr int K = 2 * Radius + 1;
   constexpr int kVec = fast_vector_elems<In, Radius>();
   constexpr int kHalo = Radius * Channels;                  // elements each side
@@ -288,8 +307,13 @@ __global__ void __launch_bounds__(kFastThreads)
         const int y = s0 + out_row;
         Out* out = dst.row(y) + e0;
         ElementVector<Out, kVec> result;
+        if (sums_inside_int) {
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) result.v[k] = saturate_from_float<Out>(partial[done][k]);
+        for (int k = 0; k < kVec; ++k) result.v[k] = saturate_inside_int<Out>(partial[done][k]);
+        } else {
+#pragma unroll
+          for (int k = 0; k < kVec; ++k) result.v[k] = saturate_from_float<Out>(partial[done][k]);
+        }
         if (Channels == 4 && keep_alpha) {  // alpha passes through, converted to the output type
           const In* centre = src.row(y) + e0;
 #pragma unroll

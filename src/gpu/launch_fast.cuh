@@ -7,6 +7,8 @@
 
 #include <algorithm>
 #include <cstdint>
+#include <limits>
+#include <type_traits>
 
 namespace cuconv::detail {
 
@@ -52,7 +54,12 @@ bool launch_fast_compiled(const LaunchArgs& a) {
                              reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
         kernels::PlaneView<const In> src{static_cast<const In*>(a.src), a.src_pitch, a.width, a.height};
         kernels::PlaneView<Out> dst{static_cast<Out*>(a.dst), a.dst_pitch, a.width, a.height};
-        kernel<<<grid, block, 0, a.stream>>>(src, dst, a.params, taps, a.keep_alpha, aligned, strip_rows);
+        const bool sums_inside_int =
+            std::is_integral_v<In> &&
+            (Separable ? fast_sums_inside_int(taps.w, K, taps.w + K, K, std::numeric_limits<In>::max(), a.params.delta)
+                       : fast_sums_inside_int(taps.w, K * K, nullptr, 0, std::numeric_limits<In>::max(), a.params.delta));
+        kernel<<<grid, block, 0, a.stream>>>(src, dst, a.params, taps, a.keep_alpha, aligned, strip_rows,
+                                             sums_inside_int);
         CUCONV_CHECK_LAUNCH();
         launched = true;
       }
