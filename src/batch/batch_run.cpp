@@ -9,6 +9,7 @@
 
 #include <algorithm>
 #include <atomic>
+#include <cerrno>
 #include <chrono>
 #include <exception>
 #include <filesystem>
@@ -16,6 +17,12 @@
 #include <mutex>
 #include <thread>
 #include <utility>
+
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
 
 namespace cuconv::batch {
 
@@ -25,6 +32,24 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+}
+
+/// Nice levels the decode and encode threads step down while filter threads run beside them.
+/// Those threads outnumber the cores, and a filter thread sleeps on every GPU copy it waits for:
+/// at equal priority it then waits for a time slice each time it wakes, with the images behind it.
+constexpr int kCodecNiceSteps = 5;
+
+/// Lowers the calling thread's CPU priority by `steps` nice levels (on Linux nice is per thread).
+/// A failure changes nothing but the scheduling, so it is ignored.
+void lower_thread_priority(int steps) noexcept {
+#ifdef __linux__
+  const auto thread = static_cast<id_t>(::syscall(SYS_gettid));
+  errno = 0;
+  const int current = ::getpriority(PRIO_PROCESS, thread);
+  if (errno == 0) (void)::setpriority(PRIO_PROCESS, thread, std::min(current + steps, 19));
+#else
+  (void)steps;
+#endif
 }
 
 constexpr std::string_view kStoppedReason = "not processed: the batch stopped at the first failure (--fail-fast)";
@@ -147,6 +172,7 @@ class Pipeline {
   }
 
   void decode_loop() {
+    if (!options_.skip_filter) lower_thread_priority(kCodecNiceSteps);
     while (!stopping_) {
       const std::size_t position = next_todo_++;
       if (position >= todo_.size()) return;
@@ -215,6 +241,7 @@ class Pipeline {
   }
 
   void write_loop() {
+    if (!options_.skip_filter) lower_thread_priority(kCodecNiceSteps);
     while (auto work = write_queue_->pop()) {
       const std::size_t item = work->item;
       if (stopping_) {
