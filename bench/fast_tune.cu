@@ -14,7 +14,6 @@
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <type_traits>
 #include <vector>
 
 namespace {
@@ -79,10 +78,9 @@ void run_case(const char* label, int width, int height) {
   const PlaneView<const T> src{static_cast<const T*>(in), in_pitch, width, height};
   const PlaneView<T> dst{static_cast<T*>(out), out_pitch, width, height};
 
-  // The launch geometry of src/gpu/launch_fast.cuh.
-  constexpr int kVec = fast_vector_elems<T, Radius>();
+  // The launch of src/gpu/launch_fast.cuh (which needs the product's headers, OpenCV's among them).
   const auto kernel = fast_kernel<T, T, Channels, Radius, Separable>;
-  const int column_blocks = div_up(width * Channels, kFastThreads * kVec);
+  const int column_blocks = fast_column_blocks<T, Radius>(width * Channels);
   int sms = 0, per_sm = 0;
   TUNE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   TUNE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFastThreads, 0));
@@ -92,9 +90,7 @@ void run_case(const char* label, int width, int height) {
   const dim3 block(kFastBlockX, kFastBlockY);
   const dim3 grid(column_blocks, std::min(div_up(height, strip_rows), kMaxGridY));
 
-  const bool sums_inside_int =
-      std::is_integral_v<T> && (Separable ? fast_sums_inside_int(taps.w, K, taps.w + K, K, 255.0, 0.0)
-                                          : fast_sums_inside_int(taps.w, K * K, nullptr, 0, 255.0, 0.0));
+  const bool sums_inside_int = fast_sums_inside_int<T, Radius, Separable>(taps, params.delta);
   const float kernel_ms = median_ms([&] {
     kernel<<<grid, block>>>(src, dst, params, taps, false, true, strip_rows, sums_inside_int);
     TUNE_CHECK(cudaPeekAtLastError());

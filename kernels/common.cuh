@@ -71,6 +71,19 @@ __device__ __forceinline__ bool window_inside(int x, int y, int kw, int kh, int 
   return left >= 0 && top >= 0 && left + kw <= width && top + kh <= height;
 }
 
+/// `v` rounded half to even and clamped to the 8- or 16-bit type T, without F2I (16 per clock
+/// per SM on sm_90, an eighth of the FFMA rate): clamp in float (NaN gives the lowest value), then
+/// add 1.5 * 2^23; that addition rounds half to even and leaves the integer in the low mantissa
+/// bits (exact for |v| < 2^22, which the clamp ensures). Out-of-int-range values are clamped, not
+/// sent to INT_MIN as cvRound does: callers handle them first.
+template <class T>
+__device__ __forceinline__ T round_clamp_small_int(float v) {
+  static_assert(std::is_integral_v<T> && sizeof(T) <= 2, "8- and 16-bit results only");
+  constexpr float lo = static_cast<float>(std::numeric_limits<T>::min());
+  constexpr float hi = static_cast<float>(std::numeric_limits<T>::max());
+  return static_cast<T>(__float_as_int(__fadd_rn(fminf(fmaxf(v, lo), hi), 12582912.0f)) - 0x4B400000);
+}
+
 /// cv::saturate_cast<T>(float): round half to even (cvRound), then clamp. Like cvRound on x86, a
 /// value outside int's range (or NaN) becomes INT_MIN before the clamp.
 template <class T>
@@ -78,14 +91,8 @@ __device__ __forceinline__ T saturate_from_float(float v) {
   if constexpr (std::is_floating_point_v<T>) {
     return v;  // float output: no rounding
   } else if constexpr (sizeof(T) <= 2) {
-    // 8- and 16-bit results without F2I (16 per clock per SM on sm_90, an eighth of the FFMA
-    // rate): clamp in float, then add 1.5 * 2^23; that addition rounds half to even and leaves
-    // the integer in the low mantissa bits (exact for |v| < 2^22, which the clamp ensures).
-    constexpr float lo = static_cast<float>(std::numeric_limits<T>::min());
-    constexpr float hi = static_cast<float>(std::numeric_limits<T>::max());
-    const float in_int_range = fabsf(v) < 2147483648.0f ? v : lo;  // NaN compares false
-    const float clamped = fminf(fmaxf(in_int_range, lo), hi);
-    return static_cast<T>(__float_as_int(__fadd_rn(clamped, 12582912.0f)) - 0x4B400000);
+    // INT_MIN clamps to the lowest value; NaN compares false and gets it too.
+    return round_clamp_small_int<T>(fabsf(v) < 2147483648.0f ? v : static_cast<float>(std::numeric_limits<T>::min()));
   } else {
     const int r = (v > -2147483648.0f && v < 2147483648.0f) ? __float2int_rn(v) : INT_MIN;
     constexpr int lo = static_cast<int>(std::numeric_limits<T>::min());
@@ -100,9 +107,7 @@ __device__ __forceinline__ T saturate_from_float(float v) {
 template <class T>
 __device__ __forceinline__ T saturate_inside_int(float v) {
   if constexpr (std::is_integral_v<T> && sizeof(T) <= 2) {
-    constexpr float lo = static_cast<float>(std::numeric_limits<T>::min());
-    constexpr float hi = static_cast<float>(std::numeric_limits<T>::max());
-    return static_cast<T>(__float_as_int(__fadd_rn(fminf(fmaxf(v, lo), hi), 12582912.0f)) - 0x4B400000);
+    return round_clamp_small_int<T>(v);
   } else {
     return saturate_from_float<T>(v);
   }

@@ -19,6 +19,8 @@
 #include "common.cuh"
 
 #include <cstring>
+#include <limits>
+#include <type_traits>
 #include <utility>
 
 namespace cuconv::kernels {
@@ -43,7 +45,7 @@ __host__ __device__ constexpr int fast_vector_elems() {
 /// warm-up (partial sums of rows above the strip); but blocks that start together also run in
 /// step, and their loads then wait together, so the grid needs several waves of blocks to keep
 /// the GPU busy. Measured on an H100 (docs/perf-notes.md section 11): 16-row strips made 8U 3x3
-/// 6% faster than 32 at 16384^2 (7 waves of 32-row blocks), 8-row strips f32 3x3 at 4096^2 21%
+/// 6% faster than 32 at 16384^2 (7 waves of 32-row blocks), 8-row strips f32 3x3 at 4096^2 20%
 /// faster (one wave of 32-row blocks); 64-row strips suit filters from 7x7 on, where one strip
 /// per SM slot (a single wave) ran twice as slow. So: start long, halve while the grid has
 /// fewer than 8 waves (4 from 7x7 on), and stop at 8 rows (16 from 7x7 on).
@@ -58,29 +60,40 @@ __host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blo
   return strip;
 }
 
-/// True when every output sum of an 8- or 16-bit input (at most `input_max`) lies well inside
-/// int's range: |delta| + input_max * (sum of |weights|) < 2^30, with room for float rounding.
-/// NaN or infinite weights give false. `weights` are the taps the kernel multiplies by (both
-/// factors of a separable filter: the bound is then the product of their sums).
-__host__ inline bool fast_sums_inside_int(const float* weights, int count, const float* second_weights,
-                                          int second_count, double input_max, double delta) {
-  const auto abs_sum = [](const float* w, int n) {
-    double sum = 0;
-    for (int i = 0; i < n; ++i) sum += w[i] < 0 ? -static_cast<double>(w[i]) : static_cast<double>(w[i]);
-    return sum;
-  };
-  double gain = abs_sum(weights, count);
-  if (second_weights != nullptr) gain *= abs_sum(second_weights, second_count);
-  const double bound = (delta < 0 ? -delta : delta) + input_max * gain;
-  return bound < 1073741824.0;  // false for NaN
-}
-
 /// Filter weights passed by value: dense kh x kw row-major, or separable (kw horizontal then kh
 /// vertical). Lives in the kernel's parameter constant bank.
 template <int Count>
 struct FilterTaps {
   float w[Count];
 };
+
+/// Blocks of fast_kernel along a row of `row_elems` elements (interleaved channels included).
+template <class In, int Radius>
+__host__ __device__ constexpr int fast_column_blocks(int row_elems) {
+  return div_up(row_elems, kFastThreads * fast_vector_elems<In, Radius>());
+}
+
+/// True when every output sum of fast_kernel on 8- or 16-bit input lies well inside int's range:
+/// |delta| + (input maximum) x (sum of |weights|) < 2^30, with room for float rounding (for a
+/// separable filter the sums of its two factors multiply). False for float input, and for NaN or
+/// infinite weights.
+template <class In, int Radius, bool Separable, int Count>
+__host__ bool fast_sums_inside_int(const FilterTaps<Count>& taps, float delta) {
+  if constexpr (!std::is_integral_v<In>) {
+    return false;
+  } else {
+    constexpr int K = 2 * Radius + 1;
+    const auto abs_sum = [&](int first, int count) {
+      double sum = 0;
+      for (int i = first; i < first + count; ++i) sum += taps.w[i] < 0 ? -double{taps.w[i]} : double{taps.w[i]};
+      return sum;
+    };
+    const double gain = Separable ? abs_sum(0, K) * abs_sum(K, K) : abs_sum(0, K * K);
+    const double bound = (delta < 0 ? -double{delta} : double{delta}) +
+                         static_cast<double>(std::numeric_limits<In>::max()) * gain;
+    return bound < 1073741824.0;  // false for NaN
+  }
+}
 
 /// kVec elements of T as one aligned access (vector load/store when the alignment allows).
 template <class T, int N>
@@ -182,11 +195,10 @@ __device__ __noinline__ In fast_border_element(const PlaneView<const In>& src, i
 /// Thread (tx, ty) of block (bx, by) computes elements [e0, e0 + kVec) of the flattened row,
 /// e0 = ((bx * 4 + ty) * 32 + tx) * kVec, for image rows [s0, s0 + strip_rows) with
 /// s0 = by' * strip_rows, by' = by, by + gridDim.y, ... Tile of a block: 128 * kVec elements x
-/// strip_rows rows (fast_strip_rows_for). sums_inside_int: every output sum is known to lie
-/// inside int's range (fast_sums_inside_int), so integer results round without the out-of-range
-/// rule. The four warps walk the same rows side by side, so
-/// each row is read as one contiguous span of 128 * kVec elements (DRAM pages stay open) rather
-/// than four spans far apart.
+/// strip_rows rows (fast_strip_rows_for). The four warps walk the same rows side by side, so each
+/// row is read as one contiguous span of 128 * kVec elements (DRAM pages stay open) rather than
+/// four spans far apart. sums_inside_int: every output sum is known to lie inside int's range
+/// (fast_sums_inside_int), so integer results round without cvRound's out-of-range rule.
 /// @tparam Channels interleaved channels (tap stride); @tparam Radius (2R+1)^2 centred filter.
 template <class In, class Out, int Channels, int Radius, bool Separable>
 __global__ void __launch_bounds__(kFastThreads)
@@ -309,7 +321,7 @@ __global__ void __launch_bounds__(kFastThreads)
         ElementVector<Out, kVec> result;
         if (sums_inside_int) {
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) result.v[k] = saturate_inside_int<Out>(partial[done][k]);
+          for (int k = 0; k < kVec; ++k) result.v[k] = saturate_inside_int<Out>(partial[done][k]);
         } else {
 #pragma unroll
           for (int k = 0; k < kVec; ++k) result.v[k] = saturate_from_float<Out>(partial[done][k]);

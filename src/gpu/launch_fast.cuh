@@ -7,8 +7,6 @@
 
 #include <algorithm>
 #include <cstdint>
-#include <limits>
-#include <type_traits>
 
 namespace cuconv::detail {
 
@@ -40,10 +38,8 @@ bool launch_fast_compiled(const LaunchArgs& a) {
         } else {
           for (int t = 0; t < K * K; ++t) taps.w[t] = a.host_weights[t];
         }
-        constexpr int kVec = fast_vector_elems<In, R>();
         const auto kernel = fast_kernel<In, Out, channels.value, R, Separable>;
-        const int row_elems = a.width * channels.value;
-        const int column_blocks = div_up(row_elems, kFastThreads * kVec);
+        const int column_blocks = fast_column_blocks<In, R>(a.width * channels.value);
         const int strip_rows =
             fast_strip_rows_for<R>(a.height, column_blocks, resident_blocks(kernel, kFastThreads));
         const dim3 block(kFastBlockX, kFastBlockY);
@@ -54,10 +50,7 @@ bool launch_fast_compiled(const LaunchArgs& a) {
                              reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
         kernels::PlaneView<const In> src{static_cast<const In*>(a.src), a.src_pitch, a.width, a.height};
         kernels::PlaneView<Out> dst{static_cast<Out*>(a.dst), a.dst_pitch, a.width, a.height};
-        const bool sums_inside_int =
-            std::is_integral_v<In> &&
-            (Separable ? fast_sums_inside_int(taps.w, K, taps.w + K, K, std::numeric_limits<In>::max(), a.params.delta)
-                       : fast_sums_inside_int(taps.w, K * K, nullptr, 0, std::numeric_limits<In>::max(), a.params.delta));
+        const bool sums_inside_int = fast_sums_inside_int<In, R, Separable>(taps, a.params.delta);
         kernel<<<grid, block, 0, a.stream>>>(src, dst, a.params, taps, a.keep_alpha, aligned, strip_rows,
                                              sums_inside_int);
         CUCONV_CHECK_LAUNCH();
