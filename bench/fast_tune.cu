@@ -5,6 +5,9 @@
 // variants before a full bundle (docs/perf-notes.md, section 11).
 //   cuconv_fast_tune [CASE]     all cases, or the one whose label is CASE (e.g. "u8 3x3")
 //   STRIP=N cuconv_fast_tune    every launch walks N-row strips instead of fast_strip_rows_for's
+//   ODD=1 cuconv_fast_tune      adds small cases of odd sizes (partial warps, border paths)
+// Each line starts with a hash of the case's output (written over a poisoned buffer): two kernel
+// trees that print the same hashes computed the same bytes.
 #include <kernels/fast.cuh>
 
 #include <cuda_runtime.h>
@@ -98,6 +101,15 @@ void run_case(const char* label, int width, int height) {
   const float copy_ms = median_ms([&] {
     TUNE_CHECK(cudaMemcpyAsync(out, in, in_pitch * height, cudaMemcpyDeviceToDevice));
   });
+  // FNV-1a hash of the result rows, written over 0xA5 bytes.
+  TUNE_CHECK(cudaMemset2D(out, out_pitch, 0xA5, row_bytes, height));
+  kernel<<<grid, block>>>(src, dst, params, taps, false, true, strip_rows, sums_inside_int);
+  TUNE_CHECK(cudaDeviceSynchronize());
+  std::vector<unsigned char> result(row_bytes * height);
+  TUNE_CHECK(cudaMemcpy2D(result.data(), row_bytes, out, out_pitch, row_bytes, height, cudaMemcpyDeviceToHost));
+  unsigned long long hash = 1469598103934665603ull;
+  for (unsigned char byte : result) hash = (hash ^ byte) * 1099511628211ull;
+  std::printf("hash %016llx ", hash);
   std::printf("%-16s %5dx%-5d strip %4d grid %3dx%-4d %2d blocks/SM  kernel %8.4f ms  copy %8.4f ms  %5.1f%% of the copy roof\n",
               label, width, height, strip_rows, column_blocks, static_cast<int>(grid.y), per_sm, kernel_ms, copy_ms,
               100.0f * copy_ms / kernel_ms);
@@ -126,5 +138,15 @@ int main(int argc, char** argv) {
   run_case<std::uint8_t, 3, 4, false>("u8 rgb 9x9", 8192, 8192);
   run_case<std::uint8_t, 3, 7, false>("u8 rgb 15x15", 8192, 8192);
   run_case<std::uint8_t, 3, 7, false>("u8 rgb 15x15 4k", 4096, 4096);
+  if (std::getenv("ODD") != nullptr) {
+    run_case<float, 1, 1, false>("f32 3x3 odd", 1001, 777);
+    run_case<float, 1, 7, true>("f32 sep 15x15 odd", 1001, 777);
+    run_case<float, 1, 4, false>("f32 9x9 odd", 517, 13);
+    run_case<std::uint8_t, 1, 1, false>("u8 3x3 odd", 1003, 779);
+    run_case<std::uint8_t, 3, 2, false>("u8 rgb 5x5 odd", 1001, 9);
+    run_case<std::uint8_t, 3, 7, false>("u8 rgb 15x15 odd", 333, 401);
+    run_case<std::uint8_t, 1, 2, false>("u8 5x5 tiny", 3, 5);
+    run_case<float, 1, 7, false>("f32 15x15 tiny", 7, 2);
+  }
   return 0;
 }

@@ -6,16 +6,18 @@
 ///    row of W*C elements, and tap j of element e reads element e + (j - anchor) * C. No
 ///    split/merge round trip.
 ///  - Each thread owns kVec adjacent elements of a row (one 16-byte load where possible) and
-///    walks down a strip of rows. Every input row is loaded once into registers (its centre
-///    vector plus neighbour vectors for the halo) and added into the kh partial output rows it
-///    touches; the finished row leaves through one vector store. Vertical reuse lives in
-///    registers, horizontal reuse in L1 (neighbour threads load the same halo vectors).
+///    walks down a strip of rows. Every input row is read once into registers (its own chunk
+///    plus neighbour chunks for the halo) and added into the kh partial output rows it touches;
+///    the finished row leaves through one vector store. Vertical reuse lives in registers.
+///    Horizontal reuse lives in L1 for small filters (neighbour threads load the same halo
+///    chunks) and in shared memory from 7x7 on, where each warp stages its rows with cp.async
+///    several rows ahead (fast_stages_rows).
 ///  - The weights are a kernel parameter (constant bank, compile-time offsets), so every FMA takes
 ///    its weight as an operand, and streams with different filters never share state.
 ///  - Separable filters (rank 1) use the same walk: each row is first filtered horizontally
 ///    (kw FMAs per element), then added into the partial rows with one vertical weight each.
-/// Borders: the vector path serves threads whose halo lies inside the row; the others, and rows
-/// outside the image, load element by element through the border rule.
+/// Borders: the vector path serves chunks that lie inside the row; the others, and rows outside
+/// the image, are read element by element through the border rule.
 #include "common.cuh"
 
 #include <cstring>
@@ -44,17 +46,25 @@ __host__ __device__ constexpr int fast_vector_elems() {
 /// `resident_blocks` blocks fit on the GPU at once. Long strips amortise the kh - 1 rows of
 /// warm-up (partial sums of rows above the strip); but blocks that start together also run in
 /// step, and their loads then wait together, so the grid needs several waves of blocks to keep
-/// the GPU busy. Measured on an H100 (docs/perf-notes.md section 11): 16-row strips made 8U 3x3
-/// 6% faster than 32 at 16384^2 (7 waves of 32-row blocks), 8-row strips f32 3x3 at 4096^2 20%
-/// faster (one wave of 32-row blocks); 64-row strips suit filters from 7x7 on, where one strip
-/// per SM slot (a single wave) ran twice as slow. So: start long, halve while the grid has
-/// fewer than 8 waves (4 from 7x7 on), and stop at 8 rows (16 from 7x7 on).
+/// the GPU busy. Measured on an H100 (docs/perf-notes.md sections 11 and 13): 16-row strips made
+/// 8U 3x3 6% faster than 32 at 16384^2 (7 waves of 32-row blocks), 8-row strips f32 3x3 at
+/// 4096^2 20% faster (one wave of 32-row blocks). From 7x7 on (rows staged in shared memory) the
+/// best strip kept the warm-up near a fifth of it: 32 rows at 7x7, 64 at 9x9, 128 at 15x15
+/// (f32 15x15 16384^2: 3.06 ms at 64 rows, 2.90 at 128). So: memory-bound sizes start at 32 rows
+/// and halve while the grid has fewer than 8 waves, down to 8; larger filters start at the
+/// smallest power of two >= 5 (kh - 1), at most 128, and halve below 4 waves, down to 16.
 template <int Radius>
 __host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blocks, int resident_blocks) {
   constexpr bool kMemoryBound = Radius <= 2;
   constexpr int kMinWaves = kMemoryBound ? 8 : 4;
   constexpr int kShortest = kMemoryBound ? 8 : 16;
-  int strip = kMemoryBound ? 32 : 64;
+  constexpr int kLongest = [] {
+    if (kMemoryBound) return 32;
+    int rows = 32;
+    while (rows < 5 * 2 * Radius && rows < 128) rows *= 2;
+    return rows;
+  }();
+  int strip = kLongest;
   const long long wanted_blocks = static_cast<long long>(kMinWaves) * resident_blocks;
   while (strip > kShortest && static_cast<long long>(div_up(height, strip)) * column_blocks < wanted_blocks) strip /= 2;
   return strip;
@@ -192,12 +202,63 @@ __device__ __noinline__ In fast_border_element(const PlaneView<const In>& src, i
   return (yy < 0 || xx < 0) ? static_cast<In>(p.border_value) : src.row(yy)[xx * Channels + channel];
 }
 
+/// Shared-memory slots per warp for rows staged by cp.async (fast_stages_rows): kFastStages - 2
+/// rows are in flight while one is filtered, and one slot of slack lets a single __syncwarp per
+/// row order the reads of a slot before its next fill. 4, 6 and 8 measured within 3% of each
+/// other on an H100 (docs/perf-notes.md section 13); 8 was best at 15x15 and 31x31.
+inline constexpr int kFastStages = 8;
+
+/// Whether fast_kernel stages its input rows in shared memory (else each thread loads its window
+/// straight into registers, one or two rows ahead). Staging keeps six rows in flight without
+/// holding registers and reads the halo from shared memory: on an H100 it made every filter from
+/// 7x7 on 1.2-2.5x faster, and 8U RGB 5x5 7%, but memory-bound small filters 2-7% slower (the
+/// copy through shared memory costs more than it hides there). So: from radius 3, or from a halo
+/// of 6 elements each side (3-channel 5x5, 4-channel 5x5).
+template <int Channels, int Radius>
+__host__ __device__ constexpr bool fast_stages_rows() {
+  return Radius >= 3 || Radius * Channels >= 6;
+}
+
+/// cp.async of one 4-, 8- or 16-byte chunk from global to shared memory, with a 256-byte L2
+/// prefetch (rows are read front to back); 16-byte chunks bypass L1 (the halo overlap is read
+/// from the shared slot, not from L1).
+template <class Chunk>
+__device__ __forceinline__ void copy_async(Chunk* shared_destination, const Chunk* global_source) {
+  static_assert(sizeof(Chunk) == 4 || sizeof(Chunk) == 8 || sizeof(Chunk) == 16, "cp.async copies 4, 8 or 16 bytes");
+  const auto destination = static_cast<unsigned>(__cvta_generic_to_shared(shared_destination));
+  if constexpr (sizeof(Chunk) == 16) {
+    asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(destination), "l"(global_source)
+                 : "memory");
+  } else {
+    asm volatile("cp.async.ca.shared.global.L2::256B [%0], [%1], %2;" ::"r"(destination), "l"(global_source),
+                 "n"(sizeof(Chunk))
+                 : "memory");
+  }
+}
+
+/// Closes this thread's group of cp.async copies issued since the last commit.
+__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+
+/// Waits until at most `Pending` of this thread's committed cp.async groups are still in flight.
+template <int Pending>
+__device__ __forceinline__ void copy_async_wait() {
+  asm volatile("cp.async.wait_group %0;" ::"n"(Pending) : "memory");
+}
+
 /// Thread (tx, ty) of block (bx, by) computes elements [e0, e0 + kVec) of the flattened row,
 /// e0 = ((bx * 4 + ty) * 32 + tx) * kVec, for image rows [s0, s0 + strip_rows) with
 /// s0 = by' * strip_rows, by' = by, by + gridDim.y, ... Tile of a block: 128 * kVec elements x
 /// strip_rows rows (fast_strip_rows_for). The four warps walk the same rows side by side, so each
 /// row is read as one contiguous span of 128 * kVec elements (DRAM pages stay open) rather than
-/// four spans far apart. sums_inside_int: every output sum is known to lie inside int's range
+/// four spans far apart. A thread's window of a row is its own chunk of kVec elements and
+/// kSideVectors chunks each side, read either
+///  - straight into registers (small filters), one or two rows ahead, or
+///  - from shared memory (fast_stages_rows): each warp stages its rows (its 32 chunks plus
+///    kSideVectors chunks each side; lane l copies chunk l, and chunk 32 + l when l < 2S) with
+///    cp.async into a ring of kFastStages slots, kFastStages - 2 rows ahead. Warps stay
+///    independent: one __syncwarp per row, no block barrier.
+/// Chunks not wholly inside the row, and rows of a constant border, go element by element
+/// through the border rule. sums_inside_int: every output sum is known to lie inside int's range
 /// (fast_sums_inside_int), so integer results round without cvRound's out-of-range rule.
 /// @tparam Channels interleaved channels (tap stride); @tparam Radius (2R+1)^2 centred filter.
 template <class In, class Out, int Channels, int Radius, bool Separable>
@@ -208,43 +269,136 @@ __global__ void __launch_bounds__(kFastThreads)
   constexpr int K = 2 * Radius + 1;
   constexpr int kVec = fast_vector_elems<In, Radius>();
   constexpr int kHalo = Radius * Channels;                  // elements each side
-  constexpr int kSideVectors = (kHalo + kVec - 1) / kVec;   // neighbour vectors each side
-  constexpr int kWindow = (2 * kSideVectors + 1) * kVec;    // registers loaded per row
+  constexpr int kSideVectors = (kHalo + kVec - 1) / kVec;   // neighbour chunks each side
+  constexpr int kWindow = (2 * kSideVectors + 1) * kVec;    // elements a thread reads per row
   constexpr int kFirstTap = kSideVectors * kVec - kHalo;    // window index of tap 0 of element 0
+  constexpr int kChunks = 2 * kSideVectors + 1;             // chunks a thread reads per row
+  constexpr bool kStaged = fast_stages_rows<Channels, Radius>();
+  constexpr int kSlotChunks = kFastBlockX + 2 * kSideVectors;  // chunks of one staged warp row
+  constexpr int kAhead = kFastStages - 2;                      // staged rows in flight
 
+  // A row lives in registers in the input type, packed (8 u8 elements in two words; widened to
+  // float only while they are used): element t of a chunk is element t % kPerWord of word
+  // chunk.v[t / kPerWord].
+  using Packing = PackedElements<In>;
+  constexpr int kPerWord = Packing::kPerWord;
+  static_assert(kVec % kPerWord == 0, "a chunk holds whole words");
+  using Chunk = ElementVector<typename Packing::Word, kVec / kPerWord>;
+  __shared__ Chunk staged[kStaged ? kFastBlockY : 1][kStaged ? kFastStages : 1][kStaged ? kSlotChunks : 1];
+
+  const int lane = threadIdx.x;
   const int row_elems = src.width * Channels;
-  const int e0 = ((blockIdx.x * kFastBlockY + threadIdx.y) * kFastBlockX + threadIdx.x) * kVec;
-  if (e0 >= row_elems) return;  // no barriers below
+  const int warp_e0 = (blockIdx.x * kFastBlockY + threadIdx.y) * kFastBlockX * kVec;
+  const int e0 = warp_e0 + lane * kVec;
+  // Staged: whole warps leave (their lanes share barriers), and lanes past the row end help
+  // stage; direct: threads past the row end leave.
+  if ((kStaged ? warp_e0 : e0) >= row_elems) return;
+  const bool has_output = e0 < row_elems;
   const int window_start = e0 - kSideVectors * kVec;
   const bool columns_inside =
       vector_aligned && window_start >= 0 && e0 + (kSideVectors + 1) * kVec <= row_elems;
   const bool full_store = vector_aligned && e0 + kVec <= row_elems;
   const int strips = div_up(src.height, strip_rows);
 
+  // Direct: input row y (any y) into this thread's registers.
+  auto load_row = [&](int y, Chunk (&window)[kChunks]) {
+    if (columns_inside && static_cast<unsigned>(y) < static_cast<unsigned>(src.height)) {
+      const Chunk* vectors = reinterpret_cast<const Chunk*>(src.row(y) + window_start);
+#pragma unroll
+      for (int v = 0; v < kChunks; ++v) window[v] = load_chunk(vectors + v);
+    } else {
+      const int yy = interpolate_border(y, src.height, p.border);
+#pragma unroll
+      for (int t = 0; t < kWindow; ++t) {
+        auto& word = window[t / kVec].v[(t % kVec) / kPerWord];
+        word = Packing::insert(t % kPerWord == 0 ? typename Packing::Word{} : word, t % kPerWord,
+                               fast_border_element<In, Channels>(src, window_start + t, yy, p));
+      }
+    }
+  };
+
+  // Staged: input row y (any y) into this warp's slot `slot`: lane l fills chunk l, and chunk
+  // 32 + l when l < 2S. Chunks past the right halo of the last lane with an output are not read
+  // and are left alone (on tiny images their border-rule fill cost 10x the kernel).
+  Chunk (&ring)[kStaged ? kFastStages : 1][kStaged ? kSlotChunks : 1] = staged[kStaged ? threadIdx.y : 0];
+  const int slot_start = warp_e0 - kSideVectors * kVec;  // element of a slot's chunk 0
+  constexpr int kStagePasses = (kSlotChunks + kFastBlockX - 1) / kFastBlockX;  // chunks per lane
+  bool chunk_inside[kStagePasses];  // the chunk lies wholly inside the row (vector copy)
+  bool chunk_needed[kStagePasses];  // some lane with an output reads it
+#pragma unroll
+  for (int i = 0; i < kStagePasses; ++i) {
+    const int first = slot_start + (i * kFastBlockX + lane) * kVec;
+    chunk_inside[i] = vector_aligned && first >= 0 && first + kVec <= row_elems;
+    chunk_needed[i] = i * kFastBlockX + lane < kSlotChunks && first < row_elems + kSideVectors * kVec;
+  }
+  auto stage_row = [&](int y, int slot) {
+    const int yy = interpolate_border(y, src.height, p.border);
+#pragma unroll
+    for (int i = 0; i < kStagePasses; ++i) {
+      const int c = i * kFastBlockX + lane;
+      if (!chunk_needed[i]) break;
+      const int first = slot_start + c * kVec;
+      if (chunk_inside[i] && yy >= 0) {
+        copy_async(&ring[slot][c], reinterpret_cast<const Chunk*>(src.row(yy) + first));
+      } else {
+        In* elements = reinterpret_cast<In*>(&ring[slot][c]);  // element stores: no Chunk temporary
+#pragma unroll
+        for (int t = 0; t < kVec; ++t) elements[t] = fast_border_element<In, Channels>(src, first + t, yy, p);
+      }
+    }
+  };
+
   for (int strip = blockIdx.y; strip < strips; strip += gridDim.y) {
     const int s0 = strip * strip_rows;
     const int rows_out = min(strip_rows, src.height - s0);
+    const int first_input_row = s0 - p.anchor_y;
+    const int input_rows = rows_out + K - 1;
 
-    // One input row (image row y, any y) into registers, kept in the input type and packed
-    // (8 u8 elements in two words; widened to float only while they are used): element
-    // window_start + t is element t % kPerWord of word window[t / kVec].v[(t % kVec) / kPerWord].
-    using Packing = PackedElements<In>;
-    constexpr int kPerWord = Packing::kPerWord;
-    static_assert(kVec % kPerWord == 0, "a chunk holds whole words");
-    using Chunk = ElementVector<typename Packing::Word, kVec / kPerWord>;
-    constexpr int kChunks = 2 * kSideVectors + 1;
-    auto load_row = [&](int y, Chunk (&window)[kChunks]) {
-      if (columns_inside && static_cast<unsigned>(y) < static_cast<unsigned>(src.height)) {
-        const Chunk* vectors = reinterpret_cast<const Chunk*>(src.row(y) + window_start);
+    // Direct, memory-bound sizes keep two rows in flight (`window` = row r, `ahead` = row r + 1
+    // while row r + 2 loads); their raw chunks are small (16 u8 in 4 registers). Wider windows
+    // keep one, and give the registers to occupancy.
+    constexpr bool kTwoRowsAhead = !kStaged && kChunks * sizeof(Chunk) <= 64;
+    constexpr int kAheadChunks = kTwoRowsAhead ? kChunks : 1;
+    Chunk window[kChunks];
+    Chunk ahead[kAheadChunks];
+    if constexpr (kStaged) {
+      __syncwarp();  // every lane has read the previous strip's slots
 #pragma unroll
-        for (int v = 0; v < kChunks; ++v) window[v] = load_chunk(vectors + v);
+      for (int a = 0; a < kAhead; ++a) {
+        if (a < input_rows) stage_row(first_input_row + a, a);
+        copy_async_commit();  // empty groups too: the group count stays one per row
+      }
+    } else {
+      load_row(first_input_row, window);
+      if constexpr (kTwoRowsAhead) {
+        if (input_rows > 1) load_row(first_input_row + 1, ahead);
+      }
+    }
+
+    // Row r of the strip as float: in[t] is element window_start + t of input row r.
+    auto fetch_row = [&](int r, float (&in)[kWindow]) {
+      if constexpr (kStaged) {
+        if (r + kAhead < input_rows) stage_row(first_input_row + r + kAhead, (r + kAhead) % kFastStages);
+        copy_async_commit();
+        copy_async_wait<kAhead>();  // row r's copies of this lane have landed,
+        __syncwarp();               // and every lane's (also: slot r - 1 is read by all)
+        const Chunk* slot = &ring[r % kFastStages][lane];
+#pragma unroll
+        for (int v = 0; v < kChunks; ++v) {
+          const Chunk chunk = slot[v];
+#pragma unroll
+          for (int t = 0; t < kVec; ++t) in[v * kVec + t] = Packing::widen(chunk.v[t / kPerWord], t % kPerWord);
+        }
       } else {
-        const int yy = interpolate_border(y, src.height, p.border);
 #pragma unroll
-        for (int t = 0; t < kWindow; ++t) {
-          auto& word = window[t / kVec].v[(t % kVec) / kPerWord];
-          word = Packing::insert(t % kPerWord == 0 ? typename Packing::Word{} : word, t % kPerWord,
-                                 fast_border_element<In, Channels>(src, window_start + t, yy, p));
+        for (int t = 0; t < kWindow; ++t)
+          in[t] = Packing::widen(window[t / kVec].v[(t % kVec) / kPerWord], t % kPerWord);
+        if constexpr (kTwoRowsAhead) {
+#pragma unroll
+          for (int v = 0; v < kChunks; ++v) window[v] = ahead[v];
+          if (r + 2 < input_rows) load_row(first_input_row + r + 2, ahead);
+        } else {
+          if (r + 1 < input_rows) load_row(first_input_row + r + 1, window);
         }
       }
     };
@@ -256,38 +410,16 @@ __global__ void __launch_bounds__(kFastThreads)
 #pragma unroll
       for (int k = 0; k < kVec; ++k) partial[q][k] = p.delta;
 
-    // Memory-bound sizes keep two rows in flight (`window` = row r, `ahead` = row r + 1 while
-    // row r + 2 loads); their raw chunks are small (16 u8 in 4 registers). Wide windows keep one:
-    // those sizes are bound by FMAs, and the registers go to occupancy instead.
-    constexpr bool kTwoRowsAhead = kChunks * sizeof(Chunk) <= 64;
     // The ring of partial rows is unrolled (no register shifts) where K copies of the row body
     // stay small: separable up to 15 taps. (Dense 3x3 and 5x5 gained registers and lost occupancy.)
     constexpr bool kUnrollRing = Separable && K <= 15;
-    constexpr int kAheadChunks = kTwoRowsAhead ? kChunks : 1;
-    Chunk window[kChunks];
-    Chunk ahead[kAheadChunks];
-    const int first_input_row = s0 - p.anchor_y;
-    const int input_rows = rows_out + K - 1;
-    load_row(first_input_row, window);
-    if constexpr (kTwoRowsAhead) {
-      if (input_rows > 1) load_row(first_input_row + 1, ahead);
-    }
     // Row r of the strip, in ring phase `phase` (a compile-time value when the ring is unrolled):
     // logical partial q (output row r - (K - 1) + q) lives in slot (q + phase) % K, so the
     // finished row is slot phase % K and no registers move between rows.
     auto process_row = [&](int r, auto phase_constant) {
       constexpr int phase = decltype(phase_constant)::value;
       float in[kWindow];
-#pragma unroll
-      for (int t = 0; t < kWindow; ++t)
-        in[t] = Packing::widen(window[t / kVec].v[(t % kVec) / kPerWord], t % kPerWord);
-      if constexpr (kTwoRowsAhead) {
-#pragma unroll
-        for (int v = 0; v < kChunks; ++v) window[v] = ahead[v];
-        if (r + 2 < input_rows) load_row(first_input_row + r + 2, ahead);
-      } else {
-        if (r + 1 < input_rows) load_row(first_input_row + r + 1, window);
-      }
+      fetch_row(r, in);
       if constexpr (Separable) {
         float horizontal[kVec];
 #pragma unroll
@@ -315,7 +447,7 @@ __global__ void __launch_bounds__(kFastThreads)
 
       constexpr int done = phase % K;  // slot of logical partial 0
       const int out_row = r - (K - 1);
-      if (out_row >= 0) {
+      if (out_row >= 0 && (!kStaged || has_output)) {
         const int y = s0 + out_row;
         Out* out = dst.row(y) + e0;
         ElementVector<Out, kVec> result;
