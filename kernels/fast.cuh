@@ -23,7 +23,6 @@
 #include <cstring>
 #include <limits>
 #include <type_traits>
-#include <utility>
 
 namespace cuconv::kernels {
 
@@ -410,14 +409,12 @@ __global__ void __launch_bounds__(kFastThreads)
 #pragma unroll
       for (int k = 0; k < kVec; ++k) partial[q][k] = p.delta;
 
-    // The ring of partial rows is unrolled (no register shifts) where K copies of the row body
-    // stay small: separable up to 15 taps. (Dense 3x3 and 5x5 gained registers and lost occupancy.)
-    constexpr bool kUnrollRing = Separable && K <= 15;
-    // Row r of the strip, in ring phase `phase` (a compile-time value when the ring is unrolled):
-    // logical partial q (output row r - (K - 1) + q) lives in slot (q + phase) % K, so the
-    // finished row is slot phase % K and no registers move between rows.
-    auto process_row = [&](int r, auto phase_constant) {
-      constexpr int phase = decltype(phase_constant)::value;
+    // Row r of the strip: logical partial q is output row r - (K - 1) + q, so partial[0] is
+    // finished after this row, and the partial rows shift down one register each row (K x kVec
+    // moves). An unrolled ring (one copy of the row body per phase, no moves) ran slower: its K
+    // copies overflowed the instruction cache (ncu, separable 15x15 f32: 1.6 of 6 cycles between
+    // a warp's instructions waiting on instruction fetch; 1.11 ms against 1.04 rolled).
+    auto process_row = [&](int r) {
       float in[kWindow];
       fetch_row(r, in);
       if constexpr (Separable) {
@@ -433,7 +430,7 @@ __global__ void __launch_bounds__(kFastThreads)
         for (int q = 0; q < K; ++q)
 #pragma unroll
           for (int k = 0; k < kVec; ++k)
-            partial[(q + phase) % K][k] = fmaf(taps.w[K + (K - 1 - q)], horizontal[k], partial[(q + phase) % K][k]);
+            partial[q][k] = fmaf(taps.w[K + (K - 1 - q)], horizontal[k], partial[q][k]);
       } else {
 #pragma unroll
         for (int q = 0; q < K; ++q)
@@ -441,11 +438,9 @@ __global__ void __launch_bounds__(kFastThreads)
           for (int j = 0; j < K; ++j)
 #pragma unroll
             for (int k = 0; k < kVec; ++k)
-              partial[(q + phase) % K][k] =
-                  fmaf(taps.w[(K - 1 - q) * K + j], in[kFirstTap + k + j * Channels], partial[(q + phase) % K][k]);
+              partial[q][k] = fmaf(taps.w[(K - 1 - q) * K + j], in[kFirstTap + k + j * Channels], partial[q][k]);
       }
 
-      constexpr int done = phase % K;  // slot of logical partial 0
       const int out_row = r - (K - 1);
       if (out_row >= 0 && (!kStaged || has_output)) {
         const int y = s0 + out_row;
@@ -453,10 +448,10 @@ __global__ void __launch_bounds__(kFastThreads)
         ElementVector<Out, kVec> result;
         if (sums_inside_int) {
 #pragma unroll
-          for (int k = 0; k < kVec; ++k) result.v[k] = saturate_inside_int<Out>(partial[done][k]);
+          for (int k = 0; k < kVec; ++k) result.v[k] = saturate_inside_int<Out>(partial[0][k]);
         } else {
 #pragma unroll
-          for (int k = 0; k < kVec; ++k) result.v[k] = saturate_from_float<Out>(partial[done][k]);
+          for (int k = 0; k < kVec; ++k) result.v[k] = saturate_from_float<Out>(partial[0][k]);
         }
         if (Channels == 4 && keep_alpha) {  // alpha passes through, converted to the output type
           const In* centre = src.row(y) + e0;
@@ -472,32 +467,16 @@ __global__ void __launch_bounds__(kFastThreads)
             if (e0 + k < row_elems) out[k] = result.v[k];
         }
       }
-      if constexpr (!kUnrollRing) {
-        // Rolled loop (always phase 0): shift so that slot q is logical q again.
 #pragma unroll
-        for (int q = 0; q + 1 < K; ++q)
+      for (int q = 0; q + 1 < K; ++q)
 #pragma unroll
-          for (int k = 0; k < kVec; ++k) partial[q][k] = partial[q + 1][k];
+        for (int k = 0; k < kVec; ++k) partial[q][k] = partial[q + 1][k];
 #pragma unroll
-        for (int k = 0; k < kVec; ++k) partial[K - 1][k] = p.delta;
-      } else {
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) partial[done][k] = p.delta;  // becomes logical K - 1
-      }
+      for (int k = 0; k < kVec; ++k) partial[K - 1][k] = p.delta;
     };
 
-    if constexpr (kUnrollRing) {
-      // K copies of the row body, one per phase: small enough for the instruction cache here.
 #pragma unroll 1
-      for (int base = 0; base < input_rows; base += K) {
-        [&]<int... Phase>(std::integer_sequence<int, Phase...>) {
-          ((base + Phase < input_rows ? (process_row(base + Phase, std::integral_constant<int, Phase>{}), 0) : 0), ...);
-        }(std::make_integer_sequence<int, K>{});
-      }
-    } else {
-#pragma unroll 1
-      for (int r = 0; r < input_rows; ++r) process_row(r, std::integral_constant<int, 0>{});
-    }
+    for (int r = 0; r < input_rows; ++r) process_row(r);
   }
 }
 
