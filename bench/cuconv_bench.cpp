@@ -7,8 +7,9 @@
 //   cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b,...]
 //
 // Images: f32 1 channel, 8U 1 channel, 8U RGB (interleaved for `fast`, the three planes of the
-// same image for the PMPP variants, which filter planes). Filters: random dense 3..31 and
-// separable gaussians 15x15 and 31x31.
+// same image for the PMPP variants, which filter planes). Filters: random dense 3..31, separable
+// gaussians 15x15 and 31x31, box 15x15 and sobel-x; rank-1 filters up to 15x15 are also timed
+// on `fast`'s dense path ("fast (dense path)"), the gain of the separable one.
 #include "copy_roof.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/launch.hpp"
@@ -146,6 +147,9 @@ int main(int argc, char** argv) {
   for (int k : {3, 5, 9, 15, 31}) filters.push_back({std::to_string(k) + "x" + std::to_string(k), random_dense(k)});
   filters.push_back({"gaussian 15x15", load_filter("gaussian:7,2.5")});
   filters.push_back({"gaussian 31x31", load_filter("gaussian:15,5")});
+  // Rank-1 presets beside the gaussians: `fast` runs them separable and, for comparison, dense.
+  filters.push_back({"box 15x15", load_filter("box:15")});
+  filters.push_back({"sobel-x 3x3", load_filter("sobel-x")});
 
   std::vector<Variant> variants{Variant::automatic};
   for (Variant v : gpu_variants()) variants.push_back(v);
@@ -245,6 +249,19 @@ int main(int argc, char** argv) {
         const std::string name = requested == Variant::automatic ? "auto (" + std::string(to_string(v)) + ")"
                                                                  : std::string(to_string(v));
         report(fc.name, name, ms, separable ? 2 * k : k * k);
+      }
+      // The separable path's gain: `fast` again with the dense path on the same filter (unrolled
+      // dense kernels reach 15x15).
+      const bool fast_timed = std::find(variants.begin(), variants.end(), Variant::fast) != variants.end();
+      if (separable && fast_timed && k <= 15) {
+        const double ms = time_gpu(s, stream.get(), [&] {
+          LaunchArgs args{d.interleaved_in.data(), d.interleaved_in.pitch(), type, d.interleaved_out.data(),
+                          d.interleaved_out.pitch(), type, n, n, params,
+                          static_cast<const float*>(device_weights.data()), weights.data(), stream.get()};
+          args.channels = c.channels;
+          launch_variant(Variant::fast, args);
+        });
+        report(fc.name, "fast (dense path)", ms, k * k);
       }
       if (s.opencv && n <= 4096) {  // filter2D takes seconds per run on larger images
         cv::Mat kernel(k, k, CV_32F, weights.data());

@@ -42,7 +42,7 @@ def main(bench_path, npp_path=None, pmpp_path=None):
     print("|---|---|---|---|---|---|---|---|---|")
     for image, size, filt, target_ms, text in TARGETS:
         auto = find(image, size, filt, "auto")
-        fast = find(image, size, filt, "fast")
+        fast = [r for r in find(image, size, filt, "fast") if r["variant"] == "fast"]
         if not auto:
             continue
         auto = auto[0]
@@ -65,6 +65,19 @@ def main(bench_path, npp_path=None, pmpp_path=None):
               f"{npp_text} | "
               f"{(pmpp[0]['variant'] + ' ' + format(pmpp[0]['median_ms'], '.3f') + ' ms') if pmpp else '-'} | {roof:.3f} ms | "
               f"{'-' if met is None else ('yes' if met else 'no')}{beats_npp} |")
+
+    # The separable path's gain: rank-1 filters timed on `fast` both ways (cuconv_bench's
+    # "fast (dense path)" rows).
+    dense_rows = [r for r in rows if r["variant"] == "fast (dense path)"]
+    if dense_rows:
+        print()
+        print("| image | filter | fast, separable path | fast, dense path | gain |")
+        print("|---|---|---|---|---|")
+        for d in dense_rows:
+            sep = [r for r in find(d["image"], d["size"], d["filter"], "fast") if r["variant"] == "fast"]
+            if sep:
+                print(f"| {d['image']} {d['size']}² | {d['filter']} | {sep[0]['median_ms']:.3f} ms | "
+                      f"{d['median_ms']:.3f} ms | {d['median_ms'] / sep[0]['median_ms']:.2f}x |")
 
 
 if __name__ == "__main__":

@@ -27,7 +27,8 @@ def filter_name(value) -> str:
 def main(src: str, dst: str, npp_path: str | None) -> None:
     doc = json.load(open(src))
     # "auto (fast)" -> "auto": one bar whatever it picked
-    results = [dict(r, filter=filter_name(r["filter"]), variant=r["variant"].split(" (")[0]) for r in doc["results"]]
+    results = [dict(r, filter=filter_name(r["filter"]), variant=r["variant"].split(" (")[0]) for r in doc["results"]
+               if r["variant"] != "fast (dense path)"]  # the separable-gain rows go to bench_tables.py
     if npp_path:
         for line in open(npp_path):
             r = json.loads(line)
