@@ -23,6 +23,7 @@
 
 #include "cuconv/error.hpp"
 #include "embedded_filters.hpp"
+#include "whole_number.hpp"
 
 namespace cuconv {
 namespace {
@@ -64,14 +65,6 @@ struct Source {
     throw_bad_input(prefix + ": " + problem);
   }
 };
-
-std::optional<int> to_int(std::string_view text) {
-  int value = 0;
-  const char* last = text.data() + text.size();
-  const auto [end, ec] = std::from_chars(text.data(), last, value);
-  if (ec != std::errc{} || end != last) return std::nullopt;
-  return value;
-}
 
 /// True for "1e-400": from_chars reports underflow and overflow alike as out of range.
 bool has_negative_exponent(std::string_view token) {
@@ -249,7 +242,7 @@ std::optional<InlineHeader> split_inline(std::string_view text) {
 /// "+2" or "-1": from_chars takes no '+'.
 std::optional<int> to_signed_int(std::string_view text) {
   if (!text.empty() && text[0] == '+') text.remove_prefix(1);
-  return to_int(text);
+  return detail::parse_whole_number<int>(text);
 }
 
 /// Applies +X+Y, which must name a cell of the filter (a negative anchor would mean "centre").
@@ -267,7 +260,7 @@ void set_inline_anchor(Filter& filter, const InlineHeader& header, const Source&
 // ---- parametric filters -----------------------------------------------------------------------
 
 Filter box_filter(std::string_view spec, std::string_view n_text) {
-  const std::optional<int> n = to_int(n_text);
+  const std::optional<int> n = detail::parse_whole_number<int>(n_text);
   if (!n || *n < 1 || *n > kMaxFilterSide) {
     throw_bad_input("filter '" + printable(spec) + "': N must be an integer from 1 to " +
                     std::to_string(kMaxFilterSide));
@@ -281,7 +274,7 @@ Filter gaussian_filter(std::string_view spec, std::string_view params) {
   const Source source{"filter '" + printable(spec) + "'"};
   const std::size_t comma = params.find(',');
   if (comma == std::string_view::npos) source.fail(0, "expected gaussian:R,SIGMA");
-  const std::optional<int> radius = to_int(params.substr(0, comma));
+  const std::optional<int> radius = detail::parse_whole_number<int>(params.substr(0, comma));
   constexpr int kMaxRadius = (kMaxFilterSide - 1) / 2;
   if (!radius || *radius < 0 || *radius > kMaxRadius) {
     source.fail(0, "R must be an integer from 0 to " + std::to_string(kMaxRadius));
@@ -426,8 +419,8 @@ Filter parse_inline_filter(std::string_view text) {
   const std::optional<InlineHeader> header = split_inline(text);
   if (!header) source.fail(0, "expected WxH[+X+Y]:v,v,... or N[+X+Y]:v,v,...");
 
-  const std::optional<int> width = to_int(header->width);
-  const std::optional<int> height = to_int(header->height);
+  const std::optional<int> width = detail::parse_whole_number<int>(header->width);
+  const std::optional<int> height = detail::parse_whole_number<int>(header->height);
   if (!width || !height || *width > kMaxFilterSide || *height > kMaxFilterSide) {
     source.fail(0, too_large_problem(std::string(header->width) + "x" +
                                      std::string(header->height)));

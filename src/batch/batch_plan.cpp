@@ -1,16 +1,16 @@
 // Batch planning: input lists, directory expansion, output names, sharding.
 #include "batch/batch_plan.hpp"
 
+#include "whole_number.hpp"
+
 #include <cuconv/error.hpp>
 #include <cuconv/image_io.hpp>
 
 #include <algorithm>
 #include <cctype>
-#include <charconv>
 #include <filesystem>
 #include <istream>
 #include <map>
-#include <system_error>
 
 namespace cuconv::batch {
 
@@ -44,13 +44,9 @@ std::string_view template_tail(std::string_view name_template) {
   return last == std::string_view::npos ? name_template : name_template.substr(last + 2);
 }
 
+/// An environment variable or option value as a whole number; unset (nullptr) gives nullopt.
 std::optional<long long> parse_integer(const char* text) {
-  if (text == nullptr || *text == '\0') return std::nullopt;
-  const std::string_view s(text);
-  long long value = 0;
-  const auto [end, ec] = std::from_chars(s.data(), s.data() + s.size(), value);
-  if (ec != std::errc() || end != s.data() + s.size()) return std::nullopt;
-  return value;
+  return text == nullptr ? std::nullopt : detail::parse_whole_number<long long>(text);
 }
 
 }  // namespace

@@ -5,6 +5,7 @@
 
 #include "batch/batch_plan.hpp"
 #include "batch/batch_run.hpp"
+#include "whole_number.hpp"
 
 #include <cuconv/image_io.hpp>
 
@@ -14,7 +15,6 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <charconv>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
@@ -115,10 +115,10 @@ std::vector<int> parse_devices(const std::string& text, bool uses_gpu) {
   while (true) {
     const auto comma = rest.find(',');
     const std::string_view field = rest.substr(0, comma);
-    int device = -1;
-    const auto [end, ec] = std::from_chars(field.data(), field.data() + field.size(), device);
-    if (field.empty() || ec != std::errc() || end != field.data() + field.size() || device < 0)
+    const std::optional<int> parsed = detail::parse_whole_number<int>(field);
+    if (!parsed || *parsed < 0)
       throw Error(ErrorKind::usage, "--devices '" + text + "': expected 'all' or device indices like 0,1");
+    const int device = *parsed;
     if (std::find(devices.begin(), devices.end(), device) != devices.end())
       throw Error(ErrorKind::usage, "--devices '" + text + "': device " + std::to_string(device) + " is named twice");
     devices.push_back(device);

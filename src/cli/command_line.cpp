@@ -2,6 +2,8 @@
 // request as library options. Printing and running are main.cpp's.
 #include "cli/command_line.hpp"
 
+#include "whole_number.hpp"
+
 #include <cuconv/error.hpp>
 #include <cuconv/version.hpp>
 
@@ -182,9 +184,8 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   app.add_option("--max-pixels", req.max_pixels, "refuse larger images (PNG/JPEG/TIFF/BMP: from the header, before decoding)")
       ->check(by_hand(
           [](const std::string& text) {
-            std::uint64_t value = 0;
-            const auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
-            return ec == std::errc{} && end == text.data() + text.size() && value > 0;
+            const std::optional<std::uint64_t> value = detail::parse_whole_number<std::uint64_t>(text);
+            return value && *value > 0;
           },
           "expected a whole number from 1 to 2^64-1", "PIXELS"))
       ->capture_default_str();
