@@ -225,27 +225,29 @@ int main(int argc, char** argv) {
       CUCONV_CUDA_TRY(cudaMemcpy(device_weights.data(), weights.data(), device_weights.size(), cudaMemcpyHostToDevice));
       const std::optional<SeparableFactors> separable = separable_for(f.weights, f.width, f.height, c.depth, c.depth);
       const kernels::ConvParams params{k, k, k / 2, k / 2, 0.0f, kernels::BorderRule::reflect101, 0.0f};
+      // One run of variant v over the image (per plane for the PMPP variants), with the rank-1
+      // factors when `separable_path` (only `fast` uses them).
+      const auto launch_case = [&](Variant v, bool separable_path) {
+        const bool interleaved = filters_interleaved(v) || c.channels == 1;  // as convolve() lays it out
+        const int launches = interleaved ? 1 : c.channels;
+        for (int ch = 0; ch < launches; ++ch) {
+          const DevicePlane& in = interleaved ? d.interleaved_in : d.planes_in[ch];
+          DevicePlane& out = interleaved ? d.interleaved_out : d.planes_out[ch];
+          LaunchArgs args{in.data(), in.pitch(), type, out.data(), out.pitch(), type, n, n, params,
+                          static_cast<const float*>(device_weights.data()), weights.data(), stream.get()};
+          args.channels = interleaved ? c.channels : 1;
+          if (separable_path) {
+            args.separable_horizontal = separable->horizontal.data();
+            args.separable_vertical = separable->vertical.data();
+          }
+          launch_variant(v, args);
+        }
+      };
       for (Variant requested : variants) {
         const Variant v = requested == Variant::automatic ? choose_variant(f, ConvolveOptions{}, true, c.depth, c.depth) : requested;
-        const bool interleaved = filters_interleaved(v) || c.channels == 1;  // as convolve() lays it out
-        const auto launch = [&] {
-          const int launches = interleaved ? 1 : c.channels;
-          for (int ch = 0; ch < launches; ++ch) {
-            const DevicePlane& in = interleaved ? d.interleaved_in : d.planes_in[ch];
-            DevicePlane& out = interleaved ? d.interleaved_out : d.planes_out[ch];
-            LaunchArgs args{in.data(), in.pitch(), type, out.data(), out.pitch(), type, n, n, params,
-                            static_cast<const float*>(device_weights.data()), weights.data(), stream.get()};
-            args.channels = interleaved ? c.channels : 1;
-            if (separable) {
-              args.separable_horizontal = separable->horizontal.data();
-              args.separable_vertical = separable->vertical.data();
-            }
-            launch_variant(v, args);
-          }
-        };
         // The PMPP variants have no unrolled path above 15x15 and run for seconds at 16384^2.
         if (requested == Variant::basic && k > 15 && n > 8192) continue;
-        const double ms = time_gpu(s, stream.get(), launch);
+        const double ms = time_gpu(s, stream.get(), [&] { launch_case(v, separable.has_value()); });
         const std::string name = requested == Variant::automatic ? "auto (" + std::string(to_string(v)) + ")"
                                                                  : std::string(to_string(v));
         report(fc.name, name, ms, separable ? 2 * k : k * k);
@@ -254,13 +256,7 @@ int main(int argc, char** argv) {
       // dense kernels reach 15x15).
       const bool fast_timed = std::find(variants.begin(), variants.end(), Variant::fast) != variants.end();
       if (separable && fast_timed && k <= 15) {
-        const double ms = time_gpu(s, stream.get(), [&] {
-          LaunchArgs args{d.interleaved_in.data(), d.interleaved_in.pitch(), type, d.interleaved_out.data(),
-                          d.interleaved_out.pitch(), type, n, n, params,
-                          static_cast<const float*>(device_weights.data()), weights.data(), stream.get()};
-          args.channels = c.channels;
-          launch_variant(Variant::fast, args);
-        });
+        const double ms = time_gpu(s, stream.get(), [&] { launch_case(Variant::fast, false); });
         report(fc.name, "fast (dense path)", ms, k * k);
       }
       if (s.opencv && n <= 4096) {  // filter2D takes seconds per run on larger images

@@ -12,8 +12,9 @@
 ///    Horizontal reuse lives in L1 for small filters (neighbour threads load the same halo
 ///    chunks) and in shared memory from 7x7 on, where each warp stages its rows with cp.async
 ///    several rows ahead (fast_stages_rows).
-///  - The weights are a kernel parameter (constant bank, compile-time offsets), so every FMA takes
-///    its weight as an operand, and streams with different filters never share state.
+///  - The weights are a kernel parameter (constant bank, compile-time offsets), so streams with
+///    different filters never share state. ptxas feeds them to the FMAs through uniform registers
+///    (ULDC.64, about one per 7 FFMAs in the 15x15 SASS).
 ///  - Separable filters (rank 1) use the same walk: each row is first filtered horizontally
 ///    (kw FMAs per element), then added into the partial rows with one vertical weight each.
 /// Borders: the vector path serves chunks that lie inside the row; the others, and rows outside
@@ -203,14 +204,15 @@ __device__ __noinline__ In fast_border_element(const PlaneView<const In>& src, i
 
 /// Shared-memory slots per warp for rows staged by cp.async (fast_stages_rows): kFastStages - 2
 /// rows are in flight while one is filtered, and one slot of slack lets a single __syncwarp per
-/// row order the reads of a slot before its next fill. 4, 6 and 8 measured within 3% of each
-/// other on an H100 (docs/perf-notes.md section 13); 8 was best at 15x15 and 31x31.
+/// row order the reads of a slot before its next fill. On an H100 (docs/perf-notes.md section 13)
+/// 8 slots were the fastest of 4, 6 and 8, or within 2% of it, in every case timed; 6 were up to
+/// 7% slower (8U 15x15).
 inline constexpr int kFastStages = 8;
 
 /// Whether fast_kernel stages its input rows in shared memory (else each thread loads its window
 /// straight into registers, one or two rows ahead). Staging keeps six rows in flight without
 /// holding registers and reads the halo from shared memory: on an H100 it made every filter from
-/// 7x7 on 1.2-2.5x faster, and 8U RGB 5x5 7%, but memory-bound small filters 2-7% slower (the
+/// 7x7 on 1.05-2.5x faster, and 8U RGB 5x5 7%, but memory-bound small filters 2-7% slower (the
 /// copy through shared memory costs more than it hides there). So: from radius 3, or from a halo
 /// of 6 elements each side (3-channel 5x5, 4-channel 5x5).
 template <int Channels, int Radius>
