@@ -6,6 +6,7 @@
 //   cuconv_fast_tune [CASE]     all cases, or the one whose label is CASE (e.g. "u8 3x3")
 //   STRIP=N cuconv_fast_tune    every launch walks N-row strips instead of fast_strip_rows_for's
 //   ODD=1 cuconv_fast_tune      adds small cases of odd sizes (partial warps, border paths)
+//   PITCH_PAD=N cuconv_fast_tune  rows N bytes further apart than cudaMallocPitch puts them
 // Each line starts with a hash of the case's output (written over a poisoned buffer): two kernel
 // trees that print the same hashes computed the same bytes.
 #include <kernels/fast.cuh>
@@ -70,6 +71,14 @@ void run_case(const char* label, int width, int height) {
   std::size_t in_pitch = 0, out_pitch = 0;
   TUNE_CHECK(cudaMallocPitch(&in, &in_pitch, row_bytes, height));
   TUNE_CHECK(cudaMallocPitch(&out, &out_pitch, row_bytes, height));
+  if (const char* pad = std::getenv("PITCH_PAD")) {  // rows PITCH_PAD bytes further apart
+    TUNE_CHECK(cudaFree(in));
+    TUNE_CHECK(cudaFree(out));
+    in_pitch += std::strtoul(pad, nullptr, 10);
+    out_pitch = in_pitch;
+    TUNE_CHECK(cudaMalloc(&in, in_pitch * height));
+    TUNE_CHECK(cudaMalloc(&out, out_pitch * height));
+  }
   // Varied pixels (a hash of the position), in the range of 8-bit images.
   std::vector<T> host(in_pitch / sizeof(T) * height);
   for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<T>(((i * 2654435761u) >> 13) % 251);
@@ -148,6 +157,11 @@ int main(int argc, char** argv) {
     run_case<std::uint8_t, 3, 7, false>("u8 rgb 15x15 odd", 333, 401);
     run_case<std::uint8_t, 1, 2, false>("u8 5x5 tiny", 3, 5);
     run_case<float, 1, 7, false>("f32 15x15 tiny", 7, 2);
+    run_case<std::uint8_t, 1, 1, false>("u8 3x3 4k", 4096, 4096);
+    run_case<std::uint8_t, 3, 1, false>("u8 rgb 3x3 2k", 2048, 2048);
+    run_case<float, 1, 2, false>("f32 5x5 2k", 2048, 2048);
+    run_case<float, 1, 7, true>("f32 sep 15x15 2k", 2048, 2048);
+    run_case<float, 1, 4, false>("f32 9x9 2k", 2048, 2048);
   }
   return 0;
 }

@@ -31,14 +31,33 @@ inline constexpr int kFastBlockX = 32;  ///< threads along a row (one warp)
 inline constexpr int kFastBlockY = 4;   ///< warps per block, side by side along the row
 inline constexpr int kFastThreads = kFastBlockX * kFastBlockY;
 
+/// Four sums, each known to lie inside int's range (fast_sums_inside_int), rounded half to even
+/// and saturated to u8, packed into one word (first sum in the low byte): the same bytes as
+/// saturate_inside_int<unsigned char>, in 3.5 instructions a result instead of 4.75 (two FMNMX,
+/// FADD and the byte PRMTs). Each sum is raised to -2^22 (one FMNMX; NaN gets it too, as in
+/// round_clamp_small_int) so that adding 1.5 * 2^23 leaves it, rounded, in the low mantissa bits;
+/// sums >= 2^22 land beyond 255 and saturate. cvt.pack.sat then saturates two ints to bytes at a
+/// time. On an H100 8U 3x3 and 5x5 ran 2% faster (docs/perf-notes.md section 14).
+__device__ __forceinline__ unsigned round_pack_u8x4(float s0, float s1, float s2, float s3) {
+  const auto rounded = [](float v) {
+    return __float_as_int(__fadd_rn(fmaxf(v, -4194304.0f), 12582912.0f)) - 0x4B400000;
+  };
+  unsigned high, word;
+  // d = (c << 16) | (sat(a) << 8) | sat(b)
+  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(high) : "r"(rounded(s3)), "r"(rounded(s2)), "r"(0));
+  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(word) : "r"(rounded(s1)), "r"(rounded(s0)), "r"(high));
+  return word;
+}
+
 /// Elements per thread: 16 bytes of input where the accumulators (kh x kVec) still fit in
 /// registers, narrower for wide filters.
 template <class In, int Radius>
 __host__ __device__ constexpr int fast_vector_elems() {
   constexpr int by_bytes = 16 / static_cast<int>(sizeof(In));   // 4 f32, 8 u16, 16 u8
-  // 8 accumulators per filter row at most: 16 (one full 16-byte u8 load) left 8U 3x3 at 96
-  // registers and 31% occupancy, latency-bound (ncu, H100).
-  constexpr int register_cap = Radius <= 4 ? 8 : 4;
+  // Accumulators per filter row: 16 at 3x3 (one full 16-byte u8 load; with the halo passed by
+  // shuffle 80 registers, 30% occupancy, and on an H100 8U 3x3 0.328 -> 0.288 ms, RGB 3x3
+  // 0.272 -> 0.227 against 8), 8 up to 9x9, 4 beyond.
+  constexpr int register_cap = Radius <= 1 ? 16 : Radius <= 4 ? 8 : 4;
   return by_bytes < register_cap ? by_bytes : register_cap;
 }
 
@@ -277,6 +296,7 @@ __global__ void __launch_bounds__(kFastThreads)
   constexpr bool kStaged = fast_stages_rows<Channels, Radius>();
   constexpr int kSlotChunks = kFastBlockX + 2 * kSideVectors;  // chunks of one staged warp row
   constexpr int kAhead = kFastStages - 2;                      // staged rows in flight
+  constexpr bool kPacksU8 = std::is_same_v<Out, unsigned char> && kVec % 4 == 0;  // round_pack_u8x4
 
   // A row lives in registers in the input type, packed (8 u8 elements in two words; widened to
   // float only while they are used): element t of a chunk is element t % kPerWord of word
@@ -291,31 +311,68 @@ __global__ void __launch_bounds__(kFastThreads)
   const int row_elems = src.width * Channels;
   const int warp_e0 = (blockIdx.x * kFastBlockY + threadIdx.y) * kFastBlockX * kVec;
   const int e0 = warp_e0 + lane * kVec;
-  // Staged: whole warps leave (their lanes share barriers), and lanes past the row end help
-  // stage; direct: threads past the row end leave.
-  if ((kStaged ? warp_e0 : e0) >= row_elems) return;
+  // Whole warps leave (their lanes share shuffles or barriers); lanes past the row end stay to
+  // read halo chunks for their neighbours.
+  if (warp_e0 >= row_elems) return;
   const bool has_output = e0 < row_elems;
-  const int window_start = e0 - kSideVectors * kVec;
-  const bool columns_inside =
-      vector_aligned && window_start >= 0 && e0 + (kSideVectors + 1) * kVec <= row_elems;
   const bool full_store = vector_aligned && e0 + kVec <= row_elems;
   const int strips = div_up(src.height, strip_rows);
 
-  // Direct: input row y (any y) into this thread's registers.
-  auto load_row = [&](int y, Chunk (&window)[kChunks]) {
-    if (columns_inside && static_cast<unsigned>(y) < static_cast<unsigned>(src.height)) {
-      const Chunk* vectors = reinterpret_cast<const Chunk*>(src.row(y) + window_start);
+  // Direct: a row is this thread's own chunk plus, for lanes 0 and 31, the chunk beyond the
+  // warp's span (left of lane 0, right of lane 31); every other halo chunk is a neighbour lane's
+  // own chunk, passed by shuffle in fetch_row. One load per thread and row instead of 2S + 1:
+  // the neighbour loads hit L1, but their wavefronts were the limiter of f32 3x3 (ncu: 22 of 26
+  // cycles between a warp's instructions waiting on L1TEX).
+  static_assert(kStaged || kSideVectors == 1, "the direct path shuffles one neighbour chunk each side");
+  // The taps read kHalo elements of each neighbour chunk: words [kLeftWord, kWords) of the left
+  // one and [0, kEdgeWords) of the right one. Lane 0 loads the left words itself, lane 31 the
+  // right ones (kEdgeWords words, not a whole chunk: fewer registers).
+  constexpr int kWords = kVec / kPerWord;
+  constexpr int kEdgeWords = (kHalo + kPerWord - 1) / kPerWord;
+  constexpr int kLeftWord = kWords - kEdgeWords;
+  using Word = typename Packing::Word;
+  struct DirectRow {
+    Chunk own;
+    Word edge[kEdgeWords];
+  };
+  // Lane 0's left words are always read (the warp has an output); lane 31's right words only when
+  // lane 31 has an output (on tiny images the border rule far past the row end is slow).
+  const bool edge_lane = lane == 0 || (lane == kFastBlockX - 1 && has_output);
+  const int edge_first = lane == 0 ? e0 - (kEdgeWords * kPerWord) : e0 + kVec;  // element of edge[0]
+  // Lanes more than one chunk past the row end read nothing: nobody uses their chunk (and on tiny
+  // images the border rule far past the row cost 3-10x the kernel).
+  const bool own_needed = e0 < row_elems + kVec;
+  const bool own_inside = vector_aligned && e0 + kVec <= row_elems;
+  const bool edge_inside = vector_aligned && edge_first >= 0 && edge_first + kEdgeWords * kPerWord <= row_elems;
+  // Words from element `first` of image row yy (-1: constant border): loads when they lie inside
+  // the row, else element by element through the border rule.
+  auto read_by_rule = [&](int first, int yy, Word* words, int count) {
 #pragma unroll
-      for (int v = 0; v < kChunks; ++v) window[v] = load_chunk(vectors + v);
+    for (int t = 0; t < count * kPerWord; ++t)
+      words[t / kPerWord] = Packing::insert(t % kPerWord == 0 ? Word{} : words[t / kPerWord], t % kPerWord,
+                                            fast_border_element<In, Channels>(src, first + t, yy, p));
+  };
+  auto read_own = [&](int yy, Chunk& chunk) {
+    if (own_inside && yy >= 0) {
+      chunk = load_chunk(reinterpret_cast<const Chunk*>(src.row(yy) + e0));
     } else {
-      const int yy = interpolate_border(y, src.height, p.border);
-#pragma unroll
-      for (int t = 0; t < kWindow; ++t) {
-        auto& word = window[t / kVec].v[(t % kVec) / kPerWord];
-        word = Packing::insert(t % kPerWord == 0 ? typename Packing::Word{} : word, t % kPerWord,
-                               fast_border_element<In, Channels>(src, window_start + t, yy, p));
-      }
+      read_by_rule(e0, yy, chunk.v, kWords);
     }
+  };
+  auto read_edge = [&](int yy, Word (&edge)[kEdgeWords]) {
+    if (edge_inside && yy >= 0) {
+      const Word* from = reinterpret_cast<const Word*>(src.row(yy) + edge_first);
+#pragma unroll
+      for (int w = 0; w < kEdgeWords; ++w) edge[w] = __ldg(from + w);
+    } else {
+      read_by_rule(edge_first, yy, edge, kEdgeWords);
+    }
+  };
+  auto load_row = [&](int y, DirectRow& row) {
+    const int yy = static_cast<unsigned>(y) < static_cast<unsigned>(src.height) ? y
+                                                                                : interpolate_border(y, src.height, p.border);
+    if (own_needed) read_own(yy, row.own);
+    if (edge_lane) read_edge(yy, row.edge);
   };
 
   // Staged: input row y (any y) into this warp's slot `slot`: lane l fills chunk l, and chunk
@@ -358,10 +415,9 @@ __global__ void __launch_bounds__(kFastThreads)
     // Direct, memory-bound sizes keep two rows in flight (`window` = row r, `ahead` = row r + 1
     // while row r + 2 loads); their raw chunks are small (16 u8 in 4 registers). Wider windows
     // keep one, and give the registers to occupancy.
-    constexpr bool kTwoRowsAhead = !kStaged && kChunks * sizeof(Chunk) <= 64;
-    constexpr int kAheadChunks = kTwoRowsAhead ? kChunks : 1;
-    Chunk window[kChunks];
-    Chunk ahead[kAheadChunks];
+    constexpr bool kTwoRowsAhead = !kStaged && sizeof(DirectRow) <= 64;
+    DirectRow window{};  // defined words also for lanes that read nothing (own_needed)
+    DirectRow ahead{};
     if constexpr (kStaged) {
       __syncwarp();  // every lane has read the previous strip's slots
 #pragma unroll
@@ -376,7 +432,7 @@ __global__ void __launch_bounds__(kFastThreads)
       }
     }
 
-    // Row r of the strip as float: in[t] is element window_start + t of input row r.
+    // Row r of the strip as float: in[t] is element e0 - kSideVectors * kVec + t of input row r.
     auto fetch_row = [&](int r, float (&in)[kWindow]) {
       if constexpr (kStaged) {
         if (r + kAhead < input_rows) stage_row(first_input_row + r + kAhead, (r + kAhead) % kFastStages);
@@ -391,12 +447,27 @@ __global__ void __launch_bounds__(kFastThreads)
           for (int t = 0; t < kVec; ++t) in[v * kVec + t] = Packing::widen(chunk.v[t / kPerWord], t % kPerWord);
         }
       } else {
+        // Halo words from the neighbour lanes (lanes 0 and 31: their edge words).
+        constexpr unsigned kWarp = 0xffffffffu;
+        Chunk left, right;
 #pragma unroll
-        for (int t = 0; t < kWindow; ++t)
-          in[t] = Packing::widen(window[t / kVec].v[(t % kVec) / kPerWord], t % kPerWord);
+        for (int w = kLeftWord; w < kWords; ++w) {
+          const auto from_left = __shfl_up_sync(kWarp, window.own.v[w], 1);
+          left.v[w] = lane == 0 ? window.edge[w - kLeftWord] : from_left;
+        }
+#pragma unroll
+        for (int w = 0; w < kEdgeWords; ++w) {
+          const auto from_right = __shfl_down_sync(kWarp, window.own.v[w], 1);
+          right.v[w] = lane == kFastBlockX - 1 ? window.edge[w] : from_right;
+        }
+#pragma unroll
+        for (int t = kFirstTap; t < kVec; ++t) in[t] = Packing::widen(left.v[t / kPerWord], t % kPerWord);
+#pragma unroll
+        for (int t = 0; t < kVec; ++t) in[kVec + t] = Packing::widen(window.own.v[t / kPerWord], t % kPerWord);
+#pragma unroll
+        for (int t = 0; t < kHalo; ++t) in[2 * kVec + t] = Packing::widen(right.v[t / kPerWord], t % kPerWord);
         if constexpr (kTwoRowsAhead) {
-#pragma unroll
-          for (int v = 0; v < kChunks; ++v) window[v] = ahead[v];
+          window = ahead;
           if (r + 2 < input_rows) load_row(first_input_row + r + 2, ahead);
         } else {
           if (r + 1 < input_rows) load_row(first_input_row + r + 1, window);
@@ -444,11 +515,18 @@ __global__ void __launch_bounds__(kFastThreads)
       }
 
       const int out_row = r - (K - 1);
-      if (out_row >= 0 && (!kStaged || has_output)) {
+      if (out_row >= 0 && has_output) {
         const int y = s0 + out_row;
         Out* out = dst.row(y) + e0;
         ElementVector<Out, kVec> result;
-        if (sums_inside_int) {
+        if (sums_inside_int && kPacksU8) {
+#pragma unroll
+          for (int w = 0; w < kVec / 4; ++w) {
+            const unsigned word = round_pack_u8x4(partial[0][4 * w], partial[0][4 * w + 1], partial[0][4 * w + 2],
+                                                  partial[0][4 * w + 3]);
+            memcpy(&result.v[4 * w], &word, 4);
+          }
+        } else if (sums_inside_int) {
 #pragma unroll
           for (int k = 0; k < kVec; ++k) result.v[k] = saturate_inside_int<Out>(partial[0][k]);
         } else {

@@ -235,11 +235,14 @@ TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and sepa
     MESSAGE("skipped: CUCONV_TEST_VARIANTS leaves out fast");
     return;
   }
-  // fast's tile is 32 x kVec elements (kVec = 4..16 by type and radius) by 4 strips of 32 or 64
-  // rows; an interleaved row has width * channels elements, so widths cross those edges in
-  // elements for 1, 3 and 4 channels.
-  const std::pair<int, int> sizes[] = {{1, 1},    {5, 31},   {43, 32},  {128, 33},  {129, 129}, {171, 127},
-                                       {172, 257}, {255, 65}, {257, 3}, {513, 255}, {86, 256},  {1031, 7}};
+  // fast's block is 4 warps of 32 threads x kVec elements (kVec = 4..16 by type and radius) by a
+  // strip of 8..128 rows; on small filters lanes pass the halo by shuffle and lanes 0 and 31 read
+  // the warp's edges. An interleaved row has width * channels elements, so widths cross warp
+  // (32 kVec) and block (128 kVec) edges in elements for 1, 3 and 4 channels: 512 x 4 = 2048 is a
+  // u8 3x3 block, 683 x 3 one element more, 2047 one less.
+  const std::pair<int, int> sizes[] = {{1, 1},    {5, 31},    {43, 32},  {128, 33}, {129, 129},
+                                       {171, 127}, {172, 257}, {255, 65}, {257, 3},  {513, 255},
+                                       {86, 256},  {1031, 7},  {512, 9},  {683, 5},  {2047, 3}};
   // Dense random filters for every unrolled radius; rank-1 filters for the separable radii (which
   // of them take the separable path is separable_for's decision, tested in the CPU suite: float
   // outputs always, 8U only for exact short dyadic factors such as sobel-x and gauss5).
