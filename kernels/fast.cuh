@@ -72,6 +72,11 @@ __host__ __device__ constexpr int fast_vector_elems() {
 /// (f32 15x15 16384^2: 3.06 ms at 64 rows, 2.90 at 128). So: memory-bound sizes start at 32 rows
 /// and halve while the grid has fewer than 8 waves, down to 8; larger filters start at the
 /// smallest power of two >= 5 (kh - 1), at most 128, and halve below 4 waves, down to 16.
+/// Images of a few megapixels fill less than half a wave even at that floor, and SMs idle: there
+/// strips go on halving while the grid stays below half a wave, down to 2 rows (memory-bound) or
+/// 8. Measured (section 14): 8U 3x3 at 1003 x 779 0.045 -> 0.022 ms at 2 rows, f32 3x3 at
+/// 1001 x 777 0.022 -> 0.014, separable 15x15 there 0.051 -> 0.042 at 8 rows; 2048^2 and larger
+/// grids reach half a wave before and keep their strips.
 template <int Radius>
 __host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blocks, int resident_blocks) {
   constexpr bool kMemoryBound = Radius <= 2;
@@ -85,9 +90,22 @@ __host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blo
   }();
   int strip = kLongest;
   const long long wanted_blocks = static_cast<long long>(kMinWaves) * resident_blocks;
-  while (strip > kShortest && static_cast<long long>(div_up(height, strip)) * column_blocks < wanted_blocks) strip /= 2;
+  const auto blocks = [&](int rows) { return static_cast<long long>(div_up(height, rows)) * column_blocks; };
+  while (strip > kShortest && blocks(strip) < wanted_blocks) strip /= 2;
+  constexpr int kSubWaveShortest = kMemoryBound ? 2 : 8;
+  while (strip > kSubWaveShortest && 2 * blocks(strip) < resident_blocks) strip /= 2;
   return strip;
 }
+
+// The rule at shapes timed on an H100 (cuconv_fast_tune; resident blocks = blocks per SM x 132).
+static_assert(fast_strip_rows_for<1>(16384, 32, 9 * 132) == 32, "f32 3x3 16384^2 keeps 32 rows");
+static_assert(fast_strip_rows_for<1>(4096, 8, 9 * 132) == 8, "f32 3x3 4096^2: 8 rows");
+static_assert(fast_strip_rows_for<1>(2048, 3, 6 * 132) == 8, "RGB 3x3 2048^2: 8 rows, the fastest of 2..16");
+static_assert(fast_strip_rows_for<1>(779, 1, 6 * 132) == 2, "8U 3x3 1003 x 779: below half a wave, 2 rows");
+static_assert(fast_strip_rows_for<2>(9, 3, 7 * 132) == 2, "RGB 5x5 1001 x 9: 2 rows");
+static_assert(fast_strip_rows_for<7>(16384, 32, 5 * 132) == 128, "f32 15x15 16384^2 keeps 128 rows");
+static_assert(fast_strip_rows_for<7>(2048, 4, 4 * 132) == 16, "separable 15x15 2048^2 keeps 16 rows");
+static_assert(fast_strip_rows_for<7>(777, 2, 4 * 132) == 8, "separable 15x15 1001 x 777: 8 rows");
 
 /// Filter weights passed by value: dense kh x kw row-major, or separable (kw horizontal then kh
 /// vertical). Lives in the kernel's parameter constant bank.

@@ -236,7 +236,7 @@ TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and sepa
     return;
   }
   // fast's block is 4 warps of 32 threads x kVec elements (kVec = 4..16 by type and radius) by a
-  // strip of 8..128 rows; on small filters lanes pass the halo by shuffle and lanes 0 and 31 read
+  // strip of 2..128 rows; on small filters lanes pass the halo by shuffle and lanes 0 and 31 read
   // the warp's edges. An interleaved row has width * channels elements, so widths cross warp
   // (32 kVec) and block (128 kVec) edges in elements for 1, 3 and 4 channels: 512 x 4 = 2048 is a
   // u8 3x3 block, 683 x 3 one element more, 2047 one less.
