@@ -7,11 +7,11 @@
 ///    split/merge round trip.
 ///  - Each thread owns kVec adjacent elements of a row (one 16-byte load where possible) and
 ///    walks down a strip of rows. Every input row is read once into registers (its own chunk
-///    plus neighbour chunks for the halo) and added into the kh partial output rows it touches;
-///    the finished row leaves through one vector store. Vertical reuse lives in registers.
-///    Horizontal reuse lives in L1 for small filters (neighbour threads load the same halo
-///    chunks) and in shared memory from 7x7 on, where each warp stages its rows with cp.async
-///    several rows ahead (fast_stages_rows).
+///    plus halo elements of the neighbour chunks) and added into the kh partial output rows it
+///    touches; the finished row leaves through one vector store. Vertical reuse lives in
+///    registers. Horizontal reuse: for small filters the halo words pass between lanes by warp
+///    shuffle (each thread loads only its own chunk); from 7x7 on each warp stages its rows in
+///    shared memory with cp.async several rows ahead (fast_stages_rows).
 ///  - The weights are a kernel parameter (constant bank, compile-time offsets), so streams with
 ///    different filters never share state. ptxas feeds them to the FMAs through uniform registers
 ///    (ULDC.64, about one per 7 FFMAs in the 15x15 SASS).
@@ -290,13 +290,15 @@ __device__ __forceinline__ void copy_async_wait() {
 /// row is read as one contiguous span of 128 * kVec elements (DRAM pages stay open) rather than
 /// four spans far apart. A thread's window of a row is its own chunk of kVec elements and
 /// kSideVectors chunks each side, read either
-///  - straight into registers (small filters), one or two rows ahead, or
+///  - straight into registers (small filters, kSideVectors = 1), two rows ahead: each lane loads
+///    its own chunk, takes the halo words of its neighbours' chunks by shuffle, and lanes 0 and
+///    31 load the halo words beyond the warp's span, or
 ///  - from shared memory (fast_stages_rows): each warp stages its rows (its 32 chunks plus
 ///    kSideVectors chunks each side; lane l copies chunk l, and chunk 32 + l when l < 2S) with
 ///    cp.async into a ring of kFastStages slots, kFastStages - 2 rows ahead. Warps stay
 ///    independent: one __syncwarp per row, no block barrier.
-/// Chunks not wholly inside the row, and rows of a constant border, go element by element
-/// through the border rule. sums_inside_int: every output sum is known to lie inside int's range
+/// Chunks (and edge words) not wholly inside the row, and rows of a constant border, go element
+/// by element through the border rule; rows outside the image are mapped by it first. sums_inside_int: every output sum is known to lie inside int's range
 /// (fast_sums_inside_int), so integer results round without cvRound's out-of-range rule.
 /// @tparam Channels interleaved channels (tap stride); @tparam Radius (2R+1)^2 centred filter.
 template <class In, class Out, int Channels, int Radius, bool Separable>
