@@ -5,7 +5,8 @@
 // variants before a full bundle (docs/perf-notes.md, section 11).
 //   cuconv_fast_tune [CASE]     all cases, or the one whose label is CASE (e.g. "u8 3x3")
 //   STRIP=N cuconv_fast_tune    every launch walks N-row strips instead of fast_strip_rows_for's
-//   ODD=1 cuconv_fast_tune      adds small cases of odd sizes (partial warps, border paths)
+//   ODD=1 cuconv_fast_tune      adds small cases of odd sizes (partial warps, border paths,
+//                               strips below a wave) and 2048^2 / 4096^2 ones
 //   PITCH_PAD=N cuconv_fast_tune  rows N bytes further apart than cudaMallocPitch puts them
 // Each line starts with a hash of the case's output (written over a poisoned buffer): two kernel
 // trees that print the same hashes computed the same bytes.

@@ -33,11 +33,11 @@ inline constexpr int kFastThreads = kFastBlockX * kFastBlockY;
 
 /// Four sums, each known to lie inside int's range (fast_sums_inside_int), rounded half to even
 /// and saturated to u8, packed into one word (first sum in the low byte): the same bytes as
-/// saturate_inside_int<unsigned char>, in 3.5 instructions a result instead of 4.75 (two FMNMX,
-/// FADD and the byte PRMTs). Each sum is raised to -2^22 (one FMNMX; NaN gets it too, as in
+/// saturate_inside_int<unsigned char>, in about 3.5 instructions a result instead of 3.75 (two
+/// FMNMX, FADD and the byte PRMTs; the 8U 3x3 SASS has 8 fewer a row of 16 results). Each sum is raised to -2^22 (one FMNMX; NaN gets it too, as in
 /// round_clamp_small_int) so that adding 1.5 * 2^23 leaves it, rounded, in the low mantissa bits;
 /// sums >= 2^22 land beyond 255 and saturate. cvt.pack.sat then saturates two ints to bytes at a
-/// time. On an H100 8U 3x3 and 5x5 ran 2% faster (docs/perf-notes.md section 14).
+/// time. On an H100 8U 3x3 and 5x5 ran 1-2% faster (docs/perf-notes.md section 14).
 __device__ __forceinline__ unsigned round_pack_u8x4(float s0, float s1, float s2, float s3) {
   const auto rounded = [](float v) {
     return __float_as_int(__fadd_rn(fmaxf(v, -4194304.0f), 12582912.0f)) - 0x4B400000;
@@ -298,8 +298,9 @@ __device__ __forceinline__ void copy_async_wait() {
 ///    cp.async into a ring of kFastStages slots, kFastStages - 2 rows ahead. Warps stay
 ///    independent: one __syncwarp per row, no block barrier.
 /// Chunks (and edge words) not wholly inside the row, and rows of a constant border, go element
-/// by element through the border rule; rows outside the image are mapped by it first. sums_inside_int: every output sum is known to lie inside int's range
-/// (fast_sums_inside_int), so integer results round without cvRound's out-of-range rule.
+/// by element through the border rule; rows outside the image are mapped by it first.
+/// sums_inside_int: every output sum is known to lie inside int's range (fast_sums_inside_int),
+/// so integer results round without cvRound's out-of-range rule.
 /// @tparam Channels interleaved channels (tap stride); @tparam Radius (2R+1)^2 centred filter.
 template <class In, class Out, int Channels, int Radius, bool Separable>
 __global__ void __launch_bounds__(kFastThreads)
@@ -338,9 +339,9 @@ __global__ void __launch_bounds__(kFastThreads)
   const bool full_store = vector_aligned && e0 + kVec <= row_elems;
   const int strips = div_up(src.height, strip_rows);
 
-  // Direct: a row is this thread's own chunk plus, for lanes 0 and 31, the chunk beyond the
-  // warp's span (left of lane 0, right of lane 31); every other halo chunk is a neighbour lane's
-  // own chunk, passed by shuffle in fetch_row. One load per thread and row instead of 2S + 1:
+  // Direct: a row is this thread's own chunk plus, for lanes 0 and 31, the halo words beyond the
+  // warp's span (left of lane 0, right of lane 31); the other halo words come from the neighbour
+  // lanes' own chunks by shuffle in fetch_row. One load per thread and row instead of 2S + 1:
   // the neighbour loads hit L1, but their wavefronts were the limiter of f32 3x3 (ncu: 22 of 26
   // cycles between a warp's instructions waiting on L1TEX).
   static_assert(kStaged || kSideVectors == 1, "the direct path shuffles one neighbour chunk each side");
@@ -389,6 +390,8 @@ __global__ void __launch_bounds__(kFastThreads)
     }
   };
   auto load_row = [&](int y, DirectRow& row) {
+    // interpolate_border makes the same in-range test; calling it alone changed the SASS of every
+    // instantiation (not timed), so the common case stays spelled out here.
     const int yy = static_cast<unsigned>(y) < static_cast<unsigned>(src.height) ? y
                                                                                 : interpolate_border(y, src.height, p.border);
     if (own_needed) read_own(yy, row.own);
@@ -432,10 +435,8 @@ __global__ void __launch_bounds__(kFastThreads)
     const int first_input_row = s0 - p.anchor_y;
     const int input_rows = rows_out + K - 1;
 
-    // Direct, memory-bound sizes keep two rows in flight (`window` = row r, `ahead` = row r + 1
-    // while row r + 2 loads); their raw chunks are small (16 u8 in 4 registers). Wider windows
-    // keep one, and give the registers to occupancy.
-    constexpr bool kTwoRowsAhead = !kStaged && sizeof(DirectRow) <= 64;
+    // Direct: two rows in flight (`window` = row r, `ahead` = row r + 1 while row r + 2 loads);
+    // a row is at most 32 bytes a thread. More rows were slower (perf-notes section 14).
     DirectRow window{};  // defined words also for lanes that read nothing (own_needed)
     DirectRow ahead{};
     if constexpr (kStaged) {
@@ -447,9 +448,7 @@ __global__ void __launch_bounds__(kFastThreads)
       }
     } else {
       load_row(first_input_row, window);
-      if constexpr (kTwoRowsAhead) {
-        if (input_rows > 1) load_row(first_input_row + 1, ahead);
-      }
+      if (input_rows > 1) load_row(first_input_row + 1, ahead);
     }
 
     // Row r of the strip as float: in[t] is element e0 - kSideVectors * kVec + t of input row r.
@@ -486,12 +485,8 @@ __global__ void __launch_bounds__(kFastThreads)
         for (int t = 0; t < kVec; ++t) in[kVec + t] = Packing::widen(window.own.v[t / kPerWord], t % kPerWord);
 #pragma unroll
         for (int t = 0; t < kHalo; ++t) in[2 * kVec + t] = Packing::widen(right.v[t / kPerWord], t % kPerWord);
-        if constexpr (kTwoRowsAhead) {
-          window = ahead;
-          if (r + 2 < input_rows) load_row(first_input_row + r + 2, ahead);
-        } else {
-          if (r + 1 < input_rows) load_row(first_input_row + r + 1, window);
-        }
+        window = ahead;
+        if (r + 2 < input_rows) load_row(first_input_row + r + 2, ahead);
       }
     };
 
