@@ -5,6 +5,8 @@
 // with nvcc (CMake does not build it).
 //
 //   npp_peer [--reps R] > npp.jsonl      (one JSON object per line)
+#include "peer_timing.hpp"
+
 #include <cuda_runtime.h>
 #include <npp.h>
 
@@ -18,40 +20,8 @@
 
 namespace {
 
-void check(cudaError_t status, const char* what) {
-  if (status != cudaSuccess) {
-    std::fprintf(stderr, "npp_peer: %s: %s\n", what, cudaGetErrorName(status));
-    std::exit(1);
-  }
-}
-
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  return v.size() % 2 == 1 ? v[v.size() / 2] : 0.5 * (v[v.size() / 2 - 1] + v[v.size() / 2]);
-}
-
-template <class Work>
-double time_median_ms(int reps, cudaStream_t stream, Work work) {
-  cudaEvent_t start, stop;
-  check(cudaEventCreate(&start), "event");
-  check(cudaEventCreate(&stop), "event");
-  work();  // warm-up, and a slow first call tells how many runs fit
-  check(cudaStreamSynchronize(stream), "sync");
-  std::vector<double> ms;
-  for (int i = 0; i < reps + 2; ++i) {
-    check(cudaEventRecord(start, stream), "record");
-    work();
-    check(cudaEventRecord(stop, stream), "record");
-    check(cudaEventSynchronize(stop), "sync");
-    float t = 0;
-    check(cudaEventElapsedTime(&t, start, stop), "elapsed");
-    if (i >= 2) ms.push_back(t);  // two more warm-up runs
-    if (t > 50.0f && ms.size() >= 3) break;  // slow cases: three timed runs are enough
-  }
-  check(cudaEventDestroy(start), "event");
-  check(cudaEventDestroy(stop), "event");
-  return median(ms);
-}
+using peer::check;
+using peer::time_median_ms;
 
 struct Shape {
   const char* image;
@@ -63,6 +33,7 @@ struct Shape {
 }  // namespace
 
 int main(int argc, char** argv) {
+  peer::program = "npp_peer";
   int reps = 30;
   for (int i = 1; i < argc; ++i)
     if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = std::atoi(argv[++i]);

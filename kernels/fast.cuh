@@ -71,25 +71,33 @@ __host__ __device__ constexpr int fast_vector_elems() {
 /// best strip kept the warm-up near a fifth of it: 32 rows at 7x7, 64 at 9x9, 128 at 15x15
 /// (f32 15x15 16384^2: 3.06 ms at 64 rows, 2.90 at 128). So: memory-bound sizes start at 32 rows
 /// and halve while the grid has fewer than 8 waves, down to 8; larger filters start at the
-/// smallest power of two >= 5 (kh - 1), at most 128, and halve below 4 waves, down to 16.
+/// smallest power of two >= 5 (kh - 1), at most 128, and halve below 1.5 waves, down to 16. The
+/// 1.5 comes from strip sweeps at 4096^2 (section 15): halving below 4 waves, as before, cut
+/// strips the warm-up then outweighed (f32 15x15 0.351 -> 0.290 ms at 32 rows instead of 16,
+/// 8U RGB 15x15 0.790 -> 0.715 at 64, separable 31x31 0.280 -> 0.232 at 32), and below 1 wave
+/// left some too long (8U RGB 9x9 0.385 at 64 rows, 0.337 at 32).
 /// Images of a few megapixels fill less than half a wave even at that floor, and SMs idle: there
 /// strips go on halving while the grid stays below half a wave, down to 2 rows (memory-bound) or
 /// 8. Measured (section 14): 8U 3x3 at 1003 x 779 0.045 -> 0.022 ms at 2 rows, f32 3x3 at
 /// 1001 x 777 0.022 -> 0.014, separable 15x15 there 0.051 -> 0.042 at 8 rows; 2048^2 and larger
 /// grids reach half a wave before and keep their strips.
-template <int Radius>
+/// f32 3x3, the one size bound by DRAM alone, starts at 4 rows: its shared rows come from L2
+/// (RowReuse), and with short blocks the grid no longer runs in step (16384^2: 0.804 ms at 4
+/// rows, 0.811 at 6, 0.820 at 32, 0.828 at 8, 0.88 at 3; section 15).
+template <class In, int Radius>
 __host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blocks, int resident_blocks) {
   constexpr bool kMemoryBound = Radius <= 2;
-  constexpr int kMinWaves = kMemoryBound ? 8 : 4;
+  constexpr int kMinHalfWaves = kMemoryBound ? 16 : 3;  // waves wanted, in halves
   constexpr int kShortest = kMemoryBound ? 8 : 16;
   constexpr int kLongest = [] {
+    if (Radius == 1 && std::is_same_v<In, float>) return 4;
     if (kMemoryBound) return 32;
     int rows = 32;
     while (rows < 5 * 2 * Radius && rows < 128) rows *= 2;
     return rows;
   }();
   int strip = kLongest;
-  const long long wanted_blocks = static_cast<long long>(kMinWaves) * resident_blocks;
+  const long long wanted_blocks = static_cast<long long>(kMinHalfWaves) * resident_blocks / 2;
   const auto blocks = [&](int rows) { return static_cast<long long>(div_up(height, rows)) * column_blocks; };
   while (strip > kShortest && blocks(strip) < wanted_blocks) strip /= 2;
   constexpr int kSubWaveShortest = kMemoryBound ? 2 : 8;
@@ -98,14 +106,21 @@ __host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blo
 }
 
 // The rule at shapes timed on an H100 (cuconv_fast_tune; resident blocks = blocks per SM x 132).
-static_assert(fast_strip_rows_for<1>(16384, 32, 9 * 132) == 32, "f32 3x3 16384^2 keeps 32 rows");
-static_assert(fast_strip_rows_for<1>(4096, 8, 9 * 132) == 8, "f32 3x3 4096^2: 8 rows");
-static_assert(fast_strip_rows_for<1>(2048, 3, 6 * 132) == 8, "RGB 3x3 2048^2: 8 rows, the fastest of 2..16");
-static_assert(fast_strip_rows_for<1>(779, 1, 6 * 132) == 2, "8U 3x3 1003 x 779: below half a wave, 2 rows");
-static_assert(fast_strip_rows_for<2>(9, 3, 7 * 132) == 2, "RGB 5x5 1001 x 9: 2 rows");
-static_assert(fast_strip_rows_for<7>(16384, 32, 5 * 132) == 128, "f32 15x15 16384^2 keeps 128 rows");
-static_assert(fast_strip_rows_for<7>(2048, 4, 4 * 132) == 16, "separable 15x15 2048^2 keeps 16 rows");
-static_assert(fast_strip_rows_for<7>(777, 2, 4 * 132) == 8, "separable 15x15 1001 x 777: 8 rows");
+static_assert(fast_strip_rows_for<float, 1>(16384, 32, 9 * 132) == 4, "f32 3x3 16384^2: 4 rows");
+static_assert(fast_strip_rows_for<float, 1>(4096, 8, 9 * 132) == 4, "f32 3x3 4096^2: 4 rows (4 to 8 within 2%)");
+static_assert(fast_strip_rows_for<float, 1>(777, 2, 9 * 132) == 2, "f32 3x3 1001 x 777: below half a wave, 2 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1>(16384, 8, 6 * 132) == 16, "8U 3x3 16384^2: 16 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1>(2048, 3, 6 * 132) == 8, "RGB 3x3 2048^2: 8 rows, the fastest of 2..16");
+static_assert(fast_strip_rows_for<unsigned char, 1>(779, 1, 6 * 132) == 2, "8U 3x3 1003 x 779: below half a wave, 2 rows");
+static_assert(fast_strip_rows_for<unsigned char, 2>(9, 3, 7 * 132) == 2, "RGB 5x5 1001 x 9: 2 rows");
+static_assert(fast_strip_rows_for<float, 7>(16384, 32, 5 * 132) == 128, "f32 15x15 16384^2 keeps 128 rows");
+static_assert(fast_strip_rows_for<float, 7>(4096, 8, 5 * 132) == 32, "f32 15x15 4096^2: 32 rows (best: 32 and 64)");
+static_assert(fast_strip_rows_for<unsigned char, 7>(4096, 24, 5 * 132) == 64, "8U RGB 15x15 4096^2: 64 rows, the best");
+static_assert(fast_strip_rows_for<unsigned char, 4>(4096, 12, 4 * 132) == 32, "8U RGB 9x9 4096^2: 32 rows, the best");
+static_assert(fast_strip_rows_for<unsigned char, 4>(8192, 24, 4 * 132) == 64, "8U RGB 9x9 8192^2 keeps 64 rows");
+static_assert(fast_strip_rows_for<float, 15>(4096, 8, 3 * 132) == 32, "separable 31x31 4096^2: 32 rows, the best");
+static_assert(fast_strip_rows_for<float, 7>(2048, 4, 4 * 132) == 16, "separable 15x15 2048^2 keeps 16 rows");
+static_assert(fast_strip_rows_for<float, 7>(777, 2, 4 * 132) == 8, "separable 15x15 1001 x 777: 8 rows");
 
 /// Filter weights passed by value: dense kh x kw row-major, or separable (kw horizontal then kh
 /// vertical). Lives in the kernel's parameter constant bank.
@@ -170,6 +185,46 @@ __device__ __forceinline__ void store_vector(T* out, const ElementVector<T, N>& 
 /// One aligned chunk of an input row. 8- and 16-byte chunks load through the read-only path with
 /// a 256-byte L2 prefetch hint (each row is read once, front to back): on an H100 that made f32
 /// 3x3 2% and 8U 3x3 3% faster than plain loads, and plain __ldg gained nothing.
+/// How long L2 should keep the lines of a row the direct path loads (createpolicy operands).
+enum class RowReuse {
+  once,        ///< no hint: read by this strip alone
+  again,       ///< evict_last: the strip above reads this row too, usually later
+  done,        ///< evict_first: the strip below read this row already, usually earlier
+};
+
+/// A 64-bit L2 cache policy for ld.global's cache_hint: evict_last or evict_first on all lines.
+__device__ __forceinline__ unsigned long long l2_policy(RowReuse reuse) {
+  unsigned long long policy;
+  if (reuse == RowReuse::again) {
+    asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
+  } else {
+    asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
+  }
+  return policy;
+}
+
+/// load_chunk with an L2 eviction policy (l2_policy) on the lines it reads.
+template <class Chunk>
+__device__ __forceinline__ Chunk load_chunk(const Chunk* address, unsigned long long policy) {
+  Chunk chunk;
+  if constexpr (sizeof(Chunk) == 16) {
+    uint4 bits;
+    asm volatile("ld.global.nc.L2::cache_hint.L2::256B.v4.u32 {%0, %1, %2, %3}, [%4], %5;"
+                 : "=r"(bits.x), "=r"(bits.y), "=r"(bits.z), "=r"(bits.w)
+                 : "l"(address), "l"(policy));
+    memcpy(&chunk, &bits, sizeof(Chunk));
+  } else if constexpr (sizeof(Chunk) == 8) {
+    uint2 bits;
+    asm volatile("ld.global.nc.L2::cache_hint.L2::256B.v2.u32 {%0, %1}, [%2], %3;"
+                 : "=r"(bits.x), "=r"(bits.y)
+                 : "l"(address), "l"(policy));
+    memcpy(&chunk, &bits, sizeof(Chunk));
+  } else {
+    chunk = *address;
+  }
+  return chunk;
+}
+
 template <class Chunk>
 __device__ __forceinline__ Chunk load_chunk(const Chunk* address) {
   Chunk chunk;
@@ -373,9 +428,22 @@ __global__ void __launch_bounds__(kFastThreads)
       words[t / kPerWord] = Packing::insert(t % kPerWord == 0 ? Word{} : words[t / kPerWord], t % kPerWord,
                                             fast_border_element<In, Channels>(src, first + t, yy, p));
   };
-  auto read_own = [&](int yy, Chunk& chunk) {
+  // Rows shared by two strips (the first and last K - 1 of each) are read twice, by blocks that
+  // usually run at the same time: the strip below reads them first (its warm-up), the strip above
+  // at its end. The first reader asks L2 to keep them, the second to drop them. Without the hint
+  // they missed L2 (ncu: f32 3x3 read 2.25 GB where 2.15 is the image in and out); with it f32
+  // 3x3 at 16384^2 ran 0.858 -> 0.816 ms (perf-notes section 15). Hinting every row, or the rows
+  // staged by cp.async for larger filters, was slower.
+  const unsigned long long keep_in_l2 = l2_policy(RowReuse::again);
+  const unsigned long long drop_from_l2 = l2_policy(RowReuse::done);
+  auto read_own = [&](int yy, Chunk& chunk, RowReuse reuse) {
     if (own_inside && yy >= 0) {
-      chunk = load_chunk(reinterpret_cast<const Chunk*>(src.row(yy) + e0));
+      const Chunk* from = reinterpret_cast<const Chunk*>(src.row(yy) + e0);
+      if (reuse == RowReuse::once) {
+        chunk = load_chunk(from);
+      } else {
+        chunk = load_chunk(from, reuse == RowReuse::again ? keep_in_l2 : drop_from_l2);
+      }
     } else {
       read_by_rule(e0, yy, chunk.v, kWords);
     }
@@ -389,12 +457,12 @@ __global__ void __launch_bounds__(kFastThreads)
       read_by_rule(edge_first, yy, edge, kEdgeWords);
     }
   };
-  auto load_row = [&](int y, DirectRow& row) {
+  auto load_row = [&](int y, DirectRow& row, RowReuse reuse) {
     // interpolate_border makes the same in-range test; calling it alone changed the SASS of every
     // instantiation (not timed), so the common case stays spelled out here.
     const int yy = static_cast<unsigned>(y) < static_cast<unsigned>(src.height) ? y
                                                                                 : interpolate_border(y, src.height, p.border);
-    if (own_needed) read_own(yy, row.own);
+    if (own_needed) read_own(yy, row.own, reuse);
     if (edge_lane) read_edge(yy, row.edge);
   };
 
@@ -434,6 +502,9 @@ __global__ void __launch_bounds__(kFastThreads)
     const int rows_out = min(strip_rows, src.height - s0);
     const int first_input_row = s0 - p.anchor_y;
     const int input_rows = rows_out + K - 1;
+    const auto reuse_of_row = [&](int r) {  // strip row r: the direct path's L2 hint (read_own)
+      return r < K - 1 ? RowReuse::again : r >= input_rows - (K - 1) ? RowReuse::done : RowReuse::once;
+    };
 
     // Direct: two rows in flight (`window` = row r, `ahead` = row r + 1 while row r + 2 loads);
     // a row is at most 32 bytes a thread. More rows were slower (perf-notes section 14).
@@ -447,8 +518,8 @@ __global__ void __launch_bounds__(kFastThreads)
         copy_async_commit();  // empty groups too: the group count stays one per row
       }
     } else {
-      load_row(first_input_row, window);
-      if (input_rows > 1) load_row(first_input_row + 1, ahead);
+      load_row(first_input_row, window, reuse_of_row(0));
+      if (input_rows > 1) load_row(first_input_row + 1, ahead, reuse_of_row(1));
     }
 
     // Row r of the strip as float: in[t] is element e0 - kSideVectors * kVec + t of input row r.
@@ -486,7 +557,7 @@ __global__ void __launch_bounds__(kFastThreads)
 #pragma unroll
         for (int t = 0; t < kHalo; ++t) in[2 * kVec + t] = Packing::widen(right.v[t / kPerWord], t % kPerWord);
         window = ahead;
-        if (r + 2 < input_rows) load_row(first_input_row + r + 2, ahead);
+        if (r + 2 < input_rows) load_row(first_input_row + r + 2, ahead, reuse_of_row(r + 2));
       }
     };
 

@@ -6,7 +6,8 @@
 #           (every CUCONV_SANITIZE_STRIDE-th sweep case, default 4; initcheck, which is about 10x
 #           slower per launch, every CUCONV_SANITIZE_STRIDE_INITCHECK-th, default 16) and the CLI,
 #           one process per tool and variant (CUCONV_SANITIZE_JOBS side by side, default 8);
-# bench:    bin/cuconv_bench (JSON + CSV + table) and the NPP peer (bench/npp_peer.cu, built here);
+# bench:    bin/cuconv_bench (JSON + CSV + table) and the NPP and cuDNN peers (bench/npp_peer.cu,
+#           bench/cudnn_peer.cu, built here; cuDNN from the toolkit or CUCONV_CUDNN_PACK);
 # npp:      the NPP peer alone;
 # batch:    scripts/batch-bench.sh on CUCONV_BATCH_N images (default 200), and on hosts with
 #           2+ GPUs a kernel-heavy batch on one GPU and on all;
@@ -114,6 +115,29 @@ if wants bench || wants npp; then
       echo "npp_peer: $(wc -l < "$out/npp.jsonl") results"
     else
       echo "npp_peer did not build (see npp-build.log)"; tail -n 5 "$out/npp-build.log"
+    fi
+  fi
+  # The cuDNN peer (bench/cudnn_peer.cu, f32 only): against the cuDNN of the node's toolkit where it
+  # has one, else against CUCONV_CUDNN_PACK (scripts/cudnn-peer-pack.sh's tarball), else skipped.
+  # A peer that fails is reported, not counted as a failed check.
+  if [[ -z "${CUCONV_SKIP_CUDNN:-}" ]] && command -v nvcc > /dev/null && [[ -f bench/cudnn_peer.cu ]]; then
+    cuda_root="$(dirname "$(dirname "$(readlink -f "$(command -v nvcc)")")")"
+    cudnn_flags=() cudnn_lib=""
+    if [[ -f "$cuda_root/include/cudnn.h" ]]; then
+      cudnn_flags=(-lcudnn)
+    elif [[ -n "${CUCONV_CUDNN_PACK:-}" && -f "$CUCONV_CUDNN_PACK" ]]; then
+      mkdir -p "$work/cudnn" && tar -xJf "$CUCONV_CUDNN_PACK" -C "$work/cudnn"
+      cudnn_flags=(-I"$work/cudnn/include" -L"$work/cudnn/lib" -lcudnn)
+      cudnn_lib="$work/cudnn/lib:"
+    fi
+    if (( ${#cudnn_flags[@]} == 0 )); then
+      echo "cudnn_peer skipped: no cuDNN in $cuda_root and no CUCONV_CUDNN_PACK"
+    elif nvcc -O2 -std=c++17 -arch=native bench/cudnn_peer.cu "${cudnn_flags[@]}" -o "$work/cudnn_peer" > "$out/cudnn-build.log" 2>&1; then
+      LD_LIBRARY_PATH="$cudnn_lib$cuda_root/lib64:$LD_LIBRARY_PATH" timeout "${CUCONV_CUDNN_TIMEOUT:-300}" \
+        "$work/cudnn_peer" > "$out/cudnn.jsonl" 2>> "$out/cudnn-build.log" || echo "cudnn_peer exited with $?"
+      echo "cudnn_peer: $(grep '"variant":"cudnn"' "$out/cudnn.jsonl" | grep -vc '"error"') results, $(grep -c '"error"' "$out/cudnn.jsonl") errors"
+    else
+      echo "cudnn_peer did not build (see cudnn-build.log)"; tail -n 5 "$out/cudnn-build.log"
     fi
   fi
 fi

@@ -6,18 +6,30 @@
 #include <kernels/fast.cuh>
 
 #include <algorithm>
+#include <array>
+#include <atomic>
 #include <cstdint>
 
 namespace cuconv::detail {
 
-/// Blocks of `kernel` that fit on the current device at once.
-template <class Kernel>
-int resident_blocks(Kernel kernel, int threads_per_block) {
-  int device = 0, sms = 0, per_sm = 0;
+/// Blocks of `Kernel` that fit on the current device at once, queried once per kernel and device
+/// (the device, attribute and occupancy queries otherwise ran before every launch, host time
+/// between the kernels of a batch).
+template <auto Kernel>
+int resident_blocks(int threads_per_block) {
+  constexpr int kCachedDevices = 64;
+  static std::array<std::atomic<int>, kCachedDevices> cached{};  // 0: not queried yet
+  int device = 0;
   CUCONV_CUDA_TRY(cudaGetDevice(&device));
+  if (device < kCachedDevices) {
+    if (const int blocks = cached[device].load(std::memory_order_relaxed); blocks > 0) return blocks;
+  }
+  int sms = 0, per_sm = 0;
   CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, threads_per_block, 0));
-  return std::max(1, sms * per_sm);
+  CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads_per_block, 0));
+  const int blocks = std::max(1, sms * per_sm);
+  if (device < kCachedDevices) cached[device].store(blocks, std::memory_order_relaxed);
+  return blocks;
 }
 
 template <class In, class Out, bool Separable>
@@ -38,10 +50,10 @@ bool launch_fast_compiled(const LaunchArgs& a) {
         } else {
           for (int t = 0; t < K * K; ++t) taps.w[t] = a.host_weights[t];
         }
-        const auto kernel = fast_kernel<In, Out, channels.value, R, Separable>;
+        constexpr auto kernel = fast_kernel<In, Out, channels.value, R, Separable>;
         const int column_blocks = fast_column_blocks<In, R>(a.width * channels.value);
         const int strip_rows =
-            fast_strip_rows_for<R>(a.height, column_blocks, resident_blocks(kernel, kFastThreads));
+            fast_strip_rows_for<In, R>(a.height, column_blocks, resident_blocks<kernel>(kFastThreads));
         const dim3 block(kFastBlockX, kFastBlockY);
         const dim3 grid(static_cast<unsigned>(column_blocks),
                         static_cast<unsigned>(std::min(div_up(a.height, strip_rows), kMaxGridY)));
