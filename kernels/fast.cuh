@@ -432,8 +432,10 @@ __global__ void __launch_bounds__(kFastThreads)
   // usually run at the same time: the strip below reads them first (its warm-up), the strip above
   // at its end. The first reader asks L2 to keep them, the second to drop them. Without the hint
   // they missed L2 (ncu: f32 3x3 read 2.25 GB where 2.15 is the image in and out); with it f32
-  // 3x3 at 16384^2 ran 0.858 -> 0.816 ms (perf-notes section 15). Hinting every row, or the rows
-  // staged by cp.async for larger filters, was slower.
+  // 3x3 at 16384^2 ran 0.858 -> 0.816 ms (perf-notes section 15). Only f32 images: 8U sizes are
+  // bound by instruction issue, and the hint's branch made 8U 5x5 3% slower. Hinting every row,
+  // or the rows staged by cp.async for larger filters, was slower too.
+  constexpr bool kHintsL2 = std::is_same_v<In, float>;
   const unsigned long long keep_in_l2 = l2_policy(RowReuse::again);
   const unsigned long long drop_from_l2 = l2_policy(RowReuse::done);
   auto read_own = [&](int yy, Chunk& chunk, RowReuse reuse) {
@@ -503,6 +505,7 @@ __global__ void __launch_bounds__(kFastThreads)
     const int first_input_row = s0 - p.anchor_y;
     const int input_rows = rows_out + K - 1;
     const auto reuse_of_row = [&](int r) {  // strip row r: the direct path's L2 hint (read_own)
+      if (!kHintsL2) return RowReuse::once;
       return r < K - 1 ? RowReuse::again : r >= input_rows - (K - 1) ? RowReuse::done : RowReuse::once;
     };
 
