@@ -99,7 +99,7 @@ void run_case(const char* label, int width, int height) {
   TUNE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFastThreads, 0));
   const char* forced = std::getenv("STRIP");
   const int strip_rows =
-      forced != nullptr ? std::atoi(forced) : fast_strip_rows_for<T, Radius>(height, column_blocks, sms * per_sm);
+      forced != nullptr ? std::atoi(forced) : fast_strip_rows_for<T, Radius, Separable>(height, column_blocks, sms * per_sm);
   const dim3 block(kFastBlockX, kFastBlockY);
   const dim3 grid(column_blocks, std::min(div_up(height, strip_rows), kMaxGridY));
 
@@ -166,6 +166,8 @@ int main(int argc, char** argv) {
     run_case<float, 1, 4, false>("f32 9x9 4k", 4096, 4096);
     run_case<float, 1, 7, true>("f32 sep 15x15 4k", 4096, 4096);
     run_case<float, 1, 15, true>("f32 sep 31x31 4k", 4096, 4096);
+    run_case<float, 1, 7, true>("f32 sep 15x15 8k", 8192, 8192);
+    run_case<float, 1, 7, false>("f32 15x15 8k", 8192, 8192);
     run_case<std::uint8_t, 1, 7, false>("u8 15x15 4k", 4096, 4096);
     run_case<std::uint8_t, 3, 4, false>("u8 rgb 9x9 4k", 4096, 4096);
   }

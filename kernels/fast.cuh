@@ -75,7 +75,9 @@ __host__ __device__ constexpr int fast_vector_elems() {
 /// 1.5 comes from strip sweeps at 4096^2 (section 15): halving below 4 waves, as before, cut
 /// strips the warm-up then outweighed (f32 15x15 0.351 -> 0.290 ms at 32 rows instead of 16,
 /// 8U RGB 15x15 0.790 -> 0.715 at 64, separable 31x31 0.280 -> 0.232 at 32), and below 1 wave
-/// left some too long (8U RGB 9x9 0.385 at 64 rows, 0.337 at 32).
+/// left some too long (8U RGB 9x9 0.385 at 64 rows, 0.337 at 32). Separable filters (2 kh FMAs an
+/// output, near the copy roof's pace) keep halving below 4 waves, down to 32 rows: at 1.5 waves
+/// separable 15x15 at 8192^2 took 128 rows and 0.415 ms against 0.348 at 32 (section 15).
 /// Images of a few megapixels fill less than half a wave even at that floor, and SMs idle: there
 /// strips go on halving while the grid stays below half a wave, down to 2 rows (memory-bound) or
 /// 8. Measured (section 14): 8U 3x3 at 1003 x 779 0.045 -> 0.022 ms at 2 rows, f32 3x3 at
@@ -84,11 +86,11 @@ __host__ __device__ constexpr int fast_vector_elems() {
 /// f32 3x3, the one size bound by DRAM alone, starts at 4 rows: its shared rows come from L2
 /// (RowReuse), and with short blocks the grid no longer runs in step (16384^2: 0.804 ms at 4
 /// rows, 0.811 at 6, 0.820 at 32, 0.828 at 8, 0.88 at 3; section 15).
-template <class In, int Radius>
+template <class In, int Radius, bool Separable>
 __host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blocks, int resident_blocks) {
   constexpr bool kMemoryBound = Radius <= 2;
-  constexpr int kMinHalfWaves = kMemoryBound ? 16 : 3;  // waves wanted, in halves
-  constexpr int kShortest = kMemoryBound ? 8 : 16;
+  constexpr int kMinHalfWaves = kMemoryBound ? 16 : Separable ? 8 : 3;  // waves wanted, in halves
+  constexpr int kShortest = kMemoryBound ? 8 : Separable ? 32 : 16;
   constexpr int kLongest = [] {
     if (Radius == 1 && std::is_same_v<In, float>) return 4;
     if (kMemoryBound) return 32;
@@ -106,21 +108,25 @@ __host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blo
 }
 
 // The rule at shapes timed on an H100 (cuconv_fast_tune; resident blocks = blocks per SM x 132).
-static_assert(fast_strip_rows_for<float, 1>(16384, 32, 9 * 132) == 4, "f32 3x3 16384^2: 4 rows");
-static_assert(fast_strip_rows_for<float, 1>(4096, 8, 9 * 132) == 4, "f32 3x3 4096^2: 4 rows (4 to 8 within 2%)");
-static_assert(fast_strip_rows_for<float, 1>(777, 2, 9 * 132) == 2, "f32 3x3 1001 x 777: below half a wave, 2 rows");
-static_assert(fast_strip_rows_for<unsigned char, 1>(16384, 8, 6 * 132) == 16, "8U 3x3 16384^2: 16 rows");
-static_assert(fast_strip_rows_for<unsigned char, 1>(2048, 3, 6 * 132) == 8, "RGB 3x3 2048^2: 8 rows, the fastest of 2..16");
-static_assert(fast_strip_rows_for<unsigned char, 1>(779, 1, 6 * 132) == 2, "8U 3x3 1003 x 779: below half a wave, 2 rows");
-static_assert(fast_strip_rows_for<unsigned char, 2>(9, 3, 7 * 132) == 2, "RGB 5x5 1001 x 9: 2 rows");
-static_assert(fast_strip_rows_for<float, 7>(16384, 32, 5 * 132) == 128, "f32 15x15 16384^2 keeps 128 rows");
-static_assert(fast_strip_rows_for<float, 7>(4096, 8, 5 * 132) == 32, "f32 15x15 4096^2: 32 rows (best: 32 and 64)");
-static_assert(fast_strip_rows_for<unsigned char, 7>(4096, 24, 5 * 132) == 64, "8U RGB 15x15 4096^2: 64 rows, the best");
-static_assert(fast_strip_rows_for<unsigned char, 4>(4096, 12, 4 * 132) == 32, "8U RGB 9x9 4096^2: 32 rows, the best");
-static_assert(fast_strip_rows_for<unsigned char, 4>(8192, 24, 4 * 132) == 64, "8U RGB 9x9 8192^2 keeps 64 rows");
-static_assert(fast_strip_rows_for<float, 15>(4096, 8, 3 * 132) == 32, "separable 31x31 4096^2: 32 rows, the best");
-static_assert(fast_strip_rows_for<float, 7>(2048, 4, 4 * 132) == 16, "separable 15x15 2048^2 keeps 16 rows");
-static_assert(fast_strip_rows_for<float, 7>(777, 2, 4 * 132) == 8, "separable 15x15 1001 x 777: 8 rows");
+static_assert(fast_strip_rows_for<float, 1, false>(16384, 32, 9 * 132) == 4, "f32 3x3 16384^2: 4 rows");
+static_assert(fast_strip_rows_for<float, 1, false>(4096, 8, 9 * 132) == 4, "f32 3x3 4096^2: 4 rows (4 to 8 within 2%)");
+static_assert(fast_strip_rows_for<float, 1, false>(777, 2, 9 * 132) == 2, "f32 3x3 1001 x 777: below half a wave, 2 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(16384, 8, 6 * 132) == 16, "8U 3x3 16384^2: 16 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(2048, 3, 6 * 132) == 8, "RGB 3x3 2048^2: 8 rows, the fastest of 2..16");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(779, 1, 6 * 132) == 2, "8U 3x3 1003 x 779: below half a wave, 2 rows");
+static_assert(fast_strip_rows_for<unsigned char, 2, false>(9, 3, 7 * 132) == 2, "RGB 5x5 1001 x 9: 2 rows");
+static_assert(fast_strip_rows_for<float, 7, false>(16384, 32, 5 * 132) == 128, "f32 15x15 16384^2 keeps 128 rows");
+static_assert(fast_strip_rows_for<float, 7, false>(4096, 8, 5 * 132) == 32, "f32 15x15 4096^2: 32 rows (best: 32 and 64)");
+static_assert(fast_strip_rows_for<unsigned char, 7, false>(4096, 24, 5 * 132) == 64, "8U RGB 15x15 4096^2: 64 rows, the best");
+static_assert(fast_strip_rows_for<unsigned char, 4, false>(4096, 12, 4 * 132) == 32, "8U RGB 9x9 4096^2: 32 rows, the best");
+static_assert(fast_strip_rows_for<unsigned char, 4, false>(8192, 24, 4 * 132) == 64, "8U RGB 9x9 8192^2 keeps 64 rows");
+static_assert(fast_strip_rows_for<float, 15, true>(4096, 8, 3 * 132) == 32, "separable 31x31 4096^2: 32 rows, the best");
+static_assert(fast_strip_rows_for<float, 15, true>(16384, 32, 3 * 132) == 128, "separable 31x31 16384^2 keeps 128 rows");
+static_assert(fast_strip_rows_for<float, 7, true>(4096, 8, 4 * 132) == 32, "separable 15x15 4096^2: 32 rows, the best");
+static_assert(fast_strip_rows_for<float, 7, true>(8192, 16, 4 * 132) == 32, "separable 15x15 8192^2: 32 rows");
+static_assert(fast_strip_rows_for<float, 7, true>(16384, 32, 4 * 132) == 128, "separable 15x15 16384^2 keeps 128 rows");
+static_assert(fast_strip_rows_for<float, 7, true>(2048, 4, 4 * 132) == 16, "separable 15x15 2048^2 keeps 16 rows");
+static_assert(fast_strip_rows_for<float, 7, true>(777, 2, 4 * 132) == 8, "separable 15x15 1001 x 777: 8 rows");
 
 /// Filter weights passed by value: dense kh x kw row-major, or separable (kw horizontal then kh
 /// vertical). Lives in the kernel's parameter constant bank.
