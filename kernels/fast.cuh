@@ -83,9 +83,9 @@ __host__ __device__ constexpr int fast_vector_elems() {
 /// 8. Measured (section 14): 8U 3x3 at 1003 x 779 0.045 -> 0.022 ms at 2 rows, f32 3x3 at
 /// 1001 x 777 0.022 -> 0.014, separable 15x15 there 0.051 -> 0.042 at 8 rows; 2048^2 and larger
 /// grids reach half a wave before and keep their strips.
-/// f32 3x3, the one size bound by DRAM alone, starts at 4 rows: its shared rows come from L2
-/// (RowReuse), and with short blocks the grid no longer runs in step (16384^2: 0.804 ms at 4
-/// rows, 0.811 at 6, 0.820 at 32, 0.828 at 8, 0.88 at 3; section 15).
+/// f32 3x3, the one size bound by DRAM alone, starts at 4 rows: the rows its strips share come
+/// from L2 (RowReuse), so short strips cost little (16384^2: 0.804 ms at 4 rows, 0.811 at 6,
+/// 0.820 at 32, 0.828 at 8, 0.88 at 3; section 15).
 template <class In, int Radius, bool Separable>
 __host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blocks, int resident_blocks) {
   constexpr bool kMemoryBound = Radius <= 2;
@@ -188,9 +188,6 @@ __device__ __forceinline__ void store_vector(T* out, const ElementVector<T, N>& 
   }
 }
 
-/// One aligned chunk of an input row. 8- and 16-byte chunks load through the read-only path with
-/// a 256-byte L2 prefetch hint (each row is read once, front to back): on an H100 that made f32
-/// 3x3 2% and 8U 3x3 3% faster than plain loads, and plain __ldg gained nothing.
 /// How long L2 should keep the lines of a row the direct path loads (createpolicy operands).
 enum class RowReuse {
   once,        ///< no hint: read by this strip alone
@@ -231,6 +228,9 @@ __device__ __forceinline__ Chunk load_chunk(const Chunk* address, unsigned long 
   return chunk;
 }
 
+/// One aligned chunk of an input row. 8- and 16-byte chunks load through the read-only path with
+/// a 256-byte L2 prefetch hint (each row is read once, front to back): on an H100 that made f32
+/// 3x3 2% and 8U 3x3 3% faster than plain loads, and plain __ldg gained nothing.
 template <class Chunk>
 __device__ __forceinline__ Chunk load_chunk(const Chunk* address) {
   Chunk chunk;
