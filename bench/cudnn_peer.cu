@@ -17,7 +17,8 @@
 // where the legacy one gives nothing, e.g. without its libraries); --max-workspace-mib M (default 4096); --tf32 (let
 // cuDNN use TF32 tensor cores; by default only FMA math, i.e. full f32 like cuconv); --graph-candidates N (how many
 // engine configurations of the heuristics the graph API builds and times, default 8; each one of a runtime-compiled
-// engine is compiled by NVRTC first).
+// engine is compiled by NVRTC first); --size N and --filter K (that image size or filter size alone: a fault inside
+// cuDNN ends the process, so scripts/gpu-check.sh runs each case in its own).
 //
 // Legacy API: cudnnFindConvolutionForwardAlgorithmEx runs every algorithm that fits the workspace limit; the fastest
 // one that succeeds (and is not a tensor-core one unless --tf32) is timed with cudnnConvolutionForward.
@@ -63,6 +64,8 @@ struct Options {
   std::size_t max_workspace = std::size_t{4} << 30;
   bool tf32 = false;
   int graph_candidates = 8;
+  int only_size = 0;    // --size: this image size alone (0: all)
+  int only_filter = 0;  // --filter: this filter size alone (0: all)
 };
 
 // What one filter size gave: a timing, or the reason there is none.
@@ -494,6 +497,10 @@ bool parse(int argc, char** argv, Options& opt) {
       opt.max_workspace = static_cast<std::size_t>(std::strtoull(argv[++i], nullptr, 10)) << 20;
     } else if (std::strcmp(argv[i], "--graph-candidates") == 0 && has_value) {
       opt.graph_candidates = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--size") == 0 && has_value) {
+      opt.only_size = std::atoi(argv[++i]);
+    } else if (std::strcmp(argv[i], "--filter") == 0 && has_value) {
+      opt.only_filter = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--tf32") == 0) {
       opt.tf32 = true;
     } else {
@@ -511,7 +518,7 @@ int main(int argc, char** argv) {
   if (!parse(argc, argv, opt)) {
     std::fprintf(stderr,
                  "usage: cudnn_peer [--reps R] [--api auto|legacy|graph] [--max-workspace-mib M] [--tf32] "
-                 "[--graph-candidates N]\n");
+                 "[--graph-candidates N] [--size N] [--filter K]\n");
     return 2;
   }
 
@@ -555,6 +562,11 @@ int main(int argc, char** argv) {
   Buffers b;
   allocate_workspace(b, opt.max_workspace);
   for (int size : sizes) {
+    if (opt.only_size != 0 && size != opt.only_size) {
+      for (int k : filter_sizes)  // keep the weights of the cases that run as in a full run
+        for (int t = 0; t < k * k; ++t) weight(rng);
+      continue;
+    }
     b.size = size;
     const std::size_t plane_bytes = static_cast<std::size_t>(size) * size * sizeof(float);
     check(cudaMalloc(&b.in, plane_bytes), "malloc");
@@ -571,6 +583,7 @@ int main(int argc, char** argv) {
     for (int k : filter_sizes) {
       std::vector<float> host_kernel(static_cast<std::size_t>(k) * k);
       for (float& w : host_kernel) w = weight(rng) / (k * k);
+      if (opt.only_filter != 0 && k != opt.only_filter) continue;
       b.k = k;
       check(cudaMalloc(&b.kernel, host_kernel.size() * sizeof(float)), "malloc");
       check(cudaMemcpy(b.kernel, host_kernel.data(), host_kernel.size() * sizeof(float), cudaMemcpyHostToDevice),

@@ -133,10 +133,18 @@ if wants bench || wants npp; then
     if (( ${#cudnn_flags[@]} == 0 )); then
       echo "cudnn_peer skipped: no cuDNN in $cuda_root and no CUCONV_CUDNN_PACK"
     elif nvcc -O2 -std=c++17 -arch=native bench/cudnn_peer.cu "${cudnn_flags[@]}" -o "$work/cudnn_peer" > "$out/cudnn-build.log" 2>&1; then
-      # CUCONV_CUDNN_ARGS: e.g. --tf32 with the JIT-only pack, whose engines are all TF32 ones
-      # shellcheck disable=SC2086
-      LD_LIBRARY_PATH="$cudnn_lib$cuda_root/lib64:$LD_LIBRARY_PATH" timeout "${CUCONV_CUDNN_TIMEOUT:-300}" \
-        "$work/cudnn_peer" ${CUCONV_CUDNN_ARGS:-} > "$out/cudnn.jsonl" 2>> "$out/cudnn-build.log" || echo "cudnn_peer exited with $?"
+      # One process per case: a fault inside cuDNN (8192^2 31x31 with cuDNN 9.12's JIT engines)
+      # ends its process. CUCONV_CUDNN_ARGS: e.g. --tf32 with the JIT-only pack, whose engines
+      # are all TF32 ones.
+      : > "$out/cudnn.jsonl"
+      for size in 4096 8192 16384; do
+        for k in 3 5 9 15 31; do
+          # shellcheck disable=SC2086
+          LD_LIBRARY_PATH="$cudnn_lib$cuda_root/lib64:$LD_LIBRARY_PATH" timeout "${CUCONV_CUDNN_TIMEOUT:-120}" \
+            "$work/cudnn_peer" --size "$size" --filter "$k" ${CUCONV_CUDNN_ARGS:-} >> "$out/cudnn.jsonl" \
+            2>> "$out/cudnn-build.log" || echo "cudnn_peer --size $size --filter $k exited with $?"
+        done
+      done
       echo "cudnn_peer: $(grep '"variant":"cudnn"' "$out/cudnn.jsonl" | grep -vc '"error"') results, $(grep -c '"error"' "$out/cudnn.jsonl") errors"
     else
       echo "cudnn_peer did not build (see cudnn-build.log)"; tail -n 5 "$out/cudnn-build.log"
