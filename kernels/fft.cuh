@@ -76,12 +76,36 @@ __global__ void __launch_bounds__(kFftThreads)
   }
 }
 
+/// The direct sum of output element (x, channel) of row y: delta, then every tap in filter
+/// row-major order by fmaf, the order and rounding of the direct variants (basic, fast); `fft`
+/// takes it for results near a rounding tie (fft_scatter_tiles).
+template <class In>
+__device__ __noinline__ float fft_direct_sum(const PlaneView<const In>& src, int x, int y, int channel, int channels,
+                                             const ConvParams& p, const float* __restrict__ weights) {
+  float acc = p.delta;
+  for (int i = 0; i < p.kh; ++i) {
+    const int yy = interpolate_border(y - p.anchor_y + i, src.height, p.border);
+    for (int j = 0; j < p.kw; ++j) {
+      const int xx = interpolate_border(x - p.anchor_x + j, src.width, p.border);
+      const float v = (yy < 0 || xx < 0) ? p.border_value
+                                         : static_cast<float>(src.row(yy)[static_cast<long long>(xx) * channels + channel]);
+      acc = fmaf(__ldg(weights + i * p.kw + j), v, acc);
+    }
+  }
+  return acc;
+}
+
 /// Thread i takes valid output i of the batch (tile b, row v < valid_y, column u < valid_x) to
 /// the image, adding delta and rounding; alpha (channel 3 with keep_alpha) is copied instead.
+/// Integer outputs whose transform value lies within `tie_margin` of a rounding boundary n + 1/2
+/// (and could round to a value inside Out's range) are summed again directly (fft_direct_sum), so
+/// ties round half to even as in the direct variants; tie_margin = 0 turns that off
+/// (src/gpu/fft_ties.hpp).
 template <class In, class Out>
 __global__ void __launch_bounds__(kFftThreads)
     fft_scatter_tiles(const float* __restrict__ tiles, PlaneView<const In> src, PlaneView<Out> dst, ConvParams p,
-                      FftTiling t, long long first_tile, int batch, bool keep_alpha) {
+                      FftTiling t, long long first_tile, int batch, bool keep_alpha,
+                      const float* __restrict__ weights, float tie_margin) {
   const long long per_tile = static_cast<long long>(t.valid_x) * t.valid_y;
   const long long total = per_tile * batch;
   for (long long i = static_cast<long long>(blockIdx.x) * kFftThreads + threadIdx.x; i < total;
@@ -96,9 +120,15 @@ __global__ void __launch_bounds__(kFftThreads)
     const int y = ty * t.valid_y + v;
     if (x >= dst.width || y >= dst.height) continue;
     const long long element = static_cast<long long>(x) * t.channels + channel;
-    const float value = keep_alpha && channel == 3
-                            ? static_cast<float>(src.row(y)[element])
-                            : tiles[(static_cast<long long>(b) * t.fft_h + v) * t.real_pitch + u] + p.delta;
+    const bool alpha = keep_alpha && channel == 3;
+    float value = alpha ? static_cast<float>(src.row(y)[element])
+                        : tiles[(static_cast<long long>(b) * t.fft_h + v) * t.real_pitch + u] + p.delta;
+    if constexpr (std::is_integral_v<Out>) {
+      constexpr float kLowest = static_cast<float>(std::numeric_limits<Out>::min()) - 1.0f;
+      constexpr float kHighest = static_cast<float>(std::numeric_limits<Out>::max()) + 1.0f;
+      if (!alpha && value > kLowest && value < kHighest && fabsf(value - floorf(value) - 0.5f) < tie_margin)
+        value = fft_direct_sum(src, x, y, channel, t.channels, p, weights);
+    }
     dst.row(y)[element] = saturate_from_float<Out>(value);
   }
 }

@@ -2,6 +2,7 @@
 // run it (src/reference.cpp for OpenCV, src/gpu/ for the GPU variants).
 #include "gpu/cufft_api.hpp"
 #include "gpu/device_select.hpp"
+#include "gpu/fft_ties.hpp"
 #include "gpu/launch.hpp"
 #include "job.hpp"
 #include "separable.hpp"
@@ -123,10 +124,17 @@ Variant choose_variant(const Filter& filter, const ConvolveOptions& options, boo
   if (fast_compiled && radius >= 1 && radius <= 15 &&
       detail::separable_for(filter.weights, filter.width, filter.height, input_depth, output_depth))
     return Variant::fast;
-  // Large dense filters with float output: overlap-save FFT, whose cost hardly grows with the
-  // filter (31x31 f32 8192^2: 4.0 ms against 16.7 ms for tiled-halo on an H100). Integer outputs
-  // stay on direct sums, whose rounding of ties matches filter2D (see kFftMaxDifferingFraction).
-  if (output_depth == CV_32F && filter.width * filter.height >= kFftMinTaps && detail::cufft_api() != nullptr)
+  // Large dense filters: overlap-save FFT, whose cost hardly grows with the filter (31x31 f32
+  // 8192^2: 4.0 ms against 16.7 ms for tiled-halo on an H100). Integer outputs only where `fft`
+  // sums the results near a rounding tie again (8-bit outputs of usual filters), so ties round as
+  // in filter2D's direct sums; 16-bit outputs stay on direct sums (src/gpu/fft_ties.hpp).
+  const bool integer_output = output_depth != CV_32F;
+  const double input_max = input_depth == CV_8U ? 255.0 : input_depth == CV_16U ? 65535.0 : 0.0;
+  const double output_max = output_depth == CV_8U ? 256.0 : output_depth == CV_16U ? 65536.0 : 32768.0;
+  const bool fft_rounds_ties =
+      !integer_output ||
+      detail::fft_tie_margin(true, output_max, input_max, filter.weights.data(), filter.weights.size()) > 0.0;
+  if (fft_rounds_ties && filter.width * filter.height >= kFftMinTaps && detail::cufft_api() != nullptr)
     return Variant::fft;
   // Other shapes: tiled-halo's shared tile (fewer global reads per output than the generic fast
   // kernel: 31x31 f32 8192^2 16.7 ms against 35.1 ms); it grows with the filter, and cached needs

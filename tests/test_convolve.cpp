@@ -1,6 +1,8 @@
 // The `opencv` variant against direct cv::filter2D calls and a brute-force reference for the
 // borders filter2D lacks; output-depth rules; the comparison rule; image I/O checks.
 #include "test_support.hpp"
+#include "gpu/cufft_api.hpp"
+#include "gpu/fft_ties.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
@@ -345,4 +347,38 @@ TEST_CASE("auto picks fast only where it has compiled kernels: same depth in and
   CHECK(choose_variant(sobel, ConvolveOptions{}, true, CV_8U, CV_16S) != Variant::fast);
   CHECK(choose_variant(sobel, ConvolveOptions{}, true, CV_8U, CV_32F) != Variant::fast);
   CHECK(choose_variant(sobel, ConvolveOptions{}, false, CV_8U, CV_8U) == Variant::opencv);
+}
+
+TEST_CASE("fft tie margin: on for 8-bit outputs of usual filters, off where it would cover over 1% of results") {
+  const std::vector<double> box31(31 * 31, 1.0 / 961.0);
+  // 2^-19 x 255 x sum|w| (1) + 256 x 2^-22
+  const double box_margin = detail::fft_tie_margin(true, 256.0, 255.0, box31.data(), box31.size());
+  CHECK(box_margin == doctest::Approx(255.0 / 524288.0 + 256.0 / 4194304.0));
+  CHECK(box_margin < detail::kFftMaxTieMargin);
+  CHECK(detail::fft_tie_margin(false, 0.0, 0.0, box31.data(), box31.size()) == 0.0);  // float output
+  // 16-bit outputs: float spacing alone passes the cap (8U -> 16S, 16U -> 16U).
+  CHECK(detail::fft_tie_margin(true, 32768.0, 255.0, box31.data(), box31.size()) == 0.0);
+  CHECK(detail::fft_tie_margin(true, 65536.0, 65535.0, box31.data(), box31.size()) == 0.0);
+  // sum|w| of 300: 255 x 300 x 2^-19 = 0.146, off; NaN weights: off.
+  std::vector<double> large(box31);
+  large[0] = 300.0;
+  CHECK(detail::fft_tie_margin(true, 256.0, 255.0, large.data(), large.size()) == 0.0);
+  large[0] = std::nan("");
+  CHECK(detail::fft_tie_margin(true, 256.0, 255.0, large.data(), large.size()) == 0.0);
+}
+
+TEST_CASE("auto sends large dense filters to fft for float and 8-bit outputs, keeps 16-bit outputs on direct sums") {
+  Filter dense;
+  dense.width = dense.height = 31;
+  dense.weights.resize(31 * 31);
+  cv::RNG rng(5);
+  for (double& w : dense.weights) w = rng.uniform(-0.3, 1.0) / 961.0;
+  dense.origin = "random 31x31";
+  const Variant large_filter_path = detail::cufft_api() != nullptr ? Variant::fft : Variant::tiled_halo;
+  CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_32F, CV_32F) == large_filter_path);
+  CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_8U) == large_filter_path);
+  CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_16S) == Variant::tiled_halo);
+  CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_16U, CV_16U) == Variant::tiled_halo);
+  dense.weights[0] = 300.0;  // results near ties too many to sum again
+  CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_8U) == Variant::tiled_halo);
 }

@@ -5,10 +5,13 @@
 #include "gpu/cufft_api.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/dispatch.cuh"
+#include "gpu/fft_ties.hpp"
 
 #include <kernels/fft.cuh>
 
 #include <algorithm>
+#include <limits>
+#include <type_traits>
 #include <vector>
 
 namespace cuconv::detail {
@@ -108,9 +111,18 @@ void launch_fft(const LaunchArgs& a) {
     using Pair = decltype(pair);
     const auto src = source_view<Pair>(a);
     const auto dst = destination_view<Pair>(a);
+    using In = typename Pair::in;
+    using Out = typename Pair::out;
+    // Results this close to a rounding tie are summed again directly (src/gpu/fft_ties.hpp).
+    constexpr bool kIntegerOutput = std::is_integral_v<Out>;
+    const double input_max = std::is_integral_v<In> ? static_cast<double>(std::numeric_limits<In>::max()) : 0.0;
+    const double output_max = kIntegerOutput ? static_cast<double>(std::numeric_limits<Out>::max()) + 1.0 : 0.0;
+    const auto tie_margin = static_cast<float>(
+        fft_tie_margin(kIntegerOutput, output_max, input_max, a.host_weights,
+                       static_cast<std::size_t>(a.params.kw) * static_cast<std::size_t>(a.params.kh)));
     for (long long first = 0; first < t.tiles; first += batch) {
       const long long samples = static_cast<long long>(t.fft_h) * t.real_pitch * batch;
-      fft_gather_tiles<typename Pair::in><<<grid_for(samples), kFftThreads, 0, a.stream>>>(
+      fft_gather_tiles<In><<<grid_for(samples), kFftThreads, 0, a.stream>>>(
           src, a.params, t, first, static_cast<int>(batch), real);
       CUCONV_CHECK_LAUNCH();
       check_cufft(api->exec_r2c(forward, real, reinterpret_cast<cufftComplex*>(spectra)), "cufftExecR2C");
@@ -120,8 +132,8 @@ void launch_fft(const LaunchArgs& a) {
       CUCONV_CHECK_LAUNCH();
       check_cufft(api->exec_c2r(inverse, reinterpret_cast<cufftComplex*>(spectra), real), "cufftExecC2R");
       const long long outputs = static_cast<long long>(t.valid_x) * t.valid_y * batch;
-      fft_scatter_tiles<typename Pair::in, typename Pair::out><<<grid_for(outputs), kFftThreads, 0, a.stream>>>(
-          real, src, dst, a.params, t, first, static_cast<int>(batch), a.keep_alpha);
+      fft_scatter_tiles<In, Out><<<grid_for(outputs), kFftThreads, 0, a.stream>>>(
+          real, src, dst, a.params, t, first, static_cast<int>(batch), a.keep_alpha, a.device_weights, tie_margin);
       CUCONV_CHECK_LAUNCH();
     }
   });
