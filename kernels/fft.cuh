@@ -83,6 +83,17 @@ template <class In>
 __device__ __noinline__ float fft_direct_sum(const PlaneView<const In>& src, int x, int y, int channel, int channels,
                                              const ConvParams& p, const float* __restrict__ weights) {
   float acc = p.delta;
+  if (window_inside(x, y, p.kw, p.kh, src.width, src.height, p)) {
+    // The common case: plain loads, no border rule per tap (a repaired lane holds up its warp).
+    const long long first_element = static_cast<long long>(x - p.anchor_x) * channels + channel;
+    for (int i = 0; i < p.kh; ++i) {
+      const In* in = src.row(y - p.anchor_y + i) + first_element;
+      const float* row_weights = weights + i * p.kw;
+#pragma unroll 4
+      for (int j = 0; j < p.kw; ++j) acc = fmaf(__ldg(row_weights + j), static_cast<float>(__ldg(in + j * channels)), acc);
+    }
+    return acc;
+  }
   for (int i = 0; i < p.kh; ++i) {
     const int yy = interpolate_border(y - p.anchor_y + i, src.height, p.border);
     for (int j = 0; j < p.kw; ++j) {
