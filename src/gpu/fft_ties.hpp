@@ -25,10 +25,10 @@ inline constexpr double kFftRelativeError = 1.0 / 524288.0;
 inline constexpr double kFftMaxTieMargin = 0.005;
 
 /// The distance from a rounding boundary (n + 1/2) under which `fft` sums a result again, for
-/// integer outputs whose largest magnitude is `output_max` (255 for 8U), input pixels up to
-/// `input_max` and `count` weights; 0 when repairs are off (float output, or a margin over
-/// kFftMaxTieMargin: 16-bit outputs, where float spacing alone is 2^-22 x 65535 = 0.016, or
-/// filters whose sum|w| x 255 passes 2600). The second term covers the float addition of delta
+/// integer outputs whose repaired values lie within +-`output_max` (256 for 8U: 255 and the
+/// next), input pixels up to `input_max` and `count` weights; 0 when repairs are off (float
+/// output, or a margin over kFftMaxTieMargin: 16-bit outputs, where the float spacing term alone
+/// is 0.008 (16S) or 0.016 (16U), or filters whose sum|w| x 255 passes 2600). The second term covers the float addition of delta
 /// and the spacing of floats near the output's largest values.
 template <class Weight>
 [[nodiscard]] double fft_tie_margin(bool integer_output, double output_max, double input_max, const Weight* weights,
