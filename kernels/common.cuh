@@ -51,15 +51,22 @@ __device__ __forceinline__ int interpolate_border(int p, int len, BorderRule rul
   }
 }
 
-/// Input sample at (y, x) with the border rule applied, as float, read through the read-only
-/// data path (__ldg).
+/// Channel `channel` of pixel (y, x) of an interleaved plane of `channels` channels, with the
+/// border rule applied, as float, read through the read-only data path (__ldg).
 template <class T>
-__device__ __forceinline__ float load_pixel(const PlaneView<const T>& src, int y, int x,
-                                            const ConvParams& p) {
+__device__ __forceinline__ float load_element(const PlaneView<const T>& src, int y, int x, int channel, int channels,
+                                              const ConvParams& p) {
   const int yy = interpolate_border(y, src.height, p.border);
   const int xx = interpolate_border(x, src.width, p.border);
   if (yy < 0 || xx < 0) return p.border_value;
-  return static_cast<float>(__ldg(src.row(yy) + xx));
+  return static_cast<float>(__ldg(src.row(yy) + (static_cast<long long>(xx) * channels + channel)));
+}
+
+/// Input sample at (y, x) of a one-channel plane, with the border rule applied (load_element).
+template <class T>
+__device__ __forceinline__ float load_pixel(const PlaneView<const T>& src, int y, int x,
+                                            const ConvParams& p) {
+  return load_element(src, y, x, 0, 1, p);
 }
 
 /// True when the filter window of output (x, y) lies wholly inside the image, so its pixels can be

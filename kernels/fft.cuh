@@ -53,10 +53,7 @@ __global__ void __launch_bounds__(kFftThreads)
     if (first_tile + b < t.tiles && u < t.fft_w) {
       int channel, tx, ty;
       tile_position(t, first_tile + b, channel, tx, ty);
-      const int yy = interpolate_border(ty * t.valid_y - p.anchor_y + v, src.height, p.border);
-      const int xx = interpolate_border(tx * t.valid_x - p.anchor_x + u, src.width, p.border);
-      value = (yy < 0 || xx < 0) ? p.border_value
-                                 : static_cast<float>(src.row(yy)[static_cast<long long>(xx) * t.channels + channel]);
+      value = load_element(src, ty * t.valid_y - p.anchor_y + v, tx * t.valid_x - p.anchor_x + u, channel, t.channels, p);
     }
     tiles[i] = value;
   }
@@ -94,15 +91,10 @@ __device__ __noinline__ float fft_direct_sum(const PlaneView<const In>& src, int
     }
     return acc;
   }
-  for (int i = 0; i < p.kh; ++i) {
-    const int yy = interpolate_border(y - p.anchor_y + i, src.height, p.border);
-    for (int j = 0; j < p.kw; ++j) {
-      const int xx = interpolate_border(x - p.anchor_x + j, src.width, p.border);
-      const float v = (yy < 0 || xx < 0) ? p.border_value
-                                         : static_cast<float>(src.row(yy)[static_cast<long long>(xx) * channels + channel]);
-      acc = fmaf(__ldg(weights + i * p.kw + j), v, acc);
-    }
-  }
+  for (int i = 0; i < p.kh; ++i)
+    for (int j = 0; j < p.kw; ++j)
+      acc = fmaf(__ldg(weights + i * p.kw + j),
+                 load_element(src, y - p.anchor_y + i, x - p.anchor_x + j, channel, channels, p), acc);
   return acc;
 }
 

@@ -128,12 +128,10 @@ Variant choose_variant(const Filter& filter, const ConvolveOptions& options, boo
   // 8192^2: 4.0 ms against 16.7 ms for tiled-halo on an H100). Integer outputs only where `fft`
   // sums the results near a rounding tie again (8-bit outputs of usual filters), so ties round as
   // in filter2D's direct sums; 16-bit outputs stay on direct sums (src/gpu/fft_ties.hpp).
-  const bool integer_output = output_depth != CV_32F;
-  const double input_max = input_depth == CV_8U ? 255.0 : input_depth == CV_16U ? 65535.0 : 0.0;
-  const double output_max = output_depth == CV_8U ? 256.0 : output_depth == CV_16U ? 65536.0 : 32768.0;
   const bool fft_rounds_ties =
-      !integer_output ||
-      detail::fft_tie_margin(true, output_max, input_max, filter.weights.data(), filter.weights.size()) > 0.0;
+      output_depth == CV_32F || detail::fft_tie_margin(detail::pixel_type_for_depth(input_depth),
+                                                       detail::pixel_type_for_depth(output_depth),
+                                                       filter.weights.data(), filter.weights.size()) > 0.0;
   if (fft_rounds_ties && filter.width * filter.height >= kFftMinTaps && detail::cufft_api() != nullptr)
     return Variant::fft;
   // Other shapes: tiled-halo's shared tile (fewer global reads per output than the generic fast

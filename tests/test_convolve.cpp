@@ -350,21 +350,24 @@ TEST_CASE("auto picks fast only where it has compiled kernels: same depth in and
 }
 
 TEST_CASE("fft tie margin: on for 8-bit outputs of usual filters, off where it would cover over 1% of results") {
+  using detail::PixelType;
   const std::vector<double> box31(31 * 31, 1.0 / 961.0);
   // 2^-19 x 255 x sum|w| (1) + 256 x 2^-22
-  const double box_margin = detail::fft_tie_margin(true, 256.0, 255.0, box31.data(), box31.size());
+  const double box_margin = detail::fft_tie_margin(PixelType::u8, PixelType::u8, box31.data(), box31.size());
   CHECK(box_margin == doctest::Approx(255.0 / 524288.0 + 256.0 / 4194304.0));
   CHECK(box_margin < detail::kFftMaxTieMargin);
-  CHECK(detail::fft_tie_margin(false, 0.0, 0.0, box31.data(), box31.size()) == 0.0);  // float output
-  // 16-bit outputs: float spacing alone passes the cap (8U -> 16S, 16U -> 16U).
-  CHECK(detail::fft_tie_margin(true, 32768.0, 255.0, box31.data(), box31.size()) == 0.0);
-  CHECK(detail::fft_tie_margin(true, 65536.0, 65535.0, box31.data(), box31.size()) == 0.0);
+  CHECK(detail::fft_tie_margin(PixelType::u8, PixelType::f32, box31.data(), box31.size()) == 0.0);
+  CHECK(detail::fft_tie_margin(PixelType::f32, PixelType::f32, box31.data(), box31.size()) == 0.0);
+  // 16-bit outputs: float spacing alone passes the cap (8U -> 16S, 8U -> 16U, 16U -> 16U).
+  CHECK(detail::fft_tie_margin(PixelType::u8, PixelType::s16, box31.data(), box31.size()) == 0.0);
+  CHECK(detail::fft_tie_margin(PixelType::u8, PixelType::u16, box31.data(), box31.size()) == 0.0);
+  CHECK(detail::fft_tie_margin(PixelType::u16, PixelType::u16, box31.data(), box31.size()) == 0.0);
   // sum|w| of 300: 255 x 300 x 2^-19 = 0.146, off; NaN weights: off.
   std::vector<double> large(box31);
   large[0] = 300.0;
-  CHECK(detail::fft_tie_margin(true, 256.0, 255.0, large.data(), large.size()) == 0.0);
+  CHECK(detail::fft_tie_margin(PixelType::u8, PixelType::u8, large.data(), large.size()) == 0.0);
   large[0] = std::nan("");
-  CHECK(detail::fft_tie_margin(true, 256.0, 255.0, large.data(), large.size()) == 0.0);
+  CHECK(detail::fft_tie_margin(PixelType::u8, PixelType::u8, large.data(), large.size()) == 0.0);
 }
 
 TEST_CASE("auto sends large dense filters to fft for float and 8-bit outputs, keeps 16-bit outputs on direct sums") {

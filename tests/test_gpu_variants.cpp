@@ -190,7 +190,7 @@ TEST_CASE("gpu: integer outputs round half to even and saturate bit for bit as c
 
 TEST_CASE("gpu: fft on 8-bit outputs sums ties again: dyadic dense 31x31 filters equal basic bit for bit") {
   // Weights of 0, 1/256 and -1/512 on 8-bit pixels: every product and partial sum is exact in
-  // float, so the direct variants give the exact sum, rounded half to even; about 1 in 256 of the
+  // float, so the direct variants give the exact sum, rounded half to even; about 1 in 512 of the
   // sums is a tie n + 1/2, which fft's transform error tips either way unless it sums them again.
   if (!variant_tested(Variant::fft)) {
     MESSAGE("skipped: CUCONV_TEST_VARIANTS leaves out fft");

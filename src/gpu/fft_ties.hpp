@@ -10,6 +10,8 @@
 /// rounding boundary are summed again in filter row-major order from delta, the order of every
 /// direct variant (kernels/fft.cuh, fft_direct_sum). Elsewhere the transform's rounding is the true
 /// sum's, which a direct float sum's own rounding can miss only within about 1e-6 of the range.
+#include "gpu/launch.hpp"
+
 #include <cmath>
 #include <cstddef>
 
@@ -25,19 +27,20 @@ inline constexpr double kFftRelativeError = 1.0 / 524288.0;
 inline constexpr double kFftMaxTieMargin = 0.005;
 
 /// The distance from a rounding boundary (n + 1/2) under which `fft` sums a result again, for
-/// integer outputs whose repaired values lie within +-`output_max` (256 for 8U: 255 and the
-/// next), input pixels up to `input_max` and `count` weights; 0 when repairs are off (float
-/// output, or a margin over kFftMaxTieMargin: 16-bit outputs, where the float spacing term alone
-/// is 0.008 (16S) or 0.016 (16U), or filters whose sum|w| x 255 passes 2600). The second term covers the float addition of delta
-/// and the spacing of floats near the output's largest values.
+/// `count` weights on `input` pixels giving `output` pixels: 2^-19 x (input maximum) x sum|w|,
+/// plus 2^-22 x (output's largest magnitude + 1) for the float addition of delta and the spacing
+/// of floats near the output's largest values. 0 when repairs are off: float output, or a margin
+/// over kFftMaxTieMargin (16-bit outputs, where the second term alone is 0.008 for 16S and 0.016
+/// for 16U; 8-bit ones from filters whose sum|w| passes about 10; NaN or infinite weights).
 template <class Weight>
-[[nodiscard]] double fft_tie_margin(bool integer_output, double output_max, double input_max, const Weight* weights,
-                                    std::size_t count) {
-  if (!integer_output) return 0.0;
+[[nodiscard]] double fft_tie_margin(PixelType input, PixelType output, const Weight* weights, std::size_t count) {
+  if (output == PixelType::f32) return 0.0;
+  const double input_max = input == PixelType::u8 ? 255.0 : input == PixelType::u16 ? 65535.0 : 32768.0;
+  const double output_max = output == PixelType::u8 ? 256.0 : output == PixelType::u16 ? 65536.0 : 32768.0;
   double abs_sum = 0.0;
   for (std::size_t i = 0; i < count; ++i) abs_sum += std::fabs(static_cast<double>(weights[i]));
   const double margin = kFftRelativeError * input_max * abs_sum + output_max / 4194304.0;
-  return margin <= kFftMaxTieMargin ? margin : 0.0;  // NaN or infinite weights: off
+  return margin <= kFftMaxTieMargin ? margin : 0.0;  // false for NaN
 }
 
 }  // namespace cuconv::detail

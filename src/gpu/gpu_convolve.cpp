@@ -39,8 +39,6 @@ bool cuda_device_available(std::string* reason) {
 
 namespace detail {
 
-namespace {
-
 PixelType pixel_type_for_depth(int depth) {
   switch (depth) {
     case CV_8U: return PixelType::u8;
@@ -50,6 +48,8 @@ PixelType pixel_type_for_depth(int depth) {
     default: throw Error(ErrorKind::internal, "no device pixel type for this depth");
   }
 }
+
+namespace {
 
 kernels::ConvParams conv_params(const ConvolveJob& job) {
   return {job.kw(),

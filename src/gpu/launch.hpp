@@ -13,6 +13,10 @@ namespace cuconv::detail {
 /// Element types of device planes.
 enum class PixelType { u8, u16, s16, f32 };
 
+/// The device pixel type of an OpenCV depth (CV_8U, CV_16U, CV_16S, CV_32F); Error{internal} for
+/// any other.
+[[nodiscard]] PixelType pixel_type_for_depth(int depth);
+
 /// One plane-to-plane convolution, as the launchers receive it. The PMPP variants get one
 /// channel per plane (channels == 1); `fast` gets interleaved rows of width * channels elements.
 struct LaunchArgs {

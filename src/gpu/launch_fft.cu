@@ -10,8 +10,6 @@
 #include <kernels/fft.cuh>
 
 #include <algorithm>
-#include <limits>
-#include <type_traits>
 #include <vector>
 
 namespace cuconv::detail {
@@ -107,19 +105,15 @@ void launch_fft(const LaunchArgs& a) {
   const long long bins_per_tile = static_cast<long long>(t.fft_h) * (t.fft_w / 2 + 1);
   const float scale = 1.0f / (static_cast<float>(t.fft_w) * static_cast<float>(t.fft_h));
 
+  // Results this close to a rounding tie are summed again directly (src/gpu/fft_ties.hpp).
+  const auto tie_margin = static_cast<float>(fft_tie_margin(
+      a.src_type, a.dst_type, a.host_weights, static_cast<std::size_t>(a.params.kw) * static_cast<std::size_t>(a.params.kh)));
   dispatch_types(a.src_type, a.dst_type, [&](auto pair) {
     using Pair = decltype(pair);
     const auto src = source_view<Pair>(a);
     const auto dst = destination_view<Pair>(a);
     using In = typename Pair::in;
     using Out = typename Pair::out;
-    // Results this close to a rounding tie are summed again directly (src/gpu/fft_ties.hpp).
-    constexpr bool kIntegerOutput = std::is_integral_v<Out>;
-    const double input_max = std::is_integral_v<In> ? static_cast<double>(std::numeric_limits<In>::max()) : 0.0;
-    const double output_max = kIntegerOutput ? static_cast<double>(std::numeric_limits<Out>::max()) + 1.0 : 0.0;
-    const auto tie_margin = static_cast<float>(
-        fft_tie_margin(kIntegerOutput, output_max, input_max, a.host_weights,
-                       static_cast<std::size_t>(a.params.kw) * static_cast<std::size_t>(a.params.kh)));
     for (long long first = 0; first < t.tiles; first += batch) {
       const long long samples = static_cast<long long>(t.fft_h) * t.real_pitch * batch;
       fft_gather_tiles<In><<<grid_for(samples), kFftThreads, 0, a.stream>>>(
