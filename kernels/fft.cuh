@@ -98,41 +98,84 @@ __device__ __noinline__ float fft_direct_sum(const PlaneView<const In>& src, int
   return acc;
 }
 
+/// Results near a rounding tie that fft_scatter_tiles leaves to fft_repair_ties: batch-local
+/// output indices, appended in any order. A repair is a kw x kh direct sum; summed in the scatter,
+/// one repaired lane held up its warp for all of it (10-16 active threads per instruction in ncu
+/// on 8-bit 31x31, section 16 of docs/perf-notes.md), while the list lets full warps do them.
+struct FftRepairList {
+  unsigned long long* count;  ///< entries appended in this batch (may pass capacity: those were summed in place)
+  long long* outputs;         ///< capacity slots
+  long long capacity;
+};
+
+/// Batch-local output index i -> image position: tile b, row v < valid_y, column u < valid_x.
+struct FftOutput {
+  int b, u, v;          ///< tile of the batch, column and row in its valid part
+  int x, y, channel;    ///< image position
+};
+__device__ __forceinline__ FftOutput fft_output_position(const FftTiling& t, long long first_tile, long long i) {
+  const long long per_tile = static_cast<long long>(t.valid_x) * t.valid_y;
+  FftOutput o;
+  o.b = static_cast<int>(i / per_tile);
+  o.v = static_cast<int>((i % per_tile) / t.valid_x);
+  o.u = static_cast<int>(i % t.valid_x);
+  int tx, ty;
+  tile_position(t, first_tile + o.b, o.channel, tx, ty);
+  o.x = tx * t.valid_x + o.u;
+  o.y = ty * t.valid_y + o.v;
+  return o;
+}
+
 /// Thread i takes valid output i of the batch (tile b, row v < valid_y, column u < valid_x) to
 /// the image, adding delta and rounding; alpha (channel 3 with keep_alpha) is copied instead.
 /// Integer outputs whose transform value lies within `tie_margin` of a rounding boundary n + 1/2
 /// (and could round to a value inside Out's range) are summed again directly (fft_direct_sum), so
 /// ties round half to even as in the direct variants; tie_margin = 0 turns that off
-/// (src/gpu/fft_ties.hpp).
+/// (src/gpu/fft_ties.hpp). Such an output goes to `repairs` and is left unwritten here; when the
+/// list is full it is summed in this thread instead.
 template <class In, class Out>
 __global__ void __launch_bounds__(kFftThreads)
     fft_scatter_tiles(const float* __restrict__ tiles, PlaneView<const In> src, PlaneView<Out> dst, ConvParams p,
                       FftTiling t, long long first_tile, int batch, bool keep_alpha,
-                      const float* __restrict__ weights, float tie_margin) {
-  const long long per_tile = static_cast<long long>(t.valid_x) * t.valid_y;
-  const long long total = per_tile * batch;
+                      const float* __restrict__ weights, float tie_margin, FftRepairList repairs) {
+  const long long total = static_cast<long long>(t.valid_x) * t.valid_y * batch;
   for (long long i = static_cast<long long>(blockIdx.x) * kFftThreads + threadIdx.x; i < total;
        i += static_cast<long long>(gridDim.x) * kFftThreads) {
-    const int b = static_cast<int>(i / per_tile);
-    if (first_tile + b >= t.tiles) continue;
-    const int v = static_cast<int>((i % per_tile) / t.valid_x);
-    const int u = static_cast<int>(i % t.valid_x);
-    int channel, tx, ty;
-    tile_position(t, first_tile + b, channel, tx, ty);
-    const int x = tx * t.valid_x + u;
-    const int y = ty * t.valid_y + v;
-    if (x >= dst.width || y >= dst.height) continue;
-    const long long element = static_cast<long long>(x) * t.channels + channel;
-    const bool alpha = keep_alpha && channel == 3;
-    float value = alpha ? static_cast<float>(src.row(y)[element])
-                        : tiles[(static_cast<long long>(b) * t.fft_h + v) * t.real_pitch + u] + p.delta;
+    const FftOutput o = fft_output_position(t, first_tile, i);
+    if (first_tile + o.b >= t.tiles || o.x >= dst.width || o.y >= dst.height) continue;
+    const long long element = static_cast<long long>(o.x) * t.channels + o.channel;
+    const bool alpha = keep_alpha && o.channel == 3;
+    float value = alpha ? static_cast<float>(src.row(o.y)[element])
+                        : tiles[(static_cast<long long>(o.b) * t.fft_h + o.v) * t.real_pitch + o.u] + p.delta;
     if constexpr (std::is_integral_v<Out>) {
       constexpr float kLowest = static_cast<float>(std::numeric_limits<Out>::min()) - 1.0f;
       constexpr float kHighest = static_cast<float>(std::numeric_limits<Out>::max()) + 1.0f;
-      if (!alpha && value > kLowest && value < kHighest && fabsf(value - floorf(value) - 0.5f) < tie_margin)
-        value = fft_direct_sum(src, x, y, channel, t.channels, p, weights);
+      if (!alpha && value > kLowest && value < kHighest && fabsf(value - floorf(value) - 0.5f) < tie_margin) {
+        const unsigned long long slot = atomicAdd(repairs.count, 1ull);
+        if (slot < static_cast<unsigned long long>(repairs.capacity)) {
+          repairs.outputs[slot] = i;
+          continue;
+        }
+        value = fft_direct_sum(src, o.x, o.y, o.channel, t.channels, p, weights);
+      }
     }
-    dst.row(y)[element] = saturate_from_float<Out>(value);
+    dst.row(o.y)[element] = saturate_from_float<Out>(value);
+  }
+}
+
+/// Thread j of the grid-stride loop writes listed output j (fft_scatter_tiles) as its direct sum.
+/// The grid is sized to the device, not to the list, whose length only the device knows.
+template <class In, class Out>
+__global__ void __launch_bounds__(kFftThreads)
+    fft_repair_ties(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p, FftTiling t, long long first_tile,
+                    const float* __restrict__ weights, FftRepairList repairs) {
+  const long long listed = static_cast<long long>(
+      min(*repairs.count, static_cast<unsigned long long>(repairs.capacity)));
+  for (long long j = static_cast<long long>(blockIdx.x) * kFftThreads + threadIdx.x; j < listed;
+       j += static_cast<long long>(gridDim.x) * kFftThreads) {
+    const FftOutput o = fft_output_position(t, first_tile, repairs.outputs[j]);
+    const float value = fft_direct_sum(src, o.x, o.y, o.channel, t.channels, p, weights);
+    dst.row(o.y)[static_cast<long long>(o.x) * t.channels + o.channel] = saturate_from_float<Out>(value);
   }
 }
 

@@ -4,6 +4,7 @@
 //
 // CUCONV_TEST_STRIDE=N runs every N-th case of the large sweep (compute-sanitizer runs).
 #include "test_support.hpp"
+#include "gpu/fft_ties.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
@@ -239,6 +240,58 @@ TEST_CASE("gpu: fft on 8-bit outputs sums ties again: dyadic dense 31x31 filters
         CHECK(ties >= static_cast<int>(exact.total() * exact.channels() / 8192));
         CHECK(cuconv::test::bit_equal(got.image, direct));
       }
+    }
+  }
+}
+
+TEST_CASE("gpu: fft with more ties than its repair list holds sums the rest in place, bit for bit") {
+  // A centre-only filter of weight 0.5 on every byte value: half of the outputs are exact ties,
+  // far more than the list fft_scatter_tiles hands to fft_repair_ties holds, so most of them take
+  // the scatter's own fallback. Both paths must round half to even as cv::filter2D.
+  if (!variant_tested(Variant::fft)) {
+    MESSAGE("skipped: CUCONV_TEST_VARIANTS leaves out fft");
+    return;
+  }
+  struct Shape {
+    int cols, rows, channels, k;
+  };
+  for (const Shape& shape : {Shape{300, 257, 1, 3}, Shape{151, 97, 3, 3}, Shape{509, 31, 4, 31}}) {
+    cv::Mat src(shape.rows, shape.cols, CV_8UC(shape.channels));
+    for (int y = 0; y < src.rows; ++y) {
+      auto* row = src.ptr<uchar>(y);
+      for (int i = 0; i < src.cols * shape.channels; ++i) row[i] = static_cast<uchar>((y * 131 + i * 7) % 256);
+    }
+    Filter f;
+    f.width = f.height = shape.k;
+    f.weights.assign(static_cast<std::size_t>(shape.k) * shape.k, 0.0);
+    f.weights[f.weights.size() / 2] = 0.5;
+    f.anchor_x = f.anchor_y = shape.k / 2;
+    f.origin = "centre-only";
+    for (const double delta : {0.0, 0.5}) {
+      ConvolveOptions o;
+      o.variant = Variant::fft;
+      o.delta = delta;
+      o.poison_output = true;
+      const ConvolveResult got = convolve(src, f, o);
+      cv::Mat kernel(shape.k, shape.k, CV_32F, cv::Scalar(0));
+      kernel.at<float>(shape.k / 2, shape.k / 2) = 0.5f;
+      cv::Mat expected;
+      cv::filter2D(src, expected, CV_8U, kernel, cv::Point(-1, -1), delta, cv::BORDER_REFLECT_101);
+      // The lists of all batches together, however the tiles are batched (one list per batch of
+      // whole tiles, launch_fft.cu; fft_repair_capacity is linear plus a constant).
+      const long long tile_w = cuconv::detail::fft_tile_side(shape.k, shape.cols) - shape.k + 1;
+      const long long tile_h = cuconv::detail::fft_tile_side(shape.k, shape.rows) - shape.k + 1;
+      const long long tiles = ((shape.cols + tile_w - 1) / tile_w) * ((shape.rows + tile_h - 1) / tile_h) * shape.channels;
+      const long long capacity = cuconv::detail::fft_repair_capacity(tile_w * tile_h * tiles) +
+                                 (tiles - 1) * cuconv::detail::fft_repair_capacity(0);
+      long long ties = 0;  // odd values give n + 1/2 at delta 0, even ones at delta 0.5
+      for (int y = 0; y < src.rows; ++y)
+        for (int i = 0; i < src.cols * shape.channels; ++i) ties += (src.ptr<uchar>(y)[i] % 2 == 1) == (delta == 0.0);
+      INFO(shape.cols, "x", shape.rows, "x", shape.channels, " k ", shape.k, " delta ", delta, ": ", ties,
+           " ties, lists of ", capacity, " in all");
+      REQUIRE(got.variant_used == Variant::fft);
+      CHECK(ties > capacity);
+      CHECK(cuconv::test::bit_equal(got.image, expected));
     }
   }
 }

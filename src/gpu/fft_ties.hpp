@@ -43,4 +43,12 @@ template <class Weight>
   return margin <= kFftMaxTieMargin ? margin : 0.0;  // false for NaN
 }
 
+/// Slots of the list of outputs that `fft` sums again after its scatter (kernels/fft.cuh,
+/// fft_repair_ties), for a batch of `batch_outputs` outputs. The margin's band holds about
+/// 2 x margin of the outputs (at most 1%) of images without exact ties; 1 in 32 leaves room for
+/// images with many exact ties, and a full list only sends the rest back to the scatter's threads.
+[[nodiscard]] constexpr long long fft_repair_capacity(long long batch_outputs) noexcept {
+  return batch_outputs / 32 + 1024;
+}
+
 }  // namespace cuconv::detail

@@ -329,6 +329,11 @@ ConvolveResult convolve_gpu_interleaved(const cv::Mat& src, const ConvolveJob& j
     model.bytes_per_row += 2 * sizeof(float) * row_elems;
     const std::uint64_t tile_side = static_cast<std::uint64_t>(fft_tile_side(job.kw(), width)) + 2;
     model.fixed_bytes += 3 * sizeof(float) * tile_side * static_cast<std::uint64_t>(fft_tile_side(job.kh(), height));
+    if (job.output_depth != CV_32F) {
+      // The tie repair list (launch_fft.cu, fft_repair_capacity): 8 bytes per 32 outputs, 1024 more.
+      model.bytes_per_row += sizeof(long long) * row_elems / 32 + sizeof(long long);
+      model.fixed_bytes += sizeof(long long) * 1025;
+    }
   }
   const StripBudget budget = plan_strips_for(src, job, model, workspace, 2);  // in and out
   const StripPlan& plan = budget.plan;

@@ -1,11 +1,13 @@
 // Launcher of the `fft` variant (kernels/fft.cuh): overlap-save tiles, batched cuFFT transforms.
 // Device memory beyond input and output: the filter spectrum (one tile) and one batch of tiles,
 // sized to at most the input's own bytes in float (and at least one tile), both stream-ordered,
-// plus cuFFT's work area.
+// plus cuFFT's work area. With tie repairs on, the batch's allocation also holds the repair list:
+// 8 bytes per 32 outputs of a batch (about 6% of the tiles' bytes).
 #include "gpu/cufft_api.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/dispatch.cuh"
 #include "gpu/fft_ties.hpp"
+#include "gpu/occupancy.cuh"
 
 #include <kernels/fft.cuh>
 
@@ -97,7 +99,22 @@ void launch_fft(const LaunchArgs& a) {
                             static_cast<cufftReal*>(filter_spectrum.data()),
                             static_cast<cufftComplex*>(filter_spectrum.data())),
               "cufftExecR2C (filter)");
-  const StreamScratch tiles(sizeof(float) * tile_floats * static_cast<std::size_t>(batch), a.stream);
+  // Results this close to a rounding tie are summed again directly (src/gpu/fft_ties.hpp).
+  const auto tie_margin = static_cast<float>(fft_tie_margin(
+      a.src_type, a.dst_type, a.host_weights, static_cast<std::size_t>(a.params.kw) * static_cast<std::size_t>(a.params.kh)));
+  // Outputs of one batch that fall in the margin, for fft_repair_ties.
+  const long long batch_outputs = static_cast<long long>(t.valid_x) * t.valid_y * batch;
+  const long long repair_capacity = tie_margin > 0.0f ? fft_repair_capacity(batch_outputs) : 0;
+  const std::size_t tile_bytes = sizeof(float) * tile_floats * static_cast<std::size_t>(batch);  // a multiple of 8
+  const std::size_t repair_bytes =
+      repair_capacity > 0 ? sizeof(unsigned long long) + sizeof(long long) * static_cast<std::size_t>(repair_capacity) : 0;
+  const StreamScratch tiles(tile_bytes + repair_bytes, a.stream);
+  FftRepairList repairs{};
+  if (repair_capacity > 0) {
+    repairs.count = reinterpret_cast<unsigned long long*>(static_cast<char*>(tiles.data()) + tile_bytes);
+    repairs.outputs = reinterpret_cast<long long*>(repairs.count + 1);
+    repairs.capacity = repair_capacity;
+  }
   const cufftHandle forward = cached_plan(*api, t.fft_w, t.fft_h, static_cast<int>(batch), CUFFT_R2C, a.stream);
   const cufftHandle inverse = cached_plan(*api, t.fft_w, t.fft_h, static_cast<int>(batch), CUFFT_C2R, a.stream);
   auto* real = static_cast<float*>(tiles.data());
@@ -105,9 +122,6 @@ void launch_fft(const LaunchArgs& a) {
   const long long bins_per_tile = static_cast<long long>(t.fft_h) * (t.fft_w / 2 + 1);
   const float scale = 1.0f / (static_cast<float>(t.fft_w) * static_cast<float>(t.fft_h));
 
-  // Results this close to a rounding tie are summed again directly (src/gpu/fft_ties.hpp).
-  const auto tie_margin = static_cast<float>(fft_tie_margin(
-      a.src_type, a.dst_type, a.host_weights, static_cast<std::size_t>(a.params.kw) * static_cast<std::size_t>(a.params.kh)));
   dispatch_types(a.src_type, a.dst_type, [&](auto pair) {
     using Pair = decltype(pair);
     const auto src = source_view<Pair>(a);
@@ -125,10 +139,20 @@ void launch_fft(const LaunchArgs& a) {
           scale);
       CUCONV_CHECK_LAUNCH();
       check_cufft(api->exec_c2r(inverse, reinterpret_cast<cufftComplex*>(spectra), real), "cufftExecC2R");
-      const long long outputs = static_cast<long long>(t.valid_x) * t.valid_y * batch;
-      fft_scatter_tiles<In, Out><<<grid_for(outputs), kFftThreads, 0, a.stream>>>(
-          real, src, dst, a.params, t, first, static_cast<int>(batch), a.keep_alpha, a.device_weights, tie_margin);
+      if (repair_capacity > 0)
+        CUCONV_CUDA_TRY(cudaMemsetAsync(repairs.count, 0, sizeof(unsigned long long), a.stream));
+      fft_scatter_tiles<In, Out><<<grid_for(batch_outputs), kFftThreads, 0, a.stream>>>(
+          real, src, dst, a.params, t, first, static_cast<int>(batch), a.keep_alpha, a.device_weights, tie_margin,
+          repairs);
       CUCONV_CHECK_LAUNCH();
+      if constexpr (std::is_integral_v<Out>) {
+        if (repair_capacity == 0) continue;
+        // The list's length is on the device: a grid that fills the GPU once, each thread striding.
+        const int blocks = std::min(resident_blocks<fft_repair_ties<In, Out>>(kFftThreads), grid_for(repair_capacity));
+        fft_repair_ties<In, Out><<<blocks, kFftThreads, 0, a.stream>>>(src, dst, a.params, t, first, a.device_weights,
+                                                                      repairs);
+        CUCONV_CHECK_LAUNCH();
+      }
     }
   });
   // `padded` is pageable host memory: cudaMemcpyAsync has copied it before returning.

@@ -1,0 +1,31 @@
+#pragma once
+// How many blocks of a kernel fit on the current device at once, for grid-stride launches.
+#include "gpu/cuda_check.hpp"
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+
+namespace cuconv::detail {
+
+/// Blocks of `Kernel` that fit on the current device at once, queried once per kernel and device
+/// (the device, attribute and occupancy queries otherwise ran before every launch, host time
+/// between the kernels of a batch).
+template <auto Kernel>
+int resident_blocks(int threads_per_block) {
+  constexpr int kCachedDevices = 64;
+  static std::array<std::atomic<int>, kCachedDevices> cached{};  // 0: not queried yet
+  int device = 0;
+  CUCONV_CUDA_TRY(cudaGetDevice(&device));
+  if (device < kCachedDevices) {
+    if (const int blocks = cached[device].load(std::memory_order_relaxed); blocks > 0) return blocks;
+  }
+  int sms = 0, per_sm = 0;
+  CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
+  CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads_per_block, 0));
+  const int blocks = std::max(1, sms * per_sm);
+  if (device < kCachedDevices) cached[device].store(blocks, std::memory_order_relaxed);
+  return blocks;
+}
+
+}  // namespace cuconv::detail
