@@ -279,12 +279,13 @@ TEST_CASE("gpu: fft with more ties than its repair list holds sums the rest in p
       reference_options.variant = Variant::opencv;
       reference_options.opencv_method = OpenCvMethod::direct_sum;
       const cv::Mat expected = convolve(src, f, reference_options).image;
-      // The lists of all batches together, however the tiles are batched (one list per batch of
-      // whole tiles, launch_fft.cu; fft_repair_capacity is linear plus a constant).
+      // The lists of all passes together, however the tiles are batched: one list per pass, sized
+      // to its batch of whole tiles; at most `tiles` passes of equal batches, which together hold
+      // fewer than 2 x tiles tiles (launch_fft.cu; fft_repair_capacity is linear plus a constant).
       const long long tile_w = cuconv::detail::fft_tile_side(shape.k, shape.cols) - shape.k + 1;
       const long long tile_h = cuconv::detail::fft_tile_side(shape.k, shape.rows) - shape.k + 1;
       const long long tiles = ((shape.cols + tile_w - 1) / tile_w) * ((shape.rows + tile_h - 1) / tile_h) * shape.channels;
-      const long long capacity = cuconv::detail::fft_repair_capacity(tile_w * tile_h * tiles) +
+      const long long capacity = cuconv::detail::fft_repair_capacity(tile_w * tile_h * (2 * tiles - 1)) +
                                  (tiles - 1) * cuconv::detail::fft_repair_capacity(0);
       long long ties = 0;  // odd values give n + 1/2 at delta 0, even ones at delta 0.5
       for (int y = 0; y < src.rows; ++y)
