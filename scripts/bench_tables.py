@@ -3,9 +3,11 @@
 the targets of the fast path (16384^2 f32 and 8U, 8192^2 8U RGB) next to the measured auto/fast,
 NPP and best PMPP variant, each with the copy roof measured in the same run.
 
-    python3 scripts/bench_tables.py BENCH.json [NPP.jsonl [PMPP_BENCH.json]] > table.md
+    python3 scripts/bench_tables.py BENCH.json [NPP.jsonl [PMPP_BENCH.json [CUDNN.jsonl]]] > table.md
 
-PMPP_BENCH.json: an earlier run that timed the PMPP variants (when BENCH.json has only fast/auto).
+PMPP_BENCH.json: an earlier run that timed the PMPP variants (when BENCH.json has only fast/auto;
+"-" to take them from BENCH.json). CUDNN.jsonl: the cuDNN peer's lines (bench/cudnn_peer.cu), a
+column of the every-size table.
 """
 import json
 import sys
@@ -29,9 +31,10 @@ TARGETS = [  # (image, size, filter, target ms or None, target text)
 ROOF_TARGET = {"3x3": 0.9, "5x5": 0.9, "9x9": 0.6}
 
 
-def main(bench_path, npp_path=None, pmpp_path=None):
+def main(bench_path, npp_path=None, pmpp_path=None, cudnn_path=None):
     rows = json.load(open(bench_path))["results"]
-    pmpp_rows = json.load(open(pmpp_path))["results"] if pmpp_path else rows
+    pmpp_rows = json.load(open(pmpp_path))["results"] if pmpp_path and pmpp_path != "-" else rows
+    cudnn = [json.loads(line) for line in open(cudnn_path)] if cudnn_path else []
     npp = [json.loads(line) for line in open(npp_path)] if npp_path else []
 
     def find(image, size, filt, variant_prefix):
@@ -80,5 +83,29 @@ def main(bench_path, npp_path=None, pmpp_path=None):
                       f"{d['median_ms']:.3f} ms | {d['median_ms'] / sep[0]['median_ms']:.2f}x |")
 
 
+    # Every square filter of the benchmark against the peers: `auto` as a user runs it.
+    if npp:
+        print()
+        print("| image | filter | auto (picks) | NPP | auto / NPP | cuDNN (TF32 tensor cores) |")
+        print("|---|---|---|---|---|---|")
+        for n in npp:
+            if n["variant"] != "npp" or n.get("npp_status", 0) != 0:
+                continue
+            filt = f'{n["filter"]}x{n["filter"]}'
+            auto = find(n["image"], n["size"], filt, "auto")
+            if not auto:
+                continue
+            auto = auto[0]
+            ratio = auto["median_ms"] / n["median_ms"]
+            c = [r for r in cudnn if r["variant"] == "cudnn" and r["image"] == n["image"] and r["size"] == n["size"]
+                 and r["filter"] == n["filter"]]
+            if c:
+                cudnn_text = f"{c[0]['median_ms']:.3f} ms" if "median_ms" in c[0] else "error"
+            else:  # the peer is f32 only; an f32 case without a line ended without a result
+                cudnn_text = "no result" if cudnn and n["image"].startswith("f32") else "-"
+            print(f"| {n['image']} {n['size']}² | {filt} | {auto['median_ms']:.3f} ms ({auto['variant'][6:-1]}) | "
+                  f"{n['median_ms']:.3f} ms | {ratio:.2f}{' **slower**' if ratio > 1 else ''} | {cudnn_text} |")
+
+
 if __name__ == "__main__":
-    main(*sys.argv[1:4])
+    main(*sys.argv[1:5])
