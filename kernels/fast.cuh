@@ -77,7 +77,10 @@ __host__ __device__ constexpr int fast_vector_elems() {
 /// 8U RGB 15x15 0.790 -> 0.715 at 64, separable 31x31 0.280 -> 0.232 at 32), and below 1 wave
 /// left some too long (8U RGB 9x9 0.385 at 64 rows, 0.337 at 32). Separable filters (2 kh FMAs an
 /// output, near the copy roof's pace) keep halving below 4 waves, down to 32 rows: at 1.5 waves
-/// separable 15x15 at 8192^2 took 128 rows and 0.415 ms against 0.348 at 32 (section 15).
+/// separable 15x15 at 8192^2 took 128 rows and 0.415 ms against 0.348 at 32 (section 15). Since
+/// they walk two rows a step (kRowsPerStep) they start at the smallest power of two >= 4 (kh - 1):
+/// separable 15x15 at 16384^2 0.972 / 0.958 / 1.029 ms at 32 / 64 / 128 rows (section 19; 9x9
+/// to 13x13, now 32 rows instead of 64, were not timed).
 /// Images of a few megapixels fill less than half a wave even at that floor, and SMs idle: there
 /// strips go on halving while the grid stays below half a wave, down to 2 rows (memory-bound) or
 /// 8. Measured (section 14): 8U 3x3 at 1003 x 779 0.045 -> 0.022 ms at 2 rows, f32 3x3 at
@@ -94,8 +97,10 @@ __host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blo
   constexpr int kLongest = [] {
     if (Radius == 1 && std::is_same_v<In, float>) return 4;
     if (kMemoryBound) return 32;
+    // Warm-up (kh - 1 rows) at most a fifth of the strip, a quarter for separable filters
+    const int warm_up_share = Separable ? 4 : 5;
     int rows = 32;
-    while (rows < 5 * 2 * Radius && rows < 128) rows *= 2;
+    while (rows < warm_up_share * 2 * Radius && rows < 128) rows *= 2;
     return rows;
   }();
   int strip = kLongest;
@@ -122,11 +127,11 @@ static_assert(fast_strip_rows_for<unsigned char, 4, false>(4096, 12, 4 * 132) ==
 static_assert(fast_strip_rows_for<unsigned char, 4, false>(8192, 24, 4 * 132) == 64, "8U RGB 9x9 8192^2 keeps 64 rows");
 static_assert(fast_strip_rows_for<float, 15, true>(4096, 8, 3 * 132) == 32, "separable 31x31 4096^2: 32 rows, the best");
 static_assert(fast_strip_rows_for<float, 15, true>(16384, 32, 3 * 132) == 128, "separable 31x31 16384^2 keeps 128 rows");
-static_assert(fast_strip_rows_for<float, 7, true>(4096, 8, 4 * 132) == 32, "separable 15x15 4096^2: 32 rows, the best");
-static_assert(fast_strip_rows_for<float, 7, true>(8192, 16, 4 * 132) == 32, "separable 15x15 8192^2: 32 rows");
-static_assert(fast_strip_rows_for<float, 7, true>(16384, 32, 4 * 132) == 128, "separable 15x15 16384^2 keeps 128 rows");
-static_assert(fast_strip_rows_for<float, 7, true>(2048, 4, 4 * 132) == 16, "separable 15x15 2048^2 keeps 16 rows");
-static_assert(fast_strip_rows_for<float, 7, true>(777, 2, 4 * 132) == 8, "separable 15x15 1001 x 777: 8 rows");
+static_assert(fast_strip_rows_for<float, 7, true>(4096, 8, 5 * 132) == 32, "separable 15x15 4096^2: 32 rows, the best");
+static_assert(fast_strip_rows_for<float, 7, true>(8192, 16, 5 * 132) == 32, "separable 15x15 8192^2: 32 rows");
+static_assert(fast_strip_rows_for<float, 7, true>(16384, 32, 5 * 132) == 64, "separable 15x15 16384^2: 64 rows, the best (two rows a step)");
+static_assert(fast_strip_rows_for<float, 7, true>(2048, 4, 5 * 132) == 16, "separable 15x15 2048^2 keeps 16 rows");
+static_assert(fast_strip_rows_for<float, 7, true>(777, 2, 5 * 132) == 8, "separable 15x15 1001 x 777: 8 rows");
 
 /// Filter weights passed by value: dense kh x kw row-major, or separable (kw horizontal then kh
 /// vertical). Lives in the kernel's parameter constant bank.
@@ -379,6 +384,13 @@ __global__ void __launch_bounds__(kFastThreads)
   constexpr int kSlotChunks = kFastBlockX + 2 * kSideVectors;  // chunks of one staged warp row
   constexpr int kAhead = kFastStages - 2;                      // staged rows in flight
   constexpr bool kPacksU8 = std::is_same_v<Out, unsigned char> && kVec % 4 == 0;  // round_pack_u8x4
+  // Input rows a step of the strip walk adds (process_row). Separable staged filters take two:
+  // the partial rows' register moves per row halve, and on an H100 ptxas kept the separable
+  // 15x15 at 96 registers instead of 120. At base clocks (ncu) it issued 15% fewer instructions;
+  // at boost, with 64-row strips (fast_strip_rows_for), 1.02 -> 0.96 ms at 16384^2 (perf-notes
+  // section 19). Dense filters keep one (their moves are K x kVec a row against K^2 x kVec
+  // FFMAs; not timed with two).
+  constexpr int kRowsPerStep = Separable && kStaged ? 2 : 1;
 
   // A row lives in registers in the input type, packed (8 u8 elements in two words; widened to
   // float only while they are used): element t of a chunk is element t % kPerWord of word
@@ -570,19 +582,22 @@ __global__ void __launch_bounds__(kFastThreads)
       }
     };
 
-    // partial[q][k]: output row (r - (K - 1) + q) after input row r; partial[0] is complete.
-    float partial[K][kVec];
+    // partial[q][k]: output row (r0 - (K - 1) + q) before the step's first input row r0 is
+    // added; the step's row r0 + Phase completes partial[Phase]. After a step the partial rows
+    // shift down kRowsPerStep registers ((K - 1) x kVec moves a step).
+    float partial[K + kRowsPerStep - 1][kVec];
 #pragma unroll
-    for (int q = 0; q < K; ++q)
+    for (int q = 0; q < K + kRowsPerStep - 1; ++q)
 #pragma unroll
       for (int k = 0; k < kVec; ++k) partial[q][k] = p.delta;
 
-    // Row r of the strip: logical partial q is output row r - (K - 1) + q, so partial[0] is
-    // finished after this row, and the partial rows shift down one register each row (K x kVec
-    // moves). An unrolled ring (one copy of the row body per phase, no moves) ran slower: its K
-    // copies overflowed the instruction cache (ncu, separable 15x15 f32: 1.6 of 6 cycles between
-    // a warp's instructions waiting on instruction fetch; 1.11 ms against 1.04 rolled).
-    auto process_row = [&](int r) {
+    // Row r = r0 + Phase of the strip: adds into partial[Phase .. Phase + K - 1] and writes
+    // partial[Phase], output row r - (K - 1). A ring unrolled by K (one copy of the row body per
+    // phase, no moves) ran slower: its K copies overflowed the instruction cache (ncu, separable
+    // 15x15 f32: 1.6 of 6 cycles between a warp's instructions waiting on instruction fetch; 1.11
+    // ms against 1.04 rolled, one row a step).
+    auto process_row = [&](int r, auto phase) {
+      constexpr int Phase = decltype(phase)::value;
       float in[kWindow];
       fetch_row(r, in);
       if constexpr (Separable) {
@@ -598,7 +613,7 @@ __global__ void __launch_bounds__(kFastThreads)
         for (int q = 0; q < K; ++q)
 #pragma unroll
           for (int k = 0; k < kVec; ++k)
-            partial[q][k] = fmaf(taps.w[K + (K - 1 - q)], horizontal[k], partial[q][k]);
+            partial[Phase + q][k] = fmaf(taps.w[K + (K - 1 - q)], horizontal[k], partial[Phase + q][k]);
       } else {
 #pragma unroll
         for (int q = 0; q < K; ++q)
@@ -606,8 +621,10 @@ __global__ void __launch_bounds__(kFastThreads)
           for (int j = 0; j < K; ++j)
 #pragma unroll
             for (int k = 0; k < kVec; ++k)
-              partial[q][k] = fmaf(taps.w[(K - 1 - q) * K + j], in[kFirstTap + k + j * Channels], partial[q][k]);
+              partial[Phase + q][k] =
+                  fmaf(taps.w[(K - 1 - q) * K + j], in[kFirstTap + k + j * Channels], partial[Phase + q][k]);
       }
+      const float (&finished)[kVec] = partial[Phase];
 
       const int out_row = r - (K - 1);
       if (out_row >= 0 && has_output) {
@@ -617,16 +634,16 @@ __global__ void __launch_bounds__(kFastThreads)
         if (sums_inside_int && kPacksU8) {
 #pragma unroll
           for (int w = 0; w < kVec / 4; ++w) {
-            const unsigned word = round_pack_u8x4(partial[0][4 * w], partial[0][4 * w + 1], partial[0][4 * w + 2],
-                                                  partial[0][4 * w + 3]);
+            const unsigned word = round_pack_u8x4(finished[4 * w], finished[4 * w + 1], finished[4 * w + 2],
+                                                  finished[4 * w + 3]);
             memcpy(&result.v[4 * w], &word, 4);
           }
         } else if (sums_inside_int) {
 #pragma unroll
-          for (int k = 0; k < kVec; ++k) result.v[k] = saturate_inside_int<Out>(partial[0][k]);
+          for (int k = 0; k < kVec; ++k) result.v[k] = saturate_inside_int<Out>(finished[k]);
         } else {
 #pragma unroll
-          for (int k = 0; k < kVec; ++k) result.v[k] = saturate_from_float<Out>(partial[0][k]);
+          for (int k = 0; k < kVec; ++k) result.v[k] = saturate_from_float<Out>(finished[k]);
         }
         if (Channels == 4 && keep_alpha) {  // alpha passes through, converted to the output type
           const In* centre = src.row(y) + e0;
@@ -642,16 +659,23 @@ __global__ void __launch_bounds__(kFastThreads)
             if (e0 + k < row_elems) out[k] = result.v[k];
         }
       }
-#pragma unroll
-      for (int q = 0; q + 1 < K; ++q)
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) partial[q][k] = partial[q + 1][k];
-#pragma unroll
-      for (int k = 0; k < kVec; ++k) partial[K - 1][k] = p.delta;
     };
 
 #pragma unroll 1
-    for (int r = 0; r < input_rows; ++r) process_row(r);
+    for (int r0 = 0; r0 < input_rows; r0 += kRowsPerStep) {
+      process_row(r0, std::integral_constant<int, 0>{});
+      if constexpr (kRowsPerStep == 2) {
+        if (r0 + 1 < input_rows) process_row(r0 + 1, std::integral_constant<int, 1>{});
+      }
+#pragma unroll
+      for (int q = 0; q + 1 < K; ++q)
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) partial[q][k] = partial[q + kRowsPerStep][k];
+#pragma unroll
+      for (int q = K - 1; q < K + kRowsPerStep - 1; ++q)
+#pragma unroll
+        for (int k = 0; k < kVec; ++k) partial[q][k] = p.delta;
+    }
   }
 }
 
