@@ -79,8 +79,8 @@ __host__ __device__ constexpr int fast_vector_elems() {
 /// output, near the copy roof's pace) keep halving below 4 waves, down to 32 rows: at 1.5 waves
 /// separable 15x15 at 8192^2 took 128 rows and 0.415 ms against 0.348 at 32 (section 15). Since
 /// they walk two rows a step (kRowsPerStep) they start at the smallest power of two >= 4 (kh - 1):
-/// separable 15x15 at 16384^2 0.972 / 0.958 / 1.029 ms at 32 / 64 / 128 rows (section 19; 9x9
-/// to 13x13, now 32 rows instead of 64, were not timed).
+/// separable 15x15 at 16384^2 0.972 / 0.958 / 1.029 ms at 32 / 64 / 128 rows (section 19). The
+/// rule also moved 9x9 (64 -> 32 rows) and 17x17 (128 -> 64); those were not timed.
 /// Images of a few megapixels fill less than half a wave even at that floor, and SMs idle: there
 /// strips go on halving while the grid stays below half a wave, down to 2 rows (memory-bound) or
 /// 8. Measured (section 14): 8U 3x3 at 1003 x 779 0.045 -> 0.022 ms at 2 rows, f32 3x3 at
