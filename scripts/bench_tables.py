@@ -82,12 +82,12 @@ def main(bench_path, npp_path=None, pmpp_path=None, cudnn_path=None):
                 print(f"| {d['image']} {d['size']}² | {d['filter']} | {sep[0]['median_ms']:.3f} ms | "
                       f"{d['median_ms']:.3f} ms | {d['median_ms'] / sep[0]['median_ms']:.2f}x |")
 
-
     # Every square filter of the benchmark against the peers: `auto` as a user runs it.
     if npp:
         print()
-        print("| image | filter | auto (picks) | NPP | auto / NPP | cuDNN (TF32 tensor cores) |")
-        print("|---|---|---|---|---|---|")
+        cudnn_header = " cuDNN (TF32 tensor cores) |" if cudnn else ""
+        print("| image | filter | auto (picks) | NPP | auto / NPP |" + cudnn_header)
+        print("|---|---|---|---|---|" + ("---|" if cudnn else ""))
         for n in npp:
             if n["variant"] != "npp" or n.get("npp_status", 0) != 0:
                 continue
@@ -99,12 +99,14 @@ def main(bench_path, npp_path=None, pmpp_path=None, cudnn_path=None):
             ratio = auto["median_ms"] / n["median_ms"]
             c = [r for r in cudnn if r["variant"] == "cudnn" and r["image"] == n["image"] and r["size"] == n["size"]
                  and r["filter"] == n["filter"]]
-            if c:
-                cudnn_text = f"{c[0]['median_ms']:.3f} ms" if "median_ms" in c[0] else "error"
+            if not cudnn:
+                cudnn_cell = ""
+            elif c:
+                cudnn_cell = (f" {c[0]['median_ms']:.3f} ms |" if "median_ms" in c[0] else " error |")
             else:  # the peer is f32 only; an f32 case without a line ended without a result
-                cudnn_text = "no result" if cudnn and n["image"].startswith("f32") else "-"
+                cudnn_cell = " no result |" if n["image"].startswith("f32") else " - |"
             print(f"| {n['image']} {n['size']}² | {filt} | {auto['median_ms']:.3f} ms ({auto['variant'][6:-1]}) | "
-                  f"{n['median_ms']:.3f} ms | {ratio:.2f}{' **slower**' if ratio > 1 else ''} | {cudnn_text} |")
+                  f"{n['median_ms']:.3f} ms | {ratio:.2f}{' **slower**' if ratio > 1 else ''} |{cudnn_cell}")
 
 
 if __name__ == "__main__":
