@@ -170,6 +170,9 @@ int main(int argc, char** argv) {
     run_case<float, 1, 7, false>("f32 15x15 8k", 8192, 8192);
     run_case<std::uint8_t, 1, 7, false>("u8 15x15 4k", 4096, 4096);
     run_case<std::uint8_t, 3, 4, false>("u8 rgb 9x9 4k", 4096, 4096);
+    run_case<std::uint8_t, 1, 2, false>("u8 5x5 4k", 4096, 4096);
+    run_case<std::uint8_t, 3, 2, false>("u8 rgb 5x5 4k", 4096, 4096);
+    run_case<float, 1, 2, false>("f32 5x5 4k", 4096, 4096);
   }
   return 0;
 }

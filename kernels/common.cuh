@@ -120,7 +120,11 @@ __device__ __forceinline__ T saturate_inside_int(float v) {
   }
 }
 
-/// Ceil division for grid sizes.
-__host__ __device__ constexpr int div_up(int a, int b) { return (a + b - 1) / b; }
+/// Ceil division for grid sizes and tile counts. Both operands share one type, so a 64-bit count
+/// is never narrowed on the way in.
+template <class T>
+__host__ __device__ constexpr T div_up(T a, T b) {
+  return (a + b - 1) / b;
+}
 
 }  // namespace cuconv::kernels

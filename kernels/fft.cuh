@@ -138,11 +138,13 @@ __global__ void __launch_bounds__(kFftThreads)
     fft_scatter_tiles(const float* __restrict__ tiles, PlaneView<const In> src, PlaneView<Out> dst, ConvParams p,
                       FftTiling t, long long first_tile, int batch, bool keep_alpha,
                       const float* __restrict__ weights, float tie_margin, FftRepairList repairs) {
-  const long long total = static_cast<long long>(t.valid_x) * t.valid_y * batch;
+  // The last pass may hold fewer real tiles than the batch; the loop stops before the empty ones.
+  const long long real_tiles = min(static_cast<long long>(batch), t.tiles - first_tile);
+  const long long total = static_cast<long long>(t.valid_x) * t.valid_y * real_tiles;
   for (long long i = static_cast<long long>(blockIdx.x) * kFftThreads + threadIdx.x; i < total;
        i += static_cast<long long>(gridDim.x) * kFftThreads) {
     const FftOutput o = fft_output_position(t, first_tile, i);
-    if (first_tile + o.b >= t.tiles || o.x >= dst.width || o.y >= dst.height) continue;
+    if (o.x >= dst.width || o.y >= dst.height) continue;
     const long long element = static_cast<long long>(o.x) * t.channels + o.channel;
     const bool alpha = keep_alpha && o.channel == 3;
     float value = alpha ? static_cast<float>(src.row(o.y)[element])

@@ -89,8 +89,8 @@ void launch_fft(const LaunchArgs& a) {
   // tiles would otherwise gather, transform and scatter a whole batch of empty ones (on a 7821 x
   // 8283 RGB image, 918 tiles in passes of 738 did 1476 tiles' work; docs/perf-notes.md section 17).
   const long long largest_batch = std::clamp<long long>(static_cast<long long>(input_floats / tile_floats), 1, t.tiles);
-  const long long passes = (t.tiles + largest_batch - 1) / largest_batch;  // 64-bit: div_up is int
-  const long long batch = (t.tiles + passes - 1) / passes;
+  const long long passes = div_up(t.tiles, largest_batch);
+  const long long batch = div_up(t.tiles, passes);
 
   // The filter, zero-padded to one tile, and its spectrum (in place).
   std::vector<float> padded(tile_floats, 0.0f);
