@@ -173,6 +173,9 @@ int main(int argc, char** argv) {
     run_case<std::uint8_t, 1, 2, false>("u8 5x5 4k", 4096, 4096);
     run_case<std::uint8_t, 3, 2, false>("u8 rgb 5x5 4k", 4096, 4096);
     run_case<float, 1, 2, false>("f32 5x5 4k", 4096, 4096);
+    run_case<std::uint8_t, 3, 1, false>("u8 rgb 3x3 4k", 4096, 4096);
+    run_case<std::uint8_t, 1, 1, false>("u8 3x3 8k", 8192, 8192);
+    run_case<std::uint8_t, 1, 2, false>("u8 5x5 8k", 8192, 8192);
   }
   return 0;
 }

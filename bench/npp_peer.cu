@@ -35,8 +35,17 @@ struct Shape {
 int main(int argc, char** argv) {
   peer::program = "npp_peer";
   int reps = 30;
-  for (int i = 1; i < argc; ++i)
+  // --only IMAGE SIZE FILTER runs one case (e.g. for ncu: --only "8U 1ch" 4096 3).
+  const char* only_image = nullptr;
+  int only_size = 0, only_filter = 0;
+  for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = std::atoi(argv[++i]);
+    if (std::strcmp(argv[i], "--only") == 0 && i + 3 < argc) {
+      only_image = argv[++i];
+      only_size = std::atoi(argv[++i]);
+      only_filter = std::atoi(argv[++i]);
+    }
+  }
 
   cudaStream_t stream;
   check(cudaStreamCreate(&stream), "stream");
@@ -63,6 +72,7 @@ int main(int argc, char** argv) {
   std::uniform_real_distribution<float> weight(-0.3f, 1.0f);
 
   for (const Shape& s : shapes) {
+    if (only_image != nullptr && (std::strcmp(only_image, s.image) != 0 || only_size != s.size)) continue;
     const std::size_t elem = s.is_float ? 4 : 1;
     std::size_t pitch = 0;
     void* in = nullptr;
@@ -78,6 +88,7 @@ int main(int argc, char** argv) {
     std::printf("{\"image\":\"%s\",\"size\":%d,\"filter\":0,\"variant\":\"copy (npp_peer)\",\"median_ms\":%.5f,\"gbps\":%.1f}\n",
                 s.image, s.size, copy_ms, bytes / copy_ms * 1e-6);
     for (int k : filter_sizes) {
+      if (only_image != nullptr && k != only_filter) continue;
       std::vector<float> host_kernel(static_cast<std::size_t>(k) * k);
       for (float& w : host_kernel) w = weight(rng) / (k * k);
       float* kernel = nullptr;

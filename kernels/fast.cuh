@@ -107,6 +107,18 @@ __host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blo
   const long long wanted_blocks = static_cast<long long>(kMinHalfWaves) * resident_blocks / 2;
   const auto blocks = [&](int rows) { return static_cast<long long>(div_up(height, rows)) * column_blocks; };
   while (strip > kShortest && blocks(strip) < wanted_blocks) strip /= 2;
+  // 8-bit and 16-bit sizes whose grid at the floor holds more than one wave but less than two:
+  // the second wave runs one or two blocks an SM, about as long as the first. Strips just long
+  // enough for one wave (at most twice the floor) do the same work in one (8U 3x3 at 4096^2:
+  // 11 rows against 8, 0.045 -> 0.034 ms, and 0.033 -> 0.027 with the border reads of
+  // fast_border_elements; perf-notes section 20). Fitting 3 to 8 waves this way was
+  // slower (8U RGB 3x3 at 4096^2: 0.074 -> 0.082 ms at 16 rows), and f32 was not timed here.
+  if (kMemoryBound && std::is_integral_v<In> && strip == kShortest && blocks(strip) > resident_blocks &&
+      blocks(strip) < 2LL * resident_blocks) {
+    int rows = strip;
+    while (rows < 2 * kShortest && blocks(rows) > resident_blocks) ++rows;
+    if (blocks(rows) <= resident_blocks) return rows;
+  }
   constexpr int kSubWaveShortest = kMemoryBound ? 2 : 8;
   while (strip > kSubWaveShortest && 2 * blocks(strip) < resident_blocks) strip /= 2;
   return strip;
@@ -118,6 +130,9 @@ static_assert(fast_strip_rows_for<float, 1, false>(4096, 8, 9 * 132) == 4, "f32 
 static_assert(fast_strip_rows_for<float, 1, false>(777, 2, 9 * 132) == 2, "f32 3x3 1001 x 777: below half a wave, 2 rows");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(16384, 8, 6 * 132) == 16, "8U 3x3 16384^2: 16 rows");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(2048, 3, 6 * 132) == 8, "RGB 3x3 2048^2: 8 rows, the fastest of 2..16");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(4096, 2, 6 * 132) == 11, "8U 3x3 4096^2: one wave at 11 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(4096, 6, 6 * 132) == 8, "8U RGB 3x3 4096^2 keeps 8 rows (3.9 waves)");
+static_assert(fast_strip_rows_for<unsigned char, 2, false>(4096, 4, 7 * 132) == 8, "8U 5x5 4096^2 keeps 8 rows (2.2 waves)");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(779, 1, 6 * 132) == 2, "8U 3x3 1003 x 779: below half a wave, 2 rows");
 static_assert(fast_strip_rows_for<unsigned char, 2, false>(9, 3, 7 * 132) == 2, "RGB 5x5 1001 x 9: 2 rows");
 static_assert(fast_strip_rows_for<float, 7, false>(16384, 32, 5 * 132) == 128, "f32 15x15 16384^2 keeps 128 rows");
@@ -292,17 +307,52 @@ struct PackedElements {
   }
 };
 
-/// Element e (any integer) of image row yy (already mapped by the border rule; -1: constant) of an
-/// interleaved plane, through the border rule. Not inlined: the border path calls it once per
-/// window element, and inlining the rule there multiplied compile time for no run-time gain
-/// (only edge threads take it).
-template <class In, int Channels>
-__device__ __noinline__ In fast_border_element(const PlaneView<const In>& src, int e, int yy, const ConvParams& p) {
+/// Element e (any integer) of a row of `width` interleaved pixels, mapped into the row by the
+/// border rule; -1: the constant border. Not inlined: the border path calls it once per element
+/// it reads, and inlining the rule there multiplied compile time for no run-time gain (only edge
+/// threads take it). It returns a position, not the element: when each call loaded its element,
+/// a lane at the image's left or right edge waited for one load after another (4 a row at 8U
+/// 3x3, 8 at 8U RGB 5x5), and its warp, and so its block, finished last (docs/perf-notes.md
+/// section 20).
+template <int Channels>
+__device__ __noinline__ int fast_border_index(int e, int width, BorderRule rule) {
   const int channel = ((e % Channels) + Channels) % Channels;
   const int x = (e - channel) / Channels;  // exact: e - channel is a multiple of C
-  const int xx = interpolate_border(x, src.width, p.border);
-  // border_value is already saturated to In, so the cast is exact
-  return (yy < 0 || xx < 0) ? static_cast<In>(p.border_value) : src.row(yy)[xx * Channels + channel];
+  const int xx = interpolate_border(x, width, rule);
+  return xx < 0 ? -1 : xx * Channels + channel;
+}
+
+/// Elements [first, first + N) of image row yy (already mapped by the border rule; -1: constant)
+/// through the border rule, handed to `take(t, element t)`: the positions first
+/// (fast_border_index), then the loads, which do not wait for one another. Elements outside
+/// [used_from, used_to) are not read (In{} is handed): the taps of an edge word use only the
+/// halo's elements of it.
+template <class In, int Channels, int N, class Take>
+__device__ __forceinline__ void fast_border_elements(const PlaneView<const In>& src, int first, int yy,
+                                                     const ConvParams& p, int used_from, int used_to, Take&& take) {
+  // Four at a time, each element handed on as it arrives: all N positions and elements held at
+  // once raised 8U 3x3 from 80 to 96 registers (ptxas, sm_90).
+  constexpr int kGroup = 4;
+  const In* row = src.row(yy < 0 ? 0 : yy);
+  const In constant = static_cast<In>(p.border_value);  // border_value is already saturated to In: exact
+#pragma unroll
+  for (int g = 0; g < N; g += kGroup) {
+    int position[kGroup];
+#pragma unroll
+    for (int t = 0; t < kGroup; ++t)
+      position[t] = g + t < N && g + t >= used_from && g + t < used_to
+                        ? fast_border_index<Channels>(first + g + t, src.width, p.border)
+                        : -2;
+#pragma unroll
+    for (int t = 0; t < kGroup; ++t) {
+      if (g + t >= N) break;
+      if (position[t] == -2) {
+        take(g + t, In{});
+      } else {
+        take(g + t, yy < 0 || position[t] < 0 ? constant : __ldg(row + position[t]));
+      }
+    }
+  }
 }
 
 /// Shared-memory slots per warp for rows staged by cp.async (fast_stages_rows): kFastStages - 2
@@ -433,18 +483,21 @@ __global__ void __launch_bounds__(kFastThreads)
   // lane 31 has an output (on tiny images the border rule far past the row end is slow).
   const bool edge_lane = lane == 0 || (lane == kFastBlockX - 1 && has_output);
   const int edge_first = lane == 0 ? e0 - (kEdgeWords * kPerWord) : e0 + kVec;  // element of edge[0]
+  // The taps read the last kHalo elements of lane 0's edge words and the first kHalo of lane 31's.
+  const int edge_used_from = lane == 0 ? kEdgeWords * kPerWord - kHalo : 0;
+  const int edge_used_to = lane == 0 ? kEdgeWords * kPerWord : kHalo;
   // Lanes more than one chunk past the row end read nothing: nobody uses their chunk (and on tiny
   // images the border rule far past the row cost 3-10x the kernel).
   const bool own_needed = e0 < row_elems + kVec;
   const bool own_inside = vector_aligned && e0 + kVec <= row_elems;
   const bool edge_inside = vector_aligned && edge_first >= 0 && edge_first + kEdgeWords * kPerWord <= row_elems;
-  // Words from element `first` of image row yy (-1: constant border): loads when they lie inside
-  // the row, else element by element through the border rule.
-  auto read_by_rule = [&](int first, int yy, Word* words, int count) {
-#pragma unroll
-    for (int t = 0; t < count * kPerWord; ++t)
-      words[t / kPerWord] = Packing::insert(t % kPerWord == 0 ? Word{} : words[t / kPerWord], t % kPerWord,
-                                            fast_border_element<In, Channels>(src, first + t, yy, p));
+  // Count words from element `first` of image row yy (-1: constant border), element by element
+  // through the border rule; only elements [used_from, used_to) of them are read.
+  auto read_by_rule = [&](int first, int yy, Word* words, auto count, int used_from, int used_to) {
+    fast_border_elements<In, Channels, decltype(count)::value * kPerWord>(
+        src, first, yy, p, used_from, used_to, [&](int t, In element) {
+          words[t / kPerWord] = Packing::insert(t % kPerWord == 0 ? Word{} : words[t / kPerWord], t % kPerWord, element);
+        });
   };
   // Rows shared by two strips (the first and last K - 1 of each) are read twice, by blocks that
   // usually run at the same time: the strip below reads them first (its warm-up), the strip above
@@ -465,7 +518,7 @@ __global__ void __launch_bounds__(kFastThreads)
         chunk = load_chunk(from, reuse == RowReuse::again ? keep_in_l2 : drop_from_l2);
       }
     } else {
-      read_by_rule(e0, yy, chunk.v, kWords);
+      read_by_rule(e0, yy, chunk.v, std::integral_constant<int, kWords>{}, 0, kVec);
     }
   };
   auto read_edge = [&](int yy, Word (&edge)[kEdgeWords]) {
@@ -474,7 +527,7 @@ __global__ void __launch_bounds__(kFastThreads)
 #pragma unroll
       for (int w = 0; w < kEdgeWords; ++w) edge[w] = __ldg(from + w);
     } else {
-      read_by_rule(edge_first, yy, edge, kEdgeWords);
+      read_by_rule(edge_first, yy, edge, std::integral_constant<int, kEdgeWords>{}, edge_used_from, edge_used_to);
     }
   };
   auto load_row = [&](int y, DirectRow& row, RowReuse reuse) {
@@ -511,8 +564,8 @@ __global__ void __launch_bounds__(kFastThreads)
         copy_async(&ring[slot][c], reinterpret_cast<const Chunk*>(src.row(yy) + first));
       } else {
         In* elements = reinterpret_cast<In*>(&ring[slot][c]);  // element stores: no Chunk temporary
-#pragma unroll
-        for (int t = 0; t < kVec; ++t) elements[t] = fast_border_element<In, Channels>(src, first + t, yy, p);
+        fast_border_elements<In, Channels, kVec>(src, first, yy, p, 0, kVec,
+                                                 [&](int t, In element) { elements[t] = element; });
       }
     }
   };
