@@ -63,14 +63,17 @@ __host__ __device__ constexpr int fast_vector_elems() {
 
 /// Rows a thread walks for an image of `height` rows, when `column_blocks` blocks span a row and
 /// `resident_blocks` blocks fit on the GPU at once. Long strips amortise the kh - 1 rows of
-/// warm-up (partial sums of rows above the strip); but blocks that start together also run in
-/// step, and their loads then wait together, so the grid needs several waves of blocks to keep
-/// the GPU busy. Measured on an H100 (docs/perf-notes.md sections 11 and 13): 16-row strips made
-/// 8U 3x3 6% faster than 32 at 16384^2 (7 waves of 32-row blocks), 8-row strips f32 3x3 at
-/// 4096^2 20% faster (one wave of 32-row blocks). From 7x7 on (rows staged in shared memory) the
-/// best strip kept the warm-up near a fifth of it: 32 rows at 7x7, 64 at 9x9, 128 at 15x15
-/// (f32 15x15 16384^2: 3.06 ms at 64 rows, 2.90 at 128). So: memory-bound sizes start at 32 rows
-/// and halve while the grid has fewer than 8 waves, down to 8; larger filters start at the
+/// warm-up (partial sums of rows above the strip); but the grid's last wave leaves SMs idle, so
+/// it needs enough waves, or exactly one. Measured on an H100 (docs/perf-notes.md sections 11,
+/// 13 and 21). From 7x7 on (rows staged in shared memory) the best strip kept the warm-up near a
+/// fifth of it: 32 rows at 7x7, 64 at 9x9, 128 at 15x15 (f32 15x15 16384^2: 3.06 ms at 64 rows,
+/// 2.90 at 128). Memory-bound sizes (3x3, 5x5) wanted 8 waves and 8-row strips while the lanes
+/// at a row's ends read their halo through per-row calls (blocks with such a warp finished last);
+/// with those positions found once (section 21) longer strips won: 8U 5x5 16384^2 0.471 -> 0.466
+/// ms at 64 rows, 8U RGB 5x5 8192^2 0.410 -> 0.386 at 32, 8U 5x5 8192^2 0.162 -> 0.143 at 16,
+/// 8U RGB 5x5 4096^2 0.140 -> 0.126 at 16; 3x3 was flat from 12 to 32 rows at 16384^2. So:
+/// 3x3 takes 16 rows, 5x5 starts at 64 and halves while the grid has fewer than 4 waves, down
+/// to 16; larger filters start at the
 /// smallest power of two >= 5 (kh - 1), at most 128, and halve below 1.5 waves, down to 16. The
 /// 1.5 comes from strip sweeps at 4096^2 (section 15): halving below 4 waves, as before, cut
 /// strips the warm-up then outweighed (f32 15x15 0.351 -> 0.290 ms at 32 rows instead of 16,
@@ -92,11 +95,11 @@ __host__ __device__ constexpr int fast_vector_elems() {
 template <class In, int Radius, bool Separable>
 __host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blocks, int resident_blocks) {
   constexpr bool kMemoryBound = Radius <= 2;
-  constexpr int kMinHalfWaves = kMemoryBound ? 16 : Separable ? 8 : 3;  // waves wanted, in halves
-  constexpr int kShortest = kMemoryBound ? 8 : Separable ? 32 : 16;
+  constexpr int kMinHalfWaves = kMemoryBound ? 8 : Separable ? 8 : 3;  // waves wanted, in halves
+  constexpr int kShortest = kMemoryBound ? 16 : Separable ? 32 : 16;
   constexpr int kLongest = [] {
     if (Radius == 1 && std::is_same_v<In, float>) return 4;
-    if (kMemoryBound) return 32;
+    if (kMemoryBound) return Radius == 1 ? 16 : 64;
     // Warm-up (kh - 1 rows) at most a fifth of the strip, a quarter for separable filters
     const int warm_up_share = Separable ? 4 : 5;
     int rows = 32;
@@ -109,10 +112,9 @@ __host__ __device__ constexpr int fast_strip_rows_for(int height, int column_blo
   while (strip > kShortest && blocks(strip) < wanted_blocks) strip /= 2;
   // 8-bit and 16-bit sizes whose grid at the floor holds more than one wave but less than two:
   // the second wave runs one or two blocks an SM, about as long as the first. Strips just long
-  // enough for one wave (at most twice the floor) do the same work in one (8U 3x3 at 4096^2:
-  // 11 rows against 8, 0.045 -> 0.034 ms, and 0.033 -> 0.027 with the border reads of
-  // fast_border_elements; perf-notes section 20). Fitting 3 to 8 waves this way was
-  // slower (8U RGB 3x3 at 4096^2: 0.074 -> 0.082 ms at 16 rows), and f32 was not timed here.
+  // enough for one wave (at most twice the floor) do the same work in one (section 21: 8U 5x5
+  // at 4096^2 0.0431 ms at 18 rows, 0.0452-0.0469 at 12-20; 8U RGB 3x3 there 0.0614 at 32,
+  // 0.0618 at 16). f32 was not timed here.
   if (kMemoryBound && std::is_integral_v<In> && strip == kShortest && blocks(strip) > resident_blocks &&
       blocks(strip) < 2LL * resident_blocks) {
     int rows = strip;
@@ -130,9 +132,15 @@ static_assert(fast_strip_rows_for<float, 1, false>(4096, 8, 9 * 132) == 4, "f32 
 static_assert(fast_strip_rows_for<float, 1, false>(777, 2, 9 * 132) == 2, "f32 3x3 1001 x 777: below half a wave, 2 rows");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(16384, 8, 6 * 132) == 16, "8U 3x3 16384^2: 16 rows");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(2048, 3, 6 * 132) == 8, "RGB 3x3 2048^2: 8 rows, the fastest of 2..16");
-static_assert(fast_strip_rows_for<unsigned char, 1, false>(4096, 2, 6 * 132) == 11, "8U 3x3 4096^2: one wave at 11 rows");
-static_assert(fast_strip_rows_for<unsigned char, 1, false>(4096, 6, 6 * 132) == 8, "8U RGB 3x3 4096^2 keeps 8 rows (3.9 waves)");
-static_assert(fast_strip_rows_for<unsigned char, 2, false>(4096, 4, 7 * 132) == 8, "8U 5x5 4096^2 keeps 8 rows (2.2 waves)");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(4096, 2, 6 * 132) == 16, "8U 3x3 4096^2: 16 rows (11: 1% faster)");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(4096, 6, 6 * 132) == 32, "8U RGB 3x3 4096^2: one wave at 32 rows (16 as fast)");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(8192, 12, 6 * 132) == 16, "8U RGB 3x3 8192^2: 16 rows (16 and 32 the best)");
+static_assert(fast_strip_rows_for<unsigned char, 2, false>(4096, 4, 7 * 132) == 18, "8U 5x5 4096^2: one wave at 18 rows, the best of 8..20");
+static_assert(fast_strip_rows_for<unsigned char, 2, false>(16384, 16, 7 * 132) == 64, "8U 5x5 16384^2: 64 rows (48: 1% faster)");
+static_assert(fast_strip_rows_for<unsigned char, 2, false>(8192, 24, 8 * 132) == 32, "8U RGB 5x5 8192^2: 32 rows, the best of 8..64");
+static_assert(fast_strip_rows_for<unsigned char, 2, false>(4096, 12, 8 * 132) == 16, "8U RGB 5x5 4096^2: 16 rows (16 and 20 the best)");
+static_assert(fast_strip_rows_for<float, 2, false>(16384, 32, 9 * 132) == 64, "f32 5x5 16384^2: 64 rows, the best of 16..64");
+static_assert(fast_strip_rows_for<float, 2, false>(4096, 8, 9 * 132) == 16, "f32 5x5 4096^2: 16 rows, the best of 6..16");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(779, 1, 6 * 132) == 2, "8U 3x3 1003 x 779: below half a wave, 2 rows");
 static_assert(fast_strip_rows_for<unsigned char, 2, false>(9, 3, 7 * 132) == 2, "RGB 5x5 1001 x 9: 2 rows");
 static_assert(fast_strip_rows_for<float, 7, false>(16384, 32, 5 * 132) == 128, "f32 15x15 16384^2 keeps 128 rows");
@@ -308,12 +316,13 @@ struct PackedElements {
 };
 
 /// Element e (any integer) of a row of `width` interleaved pixels, mapped into the row by the
-/// border rule; -1: the constant border. Not inlined: the border path calls it once per element
-/// it reads, and inlining the rule there multiplied compile time for no run-time gain (only edge
-/// threads take it). It returns a position, not the element: when each call loaded its element,
-/// a lane at the image's left or right edge waited for one load after another (4 a row at 8U
-/// 3x3, 8 at 8U RGB 5x5), and its warp, and so its block, finished last (docs/perf-notes.md
-/// section 20).
+/// border rule; -1: the constant border. Not inlined: inlining the rule at each element that
+/// needs it multiplied compile time and code size (8U RGB 5x5: 4640 -> 16456 SASS instructions
+/// with an inline form). It returns a position, not the element, so loads do not wait in line
+/// behind calls (docs/perf-notes.md section 20). The halo of the lanes at a row's ends (edge
+/// words, staged chunks beyond the row) takes positions found once per thread; only a chunk of
+/// a lane's own that crosses the row's end (widths not a multiple of the chunk) calls it per
+/// row (section 21).
 template <int Channels>
 __device__ __noinline__ int fast_border_index(int e, int width, BorderRule rule) {
   const int channel = ((e % Channels) + Channels) % Channels;
@@ -322,36 +331,51 @@ __device__ __noinline__ int fast_border_index(int e, int width, BorderRule rule)
   return xx < 0 ? -1 : xx * Channels + channel;
 }
 
+/// Elements of image row yy (already mapped by the border rule; -1: constant) at positions
+/// position(t), t in [0, N), handed to `take(t, element t)`: position -1 is the constant border,
+/// -2 an element not read (In{} is handed). The loads do not wait for one another.
+template <class In, int N, class Position, class Take>
+__device__ __forceinline__ void fast_border_loads(const PlaneView<const In>& src, int yy, const ConvParams& p,
+                                                  Position&& position, Take&& take) {
+  const In constant = static_cast<In>(p.border_value);  // border_value is already saturated to In: exact
+  if (yy < 0) {
+#pragma unroll
+    for (int t = 0; t < N; ++t) take(t, constant);
+    return;
+  }
+  const In* row = src.row(yy);
+#pragma unroll
+  for (int t = 0; t < N; ++t) {
+    const int at = position(t);
+    take(t, at == -2 ? In{} : at < 0 ? constant : __ldg(row + at));
+  }
+}
+
 /// Elements [first, first + N) of image row yy (already mapped by the border rule; -1: constant)
 /// through the border rule, handed to `take(t, element t)`: the positions first
-/// (fast_border_index), then the loads, which do not wait for one another. Elements outside
-/// [used_from, used_to) are not read (In{} is handed): the taps of an edge word use only the
-/// halo's elements of it.
+/// (fast_border_index), then the loads (fast_border_loads). Elements outside [used_from,
+/// used_to) are not read (In{} is handed): the taps of an edge word use only the halo's elements
+/// of it.
 template <class In, int Channels, int N, class Take>
 __device__ __forceinline__ void fast_border_elements(const PlaneView<const In>& src, int first, int yy,
                                                      const ConvParams& p, int used_from, int used_to, Take&& take) {
   // Four at a time, each element handed on as it arrives: all N positions and elements held at
   // once raised 8U 3x3 from 80 to 96 registers (ptxas, sm_90).
   constexpr int kGroup = 4;
-  const In* row = src.row(yy < 0 ? 0 : yy);
-  const In constant = static_cast<In>(p.border_value);  // border_value is already saturated to In: exact
 #pragma unroll
   for (int g = 0; g < N; g += kGroup) {
-    int position[kGroup];
+    constexpr int kCount = N < kGroup ? N : kGroup;
+    int position[kCount];
 #pragma unroll
-    for (int t = 0; t < kGroup; ++t)
-      position[t] = g + t < N && g + t >= used_from && g + t < used_to
+    for (int t = 0; t < kCount; ++t)
+      position[t] = g + t < N && g + t >= used_from && g + t < used_to && yy >= 0
                         ? fast_border_index<Channels>(first + g + t, src.width, p.border)
                         : -2;
-#pragma unroll
-    for (int t = 0; t < kGroup; ++t) {
-      if (g + t >= N) break;
-      if (position[t] == -2) {
-        take(g + t, In{});
-      } else {
-        take(g + t, yy < 0 || position[t] < 0 ? constant : __ldg(row + position[t]));
-      }
-    }
+    fast_border_loads<In, kCount>(
+        src, yy, p, [&](int t) { return position[t]; },
+        [&](int t, In element) {
+          if (g + t < N) take(g + t, element);
+        });
   }
 }
 
@@ -491,14 +515,31 @@ __global__ void __launch_bounds__(kFastThreads)
   const bool own_needed = e0 < row_elems + kVec;
   const bool own_inside = vector_aligned && e0 + kVec <= row_elems;
   const bool edge_inside = vector_aligned && edge_first >= 0 && edge_first + kEdgeWords * kPerWord <= row_elems;
+  // Element t of `words`, as fast_border_loads and fast_border_elements hand it on.
+  const auto into_words = [](Word* words) {
+    return [words](int t, In element) {
+      words[t / kPerWord] = Packing::insert(t % kPerWord == 0 ? Word{} : words[t / kPerWord], t % kPerWord, element);
+    };
+  };
   // Count words from element `first` of image row yy (-1: constant border), element by element
   // through the border rule; only elements [used_from, used_to) of them are read.
   auto read_by_rule = [&](int first, int yy, Word* words, auto count, int used_from, int used_to) {
-    fast_border_elements<In, Channels, decltype(count)::value * kPerWord>(
-        src, first, yy, p, used_from, used_to, [&](int t, In element) {
-          words[t / kPerWord] = Packing::insert(t % kPerWord == 0 ? Word{} : words[t / kPerWord], t % kPerWord, element);
-        });
+    fast_border_elements<In, Channels, decltype(count)::value * kPerWord>(src, first, yy, p, used_from, used_to,
+                                                                          into_words(words));
   };
+  // Where an edge lane's words are not wholly inside the row (at the row's ends), the positions
+  // the border rule gives the elements its taps read: the same in every row, so found once here
+  // (at most kHalo + 3 registers) rather than per row by calls while the warp waits. Per row they
+  // cost 14% at 8U 5x5 4096^2 (docs/perf-notes.md section 21).
+  constexpr int kEdgeElems = kEdgeWords * kPerWord;
+  int edge_position[kStaged ? 1 : kEdgeElems]{};
+  if constexpr (!kStaged) {
+#pragma unroll
+    for (int t = 0; t < kEdgeElems; ++t)
+      edge_position[t] = edge_lane && !edge_inside && t >= edge_used_from && t < edge_used_to
+                             ? fast_border_index<Channels>(edge_first + t, src.width, p.border)
+                             : -2;
+  }
   // Rows shared by two strips (the first and last K - 1 of each) are read twice, by blocks that
   // usually run at the same time: the strip below reads them first (its warm-up), the strip above
   // at its end. The first reader asks L2 to keep them, the second to drop them. Without the hint
@@ -527,7 +568,7 @@ __global__ void __launch_bounds__(kFastThreads)
 #pragma unroll
       for (int w = 0; w < kEdgeWords; ++w) edge[w] = __ldg(from + w);
     } else {
-      read_by_rule(edge_first, yy, edge, std::integral_constant<int, kEdgeWords>{}, edge_used_from, edge_used_to);
+      fast_border_loads<In, kEdgeElems>(src, yy, p, [&](int t) { return edge_position[t]; }, into_words(edge));
     }
   };
   auto load_row = [&](int y, DirectRow& row, RowReuse reuse) {
@@ -553,6 +594,22 @@ __global__ void __launch_bounds__(kFastThreads)
     chunk_inside[i] = vector_aligned && first >= 0 && first + kVec <= row_elems;
     chunk_needed[i] = i * kFastBlockX + lane < kSlotChunks && first < row_elems + kSideVectors * kVec;
   }
+  // The border rule's positions of the elements of this lane's chunks that are needed but not
+  // wholly inside the row: the same in every row, so found once here (as edge_position on the
+  // direct path). In shared memory, lane-minor: kVec registers a chunk would cost blocks an SM.
+  // Per row they cost 23% at 8U RGB 5x5 4096^2 (docs/perf-notes.md section 21).
+  __shared__ int staged_position[kStaged ? kFastBlockY : 1][kStaged ? kStagePasses * kVec : 1][kFastBlockX];
+  int(&chunk_position)[kStaged ? kStagePasses * kVec : 1][kFastBlockX] = staged_position[kStaged ? threadIdx.y : 0];
+  if constexpr (kStaged) {
+#pragma unroll
+    for (int i = 0; i < kStagePasses; ++i) {
+      if (!chunk_needed[i] || chunk_inside[i]) continue;
+      const int first = slot_start + (i * kFastBlockX + lane) * kVec;
+#pragma unroll
+      for (int t = 0; t < kVec; ++t)
+        chunk_position[i * kVec + t][lane] = fast_border_index<Channels>(first + t, src.width, p.border);
+    }
+  }
   auto stage_row = [&](int y, int slot) {
     const int yy = interpolate_border(y, src.height, p.border);
 #pragma unroll
@@ -564,8 +621,9 @@ __global__ void __launch_bounds__(kFastThreads)
         copy_async(&ring[slot][c], reinterpret_cast<const Chunk*>(src.row(yy) + first));
       } else {
         In* elements = reinterpret_cast<In*>(&ring[slot][c]);  // element stores: no Chunk temporary
-        fast_border_elements<In, Channels, kVec>(src, first, yy, p, 0, kVec,
-                                                 [&](int t, In element) { elements[t] = element; });
+        fast_border_loads<In, kVec>(
+            src, yy, p, [&](int t) { return chunk_position[i * kVec + t][lane]; },
+            [&](int t, In element) { elements[t] = element; });
       }
     }
   };
