@@ -1,7 +1,13 @@
 #!/usr/bin/env bash
 # Make a relocatable tarball of an existing cuconv build:
 #
-#   scripts/bundle.sh [BUILD_DIR]      (default: build/h100)
+#   scripts/bundle.sh [BUILD_DIR] [--only NAME,...] [--suffix LABEL]   (default: build/h100)
+#
+#   --only NAME,...  bundle cuconv and only these of the other binaries (e.g. cuconv_bench); a
+#                    node that only filters needs none of them (each of cuconv_tests,
+#                    cuconv_gpu_tests and cuconv_bench is about 21 MB unpacked)
+#   --suffix LABEL   name the tarball cuconv-<version>-linux-<arch>-LABEL.tar.xz (the folder in
+#                    it keeps its name)
 #
 # -> dist/cuconv-<version>-linux-<arch>.tar.xz containing
 #    cuconv-<version>-linux-<arch>/
@@ -21,8 +27,21 @@
 # module; glibc cannot be mixed). The target needs glibc >= the one of the build machine.
 set -euo pipefail
 
+build_arg=build/h100
+only=""      # comma-separated binaries to bundle besides cuconv; empty: all that were built
+suffix=""
+while (( $# > 0 )); do
+  case "$1" in
+    --only) only="${2:?bundle: --only needs a list of binaries}"; shift 2 ;;
+    --only=*) only="${1#*=}"; shift ;;
+    --suffix) suffix="${2:?bundle: --suffix needs a label}"; shift 2 ;;
+    --suffix=*) suffix="${1#*=}"; shift ;;
+    -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
+    -*) echo "bundle: unknown option '$1' (see --help)" >&2; exit 2 ;;
+    *) build_arg="$1"; shift ;;
+  esac
+done
 # Resolve the build dir against the caller's cwd before moving to the repository root.
-build_arg="${1:-build/h100}"
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if [[ "$build_arg" != /* && ! -d "$build_arg" && -d "$repo_root/$build_arg" ]]; then
   build_arg="$repo_root/$build_arg"   # default/relative paths also work from outside the repo
@@ -46,7 +65,7 @@ if [[ -z "$version" ]]; then
 fi
 name="cuconv-${version}-linux-$(uname -m)"
 dist_dir="$repo_root/dist"
-tarball="$dist_dir/$name.tar.xz"
+tarball="$dist_dir/$name${suffix:+-$suffix}.tar.xz"
 
 stage_parent="$(cd "$(mktemp -d "${TMPDIR:-/tmp}/cuconv-bundle.XXXXXX")" && pwd -P)"
 trap 'rm -rf "$stage_parent"' EXIT
@@ -56,9 +75,22 @@ mkdir -p "$stage"/{bin,lib,licenses,test}
 # ---- binaries ----------------------------------------------------------------------------------
 # Paths relative to the build dir; the bundle puts them all flat in bin/.
 candidates=(cuconv tests/cuconv_tests tests/cuconv_gpu_tests bench/cuconv_bench bench/cuconv_fast_tune cuconv_make_corpus)
+if [[ -n "$only" ]]; then
+  known=",$(printf '%s,' "${candidates[@]##*/}")"
+  IFS=',' read -r -a asked <<<"$only"
+  for b in "${asked[@]}"; do
+    if [[ "$known" != *",$b,"* ]]; then
+      echo "bundle: --only: unknown binary '$b' (known: ${candidates[*]##*/})" >&2
+      exit 2
+    fi
+  done
+fi
 bins=()
 declare -A bin_src=()   # bundled name -> file in the build dir
 for rel in "${candidates[@]}"; do
+  if [[ -n "$only" && "$rel" != cuconv && ",$only," != *",$(basename "$rel"),"* ]]; then
+    continue   # not asked for (--only)
+  fi
   if [[ -f "$build_dir/$rel" && -x "$build_dir/$rel" ]]; then
     cp "$build_dir/$rel" "$stage/bin/"
     bins+=("$(basename "$rel")")
