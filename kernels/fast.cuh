@@ -353,12 +353,12 @@ __device__ __forceinline__ void fast_border_loads(const PlaneView<const In>& src
 
 /// Elements [first, first + N) of image row yy (already mapped by the border rule; -1: constant)
 /// through the border rule, handed to `take(t, element t)`: the positions first
-/// (fast_border_index), then the loads (fast_border_loads). Elements outside [used_from,
-/// used_to) are not read (In{} is handed): the taps of an edge word use only the halo's elements
-/// of it.
+/// (fast_border_index), then the loads (fast_border_loads). Used per row only by a chunk of a
+/// lane's own that crosses the row's end; the halo of the row-end lanes takes positions found
+/// once (fast_kernel).
 template <class In, int Channels, int N, class Take>
 __device__ __forceinline__ void fast_border_elements(const PlaneView<const In>& src, int first, int yy,
-                                                     const ConvParams& p, int used_from, int used_to, Take&& take) {
+                                                     const ConvParams& p, Take&& take) {
   // Four at a time, each element handed on as it arrives: all N positions and elements held at
   // once raised 8U 3x3 from 80 to 96 registers (ptxas, sm_90).
   constexpr int kGroup = 4;
@@ -368,7 +368,7 @@ __device__ __forceinline__ void fast_border_elements(const PlaneView<const In>& 
     int position[kCount];
 #pragma unroll
     for (int t = 0; t < kCount; ++t)
-      position[t] = g + t < N && g + t >= used_from && g + t < used_to && yy >= 0
+      position[t] = g + t < N && yy >= 0
                         ? fast_border_index<Channels>(first + g + t, src.width, p.border)
                         : -2;
     fast_border_loads<In, kCount>(
@@ -521,12 +521,6 @@ __global__ void __launch_bounds__(kFastThreads)
       words[t / kPerWord] = Packing::insert(t % kPerWord == 0 ? Word{} : words[t / kPerWord], t % kPerWord, element);
     };
   };
-  // Count words from element `first` of image row yy (-1: constant border), element by element
-  // through the border rule; only elements [used_from, used_to) of them are read.
-  auto read_by_rule = [&](int first, int yy, Word* words, auto count, int used_from, int used_to) {
-    fast_border_elements<In, Channels, decltype(count)::value * kPerWord>(src, first, yy, p, used_from, used_to,
-                                                                          into_words(words));
-  };
   // Where an edge lane's words are not wholly inside the row (at the row's ends), the positions
   // the border rule gives the elements its taps read: the same in every row, so found once here
   // (at most kHalo + 3 registers) rather than per row by calls while the warp waits. Per row they
@@ -559,7 +553,7 @@ __global__ void __launch_bounds__(kFastThreads)
         chunk = load_chunk(from, reuse == RowReuse::again ? keep_in_l2 : drop_from_l2);
       }
     } else {
-      read_by_rule(e0, yy, chunk.v, std::integral_constant<int, kWords>{}, 0, kVec);
+      fast_border_elements<In, Channels, kVec>(src, e0, yy, p, into_words(chunk.v));
     }
   };
   auto read_edge = [&](int yy, Word (&edge)[kEdgeWords]) {
