@@ -40,7 +40,11 @@ int main(int argc, char** argv) {
   int only_size = 0, only_filter = 0;
   for (int i = 1; i < argc; ++i) {
     if (std::strcmp(argv[i], "--reps") == 0 && i + 1 < argc) reps = std::atoi(argv[++i]);
-    if (std::strcmp(argv[i], "--only") == 0 && i + 3 < argc) {
+    if (std::strcmp(argv[i], "--only") == 0) {
+      if (i + 3 >= argc) {
+        std::fprintf(stderr, "npp_peer: --only needs IMAGE SIZE FILTER, e.g. --only \"8U 1ch\" 4096 3\n");
+        return 2;
+      }
       only_image = argv[++i];
       only_size = std::atoi(argv[++i]);
       only_filter = std::atoi(argv[++i]);
