@@ -103,9 +103,9 @@ void run_case(const char* label, int width, int height) {
   const dim3 block(kFastBlockX, kFastBlockY);
   const dim3 grid(column_blocks, std::min(div_up(height, strip_rows), kMaxGridY));
 
-  const bool sums_inside_int = fast_sums_inside_int<T, Radius, Separable>(taps, params.delta);
+  const SumRange sum_range = fast_sum_range<T, Radius, Separable>(taps, params.delta);
   const auto launch = [&] {
-    kernel<<<grid, block>>>(src, dst, params, taps, false, true, strip_rows, sums_inside_int);
+    kernel<<<grid, block>>>(src, dst, params, taps, false, true, strip_rows, sum_range);
     TUNE_CHECK(cudaPeekAtLastError());
   };
   const float kernel_ms = median_ms(launch);

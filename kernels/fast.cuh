@@ -31,16 +31,28 @@ inline constexpr int kFastBlockX = 32;  ///< threads along a row (one warp)
 inline constexpr int kFastBlockY = 4;   ///< warps per block, side by side along the row
 inline constexpr int kFastThreads = kFastBlockX * kFastBlockY;
 
-/// Four sums, each known to lie inside int's range (fast_sums_inside_int), rounded half to even
-/// and saturated to u8, packed into one word (first sum in the low byte): the same bytes as
-/// saturate_inside_int<unsigned char>, in about 3.5 instructions a result instead of 3.75 (two
-/// FMNMX, FADD and the byte PRMTs; the 8U 3x3 SASS has 8 fewer a row of 16 results). Each sum is raised to -2^22 (one FMNMX; NaN gets it too, as in
-/// round_clamp_small_int) so that adding 1.5 * 2^23 leaves it, rounded, in the low mantissa bits;
-/// sums >= 2^22 land beyond 255 and saturate. cvt.pack.sat then saturates two ints to bytes at a
-/// time. On an H100 8U 3x3 and 5x5 ran 1-2% faster (docs/perf-notes.md section 14).
+/// What the launcher knows of every output sum of fast_kernel on 8- or 16-bit input
+/// (fast_sum_range), so that integer results round with fewer instructions.
+enum class SumRange : int {
+  any,         ///< no bound: cvRound's out-of-range rule (INT_MIN) applies
+  inside_int,  ///< |sum| < 2^30: no out-of-range rule
+  small,       ///< |sum| < 2^22: 8-bit results also skip the clamp before the rounding addition
+};
+
+/// Four sums rounded half to even and saturated to u8, packed into one word (first sum in the
+/// low byte): the same bytes as saturate_inside_int<unsigned char>. Adding 1.5 * 2^23 leaves a
+/// sum, rounded half to even, in the low mantissa bits; taking the float's bits less those of
+/// 1.5 * 2^23 gives it as an int for |v| < 2^22, and sums >= 2^22 land beyond 255 and saturate.
+/// cvt.pack.sat then saturates two ints to bytes at a time. Sums below -3 * 2^22 need the clamp
+/// to -2^22 first (one FMNMX; NaN gets it too, as in round_clamp_small_int): for v + 1.5 * 2^23
+/// in (-1.5 * 2^23, 0] the int would wrap. Sums known to lie above -2^22 (SumRange::small) skip
+/// it: one instruction of about 3.5 a result (docs/perf-notes.md section 22). On an H100 the
+/// packing made 8U 3x3 and 5x5 1-2% faster than byte PRMTs (section 14).
+template <bool ClampLow>
 __device__ __forceinline__ unsigned round_pack_u8x4(float s0, float s1, float s2, float s3) {
   const auto rounded = [](float v) {
-    return __float_as_int(__fadd_rn(fmaxf(v, -4194304.0f), 12582912.0f)) - 0x4B400000;
+    if constexpr (ClampLow) v = fmaxf(v, -4194304.0f);
+    return __float_as_int(__fadd_rn(v, 12582912.0f)) - 0x4B400000;
   };
   unsigned high, word;
   // d = (c << 16) | (sat(a) << 8) | sat(b)
@@ -169,14 +181,15 @@ __host__ __device__ constexpr int fast_column_blocks(int row_elems) {
   return div_up(row_elems, kFastThreads * fast_vector_elems<In, Radius>());
 }
 
-/// True when every output sum of fast_kernel on 8- or 16-bit input lies well inside int's range:
-/// |delta| + (input maximum) x (sum of |weights|) < 2^30, with room for float rounding (for a
-/// separable filter the sums of its two factors multiply). False for float input, and for NaN or
-/// infinite weights.
+/// The range every output sum of fast_kernel on 8- or 16-bit input lies in, from the bound
+/// |delta| + (input maximum) x (sum of |weights|) with room for float rounding (for a separable
+/// filter the sums of its two factors multiply): below 2^22 SumRange::small (rounding leaves such
+/// sums well above -1.5 * 2^23, where round_pack_u8x4 needs no clamp), below 2^30
+/// SumRange::inside_int, else (and for float input, NaN or infinite weights) SumRange::any.
 template <class In, int Radius, bool Separable, int Count>
-__host__ bool fast_sums_inside_int(const FilterTaps<Count>& taps, float delta) {
+__host__ SumRange fast_sum_range(const FilterTaps<Count>& taps, float delta) {
   if constexpr (!std::is_integral_v<In>) {
-    return false;
+    return SumRange::any;
   } else {
     constexpr int K = 2 * Radius + 1;
     const auto abs_sum = [&](int first, int count) {
@@ -187,7 +200,9 @@ __host__ bool fast_sums_inside_int(const FilterTaps<Count>& taps, float delta) {
     const double gain = Separable ? abs_sum(0, K) * abs_sum(K, K) : abs_sum(0, K * K);
     const double bound = (delta < 0 ? -double{delta} : double{delta}) +
                          static_cast<double>(std::numeric_limits<In>::max()) * gain;
-    return bound < 1073741824.0;  // false for NaN
+    if (bound < 4194304.0) return SumRange::small;         // false for NaN
+    if (bound < 1073741824.0) return SumRange::inside_int;
+    return SumRange::any;
   }
 }
 
@@ -439,14 +454,15 @@ __device__ __forceinline__ void copy_async_wait() {
 ///    independent: one __syncwarp per row, no block barrier.
 /// Chunks (and edge words) not wholly inside the row, and rows of a constant border, go element
 /// by element through the border rule; rows outside the image are mapped by it first.
-/// sums_inside_int: every output sum is known to lie inside int's range (fast_sums_inside_int),
-/// so integer results round without cvRound's out-of-range rule.
+/// sum_range: what is known of every output sum's range (fast_sum_range): integer results round
+/// without cvRound's out-of-range rule inside int's range, and 8-bit ones without a clamp when
+/// the sums are small.
 /// @tparam Channels interleaved channels (tap stride); @tparam Radius (2R+1)^2 centred filter.
 template <class In, class Out, int Channels, int Radius, bool Separable>
 __global__ void __launch_bounds__(kFastThreads)
     fast_kernel(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p,
                 FilterTaps<Separable ? 2 * (2 * Radius + 1) : (2 * Radius + 1) * (2 * Radius + 1)> taps,
-                bool keep_alpha, bool vector_aligned, int strip_rows, bool sums_inside_int) {
+                bool keep_alpha, bool vector_aligned, int strip_rows, SumRange sum_range) {
   constexpr int K = 2 * Radius + 1;
   constexpr int kVec = fast_vector_elems<In, Radius>();
   constexpr int kHalo = Radius * Channels;                  // elements each side
@@ -736,14 +752,18 @@ __global__ void __launch_bounds__(kFastThreads)
         const int y = s0 + out_row;
         Out* out = dst.row(y) + e0;
         ElementVector<Out, kVec> result;
-        if (sums_inside_int && kPacksU8) {
+        if (sum_range != SumRange::any && kPacksU8) {
+          const bool clamp_low = sum_range != SumRange::small;
 #pragma unroll
           for (int w = 0; w < kVec / 4; ++w) {
-            const unsigned word = round_pack_u8x4(finished[4 * w], finished[4 * w + 1], finished[4 * w + 2],
-                                                  finished[4 * w + 3]);
+            const unsigned word =
+                clamp_low ? round_pack_u8x4<true>(finished[4 * w], finished[4 * w + 1], finished[4 * w + 2],
+                                                  finished[4 * w + 3])
+                          : round_pack_u8x4<false>(finished[4 * w], finished[4 * w + 1], finished[4 * w + 2],
+                                                   finished[4 * w + 3]);
             memcpy(&result.v[4 * w], &word, 4);
           }
-        } else if (sums_inside_int) {
+        } else if (sum_range != SumRange::any) {
 #pragma unroll
           for (int k = 0; k < kVec; ++k) result.v[k] = saturate_inside_int<Out>(finished[k]);
         } else {

@@ -141,6 +141,8 @@ TEST_CASE("gpu: integer outputs round half to even and saturate bit for bit as c
   // A centre-only 3x3 filter makes every sum exact, so the result must equal cv::filter2D's bit
   // for bit: ties (w = 0.5 on odd values, delta 0.5), both ends of each output type, and sums
   // beyond int's range (cv::saturate_cast takes cvRound's INT_MIN there: the lowest value).
+  // -16000 keeps every sum above -2^22 (fast's clamp-free 8-bit rounding); +-60000 reach below
+  // -1.5 * 2^23, where that rounding without its clamp would wrap to 255.
   cv::Mat u8(19, 23, CV_8U);
   cv::Mat u16(19, 23, CV_16U);
   for (int y = 0; y < u8.rows; ++y)
@@ -158,7 +160,8 @@ TEST_CASE("gpu: integer outputs round half to even and saturate bit for bit as c
                         {&u16, Depth::u16, CV_16U}};
   for (Variant variant : tested_gpu_variants()) {
     for (const Case& c : cases) {
-      for (const float w : {0.5f, 1.0f, -1.0f, 2.0f, -200.0f, 300.0f, 1e30f, -1e30f}) {
+      for (const float w :
+           {0.5f, 1.0f, -1.0f, 2.0f, -200.0f, 300.0f, -16000.0f, -60000.0f, 60000.0f, 1e30f, -1e30f}) {
         // fft's transform sums are not exact; it sums results near a tie again only for 8-bit
         // outputs of small weights (src/gpu/fft_ties.hpp), and those must then be exact too.
         if (variant == Variant::fft && !(c.out == Depth::u8 && std::fabs(w) <= 2.0f)) continue;

@@ -41,9 +41,8 @@ bool launch_fast_compiled(const LaunchArgs& a) {
                              reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
         kernels::PlaneView<const In> src{static_cast<const In*>(a.src), a.src_pitch, a.width, a.height};
         kernels::PlaneView<Out> dst{static_cast<Out*>(a.dst), a.dst_pitch, a.width, a.height};
-        const bool sums_inside_int = fast_sums_inside_int<In, R, Separable>(taps, a.params.delta);
-        kernel<<<grid, block, 0, a.stream>>>(src, dst, a.params, taps, a.keep_alpha, aligned, strip_rows,
-                                             sums_inside_int);
+        const SumRange sum_range = fast_sum_range<In, R, Separable>(taps, a.params.delta);
+        kernel<<<grid, block, 0, a.stream>>>(src, dst, a.params, taps, a.keep_alpha, aligned, strip_rows, sum_range);
         CUCONV_CHECK_LAUNCH();
         launched = true;
       }
