@@ -141,8 +141,8 @@ TEST_CASE("gpu: integer outputs round half to even and saturate bit for bit as c
   // A centre-only 3x3 filter makes every sum exact, so the result must equal cv::filter2D's bit
   // for bit: ties (w = 0.5 on odd values, delta 0.5), both ends of each output type, and sums
   // beyond int's range (cv::saturate_cast takes cvRound's INT_MIN there: the lowest value).
-  // -16000 keeps every sum above -2^22 (fast's clamp-free 8-bit rounding); +-60000 reach below
-  // -1.5 * 2^23, where that rounding without its clamp would wrap to 255.
+  // -16000 keeps every sum above -2^22 (fast's clamp-free 8-bit rounding); -60000 reaches below
+  // -1.5 * 2^23, where that rounding without its clamp would wrap to 255, and 60000 as far above.
   cv::Mat u8(19, 23, CV_8U);
   cv::Mat u16(19, 23, CV_16U);
   for (int y = 0; y < u8.rows; ++y)
