@@ -95,6 +95,9 @@ for rel in "${candidates[@]}"; do
     cp "$build_dir/$rel" "$stage/bin/"
     bins+=("$(basename "$rel")")
     bin_src[$(basename "$rel")]="$build_dir/$rel"
+  elif [[ -n "$only" && "$rel" != cuconv ]]; then
+    echo "bundle: --only: $build_dir/$rel was asked for but is not built" >&2
+    exit 1
   else
     warn "$build_dir/$rel not found, not bundled"
   fi
