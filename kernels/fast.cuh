@@ -47,11 +47,12 @@ enum class SumRange : int {
 /// to -2^22 first (one FMNMX; NaN gets it too, as in round_clamp_small_int): for v + 1.5 * 2^23
 /// in (-1.5 * 2^23, 0] the int would wrap. Sums known to lie above -2^22 (SumRange::small) skip
 /// it: one instruction of about 3.5 a result (docs/perf-notes.md section 22). On an H100 the
-/// packing made 8U 3x3 and 5x5 1-2% faster than byte PRMTs (section 14).
-template <bool ClampLow>
-__device__ __forceinline__ unsigned round_pack_u8x4(float s0, float s1, float s2, float s3) {
-  const auto rounded = [](float v) {
-    if constexpr (ClampLow) v = fmaxf(v, -4194304.0f);
+/// packing made 8U 3x3 and 5x5 1-2% faster than byte PRMTs (section 14). clamp_low is the same
+/// for a whole launch; as an argument it gave the SASS of a template flag, except at 8U 15x15
+/// (8 and 16 fewer instructions at 1 and 3 channels).
+__device__ __forceinline__ unsigned round_pack_u8x4(bool clamp_low, float s0, float s1, float s2, float s3) {
+  const auto rounded = [clamp_low](float v) {
+    if (clamp_low) v = fmaxf(v, -4194304.0f);
     return __float_as_int(__fadd_rn(v, 12582912.0f)) - 0x4B400000;
   };
   unsigned high, word;
@@ -756,11 +757,8 @@ __global__ void __launch_bounds__(kFastThreads)
           const bool clamp_low = sum_range != SumRange::small;
 #pragma unroll
           for (int w = 0; w < kVec / 4; ++w) {
-            const unsigned word =
-                clamp_low ? round_pack_u8x4<true>(finished[4 * w], finished[4 * w + 1], finished[4 * w + 2],
-                                                  finished[4 * w + 3])
-                          : round_pack_u8x4<false>(finished[4 * w], finished[4 * w + 1], finished[4 * w + 2],
-                                                   finished[4 * w + 3]);
+            const unsigned word = round_pack_u8x4(clamp_low, finished[4 * w], finished[4 * w + 1],
+                                                  finished[4 * w + 2], finished[4 * w + 3]);
             memcpy(&result.v[4 * w], &word, 4);
           }
         } else if (sum_range != SumRange::any) {
