@@ -11,6 +11,7 @@
 // gaussians 15x15 and 31x31, box 15x15 and sobel-x; rank-1 filters up to 15x15 are also timed
 // on `fast`'s dense path ("fast (dense path)"), the gain of the separable one.
 #include "copy_roof.hpp"
+#include "gpu/bench_timing.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/launch.hpp"
 #include "separable.hpp"
@@ -45,26 +46,10 @@ struct Settings {
   std::vector<std::string> variants;  // empty: all
 };
 
-double median(std::vector<double> v) {
-  std::sort(v.begin(), v.end());
-  const std::size_t n = v.size();
-  return n % 2 == 1 ? v[n / 2] : 0.5 * (v[n / 2 - 1] + v[n / 2]);
-}
-
 /// Median milliseconds of `work` (enqueued on `stream`) after three warm-up runs; cases slower
 /// than 50 ms stop after three timed runs (the spread there is far below a percent).
 double time_gpu(const Settings& s, cudaStream_t stream, const std::function<void()>& work) {
-  for (int i = 0; i < 3; ++i) work();
-  CudaEvent start, stop;
-  std::vector<double> ms;
-  for (int i = 0; i < s.reps; ++i) {
-    start.record(stream);
-    work();
-    stop.record(stream);
-    ms.push_back(CudaEvent::elapsed_ms(start, stop));
-    if (ms.back() > 50.0 && ms.size() >= 3) break;
-  }
-  return median(ms);
+  return time_median_ms(stream, {s.reps, 3, 50.0}, work);
 }
 
 struct ImageCase {
@@ -98,10 +83,10 @@ double fma_per_ms(int device) {
   return static_cast<double>(sms) * 128.0 * khz;  // per ms: kHz = per-ms clock count
 }
 
-/// The device side of one image case: interleaved buffers and one plane per channel.
-struct DeviceImage {
-  DevicePlane interleaved_in, interleaved_out;
-  std::vector<DevicePlane> planes_in, planes_out;
+/// The device side of one image case: interleaved images and one plane per channel.
+struct CaseImages {
+  DeviceImage interleaved_in, interleaved_out;
+  std::vector<DeviceImage> planes_in, planes_out;
 };
 
 }  // namespace
@@ -168,31 +153,33 @@ int main(int argc, char** argv) {
     const int n = c.size;
     const std::size_t elem = CV_ELEM_SIZE1(c.depth);
     const std::size_t plane_row = static_cast<std::size_t>(n) * elem;
-    DeviceImage d{DevicePlane(plane_row * c.channels, n), DevicePlane(plane_row * c.channels, n), {}, {}};
+    CaseImages d{DeviceImage(n, n, c.channels, c.depth), DeviceImage(n, n, c.channels, c.depth), {}, {}};
     cv::Mat host(n, n, CV_MAKETYPE(c.depth, c.channels));
     cv::randu(host, 0, c.depth == CV_8U ? 256 : 1);
-    CUCONV_CUDA_TRY(cudaMemcpy2D(d.interleaved_in.data(), d.interleaved_in.pitch(), host.data, host.step,
-                                 d.interleaved_in.row_bytes(), n, cudaMemcpyHostToDevice));
+    const DeviceImageView in_view = d.interleaved_in.view();
+    CUCONV_CUDA_TRY(cudaMemcpy2D(in_view.data, in_view.pitch, host.data, host.step, in_view.row_bytes(), n,
+                                 cudaMemcpyHostToDevice));
     if (c.channels > 1) {
       std::vector<cv::Mat> split;
       cv::split(host, split);
       for (const cv::Mat& plane : split) {
-        d.planes_in.emplace_back(plane_row, n);
-        d.planes_out.emplace_back(plane_row, n);
-        CUCONV_CUDA_TRY(cudaMemcpy2D(d.planes_in.back().data(), d.planes_in.back().pitch(), plane.data, plane.step,
-                                     plane_row, n, cudaMemcpyHostToDevice));
+        d.planes_in.emplace_back(n, n, 1, c.depth);
+        d.planes_out.emplace_back(n, n, 1, c.depth);
+        const DeviceImageView view = d.planes_in.back().view();
+        CUCONV_CUDA_TRY(cudaMemcpy2D(view.data, view.pitch, plane.data, plane.step, plane_row, n,
+                                     cudaMemcpyHostToDevice));
       }
     }
     const double pixels = static_cast<double>(n) * n;
     const double bytes = 2.0 * pixels * static_cast<double>(elem) * c.channels;  // read + write
     // Roof: the faster of a plain device-to-device copy and a copy kernel over the same bytes.
-    const std::size_t copy_bytes = d.interleaved_in.pitch() * static_cast<std::size_t>(n);
+    const std::size_t copy_bytes = in_view.pitch * static_cast<std::size_t>(n);
+    const DeviceImageView out_view = d.interleaved_out.view();
     const double memcpy_ms = time_gpu(s, stream.get(), [&] {
-      CUCONV_CUDA_TRY(cudaMemcpyAsync(d.interleaved_out.data(), d.interleaved_in.data(), copy_bytes,
-                                      cudaMemcpyDeviceToDevice, stream.get()));
+      CUCONV_CUDA_TRY(cudaMemcpyAsync(out_view.data, in_view.data, copy_bytes, cudaMemcpyDeviceToDevice, stream.get()));
     });
     const double copy_kernel_ms = time_gpu(s, stream.get(), [&] {
-      launch_copy_kernel(d.interleaved_in.data(), d.interleaved_out.data(), copy_bytes, stream.get());
+      launch_copy_kernel(in_view.data, out_view.data, copy_bytes, stream.get());
     });
     const double copy_ms = std::min(memcpy_ms, copy_kernel_ms);
     const auto report = [&](const std::string& filter, const std::string& variant, double ms, int taps) {
@@ -231,9 +218,9 @@ int main(int argc, char** argv) {
         const bool interleaved = filters_interleaved(v) || c.channels == 1;  // as convolve() lays it out
         const int launches = interleaved ? 1 : c.channels;
         for (int ch = 0; ch < launches; ++ch) {
-          const DevicePlane& in = interleaved ? d.interleaved_in : d.planes_in[ch];
-          DevicePlane& out = interleaved ? d.interleaved_out : d.planes_out[ch];
-          LaunchArgs args{in.data(), in.pitch(), type, out.data(), out.pitch(), type, n, n, params,
+          const DeviceImageView in = (interleaved ? d.interleaved_in : d.planes_in[ch]).view();
+          const DeviceImageView out = (interleaved ? d.interleaved_out : d.planes_out[ch]).view();
+          LaunchArgs args{in.data, in.pitch, type, out.data, out.pitch, type, n, n, params,
                           static_cast<const float*>(device_weights.data()), weights.data(), stream.get()};
           args.channels = interleaved ? c.channels : 1;
           if (separable_path) {

@@ -35,15 +35,15 @@ double saturate_to_depth(double value, int depth) {
   }
 }
 
-detail::ConvolveJob make_job(const cv::Mat& src, const Filter& filter, const ConvolveOptions& o) {
+detail::ConvolveJob make_job(int input_depth, const Filter& filter, const ConvolveOptions& o) {
   detail::ConvolveJob job;
   job.kernel = cv::Mat(filter.height, filter.width, CV_64F);
   for (int r = 0; r < filter.height; ++r)
     for (int c = 0; c < filter.width; ++c) job.kernel.at<double>(r, c) = filter.at(r, c);
   job.weights.reserve(filter.weights.size());
   for (double w : filter.weights) job.weights.push_back(static_cast<float>(w));
-  job.output_depth = resolve_output_depth(src.depth(), o.depth);
-  job.separable = detail::separable_for(filter.weights, filter.width, filter.height, src.depth(), job.output_depth);
+  job.output_depth = resolve_output_depth(input_depth, o.depth);
+  job.separable = detail::separable_for(filter.weights, filter.width, filter.height, input_depth, job.output_depth);
   job.anchor_x = o.anchor_x >= 0 ? o.anchor_x : filter.resolved_anchor_x();
   job.anchor_y = o.anchor_y >= 0 ? o.anchor_y : filter.resolved_anchor_y();
   if (job.anchor_x >= filter.width || job.anchor_y >= filter.height) {
@@ -56,7 +56,7 @@ detail::ConvolveJob make_job(const cv::Mat& src, const Filter& filter, const Con
   if (!std::isfinite(job.delta) || !std::isfinite(o.border_value))
     throw Error(ErrorKind::usage, "--delta and --border-value must be finite numbers");
   job.border = o.border;
-  job.border_value = saturate_to_depth(o.border_value, src.depth());
+  job.border_value = saturate_to_depth(o.border_value, input_depth);
   if (o.device < -1) throw Error(ErrorKind::usage, "device index must be -1 (current) or >= 0");
   job.keep_alpha = o.keep_alpha;
   job.poison_output = o.poison_output;
@@ -67,17 +67,21 @@ detail::ConvolveJob make_job(const cv::Mat& src, const Filter& filter, const Con
   return job;
 }
 
-void validate_input(const cv::Mat& src) {
-  if (src.empty()) throw Error(ErrorKind::bad_input, "the image is empty (0 pixels)");
-  const int depth = src.depth();
+/// What every entry point accepts: a non-empty image of 8U, 16U or 32F with 1, 3 or 4 channels.
+void validate_input(bool empty, int depth, int channels) {
+  if (empty) throw Error(ErrorKind::bad_input, "the image is empty (0 pixels)");
   if (depth != CV_8U && depth != CV_16U && depth != CV_32F)
     throw Error(ErrorKind::bad_input, "unsupported pixel depth " + depth_name(depth) +
                                           " (supported: 8U, 16U, 32F)");
-  const int cn = src.channels();
-  if (cn != 1 && cn != 3 && cn != 4)
-    throw Error(ErrorKind::bad_input, "unsupported channel count " + std::to_string(cn) +
+  if (channels != 1 && channels != 3 && channels != 4)
+    throw Error(ErrorKind::bad_input, "unsupported channel count " + std::to_string(channels) +
                                           " (supported: 1, 3, 4)");
 }
+
+/// choose_variant with the filter's rank-1 test already made (`rank_one`: separable_for found
+/// factors for these depths).
+Variant choose_for(const Filter& filter, const ConvolveOptions& options, bool rank_one, bool gpu_present,
+                   int input_depth, int output_depth);
 
 }  // namespace
 
@@ -107,9 +111,18 @@ int resolve_output_depth(int input_depth, Depth requested) {
   return wanted;
 }
 
-/// The one place that decides what `--variant auto` runs.
 Variant choose_variant(const Filter& filter, const ConvolveOptions& options, bool gpu_present, int input_depth,
                        int output_depth) {
+  const bool rank_one =
+      detail::separable_for(filter.weights, filter.width, filter.height, input_depth, output_depth).has_value();
+  return choose_for(filter, options, rank_one, gpu_present, input_depth, output_depth);
+}
+
+namespace {
+
+/// The one place that decides what `--variant auto` runs (docs/design.md, "How auto chooses").
+Variant choose_for(const Filter& filter, const ConvolveOptions& options, bool rank_one, bool gpu_present,
+                   int input_depth, int output_depth) {
   // No usable GPU: OpenCV on the CPU is the only path (the CLI warns about it).
   if (!gpu_present) return Variant::opencv;
   const int anchor_x = options.anchor_x >= 0 ? options.anchor_x : filter.resolved_anchor_x();
@@ -118,43 +131,39 @@ Variant choose_variant(const Filter& filter, const ConvolveOptions& options, boo
   const int radius = filter.width / 2;
   // `fast` has unrolled kernels for centred squares up to 15x15, and for separable ones up to
   // 31x31 (kw + kh multiply-adds per output), with the same pixel type in and out; it beats every
-  // PMPP variant there (docs/perf-notes.md, H100). Mixed depths would get its slow generic kernel.
+  // PMPP variant there. Mixed depths would get its slow generic kernel.
   const bool fast_compiled = centred_square && input_depth == output_depth;
   if (fast_compiled && radius >= 1 && radius <= 7) return Variant::fast;
-  if (fast_compiled && radius >= 1 && radius <= 15 &&
-      detail::separable_for(filter.weights, filter.width, filter.height, input_depth, output_depth))
-    return Variant::fast;
-  // Large dense filters: overlap-save FFT, whose cost hardly grows with the filter (31x31 f32
-  // 8192^2: 4.0 ms against 16.7 ms for tiled-halo on an H100). Integer outputs only where `fft`
-  // sums the results near a rounding tie again (8-bit outputs of usual filters), so ties round as
-  // in filter2D's direct sums; 16-bit outputs stay on direct sums (src/gpu/fft_ties.hpp).
+  if (fast_compiled && radius >= 1 && radius <= 15 && rank_one) return Variant::fast;
+  // Large dense filters: overlap-save FFT, whose cost hardly grows with the filter. Integer
+  // outputs only where `fft` sums the results near a rounding tie again (8-bit outputs of usual
+  // filters), so ties round as in filter2D's direct sums; 16-bit outputs stay on direct sums
+  // (src/gpu/fft_ties.hpp).
   const bool fft_rounds_ties =
       output_depth == CV_32F || detail::fft_tie_margin(detail::pixel_type_for_depth(input_depth),
                                                        detail::pixel_type_for_depth(output_depth),
                                                        filter.weights.data(), filter.weights.size()) > 0.0;
   if (fft_rounds_ties && filter.width * filter.height >= kFftMinTaps && detail::cufft_api() != nullptr)
     return Variant::fft;
-  // Other shapes: tiled-halo's shared tile (fewer global reads per output than the generic fast
-  // kernel: 31x31 f32 8192^2 16.7 ms against 35.1 ms); it grows with the filter, and cached needs
-  // no more shared memory.
+  // Other shapes: tiled-halo's shared tile reads fewer global values per output than the generic
+  // fast kernel; it grows with the filter, and cached needs no more shared memory.
   if (detail::shared_bytes_tiled_halo(filter.width, filter.height) > 48 * 1024) return Variant::cached;
   return Variant::tiled_halo;
 }
 
-namespace {
-
 /// convolve() with the caller's kept workspace, or none (the GPU path then makes its own).
 ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
                              GpuWorkspace::State* kept_workspace) {
-  validate_input(src);
-  const detail::ConvolveJob job = make_job(src, filter, options);
+  validate_input(src.empty(), src.depth(), src.channels());
+  const detail::ConvolveJob job = make_job(src.depth(), filter, options);
 
   std::string no_gpu_reason;
   std::string fallback_reason;
   const bool needs_gpu_check = options.variant == Variant::automatic || is_gpu_variant(options.variant);
   const bool gpu_present = needs_gpu_check && cuda_device_available(&no_gpu_reason);
   const Variant variant = options.variant == Variant::automatic
-                              ? choose_variant(filter, options, gpu_present, src.depth(), job.output_depth)
+                              ? choose_for(filter, options, job.separable.has_value(), gpu_present, src.depth(),
+                                           job.output_depth)
                               : options.variant;
   if (is_gpu_variant(variant)) {
     if (!gpu_present)
@@ -191,6 +200,26 @@ ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const Convolve
 ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
                         GpuWorkspace& workspace) {
   return convolve_with(src, filter, options, &workspace.state());
+}
+
+Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& filter, const ConvolveOptions& options,
+                 GpuWorkspace& workspace, StreamHandle stream) {
+  validate_input(src.data == nullptr || src.width <= 0 || src.height <= 0, src.depth, src.channels);
+  const detail::ConvolveJob job = make_job(src.depth, filter, options);
+  if (dst.data == nullptr || dst.width != src.width || dst.height != src.height || dst.channels != src.channels ||
+      dst.depth != job.output_depth)
+    throw Error(ErrorKind::usage, "convolve: the output device image must have the input's width, height and "
+                                  "channels and the output depth (" + depth_name(job.output_depth) + ")");
+  if (options.variant == Variant::opencv)
+    throw Error(ErrorKind::usage, "convolve: device images need a GPU variant (not opencv)");
+  if (options.bench_runs > 0) throw Error(ErrorKind::usage, "convolve: --bench needs a host image");
+  if (options.device >= 0) detail::select_device(options.device);
+  const Variant variant = options.variant == Variant::automatic
+                              ? choose_for(filter, options, job.separable.has_value(), true, src.depth,
+                                           job.output_depth)
+                              : options.variant;
+  detail::convolve_device(src, dst, job, variant, workspace.state(), stream);
+  return variant;
 }
 
 }  // namespace cuconv

@@ -4,6 +4,7 @@
 #include "separable.hpp"
 
 #include <cuconv/convolve.hpp>
+#include <cuconv/device_image.hpp>
 
 #include <opencv2/core/mat.hpp>
 
@@ -40,9 +41,15 @@ struct ConvolveJob {
 /// Channels are filtered together (filter2D treats them independently).
 [[nodiscard]] cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method);
 
-/// The GPU path: one pitched plane per channel, `variant` launched per plane (`fast` and `fft`:
-/// one interleaved plane). Buffers come from `kept_workspace` when given, else from this call's own.
+/// The GPU path for a host image: strips of it through the workspace's device images
+/// (src/gpu/gpu_convolve.cpp). Buffers come from `kept_workspace` when given, else from this
+/// call's own.
 [[nodiscard]] ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant,
                                           GpuWorkspace::State* kept_workspace);
+
+/// The GPU path for a device image: `variant` queued from `src` to `dst` on `stream`, scratch from
+/// `workspace`; no host copy, no synchronisation.
+void convolve_device(const ConstDeviceImageView& src, const DeviceImageView& dst, const ConvolveJob& job,
+                     Variant variant, GpuWorkspace::State& workspace, StreamHandle stream);
 
 }  // namespace cuconv::detail

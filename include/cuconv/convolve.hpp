@@ -2,6 +2,7 @@
 /// @file convolve.hpp
 /// The library entry point: filter one decoded image with cv::filter2D semantics on the GPU or
 /// with OpenCV. No CUDA headers: callers need only OpenCV's core module.
+#include <cuconv/device_image.hpp>
 #include <cuconv/filter.hpp>
 
 #include <opencv2/core/mat.hpp>
@@ -145,5 +146,23 @@ class GpuWorkspace {
 /// The result is the same as without a workspace, bit for bit.
 [[nodiscard]] ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
                                       GpuWorkspace& workspace);
+
+/// A device image (on the current device) holding `src` (8U, 16U, 16S or 32F; any channel count
+/// up to 4); waits for the copy. Throws cuconv::Error{gpu} on a CUDA failure.
+[[nodiscard]] DeviceImage upload(const cv::Mat& src);
+/// `src` as a host image; waits for the copy and for all work queued on the device before it.
+[[nodiscard]] cv::Mat download(ConstDeviceImageView src);
+
+/// Filters the device image `src` into the device image `dst` with a GPU variant (`automatic`
+/// picks one as for a host image), queued on `stream` with no host round trip and no wait: the
+/// caller orders its later work on `stream`. `dst` has `src`'s width, height and channels and the
+/// output depth resolve_output_depth gives; both live on the current device (options.device, if
+/// set, becomes current). Scratch (the weights, the PMPP variants' channel planes) comes from
+/// `workspace`, which must not be used on another stream before this work is done. Strips,
+/// --bench and the fallback to OpenCV are host-image features: options.bench_runs must be 0.
+/// Returns the variant queued. Throws cuconv::Error (usage: mismatched images, `opencv`; gpu: a
+/// CUDA failure). The cv::Mat overloads above are built on the same device path.
+Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& filter, const ConvolveOptions& options,
+                 GpuWorkspace& workspace, StreamHandle stream);
 
 }  // namespace cuconv

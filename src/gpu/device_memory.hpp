@@ -1,6 +1,6 @@
 #pragma once
-// RAII owners for device resources: move-only, destructors never throw. Views (raw pointer +
-// pitch) are handed to kernels; ownership stays here.
+// RAII owners for device resources: move-only, destructors never throw. Images have their own
+// owner and views (include/cuconv/device_image.hpp); these are the buffers, streams and events.
 #include "gpu/cuda_check.hpp"
 
 #include <cuda_runtime_api.h>
@@ -24,51 +24,6 @@ inline constexpr std::size_t kPlanePitchAlignment = 512;
 [[nodiscard]] constexpr std::size_t plane_pitch(std::size_t row_bytes) noexcept {
   return (row_bytes + kPlanePitchAlignment - 1) / kPlanePitchAlignment * kPlanePitchAlignment;
 }
-
-/// Where a kernel or a copy finds one plane: `rows` rows of `row_bytes` bytes, `pitch` apart.
-/// A view may cover only part of the allocation it points into (a workspace's larger plane).
-struct PlaneView {
-  void* data = nullptr;
-  std::size_t pitch = 0;
-  std::size_t row_bytes = 0;
-  std::size_t rows = 0;
-};
-
-/// A pitched 2D allocation (cudaMallocPitch): one image plane.
-class DevicePlane {
- public:
-  DevicePlane() = default;
-  DevicePlane(std::size_t row_bytes, std::size_t rows) : row_bytes_(row_bytes), rows_(rows) {
-    data_ = allocate_pitched(row_bytes, rows, pitch_);
-  }
-  DevicePlane(DevicePlane&& other) noexcept { swap(other); }
-  DevicePlane& operator=(DevicePlane&& other) noexcept {
-    DevicePlane(std::move(other)).swap(*this);
-    return *this;
-  }
-  DevicePlane(const DevicePlane&) = delete;
-  DevicePlane& operator=(const DevicePlane&) = delete;
-  ~DevicePlane() { cudaFree(data_); }  // no check: destructors never throw
-
-  [[nodiscard]] void* data() const noexcept { return data_; }
-  [[nodiscard]] std::size_t pitch() const noexcept { return pitch_; }
-  [[nodiscard]] std::size_t row_bytes() const noexcept { return row_bytes_; }
-  [[nodiscard]] std::size_t rows() const noexcept { return rows_; }
-  /// The whole plane.
-  [[nodiscard]] PlaneView view() const noexcept { return {data_, pitch_, row_bytes_, rows_}; }
-
- private:
-  void swap(DevicePlane& o) noexcept {
-    std::swap(data_, o.data_);
-    std::swap(pitch_, o.pitch_);
-    std::swap(row_bytes_, o.row_bytes_);
-    std::swap(rows_, o.rows_);
-  }
-  void* data_ = nullptr;
-  std::size_t pitch_ = 0;
-  std::size_t row_bytes_ = 0;
-  std::size_t rows_ = 0;
-};
 
 /// A linear device allocation (cudaMalloc).
 class DeviceBuffer {

@@ -51,15 +51,16 @@ constexpr PixelType pixel_type_of() {
   }
 }
 
-/// Calls f(TypePair<In, Out>{}) for the pair matching (in, out).
-template <class F>
+/// Calls f(TypePair<In, Out>{}) for the pair of `Pairs` (SupportedTypePairs unless given) matching
+/// (in, out).
+template <class Pairs = SupportedTypePairs, class F>
 void dispatch_types(PixelType in, PixelType out, F&& f) {
-  const bool found = []<class... Pairs>(PixelType i, PixelType o, F& fn, std::tuple<Pairs...>*) {
-    return ((i == pixel_type_of<typename Pairs::in>() && o == pixel_type_of<typename Pairs::out>()
-                 ? (fn(Pairs{}), true)
+  const bool found = []<class... P>(PixelType i, PixelType o, F& fn, std::tuple<P...>*) {
+    return ((i == pixel_type_of<typename P::in>() && o == pixel_type_of<typename P::out>()
+                 ? (fn(P{}), true)
                  : false) ||
             ...);
-  }(in, out, f, static_cast<SupportedTypePairs*>(nullptr));
+  }(in, out, f, static_cast<Pairs*>(nullptr));
   if (!found) throw Error(ErrorKind::internal, "no kernel for this input/output pixel type pair");
 }
 

@@ -2,6 +2,7 @@
 // Host-side interface to the kernel launchers (one .cu file per variant). Compiled by both g++
 // (gpu_convolve.cpp) and nvcc (the launchers): only the CUDA runtime API, no device code.
 #include <cuconv/convolve.hpp>
+#include <cuconv/device_image.hpp>
 #include <kernels/params.hpp>
 
 #include <cuda_runtime_api.h>
@@ -38,6 +39,14 @@ struct LaunchArgs {
   const float* separable_vertical = nullptr;    ///< kh weights (host)
 };
 
+/// One launch of a variant with the device images it reads and writes (what --bench times and
+/// copies for the memory roof).
+struct VariantLaunch {
+  LaunchArgs args;
+  ConstDeviceImageView in;
+  DeviceImageView out;
+};
+
 /// Launches `variant` (any GPU variant) on `args`. Throws Error{gpu} on a CUDA failure and
 /// Error{usage} when the filter is too large for the variant on this device.
 void launch_variant(Variant variant, const LaunchArgs& args);
@@ -47,6 +56,11 @@ void launch_variant(Variant variant, const LaunchArgs& args);
 [[nodiscard]] constexpr bool filters_interleaved(Variant variant) noexcept {
   return variant == Variant::fast || variant == Variant::fft;
 }
+
+/// Channel `from_channel` of `src` into channel `to_channel` of `dst` (same width and height),
+/// converted as cv::saturate_cast does (src/gpu/launch_channels.cu).
+void launch_copy_channel(ConstDeviceImageView src, int from_channel, DeviceImageView dst, int to_channel,
+                         cudaStream_t stream);
 
 /// Per-variant launchers (src/gpu/launch_<variant>.cu).
 void launch_basic(const LaunchArgs& args);

@@ -25,18 +25,20 @@ void GpuWorkspace::State::bind_to_current_device() {
   int current = 0;
   CUCONV_CUDA_TRY(cudaGetDevice(&current));
   if (device >= 0 && device != current) release();
+  if (device != current) automatic_limit = 0;
   device = current;
 }
 
-detail::PlaneView GpuWorkspace::State::plane(std::size_t slot, std::size_t row_bytes, std::size_t rows) {
+DeviceImageView GpuWorkspace::State::image(std::size_t slot, int width, int height, int channels, int depth) {
   if (!kept) {
     if (pitched_planes_.size() <= slot) pitched_planes_.resize(slot + 1);
-    pitched_planes_[slot] = detail::DevicePlane(row_bytes, rows);
+    pitched_planes_[slot] = DeviceImage(width, height, channels, depth);
     ++allocations;
     return pitched_planes_[slot].view();
   }
-  const std::size_t pitch = detail::plane_pitch(row_bytes);
-  const std::size_t bytes = kept_plane_bytes(row_bytes, rows);
+  DeviceImageView view{nullptr, 0, width, height, channels, depth};
+  view.pitch = detail::plane_pitch(view.row_bytes());
+  const std::size_t bytes = kept_plane_bytes(view.row_bytes(), static_cast<std::size_t>(height));
   if (kept_planes_.size() <= slot) kept_planes_.resize(slot + 1);
   detail::DeviceBuffer& buffer = kept_planes_[slot];
   if (buffer.size() < bytes) {
@@ -44,23 +46,24 @@ detail::PlaneView GpuWorkspace::State::plane(std::size_t slot, std::size_t row_b
     buffer = detail::DeviceBuffer(bytes);
     ++allocations;
   }
-  return {buffer.data(), pitch, row_bytes, rows};
-}
-
-void GpuWorkspace::State::keep_planes(std::size_t slots) noexcept {
-  if (pitched_planes_.size() > slots) pitched_planes_.resize(slots);
-  if (kept_planes_.size() > slots) kept_planes_.resize(slots);
+  view.data = static_cast<std::byte*>(buffer.data());
+  return view;
 }
 
 void GpuWorkspace::State::fit_planes(const std::vector<std::size_t>& row_bytes, std::size_t rows,
-                                     std::uint64_t limit) noexcept {
+                                     std::uint64_t needed, std::uint64_t limit) noexcept {
+  const std::size_t slots = row_bytes.size();
+  if (needed + device_bytes_from_slot(slots) > limit) {
+    if (pitched_planes_.size() > slots) pitched_planes_.resize(slots);
+    if (kept_planes_.size() > slots) kept_planes_.resize(slots);
+  }
   if (!kept) return;
   const auto held_size = [&](std::size_t slot) { return slot < kept_planes_.size() ? kept_planes_[slot].size() : 0; };
-  std::uint64_t held_after = weights_.size() + device_bytes_from_slot(row_bytes.size());
-  for (std::size_t slot = 0; slot < row_bytes.size(); ++slot)
+  std::uint64_t held_after = weights_.size() + device_bytes_from_slot(slots);
+  for (std::size_t slot = 0; slot < slots; ++slot)
     held_after += std::max(held_size(slot), kept_plane_bytes(row_bytes[slot], rows));
   if (held_after <= limit) return;
-  for (std::size_t slot = 0; slot < row_bytes.size() && slot < kept_planes_.size(); ++slot) {
+  for (std::size_t slot = 0; slot < slots && slot < kept_planes_.size(); ++slot) {
     if (kept_planes_[slot].size() > kept_plane_bytes(row_bytes[slot], rows)) kept_planes_[slot] = detail::DeviceBuffer();
   }
 }
@@ -68,7 +71,8 @@ void GpuWorkspace::State::fit_planes(const std::vector<std::size_t>& row_bytes, 
 std::uint64_t GpuWorkspace::State::device_bytes_from_slot(std::size_t slots) const noexcept {
   std::uint64_t total = 0;
   for (std::size_t slot = slots; slot < pitched_planes_.size(); ++slot) {
-    total += pitched_planes_[slot].pitch() * pitched_planes_[slot].rows();
+    const DeviceImageView view = pitched_planes_[slot].view();
+    total += view.pitch * static_cast<std::size_t>(view.height);
   }
   for (std::size_t slot = slots; slot < kept_planes_.size(); ++slot) total += kept_planes_[slot].size();
   return total;
@@ -113,10 +117,7 @@ detail::StageEvents& GpuWorkspace::State::events() {
 }
 
 std::uint64_t GpuWorkspace::State::device_bytes() const noexcept {
-  std::uint64_t total = weights_.size();
-  for (const detail::DevicePlane& p : pitched_planes_) total += p.pitch() * p.rows();
-  for (const detail::DeviceBuffer& b : kept_planes_) total += b.size();
-  return total;
+  return weights_.size() + device_bytes_from_slot(0);
 }
 
 std::uint64_t GpuWorkspace::State::pinned_bytes() const noexcept {

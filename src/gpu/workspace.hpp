@@ -5,6 +5,7 @@
 #include "gpu/device_memory.hpp"
 
 #include <cuconv/convolve.hpp>
+#include <cuconv/device_image.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -36,19 +37,20 @@ struct GpuWorkspace::State {
   /// released first.
   void bind_to_current_device();
 
-  /// `rows` rows of `row_bytes` in slot `slot`. A call's own state allocates each plane with
-  /// cudaMallocPitch; a kept one holds one linear allocation per slot, reallocated (to the exact
-  /// size, which the strip plan fitted to the memory limit) only when a plane does not fit, so
-  /// planes of varying shapes reuse it.
-  [[nodiscard]] detail::PlaneView plane(std::size_t slot, std::size_t row_bytes, std::size_t rows);
-  /// Before one call's plane() calls: slot i will hold `rows` rows of `row_bytes[i]`. Where
-  /// growing some slots while others stay larger than this call needs would hold more than
-  /// `limit` bytes in all, the larger ones are freed, so every slot is allocated to fit exactly.
-  void fit_planes(const std::vector<std::size_t>& row_bytes, std::size_t rows, std::uint64_t limit) noexcept;
-  /// Frees the planes in slots from `slots` on, for a call that needs their memory.
-  void keep_planes(std::size_t slots) noexcept;
-  /// Bytes held by the planes in slots from `slots` on.
-  [[nodiscard]] std::uint64_t device_bytes_from_slot(std::size_t slots) const noexcept;
+  /// Slot `slot`'s device image of `height` rows of `width` pixels of `channels` values of
+  /// `depth`. A call's own state allocates each with cudaMallocPitch; a kept one holds one linear
+  /// allocation per slot, reallocated (to the exact size, which the strip plan fitted to the memory
+  /// limit) only when an image does not fit, so images of varying shapes reuse it.
+  [[nodiscard]] DeviceImageView image(std::size_t slot, int width, int height, int channels, int depth);
+  /// The one memory rule, before a call's image() calls: slot i will hold `rows` rows of
+  /// `row_bytes[i]`, `needed` bytes in all with the call's other buffers, and what stays held
+  /// must fit `limit`. Slots past the call's are freed first (when `needed` and they pass the
+  /// limit together), then the call's slots that are larger than it needs (when keeping them while
+  /// growing the others would pass it), so that every slot is allocated to fit exactly.
+  void fit_planes(const std::vector<std::size_t>& row_bytes, std::size_t rows, std::uint64_t needed,
+                  std::uint64_t limit) noexcept;
+  /// The automatic device memory limit, found once per kept state and device (0: not yet).
+  std::uint64_t automatic_limit = 0;
   /// `weights` on the device (copied on `stream`).
   [[nodiscard]] const float* upload_weights(const std::vector<float>& weights, cudaStream_t stream);
   /// Pinned host memory of at least `bytes` in slot `slot` (kept states only stage copies).
@@ -74,8 +76,11 @@ struct GpuWorkspace::State {
   std::optional<detail::CudaStream> stream_;
   std::optional<detail::StageEvents> events_;
   std::vector<detail::CudaEvent> chunk_events_;
-  std::vector<detail::DevicePlane> pitched_planes_;  ///< a call's own state
+  std::vector<DeviceImage> pitched_planes_;  ///< a call's own state
   std::vector<detail::DeviceBuffer> kept_planes_;    ///< a kept state
+
+  /// Bytes held by the images in slots from `slots` on.
+  [[nodiscard]] std::uint64_t device_bytes_from_slot(std::size_t slots) const noexcept;
   detail::DeviceBuffer weights_;
   std::vector<detail::PinnedBuffer> staging_;
 };
