@@ -25,23 +25,25 @@ inline constexpr std::size_t kPlanePitchAlignment = 512;
   return (row_bytes + kPlanePitchAlignment - 1) / kPlanePitchAlignment * kPlanePitchAlignment;
 }
 
-/// A linear device allocation (cudaMalloc).
-class DeviceBuffer {
+/// A move-only block of `size()` bytes from `Allocate` (which throws on failure), released with
+/// `Release` (which must not throw; it gets nullptr for an empty buffer).
+template <void* (*Allocate)(std::size_t), void (*Release)(void*) noexcept, class Byte>
+class OwnedBytes {
  public:
-  DeviceBuffer() = default;
-  explicit DeviceBuffer(std::size_t bytes) : data_(allocate_linear(bytes)), bytes_(bytes) {}
-  DeviceBuffer(DeviceBuffer&& other) noexcept
+  OwnedBytes() = default;
+  explicit OwnedBytes(std::size_t bytes) : data_(Allocate(bytes)), bytes_(bytes) {}
+  OwnedBytes(OwnedBytes&& other) noexcept
       : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-  DeviceBuffer& operator=(DeviceBuffer&& other) noexcept {
+  OwnedBytes& operator=(OwnedBytes&& other) noexcept {
     std::swap(data_, other.data_);
     std::swap(bytes_, other.bytes_);
     return *this;
   }
-  DeviceBuffer(const DeviceBuffer&) = delete;
-  DeviceBuffer& operator=(const DeviceBuffer&) = delete;
-  ~DeviceBuffer() { cudaFree(data_); }
+  OwnedBytes(const OwnedBytes&) = delete;
+  OwnedBytes& operator=(const OwnedBytes&) = delete;
+  ~OwnedBytes() { Release(data_); }
 
-  [[nodiscard]] void* data() const noexcept { return data_; }
+  [[nodiscard]] Byte* data() const noexcept { return static_cast<Byte*>(data_); }
   [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
 
  private:
@@ -49,32 +51,16 @@ class DeviceBuffer {
   std::size_t bytes_ = 0;
 };
 
+inline void release_device(void* data) noexcept { cudaFree(data); }  // no check: destructors never throw
+inline void release_pinned(void* data) noexcept {
+  if (data != nullptr) cudaFreeHost(data);
+}
+
+/// A linear device allocation (cudaMalloc).
+using DeviceBuffer = OwnedBytes<allocate_linear, release_device, void>;
 /// Page-locked host memory (cudaMallocHost): copies from and to it run asynchronously, at the
 /// link's full speed.
-class PinnedBuffer {
- public:
-  PinnedBuffer() = default;
-  explicit PinnedBuffer(std::size_t bytes) : data_(allocate_pinned(bytes)), bytes_(bytes) {}
-  PinnedBuffer(PinnedBuffer&& other) noexcept
-      : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
-  PinnedBuffer& operator=(PinnedBuffer&& other) noexcept {
-    std::swap(data_, other.data_);
-    std::swap(bytes_, other.bytes_);
-    return *this;
-  }
-  PinnedBuffer(const PinnedBuffer&) = delete;
-  PinnedBuffer& operator=(const PinnedBuffer&) = delete;
-  ~PinnedBuffer() {
-    if (data_ != nullptr) cudaFreeHost(data_);
-  }
-
-  [[nodiscard]] unsigned char* data() const noexcept { return static_cast<unsigned char*>(data_); }
-  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
-
- private:
-  void* data_ = nullptr;
-  std::size_t bytes_ = 0;
-};
+using PinnedBuffer = OwnedBytes<allocate_pinned, release_pinned, unsigned char>;
 
 /// Stream-ordered scratch memory (the device's default pool): allocation and release queue on the
 /// stream, so repeated launches reuse the same memory without synchronising.
