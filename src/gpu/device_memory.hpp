@@ -78,53 +78,47 @@ class StreamScratch {
   cudaStream_t stream_;
 };
 
-/// A non-blocking CUDA stream.
-class CudaStream {
+/// A move-only CUDA handle (stream, event) destroyed with `Destroy`, whose status is not checked:
+/// destructors never throw.
+template <class Handle, cudaError_t (*Destroy)(Handle)>
+class OwnedHandle {
  public:
-  CudaStream() { CUCONV_CUDA_TRY(cudaStreamCreateWithFlags(&stream_, cudaStreamNonBlocking)); }
-  CudaStream(CudaStream&& other) noexcept : stream_(std::exchange(other.stream_, nullptr)) {}
-  CudaStream& operator=(CudaStream&& other) noexcept {
-    std::swap(stream_, other.stream_);
+  OwnedHandle(const OwnedHandle&) = delete;
+  OwnedHandle& operator=(const OwnedHandle&) = delete;
+  OwnedHandle(OwnedHandle&& other) noexcept : handle_(std::exchange(other.handle_, nullptr)) {}
+  OwnedHandle& operator=(OwnedHandle&& other) noexcept {
+    std::swap(handle_, other.handle_);
     return *this;
   }
-  CudaStream(const CudaStream&) = delete;
-  CudaStream& operator=(const CudaStream&) = delete;
-  ~CudaStream() {
-    if (stream_ != nullptr) cudaStreamDestroy(stream_);
+  ~OwnedHandle() {
+    if (handle_ != nullptr) Destroy(handle_);
   }
-  [[nodiscard]] cudaStream_t get() const noexcept { return stream_; }
+  [[nodiscard]] Handle get() const noexcept { return handle_; }
 
- private:
-  cudaStream_t stream_ = nullptr;
+ protected:
+  OwnedHandle() = default;
+  Handle handle_ = nullptr;
+};
+
+/// A non-blocking CUDA stream.
+class CudaStream : public OwnedHandle<cudaStream_t, cudaStreamDestroy> {
+ public:
+  CudaStream() { CUCONV_CUDA_TRY(cudaStreamCreateWithFlags(&handle_, cudaStreamNonBlocking)); }
 };
 
 /// A timing event.
-class CudaEvent {
+class CudaEvent : public OwnedHandle<cudaEvent_t, cudaEventDestroy> {
  public:
-  CudaEvent() { CUCONV_CUDA_TRY(cudaEventCreate(&event_)); }
-  CudaEvent(CudaEvent&& other) noexcept : event_(std::exchange(other.event_, nullptr)) {}
-  CudaEvent& operator=(CudaEvent&& other) noexcept {
-    std::swap(event_, other.event_);
-    return *this;
-  }
-  CudaEvent(const CudaEvent&) = delete;
-  CudaEvent& operator=(const CudaEvent&) = delete;
-  ~CudaEvent() {
-    if (event_ != nullptr) cudaEventDestroy(event_);
-  }
-  void record(cudaStream_t stream) { CUCONV_CUDA_TRY(cudaEventRecord(event_, stream)); }
-  [[nodiscard]] cudaEvent_t get() const noexcept { return event_; }
+  CudaEvent() { CUCONV_CUDA_TRY(cudaEventCreate(&handle_)); }
+  void record(cudaStream_t stream) { CUCONV_CUDA_TRY(cudaEventRecord(handle_, stream)); }
 
   /// Milliseconds from `start` to `stop` (both recorded; waits for `stop`).
   [[nodiscard]] static float elapsed_ms(const CudaEvent& start, const CudaEvent& stop) {
-    CUCONV_CUDA_TRY(cudaEventSynchronize(stop.event_));
+    CUCONV_CUDA_TRY(cudaEventSynchronize(stop.get()));
     float ms = 0;
-    CUCONV_CUDA_TRY(cudaEventElapsedTime(&ms, start.event_, stop.event_));
+    CUCONV_CUDA_TRY(cudaEventElapsedTime(&ms, start.get(), stop.get()));
     return ms;
   }
-
- private:
-  cudaEvent_t event_ = nullptr;
 };
 
 }  // namespace cuconv::detail
