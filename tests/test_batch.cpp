@@ -65,19 +65,6 @@ std::map<std::string, cv::Mat> write_random_images(const fs::path& dir, int coun
   return images;
 }
 
-/// Runs a shell command line (pipes, environment, umask) with the cuconv binary as $CUCONV.
-CommandResult run_shell(const std::string& command_line) {
-  TempDir capture;
-  const std::string cmd = "CUCONV=" + shell_quote(cuconv::test::cuconv_binary()) + "; " + command_line + " >" +
-                          shell_quote(capture.file("out")) + " 2>" + shell_quote(capture.file("err"));
-  const int status = std::system(("/bin/sh -c " + shell_quote(cmd)).c_str());
-  CommandResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = cuconv::test::read_file(capture.file("out"));
-  r.err = cuconv::test::read_file(capture.file("err"));
-  return r;
-}
-
 std::set<std::string> file_names(const fs::path& dir) {
   std::set<std::string> names;
   for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename().string());
@@ -399,9 +386,13 @@ TEST_CASE("cli batch: --from a file and from stdin through a pipe, CRLF and blan
   CHECK(file_names(dir.path() / "a") == std::set<std::string>{"img00.png", "img02.png"});
   CHECK(bit_equal(cv::imread(dir.file("a/img02.png"), cv::IMREAD_UNCHANGED), gauss5(images.at("img02.png"))));
 
-  r = run_shell("printf '%s\\r\\n\\n%s\\n' " + shell_quote(dir.file("in/img01.png")) + " " +
-                shell_quote(dir.file("in/img03.png")) + " | \"$CUCONV\" --out-dir " + shell_quote(dir.file("b")) +
-                " --from - " + shell_quote(dir.file("in/img00.png")) + " --filter gauss5 --variant opencv");
+  // Standard input through a pipe (a FIFO a background printf writes into).
+  REQUIRE(::mkfifo(dir.file("fifo").c_str(), 0600) == 0);
+  r = run_cuconv({"--out-dir", dir.file("b"), "--from", "-", dir.file("in/img00.png"), "--filter", "gauss5",
+                  "--variant", "opencv"},
+                 dir.file("fifo"),
+                 "printf '%s\\r\\n\\n%s\\n' " + shell_quote(dir.file("in/img01.png")) + " " +
+                     shell_quote(dir.file("in/img03.png")) + " >" + shell_quote(dir.file("fifo")) + " &");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(file_names(dir.path() / "b") == std::set<std::string>{"img00.png", "img01.png", "img03.png"});
@@ -450,9 +441,9 @@ TEST_CASE("cli batch: shards of one list cover it exactly once (--shard and Slur
   CHECK(std::set<std::string>(written.begin(), written.end()) == file_names(dir.path() / "out"));
 
   // The same partition from a Slurm array --array=1-3 (task 2 is shard 1/3).
-  const auto r = run_shell("SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=1 \"$CUCONV\" --out-dir " +
-                           shell_quote(dir.file("slurm")) + " --filter box3 --variant opencv " + shell_quote(dir.file("in")) +
-                           " --json " + shell_quote(dir.file("slurm.json")));
+  const auto r = run_cuconv({"--out-dir", dir.file("slurm"), "--filter", "box3", "--variant", "opencv", dir.file("in"),
+                             "--json", dir.file("slurm.json")},
+                            "", "export SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=1");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto slurm = read_json(dir.file("slurm.json"));
@@ -630,8 +621,7 @@ TEST_CASE("cli batch: option errors exit 2 (or 5 for a GPU variant without a GPU
 TEST_CASE("cli batch: outputs get 0666 less the umask, --no-filter copies pixels") {
   TempDir dir;
   const auto images = write_random_images(dir.path() / "in", 2);
-  const auto r = run_shell("umask 002; \"$CUCONV\" --out-dir " + shell_quote(dir.file("out")) + " --no-filter " +
-                           shell_quote(dir.file("in")));
+  const auto r = run_cuconv({"--out-dir", dir.file("out"), "--no-filter", dir.file("in")}, "", "umask 002");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   for (const auto& [name, image] : images) {

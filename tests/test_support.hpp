@@ -6,6 +6,8 @@
 
 #include <opencv2/core.hpp>
 
+#include <cerrno>
+#include <csignal>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
@@ -14,6 +16,7 @@
 #include <stdexcept>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 namespace cuconv::test {
@@ -70,21 +73,65 @@ inline std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-/// Runs the cuconv binary with `args`, capturing stdout, stderr and the exit code.
-/// `shell_setup` runs first in the same shell, e.g. "ulimit -v 1000000" to cap its memory.
+/// A cuconv process started in the background: `/bin/sh -c 'SETUP; exec cuconv ARGS'` with stdout
+/// and stderr captured to files (and stdin from a file when given). `exec` makes the shell become
+/// cuconv, so a signal sent to pid() reaches cuconv itself. The one way the tests run the binary:
+/// run_cuconv() below starts one and waits for it.
+class CuconvProcess {
+ public:
+  /// `shell_setup` runs first in the same shell: resource limits (`ulimit -v 1000000`), `umask`,
+  /// `export VAR=value`, a background writer into a FIFO that `stdin_file` names.
+  explicit CuconvProcess(const std::vector<std::string>& args, const std::string& stdin_file = "",
+                         const std::string& shell_setup = "") {
+    std::string cmd = (shell_setup.empty() ? "" : shell_setup + "\n") + "exec " + shell_quote(cuconv_binary());
+    for (const auto& a : args) cmd += " " + shell_quote(a);
+    cmd += " >" + shell_quote(capture_.file("out")) + " 2>" + shell_quote(capture_.file("err"));
+    if (!stdin_file.empty()) cmd += " <" + shell_quote(stdin_file);
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      // The child starts with the default dispositions, whatever the test runner set.
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  CuconvProcess(const CuconvProcess&) = delete;
+  CuconvProcess& operator=(const CuconvProcess&) = delete;
+  ~CuconvProcess() {
+    if (pid_ > 0 && !waited_) {
+      ::kill(pid_, SIGKILL);
+      (void)wait();
+    }
+  }
+
+  [[nodiscard]] pid_t pid() const { return pid_; }
+
+  /// Waits for the process; the exit code is 128 + N for a process ended by signal N.
+  CommandResult wait() {
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    waited_ = true;
+    CommandResult r;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.out = read_file(capture_.file("out"));
+    r.err = read_file(capture_.file("err"));
+    return r;
+  }
+
+ private:
+  TempDir capture_;
+  pid_t pid_ = -1;
+  bool waited_ = false;
+};
+
+/// Runs the cuconv binary with `args` and waits, capturing stdout, stderr and the exit code
+/// (see CuconvProcess for `stdin_file` and `shell_setup`).
 inline CommandResult run_cuconv(const std::vector<std::string>& args, const std::string& stdin_file = "",
                                 const std::string& shell_setup = "") {
-  TempDir capture;
-  std::string cmd = (shell_setup.empty() ? "" : shell_setup + "; ") + shell_quote(cuconv_binary());
-  for (const auto& a : args) cmd += " " + shell_quote(a);
-  cmd += " >" + shell_quote(capture.file("out")) + " 2>" + shell_quote(capture.file("err"));
-  if (!stdin_file.empty()) cmd += " <" + shell_quote(stdin_file);
-  const int status = std::system(cmd.c_str());
-  CommandResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = read_file(capture.file("out"));
-  r.err = read_file(capture.file("err"));
-  return r;
+  return CuconvProcess(args, stdin_file, shell_setup).wait();
 }
 
 /// Every border mode, in documentation order.
