@@ -692,3 +692,68 @@ TEST_CASE("cli batch: a run killed with SIGKILL leaves only complete images (and
   }
   CHECK(final_images == static_cast<std::size_t>(kImages));
 }
+
+// ---- the bad-input matrix of batch mode: refused before any work --------------------------------
+
+namespace {
+
+/// Every file under `root`, with its bytes: what a refused run must leave exactly as it was.
+std::map<std::string, std::string> snapshot(const fs::path& root) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(root))
+    if (entry.is_regular_file()) files.emplace(entry.path().string(), cuconv::test::read_file(entry.path()));
+  return files;
+}
+
+struct RefusedCase {
+  std::string what;
+  std::vector<std::string> args;
+  ExitCode code;
+  std::vector<std::string> message;  ///< all of these in stderr: the file and the problem
+};
+
+}  // namespace
+
+TEST_CASE("bad input matrix (batch): missing inputs and outputs without a format are refused before any work") {
+  TempDir dir;
+  write_random_images(dir.path() / "in", 2);
+  fs::copy_file(dir.file("in/img00.png"), dir.file("in/raw"));    // an image without an extension
+  fs::copy_file(dir.file("in/img00.png"), dir.file("in/old.gif"));  // an extension cuconv does not write
+  std::ofstream(dir.file("list.txt")) << dir.file("in/img01.png") << "\n" << dir.file("in/gone.png") << "\n";
+  const std::string out = dir.file("out");
+  const std::vector<std::string> opts{"--filter", "gauss5", "--variant", "opencv"};
+  const auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), opts.begin(), opts.end());
+    return args;
+  };
+  const std::vector<RefusedCase> cases{
+      {"missing folder", with({"--out-dir", out, dir.file("nowhere")}), ExitCode::bad_input,
+       {"input '" + dir.file("nowhere") + "' does not exist"}},
+      {"missing file beside a good one", with({"--out-dir", out, dir.file("in/img00.png"), dir.file("in/nope.png")}),
+       ExitCode::bad_input, {"input '" + dir.file("in/nope.png") + "' does not exist"}},
+      {"missing file in a --from list", with({"--out-dir", out, "--from", dir.file("list.txt")}), ExitCode::bad_input,
+       {"input '" + dir.file("in/gone.png") + "'", "list.txt", "does not exist"}},
+      {"input without an extension", with({"--out-dir", out, dir.file("in/raw")}), ExitCode::output,
+       {dir.file("out/raw"), "no extension", "--name"}},
+      {"input whose format cuconv does not write", with({"--out-dir", out, dir.file("in/img00.png"), dir.file("in/old.gif")}),
+       ExitCode::output, {dir.file("out/old.gif"), "cannot write '.gif'"}},
+      {"single image: output without an extension", with({dir.file("in/img00.png"), dir.file("result")}),
+       ExitCode::output, {dir.file("result"), "no extension"}},
+  };
+  const auto before = snapshot(dir.path());
+  for (const RefusedCase& c : cases) {
+    const auto r = run_cuconv(c.args);
+    INFO(c.what, ": ", r.err);
+    CHECK(r.exit_code == static_cast<int>(c.code));
+    for (const std::string& needle : c.message) CHECK(r.err.find(needle) != std::string::npos);
+    CHECK(r.err.find("cannot write ''") == std::string::npos);
+    CHECK_FALSE(fs::exists(out));  // nothing created, not even the output folder
+    CHECK(snapshot(dir.path()) == before);  // inputs unchanged, no output, no temporary file
+    fs::remove_all(out);  // keep one case's failure out of the next
+  }
+  // The format named with --name makes the extensionless input work.
+  const auto r = run_cuconv(with({"--out-dir", out, "--name", "%s.png", dir.file("in/raw")}));
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(file_names(out) == std::set<std::string>{"raw.png"});
+}

@@ -22,6 +22,7 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <set>
 #include <string_view>
 #include <thread>
 
@@ -81,9 +82,16 @@ class ProgressLine {
   bool drawn_ = false;
 };
 
+/// A path the user named: on the command line, or in a --from list.
+struct NamedInput {
+  std::string path;
+  std::string list;  ///< the --from list that named it; empty: the command line
+};
+
 /// The named inputs plus those of every --from list.
-std::vector<std::string> named_inputs(const BatchRequest& request) {
-  std::vector<std::string> named = request.inputs;
+std::vector<NamedInput> named_inputs(const BatchRequest& request) {
+  std::vector<NamedInput> named;
+  for (const std::string& path : request.inputs) named.push_back({path, {}});
   for (const std::string& list : request.from_lists) {
     std::vector<std::string> paths;
     if (list == "-") {
@@ -95,9 +103,40 @@ std::vector<std::string> named_inputs(const BatchRequest& request) {
       if (!in) throw Error(ErrorKind::bad_input, "--from " + list + ": cannot read the list of paths");
       paths = batch::read_path_list(in);
     }
-    named.insert(named.end(), paths.begin(), paths.end());
+    for (std::string& path : paths) named.push_back({std::move(path), list == "-" ? "standard input" : list});
   }
   return named;
+}
+
+/// Throws Error{bad_input} naming the first input that does not exist (and counting the others):
+/// a mistyped folder or a stale list is reported before anything is created.
+void check_inputs_exist(const std::vector<NamedInput>& named) {
+  const NamedInput* first = nullptr;
+  std::size_t missing = 0;
+  for (const NamedInput& input : named) {
+    std::error_code ec;
+    if (fs::exists(input.path, ec)) continue;
+    if (first == nullptr) first = &input;
+    ++missing;
+  }
+  if (first == nullptr) return;
+  std::string message = "input '" + first->path + "'" + (first->list.empty() ? "" : " (listed in " + first->list + ")") +
+                        " does not exist";
+  if (missing > 1) message += "; " + std::to_string(missing - 1) + " more named input(s) do not exist either";
+  throw Error(ErrorKind::bad_input, message);
+}
+
+/// Throws Error{output} unless every output's extension names a format cuconv writes; without an
+/// extension (an input without one, kept by a --name without one) it says so and how to name one.
+void check_output_names(const std::vector<batch::BatchItem>& items) {
+  std::set<std::string> checked;  // each extension once
+  for (const batch::BatchItem& item : items) {
+    const std::string extension = fs::path(item.output).extension().string();
+    if (extension.empty())
+      throw Error(ErrorKind::output, item.output + ": has no extension to pick the output format (the input " +
+                                         item.input + " has none): name one with --name, e.g. --name '%s.png'");
+    if (checked.insert(extension).second) check_output_extension(item.output);
+  }
 }
 
 /// --devices: "all" or a comma-separated list of device indices. `uses_gpu` false (the opencv
@@ -227,22 +266,24 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
                 }).share();
   }
 
-  const std::vector<std::string> named = named_inputs(request);
+  // Everything that can be checked without reading an image is checked here, before the output
+  // folder or any file is created.
+  const std::vector<NamedInput> named = named_inputs(request);
   if (named.empty()) throw Error(ErrorKind::usage, "no inputs: name images or directories, or use --from FILE");
-  const std::vector<std::string> inputs = batch::collect_inputs(named, request.recursive);
+  check_inputs_exist(named);
+  std::vector<std::string> named_paths;
+  for (const NamedInput& input : named) named_paths.push_back(input.path);
+  const std::vector<std::string> inputs = batch::collect_inputs(named_paths, request.recursive);
   if (inputs.empty()) throw Error(ErrorKind::bad_input, "no images found in the directories given");
 
   batch::check_name_template(request.name_template, inputs.size());
-  if (batch::template_has_extension(request.name_template))  // the same format for all: check it once, now
-    check_output_extension(batch::output_name(request.name_template, inputs.front()));
-  prepare_out_dir(request.out_dir);
   const std::vector<batch::BatchItem> all_items = batch::plan_outputs(inputs, request.out_dir, request.name_template);
-
   const batch::Shard shard = !request.shard.empty()
                                  ? batch::parse_shard(request.shard)
                                  : batch::slurm_array_shard(std::getenv).value_or(batch::Shard{});
   const std::vector<batch::BatchItem> items = batch::select_shard(all_items, shard);
   spdlog::info("{} input(s); shard {}/{}: {} of them", all_items.size(), shard.index, shard.count, items.size());
+  check_output_names(items);
   for (const batch::BatchItem& item : items) check_not_same_file(item.input, item.output);
 
   batch::BatchOptions batch_options;
@@ -256,6 +297,8 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   if (request.gpu_threads > 0) batch_options.filter_threads_per_device = request.gpu_threads;
   batch_options.devices = parse_devices(request.devices, uses_gpu);
   if (uses_gpu) batch_options.wait_for_gpu = [gpu_check] { gpu_check.get(); };
+
+  prepare_out_dir(request.out_dir);
 
   // Opened before the work, so an unwritable summary path fails before any image is processed.
   std::ofstream json_file;
