@@ -31,6 +31,8 @@
 using namespace cuconv;
 using namespace cuconv::batch;
 using cuconv::test::bit_equal;
+using cuconv::test::file_names;
+using cuconv::test::is_temp_name;
 using cuconv::test::CommandResult;
 using cuconv::test::kernel_matrix;
 using cuconv::test::random_image;
@@ -38,6 +40,7 @@ using cuconv::test::run_cuconv;
 using cuconv::test::sample;
 using cuconv::test::shell_quote;
 using cuconv::test::TempDir;
+using cuconv::test::write_random_images;
 namespace fs = std::filesystem;
 
 namespace {
@@ -49,29 +52,6 @@ cv::Mat gauss5(const cv::Mat& image) {
   cv::filter2D(image, out, -1, kernel_matrix(f), cv::Point(-1, -1), 0, cv::BORDER_REFLECT_101);
   return out;
 }
-
-/// Writes `count` random RGB images (distinct seeds) named img00.png ... into `dir`; returns
-/// them by file name.
-std::map<std::string, cv::Mat> write_random_images(const fs::path& dir, int count, int size = 48) {
-  fs::create_directories(dir);
-  std::map<std::string, cv::Mat> images;
-  for (int i = 0; i < count; ++i) {
-    char name[32];
-    std::snprintf(name, sizeof name, "img%02d.png", i);
-    cv::Mat image = random_image(size, size + i % 5, CV_8U, 3, 1000 + static_cast<std::uint64_t>(i));
-    REQUIRE(cv::imwrite((dir / name).string(), image));
-    images.emplace(name, image);
-  }
-  return images;
-}
-
-std::set<std::string> file_names(const fs::path& dir) {
-  std::set<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename().string());
-  return names;
-}
-
-bool is_temp_name(const std::string& name) { return name.starts_with(kTempFilePrefix); }
 
 nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(cuconv::test::read_file(path)); }
 

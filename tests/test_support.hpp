@@ -3,15 +3,20 @@
 // paths and random images.
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
+#include <cuconv/image_io.hpp>
 
 #include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
 
 #include <cerrno>
 #include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
@@ -55,7 +60,8 @@ inline std::string sample(const std::string& name) {
 }
 
 struct CommandResult {
-  int exit_code = -1;
+  int exit_code = -1;  ///< 128 + N when signal N ended the process
+  int signal = 0;      ///< the signal that ended the process; 0 when it exited
   std::string out;
   std::string err;
 };
@@ -115,7 +121,8 @@ class CuconvProcess {
     }
     waited_ = true;
     CommandResult r;
-    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + r.signal;
     r.out = read_file(capture_.file("out"));
     r.err = read_file(capture_.file("err"));
     return r;
@@ -176,6 +183,31 @@ inline cv::Mat random_image(int rows, int cols, int depth, int channels, std::ui
   }
   return m;
 }
+
+/// Writes `count` random RGB images of about size x size pixels (distinct seeds) named
+/// img00.png ... into `dir`; returns them by file name.
+inline std::map<std::string, cv::Mat> write_random_images(const fs::path& dir, int count, int size = 48) {
+  fs::create_directories(dir);
+  std::map<std::string, cv::Mat> images;
+  for (int i = 0; i < count; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "img%02d.png", i);
+    cv::Mat image = random_image(size, size + i % 5, CV_8U, 3, 1000 + static_cast<std::uint64_t>(i));
+    if (!cv::imwrite((dir / name).string(), image)) throw std::runtime_error("cannot write " + (dir / name).string());
+    images.emplace(name, image);
+  }
+  return images;
+}
+
+/// The names of the entries of `dir`.
+inline std::set<std::string> file_names(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename().string());
+  return names;
+}
+
+/// Whether `name` is one of write_image_atomic's temporary files.
+inline bool is_temp_name(const std::string& name) { return name.starts_with(kTempFilePrefix); }
 
 /// A random dense filter: weights in [-0.3, 1) scaled to sum 1, so outputs stay in the input's
 /// range and integer rounding is exercised rather than saturation.

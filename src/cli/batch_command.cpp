@@ -3,6 +3,7 @@
 // line on a terminal, the JSON summary).
 #include "cli/batch_command.hpp"
 
+#include "cli/interrupt.hpp"
 #include "batch/batch_plan.hpp"
 #include "batch/batch_run.hpp"
 #include "whole_number.hpp"
@@ -186,8 +187,8 @@ struct StartupTimes {
   double gpu_init_ms = 0;  ///< CUDA's initialisation (the device check), beside the above and the first decodes
 };
 
-nlohmann::json summary_json(const BatchSummary& summary, const batch::Shard& shard, const batch::BatchOptions& options,
-                            const StartupTimes& startup) {
+nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int signal, const batch::Shard& shard,
+                            const batch::BatchOptions& options, const StartupTimes& startup) {
   nlohmann::json files = nlohmann::json::array();
   for (const ItemReport& item : summary.items) {
     files.push_back({{"input", item.input},
@@ -211,13 +212,17 @@ nlohmann::json summary_json(const BatchSummary& summary, const batch::Shard& sha
             {"ok", summary.ok},
             {"failed", summary.failed},
             {"skipped", summary.skipped},
+            {"existing_outputs", summary.existing_outputs},
+            {"written_by_another_process", summary.lost_races},
+            {"not_started", summary.not_started},
             {"wall_ms", summary.wall_ms},
             {"startup_ms", startup.startup_ms},
             {"gpu_init_ms", startup.gpu_init_ms},
             {"gpu_setup_ms", summary.gpu_setup_ms},
             {"peak_images_held", summary.peak_images_held},
             {"images_per_s", seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0}}},
-          {"exit_code", static_cast<int>(summary.exit_code)},
+          {"exit_code", static_cast<int>(exit_code)},
+          {"interrupted_by", signal != 0 ? nlohmann::json(signal_name(signal)) : nlohmann::json()},
           {"shard", std::to_string(shard.index) + "/" + std::to_string(shard.count)},
           {"filter", options.skip_filter ? "none (--no-filter)" : options.filter.origin},
           {"variant", std::string(to_string(options.convolve.variant))},
@@ -226,10 +231,16 @@ nlohmann::json summary_json(const BatchSummary& summary, const batch::Shard& sha
           {"devices", options.devices}};
 }
 
-void log_outcome(const BatchSummary& summary, bool fail_fast) {
+void log_outcome(const BatchSummary& summary, bool fail_fast, int signal) {
   if (summary.existing_outputs > 0)
-    spdlog::warn("{} output(s) already existed and were left unchanged (use --overwrite to replace them)",
-                 summary.existing_outputs);
+    spdlog::warn("{} output(s) already existed and were left unchanged (use --overwrite to replace them){}",
+                 summary.existing_outputs,
+                 summary.lost_races > 0
+                     ? fmt::format("; {} of them were written by another process while this one ran", summary.lost_races)
+                     : std::string());
+  if (signal != 0)
+    spdlog::warn("interrupted by {}: {} written, {} not started; run the same command again to finish",
+                 signal_name(signal), summary.ok, summary.not_started);
   if (summary.failed > 0)
     spdlog::error("{} of {} input(s) failed{}", summary.failed, summary.items.size(),
                   fail_fast ? "; stopped at the first failure (--fail-fast)" : "");
@@ -266,6 +277,10 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
                 }).share();
   }
 
+  // From here on SIGINT and SIGTERM only set a flag: the batch stops taking images, lets the
+  // writes in flight finish (no temporary file is left), reports, and exits 130 or 143.
+  const InterruptGuard interrupts;
+
   // Everything that can be checked without reading an image is checked here, before the output
   // folder or any file is created.
   const std::vector<NamedInput> named = named_inputs(request);
@@ -298,6 +313,10 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   batch_options.devices = parse_devices(request.devices, uses_gpu);
   if (uses_gpu) batch_options.wait_for_gpu = [gpu_check] { gpu_check.get(); };
 
+  if (const int signal = received_signal(); signal != 0) {
+    spdlog::warn("interrupted by {} before any work; nothing written", signal_name(signal));
+    return interrupted_exit_code(signal);
+  }
   prepare_out_dir(request.out_dir);
 
   // Opened before the work, so an unwritable summary path fails before any image is processed.
@@ -325,6 +344,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     }
     progress.update(done);
   };
+  batch_options.stop_requested = [] { return received_signal() != 0; };
   const auto pipeline_start = std::chrono::steady_clock::now();
   const BatchSummary summary = [&] {
     try {
@@ -340,20 +360,23 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     }
   }();
   progress.finish();
-  log_outcome(summary, request.fail_fast);
+  // A signal that came after the last image still ends the process as interrupted.
+  const int signal = received_signal();
+  const ExitCode exit_code = signal != 0 ? interrupted_exit_code(signal) : summary.exit_code;
+  log_outcome(summary, request.fail_fast, signal);
 
   if (!request.json_path.empty()) {
     StartupTimes startup;
     startup.startup_ms = std::chrono::duration<double, std::milli>(pipeline_start - process_start).count();
     if (gpu_check.valid()) startup.gpu_init_ms = gpu_check.get();
-    const std::string text = summary_json(summary, shard, batch_options, startup).dump(2) + "\n";
+    const std::string text = summary_json(summary, exit_code, signal, shard, batch_options, startup).dump(2) + "\n";
     if (request.json_path == "-") {
       std::cout << text << std::flush;
     } else if (!(json_file << text << std::flush)) {
       throw Error(ErrorKind::output, request.json_path + ": cannot write the JSON summary");
     }
   }
-  return summary.exit_code;
+  return exit_code;
 }
 
 }  // namespace cuconv::cli

@@ -2,6 +2,7 @@
 // reports. src/cli/ is the only place that knows about argv, CLI11, spdlog and exit codes.
 #include "cli/batch_command.hpp"
 #include "cli/command_line.hpp"
+#include "cli/interrupt.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
@@ -139,8 +140,18 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   }
 
   t = std::chrono::steady_clock::now();
-  cuconv::write_image_atomic(req.output, result.image);
+  {
+    // The temporary file exists only inside write_image_atomic: SIGINT/SIGTERM wait for it to be
+    // renamed or removed (before and after, the default action leaves nothing behind).
+    const cuconv::cli::InterruptGuard interrupts;
+    cuconv::write_image_atomic(req.output, result.image);
+  }
   spdlog::info("wrote {} in {:.2f} ms", req.output, elapsed_ms(t));
+  if (const int signal = cuconv::cli::received_signal(); signal != 0) {
+    spdlog::warn("interrupted by {} while writing {}; the file was finished", cuconv::cli::signal_name(signal),
+                 req.output);
+    return cuconv::cli::interrupted_exit_code(signal);
+  }
   return code;
 }
 
