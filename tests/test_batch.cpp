@@ -455,6 +455,37 @@ TEST_CASE("cli batch: existing outputs are kept unless --overwrite") {
   CHECK(file_names(dir.path() / "out") == std::set<std::string>{"img00.png", "img01.png"});
 }
 
+TEST_CASE("overwrite rule: one image refuses an existing output unless --overwrite, as batch mode skips it") {
+  TempDir dir;
+  const auto images = write_random_images(dir.path() / "in", 1);
+  const std::string in = dir.file("in/img00.png");
+  const std::string out = dir.file("out.png");
+  const std::vector<std::string> args{in, out, "--filter", "gauss5", "--variant", "opencv"};
+  std::ofstream(out) << "precious";
+  fs::create_symlink(out, dir.file("link.png"));
+  for (const std::string& target : {out, dir.file("link.png")}) {
+    const auto r = run_cuconv({in, target, "--filter", "gauss5", "--variant", "opencv"});
+    INFO(r.err);
+    CHECK(r.exit_code == static_cast<int>(ExitCode::output));
+    CHECK(r.err.find(target + ": exists") != std::string::npos);
+    CHECK(r.err.find("--overwrite") != std::string::npos);
+    CHECK(cuconv::test::read_file(out) == "precious");
+    CHECK(file_names(dir.path()) == std::set<std::string>{"in", "out.png", "link.png"});  // no temporary file
+  }
+  // --overwrite replaces it, in single-image mode as in batch mode.
+  auto with_overwrite = args;
+  with_overwrite.push_back("--overwrite");
+  auto r = run_cuconv(with_overwrite);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(bit_equal(cv::imread(out, cv::IMREAD_UNCHANGED), gauss5(images.at("img00.png"))));
+  // A new output needs no option.
+  fs::remove(out);
+  r = run_cuconv(args);
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(out));
+}
+
 TEST_CASE("cli batch: an output that is the input is refused (same folder, ./ path, symlink)") {
   TempDir dir;
   write_random_images(dir.path() / "in", 2);
@@ -575,7 +606,7 @@ TEST_CASE("cli batch: option errors exit 2 (or 5 for a GPU variant without a GPU
            {"--out-dir", out, "--filter", "gauss5", in, "--compare"},
            {"--out-dir", out, "--filter", "gauss5"},
            {"--out-dir", out, in},
-           {in, dir.file("single.png"), "--filter", "gauss5", "--overwrite"},
+           {in, dir.file("single.png"), "--filter", "gauss5", "--recursive"},
            {in, dir.file("single.png"), "--filter", "gauss5", "--shard", "0/2"}}) {
     const auto r = run_cuconv(args);
     INFO(args[args.size() - 2], " ", args.back(), ": ", r.err);
