@@ -580,6 +580,60 @@ TEST_CASE("cli batch: the JSON summary on stdout is valid and complete") {
   CHECK(summary["gpu_threads"] == 2);
 }
 
+TEST_CASE("cli batch: the JSON summary records the variant each image ran with and the full filter spec") {
+  TempDir dir;
+  write_random_images(dir.path() / "in", 2);
+  auto r = run_cuconv({"--out-dir", dir.file("out"), "--filter", "gauss5", "--variant", "opencv", "--border",
+                       "constant", "--border-value", "7", "--delta", "1.5", "--anchor", "1,3", "--depth", "16u",
+                       "--alpha", "keep", "--json", "-", dir.file("in")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto summary = nlohmann::json::parse(r.out);
+  for (const auto& file : summary["files"]) {
+    CHECK(file["variant"] == "opencv");
+    CHECK(file["variant_reason"] == "");
+  }
+  const auto& filter = summary["filter"];
+  const Filter gauss5 = load_filter("gauss5");
+  CHECK(filter["origin"] == gauss5.origin);
+  CHECK(filter["width"] == 5);
+  CHECK(filter["height"] == 5);
+  CHECK(filter["anchor"] == nlohmann::json::array({1, 3}));
+  CHECK(filter["border"] == "constant");
+  CHECK(filter["border_value"] == 7.0);
+  CHECK(filter["delta"] == 1.5);
+  CHECK(filter["offset"] == 0.0);
+  CHECK(filter["depth"] == "16u");
+  CHECK(filter["alpha"] == "keep");
+  REQUIRE(filter["weights"].size() == 5);
+  for (int row = 0; row < 5; ++row)
+    for (int col = 0; col < 5; ++col) CHECK(filter["weights"][row][col] == gauss5.at(row, col));
+  CHECK(summary["variant"] == "opencv");  // as requested
+
+  // `auto`: what really ran, and why it was OpenCV when it was.
+  r = run_cuconv({"--out-dir", dir.file("auto"), "--filter", "gauss5", "--json", "-", dir.file("in")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  summary = nlohmann::json::parse(r.out);
+  CHECK(summary["variant"] == "auto");
+  std::string no_gpu_reason;
+  const bool gpu = cuda_device_available(&no_gpu_reason);
+  for (const auto& file : summary["files"]) {
+    if (gpu) {
+      CHECK(file["variant"] == "fast");
+      CHECK(file["variant_reason"] == "");
+    } else {
+      CHECK(file["variant"] == "opencv");
+      CHECK(file["variant_reason"] == "no usable CUDA device: " + no_gpu_reason);
+    }
+  }
+  // --no-filter runs no variant.
+  r = run_cuconv({"--out-dir", dir.file("copy"), "--no-filter", "--json", "-", dir.file("in")});
+  REQUIRE(r.exit_code == 0);
+  summary = nlohmann::json::parse(r.out);
+  for (const auto& file : summary["files"]) CHECK(file["variant"].is_null());
+}
+
 TEST_CASE("cli batch: --gpu-threads sets the filter threads per device") {
   TempDir dir;
   write_random_images(dir.path() / "in", 4);

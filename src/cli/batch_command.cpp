@@ -181,11 +181,43 @@ void prepare_out_dir(const std::string& out_dir) {
   if (!fs::is_directory(out_dir, ec)) throw Error(ErrorKind::output, out_dir + ": not a folder");
 }
 
-/// Where the time before the pipeline went.
+/// Where the time before the pipeline went, and what it found out.
 struct StartupTimes {
   double startup_ms = 0;   ///< from main() to the pipeline's start: options, filter, input listing
   double gpu_init_ms = 0;  ///< CUDA's initialisation (the device check), beside the above and the first decodes
+  std::string no_gpu_reason;  ///< why `auto` filters with OpenCV; empty when a GPU is usable
 };
+
+/// The filter as it was applied: where it came from, its weights, and every option that shapes
+/// the result, so that a summary says exactly what each output is.
+nlohmann::json filter_json(const Filter& filter, const ConvolveOptions& options) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (int r = 0; r < filter.height; ++r) {
+    nlohmann::json row = nlohmann::json::array();
+    for (int c = 0; c < filter.width; ++c) row.push_back(filter.at(r, c));
+    rows.push_back(std::move(row));
+  }
+  return {{"origin", filter.origin},
+          {"width", filter.width},
+          {"height", filter.height},
+          {"anchor", {options.anchor_x >= 0 ? options.anchor_x : filter.resolved_anchor_x(),
+                      options.anchor_y >= 0 ? options.anchor_y : filter.resolved_anchor_y()}},
+          {"offset", filter.offset},
+          {"weights", rows},
+          {"border", std::string(to_string(options.border))},
+          {"border_value", options.border_value},
+          {"depth", std::string(to_string(options.depth))},
+          {"delta", options.delta},
+          {"alpha", options.keep_alpha ? "keep" : "filter"}};
+}
+
+/// Why `item` was filtered with OpenCV although `requested` was `auto`; empty otherwise.
+std::string variant_reason(const ItemReport& item, Variant requested, const std::string& no_gpu_reason) {
+  if (!item.gpu_fallback.empty()) return item.gpu_fallback;
+  if (requested == Variant::automatic && item.variant_used == Variant::opencv)
+    return "no usable CUDA device" + (no_gpu_reason.empty() ? std::string() : ": " + no_gpu_reason);
+  return {};
+}
 
 nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int signal, const batch::Shard& shard,
                             const batch::BatchOptions& options, const StartupTimes& startup) {
@@ -197,6 +229,9 @@ nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int
                      {"reason", item.reason},
                      {"exit_code", static_cast<int>(item.exit_code)},
                      {"device", item.device},
+                     {"variant", item.variant_used ? nlohmann::json(std::string(to_string(*item.variant_used)))
+                                                   : nlohmann::json()},
+                     {"variant_reason", variant_reason(item, options.convolve.variant, startup.no_gpu_reason)},
                      {"timings",
                       {{"read_ms", item.times.read_ms},
                        {"filter_ms", item.times.filter_ms},
@@ -224,7 +259,7 @@ nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int
           {"exit_code", static_cast<int>(exit_code)},
           {"interrupted_by", signal != 0 ? nlohmann::json(signal_name(signal)) : nlohmann::json()},
           {"shard", std::to_string(shard.index) + "/" + std::to_string(shard.count)},
-          {"filter", options.skip_filter ? "none (--no-filter)" : options.filter.origin},
+          {"filter", options.skip_filter ? nlohmann::json("none (--no-filter)") : filter_json(options.filter, options.convolve)},
           {"variant", std::string(to_string(options.convolve.variant))},
           {"jobs", options.jobs},
           {"gpu_threads", options.skip_filter ? 0 : options.filter_threads_per_device},
@@ -249,15 +284,25 @@ void log_outcome(const BatchSummary& summary, bool fail_fast, int signal) {
                summary.skipped, seconds, seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0);
 }
 
+/// The device check that runs beside the first decodes: its time, and why no GPU is usable.
+struct GpuCheck {
+  double ms = 0;
+  std::string no_gpu_reason;  ///< empty: a CUDA device is usable
+};
+
 /// Throws Error{gpu} when `variant` needs a CUDA device and none is usable (every image would
 /// fail the same way); under `auto` it warns, and each image falls back to OpenCV.
-void check_gpu(Variant variant) {
-  std::string no_gpu_reason;
-  if (cuda_device_available(&no_gpu_reason)) return;
-  if (variant != Variant::automatic)
-    throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) + "' needs a CUDA device: " +
-                                    no_gpu_reason + " (use --variant opencv or auto)");
-  spdlog::warn("no usable CUDA device ({}); filtering with OpenCV on the CPU", no_gpu_reason);
+GpuCheck check_gpu(Variant variant) {
+  const auto start = std::chrono::steady_clock::now();
+  GpuCheck check;
+  if (!cuda_device_available(&check.no_gpu_reason)) {
+    if (variant != Variant::automatic)
+      throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) + "' needs a CUDA device: " +
+                                      check.no_gpu_reason + " (use --variant opencv or auto)");
+    spdlog::warn("no usable CUDA device ({}); filtering with OpenCV on the CPU", check.no_gpu_reason);
+  }
+  check.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return check;
 }
 
 }  // namespace
@@ -268,14 +313,8 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   // threads wait for it (BatchOptions::wait_for_gpu), and the no-device error stops the batch
   // before any output is written.
   const bool uses_gpu = !request.no_filter && options.variant != Variant::opencv;
-  std::shared_future<double> gpu_check;  // its milliseconds, for the summary
-  if (uses_gpu) {
-    gpu_check = std::async(std::launch::async, [variant = options.variant] {
-                  const auto start = std::chrono::steady_clock::now();
-                  check_gpu(variant);
-                  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-                }).share();
-  }
+  std::shared_future<GpuCheck> gpu_check;
+  if (uses_gpu) gpu_check = std::async(std::launch::async, check_gpu, options.variant).share();
 
   // From here on SIGINT and SIGTERM only set a flag: the batch stops taking images, lets the
   // writes in flight finish (no temporary file is left), reports, and exits 130 or 143.
@@ -368,7 +407,8 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   if (!request.json_path.empty()) {
     StartupTimes startup;
     startup.startup_ms = std::chrono::duration<double, std::milli>(pipeline_start - process_start).count();
-    if (gpu_check.valid()) startup.gpu_init_ms = gpu_check.get();
+    if (gpu_check.valid()) startup.gpu_init_ms = gpu_check.get().ms;
+    startup.no_gpu_reason = gpu_check.valid() ? gpu_check.get().no_gpu_reason : std::string();
     const std::string text = summary_json(summary, exit_code, signal, shard, batch_options, startup).dump(2) + "\n";
     if (request.json_path == "-") {
       std::cout << text << std::flush;
