@@ -72,7 +72,7 @@ if wants sanitize; then
       --border constant --border-value 7 --alpha keep >> "$log" 2>&1 || rc=$?
     for big in box:61 gaussian:63,20; do  # tiled's 4x coarsened tile; the largest filter
       compute-sanitizer --tool "$tool" --error-exitcode 99 "$CUCONV_BIN" "$CUCONV_SAMPLES/camera_crop_40x48.png" \
-        "$work/$tool-$variant-3.png" --filter "$big" --variant "$variant" --border reflect >> "$log" 2>&1 || rc=$?
+        "$work/$tool-$variant-3.png" --filter "$big" --variant "$variant" --border reflect --overwrite >> "$log" 2>&1 || rc=$?
     done
     echo "$rc" > "$out/sanitize-$tool-$variant.rc"
   }

@@ -20,7 +20,7 @@ cmake --build --preset release -j
 out_dir="$repo_root/build/quickstart"
 out="$out_dir/coffee_gauss5.png"
 mkdir -p "$out_dir"
-build/release/cuconv samples/coffee.png "$out" --filter gauss5 -v
+build/release/cuconv samples/coffee.png "$out" --filter gauss5 -v --overwrite
 
 # cuconv's exit status is checked by set -e; also make sure it really wrote the file.
 if [[ ! -s "$out" ]]; then

@@ -186,6 +186,8 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
 
 void check_output_extension(const std::string& path) {
   const std::string ext = lower_extension(path);
+  if (ext.empty())
+    throw Error(ErrorKind::output, path + ": has no extension to pick the output format (add .png, .tif, .jpg ...)");
   if (find_format(ext) == nullptr || !cv::haveImageWriter(path)) {
     throw Error(ErrorKind::output, path + ": cannot write '" + ext +
                                        "' files (use .png, .tif, .jpg, .bmp, .webp, .pgm/.ppm, .exr or .pfm)");

@@ -558,7 +558,7 @@ TEST_CASE("bad input matrix: outputs that cannot be written exit 4") {
        .names = "@out.jpg", .output = "@out.jpg"},
       {.what = "unknown extension", .code = output, .reason = "cannot write '.xyz' files", .names = "@out.xyz",
        .output = "@out.xyz"},
-      {.what = "no extension", .code = output, .reason = "cannot write '' files", .names = "@out", .output = "@out"},
+      {.what = "no extension", .code = output, .reason = "has no extension to pick the output format", .names = "@out", .output = "@out"},
   };
   if (::geteuid() != 0) {
     rows.push_back({.what = "output folder without write permission", .code = output, .reason = "cannot create a file",

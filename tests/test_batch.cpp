@@ -31,6 +31,8 @@
 using namespace cuconv;
 using namespace cuconv::batch;
 using cuconv::test::bit_equal;
+using cuconv::test::file_names;
+using cuconv::test::is_temp_name;
 using cuconv::test::CommandResult;
 using cuconv::test::kernel_matrix;
 using cuconv::test::random_image;
@@ -38,6 +40,7 @@ using cuconv::test::run_cuconv;
 using cuconv::test::sample;
 using cuconv::test::shell_quote;
 using cuconv::test::TempDir;
+using cuconv::test::write_random_images;
 namespace fs = std::filesystem;
 
 namespace {
@@ -49,42 +52,6 @@ cv::Mat gauss5(const cv::Mat& image) {
   cv::filter2D(image, out, -1, kernel_matrix(f), cv::Point(-1, -1), 0, cv::BORDER_REFLECT_101);
   return out;
 }
-
-/// Writes `count` random RGB images (distinct seeds) named img00.png ... into `dir`; returns
-/// them by file name.
-std::map<std::string, cv::Mat> write_random_images(const fs::path& dir, int count, int size = 48) {
-  fs::create_directories(dir);
-  std::map<std::string, cv::Mat> images;
-  for (int i = 0; i < count; ++i) {
-    char name[32];
-    std::snprintf(name, sizeof name, "img%02d.png", i);
-    cv::Mat image = random_image(size, size + i % 5, CV_8U, 3, 1000 + static_cast<std::uint64_t>(i));
-    REQUIRE(cv::imwrite((dir / name).string(), image));
-    images.emplace(name, image);
-  }
-  return images;
-}
-
-/// Runs a shell command line (pipes, environment, umask) with the cuconv binary as $CUCONV.
-CommandResult run_shell(const std::string& command_line) {
-  TempDir capture;
-  const std::string cmd = "CUCONV=" + shell_quote(cuconv::test::cuconv_binary()) + "; " + command_line + " >" +
-                          shell_quote(capture.file("out")) + " 2>" + shell_quote(capture.file("err"));
-  const int status = std::system(("/bin/sh -c " + shell_quote(cmd)).c_str());
-  CommandResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = cuconv::test::read_file(capture.file("out"));
-  r.err = cuconv::test::read_file(capture.file("err"));
-  return r;
-}
-
-std::set<std::string> file_names(const fs::path& dir) {
-  std::set<std::string> names;
-  for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename().string());
-  return names;
-}
-
-bool is_temp_name(const std::string& name) { return name.starts_with(kTempFilePrefix); }
 
 nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(cuconv::test::read_file(path)); }
 
@@ -399,9 +366,13 @@ TEST_CASE("cli batch: --from a file and from stdin through a pipe, CRLF and blan
   CHECK(file_names(dir.path() / "a") == std::set<std::string>{"img00.png", "img02.png"});
   CHECK(bit_equal(cv::imread(dir.file("a/img02.png"), cv::IMREAD_UNCHANGED), gauss5(images.at("img02.png"))));
 
-  r = run_shell("printf '%s\\r\\n\\n%s\\n' " + shell_quote(dir.file("in/img01.png")) + " " +
-                shell_quote(dir.file("in/img03.png")) + " | \"$CUCONV\" --out-dir " + shell_quote(dir.file("b")) +
-                " --from - " + shell_quote(dir.file("in/img00.png")) + " --filter gauss5 --variant opencv");
+  // Standard input through a pipe (a FIFO a background printf writes into).
+  REQUIRE(::mkfifo(dir.file("fifo").c_str(), 0600) == 0);
+  r = run_cuconv({"--out-dir", dir.file("b"), "--from", "-", dir.file("in/img00.png"), "--filter", "gauss5",
+                  "--variant", "opencv"},
+                 dir.file("fifo"),
+                 "printf '%s\\r\\n\\n%s\\n' " + shell_quote(dir.file("in/img01.png")) + " " +
+                     shell_quote(dir.file("in/img03.png")) + " >" + shell_quote(dir.file("fifo")) + " &");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(file_names(dir.path() / "b") == std::set<std::string>{"img00.png", "img01.png", "img03.png"});
@@ -450,9 +421,9 @@ TEST_CASE("cli batch: shards of one list cover it exactly once (--shard and Slur
   CHECK(std::set<std::string>(written.begin(), written.end()) == file_names(dir.path() / "out"));
 
   // The same partition from a Slurm array --array=1-3 (task 2 is shard 1/3).
-  const auto r = run_shell("SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=1 \"$CUCONV\" --out-dir " +
-                           shell_quote(dir.file("slurm")) + " --filter box3 --variant opencv " + shell_quote(dir.file("in")) +
-                           " --json " + shell_quote(dir.file("slurm.json")));
+  const auto r = run_cuconv({"--out-dir", dir.file("slurm"), "--filter", "box3", "--variant", "opencv", dir.file("in"),
+                             "--json", dir.file("slurm.json")},
+                            "", "export SLURM_ARRAY_TASK_ID=2 SLURM_ARRAY_TASK_COUNT=3 SLURM_ARRAY_TASK_MIN=1");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto slurm = read_json(dir.file("slurm.json"));
@@ -482,6 +453,37 @@ TEST_CASE("cli batch: existing outputs are kept unless --overwrite") {
   CHECK(r.exit_code == 0);
   CHECK(bit_equal(cv::imread(dir.file("out/img00.png"), cv::IMREAD_UNCHANGED), gauss5(images.at("img00.png"))));
   CHECK(file_names(dir.path() / "out") == std::set<std::string>{"img00.png", "img01.png"});
+}
+
+TEST_CASE("overwrite rule: one image refuses an existing output unless --overwrite, as batch mode skips it") {
+  TempDir dir;
+  const auto images = write_random_images(dir.path() / "in", 1);
+  const std::string in = dir.file("in/img00.png");
+  const std::string out = dir.file("out.png");
+  const std::vector<std::string> args{in, out, "--filter", "gauss5", "--variant", "opencv"};
+  std::ofstream(out) << "precious";
+  fs::create_symlink(out, dir.file("link.png"));
+  for (const std::string& target : {out, dir.file("link.png")}) {
+    const auto r = run_cuconv({in, target, "--filter", "gauss5", "--variant", "opencv"});
+    INFO(r.err);
+    CHECK(r.exit_code == static_cast<int>(ExitCode::output));
+    CHECK(r.err.find(target + ": exists") != std::string::npos);
+    CHECK(r.err.find("--overwrite") != std::string::npos);
+    CHECK(cuconv::test::read_file(out) == "precious");
+    CHECK(file_names(dir.path()) == std::set<std::string>{"in", "out.png", "link.png"});  // no temporary file
+  }
+  // --overwrite replaces it, in single-image mode as in batch mode.
+  auto with_overwrite = args;
+  with_overwrite.push_back("--overwrite");
+  auto r = run_cuconv(with_overwrite);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(bit_equal(cv::imread(out, cv::IMREAD_UNCHANGED), gauss5(images.at("img00.png"))));
+  // A new output needs no option.
+  fs::remove(out);
+  r = run_cuconv(args);
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(out));
 }
 
 TEST_CASE("cli batch: an output that is the input is refused (same folder, ./ path, symlink)") {
@@ -578,6 +580,60 @@ TEST_CASE("cli batch: the JSON summary on stdout is valid and complete") {
   CHECK(summary["gpu_threads"] == 2);
 }
 
+TEST_CASE("cli batch: the JSON summary records the variant each image ran with and the full filter spec") {
+  TempDir dir;
+  write_random_images(dir.path() / "in", 2);
+  auto r = run_cuconv({"--out-dir", dir.file("out"), "--filter", "gauss5", "--variant", "opencv", "--border",
+                       "constant", "--border-value", "7", "--delta", "1.5", "--anchor", "1,3", "--depth", "16u",
+                       "--alpha", "keep", "--json", "-", dir.file("in")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto summary = nlohmann::json::parse(r.out);
+  for (const auto& file : summary["files"]) {
+    CHECK(file["variant"] == "opencv");
+    CHECK(file["variant_reason"] == "");
+  }
+  const auto& filter = summary["filter"];
+  const Filter gauss5 = load_filter("gauss5");
+  CHECK(filter["origin"] == gauss5.origin);
+  CHECK(filter["width"] == 5);
+  CHECK(filter["height"] == 5);
+  CHECK(filter["anchor"] == nlohmann::json::array({1, 3}));
+  CHECK(filter["border"] == "constant");
+  CHECK(filter["border_value"] == 7.0);
+  CHECK(filter["delta"] == 1.5);
+  CHECK(filter["offset"] == 0.0);
+  CHECK(filter["depth"] == "16u");
+  CHECK(filter["alpha"] == "keep");
+  REQUIRE(filter["weights"].size() == 5);
+  for (int row = 0; row < 5; ++row)
+    for (int col = 0; col < 5; ++col) CHECK(filter["weights"][row][col] == gauss5.at(row, col));
+  CHECK(summary["variant"] == "opencv");  // as requested
+
+  // `auto`: what really ran, and why it was OpenCV when it was.
+  r = run_cuconv({"--out-dir", dir.file("auto"), "--filter", "gauss5", "--json", "-", dir.file("in")});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  summary = nlohmann::json::parse(r.out);
+  CHECK(summary["variant"] == "auto");
+  std::string no_gpu_reason;
+  const bool gpu = cuda_device_available(&no_gpu_reason);
+  for (const auto& file : summary["files"]) {
+    if (gpu) {
+      CHECK(file["variant"] == "fast");
+      CHECK(file["variant_reason"] == "");
+    } else {
+      CHECK(file["variant"] == "opencv");
+      CHECK(file["variant_reason"] == "no usable CUDA device: " + no_gpu_reason);
+    }
+  }
+  // --no-filter runs no variant.
+  r = run_cuconv({"--out-dir", dir.file("copy"), "--no-filter", "--json", "-", dir.file("in")});
+  REQUIRE(r.exit_code == 0);
+  summary = nlohmann::json::parse(r.out);
+  for (const auto& file : summary["files"]) CHECK(file["variant"].is_null());
+}
+
 TEST_CASE("cli batch: --gpu-threads sets the filter threads per device") {
   TempDir dir;
   write_random_images(dir.path() / "in", 4);
@@ -604,7 +660,7 @@ TEST_CASE("cli batch: option errors exit 2 (or 5 for a GPU variant without a GPU
            {"--out-dir", out, "--filter", "gauss5", in, "--compare"},
            {"--out-dir", out, "--filter", "gauss5"},
            {"--out-dir", out, in},
-           {in, dir.file("single.png"), "--filter", "gauss5", "--overwrite"},
+           {in, dir.file("single.png"), "--filter", "gauss5", "--recursive"},
            {in, dir.file("single.png"), "--filter", "gauss5", "--shard", "0/2"}}) {
     const auto r = run_cuconv(args);
     INFO(args[args.size() - 2], " ", args.back(), ": ", r.err);
@@ -630,8 +686,7 @@ TEST_CASE("cli batch: option errors exit 2 (or 5 for a GPU variant without a GPU
 TEST_CASE("cli batch: outputs get 0666 less the umask, --no-filter copies pixels") {
   TempDir dir;
   const auto images = write_random_images(dir.path() / "in", 2);
-  const auto r = run_shell("umask 002; \"$CUCONV\" --out-dir " + shell_quote(dir.file("out")) + " --no-filter " +
-                           shell_quote(dir.file("in")));
+  const auto r = run_cuconv({"--out-dir", dir.file("out"), "--no-filter", dir.file("in")}, "", "umask 002");
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   for (const auto& [name, image] : images) {
@@ -701,4 +756,69 @@ TEST_CASE("cli batch: a run killed with SIGKILL leaves only complete images (and
     ++final_images;
   }
   CHECK(final_images == static_cast<std::size_t>(kImages));
+}
+
+// ---- the bad-input matrix of batch mode: refused before any work --------------------------------
+
+namespace {
+
+/// Every file under `root`, with its bytes: what a refused run must leave exactly as it was.
+std::map<std::string, std::string> snapshot(const fs::path& root) {
+  std::map<std::string, std::string> files;
+  for (const auto& entry : fs::recursive_directory_iterator(root))
+    if (entry.is_regular_file()) files.emplace(entry.path().string(), cuconv::test::read_file(entry.path()));
+  return files;
+}
+
+struct RefusedCase {
+  std::string what;
+  std::vector<std::string> args;
+  ExitCode code;
+  std::vector<std::string> message;  ///< all of these in stderr: the file and the problem
+};
+
+}  // namespace
+
+TEST_CASE("bad input matrix (batch): missing inputs and outputs without a format are refused before any work") {
+  TempDir dir;
+  write_random_images(dir.path() / "in", 2);
+  fs::copy_file(dir.file("in/img00.png"), dir.file("in/raw"));    // an image without an extension
+  fs::copy_file(dir.file("in/img00.png"), dir.file("in/old.gif"));  // an extension cuconv does not write
+  std::ofstream(dir.file("list.txt")) << dir.file("in/img01.png") << "\n" << dir.file("in/gone.png") << "\n";
+  const std::string out = dir.file("out");
+  const std::vector<std::string> opts{"--filter", "gauss5", "--variant", "opencv"};
+  const auto with = [&](std::vector<std::string> args) {
+    args.insert(args.end(), opts.begin(), opts.end());
+    return args;
+  };
+  const std::vector<RefusedCase> cases{
+      {"missing folder", with({"--out-dir", out, dir.file("nowhere")}), ExitCode::bad_input,
+       {"input '" + dir.file("nowhere") + "' does not exist"}},
+      {"missing file beside a good one", with({"--out-dir", out, dir.file("in/img00.png"), dir.file("in/nope.png")}),
+       ExitCode::bad_input, {"input '" + dir.file("in/nope.png") + "' does not exist"}},
+      {"missing file in a --from list", with({"--out-dir", out, "--from", dir.file("list.txt")}), ExitCode::bad_input,
+       {"input '" + dir.file("in/gone.png") + "'", "list.txt", "does not exist"}},
+      {"input without an extension", with({"--out-dir", out, dir.file("in/raw")}), ExitCode::output,
+       {dir.file("out/raw"), "no extension", "--name"}},
+      {"input whose format cuconv does not write", with({"--out-dir", out, dir.file("in/img00.png"), dir.file("in/old.gif")}),
+       ExitCode::output, {dir.file("out/old.gif"), "cannot write '.gif'"}},
+      {"single image: output without an extension", with({dir.file("in/img00.png"), dir.file("result")}),
+       ExitCode::output, {dir.file("result"), "no extension"}},
+  };
+  const auto before = snapshot(dir.path());
+  for (const RefusedCase& c : cases) {
+    const auto r = run_cuconv(c.args);
+    INFO(c.what, ": ", r.err);
+    CHECK(r.exit_code == static_cast<int>(c.code));
+    for (const std::string& needle : c.message) CHECK(r.err.find(needle) != std::string::npos);
+    CHECK(r.err.find("cannot write ''") == std::string::npos);
+    CHECK_FALSE(fs::exists(out));  // nothing created, not even the output folder
+    CHECK(snapshot(dir.path()) == before);  // inputs unchanged, no output, no temporary file
+    fs::remove_all(out);  // keep one case's failure out of the next
+  }
+  // The format named with --name makes the extensionless input work.
+  const auto r = run_cuconv(with({"--out-dir", out, "--name", "%s.png", dir.file("in/raw")}));
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(file_names(out) == std::set<std::string>{"raw.png"});
 }

@@ -60,7 +60,7 @@ TEST_CASE("cli: opencv variant equals cv::filter2D bit for bit (preset, plain, .
       const cv::Mat img = cv::imread(in, cv::IMREAD_UNCHANGED);
       for (const auto& [border, cv_border] : borders) {
         const std::string out = dir.file("out.png");
-        const auto r = run_cuconv({in, out, "--filter", spec, "--variant", "opencv", "--border", border});
+        const auto r = run_cuconv({in, out, "--filter", spec, "--variant", "opencv", "--border", border, "--overwrite"});
         INFO(spec, " ", in, " ", border, " stderr: ", r.err);
         REQUIRE(r.exit_code == 0);
         CHECK(bit_equal(cv::imread(out, cv::IMREAD_UNCHANGED), filter2d_reference(img, f, cv_border)));

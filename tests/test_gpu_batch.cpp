@@ -79,3 +79,28 @@ TEST_CASE("gpu batch: --devices naming a device that does not exist exits 2 befo
   CHECK(r.err.find("no device " + missing) != std::string::npos);
   CHECK((!std::filesystem::exists(dir.file("out")) || std::filesystem::is_empty(dir.file("out"))));
 }
+
+TEST_CASE("gpu batch: the JSON summary names the variant each image ran with, and why auto fell back") {
+  TempDir dir;
+  const std::vector<std::string> args{"--out-dir", dir.file("out"), "--filter", "gauss5", "--json", "-",
+                                      cuconv::test::sample("camera.png"), cuconv::test::sample("coffee.png")};
+  auto r = run_cuconv(args);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  auto summary = nlohmann::json::parse(r.out);
+  for (const auto& file : summary["files"]) {
+    CHECK(file["variant"] == "fast");  // auto's choice for a centred 5x5 with the same depth in and out
+    CHECK(file["variant_reason"] == "");
+  }
+  // A launch failure (the fault hook) under auto: OpenCV filtered the images, and the summary says why.
+  auto faulty = args;
+  faulty[1] = dir.file("fallback");
+  r = run_cuconv(faulty, "", "export CUCONV_TEST_GPU_FAULT=launch");
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  summary = nlohmann::json::parse(r.out);
+  for (const auto& file : summary["files"]) {
+    CHECK(file["variant"] == "opencv");
+    CHECK(file["variant_reason"].get<std::string>().find("variant fast failed on the GPU") != std::string::npos);
+  }
+}

@@ -34,7 +34,8 @@ TEST_CASE("gpu cli: every variant x border x image type matches cv::filter2D") {
         for (const char* spec : filters) {
           const std::string out = dir.file(std::string("out") + in.out_ext);
           std::vector<std::string> args{sample(in.name), out, "--filter", spec, "--variant",
-                                        std::string(to_string(variant)), "--border", std::string(to_string(border))};
+                                        std::string(to_string(variant)), "--border", std::string(to_string(border)),
+                                        "--overwrite"};
           if (border == Border::constant) args.insert(args.end(), {"--border-value", "100"});
           const auto r = run_cuconv(args);
           INFO(std::string(to_string(variant)), " ", std::string(to_string(border)), " ", std::string(in.name), " ",
@@ -84,7 +85,7 @@ TEST_CASE("gpu cli: explicit variants run on the GPU and -v shows event-timed st
   TempDir dir;
   for (Variant variant : gpu_variants()) {
     const auto r = run_cuconv({sample("astronaut.png"), dir.file("a.png"), "--filter", "gauss7", "--variant",
-                               std::string(to_string(variant)), "-v"});
+                               std::string(to_string(variant)), "-v", "--overwrite"});
     INFO(r.err);
     CHECK(r.exit_code == 0);
     CHECK(r.err.find("variant " + std::string(to_string(variant))) != std::string::npos);

@@ -3,17 +3,25 @@
 // paths and random images.
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
+#include <cuconv/image_io.hpp>
 
 #include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
 
+#include <cerrno>
+#include <csignal>
+#include <cstdio>
 #include <cstdlib>
 #include <filesystem>
 #include <fstream>
+#include <map>
 #include <random>
+#include <set>
 #include <sstream>
 #include <stdexcept>
 #include <string>
 #include <sys/wait.h>
+#include <unistd.h>
 #include <vector>
 
 namespace cuconv::test {
@@ -52,7 +60,8 @@ inline std::string sample(const std::string& name) {
 }
 
 struct CommandResult {
-  int exit_code = -1;
+  int exit_code = -1;  ///< 128 + N when signal N ended the process
+  int signal = 0;      ///< the signal that ended the process; 0 when it exited
   std::string out;
   std::string err;
 };
@@ -70,21 +79,66 @@ inline std::string read_file(const fs::path& p) {
   return ss.str();
 }
 
-/// Runs the cuconv binary with `args`, capturing stdout, stderr and the exit code.
-/// `shell_setup` runs first in the same shell, e.g. "ulimit -v 1000000" to cap its memory.
+/// A cuconv process started in the background: `/bin/sh -c 'SETUP; exec cuconv ARGS'` with stdout
+/// and stderr captured to files (and stdin from a file when given). `exec` makes the shell become
+/// cuconv, so a signal sent to pid() reaches cuconv itself. The one way the tests run the binary:
+/// run_cuconv() below starts one and waits for it.
+class CuconvProcess {
+ public:
+  /// `shell_setup` runs first in the same shell: resource limits (`ulimit -v 1000000`), `umask`,
+  /// `export VAR=value`, a background writer into a FIFO that `stdin_file` names.
+  explicit CuconvProcess(const std::vector<std::string>& args, const std::string& stdin_file = "",
+                         const std::string& shell_setup = "") {
+    std::string cmd = (shell_setup.empty() ? "" : shell_setup + "\n") + "exec " + shell_quote(cuconv_binary());
+    for (const auto& a : args) cmd += " " + shell_quote(a);
+    cmd += " >" + shell_quote(capture_.file("out")) + " 2>" + shell_quote(capture_.file("err"));
+    if (!stdin_file.empty()) cmd += " <" + shell_quote(stdin_file);
+    pid_ = ::fork();
+    if (pid_ < 0) throw std::runtime_error("fork failed");
+    if (pid_ == 0) {
+      // The child starts with the default dispositions, whatever the test runner set.
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+      ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
+      ::_exit(127);
+    }
+  }
+  CuconvProcess(const CuconvProcess&) = delete;
+  CuconvProcess& operator=(const CuconvProcess&) = delete;
+  ~CuconvProcess() {
+    if (pid_ > 0 && !waited_) {
+      ::kill(pid_, SIGKILL);
+      (void)wait();
+    }
+  }
+
+  [[nodiscard]] pid_t pid() const { return pid_; }
+
+  /// Waits for the process; the exit code is 128 + N for a process ended by signal N.
+  CommandResult wait() {
+    int status = 0;
+    while (::waitpid(pid_, &status, 0) < 0 && errno == EINTR) {
+    }
+    waited_ = true;
+    CommandResult r;
+    r.signal = WIFSIGNALED(status) ? WTERMSIG(status) : 0;
+    r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + r.signal;
+    r.out = read_file(capture_.file("out"));
+    r.err = read_file(capture_.file("err"));
+    return r;
+  }
+
+ private:
+  TempDir capture_;
+  pid_t pid_ = -1;
+  bool waited_ = false;
+};
+
+/// Runs the cuconv binary with `args` and waits, capturing stdout, stderr and the exit code
+/// (see CuconvProcess for `stdin_file` and `shell_setup`).
 inline CommandResult run_cuconv(const std::vector<std::string>& args, const std::string& stdin_file = "",
                                 const std::string& shell_setup = "") {
-  TempDir capture;
-  std::string cmd = (shell_setup.empty() ? "" : shell_setup + "; ") + shell_quote(cuconv_binary());
-  for (const auto& a : args) cmd += " " + shell_quote(a);
-  cmd += " >" + shell_quote(capture.file("out")) + " 2>" + shell_quote(capture.file("err"));
-  if (!stdin_file.empty()) cmd += " <" + shell_quote(stdin_file);
-  const int status = std::system(cmd.c_str());
-  CommandResult r;
-  r.exit_code = WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
-  r.out = read_file(capture.file("out"));
-  r.err = read_file(capture.file("err"));
-  return r;
+  return CuconvProcess(args, stdin_file, shell_setup).wait();
 }
 
 /// Every border mode, in documentation order.
@@ -129,6 +183,31 @@ inline cv::Mat random_image(int rows, int cols, int depth, int channels, std::ui
   }
   return m;
 }
+
+/// Writes `count` random RGB images of about size x size pixels (distinct seeds) named
+/// img00.png ... into `dir`; returns them by file name.
+inline std::map<std::string, cv::Mat> write_random_images(const fs::path& dir, int count, int size = 48) {
+  fs::create_directories(dir);
+  std::map<std::string, cv::Mat> images;
+  for (int i = 0; i < count; ++i) {
+    char name[32];
+    std::snprintf(name, sizeof name, "img%02d.png", i);
+    cv::Mat image = random_image(size, size + i % 5, CV_8U, 3, 1000 + static_cast<std::uint64_t>(i));
+    if (!cv::imwrite((dir / name).string(), image)) throw std::runtime_error("cannot write " + (dir / name).string());
+    images.emplace(name, image);
+  }
+  return images;
+}
+
+/// The names of the entries of `dir`.
+inline std::set<std::string> file_names(const fs::path& dir) {
+  std::set<std::string> names;
+  for (const auto& entry : fs::directory_iterator(dir)) names.insert(entry.path().filename().string());
+  return names;
+}
+
+/// Whether `name` is one of write_image_atomic's temporary files.
+inline bool is_temp_name(const std::string& name) { return name.starts_with(kTempFilePrefix); }
 
 /// A random dense filter: weights in [-0.3, 1) scaled to sum 1, so outputs stay in the input's
 /// range and integer rounding is exercised rather than saturation.

@@ -54,6 +54,10 @@ void lower_thread_priority(int steps) noexcept {
 
 constexpr std::string_view kStoppedReason = "not processed: the batch stopped at the first failure (--fail-fast)";
 constexpr std::string_view kNoGpuReason = "not processed: the batch stopped, the GPU is not usable";
+constexpr std::string_view kInterruptedReason = "not processed: the batch was interrupted";
+constexpr std::string_view kExistsReason = "output exists; left unchanged (use --overwrite to replace it)";
+constexpr std::string_view kAppearedReason =
+    "output appeared while this image was processed (another process wrote it); left unchanged";
 
 /// Counts one image the pipeline holds, from the start of its decoding until its Work ends
 /// (written, failed or dropped); moves with the Work through the queues.
@@ -118,18 +122,13 @@ class Pipeline {
   BatchSummary run() {
     const auto start = Clock::now();
     for (std::size_t i = 0; i < items_.size(); ++i) {
-      std::error_code ec;
-      if (!options_.overwrite && std::filesystem::exists(std::filesystem::symlink_status(items_[i].output, ec))) {
-        ++existing_outputs_;
-        finish(i, ItemStatus::skipped, "output exists; left unchanged (use --overwrite to replace it)");
-      } else {
-        todo_.push_back(i);
-      }
+      if (kept_existing(i)) skip_existing(i, kExistsReason);
+      else todo_.push_back(i);
     }
     run_stages();
     if (batch_error_) std::rethrow_exception(batch_error_);
     for (std::size_t i = 0; i < items_.size(); ++i)
-      if (reports_[i].status == ItemStatus::pending) finish(i, ItemStatus::skipped, stopped_reason());
+      if (reports_[i].status == ItemStatus::pending) skip_stopped(i);
 
     BatchSummary summary;
     summary.items = std::move(reports_);
@@ -139,6 +138,9 @@ class Pipeline {
       summary.skipped += r.status == ItemStatus::skipped;
     }
     summary.existing_outputs = existing_outputs_;
+    summary.lost_races = lost_races_;
+    summary.not_started = not_started_;
+    summary.stop_requested = stop_requested_;
     summary.wall_ms = ms_since(start);
     summary.gpu_setup_ms = gpu_setup_ms_;
     summary.peak_images_held = peak_held_images_.load();
@@ -173,10 +175,14 @@ class Pipeline {
 
   void decode_loop() {
     if (!options_.skip_filter) lower_thread_priority(kCodecNiceSteps);
-    while (!stopping_) {
+    while (!halted()) {
       const std::size_t position = next_todo_++;
       if (position >= todo_.size()) return;
       const std::size_t item = todo_[position];
+      if (kept_existing(item)) {  // written meanwhile by another process: no need to decode it
+        skip_existing(item, kAppearedReason, true);
+        continue;
+      }
       started_[item] = Clock::now();
       Work work{item, {}, HeldImage(held_images_, peak_held_images_)};
       const bool decoded = attempt(item, [&] {
@@ -194,7 +200,7 @@ class Pipeline {
       const std::size_t lane = position % lane_devices_.size();
       if (!options_.skip_filter) reports_[item].device = lane_devices_[lane];
       BoundedQueue<Work>& next = options_.skip_filter ? *write_queue_ : *filter_queues_[lane];
-      if (!next.push(std::move(work))) finish(item, ItemStatus::skipped, stopped_reason());
+      if (!next.push(std::move(work))) skip_stopped(item);
     }
   }
 
@@ -223,8 +229,8 @@ class Pipeline {
     }
     while (auto work = filter_queues_[lane]->pop()) {
       const std::size_t item = work->item;
-      if (stopping_) {
-        finish(item, ItemStatus::skipped, stopped_reason());
+      if (halted()) {
+        skip_stopped(item);
         continue;
       }
       const bool filtered = attempt(item, [&] {
@@ -234,9 +240,9 @@ class Pipeline {
         reports_[item].times.upload_ms = result.times.upload_ms;
         reports_[item].times.download_ms = result.times.download_ms;
         reports_[item].gpu_fallback = std::move(result.fallback_reason);
+        reports_[item].variant_used = result.variant_used;
       });
-      if (filtered && !write_queue_->push(std::move(*work)))
-        finish(item, ItemStatus::skipped, stopped_reason());
+      if (filtered && !write_queue_->push(std::move(*work))) skip_stopped(item);
     }
   }
 
@@ -244,22 +250,53 @@ class Pipeline {
     if (!options_.skip_filter) lower_thread_priority(kCodecNiceSteps);
     while (auto work = write_queue_->pop()) {
       const std::size_t item = work->item;
-      if (stopping_) {
-        finish(item, ItemStatus::skipped, stopped_reason());
+      if (halted()) {
+        skip_stopped(item);
         continue;
       }
-      const bool written = attempt(item, [&] {
+      bool lost_race = kept_existing(item);  // no need to encode it
+      const bool written = lost_race || attempt(item, [&] {
         const auto t = Clock::now();
-        write_image_atomic(items_[item].output, work->image, options_.overwrite);
+        try {
+          write_image_atomic(items_[item].output, work->image, options_.overwrite);
+        } catch (const Error&) {
+          // The no-replace publish found the name taken: another process finished first.
+          lost_race = kept_existing(item);
+          if (!lost_race) throw;
+        }
         reports_[item].times.write_ms = ms_since(t);
       });
       work->image.release();
-      if (written) finish(item, ItemStatus::ok);
+      if (lost_race) skip_existing(item, kAppearedReason, true);
+      else if (written) finish(item, ItemStatus::ok);
     }
   }
 
-  /// Why an item was not processed; called once stopping_ is seen (set after batch_error_).
-  std::string stopped_reason() const { return std::string(batch_error_ ? kNoGpuReason : kStoppedReason); }
+  /// Whether the batch takes no more work: a failure under --fail-fast, an unusable GPU, or
+  /// BatchOptions::stop_requested (remembered, so the reason is stable once seen).
+  bool halted() {
+    if (!stop_requested_ && options_.stop_requested && options_.stop_requested()) stop_requested_ = true;
+    return stopping_ || stop_requested_;
+  }
+
+  /// Reports an item the batch stopped before finishing.
+  void skip_stopped(std::size_t item) {
+    const std::string_view reason = batch_error_ ? kNoGpuReason : stopping_ ? kStoppedReason : kInterruptedReason;
+    ++not_started_;
+    finish(item, ItemStatus::skipped, std::string(reason));
+  }
+
+  /// Whether an existing output keeps `item` from being written (no --overwrite).
+  bool kept_existing(std::size_t item) const {
+    std::error_code ec;
+    return !options_.overwrite && std::filesystem::exists(std::filesystem::symlink_status(items_[item].output, ec));
+  }
+
+  void skip_existing(std::size_t item, std::string_view reason, bool appeared = false) {
+    ++existing_outputs_;
+    lost_races_ += appeared;
+    finish(item, ItemStatus::skipped, std::string(reason));
+  }
 
   /// Runs one stage of one item; a failure is recorded and reported, and the batch goes on.
   template <class Step>
@@ -312,9 +349,12 @@ class Pipeline {
   std::size_t threads_per_lane_ = 1;
   std::vector<int> lane_devices_;
   std::vector<std::size_t> todo_;  ///< items to process (existing outputs already skipped)
-  std::size_t existing_outputs_ = 0;
+  std::atomic<std::size_t> existing_outputs_{0};
+  std::atomic<std::size_t> lost_races_{0};
+  std::atomic<std::size_t> not_started_{0};
   std::atomic<std::size_t> next_todo_{0};
   std::atomic<bool> stopping_{false};
+  std::atomic<bool> stop_requested_{false};  ///< BatchOptions::stop_requested returned true
   std::atomic<std::size_t> held_images_{0};       ///< images being decoded, queued, filtered or encoded
   std::atomic<std::size_t> peak_held_images_{0};
   std::vector<std::unique_ptr<BoundedQueue<Work>>> filter_queues_;  ///< one per device

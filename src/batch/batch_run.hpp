@@ -22,6 +22,7 @@
 
 #include <cstddef>
 #include <functional>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -41,6 +42,10 @@ struct BatchOptions {
   /// check that the GPU is usable (CUDA's initialisation takes a while). An exception from it stops
   /// the batch, and run_batch rethrows it after the threads have ended; no output is written.
   std::function<void()> wait_for_gpu;
+  /// Polled by every stage between images: once it returns true (e.g. after SIGINT) no new image
+  /// is started and none is filtered or written any more; writes in progress finish. Those not
+  /// finished are reported as skipped, counted in BatchSummary::not_started. Unset: never.
+  std::function<bool()> stop_requested;
 };
 
 enum class ItemStatus { pending, ok, failed, skipped };
@@ -66,6 +71,7 @@ struct ItemReport {
   ItemTimes times;
   int device = -1;                    ///< the CUDA device it was given to (-1: current / CPU)
   std::string gpu_fallback;           ///< ConvolveResult::fallback_reason: `auto` filtered it with OpenCV
+  std::optional<Variant> variant_used;  ///< ConvolveResult::variant_used; unset when not filtered
 };
 
 struct BatchSummary {
@@ -74,6 +80,11 @@ struct BatchSummary {
   std::size_t failed = 0;
   std::size_t skipped = 0;
   std::size_t existing_outputs = 0;  ///< of the skipped: outputs that existed (no --overwrite)
+  /// Of the skipped: outputs that appeared while this process worked on them (another process
+  /// writing into the same folder published first); counted in existing_outputs too.
+  std::size_t lost_races = 0;
+  std::size_t not_started = 0;       ///< of the skipped: left undone because the batch stopped
+  bool stop_requested = false;       ///< BatchOptions::stop_requested said stop before the end
   double wall_ms = 0;
   /// Most images held at once (decoding, queued, filtering, encoding): at most
   /// 2 x jobs + 3 x (filter threads), however many inputs there are.
@@ -88,9 +99,12 @@ struct BatchSummary {
 using ItemObserver = std::function<void(const ItemReport& item, std::size_t done, std::size_t total)>;
 
 /// Processes `items`. An existing output is left alone and reported as skipped unless
-/// `overwrite`; a failing item is reported and the others go on, unless `fail_fast`, which stops
-/// scheduling at the first failure and reports what was not finished as skipped. No output is
-/// ever partial (write_image_atomic). Throws only when the pipeline itself cannot start, or what
+/// `overwrite`: checked before the work, again before each image is decoded and encoded, and
+/// atomically when the result is published, so that two processes writing into one folder each
+/// write an output at most once and the loser reports it as skipped. A failing item is reported
+/// and the others go on, unless `fail_fast`, which stops scheduling at the first failure and
+/// reports what was not finished as skipped (as `stop_requested` does). No output is ever
+/// partial (write_image_atomic). Throws only when the pipeline itself cannot start, or what
 /// `options.wait_for_gpu` threw.
 [[nodiscard]] BatchSummary run_batch(const std::vector<BatchItem>& items, const BatchOptions& options,
                                      const ItemObserver& on_item_done = {});

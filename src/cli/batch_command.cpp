@@ -3,6 +3,7 @@
 // line on a terminal, the JSON summary).
 #include "cli/batch_command.hpp"
 
+#include "cli/interrupt.hpp"
 #include "batch/batch_plan.hpp"
 #include "batch/batch_run.hpp"
 #include "whole_number.hpp"
@@ -22,6 +23,7 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <set>
 #include <string_view>
 #include <thread>
 
@@ -81,9 +83,16 @@ class ProgressLine {
   bool drawn_ = false;
 };
 
+/// A path the user named: on the command line, or in a --from list.
+struct NamedInput {
+  std::string path;
+  std::string list;  ///< the --from list that named it; empty: the command line
+};
+
 /// The named inputs plus those of every --from list.
-std::vector<std::string> named_inputs(const BatchRequest& request) {
-  std::vector<std::string> named = request.inputs;
+std::vector<NamedInput> named_inputs(const BatchRequest& request) {
+  std::vector<NamedInput> named;
+  for (const std::string& path : request.inputs) named.push_back({path, {}});
   for (const std::string& list : request.from_lists) {
     std::vector<std::string> paths;
     if (list == "-") {
@@ -95,9 +104,40 @@ std::vector<std::string> named_inputs(const BatchRequest& request) {
       if (!in) throw Error(ErrorKind::bad_input, "--from " + list + ": cannot read the list of paths");
       paths = batch::read_path_list(in);
     }
-    named.insert(named.end(), paths.begin(), paths.end());
+    for (std::string& path : paths) named.push_back({std::move(path), list == "-" ? "standard input" : list});
   }
   return named;
+}
+
+/// Throws Error{bad_input} naming the first input that does not exist (and counting the others):
+/// a mistyped folder or a stale list is reported before anything is created.
+void check_inputs_exist(const std::vector<NamedInput>& named) {
+  const NamedInput* first = nullptr;
+  std::size_t missing = 0;
+  for (const NamedInput& input : named) {
+    std::error_code ec;
+    if (fs::exists(input.path, ec)) continue;
+    if (first == nullptr) first = &input;
+    ++missing;
+  }
+  if (first == nullptr) return;
+  std::string message = "input '" + first->path + "'" + (first->list.empty() ? "" : " (listed in " + first->list + ")") +
+                        " does not exist";
+  if (missing > 1) message += "; " + std::to_string(missing - 1) + " more named input(s) do not exist either";
+  throw Error(ErrorKind::bad_input, message);
+}
+
+/// Throws Error{output} unless every output's extension names a format cuconv writes; without an
+/// extension (an input without one, kept by a --name without one) it says so and how to name one.
+void check_output_names(const std::vector<batch::BatchItem>& items) {
+  std::set<std::string> checked;  // each extension once
+  for (const batch::BatchItem& item : items) {
+    const std::string extension = fs::path(item.output).extension().string();
+    if (extension.empty())
+      throw Error(ErrorKind::output, item.output + ": has no extension to pick the output format (the input " +
+                                         item.input + " has none): name one with --name, e.g. --name '%s.png'");
+    if (checked.insert(extension).second) check_output_extension(item.output);
+  }
 }
 
 /// --devices: "all" or a comma-separated list of device indices. `uses_gpu` false (the opencv
@@ -141,14 +181,46 @@ void prepare_out_dir(const std::string& out_dir) {
   if (!fs::is_directory(out_dir, ec)) throw Error(ErrorKind::output, out_dir + ": not a folder");
 }
 
-/// Where the time before the pipeline went.
+/// Where the time before the pipeline went, and what it found out.
 struct StartupTimes {
   double startup_ms = 0;   ///< from main() to the pipeline's start: options, filter, input listing
   double gpu_init_ms = 0;  ///< CUDA's initialisation (the device check), beside the above and the first decodes
+  std::string no_gpu_reason;  ///< why `auto` filters with OpenCV; empty when a GPU is usable
 };
 
-nlohmann::json summary_json(const BatchSummary& summary, const batch::Shard& shard, const batch::BatchOptions& options,
-                            const StartupTimes& startup) {
+/// The filter as it was applied: where it came from, its weights, and every option that shapes
+/// the result, so that a summary says exactly what each output is.
+nlohmann::json filter_json(const Filter& filter, const ConvolveOptions& options) {
+  nlohmann::json rows = nlohmann::json::array();
+  for (int r = 0; r < filter.height; ++r) {
+    nlohmann::json row = nlohmann::json::array();
+    for (int c = 0; c < filter.width; ++c) row.push_back(filter.at(r, c));
+    rows.push_back(std::move(row));
+  }
+  return {{"origin", filter.origin},
+          {"width", filter.width},
+          {"height", filter.height},
+          {"anchor", {options.anchor_x >= 0 ? options.anchor_x : filter.resolved_anchor_x(),
+                      options.anchor_y >= 0 ? options.anchor_y : filter.resolved_anchor_y()}},
+          {"offset", filter.offset},
+          {"weights", rows},
+          {"border", std::string(to_string(options.border))},
+          {"border_value", options.border_value},
+          {"depth", std::string(to_string(options.depth))},
+          {"delta", options.delta},
+          {"alpha", options.keep_alpha ? "keep" : "filter"}};
+}
+
+/// Why `item` was filtered with OpenCV although `requested` was `auto`; empty otherwise.
+std::string variant_reason(const ItemReport& item, Variant requested, const std::string& no_gpu_reason) {
+  if (!item.gpu_fallback.empty()) return item.gpu_fallback;
+  if (requested == Variant::automatic && item.variant_used == Variant::opencv)
+    return "no usable CUDA device" + (no_gpu_reason.empty() ? std::string() : ": " + no_gpu_reason);
+  return {};
+}
+
+nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int signal, const batch::Shard& shard,
+                            const batch::BatchOptions& options, const StartupTimes& startup) {
   nlohmann::json files = nlohmann::json::array();
   for (const ItemReport& item : summary.items) {
     files.push_back({{"input", item.input},
@@ -157,6 +229,9 @@ nlohmann::json summary_json(const BatchSummary& summary, const batch::Shard& sha
                      {"reason", item.reason},
                      {"exit_code", static_cast<int>(item.exit_code)},
                      {"device", item.device},
+                     {"variant", item.variant_used ? nlohmann::json(std::string(to_string(*item.variant_used)))
+                                                   : nlohmann::json()},
+                     {"variant_reason", variant_reason(item, options.convolve.variant, startup.no_gpu_reason)},
                      {"timings",
                       {{"read_ms", item.times.read_ms},
                        {"filter_ms", item.times.filter_ms},
@@ -172,25 +247,35 @@ nlohmann::json summary_json(const BatchSummary& summary, const batch::Shard& sha
             {"ok", summary.ok},
             {"failed", summary.failed},
             {"skipped", summary.skipped},
+            {"existing_outputs", summary.existing_outputs},
+            {"written_by_another_process", summary.lost_races},
+            {"not_started", summary.not_started},
             {"wall_ms", summary.wall_ms},
             {"startup_ms", startup.startup_ms},
             {"gpu_init_ms", startup.gpu_init_ms},
             {"gpu_setup_ms", summary.gpu_setup_ms},
             {"peak_images_held", summary.peak_images_held},
             {"images_per_s", seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0}}},
-          {"exit_code", static_cast<int>(summary.exit_code)},
+          {"exit_code", static_cast<int>(exit_code)},
+          {"interrupted_by", signal != 0 ? nlohmann::json(signal_name(signal)) : nlohmann::json()},
           {"shard", std::to_string(shard.index) + "/" + std::to_string(shard.count)},
-          {"filter", options.skip_filter ? "none (--no-filter)" : options.filter.origin},
+          {"filter", options.skip_filter ? nlohmann::json("none (--no-filter)") : filter_json(options.filter, options.convolve)},
           {"variant", std::string(to_string(options.convolve.variant))},
           {"jobs", options.jobs},
           {"gpu_threads", options.skip_filter ? 0 : options.filter_threads_per_device},
           {"devices", options.devices}};
 }
 
-void log_outcome(const BatchSummary& summary, bool fail_fast) {
+void log_outcome(const BatchSummary& summary, bool fail_fast, int signal) {
   if (summary.existing_outputs > 0)
-    spdlog::warn("{} output(s) already existed and were left unchanged (use --overwrite to replace them)",
-                 summary.existing_outputs);
+    spdlog::warn("{} output(s) already existed and were left unchanged (use --overwrite to replace them){}",
+                 summary.existing_outputs,
+                 summary.lost_races > 0
+                     ? fmt::format("; {} of them were written by another process while this one ran", summary.lost_races)
+                     : std::string());
+  if (signal != 0)
+    spdlog::warn("interrupted by {}: {} written, {} not started; run the same command again to finish",
+                 signal_name(signal), summary.ok, summary.not_started);
   if (summary.failed > 0)
     spdlog::error("{} of {} input(s) failed{}", summary.failed, summary.items.size(),
                   fail_fast ? "; stopped at the first failure (--fail-fast)" : "");
@@ -199,15 +284,25 @@ void log_outcome(const BatchSummary& summary, bool fail_fast) {
                summary.skipped, seconds, seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0);
 }
 
+/// The device check that runs beside the first decodes: its time, and why no GPU is usable.
+struct GpuCheck {
+  double ms = 0;
+  std::string no_gpu_reason;  ///< empty: a CUDA device is usable
+};
+
 /// Throws Error{gpu} when `variant` needs a CUDA device and none is usable (every image would
 /// fail the same way); under `auto` it warns, and each image falls back to OpenCV.
-void check_gpu(Variant variant) {
-  std::string no_gpu_reason;
-  if (cuda_device_available(&no_gpu_reason)) return;
-  if (variant != Variant::automatic)
-    throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) + "' needs a CUDA device: " +
-                                    no_gpu_reason + " (use --variant opencv or auto)");
-  spdlog::warn("no usable CUDA device ({}); filtering with OpenCV on the CPU", no_gpu_reason);
+GpuCheck check_gpu(Variant variant) {
+  const auto start = std::chrono::steady_clock::now();
+  GpuCheck check;
+  if (!cuda_device_available(&check.no_gpu_reason)) {
+    if (variant != Variant::automatic)
+      throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) + "' needs a CUDA device: " +
+                                      check.no_gpu_reason + " (use --variant opencv or auto)");
+    spdlog::warn("no usable CUDA device ({}); filtering with OpenCV on the CPU", check.no_gpu_reason);
+  }
+  check.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  return check;
 }
 
 }  // namespace
@@ -218,31 +313,31 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   // threads wait for it (BatchOptions::wait_for_gpu), and the no-device error stops the batch
   // before any output is written.
   const bool uses_gpu = !request.no_filter && options.variant != Variant::opencv;
-  std::shared_future<double> gpu_check;  // its milliseconds, for the summary
-  if (uses_gpu) {
-    gpu_check = std::async(std::launch::async, [variant = options.variant] {
-                  const auto start = std::chrono::steady_clock::now();
-                  check_gpu(variant);
-                  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
-                }).share();
-  }
+  std::shared_future<GpuCheck> gpu_check;
+  if (uses_gpu) gpu_check = std::async(std::launch::async, check_gpu, options.variant).share();
 
-  const std::vector<std::string> named = named_inputs(request);
+  // From here on SIGINT and SIGTERM only set a flag: the batch stops taking images, lets the
+  // writes in flight finish (no temporary file is left), reports, and exits 130 or 143.
+  const InterruptGuard interrupts;
+
+  // Everything that can be checked without reading an image is checked here, before the output
+  // folder or any file is created.
+  const std::vector<NamedInput> named = named_inputs(request);
   if (named.empty()) throw Error(ErrorKind::usage, "no inputs: name images or directories, or use --from FILE");
-  const std::vector<std::string> inputs = batch::collect_inputs(named, request.recursive);
+  check_inputs_exist(named);
+  std::vector<std::string> named_paths;
+  for (const NamedInput& input : named) named_paths.push_back(input.path);
+  const std::vector<std::string> inputs = batch::collect_inputs(named_paths, request.recursive);
   if (inputs.empty()) throw Error(ErrorKind::bad_input, "no images found in the directories given");
 
   batch::check_name_template(request.name_template, inputs.size());
-  if (batch::template_has_extension(request.name_template))  // the same format for all: check it once, now
-    check_output_extension(batch::output_name(request.name_template, inputs.front()));
-  prepare_out_dir(request.out_dir);
   const std::vector<batch::BatchItem> all_items = batch::plan_outputs(inputs, request.out_dir, request.name_template);
-
   const batch::Shard shard = !request.shard.empty()
                                  ? batch::parse_shard(request.shard)
                                  : batch::slurm_array_shard(std::getenv).value_or(batch::Shard{});
   const std::vector<batch::BatchItem> items = batch::select_shard(all_items, shard);
   spdlog::info("{} input(s); shard {}/{}: {} of them", all_items.size(), shard.index, shard.count, items.size());
+  check_output_names(items);
   for (const batch::BatchItem& item : items) check_not_same_file(item.input, item.output);
 
   batch::BatchOptions batch_options;
@@ -256,6 +351,12 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   if (request.gpu_threads > 0) batch_options.filter_threads_per_device = request.gpu_threads;
   batch_options.devices = parse_devices(request.devices, uses_gpu);
   if (uses_gpu) batch_options.wait_for_gpu = [gpu_check] { gpu_check.get(); };
+
+  if (const int signal = received_signal(); signal != 0) {
+    spdlog::warn("interrupted by {} before any work; nothing written", signal_name(signal));
+    return interrupted_exit_code(signal);
+  }
+  prepare_out_dir(request.out_dir);
 
   // Opened before the work, so an unwritable summary path fails before any image is processed.
   std::ofstream json_file;
@@ -282,6 +383,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     }
     progress.update(done);
   };
+  batch_options.stop_requested = [] { return received_signal() != 0; };
   const auto pipeline_start = std::chrono::steady_clock::now();
   const BatchSummary summary = [&] {
     try {
@@ -297,20 +399,24 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     }
   }();
   progress.finish();
-  log_outcome(summary, request.fail_fast);
+  // A signal that came after the last image still ends the process as interrupted.
+  const int signal = received_signal();
+  const ExitCode exit_code = signal != 0 ? interrupted_exit_code(signal) : summary.exit_code;
+  log_outcome(summary, request.fail_fast, signal);
 
   if (!request.json_path.empty()) {
     StartupTimes startup;
     startup.startup_ms = std::chrono::duration<double, std::milli>(pipeline_start - process_start).count();
-    if (gpu_check.valid()) startup.gpu_init_ms = gpu_check.get();
-    const std::string text = summary_json(summary, shard, batch_options, startup).dump(2) + "\n";
+    if (gpu_check.valid()) startup.gpu_init_ms = gpu_check.get().ms;
+    startup.no_gpu_reason = gpu_check.valid() ? gpu_check.get().no_gpu_reason : std::string();
+    const std::string text = summary_json(summary, exit_code, signal, shard, batch_options, startup).dump(2) + "\n";
     if (request.json_path == "-") {
       std::cout << text << std::flush;
     } else if (!(json_file << text << std::flush)) {
       throw Error(ErrorKind::output, request.json_path + ": cannot write the JSON summary");
     }
   }
-  return summary.exit_code;
+  return exit_code;
 }
 
 }  // namespace cuconv::cli

@@ -94,8 +94,6 @@ std::vector<CLI::Option*> add_batch_options(CLI::App& app, BatchRequest& request
                      "I/N: take the inputs whose sorted position is I modulo N (default: from "
                      "SLURM_ARRAY_TASK_ID/COUNT)")
           ->group(group),
-      app.add_flag("--overwrite", request.overwrite, "replace existing outputs (default: leave them, report skipped)")
-          ->group(group),
       app.add_flag("--fail-fast", request.fail_fast, "stop at the first failing input, exit with its code")
           ->group(group),
       app.add_flag("--no-filter", request.no_filter,
@@ -209,6 +207,8 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   app.add_option("--bench", req.bench_runs,
                  "also time the GPU kernel N more times: median ms, GB/s and % of a device-to-device copy")
       ->check(CLI::Range(1, 100000));
+  app.add_flag("--overwrite", req.overwrite,
+               "replace an existing output (default: never; one image: refused, exit 4; batch: skipped)");
   const std::vector<CLI::Option*> batch_only = add_batch_options(app, batch);
 
   try {
@@ -242,6 +242,7 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
     if (req.compare)
       throw Error(ErrorKind::usage, "--compare works on one image (cuconv INPUT OUTPUT), not with --out-dir");
     batch.quiet = req.quiet;
+    batch.overwrite = req.overwrite;
     batch.max_pixels = req.max_pixels;
     command.action = Action::filter_batch;
   } else {

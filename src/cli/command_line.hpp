@@ -36,6 +36,7 @@ struct CliRequest {
   bool compare = false;
   bool json = false;
   int bench_runs = 0;
+  bool overwrite = false;  ///< --overwrite: replace an existing output (both modes)
 };
 
 /// The batch options as parsed from argv.

@@ -2,6 +2,7 @@
 // reports. src/cli/ is the only place that knows about argv, CLI11, spdlog and exit codes.
 #include "cli/batch_command.hpp"
 #include "cli/command_line.hpp"
+#include "cli/interrupt.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
@@ -19,6 +20,7 @@
 #include <chrono>
 #include <cstdlib>
 #include <cstdio>
+#include <filesystem>
 #include <iostream>
 #include <string>
 
@@ -67,6 +69,12 @@ nlohmann::json comparison_json(const cuconv::ComparisonStats& s, const cuconv::C
 ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   const cuconv::Filter filter = cuconv::load_filter(req.filter_spec);
   cuconv::check_not_same_file(req.input, req.output);
+  // An existing output file is never replaced without --overwrite, as in batch mode (a folder
+  // or a device at that name gets check_output_format's own message).
+  std::error_code ec;
+  const auto output_status = std::filesystem::symlink_status(req.output, ec);
+  if (!req.overwrite && (std::filesystem::is_regular_file(output_status) || std::filesystem::is_symlink(output_status)))
+    throw cuconv::Error(ErrorKind::output, req.output + ": exists; left unchanged (use --overwrite to replace it)");
 
   auto t = std::chrono::steady_clock::now();
   const cv::Mat image = cuconv::read_image(req.input, {req.max_pixels});
@@ -139,8 +147,18 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   }
 
   t = std::chrono::steady_clock::now();
-  cuconv::write_image_atomic(req.output, result.image);
+  {
+    // The temporary file exists only inside write_image_atomic: SIGINT/SIGTERM wait for it to be
+    // renamed or removed (before and after, the default action leaves nothing behind).
+    const cuconv::cli::InterruptGuard interrupts;
+    cuconv::write_image_atomic(req.output, result.image, req.overwrite);
+  }
   spdlog::info("wrote {} in {:.2f} ms", req.output, elapsed_ms(t));
+  if (const int signal = cuconv::cli::received_signal(); signal != 0) {
+    spdlog::warn("interrupted by {} while writing {}; the file was finished", cuconv::cli::signal_name(signal),
+                 req.output);
+    return cuconv::cli::interrupted_exit_code(signal);
+  }
   return code;
 }
 
