@@ -30,17 +30,6 @@ using cuconv::test::sample;
 
 namespace {
 
-int cv_border(Border b) {
-  switch (b) {
-    case Border::reflect101: return cv::BORDER_REFLECT_101;
-    case Border::reflect: return cv::BORDER_REFLECT;
-    case Border::replicate: return cv::BORDER_REPLICATE;
-    case Border::constant: return cv::BORDER_CONSTANT;
-    case Border::wrap: return cv::BORDER_WRAP;
-  }
-  return cv::BORDER_REFLECT_101;
-}
-
 double saturate(double v, int depth) {
   switch (depth) {
     case CV_8U: return std::clamp(v, 0.0, 255.0);
@@ -58,7 +47,7 @@ cv::Mat exact_sum(const cv::Mat& src, const Filter& f, int anchor_x, int anchor_
   src.convertTo(wide, CV_MAKETYPE(CV_64F, src.channels()));
   cv::Mat padded;
   cv::copyMakeBorder(wide, padded, anchor_y, f.height - 1 - anchor_y, anchor_x, f.width - 1 - anchor_x,
-                     cv_border(border), cv::Scalar::all(border_value));
+                     cuconv::test::opencv_border_code(border), cv::Scalar::all(border_value));
   const int channels = src.channels();
   cv::Mat out(src.rows, src.cols, CV_MAKETYPE(out_depth, channels));
   cv::Mat exact(src.rows, src.cols, CV_MAKETYPE(CV_64F, channels));
