@@ -144,7 +144,9 @@ TEST_CASE("gpu separable: inexact rank-1 filters on 8-bit input meet the pass ru
                                    "x" + std::to_string(channels) + " out depth " + std::to_string(out_depth) +
                                    " " + std::string(to_string(border));
           const Variant ran = check_exact(src, f, o, what);
-          if (o.anchor_x < 0) {
+          // auto runs fast for a centred filter with the same pixel type in and out; other output
+          // depths take a dense variant and are still judged against the exact sum.
+          if (o.anchor_x < 0 && out_depth == CV_8U) {
             REQUIRE(takes_separable(f, CV_8U, out_depth, 0.0));
             CHECK(ran == Variant::fast);
             ++separable_runs;
@@ -153,7 +155,7 @@ TEST_CASE("gpu separable: inexact rank-1 filters on 8-bit input meet the pass ru
       }
     }
   }
-  CHECK(separable_runs > 250);
+  CHECK(separable_runs > 90);
 }
 
 TEST_CASE("gpu separable: real photos and flat areas at every byte value stay within the rule") {
