@@ -24,9 +24,9 @@ set(CPACK_DEBIAN_PACKAGE_NAME cuconv)
 set(CPACK_DEBIAN_FILE_NAME DEB-DEFAULT)   # cuconv_<version>_<arch>.deb
 set(CPACK_DEBIAN_PACKAGE_SECTION graphics)
 set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
-# Packages the binary needs that dpkg-shlibdeps cannot see (it reads only DT_NEEDED). The exiv2
-# metadata support adds its runtime here once cuconv links it (libexiv2-27), unless the
-# shlibdeps run already lists it.
+# Packages the binary needs that dpkg-shlibdeps cannot see (it reads only DT_NEEDED entries).
+# >>> exiv2: once cuconv links libexiv2, dpkg-shlibdeps adds libexiv2-27 by itself and nothing
+# >>> is needed here; only a library loaded with dlopen must be named in this list.
 set(CUCONV_DEB_EXTRA_DEPENDS "" CACHE STRING "Extra Depends of the .deb, comma-separated")
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "${CUCONV_DEB_EXTRA_DEPENDS}")
 set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion")
