@@ -12,8 +12,16 @@ out_dir="$2"
 mkdir -p "$out_dir"
 
 help="$("$bin" --help)"
-presets="$("$bin" --list-filters | awk '$1 !~ /:/ && $1 ~ /^[A-Za-z0-9_.-]+$/ { printf "%s ", $1 }')"
+# Presets: the first word of each --list-filters line that `cuconv --show-filter` accepts as a
+# name (run in an empty folder, so that no file of that name can answer instead); headings fail.
+empty_dir="$(mktemp -d "${TMPDIR:-/tmp}/cuconv-completions.XXXXXX")"
+trap 'rm -rf "$empty_dir"' EXIT
+presets=""
+for word in $("$bin" --list-filters | awk '$1 !~ /:/ && $1 ~ /^[A-Za-z0-9_.-]+$/ { print $1 }'); do
+  if (cd "$empty_dir" && "$bin" --show-filter "$word" >/dev/null 2>&1); then presets+="$word "; fi
+done
 presets="${presets% }"
+[[ -n "$presets" ]] || { echo "gen-completions: no preset names in '$bin --list-filters'" >&2; exit 1; }
 
 # One line per option: NAMES, KIND, CHOICES, DESCRIPTION separated by \037 (not whitespace, so
 # an empty field stays a field for `read`), NAMES comma-separated.

@@ -2,7 +2,8 @@
 # CI check of `cmake --install`: installs an existing build into a fresh prefix, checks the tree
 # (binary, headers, library, CMake package, man page, completions, presets), then configures,
 # builds and runs tests/consumer against it with find_package(cuconv) and runs the installed
-# binary on a sample.
+# binary on a sample. Last, configures tests/consumer/subproject: cuconv under add_subdirectory
+# builds no tests, benchmarks or tools.
 #   scripts/test-install.sh [BUILD_DIR]     (default build/ci; build it first: scripts/test.sh)
 set -euo pipefail
 
@@ -46,4 +47,8 @@ cmake --build "$work/consumer"
 "$prefix/bin/cuconv" --version
 "$prefix/bin/cuconv" "$repo_root/samples/camera.png" "$work/camera_gauss5.png" --filter gauss5 -q
 [[ -s "$work/camera_gauss5.png" ]] || { echo "test-install: installed cuconv wrote nothing" >&2; exit 1; }
-echo "test-install: OK (prefix tree, find_package(cuconv) consumer, installed binary)"
+
+cmake -S "$repo_root/tests/consumer/subproject" -B "$work/subproject" -G Ninja \
+      -DCUCONV_SOURCE_DIR="$repo_root" -DCMAKE_CUDA_ARCHITECTURES=90 >"$work/subproject.log" ||
+  { cat "$work/subproject.log" >&2; echo "test-install: cuconv as a subproject failed to configure" >&2; exit 1; }
+echo "test-install: OK (prefix tree, find_package(cuconv) consumer, installed binary, subproject)"
