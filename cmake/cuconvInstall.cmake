@@ -18,8 +18,7 @@ install(FILES ${cuconv_preset_files} DESTINATION ${CUCONV_INSTALL_FILTERDIR} COM
 # The library: a static archive (device code compiled without relocatable device code, so a
 # consumer links it with its host linker and needs no CUDA language of its own).
 install(TARGETS cuconv_core EXPORT cuconvTargets
-        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development
-        INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+        ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development)
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/cuconv" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         COMPONENT Development FILES_MATCHING PATTERN "*.hpp")
 install(FILES "${PROJECT_BINARY_DIR}/generated/cuconv/version.hpp"
