@@ -6,7 +6,8 @@
 #   EXIT STATUS (those two sections are written by hand in packaging/cuconv.h2m);
 # - the bash completion, run as bash runs it, offers every option, every --variant/--border
 #   value, the presets for --filter and files for the positionals;
-# - the zsh completion parses (when zsh is installed) and names every long option.
+# - the zsh completion, run by an interactive zsh (when zsh is installed; else read as text),
+#   offers the same.
 # The option list is read here with its own pattern, not with the generator's parser.
 set -euo pipefail
 bin="$1" man_page="$2" bash_comp="$3" zsh_comp="$4" error_hpp="$5"
@@ -71,16 +72,34 @@ done
 grep -qx "picture-one.png" <<<"$(complete_words pic)" || fail "bash completion does not complete file names"
 grep -qx "picture-one.png" <<<"$(complete_words --filter pic)" || fail "bash completion of --filter does not complete files"
 
-# ---- zsh completion --------------------------------------------------------------------------
+# ---- zsh completion, run by an interactive zsh (when zsh is installed) ---------------------
 if command -v zsh >/dev/null 2>&1; then
   zsh -n "$zsh_comp" || fail "zsh completion does not parse"
+  here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
+  zsh_dir="$(cd "$(dirname "$zsh_comp")" && pwd)"
+  zsh_offers() { (cd "$scratch" && timeout 60 zsh -f "$here/zsh-matches.zsh" "$zsh_dir" "cuconv $*"); }
+  offered="$(zsh_offers -)"
+  for opt in "${options[@]}"; do
+    grep -qx -- "$opt" <<<"$offered" || fail "zsh completion does not offer $opt"
+  done
+  for pair in "--border:$borders" "--variant:$variants"; do
+    offered="$(zsh_offers "${pair%%:*} ")"
+    for v in ${pair#*:}; do
+      grep -qx -- "$v" <<<"$offered" || fail "zsh completion of ${pair%%:*} lacks '$v'"
+    done
+  done
+  offered="$(zsh_offers --filter gauss)"
+  for p in $("$bin" --list-filters | awk '$1 ~ /^gauss[0-9]/ { print $1 }'); do
+    grep -qx "$p" <<<"$offered" || fail "zsh completion of '--filter gauss' lacks preset $p"
+  done
+  grep -qx "picture-one.png" <<<"$(zsh_offers pic)" || fail "zsh completion does not complete file names"
 else
-  echo "check-docs: zsh not installed: zsh completion checked by text only"
+  echo "check-docs: zsh is not installed: the zsh completion is checked as text only"
+  for opt in "${options[@]}"; do
+    [[ "$opt" == --* ]] || continue
+    grep -qF -- "$opt" "$zsh_comp" || fail "zsh completion lacks $opt"
+  done
 fi
-for opt in "${options[@]}"; do
-  [[ "$opt" == --* ]] || continue
-  grep -qF -- "$opt" "$zsh_comp" || fail "zsh completion lacks $opt"
-done
 
 if (( failures > 0 )); then
   echo "check-docs: $failures problem(s)" >&2
