@@ -10,7 +10,9 @@
 #   offers the same.
 # The option list is read here with its own pattern, not with the generator's parser.
 set -euo pipefail
-bin="$1" man_page="$2" bash_comp="$3" zsh_comp="$4" error_hpp="$5"
+absolute() { echo "$(cd "$(dirname "$1")" && pwd)/$(basename "$1")"; }
+bin="$(absolute "$1")" man_page="$(absolute "$2")" bash_comp="$(absolute "$3")"
+zsh_comp="$(absolute "$4")" error_hpp="$(absolute "$5")"
 
 failures=0
 fail() { echo "check-docs: $*" >&2; failures=$((failures + 1)); }
@@ -23,8 +25,7 @@ mapfile -t options < <(grep -E '^ +-' <<<"$help" | sed -E 's/^ +//; s/ .*//' | t
 (( ${#options[@]} >= 10 )) || fail "only ${#options[@]} options found in --help: ${options[*]}"
 choices_of() { grep -E -- "^ +(-[a-z],)?$1 " <<<"$help" | grep -oE '\{[^}]*\}' | tr -d '{}' | tr ',' ' '; }
 borders="$(choices_of --border)"
-variants="$(choices_of --variant)"
-[[ -n "$borders" && -n "$variants" ]] || fail "--help lists no values for --border or --variant"
+[[ -n "$borders" && -n "$(choices_of --variant)" ]] || fail "--help lists no values for --border or --variant"
 
 # ---- man page: roff with \- and font escapes removed ----------------------------------------
 man_text="$(sed -E 's/\\-/-/g; s/\\f[BIRP]//g; s/\\\(mu/x/g' "$man_page")"
@@ -46,53 +47,47 @@ for c in $codes; do
   grep -qE "^\.B $c(,|$)" <<<"$exit_section" || fail "man page EXIT STATUS has no entry for exit code $c"
 done
 
-# ---- bash completion, called as bash calls it ------------------------------------------------
+# ---- completions, run as the shells run them ---------------------------------------------------
 scratch="$(mktemp -d "${TMPDIR:-/tmp}/cuconv-docs.XXXXXX")"
 trap 'rm -rf "$scratch"' EXIT
 touch "$scratch/picture-one.png"
-complete_words() {  # complete_words WORD... : COMPREPLY for the last word, one per line
+gauss_presets="$("$bin" --list-filters | awk '$1 ~ /^gauss[0-9]/ { print $1 }')"
+[[ -n "$gauss_presets" ]] || fail "--list-filters lists no gauss presets"
+
+# check_completion SHELL OFFERS: OFFERS WORD... prints, one per line, what SHELL's completion
+# offers for `cuconv WORD...` (the last word is the one being completed).
+check_completion() {
+  local shell="$1" offers="$2" offered opt v p
+  offered="$("$offers" -)"
+  for opt in "${options[@]}"; do
+    grep -qx -- "$opt" <<<"$offered" || fail "$shell completion does not offer $opt"
+  done
+  for opt in --border --variant; do
+    offered="$("$offers" "$opt" "")"
+    for v in $(choices_of "$opt"); do
+      grep -qx -- "$v" <<<"$offered" || fail "$shell completion of $opt lacks '$v'"
+    done
+  done
+  offered="$("$offers" --filter gauss)"
+  for p in $gauss_presets; do
+    grep -qx "$p" <<<"$offered" || fail "$shell completion of '--filter gauss' lacks preset $p"
+  done
+  grep -qx "picture-one.png" <<<"$("$offers" pic)" || fail "$shell completion does not complete file names"
+  grep -qx "picture-one.png" <<<"$("$offers" --filter pic)" || fail "$shell completion of --filter does not complete files"
+}
+
+bash_offers() {
   (cd "$scratch" && bash -c 'source "$1"; shift; COMP_WORDS=("$@"); COMP_CWORD=$(( $# - 1 )); _cuconv; printf "%s\n" "${COMPREPLY[@]}"' \
      _ "$bash_comp" cuconv "$@")
 }
-offered="$(complete_words -)"
-for opt in "${options[@]}"; do
-  grep -qx -- "$opt" <<<"$offered" || fail "bash completion does not offer $opt"
-done
-for pair in "--border:$borders" "--variant:$variants"; do
-  offered="$(complete_words "${pair%%:*}" "")"
-  for v in ${pair#*:}; do
-    grep -qx -- "$v" <<<"$offered" || fail "bash completion of ${pair%%:*} lacks '$v'"
-  done
-done
-offered="$(complete_words --filter gauss)"
-for p in $("$bin" --list-filters | awk '$1 ~ /^gauss[0-9]/ { print $1 }'); do
-  grep -qx "$p" <<<"$offered" || fail "bash completion of '--filter gauss' lacks preset $p"
-done
-[[ "$(complete_words --filter gauss)" != "" ]] || fail "bash completion of '--filter gauss' is empty"
-grep -qx "picture-one.png" <<<"$(complete_words pic)" || fail "bash completion does not complete file names"
-grep -qx "picture-one.png" <<<"$(complete_words --filter pic)" || fail "bash completion of --filter does not complete files"
+check_completion bash bash_offers
 
-# ---- zsh completion, run by an interactive zsh (when zsh is installed) ---------------------
 if command -v zsh >/dev/null 2>&1; then
   zsh -n "$zsh_comp" || fail "zsh completion does not parse"
   here="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
   zsh_dir="$(cd "$(dirname "$zsh_comp")" && pwd)"
   zsh_offers() { (cd "$scratch" && timeout 60 zsh -f "$here/zsh-matches.zsh" "$zsh_dir" "cuconv $*"); }
-  offered="$(zsh_offers -)"
-  for opt in "${options[@]}"; do
-    grep -qx -- "$opt" <<<"$offered" || fail "zsh completion does not offer $opt"
-  done
-  for pair in "--border:$borders" "--variant:$variants"; do
-    offered="$(zsh_offers "${pair%%:*} ")"
-    for v in ${pair#*:}; do
-      grep -qx -- "$v" <<<"$offered" || fail "zsh completion of ${pair%%:*} lacks '$v'"
-    done
-  done
-  offered="$(zsh_offers --filter gauss)"
-  for p in $("$bin" --list-filters | awk '$1 ~ /^gauss[0-9]/ { print $1 }'); do
-    grep -qx "$p" <<<"$offered" || fail "zsh completion of '--filter gauss' lacks preset $p"
-  done
-  grep -qx "picture-one.png" <<<"$(zsh_offers pic)" || fail "zsh completion does not complete file names"
+  check_completion zsh zsh_offers
 else
   echo "check-docs: zsh is not installed: the zsh completion is checked as text only"
   for opt in "${options[@]}"; do
