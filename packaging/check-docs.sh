@@ -32,7 +32,7 @@ man_text="$(sed -E 's/\\-/-/g; s/\\f[BIRP]//g; s/\\\(mu/x/g' "$man_page")"
 for opt in "${options[@]}"; do
   grep -qE -- "(^|[^A-Za-z0-9-])$opt([^A-Za-z0-9-]|$)" <<<"$man_text" || fail "man page lacks option $opt"
 done
-for section in SYNOPSIS DESCRIPTION OPTIONS "FILTER FORMATS" "BORDER MODES" "EXIT STATUS" EXAMPLES; do
+for section in SYNOPSIS DESCRIPTION OPTIONS "FILTER FORMATS" "BUILT-IN FILTERS" "BORDER MODES" "EXIT STATUS" EXAMPLES; do
   grep -qE "^\.SH \"?$section\"?$" <<<"$man_text" || fail "man page lacks section $section"
 done
 section_of() { awk -v want="$1" '/^\.SH/ { inside = (index($0, want) > 0); next } inside' <<<"$man_text"; }
