@@ -28,6 +28,26 @@ install(FILES "${PROJECT_BINARY_DIR}/generated/cuconv/version.hpp"
 # library needs), version file. SameMajorVersion: 0.x releases are compatible only with 0.x.
 install(EXPORT cuconvTargets NAMESPACE cuconv:: DESTINATION ${CUCONV_INSTALL_CMAKEDIR}
         COMPONENT Development)
+# The static library passes the libraries it links on to its users, so the config must find each
+# imported target it links: a find_dependency() line for every one the build really links (the
+# table: target, package). OpenCV::modules, CUDA::* and Threads are always found by the config.
+set(CUCONV_CONFIG_DEPENDENCIES "")
+get_target_property(cuconv_core_links cuconv_core LINK_LIBRARIES)
+foreach(entry IN ITEMS "TIFF::TIFF TIFF" "exiv2lib exiv2")
+  separate_arguments(entry)
+  list(GET entry 0 dependency_target)
+  list(GET entry 1 dependency_package)
+  if(dependency_target IN_LIST cuconv_core_links)
+    string(APPEND CUCONV_CONFIG_DEPENDENCIES "find_dependency(${dependency_package})\n")
+    list(REMOVE_ITEM cuconv_core_links ${dependency_target})
+  endif()
+endforeach()
+foreach(link IN LISTS cuconv_core_links)
+  if(TARGET "${link}" AND NOT link MATCHES "^(OpenCV::modules|CUDA::.*|Threads::Threads)$")
+    message(WARNING "cuconv_core links ${link}: add its package to the find_dependency table in "
+                    "cmake/cuconvInstall.cmake, or find_package(cuconv) fails for users")
+  endif()
+endforeach()
 configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/cuconvConfig.cmake.in"
   "${PROJECT_BINARY_DIR}/cuconvConfig.cmake" INSTALL_DESTINATION ${CUCONV_INSTALL_CMAKEDIR})
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/cuconvConfigVersion.cmake"
