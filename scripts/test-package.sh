@@ -73,6 +73,10 @@ trap 'rm -rf "$work"' EXIT
 [[ -s "$work/coffee_gauss5.png" ]] || fail "cuconv from /usr/bin wrote no output"
 (cd "$work" && cuconv "$repo_root/samples/camera.png" camera_sharpen.png --filter /usr/share/cuconv/filters/sharpen.mat -q)
 [[ -s "$work/camera_sharpen.png" ]] || fail "cuconv did not filter with an installed preset file"
+# The README's per-file script finds cuconv on PATH (it failed with "cuconv executable 'cuconv'
+# not found" before the package existed, issue 24).
+"$repo_root/samples/batch-example.sh" "$repo_root/samples" "$work/batch" >"$work/batch.log" 2>&1 ||
+  { cat "$work/batch.log" >&2; fail "samples/batch-example.sh failed with the installed cuconv"; }
 if command -v man >/dev/null 2>&1; then
   [[ "$(man -w cuconv)" == /usr/share/man/man1/cuconv.1.gz ]] || fail "man -w cuconv: $(man -w cuconv 2>&1)"
   MANWIDTH=100 man cuconv 2>/dev/null | grep -q 'EXIT STATUS' || fail "man cuconv shows no EXIT STATUS section"
