@@ -117,7 +117,7 @@ log "slurm up: $(sinfo -h -N -o '%N %t cpus=%c')"
 # ---- inputs: more images than tasks, not a multiple of 4 -----------------------------------------
 for i in $(seq -w 1 9); do cp "$repo_root/samples/camera_crop_40x48.png" "$work/in/img_$i.png"; done
 cp "$repo_root/samples/camera_f32.tif" "$repo_root/samples/logo.png" "$repo_root/samples/chessboard_GRAY_U16.tif" "$work/in/"
-mapfile -t inputs < <(cd "$work/in" && ls | sort)
+mapfile -t inputs < <(find "$work/in" -maxdepth 1 -type f -printf '%f\n' | sort)
 ln -s "$bin" "$work/bin/cuconv"
 
 # ---- the job: samples/slurm-array.sh exactly as the README shows it ------------------------------
@@ -170,7 +170,7 @@ dups="$(grep . <<<"$all_written" | xargs -r -n1 basename | sort | uniq -d)"
 union="$(grep . <<<"$all_written" | xargs -r -n1 basename | sort -u)"
 [[ "$union" == "$(printf '%s\n' "${inputs[@]}")" ]] || fail "the tasks wrote $(grep -c . <<<"$union" || true) of ${#inputs[@]} inputs"
 # The output folder: one output per input and nothing else besides the summaries.
-outputs="$(cd "$work/out" && ls | grep -v '^summary-[0-9]*\.json$' | sort)"
+outputs="$(find "$work/out" -maxdepth 1 ! -type d ! -name 'summary-*.json' -printf '%f\n' | sort)"
 [[ "$outputs" == "$(printf '%s\n' "${inputs[@]}")" ]] || fail "output folder holds: $(tr '\n' ' ' <<<"$outputs")"
 
 if (( failures > 0 )); then
