@@ -210,7 +210,7 @@ int main(int argc, char** argv) {
       std::vector<float> weights(f.weights.begin(), f.weights.end());
       DeviceBuffer device_weights(sizeof(float) * weights.size());
       CUCONV_CUDA_TRY(cudaMemcpy(device_weights.data(), weights.data(), device_weights.size(), cudaMemcpyHostToDevice));
-      const std::optional<SeparableFactors> separable = separable_for(f.weights, f.width, f.height, c.depth, c.depth);
+      const std::optional<SeparableFactors> separable = separable_for(f.weights, f.width, f.height, c.depth, c.depth, 0.0);
       const kernels::ConvParams params{k, k, k / 2, k / 2, 0.0f, kernels::BorderRule::reflect101, 0.0f};
       // One run of variant v over the image (per plane for the PMPP variants), with the rank-1
       // factors when `separable_path` (only `fast` uses them).

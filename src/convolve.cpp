@@ -43,7 +43,6 @@ detail::ConvolveJob make_job(int input_depth, const Filter& filter, const Convol
   job.weights.reserve(filter.weights.size());
   for (double w : filter.weights) job.weights.push_back(static_cast<float>(w));
   job.output_depth = resolve_output_depth(input_depth, o.depth);
-  job.separable = detail::separable_for(filter.weights, filter.width, filter.height, input_depth, job.output_depth);
   job.anchor_x = o.anchor_x >= 0 ? o.anchor_x : filter.resolved_anchor_x();
   job.anchor_y = o.anchor_y >= 0 ? o.anchor_y : filter.resolved_anchor_y();
   if (job.anchor_x >= filter.width || job.anchor_y >= filter.height) {
@@ -55,6 +54,8 @@ detail::ConvolveJob make_job(int input_depth, const Filter& filter, const Convol
   job.delta = o.delta + filter.offset;
   if (!std::isfinite(job.delta) || !std::isfinite(o.border_value))
     throw Error(ErrorKind::usage, "--delta and --border-value must be finite numbers");
+  job.separable = detail::separable_for(filter.weights, filter.width, filter.height, input_depth, job.output_depth,
+                                        job.delta);
   job.border = o.border;
   job.border_value = saturate_to_depth(o.border_value, input_depth);
   if (o.device < -1) throw Error(ErrorKind::usage, "device index must be -1 (current) or >= 0");
@@ -114,7 +115,9 @@ int resolve_output_depth(int input_depth, Depth requested) {
 Variant choose_variant(const Filter& filter, const ConvolveOptions& options, bool gpu_present, int input_depth,
                        int output_depth) {
   const bool rank_one =
-      detail::separable_for(filter.weights, filter.width, filter.height, input_depth, output_depth).has_value();
+      detail::separable_for(filter.weights, filter.width, filter.height, input_depth, output_depth,
+                            options.delta + filter.offset)
+          .has_value();
   return choose_for(filter, options, rank_one, gpu_present, input_depth, output_depth);
 }
 

@@ -79,12 +79,46 @@ std::optional<SeparableFactors> factor_separable(const std::vector<double>& weig
   return best;
 }
 
+double separable_error_bound(const SeparableFactors& f, const std::vector<double>& weights, double max_input,
+                             double delta) {
+  const int kw = static_cast<int>(f.horizontal.size());
+  const int kh = static_cast<int>(f.vertical.size());
+  double factored = 0.0;  // sum |w - v*h|: what the factorisation itself changes
+  double magnitude_h = 0.0;
+  double magnitude_v = 0.0;
+  for (float h : f.horizontal) magnitude_h += std::abs(static_cast<double>(h));
+  for (float v : f.vertical) magnitude_v += std::abs(static_cast<double>(v));
+  for (int i = 0; i < kh; ++i)
+    for (int j = 0; j < kw; ++j)
+      factored += std::abs(weights[static_cast<std::size_t>(i) * kw + j] -
+                           static_cast<double>(f.vertical[static_cast<std::size_t>(i)]) *
+                               static_cast<double>(f.horizontal[static_cast<std::size_t>(j)]));
+  // Float rounding of a kw-term row sum followed by a kh-term column sum plus delta: gamma_n with
+  // n = kw + kh + 1 rounding steps, u = 2^-24 (Higham, "Accuracy and Stability", 3.1).
+  const double u = std::ldexp(1.0, -24);
+  const double n = kw + kh + 1;
+  const double gamma = n * u / (1.0 - n * u);
+  return max_input * (factored + gamma * magnitude_h * magnitude_v) + gamma * std::abs(delta);
+}
+
 std::optional<SeparableFactors> separable_for(const std::vector<double>& weights, int kw, int kh,
-                                             int input_depth, int output_depth) {
+                                             int input_depth, int output_depth, double delta) {
   std::optional<SeparableFactors> factors = factor_separable(weights, kw, kh);
   if (!factors || output_depth == CV_32F) return factors;
-  const bool exact_sums = input_depth == CV_8U && factors->exact && all_short_dyadic(*factors);
-  if (!exact_sums) factors.reset();
+  if (input_depth == CV_8U && factors->exact && all_short_dyadic(*factors)) return factors;  // exact sums
+  // Inexact sums on integer outputs: only 8-bit input, where float keeps 16 bits below the unit.
+  if (input_depth != CV_8U) return std::nullopt;
+  const double bound = separable_error_bound(*factors, weights, 255.0, delta);
+  if (bound > kSeparableErrorLimit) return std::nullopt;
+  // Flat areas sum to v * sum(w) + delta for every pixel of value v; if one of those lands within
+  // the bound of a tie, a whole area could round the other way, so such filters stay dense.
+  double sum = 0.0;
+  for (double w : weights) sum += w;
+  for (int v = 0; v <= 255; ++v) {
+    const double exact = v * sum + delta;
+    const double fraction = exact - std::floor(exact);
+    if (std::abs(fraction - 0.5) <= bound) return std::nullopt;
+  }
   return factors;
 }
 

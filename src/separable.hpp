@@ -19,14 +19,28 @@ struct SeparableFactors {
 [[nodiscard]] std::optional<SeparableFactors> factor_separable(const std::vector<double>& weights, int kw,
                                                                int kh, double relative_tolerance = 1e-6);
 
+/// Largest error of the separable float evaluation (a kw-term row pass, then a kh-term column
+/// pass from `delta`) against the exact sum, for inputs in [0, max_input]: the factorisation's own
+/// change of each weight plus the rounding of n = kw + kh + 1 float steps.
+[[nodiscard]] double separable_error_bound(const SeparableFactors& f, const std::vector<double>& weights,
+                                           double max_input, double delta);
+
+/// An integer result rounds the other way than the exact sum only when the exact sum lies within
+/// the error bound of a tie (n + 1/2). Below this bound such sums are rare enough on any image
+/// without flat areas at a tie (checked in separable_for) for the pass rule's 0.1%; design.md,
+/// "Separable integer outputs", has the measurements.
+inline constexpr double kSeparableErrorLimit = 5e-4;
+
 /// The factors `fast` may use, or nullopt when it must sum densely. Float outputs: any rank-1
 /// filter (the float rule is relative, and one pass of kw and one of kh terms round less than a
-/// kw * kh sum). Integer outputs must round ties exactly as cv::filter2D's direct sum does, so
-/// only 8U input with short dyadic factors (multiples of 1/256, at most 16 in magnitude, their
-/// products the weights bit for bit: the presets' gaussians, Sobel, 2^n boxes), where every
-/// product and sum is exact in float either way. (Factors such as 1/9 reproduce float(1/81)
-/// but round differently from the direct sum, which tips exact ties: box:9 with --delta 1.5.)
+/// kw * kh sum). Integer outputs: 8U input with short dyadic factors (multiples of 1/256, at most
+/// 16 in magnitude, products equal to the weights: the presets' gaussians, Sobel, 2^n boxes) give
+/// exact sums, so ties round exactly as the direct sum. Other rank-1 filters on 8U input are taken
+/// when the error bound stays under kSeparableErrorLimit and no flat area (every pixel of the
+/// window equal, any byte value) sums to within the bound of a tie: results then meet the pass rule
+/// against the exact sum (a result off by one needs an exact sum within the bound of n + 1/2).
+/// 16U input keeps the dense path: its sums leave float too few bits below the unit.
 [[nodiscard]] std::optional<SeparableFactors> separable_for(const std::vector<double>& weights, int kw, int kh,
-                                                            int input_depth, int output_depth);
+                                                            int input_depth, int output_depth, double delta);
 
 }  // namespace cuconv::detail

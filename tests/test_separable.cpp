@@ -76,18 +76,42 @@ TEST_CASE("separable: rank 2 and random filters are refused") {
   CHECK_FALSE(factor_separable(std::vector<double>(8, 1.0), 3, 3).has_value());
 }
 
-TEST_CASE("separable: fast uses the factors for float outputs, and for integer ones only when sums stay exact") {
+TEST_CASE("separable: fast uses the factors for float outputs, and for integer ones within the pass rule") {
   using cuconv::detail::separable_for;
-  const auto usable = [](const char* spec, int in, int out) {
+  const auto usable = [](const char* spec, int in, int out, double delta = 0.0) {
     const cuconv::Filter f = cuconv::load_filter(spec);
-    return separable_for(f.weights, f.width, f.height, in, out).has_value();
+    return separable_for(f.weights, f.width, f.height, in, out, delta).has_value();
   };
   CHECK(usable("gauss5", CV_8U, CV_8U));             // dyadic factors: exact sums
+  CHECK(usable("gauss5", CV_8U, CV_8U, 0.5));        // exact sums round ties as the direct sum
   CHECK(usable("sobel-x", CV_8U, CV_16S));
-  CHECK_FALSE(usable("gaussian:7,2.5", CV_8U, CV_8U));  // inexact factors: ties could round apart
-  CHECK_FALSE(usable("box:3", CV_8U, CV_8U));
+  CHECK(usable("gaussian:7,2.5", CV_8U, CV_8U));     // inexact factors, error bound far below a tie
+  CHECK(usable("gaussian:7,3", CV_8U, CV_16U));      // 15x15
+  CHECK_FALSE(usable("gaussian:11,4", CV_8U, CV_8U));  // 23x23: more float steps than the bound allows
+  CHECK(usable("box:3", CV_8U, CV_8U));
+  CHECK_FALSE(usable("box:3", CV_8U, CV_8U, 0.5));   // flat areas would sum to ties
+  CHECK_FALSE(usable("box:3", CV_8U, CV_8U, 1.5));
+  CHECK_FALSE(usable("gaussian:7,2.5", CV_8U, CV_8U, 100.5));
   CHECK_FALSE(usable("gauss5", CV_16U, CV_16U));     // 16-bit sums need more than float's 24 bits
+  CHECK_FALSE(usable("gaussian:7,2.5", CV_16U, CV_16U));
   CHECK(usable("gaussian:7,2.5", CV_8U, CV_32F));    // float outputs: the relative rule
   CHECK(usable("box:3", CV_32F, CV_32F));
   CHECK_FALSE(usable("sharpen", CV_32F, CV_32F));    // not rank 1
+}
+
+TEST_CASE("separable: the error bound grows with the filter's gain and stays under the limit for normalised blurs") {
+  using cuconv::detail::factor_separable;
+  using cuconv::detail::separable_error_bound;
+  const cuconv::Filter small = cuconv::load_filter("gaussian:1,0.8");
+  const cuconv::Filter large = cuconv::load_filter("gaussian:7,3");
+  const double b_small = separable_error_bound(*factor_separable(small.weights, 3, 3), small.weights, 255, 0);
+  const double b_large = separable_error_bound(*factor_separable(large.weights, 15, 15), large.weights, 255, 0);
+  CHECK(b_small > 0);
+  CHECK(b_small < b_large);
+  CHECK(b_large < cuconv::detail::kSeparableErrorLimit);
+  // A blur scaled by 1000 (its outputs saturate) has a bound far above the limit: dense.
+  std::vector<double> loud = large.weights;
+  for (double& w : loud) w *= 1000;
+  CHECK(separable_error_bound(*factor_separable(loud, 15, 15), loud, 255, 0) > cuconv::detail::kSeparableErrorLimit);
+  CHECK_FALSE(cuconv::detail::separable_for(loud, 15, 15, CV_8U, CV_8U, 0.0).has_value());
 }

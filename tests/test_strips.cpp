@@ -22,20 +22,10 @@ using cuconv::detail::StripRows;
 using cuconv::test::bit_equal;
 using cuconv::test::random_filter;
 using cuconv::test::kAllBorders;
+using cuconv::test::opencv_border_code;
 using cuconv::test::random_image;
 
 namespace {
-
-int opencv_border_code(Border b) {
-  switch (b) {
-    case Border::reflect101: return cv::BORDER_REFLECT_101;
-    case Border::reflect: return cv::BORDER_REFLECT;
-    case Border::replicate: return cv::BORDER_REPLICATE;
-    case Border::constant: return cv::BORDER_CONSTANT;
-    case Border::wrap: return cv::BORDER_WRAP;
-  }
-  return -1;
-}
 
 /// Input rows [begin, end) of `image` as one image, rows outside it by the border rule: what the
 /// GPU path uploads for a strip.

@@ -141,6 +141,19 @@ inline CommandResult run_cuconv(const std::vector<std::string>& args, const std:
   return CuconvProcess(args, stdin_file, shell_setup).wait();
 }
 
+/// OpenCV's border code for `b`, written out here (not taken from src/) so reference sums in the
+/// tests do not share the code they check.
+inline int opencv_border_code(cuconv::Border b) {
+  switch (b) {
+    case cuconv::Border::reflect101: return cv::BORDER_REFLECT_101;
+    case cuconv::Border::reflect: return cv::BORDER_REFLECT;
+    case cuconv::Border::replicate: return cv::BORDER_REPLICATE;
+    case cuconv::Border::constant: return cv::BORDER_CONSTANT;
+    case cuconv::Border::wrap: return cv::BORDER_WRAP;
+  }
+  return -1;
+}
+
 /// Every border mode, in documentation order.
 inline constexpr Border kAllBorders[] = {Border::reflect101, Border::reflect, Border::replicate, Border::constant,
                                          Border::wrap};

@@ -1,0 +1,201 @@
+// `fast` on rank-1 filters with integer outputs whose factors do not give exact float sums
+// (gaussian:R,SIGMA, box:3, ...): judged against the exact sum (double precision, rounded half
+// to even, saturated) under the integer pass rule, not against cv::filter2D's own float sum.
+// Cases cover output depths, channel counts, borders, anchors, fast's tile-edge sizes, real
+// photos, flat areas at every byte value and a delta that puts flat areas on a tie. Outputs are
+// poisoned on the device before every run, so an unwritten pixel fails.
+#include "test_support.hpp"
+#include "separable.hpp"
+
+#include <cuconv/compare.hpp>
+#include <cuconv/convolve.hpp>
+#include <cuconv/filter.hpp>
+
+#include <doctest/doctest.h>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+using namespace cuconv;
+using cuconv::test::kAllBorders;
+using cuconv::test::random_image;
+using cuconv::test::sample;
+
+namespace {
+
+double saturate(double v, int depth) {
+  switch (depth) {
+    case CV_8U: return std::clamp(v, 0.0, 255.0);
+    case CV_16U: return std::clamp(v, 0.0, 65535.0);
+    case CV_16S: return std::clamp(v, -32768.0, 32767.0);
+    default: return v;
+  }
+}
+
+/// The exact correlation sum of filter2D's definition in double, rounded half to even (the default
+/// rounding mode of std::nearbyint) and saturated to `out_depth`; colour channels only.
+cv::Mat exact_sum(const cv::Mat& src, const Filter& f, int anchor_x, int anchor_y, Border border,
+                  double border_value, double delta, int out_depth) {
+  cv::Mat wide;
+  src.convertTo(wide, CV_MAKETYPE(CV_64F, src.channels()));
+  cv::Mat padded;
+  cv::copyMakeBorder(wide, padded, anchor_y, f.height - 1 - anchor_y, anchor_x, f.width - 1 - anchor_x,
+                     cuconv::test::opencv_border_code(border), cv::Scalar::all(border_value));
+  const int channels = src.channels();
+  cv::Mat out(src.rows, src.cols, CV_MAKETYPE(out_depth, channels));
+  cv::Mat exact(src.rows, src.cols, CV_MAKETYPE(CV_64F, channels));
+  for (int y = 0; y < src.rows; ++y)
+    for (int x = 0; x < src.cols; ++x)
+      for (int c = 0; c < channels; ++c) {
+        double sum = delta;
+        for (int i = 0; i < f.height; ++i) {
+          const double* row = padded.ptr<double>(y + i) + static_cast<std::ptrdiff_t>(x) * channels + c;
+          for (int j = 0; j < f.width; ++j) sum += f.at(i, j) * row[static_cast<std::ptrdiff_t>(j) * channels];
+        }
+        exact.ptr<double>(y)[x * channels + c] = saturate(std::nearbyint(sum), out_depth);
+      }
+  exact.convertTo(out, out.type());
+  return out;
+}
+
+struct RuleCount {
+  double max_diff = 0;
+  std::size_t off_by_one = 0;
+  std::size_t values = 0;
+};
+
+RuleCount compare_exact(const cv::Mat& got, const cv::Mat& expected) {
+  cv::Mat a;
+  cv::Mat b;
+  got.convertTo(a, CV_64F);
+  expected.convertTo(b, CV_64F);
+  cv::Mat diff = cv::abs(a - b);
+  RuleCount r;
+  cv::minMaxLoc(diff.reshape(1), nullptr, &r.max_diff);
+  r.off_by_one = static_cast<std::size_t>(cv::countNonZero(diff.reshape(1) > 0.5));
+  r.values = diff.total() * static_cast<std::size_t>(diff.channels());
+  return r;
+}
+
+/// Runs `auto` (poisoned output) and checks the README's integer pass rule against the exact sum:
+/// no value off by more than 1, at most 0.1% off by one. Returns the variant that ran.
+Variant check_exact(const cv::Mat& src, const Filter& f, ConvolveOptions o, const std::string& what,
+                    Variant variant = Variant::automatic) {
+  o.variant = variant;
+  o.poison_output = true;
+  const ConvolveResult got = convolve(src, f, o);
+  const int anchor_x = o.anchor_x >= 0 ? o.anchor_x : f.resolved_anchor_x();
+  const int anchor_y = o.anchor_y >= 0 ? o.anchor_y : f.resolved_anchor_y();
+  const int out_depth = got.image.depth();
+  const cv::Mat expected = exact_sum(src, f, anchor_x, anchor_y, o.border, o.border_value, o.delta + f.offset,
+                                     out_depth);
+  const RuleCount r = compare_exact(got.image, expected);
+  INFO(what << " ran " << to_string(got.variant_used) << ": max diff " << r.max_diff << ", " << r.off_by_one
+            << " of " << r.values << " off by one");
+  CHECK(r.max_diff <= 1.0);
+  CHECK(static_cast<double>(r.off_by_one) <= 0.001 * static_cast<double>(r.values));
+  return got.variant_used;
+}
+
+bool takes_separable(const Filter& f, int in_depth, int out_depth, double delta) {
+  return detail::separable_for(f.weights, f.width, f.height, in_depth, out_depth, delta).has_value();
+}
+
+Depth depth_option(int depth) {
+  switch (depth) {
+    case CV_16U: return Depth::u16;
+    case CV_16S: return Depth::s16;
+    default: return Depth::u8;
+  }
+}
+
+}  // namespace
+
+TEST_CASE("gpu separable: inexact rank-1 filters on 8-bit input meet the pass rule against the exact sum") {
+  // fast's tile edges in elements (warp 32 x kVec, block 128 x kVec) for 1, 3 and 4 channels.
+  const std::pair<int, int> sizes[] = {{1, 1},     {5, 31},   {43, 32}, {128, 33}, {129, 129}, {171, 127},
+                                       {172, 257}, {255, 65}, {257, 3}, {513, 255}, {683, 5},  {2047, 3}};
+  const char* specs[] = {"gaussian:1,0.8", "gaussian:2,1.1", "gaussian:3,1.5", "gaussian:5,2.2",
+                         "gaussian:6,2.5", "gaussian:7,3",  "box:3",          "box:5"};
+  int index = 0;
+  int separable_runs = 0;
+  for (const char* spec : specs) {
+    const Filter f = load_filter(spec);
+    for (int out_depth : {CV_8U, CV_16U, CV_16S}) {
+      for (int channels : {1, 3, 4}) {
+        for (Border border : kAllBorders) {
+          ++index;
+          const auto [cols, rows] = sizes[static_cast<std::size_t>(index) % std::size(sizes)];
+          const cv::Mat src = random_image(rows, cols, CV_8U, channels, 9000 + static_cast<std::uint64_t>(index));
+          ConvolveOptions o;
+          o.depth = depth_option(out_depth);
+          o.border = border;
+          o.border_value = border == Border::constant ? 77 : 0;
+          // Off-centre anchors leave the fast path (auto picks a dense variant): still within the rule.
+          if (index % 7 == 0) o.anchor_x = 0;
+          const std::string what = std::string(spec) + " " + std::to_string(cols) + "x" + std::to_string(rows) +
+                                   "x" + std::to_string(channels) + " out depth " + std::to_string(out_depth) +
+                                   " " + std::string(to_string(border));
+          const Variant ran = check_exact(src, f, o, what);
+          if (o.anchor_x < 0) {
+            REQUIRE(takes_separable(f, CV_8U, out_depth, 0.0));
+            CHECK(ran == Variant::fast);
+            ++separable_runs;
+          }
+        }
+      }
+    }
+  }
+  CHECK(separable_runs > 250);
+}
+
+TEST_CASE("gpu separable: real photos and flat areas at every byte value stay within the rule") {
+  const cv::Mat photo = cv::imread(sample("astronaut.png"), cv::IMREAD_COLOR);
+  REQUIRE_FALSE(photo.empty());
+  const cv::Mat gray = cv::imread(sample("camera.png"), cv::IMREAD_GRAYSCALE);
+  REQUIRE_FALSE(gray.empty());
+  // 16 x 16 flat blocks of each byte value, wide enough for a 15x15 window inside each block.
+  cv::Mat flat(16 * 16, 16 * 16, CV_8UC1);
+  for (int v = 0; v < 256; ++v) flat(cv::Rect((v % 16) * 16, (v / 16) * 16, 16, 16)).setTo(v);
+  for (const char* spec : {"gaussian:3,1.5", "gaussian:7,3", "box:3"}) {
+    const Filter f = load_filter(spec);
+    REQUIRE(takes_separable(f, CV_8U, CV_8U, 0.0));
+    for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &gray, &flat}) {
+      ConvolveOptions o;
+      CHECK(check_exact(*image, f, o, std::string(spec) + " on " + std::to_string(image->cols) + "x" +
+                                          std::to_string(image->rows)) == Variant::fast);
+    }
+  }
+}
+
+TEST_CASE("gpu separable: a delta that puts flat areas on a tie keeps the dense sum of filter2D") {
+  // box:3 sums a flat area of value v to v (up to the weights' rounding); --delta 0.5 makes every
+  // such sum a tie that a separable float sum could round either way, so auto sums densely, as
+  // filter2D does, and meets the pass rule against it.
+  const Filter f = load_filter("box:3");
+  CHECK(takes_separable(f, CV_8U, CV_8U, 0.0));
+  CHECK_FALSE(takes_separable(f, CV_8U, CV_8U, 0.5));
+  cv::Mat flat(64, 256, CV_8UC1);
+  for (int v = 0; v < 256; ++v) flat.col(v).setTo(v);
+  ConvolveOptions o;
+  o.delta = 0.5;
+  o.border = Border::replicate;
+  o.variant = Variant::automatic;
+  o.poison_output = true;
+  const ConvolveResult got = convolve(flat, f, o);
+  ConvolveOptions ref = o;
+  ref.variant = Variant::opencv;
+  ref.opencv_method = OpenCvMethod::direct_sum;
+  ref.poison_output = false;
+  const ComparisonStats s = compare_to_reference(got.image, convolve(flat, f, ref).image, flat, f, o.delta);
+  INFO("auto ran ", to_string(got.variant_used), ": max diff ", s.max_abs_difference, ", ", s.differing_values,
+       "/", s.total_values, " differ");
+  CHECK(s.within_tolerance);
+}
