@@ -12,6 +12,9 @@ packages=(
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libcli11-dev libspdlog-dev doctest-dev nlohmann-json3-dev
   zlib1g-dev  # tests craft PNG files with valid CRCs
+  help2man    # the man page, generated from cuconv --help at build time
+  dpkg-dev file  # cpack -G DEB: dpkg-shlibdeps works out the package's Depends
+  zsh         # the zsh completion is tested by running it (ctest docs_match_help)
 )
 
 # Collect the packages that are not fully installed ("install ok installed").

@@ -1,6 +1,9 @@
 #!/usr/bin/env bash
-# README "command 1": install build dependencies, build the release preset and blur a sample.
-# Without a GPU cuconv warns and falls back to the CPU; that still counts as success here.
+# README "command 1": install build dependencies, build the release preset, blur a sample, then
+# build the Debian package and install it, so that `cuconv`, `man cuconv` and the shell
+# completions are there (CUCONV_QUICKSTART_INSTALL=0 skips the package; the last line then says
+# how to run the built binary). Without a GPU cuconv warns and falls back to the CPU; that still
+# counts as success here.
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -28,3 +31,16 @@ if [[ ! -s "$out" ]]; then
   exit 1
 fi
 echo "output: $out"
+
+# Install: the .deb of this build (apt-get resolves its Depends; --reinstall replaces an
+# earlier build of the same version). Needs root or sudo, like install-deps.sh.
+sudo_cmd=()
+(( EUID == 0 )) || sudo_cmd=(sudo)
+if [[ "${CUCONV_QUICKSTART_INSTALL:-1}" != 0 ]] && { (( EUID == 0 )) || command -v sudo >/dev/null 2>&1; }; then
+  bash scripts/package.sh build/release
+  deb="$(ls build/release/cuconv_*.deb)"
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall "./$deb" >/dev/null
+  echo "cuconv is installed as $(command -v cuconv) (package $(basename "$deb")): try 'cuconv --help' or 'man cuconv'"
+else
+  echo "cuconv is not installed; run it as $repo_root/build/release/cuconv (or: bash scripts/package.sh && sudo apt-get install ./dist/cuconv_*.deb)"
+fi

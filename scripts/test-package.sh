@@ -1,0 +1,93 @@
+#!/usr/bin/env bash
+# CI check of the Debian package: its contents and Depends, then `apt-get install ./cuconv_*.deb`
+# on this machine and the installed tool used as a user would: `cuconv --version`, a filter from
+# /usr/bin, `man cuconv`, the bash completion.
+#   scripts/test-package.sh [DEB]     (default: the one in dist/, made by scripts/package.sh)
+# Leaves the package installed (CI's machine is thrown away; `apt-get remove cuconv` undoes it).
+set -euo pipefail
+
+repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+deb="${1:-}"
+if [[ -z "$deb" ]]; then
+  mapfile -t debs < <(ls "$repo_root"/dist/cuconv_*_amd64.deb 2>/dev/null)
+  (( ${#debs[@]} == 1 )) || { echo "test-package: expected one dist/cuconv_*_amd64.deb, found ${#debs[@]} (run scripts/package.sh)" >&2; exit 1; }
+  deb="${debs[0]}"
+fi
+deb="$(cd "$(dirname "$deb")" && pwd)/$(basename "$deb")"
+sudo_cmd=()
+(( EUID == 0 )) || sudo_cmd=(sudo)
+
+failures=0
+fail() { echo "test-package: $*" >&2; failures=$((failures + 1)); }
+
+# ---- what the package holds ------------------------------------------------------------------
+version="$(dpkg-deb -f "$deb" Version)"
+[[ "$(basename "$deb")" == "cuconv_${version}_amd64.deb" ]] || fail "file name $(basename "$deb") is not cuconv_${version}_amd64.deb"
+contents="$(dpkg-deb -c "$deb" | awk '{ print $NF }' | sed 's|^\./|/|')"
+for f in /usr/bin/cuconv /usr/share/man/man1/cuconv.1.gz /usr/share/bash-completion/completions/cuconv \
+         /usr/share/zsh/vendor-completions/_cuconv /usr/share/cuconv/filters/gauss5.mat; do
+  grep -qx -- "$f" <<<"$contents" || fail "package lacks $f"
+done
+presets_in_repo="$(cd "$repo_root/filters" && ls ./*.mat | wc -l)"
+presets_in_deb="$(grep -c '^/usr/share/cuconv/filters/.*\.mat$' <<<"$contents" || true)"
+(( presets_in_deb == presets_in_repo )) || fail "package holds $presets_in_deb presets, filters/ has $presets_in_repo"
+if grep -qE '^/usr/(include|lib)/' <<<"$contents"; then fail "package holds development files"; fi
+
+depends="$(dpkg-deb -f "$deb" Depends)"
+echo "test-package: Depends: $depends"
+for pkg in libopencv-core libopencv-imgproc libopencv-imgcodecs; do
+  grep -q "$pkg" <<<"$depends" || fail "Depends lacks $pkg"
+done
+
+# ---- install it --------------------------------------------------------------------------------
+"${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall "$deb" >/dev/null
+[[ "$(command -v cuconv)" == /usr/bin/cuconv ]] || fail "cuconv on PATH is '$(command -v cuconv || true)', not /usr/bin/cuconv"
+
+# Every library the installed binary loads comes from a package in Depends, by name or by what
+# it Provides (libspdlog1.10 provides libspdlog1.10-fmt9): dpkg-shlibdeps's work checked from the
+# other side. No CUDA library: cudart is linked statically.
+checked_libs=0
+depend_names="$(tr ',|' '\n\n' <<<"$depends" | sed -E 's/\(.*\)//; s/:.*//; s/^ +//; s/ +$//')"
+while read -r path; do
+  owner="$(dpkg-query -S "$path" 2>/dev/null || dpkg-query -S "/usr$path" 2>/dev/null || true)"
+  owner="${owner%%:*}"
+  checked_libs=$((checked_libs + 1))
+  if [[ -z "$owner" ]]; then
+    fail "/usr/bin/cuconv needs $path, which no package owns"
+    continue
+  fi
+  provides="$(dpkg-query -W -f='${Provides}' "$owner" | tr ',' '\n' | sed -E 's/\(.*\)//; s/^ +//; s/ +$//')"
+  if ! grep -qxF -f <(printf '%s\n' "$owner" $provides) <<<"$depend_names"; then
+    fail "/usr/bin/cuconv needs $path from $owner, which is not in Depends"
+  fi
+done < <(objdump -p /usr/bin/cuconv | awk '$1 == "NEEDED" { print $2 }' |
+         while read -r soname; do ldd /usr/bin/cuconv | awk -v s="$soname" '$1 == s { print $3 }'; done)
+(( checked_libs >= 4 )) || fail "only $checked_libs libraries of /usr/bin/cuconv checked against Depends"
+if ldd /usr/bin/cuconv | grep -q 'libcudart'; then fail "/usr/bin/cuconv links libcudart dynamically"; fi
+
+# ---- use it ------------------------------------------------------------------------------------
+work="$(mktemp -d "${TMPDIR:-/tmp}/cuconv-package.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+(cd "$work" && cuconv --version)
+(cd "$work" && cuconv "$repo_root/samples/coffee.png" coffee_gauss5.png --filter gauss5)
+[[ -s "$work/coffee_gauss5.png" ]] || fail "cuconv from /usr/bin wrote no output"
+(cd "$work" && cuconv "$repo_root/samples/camera.png" camera_sharpen.png --filter /usr/share/cuconv/filters/sharpen.mat -q)
+[[ -s "$work/camera_sharpen.png" ]] || fail "cuconv did not filter with an installed preset file"
+# The README's per-file script finds cuconv on PATH (it failed with "cuconv executable 'cuconv'
+# not found" before the package existed, issue 24).
+"$repo_root/samples/batch-example.sh" "$repo_root/samples" "$work/batch" >"$work/batch.log" 2>&1 ||
+  { cat "$work/batch.log" >&2; fail "samples/batch-example.sh failed with the installed cuconv"; }
+if command -v man >/dev/null 2>&1; then
+  [[ "$(man -w cuconv)" == /usr/share/man/man1/cuconv.1.gz ]] || fail "man -w cuconv: $(man -w cuconv 2>&1)"
+  MANWIDTH=100 man cuconv 2>/dev/null | grep -q 'EXIT STATUS' || fail "man cuconv shows no EXIT STATUS section"
+else
+  echo "test-package: man is not installed; man page checked as a file only"
+fi
+offered="$(bash -c 'source /usr/share/bash-completion/completions/cuconv; COMP_WORDS=(cuconv --border ""); COMP_CWORD=2; _cuconv; echo "${COMPREPLY[*]}"')"
+[[ "$offered" == *reflect101* ]] || fail "installed bash completion offers '$offered' for --border"
+
+if (( failures > 0 )); then
+  echo "test-package: $failures problem(s)" >&2
+  exit 1
+fi
+echo "test-package: OK: $(basename "$deb") installed, /usr/bin/cuconv filters, man page and completion in place"
