@@ -129,14 +129,18 @@ void check_inputs_exist(const std::vector<NamedInput>& named) {
 
 /// Throws Error{output} unless every output's extension names a format cuconv writes; without an
 /// extension (an input without one, kept by a --name without one) it says so and how to name one.
-void check_output_names(const std::vector<batch::BatchItem>& items) {
+/// Throws Error{usage} when --quality or --compression does not fit an output format.
+void check_output_names(const std::vector<batch::BatchItem>& items, const WriteOptions& write) {
   std::set<std::string> checked;  // each extension once
   for (const batch::BatchItem& item : items) {
     const std::string extension = fs::path(item.output).extension().string();
     if (extension.empty())
       throw Error(ErrorKind::output, item.output + ": has no extension to pick the output format (the input " +
                                          item.input + " has none): name one with --name, e.g. --name '%s.png'");
-    if (checked.insert(extension).second) check_output_extension(item.output);
+    if (checked.insert(extension).second) {
+      check_output_extension(item.output);
+      check_encoder_options(item.output, write);  // --quality on a PNG: refused before the batch starts
+    }
   }
 }
 
@@ -337,7 +341,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
                                  : batch::slurm_array_shard(std::getenv).value_or(batch::Shard{});
   const std::vector<batch::BatchItem> items = batch::select_shard(all_items, shard);
   spdlog::info("{} input(s); shard {}/{}: {} of them", all_items.size(), shard.index, shard.count, items.size());
-  check_output_names(items);
+  check_output_names(items, request.write);
   for (const batch::BatchItem& item : items) check_not_same_file(item.input, item.output);
 
   batch::BatchOptions batch_options;
@@ -347,6 +351,9 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   batch_options.overwrite = request.overwrite;
   batch_options.fail_fast = request.fail_fast;
   batch_options.read_limits.max_pixels = request.max_pixels;
+  batch_options.write = request.write;
+  batch_options.strip_metadata = request.strip_metadata;
+  batch_options.auto_orient = request.auto_orient;
   batch_options.jobs = request.jobs > 0 ? request.jobs : std::max(1U, std::thread::hardware_concurrency());
   if (request.gpu_threads > 0) batch_options.filter_threads_per_device = request.gpu_threads;
   batch_options.devices = parse_devices(request.devices, uses_gpu);

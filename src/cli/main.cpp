@@ -76,13 +76,23 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   if (!req.overwrite && (std::filesystem::is_regular_file(output_status) || std::filesystem::is_symlink(output_status)))
     throw cuconv::Error(ErrorKind::output, req.output + ": exists; left unchanged (use --overwrite to replace it)");
 
+  cuconv::WriteOptions write_options = cuconv::cli::write_options_of(req);
+  cuconv::check_encoder_options(req.output, write_options);
+
   auto t = std::chrono::steady_clock::now();
-  const cv::Mat image = cuconv::read_image(req.input, {req.max_pixels});
+  cv::Mat image = cuconv::read_image(req.input, {req.max_pixels});
   const double read_ms = elapsed_ms(t);
   const int out_depth = cuconv::resolve_output_depth(image.depth(), options.depth);
   cuconv::check_output_format(req.output, out_depth, image.channels());
   spdlog::info("read {} ({}x{}, {} channel(s), {}) in {:.2f} ms", req.input, image.cols, image.rows,
                image.channels(), cuconv::depth_name(image.depth()), read_ms);
+  cuconv::ImageMetadata metadata;
+  if (!req.strip_metadata || req.auto_orient) metadata = cuconv::read_metadata(req.input);
+  if (req.auto_orient) cuconv::auto_orient(image, metadata);
+  if (req.strip_metadata) metadata = {};
+  if (!metadata.empty() && cuconv::metadata_kept_by(req.output).empty())
+    spdlog::info("{}: this format holds no metadata; the input's EXIF/ICC/XMP is not kept", req.output);
+  write_options.metadata = &metadata;
 
   std::string no_gpu_reason;
   if (options.variant == cuconv::Variant::automatic && !cuconv::cuda_device_available(&no_gpu_reason))
@@ -151,7 +161,7 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
     // The temporary file exists only inside write_image_atomic: SIGINT/SIGTERM wait for it to be
     // renamed or removed (before and after, the default action leaves nothing behind).
     const cuconv::cli::InterruptGuard interrupts;
-    cuconv::write_image_atomic(req.output, result.image, req.overwrite);
+    cuconv::write_image_atomic(req.output, result.image, write_options);
   }
   spdlog::info("wrote {} in {:.2f} ms", req.output, elapsed_ms(t));
   if (const int signal = cuconv::cli::received_signal(); signal != 0) {
