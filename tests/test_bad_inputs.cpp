@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <zlib.h>
 
 using cuconv::ExitCode;
@@ -331,6 +332,13 @@ void expect_refused(const Refusal& row, const Fixtures& fixtures) {
   CHECK(result.exit_code == static_cast<int>(row.code));
   CHECK_MESSAGE(result.err.find(names) != std::string::npos, "the message does not name '", names, "'");
   CHECK_MESSAGE(result.err.find(row.reason) != std::string::npos, "the message does not say '", row.reason, "'");
+  // Refused inputs and outputs are cuconv's to explain: no raw library text (libpng, libjpeg,
+  // OpenCV's imread notes) on stderr, only cuconv's own lines.
+  if (row.code == ExitCode::bad_input || row.code == ExitCode::output) {
+    std::istringstream lines(result.err);
+    for (std::string line; std::getline(lines, line);)
+      CHECK_MESSAGE(line.starts_with("cuconv: "), "a line on stderr is not cuconv's: ", line);
+  }
   CHECK_MESSAGE(snapshot(fixtures.root()) == before,
                 "the test folder changed: an output or temporary file was left, or an input was rewritten");
   CHECK_MESSAGE(fs::symlink_status(output, ec).type() == output_type_before, "the output path changed");

@@ -11,7 +11,9 @@
 
 #include <cmath>
 #include <cstring>
+#include <fstream>
 #include <limits>
+#include <sstream>
 
 using namespace cuconv;
 using cuconv::test::random_image;
@@ -299,4 +301,57 @@ TEST_CASE("batch: metadata kept, --auto-orient and --strip as in single-image mo
                                     "--variant", "opencv", "--strip"});
   REQUIRE_MESSAGE(stripped.exit_code == 0, stripped.err);
   CHECK(read_metadata(dir.file("stripped/a.png")).empty());
+}
+
+namespace {
+
+/// The lines of `text`, without their line ends.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("library messages: -q silent, one cuconv line by default, each with -v") {
+  // Before issue 23 libpng's "iCCP: known incorrect sRGB profile" reached stderr even with -q.
+  TempDir dir;
+  const auto run = [&](const std::string& flag) {
+    std::vector<std::string> args = {sample("astronaut.png"), dir.file("out.png"), "--filter", "gauss5", "--variant",
+                                     "opencv", "--overwrite"};
+    if (!flag.empty()) args.push_back(flag);
+    const auto result = run_cuconv(args);
+    REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+    return result.err;
+  };
+  CHECK(run("-q").empty());
+  const std::vector<std::string> summary = lines_of(run(""));
+  REQUIRE(summary.size() == 1);
+  CHECK(summary[0].starts_with("cuconv: warning: 1 message(s) from the image libraries"));
+  CHECK(summary[0].find("iCCP") != std::string::npos);
+  const std::string verbose = run("-v");
+  CHECK(verbose.find("cuconv: info: image library: libpng warning: iCCP") != std::string::npos);
+  for (const std::string& line : lines_of(verbose)) CHECK(line.starts_with("cuconv: "));
+}
+
+TEST_CASE("library messages: an undecodable input with -q gives cuconv's one error line, no OpenCV note") {
+  // Before issue 23 OpenCV's "imread_('...'): can't read data: OpenCV(4.6.0) ..." came first.
+  TempDir dir;
+  const std::string input = dir.file("short.pgm");
+  std::ofstream(input, std::ios::binary) << "P5\n4 4\n255\nab";
+  const auto result = run_cuconv({input, dir.file("out.png"), "--filter", "gauss5", "-q"});
+  CHECK(result.exit_code == static_cast<int>(ExitCode::bad_input));
+  const std::vector<std::string> lines = lines_of(result.err);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].starts_with("cuconv: error: " + input + ": cannot decode image"));
+}
+
+TEST_CASE("library messages: batch mode with -q prints nothing for a noisy input") {
+  TempDir dir;
+  const auto result = run_cuconv({"--out-dir", dir.file("out"), sample("astronaut.png"), sample("camera.png"), "--filter",
+                                  "gauss5", "--variant", "opencv", "-q"});
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.err.empty());
 }

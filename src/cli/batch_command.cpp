@@ -4,6 +4,7 @@
 #include "cli/batch_command.hpp"
 
 #include "cli/interrupt.hpp"
+#include "cli/library_messages.hpp"
 #include "batch/batch_plan.hpp"
 #include "batch/batch_run.hpp"
 #include "whole_number.hpp"
@@ -53,24 +54,24 @@ class ProgressLine {
     // Capped at 99:59:59 so a stalled start cannot overflow the conversion to int.
     const double eta = rate > 0 ? std::min(static_cast<double>(total_ - done) / rate, 359999.0) : 0.0;
     const int eta_s = static_cast<int>(eta);
-    std::fprintf(stderr, "\r\033[K%zu/%zu images, %.1f images/s, ETA %d:%02d:%02d", done, total_, rate,
+    std::fprintf(terminal_stderr(), "\r\033[K%zu/%zu images, %.1f images/s, ETA %d:%02d:%02d", done, total_, rate,
                  eta_s / 3600, eta_s / 60 % 60, eta_s % 60);
-    std::fflush(stderr);
+    std::fflush(terminal_stderr());
     drawn_ = true;
   }
 
   /// Erases the line so that a log line can take its place (the next update redraws it).
   void clear() {
     if (!drawn_) return;
-    std::fprintf(stderr, "\r\033[K");
-    std::fflush(stderr);
+    std::fprintf(terminal_stderr(), "\r\033[K");
+    std::fflush(terminal_stderr());
     drawn_ = false;
     last_draw_ = {};
   }
 
   /// Leaves the last state on screen.
   void finish() {
-    if (drawn_) std::fprintf(stderr, "\n");
+    if (drawn_) std::fprintf(terminal_stderr(), "\n");
     drawn_ = false;
   }
 
@@ -372,7 +373,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     if (!json_file) throw Error(ErrorKind::output, request.json_path + ": cannot write the JSON summary");
   }
 
-  ProgressLine progress(!request.quiet && ::isatty(STDERR_FILENO) != 0, items.size());
+  ProgressLine progress(!request.quiet && ::isatty(::fileno(terminal_stderr())) != 0, items.size());
   const batch::ItemObserver report_item = [&](const ItemReport& item, std::size_t done, std::size_t) {
     const auto level = item.status == ItemStatus::failed ? spdlog::level::err
                        : item.gpu_fallback.empty()        ? spdlog::level::info

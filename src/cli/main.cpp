@@ -3,6 +3,7 @@
 #include "cli/batch_command.hpp"
 #include "cli/command_line.hpp"
 #include "cli/interrupt.hpp"
+#include "cli/library_messages.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
@@ -11,7 +12,7 @@
 #include <cuconv/image_io.hpp>
 
 #include <nlohmann/json.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/ansicolor_sink.h>
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
@@ -173,8 +174,11 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
 }
 
 /// The "cuconv: level: message" logger on stderr, at warnings until the options say otherwise.
+/// It writes to the terminal's own descriptor, which stays put while LibraryMessages captures 2.
 void setup_logging() {
-  auto logger = spdlog::stderr_color_mt("cuconv");
+  auto sink = std::make_shared<spdlog::sinks::ansicolor_sink<spdlog::details::console_mutex>>(
+      cuconv::cli::terminal_stderr(), spdlog::color_mode::automatic);
+  auto logger = std::make_shared<spdlog::logger>("cuconv", std::move(sink));
   logger->set_pattern("cuconv: %^%l%$: %v");
   logger->set_level(spdlog::level::warn);
   spdlog::set_default_logger(logger);
@@ -189,11 +193,15 @@ ExitCode dispatch(const ParsedCommand& command, std::chrono::steady_clock::time_
       std::cout << cuconv::describe_filter(cuconv::load_filter(req.show_filter));
       return ExitCode::ok;
     case Action::filter_batch: {
+      const cuconv::cli::LibraryMessages library_messages(req.verbose);
       const cuconv::cli::BatchRequest& batch = command.batch;
       const cuconv::Filter filter = batch.no_filter ? cuconv::Filter{} : cuconv::load_filter(req.filter_spec);
       return cuconv::cli::run_batch_command(batch, filter, command.options, process_start);
     }
-    case Action::filter_image: return run(req, command.options);
+    case Action::filter_image: {
+      const cuconv::cli::LibraryMessages library_messages(req.verbose);
+      return run(req, command.options);
+    }
     case Action::exit_now: break;
   }
   return static_cast<ExitCode>(command.exit_code);
