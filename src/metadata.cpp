@@ -15,12 +15,20 @@ namespace {
 
 constexpr const char* kOrientationKey = "Exif.Image.Orientation";
 
+/// Serialises the XMP toolkit, which is not thread-safe on its own (batch mode reads and writes
+/// metadata on several threads).
+std::mutex xmp_mutex;
+void lock_xmp(void*, bool lock) {
+  if (lock) xmp_mutex.lock();
+  else xmp_mutex.unlock();
+}
+
 /// exiv2's one-time set-up: the XMP toolkit must be initialised before threads use it, and its
 /// own warnings (unknown tags, odd makernotes) are not cuconv's to print.
 void init_exiv2() {
   static std::once_flag once;
   std::call_once(once, [] {
-    Exiv2::XmpParser::initialize();
+    Exiv2::XmpParser::initialize(lock_xmp, nullptr);
     Exiv2::LogMsg::setLevel(Exiv2::LogMsg::mute);
   });
 }

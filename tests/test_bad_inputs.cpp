@@ -576,6 +576,8 @@ TEST_CASE("bad input matrix: outputs that cannot be written exit 4") {
       // ignored so that the failure reaches cuconv instead of killing it.
       {.what = "disk full while writing", .code = output, .reason = "write failed", .names = "@out.png",
        .shell_setup = "trap '' XFSZ; ulimit -f 16"},
+      {.what = "disk full while writing a TIFF (libtiff path)", .code = output, .reason = "write failed",
+       .names = "@out.tif", .output = "@out.tif", .shell_setup = "trap '' XFSZ; ulimit -f 16"},
       {.what = "float result to PNG", .options = {"--filter", "gauss5", "--variant", "opencv", "--depth", "32f"},
        .code = output, .reason = ".png cannot hold 32F", .names = "@out.png"},
       {.what = "16S result to PNG", .options = {"--filter", "gauss5", "--variant", "opencv", "--depth", "16s"},

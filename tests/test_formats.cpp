@@ -287,9 +287,14 @@ TEST_CASE("batch: metadata kept, --auto-orient and --strip as in single-image mo
   const cv::Mat stored = random_image(24, 40, CV_8U, 3, 5);
   fs::create_directories(dir.file("in"));
   write_tagged(dir.file("in/a.png"), stored, 6);
-  const auto kept = run_cuconv({"--out-dir", dir.file("kept"), dir.file("in"), "--filter", "1x1:1", "--variant", "opencv"});
+  // More images than threads, each with XMP: the XMP toolkit is used from several threads at once.
+  for (int i = 0; i < 12; ++i) write_tagged(dir.file("in/x" + std::to_string(i) + ".png"), stored, 1, kXmp);
+  const auto kept = run_cuconv({"--out-dir", dir.file("kept"), dir.file("in"), "--filter", "1x1:1", "--variant", "opencv",
+                                "--jobs", "4"});
   REQUIRE_MESSAGE(kept.exit_code == 0, kept.err);
   CHECK(exif_orientation(read_metadata(dir.file("kept/a.png"))) == 6);
+  for (int i = 0; i < 12; ++i)
+    CHECK(read_metadata(dir.file("kept/x" + std::to_string(i) + ".png")).xmp.find("cuconv-test") != std::string::npos);
   const auto oriented = run_cuconv({"--out-dir", dir.file("oriented"), dir.file("in"), "--filter", "1x1:1",
                                     "--variant", "opencv", "--auto-orient"});
   REQUIRE_MESSAGE(oriented.exit_code == 0, oriented.err);

@@ -191,7 +191,9 @@ class Pipeline {
         check_output_extension(output);  // before the read: a wrong extension needs no decoding
         const auto t = Clock::now();
         work.image = read_image(items_[item].input, options_.read_limits);
-        if (!options_.strip_metadata || options_.auto_orient) work.metadata = read_metadata(items_[item].input);
+        // Read only where it is used: an output format that holds metadata, or --auto-orient.
+        if ((!options_.strip_metadata && !metadata_kept_by(output).empty()) || options_.auto_orient)
+          work.metadata = read_metadata(items_[item].input);
         if (options_.auto_orient) auto_orient(work.image, work.metadata);
         if (options_.strip_metadata) work.metadata = {};
         reports_[item].times.read_ms = ms_since(t);

@@ -91,8 +91,10 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   if (!req.strip_metadata || req.auto_orient) metadata = cuconv::read_metadata(req.input);
   if (req.auto_orient) cuconv::auto_orient(image, metadata);
   if (req.strip_metadata) metadata = {};
-  if (!metadata.empty() && cuconv::metadata_kept_by(req.output).empty())
-    spdlog::info("{}: this format holds no metadata; the input's EXIF/ICC/XMP is not kept", req.output);
+  if (!metadata.empty()) {
+    const std::string kept = cuconv::metadata_kept_by(req.output);
+    spdlog::info("{}: metadata kept: {}", req.output, kept.empty() ? "none (the format holds none)" : kept);
+  }
   write_options.metadata = &metadata;
 
   std::string no_gpu_reason;
