@@ -275,6 +275,12 @@ TEST_CASE("--auto-orient rotates the pixels upright and resets Orientation to 1,
     CHECK(same_bytes(cv::imread(out, cv::IMREAD_UNCHANGED), expected));
     CHECK(exif_orientation(read_metadata(out)) == 1);
   }
+  // With --strip too: rotated all the same, and no metadata at all.
+  const std::string bare = dir.file("bare.png");
+  REQUIRE(run_cuconv({dir.file("in6.png"), bare, "--filter", "1x1:1", "--variant", "opencv", "--auto-orient", "--strip"})
+              .exit_code == 0);
+  CHECK(same_bytes(cv::imread(bare, cv::IMREAD_UNCHANGED), upright[6]));
+  CHECK(read_metadata(bare).empty());
   // Without --auto-orient: pixels as stored, the tag kept, so a viewer still shows it upright.
   const std::string kept = dir.file("kept.png");
   REQUIRE(run_cuconv({dir.file("in6.png"), kept, "--filter", "1x1:1", "--variant", "opencv"}).exit_code == 0);
