@@ -288,6 +288,24 @@ TEST_CASE("--auto-orient rotates the pixels upright and resets Orientation to 1,
   CHECK(exif_orientation(read_metadata(kept)) == 6);
 }
 
+TEST_CASE("an Orientation the output cannot keep (BMP, --strip) is warned about, naming --auto-orient") {
+  TempDir dir;
+  write_tagged(dir.file("in.png"), random_image(24, 40, CV_8U, 3, 6), 6);
+  for (const auto& [out, extra] : std::vector<std::pair<std::string, std::string>>{{"out.bmp", ""}, {"out.png", "--strip"}}) {
+    std::vector<std::string> args = {dir.file("in.png"), dir.file(out), "--filter", "1x1:1", "--variant", "opencv"};
+    if (!extra.empty()) args.push_back(extra);
+    const auto result = run_cuconv(args);
+    INFO(out, ": ", result.err);
+    REQUIRE(result.exit_code == 0);
+    CHECK(result.err.find("EXIF Orientation 6 is not kept") != std::string::npos);
+    CHECK(result.err.find("--auto-orient") != std::string::npos);
+  }
+  const auto upright = run_cuconv({dir.file("in.png"), dir.file("upright.bmp"), "--filter", "1x1:1", "--variant",
+                                   "opencv", "--auto-orient"});
+  REQUIRE(upright.exit_code == 0);
+  CHECK(upright.err.empty());
+}
+
 TEST_CASE("batch: metadata kept, --auto-orient and --strip as in single-image mode") {
   TempDir dir;
   const cv::Mat stored = random_image(24, 40, CV_8U, 3, 5);

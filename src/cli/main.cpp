@@ -87,9 +87,14 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   cuconv::check_output_format(req.output, out_depth, image.channels());
   spdlog::info("read {} ({}x{}, {} channel(s), {}) in {:.2f} ms", req.input, image.cols, image.rows,
                image.channels(), cuconv::depth_name(image.depth()), read_ms);
-  cuconv::ImageMetadata metadata;
-  if (!req.strip_metadata || req.auto_orient) metadata = cuconv::read_metadata(req.input);
+  cuconv::ImageMetadata metadata = cuconv::read_metadata(req.input);
   if (req.auto_orient) cuconv::auto_orient(image, metadata);
+  // A sideways photo whose Orientation tag is lost stays sideways in every viewer: say so.
+  if (const int orientation = cuconv::exif_orientation(metadata);
+      orientation != 1 && (req.strip_metadata || cuconv::metadata_kept_by(req.output).find("EXIF") == std::string::npos))
+    spdlog::warn("{}: the input's EXIF Orientation {} is not kept ({}), so the output is not shown upright; "
+                 "--auto-orient rotates the pixels", req.output, orientation,
+                 req.strip_metadata ? "--strip" : "the format holds no EXIF");
   if (req.strip_metadata) metadata = {};
   if (!metadata.empty()) {
     const std::string kept = cuconv::metadata_kept_by(req.output);
