@@ -4,6 +4,7 @@
 #include <cuconv/image_io.hpp>
 
 #include "image_header.hpp"
+#include "jpeg_decode.hpp"
 #include "metadata.hpp"
 #include "tiff_codec.hpp"
 
@@ -239,10 +240,12 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
     throw Error(ErrorKind::bad_input, path + ": cannot read: " + errno_text());
   if (fs::file_size(path, ec) == 0)
     throw Error(ErrorKind::bad_input, path + ": empty file");
-  if (const auto header = detail::inspect_image_file(path)) check_header(path, *header, limits);
+  const auto header = detail::inspect_image_file(path);
+  if (header) check_header(path, *header, limits);
   cv::Mat image;
   try {
-    image = cv::imread(path, cv::IMREAD_UNCHANGED);
+    if (header && header->format == "JPEG") image = detail::decode_jpeg(path).value_or(cv::Mat());
+    if (image.empty()) image = cv::imread(path, cv::IMREAD_UNCHANGED);
   } catch (const cv::Exception& e) {
     // OpenCV reads its own limits from the environment when the library loads, so only the
     // environment can raise them.

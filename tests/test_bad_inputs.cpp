@@ -195,6 +195,10 @@ class Fixtures {
     const std::size_t last_scan = progressive.rfind("\xFF\xDA");
     put("progressive-one-scan-eoi.jpg", progressive.substr(0, second_scan) + "\xFF\xD9");
     put("progressive-last-scan-missing.jpg", progressive.substr(0, last_scan) + "\xFF\xD9");
+    // Cut inside compressed data and closed with EOI: every scan is there, the data runs out.
+    put("progressive-cut-in-last-scan-eoi.jpg",
+        progressive.substr(0, last_scan + (progressive.size() - last_scan) / 2) + "\xFF\xD9");
+    put("jpeg-cut-50-eoi.jpg", jpeg.substr(0, jpeg.size() / 2) + "\xFF\xD9");
     const std::size_t sos = find_or_fail(jpeg, "\xFF\xDA");
     const std::size_t dqt = find_or_fail(jpeg, "\xFF\xDB");
     put("jpeg-sos-damaged.jpg", flip_byte(jpeg, sos + 1));
@@ -388,6 +392,10 @@ TEST_CASE("bad input matrix: files that are not (whole) images exit 3") {
        .reason = "its scans end before the whole image was sent"},
       {.what = "JPEG: progressive, last scan missing, EOI", .input = "@progressive-last-scan-missing.jpg",
        .reason = "its scans end before the whole image was sent"},
+      {.what = "JPEG: progressive, cut inside its last scan, EOI", .input = "@progressive-cut-in-last-scan-eoi.jpg",
+       .reason = "its compressed data ends before the image does"},
+      {.what = "JPEG: baseline cut at 50%, EOI", .input = "@jpeg-cut-50-eoi.jpg",
+       .reason = "its compressed data ends before the image does"},
       {.what = "JPEG: SOS marker damaged", .input = "@jpeg-sos-damaged.jpg", .reason = "truncated or corrupt JPEG"},
       {.what = "JPEG: marker code zeroed", .input = "@jpeg-marker-zeroed.jpg", .reason = "invalid marker FF00"},
       {.what = "JPEG: segment length too long", .input = "@jpeg-segment-too-long.jpg", .reason = "truncated or corrupt JPEG"},
