@@ -3,6 +3,8 @@
 // input to output, in single-image and batch mode.
 #include "test_support.hpp"
 
+#include "cli/command_line.hpp"
+
 #include <cuconv/error.hpp>
 
 #include <doctest/doctest.h>
@@ -383,4 +385,23 @@ TEST_CASE("library messages: batch mode with -q prints nothing for a noisy input
                                   "gauss5", "--variant", "opencv", "-q"});
   REQUIRE(result.exit_code == 0);
   CHECK(result.err.empty());
+}
+
+TEST_CASE("command line: --quality, --compression, --strip and --auto-orient reach both modes' requests") {
+  const char* single[] = {"cuconv", "in.png", "out.jpg", "-f", "gauss5", "--quality", "80", "--strip", "--auto-orient"};
+  const cli::ParsedCommand one = cli::parse_command_line(static_cast<int>(std::size(single)), single);
+  REQUIRE(one.action == cli::Action::filter_image);
+  CHECK(one.request.quality == 80);
+  CHECK(one.request.compression.empty());
+  CHECK(one.request.strip_metadata);
+  CHECK(one.request.auto_orient);
+  CHECK(cli::write_options_of(one.request).quality == 80);
+
+  const char* batch[] = {"cuconv", "--out-dir", "out", "in", "-f", "gauss5", "--compression", "deflate", "--auto-orient"};
+  const cli::ParsedCommand many = cli::parse_command_line(static_cast<int>(std::size(batch)), batch);
+  REQUIRE(many.action == cli::Action::filter_batch);
+  CHECK_FALSE(many.batch.write.quality.has_value());
+  CHECK(many.batch.write.compression == "deflate");
+  CHECK_FALSE(many.batch.strip_metadata);
+  CHECK(many.batch.auto_orient);
 }
