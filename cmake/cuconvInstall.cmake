@@ -33,7 +33,7 @@ install(EXPORT cuconvTargets NAMESPACE cuconv:: DESTINATION ${CUCONV_INSTALL_CMA
 # table: target, package). OpenCV::modules, CUDA::* and Threads are always found by the config.
 set(CUCONV_CONFIG_DEPENDENCIES "")
 get_target_property(cuconv_core_links cuconv_core LINK_LIBRARIES)
-foreach(entry IN ITEMS "TIFF::TIFF TIFF" "exiv2lib exiv2")
+foreach(entry IN ITEMS "JPEG::JPEG JPEG" "TIFF::TIFF TIFF" "exiv2lib exiv2")
   separate_arguments(entry)
   list(GET entry 0 dependency_target)
   list(GET entry 1 dependency_package)

@@ -11,6 +11,9 @@ packages=(
   cmake ninja-build g++
   libopencv-core-dev libopencv-imgproc-dev libopencv-imgcodecs-dev
   libcli11-dev libspdlog-dev doctest-dev nlohmann-json3-dev
+  libjpeg-dev   # JPEG input through libjpeg (its warnings refuse truncated data)
+  libtiff-dev   # TIFF output (lossless float, 16S in colour)
+  libexiv2-dev  # EXIF, ICC and XMP kept from input to output
   zlib1g-dev  # tests craft PNG files with valid CRCs
   help2man    # the man page, generated from cuconv --help at build time
   dpkg-dev file  # cpack -G DEB: dpkg-shlibdeps works out the package's Depends

@@ -15,6 +15,7 @@
 #include <initializer_list>
 #include <memory>
 #include <utility>
+#include <vector>
 
 namespace cuconv::detail {
 namespace {
@@ -142,6 +143,62 @@ int skip_entropy_coded_data(FileReader& file) {
   return EOF;
 }
 
+/// Which DCT coefficients of which components the scans so far have sent in full: a progressive
+/// JPEG cut after a whole scan and closed with EOI decodes without a word from libjpeg, its later
+/// scans' detail missing. Per component, the lowest successive-approximation bit (Al) each of the
+/// 64 coefficients has reached; 0 is complete.
+class ScanCoverage {
+ public:
+  /// From a SOF segment's body (after the length): precision, height, width, Nf, then Nf x 3 bytes.
+  void start_frame(int code, const std::uint8_t* body, std::size_t size) {
+    progressive_ = code == 0xC2 || code == 0xC6 || code == 0xCA || code == 0xCE;
+    components_.clear();
+    if (size < 6) return;
+    const std::size_t count = body[5];
+    for (std::size_t i = 0; i < count && 6 + 3 * i < size; ++i) components_.push_back({body[6 + 3 * i], {}});
+    for (Component& c : components_) c.lowest_bit.fill(kNotSent);
+  }
+
+  /// From a SOS segment's body: Ns, Ns x (Cs, tables), Ss, Se, Ah/Al.
+  void add_scan(const std::uint8_t* body, std::size_t size) {
+    if (size < 1) return;
+    const std::size_t count = body[0];
+    if (size < 1 + 2 * count + 3) return;
+    const std::uint8_t* spectral = body + 1 + 2 * count;
+    // Sequential scans carry every coefficient to full precision.
+    const int first = progressive_ ? spectral[0] : 0;
+    const int last = progressive_ ? std::min<int>(spectral[1], 63) : 63;
+    const int bit = progressive_ ? spectral[2] & 0x0F : 0;
+    for (std::size_t i = 0; i < count; ++i)
+      for (Component& c : components_)
+        if (c.id == body[1 + 2 * i])
+          for (int k = first; k <= last; ++k) c.lowest_bit[static_cast<std::size_t>(k)] =
+              static_cast<std::uint8_t>(std::min<int>(c.lowest_bit[static_cast<std::size_t>(k)], bit));
+  }
+
+  /// Empty when every coefficient of every component was sent in full; else what is missing.
+  [[nodiscard]] std::string missing() const {
+    for (const Component& c : components_) {
+      for (std::size_t k = 0; k < c.lowest_bit.size(); ++k) {
+        if (c.lowest_bit[k] == 0) continue;
+        return "its scans end before the whole image was sent (component " + std::to_string(c.id) +
+               ", coefficient " + std::to_string(k) +
+               (c.lowest_bit[k] == kNotSent ? " never sent" : " not refined to full precision") + ")";
+      }
+    }
+    return {};
+  }
+
+ private:
+  static constexpr std::uint8_t kNotSent = 0xFF;
+  struct Component {
+    int id;
+    std::array<std::uint8_t, 64> lowest_bit;
+  };
+  bool progressive_ = false;
+  std::vector<Component> components_;
+};
+
 ImageHeader inspect_jpeg(FileReader& file) {
   ImageHeader header;
   header.format = "JPEG";
@@ -152,6 +209,7 @@ ImageHeader inspect_jpeg(FileReader& file) {
   };
   file.seek(2);  // past SOI
   int scans = 0;
+  ScanCoverage coverage;
   int found_in_scan = EOF;  // a marker that ended entropy-coded data, not handled yet
   while (true) {
     int code = std::exchange(found_in_scan, EOF);
@@ -169,6 +227,7 @@ ImageHeader inspect_jpeg(FileReader& file) {
     }
     if (code == kJpegEoi) {
       if (scans == 0) header.defect = "end-of-image marker before any image data";
+      else header.defect = coverage.missing();
       return header;
     }
     if (is_restart(code) || code == 0x01) continue;  // RSTn and TEM have no segment
@@ -185,12 +244,21 @@ ImageHeader inspect_jpeg(FileReader& file) {
                       std::to_string(length);
       return header;
     }
-    std::array<std::uint8_t, 5> frame{};  // precision, height, width
-    if (is_start_of_frame(code) && length >= 2 + frame.size() && file.read(frame.data(), frame.size())) {
-      header.has_size = true;
-      header.height = big_endian(frame.data() + 1, 2);
-      header.width = big_endian(frame.data() + 3, 2);
+    // SOF and SOS bodies are short (at most 2 + 3 x 255 bytes): read whole for the size and coverage.
+    std::vector<std::uint8_t> segment;
+    if (is_start_of_frame(code) || code == kJpegSos) {
+      segment.resize(static_cast<std::size_t>(length - 2));
+      segment.resize(file.read_some(segment.data(), segment.size()));
     }
+    if (is_start_of_frame(code)) {
+      if (segment.size() >= 5) {  // precision, height, width
+        header.has_size = true;
+        header.height = big_endian(segment.data() + 1, 2);
+        header.width = big_endian(segment.data() + 3, 2);
+      }
+      coverage.start_frame(code, segment.data(), segment.size());
+    }
+    if (code == kJpegSos) coverage.add_scan(segment.data(), segment.size());
     if (!file.seek(body + length - 2)) {
       return cut_off("inside segment " + hex_marker(code) + " that starts at byte " + std::to_string(marker_at));
     }

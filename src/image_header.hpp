@@ -18,7 +18,9 @@ struct ImageHeader {
 
 /// Reads the header of the file at `path`. For PNG and JPEG it also walks the chunks or markers
 /// to the end marker: libjpeg returns a truncated file's partial image with only a warning, and
-/// for PNG the walk says where the file ends instead of libpng's bare "Read Error".
+/// for PNG the walk says where the file ends instead of libpng's bare "Read Error". For JPEG it
+/// also checks that the scans sent every coefficient of every component in full, which a
+/// progressive file cut after a scan and closed with EOI does not.
 /// nullopt when the file starts like none of these formats (the decoder then judges it alone).
 /// Throws Error{bad_input} when the file cannot be opened.
 [[nodiscard]] std::optional<ImageHeader> inspect_image_file(const std::string& path);

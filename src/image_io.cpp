@@ -4,6 +4,9 @@
 #include <cuconv/image_io.hpp>
 
 #include "image_header.hpp"
+#include "jpeg_decode.hpp"
+#include "metadata.hpp"
+#include "tiff_codec.hpp"
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -27,22 +30,37 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// What an OpenCV encoder stores without converting. From the OpenCV 4.6 encoders'
-/// isFormatSupported(): anything else is converted to 8 bits (or loses alpha) without a word.
+/// What --compression takes for a format.
+enum class CompressionKind { none, zlib_level, tiff_codec };
+
+/// Which metadata blocks a format keeps (written with libexiv2).
+struct MetadataKept {
+  bool exif, icc, xmp;
+};
+constexpr MetadataKept kAllMetadata{true, true, true};
+constexpr MetadataKept kNoMetadata{false, false, false};
+
+/// What each output format stores without converting, and which encoder options and metadata it
+/// takes. Depths and alpha from the OpenCV 4.6 encoders' isFormatSupported() (anything else is
+/// converted to 8 bits or loses alpha without a word); TIFF is written by libtiff (tiff_codec.hpp).
+/// WebP keeps no ICC profile: exiv2 0.27 writes it into a malformed chunk.
 struct FormatCapability {
   std::string_view extensions;  ///< space-separated, lower case, with dots
   std::array<int, 4> depths;    ///< supported depths, -1 padded
   bool alpha;
+  bool quality;                 ///< takes --quality
+  CompressionKind compression;  ///< what --compression takes
+  MetadataKept metadata;
 };
 constexpr std::array<FormatCapability, 8> kFormats{{
-    {".png", {CV_8U, CV_16U, -1, -1}, true},
-    {".jpg .jpeg .jpe", {CV_8U, -1, -1, -1}, false},
-    {".bmp .dib", {CV_8U, -1, -1, -1}, true},
-    {".webp", {CV_8U, -1, -1, -1}, true},
-    {".pgm .ppm .pnm .pbm", {CV_8U, CV_16U, -1, -1}, false},
-    {".tif .tiff", {CV_8U, CV_16U, CV_16S, CV_32F}, true},
-    {".exr", {CV_32F, -1, -1, -1}, true},
-    {".pfm", {CV_32F, -1, -1, -1}, false},
+    {".png", {CV_8U, CV_16U, -1, -1}, true, false, CompressionKind::zlib_level, kAllMetadata},
+    {".jpg .jpeg .jpe", {CV_8U, -1, -1, -1}, false, true, CompressionKind::none, kAllMetadata},
+    {".bmp .dib", {CV_8U, -1, -1, -1}, true, false, CompressionKind::none, kNoMetadata},
+    {".webp", {CV_8U, -1, -1, -1}, true, true, CompressionKind::none, {true, false, true}},
+    {".pgm .ppm .pnm .pbm", {CV_8U, CV_16U, -1, -1}, false, false, CompressionKind::none, kNoMetadata},
+    {".tif .tiff", {CV_8U, CV_16U, CV_16S, CV_32F}, true, false, CompressionKind::tiff_codec, kAllMetadata},
+    {".exr", {CV_32F, -1, -1, -1}, true, false, CompressionKind::none, kNoMetadata},
+    {".pfm", {CV_32F, -1, -1, -1}, false, false, CompressionKind::none, kNoMetadata},
 }};
 
 std::string lower_extension(const std::string& path) {
@@ -124,7 +142,76 @@ void check_header(const std::string& path, const detail::ImageHeader& header, co
                                           " file: " + header.defect);
 }
 
+/// The encoder's output for `path`'s format with `options`' quality and compression (checked
+/// by check_encoder_options before).
+std::vector<unsigned char> encode(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
+  const std::string ext = lower_extension(path);
+  const FormatCapability* format = find_format(ext);
+  if (format != nullptr && format->compression == CompressionKind::tiff_codec) {
+    detail::TiffCompression codec = detail::TiffCompression::deflate;
+    if (!options.compression.empty()) detail::parse_tiff_compression(options.compression, codec);
+    return detail::encode_tiff(path, image, codec);
+  }
+  std::vector<int> params;
+  if (ext == ".jpg" || ext == ".jpeg" || ext == ".jpe")
+    params = {cv::IMWRITE_JPEG_QUALITY, options.quality.value_or(kDefaultJpegQuality)};
+  if (ext == ".webp" && options.quality) params = {cv::IMWRITE_WEBP_QUALITY, *options.quality};  // unset: lossless
+  if (format != nullptr && format->compression == CompressionKind::zlib_level && !options.compression.empty()) {
+    // OpenCV's own default pairs level 1 with the RLE strategy; a chosen level gets zlib's default
+    // strategy, so that 9 really compresses harder.
+    params = {cv::IMWRITE_PNG_COMPRESSION, std::stoi(options.compression), cv::IMWRITE_PNG_STRATEGY,
+              cv::IMWRITE_PNG_STRATEGY_DEFAULT};
+  }
+  std::vector<unsigned char> encoded;
+  bool ok = false;
+  try {
+    ok = cv::imencode(ext, image, encoded, params);
+  } catch (const cv::Exception& e) {
+    throw Error(ErrorKind::output, path + ": cannot encode image: " + e.what());
+  }
+  if (!ok) throw Error(ErrorKind::output, path + ": cannot encode image");
+  return encoded;
+}
+
 }  // namespace
+
+void check_encoder_options(const std::string& path, const WriteOptions& options) {
+  const std::string ext = lower_extension(path);
+  const FormatCapability* format = find_format(ext);
+  if (format == nullptr) return;  // check_output_extension names the problem
+  if (options.quality) {
+    if (!format->quality)
+      throw Error(ErrorKind::usage, path + ": --quality applies to JPEG and WebP outputs, not " + ext);
+    if (*options.quality < 1 || *options.quality > 100)
+      throw Error(ErrorKind::usage, "--quality " + std::to_string(*options.quality) + ": expected 1 to 100");
+  }
+  if (options.compression.empty()) return;
+  const std::string& value = options.compression;
+  detail::TiffCompression codec{};
+  switch (format->compression) {
+    case CompressionKind::none:
+      throw Error(ErrorKind::usage, path + ": --compression applies to PNG (0-9) and TIFF (none, lzw, deflate) "
+                                           "outputs, not " + ext);
+    case CompressionKind::zlib_level:
+      if (value.size() != 1 || value[0] < '0' || value[0] > '9')
+        throw Error(ErrorKind::usage, path + ": --compression '" + value + "' for PNG: expected a level from 0 to 9");
+      break;
+    case CompressionKind::tiff_codec:
+      if (!detail::parse_tiff_compression(value, codec))
+        throw Error(ErrorKind::usage, path + ": --compression '" + value + "' for TIFF: expected none, lzw or deflate");
+      break;
+  }
+}
+
+std::string metadata_kept_by(const std::string& path) {
+  const FormatCapability* format = find_format(lower_extension(path));
+  if (format == nullptr) return {};
+  std::string kept;
+  for (const auto& [keeps, name] : {std::pair{format->metadata.exif, "EXIF"}, std::pair{format->metadata.icc, "ICC"},
+                                    std::pair{format->metadata.xmp, "XMP"}})
+    if (keeps) kept += (kept.empty() ? "" : ", ") + std::string(name);
+  return kept;
+}
 
 std::string depth_name(int depth) {
   switch (depth) {
@@ -153,10 +240,12 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
     throw Error(ErrorKind::bad_input, path + ": cannot read: " + errno_text());
   if (fs::file_size(path, ec) == 0)
     throw Error(ErrorKind::bad_input, path + ": empty file");
-  if (const auto header = detail::inspect_image_file(path)) check_header(path, *header, limits);
+  const auto header = detail::inspect_image_file(path);
+  if (header) check_header(path, *header, limits);
   cv::Mat image;
   try {
-    image = cv::imread(path, cv::IMREAD_UNCHANGED);
+    if (header && header->format == "JPEG") image = detail::decode_jpeg(path).value_or(cv::Mat());
+    if (image.empty()) image = cv::imread(path, cv::IMREAD_UNCHANGED);
   } catch (const cv::Exception& e) {
     // OpenCV reads its own limits from the environment when the library loads, so only the
     // environment can raise them.
@@ -227,16 +316,19 @@ void check_not_same_file(const std::string& input, const std::string& output) {
     throw Error(ErrorKind::usage, output + ": output is the input file; refusing to overwrite it");
 }
 
-void write_image_atomic(const std::string& path, const cv::Mat& image, bool overwrite) {
+void write_image_atomic(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
   check_output_format(path, image.depth(), image.channels());
-  std::vector<unsigned char> encoded;
-  bool ok = false;
-  try {
-    ok = cv::imencode(lower_extension(path), image, encoded);
-  } catch (const cv::Exception& e) {
-    throw Error(ErrorKind::output, path + ": cannot encode image: " + e.what());
+  check_encoder_options(path, options);
+  const bool overwrite = options.overwrite;
+  std::vector<unsigned char> encoded = encode(path, image, options);
+  if (options.metadata != nullptr) {
+    const MetadataKept keeps = find_format(lower_extension(path))->metadata;
+    ImageMetadata kept;
+    if (keeps.exif) kept.exif = options.metadata->exif;
+    if (keeps.icc) kept.icc = options.metadata->icc;
+    if (keeps.xmp) kept.xmp = options.metadata->xmp;
+    if (!kept.empty()) encoded = detail::embed_metadata(path, std::move(encoded), kept);
   }
-  if (!ok) throw Error(ErrorKind::output, path + ": cannot encode image");
 
   // Temporary file next to the target, so the final rename stays on one file system.
   const fs::path target(path);

@@ -16,6 +16,7 @@
 #include <cstdint>
 #include <fstream>
 #include <map>
+#include <sstream>
 #include <zlib.h>
 
 using cuconv::ExitCode;
@@ -125,8 +126,8 @@ std::string flip_byte(std::string bytes, std::size_t offset) {
   return bytes;
 }
 
-std::size_t find_or_fail(const std::string& bytes, const std::string& what) {
-  const auto at = bytes.find(what);
+std::size_t find_or_fail(const std::string& bytes, const std::string& what, std::size_t from = 0) {
+  const auto at = bytes.find(what, from);
   REQUIRE(at != std::string::npos);
   return at;
 }
@@ -188,6 +189,16 @@ class Fixtures {
     put("progressive-cut-30.jpg", progressive.substr(0, progressive.size() * 3 / 10));
     put("progressive-cut-70.jpg", progressive.substr(0, progressive.size() * 7 / 10));
     put("progressive-no-eoi.jpg", progressive.substr(0, progressive.size() - 2));
+    // Cut where a scan starts and closed with EOI: a well-formed file, only its later scans
+    // missing; libjpeg decodes it to a blurred image without a warning.
+    const std::size_t second_scan = find_or_fail(progressive, "\xFF\xDA", find_or_fail(progressive, "\xFF\xDA") + 2);
+    const std::size_t last_scan = progressive.rfind("\xFF\xDA");
+    put("progressive-one-scan-eoi.jpg", progressive.substr(0, second_scan) + "\xFF\xD9");
+    put("progressive-last-scan-missing.jpg", progressive.substr(0, last_scan) + "\xFF\xD9");
+    // Cut inside compressed data and closed with EOI: every scan is there, the data runs out.
+    put("progressive-cut-in-last-scan-eoi.jpg",
+        progressive.substr(0, last_scan + (progressive.size() - last_scan) / 2) + "\xFF\xD9");
+    put("jpeg-cut-50-eoi.jpg", jpeg.substr(0, jpeg.size() / 2) + "\xFF\xD9");
     const std::size_t sos = find_or_fail(jpeg, "\xFF\xDA");
     const std::size_t dqt = find_or_fail(jpeg, "\xFF\xDB");
     put("jpeg-sos-damaged.jpg", flip_byte(jpeg, sos + 1));
@@ -325,6 +336,13 @@ void expect_refused(const Refusal& row, const Fixtures& fixtures) {
   CHECK(result.exit_code == static_cast<int>(row.code));
   CHECK_MESSAGE(result.err.find(names) != std::string::npos, "the message does not name '", names, "'");
   CHECK_MESSAGE(result.err.find(row.reason) != std::string::npos, "the message does not say '", row.reason, "'");
+  // Refused inputs and outputs are cuconv's to explain: no raw library text (libpng, libjpeg,
+  // OpenCV's imread notes) on stderr, only cuconv's own lines.
+  if (row.code == ExitCode::bad_input || row.code == ExitCode::output) {
+    std::istringstream lines(result.err);
+    for (std::string line; std::getline(lines, line);)
+      CHECK_MESSAGE(line.starts_with("cuconv: "), "a line on stderr is not cuconv's: ", line);
+  }
   CHECK_MESSAGE(snapshot(fixtures.root()) == before,
                 "the test folder changed: an output or temporary file was left, or an input was rewritten");
   CHECK_MESSAGE(fs::symlink_status(output, ec).type() == output_type_before, "the output path changed");
@@ -370,6 +388,14 @@ TEST_CASE("bad input matrix: files that are not (whole) images exit 3") {
       {.what = "JPEG: progressive cut at 30%", .input = "@progressive-cut-30.jpg", .reason = "truncated or corrupt JPEG"},
       {.what = "JPEG: progressive cut at 70%", .input = "@progressive-cut-70.jpg", .reason = "truncated or corrupt JPEG"},
       {.what = "JPEG: progressive without EOI", .input = "@progressive-no-eoi.jpg", .reason = "before the end-of-image marker"},
+      {.what = "JPEG: progressive, first scan then EOI", .input = "@progressive-one-scan-eoi.jpg",
+       .reason = "its scans end before the whole image was sent"},
+      {.what = "JPEG: progressive, last scan missing, EOI", .input = "@progressive-last-scan-missing.jpg",
+       .reason = "its scans end before the whole image was sent"},
+      {.what = "JPEG: progressive, cut inside its last scan, EOI", .input = "@progressive-cut-in-last-scan-eoi.jpg",
+       .reason = "its compressed data ends before the image does"},
+      {.what = "JPEG: baseline cut at 50%, EOI", .input = "@jpeg-cut-50-eoi.jpg",
+       .reason = "its compressed data ends before the image does"},
       {.what = "JPEG: SOS marker damaged", .input = "@jpeg-sos-damaged.jpg", .reason = "truncated or corrupt JPEG"},
       {.what = "JPEG: marker code zeroed", .input = "@jpeg-marker-zeroed.jpg", .reason = "invalid marker FF00"},
       {.what = "JPEG: segment length too long", .input = "@jpeg-segment-too-long.jpg", .reason = "truncated or corrupt JPEG"},
@@ -513,6 +539,20 @@ TEST_CASE("bad input matrix: bad and conflicting options exit 2") {
        .reason = "expected bytes as a whole number", .names = "--gpu-memory"},
       {.what = "--gpu-memory negative", .options = with({"--gpu-memory", "-1G"}), .code = usage, .reason = "got '-1G'",
        .names = "--gpu-memory"},
+      {.what = "--quality on a PNG output", .options = with({"--quality", "80"}), .code = usage,
+       .reason = "--quality applies to JPEG and WebP outputs", .names = "@out.png"},
+      {.what = "--quality 0", .options = with({"--quality", "0"}), .code = usage, .reason = "not in range",
+       .names = "--quality", .output = "@out.jpg"},
+      {.what = "--quality 101", .options = with({"--quality", "101"}), .code = usage, .reason = "not in range",
+       .names = "--quality", .output = "@out.jpg"},
+      {.what = "--compression lzw on a PNG output", .options = with({"--compression", "lzw"}), .code = usage,
+       .reason = "expected a level from 0 to 9", .names = "@out.png"},
+      {.what = "--compression 5 on a TIFF output", .options = with({"--compression", "5"}), .code = usage,
+       .reason = "expected none, lzw or deflate", .names = "@out.tif", .output = "@out.tif"},
+      {.what = "--compression on a JPEG output", .options = with({"--compression", "9"}), .code = usage,
+       .reason = "--compression applies to PNG (0-9) and TIFF", .names = "@out.jpg", .output = "@out.jpg"},
+      {.what = "--compression zip", .options = with({"--compression", "zip"}), .code = usage, .reason = "zip",
+       .names = "--compression"},
       {.what = "output is the input", .code = usage, .reason = "output is the input file", .names = "@camera.png",
        .output = "@camera.png"},
       {.what = "output is the input through ./", .code = usage, .reason = "output is the input file",
@@ -544,6 +584,8 @@ TEST_CASE("bad input matrix: outputs that cannot be written exit 4") {
       // ignored so that the failure reaches cuconv instead of killing it.
       {.what = "disk full while writing", .code = output, .reason = "write failed", .names = "@out.png",
        .shell_setup = "trap '' XFSZ; ulimit -f 16"},
+      {.what = "disk full while writing a TIFF (libtiff path)", .code = output, .reason = "write failed",
+       .names = "@out.tif", .output = "@out.tif", .shell_setup = "trap '' XFSZ; ulimit -f 16"},
       {.what = "float result to PNG", .options = {"--filter", "gauss5", "--variant", "opencv", "--depth", "32f"},
        .code = output, .reason = ".png cannot hold 32F", .names = "@out.png"},
       {.what = "16S result to PNG", .options = {"--filter", "gauss5", "--variant", "opencv", "--depth", "16s"},

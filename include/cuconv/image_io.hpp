@@ -4,8 +4,10 @@
 #include <opencv2/core/mat.hpp>
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
+#include <vector>
 
 namespace cuconv {
 
@@ -45,12 +47,61 @@ void check_output_extension(const std::string& path);
 /// a process killed while writing (SIGKILL) can leave one behind, later runs ignore them.
 inline constexpr std::string_view kTempFilePrefix = ".cuconv-tmp-";
 
+/// JPEG quality when none is asked for.
+inline constexpr int kDefaultJpegQuality = 95;
+
+/// Metadata carried from an input to its output: each blob as the formats store it, empty when
+/// absent. Read with read_metadata, written by write_image_atomic where the format can hold it.
+struct ImageMetadata {
+  std::vector<unsigned char> exif;  ///< EXIF as a TIFF-structured block (what JPEG's APP1 holds after "Exif\0\0")
+  std::vector<unsigned char> icc;   ///< ICC colour profile
+  std::string xmp;                  ///< XMP packet (XML)
+  [[nodiscard]] bool empty() const { return exif.empty() && icc.empty() && xmp.empty(); }
+};
+
+/// How write_image_atomic encodes and publishes an image.
+struct WriteOptions {
+  bool overwrite = true;       ///< replace an existing file at the path
+  /// JPEG and WebP quality, 1-100; unset: JPEG kDefaultJpegQuality, WebP lossless.
+  std::optional<int> quality;
+  /// PNG: zlib level "0".."9"; TIFF: "none", "lzw" or "deflate"; empty: the format's default
+  /// (PNG: OpenCV's fast setting, level 1; TIFF: deflate). check_encoder_options says what fits.
+  std::string compression;
+  const ImageMetadata* metadata = nullptr;  ///< kept in the output where its format can hold it
+};
+
+/// Throws Error{usage} when `options` do not apply to `path`'s format (--quality on a PNG,
+/// --compression lzw on a PNG, a level on a TIFF ...) or are out of range. Runs before any work.
+void check_encoder_options(const std::string& path, const WriteOptions& options);
+
+/// Reads the EXIF, ICC and XMP of the image file at `path` (libexiv2). Formats or files exiv2
+/// cannot parse give empty metadata: the pixels are what matters, read_image judges the file.
+/// A TIFF's Orientation comes back as 1: OpenCV's TIFF decoder, unlike its JPEG, PNG and WebP
+/// decoders, rotates the pixels itself, so read_image's pixels are upright already.
+[[nodiscard]] ImageMetadata read_metadata(const std::string& path);
+
+/// EXIF Orientation (1-8) of `metadata`; 1 (upright) when absent or invalid.
+[[nodiscard]] int exif_orientation(const ImageMetadata& metadata);
+
+/// Rotates/flips `image` so that an image stored with EXIF `orientation` (1-8) is upright, and
+/// sets the Orientation of `metadata` (when it has EXIF) to 1: --auto-orient.
+void auto_orient(cv::Mat& image, ImageMetadata& metadata);
+
+/// Which of EXIF, ICC and XMP files with `path`'s extension keep: "EXIF, ICC, XMP", or "" for none.
+[[nodiscard]] std::string metadata_kept_by(const std::string& path);
+
 /// Encodes and writes atomically: a temporary file in the target directory (named
 /// kTempFilePrefix + file name + random suffix, permissions 0666 less the umask), fsync, rename.
-/// With `overwrite` false, an existing file at `path`, also one that appears while the image is
-/// encoded, is never replaced (Error{output}); the final step is an atomic no-replace rename.
-/// After any failure no file is left at `path` (an existing file is left unchanged).
-void write_image_atomic(const std::string& path, const cv::Mat& image, bool overwrite = true);
+/// With `options.overwrite` false, an existing file at `path`, also one that appears while the
+/// image is encoded, is never replaced (Error{output}); the final step is an atomic no-replace
+/// rename. After any failure no file is left at `path` (an existing file is left unchanged).
+/// Lossless formats (PNG, TIFF, PNM, BMP, EXR, PFM) decode to exactly the values of `image`.
+void write_image_atomic(const std::string& path, const cv::Mat& image, const WriteOptions& options);
+inline void write_image_atomic(const std::string& path, const cv::Mat& image, bool overwrite = true) {
+  WriteOptions options;
+  options.overwrite = overwrite;
+  write_image_atomic(path, image, options);
+}
 
 /// "8U", "16U", "16S", "32F" ...
 [[nodiscard]] std::string depth_name(int depth);

@@ -95,6 +95,7 @@ struct Work {
   std::size_t item = 0;
   cv::Mat image;
   HeldImage held;
+  ImageMetadata metadata;  ///< what the output keeps (none with strip_metadata)
 };
 
 class Pipeline {
@@ -184,12 +185,17 @@ class Pipeline {
         continue;
       }
       started_[item] = Clock::now();
-      Work work{item, {}, HeldImage(held_images_, peak_held_images_)};
+      Work work{item, {}, HeldImage(held_images_, peak_held_images_), {}};
       const bool decoded = attempt(item, [&] {
         const std::string& output = items_[item].output;
         check_output_extension(output);  // before the read: a wrong extension needs no decoding
         const auto t = Clock::now();
         work.image = read_image(items_[item].input, options_.read_limits);
+        // Read only where it is used: an output format that holds metadata, or --auto-orient.
+        if ((!options_.strip_metadata && !metadata_kept_by(output).empty()) || options_.auto_orient)
+          work.metadata = read_metadata(items_[item].input);
+        if (options_.auto_orient) auto_orient(work.image, work.metadata);
+        if (options_.strip_metadata) work.metadata = {};
         reports_[item].times.read_ms = ms_since(t);
         const int depth = options_.skip_filter ? work.image.depth()
                                                : resolve_output_depth(work.image.depth(), options_.convolve.depth);
@@ -258,7 +264,10 @@ class Pipeline {
       const bool written = lost_race || attempt(item, [&] {
         const auto t = Clock::now();
         try {
-          write_image_atomic(items_[item].output, work->image, options_.overwrite);
+          WriteOptions write = options_.write;
+          write.overwrite = options_.overwrite;
+          write.metadata = &work->metadata;
+          write_image_atomic(items_[item].output, work->image, write);
         } catch (const Error&) {
           // The no-replace publish found the name taken: another process finished first.
           lost_race = kept_existing(item);

@@ -38,6 +38,9 @@ struct BatchOptions {
   bool fail_fast = false;             ///< stop scheduling work at the first failure
   bool skip_filter = false;           ///< --no-filter: decode and encode only (benchmark aid)
   ReadLimits read_limits;             ///< --max-pixels, as in single-image mode
+  WriteOptions write;                 ///< --quality, --compression; `overwrite` above and each image's metadata replace its own
+  bool strip_metadata = false;        ///< --strip: outputs get no EXIF, ICC or XMP
+  bool auto_orient = false;           ///< --auto-orient: pixels rotated upright by EXIF Orientation before filtering
   /// Called by each filter thread before its first image, while decoding has begun: the caller's
   /// check that the GPU is usable (CUDA's initialisation takes a while). An exception from it stops
   /// the batch, and run_batch rethrows it after the threads have ended; no output is written.

@@ -4,6 +4,7 @@
 #include "cli/batch_command.hpp"
 
 #include "cli/interrupt.hpp"
+#include "cli/library_messages.hpp"
 #include "batch/batch_plan.hpp"
 #include "batch/batch_run.hpp"
 #include "whole_number.hpp"
@@ -53,24 +54,24 @@ class ProgressLine {
     // Capped at 99:59:59 so a stalled start cannot overflow the conversion to int.
     const double eta = rate > 0 ? std::min(static_cast<double>(total_ - done) / rate, 359999.0) : 0.0;
     const int eta_s = static_cast<int>(eta);
-    std::fprintf(stderr, "\r\033[K%zu/%zu images, %.1f images/s, ETA %d:%02d:%02d", done, total_, rate,
+    std::fprintf(terminal_stderr(), "\r\033[K%zu/%zu images, %.1f images/s, ETA %d:%02d:%02d", done, total_, rate,
                  eta_s / 3600, eta_s / 60 % 60, eta_s % 60);
-    std::fflush(stderr);
+    std::fflush(terminal_stderr());
     drawn_ = true;
   }
 
   /// Erases the line so that a log line can take its place (the next update redraws it).
   void clear() {
     if (!drawn_) return;
-    std::fprintf(stderr, "\r\033[K");
-    std::fflush(stderr);
+    std::fprintf(terminal_stderr(), "\r\033[K");
+    std::fflush(terminal_stderr());
     drawn_ = false;
     last_draw_ = {};
   }
 
   /// Leaves the last state on screen.
   void finish() {
-    if (drawn_) std::fprintf(stderr, "\n");
+    if (drawn_) std::fprintf(terminal_stderr(), "\n");
     drawn_ = false;
   }
 
@@ -129,14 +130,18 @@ void check_inputs_exist(const std::vector<NamedInput>& named) {
 
 /// Throws Error{output} unless every output's extension names a format cuconv writes; without an
 /// extension (an input without one, kept by a --name without one) it says so and how to name one.
-void check_output_names(const std::vector<batch::BatchItem>& items) {
+/// Throws Error{usage} when --quality or --compression does not fit an output format.
+void check_output_names(const std::vector<batch::BatchItem>& items, const WriteOptions& write) {
   std::set<std::string> checked;  // each extension once
   for (const batch::BatchItem& item : items) {
     const std::string extension = fs::path(item.output).extension().string();
     if (extension.empty())
       throw Error(ErrorKind::output, item.output + ": has no extension to pick the output format (the input " +
                                          item.input + " has none): name one with --name, e.g. --name '%s.png'");
-    if (checked.insert(extension).second) check_output_extension(item.output);
+    if (checked.insert(extension).second) {
+      check_output_extension(item.output);
+      check_encoder_options(item.output, write);  // --quality on a PNG: refused before the batch starts
+    }
   }
 }
 
@@ -337,7 +342,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
                                  : batch::slurm_array_shard(std::getenv).value_or(batch::Shard{});
   const std::vector<batch::BatchItem> items = batch::select_shard(all_items, shard);
   spdlog::info("{} input(s); shard {}/{}: {} of them", all_items.size(), shard.index, shard.count, items.size());
-  check_output_names(items);
+  check_output_names(items, request.write);
   for (const batch::BatchItem& item : items) check_not_same_file(item.input, item.output);
 
   batch::BatchOptions batch_options;
@@ -347,6 +352,9 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   batch_options.overwrite = request.overwrite;
   batch_options.fail_fast = request.fail_fast;
   batch_options.read_limits.max_pixels = request.max_pixels;
+  batch_options.write = request.write;
+  batch_options.strip_metadata = request.strip_metadata;
+  batch_options.auto_orient = request.auto_orient;
   batch_options.jobs = request.jobs > 0 ? request.jobs : std::max(1U, std::thread::hardware_concurrency());
   if (request.gpu_threads > 0) batch_options.filter_threads_per_device = request.gpu_threads;
   batch_options.devices = parse_devices(request.devices, uses_gpu);
@@ -365,7 +373,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     if (!json_file) throw Error(ErrorKind::output, request.json_path + ": cannot write the JSON summary");
   }
 
-  ProgressLine progress(!request.quiet && ::isatty(STDERR_FILENO) != 0, items.size());
+  ProgressLine progress(!request.quiet && ::isatty(::fileno(terminal_stderr())) != 0, items.size());
   const batch::ItemObserver report_item = [&](const ItemReport& item, std::size_t done, std::size_t) {
     const auto level = item.status == ItemStatus::failed ? spdlog::level::err
                        : item.gpu_fallback.empty()        ? spdlog::level::info

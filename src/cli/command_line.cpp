@@ -102,6 +102,24 @@ std::vector<CLI::Option*> add_batch_options(CLI::App& app, BatchRequest& request
   };
 }
 
+/// Registers --quality, --compression, --strip and --auto-orient (both modes).
+void add_output_options(CLI::App& app, CliRequest& request) {
+  const std::string group = "Output encoding and metadata";
+  app.add_option("--quality", request.quality, "JPEG and WebP quality, 1-100 (default: JPEG 95, WebP lossless)")
+      ->check(CLI::Range(1, 100))
+      ->group(group);
+  app.add_option("--compression", request.compression,
+                 "PNG: zlib level 0-9 (default 1); TIFF: none, lzw or deflate (default deflate); all lossless")
+      ->check(CLI::IsMember({"0", "1", "2", "3", "4", "5", "6", "7", "8", "9", "none", "lzw", "deflate"}))
+      ->group(group);
+  app.add_flag("--strip", request.strip_metadata,
+               "write no metadata (default: EXIF, ICC profile and XMP are kept where the output format holds them)")
+      ->group(group);
+  app.add_flag("--auto-orient", request.auto_orient,
+               "rotate the pixels upright by the EXIF Orientation before filtering, and reset the tag")
+      ->group(group);
+}
+
 /// A CLI11 validator that accepts what `accepts` returns true for, else says `expected`.
 template <class Accepts>
 CLI::Validator by_hand(Accepts accepts, std::string expected, std::string type_name) {
@@ -113,6 +131,14 @@ CLI::Validator by_hand(Accepts accepts, std::string expected, std::string type_n
 }
 
 }  // namespace
+
+WriteOptions write_options_of(const CliRequest& request) {
+  WriteOptions options;
+  options.overwrite = request.overwrite;
+  options.quality = request.quality;
+  options.compression = request.compression;
+  return options;
+}
 
 bool is_batch_invocation(int argc, const char* const* argv) {
   for (int i = 1; i < argc; ++i) {
@@ -209,6 +235,7 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
       ->check(CLI::Range(1, 100000));
   app.add_flag("--overwrite", req.overwrite,
                "replace an existing output (default: never; one image: refused, exit 4; batch: skipped)");
+  add_output_options(app, req);
   const std::vector<CLI::Option*> batch_only = add_batch_options(app, batch);
 
   try {
@@ -244,6 +271,9 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
     batch.quiet = req.quiet;
     batch.overwrite = req.overwrite;
     batch.max_pixels = req.max_pixels;
+    batch.write = write_options_of(req);
+    batch.strip_metadata = req.strip_metadata;
+    batch.auto_orient = req.auto_orient;
     command.action = Action::filter_batch;
   } else {
     for (const CLI::Option* option : batch_only)

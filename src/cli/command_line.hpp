@@ -37,7 +37,15 @@ struct CliRequest {
   bool json = false;
   int bench_runs = 0;
   bool overwrite = false;  ///< --overwrite: replace an existing output (both modes)
+  // Encoder and metadata options (both modes; issue 23). Any output encoder reads these.
+  std::optional<int> quality;   ///< --quality 1-100 (JPEG, WebP); unset: JPEG kDefaultJpegQuality, WebP lossless
+  std::string compression;      ///< --compression: PNG level 0-9, TIFF none|lzw|deflate; empty: the format's default
+  bool strip_metadata = false;  ///< --strip: write no EXIF, ICC or XMP
+  bool auto_orient = false;     ///< --auto-orient: rotate the pixels upright by EXIF Orientation, reset the tag to 1
 };
+
+/// The encoder options of `request` (quality, compression, overwrite) as write_image_atomic takes them.
+[[nodiscard]] WriteOptions write_options_of(const CliRequest& request);
 
 /// The batch options as parsed from argv.
 struct BatchRequest {
@@ -56,6 +64,9 @@ struct BatchRequest {
   std::string json_path;                ///< --json FILE|- (batch mode only)
   bool quiet = false;                   ///< -q: no progress line
   std::uint64_t max_pixels = kDefaultMaxPixels;  ///< --max-pixels (shared with single-image mode)
+  WriteOptions write;                   ///< --quality, --compression (shared with single-image mode)
+  bool strip_metadata = false;          ///< --strip (shared)
+  bool auto_orient = false;             ///< --auto-orient (shared)
 };
 
 /// What the command line asks for.

@@ -3,6 +3,7 @@
 #include "cli/batch_command.hpp"
 #include "cli/command_line.hpp"
 #include "cli/interrupt.hpp"
+#include "cli/library_messages.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
@@ -11,7 +12,7 @@
 #include <cuconv/image_io.hpp>
 
 #include <nlohmann/json.hpp>
-#include <spdlog/sinks/stdout_color_sinks.h>
+#include <spdlog/sinks/ansicolor_sink.h>
 #include <spdlog/fmt/fmt.h>
 #include <spdlog/spdlog.h>
 
@@ -76,13 +77,30 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   if (!req.overwrite && (std::filesystem::is_regular_file(output_status) || std::filesystem::is_symlink(output_status)))
     throw cuconv::Error(ErrorKind::output, req.output + ": exists; left unchanged (use --overwrite to replace it)");
 
+  cuconv::WriteOptions write_options = cuconv::cli::write_options_of(req);
+  cuconv::check_encoder_options(req.output, write_options);
+
   auto t = std::chrono::steady_clock::now();
-  const cv::Mat image = cuconv::read_image(req.input, {req.max_pixels});
+  cv::Mat image = cuconv::read_image(req.input, {req.max_pixels});
   const double read_ms = elapsed_ms(t);
   const int out_depth = cuconv::resolve_output_depth(image.depth(), options.depth);
   cuconv::check_output_format(req.output, out_depth, image.channels());
   spdlog::info("read {} ({}x{}, {} channel(s), {}) in {:.2f} ms", req.input, image.cols, image.rows,
                image.channels(), cuconv::depth_name(image.depth()), read_ms);
+  cuconv::ImageMetadata metadata = cuconv::read_metadata(req.input);
+  if (req.auto_orient) cuconv::auto_orient(image, metadata);
+  // A sideways photo whose Orientation tag is lost stays sideways in every viewer: say so.
+  if (const int orientation = cuconv::exif_orientation(metadata);
+      orientation != 1 && (req.strip_metadata || cuconv::metadata_kept_by(req.output).find("EXIF") == std::string::npos))
+    spdlog::warn("{}: the input's EXIF Orientation {} is not kept ({}), so the output is not shown upright; "
+                 "--auto-orient rotates the pixels", req.output, orientation,
+                 req.strip_metadata ? "--strip" : "the format holds no EXIF");
+  if (req.strip_metadata) metadata = {};
+  if (!metadata.empty()) {
+    const std::string kept = cuconv::metadata_kept_by(req.output);
+    spdlog::info("{}: metadata kept: {}", req.output, kept.empty() ? "none (the format holds none)" : kept);
+  }
+  write_options.metadata = &metadata;
 
   std::string no_gpu_reason;
   if (options.variant == cuconv::Variant::automatic && !cuconv::cuda_device_available(&no_gpu_reason))
@@ -151,7 +169,7 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
     // The temporary file exists only inside write_image_atomic: SIGINT/SIGTERM wait for it to be
     // renamed or removed (before and after, the default action leaves nothing behind).
     const cuconv::cli::InterruptGuard interrupts;
-    cuconv::write_image_atomic(req.output, result.image, req.overwrite);
+    cuconv::write_image_atomic(req.output, result.image, write_options);
   }
   spdlog::info("wrote {} in {:.2f} ms", req.output, elapsed_ms(t));
   if (const int signal = cuconv::cli::received_signal(); signal != 0) {
@@ -163,8 +181,11 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
 }
 
 /// The "cuconv: level: message" logger on stderr, at warnings until the options say otherwise.
+/// It writes to the terminal's own descriptor, which stays put while LibraryMessages captures 2.
 void setup_logging() {
-  auto logger = spdlog::stderr_color_mt("cuconv");
+  auto sink = std::make_shared<spdlog::sinks::ansicolor_sink<spdlog::details::console_mutex>>(
+      cuconv::cli::terminal_stderr(), spdlog::color_mode::automatic);
+  auto logger = std::make_shared<spdlog::logger>("cuconv", std::move(sink));
   logger->set_pattern("cuconv: %^%l%$: %v");
   logger->set_level(spdlog::level::warn);
   spdlog::set_default_logger(logger);
@@ -179,11 +200,15 @@ ExitCode dispatch(const ParsedCommand& command, std::chrono::steady_clock::time_
       std::cout << cuconv::describe_filter(cuconv::load_filter(req.show_filter));
       return ExitCode::ok;
     case Action::filter_batch: {
+      const cuconv::cli::LibraryMessages library_messages(req.verbose);
       const cuconv::cli::BatchRequest& batch = command.batch;
       const cuconv::Filter filter = batch.no_filter ? cuconv::Filter{} : cuconv::load_filter(req.filter_spec);
       return cuconv::cli::run_batch_command(batch, filter, command.options, process_start);
     }
-    case Action::filter_image: return run(req, command.options);
+    case Action::filter_image: {
+      const cuconv::cli::LibraryMessages library_messages(req.verbose);
+      return run(req, command.options);
+    }
     case Action::exit_now: break;
   }
   return static_cast<ExitCode>(command.exit_code);

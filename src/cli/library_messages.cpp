@@ -1,0 +1,116 @@
+// Descriptor 2 through a pipe while cuconv works: the image libraries' lines become log lines.
+#include "cli/library_messages.hpp"
+
+#include <spdlog/spdlog.h>
+
+#include <fcntl.h>
+#include <unistd.h>
+
+#include <array>
+#include <string>
+#include <cerrno>
+#include <iostream>
+
+namespace cuconv::cli {
+
+namespace {
+
+/// How the libraries' messages start: libpng's warning and error callbacks, libjpeg's
+/// output_message texts, libtiff's default handlers ("TIFFReadDirectory: Warning, ..."),
+/// OpenCV's imread_/imwrite_ notes (std::cerr) and its logger ("[ WARN:0@...]").
+constexpr std::string_view kLibraryPrefixes[] = {
+    "libpng warning:", "libpng error:",                                                  // libpng
+    "Corrupt JPEG data", "Premature end of JPEG file", "Invalid SOS parameters",         // libjpeg
+    "Inconsistent progression sequence", "Unsupported marker type", "Warning: ",
+    "imread_(", "imwrite_(", "imdecode_(", "OpenCV(", "[ WARN:", "[ INFO:", "[ERROR:",  // OpenCV
+};
+
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kUnderSanitizer = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kUnderSanitizer = true;
+#else
+constexpr bool kUnderSanitizer = false;
+#endif
+#else
+constexpr bool kUnderSanitizer = false;
+#endif
+
+}  // namespace
+
+std::FILE* terminal_stderr() {
+  static std::FILE* const terminal = [] {
+    const int fd = ::fcntl(STDERR_FILENO, F_DUPFD_CLOEXEC, 3);
+    std::FILE* file = fd >= 0 ? ::fdopen(fd, "w") : nullptr;
+    if (file == nullptr) return stderr;
+    std::setvbuf(file, nullptr, _IOLBF, 0);
+    return file;
+  }();
+  return terminal;
+}
+
+bool is_library_message(std::string_view line) {
+  for (std::string_view prefix : kLibraryPrefixes)
+    if (line.starts_with(prefix)) return true;
+  // libtiff's default handlers: "TIFFReadDirectory: ...", "TIFFFetchNormalTag: ...".
+  return line.starts_with("TIFF") && line.find(": ") != std::string_view::npos &&
+         line.find(' ') > line.find(':');
+}
+
+LibraryMessages::LibraryMessages(bool show_each) : show_each_(show_each) {
+  std::FILE* terminal = terminal_stderr();
+  if (kUnderSanitizer || terminal == stderr) return;
+  int ends[2];
+  if (::pipe2(ends, O_CLOEXEC) != 0) return;  // messages then reach the terminal as before
+  std::fflush(stderr);
+  std::cerr.flush();
+  if (::dup2(ends[1], STDERR_FILENO) < 0) {
+    ::close(ends[0]);
+    ::close(ends[1]);
+    return;
+  }
+  ::close(ends[1]);
+  active_ = true;
+  reader_ = std::thread([this, fd = ends[0]] { read_lines(fd); });
+}
+
+LibraryMessages::~LibraryMessages() {
+  if (!active_) return;
+  try {
+    std::fflush(stderr);
+    std::cerr.flush();
+    // Descriptor 2 back to the terminal closes the pipe's last write end: the reader sees its end.
+    ::dup2(::fileno(terminal_stderr()), STDERR_FILENO);
+    reader_.join();
+    if (!show_each_ && count_ > 0)
+      spdlog::warn("{} message(s) from the image libraries, the first: '{}' (-v shows them all)", count_, first_);
+  } catch (...) {  // a destructor never throws; the summary is lost, nothing else
+  }
+}
+
+void LibraryMessages::read_lines(int fd) {
+  std::string pending;
+  std::array<char, 4096> buffer{};
+  const auto take = [this](const std::string& line) {
+    if (line.empty()) return;
+    if (!is_library_message(line)) {  // not the libraries': the terminal gets it unchanged
+      std::fprintf(terminal_stderr(), "%s\n", line.c_str());
+      return;
+    }
+    if (count_++ == 0) first_ = line;
+    if (show_each_) spdlog::info("image library: {}", line);
+  };
+  while (true) {
+    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) break;
+    pending.append(buffer.data(), static_cast<std::size_t>(n));
+    for (std::size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1))
+      take(pending.substr(0, end));
+  }
+  take(pending);
+  ::close(fd);
+}
+
+}  // namespace cuconv::cli

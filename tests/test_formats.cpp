@@ -1,0 +1,407 @@
+// Output formats (issue 23): lossless TIFF for every depth and channel count, the encoder options
+// (--quality, --compression), and metadata (EXIF, ICC, XMP; --strip, --auto-orient) carried from
+// input to output, in single-image and batch mode.
+#include "test_support.hpp"
+
+#include "cli/command_line.hpp"
+
+#include <cuconv/error.hpp>
+
+#include <doctest/doctest.h>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <limits>
+#include <sstream>
+
+using namespace cuconv;
+using cuconv::test::random_image;
+using cuconv::test::read_file;
+using cuconv::test::run_cuconv;
+using cuconv::test::sample;
+using cuconv::test::TempDir;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+/// Same size, type and bytes: -0.0 differs from 0.0, a NaN equals the same NaN.
+bool same_bytes(const cv::Mat& a, const cv::Mat& b) {
+  if (a.size() != b.size() || a.type() != b.type()) return false;
+  const std::size_t row_bytes = static_cast<std::size_t>(a.cols) * a.elemSize();
+  for (int r = 0; r < a.rows; ++r)
+    if (std::memcmp(a.ptr(r), b.ptr(r), row_bytes) != 0) return false;
+  return true;
+}
+
+/// A random float image with the values lossy codecs get wrong: negatives, -0, tiny and huge
+/// magnitudes, infinities and NaN.
+cv::Mat awkward_float_image(int channels) {
+  cv::Mat image = random_image(37, 29, CV_32F, channels, 23);
+  float* values = image.ptr<float>(0);
+  const float specials[] = {-0.0F, 1e-40F, -3.4e38F, 3.4e38F, std::numeric_limits<float>::infinity(),
+                            -std::numeric_limits<float>::infinity(), std::numeric_limits<float>::quiet_NaN(), -1e-7F};
+  for (std::size_t i = 0; i < std::size(specials); ++i) values[i] = specials[i];
+  return image;
+}
+
+/// A TIFF-structured EXIF block (little-endian) holding only IFD0's Orientation tag.
+std::vector<unsigned char> exif_with_orientation(int orientation) {
+  return {'I', 'I', 42, 0, 8, 0, 0, 0,                       // header, IFD0 at byte 8
+          1, 0,                                             // one entry
+          0x12, 0x01, 3, 0, 1, 0, 0, 0,                     // tag 0x0112 (Orientation), SHORT, count 1
+          static_cast<unsigned char>(orientation), 0, 0, 0,  // the value
+          0, 0, 0, 0};                                      // no next IFD
+}
+
+const std::string kXmp =
+    "<?xpacket begin=\"\xEF\xBB\xBF\" id=\"W5M0MpCehiHzreSzNTczkc9d\"?>"
+    "<x:xmpmeta xmlns:x=\"adobe:ns:meta/\"><rdf:RDF xmlns:rdf=\"http://www.w3.org/1999/02/22-rdf-syntax-ns#\">"
+    "<rdf:Description rdf:about=\"\" xmlns:dc=\"http://purl.org/dc/elements/1.1/\" dc:format=\"cuconv-test\"/>"
+    "</rdf:RDF></x:xmpmeta><?xpacket end=\"w\"?>";
+
+/// Writes `image` to `path` with an EXIF block holding `orientation`, and `xmp` when given.
+void write_tagged(const std::string& path, const cv::Mat& image, int orientation, const std::string& xmp = "") {
+  ImageMetadata metadata;
+  metadata.exif = exif_with_orientation(orientation);
+  metadata.xmp = xmp;
+  WriteOptions options;
+  options.metadata = &metadata;
+  write_image_atomic(path, image, options);
+}
+
+}  // namespace
+
+TEST_CASE("TIFF output round-trips bit for bit: 1, 3 and 4 channels of 8U, 16U and 32F, every compression") {
+  // Before issue 23 OpenCV wrote 3-channel float with SGILOG (LogLuv): up to 2% off, and
+  // negative values wrong.
+  TempDir dir;
+  for (const std::string compression : {"", "none", "lzw", "deflate"}) {
+    for (const int depth : {CV_8U, CV_16U, CV_32F}) {
+      for (const int channels : {1, 3, 4}) {
+        const cv::Mat image = depth == CV_32F ? awkward_float_image(channels) : random_image(41, 33, depth, channels, 7);
+        const std::string path = dir.file("out-" + compression + "-" + depth_name(depth) + "-" +
+                                          std::to_string(channels) + ".tif");
+        WriteOptions options;
+        options.compression = compression;
+        write_image_atomic(path, image, options);
+        INFO(path);
+        CHECK(same_bytes(cv::imread(path, cv::IMREAD_UNCHANGED), image));
+      }
+    }
+  }
+}
+
+TEST_CASE("TIFF: deflate (the default) is smaller than none on a smooth float image") {
+  TempDir dir;
+  cv::Mat image(256, 256, CV_32FC3);
+  for (int r = 0; r < image.rows; ++r)
+    for (int c = 0; c < image.cols; ++c) image.at<cv::Vec3f>(r, c) = cv::Vec3f(r * 0.5F, c * 0.25F, -(r + c) * 0.125F);
+  write_image_atomic(dir.file("default.tif"), image);
+  WriteOptions none;
+  none.compression = "none";
+  write_image_atomic(dir.file("none.tif"), image, none);
+  CHECK(fs::file_size(dir.file("default.tif")) * 4 < fs::file_size(dir.file("none.tif")));
+}
+
+TEST_CASE("cuconv: a float result with negative values to .tif equals filter2D's bit for bit") {
+  TempDir dir;
+  const std::string out = dir.file("out.tif");
+  // A derivative filter: half the results are negative.
+  const auto result = run_cuconv({sample("coffee.png"), out, "--filter", "sobel-x", "--depth", "32f", "--variant", "opencv"});
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  ConvolveOptions options;
+  options.variant = Variant::opencv;
+  options.depth = Depth::f32;
+  const cv::Mat expected = convolve(read_image(sample("coffee.png")), load_filter("sobel-x"), options).image;
+  double lowest = 0;
+  cv::minMaxLoc(expected.reshape(1), &lowest);
+  REQUIRE(lowest < 0);
+  CHECK(same_bytes(cv::imread(out, cv::IMREAD_UNCHANGED), expected));
+}
+
+TEST_CASE("cuconv: --depth 16s on 3- and 4-channel images is written to .tif") {
+  // Before issue 23 this filtered the whole image, then failed inside OpenCV's TIFF encoder (exit 4).
+  TempDir dir;
+  for (const std::string input : {"coffee.png", "logo.png"}) {
+    const std::string out = dir.file(input + ".tif");
+    const auto result = run_cuconv({sample(input), out, "--filter", "sobel-x", "--depth", "16s", "--variant", "opencv"});
+    INFO(input, ": ", result.err);
+    REQUIRE(result.exit_code == 0);
+    ConvolveOptions options;
+    options.variant = Variant::opencv;
+    options.depth = Depth::s16;
+    const cv::Mat expected = convolve(read_image(sample(input)), load_filter("sobel-x"), options).image;
+    CHECK(same_bytes(cv::imread(out, cv::IMREAD_UNCHANGED), expected));
+  }
+}
+
+TEST_CASE("--quality: JPEG defaults to 95, lower is smaller, WebP is lossless unless asked") {
+  TempDir dir;
+  const auto run = [&](const std::string& out, std::vector<std::string> extra) {
+    std::vector<std::string> args = {sample("coffee.png"), dir.file(out), "--filter", "1x1:1", "--variant", "opencv"};
+    args.insert(args.end(), extra.begin(), extra.end());
+    const auto result = run_cuconv(args);
+    INFO(out, ": ", result.err);
+    REQUIRE(result.exit_code == 0);
+    return read_file(dir.file(out));
+  };
+  const std::string plain = run("plain.jpg", {});
+  CHECK(plain == run("q95.jpg", {"--quality", "95"}));
+  CHECK(run("q20.jpg", {"--quality", "20"}).size() * 2 < plain.size());
+  run("lossless.webp", {});
+  CHECK(same_bytes(cv::imread(dir.file("lossless.webp"), cv::IMREAD_UNCHANGED),
+                   cv::imread(sample("coffee.png"), cv::IMREAD_UNCHANGED)));
+  const std::string lossy = run("q50.webp", {"--quality", "50"});
+  CHECK(lossy.size() * 2 < read_file(dir.file("lossless.webp")).size());
+}
+
+TEST_CASE("--compression: PNG levels and TIFF codecs change the size, never the pixels") {
+  TempDir dir;
+  const cv::Mat input = cv::imread(sample("astronaut.png"), cv::IMREAD_UNCHANGED);
+  std::map<std::string, std::uintmax_t> sizes;
+  for (const auto& [out, level] : std::vector<std::pair<std::string, std::string>>{
+           {"l0.png", "0"}, {"l9.png", "9"}, {"none.tif", "none"}, {"lzw.tif", "lzw"}, {"deflate.tif", "deflate"}}) {
+    const auto result = run_cuconv({sample("astronaut.png"), dir.file(out), "--filter", "1x1:1", "--variant",
+                                    "opencv", "--compression", level, "--strip"});
+    INFO(out, ": ", result.err);
+    REQUIRE(result.exit_code == 0);
+    CHECK(same_bytes(cv::imread(dir.file(out), cv::IMREAD_UNCHANGED), input));
+    sizes[out] = fs::file_size(dir.file(out));
+  }
+  CHECK(sizes["l9.png"] < sizes["l0.png"]);
+  CHECK(sizes["lzw.tif"] < sizes["none.tif"]);
+  CHECK(sizes["deflate.tif"] < sizes["none.tif"]);
+}
+
+TEST_CASE("batch: --quality or --compression that does not fit an output is refused before the batch starts") {
+  TempDir dir;
+  const std::string out_dir = dir.file("out");
+  const auto result = run_cuconv({"--out-dir", out_dir, sample("coffee.png"), sample("camera.png"), "--filter",
+                                  "gauss5", "--variant", "opencv", "--quality", "80"});
+  CHECK(result.exit_code == static_cast<int>(ExitCode::usage));
+  CHECK(result.err.find("--quality applies to JPEG and WebP outputs") != std::string::npos);
+  CHECK_FALSE(fs::exists(out_dir));
+}
+
+TEST_CASE("metadata: the ICC profile of a PNG is kept in PNG, JPEG and TIFF outputs, dropped by --strip") {
+  // Before issue 23 every output lost it.
+  const ImageMetadata input = read_metadata(sample("astronaut.png"));
+  REQUIRE(!input.icc.empty());
+  TempDir dir;
+  for (const std::string out : {"out.png", "out.jpg", "out.tif"}) {
+    const auto result = run_cuconv({sample("astronaut.png"), dir.file(out), "--filter", "gauss5", "--variant", "opencv"});
+    INFO(out, ": ", result.err);
+    REQUIRE(result.exit_code == 0);
+    CHECK(read_metadata(dir.file(out)).icc == input.icc);
+  }
+  const auto stripped = run_cuconv({sample("astronaut.png"), dir.file("stripped.png"), "--filter", "gauss5",
+                                    "--variant", "opencv", "--strip"});
+  REQUIRE(stripped.exit_code == 0);
+  CHECK(read_metadata(dir.file("stripped.png")).empty());
+}
+
+TEST_CASE("metadata: EXIF and XMP travel from input to output") {
+  TempDir dir;
+  const cv::Mat stored = random_image(24, 40, CV_8U, 3, 3);
+  write_tagged(dir.file("in.png"), stored, 6, kXmp);
+  for (const std::string out : {"out.jpg", "out.png", "out.webp", "out.tif"}) {
+    const auto result = run_cuconv({dir.file("in.png"), dir.file(out), "--filter", "1x1:1", "--variant", "opencv"});
+    INFO(out, ": ", result.err);
+    REQUIRE(result.exit_code == 0);
+    const ImageMetadata kept = read_metadata(dir.file(out));
+    // read_metadata reports a TIFF's Orientation as 1 (its decoder rotates); the pixels below show the 6.
+    CHECK(exif_orientation(kept) == (out == "out.tif" ? 1 : 6));
+    CHECK(kept.xmp.find("cuconv-test") != std::string::npos);
+  }
+  // OpenCV's TIFF decoder applies the tag itself: the TIFF reads back upright.
+  cv::Mat upright;
+  cv::rotate(stored, upright, cv::ROTATE_90_CLOCKWISE);
+  CHECK(same_bytes(cv::imread(dir.file("out.tif"), cv::IMREAD_UNCHANGED), upright));
+}
+
+TEST_CASE("metadata: float TIFF pixels stay exact with EXIF, ICC and XMP in the file") {
+  TempDir dir;
+  ImageMetadata metadata = read_metadata(sample("astronaut.png"));
+  REQUIRE(!metadata.icc.empty());
+  metadata.exif = exif_with_orientation(1);
+  metadata.xmp = kXmp;
+  WriteOptions options;
+  options.metadata = &metadata;
+  for (const int channels : {1, 3, 4}) {
+    const cv::Mat floats = awkward_float_image(channels);
+    const std::string path = dir.file("floats" + std::to_string(channels) + ".tif");
+    write_image_atomic(path, floats, options);
+    CHECK(same_bytes(cv::imread(path, cv::IMREAD_UNCHANGED), floats));
+    const ImageMetadata kept = read_metadata(path);
+    CHECK(kept.icc == metadata.icc);
+    CHECK(kept.xmp.find("cuconv-test") != std::string::npos);
+  }
+}
+
+TEST_CASE("metadata: a TIFF input with Orientation 6 is read upright and its output says 1") {
+  TempDir dir;
+  const cv::Mat stored = random_image(24, 40, CV_16U, 3, 8);
+  write_tagged(dir.file("in.tif"), stored, 6);
+  const auto result = run_cuconv({dir.file("in.tif"), dir.file("out.png"), "--filter", "1x1:1", "--variant", "opencv"});
+  REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+  cv::Mat upright;
+  cv::rotate(stored, upright, cv::ROTATE_90_CLOCKWISE);
+  CHECK(same_bytes(cv::imread(dir.file("out.png"), cv::IMREAD_UNCHANGED), upright));
+  CHECK(exif_orientation(read_metadata(dir.file("out.png"))) == 1);
+}
+
+TEST_CASE("--auto-orient rotates the pixels upright and resets Orientation to 1, without it the tag is kept") {
+  TempDir dir;
+  const cv::Mat stored = random_image(24, 40, CV_8U, 3, 4);  // 40 wide as stored
+  // What a viewer shows for each Orientation value (EXIF 2.3, Orientation).
+  std::map<int, cv::Mat> upright;
+  cv::flip(stored, upright[2], 1);
+  cv::rotate(stored, upright[3], cv::ROTATE_180);
+  cv::flip(stored, upright[4], 0);
+  cv::transpose(stored, upright[5]);
+  cv::rotate(stored, upright[6], cv::ROTATE_90_CLOCKWISE);
+  cv::rotate(stored, upright[7], cv::ROTATE_90_COUNTERCLOCKWISE);
+  cv::flip(upright[7], upright[7], 1);
+  cv::rotate(stored, upright[8], cv::ROTATE_90_COUNTERCLOCKWISE);
+  for (const auto& [orientation, expected] : upright) {
+    const std::string in = dir.file("in" + std::to_string(orientation) + ".png");
+    write_tagged(in, stored, orientation);
+    const std::string out = dir.file("upright" + std::to_string(orientation) + ".png");
+    const auto result = run_cuconv({in, out, "--filter", "1x1:1", "--variant", "opencv", "--auto-orient"});
+    INFO("orientation ", orientation, ": ", result.err);
+    REQUIRE(result.exit_code == 0);
+    CHECK(same_bytes(cv::imread(out, cv::IMREAD_UNCHANGED), expected));
+    CHECK(exif_orientation(read_metadata(out)) == 1);
+  }
+  // With --strip too: rotated all the same, and no metadata at all.
+  const std::string bare = dir.file("bare.png");
+  REQUIRE(run_cuconv({dir.file("in6.png"), bare, "--filter", "1x1:1", "--variant", "opencv", "--auto-orient", "--strip"})
+              .exit_code == 0);
+  CHECK(same_bytes(cv::imread(bare, cv::IMREAD_UNCHANGED), upright[6]));
+  CHECK(read_metadata(bare).empty());
+  // Without --auto-orient: pixels as stored, the tag kept, so a viewer still shows it upright.
+  const std::string kept = dir.file("kept.png");
+  REQUIRE(run_cuconv({dir.file("in6.png"), kept, "--filter", "1x1:1", "--variant", "opencv"}).exit_code == 0);
+  CHECK(same_bytes(cv::imread(kept, cv::IMREAD_UNCHANGED), stored));
+  CHECK(exif_orientation(read_metadata(kept)) == 6);
+}
+
+TEST_CASE("an Orientation the output cannot keep (BMP, --strip) is warned about, naming --auto-orient") {
+  TempDir dir;
+  write_tagged(dir.file("in.png"), random_image(24, 40, CV_8U, 3, 6), 6);
+  for (const auto& [out, extra] : std::vector<std::pair<std::string, std::string>>{{"out.bmp", ""}, {"out.png", "--strip"}}) {
+    std::vector<std::string> args = {dir.file("in.png"), dir.file(out), "--filter", "1x1:1", "--variant", "opencv"};
+    if (!extra.empty()) args.push_back(extra);
+    const auto result = run_cuconv(args);
+    INFO(out, ": ", result.err);
+    REQUIRE(result.exit_code == 0);
+    CHECK(result.err.find("EXIF Orientation 6 is not kept") != std::string::npos);
+    CHECK(result.err.find("--auto-orient") != std::string::npos);
+  }
+  const auto upright = run_cuconv({dir.file("in.png"), dir.file("upright.bmp"), "--filter", "1x1:1", "--variant",
+                                   "opencv", "--auto-orient"});
+  REQUIRE(upright.exit_code == 0);
+  CHECK(upright.err.empty());
+}
+
+TEST_CASE("batch: metadata kept, --auto-orient and --strip as in single-image mode") {
+  TempDir dir;
+  const cv::Mat stored = random_image(24, 40, CV_8U, 3, 5);
+  fs::create_directories(dir.file("in"));
+  write_tagged(dir.file("in/a.png"), stored, 6);
+  // More images than threads, each with XMP: the XMP toolkit is used from several threads at once.
+  for (int i = 0; i < 12; ++i) write_tagged(dir.file("in/x" + std::to_string(i) + ".png"), stored, 1, kXmp);
+  const auto kept = run_cuconv({"--out-dir", dir.file("kept"), dir.file("in"), "--filter", "1x1:1", "--variant", "opencv",
+                                "--jobs", "4"});
+  REQUIRE_MESSAGE(kept.exit_code == 0, kept.err);
+  CHECK(exif_orientation(read_metadata(dir.file("kept/a.png"))) == 6);
+  for (int i = 0; i < 12; ++i)
+    CHECK(read_metadata(dir.file("kept/x" + std::to_string(i) + ".png")).xmp.find("cuconv-test") != std::string::npos);
+  const auto oriented = run_cuconv({"--out-dir", dir.file("oriented"), dir.file("in"), "--filter", "1x1:1",
+                                    "--variant", "opencv", "--auto-orient"});
+  REQUIRE_MESSAGE(oriented.exit_code == 0, oriented.err);
+  cv::Mat expected;
+  cv::rotate(stored, expected, cv::ROTATE_90_CLOCKWISE);
+  CHECK(same_bytes(cv::imread(dir.file("oriented/a.png"), cv::IMREAD_UNCHANGED), expected));
+  CHECK(exif_orientation(read_metadata(dir.file("oriented/a.png"))) == 1);
+  const auto stripped = run_cuconv({"--out-dir", dir.file("stripped"), dir.file("in"), "--filter", "1x1:1",
+                                    "--variant", "opencv", "--strip"});
+  REQUIRE_MESSAGE(stripped.exit_code == 0, stripped.err);
+  CHECK(read_metadata(dir.file("stripped/a.png")).empty());
+}
+
+namespace {
+
+/// The lines of `text`, without their line ends.
+std::vector<std::string> lines_of(const std::string& text) {
+  std::vector<std::string> lines;
+  std::istringstream in(text);
+  for (std::string line; std::getline(in, line);) lines.push_back(line);
+  return lines;
+}
+
+}  // namespace
+
+TEST_CASE("library messages: -q silent, one cuconv line by default, each with -v") {
+  // Before issue 23 libpng's "iCCP: known incorrect sRGB profile" reached stderr even with -q.
+  TempDir dir;
+  const auto run = [&](const std::string& flag) {
+    std::vector<std::string> args = {sample("astronaut.png"), dir.file("out.png"), "--filter", "gauss5", "--variant",
+                                     "opencv", "--overwrite"};
+    if (!flag.empty()) args.push_back(flag);
+    const auto result = run_cuconv(args);
+    REQUIRE_MESSAGE(result.exit_code == 0, result.err);
+    return result.err;
+  };
+  CHECK(run("-q").empty());
+  const std::vector<std::string> summary = lines_of(run(""));
+  REQUIRE(summary.size() == 1);
+  CHECK(summary[0].starts_with("cuconv: warning: 1 message(s) from the image libraries"));
+  CHECK(summary[0].find("iCCP") != std::string::npos);
+  const std::string verbose = run("-v");
+  CHECK(verbose.find("cuconv: info: image library: libpng warning: iCCP") != std::string::npos);
+  for (const std::string& line : lines_of(verbose)) CHECK(line.starts_with("cuconv: "));
+}
+
+TEST_CASE("library messages: an undecodable input with -q gives cuconv's one error line, no OpenCV note") {
+  // Before issue 23 OpenCV's "imread_('...'): can't read data: OpenCV(4.6.0) ..." came first.
+  TempDir dir;
+  const std::string input = dir.file("short.pgm");
+  std::ofstream(input, std::ios::binary) << "P5\n4 4\n255\nab";
+  const auto result = run_cuconv({input, dir.file("out.png"), "--filter", "gauss5", "-q"});
+  CHECK(result.exit_code == static_cast<int>(ExitCode::bad_input));
+  const std::vector<std::string> lines = lines_of(result.err);
+  REQUIRE(lines.size() == 1);
+  CHECK(lines[0].starts_with("cuconv: error: " + input + ": cannot decode image"));
+}
+
+TEST_CASE("library messages: batch mode with -q prints nothing for a noisy input") {
+  TempDir dir;
+  const auto result = run_cuconv({"--out-dir", dir.file("out"), sample("astronaut.png"), sample("camera.png"), "--filter",
+                                  "gauss5", "--variant", "opencv", "-q"});
+  REQUIRE(result.exit_code == 0);
+  CHECK(result.err.empty());
+}
+
+TEST_CASE("command line: --quality, --compression, --strip and --auto-orient reach both modes' requests") {
+  const char* single[] = {"cuconv", "in.png", "out.jpg", "-f", "gauss5", "--quality", "80", "--strip", "--auto-orient"};
+  const cli::ParsedCommand one = cli::parse_command_line(static_cast<int>(std::size(single)), single);
+  REQUIRE(one.action == cli::Action::filter_image);
+  CHECK(one.request.quality == 80);
+  CHECK(one.request.compression.empty());
+  CHECK(one.request.strip_metadata);
+  CHECK(one.request.auto_orient);
+  CHECK(cli::write_options_of(one.request).quality == 80);
+
+  const char* batch[] = {"cuconv", "--out-dir", "out", "in", "-f", "gauss5", "--compression", "deflate", "--auto-orient"};
+  const cli::ParsedCommand many = cli::parse_command_line(static_cast<int>(std::size(batch)), batch);
+  REQUIRE(many.action == cli::Action::filter_batch);
+  CHECK_FALSE(many.batch.write.quality.has_value());
+  CHECK(many.batch.write.compression == "deflate");
+  CHECK_FALSE(many.batch.strip_metadata);
+  CHECK(many.batch.auto_orient);
+}
