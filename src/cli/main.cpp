@@ -37,11 +37,14 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
 }
 
 ExitCode list_filters() {
+  std::printf("Presets (built in, from filters/*.mat):\n");
   for (const std::string& name : cuconv::preset_names()) {
-    const cuconv::Filter f = cuconv::load_filter(name);
-    std::printf("%-12s %dx%d\n", name.c_str(), f.width, f.height);
+    std::printf("  %-24s %s\n", name.c_str(), cuconv::preset_summary(name).c_str());
   }
-  std::printf("box:N        N x N mean\ngaussian:R,S (2R+1)^2 Gaussian, sigma S\n");
+  std::printf("Parametric (docs/filters.md defines the weights):\n");
+  for (const cuconv::ParametricFilter& kind : cuconv::parametric_filters())
+    std::printf("  %-24s %s\n", std::string(kind.syntax).c_str(), std::string(kind.summary).c_str());
+  std::printf("Also: an inline WxH[+X+Y]:v,v,... filter, a libvips .mat file or a plain matrix file.\n");
   return ExitCode::ok;
 }
 
