@@ -65,7 +65,10 @@ std::vector<std::string> nearest_names(std::string_view word, const std::vector<
   for (const std::string& candidate : candidates) {
     const std::size_t distance = edit_distance(word, candidate);
     const std::size_t allowed = std::max<std::size_t>(1, std::max(word.size(), candidate.size()) / 3);
-    if (distance <= allowed) scored.emplace_back(distance, candidate);
+    // A typo, or the start of a longer name ("gauss" for "gaussian").
+    const bool prefix = word.size() >= 3 && word.size() < candidate.size() &&
+                        equal_ignoring_case(word, std::string_view(candidate).substr(0, word.size()));
+    if (distance <= allowed || prefix) scored.emplace_back(prefix ? 1 : distance, candidate);
   }
   std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
   std::vector<std::string> out;

@@ -80,7 +80,7 @@ std::vector<std::string> all_names() {
 
 /// The candidates closest to `word` by edit distance (ignoring case), best first, at most
 /// `limit`; only those near enough to be a typo (distance at most a third of the longer word,
-/// and at least 1), so an unrelated word gets none.
+/// and at least 1) or that start with `word` (3 letters or more), so an unrelated word gets none.
 [[nodiscard]] std::vector<std::string> nearest_names(std::string_view word, const std::vector<std::string>& candidates,
                                                      std::size_t limit = 3);
 
