@@ -241,16 +241,10 @@ std::optional<InlineHeader> split_inline(std::string_view text) {
   return header;
 }
 
-/// "+2" or "-1": from_chars takes no '+'.
-std::optional<int> to_signed_int(std::string_view text) {
-  if (!text.empty() && text[0] == '+') text.remove_prefix(1);
-  return detail::parse_whole_number<int>(text);
-}
-
 /// Applies +X+Y, which must name a cell of the filter (a negative anchor would mean "centre").
 void set_inline_anchor(Filter& filter, const InlineHeader& header, const Source& source) {
-  const std::optional<int> x = to_signed_int(header.anchor_x);
-  const std::optional<int> y = to_signed_int(header.anchor_y);
+  const std::optional<int> x = detail::parse_signed_whole_number<int>(header.anchor_x);
+  const std::optional<int> y = detail::parse_signed_whole_number<int>(header.anchor_y);
   if (!x || !y || *x < 0 || *x >= filter.width || *y < 0 || *y >= filter.height) {
     source.fail(0, "anchor " + std::string(header.anchor_x) + std::string(header.anchor_y) +
                        " is outside the " + size_text(filter.width, filter.height) + " filter");

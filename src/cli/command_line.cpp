@@ -49,8 +49,7 @@ CLI::Validator one_of_table() {
 /// value beyond int is refused rather than undefined.
 std::optional<int> read_anchor_int(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  if (!text.empty() && text.front() == '+') text.remove_prefix(1);
-  return detail::parse_whole_number<int>(text);
+  return detail::parse_signed_whole_number<int>(text);
 }
 
 /// "X,Y" -> anchor; Error{usage} otherwise.
