@@ -456,6 +456,8 @@ std::optional<Filter> load_parametric(std::string_view spec) {
                          (kind.params == 1 ? " value" : " values") + ")");
     }
     Filter filter = kind.build(params);
+    if (!std::all_of(filter.weights.begin(), filter.weights.end(), [](double w) { return std::isfinite(w); }))
+      source.fail(0, "the weights are not all finite numbers (a SIGMA too close to 0?)");
     filter.origin = std::string(spec);
     return filter;
   }

@@ -526,6 +526,7 @@ TEST_CASE("named kernels: unsharp, log, dog, disk, motion have the documented we
   check_error(load("disk:64"), {"R must be an integer from 1 to 63"});
   check_error(load("motion:0,0"), {"LENGTH must be an integer from 1 to 127"});
   check_error(load("motion:5,east"), {"'east' is not a number"});
+  check_error(load("log:2,1e-200"), {"filter 'log:2,1e-200'", "not all finite"});
 }
 
 TEST_CASE("every parametric kind is listed once and loads from its own syntax") {
