@@ -1,7 +1,7 @@
 /// @file filter_parse.cpp
-/// The filter formats of filter.hpp: presets, box:N, gaussian:R,SIGMA, inline strings, plain
-/// matrices and libvips .mat files. Every failure is an Error{bad_input} naming where the filter
-/// came from, the line (for files) and the problem.
+/// The filter formats of filter.hpp: presets, parametric filters (box:N, gaussian:R,SIGMA ...,
+/// one table: kParametric), inline strings, plain matrices and libvips .mat files. Every failure
+/// is an Error{bad_input} naming where the filter came from, the line (for files) and the problem.
 #include "cuconv/filter.hpp"
 
 #include <algorithm>

@@ -5,6 +5,7 @@
 #include "names.hpp"
 
 #include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
 
 #include <doctest/doctest.h>
 
@@ -206,6 +207,8 @@ TEST_CASE("command line: the variant, border and depth tables are the one list")
   for (const auto& e : names::kVariants) check_listed(e.name);
   for (const auto& e : names::kBorders) check_listed(e.name);
   for (const auto& e : names::kDepths) check_listed(e.name);
+  for (const ParametricFilter& kind : parametric_filters())
+    CHECK_MESSAGE(help.find(std::string(kind.syntax)) != std::string::npos, kind.syntax, " not in --help");
 }
 
 TEST_CASE("command line: mistakes are reported in cuconv's own words, with the nearest name") {

@@ -6,6 +6,7 @@
 #include "whole_number.hpp"
 
 #include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
 
 #include <initializer_list>
 #include <limits>
@@ -208,10 +209,11 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
     app.add_option("OUTPUT", req.output,
                    "output image; the extension picks the format; FORMAT:- (e.g. png:-) writes to standard output");
   }
+  std::string parametric;
+  for (const ParametricFilter& kind : parametric_filters()) parametric += (parametric.empty() ? "" : ", ") + std::string(kind.syntax);
   app.add_option("-f,--filter", req.filter_spec,
-                 "preset name, parametric (box:N, gaussian:R,SIGMA, unsharp:R,SIGMA,AMOUNT, log:R,SIGMA, "
-                 "dog:R,SIGMA1,SIGMA2, disk:R, motion:LENGTH,ANGLE), inline WxH[+X+Y]:v,v,..., or a filter file "
-                 "(see --list-filters)");
+                 "preset name, parametric (" + parametric +
+                     "), inline WxH[+X+Y]:v,v,..., or a filter file (see --list-filters)");
   app.add_option("--variant", req.variant, "kernel variant (any letter case; docs/cli.md)")
       ->transform(one_of_table<Variant>())
       ->capture_default_str();
