@@ -98,14 +98,17 @@ double parse_number(std::string_view token, const Source& source, int line) {
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-/// The numbers of one line. Blanks and commas separate them; a comma must follow a value, so
+/// Blanks, and the quotation marks libvips also takes as separators (spreadsheets write "1","2").
+bool is_separator_blank(char c) { return is_blank(c) || c == '"'; }
+
+/// The numbers of one line. Blanks, quotation marks and commas separate them; a comma must follow a value, so
 /// "1, 2,3," is fine but "1,,2" (a value left out) is an error rather than a silent shift.
 std::vector<double> parse_values(std::string_view text, const Source& source, int line) {
   std::vector<double> values;
   bool value_since_comma = false;
   std::size_t i = 0;
   while (i < text.size()) {
-    if (is_blank(text[i])) {
+    if (is_separator_blank(text[i])) {
       ++i;
     } else if (text[i] == ',') {
       if (!value_since_comma) source.fail(line, "missing value before ','");
@@ -113,7 +116,7 @@ std::vector<double> parse_values(std::string_view text, const Source& source, in
       ++i;
     } else {
       std::size_t end = i;
-      while (end < text.size() && !is_blank(text[end]) && text[end] != ',') ++end;
+      while (end < text.size() && !is_separator_blank(text[end]) && text[end] != ',') ++end;
       values.push_back(parse_number(text.substr(i, end - i), source, line));
       value_since_comma = true;
       i = end;

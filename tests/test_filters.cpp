@@ -197,6 +197,10 @@ TEST_CASE("vips .mat: header, scale, offset and comments") {
   CHECK(with_offset.offset == 128.0);
   CHECK(with_offset.resolved_anchor_x() == 1);
   CHECK(with_offset.resolved_anchor_y() == 1);
+
+  // Quotation marks separate numbers, as in libvips (a spreadsheet's "1","2" export).
+  const Filter quoted = cuconv::parse_vips_mat("\"2\",\"1\",\"4\"\n\"1\",\"3\"\n", "q.mat");
+  CHECK(quoted.weights == std::vector<double>{0.25, 0.75});
 }
 
 TEST_CASE("vips .mat errors") {

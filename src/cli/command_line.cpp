@@ -8,10 +8,10 @@
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
 
-#include <initializer_list>
-#include <limits>
 #include <algorithm>
 #include <cctype>
+#include <initializer_list>
+#include <limits>
 #include <sstream>
 #include <tuple>
 #include <utility>
