@@ -200,13 +200,20 @@ TEST_CASE("command line: the variant, border and depth tables are the one list")
   std::ifstream docs_file(std::string(CUCONV_TEST_DOCS) + "/cli.md");
   REQUIRE(docs_file);
   const std::string docs((std::istreambuf_iterator<char>(docs_file)), std::istreambuf_iterator<char>());
-  const auto check_listed = [&](std::string_view name) {
-    CHECK_MESSAGE(help.find(std::string(name)) != std::string::npos, name, " not in --help");
-    CHECK_MESSAGE(docs.find("`" + std::string(name) + "`") != std::string::npos, name, " not in docs/cli.md");
+  const auto check_listed = [&](std::string_view name, std::string_view description) {
+    // The docs' Markdown tables escape '|'.
+    std::string escaped;
+    for (const char ch : description) escaped += ch == '|' ? std::string("\\|") : std::string(1, ch);
+    const std::string row = "| `" + std::string(name) + "` | " + escaped + " |";
+    CHECK_MESSAGE(docs.find(row) != std::string::npos, row, " not in docs/cli.md");
+    const std::string help_row = "  " + std::string(name);
+    const std::size_t at = help.find("\n" + help_row + " ");
+    REQUIRE_MESSAGE(at != std::string::npos, name, " not in the --help footer");
+    CHECK(help.substr(at, help.find('\n', at + 1) - at).find(std::string(description)) != std::string::npos);
   };
-  for (const auto& e : names::kVariants) check_listed(e.name);
-  for (const auto& e : names::kBorders) check_listed(e.name);
-  for (const auto& e : names::kDepths) check_listed(e.name);
+  for (const auto& e : names::kVariants) check_listed(e.name, e.help);
+  for (const auto& e : names::kBorders) check_listed(e.name, e.help);
+  for (const auto& e : names::kDepths) check_listed(e.name, e.help);
   for (const ParametricFilter& kind : parametric_filters())
     CHECK_MESSAGE(help.find(std::string(kind.syntax)) != std::string::npos, kind.syntax, " not in --help");
 }

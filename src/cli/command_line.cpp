@@ -126,6 +126,18 @@ CLI::Validator by_hand(Accepts accepts, std::string expected, std::string type_n
       std::move(type_name));
 }
 
+/// "TITLE:\n  name   help\n..." for one table, for the --help footer.
+template <class Enum>
+std::string table_help(const std::string& title) {
+  std::string text = title + ":\n";
+  for (const auto& e : names::Table<Enum>::entries) {
+    std::string name(e.name);
+    name.resize(std::max<std::size_t>(name.size() + 2, 14), ' ');
+    text += "  " + name + std::string(e.help) + "\n";
+  }
+  return text;
+}
+
 /// The long names of `app`'s options ("--filter" ...).
 std::vector<std::string> long_option_names(const CLI::App& app) {
   std::vector<std::string> out;
@@ -263,6 +275,8 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
                "replace an existing output (default: never; one image: refused, exit 4; batch: skipped)");
   const std::vector<CLI::Option*> batch_only = add_batch_options(app, batch);
 
+  app.footer("\n" + table_help<Variant>("Variants (--variant)") + "\n" + table_help<Border>("Border modes (--border)") +
+             "\n" + table_help<Depth>("Output depths (--depth)"));
   app.allow_extras();  // unknown arguments: reported below, in cuconv's own words
 
   const auto refuse = [&command](const std::string& message) {
