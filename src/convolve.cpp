@@ -5,6 +5,7 @@
 #include "gpu/fft_ties.hpp"
 #include "gpu/launch.hpp"
 #include "job.hpp"
+#include "names.hpp"
 #include "separable.hpp"
 
 #include <cuconv/error.hpp>
@@ -87,9 +88,12 @@ Variant choose_for(const Filter& filter, const ConvolveOptions& options, bool ra
 }  // namespace
 
 const std::vector<Variant>& gpu_variants() noexcept {
-  static const std::vector<Variant> variants{Variant::basic,      Variant::constmem, Variant::tiled,
-                                             Variant::tiled_halo, Variant::cached,   Variant::fast,
-                                             Variant::fft};
+  static const std::vector<Variant> variants = [] {
+    std::vector<Variant> gpu;
+    for (const auto& entry : names::kVariants)
+      if (entry.gpu) gpu.push_back(entry.value);
+    return gpu;
+  }();
   return variants;
 }
 

@@ -1,7 +1,7 @@
 /// @file filter_parse.cpp
-/// The filter formats of filter.hpp: presets, box:N, gaussian:R,SIGMA, inline strings, plain
-/// matrices and libvips .mat files. Every failure is an Error{bad_input} naming where the filter
-/// came from, the line (for files) and the problem.
+/// The filter formats of filter.hpp: presets, parametric filters (box:N, gaussian:R,SIGMA ...,
+/// one table: kParametric), inline strings, plain matrices and libvips .mat files. Every failure
+/// is an Error{bad_input} naming where the filter came from, the line (for files) and the problem.
 #include "cuconv/filter.hpp"
 
 #include <algorithm>
@@ -14,6 +14,7 @@
 #include <filesystem>
 #include <memory>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <system_error>
@@ -23,6 +24,7 @@
 
 #include "cuconv/error.hpp"
 #include "embedded_filters.hpp"
+#include "names.hpp"
 #include "whole_number.hpp"
 
 namespace cuconv {
@@ -96,14 +98,17 @@ double parse_number(std::string_view token, const Source& source, int line) {
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
 
-/// The numbers of one line. Blanks and commas separate them; a comma must follow a value, so
+/// Blanks, and the quotation marks libvips also takes as separators (spreadsheets write "1","2").
+bool is_separator_blank(char c) { return is_blank(c) || c == '"'; }
+
+/// The numbers of one line. Blanks, quotation marks and commas separate them; a comma must follow a value, so
 /// "1, 2,3," is fine but "1,,2" (a value left out) is an error rather than a silent shift.
 std::vector<double> parse_values(std::string_view text, const Source& source, int line) {
   std::vector<double> values;
   bool value_since_comma = false;
   std::size_t i = 0;
   while (i < text.size()) {
-    if (is_blank(text[i])) {
+    if (is_separator_blank(text[i])) {
       ++i;
     } else if (text[i] == ',') {
       if (!value_since_comma) source.fail(line, "missing value before ','");
@@ -111,7 +116,7 @@ std::vector<double> parse_values(std::string_view text, const Source& source, in
       ++i;
     } else {
       std::size_t end = i;
-      while (end < text.size() && !is_blank(text[end]) && text[end] != ',') ++end;
+      while (end < text.size() && !is_separator_blank(text[end]) && text[end] != ',') ++end;
       values.push_back(parse_number(text.substr(i, end - i), source, line));
       value_since_comma = true;
       i = end;
@@ -239,16 +244,10 @@ std::optional<InlineHeader> split_inline(std::string_view text) {
   return header;
 }
 
-/// "+2" or "-1": from_chars takes no '+'.
-std::optional<int> to_signed_int(std::string_view text) {
-  if (!text.empty() && text[0] == '+') text.remove_prefix(1);
-  return detail::parse_whole_number<int>(text);
-}
-
 /// Applies +X+Y, which must name a cell of the filter (a negative anchor would mean "centre").
 void set_inline_anchor(Filter& filter, const InlineHeader& header, const Source& source) {
-  const std::optional<int> x = to_signed_int(header.anchor_x);
-  const std::optional<int> y = to_signed_int(header.anchor_y);
+  const std::optional<int> x = detail::parse_signed_whole_number<int>(header.anchor_x);
+  const std::optional<int> y = detail::parse_signed_whole_number<int>(header.anchor_y);
   if (!x || !y || *x < 0 || *x >= filter.width || *y < 0 || *y >= filter.height) {
     source.fail(0, "anchor " + std::string(header.anchor_x) + std::string(header.anchor_y) +
                        " is outside the " + size_text(filter.width, filter.height) + " filter");
@@ -258,40 +257,214 @@ void set_inline_anchor(Filter& filter, const InlineHeader& header, const Source&
 }
 
 // ---- parametric filters -----------------------------------------------------------------------
+// Each kind's weights are defined in docs/filters.md; the formulas there and below are the same.
 
-Filter box_filter(std::string_view spec, std::string_view n_text) {
-  const std::optional<int> n = detail::parse_whole_number<int>(n_text);
-  if (!n || *n < 1 || *n > kMaxFilterSide) {
-    throw_bad_input("filter '" + printable(spec) + "': N must be an integer from 1 to " +
-                    std::to_string(kMaxFilterSide));
+constexpr int kMaxRadius = (kMaxFilterSide - 1) / 2;
+
+/// The fields after "NAME:", split at ',' (gaussian also takes ImageMagick's "RxSIGMA").
+struct Params {
+  const Source& source;
+  std::vector<std::string_view> fields;
+
+  std::string_view at(std::size_t i) const { return fields[i]; }
+  double number(std::size_t i) const { return parse_number(fields[i], source, 0); }
+  double positive(std::size_t i, std::string_view what) const {
+    const double value = number(i);
+    if (!(value > 0.0)) source.fail(0, std::string(what) + " must be greater than 0");
+    return value;
   }
-  const auto count = static_cast<std::size_t>(*n) * static_cast<std::size_t>(*n);
-  return make_filter(*n, *n, std::vector<double>(count, 1.0 / static_cast<double>(count)),
-                     std::string(spec));
+  int whole(std::size_t i, std::string_view what, int low, int high) const {
+    const std::optional<int> value = detail::parse_whole_number<int>(fields[i]);
+    if (!value || *value < low || *value > high) {
+      source.fail(0, std::string(what) + " must be an integer from " + std::to_string(low) + " to " +
+                         std::to_string(high));
+    }
+    return *value;
+  }
+};
+
+/// The radius cv::GaussianBlur picks for ksize 0 on 8-bit images: side = round(6 SIGMA + 1) | 1.
+int radius_for_sigma(double sigma, const Source& source) {
+  const double side = std::round(sigma * 6.0 + 1.0);
+  if (side > kMaxFilterSide) {
+    source.fail(0, "SIGMA " + format_g9(sigma) + " needs a radius over " + std::to_string(kMaxRadius) +
+                       " (R = 0 picks 3 SIGMA); the largest SIGMA is about 21");
+  }
+  return (static_cast<int>(side) | 1) / 2;
 }
 
-Filter gaussian_filter(std::string_view spec, std::string_view params) {
-  const Source source{"filter '" + printable(spec) + "'"};
-  const std::size_t comma = params.find(',');
-  if (comma == std::string_view::npos) source.fail(0, "expected gaussian:R,SIGMA");
-  const std::optional<int> radius = detail::parse_whole_number<int>(params.substr(0, comma));
-  constexpr int kMaxRadius = (kMaxFilterSide - 1) / 2;
-  if (!radius || *radius < 0 || *radius > kMaxRadius) {
-    source.fail(0, "R must be an integer from 0 to " + std::to_string(kMaxRadius));
-  }
-  const double sigma = parse_number(params.substr(comma + 1), source, 0);
-  if (!(sigma > 0.0)) source.fail(0, "SIGMA must be greater than 0");
+/// R from the spec, or from the largest sigma when R is 0.
+int radius_or_auto(const Params& p, double largest_sigma) {
+  const int radius = p.whole(0, "R", 0, kMaxRadius);
+  return radius > 0 ? radius : radius_for_sigma(largest_sigma, p.source);
+}
 
-  const int side = 2 * *radius + 1;
+/// (2R+1)^2 weights, the outer product of cv::getGaussianKernel(2R+1, SIGMA): they sum to 1.
+std::vector<double> gaussian_weights(int radius, double sigma) {
+  const int side = 2 * radius + 1;
   const cv::Mat kernel = cv::getGaussianKernel(side, sigma, CV_64F);
   std::vector<double> weights;
   weights.reserve(static_cast<std::size_t>(side) * static_cast<std::size_t>(side));
   for (int row = 0; row < side; ++row) {
+    for (int col = 0; col < side; ++col) weights.push_back(kernel.at<double>(row) * kernel.at<double>(col));
+  }
+  return weights;
+}
+
+/// Calls f(dx, dy, weight&) for each cell of a (2R+1)^2 filter: dx to the right and dy upwards
+/// from the centre cell.
+template <class F>
+void for_each_cell(int radius, std::vector<double>& weights, F f) {
+  const int side = 2 * radius + 1;
+  for (int row = 0; row < side; ++row) {
     for (int col = 0; col < side; ++col) {
-      weights.push_back(kernel.at<double>(row) * kernel.at<double>(col));
+      f(col - radius, radius - row, weights[static_cast<std::size_t>(row * side + col)]);
     }
   }
-  return make_filter(side, side, std::move(weights), std::string(spec));
+}
+
+Filter square_filter(int radius, std::vector<double> weights) {
+  return make_filter(2 * radius + 1, 2 * radius + 1, std::move(weights), std::string());
+}
+
+Filter box_kind(const Params& p) {
+  const int n = p.whole(0, "N", 1, kMaxFilterSide);
+  const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  return make_filter(n, n, std::vector<double>(count, 1.0 / static_cast<double>(count)), std::string());
+}
+
+Filter gaussian_kind(const Params& p) {
+  const double sigma = p.positive(1, "SIGMA");
+  const int radius = radius_or_auto(p, sigma);
+  return square_filter(radius, gaussian_weights(radius, sigma));
+}
+
+Filter unsharp_kind(const Params& p) {
+  const double sigma = p.positive(1, "SIGMA");
+  const double amount = p.number(2);
+  if (amount < 0.0) p.source.fail(0, "AMOUNT must be 0 or more");
+  const int radius = radius_or_auto(p, sigma);
+  std::vector<double> weights = gaussian_weights(radius, sigma);
+  for_each_cell(radius, weights, [amount](int dx, int dy, double& w) {
+    w = (dx == 0 && dy == 0 ? 1.0 + amount : 0.0) - amount * w;
+  });
+  return square_filter(radius, std::move(weights));
+}
+
+Filter log_kind(const Params& p) {
+  const double sigma = p.positive(1, "SIGMA");
+  const int radius = radius_or_auto(p, sigma);
+  const int side = 2 * radius + 1;
+  std::vector<double> weights(static_cast<std::size_t>(side) * static_cast<std::size_t>(side));
+  const double s2 = sigma * sigma;
+  double gauss_sum = 0.0;
+  for_each_cell(radius, weights, [&](int dx, int dy, double& w) {
+    w = std::exp(-(dx * dx + dy * dy) / (2.0 * s2));
+    gauss_sum += w;
+  });
+  double sum = 0.0;
+  for_each_cell(radius, weights, [&](int dx, int dy, double& w) {
+    w = w / gauss_sum * (dx * dx + dy * dy - 2.0 * s2) / (s2 * s2);
+    sum += w;
+  });
+  const double mean = sum / static_cast<double>(weights.size());
+  for (double& w : weights) w -= mean;  // a flat image gives 0
+  return square_filter(radius, std::move(weights));
+}
+
+Filter dog_kind(const Params& p) {
+  const double sigma1 = p.positive(1, "SIGMA1");
+  const double sigma2 = p.positive(2, "SIGMA2");
+  const int radius = radius_or_auto(p, std::max(sigma1, sigma2));
+  std::vector<double> weights = gaussian_weights(radius, sigma1);
+  const std::vector<double> wide = gaussian_weights(radius, sigma2);
+  for (std::size_t i = 0; i < weights.size(); ++i) weights[i] -= wide[i];
+  return square_filter(radius, std::move(weights));
+}
+
+Filter disk_kind(const Params& p) {
+  const int radius = p.whole(0, "R", 1, kMaxRadius);
+  const int side = 2 * radius + 1;
+  std::vector<double> weights(static_cast<std::size_t>(side) * static_cast<std::size_t>(side));
+  int count = 0;
+  for_each_cell(radius, weights, [&](int dx, int dy, double& w) {
+    w = dx * dx + dy * dy <= radius * radius ? 1.0 : 0.0;
+    count += static_cast<int>(w);
+  });
+  for (double& w : weights) w /= count;
+  return square_filter(radius, std::move(weights));
+}
+
+Filter motion_kind(const Params& p) {
+  const int length = p.whole(0, "LENGTH", 1, kMaxFilterSide);
+  const double angle = p.number(1);
+  const int radius = (length | 1) / 2;
+  const double radians = angle * 3.14159265358979323846 / 180.0;
+  const double c = std::cos(radians);
+  const double s = std::sin(radians);
+  constexpr double kTolerance = 1e-9;  // cells exactly half a pixel off the line are on it
+  const int side = 2 * radius + 1;
+  std::vector<double> weights(static_cast<std::size_t>(side) * static_cast<std::size_t>(side));
+  int count = 0;
+  for_each_cell(radius, weights, [&](int dx, int dy, double& w) {
+    const double along = dx * c + dy * s;
+    const double across = -dx * s + dy * c;
+    w = std::abs(across) <= 0.5 + kTolerance && std::abs(along) <= radius + kTolerance ? 1.0 : 0.0;
+    count += static_cast<int>(w);
+  });
+  for (double& w : weights) w /= count;
+  return square_filter(radius, std::move(weights));
+}
+
+/// The parametric filters: the one list that load_filter, --list-filters, the "not a filter"
+/// message and the name suggestions read.
+struct ParametricKind {
+  ParametricFilter info;
+  std::size_t params;
+  Filter (*build)(const Params&);
+};
+
+constexpr ParametricKind kParametric[] = {
+    {{"box", "box:N", "N x N mean"}, 1, box_kind},
+    {{"gaussian", "gaussian:R,SIGMA", "Gaussian blur, (2R+1)^2; R 0: from SIGMA as cv::GaussianBlur (also RxSIGMA)"},
+     2, gaussian_kind},
+    {{"unsharp", "unsharp:R,SIGMA,AMOUNT", "sharpen: image + AMOUNT x (image - gaussian:R,SIGMA)"}, 3, unsharp_kind},
+    {{"log", "log:R,SIGMA", "Laplacian of Gaussian (edges, blobs), sums to 0"}, 2, log_kind},
+    {{"dog", "dog:R,SIGMA1,SIGMA2", "difference of Gaussians, gaussian:R,SIGMA1 - gaussian:R,SIGMA2"}, 3, dog_kind},
+    {{"disk", "disk:R", "mean over a disc of radius R (bokeh blur)"}, 1, disk_kind},
+    {{"motion", "motion:LENGTH,ANGLE", "mean along a line of LENGTH pixels at ANGLE degrees (motion blur)"}, 2,
+     motion_kind},
+};
+
+/// "NAME:PARAMS" as a parametric filter (NAME in any letter case); nullopt for another NAME.
+std::optional<Filter> load_parametric(std::string_view spec) {
+  const std::size_t colon = spec.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const std::string_view name = spec.substr(0, colon);
+  for (const ParametricKind& kind : kParametric) {
+    if (!names::equal_ignoring_case(name, kind.info.name)) continue;
+    const Source source{"filter '" + printable(spec) + "'"};
+    Params params{source, {}};
+    std::string_view rest = spec.substr(colon + 1);
+    const bool magick = kind.build == gaussian_kind && rest.find(',') == std::string_view::npos;
+    const char separator = magick ? 'x' : ',';
+    while (true) {
+      const std::size_t end = rest.find(separator);
+      params.fields.push_back(rest.substr(0, end));
+      if (end == std::string_view::npos) break;
+      rest.remove_prefix(end + 1);
+    }
+    if (params.fields.size() != kind.params) {
+      source.fail(0, "expected " + std::string(kind.info.syntax) + " (" + std::to_string(kind.params) +
+                         (kind.params == 1 ? " value" : " values") + ")");
+    }
+    Filter filter = kind.build(params);
+    if (!std::all_of(filter.weights.begin(), filter.weights.end(), [](double w) { return std::isfinite(w); }))
+      source.fail(0, "the weights are not all finite numbers (a SIGMA too close to 0?)");
+    filter.origin = std::string(spec);
+    return filter;
+  }
+  return std::nullopt;
 }
 
 // ---- files and presets ------------------------------------------------------------------------
@@ -357,6 +530,36 @@ std::optional<Filter> load_file(std::string_view spec) {
     throw_bad_input("filter file '" + path + "' is not a regular file");
   }
   return parse_by_extension(path, read_filter_file(path), path);
+}
+
+/// Whether `spec` reads as a file path rather than a name: a folder part or an extension.
+bool looks_like_path(std::string_view spec) {
+  return spec.find('/') != std::string_view::npos || std::filesystem::path(spec).has_extension();
+}
+
+/// load_filter's message when nothing matched: a missing file, or a name with the nearest
+/// preset and parametric names.
+std::string not_a_filter_message(std::string_view spec) {
+  if (looks_like_path(spec) && spec.find(':') == std::string_view::npos) {
+    return "filter file '" + printable(spec) + "': no such file";
+  }
+  const std::size_t colon = spec.find(':');
+  std::vector<std::string> candidates;
+  std::string_view word = spec;
+  if (colon != std::string_view::npos) {  // "gausian:3,1": suggest among the parametric names
+    word = spec.substr(0, colon);
+    for (const ParametricKind& kind : kParametric) candidates.emplace_back(kind.info.name);
+  } else {
+    candidates = preset_names();
+  }
+  std::vector<std::string> nearest = names::nearest_names(word, candidates);
+  if (colon != std::string_view::npos) {
+    for (std::string& name : nearest) name += ':';
+  }
+  std::string message = "filter '" + printable(spec) + "' is not a preset, a parametric filter (box:N, gaussian:R,SIGMA, ...), "
+                        "an inline WxH:... filter or a file";
+  if (!nearest.empty()) message += "; did you mean " + names::quoted_alternatives(nearest) + "?";
+  return message + " (see --list-filters)";
 }
 
 }  // namespace
@@ -441,15 +644,36 @@ Filter parse_inline_filter(std::string_view text) {
 
 Filter load_filter(std::string_view spec) {
   if (std::optional<Filter> preset = load_preset(spec)) return std::move(*preset);
-  constexpr std::string_view kBox = "box:";
-  constexpr std::string_view kGaussian = "gaussian:";
-  if (spec.starts_with(kBox)) return box_filter(spec, spec.substr(kBox.size()));
-  if (spec.starts_with(kGaussian)) return gaussian_filter(spec, spec.substr(kGaussian.size()));
+  if (std::optional<Filter> parametric = load_parametric(spec)) return std::move(*parametric);
   if (split_inline(spec)) return parse_inline_filter(spec);
   if (std::optional<Filter> file = load_file(spec)) return std::move(*file);
-  throw_bad_input("filter '" + printable(spec) +
-                  "' is not a preset, box:N, gaussian:R,SIGMA, an inline WxH:... filter or a "
-                  "readable file (see --list-filters)");
+  throw_bad_input(not_a_filter_message(spec));
+}
+
+std::span<const ParametricFilter> parametric_filters() {
+  static const std::vector<ParametricFilter> infos = [] {
+    std::vector<ParametricFilter> out;
+    for (const ParametricKind& kind : kParametric) out.push_back(kind.info);
+    return out;
+  }();
+  return infos;
+}
+
+std::string preset_summary(std::string_view name) {
+  for (std::size_t i = 0; i < detail::kEmbeddedFilterCount; ++i) {
+    const detail::EmbeddedFilter& preset = detail::kEmbeddedFilters[i];
+    if (preset.name != name) continue;
+    // The first comment line, "# NAME: what it does.", without the name and the closing mark.
+    const std::string prefix = "# " + std::string(name) + ": ";
+    const std::size_t start = preset.text.find(prefix);
+    if (start == std::string_view::npos) return {};
+    std::string_view line = preset.text.substr(start + prefix.size());
+    line = line.substr(0, line.find('\n'));
+    while (!line.empty() && (line.back() == '.' || line.back() == ',' || line.back() == ':' || is_blank(line.back())))
+      line.remove_suffix(1);
+    return std::string(line);
+  }
+  return {};
 }
 
 std::vector<std::string> preset_names() {

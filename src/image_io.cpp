@@ -316,10 +316,9 @@ void check_not_same_file(const std::string& input, const std::string& output) {
     throw Error(ErrorKind::usage, output + ": output is the input file; refusing to overwrite it");
 }
 
-void write_image_atomic(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
+std::vector<unsigned char> encode_image(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
   check_output_format(path, image.depth(), image.channels());
   check_encoder_options(path, options);
-  const bool overwrite = options.overwrite;
   std::vector<unsigned char> encoded = encode(path, image, options);
   if (options.metadata != nullptr) {
     const MetadataKept keeps = find_format(lower_extension(path))->metadata;
@@ -329,6 +328,12 @@ void write_image_atomic(const std::string& path, const cv::Mat& image, const Wri
     if (keeps.xmp) kept.xmp = options.metadata->xmp;
     if (!kept.empty()) encoded = detail::embed_metadata(path, std::move(encoded), kept);
   }
+  return encoded;
+}
+
+void write_image_atomic(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
+  const bool overwrite = options.overwrite;
+  const std::vector<unsigned char> encoded = encode_image(path, image, options);
 
   // Temporary file next to the target, so the final rename stays on one file system.
   const fs::path target(path);

@@ -1,8 +1,10 @@
-// Names of the public enums (Variant, Border, Depth), as the command line and the docs spell them.
-// Host code only, no CUDA, so the command-line fuzz target (tests/fuzz) can link it on its own.
-#include <cuconv/convolve.hpp>
+// Enum names from the tables of names.hpp, and the "did you mean" search shared by the command
+// line (options, enum values) and the filter parser (presets). Host code only, no CUDA, so the
+// command-line fuzz target (tests/fuzz) can link it on its own.
+#include "names.hpp"
 
-#include <array>
+#include <algorithm>
+#include <cctype>
 #include <optional>
 #include <string_view>
 #include <utility>
@@ -11,49 +13,81 @@ namespace cuconv {
 
 namespace {
 
-constexpr std::array<std::pair<Variant, std::string_view>, 9> kVariantNames{{
-    {Variant::automatic, "auto"},
-    {Variant::opencv, "opencv"},
-    {Variant::basic, "basic"},
-    {Variant::constmem, "constmem"},
-    {Variant::tiled, "tiled"},
-    {Variant::tiled_halo, "tiled-halo"},
-    {Variant::cached, "cached"},
-    {Variant::fast, "fast"},
-    {Variant::fft, "fft"},
-}};
-constexpr std::array<std::pair<Border, std::string_view>, 5> kBorderNames{{
-    {Border::reflect101, "reflect101"},
-    {Border::reflect, "reflect"},
-    {Border::replicate, "replicate"},
-    {Border::constant, "constant"},
-    {Border::wrap, "wrap"},
-}};
-constexpr std::array<std::pair<Depth, std::string_view>, 5> kDepthNames{{
-    {Depth::same, "same"}, {Depth::u8, "8u"}, {Depth::u16, "16u"}, {Depth::s16, "16s"}, {Depth::f32, "32f"},
-}};
-
-template <class Enum, std::size_t N>
-std::string_view name_of(const std::array<std::pair<Enum, std::string_view>, N>& table, Enum value) {
-  for (const auto& [v, name] : table)
-    if (v == value) return name;
+template <class Enum>
+std::string_view name_of(Enum value) {
+  for (const auto& e : names::Table<Enum>::entries)
+    if (e.value == value) return e.name;
   return "?";
 }
-template <class Enum, std::size_t N>
-std::optional<Enum> value_of(const std::array<std::pair<Enum, std::string_view>, N>& table,
-                             std::string_view name) {
-  for (const auto& [v, n] : table)
-    if (n == name) return v;
+template <class Enum>
+std::optional<Enum> value_of(std::string_view name) {
+  for (const auto& e : names::Table<Enum>::entries)
+    if (names::equal_ignoring_case(e.name, name)) return e.value;
   return std::nullopt;
+}
+
+char lower(char c) { return static_cast<char>(std::tolower(static_cast<unsigned char>(c))); }
+
+/// Levenshtein distance ignoring ASCII case (one row of the table at a time).
+std::size_t edit_distance(std::string_view a, std::string_view b) {
+  std::vector<std::size_t> row(b.size() + 1);
+  for (std::size_t j = 0; j <= b.size(); ++j) row[j] = j;
+  for (std::size_t i = 1; i <= a.size(); ++i) {
+    std::size_t diagonal = row[0];
+    row[0] = i;
+    for (std::size_t j = 1; j <= b.size(); ++j) {
+      const std::size_t substitute = diagonal + (lower(a[i - 1]) == lower(b[j - 1]) ? 0 : 1);
+      diagonal = row[j];
+      row[j] = std::min({row[j] + 1, row[j - 1] + 1, substitute});
+    }
+  }
+  return row[b.size()];
 }
 
 }  // namespace
 
-std::string_view to_string(Variant v) noexcept { return name_of(kVariantNames, v); }
-std::string_view to_string(Border b) noexcept { return name_of(kBorderNames, b); }
-std::string_view to_string(Depth d) noexcept { return name_of(kDepthNames, d); }
-std::optional<Variant> parse_variant(std::string_view s) noexcept { return value_of(kVariantNames, s); }
-std::optional<Border> parse_border(std::string_view s) noexcept { return value_of(kBorderNames, s); }
-std::optional<Depth> parse_depth(std::string_view s) noexcept { return value_of(kDepthNames, s); }
+std::string_view to_string(Variant v) noexcept { return name_of(v); }
+std::string_view to_string(Border b) noexcept { return name_of(b); }
+std::string_view to_string(Depth d) noexcept { return name_of(d); }
+std::optional<Variant> parse_variant(std::string_view s) noexcept { return value_of<Variant>(s); }
+std::optional<Border> parse_border(std::string_view s) noexcept { return value_of<Border>(s); }
+std::optional<Depth> parse_depth(std::string_view s) noexcept { return value_of<Depth>(s); }
+
+namespace names {
+
+bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept {
+  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
+}
+
+std::vector<std::string> nearest_names(std::string_view word, const std::vector<std::string>& candidates,
+                                       std::size_t limit) {
+  std::vector<std::pair<std::size_t, std::string>> scored;
+  for (const std::string& candidate : candidates) {
+    const std::size_t distance = edit_distance(word, candidate);
+    const std::size_t allowed = std::max<std::size_t>(1, std::max(word.size(), candidate.size()) / 3);
+    // A typo, or the start of a longer name ("gauss" for "gaussian").
+    const bool prefix = word.size() >= 3 && word.size() < candidate.size() &&
+                        equal_ignoring_case(word, std::string_view(candidate).substr(0, word.size()));
+    if (distance <= allowed || prefix) scored.emplace_back(prefix ? 1 : distance, candidate);
+  }
+  std::stable_sort(scored.begin(), scored.end(), [](const auto& x, const auto& y) { return x.first < y.first; });
+  std::vector<std::string> out;
+  for (auto& [distance, name] : scored) {
+    if (out.size() == limit) break;
+    if (std::find(out.begin(), out.end(), name) == out.end()) out.push_back(std::move(name));
+  }
+  return out;
+}
+
+std::string quoted_alternatives(const std::vector<std::string>& names) {
+  std::string out;
+  for (std::size_t i = 0; i < names.size(); ++i) {
+    if (i > 0) out += i + 1 == names.size() ? " or " : ", ";
+    out += "'" + names[i] + "'";
+  }
+  return out;
+}
+
+}  // namespace names
 
 }  // namespace cuconv

@@ -501,7 +501,7 @@ TEST_CASE("bad input matrix: bad and conflicting options exit 2") {
       {.what = "unknown depth", .options = with({"--depth", "64f"}), .code = usage, .reason = "64f", .names = "--depth"},
       {.what = "unknown alpha mode", .options = with({"--alpha", "drop"}), .code = usage, .reason = "drop",
        .names = "--alpha"},
-      {.what = "unknown option", .options = with({"--bogus"}), .code = usage, .reason = "The following argument",
+      {.what = "unknown option", .options = with({"--bogus"}), .code = usage, .reason = "unknown option '--bogus'",
        .names = "--bogus"},
       {.what = "non-numeric delta", .options = with({"--delta", "abc"}), .code = usage, .reason = "abc",
        .names = "--delta"},

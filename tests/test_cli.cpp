@@ -110,10 +110,27 @@ TEST_CASE("cli: auto variant works with or without a GPU, -v prints stage times"
 TEST_CASE("cli: informational commands") {
   auto r = run_cuconv({"--version"});
   CHECK(r.exit_code == 0);
-  CHECK(r.out.find("cuconv ") != std::string::npos);
+  INFO("--version: ", r.out);
+  CHECK(r.out.rfind("cuconv ", 0) == 0);
+  CHECK(r.out.find("\ncommit ") != std::string::npos);
+  CHECK(r.out.find(" build\n") != std::string::npos);
+  CHECK(r.out.find("\nOpenCV " + cv::getVersionString() + "\n") != std::string::npos);
+  CHECK(r.out.find("\nCUDA runtime ") != std::string::npos);
+  std::string no_gpu;
+  if (cuda_device_available(&no_gpu))
+    CHECK(r.out.find("\nGPU 0: ") != std::string::npos);
+  else
+    CHECK(r.out.find("\nGPU: none: " + no_gpu) != std::string::npos);
   r = run_cuconv({"--list-filters"});
   CHECK(r.exit_code == 0);
-  for (const auto& name : preset_names()) CHECK_MESSAGE(r.out.find(name) != std::string::npos, name);
+  for (const auto& name : preset_names()) {
+    CHECK_MESSAGE(r.out.find(name) != std::string::npos, name);
+    CHECK_MESSAGE(r.out.find(preset_summary(name)) != std::string::npos, name);  // says what it does
+  }
+  for (const ParametricFilter& kind : parametric_filters()) {
+    CHECK(r.out.find(std::string(kind.syntax)) != std::string::npos);
+    CHECK(r.out.find(std::string(kind.summary)) != std::string::npos);
+  }
   r = run_cuconv({"--show-filter", "gauss3"});
   CHECK(r.exit_code == 0);
   CHECK(r.out.find("3x3") != std::string::npos);
@@ -171,7 +188,8 @@ TEST_CASE("cli: bad input exits 3, names the file and the problem, writes nothin
   expect_failure({dir.file("notes.txt"), out, "--filter", "gauss5"}, ExitCode::bad_input, out, {"notes.txt", "cannot decode"});
   expect_failure({in, out, "--filter", dir.file("ragged.txt")}, ExitCode::bad_input, out, {"ragged.txt:2", "2 values"});
   expect_failure({in, out, "--filter", dir.file("bad.mat")}, ExitCode::bad_input, out, {"bad.mat:1", "scale"});
-  expect_failure({in, out, "--filter", "gaus5"}, ExitCode::bad_input, out, {"gaus5", "not a preset"});
+  expect_failure({in, out, "--filter", "gaus5"}, ExitCode::bad_input, out, {"gaus5", "not a preset", "did you mean 'gauss5'"});
+  expect_failure({in, out, "--filter", "sharp.mat"}, ExitCode::bad_input, out, {"filter file 'sharp.mat': no such file"});
   expect_failure({in, out, "--filter", "3x3:1,2"}, ExitCode::bad_input, out, {"inline", "9"});
 }
 
@@ -187,6 +205,90 @@ TEST_CASE("cli: output errors exit 4 and leave no file") {
                  {"x.xyz"});
   expect_failure({sample("camera.png"), dir.file("nodir/out.png"), "--filter", "gauss5", "--variant", "opencv"},
                  ExitCode::output, dir.file("nodir/out.png"), {"nodir"});
+}
+
+TEST_CASE("cli: command-line mistakes read 'cuconv: error:' with a suggestion, exit 2") {
+  TempDir dir;
+  const std::string out = dir.file("out.png");
+  const std::string in = sample("camera.png");
+  expect_failure({in, out, "--fliter", "gauss5"}, ExitCode::usage, out,
+                 {"cuconv: error: unknown option '--fliter'; did you mean '--filter'?"});
+  expect_failure({in, out, "-filter", "gauss5"}, ExitCode::usage, out,
+                 {"cuconv: error: unknown option '-filter': long options take two dashes, '--filter'"});
+  expect_failure({in, out, "-f", "gauss5", "--border", "replicat"}, ExitCode::usage, out,
+                 {"cuconv: error: --border: 'replicat' is not a border mode; did you mean 'replicate'?"});
+  // Enum values in any case, sizes with MB or MiB.
+  const auto r = run_cuconv({in, out, "-f", "gauss5", "--variant", "OPENCV", "--border", "REPLICATE", "--gpu-memory", "512MiB"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+}
+
+TEST_CASE("cli: - reads standard input, FORMAT:- writes standard output") {
+  TempDir dir;
+  const std::string in = sample("camera.png");
+  const cv::Mat image = cv::imread(in, cv::IMREAD_UNCHANGED);
+  const cv::Mat expected = filter2d_reference(image, load_filter("gauss5"), cv::BORDER_REFLECT_101);
+
+  // stdin to a file
+  auto r = run_cuconv({"-", dir.file("a.png"), "--filter", "gauss5", "--variant", "opencv"}, in);
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(bit_equal(cv::imread(dir.file("a.png"), cv::IMREAD_UNCHANGED), expected));
+
+  // a file to stdout, and stdin to stdout, as PNG and TIFF
+  for (const auto& [input, stdin_file] : {std::pair{in, std::string()}, std::pair{std::string("-"), in}}) {
+    for (const char* format : {"png", "tif"}) {
+      r = run_cuconv({input, std::string(format) + ":-", "--filter", "gauss5", "--variant", "opencv"}, stdin_file);
+      CAPTURE(format);
+      REQUIRE(r.exit_code == 0);
+      const std::vector<unsigned char> bytes(r.out.begin(), r.out.end());
+      CHECK(bit_equal(cv::imdecode(bytes, cv::IMREAD_UNCHANGED), expected));
+    }
+  }
+
+  // Standard output gets what a file would: the input's ICC profile (read from standard input
+  // too), and the encoder options of its format.
+  r = run_cuconv({"-", "png:-", "--filter", "gauss5", "--variant", "opencv"}, sample("astronaut.png"));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("iCCP") != std::string::npos);
+  r = run_cuconv({"-", "png:-", "--filter", "gauss5", "--variant", "opencv", "--strip"}, sample("astronaut.png"));
+  REQUIRE(r.exit_code == 0);
+  CHECK(r.out.find("iCCP") == std::string::npos);
+  const auto jpeg_bytes = [&](const char* quality) {
+    return run_cuconv({in, "jpg:-", "--filter", "gauss5", "--variant", "opencv", "--quality", quality}).out.size();
+  };
+  CHECK(jpeg_bytes("30") < jpeg_bytes("95"));
+  expect_failure({in, "png:-", "-f", "box3", "--quality", "50"}, ExitCode::usage, "", {"png:-", "--quality"});
+
+  // Errors name standard input / the FORMAT:- output, not a temporary file.
+  { std::ofstream(dir.file("junk.bin")) << "not an image"; }
+  r = run_cuconv({"-", dir.file("b.png"), "-f", "box3", "--variant", "opencv"}, dir.file("junk.bin"));
+  CHECK(r.exit_code == static_cast<int>(ExitCode::bad_input));
+  CHECK(r.err.find("standard input: cannot decode") != std::string::npos);
+  CHECK(r.err.find("cuconv-stdin-") == std::string::npos);
+  r = run_cuconv({sample("logo.png"), "jpg:-", "-f", "box3", "--variant", "opencv"});
+  CHECK(r.exit_code == static_cast<int>(ExitCode::output));
+  CHECK(r.err.find("jpg:-: .jpg cannot store an alpha channel") != std::string::npos);
+  CHECK(r.out.empty());
+  expect_failure({in, "-", "-f", "box3"}, ExitCode::usage, "", {"png:-"});
+  expect_failure({in, "png:-", "-f", "box3", "--compare"}, ExitCode::usage, "", {"--compare"});
+  // The temporary copies of standard input are gone.
+  for (const auto& entry : std::filesystem::directory_iterator(std::filesystem::temp_directory_path()))
+    CHECK_MESSAGE(!entry.path().filename().string().starts_with("cuconv-stdin-"), entry.path().string());
+}
+
+TEST_CASE("cli: without an NVIDIA driver, the warning says so") {
+  std::string reason;
+  if (cuda_device_available(&reason) || std::filesystem::exists("/proc/driver/nvidia/version")) {
+    MESSAGE("SKIPPED: an NVIDIA driver is loaded here");
+    return;
+  }
+  CHECK(reason.find("no NVIDIA driver") != std::string::npos);
+  TempDir dir;
+  const auto r = run_cuconv({sample("camera.png"), dir.file("o.png"), "-f", "box3"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("no NVIDIA driver is loaded") != std::string::npos);
+  CHECK(r.err.find("insufficient") == std::string::npos);
 }
 
 TEST_CASE("cli: explicit GPU variant without a device exits 5") {

@@ -2,12 +2,17 @@
 // or a GPU. The binary end to end is tests/test_cli.cpp's; the fuzz target
 // tests/fuzz/fuzz_cli_options.cpp throws arbitrary argv at the same function.
 #include "cli/command_line.hpp"
+#include "names.hpp"
 
 #include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
 
 #include <doctest/doctest.h>
 
+#include <cctype>
 #include <cstdint>
+#include <fstream>
+#include <iterator>
 #include <limits>
 #include <string>
 #include <vector>
@@ -39,7 +44,7 @@ std::string usage_error(const std::vector<std::string>& args) {
 
 }  // namespace
 
-TEST_CASE("command line: --gpu-memory sizes, plain or with binary K M G T") {
+TEST_CASE("command line: --gpu-memory sizes, plain or with binary K M G T, alone or as KB or KiB") {
   CHECK(parse_byte_size("1") == std::uint64_t{1});
   CHECK(parse_byte_size("1048576") == std::uint64_t{1} << 20);
   CHECK(parse_byte_size("512M") == std::uint64_t{512} << 20);
@@ -49,8 +54,16 @@ TEST_CASE("command line: --gpu-memory sizes, plain or with binary K M G T") {
   CHECK(parse_byte_size("1t") == std::uint64_t{1} << 40);
   CHECK(parse_byte_size("18446744073709551615") == std::numeric_limits<std::uint64_t>::max());
   CHECK(parse_byte_size("16777215T") == std::uint64_t{16777215} << 40);  // the largest T that fits
-  for (const char* garbage : {"", "0", "0G", "-1", "-1G", "+5", " 5", "5 ", "1.5G", "12KB", "12KiB", "G", "12Q",
-                              "0x10", "16777216T", "18446744073709551616", "99999999999999999999999"}) {
+  // 512M, 512MB and 512MiB are the same binary size, in any letter case; B alone is bytes.
+  for (const char* same : {"512M", "512MB", "512MiB", "512mb", "512mib", "512Mb"})
+    CHECK_MESSAGE(parse_byte_size(same) == std::uint64_t{512} << 20, same);
+  CHECK(parse_byte_size("12KB") == std::uint64_t{12} << 10);
+  CHECK(parse_byte_size("3GiB") == std::uint64_t{3} << 30);
+  CHECK(parse_byte_size("2TB") == std::uint64_t{2} << 40);
+  CHECK(parse_byte_size("100B") == std::uint64_t{100});
+  for (const char* garbage : {"", "0", "0G", "-1", "-1G", "+5", " 5", "5 ", "1.5G", "12KiBs", "12iB", "12BB", "12KBB",
+                              "12MiiB", "B", "G", "GB", "12Q", "12QB", "0x10", "16777216T", "16777216TiB",
+                              "18446744073709551616", "99999999999999999999999"}) {
     INFO("'", garbage, "'");
     CHECK_FALSE(parse_byte_size(garbage).has_value());
   }
@@ -93,10 +106,9 @@ TEST_CASE("command line: batch mode, informational commands, --help and --versio
   CHECK(c.action == Action::exit_now);
   CHECK(c.exit_code == 0);
   CHECK(c.stdout_text.find("--gpu-memory") != std::string::npos);
-  c = parse({"--version"});
-  CHECK(c.action == Action::exit_now);
-  CHECK(c.exit_code == 0);
-  CHECK(c.stdout_text.find("cuconv ") != std::string::npos);
+  CHECK(c.stdout_text.find("--version") != std::string::npos);
+  CHECK(parse({"--version"}).action == Action::version);  // main.cpp prints it (it asks the GPU)
+  CHECK(parse({"--out-dir", "o", "--version"}).action == Action::version);
 }
 
 TEST_CASE("command line: what CLI11 refuses comes back as exit 2 with its message, naming the option") {
@@ -151,4 +163,93 @@ TEST_CASE("command line: --anchor takes X,Y of non-negative ints, never an out-o
     CHECK(usage_error({"a.png", "b.png", "--filter", "box3", "--anchor", bad}).find("expected X,Y") !=
           std::string::npos);
   }
+}
+
+TEST_CASE("command line: enum values in any letter case become the table's spelling") {
+  const ParsedCommand c = parse({"in.png", "out.png", "--filter", "box3", "--variant", "TILED-HALO", "--border",
+                                 "Constant", "--border-value", "3", "--depth", "32F", "--alpha", "KEEP"});
+  CHECK(c.action == Action::filter_image);
+  CHECK(c.options.variant == Variant::tiled_halo);
+  CHECK(c.options.border == Border::constant);
+  CHECK(c.options.border_value == 3.0);  // "Constant" counts as constant for --border-value
+  CHECK(c.options.depth == Depth::f32);
+  CHECK(c.options.keep_alpha);
+  CHECK(c.request.border == "constant");
+  CHECK(parse({"in.png", "out.png", "--filter", "box3", "--border", "REPLICATE"}).options.border == Border::replicate);
+  // Every name of every table parses, in upper case too, and prints back as it is listed.
+  for (const auto& e : names::kVariants) {
+    CHECK(to_string(e.value) == e.name);
+    std::string upper(e.name);
+    for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
+    CHECK(parse_variant(upper) == e.value);
+    CHECK(parse({"i.png", "o.png", "-f", "box3", "--variant", upper}).options.variant == e.value);
+  }
+  for (const auto& e : names::kBorders) CHECK(parse({"i.png", "o.png", "-f", "box3", "--border", std::string(e.name)}).options.border == e.value);
+  for (const auto& e : names::kDepths) CHECK(parse({"i.png", "o.png", "-f", "box3", "--depth", std::string(e.name)}).options.depth == e.value);
+}
+
+TEST_CASE("command line: the variant, border and depth tables are the one list") {
+  // gpu_variants() is the table's GPU rows, in table order.
+  std::vector<Variant> gpu;
+  for (const auto& e : names::kVariants)
+    if (e.gpu) gpu.push_back(e.value);
+  CHECK(gpu == gpu_variants());
+  CHECK(gpu.size() == names::kVariants.size() - 2);  // all but auto and opencv
+  // --help and docs/cli.md list every name of every table.
+  const std::string help = parse({"--help"}).stdout_text;
+  std::ifstream docs_file(std::string(CUCONV_TEST_DOCS) + "/cli.md");
+  REQUIRE(docs_file);
+  const std::string docs((std::istreambuf_iterator<char>(docs_file)), std::istreambuf_iterator<char>());
+  const auto check_listed = [&](std::string_view name, std::string_view description) {
+    // The docs' Markdown tables escape '|'.
+    std::string escaped;
+    for (const char ch : description) escaped += ch == '|' ? std::string("\\|") : std::string(1, ch);
+    const std::string row = "| `" + std::string(name) + "` | " + escaped + " |";
+    CHECK_MESSAGE(docs.find(row) != std::string::npos, row, " not in docs/cli.md");
+    const std::string help_row = "  " + std::string(name);
+    const std::size_t at = help.find("\n" + help_row + " ");
+    REQUIRE_MESSAGE(at != std::string::npos, name, " not in the --help footer");
+    CHECK(help.substr(at, help.find('\n', at + 1) - at).find(std::string(description)) != std::string::npos);
+  };
+  for (const auto& e : names::kVariants) check_listed(e.name, e.help);
+  for (const auto& e : names::kBorders) check_listed(e.name, e.help);
+  for (const auto& e : names::kDepths) check_listed(e.name, e.help);
+  for (const ParametricFilter& kind : parametric_filters())
+    CHECK_MESSAGE(help.find(std::string(kind.syntax)) != std::string::npos, kind.syntax, " not in --help");
+}
+
+TEST_CASE("command line: mistakes are reported in cuconv's own words, with the nearest name") {
+  const auto refusal = [](const std::vector<std::string>& args) {
+    const ParsedCommand c = parse(args);
+    CHECK(c.action == Action::exit_now);
+    CHECK(c.exit_code == static_cast<int>(ExitCode::usage));
+    CHECK(c.stdout_text.empty());
+    return c.stderr_text;
+  };
+  CHECK(refusal({"a.png", "b.png", "--fliter", "gauss5"}) ==
+        "cuconv: error: unknown option '--fliter'; did you mean '--filter'?\nRun 'cuconv --help' for the options.\n");
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--overwrit"}).find("did you mean '--overwrite'?") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--bordr=wrap"}).find("unknown option '--bordr'; did you mean '--border'?") !=
+        std::string::npos);
+  // No suggestion for a word like no option.
+  const std::string far = refusal({"a.png", "b.png", "-f", "box3", "--zzzzzzzzzz"});
+  CHECK(far.find("unknown option '--zzzzzzzzzz'") != std::string::npos);
+  CHECK(far.find("did you mean") == std::string::npos);
+  // ImageMagick's single dash: CLI11 alone would read "-filter" as -f "ilter".
+  CHECK(refusal({"a.png", "b.png", "-filter", "gauss5"}) ==
+        "cuconv: error: unknown option '-filter': long options take two dashes, '--filter' (ImageMagick's single "
+        "dash is not understood)\nRun 'cuconv --help' for the options.\n");
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "-border", "wrap"}).find("'--border'") != std::string::npos);
+  CHECK(parse({"a.png", "b.png", "-f", "box3", "--delta", "-5"}).options.delta == -5.0);  // a number is no option
+  // Values: the nearest names, and the whole list.
+  const std::string variant = refusal({"a.png", "b.png", "-f", "box3", "--variant", "fastt"});
+  CHECK(variant.rfind("cuconv: error: --variant: 'fastt' is not a variant; did you mean 'fast'?", 0) == 0);
+  CHECK(variant.find("'tiled-halo'") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--border", "reflect-101"}).find("did you mean 'reflect101'") !=
+        std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--depth", "32"}).find("is not a depth") != std::string::npos);
+  // A third positional argument.
+  CHECK(refusal({"a.png", "b.png", "c.png", "-f", "box3"}).find("unexpected argument 'c.png'") != std::string::npos);
+  // Every refusal starts the same way.
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--bench", "0"}).rfind("cuconv: error: --bench", 0) == 0);
 }

@@ -89,6 +89,11 @@ struct ConvolveResult {
 
 /// Whether a CUDA device can be used; on false, `reason` says why (no driver, no device ...).
 [[nodiscard]] bool cuda_device_available(std::string* reason = nullptr);
+/// "CUDA runtime 12.4, driver supports CUDA 12.6" (or ", no NVIDIA driver"), for --version.
+[[nodiscard]] std::string cuda_versions();
+/// One line per CUDA device ("0: NVIDIA H100 80GB HBM3, compute capability 9.0, 79.1 GiB"); empty,
+/// with `reason` set as cuda_device_available sets it, when there is none.
+[[nodiscard]] std::vector<std::string> describe_gpus(std::string* reason = nullptr);
 
 /// Number of usable CUDA devices (0 without a driver or device).
 [[nodiscard]] int cuda_device_count() noexcept;

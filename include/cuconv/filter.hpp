@@ -2,13 +2,15 @@
 /// @file filter.hpp
 /// Convolution filters: the parsed form, the text formats and the embedded presets.
 ///
-/// Formats (README "Filter formats"):
+/// Formats (docs/filters.md):
 ///  - preset name (`gauss5`), embedded from filters/ at build time;
-///  - parametric `box:N` and `gaussian:R,SIGMA` (weights of cv::getGaussianKernel(2R+1, SIGMA));
+///  - parametric `box:N`, `gaussian:R,SIGMA`, `unsharp:`, `log:`, `dog:`, `disk:`, `motion:`
+///    (parametric_filters(); weights defined in docs/filters.md);
 ///  - inline ImageMagick-style `WxH[+X+Y]:v,v,...` (or `N:v,...` for N x N);
 ///  - a file: libvips `.mat` (extension .mat: header `W H [scale [offset]]`, then H rows of W
 ///    numbers, result = sum/scale + offset) or a plain matrix (any other name: rows of numbers
 ///    separated by spaces, commas or tabs; `#` starts a comment).
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -37,9 +39,10 @@ struct Filter {
   [[nodiscard]] int resolved_anchor_y() const { return anchor_y < 0 ? height / 2 : anchor_y; }
 };
 
-/// Resolves what the user gave to --filter: a preset, `box:N`, `gaussian:R,SIGMA`, an inline
-/// string, or a file path (in that order). Throws Error{bad_input} with a message naming the
-/// source, the line (for files) and the problem.
+/// Resolves what the user gave to --filter: a preset, a parametric filter (`gaussian:R,SIGMA` ...),
+/// an inline string, or a file path (in that order). Throws Error{bad_input} with a message naming
+/// the source, the line (for files) and the problem; for an unknown name, the nearest names; for
+/// a path that does not exist, "no such file".
 [[nodiscard]] Filter load_filter(std::string_view spec);
 
 /// Parses a plain matrix text; `origin` is used in messages ("file.txt:3: ...").
@@ -48,6 +51,19 @@ struct Filter {
 [[nodiscard]] Filter parse_vips_mat(std::string_view text, std::string_view origin);
 /// Parses an inline `WxH[+X+Y]:v,v,...` string.
 [[nodiscard]] Filter parse_inline_filter(std::string_view text);
+
+/// A parametric filter kind (`gaussian:R,SIGMA` ...): its name, its syntax and what it does.
+/// docs/filters.md defines each one's weights.
+struct ParametricFilter {
+  std::string_view name;     ///< before the ':' (matched ignoring case)
+  std::string_view syntax;   ///< "gaussian:R,SIGMA"
+  std::string_view summary;  ///< one line for --list-filters
+};
+/// The parametric kinds load_filter accepts, in --list-filters order.
+[[nodiscard]] std::span<const ParametricFilter> parametric_filters();
+/// What a preset does, from the first comment line of its file ("5x5 Gaussian, ..."); empty for
+/// an unknown name.
+[[nodiscard]] std::string preset_summary(std::string_view name);
 
 /// Names of the embedded presets, sorted.
 [[nodiscard]] std::vector<std::string> preset_names();

@@ -90,6 +90,11 @@ void auto_orient(cv::Mat& image, ImageMetadata& metadata);
 /// Which of EXIF, ICC and XMP files with `path`'s extension keep: "EXIF, ICC, XMP", or "" for none.
 [[nodiscard]] std::string metadata_kept_by(const std::string& path);
 
+/// The bytes of the file write_image_atomic writes for `path` (its extension picks the format and
+/// encoder, `options` the quality, compression and metadata): for standard output.
+[[nodiscard]] std::vector<unsigned char> encode_image(const std::string& path, const cv::Mat& image,
+                                                      const WriteOptions& options);
+
 /// Encodes and writes atomically: a temporary file in the target directory (named
 /// kTempFilePrefix + file name + random suffix, permissions 0666 less the umask), fsync, rename.
 /// With `options.overwrite` false, an existing file at `path`, also one that appears while the

@@ -2,15 +2,16 @@
 // request as library options. Printing and running are main.cpp's.
 #include "cli/command_line.hpp"
 
+#include "names.hpp"
 #include "whole_number.hpp"
 
 #include <cuconv/error.hpp>
-#include <cuconv/version.hpp>
+#include <cuconv/filter.hpp>
 
-#include <charconv>
+#include <algorithm>
+#include <cctype>
 #include <initializer_list>
 #include <limits>
-#include <map>
 #include <sstream>
 #include <tuple>
 #include <utility>
@@ -19,33 +20,46 @@ namespace cuconv::cli {
 
 namespace {
 
+/// A CLI11 transform for one of `names`: accepts any letter case and turns the value into the
+/// listed spelling; otherwise says what was expected, with the nearest names.
+CLI::Validator one_of(std::vector<std::string> names, std::string what) {
+  std::string listed;
+  for (const std::string& name : names) listed += (listed.empty() ? "" : ",") + name;
+  return CLI::Validator(
+      [names, what](std::string& text) -> std::string {
+        for (const std::string& name : names) {
+          if (names::equal_ignoring_case(name, text)) {
+            text = name;
+            return {};
+          }
+        }
+        std::string message = "'" + text + "' is not a " + what;
+        const std::vector<std::string> nearest = names::nearest_names(text, names);
+        if (!nearest.empty()) message += "; did you mean " + names::quoted_alternatives(nearest) + "?";
+        return message + " (one of " + names::quoted_alternatives(names) + ")";
+      },
+      "{" + listed + "}");
+}
+
 template <class Enum>
-std::map<std::string, Enum> names_of(std::initializer_list<Enum> values) {
-  std::map<std::string, Enum> m;
-  for (Enum v : values) m.emplace(std::string(to_string(v)), v);
-  return m;
+CLI::Validator one_of_table() {
+  return one_of(names::all_names<Enum>(), std::string(names::Table<Enum>::what));
 }
 
 /// One integer of --anchor: blanks and a '+' before it allowed, as sscanf's %d has it, but a
 /// value beyond int is refused rather than undefined.
-std::optional<int> read_anchor_int(std::string_view& rest) {
-  while (!rest.empty() && (rest.front() == ' ' || rest.front() == '\t')) rest.remove_prefix(1);
-  if (!rest.empty() && rest.front() == '+') rest.remove_prefix(1);
-  int value = 0;
-  const auto [end, ec] = std::from_chars(rest.data(), rest.data() + rest.size(), value);
-  if (ec != std::errc{}) return std::nullopt;
-  rest.remove_prefix(static_cast<std::size_t>(end - rest.data()));
-  return value;
+std::optional<int> read_anchor_int(std::string_view text) {
+  while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
+  return detail::parse_signed_whole_number<int>(text);
 }
 
 /// "X,Y" -> anchor; Error{usage} otherwise.
 std::pair<int, int> parse_anchor(const std::string& text) {
-  std::string_view rest = text;
-  const std::optional<int> x = read_anchor_int(rest);
-  const bool comma = !rest.empty() && rest.front() == ',';
-  if (comma) rest.remove_prefix(1);
-  const std::optional<int> y = comma ? read_anchor_int(rest) : std::nullopt;
-  if (!x || !y || !rest.empty() || *x < 0 || *y < 0)
+  const std::size_t comma = text.find(',');
+  const std::optional<int> x = read_anchor_int(std::string_view(text).substr(0, comma));
+  const std::optional<int> y =
+      comma == std::string::npos ? std::nullopt : read_anchor_int(std::string_view(text).substr(comma + 1));
+  if (!x || !y || *x < 0 || *y < 0)
     throw Error(ErrorKind::usage, "--anchor '" + text + "': expected X,Y with non-negative integers");
   return {*x, *y};
 }
@@ -130,6 +144,56 @@ CLI::Validator by_hand(Accepts accepts, std::string expected, std::string type_n
       std::move(type_name));
 }
 
+/// "TITLE:\n  name   help\n..." for one table, for the --help footer.
+template <class Enum>
+std::string table_help(const std::string& title) {
+  std::string text = title + ":\n";
+  for (const auto& e : names::Table<Enum>::entries) {
+    std::string name(e.name);
+    name.resize(std::max<std::size_t>(name.size() + 2, 14), ' ');
+    text += "  " + name + std::string(e.help) + "\n";
+  }
+  return text;
+}
+
+/// The long names of `app`'s options ("--filter" ...).
+std::vector<std::string> long_option_names(const CLI::App& app) {
+  std::vector<std::string> out;
+  for (const CLI::Option* option : app.get_options())
+    for (const std::string& name : option->get_lnames()) out.push_back("--" + name);
+  return out;
+}
+
+/// "-filter" (ImageMagick's single dash) for a long option: CLI11 would read it as -f with the
+/// value "ilter". Returns the message that explains, or "" when argv has no such argument.
+std::string single_dash_long_option(const CLI::App& app, int argc, const char* const* argv) {
+  const std::vector<std::string> long_names = long_option_names(app);
+  for (int i = 1; i < argc; ++i) {
+    const std::string_view arg = argv[i];
+    if (arg == "--") break;
+    if (arg.size() < 3 || arg[0] != '-' || arg[1] == '-' || !std::isalpha(static_cast<unsigned char>(arg[1])))
+      continue;
+    const std::string as_long = "-" + std::string(arg.substr(0, arg.find('=')));
+    if (std::find(long_names.begin(), long_names.end(), as_long) != long_names.end()) {
+      return "unknown option '" + std::string(arg) + "': long options take two dashes, '" + as_long +
+             "' (ImageMagick's single dash is not understood)";
+    }
+  }
+  return {};
+}
+
+/// What to say about an argument CLI11 left over: an unknown option with the nearest names, or
+/// a positional argument too many.
+std::string unexpected_argument_message(const CLI::App& app, const std::string& argument) {
+  if (argument.size() < 2 || argument[0] != '-')
+    return "unexpected argument '" + argument + "' (single-image mode takes INPUT OUTPUT; several inputs need --out-dir DIR)";
+  const std::string name = argument.substr(0, argument.find('='));
+  std::string message = "unknown option '" + name + "'";
+  const std::vector<std::string> nearest = names::nearest_names(name, long_option_names(app));
+  if (!nearest.empty()) message += "; did you mean " + names::quoted_alternatives(nearest) + "?";
+  return message;
+}
+
 }  // namespace
 
 WriteOptions write_options_of(const CliRequest& request) {
@@ -150,25 +214,22 @@ bool is_batch_invocation(int argc, const char* const* argv) {
 }
 
 std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
-  std::uint64_t value = 0;
-  const char* const end = text.data() + text.size();
-  const auto [digits_end, ec] = std::from_chars(text.data(), end, value);
-  if (ec != std::errc{} || digits_end == text.data() || value == 0) return std::nullopt;
-  const std::string_view suffix(digits_end, static_cast<std::size_t>(end - digits_end));
+  const std::size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
+  const std::optional<std::uint64_t> value = detail::parse_whole_number<std::uint64_t>(text.substr(0, digits));
+  if (!value || *value == 0) return std::nullopt;
+  // The unit: K, M, G or T, alone or followed by B or iB; B alone for bytes. All binary.
+  std::string unit(text.substr(digits));
+  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
+  if (unit.ends_with("IB") && unit.size() == 3) unit.resize(1);
+  else if (unit.ends_with("B")) unit.pop_back();
+  constexpr std::string_view kUnits = "KMGT";
   int shift = 0;
-  if (suffix.size() == 1) {
-    switch (suffix[0]) {
-      case 'K': case 'k': shift = 10; break;
-      case 'M': case 'm': shift = 20; break;
-      case 'G': case 'g': shift = 30; break;
-      case 'T': case 't': shift = 40; break;
-      default: return std::nullopt;
-    }
-  } else if (!suffix.empty()) {
+  if (unit.size() == 1 && kUnits.find(unit[0]) != std::string_view::npos)
+    shift = 10 * (static_cast<int>(kUnits.find(unit[0])) + 1);
+  else if (!unit.empty())
     return std::nullopt;
-  }
-  if (value > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
-  return value << shift;
+  if (*value > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
+  return *value << shift;
 }
 
 ParsedCommand parse_command_line(int argc, const char* const* argv) {
@@ -177,32 +238,34 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   BatchRequest& batch = command.batch;
   const bool batch_mode = is_batch_invocation(argc, argv);
   CLI::App app{"cuconv: filter images on an NVIDIA GPU with the semantics of cv::filter2D"};
-  app.set_version_flag("--version", std::string("cuconv ") + CUCONV_VERSION);
+  bool version = false;
+  app.add_flag("--version", version, "print the version, the build, OpenCV, CUDA and the GPU found, and exit");
   if (batch_mode) {
     app.add_option("INPUT", batch.inputs, "input images and directories (their images)");
   } else {
-    app.add_option("INPUT", req.input, "input image (read unchanged: depth and alpha kept)");
-    app.add_option("OUTPUT", req.output, "output image; the extension picks the format");
+    app.add_option("INPUT", req.input, "input image (read unchanged: depth and alpha kept), or - for standard input");
+    app.add_option("OUTPUT", req.output,
+                   "output image; the extension picks the format; FORMAT:- (e.g. png:-) writes to standard output");
   }
+  std::string parametric;
+  for (const ParametricFilter& kind : parametric_filters()) parametric += (parametric.empty() ? "" : ", ") + std::string(kind.syntax);
   app.add_option("-f,--filter", req.filter_spec,
-                 "preset name, box:N, gaussian:R,SIGMA, inline WxH[+X+Y]:v,v,..., or a filter file");
-  app.add_option("--variant", req.variant, "kernel variant")
-      ->check(CLI::IsMember(names_of({Variant::automatic, Variant::opencv, Variant::basic, Variant::constmem,
-                                      Variant::tiled, Variant::tiled_halo, Variant::cached, Variant::fast,
-                                      Variant::fft})))
+                 "preset name, parametric (" + parametric +
+                     "), inline WxH[+X+Y]:v,v,..., or a filter file (see --list-filters)");
+  app.add_option("--variant", req.variant, "kernel variant (any letter case; docs/cli.md)")
+      ->transform(one_of_table<Variant>())
       ->capture_default_str();
-  app.add_option("--border", req.border, "border mode")
-      ->check(CLI::IsMember(
-          names_of({Border::reflect101, Border::reflect, Border::replicate, Border::constant, Border::wrap})))
+  app.add_option("--border", req.border, "border mode (any letter case)")
+      ->transform(one_of_table<Border>())
       ->capture_default_str();
   auto* border_value = app.add_option("--border-value", req.border_value, "pixel value outside the image for --border constant");
   app.add_option("--anchor", req.anchor, "X,Y: filter cell placed over the output pixel (default: the filter's)");
   app.add_option("--delta", req.delta, "value added to every result before rounding")->capture_default_str();
-  app.add_option("--depth", req.depth, "output depth")
-      ->check(CLI::IsMember(names_of({Depth::same, Depth::u8, Depth::u16, Depth::s16, Depth::f32})))
+  app.add_option("--depth", req.depth, "output depth (any letter case)")
+      ->transform(one_of_table<Depth>())
       ->capture_default_str();
   app.add_option("--alpha", req.alpha, "4-channel images: filter the alpha channel or keep it")
-      ->check(CLI::IsMember({"filter", "keep"}))
+      ->transform(one_of({"filter", "keep"}, "--alpha mode"))
       ->capture_default_str();
   // Checked by hand: CLI11's conversion wraps "-5" and 2^64 around.
   app.add_option("--max-pixels", req.max_pixels, "refuse larger images (PNG/JPEG/TIFF/BMP: from the header, before decoding)")
@@ -214,10 +277,11 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
           "expected a whole number from 1 to 2^64-1", "PIXELS"))
       ->capture_default_str();
   app.add_option("--gpu-memory", req.gpu_memory,
-                 "device memory the GPU variants may use (bytes, or with K/M/G/T, binary); larger images go "
-                 "through in strips (default: the free memory less a margin)")
+                 "device memory the GPU variants may use: bytes, or with a unit K, M, G, T (512M = 512MB = "
+                 "512MiB = 512 x 2^20); larger images go through in strips (default: the free memory less a margin)")
       ->check(by_hand([](const std::string& text) { return parse_byte_size(text).has_value(); },
-                      "expected bytes as a whole number >= 1, optionally followed by K, M, G or T (1K = 1024)",
+                      "expected bytes as a whole number >= 1, optionally followed by K, M, G or T, alone or "
+                      "with B or iB (all binary: 1K = 1KB = 1KiB = 1024)",
                       "BYTES"));
   auto* verbose = app.add_flag("-v,--verbose", req.verbose, "print each stage's time");
   app.add_flag("-q,--quiet", req.quiet, "print errors only")->excludes(verbose);
@@ -238,16 +302,35 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   add_output_options(app, req);
   const std::vector<CLI::Option*> batch_only = add_batch_options(app, batch);
 
+  app.footer("\n" + table_help<Variant>("Variants (--variant)") + "\n" + table_help<Border>("Border modes (--border)") +
+             "\n" + table_help<Depth>("Output depths (--depth)"));
+  app.allow_extras();  // unknown arguments: reported below, in cuconv's own words
+
+  const auto refuse = [&command](const std::string& message) {
+    command.action = Action::exit_now;
+    command.stderr_text = "cuconv: error: " + message + "\nRun 'cuconv --help' for the options.\n";
+    command.exit_code = static_cast<int>(ExitCode::usage);
+    return command;
+  };
+  if (const std::string single_dash = single_dash_long_option(app, argc, argv); !single_dash.empty())
+    return refuse(single_dash);
   try {
     app.parse(argc, argv);
-  } catch (const CLI::ParseError& e) {  // --help and --version (CLI::Success) too
+  } catch (const CLI::Success& e) {  // --help
     std::ostringstream out;
     std::ostringstream err;
-    const int code = app.exit(e, out, err);
+    command.exit_code = app.exit(e, out, err);
     command.action = Action::exit_now;
     command.stdout_text = out.str();
     command.stderr_text = err.str();
-    command.exit_code = dynamic_cast<const CLI::Success*>(&e) != nullptr ? code : static_cast<int>(ExitCode::usage);
+    return command;
+  } catch (const CLI::ParseError& e) {
+    return refuse(e.what());
+  }
+  if (const std::vector<std::string> extras = app.remaining(); !extras.empty())
+    return refuse(unexpected_argument_message(app, extras.front()));
+  if (version) {
+    command.action = Action::version;
     return command;
   }
 

@@ -75,7 +75,8 @@ enum class Action {
   filter_batch,  ///< cuconv --out-dir DIR ... IN...
   list_filters,  ///< --list-filters
   show_filter,   ///< --show-filter SPEC
-  exit_now,      ///< --help, --version, or a command line CLI11 refused: print and exit
+  version,       ///< --version (main.cpp prints it: it asks OpenCV, CUDA and the GPU)
+  exit_now,      ///< --help, or a command line that does not parse: print and exit
 };
 
 struct ParsedCommand {
@@ -83,8 +84,9 @@ struct ParsedCommand {
   CliRequest request;
   BatchRequest batch;
   ConvolveOptions options;  ///< filter_image and filter_batch: the request as library options
-  // exit_now: what to print on stdout and stderr, and the exit code (0 for --help and --version,
-  // ExitCode::usage for a parse error).
+  // exit_now: what to print on stdout and stderr, and the exit code (0 for --help, ExitCode::usage
+  // for a parse error, whose message reads "cuconv: error: ...", with the nearest option or value
+  // names where one is close).
   std::string stdout_text;
   std::string stderr_text;
   int exit_code = 0;
@@ -93,15 +95,17 @@ struct ParsedCommand {
 /// Parses argv (argv[0] is the program name). Throws cuconv::Error{usage} for a command line that
 /// parses but asks for something inconsistent (--border-value without --border constant, a bad
 /// --anchor, a batch-only option without --out-dir ...); problems CLI11 finds (unknown options,
-/// values outside their sets) come back as Action::exit_now with CLI11's message.
+/// values outside their sets, "-filter" for "--filter") come back as Action::exit_now with the
+/// message in stderr_text.
 [[nodiscard]] ParsedCommand parse_command_line(int argc, const char* const* argv);
 
 /// Whether argv asks for batch mode. Decided before parsing because it changes what the
 /// positional arguments are (inputs only) and what --json takes (a file).
 [[nodiscard]] bool is_batch_invocation(int argc, const char* const* argv);
 
-/// --gpu-memory: a whole number of bytes >= 1, optionally followed by K, M, G or T (binary units,
-/// either letter case); nullopt for anything else, or a value beyond 2^64 - 1.
+/// --gpu-memory: a whole number of bytes >= 1, optionally followed by a unit K, M, G or T, alone or
+/// with B or iB, or B alone (all binary: 512M = 512MB = 512MiB = 512 x 2^20; any letter case);
+/// nullopt for anything else, or a value beyond 2^64 - 1.
 [[nodiscard]] std::optional<std::uint64_t> parse_byte_size(std::string_view text);
 
 }  // namespace cuconv::cli

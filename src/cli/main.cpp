@@ -10,6 +10,7 @@
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
 #include <cuconv/image_io.hpp>
+#include <cuconv/version.hpp>
 
 #include <nlohmann/json.hpp>
 #include <spdlog/sinks/ansicolor_sink.h>
@@ -17,6 +18,8 @@
 #include <spdlog/spdlog.h>
 
 #include <opencv2/core.hpp>
+#include <opencv2/core/utility.hpp>
+#include <opencv2/imgcodecs.hpp>
 
 #include <chrono>
 #include <cstdlib>
@@ -24,6 +27,9 @@
 #include <filesystem>
 #include <iostream>
 #include <string>
+#include <string_view>
+#include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -38,12 +44,119 @@ double elapsed_ms(std::chrono::steady_clock::time_point since) {
 }
 
 ExitCode list_filters() {
+  std::printf("Presets (built in, from filters/*.mat):\n");
   for (const std::string& name : cuconv::preset_names()) {
-    const cuconv::Filter f = cuconv::load_filter(name);
-    std::printf("%-12s %dx%d\n", name.c_str(), f.width, f.height);
+    std::printf("  %-24s %s\n", name.c_str(), cuconv::preset_summary(name).c_str());
   }
-  std::printf("box:N        N x N mean\ngaussian:R,S (2R+1)^2 Gaussian, sigma S\n");
+  std::printf("Parametric (docs/filters.md defines the weights):\n");
+  for (const cuconv::ParametricFilter& kind : cuconv::parametric_filters())
+    std::printf("  %-24s %s\n", std::string(kind.syntax).c_str(), std::string(kind.summary).c_str());
+  std::printf("Also: an inline WxH[+X+Y]:v,v,... filter, a libvips .mat file or a plain matrix file.\n");
   return ExitCode::ok;
+}
+
+ExitCode print_version() {
+  std::printf("cuconv %s\n", CUCONV_VERSION);
+  std::printf("commit %s, %s build\n", CUCONV_GIT_COMMIT, *CUCONV_BUILD_TYPE != '\0' ? CUCONV_BUILD_TYPE : "default");
+  std::printf("OpenCV %s\n", cv::getVersionString().c_str());
+  std::printf("%s\n", cuconv::cuda_versions().c_str());
+  std::string reason;
+  const std::vector<std::string> gpus = cuconv::describe_gpus(&reason);
+  if (gpus.empty()) std::printf("GPU: none: %s; filtering runs on the CPU (OpenCV)\n", reason.c_str());
+  for (const std::string& gpu : gpus) std::printf("GPU %s\n", gpu.c_str());
+  return ExitCode::ok;
+}
+
+// ---- standard input and output (single-image mode) ----------------------------------------------
+
+constexpr std::string_view kStdinName = "standard input";
+
+/// "png" for "png:-" (standard output in that format); empty for a file name.
+std::string stdout_format(const std::string& output) {
+  return output.size() > 2 && output.ends_with(":-") ? output.substr(0, output.size() - 2) : std::string();
+}
+
+/// A file name of the output's format: `output` itself, or a stand-in in the temporary folder for
+/// FORMAT:- (never created) that the format, encoder and metadata checks read the extension of.
+std::string format_path(const std::string& output) {
+  const std::string format = stdout_format(output);
+  if (format.empty()) return output;
+  return (std::filesystem::temp_directory_path() / ("cuconv-stdout." + format)).string();
+}
+
+/// Runs `f`; an Error that names `path` is thrown again naming `shown` instead.
+template <class F>
+auto naming(const std::string& path, std::string_view shown, F f) {
+  try {
+    return f();
+  } catch (const cuconv::Error& e) {
+    std::string message = e.what();
+    for (std::size_t at = message.find(path); at != std::string::npos; at = message.find(path, at + shown.size()))
+      message.replace(at, path.size(), shown);
+    throw cuconv::Error(e.kind(), message);
+  }
+}
+
+/// Standard input copied to a private temporary file, removed on destruction, so that
+/// read_image's checks (the header's size against --max-pixels, truncation) apply to it too.
+class StdinCopy {
+ public:
+  StdinCopy() {
+    std::string pattern = (std::filesystem::temp_directory_path() / "cuconv-stdin-XXXXXX").string();
+    const int fd = ::mkstemp(pattern.data());
+    if (fd < 0) throw cuconv::Error(ErrorKind::bad_input, "standard input: cannot make a temporary copy");
+    path_ = pattern;
+    std::vector<char> buffer(1 << 16);
+    std::size_t count = 0;
+    bool ok = true;
+    while (ok && (count = std::fread(buffer.data(), 1, buffer.size(), stdin)) > 0)
+      ok = ::write(fd, buffer.data(), count) == static_cast<ssize_t>(count);
+    ok = ::close(fd) == 0 && ok && !std::ferror(stdin);
+    if (!ok) {
+      std::filesystem::remove(path_);
+      throw cuconv::Error(ErrorKind::bad_input, "standard input: cannot read or copy it to " + path_);
+    }
+  }
+  ~StdinCopy() {
+    std::error_code ignored;
+    std::filesystem::remove(path_, ignored);
+  }
+  StdinCopy(const StdinCopy&) = delete;
+  StdinCopy& operator=(const StdinCopy&) = delete;
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+/// The input's pixels and metadata, from a file or from standard input ("-").
+struct InputImage {
+  cv::Mat image;
+  cuconv::ImageMetadata metadata;
+};
+
+InputImage read_input(const CliRequest& req) {
+  if (req.input != "-") return {cuconv::read_image(req.input, {req.max_pixels}), cuconv::read_metadata(req.input)};
+  const StdinCopy copy;
+  return naming(copy.path(), kStdinName, [&] {
+    return InputImage{cuconv::read_image(copy.path(), {req.max_pixels}), cuconv::read_metadata(copy.path())};
+  });
+}
+
+/// check_output_format for a file or for FORMAT:- (checked as a file of that extension).
+void check_output(const std::string& output, int depth, int channels) {
+  const std::string stand_in = format_path(output);
+  naming(stand_in, output, [&] { cuconv::check_output_format(stand_in, depth, channels); });
+}
+
+/// The image encoded as `format` on standard output, as write_image_atomic would write a file of
+/// that format (quality, compression, metadata).
+void write_stdout(const std::string& output, const cv::Mat& image, const cuconv::WriteOptions& options) {
+  const std::string stand_in = format_path(output);
+  const std::vector<unsigned char> bytes =
+      naming(stand_in, output, [&] { return cuconv::encode_image(stand_in, image, options); });
+  if (std::fwrite(bytes.data(), 1, bytes.size(), stdout) != bytes.size() || std::fflush(stdout) != 0)
+    throw cuconv::Error(ErrorKind::output, output + ": cannot write to standard output");
 }
 
 nlohmann::json comparison_json(const cuconv::ComparisonStats& s, const cuconv::ConvolveResult& gpu,
@@ -69,35 +182,44 @@ nlohmann::json comparison_json(const cuconv::ComparisonStats& s, const cuconv::C
 /// The main job: read, filter, (compare), write. Returns the exit code.
 ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   const cuconv::Filter filter = cuconv::load_filter(req.filter_spec);
-  cuconv::check_not_same_file(req.input, req.output);
-  // An existing output file is never replaced without --overwrite, as in batch mode (a folder
-  // or a device at that name gets check_output_format's own message).
-  std::error_code ec;
-  const auto output_status = std::filesystem::symlink_status(req.output, ec);
-  if (!req.overwrite && (std::filesystem::is_regular_file(output_status) || std::filesystem::is_symlink(output_status)))
-    throw cuconv::Error(ErrorKind::output, req.output + ": exists; left unchanged (use --overwrite to replace it)");
+  const std::string to_stdout = stdout_format(req.output);
+  if (req.output == "-")
+    throw cuconv::Error(ErrorKind::usage, "OUTPUT '-': name the format of standard output, e.g. png:- or tif:-");
+  if (!to_stdout.empty() && (req.compare || req.bench_runs > 0))
+    throw cuconv::Error(ErrorKind::usage, "--compare and --bench print to standard output; write the image to a file");
+  if (to_stdout.empty()) {
+    if (req.input != "-") cuconv::check_not_same_file(req.input, req.output);
+    // An existing output file is never replaced without --overwrite, as in batch mode (a folder
+    // or a device at that name gets check_output_format's own message).
+    std::error_code ec;
+    const auto output_status = std::filesystem::symlink_status(req.output, ec);
+    if (!req.overwrite && (std::filesystem::is_regular_file(output_status) || std::filesystem::is_symlink(output_status)))
+      throw cuconv::Error(ErrorKind::output, req.output + ": exists; left unchanged (use --overwrite to replace it)");
+  }
 
   cuconv::WriteOptions write_options = cuconv::cli::write_options_of(req);
-  cuconv::check_encoder_options(req.output, write_options);
+  const std::string output_format = format_path(req.output);
+  naming(output_format, req.output, [&] { cuconv::check_encoder_options(output_format, write_options); });
 
   auto t = std::chrono::steady_clock::now();
-  cv::Mat image = cuconv::read_image(req.input, {req.max_pixels});
+  InputImage input = read_input(req);
+  cv::Mat& image = input.image;
   const double read_ms = elapsed_ms(t);
   const int out_depth = cuconv::resolve_output_depth(image.depth(), options.depth);
-  cuconv::check_output_format(req.output, out_depth, image.channels());
+  check_output(req.output, out_depth, image.channels());
   spdlog::info("read {} ({}x{}, {} channel(s), {}) in {:.2f} ms", req.input, image.cols, image.rows,
                image.channels(), cuconv::depth_name(image.depth()), read_ms);
-  cuconv::ImageMetadata metadata = cuconv::read_metadata(req.input);
+  cuconv::ImageMetadata& metadata = input.metadata;
   if (req.auto_orient) cuconv::auto_orient(image, metadata);
   // A sideways photo whose Orientation tag is lost stays sideways in every viewer: say so.
   if (const int orientation = cuconv::exif_orientation(metadata);
-      orientation != 1 && (req.strip_metadata || cuconv::metadata_kept_by(req.output).find("EXIF") == std::string::npos))
+      orientation != 1 && (req.strip_metadata || cuconv::metadata_kept_by(output_format).find("EXIF") == std::string::npos))
     spdlog::warn("{}: the input's EXIF Orientation {} is not kept ({}), so the output is not shown upright; "
                  "--auto-orient rotates the pixels", req.output, orientation,
                  req.strip_metadata ? "--strip" : "the format holds no EXIF");
   if (req.strip_metadata) metadata = {};
   if (!metadata.empty()) {
-    const std::string kept = cuconv::metadata_kept_by(req.output);
+    const std::string kept = cuconv::metadata_kept_by(output_format);
     spdlog::info("{}: metadata kept: {}", req.output, kept.empty() ? "none (the format holds none)" : kept);
   }
   write_options.metadata = &metadata;
@@ -165,6 +287,11 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   }
 
   t = std::chrono::steady_clock::now();
+  if (!to_stdout.empty()) {
+    write_stdout(req.output, result.image, write_options);
+    spdlog::info("wrote {} ({}) to standard output in {:.2f} ms", to_stdout, req.output, elapsed_ms(t));
+    return code;
+  }
   {
     // The temporary file exists only inside write_image_atomic: SIGINT/SIGTERM wait for it to be
     // renamed or removed (before and after, the default action leaves nothing behind).
@@ -196,6 +323,7 @@ ExitCode dispatch(const ParsedCommand& command, std::chrono::steady_clock::time_
   spdlog::set_level(req.quiet ? spdlog::level::err : req.verbose ? spdlog::level::info : spdlog::level::warn);
   switch (command.action) {
     case Action::list_filters: return list_filters();
+    case Action::version: return print_version();
     case Action::show_filter:
       std::cout << cuconv::describe_filter(cuconv::load_filter(req.show_filter));
       return ExitCode::ok;
@@ -221,7 +349,7 @@ int main(int argc, char** argv) {
   setup_logging();
   try {
     const ParsedCommand command = cuconv::cli::parse_command_line(argc, argv);
-    if (command.action == Action::exit_now) {  // --help, --version, or CLI11's message
+    if (command.action == Action::exit_now) {  // --help, or why the command line does not parse
       std::cout << command.stdout_text << std::flush;
       std::cerr << command.stderr_text << std::flush;
       return command.exit_code;

@@ -2,10 +2,12 @@
 #include "gpu/host_transfer.hpp"
 
 #include "gpu/device_memory.hpp"
+#include "whole_number.hpp"
 
 #include <algorithm>
 #include <cstdlib>
 #include <cstring>
+#include <optional>
 
 namespace cuconv::detail {
 
@@ -19,8 +21,9 @@ constexpr int kMaxStagingChunks = 16;
 /// image and strip go through several chunks).
 std::size_t staging_chunk_bytes() {
   const char* value = std::getenv("CUCONV_TEST_STAGING_CHUNK_BYTES");
-  const long long bytes = value != nullptr ? std::atoll(value) : 0;
-  return bytes > 0 ? static_cast<std::size_t>(bytes) : kStagingChunkBytes;
+  const std::optional<std::size_t> bytes =
+      value != nullptr ? detail::parse_whole_number<std::size_t>(value) : std::nullopt;
+  return bytes && *bytes > 0 ? *bytes : kStagingChunkBytes;
 }
 
 int staging_chunk_rows(std::size_t row_bytes, int rows) {

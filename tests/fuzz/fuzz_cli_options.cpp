@@ -38,7 +38,7 @@ void check_invariants(const cuconv::cli::ParsedCommand& c) {
   bool ok = true;
   switch (c.action) {
     case Action::exit_now:
-      // --help/--version print to stdout and exit 0; a refusal prints to stderr and exits 2.
+      // --help prints to stdout and exits 0; a refusal prints to stderr and exits 2.
       ok = (c.exit_code == 0 && !c.stdout_text.empty()) ||
            (c.exit_code == static_cast<int>(cuconv::ExitCode::usage) && !c.stderr_text.empty());
       break;
@@ -55,6 +55,7 @@ void check_invariants(const cuconv::cli::ParsedCommand& c) {
            c.request.max_pixels > 0;
       break;
     case Action::list_filters: break;
+    case Action::version: break;
     case Action::show_filter: ok = !c.request.show_filter.empty(); break;
   }
   if (!ok) std::abort();
