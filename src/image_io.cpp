@@ -237,7 +237,10 @@ void write_image_atomic(const std::string& path, const cv::Mat& image, bool over
     throw Error(ErrorKind::output, path + ": cannot encode image: " + e.what());
   }
   if (!ok) throw Error(ErrorKind::output, path + ": cannot encode image");
+  write_encoded_atomic(path, encoded, overwrite);
+}
 
+void write_encoded_atomic(const std::string& path, std::span<const unsigned char> encoded, bool overwrite) {
   // Temporary file next to the target, so the final rename stays on one file system.
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");

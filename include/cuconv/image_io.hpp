@@ -4,6 +4,7 @@
 #include <opencv2/core/mat.hpp>
 
 #include <cstdint>
+#include <span>
 #include <string>
 #include <string_view>
 
@@ -51,6 +52,10 @@ inline constexpr std::string_view kTempFilePrefix = ".cuconv-tmp-";
 /// encoded, is never replaced (Error{output}); the final step is an atomic no-replace rename.
 /// After any failure no file is left at `path` (an existing file is left unchanged).
 void write_image_atomic(const std::string& path, const cv::Mat& image, bool overwrite = true);
+
+/// write_image_atomic for an image already encoded (the GPU JPEG codec's output): the same
+/// temporary file, fsync, rename and no-replace rules.
+void write_encoded_atomic(const std::string& path, std::span<const unsigned char> encoded, bool overwrite = true);
 
 /// "8U", "16U", "16S", "32F" ...
 [[nodiscard]] std::string depth_name(int depth);

@@ -2,6 +2,7 @@
 // request as library options. Printing and running are main.cpp's.
 #include "cli/command_line.hpp"
 
+#include "gpu/jpeg_filter.hpp"
 #include "whole_number.hpp"
 
 #include <cuconv/error.hpp>
@@ -207,6 +208,11 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   app.add_option("--bench", req.bench_runs,
                  "also time the GPU kernel N more times: median ms, GB/s and % of a device-to-device copy")
       ->check(CLI::Range(1, 100000));
+  app.add_option("--codec", req.codec,
+                 "JPEG -> JPEG: decode and encode with nvJPEG on the GPU (gpu), with OpenCV (opencv), or gpu "
+                 "when a GPU and nvJPEG are usable (auto)")
+      ->check(CLI::IsMember(codec::codec_names()))
+      ->capture_default_str();
   app.add_flag("--overwrite", req.overwrite,
                "replace an existing output (default: never; one image: refused, exit 4; batch: skipped)");
   const std::vector<CLI::Option*> batch_only = add_batch_options(app, batch);

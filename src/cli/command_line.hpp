@@ -37,6 +37,7 @@ struct CliRequest {
   bool json = false;
   int bench_runs = 0;
   bool overwrite = false;  ///< --overwrite: replace an existing output (both modes)
+  std::string codec = "auto";  ///< --codec auto|gpu|opencv (JPEG -> JPEG jobs; both modes)
 };
 
 /// The batch options as parsed from argv.

@@ -151,6 +151,10 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
   for (std::size_t i = 0; i < files.size(); ++i) {
     const std::span<const std::uint8_t> file = files[i];
     const JpegMarkers markers = read_jpeg_markers(file);
+    if (file.size() < 2 || file[0] != 0xFF || file[1] != 0xD8) {  // another format named .jpg
+      out[i].not_supported = "not a JPEG stream";
+      continue;
+    }
     if (!markers.valid) {
       out[i].bad_file = "cannot decode JPEG: truncated or corrupt (" + markers.defect + ")";
       continue;
