@@ -215,7 +215,9 @@ ExitCode dispatch(const ParsedCommand& command, std::chrono::steady_clock::time_
     case Action::filter_batch: {
       const cuconv::cli::BatchRequest& batch = command.batch;
       const cuconv::Filter filter = batch.no_filter ? cuconv::Filter{} : cuconv::load_filter(req.filter_spec);
-      return cuconv::cli::run_batch_command(batch, filter, command.options, process_start);
+      return cuconv::cli::run_batch_command(batch, filter, command.options, process_start,
+                                            cuconv::cli::codec_request(req, command.options),
+                                            cuconv::cli::jpeg_output_options(req));
     }
     case Action::filter_image: return run(req, command.options);
     case Action::exit_now: break;
