@@ -140,8 +140,22 @@ GpuJpegCodec& GpuJpegCodec::operator=(GpuJpegCodec&&) noexcept = default;
 
 std::string_view GpuJpegCodec::backend() const noexcept { return state_->hw_handle ? "hardware" : "cuda"; }
 
+DeviceImage reuse_or_allocate(std::vector<DeviceImage>* spare, int width, int height, int channels) {
+  if (spare != nullptr) {
+    for (auto it = spare->begin(); it != spare->end(); ++it) {
+      const DeviceImageView v = it->view();
+      if (v.width == width && v.height == height && v.channels == channels && v.depth == CV_8U) {
+        DeviceImage image = std::move(*it);
+        spare->erase(it);
+        return image;
+      }
+    }
+  }
+  return DeviceImage(width, height, channels, CV_8U);
+}
+
 std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const std::uint8_t>>& files,
-                                              StreamHandle stream) {
+                                              StreamHandle stream, std::vector<DeviceImage>* spare) {
   State& s = *state_;
   const NvjpegApi& api = *s.api;
   std::vector<DecodedJpeg> out(files.size());
@@ -179,7 +193,7 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
       continue;
     }
     channels[i] = components == 1 ? 1 : 3;
-    out[i].image = DeviceImage(widths[0], heights[0], channels[i], CV_8U);
+    out[i].image = reuse_or_allocate(spare, widths[0], heights[0], channels[i]);
     destinations[i].channel[0] = bytes_of(out[i].image.view().data);
     destinations[i].pitch[0] = out[i].image.view().pitch;
     if (s.hw_handle && channels[i] == 3) {
@@ -231,7 +245,10 @@ std::vector<std::uint8_t> GpuJpegCodec::encode(ConstDeviceImageView image, const
   const NvjpegApi& api = *s.api;
   const bool gray = image.channels == 1;
   CUCONV_NVJPEG_TRY(api.encoder_params_set_quality(s.params.get(), options.quality, stream));
-  CUCONV_NVJPEG_TRY(api.encoder_params_set_sampling(s.params.get(), gray ? NVJPEG_CSS_GRAY : NVJPEG_CSS_420, stream));
+  const nvjpegChromaSubsampling_t colour = options.chroma == Chroma::s444   ? NVJPEG_CSS_444
+                                           : options.chroma == Chroma::s422 ? NVJPEG_CSS_422
+                                                                            : NVJPEG_CSS_420;
+  CUCONV_NVJPEG_TRY(api.encoder_params_set_sampling(s.params.get(), gray ? NVJPEG_CSS_GRAY : colour, stream));
   nvjpegImage_t source{};
   source.channel[0] = bytes_of(image.data);
   source.pitch[0] = image.pitch;

@@ -26,9 +26,13 @@ struct DecodedJpeg {
   bool hardware = false;      ///< decoded on the GPU's JPEG engine (else the CUDA/hybrid decoder)
 };
 
+/// Chroma subsampling of a colour encoding.
+enum class Chroma { s420, s422, s444 };
+
 /// Encoder settings.
 struct JpegEncodeOptions {
   int quality = 95;  ///< 1..100, as OpenCV's IMWRITE_JPEG_QUALITY (default 95 there too)
+  Chroma chroma = Chroma::s420;  ///< colour images; 4:2:0 is what OpenCV's imwrite writes by default
   /// APP segments (marker and length included) to insert after SOI / JFIF APP0.
   std::vector<std::span<const std::uint8_t>> app_segments;
 };
@@ -37,6 +41,9 @@ struct JpegEncodeOptions {
 /// thread-safe; one codec per thread). Colour images are encoded 4:2:0, grayscale as one
 /// component: what OpenCV's imwrite does by default. Throws Error{gpu} when nvJPEG or the device
 /// cannot be used; destructors never throw.
+/// An image of this shape (CV_8U) from `spare` when it has one, else a new one.
+[[nodiscard]] DeviceImage reuse_or_allocate(std::vector<DeviceImage>* spare, int width, int height, int channels);
+
 class GpuJpegCodec {
  public:
   /// `device` becomes the calling thread's current device (-1: keep the current one).
@@ -53,9 +60,11 @@ class GpuJpegCodec {
 
   /// Decodes every file (baseline, extended and progressive Huffman; gray; any usual chroma
   /// subsampling) on `stream`, and waits for it. Per-file problems come back in the result;
-  /// CUDA/nvJPEG failures throw Error{gpu}.
+  /// CUDA/nvJPEG failures throw Error{gpu}. Images of the right size are taken from `spare`
+  /// (the previous batch's, given back) before new ones are allocated: cudaFree waits for the
+  /// whole device, so a batch of equal-sized files allocates only at its start.
   [[nodiscard]] std::vector<DecodedJpeg> decode(const std::vector<std::span<const std::uint8_t>>& files,
-                                                StreamHandle stream);
+                                                StreamHandle stream, std::vector<DeviceImage>* spare = nullptr);
 
   /// Encodes `image` (CV_8U, 3 channels BGR or 1 gray, on this codec's device) after the work
   /// queued on `stream`, and waits for it. Throws Error{usage} for other images, Error{gpu}.

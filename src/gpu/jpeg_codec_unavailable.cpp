@@ -22,7 +22,11 @@ GpuJpegCodec::~GpuJpegCodec() = default;
 GpuJpegCodec::GpuJpegCodec(GpuJpegCodec&&) noexcept = default;
 GpuJpegCodec& GpuJpegCodec::operator=(GpuJpegCodec&&) noexcept = default;
 std::string_view GpuJpegCodec::backend() const noexcept { return "none"; }
-std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const std::uint8_t>>&, StreamHandle) {
+DeviceImage reuse_or_allocate(std::vector<DeviceImage>*, int width, int height, int channels) {
+  return DeviceImage(width, height, channels, 0);
+}
+std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const std::uint8_t>>&, StreamHandle,
+                                              std::vector<DeviceImage>*) {
   throw Error(ErrorKind::gpu, kReason);
 }
 std::vector<std::uint8_t> GpuJpegCodec::encode(ConstDeviceImageView, const JpegEncodeOptions&, StreamHandle) {

@@ -134,6 +134,7 @@ struct JpegFilterJob::State {
   GpuWorkspace workspace;
   detail::CudaStream stream;
   int device = -1;
+  std::vector<DeviceImage> spare;  ///< decoded and filtered images of the last batch, reused
 
   /// OpenCV's decode, filter and encode for a file nvJPEG refused.
   void run_on_opencv(std::span<const std::uint8_t> file, const Filter* filter, const ConvolveOptions& options,
@@ -177,7 +178,7 @@ std::vector<JpegJobResult> JpegFilterJob::run(const std::vector<std::span<const 
   if (s.device >= 0) CUCONV_CUDA_TRY(cudaSetDevice(s.device));
   std::vector<JpegJobResult> results(files.size());
   const auto t = Clock::now();
-  std::vector<DecodedJpeg> decoded = s.codec.decode(files, s.stream.get());
+  std::vector<DecodedJpeg> decoded = s.codec.decode(files, s.stream.get(), &s.spare);
   const double decode_share = ms_since(t) / static_cast<double>(std::max<std::size_t>(files.size(), 1));
   for (std::size_t i = 0; i < files.size(); ++i) {
     JpegJobResult& result = results[i];
@@ -199,16 +200,18 @@ std::vector<JpegJobResult> JpegFilterJob::run(const std::vector<std::span<const 
       DeviceImage filtered;
       if (filter != nullptr) {
         const auto f = Clock::now();
-        filtered = DeviceImage(source.width, source.height, source.channels, CV_8U);
+        filtered = reuse_or_allocate(&s.spare, source.width, source.height, source.channels);
         result.variant_used = convolve(source, filtered.view(), *filter, options, s.workspace, s.stream.get());
         result.filter_ms = ms_since(f);
       }
       const auto e = Clock::now();
-      JpegEncodeOptions encode_options{output.quality, {}};
+      JpegEncodeOptions encode_options;
+      encode_options.quality = output.quality;
       if (output.keep_metadata) encode_options.app_segments = segments_to_copy(markers);
       result.encoded = s.codec.encode(filter != nullptr ? filtered.view() : source, encode_options, s.stream.get());
       result.encoder = "nvjpeg";
       result.encode_ms = ms_since(e);
+      if (!filtered.empty()) s.spare.push_back(std::move(filtered));
     } catch (const Error& e) {
       if (e.kind() == ErrorKind::gpu) throw;  // the device as a whole: the caller stops using it
       result.encoded.clear();
@@ -218,6 +221,11 @@ std::vector<JpegJobResult> JpegFilterJob::run(const std::vector<std::span<const 
       result.error = Error(ErrorKind::bad_input, std::string("OpenCV: ") + e.what());
     }
   }
+  for (DecodedJpeg& d : decoded)
+    if (!d.image.empty()) s.spare.push_back(std::move(d.image));  // the stream is idle: encode waited
+  // Keep about one batch's worth (the oldest go first): a batch of other sizes frees the rest.
+  const std::size_t keep = files.size() + 1;
+  if (s.spare.size() > keep) s.spare.erase(s.spare.begin(), s.spare.end() - static_cast<std::ptrdiff_t>(keep));
   return results;
 }
 
