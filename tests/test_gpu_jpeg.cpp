@@ -81,7 +81,7 @@ TEST_CASE("gpu jpeg: nvJPEG decodes baseline, progressive, gray and 4:2:0/4:2:2/
     REQUIRE(decoded.size() == 1);
     REQUIRE(decoded[0].not_supported.empty());
     REQUIRE(decoded[0].bad_file.empty());
-    const cv::Mat gpu = download(decoded[0].image.view());
+    const cv::Mat gpu = download(decoded[0].view);
     const cv::Mat cpu = opencv_decoded(c.jpeg);
     REQUIRE(gpu.size() == cpu.size());
     REQUIRE(gpu.type() == cpu.type());
@@ -114,7 +114,7 @@ TEST_CASE("gpu jpeg: a batch decodes every file, and says which ones OpenCV must
   CHECK_FALSE(decoded[2].bad_file.empty());
   CHECK(decoded[2].image.empty());
   CHECK(decoded[3].not_supported == "not a JPEG stream");
-  CHECK(cv::norm(download(decoded[0].image.view()), download(decoded[4].image.view()), cv::NORM_INF) == 0);
+  CHECK(cv::norm(download(decoded[0].view), download(decoded[4].view), cv::NORM_INF) == 0);
 }
 
 TEST_CASE("gpu jpeg: the filter on decoded pixels matches cv::filter2D on the same pixels") {
@@ -129,7 +129,7 @@ TEST_CASE("gpu jpeg: the filter on decoded pixels matches cv::filter2D on the sa
         const Filter filter = load_filter(spec);
         std::vector<codec::DecodedJpeg> decoded = codec.decode({std::span<const std::uint8_t>(c.jpeg)}, nullptr);
         REQUIRE_FALSE(decoded[0].image.empty());
-        const DeviceImageView in = decoded[0].image.view();
+        const DeviceImageView in = decoded[0].view;
         const DeviceImage out(in.width, in.height, in.channels, CV_8U);
         ConvolveOptions options;
         options.variant = variant;

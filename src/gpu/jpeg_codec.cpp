@@ -98,6 +98,7 @@ struct GpuJpegCodec::State {
     else result.bad_file = "cannot decode JPEG: truncated or corrupt (" + why + ")";
     CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));  // nothing may still write the image we drop
     result.image = DeviceImage();
+    result.view = {};
   }
 };
 
@@ -144,14 +145,23 @@ DeviceImage reuse_or_allocate(std::vector<DeviceImage>* spare, int width, int he
   if (spare != nullptr) {
     for (auto it = spare->begin(); it != spare->end(); ++it) {
       const DeviceImageView v = it->view();
-      if (v.width == width && v.height == height && v.channels == channels && v.depth == CV_8U) {
+      if (v.width >= width && v.height >= height && v.channels == channels && v.depth == CV_8U) {
         DeviceImage image = std::move(*it);
         spare->erase(it);
         return image;
       }
     }
   }
-  return DeviceImage(width, height, channels, CV_8U);
+  constexpr int kTile = 256;
+  const auto round_up = [](int n) { return (n + kTile - 1) / kTile * kTile; };
+  return DeviceImage(round_up(width), round_up(height), channels, CV_8U);
+}
+
+DeviceImageView fit(const DeviceImage& image, int width, int height) noexcept {
+  DeviceImageView v = image.view();
+  v.width = width;
+  v.height = height;
+  return v;
 }
 
 std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const std::uint8_t>>& files,
@@ -194,8 +204,9 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
     }
     channels[i] = components == 1 ? 1 : 3;
     out[i].image = reuse_or_allocate(spare, widths[0], heights[0], channels[i]);
-    destinations[i].channel[0] = bytes_of(out[i].image.view().data);
-    destinations[i].pitch[0] = out[i].image.view().pitch;
+    out[i].view = fit(out[i].image, widths[0], heights[0]);
+    destinations[i].channel[0] = bytes_of(out[i].view.data);
+    destinations[i].pitch[0] = out[i].view.pitch;
     if (s.hw_handle && channels[i] == 3) {
       int unsupported = 1;  // nvJPEG's convention: 0 means supported
       if (api.stream_parse(s.hw_handle.get(), file.data(), file.size(), 0, 0, s.hw_stream.get()) ==

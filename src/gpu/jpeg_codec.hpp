@@ -20,7 +20,8 @@ namespace cuconv::codec {
 /// One decoded file. Exactly one of: `image` filled; `not_supported` (nvJPEG cannot decode it,
 /// decode it with OpenCV instead); `bad_file` (the bytes are not a decodable JPEG: the file's error).
 struct DecodedJpeg {
-  DeviceImage image;          ///< 3 channels BGR (OpenCV's order) or 1 channel gray, CV_8U
+  DeviceImage image;          ///< the allocation holding `view` (may be larger: reused between batches)
+  DeviceImageView view;       ///< the pixels: 3 channels BGR (OpenCV's order) or 1 channel gray, CV_8U
   std::string not_supported;  ///< why OpenCV must decode it (CMYK, 12-bit, arithmetic ...)
   std::string bad_file;       ///< what is wrong with the bytes
   bool hardware = false;      ///< decoded on the GPU's JPEG engine (else the CUDA/hybrid decoder)
@@ -41,8 +42,12 @@ struct JpegEncodeOptions {
 /// thread-safe; one codec per thread). Colour images are encoded 4:2:0, grayscale as one
 /// component: what OpenCV's imwrite does by default. Throws Error{gpu} when nvJPEG or the device
 /// cannot be used; destructors never throw.
-/// An image of this shape (CV_8U) from `spare` when it has one, else a new one.
+/// A CV_8U image of `channels` channels at least `width` x `height`: one from `spare` when one
+/// is large enough, else a new one, rounded up to whole tiles of 256 x 256 pixels so that images
+/// of nearby sizes reuse it. fit() gives the view of the wanted size.
 [[nodiscard]] DeviceImage reuse_or_allocate(std::vector<DeviceImage>* spare, int width, int height, int channels);
+/// The top-left `width` x `height` pixels of `image`.
+[[nodiscard]] DeviceImageView fit(const DeviceImage& image, int width, int height) noexcept;
 
 class GpuJpegCodec {
  public:

@@ -22,9 +22,8 @@ GpuJpegCodec::~GpuJpegCodec() = default;
 GpuJpegCodec::GpuJpegCodec(GpuJpegCodec&&) noexcept = default;
 GpuJpegCodec& GpuJpegCodec::operator=(GpuJpegCodec&&) noexcept = default;
 std::string_view GpuJpegCodec::backend() const noexcept { return "none"; }
-DeviceImage reuse_or_allocate(std::vector<DeviceImage>*, int width, int height, int channels) {
-  return DeviceImage(width, height, channels, 0);
-}
+DeviceImage reuse_or_allocate(std::vector<DeviceImage>*, int, int, int) { throw Error(ErrorKind::gpu, kReason); }
+DeviceImageView fit(const DeviceImage& image, int, int) noexcept { return image.view(); }
 std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const std::uint8_t>>&, StreamHandle,
                                               std::vector<DeviceImage>*) {
   throw Error(ErrorKind::gpu, kReason);

@@ -193,22 +193,24 @@ std::vector<JpegJobResult> JpegFilterJob::run(const std::vector<std::span<const 
       }
       result.decoder = in.hardware ? "nvjpeg-hardware" : "nvjpeg-cuda";
       result.decode_ms = decode_share;
-      const DeviceImageView source = in.image.view();
+      const DeviceImageView source = in.view;
       result.width = source.width;
       result.height = source.height;
       result.channels = source.channels;
       DeviceImage filtered;
+      DeviceImageView filtered_view;
       if (filter != nullptr) {
         const auto f = Clock::now();
         filtered = reuse_or_allocate(&s.spare, source.width, source.height, source.channels);
-        result.variant_used = convolve(source, filtered.view(), *filter, options, s.workspace, s.stream.get());
+        filtered_view = fit(filtered, source.width, source.height);
+        result.variant_used = convolve(source, filtered_view, *filter, options, s.workspace, s.stream.get());
         result.filter_ms = ms_since(f);
       }
       const auto e = Clock::now();
       JpegEncodeOptions encode_options;
       encode_options.quality = output.quality;
       if (output.keep_metadata) encode_options.app_segments = segments_to_copy(markers);
-      result.encoded = s.codec.encode(filter != nullptr ? filtered.view() : source, encode_options, s.stream.get());
+      result.encoded = s.codec.encode(filter != nullptr ? filtered_view : source, encode_options, s.stream.get());
       result.encoder = "nvjpeg";
       result.encode_ms = ms_since(e);
       if (!filtered.empty()) s.spare.push_back(std::move(filtered));
