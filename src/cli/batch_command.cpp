@@ -365,6 +365,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
       return codec::choose_gpu_codec(codec, item.input, item.output, [&usable] { return usable; });
     };
     batch_options.jpeg_output = jpeg_output;
+    batch_options.gpu_codec_fallback = codec.codec == codec::Codec::automatic;
   }
   batch_options.filter = filter;
   batch_options.convolve = options;

@@ -118,9 +118,16 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   const auto output_status = std::filesystem::symlink_status(req.output, ec);
   if (!req.overwrite && (std::filesystem::is_regular_file(output_status) || std::filesystem::is_symlink(output_status)))
     throw cuconv::Error(ErrorKind::output, req.output + ": exists; left unchanged (use --overwrite to replace it)");
-  if (cuconv::codec::choose_gpu_codec(cuconv::cli::codec_request(req, options), req.input, req.output,
-                                      cuconv::codec::gpu_codec_unusable_reason))
-    return run_gpu_jpeg(req, options, filter);
+  const cuconv::codec::CodecRequest codec = cuconv::cli::codec_request(req, options);
+  if (cuconv::codec::choose_gpu_codec(codec, req.input, req.output, cuconv::codec::gpu_codec_unusable_reason)) {
+    try {
+      return run_gpu_jpeg(req, options, filter);
+    } catch (const cuconv::Error& e) {
+      // `auto` promises a result: a GPU failure (nothing was written) sends the job to OpenCV.
+      if (e.kind() != ErrorKind::gpu || codec.codec != cuconv::codec::Codec::automatic) throw;
+      spdlog::warn("the GPU JPEG codec failed ({}); using OpenCV's", e.what());
+    }
+  }
 
   auto t = std::chrono::steady_clock::now();
   const cv::Mat image = cuconv::read_image(req.input, {req.max_pixels});

@@ -120,8 +120,12 @@ std::vector<std::uint8_t> read_jpeg_file(const std::string& path, std::uint64_t 
                                             " file: " + header->defect);
   }
   std::ifstream in(path, std::ios::binary);
+  if (!in.is_open()) {
+    static_cast<void>(read_image(path, {max_pixels}));  // its message says why (permissions ...)
+    throw Error(ErrorKind::bad_input, path + ": cannot open the file");
+  }
   std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (!in.good() && !in.eof()) throw Error(ErrorKind::bad_input, path + ": cannot read the file");
+  if (in.bad()) throw Error(ErrorKind::bad_input, path + ": cannot read the file");
   if (bytes.empty()) throw Error(ErrorKind::bad_input, path + ": empty file");
   return bytes;
 }
