@@ -92,11 +92,12 @@ struct GpuJpegCodec::State {
         api->decode(handle.get(), state.get(), file.data(), file.size(),
                     channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_BGRI, &image, stream);
     const Outcome outcome = classify(status, "nvjpegDecode");
+    // The state's staging buffers serve the next file: let this one's device work finish first.
+    CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));
     if (outcome == Outcome::decoded) return;
     const std::string why = std::string("nvJPEG: ") + detail::nvjpeg_status_name(status);
     if (outcome == Outcome::not_supported) result.not_supported = why;
     else result.bad_file = "cannot decode JPEG: truncated or corrupt (" + why + ")";
-    CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));  // nothing may still write the image we drop
     result.image = DeviceImage();
     result.view = {};
   }
@@ -208,11 +209,14 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
     destinations[i].channel[0] = bytes_of(out[i].view.data);
     destinations[i].pitch[0] = out[i].view.pitch;
     if (s.hw_handle && channels[i] == 3) {
-      int unsupported = 1;  // nvJPEG's convention: 0 means supported
-      if (api.stream_parse(s.hw_handle.get(), file.data(), file.size(), 0, 0, s.hw_stream.get()) ==
-          NVJPEG_STATUS_SUCCESS)
-        CUCONV_NVJPEG_TRY(api.batched_supported(s.hw_handle.get(), s.hw_stream.get(), &unsupported));
-      if (unsupported == 0) {
+      // nvJPEG's convention: 0 means supported. A file the engine's parser or check refuses
+      // takes the CUDA decoder, which reports its own problems.
+      int unsupported = 1;
+      const bool checked =
+          api.stream_parse(s.hw_handle.get(), file.data(), file.size(), 0, 0, s.hw_stream.get()) ==
+              NVJPEG_STATUS_SUCCESS &&
+          api.batched_supported(s.hw_handle.get(), s.hw_stream.get(), &unsupported) == NVJPEG_STATUS_SUCCESS;
+      if (checked && unsupported == 0) {
         hardware.push_back(i);
         continue;
       }
