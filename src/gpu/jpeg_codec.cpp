@@ -84,6 +84,7 @@ struct GpuJpegCodec::State {
   NvjpegOwned<nvjpegJpegStream_t> hw_stream;
   NvjpegOwned<nvjpegEncoderParams_t> params;
   NvjpegOwned<nvjpegEncoderState_t> encoder;
+  std::size_t hw_batch_size = 0;  ///< the batch size hw_state is initialised for; 0: none
 
   /// nvjpegDecode of file `index` into `image`; records the outcome in `result`.
   void decode_one(std::span<const std::uint8_t> file, int channels, nvjpegImage_t& image, DecodedJpeg& result,
@@ -232,14 +233,21 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
       lengths.push_back(files[i].size());
       batch_destinations.push_back(destinations[i]);
     }
-    nvjpegStatus_t status = api.batched_initialize(s.hw_handle.get(), s.hw_state.get(), static_cast<int>(hardware.size()),
-                                                   1, NVJPEG_OUTPUT_BGRI);
+    // Initialised again only when the batch size changes (and after a failed batch).
+    nvjpegStatus_t status = NVJPEG_STATUS_SUCCESS;
+    if (s.hw_batch_size != hardware.size()) {
+      s.hw_batch_size = 0;
+      status = api.batched_initialize(s.hw_handle.get(), s.hw_state.get(), static_cast<int>(hardware.size()), 1,
+                                      NVJPEG_OUTPUT_BGRI);
+      if (status == NVJPEG_STATUS_SUCCESS) s.hw_batch_size = hardware.size();
+    }
     if (status == NVJPEG_STATUS_SUCCESS)
       status = api.decode_batched(s.hw_handle.get(), s.hw_state.get(), data.data(), lengths.data(),
                                   batch_destinations.data(), stream);
     if (status == NVJPEG_STATUS_SUCCESS) {
       for (const std::size_t i : hardware) out[i].hardware = true;
     } else {
+      s.hw_batch_size = 0;
       // The engine refused the batch as a whole: decode its files one by one, which says which
       // file is at fault (and still decodes the others).
       CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));

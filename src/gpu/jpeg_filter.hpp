@@ -3,7 +3,7 @@
 // device (convolve()'s device overload), encode (nvJPEG) and copy the input's APP segments. A
 // file nvJPEG cannot decode (CMYK, 12-bit, arithmetic ...) is decoded, filtered and encoded with
 // OpenCV instead and says why. The one place that decides whether a job takes this path is
-// choose_codec(). No CUDA headers (pimpl): the batch engine and the CLI include it.
+// choose_gpu_codec(). No CUDA headers (pimpl): the batch engine and the CLI include it.
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
