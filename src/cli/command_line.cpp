@@ -2,7 +2,7 @@
 // request as library options. Printing and running are main.cpp's.
 #include "cli/command_line.hpp"
 
-#include "gpu/jpeg_filter.hpp"
+#include "codec/codec_names.hpp"
 #include "whole_number.hpp"
 
 #include <cuconv/error.hpp>

@@ -13,7 +13,6 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <algorithm>
-#include <array>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
@@ -30,12 +29,6 @@ double ms_since(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
 }
 
-struct CodecName {
-  Codec codec;
-  std::string_view name;
-};
-constexpr std::array<CodecName, 3> kCodecs{{{Codec::automatic, "auto"}, {Codec::gpu, "gpu"}, {Codec::opencv, "opencv"}}};
-
 /// APP segments worth copying into an output of `channels` colour channels decoded from a file
 /// with these markers: an ICC profile of a CMYK file does not describe the BGR result.
 std::vector<std::span<const std::uint8_t>> segments_to_copy(const JpegMarkers& markers) {
@@ -50,27 +43,6 @@ std::vector<std::span<const std::uint8_t>> segments_to_copy(const JpegMarkers& m
 }
 
 }  // namespace
-
-std::string_view to_string(Codec codec) noexcept {
-  for (const CodecName& c : kCodecs)
-    if (c.codec == codec) return c.name;
-  return "?";
-}
-
-std::optional<Codec> parse_codec(std::string_view text) noexcept {
-  for (const CodecName& c : kCodecs)
-    if (c.name == text) return c.codec;
-  return std::nullopt;
-}
-
-const std::vector<std::string>& codec_names() {
-  static const std::vector<std::string> names = [] {
-    std::vector<std::string> n;
-    for (const CodecName& c : kCodecs) n.emplace_back(c.name);
-    return n;
-  }();
-  return names;
-}
 
 bool is_jpeg_path(std::string_view path) {
   std::string ext(std::filesystem::path(path).extension().string());

@@ -4,6 +4,8 @@
 // file nvJPEG cannot decode (CMYK, 12-bit, arithmetic ...) is decoded, filtered and encoded with
 // OpenCV instead and says why. The one place that decides whether a job takes this path is
 // choose_gpu_codec(). No CUDA headers (pimpl): the batch engine and the CLI include it.
+#include "codec/codec_names.hpp"
+
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
@@ -18,13 +20,6 @@
 #include <vector>
 
 namespace cuconv::codec {
-
-/// --codec: which codec decodes and encodes JPEG -> JPEG jobs.
-enum class Codec { automatic, gpu, opencv };
-[[nodiscard]] std::string_view to_string(Codec codec) noexcept;
-[[nodiscard]] std::optional<Codec> parse_codec(std::string_view text) noexcept;
-/// The --codec values, in help order (the list the parser checks against).
-[[nodiscard]] const std::vector<std::string>& codec_names();
 
 /// What decides the codec for a job besides the file names.
 struct CodecRequest {
