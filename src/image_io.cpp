@@ -140,6 +140,10 @@ std::string depth_name(int depth) {
   }
 }
 
+void check_image_header(const std::string& path, const ReadLimits& limits) {
+  if (const auto header = detail::inspect_image_file(path)) check_header(path, *header, limits);
+}
+
 cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
@@ -153,7 +157,7 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
     throw Error(ErrorKind::bad_input, path + ": cannot read: " + errno_text());
   if (fs::file_size(path, ec) == 0)
     throw Error(ErrorKind::bad_input, path + ": empty file");
-  if (const auto header = detail::inspect_image_file(path)) check_header(path, *header, limits);
+  check_image_header(path, limits);
   cv::Mat image;
   try {
     image = cv::imread(path, cv::IMREAD_UNCHANGED);

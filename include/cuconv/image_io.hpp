@@ -26,6 +26,11 @@ struct ReadLimits {
 /// count.
 [[nodiscard]] cv::Mat read_image(const std::string& path, const ReadLimits& limits = {});
 
+/// The checks read_image makes on a file's header before decoding it (PNG, JPEG, TIFF, BMP):
+/// Error{bad_input} naming the file when its structure is truncated or corrupt or it has more
+/// pixels than `limits` allow. Used by the GPU JPEG path, which decodes the bytes itself.
+void check_image_header(const std::string& path, const ReadLimits& limits = {});
+
 /// Throws Error{output} when `path` cannot receive the result: it is a directory or another
 /// non-regular file, its folder does not exist, or its format cannot hold an image of this depth
 /// and channel count (a float result to PNG, alpha to JPEG ...). Runs before any work.

@@ -6,7 +6,6 @@
 #include "codec/jpeg_markers.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/jpeg_codec.hpp"
-#include "image_header.hpp"
 
 #include <cuconv/image_io.hpp>
 
@@ -82,15 +81,7 @@ std::vector<std::uint8_t> read_jpeg_file(const std::string& path, std::uint64_t 
     // read_image's own messages for missing files, folders and the like.
     static_cast<void>(read_image(path, {max_pixels}));
   }
-  if (const auto header = detail::inspect_image_file(path)) {
-    if (header->has_size && header->width * header->height > max_pixels)
-      throw Error(ErrorKind::bad_input, path + ": " + header->format + " header claims " + std::to_string(header->width) +
-                                            "x" + std::to_string(header->height) + " pixels, more than --max-pixels " +
-                                            std::to_string(max_pixels));
-    if (!header->defect.empty())
-      throw Error(ErrorKind::bad_input, path + ": cannot decode image: truncated or corrupt " + header->format +
-                                            " file: " + header->defect);
-  }
+  check_image_header(path, {max_pixels});
   std::ifstream in(path, std::ios::binary);
   if (!in.is_open()) {
     static_cast<void>(read_image(path, {max_pixels}));  // its message says why (permissions ...)
