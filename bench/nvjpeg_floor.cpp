@@ -6,7 +6,6 @@
 // Prints one JSON object: images/s of decode alone, encode alone and decode + encode.
 #include "gpu/jpeg_codec.hpp"
 
-#include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
 
 #include <CLI/CLI.hpp>
@@ -109,8 +108,10 @@ int main(int argc, char** argv) {
   app.add_option("--device", device, "CUDA device")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
-    std::string reason;
-    if (!cuconv::cuda_device_available(&reason)) throw cuconv::Error(cuconv::ErrorKind::gpu, "no usable CUDA device: " + reason);
+    // cudaGetDeviceCount directly: cuda_device_available() would link every kernel into this tool.
+    int devices = 0;
+    if (const cudaError_t status = cudaGetDeviceCount(&devices); status != cudaSuccess || devices == 0)
+      throw cuconv::Error(cuconv::ErrorKind::gpu, std::string("no usable CUDA device: ") + cudaGetErrorString(status));
     std::vector<fs::path> paths;
     for (const auto& entry : fs::directory_iterator(dir)) {
       const std::string ext = entry.path().extension().string();
