@@ -72,6 +72,11 @@ elif [[ -f "$nvjpeg_dir/include/nvjpeg.h" && "$(cat "$nvjpeg_dir/VERSION" 2>/dev
   echo "install-deps: nvjpeg: $nvjpeg_dir (nvidia-nvjpeg $nvjpeg_wheel_version, already unpacked)"
 else
   echo "install-deps: fetching nvidia-nvjpeg==$nvjpeg_wheel_version (nvjpeg.h, libnvjpeg.so.13)"
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    echo "install-deps: python3 -m pip is needed to fetch nvJPEG (or install a CUDA toolkit that has nvjpeg.h);" \
+         "without it cuconv builds without the GPU JPEG codec" >&2
+    exit 1
+  fi
   wheel_tmp="$(mktemp -d)"
   python3 -m pip download --quiet --no-deps --only-binary=:all: \
     --platform "manylinux2014_$(uname -m)" "nvidia-nvjpeg==$nvjpeg_wheel_version" -d "$wheel_tmp"
