@@ -15,10 +15,12 @@
 #                  cuconv_make_corpus
 #                  (those that were built)
 #                  cuconv-env.sh (source it, or use it as a wrapper: bin/cuconv-env.sh cuconv ...)
-#      lib/        non-system shared libraries the binaries need (OpenCV and its closure)
+#      lib/        non-system shared libraries the binaries need (OpenCV and its closure), and
+#                  libnvjpeg.so.13 (loaded at run time by the GPU JPEG codec)
 #      licenses/   Debian copyright files of the packages those libraries come from
 #      samples/    copy of samples/
-#      scripts/    make-batch-corpus.sh, batch-bench.sh (batch-mode benchmark on the node)
+#      scripts/    make-batch-corpus.sh, batch-bench.sh (batch-mode benchmark on the node),
+#                  jpeg-bench.sh (GPU JPEG codec benchmark)
 #      test/       CTestTestfile.cmake.in (run-tests.sh fills in the bundle path for ctest)
 #      run-tests.sh
 #
@@ -74,7 +76,8 @@ mkdir -p "$stage"/{bin,lib,licenses,test}
 
 # ---- binaries ----------------------------------------------------------------------------------
 # Paths relative to the build dir; the bundle puts them all flat in bin/.
-candidates=(cuconv tests/cuconv_tests tests/cuconv_gpu_tests bench/cuconv_bench bench/cuconv_fast_tune cuconv_make_corpus)
+candidates=(cuconv tests/cuconv_tests tests/cuconv_gpu_tests bench/cuconv_bench bench/cuconv_fast_tune cuconv_make_corpus
+            bench/cuconv_nvjpeg_floor)
 if [[ -n "$only" ]]; then
   known=",$(printf '%s,' "${candidates[@]##*/}")"
   IFS=',' read -r -a asked <<<"$only"
@@ -154,6 +157,29 @@ if (( missing_libs )); then
   exit 1
 fi
 log "bundled ${#copied[@]} shared libraries"
+
+# ---- nvJPEG: dlopen'ed by the GPU JPEG codec, so ldd does not list it ----------------------------
+# The build records the libnvjpeg.so.13 it found (CUDA toolkit or the nvidia-nvjpeg wheel that
+# scripts/install-deps.sh unpacks); it is redistributable with its licence.
+nvjpeg_lib="$(head -n1 "$build_dir/nvjpeg-library.txt" 2>/dev/null || true)"
+if [[ -n "$nvjpeg_lib" && -f "$nvjpeg_lib" ]]; then
+  cp -L "$nvjpeg_lib" "$stage/lib/libnvjpeg.so.13"
+  chmod u+w "$stage/lib/libnvjpeg.so.13"
+  nvjpeg_dir="$(dirname "$nvjpeg_lib")"
+  nvjpeg_licence=""
+  for candidate in "$nvjpeg_dir/../LICENSE.txt" "$nvjpeg_dir/../EULA.txt" "$nvjpeg_dir/../../EULA.txt" \
+                   /usr/local/cuda/EULA.txt; do
+    if [[ -f "$candidate" ]]; then nvjpeg_licence="$candidate"; break; fi
+  done
+  if [[ -n "$nvjpeg_licence" ]]; then
+    cp -L "$nvjpeg_licence" "$stage/licenses/nvjpeg.LICENSE.txt"
+  else
+    warn "no licence file found next to $nvjpeg_lib; add NVIDIA's CUDA EULA to licenses/ by hand"
+  fi
+  log "nvJPEG: $nvjpeg_lib${nvjpeg_licence:+ (licence: $nvjpeg_licence)}"
+else
+  warn "libnvjpeg.so.13 was not found at build time: the bundle's GPU JPEG codec needs it on LD_LIBRARY_PATH"
+fi
 
 # ---- licences of the bundled libraries (best effort, Debian/Ubuntu only) ------------------------
 if command -v dpkg-query >/dev/null 2>&1 && (( ${#copied[@]} > 0 )); then
@@ -276,7 +302,7 @@ chmod +x "$stage/run-tests.sh"
 
 cp -r samples "$stage/samples"
 mkdir -p "$stage/scripts"
-cp scripts/make-batch-corpus.sh scripts/batch-bench.sh "$stage/scripts/"
+cp scripts/make-batch-corpus.sh scripts/batch-bench.sh scripts/jpeg-bench.sh "$stage/scripts/"
 
 # ---- check the staged tree resolves its libraries from lib/ ------------------------------------
 check_env=()

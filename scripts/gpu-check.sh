@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # The whole GPU check in one call on a GPU node, from a bundle (scripts/bundle.sh):
-#   scripts/gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all|npp|batch|profile]...
+#   scripts/gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all|npp|batch|jpeg|profile]...
 # tests:    the full ctest suite from the bundle (CPU + GPU suites);
 # sanitize: compute-sanitizer memcheck, racecheck, initcheck and synccheck over the GPU suite
 #           (every CUCONV_SANITIZE_STRIDE-th sweep case, default 4; initcheck, which is about 10x
@@ -11,12 +11,15 @@
 # npp:      the NPP peer alone;
 # batch:    scripts/batch-bench.sh on CUCONV_BATCH_N images (default 200), and on hosts with
 #           2+ GPUs a kernel-heavy batch on one GPU and on all;
-# profile:  ncu on three `fast` kernels (batch and profile are not part of "all"; "all" runs the
-#           NPP peer as part of bench).
+# jpeg:     the GPU JPEG codec (docs/gpu-jpeg.md): its GPU tests under compute-sanitizer memcheck,
+#           scripts/jpeg-bench.sh on CUCONV_BATCH_N JPEGs, and one 24-megapixel JPEG through
+#           `--codec gpu` and `--codec opencv` (3 runs each);
+# profile:  ncu on three `fast` kernels (batch, jpeg and profile are not part of "all"; "all" runs
+#           the NPP peer as part of bench).
 # Logs go to $OUT (the device tool's folder) or ./gpu-check-out; CUCONV_PACK_OUT=1 packs them into
 # one gpu-check-out.tar.gz (the device tool returns at most 8 files).
 set -uo pipefail
-tarball="${1:?usage: gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all|npp|batch|profile]...}"
+tarball="${1:?usage: gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all|npp|batch|jpeg|profile]...}"
 shift
 steps=("${@:-all}")
 out="${OUT:-$PWD/gpu-check-out}"
@@ -175,6 +178,34 @@ if [[ " ${steps[*]} " == *" batch "* ]]; then  # not part of "all": minutes of i
       rm -rf "$scratch"
     done
   fi
+fi
+
+if [[ " ${steps[*]} " == *" jpeg "* ]]; then  # not part of "all": minutes of image coding
+  echo "== GPU JPEG codec"
+  rc=0
+  compute-sanitizer --tool memcheck --error-exitcode 99 "$bundle/bin/cuconv_gpu_tests" -tc="gpu jpeg*" \
+    > "$out/sanitize-memcheck-jpeg.log" 2>&1 || rc=$?
+  (( rc == 0 )) || status=1
+  echo "memcheck of the GPU JPEG tests: exit $rc"; grep -E "ERROR SUMMARY|\[doctest\] (test cases|assertions)" "$out/sanitize-memcheck-jpeg.log"
+  OUT="$out" bash "$bundle/scripts/jpeg-bench.sh" "$bundle/bin" "${CUCONV_BATCH_N:-200}" "$work/jpeg-corpus" \
+    > "$out/jpeg-bench.log" 2>&1 || status=1
+  grep "jpeg-bench:" "$out/jpeg-bench.log"
+  # One 24-megapixel photo (about 4900 x 4900), single-image mode, each codec three times.
+  "$bundle/bin/cuconv_make_corpus" --count 1 --out "$work/jpeg-24mp" --samples "$bundle/samples" --size 4900 \
+    --ext .jpg --quality 90 > /dev/null
+  big="$(ls "$work"/jpeg-24mp/corpus_*.jpg)"
+  : > "$out/jpeg-24mp.txt"
+  for run in 1 2 3; do
+    for codec in gpu opencv; do
+      start="$(date +%s%N)"
+      rc=0
+      "$bundle/bin/cuconv" "$big" "$work/jpeg-24mp/out-$codec.jpg" -f gauss5 --codec "$codec" --overwrite || rc=$?
+      (( rc == 0 )) || status=1
+      end="$(date +%s%N)"
+      echo "24 MP single image: --codec $codec run $run: $(awk -v a="$start" -v b="$end" 'BEGIN { printf "%.3f", (b - a) / 1e9 }') s (exit $rc)" \
+        | tee -a "$out/jpeg-24mp.txt"
+    done
+  done
 fi
 
 if [[ " ${steps[*]} " == *" profile "* ]]; then  # not part of "all": ncu replays kernels

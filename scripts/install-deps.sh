@@ -2,7 +2,9 @@
 # Install the Debian/Ubuntu packages needed to build cuconv. Idempotent: when everything is
 # already installed it only runs dpkg-query (no apt-get update, no network).
 # CUDA is NOT installed here (it comes from NVIDIA's installer / the machine image); we only
-# check that nvcc is present.
+# check that nvcc is present. nvJPEG's header and library (the GPU JPEG codec, issue 25) come from
+# the toolkit when it has them, else from NVIDIA's nvidia-nvjpeg wheel (pinned below), unpacked
+# into third_party/nvjpeg/ where CMake looks for it.
 set -euo pipefail
 
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -65,3 +67,31 @@ EOF
   exit 1
 fi
 echo "install-deps: nvcc: $nvcc_path ($("$nvcc_path" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
+
+# ---- nvJPEG: nvjpeg.h and libnvjpeg.so.13 ---------------------------------------------------------
+nvjpeg_wheel_version=13.0.4.44   # CUDA 13.0's nvJPEG; any 13.x library runs the code built with it
+nvjpeg_dir=third_party/nvjpeg
+cuda_root="$(dirname "$(dirname "$nvcc_path")")"
+if [[ -f "$cuda_root/include/nvjpeg.h" ]]; then
+  echo "install-deps: nvjpeg: $cuda_root/include/nvjpeg.h (CUDA toolkit)"
+elif [[ -f "$nvjpeg_dir/include/nvjpeg.h" && "$(cat "$nvjpeg_dir/VERSION" 2>/dev/null)" == "$nvjpeg_wheel_version" ]]; then
+  echo "install-deps: nvjpeg: $nvjpeg_dir (nvidia-nvjpeg $nvjpeg_wheel_version, already unpacked)"
+else
+  echo "install-deps: fetching nvidia-nvjpeg==$nvjpeg_wheel_version (nvjpeg.h, libnvjpeg.so.13)"
+  if ! python3 -m pip --version >/dev/null 2>&1; then
+    echo "install-deps: python3 -m pip is needed to fetch nvJPEG (or install a CUDA toolkit that has nvjpeg.h);" \
+         "without it cuconv builds without the GPU JPEG codec" >&2
+    exit 1
+  fi
+  wheel_tmp="$(mktemp -d)"
+  python3 -m pip download --quiet --no-deps --only-binary=:all: \
+    --platform "manylinux2014_$(uname -m)" "nvidia-nvjpeg==$nvjpeg_wheel_version" -d "$wheel_tmp"
+  python3 -m zipfile -e "$wheel_tmp"/nvidia_nvjpeg-*.whl "$wheel_tmp/unpacked"
+  rm -rf "$nvjpeg_dir"
+  mkdir -p "$nvjpeg_dir"
+  cp -r "$wheel_tmp"/unpacked/nvidia/cu13/include "$wheel_tmp"/unpacked/nvidia/cu13/lib "$nvjpeg_dir/"
+  cp "$wheel_tmp"/unpacked/nvidia_nvjpeg-*.dist-info/licenses/License.txt "$nvjpeg_dir/LICENSE.txt"
+  echo "$nvjpeg_wheel_version" > "$nvjpeg_dir/VERSION"
+  rm -rf "$wheel_tmp"
+  echo "install-deps: nvjpeg: unpacked into $nvjpeg_dir"
+fi

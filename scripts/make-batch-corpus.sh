@@ -7,6 +7,7 @@
 #   BIN_DIR  folder holding cuconv_make_corpus: an unpacked bundle's bin/ or a build folder
 #            (default: the bundle's bin/ beside this script, else build/ci, build/h100, build/release)
 #   SIZE     approximate side in pixels (default 2000);  EXT  .png (default), .jpg, .tif or .bmp
+#   QUALITY  JPEG quality for EXT=.jpg (default 95)
 #
 # Images already in DIR are kept, so a rerun only adds what is missing. Runs on all cores.
 set -euo pipefail
@@ -34,4 +35,5 @@ if [[ -z "$tool" ]]; then
 fi
 samples="${CUCONV_SAMPLES:-$root/samples}"
 
-exec "$tool" --count "$count" --out "$dir" --samples "$samples" --size "${SIZE:-2000}" --ext "${EXT:-.png}"
+exec "$tool" --count "$count" --out "$dir" --samples "$samples" --size "${SIZE:-2000}" --ext "${EXT:-.png}" \
+  --quality "${QUALITY:-95}"

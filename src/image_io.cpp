@@ -227,6 +227,10 @@ std::string depth_name(int depth) {
   }
 }
 
+void check_image_header(const std::string& path, const ReadLimits& limits) {
+  if (const auto header = detail::inspect_image_file(path)) check_header(path, *header, limits);
+}
+
 cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
@@ -332,9 +336,10 @@ std::vector<unsigned char> encode_image(const std::string& path, const cv::Mat& 
 }
 
 void write_image_atomic(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
-  const bool overwrite = options.overwrite;
-  const std::vector<unsigned char> encoded = encode_image(path, image, options);
+  write_encoded_atomic(path, encode_image(path, image, options), options.overwrite);
+}
 
+void write_encoded_atomic(const std::string& path, std::span<const unsigned char> encoded, bool overwrite) {
   // Temporary file next to the target, so the final rename stays on one file system.
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");

@@ -1,8 +1,10 @@
 #pragma once
-// The one list of each public enum's values (Variant, Border, Depth): the name the command line
+// The one list of each enum's values (Variant, Border, Depth, and --codec's Codec): the name the command line
 // and the docs use, a one-line description for --help, and for variants whether they run on the
 // GPU. to_string/parse_*, gpu_variants(), the CLI validators and the tests all read these
 // tables, so a new value is added here and nowhere else. Host code only, no CUDA.
+#include "codec/codec_names.hpp"
+
 #include <cuconv/convolve.hpp>
 
 #include <array>
@@ -49,6 +51,12 @@ inline constexpr std::array<Entry<Depth>, 5> kDepths{{
     {Depth::f32, "32f", "32-bit float, not rounded"},
 }};
 
+inline constexpr std::array<Entry<codec::Codec>, 3> kCodecs{{
+    {codec::Codec::automatic, "auto", "nvJPEG on the GPU for JPEG -> JPEG when a GPU and nvJPEG are usable, else OpenCV"},
+    {codec::Codec::gpu, "gpu", "nvJPEG on the GPU for JPEG -> JPEG (exit 5 without it)"},
+    {codec::Codec::opencv, "opencv", "OpenCV's codecs on the CPU"},
+}};
+
 template <class Enum>
 struct Table;
 template <>
@@ -65,6 +73,12 @@ template <>
 struct Table<Depth> {
   static constexpr std::span<const Entry<Depth>> entries{kDepths};
   static constexpr std::string_view what = "depth";
+};
+
+template <>
+struct Table<codec::Codec> {
+  static constexpr std::span<const Entry<codec::Codec>> entries{kCodecs};
+  static constexpr std::string_view what = "codec";
 };
 
 /// The names of a table, in table order.

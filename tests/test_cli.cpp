@@ -259,6 +259,8 @@ TEST_CASE("cli: - reads standard input, FORMAT:- writes standard output") {
   };
   CHECK(jpeg_bytes("30") < jpeg_bytes("95"));
   expect_failure({in, "png:-", "-f", "box3", "--quality", "50"}, ExitCode::usage, "", {"png:-", "--quality"});
+  expect_failure({sample("astronaut.png"), "jpg:-", "-f", "box3", "--codec", "gpu"}, ExitCode::usage, "",
+                 {"--codec gpu", "standard"});
 
   // Errors name standard input / the FORMAT:- output, not a temporary file.
   { std::ofstream(dir.file("junk.bin")) << "not an image"; }

@@ -84,6 +84,8 @@ int main(int argc, char** argv) {
   app.add_option("--out", out_dir, "output folder (created; existing images are kept)")->required();
   app.add_option("--samples", samples, "folder of source images (8-bit, at least 256 px per side)")->capture_default_str();
   app.add_option("--size", size, "approximate side in pixels")->check(CLI::Range(16, 20000))->capture_default_str();
+  int quality = 95;
+  app.add_option("--quality", quality, "JPEG quality (.jpg only)")->check(CLI::Range(1, 100))->capture_default_str();
   app.add_option("--ext", extension, "image format by extension")->check(CLI::IsMember({".png", ".jpg", ".tif", ".bmp"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
@@ -117,7 +119,15 @@ int main(int argc, char** argv) {
       if (fs::exists(path)) continue;  // a rerun only adds what is missing
       try {
         // Atomic, so an interrupted run leaves no partial image that a batch would read.
-        cuconv::write_image_atomic(path.string(), derive(sources, i, size));
+        const cv::Mat image = derive(sources, i, size);
+        if (extension == ".jpg") {
+          std::vector<unsigned char> jpeg;
+          if (!cv::imencode(".jpg", image, jpeg, {cv::IMWRITE_JPEG_QUALITY, quality}))
+            throw std::runtime_error("cannot encode JPEG");
+          cuconv::write_encoded_atomic(path.string(), jpeg);
+        } else {
+          cuconv::write_image_atomic(path.string(), image);
+        }
         ++written;
       } catch (const std::exception& e) {
         std::fprintf(stderr, "cuconv_make_corpus: %s\n", e.what());

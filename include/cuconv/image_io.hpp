@@ -5,6 +5,7 @@
 
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -26,6 +27,11 @@ struct ReadLimits {
 /// header of PNG, JPEG, TIFF and BMP files before decoding), or of an unsupported depth/channel
 /// count.
 [[nodiscard]] cv::Mat read_image(const std::string& path, const ReadLimits& limits = {});
+
+/// The checks read_image makes on a file's header before decoding it (PNG, JPEG, TIFF, BMP):
+/// Error{bad_input} naming the file when its structure is truncated or corrupt or it has more
+/// pixels than `limits` allow. Used by the GPU JPEG path, which decodes the bytes itself.
+void check_image_header(const std::string& path, const ReadLimits& limits = {});
 
 /// Throws Error{output} when `path` cannot receive the result: it is a directory or another
 /// non-regular file, its folder does not exist, or its format cannot hold an image of this depth
@@ -107,6 +113,10 @@ inline void write_image_atomic(const std::string& path, const cv::Mat& image, bo
   options.overwrite = overwrite;
   write_image_atomic(path, image, options);
 }
+
+/// write_image_atomic for an image already encoded (the GPU JPEG codec's output): the same
+/// temporary file, fsync, rename and no-replace rules.
+void write_encoded_atomic(const std::string& path, std::span<const unsigned char> encoded, bool overwrite = true);
 
 /// "8U", "16U", "16S", "32F" ...
 [[nodiscard]] std::string depth_name(int depth);

@@ -6,6 +6,7 @@
 #include <cuconv/image_io.hpp>
 
 #include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -96,6 +97,8 @@ struct Work {
   cv::Mat image;
   HeldImage held;
   ImageMetadata metadata;  ///< what the output keeps (none with strip_metadata)
+  bool gpu_codec = false;           ///< GPU JPEG item: `bytes` holds the file, then the output
+  std::vector<std::uint8_t> bytes;
 };
 
 class Pipeline {
@@ -110,8 +113,12 @@ class Pipeline {
     lane_devices_ = options.devices.empty() ? std::vector<int>{options.convolve.device} : options.devices;
     const std::size_t per_lane = options.filter_threads_per_device == 0 ? 1 : options.filter_threads_per_device;
     threads_per_lane_ = per_lane;
+    gpu_codec_ = static_cast<bool>(options.use_gpu_codec);
+    // GPU JPEG items wait in the filter queue until a batch of them is taken; they hold
+    // compressed bytes, not decoded images.
+    const std::size_t queued = gpu_codec_ ? per_lane * std::max<std::size_t>(options.jpeg_batch, 1) : per_lane;
     for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
-      filter_queues_.push_back(std::make_unique<BoundedQueue<Work>>(per_lane));
+      filter_queues_.push_back(std::make_unique<BoundedQueue<Work>>(queued));
     // Room for one finished image per filter thread: writers take them as soon as they are free.
     write_queue_ = std::make_unique<BoundedQueue<Work>>(per_lane * lane_devices_.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -155,7 +162,7 @@ class Pipeline {
     std::vector<std::jthread> decoders, filters, writers;
     try {
       for (std::size_t i = 0; i < jobs_; ++i) decoders.emplace_back([this] { decode_loop(); });
-      if (!options_.skip_filter)
+      if (!options_.skip_filter || gpu_codec_)
         for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
           for (std::size_t t = 0; t < threads_per_lane_; ++t) filters.emplace_back([this, lane] { filter_loop(lane); });
       for (std::size_t i = 0; i < jobs_; ++i) writers.emplace_back([this] { write_loop(); });
@@ -185,11 +192,18 @@ class Pipeline {
         continue;
       }
       started_[item] = Clock::now();
-      Work work{item, {}, HeldImage(held_images_, peak_held_images_), {}};
+      Work work{item, {}, HeldImage(held_images_, peak_held_images_), {}, false, {}};
+      work.gpu_codec = gpu_codec_ && options_.use_gpu_codec(items_[item]);
       const bool decoded = attempt(item, [&] {
         const std::string& output = items_[item].output;
         check_output_extension(output);  // before the read: a wrong extension needs no decoding
         const auto t = Clock::now();
+        if (work.gpu_codec) {  // the filter thread decodes it
+          check_output_format(output, CV_8U, 3);
+          work.bytes = codec::read_jpeg_file(items_[item].input, options_.read_limits.max_pixels);
+          reports_[item].times.read_ms = ms_since(t);
+          return;
+        }
         work.image = read_image(items_[item].input, options_.read_limits);
         // Read only where it is used: an output format that holds metadata, or --auto-orient.
         if ((!options_.strip_metadata && !metadata_kept_by(output).empty()) || options_.auto_orient)
@@ -204,8 +218,9 @@ class Pipeline {
       if (!decoded) continue;
       // Round-robin over the devices by position, so the assignment does not depend on timing.
       const std::size_t lane = position % lane_devices_.size();
-      if (!options_.skip_filter) reports_[item].device = lane_devices_[lane];
-      BoundedQueue<Work>& next = options_.skip_filter ? *write_queue_ : *filter_queues_[lane];
+      const bool to_gpu = !options_.skip_filter || work.gpu_codec;
+      if (to_gpu) reports_[item].device = lane_devices_[lane];
+      BoundedQueue<Work>& next = to_gpu ? *filter_queues_[lane] : *write_queue_;
       if (!next.push(std::move(work))) skip_stopped(item);
     }
   }
@@ -233,23 +248,99 @@ class Pipeline {
       std::lock_guard lock(mutex_);
       gpu_setup_ms_ = std::max(gpu_setup_ms_, setup_ms);
     }
+    std::optional<codec::JpegFilterJob> jpeg_job;  // made for the first GPU JPEG item
     while (auto work = filter_queues_[lane]->pop()) {
       const std::size_t item = work->item;
       if (halted()) {
         skip_stopped(item);
         continue;
       }
-      const bool filtered = attempt(item, [&] {
-        ConvolveResult result = convolve(work->image, options_.filter, convolve_options, workspace);
-        work->image = std::move(result.image);
-        reports_[item].times.filter_ms = result.times.kernel_ms;
-        reports_[item].times.upload_ms = result.times.upload_ms;
-        reports_[item].times.download_ms = result.times.download_ms;
-        reports_[item].gpu_fallback = std::move(result.fallback_reason);
-        reports_[item].variant_used = result.variant_used;
-      });
-      if (filtered && !write_queue_->push(std::move(*work))) skip_stopped(item);
+      if (work->gpu_codec) {
+        // A batch for one nvJPEG decode call: this item and the GPU JPEG items queued behind it;
+        // other items taken on the way are filtered after it.
+        std::vector<Work> batch, others;
+        batch.push_back(std::move(*work));
+        while (batch.size() < std::max<std::size_t>(options_.jpeg_batch, 1)) {
+          auto more = filter_queues_[lane]->try_pop();
+          if (!more) break;
+          (more->gpu_codec ? batch : others).push_back(std::move(*more));
+        }
+        run_gpu_codec(batch, jpeg_job, convolve_options, workspace);
+        for (Work& other : others) filter_one(other, convolve_options, workspace);
+        continue;
+      }
+      filter_one(*work, convolve_options, workspace);
     }
+  }
+
+  /// GPU JPEG items through decode -> filter -> encode; what succeeds goes to the writers.
+  void run_gpu_codec(std::vector<Work>& batch, std::optional<codec::JpegFilterJob>& job,
+                     const ConvolveOptions& convolve_options, GpuWorkspace& workspace) {
+    std::vector<std::span<const std::uint8_t>> files;
+    for (const Work& w : batch) files.emplace_back(w.bytes);
+    std::vector<codec::JpegJobResult> results;
+    try {
+      if (!job) job.emplace(convolve_options.device);
+      results = job->run(files, options_.skip_filter ? nullptr : &options_.filter, convolve_options,
+                         options_.jpeg_output);
+    } catch (const Error& e) {
+      job.reset();  // a GPU failure: the next batch starts with a fresh codec
+      for (Work& w : batch) {
+        if (e.kind() == ErrorKind::gpu && options_.gpu_codec_fallback) to_opencv(w, e.what(), convolve_options, workspace);
+        else fail(w.item, exit_code_for(e.kind()), e.what());
+      }
+      return;
+    }
+    for (std::size_t i = 0; i < batch.size(); ++i) {
+      Work& w = batch[i];
+      codec::JpegJobResult& r = results[i];
+      ItemReport& report = reports_[w.item];
+      report.decoder = r.decoder;
+      report.encoder = r.encoder;
+      report.decoder_fallback = r.decoder_fallback;
+      report.variant_used = r.variant_used;
+      report.gpu_fallback = r.gpu_fallback;
+      report.times.read_ms += r.decode_ms;   // read and decode, as on OpenCV's path
+      report.times.filter_ms = r.filter_ms;
+      report.times.write_ms = r.encode_ms;  // encode; the writer adds the write
+      if (r.error) {
+        fail(w.item, exit_code_for(r.error->kind()), r.error->what());
+        continue;
+      }
+      w.bytes = std::move(r.encoded);
+      if (!write_queue_->push(std::move(w))) skip_stopped(w.item);
+    }
+  }
+
+  /// A GPU JPEG item after the GPU codec failed under --codec auto: OpenCV decodes its bytes and
+  /// it goes on as any other image.
+  void to_opencv(Work& work, const std::string& why, const ConvolveOptions& convolve_options, GpuWorkspace& workspace) {
+    reports_[work.item].decoder_fallback = "the GPU JPEG codec failed: " + why;
+    const bool decoded = attempt(work.item, [&] {
+      const cv::Mat bytes(1, static_cast<int>(work.bytes.size()), CV_8U, work.bytes.data());
+      work.image = cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
+      if (work.image.empty()) throw Error(ErrorKind::bad_input, "cannot decode image (corrupt or truncated)");
+    });
+    work.gpu_codec = false;
+    work.bytes = {};
+    if (!decoded) return;
+    if (!options_.skip_filter) filter_one(work, convolve_options, workspace);
+    else if (const std::size_t item = work.item; !write_queue_->push(std::move(work))) skip_stopped(item);
+  }
+
+  /// One decoded image through convolve().
+  void filter_one(Work& work, const ConvolveOptions& convolve_options, GpuWorkspace& workspace) {
+    const std::size_t item = work.item;
+    const bool filtered = attempt(item, [&] {
+      ConvolveResult result = convolve(work.image, options_.filter, convolve_options, workspace);
+      work.image = std::move(result.image);
+      reports_[item].times.filter_ms = result.times.kernel_ms;
+      reports_[item].times.upload_ms = result.times.upload_ms;
+      reports_[item].times.download_ms = result.times.download_ms;
+      reports_[item].gpu_fallback = std::move(result.fallback_reason);
+      reports_[item].variant_used = result.variant_used;
+    });
+    if (filtered && !write_queue_->push(std::move(work))) skip_stopped(item);
   }
 
   void write_loop() {
@@ -264,16 +355,20 @@ class Pipeline {
       const bool written = lost_race || attempt(item, [&] {
         const auto t = Clock::now();
         try {
-          WriteOptions write = options_.write;
-          write.overwrite = options_.overwrite;
-          write.metadata = &work->metadata;
-          write_image_atomic(items_[item].output, work->image, write);
+          if (work->gpu_codec) {
+            write_encoded_atomic(items_[item].output, work->bytes, options_.overwrite);
+          } else {
+            WriteOptions write = options_.write;
+            write.overwrite = options_.overwrite;
+            write.metadata = &work->metadata;
+            write_image_atomic(items_[item].output, work->image, write);
+          }
         } catch (const Error&) {
           // The no-replace publish found the name taken: another process finished first.
           lost_race = kept_existing(item);
           if (!lost_race) throw;
         }
-        reports_[item].times.write_ms = ms_since(t);
+        reports_[item].times.write_ms += ms_since(t);
       });
       work->image.release();
       if (lost_race) skip_existing(item, kAppearedReason, true);
@@ -363,6 +458,7 @@ class Pipeline {
   std::atomic<std::size_t> not_started_{0};
   std::atomic<std::size_t> next_todo_{0};
   std::atomic<bool> stopping_{false};
+  bool gpu_codec_ = false;  ///< BatchOptions::use_gpu_codec is set
   std::atomic<bool> stop_requested_{false};  ///< BatchOptions::stop_requested returned true
   std::atomic<std::size_t> held_images_{0};       ///< images being decoded, queued, filtered or encoded
   std::atomic<std::size_t> peak_held_images_{0};

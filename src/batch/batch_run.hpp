@@ -14,6 +14,7 @@
 // No logging and no formatting here: the caller gets a report per image as it finishes and
 // decides what to print.
 #include "batch/batch_plan.hpp"
+#include "gpu/jpeg_filter.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
@@ -49,6 +50,14 @@ struct BatchOptions {
   /// is started and none is filtered or written any more; writes in progress finish. Those not
   /// finished are reported as skipped, counted in BatchSummary::not_started. Unset: never.
   std::function<bool()> stop_requested;
+  /// JPEG -> JPEG items for the GPU codec (docs/gpu-jpeg.md): true for the items that take it
+  /// (decided by codec::choose_gpu_codec). Their reader loads the file's bytes; the filter thread
+  /// decodes up to `jpeg_batch` of them in one nvJPEG call, filters on the device and encodes;
+  /// the writer writes the bytes. Unset: no item takes it.
+  std::function<bool(const BatchItem&)> use_gpu_codec;
+  codec::JpegOutputOptions jpeg_output;  ///< quality and metadata of those outputs
+  bool gpu_codec_fallback = false;       ///< --codec auto: a GPU failure sends a batch's files to OpenCV
+  std::size_t jpeg_batch = 8;            ///< files per nvJPEG decode call
 };
 
 enum class ItemStatus { pending, ok, failed, skipped };
@@ -75,6 +84,9 @@ struct ItemReport {
   int device = -1;                    ///< the CUDA device it was given to (-1: current / CPU)
   std::string gpu_fallback;           ///< ConvolveResult::fallback_reason: `auto` filtered it with OpenCV
   std::optional<Variant> variant_used;  ///< ConvolveResult::variant_used; unset when not filtered
+  std::string decoder = "opencv";     ///< "nvjpeg-hardware", "nvjpeg-cuda" or "opencv"
+  std::string encoder = "opencv";     ///< "nvjpeg" or "opencv"
+  std::string decoder_fallback;       ///< GPU codec items: why OpenCV decoded it
 };
 
 struct BatchSummary {

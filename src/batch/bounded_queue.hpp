@@ -38,6 +38,16 @@ class BoundedQueue {
     return value;
   }
 
+  /// An item if one is queued now, without waiting (how a consumer fills a batch).
+  std::optional<T> try_pop() {
+    std::unique_lock lock(mutex_);
+    if (items_.empty()) return std::nullopt;
+    T value = std::move(items_.front());
+    items_.pop_front();
+    not_full_.notify_one();
+    return value;
+  }
+
   /// No more pushes; consumers still receive what is queued, then std::nullopt.
   void close() {
     {

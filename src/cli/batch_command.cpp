@@ -24,6 +24,7 @@
 #include <fstream>
 #include <future>
 #include <iostream>
+#include <optional>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -237,6 +238,9 @@ nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int
                      {"variant", item.variant_used ? nlohmann::json(std::string(to_string(*item.variant_used)))
                                                    : nlohmann::json()},
                      {"variant_reason", variant_reason(item, options.convolve.variant, startup.no_gpu_reason)},
+                     {"decoder", item.decoder},
+                     {"decoder_reason", item.decoder_fallback},
+                     {"encoder", item.encoder},
                      {"timings",
                       {{"read_ms", item.times.read_ms},
                        {"filter_ms", item.times.filter_ms},
@@ -313,7 +317,8 @@ GpuCheck check_gpu(Variant variant) {
 }  // namespace
 
 ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, const ConvolveOptions& options,
-                           std::chrono::steady_clock::time_point process_start) {
+                           std::chrono::steady_clock::time_point process_start, const codec::CodecRequest& codec,
+                           const codec::JpegOutputOptions& jpeg_output) {
   // CUDA's initialisation runs beside the input listing and the first decodes; the filter
   // threads wait for it (BatchOptions::wait_for_gpu), and the no-device error stops the batch
   // before any output is written.
@@ -345,7 +350,28 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   check_output_names(items, request.write);
   for (const batch::BatchItem& item : items) check_not_same_file(item.input, item.output);
 
+  // JPEG -> JPEG items take the GPU codec when it is usable (asked once, and only if some item is
+  // JPEG -> JPEG); --codec gpu without it stops here, before any work (exit 5).
+  std::optional<std::string> gpu_codec_reason;
+  const auto gpu_codec_unusable = [&gpu_codec_reason] {
+    if (!gpu_codec_reason) gpu_codec_reason = codec::gpu_codec_unusable_reason();
+    return *gpu_codec_reason;
+  };
+  bool any_gpu_codec = false;
+  for (const batch::BatchItem& item : items)
+    any_gpu_codec = codec::choose_gpu_codec(codec, item.input, item.output, gpu_codec_unusable) || any_gpu_codec;
+  if (gpu_codec_reason && !gpu_codec_reason->empty() && codec.codec == codec::Codec::automatic)
+    spdlog::info("JPEG files: OpenCV's codec (the GPU codec cannot be used: {})", *gpu_codec_reason);
+
   batch::BatchOptions batch_options;
+  if (any_gpu_codec) {
+    const std::string usable;  // checked above: the GPU codec can be used
+    batch_options.use_gpu_codec = [codec, usable](const batch::BatchItem& item) {
+      return codec::choose_gpu_codec(codec, item.input, item.output, [&usable] { return usable; });
+    };
+    batch_options.jpeg_output = jpeg_output;
+    batch_options.gpu_codec_fallback = codec.codec == codec::Codec::automatic;
+  }
   batch_options.filter = filter;
   batch_options.convolve = options;
   batch_options.skip_filter = request.no_filter;
@@ -357,7 +383,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   batch_options.auto_orient = request.auto_orient;
   batch_options.jobs = request.jobs > 0 ? request.jobs : std::max(1U, std::thread::hardware_concurrency());
   if (request.gpu_threads > 0) batch_options.filter_threads_per_device = request.gpu_threads;
-  batch_options.devices = parse_devices(request.devices, uses_gpu);
+  batch_options.devices = parse_devices(request.devices, uses_gpu || any_gpu_codec);
   if (uses_gpu) batch_options.wait_for_gpu = [gpu_check] { gpu_check.get(); };
 
   if (const int signal = received_signal(); signal != 0) {
@@ -382,6 +408,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
       progress.clear();
       if (!item.gpu_fallback.empty())
         spdlog::warn("{}: {}; filtered with OpenCV on the CPU instead", item.input, item.gpu_fallback);
+      if (!item.decoder_fallback.empty()) spdlog::info("{}: {}; decoded with OpenCV", item.input, item.decoder_fallback);
       if (item.status == ItemStatus::failed)
         spdlog::error("{}: {}", item.input, item.reason);
       else if (item.status == ItemStatus::ok)

@@ -3,6 +3,7 @@
 // (src/batch/) with log lines, a progress line and the JSON summary. Its options are parsed with
 // the others in cli/command_line.cpp.
 #include "cli/command_line.hpp"
+#include "gpu/jpeg_filter.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
@@ -15,9 +16,10 @@ namespace cuconv::cli {
 /// Runs a batch; `filter` is unused with --no-filter. Returns the process exit code; throws
 /// cuconv::Error for problems found before any image is written (usage, no inputs, name clashes,
 /// no usable GPU for an explicit variant). `process_start` (main's first moment) gives the JSON
-/// summary's startup_ms.
+/// summary's startup_ms. `codec` and `jpeg_output` steer the GPU JPEG path (cli/codec_options.hpp).
 [[nodiscard]] ExitCode run_batch_command(const BatchRequest& request, const Filter& filter,
                                          const ConvolveOptions& options,
-                                         std::chrono::steady_clock::time_point process_start);
+                                         std::chrono::steady_clock::time_point process_start,
+                                         const codec::CodecRequest& codec, const codec::JpegOutputOptions& jpeg_output);
 
 }  // namespace cuconv::cli

@@ -297,6 +297,11 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   app.add_option("--bench", req.bench_runs,
                  "also time the GPU kernel N more times: median ms, GB/s and % of a device-to-device copy")
       ->check(CLI::Range(1, 100000));
+  app.add_option("--codec", req.codec,
+                 "JPEG -> JPEG: decode and encode with nvJPEG on the GPU (gpu), with OpenCV (opencv), or gpu "
+                 "when a GPU and nvJPEG are usable (auto)")
+      ->transform(one_of_table<codec::Codec>())
+      ->capture_default_str();
   app.add_flag("--overwrite", req.overwrite,
                "replace an existing output (default: never; one image: refused, exit 4; batch: skipped)");
   add_output_options(app, req);

@@ -42,6 +42,7 @@ struct CliRequest {
   std::string compression;      ///< --compression: PNG level 0-9, TIFF none|lzw|deflate; empty: the format's default
   bool strip_metadata = false;  ///< --strip: write no EXIF, ICC or XMP
   bool auto_orient = false;     ///< --auto-orient: rotate the pixels upright by EXIF Orientation, reset the tag to 1
+  std::string codec = "auto";  ///< --codec auto|gpu|opencv (JPEG -> JPEG jobs; both modes)
 };
 
 /// The encoder options of `request` (quality, compression, overwrite) as write_image_atomic takes them.

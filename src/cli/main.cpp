@@ -1,6 +1,7 @@
 // cuconv command line: parses options into one request (command_line.cpp), calls the library,
 // reports. src/cli/ is the only place that knows about argv, CLI11, spdlog and exit codes.
 #include "cli/batch_command.hpp"
+#include "cli/codec_options.hpp"
 #include "cli/command_line.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/library_messages.hpp"
@@ -26,6 +27,7 @@
 #include <cstdio>
 #include <filesystem>
 #include <iostream>
+#include <span>
 #include <string>
 #include <string_view>
 #include <unistd.h>
@@ -179,6 +181,49 @@ nlohmann::json comparison_json(const cuconv::ComparisonStats& s, const cuconv::C
           {"speedup_total", gpu_total > 0 ? opencv_ms / gpu_total : 0.0}};
 }
 
+/// Writes `bytes` to the output atomically; SIGINT/SIGTERM wait for the temporary file to be
+/// renamed or removed. Returns the exit code.
+ExitCode write_output(const CliRequest& req, std::span<const unsigned char> bytes, const cv::Mat* image,
+                      const cuconv::WriteOptions& options) {
+  const auto t = std::chrono::steady_clock::now();
+  {
+    const cuconv::cli::InterruptGuard interrupts;
+    if (image != nullptr) cuconv::write_image_atomic(req.output, *image, options);
+    else cuconv::write_encoded_atomic(req.output, bytes, req.overwrite);
+  }
+  spdlog::info("wrote {} in {:.2f} ms", req.output, elapsed_ms(t));
+  if (const int signal = cuconv::cli::received_signal(); signal != 0) {
+    spdlog::warn("interrupted by {} while writing {}; the file was finished", cuconv::cli::signal_name(signal),
+                 req.output);
+    return cuconv::cli::interrupted_exit_code(signal);
+  }
+  return ExitCode::ok;
+}
+
+/// JPEG -> JPEG on the GPU (docs/gpu-jpeg.md): nvJPEG decode, filter on the device, nvJPEG encode.
+ExitCode run_gpu_jpeg(const CliRequest& req, const cuconv::ConvolveOptions& options, const cuconv::Filter& filter,
+                      const cuconv::WriteOptions& write_options) {
+  cuconv::check_output_format(req.output, CV_8U, 3);
+  auto t = std::chrono::steady_clock::now();
+  const std::vector<std::uint8_t> bytes = cuconv::codec::read_jpeg_file(req.input, req.max_pixels);
+  const double read_ms = elapsed_ms(t);
+  t = std::chrono::steady_clock::now();
+  cuconv::codec::JpegFilterJob job(options.device);
+  const double setup_ms = elapsed_ms(t);
+  std::vector<cuconv::codec::JpegJobResult> results =
+      job.run({std::span<const std::uint8_t>(bytes)}, &filter, options, cuconv::cli::jpeg_output_options(req));
+  const cuconv::codec::JpegJobResult& r = results.front();
+  if (r.error) throw cuconv::Error(r.error->kind(), req.input + ": " + r.error->what());
+  if (!r.decoder_fallback.empty()) spdlog::info("{}: {}; decoded with OpenCV", req.input, r.decoder_fallback);
+  if (!r.gpu_fallback.empty()) spdlog::warn("{}; filtered with OpenCV on the CPU instead", r.gpu_fallback);
+  spdlog::info("read {} ({} bytes) in {:.2f} ms; GPU codec set-up {:.2f} ms", req.input, bytes.size(), read_ms, setup_ms);
+  spdlog::info("{}x{}, {} channel(s): decoder {} {:.3f} ms, variant {} {:.3f} ms, encoder {} {:.3f} ms", r.width,
+               r.height, r.channels, r.decoder, r.decode_ms,
+               r.variant_used ? std::string(cuconv::to_string(*r.variant_used)) : std::string("none"), r.filter_ms,
+               r.encoder, r.encode_ms);
+  return write_output(req, r.encoded, nullptr, write_options);
+}
+
 /// The main job: read, filter, (compare), write. Returns the exit code.
 ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   const cuconv::Filter filter = cuconv::load_filter(req.filter_spec);
@@ -200,6 +245,20 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   cuconv::WriteOptions write_options = cuconv::cli::write_options_of(req);
   const std::string output_format = format_path(req.output);
   naming(output_format, req.output, [&] { cuconv::check_encoder_options(output_format, write_options); });
+  const cuconv::codec::CodecRequest codec = cuconv::cli::codec_request(req, options);
+  // The GPU codec reads and writes files; standard input and output go through OpenCV.
+  const bool files = req.input != "-" && to_stdout.empty();
+  if (!files && codec.codec == cuconv::codec::Codec::gpu)
+    throw cuconv::Error(ErrorKind::usage, "--codec gpu reads and writes JPEG files, not standard input or output");
+  if (files && cuconv::codec::choose_gpu_codec(codec, req.input, req.output, cuconv::codec::gpu_codec_unusable_reason)) {
+    try {
+      return run_gpu_jpeg(req, options, filter, write_options);
+    } catch (const cuconv::Error& e) {
+      // `auto` promises a result: a GPU failure (nothing was written) sends the job to OpenCV.
+      if (e.kind() != ErrorKind::gpu || codec.codec != cuconv::codec::Codec::automatic) throw;
+      spdlog::warn("the GPU JPEG codec failed ({}); using OpenCV's", e.what());
+    }
+  }
 
   auto t = std::chrono::steady_clock::now();
   InputImage input = read_input(req);
@@ -292,18 +351,8 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
     spdlog::info("wrote {} ({}) to standard output in {:.2f} ms", to_stdout, req.output, elapsed_ms(t));
     return code;
   }
-  {
-    // The temporary file exists only inside write_image_atomic: SIGINT/SIGTERM wait for it to be
-    // renamed or removed (before and after, the default action leaves nothing behind).
-    const cuconv::cli::InterruptGuard interrupts;
-    cuconv::write_image_atomic(req.output, result.image, write_options);
-  }
-  spdlog::info("wrote {} in {:.2f} ms", req.output, elapsed_ms(t));
-  if (const int signal = cuconv::cli::received_signal(); signal != 0) {
-    spdlog::warn("interrupted by {} while writing {}; the file was finished", cuconv::cli::signal_name(signal),
-                 req.output);
-    return cuconv::cli::interrupted_exit_code(signal);
-  }
+  if (const ExitCode written = write_output(req, {}, &result.image, write_options); written != ExitCode::ok)
+    return written;
   return code;
 }
 
@@ -331,7 +380,9 @@ ExitCode dispatch(const ParsedCommand& command, std::chrono::steady_clock::time_
       const cuconv::cli::LibraryMessages library_messages(req.verbose);
       const cuconv::cli::BatchRequest& batch = command.batch;
       const cuconv::Filter filter = batch.no_filter ? cuconv::Filter{} : cuconv::load_filter(req.filter_spec);
-      return cuconv::cli::run_batch_command(batch, filter, command.options, process_start);
+      return cuconv::cli::run_batch_command(batch, filter, command.options, process_start,
+                                            cuconv::cli::codec_request(req, command.options),
+                                            cuconv::cli::jpeg_output_options(req));
     }
     case Action::filter_image: {
       const cuconv::cli::LibraryMessages library_messages(req.verbose);

@@ -1,0 +1,17 @@
+#pragma once
+// --codec: which codec decodes and encodes JPEG -> JPEG jobs. Its names live in src/names.cpp
+// with the other enums' (CUDA-free, so the command-line fuzz target links them alone).
+#include <optional>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cuconv::codec {
+
+enum class Codec { automatic, gpu, opencv };
+[[nodiscard]] std::string_view to_string(Codec codec) noexcept;
+[[nodiscard]] std::optional<Codec> parse_codec(std::string_view text) noexcept;
+/// The --codec values, in help order (the list the parser checks against).
+[[nodiscard]] const std::vector<std::string>& codec_names();
+
+}  // namespace cuconv::codec

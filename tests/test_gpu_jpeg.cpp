@@ -1,0 +1,296 @@
+// The GPU JPEG path on a real device: nvJPEG's decoded pixels against OpenCV's (libjpeg-turbo)
+// for baseline, progressive, gray and 4:2:0/4:2:2/4:4:4 files (max and mean absolute difference
+// reported); the device filter against cv::filter2D on the same decoded pixels (pass rule); the
+// encoder's PSNR against OpenCV's at the same quality; and the CLI end to end: --codec gpu, files
+// that fall back to OpenCV, truncated and corrupt files (no output), EXIF/ICC kept, mixed batches.
+#include "jpeg_test_support.hpp"
+#include "test_support.hpp"
+
+#include "codec/jpeg_markers.hpp"
+#include "gpu/jpeg_codec.hpp"
+#include "gpu/jpeg_filter.hpp"
+
+#include <cuconv/compare.hpp>
+#include <cuconv/convolve.hpp>
+#include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <filesystem>
+#include <span>
+#include <string>
+
+using namespace cuconv;
+using cuconv::test::Bytes;
+using cuconv::test::run_cuconv;
+using cuconv::test::sample;
+using cuconv::test::TempDir;
+
+namespace {
+
+struct Case {
+  std::string name;
+  Bytes jpeg;
+};
+
+cv::Mat photo() { return cv::imread(sample("chelsea.png"), cv::IMREAD_COLOR); }
+
+/// The photo encoded by nvJPEG with `chroma` (OpenCV 4.6 writes 4:2:0 only).
+Bytes nvjpeg_encoded(codec::GpuJpegCodec& codec, codec::Chroma chroma) {
+  const DeviceImage image = upload(photo());
+  codec::JpegEncodeOptions options;
+  options.quality = 90;
+  options.chroma = chroma;
+  return codec.encode(image.view(), options, nullptr);
+}
+
+/// Baseline 4:2:0, progressive, gray (OpenCV's encoder) and 4:2:2 / 4:4:4 (nvJPEG's).
+std::vector<Case> decode_cases(codec::GpuJpegCodec& codec) {
+  const cv::Mat gray = cv::imread(sample("camera.png"), cv::IMREAD_GRAYSCALE);
+  return {{"baseline 4:2:0", cuconv::test::encode_jpeg(photo(), 90)},
+          {"progressive 4:2:0", cuconv::test::encode_jpeg(photo(), 90, true)},
+          {"gray", cuconv::test::encode_jpeg(gray, 90)},
+          {"gray progressive", cuconv::test::encode_jpeg(gray, 90, true)},
+          {"4:2:2", nvjpeg_encoded(codec, codec::Chroma::s422)},
+          {"4:4:4", nvjpeg_encoded(codec, codec::Chroma::s444)}};
+}
+
+cv::Mat opencv_decoded(const Bytes& jpeg) { return cv::imdecode(jpeg, cv::IMREAD_UNCHANGED); }
+
+double mean_abs_difference(const cv::Mat& a, const cv::Mat& b) {
+  cv::Mat diff;
+  cv::absdiff(a, b, diff);
+  const cv::Scalar m = cv::mean(diff);
+  double sum = 0;
+  for (int c = 0; c < a.channels(); ++c) sum += m[c];
+  return sum / a.channels();
+}
+
+}  // namespace
+
+TEST_CASE("gpu jpeg: nvJPEG decodes baseline, progressive, gray and 4:2:0/4:2:2/4:4:4 close to OpenCV, in BGR order") {
+  codec::GpuJpegCodec codec;
+  MESSAGE("nvJPEG decode backend: " << codec.backend());
+  for (const Case& c : decode_cases(codec)) {
+    CAPTURE(c.name);
+    const std::vector<codec::DecodedJpeg> decoded = codec.decode({std::span<const std::uint8_t>(c.jpeg)}, nullptr);
+    REQUIRE(decoded.size() == 1);
+    REQUIRE(decoded[0].not_supported.empty());
+    REQUIRE(decoded[0].bad_file.empty());
+    const cv::Mat gpu = download(decoded[0].view);
+    const cv::Mat cpu = opencv_decoded(c.jpeg);
+    REQUIRE(gpu.size() == cpu.size());
+    REQUIRE(gpu.type() == cpu.type());
+    const double max_diff = cv::norm(gpu, cpu, cv::NORM_INF);
+    const double mean_diff = mean_abs_difference(gpu, cpu);
+    MESSAGE(c.name << ": nvJPEG (" << (decoded[0].hardware ? "hardware" : "cuda") << ") vs OpenCV: max abs diff "
+                   << max_diff << ", mean abs diff " << mean_diff);
+    // IDCT and chroma upsampling differ between the decoders; swapped channels would put the
+    // mean difference of this photo in the tens.
+    CHECK(mean_diff <= 3.0);
+    if (c.name == "baseline 4:2:0" && codec.backend() == "hardware") CHECK(decoded[0].hardware);
+  }
+}
+
+TEST_CASE("gpu jpeg: a batch decodes every file, and says which ones OpenCV must take or are broken") {
+  codec::GpuJpegCodec codec;
+  const Bytes good = cuconv::test::encode_jpeg(photo(), 90);
+  const Bytes rgb_coded = cuconv::test::with_segments(good, {cuconv::test::adobe_segment(0)});
+  Bytes corrupt = good;
+  corrupt[2] = 0x00;  // the first marker after SOI is gone
+  corrupt[3] = 0x00;
+  const Bytes png{0x89, 'P', 'N', 'G', 0x0D, 0x0A, 0x1A, 0x0A};
+  const std::vector<std::span<const std::uint8_t>> files{good, rgb_coded, corrupt, png, good};
+  const std::vector<codec::DecodedJpeg> decoded = codec.decode(files, nullptr);
+  REQUIRE(decoded.size() == 5);
+  CHECK_FALSE(decoded[0].image.empty());
+  CHECK_FALSE(decoded[4].image.empty());
+  CHECK(decoded[1].not_supported == "RGB-coded colour (Adobe transform 0)");
+  CHECK(decoded[1].image.empty());
+  CHECK_FALSE(decoded[2].bad_file.empty());
+  CHECK(decoded[2].image.empty());
+  CHECK(decoded[3].not_supported == "not a JPEG stream");
+  CHECK(cv::norm(download(decoded[0].view), download(decoded[4].view), cv::NORM_INF) == 0);
+}
+
+TEST_CASE("gpu jpeg: the filter on decoded pixels matches cv::filter2D on the same pixels") {
+  codec::GpuJpegCodec codec;
+  GpuWorkspace workspace;
+  for (const Case& c : decode_cases(codec)) {
+    for (const char* spec : {"gauss5", "gaussian:7,3"}) {
+      for (Variant variant : {Variant::automatic, Variant::fast, Variant::tiled}) {
+        CAPTURE(c.name);
+        CAPTURE(spec);
+        CAPTURE(to_string(variant));
+        const Filter filter = load_filter(spec);
+        std::vector<codec::DecodedJpeg> decoded = codec.decode({std::span<const std::uint8_t>(c.jpeg)}, nullptr);
+        REQUIRE_FALSE(decoded[0].image.empty());
+        const DeviceImageView in = decoded[0].view;
+        const DeviceImage out(in.width, in.height, in.channels, CV_8U);
+        ConvolveOptions options;
+        options.variant = variant;
+        options.poison_output = true;
+        const Variant ran = convolve(in, out.view(), filter, options, workspace, nullptr);
+        const cv::Mat pixels = download(in);
+        ConvolveOptions reference_options;
+        reference_options.variant = Variant::opencv;
+        reference_options.opencv_method = OpenCvMethod::reference;
+        const ConvolveResult reference = convolve(pixels, filter, reference_options);
+        const ComparisonStats stats = compare_to_reference(download(out.view()), reference.image, pixels, filter, 0.0,
+                                                           0.0, max_differing_fraction_for(ran));
+        CHECK(stats.within_tolerance);
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu jpeg: nvJPEG's encoding is within 0.5 dB of OpenCV's at the same quality") {
+  codec::GpuJpegCodec codec;
+  const cv::Mat gray = cv::imread(sample("camera.png"), cv::IMREAD_GRAYSCALE);
+  for (const cv::Mat& image : {photo(), gray}) {
+    for (int quality : {75, 90, 95}) {
+      CAPTURE(quality);
+      CAPTURE(image.channels());
+      const DeviceImage device = upload(image);
+      codec::JpegEncodeOptions options;
+      options.quality = quality;
+      const Bytes gpu = codec.encode(device.view(), options, nullptr);
+      Bytes cpu;
+      REQUIRE(cv::imencode(".jpg", image, cpu, {cv::IMWRITE_JPEG_QUALITY, quality}));
+      const cv::Mat gpu_back = opencv_decoded(gpu);
+      REQUIRE(gpu_back.type() == image.type());  // gray stays one component
+      const double psnr_gpu = cv::PSNR(gpu_back, image);
+      const double psnr_cpu = cv::PSNR(opencv_decoded(cpu), image);
+      MESSAGE("quality " << quality << ", " << image.channels() << " channel(s): PSNR nvJPEG " << psnr_gpu
+                         << " dB (" << gpu.size() << " bytes), OpenCV " << psnr_cpu << " dB (" << cpu.size() << " bytes)");
+      CHECK(psnr_gpu >= psnr_cpu - 0.5);
+    }
+  }
+}
+
+TEST_CASE("gpu jpeg cli: --codec gpu writes what the OpenCV path writes, up to the codecs' rounding") {
+  TempDir dir;
+  const cv::Mat gray = cv::imread(sample("camera.png"), cv::IMREAD_GRAYSCALE);
+  const std::pair<const char*, Bytes> inputs[] = {{"baseline.jpg", cuconv::test::encode_jpeg(photo(), 90)},
+                                                  {"progressive.jpg", cuconv::test::encode_jpeg(photo(), 90, true)},
+                                                  {"gray.jpg", cuconv::test::encode_jpeg(gray, 90)}};
+  for (const auto& [name, bytes] : inputs) {
+    CAPTURE(name);
+    const std::string in = dir.file(name);
+    cuconv::test::write_bytes(in, bytes);
+    const std::string gpu_out = dir.file(std::string("gpu-") + name);
+    const std::string cpu_out = dir.file(std::string("cpu-") + name);
+    const auto gpu = run_cuconv({in, gpu_out, "-f", "gauss5", "--codec", "gpu", "-v"});
+    REQUIRE(gpu.exit_code == 0);
+    CHECK(gpu.err.find("decoder nvjpeg") != std::string::npos);
+    CHECK(gpu.err.find("encoder nvjpeg") != std::string::npos);
+    REQUIRE(run_cuconv({in, cpu_out, "-f", "gauss5", "--codec", "opencv"}).exit_code == 0);
+    const cv::Mat a = cv::imread(gpu_out, cv::IMREAD_UNCHANGED);
+    const cv::Mat b = cv::imread(cpu_out, cv::IMREAD_UNCHANGED);
+    REQUIRE(a.size() == b.size());
+    REQUIRE(a.type() == b.type());
+    const double mean_diff = mean_abs_difference(a, b);
+    MESSAGE(name << ": --codec gpu vs --codec opencv output: mean abs diff " << mean_diff << ", max "
+                 << cv::norm(a, b, cv::NORM_INF));
+    CHECK(mean_diff <= 3.0);
+  }
+}
+
+TEST_CASE("gpu jpeg cli: EXIF and ICC segments are kept, files nvJPEG refuses go through OpenCV") {
+  TempDir dir;
+  const Bytes exif = cuconv::test::exif_segment();
+  const Bytes icc = cuconv::test::icc_segment();
+  const Bytes base = cuconv::test::encode_jpeg(photo(), 90);
+  const std::string in = dir.file("meta.jpg");
+  cuconv::test::write_bytes(in, cuconv::test::with_segments(base, {exif, icc}));
+  const std::string out = dir.file("meta-out.jpg");
+  REQUIRE(run_cuconv({in, out, "-f", "gauss5", "--codec", "gpu"}).exit_code == 0);
+  const std::string written = cuconv::test::read_file(out);
+  const Bytes out_bytes(written.begin(), written.end());
+  const codec::JpegMarkers markers = codec::read_jpeg_markers(out_bytes);
+  REQUIRE(markers.valid);
+  REQUIRE(markers.copied_segments.size() == 2);
+  CHECK(Bytes(markers.copied_segments[0].begin(), markers.copied_segments[0].end()) == exif);
+  CHECK(Bytes(markers.copied_segments[1].begin(), markers.copied_segments[1].end()) == icc);
+
+  // Adobe transform 0 (RGB-coded): nvJPEG would take it for YCbCr; OpenCV decodes it instead.
+  const std::string odd = dir.file("rgb-coded.jpg");
+  cuconv::test::write_bytes(odd, cuconv::test::with_segments(base, {cuconv::test::adobe_segment(0), exif}));
+  const auto r = run_cuconv({odd, dir.file("rgb-out.jpg"), "-f", "gauss5", "--codec", "gpu", "-v"});
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("decoded with OpenCV") != std::string::npos);
+  CHECK(r.err.find("Adobe transform 0") != std::string::npos);
+  const std::string kept = cuconv::test::read_file(dir.file("rgb-out.jpg"));
+  CHECK(codec::read_jpeg_markers(Bytes(kept.begin(), kept.end())).copied_segments.size() == 1);
+}
+
+TEST_CASE("gpu jpeg cli: truncated and corrupt files fail with exit 3 naming the file, and write nothing") {
+  TempDir dir;
+  const Bytes good = cuconv::test::encode_jpeg(photo(), 90);
+  const Bytes truncated(good.begin(), good.begin() + static_cast<std::ptrdiff_t>(good.size() * 6 / 10));
+  Bytes corrupt = good;
+  corrupt[2] = 0x00;
+  corrupt[3] = 0x00;
+  for (const auto& [name, bytes] : {std::pair<std::string, Bytes>{"truncated.jpg", truncated}, {"corrupt.jpg", corrupt}}) {
+    CAPTURE(name);
+    const std::string in = dir.file(name);
+    cuconv::test::write_bytes(in, bytes);
+    const std::string out = dir.file("out-" + name);
+    const auto r = run_cuconv({in, out, "-f", "gauss5", "--codec", "gpu"});
+    CHECK(r.exit_code == 3);
+    CHECK(r.err.find(in) != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(out));
+  }
+  const auto batch = run_cuconv({"--out-dir", dir.file("batch"), dir.file("truncated.jpg"), dir.file("corrupt.jpg"),
+                                 "-f", "gauss5", "--codec", "gpu", "--json", dir.file("s.json")});
+  CHECK(batch.exit_code == 7);  // some inputs failed
+  const nlohmann::json summary = nlohmann::json::parse(cuconv::test::read_file(dir.file("s.json")));
+  CHECK(summary["totals"]["failed"] == 2);
+  CHECK(cuconv::test::file_names(dir.file("batch")).empty());
+}
+
+TEST_CASE("gpu jpeg cli: a mixed batch sends JPEG -> JPEG through nvJPEG and the rest through OpenCV") {
+  TempDir dir;
+  const std::filesystem::path in = dir.path() / "in";
+  std::filesystem::create_directory(in);
+  const cv::Mat gray = cv::imread(sample("camera.png"), cv::IMREAD_GRAYSCALE);
+  cuconv::test::write_bytes((in / "a.jpg").string(), cuconv::test::encode_jpeg(photo(), 90));
+  cuconv::test::write_bytes((in / "b.jpg").string(), cuconv::test::encode_jpeg(photo(), 90, true));
+  cuconv::test::write_bytes((in / "c.jpg").string(), cuconv::test::encode_jpeg(gray, 90));
+  cuconv::test::write_bytes((in / "d.jpg").string(),
+                            cuconv::test::with_segments(cuconv::test::encode_jpeg(photo(), 90), {cuconv::test::adobe_segment(0)}));
+  std::filesystem::copy_file(sample("camera.png"), in / "e.png");
+  for (const bool no_filter : {false, true}) {
+    CAPTURE(no_filter);
+    const std::string out = dir.file(no_filter ? "out-nofilter" : "out");
+    std::vector<std::string> args{"--out-dir", out, in.string(), "--codec", "gpu", "--json", dir.file("s.json"), "--jobs", "2"};
+    if (no_filter) args.push_back("--no-filter");
+    else args.insert(args.end(), {"-f", "gauss5"});
+    const auto r = run_cuconv(args);
+    REQUIRE(r.exit_code == 0);
+    const nlohmann::json summary = nlohmann::json::parse(cuconv::test::read_file(dir.file("s.json")));
+    REQUIRE(summary["files"].size() == 5);
+    for (const auto& file : summary["files"]) {
+      const std::string input = file["input"];
+      CAPTURE(input);
+      CHECK(file["status"] == "ok");
+      const std::string decoder = file["decoder"];
+      if (input.ends_with("e.png")) {
+        CHECK(decoder == "opencv");
+        CHECK(file["encoder"] == "opencv");
+      } else if (input.ends_with("d.jpg")) {
+        CHECK(decoder == "opencv");
+        CHECK_FALSE(file["decoder_reason"].get<std::string>().empty());
+      } else {
+        CHECK(decoder.starts_with("nvjpeg"));
+        CHECK(file["encoder"] == "nvjpeg");
+      }
+      CHECK(file["variant"].is_null() == no_filter);
+    }
+    CHECK(cuconv::test::file_names(out).size() == 5);
+  }
+}
