@@ -3,8 +3,9 @@
 /// `fast`: our direct convolution, built for memory bandwidth at small filters and for FMA
 /// throughput at large ones. This file holds the walk (fast_kernel); its parts live beside it:
 /// kernels/fast_rows.cuh (loading rows, cp.async staging, border positions),
-/// kernels/fast_pack.cuh (packed words, rounding, stores), kernels/fast_generic.cuh (any other
-/// filter), and the host rules (strip length, sum range) in src/gpu/fast_rules.cuh.
+/// kernels/fast_pack.cuh (packed words, rounding, stores), kernels/fast_taps.cuh (what a row adds,
+/// dense and separable), kernels/fast_generic.cuh (any other filter), and the host rules (strip
+/// length, sum range) in src/gpu/fast_rules.cuh.
 ///  - Interleaved pixels (RGB, RGBA) are filtered in place: a row of W pixels x C channels is a
 ///    row of W*C elements, and tap j of element e reads element e + (j - anchor) * C. No
 ///    split/merge round trip.
@@ -20,11 +21,12 @@
 ///    registers.
 ///  - Separable filters (rank 1) use the same walk: each row is first filtered horizontally
 ///    (kw FMAs per element), then added into the partial rows with one vertical weight each
-///    (the `if constexpr (Separable)` branch of process_row; the rest of the walk is shared).
+///    (kernels/fast_taps.cuh has both row sums; the rest of the walk is shared).
 /// Borders: the vector path serves chunks that lie inside the row; the others, and rows outside
 /// the image, are read element by element through the border rule.
 #include "fast_pack.cuh"
 #include "fast_rows.cuh"
+#include "fast_taps.cuh"
 
 #include <cstring>
 #include <type_traits>
@@ -326,28 +328,9 @@ __global__ void __launch_bounds__(kFastThreads)
       float in[kWindow];
       fetch_row(r, in);
       if constexpr (Separable) {
-        float horizontal[kVec];
-#pragma unroll
-        for (int k = 0; k < kVec; ++k) {
-          float h = 0.0f;
-#pragma unroll
-          for (int j = 0; j < K; ++j) h = fmaf(taps.w[j], in[kFirstTap + k + j * Channels], h);
-          horizontal[k] = h;
-        }
-#pragma unroll
-        for (int q = 0; q < K; ++q)
-#pragma unroll
-          for (int k = 0; k < kVec; ++k)
-            partial[Phase + q][k] = fmaf(taps.w[K + (K - 1 - q)], horizontal[k], partial[Phase + q][k]);
+        fast_add_row_separable<K, Channels, kFirstTap>(taps, in, &partial[Phase]);
       } else {
-#pragma unroll
-        for (int q = 0; q < K; ++q)
-#pragma unroll
-          for (int j = 0; j < K; ++j)
-#pragma unroll
-            for (int k = 0; k < kVec; ++k)
-              partial[Phase + q][k] =
-                  fmaf(taps.w[(K - 1 - q) * K + j], in[kFirstTap + k + j * Channels], partial[Phase + q][k]);
+        fast_add_row_dense<K, Channels, kFirstTap>(taps, in, &partial[Phase]);
       }
       const float (&finished)[kVec] = partial[Phase];
 
