@@ -51,10 +51,10 @@ __host__ __device__ constexpr int fast_vector_elems() {
 /// Thread (tx, ty) of block (bx, by) computes elements [e0, e0 + kVec) of the flattened row,
 /// e0 = ((bx * 4 + ty) * 32 + tx) * kVec, for image rows [s0, s0 + strip_rows) with
 /// s0 = by' * strip_rows, by' = by, by + gridDim.y, ... Tile of a block: 128 * kVec elements x
-/// strip_rows rows (fast_strip_rows_for). The four warps walk the same rows side by side, so each
-/// row is read as one contiguous span of 128 * kVec elements (DRAM pages stay open) rather than
-/// four spans far apart. A thread's window of a row is its own chunk of kVec elements and
-/// kSideVectors chunks each side, read either
+/// strip_rows rows (fast_strip_rows_for, src/gpu/fast_rules.cuh). The four warps walk the same
+/// rows side by side, so each row is read as one contiguous span of 128 * kVec elements (DRAM
+/// pages stay open) rather than four spans far apart. A thread's window of a row is its own chunk
+/// of kVec elements and kSideVectors chunks each side, read either
 ///  - straight into registers (small filters, kSideVectors = 1), two rows ahead: each lane loads
 ///    its own chunk, takes the halo words of its neighbours' chunks by shuffle, and lanes 0 and
 ///    31 load the halo words beyond the warp's span, or
