@@ -1,8 +1,9 @@
 // cuconv_fast_tune: times the `fast` kernel alone, launched as the product launches it, on the
 // image and filter shapes of the fast-path targets, each beside a device-to-device copy of the
-// same bytes (the roof). It needs no OpenCV, so a copy of it built from a changed kernels/ tree
-// (`nvcc -I TREE -I TREE/include`) runs on any GPU node: the quick way to compare kernel
-// variants before a full bundle (docs/perf-notes.md, section 11).
+// same bytes (the roof). It needs no OpenCV, so a copy of it built from a changed tree (its
+// kernels/ and src/gpu/fast_rules.cuh: `nvcc -std=c++20 --expt-relaxed-constexpr -I TREE
+// -I TREE/include`) runs on any GPU node: the quick way to compare kernel variants before a full
+// bundle. docs/kernel-notes.md keeps what it measured for each rule.
 //   cuconv_fast_tune [CASE]     all cases, or the one whose label is CASE (e.g. "u8 3x3")
 //   STRIP=N cuconv_fast_tune    every launch walks N-row strips instead of fast_strip_rows_for's
 //   ODD=1 cuconv_fast_tune      adds small cases of odd sizes (partial warps, border paths,
@@ -11,6 +12,7 @@
 // Each line starts with a hash of the case's output (written over a poisoned buffer): two kernel
 // trees that print the same hashes computed the same bytes.
 #include <kernels/fast.cuh>
+#include <src/gpu/fast_rules.cuh>
 
 #include <cuda_runtime.h>
 
@@ -24,6 +26,9 @@
 namespace {
 
 using namespace cuconv::kernels;
+using cuconv::detail::fast_column_blocks;
+using cuconv::detail::fast_strip_rows_for;
+using cuconv::detail::fast_sum_range;
 
 void check(cudaError_t status, const char* call, int line) {
   if (status == cudaSuccess) return;

@@ -51,15 +51,32 @@ __device__ __forceinline__ int interpolate_border(int p, int len, BorderRule rul
   }
 }
 
+/// How a kernel reads input elements: through the read-only data path (__ldg), or with plain
+/// loads where the kernel's other loads are plain too (fast_generic_kernel).
+enum class InputLoad { read_only, plain };
+
+/// The border read every kernel shares: channel `channel` of pixel (yy, xx) of an interleaved
+/// plane of `channels` channels, both coordinates already mapped by interpolate_border (-1 in
+/// either: the constant border value), as float. (`fast`'s compiled kernel reads whole chunks and
+/// finds its border positions once per thread instead: kernels/fast_rows.cuh.)
+template <class T, InputLoad Load = InputLoad::read_only>
+__device__ __forceinline__ float mapped_element(const PlaneView<const T>& src, int yy, int xx, int channel,
+                                                int channels, const ConvParams& p) {
+  if (yy < 0 || xx < 0) return p.border_value;
+  if constexpr (Load == InputLoad::read_only) {
+    return static_cast<float>(__ldg(src.row(yy) + (static_cast<long long>(xx) * channels + channel)));
+  } else {
+    return static_cast<float>(src.row(yy)[xx * channels + channel]);  // row_elems fits an int
+  }
+}
+
 /// Channel `channel` of pixel (y, x) of an interleaved plane of `channels` channels, with the
-/// border rule applied, as float, read through the read-only data path (__ldg).
+/// border rule applied (mapped_element), as float, read through the read-only data path.
 template <class T>
 __device__ __forceinline__ float load_element(const PlaneView<const T>& src, int y, int x, int channel, int channels,
                                               const ConvParams& p) {
-  const int yy = interpolate_border(y, src.height, p.border);
-  const int xx = interpolate_border(x, src.width, p.border);
-  if (yy < 0 || xx < 0) return p.border_value;
-  return static_cast<float>(__ldg(src.row(yy) + (static_cast<long long>(xx) * channels + channel)));
+  return mapped_element(src, interpolate_border(y, src.height, p.border), interpolate_border(x, src.width, p.border),
+                        channel, channels, p);
 }
 
 /// Input sample at (y, x) of a one-channel plane, with the border rule applied (load_element).

@@ -5,6 +5,7 @@
 // CUCONV_TEST_STRIDE=N runs every N-th case of the large sweep (compute-sanitizer runs).
 #include "test_support.hpp"
 #include "gpu/fft_ties.hpp"
+#include "gpu/launch.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
@@ -300,6 +301,49 @@ TEST_CASE("gpu: fft with more ties than its repair list holds sums the rest in p
       CHECK(cuconv::test::bit_equal(got.image, expected));
     }
   }
+}
+
+TEST_CASE("gpu: fft transforms a filter once and a changed filter again, never a stale spectrum") {
+  if (!variant_tested(Variant::fft)) {
+    MESSAGE("skipped: CUCONV_TEST_VARIANTS leaves out fft");
+    return;
+  }
+  const cv::Mat src = random_image(97, 131, CV_8U, 3, 4242);
+  Filter f = random_filter(17, 17, 4243);
+  ConvolveOptions o;
+  o.variant = Variant::fft;
+  o.poison_output = true;
+  const auto built = [] { return cuconv::detail::fft_filter_spectra_built(); };
+  const auto before = built();
+  const ConvolveResult first = convolve(src, f, o);
+  REQUIRE(first.variant_used == Variant::fft);
+  CHECK(built() == before + 1);
+  check_variant(Variant::fft, src, f, o, "fft, first run");
+
+  // The same filter and tile size: the kept spectrum, the same bytes.
+  const auto after_first = built();
+  const ConvolveResult again = convolve(src, f, o);
+  CHECK(built() == after_first);
+  CHECK(cuconv::test::bit_equal(again.image, first.image));
+
+  // One weight changed: a new spectrum, and the results of the new filter.
+  Filter changed = f;
+  changed.weights[changed.weights.size() / 2] += 0.25;
+  CHECK(built() == after_first);
+  const ConvolveResult other = convolve(src, changed, o);
+  CHECK(built() == after_first + 1);
+  CHECK_FALSE(cuconv::test::bit_equal(other.image, first.image));
+  check_variant(Variant::fft, src, changed, o, "fft, changed filter");
+
+  // Another image size with another tile size: a new spectrum too.
+  const cv::Mat large = random_image(700, 650, CV_8U, 1, 4244);
+  REQUIRE(cuconv::detail::fft_tile_side(17, 650) != cuconv::detail::fft_tile_side(17, 131));
+  check_variant(Variant::fft, large, f, o, "fft, larger tiles");
+  CHECK(built() == after_first + 2);
+  // And the first filter on the first size again: still kept (the cache holds a few).
+  const ConvolveResult back = convolve(src, f, o);
+  CHECK(built() == after_first + 2);
+  CHECK(cuconv::test::bit_equal(back.image, first.image));
 }
 
 TEST_CASE("gpu: very tall and very wide images need no special grid (gridDim.y <= 65535)") {

@@ -5,8 +5,8 @@
 /// A tile transform leaves each output within a small error of the true sum, in either direction.
 /// Where the true sum is a tie n + 1/2 (dyadic weights on integer pixels: gauss3 on a chessboard
 /// makes 1 value in 16 one) a direct float sum rounds it half to even, as filter2D does, while the
-/// transform's error tips it either way: before this rule `fft` differed from filter2D by 1 on up
-/// to 5.6% of such values. So results whose transform value lies within the margin below of a
+/// transform's error tips it either way (docs/kernel-notes.md, 'Accuracy'). So results whose
+/// transform value lies within the margin below of a
 /// rounding boundary are summed again in filter row-major order from delta, the order of every
 /// direct variant (kernels/fft.cuh, fft_direct_sum). Elsewhere the transform's rounding is the true
 /// sum's, which a direct float sum's own rounding can miss only within about 1e-6 of the range.
@@ -17,9 +17,9 @@
 
 namespace cuconv::detail {
 
-/// Error assumed for the transform, relative to (input maximum x sum|w|): 2^-19 = 1.9e-6.
-/// Measured with float32 FFTs of 512^2 tiles (scipy, 8-bit noise, chessboard and flat images,
-/// 15x15 to 63x63 filters): at most 2.3e-7 of that range; the GPU tests check ties on cuFFT.
+/// Error assumed for the transform, relative to (input maximum x sum|w|): 2^-19 = 1.9e-6, about
+/// eight times the largest error measured (docs/kernel-notes.md, 'Tie margin'); the GPU tests
+/// check ties on cuFFT.
 inline constexpr double kFftRelativeError = 1.0 / 524288.0;
 
 /// Margins above this leave repairs off: the band they cover (2 x margin of every unit) would be

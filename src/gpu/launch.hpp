@@ -8,6 +8,7 @@
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
+#include <cstdint>
 
 namespace cuconv::detail {
 
@@ -62,7 +63,8 @@ void launch_variant(Variant variant, const LaunchArgs& args);
 void launch_copy_channel(ConstDeviceImageView src, int from_channel, DeviceImageView dst, int to_channel,
                          cudaStream_t stream);
 
-/// Per-variant launchers (src/gpu/launch_<variant>.cu).
+/// Per-variant launchers: launch_basic.cu, launch_fast.cu, launch_fft.cu, and launch_tiles.cu for
+/// the four that read their weights from __constant__ memory.
 void launch_basic(const LaunchArgs& args);
 void launch_constmem(const LaunchArgs& args);
 void launch_tiled(const LaunchArgs& args);
@@ -73,6 +75,10 @@ void launch_fft(const LaunchArgs& args);
 
 /// Side (a power of two) of the tiles `fft` uses along an image side for a filter side k.
 [[nodiscard]] int fft_tile_side(int k, int image_side);
+
+/// Filter spectra `fft` has computed in this process, on any thread: it keeps each thread's last
+/// few (src/gpu/launch_fft.cu), so a repeated filter adds none (the tests read this).
+[[nodiscard]] std::uint64_t fft_filter_spectra_built() noexcept;
 
 /// The compiled (unrolled, vectorised) fast kernel for one pixel-type pair and mode, one per
 /// launch_fast_*.cu file so the instantiations build in parallel. False when the filter has no

@@ -4,6 +4,7 @@
 #include "gpu/dispatch.cuh"
 
 #include <kernels/fast.cuh>
+#include <kernels/fast_generic.cuh>
 
 namespace cuconv::detail {
 

@@ -1,7 +1,10 @@
 #pragma once
 // The compiled `fast` kernels for one (In, Out, Separable): included by the launch_fast_*.cu
-// files, each of which instantiates one combination (parallel builds).
+// files, each of which instantiates one combination (parallel builds). The grid is one block of
+// four warps per 128 * kVec elements of a row by strips of rows (src/gpu/fast_rules.cuh); the
+// occupancy it reads is queried once per kernel and device (src/gpu/occupancy.cuh).
 #include "gpu/dispatch.cuh"
+#include "gpu/fast_rules.cuh"
 #include "gpu/occupancy.cuh"
 
 #include <kernels/fast.cuh>

@@ -1,8 +1,9 @@
 // Launcher of the `fft` variant (kernels/fft.cuh): overlap-save tiles, batched cuFFT transforms.
-// Device memory beyond input and output: the filter spectrum (one tile) and one batch of tiles,
-// sized to at most the input's own bytes in float (and at least one tile), both stream-ordered,
-// plus cuFFT's work area. With tie repairs on, the batch's allocation also holds the repair list:
-// 8 bytes per 32 outputs of a batch (about 6% of the tiles' bytes).
+// Device memory beyond input and output: one batch of tiles, sized to at most the input's own
+// bytes in float (and at least one tile), stream-ordered; cuFFT's work area; and the spectra of
+// the thread's last few filters (one tile each, kept between calls). With tie repairs on, the
+// batch's allocation also holds the repair list: 8 bytes per 32 outputs of a batch (about 6% of
+// the tiles' bytes).
 #include "gpu/cufft_api.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/dispatch.cuh"
@@ -12,6 +13,10 @@
 #include <kernels/fft.cuh>
 
 #include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <cstring>
+#include <memory>
 #include <vector>
 
 namespace cuconv::detail {
@@ -52,6 +57,57 @@ cufftHandle cached_plan(const CufftApi& api, int fft_w, int fft_h, int batch, cu
   return found->second;
 }
 
+std::atomic<std::uint64_t> filter_spectra_built{0};
+
+/// The spectrum of `a`'s filter zero-padded to one t.fft_w x t.fft_h tile (cuFFT's in-place real
+/// layout), kept per thread for its last few filters, so that a run of many images with one
+/// filter transforms it once. An entry serves only the same device, filter size, tile size and
+/// weights bit for bit, so a changed filter never meets a stale spectrum. Ready for `a.stream`
+/// on return: one built on another stream is waited for through its event.
+const cuFloatComplex* cached_filter_spectrum(const CufftApi& api, const LaunchArgs& a, const kernels::FftTiling& t) {
+  struct Entry {
+    int device, kw, kh, fft_w, fft_h;
+    std::vector<float> weights;
+    DeviceBuffer spectrum;
+    CudaEvent ready;
+  };
+  constexpr std::size_t kMaxSpectra = 4;  // one tile each (at most 4 MiB): keep only the recent filters
+  thread_local std::vector<std::unique_ptr<Entry>> entries;  // least recently used first
+  int device = 0;
+  CUCONV_CUDA_TRY(cudaGetDevice(&device));
+  const std::size_t taps = static_cast<std::size_t>(a.params.kw) * static_cast<std::size_t>(a.params.kh);
+  const auto found = std::find_if(entries.begin(), entries.end(), [&](const std::unique_ptr<Entry>& e) {
+    return e->device == device && e->kw == a.params.kw && e->kh == a.params.kh && e->fft_w == t.fft_w &&
+           e->fft_h == t.fft_h && std::memcmp(e->weights.data(), a.host_weights, sizeof(float) * taps) == 0;
+  });
+  if (found != entries.end()) {
+    std::rotate(found, found + 1, entries.end());  // now the most recently used
+    CUCONV_CUDA_TRY(cudaStreamWaitEvent(a.stream, entries.back()->ready.get(), 0));
+    return static_cast<const cuFloatComplex*>(entries.back()->spectrum.data());
+  }
+
+  const std::size_t tile_floats = static_cast<std::size_t>(t.fft_h) * static_cast<std::size_t>(t.real_pitch);
+  std::vector<float> padded(tile_floats, 0.0f);
+  for (int i = 0; i < a.params.kh; ++i)
+    for (int j = 0; j < a.params.kw; ++j)
+      padded[static_cast<std::size_t>(i) * t.real_pitch + j] = a.host_weights[i * a.params.kw + j];
+  auto entry = std::make_unique<Entry>(Entry{device, a.params.kw, a.params.kh, t.fft_w, t.fft_h,
+                                             std::vector<float>(a.host_weights, a.host_weights + taps),
+                                             DeviceBuffer(sizeof(float) * tile_floats), CudaEvent()});
+  // `padded` is pageable host memory: cudaMemcpyAsync has copied it before returning.
+  CUCONV_CUDA_TRY(cudaMemcpyAsync(entry->spectrum.data(), padded.data(), sizeof(float) * tile_floats,
+                                  cudaMemcpyHostToDevice, a.stream));
+  check_cufft(api.exec_r2c(cached_plan(api, t.fft_w, t.fft_h, 1, CUFFT_R2C, a.stream),
+                           static_cast<cufftReal*>(entry->spectrum.data()),
+                           static_cast<cufftComplex*>(entry->spectrum.data())),
+              "cufftExecR2C (filter)");
+  entry->ready.record(a.stream);
+  if (entries.size() == kMaxSpectra) entries.erase(entries.begin());  // cudaFree waits for its last use
+  entries.push_back(std::move(entry));
+  filter_spectra_built.fetch_add(1, std::memory_order_relaxed);
+  return static_cast<const cuFloatComplex*>(entries.back()->spectrum.data());
+}
+
 int grid_for(long long items) {
   return static_cast<int>(std::min<long long>((items + kernels::kFftThreads - 1) / kernels::kFftThreads, 65536));
 }
@@ -86,24 +142,13 @@ void launch_fft(const LaunchArgs& a) {
   const std::size_t tile_floats = static_cast<std::size_t>(t.fft_h) * static_cast<std::size_t>(t.real_pitch);
   const std::size_t input_floats = static_cast<std::size_t>(a.width) * a.height * a.channels;
   // At most the input's floats per pass, and passes of equal size: a last pass of a few real
-  // tiles would otherwise gather, transform and scatter a whole batch of empty ones (on a 7821 x
-  // 8283 RGB image, 918 tiles in passes of 738 did 1476 tiles' work; docs/perf-notes.md section 17).
+  // tiles would otherwise gather, transform and scatter a whole batch of empty ones
+  // (docs/kernel-notes.md, 'Passes of equal size').
   const long long largest_batch = std::clamp<long long>(static_cast<long long>(input_floats / tile_floats), 1, t.tiles);
   const long long passes = div_up(t.tiles, largest_batch);
   const long long batch = div_up(t.tiles, passes);
 
-  // The filter, zero-padded to one tile, and its spectrum (in place).
-  std::vector<float> padded(tile_floats, 0.0f);
-  for (int i = 0; i < a.params.kh; ++i)
-    for (int j = 0; j < a.params.kw; ++j)
-      padded[static_cast<std::size_t>(i) * t.real_pitch + j] = a.host_weights[i * a.params.kw + j];
-  const StreamScratch filter_spectrum(sizeof(float) * tile_floats, a.stream);
-  CUCONV_CUDA_TRY(cudaMemcpyAsync(filter_spectrum.data(), padded.data(), sizeof(float) * tile_floats,
-                                  cudaMemcpyHostToDevice, a.stream));
-  check_cufft(api->exec_r2c(cached_plan(*api, t.fft_w, t.fft_h, 1, CUFFT_R2C, a.stream),
-                            static_cast<cufftReal*>(filter_spectrum.data()),
-                            static_cast<cufftComplex*>(filter_spectrum.data())),
-              "cufftExecR2C (filter)");
+  const cuFloatComplex* filter_spectrum = cached_filter_spectrum(*api, a, t);
   // Results this close to a rounding tie are summed again directly (src/gpu/fft_ties.hpp).
   const auto tie_margin = static_cast<float>(fft_tie_margin(
       a.src_type, a.dst_type, a.host_weights, static_cast<std::size_t>(a.params.kw) * static_cast<std::size_t>(a.params.kh)));
@@ -140,8 +185,7 @@ void launch_fft(const LaunchArgs& a) {
       CUCONV_CHECK_LAUNCH();
       check_cufft(api->exec_r2c(forward, real, reinterpret_cast<cufftComplex*>(spectra)), "cufftExecR2C");
       fft_multiply_spectra<<<grid_for(bins_per_tile * batch), kFftThreads, 0, a.stream>>>(
-          spectra, static_cast<const cuFloatComplex*>(filter_spectrum.data()), bins_per_tile, bins_per_tile * batch,
-          scale);
+          spectra, filter_spectrum, bins_per_tile, bins_per_tile * batch, scale);
       CUCONV_CHECK_LAUNCH();
       check_cufft(api->exec_c2r(inverse, reinterpret_cast<cufftComplex*>(spectra), real), "cufftExecC2R");
       if (repair_capacity > 0)
@@ -160,7 +204,8 @@ void launch_fft(const LaunchArgs& a) {
       }
     }
   });
-  // `padded` is pageable host memory: cudaMemcpyAsync has copied it before returning.
 }
+
+std::uint64_t fft_filter_spectra_built() noexcept { return filter_spectra_built.load(std::memory_order_relaxed); }
 
 }  // namespace cuconv::detail

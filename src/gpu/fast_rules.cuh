@@ -1,0 +1,127 @@
+#pragma once
+// Host-side rules of the `fast` launch (kernels/fast.cuh): how many blocks span a row, how long a
+// strip each block walks, and what is known of the output sums' range. Compiled by nvcc only
+// (the types come from the kernel headers); read by src/gpu/launch_fast.cuh and
+// bench/fast_tune.cu, so the benchmark launches exactly as the product does.
+#include <kernels/fast.cuh>
+
+#include <limits>
+#include <type_traits>
+
+namespace cuconv::detail {
+
+using kernels::div_up;
+using kernels::FilterTaps;
+using kernels::SumRange;
+
+/// Blocks of fast_kernel along a row of `row_elems` elements (interleaved channels included).
+template <class In, int Radius>
+constexpr int fast_column_blocks(int row_elems) {
+  return div_up(row_elems, kernels::kFastThreads * kernels::fast_vector_elems<In, Radius>());
+}
+
+/// Rows a thread walks for an image of `height` rows, when `column_blocks` blocks span a row and
+/// `resident_blocks` blocks fit on the GPU at once (src/gpu/occupancy.cuh, queried once per
+/// device). Long strips amortise the kh - 1 rows of warm-up (partial sums of the rows above the
+/// strip), but the grid's last wave leaves SMs idle, so the grid needs enough waves, or exactly
+/// one. The rule, each number measured (docs/kernel-notes.md, 'Strip length'):
+///  - 3x3 takes 16 rows (f32 3x3, bound by DRAM alone, 4: the rows its strips share come from L2,
+///    see RowReuse, so short strips cost little); 5x5 starts at 64 and halves while the grid has
+///    fewer than 4 waves, down to 16;
+///  - larger filters start at the smallest power of two >= 5 (kh - 1), at most 128 (the warm-up
+///    at most a fifth of the strip), and halve below 1.5 waves, down to 16;
+///  - separable filters (2 kh FMAs an output, near the copy roof's pace) start at the smallest
+///    power of two >= 4 (kh - 1) (they walk two rows a step) and halve below 4 waves, down to 32;
+///  - 8- and 16-bit 3x3 and 5x5 grids of between one and two waves at the floor take strips just
+///    long enough for one wave;
+///  - grids below half a wave (images of a few megapixels) go on halving while they stay below
+///    it, down to 2 rows (3x3, 5x5) or 8.
+template <class In, int Radius, bool Separable>
+constexpr int fast_strip_rows_for(int height, int column_blocks, int resident_blocks) {
+  constexpr bool kMemoryBound = Radius <= 2;
+  constexpr int kMinHalfWaves = kMemoryBound ? 8 : Separable ? 8 : 3;  // waves wanted, in halves
+  constexpr int kShortest = kMemoryBound ? 16 : Separable ? 32 : 16;
+  constexpr int kLongest = [] {
+    if (Radius == 1 && std::is_same_v<In, float>) return 4;
+    if (kMemoryBound) return Radius == 1 ? 16 : 64;
+    // Warm-up (kh - 1 rows) at most a fifth of the strip, a quarter for separable filters
+    const int warm_up_share = Separable ? 4 : 5;
+    int rows = 32;
+    while (rows < warm_up_share * 2 * Radius && rows < 128) rows *= 2;
+    return rows;
+  }();
+  int strip = kLongest;
+  const long long wanted_blocks = static_cast<long long>(kMinHalfWaves) * resident_blocks / 2;
+  const auto blocks = [&](int rows) { return static_cast<long long>(div_up(height, rows)) * column_blocks; };
+  while (strip > kShortest && blocks(strip) < wanted_blocks) strip /= 2;
+  // 8-bit and 16-bit sizes whose grid at the floor holds more than one wave but less than two:
+  // the second wave runs one or two blocks an SM, about as long as the first. Strips just long
+  // enough for one wave (at most twice the floor) do the same work in one.
+  if (kMemoryBound && std::is_integral_v<In> && strip == kShortest && blocks(strip) > resident_blocks &&
+      blocks(strip) < 2LL * resident_blocks) {
+    int rows = strip;
+    while (rows < 2 * kShortest && blocks(rows) > resident_blocks) ++rows;
+    if (blocks(rows) <= resident_blocks) return rows;
+  }
+  constexpr int kSubWaveShortest = kMemoryBound ? 2 : 8;
+  while (strip > kSubWaveShortest && 2 * blocks(strip) < resident_blocks) strip /= 2;
+  return strip;
+}
+
+// The rule at the shapes it was tuned on (an H100: resident blocks = blocks per SM x 132 SMs);
+// docs/kernel-notes.md, 'Strip length', has the measurements behind each.
+static_assert(fast_strip_rows_for<float, 1, false>(16384, 32, 9 * 132) == 4, "f32 3x3 16384^2: 4 rows");
+static_assert(fast_strip_rows_for<float, 1, false>(4096, 8, 9 * 132) == 4, "f32 3x3 4096^2: 4 rows");
+static_assert(fast_strip_rows_for<float, 1, false>(777, 2, 9 * 132) == 2, "f32 3x3 1001 x 777: below half a wave, 2 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(16384, 8, 6 * 132) == 16, "8U 3x3 16384^2: 16 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(2048, 3, 6 * 132) == 8, "RGB 3x3 2048^2: 8 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(4096, 2, 6 * 132) == 16, "8U 3x3 4096^2: 16 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(4096, 6, 6 * 132) == 32, "8U RGB 3x3 4096^2: one wave at 32 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(8192, 12, 6 * 132) == 16, "8U RGB 3x3 8192^2: 16 rows");
+static_assert(fast_strip_rows_for<unsigned char, 2, false>(4096, 4, 7 * 132) == 18, "8U 5x5 4096^2: one wave at 18 rows");
+static_assert(fast_strip_rows_for<unsigned char, 2, false>(16384, 16, 7 * 132) == 64, "8U 5x5 16384^2: 64 rows");
+static_assert(fast_strip_rows_for<unsigned char, 2, false>(8192, 24, 8 * 132) == 32, "8U RGB 5x5 8192^2: 32 rows");
+static_assert(fast_strip_rows_for<unsigned char, 2, false>(4096, 12, 8 * 132) == 16, "8U RGB 5x5 4096^2: 16 rows");
+static_assert(fast_strip_rows_for<float, 2, false>(16384, 32, 9 * 132) == 64, "f32 5x5 16384^2: 64 rows");
+static_assert(fast_strip_rows_for<float, 2, false>(4096, 8, 9 * 132) == 16, "f32 5x5 4096^2: 16 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(779, 1, 6 * 132) == 2, "8U 3x3 1003 x 779: below half a wave, 2 rows");
+static_assert(fast_strip_rows_for<unsigned char, 2, false>(9, 3, 7 * 132) == 2, "RGB 5x5 1001 x 9: 2 rows");
+static_assert(fast_strip_rows_for<float, 7, false>(16384, 32, 5 * 132) == 128, "f32 15x15 16384^2 keeps 128 rows");
+static_assert(fast_strip_rows_for<float, 7, false>(4096, 8, 5 * 132) == 32, "f32 15x15 4096^2: 32 rows");
+static_assert(fast_strip_rows_for<unsigned char, 7, false>(4096, 24, 5 * 132) == 64, "8U RGB 15x15 4096^2: 64 rows");
+static_assert(fast_strip_rows_for<unsigned char, 4, false>(4096, 12, 4 * 132) == 32, "8U RGB 9x9 4096^2: 32 rows");
+static_assert(fast_strip_rows_for<unsigned char, 4, false>(8192, 24, 4 * 132) == 64, "8U RGB 9x9 8192^2 keeps 64 rows");
+static_assert(fast_strip_rows_for<float, 15, true>(4096, 8, 3 * 132) == 32, "separable 31x31 4096^2: 32 rows");
+static_assert(fast_strip_rows_for<float, 15, true>(16384, 32, 3 * 132) == 128, "separable 31x31 16384^2 keeps 128 rows");
+static_assert(fast_strip_rows_for<float, 7, true>(4096, 8, 5 * 132) == 32, "separable 15x15 4096^2: 32 rows");
+static_assert(fast_strip_rows_for<float, 7, true>(8192, 16, 5 * 132) == 32, "separable 15x15 8192^2: 32 rows");
+static_assert(fast_strip_rows_for<float, 7, true>(16384, 32, 5 * 132) == 64, "separable 15x15 16384^2: 64 rows");
+static_assert(fast_strip_rows_for<float, 7, true>(2048, 4, 5 * 132) == 16, "separable 15x15 2048^2 keeps 16 rows");
+static_assert(fast_strip_rows_for<float, 7, true>(777, 2, 5 * 132) == 8, "separable 15x15 1001 x 777: 8 rows");
+
+/// The range every output sum of fast_kernel on 8- or 16-bit input lies in, from the bound
+/// |delta| + (input maximum) x (sum of |weights|) with room for float rounding (for a separable
+/// filter the sums of its two factors multiply): below 2^22 SumRange::small (rounding leaves such
+/// sums well above -1.5 * 2^23, where round_pack_u8x4 needs no clamp), below 2^30
+/// SumRange::inside_int, else (and for float input, NaN or infinite weights) SumRange::any.
+template <class In, int Radius, bool Separable, int Count>
+SumRange fast_sum_range(const FilterTaps<Count>& taps, float delta) {
+  if constexpr (!std::is_integral_v<In>) {
+    return SumRange::any;
+  } else {
+    constexpr int K = 2 * Radius + 1;
+    const auto abs_sum = [&](int first, int count) {
+      double sum = 0;
+      for (int i = first; i < first + count; ++i) sum += taps.w[i] < 0 ? -double{taps.w[i]} : double{taps.w[i]};
+      return sum;
+    };
+    const double gain = Separable ? abs_sum(0, K) * abs_sum(K, K) : abs_sum(0, K * K);
+    const double bound = (delta < 0 ? -double{delta} : double{delta}) +
+                         static_cast<double>(std::numeric_limits<In>::max()) * gain;
+    if (bound < 4194304.0) return SumRange::small;         // false for NaN
+    if (bound < 1073741824.0) return SumRange::inside_int;
+    return SumRange::any;
+  }
+}
+
+}  // namespace cuconv::detail
