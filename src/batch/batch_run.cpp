@@ -243,12 +243,21 @@ class Pipeline {
       stopping_ = true;
     }
     if (convolve_options.variant != Variant::opencv && !stopping_) workspace.prepare(convolve_options.device);
+    // The GPU JPEG codec is made while the readers load the first files: its nvJPEG states take
+    // a noticeable part of a second. A failure here is met again, per item, at the first batch.
+    std::optional<codec::JpegFilterJob> jpeg_job;
+    if (gpu_codec_ && !stopping_) {
+      try {
+        jpeg_job.emplace(convolve_options.device);
+      } catch (const Error&) {
+        // Left empty: run_gpu_codec makes it again and reports the failure per item.
+      }
+    }
     {
       const double setup_ms = ms_since(setup_start);
       std::lock_guard lock(mutex_);
       gpu_setup_ms_ = std::max(gpu_setup_ms_, setup_ms);
     }
-    std::optional<codec::JpegFilterJob> jpeg_job;  // made for the first GPU JPEG item
     while (auto work = filter_queues_[lane]->pop()) {
       const std::size_t item = work->item;
       if (halted()) {

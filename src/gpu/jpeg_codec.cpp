@@ -13,6 +13,8 @@
 
 #include <opencv2/core/hal/interface.h>
 
+#include <map>
+#include <mutex>
 #include <utility>
 
 namespace cuconv::codec {
@@ -74,11 +76,34 @@ unsigned char* bytes_of(const std::byte* data) {
 
 }  // namespace
 
+/// The nvJPEG library handles of one device (default backend, and hardware backend where the
+/// GPU has a JPEG engine). Creating one takes a large part of a second, so every codec of a
+/// device shares them (nvJPEG handles are thread-safe; the states made from them are per codec).
+struct DeviceHandles {
+  nvjpegHandle_t handle = nullptr;
+  nvjpegHandle_t hw_handle = nullptr;
+};
+
+/// The shared handles of `device`, made on first use. They live until the process ends and are
+/// never destroyed: at exit the CUDA context they belong to may already be gone.
+const DeviceHandles& device_handles(const NvjpegApi& api, int device) {
+  static std::mutex mutex;
+  static auto* const handles = new std::map<int, DeviceHandles>;
+  const std::lock_guard lock(mutex);
+  if (const auto it = handles->find(device); it != handles->end()) return it->second;
+  DeviceHandles made;
+  CUCONV_NVJPEG_TRY(api.create_ex(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &made.handle));
+  // The hardware backend exists only on GPUs with a JPEG engine (A100, H100 ...); elsewhere its
+  // creation fails and every file takes the default backend.
+  if (api.create_ex(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &made.hw_handle) != NVJPEG_STATUS_SUCCESS)
+    made.hw_handle = nullptr;
+  return handles->emplace(device, made).first->second;
+}
+
 struct GpuJpegCodec::State {
   const NvjpegApi* api = nullptr;
-  // Declared before the states made from them, so they are destroyed after them.
-  NvjpegOwned<nvjpegHandle_t> handle;     ///< default backend: single-file decode and encode
-  NvjpegOwned<nvjpegHandle_t> hw_handle;  ///< hardware backend; empty without a JPEG engine
+  nvjpegHandle_t handle = nullptr;     ///< default backend: single-file decode and encode (shared)
+  nvjpegHandle_t hw_handle = nullptr;  ///< hardware backend, shared; null without a JPEG engine
   NvjpegOwned<nvjpegJpegState_t> state;
   NvjpegOwned<nvjpegJpegState_t> hw_state;
   NvjpegOwned<nvjpegJpegStream_t> hw_stream;
@@ -90,7 +115,7 @@ struct GpuJpegCodec::State {
   void decode_one(std::span<const std::uint8_t> file, int channels, nvjpegImage_t& image, DecodedJpeg& result,
                   StreamHandle stream) const {
     const nvjpegStatus_t status =
-        api->decode(handle.get(), state.get(), file.data(), file.size(),
+        api->decode(handle, state.get(), file.data(), file.size(),
                     channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_BGRI, &image, stream);
     const Outcome outcome = classify(status, "nvjpegDecode");
     // The state's staging buffers serve the next file: let this one's device work finish first.
@@ -111,29 +136,27 @@ GpuJpegCodec::GpuJpegCodec(int device) : state_(std::make_unique<State>()) {
   if (s.api == nullptr) throw Error(ErrorKind::gpu, reason);
   const NvjpegApi& api = *s.api;
   if (device >= 0) CUCONV_CUDA_TRY(cudaSetDevice(device));
-  nvjpegHandle_t raw = nullptr;
-  CUCONV_NVJPEG_TRY(api.create_ex(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &raw));
-  s.handle = {raw, api.destroy};
-  // The hardware backend exists only on GPUs with a JPEG engine (A100, H100 ...); elsewhere its
-  // creation fails and every file takes the default backend.
-  raw = nullptr;
-  if (api.create_ex(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &raw) == NVJPEG_STATUS_SUCCESS && raw != nullptr) {
-    s.hw_handle = {raw, api.destroy};
+  int current = 0;
+  CUCONV_CUDA_TRY(cudaGetDevice(&current));
+  const DeviceHandles& shared = device_handles(api, current);
+  s.handle = shared.handle;
+  s.hw_handle = shared.hw_handle;
+  if (s.hw_handle != nullptr) {
     nvjpegJpegState_t hw_state = nullptr;
-    CUCONV_NVJPEG_TRY(api.state_create(s.hw_handle.get(), &hw_state));
+    CUCONV_NVJPEG_TRY(api.state_create(s.hw_handle, &hw_state));
     s.hw_state = {hw_state, api.state_destroy};
     nvjpegJpegStream_t stream = nullptr;
-    CUCONV_NVJPEG_TRY(api.stream_create(s.hw_handle.get(), &stream));
+    CUCONV_NVJPEG_TRY(api.stream_create(s.hw_handle, &stream));
     s.hw_stream = {stream, api.stream_destroy};
   }
   nvjpegJpegState_t state = nullptr;
-  CUCONV_NVJPEG_TRY(api.state_create(s.handle.get(), &state));
+  CUCONV_NVJPEG_TRY(api.state_create(s.handle, &state));
   s.state = {state, api.state_destroy};
   nvjpegEncoderParams_t params = nullptr;
-  CUCONV_NVJPEG_TRY(api.encoder_params_create(s.handle.get(), &params, nullptr));
+  CUCONV_NVJPEG_TRY(api.encoder_params_create(s.handle, &params, nullptr));
   s.params = {params, api.encoder_params_destroy};
   nvjpegEncoderState_t encoder = nullptr;
-  CUCONV_NVJPEG_TRY(api.encoder_state_create(s.handle.get(), &encoder, nullptr));
+  CUCONV_NVJPEG_TRY(api.encoder_state_create(s.handle, &encoder, nullptr));
   s.encoder = {encoder, api.encoder_state_destroy};
 }
 
@@ -141,7 +164,7 @@ GpuJpegCodec::~GpuJpegCodec() = default;
 GpuJpegCodec::GpuJpegCodec(GpuJpegCodec&&) noexcept = default;
 GpuJpegCodec& GpuJpegCodec::operator=(GpuJpegCodec&&) noexcept = default;
 
-std::string_view GpuJpegCodec::backend() const noexcept { return state_->hw_handle ? "hardware" : "cuda"; }
+std::string_view GpuJpegCodec::backend() const noexcept { return state_->hw_handle != nullptr ? "hardware" : "cuda"; }
 
 DeviceImage reuse_or_allocate(std::vector<DeviceImage>* spare, int width, int height, int channels) {
   if (spare != nullptr) {
@@ -194,7 +217,7 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
     int widths[NVJPEG_MAX_COMPONENT] = {};
     int heights[NVJPEG_MAX_COMPONENT] = {};
     const nvjpegStatus_t info =
-        api.get_image_info(s.handle.get(), file.data(), file.size(), &components, &subsampling, widths, heights);
+        api.get_image_info(s.handle, file.data(), file.size(), &components, &subsampling, widths, heights);
     if (info != NVJPEG_STATUS_SUCCESS) {
       out[i].bad_file = std::string("cannot decode JPEG: nvJPEG cannot read its header (") +
                         detail::nvjpeg_status_name(info) + ")";
@@ -209,14 +232,14 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
     out[i].view = fit(out[i].image, widths[0], heights[0]);
     destinations[i].channel[0] = bytes_of(out[i].view.data);
     destinations[i].pitch[0] = out[i].view.pitch;
-    if (s.hw_handle && channels[i] == 3) {
+    if (s.hw_handle != nullptr && channels[i] == 3) {
       // nvJPEG's convention: 0 means supported. A file the engine's parser or check refuses
       // takes the CUDA decoder, which reports its own problems.
       int unsupported = 1;
       const bool checked =
-          api.stream_parse(s.hw_handle.get(), file.data(), file.size(), 0, 0, s.hw_stream.get()) ==
+          api.stream_parse(s.hw_handle, file.data(), file.size(), 0, 0, s.hw_stream.get()) ==
               NVJPEG_STATUS_SUCCESS &&
-          api.batched_supported(s.hw_handle.get(), s.hw_stream.get(), &unsupported) == NVJPEG_STATUS_SUCCESS;
+          api.batched_supported(s.hw_handle, s.hw_stream.get(), &unsupported) == NVJPEG_STATUS_SUCCESS;
       if (checked && unsupported == 0) {
         hardware.push_back(i);
         continue;
@@ -237,12 +260,12 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
     nvjpegStatus_t status = NVJPEG_STATUS_SUCCESS;
     if (s.hw_batch_size != hardware.size()) {
       s.hw_batch_size = 0;
-      status = api.batched_initialize(s.hw_handle.get(), s.hw_state.get(), static_cast<int>(hardware.size()), 1,
+      status = api.batched_initialize(s.hw_handle, s.hw_state.get(), static_cast<int>(hardware.size()), 1,
                                       NVJPEG_OUTPUT_BGRI);
       if (status == NVJPEG_STATUS_SUCCESS) s.hw_batch_size = hardware.size();
     }
     if (status == NVJPEG_STATUS_SUCCESS)
-      status = api.decode_batched(s.hw_handle.get(), s.hw_state.get(), data.data(), lengths.data(),
+      status = api.decode_batched(s.hw_handle, s.hw_state.get(), data.data(), lengths.data(),
                                   batch_destinations.data(), stream);
     if (status == NVJPEG_STATUS_SUCCESS) {
       for (const std::size_t i : hardware) out[i].hardware = true;
@@ -276,17 +299,17 @@ std::vector<std::uint8_t> GpuJpegCodec::encode(ConstDeviceImageView image, const
   source.channel[0] = bytes_of(image.data);
   source.pitch[0] = image.pitch;
   if (gray) {
-    CUCONV_NVJPEG_TRY(api.encode_yuv(s.handle.get(), s.encoder.get(), s.params.get(), &source, NVJPEG_CSS_GRAY,
+    CUCONV_NVJPEG_TRY(api.encode_yuv(s.handle, s.encoder.get(), s.params.get(), &source, NVJPEG_CSS_GRAY,
                                      image.width, image.height, stream));
   } else {
-    CUCONV_NVJPEG_TRY(api.encode_image(s.handle.get(), s.encoder.get(), s.params.get(), &source, NVJPEG_INPUT_BGRI,
+    CUCONV_NVJPEG_TRY(api.encode_image(s.handle, s.encoder.get(), s.params.get(), &source, NVJPEG_INPUT_BGRI,
                                        image.width, image.height, stream));
   }
   std::size_t length = 0;
   CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));
-  CUCONV_NVJPEG_TRY(api.encode_retrieve_bitstream(s.handle.get(), s.encoder.get(), nullptr, &length, stream));
+  CUCONV_NVJPEG_TRY(api.encode_retrieve_bitstream(s.handle, s.encoder.get(), nullptr, &length, stream));
   std::vector<std::uint8_t> encoded(length);
-  CUCONV_NVJPEG_TRY(api.encode_retrieve_bitstream(s.handle.get(), s.encoder.get(), encoded.data(), &length, stream));
+  CUCONV_NVJPEG_TRY(api.encode_retrieve_bitstream(s.handle, s.encoder.get(), encoded.data(), &length, stream));
   CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));
   encoded.resize(length);
   if (options.app_segments.empty()) return encoded;

@@ -27,8 +27,7 @@ struct CodecRequest {
   Variant variant = Variant::automatic;  ///< --variant opencv filters on the CPU
   Depth depth = Depth::same;
   bool host_features = false;  ///< --compare or --bench: they work on host images
-  /// --auto-orient (being added to the OpenCV path): the GPU path does not rotate, so it is not
-  /// chosen then. The lead connects the option here after merging.
+  /// --auto-orient: the GPU path does not rotate pixels, so it is not chosen then.
   bool auto_orient = false;
 };
 
