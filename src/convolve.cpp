@@ -22,7 +22,8 @@ namespace cuconv {
 
 namespace {
 
-/// Filters of at least this many taps that `fast` cannot unroll go to `fft` (docs/perf-notes.md).
+/// Filters of at least this many taps that `fast` cannot unroll go to `fft` (docs/design.md,
+/// "How auto chooses").
 constexpr int kFftMinTaps = 256;
 
 bool is_gpu_variant(Variant v) { return v != Variant::automatic && v != Variant::opencv; }

@@ -87,7 +87,7 @@ TEST_CASE("gpu jpeg: nvJPEG decodes baseline, progressive, gray and 4:2:0/4:2:2/
     REQUIRE(gpu.type() == cpu.type());
     const double max_diff = cv::norm(gpu, cpu, cv::NORM_INF);
     const double mean_diff = mean_abs_difference(gpu, cpu);
-    MESSAGE(c.name << ": nvJPEG (" << (decoded[0].hardware ? "hardware" : "cuda") << ") vs OpenCV: max abs diff "
+    MESSAGE(std::string(c.name) << ": nvJPEG " << std::string(decoded[0].hardware ? "hardware" : "cuda") << " vs OpenCV: max abs diff "
                    << max_diff << ", mean abs diff " << mean_diff);
     // IDCT and chroma upsampling differ between the decoders; swapped channels would put the
     // mean difference of this photo in the tens.
@@ -194,7 +194,7 @@ TEST_CASE("gpu jpeg cli: --codec gpu writes what the OpenCV path writes, up to t
     REQUIRE(a.size() == b.size());
     REQUIRE(a.type() == b.type());
     const double mean_diff = mean_abs_difference(a, b);
-    MESSAGE(name << ": --codec gpu vs --codec opencv output: mean abs diff " << mean_diff << ", max "
+    MESSAGE(std::string(name) << ": --codec gpu vs --codec opencv output: mean abs diff " << mean_diff << ", max "
                  << cv::norm(a, b, cv::NORM_INF));
     CHECK(mean_diff <= 3.0);
   }
