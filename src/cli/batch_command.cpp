@@ -360,8 +360,6 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   bool any_gpu_codec = false;
   for (const batch::BatchItem& item : items)
     any_gpu_codec = codec::choose_gpu_codec(codec, item.input, item.output, gpu_codec_unusable) || any_gpu_codec;
-  if (gpu_codec_reason && !gpu_codec_reason->empty() && codec.codec == codec::Codec::automatic)
-    spdlog::info("JPEG files: OpenCV's codec (the GPU codec cannot be used: {})", *gpu_codec_reason);
 
   batch::BatchOptions batch_options;
   if (any_gpu_codec) {
@@ -370,7 +368,6 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
       return codec::choose_gpu_codec(codec, item.input, item.output, [&usable] { return usable; });
     };
     batch_options.jpeg_output = jpeg_output;
-    batch_options.gpu_codec_fallback = codec.codec == codec::Codec::automatic;
   }
   batch_options.filter = filter;
   batch_options.convolve = options;

@@ -298,8 +298,8 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
                  "also time the GPU kernel N more times: median ms, GB/s and % of a device-to-device copy")
       ->check(CLI::Range(1, 100000));
   app.add_option("--codec", req.codec,
-                 "JPEG -> JPEG: decode and encode with nvJPEG on the GPU (gpu), with OpenCV (opencv), or gpu "
-                 "when a GPU and nvJPEG are usable (auto)")
+                 "JPEG -> JPEG: decode and encode with nvJPEG on the GPU (gpu) or with OpenCV (opencv); auto: "
+                 "OpenCV's while it is the faster one (docs/gpu-jpeg.md)")
       ->transform(one_of_table<codec::Codec>())
       ->capture_default_str();
   app.add_flag("--overwrite", req.overwrite,

@@ -250,15 +250,8 @@ ExitCode run(const CliRequest& req, const cuconv::ConvolveOptions& options) {
   const bool files = req.input != "-" && to_stdout.empty();
   if (!files && codec.codec == cuconv::codec::Codec::gpu)
     throw cuconv::Error(ErrorKind::usage, "--codec gpu reads and writes JPEG files, not standard input or output");
-  if (files && cuconv::codec::choose_gpu_codec(codec, req.input, req.output, cuconv::codec::gpu_codec_unusable_reason)) {
-    try {
-      return run_gpu_jpeg(req, options, filter, write_options);
-    } catch (const cuconv::Error& e) {
-      // `auto` promises a result: a GPU failure (nothing was written) sends the job to OpenCV.
-      if (e.kind() != ErrorKind::gpu || codec.codec != cuconv::codec::Codec::automatic) throw;
-      spdlog::warn("the GPU JPEG codec failed ({}); using OpenCV's", e.what());
-    }
-  }
+  if (files && cuconv::codec::choose_gpu_codec(codec, req.input, req.output, cuconv::codec::gpu_codec_unusable_reason))
+    return run_gpu_jpeg(req, options, filter, write_options);
 
   auto t = std::chrono::steady_clock::now();
   InputImage input = read_input(req);
