@@ -5,7 +5,10 @@
 #include "test_support.hpp"
 
 #include "batch/batch_run.hpp"
+#include "gpu/cufft_api.hpp"
+#include "gpu/jpeg_codec.hpp"
 #include "gpu/jpeg_filter.hpp"
+#include "gpu/shared_library.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
@@ -227,4 +230,21 @@ TEST_CASE("batch engine: GPU JPEG items whose codec cannot start fall back to Op
       CHECK(Bytes(written.begin(), written.end()) == encoded);
     }
   }
+}
+
+TEST_CASE("run-time loaders: cuFFT and nvJPEG are found and every function they need resolves (no GPU needed)") {
+  // dlopen and dlsym need no device: scripts/install-deps.sh provides libnvjpeg (toolkit or the
+  // pinned wheel) and the CUDA toolkit libcufft, so both must load here; a missing symbol or a
+  // search path that misses the library fails with the loader's own reason.
+  std::string reason;
+  CHECK_MESSAGE(cuconv::detail::cufft_api(&reason) != nullptr, reason);
+  reason.clear();
+  CHECK_MESSAGE(codec::nvjpeg_available(&reason), reason);
+  // The search order: the loader's own paths first, then the given folders, then the toolkit.
+  const std::vector<std::string> c = cuconv::detail::library_candidates("libx.so.1", {"/opt/x"});
+  REQUIRE(c.size() >= 3);
+  CHECK(c.front() == "libx.so.1");
+  CHECK(c[1] == "/opt/x/libx.so.1");
+  CHECK(c.back() == "/usr/local/cuda/lib64/libx.so.1");
+  CHECK(cuconv::detail::open_first({"libcuconv-no-such-library.so"}) == nullptr);
 }

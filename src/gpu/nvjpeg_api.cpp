@@ -3,10 +3,7 @@
 
 #include <cuconv/error.hpp>
 
-#include <dlfcn.h>
-
-#include <cstdlib>
-#include <vector>
+#include "gpu/shared_library.hpp"
 
 namespace cuconv::detail {
 
@@ -18,33 +15,21 @@ struct LoadedNvjpeg {
   std::string reason;
 };
 
-template <class Fn>
-bool resolve(void* library, const char* name, Fn& fn, std::string& reason) {
-  fn = reinterpret_cast<Fn>(dlsym(library, name));
-  if (fn == nullptr && reason.empty()) reason = std::string("libnvjpeg has no symbol ") + name;
-  return fn != nullptr;
-}
-
 LoadedNvjpeg load() {
   LoadedNvjpeg loaded;
   constexpr const char* kSoname = "libnvjpeg.so.13";
-  std::vector<std::string> candidates{kSoname};
+  std::vector<std::string> extra_folders;
 #ifdef CUCONV_NVJPEG_BUILD_LIBDIR
-  candidates.push_back(std::string(CUCONV_NVJPEG_BUILD_LIBDIR) + "/" + kSoname);
+  extra_folders.emplace_back(CUCONV_NVJPEG_BUILD_LIBDIR);
 #endif
-  if (const char* home = std::getenv("CUDA_HOME"); home != nullptr && *home != '\0')
-    candidates.push_back(std::string(home) + "/lib64/" + kSoname);
-  candidates.push_back(std::string("/usr/local/cuda/lib64/") + kSoname);
-  void* library = nullptr;
-  for (const std::string& name : candidates)
-    if ((library = dlopen(name.c_str(), RTLD_NOW | RTLD_LOCAL)) != nullptr) break;
+  void* library = open_first(library_candidates(kSoname, extra_folders));
   if (library == nullptr) {
     loaded.reason = "nvJPEG (libnvjpeg.so.13, from the CUDA toolkit or the nvidia-nvjpeg wheel) was not found; "
                     "add its folder to LD_LIBRARY_PATH";
     return loaded;
   }
   bool all = true;
-#define CUCONV_NVJPEG_RESOLVE(member, symbol) all = resolve(library, #symbol, loaded.api.member, loaded.reason) && all;
+#define CUCONV_NVJPEG_RESOLVE(member, symbol) all = resolve_symbol(library, "libnvjpeg", #symbol, loaded.api.member, loaded.reason) && all;
   CUCONV_NVJPEG_FUNCTIONS(CUCONV_NVJPEG_RESOLVE)
 #undef CUCONV_NVJPEG_RESOLVE
   loaded.ok = all;
