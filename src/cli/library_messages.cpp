@@ -11,6 +11,19 @@
 #include <cerrno>
 #include <iostream>
 
+#if defined(__SANITIZE_ADDRESS__)
+#define CUCONV_UNDER_ASAN 1
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+#define CUCONV_UNDER_ASAN 1
+#endif
+#endif
+#if defined(CUCONV_UNDER_ASAN)
+#include <sanitizer/common_interface_defs.h>
+
+#include <cstdint>
+#endif
+
 namespace cuconv::cli {
 
 namespace {
@@ -25,17 +38,13 @@ constexpr std::string_view kLibraryPrefixes[] = {
     "imread_(", "imwrite_(", "imdecode_(", "OpenCV(", "[ WARN:", "[ INFO:", "[ERROR:",  // OpenCV
 };
 
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kUnderSanitizer = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kUnderSanitizer = true;
-#else
-constexpr bool kUnderSanitizer = false;
+/// Under AddressSanitizer (the asan preset) the sanitizers' reports go straight to the terminal's
+/// descriptor: a report that ends the process would otherwise die in the pipe with it.
+void send_sanitizer_reports_to([[maybe_unused]] int terminal_fd) {
+#if defined(CUCONV_UNDER_ASAN)
+  __sanitizer_set_report_fd(reinterpret_cast<void*>(static_cast<std::uintptr_t>(terminal_fd)));
 #endif
-#else
-constexpr bool kUnderSanitizer = false;
-#endif
+}
 
 }  // namespace
 
@@ -60,7 +69,8 @@ bool is_library_message(std::string_view line) {
 
 LibraryMessages::LibraryMessages(bool show_each) : show_each_(show_each) {
   std::FILE* terminal = terminal_stderr();
-  if (kUnderSanitizer || terminal == stderr) return;
+  if (terminal == stderr) return;
+  send_sanitizer_reports_to(::fileno(terminal));
   int ends[2];
   if (::pipe2(ends, O_CLOEXEC) != 0) return;  // messages then reach the terminal as before
   std::fflush(stderr);
