@@ -575,6 +575,8 @@ Filter parse_plain_matrix(std::string_view text, std::string_view origin) {
   std::size_t width = 0;
   for (const ContentLine& line : lines) {
     const std::vector<double> row = parse_values(line.text, source, line.number);
+    // A line of separators alone (quotes, commas) holds no row: say so rather than make a 0-wide filter.
+    if (row.empty()) source.fail(line.number, "no values on this line");
     if (width == 0) width = row.size();
     if (row.size() != width) source.fail(line.number, row_problem(row.size(), width));
     weights.insert(weights.end(), row.begin(), row.end());

@@ -155,6 +155,9 @@ TEST_CASE("plain matrix errors name the origin, the line and the problem") {
   check_error(plain("1,,2\n"), {"k.txt:1:", "missing value before ','"});
   check_error(plain(""), {"k.txt", "no filter values"});
   check_error(plain("# only\n\n  # comments\n"), {"k.txt", "no filter values"});
+  // Separators alone (found by fuzz_filter_parser: a 0x1 filter came back).
+  check_error(plain("\" \n "), {"k.txt:1:", "no values on this line"});
+  check_error(plain("1 2\n\" \"\n"), {"k.txt:2:", "no values on this line"});
 }
 
 TEST_CASE("plain matrix: sides above kMaxFilterSide are rejected") {
