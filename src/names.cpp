@@ -95,10 +95,6 @@ std::string quoted_alternatives(const std::vector<std::string>& names) {
 namespace codec {
 std::string_view to_string(Codec c) noexcept { return name_of(c); }
 std::optional<Codec> parse_codec(std::string_view s) noexcept { return value_of<Codec>(s); }
-const std::vector<std::string>& codec_names() {
-  static const std::vector<std::string> names = cuconv::names::all_names<Codec>();
-  return names;
-}
 }  // namespace codec
 
 }  // namespace cuconv

@@ -274,7 +274,7 @@ class Pipeline {
           if (!more) break;
           (more->gpu_codec ? batch : others).push_back(std::move(*more));
         }
-        run_gpu_codec(batch, jpeg_job, convolve_options, workspace);
+        run_gpu_codec(batch, jpeg_job, convolve_options);
         for (Work& other : others) filter_one(other, convolve_options, workspace);
         continue;
       }
@@ -284,7 +284,7 @@ class Pipeline {
 
   /// GPU JPEG items through decode -> filter -> encode; what succeeds goes to the writers.
   void run_gpu_codec(std::vector<Work>& batch, std::optional<codec::JpegFilterJob>& job,
-                     const ConvolveOptions& convolve_options, GpuWorkspace& workspace) {
+                     const ConvolveOptions& convolve_options) {
     std::vector<std::span<const std::uint8_t>> files;
     for (const Work& w : batch) files.emplace_back(w.bytes);
     std::vector<codec::JpegJobResult> results;
@@ -294,10 +294,7 @@ class Pipeline {
                          options_.jpeg_output);
     } catch (const Error& e) {
       job.reset();  // a GPU failure: the next batch starts with a fresh codec
-      for (Work& w : batch) {
-        if (e.kind() == ErrorKind::gpu && options_.gpu_codec_fallback) to_opencv(w, e.what(), convolve_options, workspace);
-        else fail(w.item, exit_code_for(e.kind()), e.what());
-      }
+      for (Work& w : batch) fail(w.item, exit_code_for(e.kind()), e.what());
       return;
     }
     for (std::size_t i = 0; i < batch.size(); ++i) {
@@ -319,22 +316,6 @@ class Pipeline {
       w.bytes = std::move(r.encoded);
       if (!write_queue_->push(std::move(w))) skip_stopped(w.item);
     }
-  }
-
-  /// A GPU JPEG item after the GPU codec failed under --codec auto: OpenCV decodes its bytes and
-  /// it goes on as any other image.
-  void to_opencv(Work& work, const std::string& why, const ConvolveOptions& convolve_options, GpuWorkspace& workspace) {
-    reports_[work.item].decoder_fallback = "the GPU JPEG codec failed: " + why;
-    const bool decoded = attempt(work.item, [&] {
-      const cv::Mat bytes(1, static_cast<int>(work.bytes.size()), CV_8U, work.bytes.data());
-      work.image = cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
-      if (work.image.empty()) throw Error(ErrorKind::bad_input, "cannot decode image (corrupt or truncated)");
-    });
-    work.gpu_codec = false;
-    work.bytes = {};
-    if (!decoded) return;
-    if (!options_.skip_filter) filter_one(work, convolve_options, workspace);
-    else if (const std::size_t item = work.item; !write_queue_->push(std::move(work))) skip_stopped(item);
   }
 
   /// One decoded image through convolve().

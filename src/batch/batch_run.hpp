@@ -56,7 +56,6 @@ struct BatchOptions {
   /// the writer writes the bytes. Unset: no item takes it.
   std::function<bool(const BatchItem&)> use_gpu_codec;
   codec::JpegOutputOptions jpeg_output;  ///< quality and metadata of those outputs
-  bool gpu_codec_fallback = false;       ///< --codec auto: a GPU failure sends a batch's files to OpenCV
   std::size_t jpeg_batch = 8;            ///< files per nvJPEG decode call
 };
 

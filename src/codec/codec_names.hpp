@@ -4,14 +4,11 @@
 #include <optional>
 #include <string>
 #include <string_view>
-#include <vector>
 
 namespace cuconv::codec {
 
 enum class Codec { automatic, gpu, opencv };
 [[nodiscard]] std::string_view to_string(Codec codec) noexcept;
 [[nodiscard]] std::optional<Codec> parse_codec(std::string_view text) noexcept;
-/// The --codec values, in help order (the list the parser checks against).
-[[nodiscard]] const std::vector<std::string>& codec_names();
 
 }  // namespace cuconv::codec
