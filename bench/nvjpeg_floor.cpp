@@ -1,9 +1,10 @@
 // cuconv_nvjpeg_floor: nvJPEG's own decode + encode of a folder of JPEG files, with nothing of
-// cuconv's pipeline around it (no filter, no file writes): the floor the GPU JPEG path is
-// measured against (scripts/jpeg-bench.sh). The files are read into memory first; then THREADS
-// threads, each with its own codec and stream (as the pipeline's filter threads), take batches of
-// BATCH files: decode (JPEG engine where there is one) and encode each image at QUALITY, 4:2:0.
-// Prints one JSON object: images/s of decode alone, encode alone and decode + encode.
+// cuconv's pipeline around it (no filter, no file reads or writes): the floor the GPU JPEG path is
+// measured against (scripts/jpeg-bench.sh). The files are read into memory first. Decode: one
+// thread takes batches of BATCH files to the decoder (the JPEG engine where there is one: more
+// threads only contend for it). Encode: ENCODERS threads, each with its own codec and stream,
+// encode decoded images at QUALITY, 4:2:0. Both: the decode thread hands each batch to the
+// encoder threads, as the pipeline does. Prints one JSON object: images/s of each.
 #include "gpu/jpeg_codec.hpp"
 
 #include <cuconv/error.hpp>
@@ -15,11 +16,14 @@
 #include <algorithm>
 #include <atomic>
 #include <chrono>
+#include <condition_variable>
 #include <cstdio>
+#include <deque>
 #include <filesystem>
 #include <fstream>
 #include <iostream>
 #include <iterator>
+#include <mutex>
 #include <span>
 #include <string>
 #include <thread>
@@ -33,60 +37,100 @@ using Clock = std::chrono::steady_clock;
 
 enum class Work { decode, encode, both };
 
-/// Seconds for `threads` threads to take every file through `work`, in batches of `batch`.
-double run(const std::vector<Bytes>& files, Work work, int threads, int batch, int quality, int device) {
-  std::atomic<std::size_t> next{0};
-  std::atomic<bool> failed{false};
-  // Codecs and their first (warm-up) batch before the clock starts.
+cudaStream_t make_stream() {
+  cudaStream_t stream = nullptr;
+  if (cudaStreamCreateWithFlags(&stream, cudaStreamNonBlocking) != cudaSuccess)
+    throw cuconv::Error(cuconv::ErrorKind::gpu, "cudaStreamCreateWithFlags failed");
+  return stream;
+}
+
+/// Seconds to take every file through `work` (each codec and stream made, and warmed up on one
+/// file, before the clock starts).
+double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, int quality, int device) {
+  cuconv::codec::DeviceImagePool pool;
+  cuconv::codec::GpuJpegCodec decoder(device);
+  const cudaStream_t decode_stream = make_stream();
   std::vector<cuconv::codec::GpuJpegCodec> codecs;
-  std::vector<cudaStream_t> streams(static_cast<std::size_t>(threads));
-  for (int t = 0; t < threads; ++t) {
+  std::vector<cudaStream_t> streams;
+  for (int t = 0; t < encoders; ++t) {
     codecs.emplace_back(device);
-    if (cudaStreamCreateWithFlags(&streams[static_cast<std::size_t>(t)], cudaStreamNonBlocking) != cudaSuccess)
-      throw cuconv::Error(cuconv::ErrorKind::gpu, "cudaStreamCreateWithFlags failed");
+    streams.push_back(make_stream());
   }
-  // Encode-only input: the first file decoded once per thread.
-  std::vector<std::vector<cuconv::codec::DecodedJpeg>> decoded_once(static_cast<std::size_t>(threads));
-  for (int t = 0; t < threads; ++t)
-    decoded_once[static_cast<std::size_t>(t)] =
-        codecs[static_cast<std::size_t>(t)].decode({std::span<const std::uint8_t>(files.front())}, streams[static_cast<std::size_t>(t)]);
+  cuconv::codec::JpegEncodeOptions options;
+  options.quality = quality;
+  // Warm-up, and the encode-only input: the first file decoded once.
+  std::vector<cuconv::codec::DecodedJpeg> first = decoder.decode({std::span<const std::uint8_t>(files.front())}, decode_stream);
+  if (first.front().image.empty()) throw cuconv::Error(cuconv::ErrorKind::bad_input, "nvJPEG cannot decode the first file");
+  for (int t = 0; t < encoders; ++t) (void)codecs[static_cast<std::size_t>(t)].encode(first.front().view, options, streams[static_cast<std::size_t>(t)]);
+
+  std::mutex mutex;
+  std::condition_variable ready;
+  std::deque<cuconv::codec::DecodedJpeg> queue;  // decoded, waiting for an encoder
+  bool decoding = work != Work::encode;
+  std::atomic<std::size_t> next_encode{0};
+  std::atomic<bool> failed{false};
   const auto start = Clock::now();
-  std::vector<std::jthread> workers;
-  for (int t = 0; t < threads; ++t) {
-    workers.emplace_back([&, t] {
-      auto& codec = codecs[static_cast<std::size_t>(t)];
-      cudaStream_t stream = streams[static_cast<std::size_t>(t)];
-      std::vector<cuconv::DeviceImage> spare;
-      cuconv::codec::JpegEncodeOptions options;
-      options.quality = quality;
+  std::vector<std::jthread> threads;
+  if (work != Work::encode) {
+    threads.emplace_back([&] {
       try {
-        while (true) {
-          const std::size_t first = next.fetch_add(static_cast<std::size_t>(batch));
-          if (first >= files.size()) return;
-          const std::size_t last = std::min(files.size(), first + static_cast<std::size_t>(batch));
-          if (work == Work::encode) {
-            for (std::size_t i = first; i < last; ++i)
-              (void)codec.encode(decoded_once[static_cast<std::size_t>(t)].front().view, options, stream);
-            continue;
-          }
+        for (std::size_t at = 0; at < files.size(); at += static_cast<std::size_t>(batch)) {
           std::vector<std::span<const std::uint8_t>> spans;
-          for (std::size_t i = first; i < last; ++i) spans.emplace_back(files[i]);
-          std::vector<cuconv::codec::DecodedJpeg> decoded = codec.decode(spans, stream, &spare);
+          for (std::size_t i = at; i < std::min(files.size(), at + static_cast<std::size_t>(batch)); ++i) spans.emplace_back(files[i]);
+          std::vector<cuconv::codec::DecodedJpeg> decoded = decoder.decode(spans, decode_stream, &pool);
           for (auto& d : decoded) {
             if (d.image.empty()) throw cuconv::Error(cuconv::ErrorKind::bad_input, "a file nvJPEG could not decode: " + d.not_supported + d.bad_file);
-            if (work == Work::both) (void)codec.encode(d.view, options, stream);
-            spare.push_back(std::move(d.image));
+            if (work == Work::decode) {
+              pool.give(std::move(d.image));
+              continue;
+            }
+            const std::lock_guard lock(mutex);
+            queue.push_back(std::move(d));
+            ready.notify_one();
           }
-          if (spare.size() > static_cast<std::size_t>(batch)) spare.erase(spare.begin(), spare.end() - batch);
         }
       } catch (const std::exception& e) {
         std::fprintf(stderr, "cuconv_nvjpeg_floor: %s\n", e.what());
         failed = true;
       }
+      const std::lock_guard lock(mutex);
+      decoding = false;
+      ready.notify_all();
     });
   }
-  for (auto& w : workers) w.join();
+  if (work != Work::decode) {
+    for (int t = 0; t < encoders; ++t) {
+      threads.emplace_back([&, t] {
+        auto& codec = codecs[static_cast<std::size_t>(t)];
+        const cudaStream_t stream = streams[static_cast<std::size_t>(t)];
+        try {
+          while (true) {
+            if (work == Work::encode) {
+              if (next_encode++ >= files.size()) return;
+              (void)codec.encode(first.front().view, options, stream);
+              continue;
+            }
+            cuconv::codec::DecodedJpeg d;
+            {
+              std::unique_lock lock(mutex);
+              ready.wait(lock, [&] { return !queue.empty() || !decoding; });
+              if (queue.empty()) return;
+              d = std::move(queue.front());
+              queue.pop_front();
+            }
+            (void)codec.encode(d.view, options, stream);
+            pool.give(std::move(d.image));
+          }
+        } catch (const std::exception& e) {
+          std::fprintf(stderr, "cuconv_nvjpeg_floor: %s\n", e.what());
+          failed = true;
+        }
+      });
+    }
+  }
+  threads.clear();  // joins
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
+  cudaStreamDestroy(decode_stream);
   for (cudaStream_t s : streams) cudaStreamDestroy(s);
   if (failed) throw cuconv::Error(cuconv::ErrorKind::gpu, "a worker failed");
   return seconds;
@@ -96,13 +140,13 @@ double run(const std::vector<Bytes>& files, Work work, int threads, int batch, i
 
 int main(int argc, char** argv) {
   std::string dir;
-  int threads = 2;
-  int batch = 8;
+  int encoders = 4;
+  int batch = 64;
   int quality = 95;
   int device = 0;
   CLI::App app{"cuconv_nvjpeg_floor: nvJPEG decode + encode of a folder of JPEG files (the GPU JPEG path's floor)"};
   app.add_option("DIR", dir, "folder of .jpg files")->required();
-  app.add_option("--threads", threads, "threads, each with its own codec and stream")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--encoders", encoders, "encoder threads, each with its own codec and stream")->check(CLI::Range(1, 64))->capture_default_str();
   app.add_option("--batch", batch, "files per decode call")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--quality", quality, "encode quality")->check(CLI::Range(1, 100))->capture_default_str();
   app.add_option("--device", device, "CUDA device")->capture_default_str();
@@ -127,13 +171,13 @@ int main(int argc, char** argv) {
       bytes += files.back().size();
     }
     const double n = static_cast<double>(files.size());
-    const double decode_s = run(files, Work::decode, threads, batch, quality, device);
-    const double encode_s = run(files, Work::encode, threads, batch, quality, device);
-    const double both_s = run(files, Work::both, threads, batch, quality, device);
+    const double decode_s = run(files, Work::decode, encoders, batch, quality, device);
+    const double encode_s = run(files, Work::encode, encoders, batch, quality, device);
+    const double both_s = run(files, Work::both, encoders, batch, quality, device);
     const std::string backend(cuconv::codec::GpuJpegCodec(device).backend());
     const nlohmann::json report = {{"images", files.size()},
                                    {"input_bytes", bytes},
-                                   {"threads", threads},
+                                   {"encoders", encoders},
                                    {"batch", batch},
                                    {"quality", quality},
                                    {"decode_backend", backend},

@@ -16,7 +16,7 @@
 #   N           images (default 200); CORPUS_DIR default ${TMPDIR:-/tmp}/cuconv-jpeg-corpus-N
 #   FILTERS     default "gauss5 gaussian:7,3";  REPEAT rounds (default 3);  OUT results folder (default .)
 #   CUCONV_ARGS more options for every cuconv run, e.g. "--devices all --jobs 16"
-#   FLOOR_ARGS  more options for cuconv_nvjpeg_floor, e.g. "--threads 2 --batch 8"
+#   FLOOR_ARGS  more options for cuconv_nvjpeg_floor, e.g. "--encoders 4 --batch 64"
 set -euo pipefail
 
 if (( $# < 1 )); then

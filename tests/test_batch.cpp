@@ -204,6 +204,26 @@ TEST_CASE("batch engine: bounded queue blocks producers when full and drains aft
   CHECK_FALSE(queue.pop().has_value());
 }
 
+TEST_CASE("batch engine: pop_some takes what is queued up to its limit, waits a little for more, then none") {
+  BoundedQueue<int> queue(8);
+  for (int i = 1; i <= 5; ++i) CHECK(queue.push(i));
+  CHECK(queue.pop_some(3, std::chrono::microseconds(0)) == std::vector<int>{1, 2, 3});
+  // Two queued, room for four: after the two it waits for more, and takes one pushed meanwhile.
+  std::thread late([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(20));
+    queue.push(6);
+  });
+  CHECK(queue.pop_some(4, std::chrono::milliseconds(300)) == std::vector<int>{4, 5, 6});
+  late.join();
+  // Nothing arrives within the wait: it returns what it has rather than waiting for the limit.
+  CHECK(queue.push(7));
+  const auto start = std::chrono::steady_clock::now();
+  CHECK(queue.pop_some(4, std::chrono::milliseconds(30)) == std::vector<int>{7});
+  CHECK(std::chrono::steady_clock::now() - start >= std::chrono::milliseconds(25));
+  queue.close();
+  CHECK(queue.pop_some(4, std::chrono::seconds(5)).empty());  // closed and drained: at once
+}
+
 TEST_CASE("batch engine: every image filtered, one failure reported, observer sees each once") {
   TempDir dir;
   const auto images = write_random_images(dir.path() / "in", 7);

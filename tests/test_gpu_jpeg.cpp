@@ -21,6 +21,8 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <filesystem>
+#include <mutex>
+#include <utility>
 #include <span>
 #include <string>
 
@@ -115,6 +117,84 @@ TEST_CASE("gpu jpeg: a batch decodes every file, and says which ones OpenCV must
   CHECK(decoded[2].image.empty());
   CHECK(decoded[3].not_supported == "not a JPEG stream");
   CHECK(cv::norm(download(decoded[0].view), download(decoded[4].view), cv::NORM_INF) == 0);
+}
+
+TEST_CASE("gpu jpeg pipeline: each file comes back once, as one codec alone makes it, at any batch size and encoder count") {
+  codec::GpuJpegCodec codec;
+  GpuWorkspace workspace;
+  const Filter filter = load_filter("gauss5");
+  ConvolveOptions options;
+  options.device = 0;
+  options.poison_output = true;
+  codec::JpegOutputOptions output;
+  output.quality = 90;
+  // Every kind of decodable file twice, one for OpenCV (RGB-coded) and one corrupt file.
+  std::vector<Bytes> files;
+  std::vector<std::string> names;
+  for (int round = 0; round < 2; ++round)
+    for (Case& c : decode_cases(codec)) {
+      names.push_back(c.name);
+      files.push_back(std::move(c.jpeg));
+    }
+  const std::size_t rgb_coded = files.size();
+  files.push_back(cuconv::test::with_segments(files.front(), {cuconv::test::adobe_segment(0)}));
+  names.emplace_back("RGB-coded");
+  const std::size_t corrupt = files.size();
+  files.push_back(files.front());
+  files.back()[2] = 0x00;  // the first marker after SOI is gone
+  files.back()[3] = 0x00;
+  names.emplace_back("corrupt");
+  // What one codec makes of each decodable file: decode, filter, encode.
+  std::vector<Bytes> expected(files.size());
+  for (std::size_t i = 0; i < rgb_coded; ++i) {
+    std::vector<codec::DecodedJpeg> decoded = codec.decode({std::span<const std::uint8_t>(files[i])}, nullptr);
+    REQUIRE_FALSE(decoded[0].image.empty());
+    const DeviceImageView in = decoded[0].view;
+    const DeviceImage out(in.width, in.height, in.channels, CV_8U);
+    static_cast<void>(convolve(in, out.view(), filter, options, workspace, nullptr));
+    codec::JpegEncodeOptions encode_options;
+    encode_options.quality = output.quality;
+    expected[i] = codec.encode(out.view(), encode_options, nullptr);
+  }
+  for (const auto [batch, encoders] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 3}, {64, 4}}) {
+    CAPTURE(batch);
+    CAPTURE(encoders);
+    std::mutex mutex;
+    std::vector<std::vector<codec::JpegJobResult>> results(files.size());
+    {
+      codec::JpegPipelineOptions sizes;
+      sizes.batch = batch;
+      sizes.encoders = encoders;
+      codec::JpegPipeline pipeline(0, &filter, options, output, sizes, [&](std::size_t id, codec::JpegJobResult r) {
+        const std::lock_guard lock(mutex);
+        results.at(id).push_back(std::move(r));
+      });
+      for (std::size_t i = 0; i < files.size(); ++i) pipeline.submit(i, files[i]);
+      pipeline.finish();
+    }
+    for (std::size_t i = 0; i < files.size(); ++i) {
+      CAPTURE(names[i]);
+      REQUIRE(results[i].size() == 1);
+      const codec::JpegJobResult& r = results[i].front();
+      if (i == corrupt) {
+        REQUIRE(r.error.has_value());
+        CHECK(r.error->kind() == ErrorKind::bad_input);
+        CHECK(r.encoded.empty());
+        continue;
+      }
+      REQUIRE_FALSE(r.error.has_value());
+      if (i == rgb_coded) {
+        CHECK(r.decoder == "opencv");
+        CHECK_FALSE(r.decoder_fallback.empty());
+        CHECK_FALSE(cv::imdecode(r.encoded, cv::IMREAD_UNCHANGED).empty());
+        continue;
+      }
+      CHECK(r.decoder.starts_with("nvjpeg"));
+      CHECK(r.encoder == "nvjpeg");
+      CHECK(r.variant_used.has_value());
+      CHECK(r.encoded == expected[i]);
+    }
+  }
 }
 
 TEST_CASE("gpu jpeg: the filter on decoded pixels matches cv::filter2D on the same pixels") {

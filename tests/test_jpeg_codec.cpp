@@ -199,7 +199,7 @@ TEST_CASE("batch engine: GPU JPEG items whose codec cannot start fail with a GPU
   batch::BatchOptions options;
   options.filter = load_filter("gauss5");
   options.jobs = 2;
-  options.jpeg_batch = 2;
+  options.jpeg_pipeline.batch = 2;
   options.use_gpu_codec = [](const batch::BatchItem& item) { return codec::is_jpeg_path(item.output); };
   const batch::BatchSummary summary = batch::run_batch(items, options);
   REQUIRE(summary.items.size() == 4);

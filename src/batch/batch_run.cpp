@@ -114,11 +114,12 @@ class Pipeline {
     const std::size_t per_lane = options.filter_threads_per_device == 0 ? 1 : options.filter_threads_per_device;
     threads_per_lane_ = per_lane;
     gpu_codec_ = static_cast<bool>(options.use_gpu_codec);
-    // GPU JPEG items wait in the filter queue until a batch of them is taken; they hold
-    // compressed bytes, not decoded images.
-    const std::size_t queued = gpu_codec_ ? per_lane * std::max<std::size_t>(options.jpeg_batch, 1) : per_lane;
+    // GPU JPEG items pass through the filter queue as compressed bytes on their way to the
+    // device's JPEG pipeline, which batches them: room for a batch keeps the readers going.
+    const std::size_t queued = gpu_codec_ ? per_lane + std::max<std::size_t>(options.jpeg_pipeline.batch, 1) : per_lane;
     for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
       filter_queues_.push_back(std::make_unique<BoundedQueue<Work>>(queued));
+    if (gpu_codec_) jpeg_works_.resize(items.size());
     // Room for one finished image per filter thread: writers take them as soon as they are free.
     write_queue_ = std::make_unique<BoundedQueue<Work>>(per_lane * lane_devices_.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
@@ -161,6 +162,16 @@ class Pipeline {
   void run_stages() {
     std::vector<std::jthread> decoders, filters, writers;
     try {
+      // Each device's JPEG pipeline starts its nvJPEG set-up now, while the readers load files.
+      if (gpu_codec_)
+        for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane) {
+          ConvolveOptions convolve_options = options_.convolve;
+          convolve_options.device = lane_devices_[lane];
+          jpeg_pipelines_.push_back(std::make_unique<codec::JpegPipeline>(
+              lane_devices_[lane], options_.skip_filter ? nullptr : &options_.filter, convolve_options,
+              options_.jpeg_output, options_.jpeg_pipeline,
+              [this](std::size_t item, codec::JpegJobResult result) { gpu_codec_done(item, std::move(result)); }));
+        }
       for (std::size_t i = 0; i < jobs_; ++i) decoders.emplace_back([this] { decode_loop(); });
       if (!options_.skip_filter || gpu_codec_)
         for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
@@ -170,6 +181,7 @@ class Pipeline {
       // A thread could not start: unblock the others so the jthreads can join, then report.
       stopping_ = true;
       for (auto& queue : filter_queues_) queue->close();
+      for (auto& pipeline : jpeg_pipelines_) pipeline->finish();
       write_queue_->close();
       throw;
     }
@@ -177,6 +189,11 @@ class Pipeline {
     for (auto& t : decoders) t.join();
     for (auto& queue : filter_queues_) queue->close();
     for (auto& t : filters) t.join();
+    for (auto& pipeline : jpeg_pipelines_) {
+      pipeline->finish();
+      std::lock_guard lock(mutex_);
+      gpu_setup_ms_ = std::max(gpu_setup_ms_, pipeline->setup_ms());
+    }
     write_queue_->close();
     for (auto& t : writers) t.join();
   }
@@ -243,16 +260,6 @@ class Pipeline {
       stopping_ = true;
     }
     if (convolve_options.variant != Variant::opencv && !stopping_) workspace.prepare(convolve_options.device);
-    // The GPU JPEG codec is made while the readers load the first files: its nvJPEG states take
-    // a noticeable part of a second. A failure here is met again, per item, at the first batch.
-    std::optional<codec::JpegFilterJob> jpeg_job;
-    if (gpu_codec_ && !stopping_) {
-      try {
-        jpeg_job.emplace(convolve_options.device);
-      } catch (const Error&) {
-        // Left empty: run_gpu_codec makes it again and reports the failure per item.
-      }
-    }
     {
       const double setup_ms = ms_since(setup_start);
       std::lock_guard lock(mutex_);
@@ -265,57 +272,34 @@ class Pipeline {
         continue;
       }
       if (work->gpu_codec) {
-        // A batch for one nvJPEG decode call: this item and the GPU JPEG items queued behind it;
-        // other items taken on the way are filtered after it.
-        std::vector<Work> batch, others;
-        batch.push_back(std::move(*work));
-        while (batch.size() < std::max<std::size_t>(options_.jpeg_batch, 1)) {
-          auto more = filter_queues_[lane]->try_pop();
-          if (!more) break;
-          (more->gpu_codec ? batch : others).push_back(std::move(*more));
-        }
-        run_gpu_codec(batch, jpeg_job, convolve_options);
-        for (Work& other : others) filter_one(other, convolve_options, workspace);
+        // Kept here until the pipeline is done with it (gpu_codec_done); the pipeline reads its bytes.
+        Work& kept = jpeg_works_[item];
+        kept = std::move(*work);
+        jpeg_pipelines_[lane]->submit(item, kept.bytes);
         continue;
       }
       filter_one(*work, convolve_options, workspace);
     }
   }
 
-  /// GPU JPEG items through decode -> filter -> encode; what succeeds goes to the writers.
-  void run_gpu_codec(std::vector<Work>& batch, std::optional<codec::JpegFilterJob>& job,
-                     const ConvolveOptions& convolve_options) {
-    std::vector<std::span<const std::uint8_t>> files;
-    for (const Work& w : batch) files.emplace_back(w.bytes);
-    std::vector<codec::JpegJobResult> results;
-    try {
-      if (!job) job.emplace(convolve_options.device);
-      results = job->run(files, options_.skip_filter ? nullptr : &options_.filter, convolve_options,
-                         options_.jpeg_output);
-    } catch (const Error& e) {
-      job.reset();  // a GPU failure: the next batch starts with a fresh codec
-      for (Work& w : batch) fail(w.item, exit_code_for(e.kind()), e.what());
+  /// A GPU JPEG item back from its pipeline (on a pipeline thread): to the writers, or failed.
+  void gpu_codec_done(std::size_t item, codec::JpegJobResult r) {
+    Work w = std::move(jpeg_works_[item]);
+    ItemReport& report = reports_[item];
+    report.decoder = r.decoder.empty() ? report.decoder : r.decoder;
+    report.encoder = r.encoder.empty() ? report.encoder : r.encoder;
+    report.decoder_fallback = r.decoder_fallback;
+    report.variant_used = r.variant_used;
+    report.gpu_fallback = r.gpu_fallback;
+    report.times.read_ms += r.decode_ms;  // read and decode, as on OpenCV's path
+    report.times.filter_ms = r.filter_ms;
+    report.times.write_ms = r.encode_ms;  // encode; the writer adds the write
+    if (r.error) {
+      fail(item, exit_code_for(r.error->kind()), r.error->what());
       return;
     }
-    for (std::size_t i = 0; i < batch.size(); ++i) {
-      Work& w = batch[i];
-      codec::JpegJobResult& r = results[i];
-      ItemReport& report = reports_[w.item];
-      report.decoder = r.decoder;
-      report.encoder = r.encoder;
-      report.decoder_fallback = r.decoder_fallback;
-      report.variant_used = r.variant_used;
-      report.gpu_fallback = r.gpu_fallback;
-      report.times.read_ms += r.decode_ms;   // read and decode, as on OpenCV's path
-      report.times.filter_ms = r.filter_ms;
-      report.times.write_ms = r.encode_ms;  // encode; the writer adds the write
-      if (r.error) {
-        fail(w.item, exit_code_for(r.error->kind()), r.error->what());
-        continue;
-      }
-      w.bytes = std::move(r.encoded);
-      if (!write_queue_->push(std::move(w))) skip_stopped(w.item);
-    }
+    w.bytes = std::move(r.encoded);
+    if (!write_queue_->push(std::move(w))) skip_stopped(item);
   }
 
   /// One decoded image through convolve().
@@ -453,6 +437,8 @@ class Pipeline {
   std::atomic<std::size_t> held_images_{0};       ///< images being decoded, queued, filtered or encoded
   std::atomic<std::size_t> peak_held_images_{0};
   std::vector<std::unique_ptr<BoundedQueue<Work>>> filter_queues_;  ///< one per device
+  std::vector<std::unique_ptr<codec::JpegPipeline>> jpeg_pipelines_;  ///< one per device, with use_gpu_codec
+  std::vector<Work> jpeg_works_;  ///< GPU JPEG items held while their pipeline works on them, by item
   std::unique_ptr<BoundedQueue<Work>> write_queue_;
   std::mutex mutex_;  ///< guards finishing: status, counters, the observer call
   std::size_t done_ = 0;

@@ -52,11 +52,11 @@ struct BatchOptions {
   std::function<bool()> stop_requested;
   /// JPEG -> JPEG items for the GPU codec (docs/gpu-jpeg.md): true for the items that take it
   /// (decided by codec::choose_gpu_codec). Their reader loads the file's bytes; the filter thread
-  /// decodes up to `jpeg_batch` of them in one nvJPEG call, filters on the device and encodes;
-  /// the writer writes the bytes. Unset: no item takes it.
+  /// hands them to its device's codec::JpegPipeline (batched decode, filter, encode); the writer
+  /// writes the bytes. Unset: no item takes it.
   std::function<bool(const BatchItem&)> use_gpu_codec;
-  codec::JpegOutputOptions jpeg_output;  ///< quality and metadata of those outputs
-  std::size_t jpeg_batch = 8;            ///< files per nvJPEG decode call
+  codec::JpegOutputOptions jpeg_output;      ///< quality and metadata of those outputs
+  codec::JpegPipelineOptions jpeg_pipeline;  ///< batch size and encoder threads per device
 };
 
 enum class ItemStatus { pending, ok, failed, skipped };

@@ -1,11 +1,13 @@
 #pragma once
 // A blocking first-in first-out queue of bounded size between two pipeline stages: producers wait
 // while it is full, so a fast stage cannot pile up decoded images in memory.
+#include <chrono>
 #include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <mutex>
 #include <optional>
+#include <vector>
 #include <utility>
 
 namespace cuconv::batch {
@@ -46,6 +48,26 @@ class BoundedQueue {
     items_.pop_front();
     not_full_.notify_one();
     return value;
+  }
+
+  /// Waits for a first item, then takes up to `most` items, waiting up to `linger` for more while
+  /// fewer are queued (how a consumer fills a batch without stalling on a slow producer). Empty
+  /// when the queue is closed and drained.
+  std::vector<T> pop_some(std::size_t most, std::chrono::microseconds linger) {
+    std::vector<T> taken;
+    std::unique_lock lock(mutex_);
+    not_empty_.wait(lock, [&] { return closed_ || !items_.empty(); });
+    const auto until = std::chrono::steady_clock::now() + linger;
+    while (taken.size() < most) {
+      if (items_.empty()) {
+        if (taken.empty() && closed_) break;
+        if (!not_empty_.wait_until(lock, until, [&] { return closed_ || !items_.empty(); }) || items_.empty()) break;
+      }
+      taken.push_back(std::move(items_.front()));
+      items_.pop_front();
+      not_full_.notify_one();
+    }
+    return taken;
   }
 
   /// No more pushes; consumers still receive what is queued, then std::nullopt.

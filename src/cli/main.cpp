@@ -204,19 +204,20 @@ ExitCode write_output(const CliRequest& req, std::span<const unsigned char> byte
 ExitCode run_gpu_jpeg(const CliRequest& req, const cuconv::ConvolveOptions& options, const cuconv::Filter& filter,
                       const cuconv::WriteOptions& write_options) {
   cuconv::check_output_format(req.output, CV_8U, 3);
+  // The job starts nvJPEG's set-up on its own thread at once, while this one reads the file.
   auto t = std::chrono::steady_clock::now();
+  cuconv::codec::JpegFilterJob job(options.device, &filter, options, cuconv::cli::jpeg_output_options(req));
   const std::vector<std::uint8_t> bytes = cuconv::codec::read_jpeg_file(req.input, req.max_pixels);
   const double read_ms = elapsed_ms(t);
   t = std::chrono::steady_clock::now();
-  cuconv::codec::JpegFilterJob job(options.device);
-  const double setup_ms = elapsed_ms(t);
-  std::vector<cuconv::codec::JpegJobResult> results =
-      job.run({std::span<const std::uint8_t>(bytes)}, &filter, options, cuconv::cli::jpeg_output_options(req));
+  std::vector<cuconv::codec::JpegJobResult> results = job.run({std::span<const std::uint8_t>(bytes)});
+  const double gpu_ms = elapsed_ms(t);
   const cuconv::codec::JpegJobResult& r = results.front();
   if (r.error) throw cuconv::Error(r.error->kind(), req.input + ": " + r.error->what());
   if (!r.decoder_fallback.empty()) spdlog::info("{}: {}; decoded with OpenCV", req.input, r.decoder_fallback);
   if (!r.gpu_fallback.empty()) spdlog::warn("{}; filtered with OpenCV on the CPU instead", r.gpu_fallback);
-  spdlog::info("read {} ({} bytes) in {:.2f} ms; GPU codec set-up {:.2f} ms", req.input, bytes.size(), read_ms, setup_ms);
+  spdlog::info("read {} ({} bytes) in {:.2f} ms; then GPU codec set-up, decode, filter and encode {:.2f} ms",
+               req.input, bytes.size(), read_ms, gpu_ms);
   spdlog::info("{}x{}, {} channel(s): decoder {} {:.3f} ms, variant {} {:.3f} ms, encoder {} {:.3f} ms", r.width,
                r.height, r.channels, r.decoder, r.decode_ms,
                r.variant_used ? std::string(cuconv::to_string(*r.variant_used)) : std::string("none"), r.filter_ms,

@@ -6,6 +6,7 @@
 
 #include <cstdint>
 #include <memory>
+#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -27,6 +28,32 @@ struct DecodedJpeg {
   bool hardware = false;      ///< decoded on the GPU's JPEG engine (else the CUDA/hybrid decoder)
 };
 
+/// How one file will be decoded, found from its headers before any device work.
+struct JpegPlan {
+  int width = 0;
+  int height = 0;
+  int channels = 0;           ///< 3 (BGR) or 1 (gray)
+  bool hardware = false;      ///< the GPU's JPEG engine takes it (else nvJPEG's CUDA decoder)
+  std::string not_supported;  ///< why OpenCV must decode it instead
+  std::string bad_file;       ///< what is wrong with the bytes
+  [[nodiscard]] bool decodable() const noexcept { return not_supported.empty() && bad_file.empty(); }
+};
+
+/// Device images of one device, given back after use and handed out again (thread-safe), so a
+/// stream of similar images allocates only at its start: cudaMalloc and cudaFree would wait for
+/// the whole device. Sizes are rounded up to whole tiles of 256 x 256 pixels, so images of
+/// nearby sizes share them. Nothing is freed before the pool goes.
+class DeviceImagePool {
+ public:
+  /// A CV_8U image of `channels` channels at least `width` x `height` (on the current device).
+  [[nodiscard]] DeviceImage take(int width, int height, int channels);
+  void give(DeviceImage image);
+
+ private:
+  std::mutex mutex_;
+  std::vector<DeviceImage> free_;
+};
+
 /// Chroma subsampling of a colour encoding.
 enum class Chroma { s420, s422, s444 };
 
@@ -38,17 +65,14 @@ struct JpegEncodeOptions {
   std::vector<std::span<const std::uint8_t>> app_segments;
 };
 
-/// nvJPEG handles, decoder and encoder states for one CUDA device, made for one thread (not
-/// thread-safe; one codec per thread). Colour images are encoded 4:2:0, grayscale as one
-/// component: what OpenCV's imwrite does by default. Throws Error{gpu} when nvJPEG or the device
-/// cannot be used; destructors never throw.
-/// A CV_8U image of `channels` channels at least `width` x `height`: one from `spare` when one
-/// is large enough, else a new one, rounded up to whole tiles of 256 x 256 pixels so that images
-/// of nearby sizes reuse it. fit() gives the view of the wanted size.
-[[nodiscard]] DeviceImage reuse_or_allocate(std::vector<DeviceImage>* spare, int width, int height, int channels);
 /// The top-left `width` x `height` pixels of `image`.
 [[nodiscard]] DeviceImageView fit(const DeviceImage& image, int width, int height) noexcept;
 
+/// nvJPEG decoder and encoder states for one CUDA device, for one thread (not thread-safe; one
+/// codec per thread). The nvJPEG library handle is made once per device and shared; the states
+/// are made on first use, so a codec that only encodes never pays for a decoder. Colour images
+/// are encoded 4:2:0, grayscale as one component: what OpenCV's imwrite does by default. Throws
+/// Error{gpu} when nvJPEG or the device cannot be used; destructors never throw.
 class GpuJpegCodec {
  public:
   /// `device` becomes the calling thread's current device (-1: keep the current one).
@@ -63,16 +87,25 @@ class GpuJpegCodec {
   /// else "cuda" (nvJPEG's GPU-assisted hybrid decoder).
   [[nodiscard]] std::string_view backend() const noexcept;
 
+  /// Makes the decoder states now rather than at the first decode (they take a noticeable part
+  /// of a second): for a thread that waits for its first files anyway.
+  void prepare_decoder();
+
+  /// Reads the headers of `file` (host only): its size, and which decoder takes it.
+  [[nodiscard]] JpegPlan plan(std::span<const std::uint8_t> file);
+
   /// Decodes every file (baseline, extended and progressive Huffman; gray; any usual chroma
-  /// subsampling) on `stream`, and waits for it. Per-file problems come back in the result;
-  /// CUDA/nvJPEG failures throw Error{gpu}. Images of the right size are taken from `spare`
-  /// (the previous batch's, given back) before new ones are allocated: cudaFree waits for the
-  /// whole device, so a batch of equal-sized files allocates only at its start.
+  /// subsampling) on `stream`, and waits for it: the JPEG engine's files in one batched call, the
+  /// others one by one. `plans` (from plan(), by any codec of the device) are found here when
+  /// empty. Per-file problems come back in the result; CUDA/nvJPEG failures throw Error{gpu}.
+  /// Images come from `pool` when given.
   [[nodiscard]] std::vector<DecodedJpeg> decode(const std::vector<std::span<const std::uint8_t>>& files,
-                                                StreamHandle stream, std::vector<DeviceImage>* spare = nullptr);
+                                                StreamHandle stream, DeviceImagePool* pool = nullptr,
+                                                std::vector<JpegPlan> plans = {});
 
   /// Encodes `image` (CV_8U, 3 channels BGR or 1 gray, on this codec's device) after the work
-  /// queued on `stream`, and waits for it. Throws Error{usage} for other images, Error{gpu}.
+  /// queued on `stream`, and waits for it; the bytes come back through page-locked memory.
+  /// Throws Error{usage} for other images, Error{gpu}.
   [[nodiscard]] std::vector<std::uint8_t> encode(ConstDeviceImageView image, const JpegEncodeOptions& options,
                                                  StreamHandle stream);
 

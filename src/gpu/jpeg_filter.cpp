@@ -1,22 +1,27 @@
-// The GPU JPEG path (jpeg_filter.hpp): per batch, one nvJPEG decode call, then per file the
-// filter queued on the job's stream straight from the decoded device image and the nvJPEG
-// encode from the filtered one; files nvJPEG refuses take OpenCV's decoder, filter and encoder.
+// The GPU JPEG path (jpeg_filter.hpp): per device a decode thread (batched nvJPEG decode) and
+// encoder threads (filter straight from the decoded device image on their own stream, then the
+// nvJPEG encode from the filtered one); files nvJPEG refuses take OpenCV's decoder, filter and
+// encoder on an encoder thread.
 #include "gpu/jpeg_filter.hpp"
 
 #include "codec/jpeg_markers.hpp"
 #include "gpu/device_memory.hpp"
 #include "gpu/jpeg_codec.hpp"
 
+#include "batch/bounded_queue.hpp"
+
 #include <cuconv/image_io.hpp>
 
 #include <opencv2/imgcodecs.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
+#include <thread>
 
 namespace cuconv::codec {
 
@@ -95,19 +100,225 @@ std::vector<std::uint8_t> read_jpeg_file(const std::string& path, std::uint64_t 
   return bytes;
 }
 
-struct JpegFilterJob::State {
-  explicit State(int device) : codec(device) {
-    workspace.prepare(device);
+namespace {
+
+/// A submitted file on its way to the decoder.
+struct Entry {
+  std::size_t id = 0;
+  std::span<const std::uint8_t> file;
+  JpegPlan plan;
+};
+
+/// A decoded file (or one for OpenCV) on its way to an encoder thread.
+struct Decoded {
+  Entry entry;
+  DecodedJpeg image;
+  double decode_ms = 0;
+};
+
+/// The pixel bytes a plan decodes to.
+std::size_t decoded_bytes(const JpegPlan& plan) {
+  return static_cast<std::size_t>(plan.width) * static_cast<std::size_t>(plan.height) *
+         static_cast<std::size_t>(std::max(plan.channels, 1));
+}
+
+JpegJobResult failed(const Error& error) {
+  JpegJobResult r;
+  r.error = error;
+  return r;
+}
+
+}  // namespace
+
+struct JpegPipeline::State {
+  State(int device_, const Filter* filter_, const ConvolveOptions& options_, const JpegOutputOptions& output_,
+        const JpegPipelineOptions& sizes_, Done done_)
+      : device(device_),
+        filter(filter_),
+        options(options_),
+        output(output_),
+        sizes(sizes_),
+        done(std::move(done_)),
+        input(std::max<std::size_t>(sizes_.batch, 1) * 2),
+        decoded(std::max<std::size_t>(sizes_.encoders, 1) * 2) {
+    options.device = device;
   }
-  GpuJpegCodec codec;  // first: makes `device` current for the stream below
-  GpuWorkspace workspace;
-  detail::CudaStream stream;
-  int device = -1;
-  std::vector<DeviceImage> spare;  ///< decoded and filtered images of the last batch, reused
+
+  int device;
+  const Filter* filter;
+  ConvolveOptions options;
+  JpegOutputOptions output;
+  JpegPipelineOptions sizes;
+  Done done;
+  const Clock::time_point started = Clock::now();
+  std::atomic<double> setup_ms{0};
+  batch::BoundedQueue<Entry> input;
+  batch::BoundedQueue<Decoded> decoded;
+  DeviceImagePool pool;
+  std::mutex planners_mutex;
+  std::vector<std::unique_ptr<GpuJpegCodec>> planners;  ///< header readers for submit(), one per caller at a time
+  std::thread decoder;
+  std::vector<std::thread> encoders;
+  bool finished = false;
+
+  void finish_with(std::size_t id, JpegJobResult result) noexcept {
+    try {
+      done(id, std::move(result));
+    } catch (...) {
+      // The caller's bookkeeping failed; nothing here can report it better.
+    }
+  }
+
+  JpegPlan plan(std::span<const std::uint8_t> file) {
+    std::unique_ptr<GpuJpegCodec> planner;
+    {
+      const std::lock_guard lock(planners_mutex);
+      if (!planners.empty()) {
+        planner = std::move(planners.back());
+        planners.pop_back();
+      }
+    }
+    if (!planner) planner = std::make_unique<GpuJpegCodec>(device);
+    JpegPlan p = planner->plan(file);
+    const std::lock_guard lock(planners_mutex);
+    planners.push_back(std::move(planner));
+    return p;
+  }
+
+  /// Batches of queued files through nvJPEG's decoder; bad files end here, the rest go on.
+  void decode_loop() {
+    std::optional<GpuJpegCodec> codec;
+    std::optional<detail::CudaStream> stream;
+    std::optional<Error> setup_error;
+    const auto set_up = [&] {
+      try {
+        codec.emplace(device);
+        codec->prepare_decoder();
+        stream.emplace();
+        setup_error.reset();
+      } catch (const Error& e) {
+        codec.reset();
+        setup_error = e;
+      }
+    };
+    set_up();
+    setup_ms = ms_since(started);
+    std::size_t most = std::max<std::size_t>(sizes.batch, 1);
+    while (true) {
+      std::vector<Entry> batch = input.pop_some(most, std::chrono::milliseconds(2));
+      if (batch.empty()) break;
+      if (!codec) set_up();
+      if (!codec) {
+        for (Entry& e : batch) finish_with(e.id, failed(*setup_error));
+        continue;
+      }
+      std::vector<std::span<const std::uint8_t>> files;
+      std::vector<JpegPlan> plans;
+      for (const Entry& e : batch) {
+        files.push_back(e.file);
+        plans.push_back(e.plan);
+        if (e.plan.decodable()) {  // large images make the next batches smaller
+          const std::size_t bytes = std::max<std::size_t>(decoded_bytes(e.plan), 1);
+          most = std::clamp<std::size_t>(sizes.batch_bytes / bytes, 1, std::max<std::size_t>(sizes.batch, 1));
+        }
+      }
+      std::vector<DecodedJpeg> images;
+      const auto t = Clock::now();
+      try {
+        images = codec->decode(files, stream->get(), &pool, std::move(plans));
+      } catch (const Error& e) {
+        codec.reset();  // the device failed as a whole: this batch fails, the next starts afresh
+        stream.reset();
+        for (Entry& entry : batch) finish_with(entry.id, failed(e));
+        continue;
+      }
+      const double share = ms_since(t) / static_cast<double>(batch.size());
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (!images[i].bad_file.empty()) {
+          finish_with(batch[i].id, failed(Error(ErrorKind::bad_input, images[i].bad_file)));
+          continue;
+        }
+        Decoded d{std::move(batch[i]), std::move(images[i]), share};
+        if (!decoded.push(std::move(d))) break;  // not reached: closed only after this thread ends
+      }
+    }
+  }
+
+  /// Decoded images through the filter and nvJPEG's encoder; files for OpenCV through OpenCV.
+  void encode_loop() {
+    std::optional<GpuJpegCodec> codec;
+    std::optional<GpuWorkspace> workspace;
+    std::optional<detail::CudaStream> stream;
+    while (auto d = decoded.pop()) {
+      const std::size_t id = d->entry.id;
+      JpegJobResult result;
+      try {
+        if (!codec) {
+          codec.emplace(device);
+          workspace.emplace();
+          workspace->prepare(device);
+          stream.emplace();
+        }
+        const JpegMarkers markers = read_jpeg_markers(d->entry.file);
+        if (!d->image.not_supported.empty()) {
+          result.decoder_fallback = "nvJPEG cannot decode it: " + d->image.not_supported;
+          run_on_opencv(d->entry.file, markers, *workspace, result);
+        } else {
+          result.decode_ms = d->decode_ms;
+          filter_and_encode(d->image, markers, *codec, *workspace, stream->get(), result);
+        }
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::gpu) {  // the device as a whole: new states for the next image
+          codec.reset();
+          workspace.reset();
+          stream.reset();
+        }
+        result = failed(e);
+      } catch (const cv::Exception& e) {
+        result = failed(Error(ErrorKind::bad_input, std::string("OpenCV: ") + e.what()));
+      } catch (const std::exception& e) {
+        result = failed(Error(ErrorKind::internal, std::string("internal error: ") + e.what()));
+      }
+      if (result.error) result.encoded.clear();
+      pool.give(std::move(d->image.image));
+      finish_with(id, std::move(result));
+    }
+  }
+
+  void filter_and_encode(const DecodedJpeg& in, const JpegMarkers& markers, GpuJpegCodec& codec,
+                         GpuWorkspace& workspace, StreamHandle stream, JpegJobResult& result) {
+    result.decoder = in.hardware ? "nvjpeg-hardware" : "nvjpeg-cuda";
+    const DeviceImageView source = in.view;
+    result.width = source.width;
+    result.height = source.height;
+    result.channels = source.channels;
+    DeviceImage filtered;
+    DeviceImageView filtered_view;
+    if (filter != nullptr) {
+      const auto f = Clock::now();
+      filtered = pool.take(source.width, source.height, source.channels);
+      filtered_view = fit(filtered, source.width, source.height);
+      result.variant_used = convolve(source, filtered_view, *filter, options, workspace, stream);
+      result.filter_ms = ms_since(f);
+    }
+    const auto e = Clock::now();
+    JpegEncodeOptions encode_options;
+    encode_options.quality = output.quality;
+    if (output.keep_metadata) encode_options.app_segments = segments_to_copy(markers);
+    try {
+      result.encoded = codec.encode(filter != nullptr ? filtered_view : source, encode_options, stream);
+    } catch (...) {
+      pool.give(std::move(filtered));
+      throw;
+    }
+    pool.give(std::move(filtered));  // the encode waited for the stream: the image is free
+    result.encoder = "nvjpeg";
+    result.encode_ms = ms_since(e);
+  }
 
   /// OpenCV's decode, filter and encode for a file nvJPEG refused.
-  void run_on_opencv(std::span<const std::uint8_t> file, const Filter* filter, const ConvolveOptions& options,
-                     const JpegOutputOptions& output, const JpegMarkers& markers, JpegJobResult& result) {
+  void run_on_opencv(std::span<const std::uint8_t> file, const JpegMarkers& markers, GpuWorkspace& workspace,
+                     JpegJobResult& result) {
     const auto t = Clock::now();
     const cv::Mat bytes(1, static_cast<int>(file.size()), CV_8U, const_cast<std::uint8_t*>(file.data()));
     cv::Mat image = cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
@@ -135,69 +346,72 @@ struct JpegFilterJob::State {
   }
 };
 
-JpegFilterJob::JpegFilterJob(int device) : state_(std::make_unique<State>(device)) { state_->device = device; }
-JpegFilterJob::~JpegFilterJob() = default;
-JpegFilterJob::JpegFilterJob(JpegFilterJob&&) noexcept = default;
-JpegFilterJob& JpegFilterJob::operator=(JpegFilterJob&&) noexcept = default;
-
-std::vector<JpegJobResult> JpegFilterJob::run(const std::vector<std::span<const std::uint8_t>>& files,
-                                              const Filter* filter, const ConvolveOptions& options,
-                                              const JpegOutputOptions& output) {
+JpegPipeline::JpegPipeline(int device, const Filter* filter, const ConvolveOptions& options,
+                           const JpegOutputOptions& output, const JpegPipelineOptions& sizes, Done done)
+    : state_(std::make_unique<State>(device, filter, options, output, sizes, std::move(done))) {
   State& s = *state_;
-  if (s.device >= 0) CUCONV_CUDA_TRY(cudaSetDevice(s.device));
-  std::vector<JpegJobResult> results(files.size());
-  const auto t = Clock::now();
-  std::vector<DecodedJpeg> decoded = s.codec.decode(files, s.stream.get(), &s.spare);
-  const double decode_share = ms_since(t) / static_cast<double>(std::max<std::size_t>(files.size(), 1));
-  for (std::size_t i = 0; i < files.size(); ++i) {
-    JpegJobResult& result = results[i];
-    DecodedJpeg& in = decoded[i];
-    try {
-      const JpegMarkers markers = read_jpeg_markers(files[i]);
-      if (!in.bad_file.empty()) throw Error(ErrorKind::bad_input, in.bad_file);
-      if (!in.not_supported.empty()) {
-        result.decoder_fallback = "nvJPEG cannot decode it: " + in.not_supported;
-        s.run_on_opencv(files[i], filter, options, output, markers, result);
-        continue;
-      }
-      result.decoder = in.hardware ? "nvjpeg-hardware" : "nvjpeg-cuda";
-      result.decode_ms = decode_share;
-      const DeviceImageView source = in.view;
-      result.width = source.width;
-      result.height = source.height;
-      result.channels = source.channels;
-      DeviceImage filtered;
-      DeviceImageView filtered_view;
-      if (filter != nullptr) {
-        const auto f = Clock::now();
-        filtered = reuse_or_allocate(&s.spare, source.width, source.height, source.channels);
-        filtered_view = fit(filtered, source.width, source.height);
-        result.variant_used = convolve(source, filtered_view, *filter, options, s.workspace, s.stream.get());
-        result.filter_ms = ms_since(f);
-      }
-      const auto e = Clock::now();
-      JpegEncodeOptions encode_options;
-      encode_options.quality = output.quality;
-      if (output.keep_metadata) encode_options.app_segments = segments_to_copy(markers);
-      result.encoded = s.codec.encode(filter != nullptr ? filtered_view : source, encode_options, s.stream.get());
-      result.encoder = "nvjpeg";
-      result.encode_ms = ms_since(e);
-      if (!filtered.empty()) s.spare.push_back(std::move(filtered));
-    } catch (const Error& e) {
-      if (e.kind() == ErrorKind::gpu) throw;  // the device as a whole: the caller stops using it
-      result.encoded.clear();
-      result.error = e;
-    } catch (const cv::Exception& e) {
-      result.encoded.clear();
-      result.error = Error(ErrorKind::bad_input, std::string("OpenCV: ") + e.what());
-    }
+  try {
+    s.decoder = std::thread([&s] { s.decode_loop(); });
+    for (std::size_t i = 0; i < std::max<std::size_t>(sizes.encoders, 1); ++i)
+      s.encoders.emplace_back([&s] { s.encode_loop(); });
+  } catch (...) {
+    finish();
+    throw;
   }
-  for (DecodedJpeg& d : decoded)
-    if (!d.image.empty()) s.spare.push_back(std::move(d.image));  // the stream is idle: encode waited
-  // Keep about one batch's worth (the oldest go first): a batch of other sizes frees the rest.
-  const std::size_t keep = files.size() + 1;
-  if (s.spare.size() > keep) s.spare.erase(s.spare.begin(), s.spare.end() - static_cast<std::ptrdiff_t>(keep));
-  return results;
+}
+
+JpegPipeline::~JpegPipeline() { finish(); }
+
+void JpegPipeline::submit(std::size_t id, std::span<const std::uint8_t> file) {
+  State& s = *state_;
+  Entry entry{id, file, {}};
+  try {
+    entry.plan = s.plan(file);
+  } catch (const Error& e) {
+    s.finish_with(id, failed(e));
+    return;
+  }
+  if (!s.input.push(std::move(entry)))
+    s.finish_with(id, failed(Error(ErrorKind::internal, "the GPU JPEG pipeline has finished")));
+}
+
+void JpegPipeline::finish() noexcept {
+  State& s = *state_;
+  if (s.finished) return;
+  s.finished = true;
+  s.input.close();
+  if (s.decoder.joinable()) s.decoder.join();
+  s.decoded.close();
+  for (std::thread& t : s.encoders)
+    if (t.joinable()) t.join();
+}
+
+double JpegPipeline::setup_ms() const noexcept { return state_->setup_ms.load(); }
+
+JpegFilterJob::JpegFilterJob(int device, const Filter* filter, const ConvolveOptions& options,
+                             const JpegOutputOptions& output) {
+  JpegPipelineOptions sizes;
+  sizes.encoders = 1;
+  pipeline_ = std::make_unique<JpegPipeline>(device, filter, options, output, sizes,
+                                             [this](std::size_t id, JpegJobResult result) {
+                                               const std::lock_guard lock(mutex_);
+                                               results_.at(id) = std::move(result);
+                                             });
+}
+
+JpegFilterJob::~JpegFilterJob() = default;
+
+std::vector<JpegJobResult> JpegFilterJob::run(const std::vector<std::span<const std::uint8_t>>& files) {
+  if (!pipeline_) throw Error(ErrorKind::internal, "JpegFilterJob::run: called twice");
+  {
+    const std::lock_guard lock(mutex_);
+    results_.assign(files.size(), JpegJobResult{});
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) pipeline_->submit(i, files[i]);
+  pipeline_->finish();
+  pipeline_.reset();
+  const std::lock_guard lock(mutex_);
+  return std::move(results_);
 }
 
 }  // namespace cuconv::codec

@@ -10,9 +10,11 @@
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
 
+#include <cstddef>
 #include <cstdint>
 #include <functional>
 #include <memory>
+#include <mutex>
 #include <optional>
 #include <span>
 #include <string>
@@ -68,28 +70,65 @@ struct JpegJobResult {
   double encode_ms = 0;  ///< wall, encoding and copying the bytes out
 };
 
-/// A GPU codec, a GpuWorkspace and a stream for one thread on one device (not thread-safe).
-class JpegFilterJob {
- public:
-  /// Throws Error{gpu} when the device or nvJPEG cannot be used.
-  explicit JpegFilterJob(int device = -1);
-  ~JpegFilterJob();
-  JpegFilterJob(JpegFilterJob&&) noexcept;
-  JpegFilterJob& operator=(JpegFilterJob&&) noexcept;
-  JpegFilterJob(const JpegFilterJob&) = delete;
-  JpegFilterJob& operator=(const JpegFilterJob&) = delete;
+/// Sizes of one device's GPU JPEG pipeline.
+struct JpegPipelineOptions {
+  /// Most files per decode call: the JPEG engine is fastest with large batches.
+  std::size_t batch = 64;
+  /// Most decoded bytes per decode call (large images make smaller batches).
+  std::size_t batch_bytes = std::size_t{768} << 20;
+  /// Filter-and-encode threads, each with its own stream and nvJPEG encoder.
+  std::size_t encoders = 4;
+};
 
-  /// Decodes `files` as one batch, filters each with `filter` (nullptr: no filter, --no-filter)
-  /// and encodes it. Per-file failures come back in the results; only a failure of the GPU as a
-  /// whole throws.
-  [[nodiscard]] std::vector<JpegJobResult> run(const std::vector<std::span<const std::uint8_t>>& files,
-                                               const Filter* filter, const ConvolveOptions& options,
-                                               const JpegOutputOptions& output);
+/// One device's JPEG files -> filtered JPEG files (docs/gpu-jpeg.md, "Pipeline"). submit() reads
+/// a file's headers on the calling thread and queues it; one decode thread takes batches of
+/// queued files to nvJPEG (the JPEG engine where the GPU has one), and encoder threads filter
+/// each decoded image on their own stream and encode it, while the next batch decodes. Device
+/// images come from one pool and are reused. Each file's result goes to `done` (called on a
+/// pipeline thread, once per submitted id). Failures are per file: the device failing as a
+/// whole fails the files it held, and the next batch starts with new nvJPEG states.
+class JpegPipeline {
+ public:
+  using Done = std::function<void(std::size_t id, JpegJobResult result)>;
+  /// Starts the threads; the decoder's nvJPEG set-up runs at once, beside whatever the caller does
+  /// next. `filter` nullptr: no filter (--no-filter). `filter` must outlive the pipeline.
+  JpegPipeline(int device, const Filter* filter, const ConvolveOptions& options, const JpegOutputOptions& output,
+               const JpegPipelineOptions& sizes, Done done);
+  ~JpegPipeline();  ///< finish()
+  JpegPipeline(const JpegPipeline&) = delete;
+  JpegPipeline& operator=(const JpegPipeline&) = delete;
+
+  /// Queues `file` (its bytes must stay valid until done(id)); waits while the pipeline is full.
+  void submit(std::size_t id, std::span<const std::uint8_t> file);
+  /// Waits until every submitted file is done and the threads have ended. Never throws.
+  void finish() noexcept;
+  /// Milliseconds from construction until the decoder's nvJPEG states were ready (0 before).
+  [[nodiscard]] double setup_ms() const noexcept;
 
   struct State;
 
  private:
   std::unique_ptr<State> state_;
+};
+
+/// The pipeline for a few files at once (single-image mode): one device, one encoder thread.
+class JpegFilterJob {
+ public:
+  /// Starts the nvJPEG set-up at once; failures come back per file from run().
+  explicit JpegFilterJob(int device, const Filter* filter, const ConvolveOptions& options,
+                         const JpegOutputOptions& output);
+  ~JpegFilterJob();
+  JpegFilterJob(const JpegFilterJob&) = delete;
+  JpegFilterJob& operator=(const JpegFilterJob&) = delete;
+
+  /// Decodes, filters and encodes `files` (once per job). Per-file failures come back in the
+  /// results.
+  [[nodiscard]] std::vector<JpegJobResult> run(const std::vector<std::span<const std::uint8_t>>& files);
+
+ private:
+  std::vector<JpegJobResult> results_;
+  std::mutex mutex_;
+  std::unique_ptr<JpegPipeline> pipeline_;
 };
 
 /// The whole file at `path` (Error{bad_input} naming it when it cannot be read), after the checks
