@@ -69,7 +69,10 @@ fi
 echo "install-deps: nvcc: $nvcc_path ($("$nvcc_path" --version | sed -n 's/.*release \([0-9.]*\).*/\1/p'))"
 
 # ---- nvJPEG: nvjpeg.h and libnvjpeg.so.13 ---------------------------------------------------------
-nvjpeg_wheel_version=13.0.4.44   # CUDA 13.0's nvJPEG; any 13.x library runs the code built with it
+# CUDA 13.0 update 1's nvJPEG (the H100 toolkit's too): any 13.x library runs the code built with
+# it, and this one makes its library handle in half the time of the later 13.x wheels measured
+# (docs/gpu-jpeg.md, "Set-up").
+nvjpeg_wheel_version=13.0.1.86
 nvjpeg_dir=third_party/nvjpeg
 cuda_root="$(dirname "$(dirname "$nvcc_path")")"
 if [[ -f "$cuda_root/include/nvjpeg.h" ]]; then

@@ -15,6 +15,10 @@
 #               bench/cuconv_nvjpeg_floor or cuconv_nvjpeg_floor)
 #   N           images (default 200); CORPUS_DIR default ${TMPDIR:-/tmp}/cuconv-jpeg-corpus-N
 #   FILTERS     default "gauss5 gaussian:7,3";  REPEAT rounds (default 3);  OUT results folder (default .)
+#   LARGE       also run the first filter under each codec on LARGE x N files (default 5; 0: not):
+#               the corpus again under other names (hard links). The marginal rate,
+#               (LARGE*N - N) / (wall on LARGE*N - wall on N), is the pipeline's steady rate
+#               without the process's start and set-up, which a batch of N pays once.
 #   CUCONV_ARGS more options for every cuconv run, e.g. "--devices all --jobs 16"
 #   FLOOR_ARGS  more options for cuconv_nvjpeg_floor, e.g. "--encoders 4 --batch 64"
 set -euo pipefail
@@ -41,6 +45,17 @@ done
 
 EXT=.jpg QUALITY=90 bash "$here/make-batch-corpus.sh" "$count" "$corpus" "$bin"
 images="$(find "$corpus" -maxdepth 1 -name 'corpus_*.jpg' | wc -l)"
+large="${LARGE:-5}"
+large_corpus="$corpus-x$large"
+if (( large > 1 )); then
+  mkdir -p "$large_corpus"
+  for ((copy = 0; copy < large; ++copy)); do
+    for f in "$corpus"/corpus_*.jpg; do
+      target="$large_corpus/copy${copy}_$(basename "$f")"
+      [[ -e "$target" ]] || ln "$f" "$target" 2>/dev/null || cp "$f" "$target"
+    done
+  done
+fi
 gpu="$(nvidia-smi --query-gpu=name --format=csv,noheader 2>/dev/null | head -n1 || true)"
 echo "jpeg-bench: $images JPEGs (q90) in $corpus, filters ${filters[*]}, ${gpu:-no GPU}, $(nproc) CPU threads"
 
@@ -54,12 +69,14 @@ bench() {
   local scratch summary rc=0 start end
   scratch="$(mktemp -d "${TMPDIR:-/tmp}/cuconv-jpeg-bench.XXXXXX")"
   summary="$results/$name-r$round.json"
+  local input="$corpus" n="$images"
+  if [[ "$name" == *-large ]]; then input="$large_corpus" n=$((images * large)); fi
   start="$(date +%s%N)"
-  "$bin/cuconv" --out-dir "$scratch" --json "$summary" "$@" "${extra_args[@]}" "$corpus" || rc=$?
+  "$bin/cuconv" --out-dir "$scratch" --json "$summary" "$@" "${extra_args[@]}" "$input" || rc=$?
   end="$(date +%s%N)"
   rm -rf "$scratch"
   (( rc == 0 )) || failed_runs+=1
-  python3 - "$name" "$round" "$rc" "$start" "$end" "$images" "$summary" "$*" >>"$runs_file" <<'PY'
+  python3 - "$name" "$round" "$rc" "$start" "$end" "$n" "$summary" "$*" >>"$runs_file" <<'PY'
 import collections, json, sys
 name, rnd, rc, start, end, images, summary, args = sys.argv[1:]
 wall = (int(end) - int(start)) / 1e9
@@ -70,6 +87,9 @@ try:
     run["pipeline_s"] = s["totals"]["wall_ms"] / 1000
     run["pipeline_images_per_s"] = s["totals"]["images_per_s"]
     run["decoders"] = dict(collections.Counter(f["decoder"] for f in s["files"]))
+    run["images"] = int(images)
+    if s["totals"].get("gpu_jpeg", {}).get("batches"):
+        run["gpu_jpeg"] = s["totals"]["gpu_jpeg"]
 except Exception as e:  # a failed run may have no summary
     run["summary_error"] = str(e)
 print(json.dumps(run))
@@ -96,6 +116,7 @@ for ((round = 1; round <= rounds; ++round)); do
   for codec in gpu opencv; do
     bench "$codec-none" "$round" --codec "$codec" --no-filter
     for f in "${filters[@]}"; do bench "$codec-$f" "$round" --codec "$codec" --filter "$f"; done
+    if (( large > 1 )); then bench "$codec-${filters[0]}-large" "$round" --codec "$codec" --filter "${filters[0]}"; fi
   done
 done
 
@@ -122,6 +143,15 @@ if g5:
         if p: checks["floor_over_gpu_first_filter_pipeline"] = floor["decode_encode_images_per_s"] / p
     o = medians.get(f"opencv-{filters[0]}", {}).get("images_per_s")
     if o: checks["gpu_over_opencv_codec"] = g5 / o
+# Steady rate: the images a larger batch adds over the time it adds (start-up and set-up cancel).
+for codec in ("gpu", "opencv"):
+    small, big = medians.get(f"{codec}-{filters[0]}"), medians.get(f"{codec}-{filters[0]}-large")
+    nbig = [r["images"] for r in ok if r["name"] == f"{codec}-{filters[0]}-large" and "images" in r]
+    if small and big and nbig and big["wall_s"] > small["wall_s"]:
+        checks[f"{codec}_{filters[0]}_marginal_images_per_s"] = (nbig[0] - int(images)) / (big["wall_s"] - small["wall_s"])
+m = checks.get(f"gpu_{filters[0]}_marginal_images_per_s")
+if m and floor["decode_encode_images_per_s"]:
+    checks["floor_over_gpu_marginal"] = floor["decode_encode_images_per_s"] / m
 report = {"images": int(images), "corpus": corpus, "quality_of_corpus": 90, "gpu": gpu, "extra_args": extra,
           "filters": filters, "medians": medians, "floor": floor, "ratios": checks, "runs": runs}
 json.dump(report, open(out, "w"), indent=2)

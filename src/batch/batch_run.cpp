@@ -151,7 +151,8 @@ class Pipeline {
     summary.not_started = not_started_;
     summary.stop_requested = stop_requested_;
     summary.wall_ms = ms_since(start);
-    summary.gpu_setup_ms = gpu_setup_ms_;
+    summary.gpu_setup_ms = std::max(gpu_setup_ms_, jpeg_stats_.setup_ms);
+    summary.gpu_jpeg = jpeg_stats_;
     summary.peak_images_held = peak_held_images_.load();
     summary.first_failure = first_failure_;
     summary.exit_code = batch_exit_code(summary, options_.fail_fast);
@@ -191,8 +192,7 @@ class Pipeline {
     for (auto& t : filters) t.join();
     for (auto& pipeline : jpeg_pipelines_) {
       pipeline->finish();
-      std::lock_guard lock(mutex_);
-      gpu_setup_ms_ = std::max(gpu_setup_ms_, pipeline->setup_ms());
+      jpeg_stats_ += pipeline->stats();
     }
     write_queue_->close();
     for (auto& t : writers) t.join();
@@ -438,6 +438,7 @@ class Pipeline {
   std::atomic<std::size_t> peak_held_images_{0};
   std::vector<std::unique_ptr<BoundedQueue<Work>>> filter_queues_;  ///< one per device
   std::vector<std::unique_ptr<codec::JpegPipeline>> jpeg_pipelines_;  ///< one per device, with use_gpu_codec
+  codec::JpegPipelineStats jpeg_stats_;
   std::vector<Work> jpeg_works_;  ///< GPU JPEG items held while their pipeline works on them, by item
   std::unique_ptr<BoundedQueue<Work>> write_queue_;
   std::mutex mutex_;  ///< guards finishing: status, counters, the observer call

@@ -104,6 +104,7 @@ struct BatchSummary {
   /// 2 x jobs + 3 x (filter threads), however many inputs there are.
   std::size_t peak_images_held = 0;
   double gpu_setup_ms = 0;  ///< longest time a filter thread spent in wait_for_gpu and creating its context and stream
+  codec::JpegPipelineStats gpu_jpeg;  ///< the GPU JPEG pipelines' threads, summed over devices
   ExitCode first_failure = ExitCode::ok;  ///< exit code of the failure that happened first
   ExitCode exit_code = ExitCode::ok;      ///< batch_exit_code()
 };

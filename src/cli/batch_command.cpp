@@ -264,6 +264,15 @@ nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int
             {"gpu_init_ms", startup.gpu_init_ms},
             {"gpu_setup_ms", summary.gpu_setup_ms},
             {"peak_images_held", summary.peak_images_held},
+            {"gpu_jpeg",
+             {{"batches", summary.gpu_jpeg.batches},
+              {"files", summary.gpu_jpeg.files},
+              {"setup_ms", summary.gpu_jpeg.setup_ms},
+              {"decode_ms", summary.gpu_jpeg.decode_ms},
+              {"decoder_waiting_ms", summary.gpu_jpeg.decoder_waiting_ms},
+              {"decoder_blocked_ms", summary.gpu_jpeg.decoder_blocked_ms},
+              {"encode_ms", summary.gpu_jpeg.encode_ms},
+              {"encoders_waiting_ms", summary.gpu_jpeg.encoders_waiting_ms}}},
             {"images_per_s", seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0}}},
           {"exit_code", static_cast<int>(exit_code)},
           {"interrupted_by", signal != 0 ? nlohmann::json(signal_name(signal)) : nlohmann::json()},
@@ -291,6 +300,11 @@ void log_outcome(const BatchSummary& summary, bool fail_fast, int signal) {
   const double seconds = summary.wall_ms / 1000.0;
   spdlog::info("batch: {} ok, {} failed, {} skipped in {:.2f} s ({:.1f} images/s)", summary.ok, summary.failed,
                summary.skipped, seconds, seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0);
+  if (const auto& j = summary.gpu_jpeg; j.batches > 0)
+    spdlog::info("GPU JPEG: set-up {:.0f} ms; {} files in {} decode calls; decoder busy {:.0f} ms, waiting for files "
+                 "{:.0f} ms, for encoders {:.0f} ms; encoder threads busy {:.0f} ms, waiting {:.0f} ms (summed)",
+                 j.setup_ms, j.files, j.batches, j.decode_ms, j.decoder_waiting_ms, j.decoder_blocked_ms, j.encode_ms,
+                 j.encoders_waiting_ms);
 }
 
 /// The device check that runs beside the first decodes: its time, and why no GPU is usable.

@@ -151,7 +151,8 @@ struct JpegPipeline::State {
   JpegPipelineOptions sizes;
   Done done;
   const Clock::time_point started = Clock::now();
-  std::atomic<double> setup_ms{0};
+  mutable std::mutex stats_mutex;
+  JpegPipelineStats stats;
   batch::BoundedQueue<Entry> input;
   batch::BoundedQueue<Decoded> decoded;
   DeviceImagePool pool;
@@ -202,10 +203,13 @@ struct JpegPipeline::State {
       }
     };
     set_up();
-    setup_ms = ms_since(started);
+    JpegPipelineStats mine;
+    mine.setup_ms = ms_since(started);
     std::size_t most = std::max<std::size_t>(sizes.batch, 1);
     while (true) {
+      auto t = Clock::now();
       std::vector<Entry> batch = input.pop_some(most, std::chrono::milliseconds(2));
+      mine.decoder_waiting_ms += ms_since(t);
       if (batch.empty()) break;
       if (!codec) set_up();
       if (!codec) {
@@ -223,9 +227,11 @@ struct JpegPipeline::State {
         }
       }
       std::vector<DecodedJpeg> images;
-      const auto t = Clock::now();
+      t = Clock::now();
       try {
         images = codec->decode(files, stream->get(), &pool, std::move(plans));
+        mine.decode_ms += ms_since(t);
+        ++mine.batches;
       } catch (const Error& e) {
         codec.reset();  // the device failed as a whole: this batch fails, the next starts afresh
         stream.reset();
@@ -233,15 +239,20 @@ struct JpegPipeline::State {
         continue;
       }
       const double share = ms_since(t) / static_cast<double>(batch.size());
+      t = Clock::now();
       for (std::size_t i = 0; i < batch.size(); ++i) {
         if (!images[i].bad_file.empty()) {
           finish_with(batch[i].id, failed(Error(ErrorKind::bad_input, images[i].bad_file)));
           continue;
         }
+        mine.files += images[i].view.data != nullptr;
         Decoded d{std::move(batch[i]), std::move(images[i]), share};
         if (!decoded.push(std::move(d))) break;  // not reached: closed only after this thread ends
       }
+      mine.decoder_blocked_ms += ms_since(t);
     }
+    const std::lock_guard lock(stats_mutex);
+    stats += mine;
   }
 
   /// Decoded images through the filter and nvJPEG's encoder; files for OpenCV through OpenCV.
@@ -249,7 +260,13 @@ struct JpegPipeline::State {
     std::optional<GpuJpegCodec> codec;
     std::optional<GpuWorkspace> workspace;
     std::optional<detail::CudaStream> stream;
-    while (auto d = decoded.pop()) {
+    JpegPipelineStats mine;
+    while (true) {
+      auto t = Clock::now();
+      std::optional<Decoded> d = decoded.pop();
+      mine.encoders_waiting_ms += ms_since(t);
+      if (!d) break;
+      t = Clock::now();
       const std::size_t id = d->entry.id;
       JpegJobResult result;
       try {
@@ -281,8 +298,11 @@ struct JpegPipeline::State {
       }
       if (result.error) result.encoded.clear();
       pool.give(std::move(d->image.image));
+      mine.encode_ms += ms_since(t);
       finish_with(id, std::move(result));
     }
+    const std::lock_guard lock(stats_mutex);
+    stats += mine;
   }
 
   void filter_and_encode(const DecodedJpeg& in, const JpegMarkers& markers, GpuJpegCodec& codec,
@@ -386,7 +406,22 @@ void JpegPipeline::finish() noexcept {
     if (t.joinable()) t.join();
 }
 
-double JpegPipeline::setup_ms() const noexcept { return state_->setup_ms.load(); }
+JpegPipelineStats JpegPipeline::stats() const {
+  const std::lock_guard lock(state_->stats_mutex);
+  return state_->stats;
+}
+
+JpegPipelineStats& JpegPipelineStats::operator+=(const JpegPipelineStats& other) noexcept {
+  batches += other.batches;
+  files += other.files;
+  setup_ms = std::max(setup_ms, other.setup_ms);
+  decode_ms += other.decode_ms;
+  decoder_waiting_ms += other.decoder_waiting_ms;
+  decoder_blocked_ms += other.decoder_blocked_ms;
+  encode_ms += other.encode_ms;
+  encoders_waiting_ms += other.encoders_waiting_ms;
+  return *this;
+}
 
 JpegFilterJob::JpegFilterJob(int device, const Filter* filter, const ConvolveOptions& options,
                              const JpegOutputOptions& output) {

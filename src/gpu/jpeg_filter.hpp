@@ -80,6 +80,20 @@ struct JpegPipelineOptions {
   std::size_t encoders = 4;
 };
 
+/// Where a pipeline's threads spent their time (milliseconds; encoder figures summed over the
+/// encoder threads): what limits it. Summed over devices for a batch.
+struct JpegPipelineStats {
+  std::size_t batches = 0;          ///< decode calls
+  std::size_t files = 0;            ///< files decoded by nvJPEG
+  double setup_ms = 0;              ///< from construction until the decoder's nvJPEG states were ready
+  double decode_ms = 0;             ///< the decode thread in nvJPEG's decode
+  double decoder_waiting_ms = 0;    ///< the decode thread waiting for files (after set-up)
+  double decoder_blocked_ms = 0;    ///< the decode thread waiting for an encoder thread to take an image
+  double encode_ms = 0;             ///< encoder threads filtering and encoding
+  double encoders_waiting_ms = 0;   ///< encoder threads waiting for decoded images
+  JpegPipelineStats& operator+=(const JpegPipelineStats& other) noexcept;
+};
+
 /// One device's JPEG files -> filtered JPEG files (docs/gpu-jpeg.md, "Pipeline"). submit() reads
 /// a file's headers on the calling thread and queues it; one decode thread takes batches of
 /// queued files to nvJPEG (the JPEG engine where the GPU has one), and encoder threads filter
@@ -102,8 +116,8 @@ class JpegPipeline {
   void submit(std::size_t id, std::span<const std::uint8_t> file);
   /// Waits until every submitted file is done and the threads have ended. Never throws.
   void finish() noexcept;
-  /// Milliseconds from construction until the decoder's nvJPEG states were ready (0 before).
-  [[nodiscard]] double setup_ms() const noexcept;
+  /// Where the threads spent their time; complete after finish().
+  [[nodiscard]] JpegPipelineStats stats() const;
 
   struct State;
 
