@@ -130,6 +130,15 @@ JpegJobResult failed(const Error& error) {
 
 }  // namespace
 
+/// A small baseline 4:2:0 colour JPEG: what the decode thread decodes once while the readers load
+/// the first files, so that the JPEG engine's first use is not paid by the first batch.
+std::vector<std::uint8_t> warm_up_jpeg() {
+  const cv::Mat image(16, 16, CV_8UC3, cv::Scalar(64, 128, 192));
+  std::vector<std::uint8_t> bytes;
+  cv::imencode(".jpg", image, bytes, {cv::IMWRITE_JPEG_QUALITY, 90});
+  return bytes;
+}
+
 struct JpegPipeline::State {
   State(int device_, const Filter* filter_, const ConvolveOptions& options_, const JpegOutputOptions& output_,
         const JpegPipelineOptions& sizes_, Done done_)
@@ -140,7 +149,9 @@ struct JpegPipeline::State {
         sizes(sizes_),
         done(std::move(done_)),
         input(std::max<std::size_t>(sizes_.batch, 1) * 2),
-        decoded(std::max<std::size_t>(sizes_.encoders, 1) * 2) {
+        // Room for a whole decoded batch: the decoder goes on to the next batch at once, while the
+        // encoder threads work through this one.
+        decoded(std::max<std::size_t>(sizes_.batch, 1) + std::max<std::size_t>(sizes_.encoders, 1) * 2) {
     options.device = device;
   }
 
@@ -163,6 +174,12 @@ struct JpegPipeline::State {
   bool finished = false;
 
   void finish_with(std::size_t id, JpegJobResult result) noexcept {
+    {
+      const double now = ms_since(started);
+      const std::lock_guard lock(stats_mutex);
+      if (stats.first_result_ms == 0) stats.first_result_ms = now;
+      stats.last_result_ms = std::max(stats.last_result_ms, now);
+    }
     try {
       done(id, std::move(result));
     } catch (...) {
@@ -196,6 +213,9 @@ struct JpegPipeline::State {
         codec.emplace(device);
         codec->prepare_decoder();
         stream.emplace();
+        const std::vector<std::uint8_t> tiny = warm_up_jpeg();
+        for (DecodedJpeg& d : codec->decode({std::span<const std::uint8_t>(tiny)}, stream->get(), &pool))
+          pool.give(std::move(d.image));
         setup_error.reset();
       } catch (const Error& e) {
         codec.reset();
@@ -205,7 +225,10 @@ struct JpegPipeline::State {
     set_up();
     JpegPipelineStats mine;
     mine.setup_ms = ms_since(started);
-    std::size_t most = std::max<std::size_t>(sizes.batch, 1);
+    // The first batches are small, so that the encoder threads start early; then full size.
+    constexpr std::size_t kFirstBatch = 8;
+    std::size_t most = std::min<std::size_t>(std::max<std::size_t>(sizes.batch, 1), kFirstBatch);
+    std::size_t full = std::max<std::size_t>(sizes.batch, 1);
     while (true) {
       auto t = Clock::now();
       std::vector<Entry> batch = input.pop_some(most, std::chrono::milliseconds(2));
@@ -223,9 +246,10 @@ struct JpegPipeline::State {
         plans.push_back(e.plan);
         if (e.plan.decodable()) {  // large images make the next batches smaller
           const std::size_t bytes = std::max<std::size_t>(decoded_bytes(e.plan), 1);
-          most = std::clamp<std::size_t>(sizes.batch_bytes / bytes, 1, std::max<std::size_t>(sizes.batch, 1));
+          full = std::clamp<std::size_t>(sizes.batch_bytes / bytes, 1, std::max<std::size_t>(sizes.batch, 1));
         }
       }
+      most = std::min(full, most * 2);
       std::vector<DecodedJpeg> images;
       t = Clock::now();
       try {
@@ -261,6 +285,11 @@ struct JpegPipeline::State {
     std::optional<GpuWorkspace> workspace;
     std::optional<detail::CudaStream> stream;
     JpegPipelineStats mine;
+    try {
+      set_up_encoder(codec, workspace, stream);  // before the first image; a failure is met again then
+    } catch (const Error&) {
+      codec.reset();
+    }
     while (true) {
       auto t = Clock::now();
       std::optional<Decoded> d = decoded.pop();
@@ -270,12 +299,7 @@ struct JpegPipeline::State {
       const std::size_t id = d->entry.id;
       JpegJobResult result;
       try {
-        if (!codec) {
-          codec.emplace(device);
-          workspace.emplace();
-          workspace->prepare(device);
-          stream.emplace();
-        }
+        if (!codec) set_up_encoder(codec, workspace, stream);
         const JpegMarkers markers = read_jpeg_markers(d->entry.file);
         if (!d->image.not_supported.empty()) {
           result.decoder_fallback = "nvJPEG cannot decode it: " + d->image.not_supported;
@@ -303,6 +327,21 @@ struct JpegPipeline::State {
     }
     const std::lock_guard lock(stats_mutex);
     stats += mine;
+  }
+
+  /// An encoder thread's codec, workspace and stream, and one small encode: the encoder's first
+  /// use is paid while the decoder sets up.
+  void set_up_encoder(std::optional<GpuJpegCodec>& codec, std::optional<GpuWorkspace>& workspace,
+                      std::optional<detail::CudaStream>& stream) {
+    codec.emplace(device);
+    workspace.emplace();
+    workspace->prepare(device);
+    stream.emplace();
+    const DeviceImage tiny(16, 16, 3, CV_8U);
+    const DeviceImageView v = tiny.view();
+    CUCONV_CUDA_TRY(cudaMemset2DAsync(v.data, v.pitch, 0, static_cast<std::size_t>(v.width) * 3,
+                                      static_cast<std::size_t>(v.height), stream->get()));
+    static_cast<void>(codec->encode(v, JpegEncodeOptions{}, stream->get()));
   }
 
   void filter_and_encode(const DecodedJpeg& in, const JpegMarkers& markers, GpuJpegCodec& codec,
@@ -420,6 +459,10 @@ JpegPipelineStats& JpegPipelineStats::operator+=(const JpegPipelineStats& other)
   decoder_blocked_ms += other.decoder_blocked_ms;
   encode_ms += other.encode_ms;
   encoders_waiting_ms += other.encoders_waiting_ms;
+  first_result_ms = first_result_ms == 0 ? other.first_result_ms
+                    : other.first_result_ms == 0 ? first_result_ms
+                                                 : std::min(first_result_ms, other.first_result_ms);
+  last_result_ms = std::max(last_result_ms, other.last_result_ms);
   return *this;
 }
 

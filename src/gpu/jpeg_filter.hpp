@@ -91,6 +91,8 @@ struct JpegPipelineStats {
   double decoder_blocked_ms = 0;    ///< the decode thread waiting for an encoder thread to take an image
   double encode_ms = 0;             ///< encoder threads filtering and encoding
   double encoders_waiting_ms = 0;   ///< encoder threads waiting for decoded images
+  double first_result_ms = 0;       ///< from construction until the first file was done
+  double last_result_ms = 0;        ///< from construction until the last file was done
   JpegPipelineStats& operator+=(const JpegPipelineStats& other) noexcept;
 };
 
