@@ -19,6 +19,7 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include <filesystem>
 #include <mutex>
@@ -372,5 +373,32 @@ TEST_CASE("gpu jpeg cli: a mixed batch sends JPEG -> JPEG through nvJPEG and the
       CHECK(file["variant"].is_null() == no_filter);
     }
     CHECK(cuconv::test::file_names(out).size() == 5);
+  }
+}
+
+TEST_CASE("gpu jpeg cli: --codec auto takes the GPU codec from 16 JPEG -> JPEG files per --jobs thread (at least 64), OpenCV's below") {
+  TempDir dir;
+  const std::filesystem::path in = dir.path() / "in";
+  std::filesystem::create_directory(in);
+  cv::Mat small;
+  cv::resize(photo(), small, cv::Size(96, 64));
+  const Bytes jpeg = cuconv::test::encode_jpeg(small, 90);
+  for (int i = 0; i < 63; ++i) cuconv::test::write_bytes((in / ("p" + std::to_string(i) + ".jpg")).string(), jpeg);
+  for (const bool enough : {false, true}) {
+    CAPTURE(enough);
+    if (enough) cuconv::test::write_bytes((in / "p63.jpg").string(), jpeg);  // 64 with --jobs 2: the threshold
+    const std::string out = dir.file(enough ? "out64" : "out63");
+    const auto r = run_cuconv({"--out-dir", out, in.string(), "-f", "gauss5", "--json", dir.file("s.json"), "--jobs", "2", "-v"});
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.find(enough ? "GPU codec (--codec auto takes it from 64" : "OpenCV's codec (--codec auto takes the GPU codec from 64") !=
+          std::string::npos);
+    const nlohmann::json summary = nlohmann::json::parse(cuconv::test::read_file(dir.file("s.json")));
+    REQUIRE(summary["files"].size() == (enough ? 64U : 63U));
+    for (const auto& file : summary["files"]) {
+      CHECK(file["status"] == "ok");
+      CHECK(file["decoder"].get<std::string>().starts_with(enough ? "nvjpeg" : "opencv"));
+      CHECK(file["encoder"] == (enough ? "nvjpeg" : "opencv"));
+    }
+    CHECK(summary["totals"]["gpu_jpeg"]["files"] == (enough ? 64 : 0));
   }
 }

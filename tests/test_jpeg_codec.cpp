@@ -108,15 +108,27 @@ TEST_CASE("jpeg markers: EXIF, ICC and XMP are copied after JFIF, APP0 and Adobe
   CHECK(cv::norm(a, b, cv::NORM_INF) == 0);
 }
 
-TEST_CASE("codec choice: JPEG -> JPEG only, auto keeps OpenCV's codec, gpu without a GPU is exit 5") {
+TEST_CASE("codec choice: JPEG -> JPEG only, auto takes the GPU codec for large batches, gpu without a GPU is exit 5") {
   using codec::Codec;
   int asked = 0;
   const auto usable = [&asked] { ++asked; return std::string(); };
   const auto unusable = [&asked] { ++asked; return std::string("no usable CUDA device (test)"); };
   codec::CodecRequest request;
-  // auto: OpenCV's codec while it is the faster one (docs/gpu-jpeg.md), without asking for a GPU.
+  // auto: OpenCV's codec for fewer JPEG -> JPEG jobs than 16 per CPU thread (at least 64), without
+  // asking for a GPU; from there the GPU codec when it is usable, and OpenCV's quietly when not.
+  CHECK(codec::auto_gpu_codec_threshold(2) == 64);
+  CHECK(codec::auto_gpu_codec_threshold(16) == 256);
+  CHECK(codec::auto_gpu_codec_threshold(0) >= 64);
+  CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable));  // one job: single-image mode
+  request.cpu_threads = 16;
+  request.jpeg_jobs = 255;
   CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable));
   CHECK(asked == 0);
+  request.jpeg_jobs = 256;
+  CHECK(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable));
+  CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", unusable));  // no throw under auto
+  CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.png", usable));
+  request.jpeg_jobs = 1;
   request.codec = Codec::gpu;
   CHECK(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable));
   CHECK_FALSE(codec::choose_gpu_codec(request, "a.png", "b.jpg", usable));

@@ -333,7 +333,7 @@ GpuCheck check_gpu(Variant variant) {
 }  // namespace
 
 ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, const ConvolveOptions& options,
-                           std::chrono::steady_clock::time_point process_start, const codec::CodecRequest& codec,
+                           std::chrono::steady_clock::time_point process_start, const codec::CodecRequest& codec_in,
                            const codec::JpegOutputOptions& jpeg_output) {
   // CUDA's initialisation runs beside the input listing and the first decodes; the filter
   // threads wait for it (BatchOptions::wait_for_gpu), and the no-device error stops the batch
@@ -373,9 +373,26 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     if (!gpu_codec_reason) gpu_codec_reason = codec::gpu_codec_unusable_reason();
     return *gpu_codec_reason;
   };
+  // --codec auto weighs the number of JPEG -> JPEG jobs against OpenCV's codec threads (--jobs).
+  codec::CodecRequest codec = codec_in;
+  codec.jpeg_jobs = static_cast<std::size_t>(std::count_if(items.begin(), items.end(), [](const batch::BatchItem& item) {
+    return codec::is_jpeg_path(item.input) && codec::is_jpeg_path(item.output);
+  }));
+  codec.cpu_threads = request.jobs;
   bool any_gpu_codec = false;
   for (const batch::BatchItem& item : items)
     any_gpu_codec = codec::choose_gpu_codec(codec, item.input, item.output, gpu_codec_unusable) || any_gpu_codec;
+  if (codec.jpeg_jobs > 0 && codec.codec == codec::Codec::automatic) {
+    const std::size_t threshold = codec::auto_gpu_codec_threshold(codec.cpu_threads);
+    if (any_gpu_codec)
+      spdlog::info("{} JPEG -> JPEG file(s): GPU codec (--codec auto takes it from {} such files)", codec.jpeg_jobs, threshold);
+    else if (codec.jpeg_jobs < threshold)
+      spdlog::info("{} JPEG -> JPEG file(s): OpenCV's codec (--codec auto takes the GPU codec from {} such files, "
+                   "where its set-up pays off)", codec.jpeg_jobs, threshold);
+    else
+      spdlog::info("{} JPEG -> JPEG file(s): OpenCV's codec (the GPU codec is not usable here{})", codec.jpeg_jobs,
+                   gpu_codec_reason && !gpu_codec_reason->empty() ? ": " + *gpu_codec_reason : std::string());
+  }
 
   batch::BatchOptions batch_options;
   if (any_gpu_codec) {

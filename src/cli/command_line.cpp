@@ -299,7 +299,8 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
       ->check(CLI::Range(1, 100000));
   app.add_option("--codec", req.codec,
                  "JPEG -> JPEG: decode and encode with nvJPEG on the GPU (gpu) or with OpenCV (opencv); auto: "
-                 "OpenCV's while it is the faster one (docs/gpu-jpeg.md)")
+                 "the GPU's for batches of at least 16 JPEG files per --jobs thread (64 or more), where its set-up "
+                 "pays off, else OpenCV's (docs/gpu-jpeg.md)")
       ->transform(one_of_table<codec::Codec>())
       ->capture_default_str();
   app.add_flag("--overwrite", req.overwrite,

@@ -61,11 +61,16 @@ std::string gpu_codec_unusable_reason() {
   return {};
 }
 
+std::size_t auto_gpu_codec_threshold(std::size_t cpu_threads) {
+  if (cpu_threads == 0) cpu_threads = std::max(1U, std::thread::hardware_concurrency());
+  return std::max<std::size_t>(64, 16 * cpu_threads);
+}
+
 bool choose_gpu_codec(const CodecRequest& request, const std::string& input, const std::string& output,
                       const std::function<std::string()>& gpu_unusable_reason) {
-  // `auto` keeps OpenCV's codec until the GPU path is the faster one end to end: today its
-  // nvJPEG set-up and per-image encode make it slower (docs/gpu-jpeg.md, "Measured").
-  if (request.codec != Codec::gpu || !is_jpeg_path(input) || !is_jpeg_path(output)) return false;
+  if (request.codec == Codec::opencv || !is_jpeg_path(input) || !is_jpeg_path(output)) return false;
+  if (request.codec == Codec::automatic && request.jpeg_jobs < auto_gpu_codec_threshold(request.cpu_threads))
+    return false;
   std::string why_not;
   if (request.variant == Variant::opencv) why_not = "--variant opencv filters on the CPU";
   else if (request.depth != Depth::same && request.depth != Depth::u8) why_not = "JPEG holds 8-bit pixels only";

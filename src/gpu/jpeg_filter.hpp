@@ -31,9 +31,20 @@ struct CodecRequest {
   bool host_features = false;  ///< --compare or --bench: they work on host images
   /// --auto-orient: the GPU path does not rotate pixels, so it is not chosen then.
   bool auto_orient = false;
+  /// JPEG -> JPEG jobs in the run (1 in single-image mode) and the CPU threads OpenCV's codec
+  /// would have (--jobs; 0: the machine's): what Codec::automatic weighs.
+  std::size_t jpeg_jobs = 1;
+  std::size_t cpu_threads = 0;
 };
 
-/// Whether `input` -> `output` goes through the GPU JPEG path. `gpu_unusable_reason` is asked
+/// The fewest JPEG -> JPEG jobs for which `--codec auto` takes the GPU codec: 16 per CPU thread of
+/// OpenCV's codec, at least 64. Below it the GPU codec's set-up (CUDA context, nvJPEG handle and
+/// states: most of a second) costs more than its speed saves (docs/gpu-jpeg.md, "Which path").
+[[nodiscard]] std::size_t auto_gpu_codec_threshold(std::size_t cpu_threads);
+
+/// Whether `input` -> `output` goes through the GPU JPEG path: under Codec::gpu, or under
+/// Codec::automatic for a run of at least auto_gpu_codec_threshold() JPEG -> JPEG jobs when the
+/// GPU codec can be used. `gpu_unusable_reason` is asked
 /// only for a JPEG -> JPEG job: empty when a CUDA device and nvJPEG can be used, else why not
 /// (gpu_codec_unusable_reason in production, a fixed answer in tests). Throws
 /// Error{gpu} (exit 5) for Codec::gpu when the GPU codec cannot be used, and Error{usage} for
