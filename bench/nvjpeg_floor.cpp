@@ -1,17 +1,26 @@
 // cuconv_nvjpeg_floor: nvJPEG's own decode + encode of a folder of JPEG files, with nothing of
 // cuconv's pipeline around it (no filter, no file reads or writes): the floor the GPU JPEG path is
-// measured against (scripts/jpeg-bench.sh). The files are read into memory first. Decode: one
+// measured against (scripts/jpeg-bench.sh). The files are read into memory and their headers
+// read (nvJPEG's plan of each) before the clock starts. Decode: one
 // thread takes batches of BATCH files to the decoder (the JPEG engine where there is one: more
 // threads only contend for it). Encode: ENCODERS threads, each with its own codec and stream,
 // encode decoded images at QUALITY, 4:2:0. Both: the decode thread hands each batch to the
 // encoder threads, as the pipeline does. Prints one JSON object: images/s of each.
+// --accuracy instead measures, per file: nvJPEG's decoded pixels against OpenCV's (libjpeg-turbo's),
+// the device filter against cv::filter2D on the same decoded pixels (the pass rule), and the PSNR
+// of nvJPEG's and OpenCV's encodings of the filtered pixels at the same quality.
 #include "gpu/jpeg_codec.hpp"
 
+#include <cuconv/compare.hpp>
+#include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
 
 #include <CLI/CLI.hpp>
 #include <cuda_runtime_api.h>
 #include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
 
 #include <algorithm>
 #include <atomic>
@@ -49,6 +58,8 @@ cudaStream_t make_stream() {
 double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, int quality, int device) {
   cuconv::codec::DeviceImagePool pool;
   cuconv::codec::GpuJpegCodec decoder(device);
+  std::vector<cuconv::codec::JpegPlan> plans;  // header reads: the pipeline makes them on other threads
+  for (const Bytes& file : files) plans.push_back(decoder.plan(file));
   const cudaStream_t decode_stream = make_stream();
   std::vector<cuconv::codec::GpuJpegCodec> codecs;
   std::vector<cudaStream_t> streams;
@@ -76,8 +87,12 @@ double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, 
       try {
         for (std::size_t at = 0; at < files.size(); at += static_cast<std::size_t>(batch)) {
           std::vector<std::span<const std::uint8_t>> spans;
-          for (std::size_t i = at; i < std::min(files.size(), at + static_cast<std::size_t>(batch)); ++i) spans.emplace_back(files[i]);
-          std::vector<cuconv::codec::DecodedJpeg> decoded = decoder.decode(spans, decode_stream, &pool);
+          std::vector<cuconv::codec::JpegPlan> batch_plans;
+          for (std::size_t i = at; i < std::min(files.size(), at + static_cast<std::size_t>(batch)); ++i) {
+            spans.emplace_back(files[i]);
+            batch_plans.push_back(plans[i]);
+          }
+          std::vector<cuconv::codec::DecodedJpeg> decoded = decoder.decode(spans, decode_stream, &pool, std::move(batch_plans));
           for (auto& d : decoded) {
             if (d.image.empty()) throw cuconv::Error(cuconv::ErrorKind::bad_input, "a file nvJPEG could not decode: " + d.not_supported + d.bad_file);
             if (work == Work::decode) {
@@ -136,6 +151,70 @@ double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, 
   return seconds;
 }
 
+/// nvJPEG against OpenCV on every file (see the file comment): one JSON object.
+nlohmann::json accuracy(const std::vector<Bytes>& files, const std::string& filter_spec, int quality, int device) {
+  cuconv::codec::GpuJpegCodec codec(device);
+  cuconv::GpuWorkspace workspace;
+  const cuconv::Filter filter = cuconv::load_filter(filter_spec);
+  cuconv::ConvolveOptions options;
+  options.device = device;
+  cuconv::ConvolveOptions reference_options;
+  reference_options.variant = cuconv::Variant::opencv;
+  reference_options.opencv_method = cuconv::OpenCvMethod::as_called;  // cv::filter2D itself
+  cuconv::codec::JpegEncodeOptions encode_options;
+  encode_options.quality = quality;
+  double decode_max = 0, decode_sum = 0, decode_values = 0, psnr_gpu_sum = 0, psnr_cv_sum = 0;
+  double psnr_gpu_min = 1e9, psnr_cv_min = 1e9, worst_psnr_gap = -1e9, filter_max_abs = 0;
+  std::size_t within_rule = 0;
+  for (const Bytes& file : files) {
+    std::vector<cuconv::codec::DecodedJpeg> decoded = codec.decode({std::span<const std::uint8_t>(file)}, nullptr);
+    if (decoded[0].image.empty()) throw cuconv::Error(cuconv::ErrorKind::bad_input, "a file nvJPEG could not decode");
+    const cv::Mat gpu_pixels = cuconv::download(decoded[0].view);
+    const cv::Mat cv_pixels = cv::imdecode(file, cv::IMREAD_UNCHANGED);
+    cv::Mat diff;
+    cv::absdiff(gpu_pixels, cv_pixels, diff);
+    double most = 0;
+    cv::minMaxLoc(diff.reshape(1), nullptr, &most);
+    decode_max = std::max(decode_max, most);
+    decode_sum += cv::sum(diff)[0] + cv::sum(diff)[1] + cv::sum(diff)[2];
+    decode_values += static_cast<double>(diff.total()) * diff.channels();
+    // The filter on the device against cv::filter2D on the same (nvJPEG's) pixels.
+    const cuconv::DeviceImageView in = decoded[0].view;
+    const cuconv::DeviceImage out(in.width, in.height, in.channels, CV_8U);
+    const cuconv::Variant ran = cuconv::convolve(in, out.view(), filter, options, workspace, nullptr);
+    const cv::Mat filtered = cuconv::download(out.view());
+    const cuconv::ConvolveResult reference = cuconv::convolve(gpu_pixels, filter, reference_options);
+    const cuconv::ComparisonStats stats = cuconv::compare_to_reference(filtered, reference.image, gpu_pixels, filter, 0.0, 0.0,
+                                                                       cuconv::max_differing_fraction_for(ran));
+    within_rule += stats.within_tolerance;
+    filter_max_abs = std::max(filter_max_abs, stats.max_abs_difference);
+    // Both encoders on the filtered pixels, decoded again by OpenCV.
+    const Bytes gpu_jpeg = codec.encode(out.view(), encode_options, nullptr);
+    Bytes cv_jpeg;
+    cv::imencode(".jpg", filtered, cv_jpeg, {cv::IMWRITE_JPEG_QUALITY, quality});
+    const double psnr_gpu = cv::PSNR(filtered, cv::imdecode(gpu_jpeg, cv::IMREAD_UNCHANGED));
+    const double psnr_cv = cv::PSNR(filtered, cv::imdecode(cv_jpeg, cv::IMREAD_UNCHANGED));
+    psnr_gpu_sum += psnr_gpu;
+    psnr_cv_sum += psnr_cv;
+    psnr_gpu_min = std::min(psnr_gpu_min, psnr_gpu);
+    psnr_cv_min = std::min(psnr_cv_min, psnr_cv);
+    worst_psnr_gap = std::max(worst_psnr_gap, psnr_cv - psnr_gpu);
+  }
+  const double n = static_cast<double>(files.size());
+  return {{"images", files.size()},
+          {"filter", filter_spec},
+          {"quality", quality},
+          {"decode_max_abs_diff", decode_max},
+          {"decode_mean_abs_diff", decode_sum / decode_values},
+          {"filter_within_pass_rule", within_rule},
+          {"filter_max_abs_diff", filter_max_abs},
+          {"psnr_nvjpeg_mean_db", psnr_gpu_sum / n},
+          {"psnr_opencv_mean_db", psnr_cv_sum / n},
+          {"psnr_nvjpeg_min_db", psnr_gpu_min},
+          {"psnr_opencv_min_db", psnr_cv_min},
+          {"worst_opencv_minus_nvjpeg_db", worst_psnr_gap}};
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
@@ -150,6 +229,10 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch, "files per decode call")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--quality", quality, "encode quality")->check(CLI::Range(1, 100))->capture_default_str();
   app.add_option("--device", device, "CUDA device")->capture_default_str();
+  bool measure_accuracy = false;
+  std::string filter_spec = "gauss5";
+  app.add_flag("--accuracy", measure_accuracy, "measure nvJPEG against OpenCV on every file instead of speed");
+  app.add_option("--filter", filter_spec, "filter for --accuracy")->capture_default_str();
   CLI11_PARSE(app, argc, argv);
   try {
     // cudaGetDeviceCount directly: cuda_device_available() would link every kernel into this tool.
@@ -169,6 +252,10 @@ int main(int argc, char** argv) {
       std::ifstream in(p, std::ios::binary);
       files.emplace_back((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
       bytes += files.back().size();
+    }
+    if (measure_accuracy) {
+      std::cout << accuracy(files, filter_spec, quality, device).dump() << '\n';
+      return 0;
     }
     const double n = static_cast<double>(files.size());
     const double decode_s = run(files, Work::decode, encoders, batch, quality, device);

@@ -111,6 +111,12 @@ floor() {
   echo "jpeg-bench: floor (nvJPEG only)      round $round: $line"
 }
 
+# Accuracy on the corpus (nvJPEG against OpenCV: decoded pixels, the filter's pass rule, PSNR at
+# quality 95), once.
+accuracy_line="$("$floor_tool" "$corpus" --accuracy --filter "${filters[0]}" --quality 95)" || failed_runs+=1
+echo "jpeg-bench: accuracy: ${accuracy_line:-failed}"
+printf '%s\n' "${accuracy_line:-null}" > "$results/accuracy.json"
+
 for ((round = 1; round <= rounds; ++round)); do
   floor "$round"
   for codec in gpu opencv; do
@@ -152,8 +158,14 @@ for codec in ("gpu", "opencv"):
 m = checks.get(f"gpu_{filters[0]}_marginal_images_per_s")
 if m and floor["decode_encode_images_per_s"]:
     checks["floor_over_gpu_marginal"] = floor["decode_encode_images_per_s"] / m
+import os
+accuracy_path = os.path.join(os.path.dirname(out), "accuracy.json")
+try:
+    accuracy = json.load(open(accuracy_path))
+except Exception:
+    accuracy = None
 report = {"images": int(images), "corpus": corpus, "quality_of_corpus": 90, "gpu": gpu, "extra_args": extra,
-          "filters": filters, "medians": medians, "floor": floor, "ratios": checks, "runs": runs}
+          "filters": filters, "medians": medians, "floor": floor, "ratios": checks, "accuracy": accuracy, "runs": runs}
 json.dump(report, open(out, "w"), indent=2)
 print("jpeg-bench: medians (images/s, whole process):")
 for n, m in medians.items(): print(f"  {n:<22} {m['images_per_s']:8.1f}  (pipeline only {m['pipeline_images_per_s'] or 0:8.1f})")
