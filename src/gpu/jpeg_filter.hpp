@@ -3,7 +3,8 @@
 // device (convolve()'s device overload), encode (nvJPEG) and copy the input's APP segments. A
 // file nvJPEG cannot decode (CMYK, 12-bit, arithmetic ...) is decoded, filtered and encoded with
 // OpenCV instead and says why. The one place that decides whether a job takes this path is
-// choose_gpu_codec(). No CUDA headers (pimpl): the batch engine and the CLI include it.
+// choose_gpu_codec() (jpeg_filter.cpp); the pipeline (JpegPipeline, JpegFilterJob) is in
+// jpeg_pipeline.cpp. No CUDA headers (pimpl): the batch engine and the CLI include it.
 #include "codec/codec_names.hpp"
 
 #include <cuconv/convolve.hpp>

@@ -160,6 +160,9 @@ struct JpegPipeline::State {
       } catch (const Error& e) {
         codec.reset();
         setup_error = e;
+      } catch (const std::exception& e) {
+        codec.reset();
+        setup_error = Error(ErrorKind::internal, std::string("internal error: ") + e.what());
       }
     };
     set_up();
@@ -196,10 +199,12 @@ struct JpegPipeline::State {
         images = codec->decode(files, stream->get(), &pool, std::move(plans));
         mine.decode_ms += ms_since(t);
         ++mine.batches;
-      } catch (const Error& e) {
+      } catch (const std::exception& e) {
         codec.reset();  // the device failed as a whole: this batch fails, the next starts afresh
         stream.reset();
-        for (Entry& entry : batch) finish_with(entry.id, failed(e));
+        const auto* error = dynamic_cast<const Error*>(&e);
+        const Error why = error != nullptr ? *error : Error(ErrorKind::internal, std::string("internal error: ") + e.what());
+        for (Entry& entry : batch) finish_with(entry.id, failed(why));
         continue;
       }
       const double share = ms_since(t) / static_cast<double>(batch.size());
@@ -368,6 +373,9 @@ void JpegPipeline::submit(std::size_t id, std::span<const std::uint8_t> file) {
     entry.plan = s.plan(file);
   } catch (const Error& e) {
     s.finish_with(id, failed(e));
+    return;
+  } catch (const std::exception& e) {
+    s.finish_with(id, failed(Error(ErrorKind::internal, std::string("internal error: ") + e.what())));
     return;
   }
   if (!s.input.push(std::move(entry)))
