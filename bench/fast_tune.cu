@@ -154,6 +154,7 @@ int main(int argc, char** argv) {
   run_case<std::uint8_t, 3, 4, false>("u8 rgb 9x9", 8192, 8192);
   run_case<std::uint8_t, 3, 7, false>("u8 rgb 15x15", 8192, 8192);
   run_case<std::uint8_t, 3, 7, false>("u8 rgb 15x15 4k", 4096, 4096);
+  run_case<std::uint8_t, 3, 1, false>("u8 rgb 3x3 24mp", 6000, 4000);  // a camera frame (issue 26)
   if (std::getenv("ODD") != nullptr) {
     run_case<float, 1, 1, false>("f32 3x3 odd", 1001, 777);
     run_case<float, 1, 7, true>("f32 sep 15x15 odd", 1001, 777);
