@@ -6,8 +6,9 @@
 //
 //   cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b,...]
 //
-// Images: f32 1 channel, 8U 1 channel, 8U RGB (interleaved for `fast`, the three planes of the
-// same image for the PMPP variants, which filter planes). Filters: random dense 3..31, separable
+// Images: f32 1 channel, 8U 1 channel, 16U 1 channel, 8U RGB (interleaved for `fast`, the three
+// planes of the same image for the PMPP variants, which filter planes), square and, for a camera
+// frame, 6000x4000. Filters: random dense 3..31, separable
 // gaussians 15x15 and 31x31, box 15x15 and sobel-x; rank-1 filters up to 15x15 are also timed
 // on `fast`'s dense path ("fast (dense path)"), the gain of the separable one.
 #include "copy_roof.hpp"
@@ -30,6 +31,7 @@
 #include <functional>
 #include <sstream>
 #include <string>
+#include <utility>
 #include <vector>
 
 using namespace cuconv;
@@ -39,7 +41,7 @@ namespace {
 
 struct Settings {
   int reps = 30;
-  bool quick = false;  // 4096^2 and 8192^2 only
+  bool quick = false;  // 4096^2 and 8192^2 only, none of the extra shapes
   bool opencv = true;
   std::string json_path;
   std::string csv_path;
@@ -52,12 +54,32 @@ double time_gpu(const Settings& s, cudaStream_t stream, const std::function<void
   return time_median_ms(stream, {s.reps, 3, 50.0}, work);
 }
 
+/// One image shape: `width` x `height` pixels of `channels` interleaved elements of OpenCV depth
+/// `depth`.
 struct ImageCase {
   std::string name;
-  int size;
+  int width;
+  int height;
   int depth;
   int channels;
 };
+
+/// Square image cases of side n.
+ImageCase square(std::string name, int n, int depth, int channels) { return {std::move(name), n, n, depth, channels}; }
+
+/// Exclusive upper bound of cv::randu's values for a depth: the full range of the integer
+/// types, [0, 1) for floats.
+double random_upper(int depth) { return depth == CV_8U ? 256.0 : depth == CV_16U ? 65536.0 : 1.0; }
+
+/// The size printed for an image: its side when square, else WxH.
+std::string size_label(const ImageCase& c) {
+  return c.width == c.height ? std::to_string(c.width) : std::to_string(c.width) + "x" + std::to_string(c.height);
+}
+
+// Beyond these pixel counts filter2D takes seconds per run (OpenCV is timed only up to 4096^2),
+// and the PMPP variants' loops (no unrolled path above 15x15) run for seconds (`basic` skipped).
+constexpr double kOpenCvMaxPixels = 4096.0 * 4096.0;
+constexpr double kBasicLargeFilterMaxPixels = 8192.0 * 8192.0;
 
 struct FilterCase {
   std::string name;
@@ -120,13 +142,15 @@ int main(int argc, char** argv) {
   CUCONV_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
   const double fma_rate = fma_per_ms(device);
 
-  std::vector<ImageCase> images{{"f32 1ch", 4096, CV_32F, 1}, {"f32 1ch", 8192, CV_32F, 1},
-                                {"8U 1ch", 4096, CV_8U, 1},   {"8U RGB", 4096, CV_8U, 3},
-                                {"8U RGB", 8192, CV_8U, 3}};
+  std::vector<ImageCase> images{square("f32 1ch", 4096, CV_32F, 1), square("f32 1ch", 8192, CV_32F, 1),
+                                square("8U 1ch", 4096, CV_8U, 1),   square("8U RGB", 4096, CV_8U, 3),
+                                square("8U RGB", 8192, CV_8U, 3)};
   if (!s.quick) {
-    images.push_back({"f32 1ch", 16384, CV_32F, 1});
-    images.push_back({"8U 1ch", 16384, CV_8U, 1});
-    images.push_back({"8U RGB", 16384, CV_8U, 3});
+    images.push_back(square("f32 1ch", 16384, CV_32F, 1));
+    images.push_back(square("8U 1ch", 16384, CV_8U, 1));
+    images.push_back(square("8U RGB", 16384, CV_8U, 3));
+    images.push_back({"8U RGB", 6000, 4000, CV_8U, 3});  // a 24-megapixel camera frame
+    images.push_back(square("16U 1ch", 8192, CV_16U, 1));
   }
   std::vector<FilterCase> filters;
   for (int k : {3, 5, 9, 15, 31}) filters.push_back({std::to_string(k) + "x" + std::to_string(k), random_dense(k)});
@@ -150,30 +174,33 @@ int main(int argc, char** argv) {
   std::printf("| image | size | filter | variant | median ms | Gpix/s | GB/s | %% of copy roof | %% of FMA roof |\n"
               "|---|---|---|---|---|---|---|---|---|\n");
   for (const ImageCase& c : images) {
-    const int n = c.size;
+    const int w = c.width, h = c.height;
+    const std::string size = size_label(c);
     const std::size_t elem = CV_ELEM_SIZE1(c.depth);
-    const std::size_t plane_row = static_cast<std::size_t>(n) * elem;
-    CaseImages d{DeviceImage(n, n, c.channels, c.depth), DeviceImage(n, n, c.channels, c.depth), {}, {}};
-    cv::Mat host(n, n, CV_MAKETYPE(c.depth, c.channels));
-    cv::randu(host, 0, c.depth == CV_8U ? 256 : 1);
+    const std::size_t plane_row = static_cast<std::size_t>(w) * elem;
+    CaseImages d{DeviceImage(w, h, c.channels, c.depth), DeviceImage(w, h, c.channels, c.depth), {}, {}};
+    cv::Mat host(h, w, CV_MAKETYPE(c.depth, c.channels));
+    cv::randu(host, 0, random_upper(c.depth));
     const DeviceImageView in_view = d.interleaved_in.view();
-    CUCONV_CUDA_TRY(cudaMemcpy2D(in_view.data, in_view.pitch, host.data, host.step, in_view.row_bytes(), n,
+    CUCONV_CUDA_TRY(cudaMemcpy2D(in_view.data, in_view.pitch, host.data, host.step, in_view.row_bytes(), h,
                                  cudaMemcpyHostToDevice));
     if (c.channels > 1) {
       std::vector<cv::Mat> split;
       cv::split(host, split);
       for (const cv::Mat& plane : split) {
-        d.planes_in.emplace_back(n, n, 1, c.depth);
-        d.planes_out.emplace_back(n, n, 1, c.depth);
+        d.planes_in.emplace_back(w, h, 1, c.depth);
+        d.planes_out.emplace_back(w, h, 1, c.depth);
         const DeviceImageView view = d.planes_in.back().view();
-        CUCONV_CUDA_TRY(cudaMemcpy2D(view.data, view.pitch, plane.data, plane.step, plane_row, n,
+        CUCONV_CUDA_TRY(cudaMemcpy2D(view.data, view.pitch, plane.data, plane.step, plane_row, h,
                                      cudaMemcpyHostToDevice));
       }
     }
-    const double pixels = static_cast<double>(n) * n;
+    const double pixels = static_cast<double>(w) * h;
     const double bytes = 2.0 * pixels * static_cast<double>(elem) * c.channels;  // read + write
-    // Roof: the faster of a plain device-to-device copy and a copy kernel over the same bytes.
-    const std::size_t copy_bytes = in_view.pitch * static_cast<std::size_t>(n);
+    // Roof: the faster of a plain device-to-device copy and a copy kernel over the same bytes, the
+    // image's rows without the pitch's padding (rounded up to the copy kernel's 16-byte words,
+    // which stays inside the 512-byte-aligned pitched allocation).
+    const std::size_t copy_bytes = (in_view.row_bytes() * static_cast<std::size_t>(h) + 15) / 16 * 16;
     const DeviceImageView out_view = d.interleaved_out.view();
     const double memcpy_ms = time_gpu(s, stream.get(), [&] {
       CUCONV_CUDA_TRY(cudaMemcpyAsync(out_view.data, in_view.data, copy_bytes, cudaMemcpyDeviceToDevice, stream.get()));
@@ -184,12 +211,14 @@ int main(int argc, char** argv) {
     const double copy_ms = std::min(memcpy_ms, copy_kernel_ms);
     const auto report = [&](const std::string& filter, const std::string& variant, double ms, int taps) {
       const double fma_roof_ms = taps > 0 ? pixels * c.channels * taps / fma_rate : 0.0;
-      std::printf("| %s | %d | %s | %s | %.3f | %.2f | %.0f | %.0f | %s |\n", c.name.c_str(), n, filter.c_str(),
+      std::printf("| %s | %s | %s | %s | %.3f | %.2f | %.0f | %.0f | %s |\n", c.name.c_str(), size.c_str(), filter.c_str(),
                   variant.c_str(), ms, pixels / ms * 1e-6, bytes / ms * 1e-6, 100.0 * copy_ms / ms,
                   taps > 0 ? std::to_string(static_cast<int>(100.0 * fma_roof_ms / ms + 0.5)).c_str() : "-");
       std::fflush(stdout);
       results.push_back({{"image", c.name},
-                         {"size", n},
+                         {"size", w},  // the side of square images, kept for readers of older results
+                         {"width", w},
+                         {"height", h},
                          {"filter", filter},
                          {"variant", variant},
                          {"median_ms", ms},
@@ -203,7 +232,7 @@ int main(int argc, char** argv) {
     report("-", "cudaMemcpyAsync d2d", memcpy_ms, 0);
     report("-", "copy kernel (16 B/thread)", copy_kernel_ms, 0);
 
-    const PixelType type = c.depth == CV_8U ? PixelType::u8 : PixelType::f32;
+    const PixelType type = pixel_type_for_depth(c.depth);
     for (const FilterCase& fc : filters) {
       const Filter& f = fc.filter;
       const int k = f.width;
@@ -220,7 +249,7 @@ int main(int argc, char** argv) {
         for (int ch = 0; ch < launches; ++ch) {
           const DeviceImageView in = (interleaved ? d.interleaved_in : d.planes_in[ch]).view();
           const DeviceImageView out = (interleaved ? d.interleaved_out : d.planes_out[ch]).view();
-          LaunchArgs args{in.data, in.pitch, type, out.data, out.pitch, type, n, n, params,
+          LaunchArgs args{in.data, in.pitch, type, out.data, out.pitch, type, w, h, params,
                           static_cast<const float*>(device_weights.data()), weights.data(), stream.get()};
           args.channels = interleaved ? c.channels : 1;
           if (separable_path) {
@@ -232,8 +261,7 @@ int main(int argc, char** argv) {
       };
       for (Variant requested : variants) {
         const Variant v = requested == Variant::automatic ? choose_variant(f, ConvolveOptions{}, true, c.depth, c.depth) : requested;
-        // The PMPP variants have no unrolled path above 15x15 and run for seconds at 16384^2.
-        if (requested == Variant::basic && k > 15 && n > 8192) continue;
+        if (requested == Variant::basic && k > 15 && pixels > kBasicLargeFilterMaxPixels) continue;
         const double ms = time_gpu(s, stream.get(), [&] { launch_case(v, separable.has_value()); });
         const std::string name = requested == Variant::automatic ? "auto (" + std::string(to_string(v)) + ")"
                                                                  : std::string(to_string(v));
@@ -246,7 +274,7 @@ int main(int argc, char** argv) {
         const double ms = time_gpu(s, stream.get(), [&] { launch_case(Variant::fast, false); });
         report(fc.name, "fast (dense path)", ms, k * k);
       }
-      if (s.opencv && n <= 4096) {  // filter2D takes seconds per run on larger images
+      if (s.opencv && pixels <= kOpenCvMaxPixels) {
         cv::Mat kernel(k, k, CV_32F, weights.data());
         cv::Mat dst;
         std::vector<double> ms;
@@ -266,12 +294,13 @@ int main(int argc, char** argv) {
   if (!s.json_path.empty()) std::ofstream(s.json_path) << doc.dump(2) << '\n';
   if (!s.csv_path.empty()) {
     std::ofstream csv(s.csv_path);
-    csv << "image,size,filter,variant,median_ms,gpix_per_s,gbps,copy_roof_ms,roof_percent,fma_roof_ms,fma_roof_percent\n";
+    csv << "image,size,filter,variant,median_ms,gpix_per_s,gbps,copy_roof_ms,roof_percent,fma_roof_ms,fma_roof_percent,"
+           "width,height\n";
     for (const auto& r : results)
       csv << r["image"].get<std::string>() << ',' << r["size"] << ',' << r["filter"].get<std::string>() << ','
           << r["variant"].get<std::string>() << ',' << r["median_ms"] << ',' << r["gpix_per_s"] << ',' << r["gbps"]
           << ',' << r["copy_roof_ms"] << ',' << r["roof_percent"] << ',' << r["fma_roof_ms"] << ','
-          << r["fma_roof_percent"] << '\n';
+          << r["fma_roof_percent"] << ',' << r["width"] << ',' << r["height"] << '\n';
   }
   return 0;
 }

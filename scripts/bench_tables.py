@@ -31,6 +31,12 @@ TARGETS = [  # (image, size, filter, target ms or None, target text)
 ROOF_TARGET = {"3x3": 0.9, "5x5": 0.9, "9x9": 0.6}
 
 
+def shape(r):
+    """A result's image size: N² for squares, WxH otherwise (results before "width" were square)."""
+    width, height = r.get("width", r["size"]), r.get("height", r["size"])
+    return f"{width}²" if width == height else f"{width}×{height}"
+
+
 def main(bench_path, npp_path=None, pmpp_path=None, cudnn_path=None):
     rows = json.load(open(bench_path))["results"]
     pmpp_rows = json.load(open(pmpp_path))["results"] if pmpp_path and pmpp_path != "-" else rows
@@ -79,7 +85,7 @@ def main(bench_path, npp_path=None, pmpp_path=None, cudnn_path=None):
         for d in dense_rows:
             sep = [r for r in find(d["image"], d["size"], d["filter"], "fast") if r["variant"] == "fast"]
             if sep:
-                print(f"| {d['image']} {d['size']}² | {d['filter']} | {sep[0]['median_ms']:.3f} ms | "
+                print(f"| {d['image']} {shape(d)} | {d['filter']} | {sep[0]['median_ms']:.3f} ms | "
                       f"{d['median_ms']:.3f} ms | {d['median_ms'] / sep[0]['median_ms']:.2f}x |")
 
     # Every square filter of the benchmark against the peers: `auto` as a user runs it.
@@ -105,7 +111,7 @@ def main(bench_path, npp_path=None, pmpp_path=None, cudnn_path=None):
                 cudnn_cell = (f" {c[0]['median_ms']:.3f} ms |" if "median_ms" in c[0] else " error |")
             else:  # the peer is f32 only; an f32 case without a line ended without a result
                 cudnn_cell = " no result |" if n["image"].startswith("f32") else " - |"
-            print(f"| {n['image']} {n['size']}² | {filt} | {auto['median_ms']:.3f} ms ({auto['variant'][6:-1]}) | "
+            print(f"| {n['image']} {shape(n)} | {filt} | {auto['median_ms']:.3f} ms ({auto['variant'][6:-1]}) | "
                   f"{n['median_ms']:.3f} ms | {ratio:.2f}{' **slower**' if ratio > 1 else ''} |{cudnn_cell}")
 
 
