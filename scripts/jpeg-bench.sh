@@ -3,6 +3,7 @@
 # 2000x2000 RGB JPEGs written at quality 90:
 #   gpu-F        cuconv --codec gpu    --filter F   (nvJPEG decode, filter on the device, nvJPEG encode)
 #   opencv-F     cuconv --codec opencv --filter F   (today's path: OpenCV decode/encode, GPU filter)
+#   auto-F       cuconv --codec auto   --filter F   (the default; F the first filter only)
 #   gpu-none     cuconv --codec gpu    --no-filter  (the pipeline's own floor)
 #   opencv-none  cuconv --codec opencv --no-filter
 #   floor        cuconv_nvjpeg_floor: nvJPEG decode + encode of the same files, nothing else
@@ -124,6 +125,10 @@ for ((round = 1; round <= rounds; ++round)); do
     for f in "${filters[@]}"; do bench "$codec-$f" "$round" --codec "$codec" --filter "$f"; done
     if (( large > 1 )); then bench "$codec-${filters[0]}-large" "$round" --codec "$codec" --filter "${filters[0]}"; fi
   done
+  # The default, --codec auto: OpenCV's codec below its threshold; above it, OpenCV's for the
+  # files read while nvJPEG sets up, the GPU's for the rest.
+  bench "auto-${filters[0]}" "$round" --codec auto --filter "${filters[0]}"
+  if (( large > 1 )); then bench "auto-${filters[0]}-large" "$round" --codec auto --filter "${filters[0]}"; fi
 done
 
 python3 - "$runs_file" "$results/jpeg-bench.json" "$images" "$corpus" "$gpu" "${CUCONV_ARGS:-}" "${filters[@]}" <<'PY'
