@@ -229,38 +229,6 @@ TEST_CASE("batch engine: GPU JPEG items whose codec cannot start fail with a GPU
   }
 }
 
-TEST_CASE("batch engine: with jpeg_start_on_cpu (auto), GPU JPEG items whose codec cannot start take OpenCV's and are written") {
-  std::string reason;
-  if (cuda_device_available(&reason)) {
-    MESSAGE("skipped: this machine has a CUDA device; the GPU suite covers auto's codec choice in batches");
-    return;
-  }
-  TempDir dir;
-  std::vector<batch::BatchItem> items;
-  for (const char* name : {"a", "b", "c"}) {
-    const std::string in = dir.file(std::string(name) + ".jpg");
-    cuconv::test::write_bytes(in, photo_jpeg(std::string(name) == "b"));
-    items.push_back({in, dir.file(std::string("out-") + name + ".jpg")});
-  }
-  batch::BatchOptions options;
-  options.filter = load_filter("gauss5");
-  options.jobs = 2;
-  options.jpeg_pipeline.batch = 2;
-  options.jpeg_start_on_cpu = true;
-  options.use_gpu_codec = [](const batch::BatchItem& item) { return codec::is_jpeg_path(item.output); };
-  const batch::BatchSummary summary = batch::run_batch(items, options);
-  REQUIRE(summary.items.size() == 3);
-  CHECK(summary.failed == 0);
-  for (const batch::ItemReport& item : summary.items) {
-    CAPTURE(item.input);
-    CHECK(item.status == batch::ItemStatus::ok);
-    CHECK(item.decoder == "opencv");
-    CHECK(item.encoder == "opencv");
-    CHECK(std::filesystem::exists(item.output));
-  }
-  CHECK(summary.gpu_jpeg.files == 0);
-}
-
 TEST_CASE("run-time loaders: cuFFT and nvJPEG are found and every function they need resolves (no GPU needed)") {
   // dlopen and dlsym need no device: scripts/install-deps.sh provides libnvjpeg (toolkit or the
   // pinned wheel) and the CUDA toolkit libcufft, so both must load here; a missing symbol or a

@@ -210,10 +210,7 @@ class Pipeline {
       }
       started_[item] = Clock::now();
       Work work{item, {}, HeldImage(held_images_, peak_held_images_), {}, false, {}};
-      // Round-robin over the devices by position, so the assignment does not depend on timing.
-      const std::size_t lane = position % lane_devices_.size();
-      work.gpu_codec = gpu_codec_ && options_.use_gpu_codec(items_[item]) &&
-                       (!options_.jpeg_start_on_cpu || jpeg_pipelines_[lane]->ready());
+      work.gpu_codec = gpu_codec_ && options_.use_gpu_codec(items_[item]);
       const bool decoded = attempt(item, [&] {
         const std::string& output = items_[item].output;
         check_output_extension(output);  // before the read: a wrong extension needs no decoding
@@ -236,6 +233,8 @@ class Pipeline {
         check_output_format(output, depth, work.image.channels());
       });
       if (!decoded) continue;
+      // Round-robin over the devices by position, so the assignment does not depend on timing.
+      const std::size_t lane = position % lane_devices_.size();
       const bool to_gpu = !options_.skip_filter || work.gpu_codec;
       if (to_gpu) reports_[item].device = lane_devices_[lane];
       BoundedQueue<Work>& next = to_gpu ? *filter_queues_[lane] : *write_queue_;

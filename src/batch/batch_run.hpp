@@ -57,9 +57,6 @@ struct BatchOptions {
   std::function<bool(const BatchItem&)> use_gpu_codec;
   codec::JpegOutputOptions jpeg_output;      ///< quality and metadata of those outputs
   codec::JpegPipelineOptions jpeg_pipeline;  ///< batch size and encoder threads per device
-  /// JPEG -> JPEG items read while the device's GPU codec is still setting up (or after its
-  /// set-up failed) take OpenCV's codec instead of waiting (--codec auto). Off: they wait for it.
-  bool jpeg_start_on_cpu = false;
 };
 
 enum class ItemStatus { pending, ok, failed, skipped };

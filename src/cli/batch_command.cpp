@@ -385,8 +385,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   if (codec.jpeg_jobs > 0 && codec.codec == codec::Codec::automatic) {
     const std::size_t threshold = codec::auto_gpu_codec_threshold(codec.cpu_threads);
     if (any_gpu_codec)
-      spdlog::info("{} JPEG -> JPEG file(s): GPU codec (--codec auto takes it from {} such files; those read "
-                   "while it sets up take OpenCV's)", codec.jpeg_jobs, threshold);
+      spdlog::info("{} JPEG -> JPEG file(s): GPU codec (--codec auto takes it from {} such files)", codec.jpeg_jobs, threshold);
     else if (codec.jpeg_jobs < threshold)
       spdlog::info("{} JPEG -> JPEG file(s): OpenCV's codec (--codec auto takes the GPU codec from {} such files, "
                    "where its set-up pays off)", codec.jpeg_jobs, threshold);
@@ -402,8 +401,6 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
       return codec::choose_gpu_codec(codec, item.input, item.output, [&usable] { return usable; });
     };
     batch_options.jpeg_output = jpeg_output;
-    // auto: the files read while nvJPEG sets up take OpenCV's codec rather than wait for it.
-    batch_options.jpeg_start_on_cpu = codec.codec == codec::Codec::automatic;
   }
   batch_options.filter = filter;
   batch_options.convolve = options;

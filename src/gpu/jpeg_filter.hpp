@@ -130,9 +130,6 @@ class JpegPipeline {
   void submit(std::size_t id, std::span<const std::uint8_t> file);
   /// Waits until every submitted file is done and the threads have ended. Never throws.
   void finish() noexcept;
-  /// Whether the decoder's nvJPEG set-up has finished and succeeded (false while it runs, and for
-  /// good after it failed): what a caller that can also use OpenCV's codec asks.
-  [[nodiscard]] bool ready() const noexcept;
   /// Where the threads spent their time; complete after finish().
   [[nodiscard]] JpegPipelineStats stats() const;
 

@@ -12,7 +12,6 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <thread>
 
@@ -113,7 +112,6 @@ struct JpegPipeline::State {
   std::thread decoder;
   std::vector<std::thread> encoders;
   bool finished = false;
-  std::atomic<bool> ready{false};  ///< the decoder's set-up succeeded
 
   void finish_with(std::size_t id, JpegJobResult result) noexcept {
     {
@@ -170,7 +168,6 @@ struct JpegPipeline::State {
     set_up();
     JpegPipelineStats mine;
     mine.setup_ms = ms_since(started);
-    ready = codec.has_value();
     // The first batches are small, so that the encoder threads start early; then full size.
     constexpr std::size_t kFirstBatch = 8;
     std::size_t most = std::min<std::size_t>(std::max<std::size_t>(sizes.batch, 1), kFirstBatch);
@@ -395,8 +392,6 @@ void JpegPipeline::finish() noexcept {
   for (std::thread& t : s.encoders)
     if (t.joinable()) t.join();
 }
-
-bool JpegPipeline::ready() const noexcept { return state_->ready.load(); }
 
 JpegPipelineStats JpegPipeline::stats() const {
   const std::lock_guard lock(state_->stats_mutex);
