@@ -5,6 +5,7 @@
 // bench/npp_peer.cu (scripts/gpu-check.sh merges its lines).
 //
 //   cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b,...]
+//                [--filters "gaussian 15x15,..."] [--shapes "8U 1ch 16384,8U RGB 6000x4000,..."]
 //
 // Images: f32 1 channel, 8U 1 channel, 16U 1 channel, 8U RGB (interleaved for `fast`, the three
 // planes of the same image for the PMPP variants, which filter planes), square and, for a camera
@@ -46,7 +47,20 @@ struct Settings {
   std::string json_path;
   std::string csv_path;
   std::vector<std::string> variants;  // empty: all
+  std::vector<std::string> filters;   // filter case names; empty: all
+  std::vector<std::string> shapes;    // "8U RGB 6000x4000"-style image labels; empty: all
 };
+
+std::vector<std::string> comma_list(const char* text) {
+  std::vector<std::string> items;
+  std::stringstream list(text);
+  for (std::string item; std::getline(list, item, ',');) items.push_back(item);
+  return items;
+}
+
+bool selected(const std::vector<std::string>& wanted, const std::string& name) {
+  return wanted.empty() || std::find(wanted.begin(), wanted.end(), name) != wanted.end();
+}
 
 /// Median milliseconds of `work` (enqueued on `stream`) after three warm-up runs; cases slower
 /// than 50 ms stop after three timed runs (the spread there is far below a percent).
@@ -122,12 +136,13 @@ int main(int argc, char** argv) {
     else if (a == "--json" && i + 1 < argc) s.json_path = argv[++i];
     else if (a == "--csv" && i + 1 < argc) s.csv_path = argv[++i];
     else if (a == "--no-opencv") s.opencv = false;
-    else if (a == "--variants" && i + 1 < argc) {
-      std::stringstream list(argv[++i]);
-      for (std::string v; std::getline(list, v, ',');) s.variants.push_back(v);
-    } else {
+    else if (a == "--variants" && i + 1 < argc) s.variants = comma_list(argv[++i]);
+    else if (a == "--filters" && i + 1 < argc) s.filters = comma_list(argv[++i]);
+    else if (a == "--shapes" && i + 1 < argc) s.shapes = comma_list(argv[++i]);
+    else {
       std::fprintf(stderr,
-                   "usage: cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b]\n");
+                   "usage: cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b]\n"
+                   "                    [--filters \"gaussian 15x15,5x5\"] [--shapes \"8U 1ch 16384,8U RGB 6000x4000\"]\n");
       return 2;
     }
   }
@@ -152,13 +167,18 @@ int main(int argc, char** argv) {
     images.push_back({"8U RGB", 6000, 4000, CV_8U, 3});  // a 24-megapixel camera frame
     images.push_back(square("16U 1ch", 8192, CV_16U, 1));
   }
+  std::erase_if(images, [&](const ImageCase& c) { return !selected(s.shapes, c.name + " " + size_label(c)); });
   std::vector<FilterCase> filters;
   for (int k : {3, 5, 9, 15, 31}) filters.push_back({std::to_string(k) + "x" + std::to_string(k), random_dense(k)});
+  filters.push_back({"gauss5 5x5", load_filter("gauss5")});
+  filters.push_back({"gaussian 7x7", load_filter("gaussian:3,1.4")});
+  filters.push_back({"gaussian 9x9", load_filter("gaussian:4,1.8")});
   filters.push_back({"gaussian 15x15", load_filter("gaussian:7,2.5")});
   filters.push_back({"gaussian 31x31", load_filter("gaussian:15,5")});
   // Rank-1 presets beside the gaussians: `fast` runs them separable and, for comparison, dense.
   filters.push_back({"box 15x15", load_filter("box:15")});
   filters.push_back({"sobel-x 3x3", load_filter("sobel-x")});
+  std::erase_if(filters, [&](const FilterCase& f) { return !selected(s.filters, f.name); });
 
   std::vector<Variant> variants{Variant::automatic};
   for (Variant v : gpu_variants()) variants.push_back(v);
@@ -255,6 +275,8 @@ int main(int argc, char** argv) {
           if (separable_path) {
             args.separable_horizontal = separable->horizontal.data();
             args.separable_vertical = separable->vertical.data();
+            args.separable_fast = separable->fast;
+            args.separable_tensor = separable->tensor;
           }
           launch_variant(v, args);
         }

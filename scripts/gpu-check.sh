@@ -50,7 +50,7 @@ if wants sanitize; then
   stride="${CUCONV_SANITIZE_STRIDE:-4}"
   cases="${CUCONV_SANITIZE_CASES:-*}"            # doctest -tc filter: rerun some suites only
   tools="${CUCONV_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}"
-  sanitize_variants="${CUCONV_SANITIZE_VARIANTS:-basic constmem tiled tiled-halo cached fast fft}"
+  sanitize_variants="${CUCONV_SANITIZE_VARIANTS:-basic constmem tiled tiled-halo cached fast tensor fft}"
   sanitize_jobs="${CUCONV_SANITIZE_JOBS:-8}"
   sanitize_timeout="${CUCONV_SANITIZE_TIMEOUT:-540}"
   # The batch suite filters whole image sets with `auto` (fast): slow under racecheck and

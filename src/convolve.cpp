@@ -25,6 +25,8 @@ namespace {
 /// Filters of at least this many taps that `fast` cannot unroll go to `fft` (docs/design.md,
 /// "How auto chooses").
 constexpr int kFftMinTaps = 256;
+/// Smallest radius auto sends to `tensor` (docs/kernel-notes.md, 'tensor'); below it `fast`.
+constexpr int kTensorMinRadius = 3;
 
 bool is_gpu_variant(Variant v) { return v != Variant::automatic && v != Variant::opencv; }
 
@@ -81,10 +83,11 @@ void validate_input(bool empty, int depth, int channels) {
                                           " (supported: 1, 3, 4)");
 }
 
-/// choose_variant with the filter's rank-1 test already made (`rank_one`: separable_for found
-/// factors for these depths).
-Variant choose_for(const Filter& filter, const ConvolveOptions& options, bool rank_one, bool gpu_present,
-                   int input_depth, int output_depth);
+/// choose_variant with the filter's rank-1 test already made (`separable`: what separable_for
+/// found for these depths).
+Variant choose_for(const Filter& filter, const ConvolveOptions& options,
+                   const std::optional<detail::SeparableFactors>& separable, bool gpu_present, int input_depth,
+                   int output_depth);
 
 }  // namespace
 
@@ -119,18 +122,17 @@ int resolve_output_depth(int input_depth, Depth requested) {
 
 Variant choose_variant(const Filter& filter, const ConvolveOptions& options, bool gpu_present, int input_depth,
                        int output_depth) {
-  const bool rank_one =
-      detail::separable_for(filter.weights, filter.width, filter.height, input_depth, output_depth,
-                            options.delta + filter.offset)
-          .has_value();
-  return choose_for(filter, options, rank_one, gpu_present, input_depth, output_depth);
+  const std::optional<detail::SeparableFactors> separable = detail::separable_for(
+      filter.weights, filter.width, filter.height, input_depth, output_depth, options.delta + filter.offset);
+  return choose_for(filter, options, separable, gpu_present, input_depth, output_depth);
 }
 
 namespace {
 
 /// The one place that decides what `--variant auto` runs (docs/design.md, "How auto chooses").
-Variant choose_for(const Filter& filter, const ConvolveOptions& options, bool rank_one, bool gpu_present,
-                   int input_depth, int output_depth) {
+Variant choose_for(const Filter& filter, const ConvolveOptions& options,
+                   const std::optional<detail::SeparableFactors>& separable, bool gpu_present, int input_depth,
+                   int output_depth) {
   // No usable GPU: OpenCV on the CPU is the only path (the CLI warns about it).
   if (!gpu_present) return Variant::opencv;
   const int anchor_x = options.anchor_x >= 0 ? options.anchor_x : filter.resolved_anchor_x();
@@ -141,6 +143,12 @@ Variant choose_for(const Filter& filter, const ConvolveOptions& options, bool ra
   // 31x31 (kw + kh multiply-adds per output), with the same pixel type in and out; it beats every
   // PMPP variant there. Mixed depths would get its slow generic kernel.
   const bool fast_compiled = centred_square && input_depth == output_depth;
+  const bool rank_one = separable.has_value() && separable->fast;
+  // 8-bit separable filters whose exact integer row sums keep the pass rule: `tensor` sums the rows
+  // on tensor cores (an alpha channel kept as it is leaves them to `fast`).
+  if (fast_compiled && separable && separable->tensor && input_depth == CV_8U && !options.keep_alpha &&
+      radius >= kTensorMinRadius && detail::tensor_radius_supported(radius))
+    return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= 7) return Variant::fast;
   if (fast_compiled && radius >= 1 && radius <= 15 && rank_one) return Variant::fast;
   // Large dense filters: overlap-save FFT, whose cost hardly grows with the filter. Integer
@@ -170,7 +178,7 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
   const bool needs_gpu_check = options.variant == Variant::automatic || is_gpu_variant(options.variant);
   const bool gpu_present = needs_gpu_check && cuda_device_available(&no_gpu_reason);
   const Variant variant = options.variant == Variant::automatic
-                              ? choose_for(filter, options, job.separable.has_value(), gpu_present, src.depth(),
+                              ? choose_for(filter, options, job.separable, gpu_present, src.depth(),
                                            job.output_depth)
                               : options.variant;
   if (is_gpu_variant(variant)) {
@@ -223,7 +231,7 @@ Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& fi
   if (options.bench_runs > 0) throw Error(ErrorKind::usage, "convolve: --bench needs a host image");
   if (options.device >= 0) detail::select_device(options.device);
   const Variant variant = options.variant == Variant::automatic
-                              ? choose_for(filter, options, job.separable.has_value(), true, src.depth,
+                              ? choose_for(filter, options, job.separable, true, src.depth,
                                            job.output_depth)
                               : options.variant;
   detail::convolve_device(src, dst, job, variant, workspace.state(), stream);

@@ -23,7 +23,7 @@ struct Entry {
   bool gpu = false;       ///< variants: runs a CUDA kernel
 };
 
-inline constexpr std::array<Entry<Variant>, 9> kVariants{{
+inline constexpr std::array<Entry<Variant>, 10> kVariants{{
     {Variant::automatic, "auto", "a GPU variant picked per filter and image, OpenCV without a GPU"},
     {Variant::opencv, "opencv", "cv::filter2D on the CPU (the reference)"},
     {Variant::basic, "basic", "one thread per output pixel, filter in global memory", true},
@@ -32,6 +32,7 @@ inline constexpr std::array<Entry<Variant>, 9> kVariants{{
     {Variant::tiled_halo, "tiled-halo", "block = output tile; each thread loads its pixel, the block loads the halo", true},
     {Variant::cached, "cached", "output tile in shared memory; halo read from global memory through L1", true},
     {Variant::fast, "fast", "several adjacent outputs per thread from vector loads", true},
+    {Variant::tensor, "tensor", "8-bit separable filters with the row sums on tensor cores; else as fast", true},
     {Variant::fft, "fft", "cuFFT overlap-save, for large filters", true},
 }};
 

@@ -79,46 +79,110 @@ std::optional<SeparableFactors> factor_separable(const std::vector<double>& weig
   return best;
 }
 
-double separable_error_bound(const SeparableFactors& f, const std::vector<double>& weights, double max_input,
-                             double delta) {
-  const int kw = static_cast<int>(f.horizontal.size());
-  const int kh = static_cast<int>(f.vertical.size());
-  double factored = 0.0;  // sum |w - v*h|: what the factorisation itself changes
+namespace {
+
+/// What the factorisation changes (sum |w - v*h|) and the factors' magnitudes (sum |h|, sum |v|).
+struct FactorChange {
+  double factored = 0.0;
   double magnitude_h = 0.0;
   double magnitude_v = 0.0;
-  for (float h : f.horizontal) magnitude_h += std::abs(static_cast<double>(h));
-  for (float v : f.vertical) magnitude_v += std::abs(static_cast<double>(v));
+};
+
+FactorChange factor_change(const SeparableFactors& f, const std::vector<double>& weights) {
+  const int kw = static_cast<int>(f.horizontal.size());
+  const int kh = static_cast<int>(f.vertical.size());
+  FactorChange c;
+  for (float h : f.horizontal) c.magnitude_h += std::abs(static_cast<double>(h));
+  for (float v : f.vertical) c.magnitude_v += std::abs(static_cast<double>(v));
   for (int i = 0; i < kh; ++i)
     for (int j = 0; j < kw; ++j)
-      factored += std::abs(weights[static_cast<std::size_t>(i) * kw + j] -
-                           static_cast<double>(f.vertical[static_cast<std::size_t>(i)]) *
-                               static_cast<double>(f.horizontal[static_cast<std::size_t>(j)]));
-  // Float rounding of a kw-term row sum followed by a kh-term column sum plus delta: gamma_n with
-  // n = kw + kh + 1 rounding steps, u = 2^-24 (Higham, "Accuracy and Stability", 3.1).
-  const double u = std::ldexp(1.0, -24);
-  const double n = kw + kh + 1;
-  const double gamma = n * u / (1.0 - n * u);
-  return max_input * (factored + gamma * magnitude_h * magnitude_v) + gamma * std::abs(delta);
+      c.factored += std::abs(weights[static_cast<std::size_t>(i) * kw + j] -
+                             static_cast<double>(f.vertical[static_cast<std::size_t>(i)]) *
+                                 static_cast<double>(f.horizontal[static_cast<std::size_t>(j)]));
+  return c;
+}
+
+/// gamma_n of n float rounding steps, u = 2^-24 (Higham, "Accuracy and Stability", 3.1).
+double gamma(int n) {
+  const double nu = n * std::ldexp(1.0, -24);
+  return nu / (1.0 - nu);
+}
+
+}  // namespace
+
+double separable_error_bound(const SeparableFactors& f, const std::vector<double>& weights, double max_input,
+                             double delta) {
+  // A kw-term row sum followed by a kh-term column sum plus delta: n = kw + kh + 1 rounding steps.
+  const FactorChange c = factor_change(f, weights);
+  const double g = gamma(static_cast<int>(f.horizontal.size() + f.vertical.size()) + 1);
+  return max_input * (c.factored + g * c.magnitude_h * c.magnitude_v) + g * std::abs(delta);
+}
+
+std::optional<TensorSplit> tensor_split(const std::vector<float>& horizontal) {
+  double largest = 0.0;
+  for (float h : horizontal) {
+    if (!std::isfinite(h)) return std::nullopt;
+    largest = std::max(largest, std::abs(static_cast<double>(h)));
+  }
+  if (largest == 0.0) return std::nullopt;
+  TensorSplit split;
+  // 2^exponent * largest lies in (2^21, 2^22]: 22 bits for the largest weight, and the rounded
+  // integers stay within 2048 * 2048.
+  split.exponent = static_cast<int>(std::floor(std::log2(std::ldexp(1.0, 22) / largest)));
+  while (std::ldexp(largest, split.exponent) > std::ldexp(1.0, 22)) --split.exponent;
+  for (float h : horizontal) {
+    const double scaled = std::ldexp(static_cast<double>(h), split.exponent);
+    const double whole = std::nearbyint(scaled);
+    const int high = static_cast<int>(std::nearbyint(whole / 2048.0));
+    split.high.push_back(high);
+    split.low.push_back(static_cast<int>(whole) - 2048 * high);
+    split.quantization += std::abs(scaled - whole);
+  }
+  split.quantization = std::ldexp(split.quantization, -split.exponent);
+  return split;
+}
+
+namespace {
+
+/// Whether a rounding error within `bound` keeps integer results within the pass rule: the bound
+/// stays under kSeparableErrorLimit and no flat area (every pixel of the window equal, any byte
+/// value) sums to within it of a tie.
+bool integer_results_hold(const std::vector<double>& weights, double delta, double bound) {
+  if (bound > kSeparableErrorLimit) return false;
+  double sum = 0.0;
+  for (double w : weights) sum += w;
+  for (int v = 0; v <= 255; ++v) {
+    const double exact = v * sum + delta;
+    const double fraction = exact - std::floor(exact);
+    if (std::abs(fraction - 0.5) <= bound) return false;
+  }
+  return true;
+}
+
+}  // namespace
+
+double tensor_error_bound(const SeparableFactors& f, const TensorSplit& split, const std::vector<double>& weights,
+                          double delta) {
+  const FactorChange c = factor_change(f, weights);
+  const double g = gamma(static_cast<int>(f.vertical.size()) + 1);
+  return 255.0 * (c.factored + split.quantization * c.magnitude_v + g * c.magnitude_h * c.magnitude_v) +
+         g * std::abs(delta);
 }
 
 std::optional<SeparableFactors> separable_for(const std::vector<double>& weights, int kw, int kh,
                                              int input_depth, int output_depth, double delta) {
   std::optional<SeparableFactors> factors = factor_separable(weights, kw, kh);
   if (!factors || output_depth == CV_32F) return factors;
-  if (input_depth == CV_8U && factors->exact && all_short_dyadic(*factors)) return factors;  // exact sums
   // Inexact sums on integer outputs: only 8-bit input, where float keeps 16 bits below the unit.
   if (input_depth != CV_8U) return std::nullopt;
-  const double bound = separable_error_bound(*factors, weights, 255.0, delta);
-  if (bound > kSeparableErrorLimit) return std::nullopt;
-  // Flat areas sum to v * sum(w) + delta for every pixel of value v; if one of those lands within
-  // the bound of a tie, a whole area could round the other way, so such filters stay dense.
-  double sum = 0.0;
-  for (double w : weights) sum += w;
-  for (int v = 0; v <= 255; ++v) {
-    const double exact = v * sum + delta;
-    const double fraction = exact - std::floor(exact);
-    if (std::abs(fraction - 0.5) <= bound) return std::nullopt;
+  const std::optional<TensorSplit> split = tensor_split(factors->horizontal);
+  if (factors->exact && all_short_dyadic(*factors)) {  // exact sums
+    factors->tensor = split && split->quantization == 0.0;
+    return factors;
   }
+  factors->fast = integer_results_hold(weights, delta, separable_error_bound(*factors, weights, 255.0, delta));
+  factors->tensor = split && integer_results_hold(weights, delta, tensor_error_bound(*factors, *split, weights, delta));
+  if (!factors->fast && !factors->tensor) return std::nullopt;
   return factors;
 }
 

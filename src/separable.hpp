@@ -10,7 +10,28 @@ struct SeparableFactors {
   std::vector<float> horizontal;  ///< kw weights, applied along each row first
   std::vector<float> vertical;    ///< kh weights, applied down the columns
   bool exact = false;             ///< every float product equals the float weight exactly
+  bool fast = true;               ///< `fast`'s float row and column sums meet the pass rule
+  bool tensor = false;            ///< 8-bit results through `tensor` (tensor_split) meet the pass rule
 };
+
+/// The horizontal weights as `tensor` feeds them to FP16 tensor cores: h * 2^exponent rounded to
+/// integers H = 2048 * high + low, |high| <= 2048 and |low| <= 1024 (both exact in FP16), so
+/// the row sums of 8-bit pixels are exact integers (kernels/tensor_separable.cuh).
+struct TensorSplit {
+  int exponent = 0;
+  std::vector<int> high;
+  std::vector<int> low;
+  double quantization = 0.0;  ///< sum_j |h_j - H_j / 2^exponent|: what the rounding to integers changes
+};
+
+/// The split of `horizontal`; nullopt when every weight is zero or not finite.
+[[nodiscard]] std::optional<TensorSplit> tensor_split(const std::vector<float>& horizontal);
+
+/// Largest error of `tensor` on 8-bit input against the exact sum: the factorisation's and the
+/// split's change of the weights, the rounding of each exact row sum to float, and kh float
+/// multiply-adds down the column (n = kh + 1 rounding steps; the row sums add none).
+[[nodiscard]] double tensor_error_bound(const SeparableFactors& f, const TensorSplit& split,
+                                        const std::vector<double>& weights, double delta);
 
 /// Factors a kh x kw row-major filter when it is rank 1 within `relative_tolerance` of its
 /// largest weight. Among the possible scalings it prefers one whose float products reproduce the
@@ -40,6 +61,9 @@ inline constexpr double kSeparableErrorLimit = 5e-4;
 /// window equal, any byte value) sums to within the bound of a tie: results then meet the pass rule
 /// against the exact sum (a result off by one needs an exact sum within the bound of n + 1/2).
 /// 16U input keeps the dense path: its sums leave float too few bits below the unit.
+/// For 8-bit input and integer output `fast` and `tensor` say which of the two evaluations holds
+/// the rule (tensor_error_bound for `tensor`; the dyadic presets are exact on both); nullopt when
+/// neither does.
 [[nodiscard]] std::optional<SeparableFactors> separable_for(const std::vector<double>& weights, int kw, int kh,
                                                             int input_depth, int output_depth, double delta);
 

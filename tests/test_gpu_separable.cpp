@@ -5,6 +5,7 @@
 // photos, flat areas at every byte value and a delta that puts flat areas on a tie. Outputs are
 // poisoned on the device before every run, so an unwritten pixel fails.
 #include "test_support.hpp"
+#include "gpu/launch.hpp"
 #include "separable.hpp"
 
 #include <cuconv/compare.hpp>
@@ -144,11 +145,12 @@ TEST_CASE("gpu separable: inexact rank-1 filters on 8-bit input meet the pass ru
                                    "x" + std::to_string(channels) + " out depth " + std::to_string(out_depth) +
                                    " " + std::string(to_string(border));
           const Variant ran = check_exact(src, f, o, what);
-          // auto runs fast for a centred filter with the same pixel type in and out; other output
-          // depths take a dense variant and are still judged against the exact sum.
+          // auto runs fast (or tensor, its tensor-core row sums) for a centred filter with the same
+          // pixel type in and out; other output depths take a dense variant and are still judged
+          // against the exact sum.
           if (o.anchor_x < 0 && out_depth == CV_8U) {
             REQUIRE(takes_separable(f, CV_8U, out_depth, 0.0));
-            CHECK(ran == Variant::fast);
+            CHECK((ran == Variant::fast || ran == Variant::tensor));
             ++separable_runs;
           }
         }
@@ -171,8 +173,9 @@ TEST_CASE("gpu separable: real photos and flat areas at every byte value stay wi
     REQUIRE(takes_separable(f, CV_8U, CV_8U, 0.0));
     for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &gray, &flat}) {
       ConvolveOptions o;
-      CHECK(check_exact(*image, f, o, std::string(spec) + " on " + std::to_string(image->cols) + "x" +
-                                          std::to_string(image->rows)) == Variant::fast);
+      const Variant ran = check_exact(*image, f, o, std::string(spec) + " on " + std::to_string(image->cols) + "x" +
+                                                        std::to_string(image->rows));
+      CHECK((ran == Variant::fast || ran == Variant::tensor));
     }
   }
 }
@@ -200,4 +203,89 @@ TEST_CASE("gpu separable: a delta that puts flat areas on a tie keeps the dense 
   INFO("auto ran ", to_string(got.variant_used), ": max diff ", s.max_abs_difference, ", ", s.differing_values,
        "/", s.total_values, " differ");
   CHECK(s.within_tolerance);
+}
+
+TEST_CASE("gpu tensor: tensor-core row sums meet the pass rule against the exact sum") {
+  // Tile edges of the tensor kernel: 512 elements a block, 16-row chunks, strips of 32..128 rows;
+  // images narrower than the halo, and widths that are no multiple of 4 or 16.
+  const std::pair<int, int> sizes[] = {{1, 1},    {7, 5},     {33, 17},  {170, 16}, {171, 31},  {512, 33},
+                                       {513, 64}, {1023, 97}, {1025, 3}, {600, 129}, {2049, 18}, {4099, 40}};
+  const char* specs[] = {"gaussian:1,0.8", "gaussian:2,1.1", "gaussian:3,1.5", "gaussian:4,1.9", "gaussian:5,2.2",
+                         "gaussian:6,2.5", "gaussian:7,3",   "gaussian:8,3.5", "box:5",          "box:9",
+                         "gauss5",         "box:17"};
+  const std::uint64_t launches_before = detail::tensor_kernel_launches();
+  int index = 0;
+  int tensor_runs = 0;
+  for (const char* spec : specs) {
+    const Filter f = load_filter(spec);
+    const auto factors = detail::separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, f.offset);
+    REQUIRE(factors.has_value());
+    for (int channels : {1, 3, 4}) {
+      for (Border border : kAllBorders) {
+        ++index;
+        const auto [cols, rows] = sizes[static_cast<std::size_t>(index * 5 + channels) % std::size(sizes)];
+        const cv::Mat src = random_image(rows, cols, CV_8U, channels, 7100 + static_cast<std::uint64_t>(index));
+        ConvolveOptions o;
+        o.border = border;
+        o.border_value = border == Border::constant ? 201 : 0;
+        if (index % 9 == 0) o.delta = -3.25;
+        const std::string what = std::string(spec) + " " + std::to_string(cols) + "x" + std::to_string(rows) + "x" +
+                                 std::to_string(channels) + " " + std::string(to_string(border));
+        CHECK(check_exact(src, f, o, what, Variant::tensor) == Variant::tensor);
+        tensor_runs += factors->tensor ? 1 : 0;
+      }
+    }
+  }
+  // Every filter above splits within the rule, so each run launched the tensor-core kernel.
+  CHECK(tensor_runs == index);
+  CHECK(detail::tensor_kernel_launches() - launches_before == static_cast<std::uint64_t>(tensor_runs));
+}
+
+TEST_CASE("gpu tensor: photos, flat areas, exact presets and what it leaves to fast") {
+  const cv::Mat photo = cv::imread(sample("astronaut.png"), cv::IMREAD_COLOR);
+  REQUIRE_FALSE(photo.empty());
+  cv::Mat flat(16 * 20, 16 * 20, CV_8UC1);
+  for (int v = 0; v < 256; ++v) flat(cv::Rect((v % 16) * 20, (v / 16) * 20, 20, 20)).setTo(v);
+  for (const char* spec : {"gaussian:7,3", "gaussian:8,2", "box:15"}) {
+    const Filter f = load_filter(spec);
+    for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &flat}) {
+      ConvolveOptions o;
+      CHECK(check_exact(*image, f, o, std::string(spec) + " on " + std::to_string(image->cols) + "x" +
+                                          std::to_string(image->rows)) == Variant::tensor);
+    }
+  }
+  // Dyadic presets sum exactly on both paths: `tensor` and `fast` agree bit for bit.
+  for (const char* spec : {"gauss5", "gauss3", "box:4"}) {
+    const Filter f = load_filter(spec);
+    ConvolveOptions o;
+    o.poison_output = true;
+    o.variant = Variant::tensor;
+    const std::uint64_t before = detail::tensor_kernel_launches();
+    const cv::Mat tensor = convolve(photo, f, o).image;
+    const bool centred_odd = f.width % 2 == 1;
+    CHECK(detail::tensor_kernel_launches() - before == (centred_odd ? 1u : 0u));
+    o.variant = Variant::fast;
+    const cv::Mat fast = convolve(photo, f, o).image;
+    INFO(spec);
+    cv::Mat differs = tensor != fast;
+    CHECK(cv::countNonZero(differs.reshape(1)) == 0);
+  }
+  // Off-centre anchors, a kept alpha channel and 16-bit input run fast's kernels, still in the rule.
+  const std::uint64_t before = detail::tensor_kernel_launches();
+  const Filter g = load_filter("gaussian:3,1.5");
+  ConvolveOptions off;
+  off.anchor_x = 1;
+  check_exact(photo, g, off, "off-centre anchor", Variant::tensor);
+  cv::Mat rgba;
+  cv::cvtColor(photo, rgba, cv::COLOR_BGR2BGRA);
+  ConvolveOptions alpha;
+  alpha.keep_alpha = true;
+  alpha.variant = Variant::tensor;
+  const ConvolveResult kept = convolve(rgba, g, alpha);
+  std::vector<cv::Mat> planes;
+  cv::split(kept.image, planes);
+  std::vector<cv::Mat> original;
+  cv::split(rgba, original);
+  CHECK(cv::countNonZero(planes[3] != original[3]) == 0);
+  CHECK(detail::tensor_kernel_launches() == before);
 }

@@ -8,8 +8,10 @@
 #include <opencv2/core.hpp>
 #include <opencv2/core/hal/interface.h>
 
+#include <algorithm>
 #include <cmath>
 #include <string>
+#include <vector>
 
 using cuconv::detail::factor_separable;
 
@@ -80,14 +82,15 @@ TEST_CASE("separable: fast uses the factors for float outputs, and for integer o
   using cuconv::detail::separable_for;
   const auto usable = [](const char* spec, int in, int out, double delta = 0.0) {
     const cuconv::Filter f = cuconv::load_filter(spec);
-    return separable_for(f.weights, f.width, f.height, in, out, delta).has_value();
+    const auto factors = separable_for(f.weights, f.width, f.height, in, out, delta);
+    return factors.has_value() && factors->fast;
   };
   CHECK(usable("gauss5", CV_8U, CV_8U));             // dyadic factors: exact sums
   CHECK(usable("gauss5", CV_8U, CV_8U, 0.5));        // exact sums round ties as the direct sum
   CHECK(usable("sobel-x", CV_8U, CV_16S));
   CHECK(usable("gaussian:7,2.5", CV_8U, CV_8U));     // inexact factors, error bound far below a tie
   CHECK(usable("gaussian:7,3", CV_8U, CV_16U));      // 15x15
-  CHECK_FALSE(usable("gaussian:11,4", CV_8U, CV_8U));  // 23x23: more float steps than the bound allows
+  CHECK_FALSE(usable("gaussian:11,4", CV_8U, CV_8U));  // 23x23: more float steps than the bound allows (fast)
   CHECK(usable("box:3", CV_8U, CV_8U));
   CHECK_FALSE(usable("box:3", CV_8U, CV_8U, 0.5));   // flat areas would sum to ties
   CHECK_FALSE(usable("box:3", CV_8U, CV_8U, 1.5));
@@ -114,4 +117,52 @@ TEST_CASE("separable: the error bound grows with the filter's gain and stays und
   for (double& w : loud) w *= 1000;
   CHECK(separable_error_bound(*factor_separable(loud, 15, 15), loud, 255, 0) > cuconv::detail::kSeparableErrorLimit);
   CHECK_FALSE(cuconv::detail::separable_for(loud, 15, 15, CV_8U, CV_8U, 0.0).has_value());
+}
+
+TEST_CASE("separable: tensor's split is exact for dyadic presets and its bound admits blurs fast's does not") {
+  using cuconv::detail::separable_for;
+  using cuconv::detail::tensor_split;
+  const auto factors = [](const char* spec, double delta = 0.0) {
+    const cuconv::Filter f = cuconv::load_filter(spec);
+    return separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, delta);
+  };
+  // gauss5's factors are multiples of 1/16: scaled to integers with nothing lost.
+  const auto gauss5 = factors("gauss5");
+  REQUIRE(gauss5.has_value());
+  const auto exact = tensor_split(gauss5->horizontal);
+  REQUIRE(exact.has_value());
+  CHECK(exact->quantization == 0.0);
+  CHECK(gauss5->tensor);
+  CHECK(gauss5->fast);
+  // Every split keeps |high| <= 2048 and |low| <= 1024 (exact in FP16) and rebuilds the scaled
+  // weight within half a unit.
+  for (const char* spec : {"gaussian:7,3", "gaussian:3,1.5", "box:5", "sobel-x", "gaussian:8,3.5"}) {
+    const cuconv::Filter f = cuconv::load_filter(spec);
+    const auto s = cuconv::detail::factor_separable(f.weights, f.width, f.height);
+    REQUIRE(s.has_value());
+    const auto split = tensor_split(s->horizontal);
+    REQUIRE(split.has_value());
+    int largest = 0;
+    for (std::size_t j = 0; j < s->horizontal.size(); ++j) {
+      INFO(spec << " tap " << j);
+      CHECK(std::abs(split->high[j]) <= 2048);
+      CHECK(std::abs(split->low[j]) <= 1024);
+      const double scaled = std::ldexp(static_cast<double>(s->horizontal[j]), split->exponent);
+      CHECK(std::abs(scaled - (2048.0 * split->high[j] + split->low[j])) <= 0.5);
+      largest = std::max(largest, std::abs(2048 * split->high[j] + split->low[j]));
+    }
+    CHECK(largest > (1 << 21));
+    CHECK(largest <= (1 << 22));
+  }
+  // 15x15 and 17x17 blurs: fast's 31 / 35 float steps pass the limit at 17x17, tensor's kh + 1 do not.
+  const auto g15 = factors("gaussian:7,3");
+  REQUIRE(g15.has_value());
+  CHECK(g15->tensor);
+  const auto g17 = factors("gaussian:8,3.5");
+  REQUIRE(g17.has_value());
+  CHECK_FALSE(g17->fast);
+  CHECK(g17->tensor);
+  // Ties of flat areas keep both off.
+  CHECK_FALSE(factors("box:3", 0.5).has_value());
+  CHECK_FALSE(tensor_split(std::vector<float>(5, 0.0f)).has_value());
 }

@@ -25,6 +25,14 @@ using SeparableRadii = decltype([]<int... I>(std::integer_sequence<int, I...>) {
   return std::integer_sequence<int, (I + 1)...>{};
 }(std::make_integer_sequence<int, 15>{}));
 
+/// `tensor`'s separable kernels: 3x3 .. 17x17 (the row sums of a 16-row chunk and its halo fill
+/// the two-chunk ring up to R = 8).
+using TensorRadii = std::integer_sequence<int, 1, 2, 3, 4, 5, 6, 7, 8>;
+
+constexpr bool in_tensor_radii(int radius) {
+  return []<int... R>(int r, std::integer_sequence<int, R...>) { return ((r == R) || ...); }(radius, TensorRadii{});
+}
+
 /// Channel counts of interleaved images (`fast`).
 using SupportedChannels = std::integer_sequence<int, 1, 3, 4>;
 

@@ -149,6 +149,8 @@ VariantLaunch launch_for(const ConstDeviceImageView& in, const DeviceImageView& 
   if (job.separable) {
     args.separable_horizontal = job.separable->horizontal.data();
     args.separable_vertical = job.separable->vertical.data();
+    args.separable_fast = job.separable->fast;
+    args.separable_tensor = job.separable->tensor;
   }
   return {args, in, out};
 }
@@ -312,6 +314,7 @@ void launch_variant(Variant variant, const LaunchArgs& args) {
     case Variant::tiled_halo: return launch_tiled_halo(args);
     case Variant::cached: return launch_cached(args);
     case Variant::fast: return launch_fast(args);
+    case Variant::tensor: return launch_tensor(args);
     case Variant::fft: return launch_fft(args);
     case Variant::automatic:
     case Variant::opencv: break;

@@ -38,6 +38,8 @@ struct LaunchArgs {
   bool keep_alpha = false;                  ///< channels == 4: copy channel 3 instead of filtering
   const float* separable_horizontal = nullptr;  ///< kw weights when the filter is rank 1 (host)
   const float* separable_vertical = nullptr;    ///< kh weights (host)
+  bool separable_fast = false;                  ///< SeparableFactors::fast: `fast` may run it
+  bool separable_tensor = false;                ///< SeparableFactors::tensor: `tensor` may run it
 };
 
 /// One launch of a variant with the device images it reads and writes (what --bench times and
@@ -55,7 +57,7 @@ void launch_variant(Variant variant, const LaunchArgs& args);
 /// Variants that filter interleaved rows in place (one plane of width x channels elements); the
 /// others get one plane per channel.
 [[nodiscard]] constexpr bool filters_interleaved(Variant variant) noexcept {
-  return variant == Variant::fast || variant == Variant::fft;
+  return variant == Variant::fast || variant == Variant::tensor || variant == Variant::fft;
 }
 
 /// Channel `from_channel` of `src` into channel `to_channel` of `dst` (same width and height),
@@ -63,7 +65,7 @@ void launch_variant(Variant variant, const LaunchArgs& args);
 void launch_copy_channel(ConstDeviceImageView src, int from_channel, DeviceImageView dst, int to_channel,
                          cudaStream_t stream);
 
-/// Per-variant launchers: launch_basic.cu, launch_fast.cu, launch_fft.cu, and launch_tiles.cu for
+/// Per-variant launchers: launch_basic.cu, launch_fast.cu, launch_tensor.cu, launch_fft.cu, and launch_tiles.cu for
 /// the four that read their weights from __constant__ memory.
 void launch_basic(const LaunchArgs& args);
 void launch_constmem(const LaunchArgs& args);
@@ -71,6 +73,14 @@ void launch_tiled(const LaunchArgs& args);
 void launch_tiled_halo(const LaunchArgs& args);
 void launch_cached(const LaunchArgs& args);
 void launch_fast(const LaunchArgs& args);
+void launch_tensor(const LaunchArgs& args);  ///< `fast` where the tensor-core kernel does not apply
+
+/// Whether `tensor` has a kernel for a centred (2R+1)^2 separable filter of this radius.
+[[nodiscard]] bool tensor_radius_supported(int radius);
+
+/// Launches of the tensor-core kernel in this process (the tests read it to know that `tensor` did
+/// not fall back to `fast`).
+[[nodiscard]] std::uint64_t tensor_kernel_launches() noexcept;
 void launch_fft(const LaunchArgs& args);
 
 /// Side (a power of two) of the tiles `fft` uses along an image side for a filter side k.

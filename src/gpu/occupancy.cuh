@@ -5,14 +5,15 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
+#include <cstddef>
 
 namespace cuconv::detail {
 
-/// Blocks of `Kernel` that fit on the current device at once, queried once per kernel and device
+/// Blocks of `Kernel` (with `shared_bytes` of dynamic shared memory) that fit on the current device at once, queried once per kernel and device
 /// (the device, attribute and occupancy queries otherwise ran before every launch, host time
 /// between the kernels of a batch).
 template <auto Kernel>
-int resident_blocks(int threads_per_block) {
+int resident_blocks(int threads_per_block, std::size_t shared_bytes = 0) {
   constexpr int kCachedDevices = 64;
   static std::array<std::atomic<int>, kCachedDevices> cached{};  // 0: not queried yet
   int device = 0;
@@ -22,7 +23,7 @@ int resident_blocks(int threads_per_block) {
   }
   int sms = 0, per_sm = 0;
   CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
-  CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads_per_block, 0));
+  CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads_per_block, shared_bytes));
   const int blocks = std::max(1, sms * per_sm);
   if (device < kCachedDevices) cached[device].store(blocks, std::memory_order_relaxed);
   return blocks;

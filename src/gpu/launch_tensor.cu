@@ -1,0 +1,126 @@
+// Launcher of the `tensor` variant: kernels/tensor_separable.cuh where it applies (8-bit in and
+// out, a rank-1 filter whose split meets the pass rule, centred square with R in TensorRadii,
+// no kept alpha, a GPU with FP16 MMA), `fast` otherwise.
+#include "gpu/dispatch.cuh"
+#include "gpu/occupancy.cuh"
+#include "separable.hpp"
+
+#include <kernels/tensor_separable.cuh>
+
+#include <algorithm>
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace cuconv::detail {
+
+namespace {
+
+std::atomic<std::uint64_t> kernel_launches{0};
+
+/// Warps a block: 4 (256 outputs of a row) ran faster than 2 and 8 (docs/kernel-notes.md, 'tensor').
+constexpr int kTensorWarps = 4;
+
+/// Whether the current device has FP16 MMA with FP32 accumulation and ldmatrix (sm_80 and newer),
+/// asked once per device.
+bool device_has_mma() {
+  constexpr int kCachedDevices = 64;
+  static std::array<std::atomic<int>, kCachedDevices> cached{};  // 0: not asked, 1: no, 2: yes
+  int device = 0;
+  CUCONV_CUDA_TRY(cudaGetDevice(&device));
+  if (device < kCachedDevices) {
+    if (const int known = cached[device].load(std::memory_order_relaxed); known != 0) return known == 2;
+  }
+  int major = 0;
+  CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+  if (device < kCachedDevices) cached[device].store(major >= 8 ? 2 : 1, std::memory_order_relaxed);
+  return major >= 8;
+}
+
+/// FP16 bits of an integer of magnitude at most 2048 (exact).
+unsigned short half_bits(int v) {
+  if (v == 0) return 0;
+  const unsigned sign = v < 0 ? 0x8000u : 0u;
+  unsigned m = static_cast<unsigned>(v < 0 ? -v : v);
+  int e = 0;
+  while ((m >> e) > 1) ++e;                          // m in [2^e, 2^(e+1))
+  const unsigned mantissa = (m << (10 - e)) & 0x3FFu;  // exact: m has at most 11 significant bits
+  return static_cast<unsigned short>(sign | (static_cast<unsigned>(e + 15) << 10) | mantissa);
+}
+
+/// Rows per strip: long strips spread the warm-up chunk (16 rows) over more outputs; below 4 waves
+/// the strips are halved, down to 32 rows, so every SM gets work.
+int tensor_strip_rows(int height, int column_blocks, int resident_blocks) {
+  int rows = 128;
+  const auto blocks = [&](int r) {
+    return static_cast<long long>(column_blocks) * static_cast<long long>((height + r - 1) / r);
+  };
+  while (rows > 32 && blocks(rows) < 4LL * resident_blocks) rows /= 2;
+  return rows;
+}
+
+template <int C, int R, int Warps>
+void launch_tensor_kernel(const LaunchArgs& a, const TensorSplit& split) {
+  using namespace kernels;
+  constexpr int K = 2 * R + 1;
+  TensorSeparableTaps<K> taps{};
+  for (int j = 0; j < K; ++j) {
+    taps.hi[j] = half_bits(split.high[static_cast<std::size_t>(j)]);
+    taps.lo[j] = half_bits(split.low[static_cast<std::size_t>(j)]);
+    taps.vertical[j] = std::ldexp(a.separable_vertical[j], -split.exponent);
+  }
+  constexpr auto kernel = tensor_separable_kernel<C, R, Warps>;
+  constexpr int kShared = tensor_shared_bytes(Warps, C, R);
+  constexpr int kThreads = 32 * Warps;
+  reserve_shared_memory(kernel, kShared, "tensor", a.params.kw, a.params.kh);
+  const int row_elems = a.width * C;
+  const int column_blocks = div_up(row_elems, tensor_tile_elems(Warps));
+  const int resident = resident_blocks<kernel>(kThreads, kShared);
+  const int strip_rows = tensor_strip_rows(a.height, column_blocks, resident);
+  const dim3 grid(static_cast<unsigned>(column_blocks),
+                  static_cast<unsigned>(std::min(div_up(a.height, strip_rows), kMaxGridY)));
+  const bool aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0 &&
+                       reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
+  // Sums of 8-bit pixels below -2^22 need the low clamp before the rounding addition.
+  double magnitude = 0.0;
+  for (int i = 0; i < K * K; ++i) magnitude += std::abs(static_cast<double>(a.host_weights[i]));
+  const bool clamp_low = 255.0 * magnitude + std::abs(static_cast<double>(a.params.delta)) >= 4194304.0;
+  PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};
+  PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst), a.dst_pitch, a.width, a.height};
+  kernel<<<grid, dim3(kThreads), kShared, a.stream>>>(src, dst, a.params, taps, aligned, strip_rows, clamp_low);
+  CUCONV_CHECK_LAUNCH();
+  kernel_launches.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+std::uint64_t tensor_kernel_launches() noexcept { return kernel_launches.load(std::memory_order_relaxed); }
+
+bool tensor_radius_supported(int radius) { return in_tensor_radii(radius); }
+
+bool tensor_applies(const LaunchArgs& a) {
+  return a.src_type == PixelType::u8 && a.dst_type == PixelType::u8 && a.separable_tensor &&
+         a.separable_horizontal != nullptr && a.separable_vertical != nullptr && !a.keep_alpha &&
+         a.params.kw == a.params.kh && a.params.kw % 2 == 1 && a.params.anchor_x == a.params.kw / 2 &&
+         a.params.anchor_y == a.params.kh / 2 && tensor_radius_supported(a.params.kw / 2) &&
+         (a.channels == 1 || a.channels == 3 || a.channels == 4) && device_has_mma();
+}
+
+void launch_tensor(const LaunchArgs& a) {
+  if (!tensor_applies(a)) return launch_fast(a);
+  const std::vector<float> horizontal(a.separable_horizontal, a.separable_horizontal + a.params.kw);
+  const std::optional<TensorSplit> split = tensor_split(horizontal);
+  if (!split) return launch_fast(a);
+  dispatch_channels(a.channels, [&](auto channels) {
+    dispatch_radius<TensorRadii>(a.params.kw, a.params.kh, [&](auto radius) {
+      if constexpr (radius.value != kernels::kRuntimeRadius) {
+        launch_tensor_kernel<channels.value, radius.value, kTensorWarps>(a, *split);
+      }
+    });
+  });
+}
+
+}  // namespace cuconv::detail
