@@ -181,12 +181,20 @@ __global__ void __launch_bounds__(32 * Warps)
   // 16 bytes of staged row r, elements from c0 - Halo + 16q, into registers: one vector load inside
   // the row, the column map at its ends, the border value for rows outside a constant border.
   uint4 pending[kSlots];
-  // Step s of this thread: staged row r, elements 16q .. 16q + 15; false past the last step.
-  const auto step = [&](int s, int& r, int& q) {
+  // Step s of this thread: staged row r, elements 16q .. 16q + 15; false past the last step. The
+  // same every chunk, so found once.
+  int step_row[kSlots];
+  int step_vector[kSlots];
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) {
     const int idx = static_cast<int>(threadIdx.x) + s * kThreads;
-    r = idx / kVectors;
-    q = idx - r * kVectors;
-    return idx < kTensorChunkRows * kVectors;
+    step_row[s] = idx / kVectors;
+    step_vector[s] = idx - step_row[s] * kVectors;
+  }
+  const auto step = [&](int s, int& r, int& q) {
+    r = step_row[s];
+    q = step_vector[s];
+    return static_cast<int>(threadIdx.x) + s * kThreads < kTensorChunkRows * kVectors;
   };
   const auto load_chunk = [&](int first_row) {
 #pragma unroll
@@ -312,14 +320,17 @@ __global__ void __launch_bounds__(32 * Warps)
             acc[r][3] = fmaf(taps.vertical[i], v.w, acc[r][3]);
           }
         }
+        // Rows of this thread inside the image and the strip, and whether its 4 elements are whole.
         const int e = c0 + col;
+        const int first_out = s0 + 16 * k + 8 * half;
+        const int rows_left = e < row_elems ? min(src.height, s0 + strip_rows) - first_out : 0;
+        const bool whole = e + 4 <= row_elems && vector_aligned;
 #pragma unroll
         for (int r = 0; r < 8; ++r) {
-          const int y = s0 + 16 * k + 8 * half + r;
-          if (y >= src.height || y >= s0 + strip_rows || e >= row_elems) continue;
+          if (r >= rows_left) break;
           const unsigned word = round_pack_u8x4(clamp_low, acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
-          std::uint8_t* out = dst.row(y) + e;
-          if (e + 4 <= row_elems && vector_aligned) {
+          std::uint8_t* out = dst.row(first_out + r) + e;
+          if (whole) {
             __stcs(reinterpret_cast<unsigned*>(out), word);
           } else {
             for (int c = 0; c < 4 && e + c < row_elems; ++c) out[c] = static_cast<std::uint8_t>(word >> (8 * c));
