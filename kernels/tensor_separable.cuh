@@ -116,11 +116,6 @@ __device__ __forceinline__ unsigned bytes_to_half2(unsigned w, int i) {
   return r;
 }
 
-/// FP16 bits of an integer 0..255 (exact).
-__device__ __forceinline__ unsigned short byte_to_half(unsigned v) {
-  return static_cast<unsigned short>(bytes_to_half2(v, 0) & 0xFFFFu);
-}
-
 }  // namespace tensor_detail
 
 /// Block (bx, by) filters elements [bx * 64W, (bx + 1) * 64W) of rows [s0, s0 + strip_rows),
