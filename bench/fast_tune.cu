@@ -104,7 +104,7 @@ void run_case(const char* label, int width, int height) {
   TUNE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFastThreads, 0));
   const char* forced = std::getenv("STRIP");
   const int strip_rows =
-      forced != nullptr ? std::atoi(forced) : fast_strip_rows_for<T, Radius, Separable, Channels>(height, column_blocks, sms * per_sm);
+      forced != nullptr ? std::atoi(forced) : fast_strip_rows_for<T, Radius, Separable>(height, column_blocks, sms * per_sm);
   const dim3 block(kFastBlockX, kFastBlockY);
   const dim3 grid(column_blocks, std::min(div_up(height, strip_rows), kMaxGridY));
 

@@ -48,6 +48,19 @@ __host__ __device__ constexpr int fast_vector_elems() {
   return by_bytes < register_cap ? by_bytes : register_cap;
 }
 
+/// Blocks an SM that the register allocation must leave room for (__launch_bounds__), where the
+/// measured best occupancy sits on an allocation step: dense f32 5x5 at 56 registers (9 blocks)
+/// and 8-bit 5x5 at 72 (7 blocks), which the allocator otherwise left for the next step when
+/// unrelated code changed (docs/kernel-notes.md, 'Registers at 5x5'). 0: no bound (nvcc then
+/// leaves the directive out, and the allocation is the unbounded one).
+template <class In, int Channels, int Radius, bool Separable>
+__host__ __device__ constexpr int fast_min_blocks() {
+  if constexpr (Radius != 2 || Channels != 1 || Separable) return 0;
+  else if constexpr (sizeof(In) == 4) return 9;
+  else if constexpr (sizeof(In) == 1) return 7;
+  else return 0;
+}
+
 /// Thread (tx, ty) of block (bx, by) computes elements [e0, e0 + kVec) of the flattened row,
 /// e0 = ((bx * 4 + ty) * 32 + tx) * kVec, for image rows [s0, s0 + strip_rows) with
 /// s0 = by' * strip_rows, by' = by, by + gridDim.y, ... Tile of a block: 128 * kVec elements x
@@ -69,7 +82,7 @@ __host__ __device__ constexpr int fast_vector_elems() {
 /// the sums are small.
 /// @tparam Channels interleaved channels (tap stride); @tparam Radius (2R+1)^2 centred filter.
 template <class In, class Out, int Channels, int Radius, bool Separable>
-__global__ void __launch_bounds__(kFastThreads)
+__global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, Radius, Separable>()))
     fast_kernel(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p,
                 FilterTaps<Separable ? 2 * (2 * Radius + 1) : (2 * Radius + 1) * (2 * Radius + 1)> taps,
                 bool keep_alpha, bool vector_aligned, int strip_rows, SumRange sum_range) {
@@ -138,6 +151,13 @@ __global__ void __launch_bounds__(kFastThreads)
   // images the border rule far past the row cost 3-10x the kernel).
   const bool own_needed = e0 < row_elems + kVec;
   const bool own_inside = vector_aligned && e0 + kVec <= row_elems;
+  // A lane whose chunk starts at or past the row end (rows of W * C elements that end inside a
+  // warp's span) serves only its left neighbour's taps: it reads the first kHalo elements of its
+  // chunk, like lane 31's right edge words, at positions found once. Through the per-row border
+  // rule its warp ran several times slower than the others (docs/kernel-notes.md, 'Border
+  // positions'). Lane 0 is never past the end and lane 31 past it is no edge lane: one array
+  // serves both.
+  const bool own_past_end = own_needed && e0 >= row_elems;
   const bool edge_inside = vector_aligned && edge_first >= 0 && edge_first + kEdgeWords * kPerWord <= row_elems;
   // Element t of `words`, as fast_border_loads and fast_border_elements hand it on.
   const auto into_words = [](Word* words) {
@@ -154,8 +174,8 @@ __global__ void __launch_bounds__(kFastThreads)
   if constexpr (!kStaged) {
 #pragma unroll
     for (int t = 0; t < kEdgeElems; ++t)
-      edge_position[t] = edge_lane && !edge_inside && t >= edge_used_from && t < edge_used_to
-                             ? fast_border_index<Channels>(edge_first + t, src.width, p.border)
+      edge_position[t] = ((edge_lane && !edge_inside) || own_past_end) && t >= edge_used_from && t < edge_used_to
+                             ? fast_border_index<Channels>((own_past_end ? e0 : edge_first) + t, src.width, p.border)
                              : -2;
   }
   // Rows shared by two strips (the first and last K - 1 of each) are read twice, by blocks that
@@ -192,7 +212,11 @@ __global__ void __launch_bounds__(kFastThreads)
     // calling interpolate_border alone changes the generated code of every instance.
     const int yy = static_cast<unsigned>(y) < static_cast<unsigned>(src.height) ? y
                                                                                 : interpolate_border(y, src.height, p.border);
-    if (own_needed) read_own(yy, row.own, reuse);
+    if (own_past_end) {
+      fast_border_loads<In, kEdgeElems>(src, yy, p, [&](int t) { return edge_position[t]; }, into_words(row.own.v));
+    } else if (own_needed) {
+      read_own(yy, row.own, reuse);
+    }
     if (edge_lane) read_edge(yy, row.edge);
   };
 

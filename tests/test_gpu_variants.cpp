@@ -437,3 +437,37 @@ TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and sepa
     }
   }
 }
+
+TEST_CASE("gpu: fast rows that end at a chunk's edge inside a warp's span (camera-frame widths)") {
+  if (!variant_tested(Variant::fast)) {
+    MESSAGE("skipped: CUCONV_TEST_VARIANTS leaves out fast");
+    return;
+  }
+  // On 3x3 and 5x5 (lanes pass the halo by shuffle) a row of width * channels elements that ends
+  // on a chunk's edge but inside a warp's span leaves a lane whose chunk starts at the row end:
+  // it reads only the halo its left neighbour's taps take, at border positions found once. The
+  // widths put that lane after every kVec (16 u8 at 3x3, 8 at u8 5x5 and u16, 4 f32): 6000 x 3 =
+  // 18000 elements is a camera frame's row, 176, 88 and 132 are 11, 11 and 33 chunks.
+  int index = 0;
+  for (int cols : {6000, 176, 88, 132}) {
+    for (int channels : {1, 3}) {
+      for (int depth : {CV_8U, CV_16U, CV_32F}) {
+        for (int r : {1, 2}) {
+          for (Border border : kAllBorders) {
+            ++index;
+            const cv::Mat src = random_image(5 + index % 4, cols, depth, channels, 9100 + static_cast<std::uint64_t>(index));
+            const Filter f = random_filter(2 * r + 1, 2 * r + 1, static_cast<std::uint64_t>(index));
+            ConvolveOptions o;
+            o.border = border;
+            o.border_value = border == Border::constant ? (depth == CV_8U ? 77 : 901.25) : 0.0;
+            o.delta = index % 3 == 0 ? 1.5 : 0.0;
+            check_variant(Variant::fast, src, f, o,
+                          "fast " + std::to_string(2 * r + 1) + "x" + std::to_string(2 * r + 1) + " " + std::to_string(cols) +
+                              " x" + std::to_string(channels) + " depth " + std::to_string(depth) + " " +
+                              std::string(to_string(border)));
+          }
+        }
+      }
+    }
+  }
+}

@@ -34,11 +34,9 @@ constexpr int fast_column_blocks(int row_elems) {
 ///    power of two >= 4 (kh - 1) (they walk two rows a step) and halve below 4 waves, down to 32;
 ///  - 8- and 16-bit 3x3 and 5x5 grids of between one and two waves at the floor take strips just
 ///    long enough for one wave;
-///  - 8-bit interleaved RGB 3x3 grids of two to four waves at the floor (camera frames of 20 to
-///    30 megapixels) take 8-row strips;
 ///  - grids below half a wave (images of a few megapixels) go on halving while they stay below
 ///    it, down to 2 rows (3x3, 5x5) or 8.
-template <class In, int Radius, bool Separable, int Channels = 1>
+template <class In, int Radius, bool Separable>
 constexpr int fast_strip_rows_for(int height, int column_blocks, int resident_blocks) {
   constexpr bool kMemoryBound = Radius <= 2;
   constexpr int kMinHalfWaves = kMemoryBound ? 8 : Separable ? 8 : 3;  // waves wanted, in halves
@@ -65,10 +63,6 @@ constexpr int fast_strip_rows_for(int height, int column_blocks, int resident_bl
     while (rows < 2 * kShortest && blocks(rows) > resident_blocks) ++rows;
     if (blocks(rows) <= resident_blocks) return rows;
   }
-  if constexpr (Channels == 3 && Radius == 1 && sizeof(In) == 1 && !Separable) {
-    if (strip == kShortest && blocks(strip) >= 2LL * resident_blocks && blocks(strip) <= 4LL * resident_blocks)
-      return kShortest / 2;
-  }
   constexpr int kSubWaveShortest = kMemoryBound ? 2 : 8;
   while (strip > kSubWaveShortest && 2 * blocks(strip) < resident_blocks) strip /= 2;
   return strip;
@@ -80,11 +74,11 @@ static_assert(fast_strip_rows_for<float, 1, false>(16384, 32, 9 * 132) == 4, "f3
 static_assert(fast_strip_rows_for<float, 1, false>(4096, 8, 9 * 132) == 4, "f32 3x3 4096^2: 4 rows");
 static_assert(fast_strip_rows_for<float, 1, false>(777, 2, 9 * 132) == 2, "f32 3x3 1001 x 777: below half a wave, 2 rows");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(16384, 8, 6 * 132) == 16, "8U 3x3 16384^2: 16 rows");
-static_assert(fast_strip_rows_for<unsigned char, 1, false, 3>(2048, 3, 6 * 132) == 8, "RGB 3x3 2048^2: 8 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(2048, 3, 6 * 132) == 8, "RGB 3x3 2048^2: 8 rows");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(4096, 2, 6 * 132) == 16, "8U 3x3 4096^2: 16 rows");
-static_assert(fast_strip_rows_for<unsigned char, 1, false, 3>(4096, 6, 6 * 132) == 32, "8U RGB 3x3 4096^2: one wave at 32 rows");
-static_assert(fast_strip_rows_for<unsigned char, 1, false, 3>(8192, 12, 6 * 132) == 16, "8U RGB 3x3 8192^2: 16 rows");
-static_assert(fast_strip_rows_for<unsigned char, 1, false, 3>(4000, 9, 6 * 132) == 8, "8U RGB 3x3 6000 x 4000: 8 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(4096, 6, 6 * 132) == 32, "8U RGB 3x3 4096^2: one wave at 32 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(8192, 12, 6 * 132) == 16, "8U RGB 3x3 8192^2: 16 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(4000, 9, 6 * 132) == 16, "8U RGB 3x3 6000 x 4000: 16 rows");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(8192, 4, 6 * 132) == 16, "8U 3x3 8192^2 (2.6 waves, one channel): 16 rows");
 static_assert(fast_strip_rows_for<unsigned char, 2, false>(4096, 4, 7 * 132) == 18, "8U 5x5 4096^2: one wave at 18 rows");
 static_assert(fast_strip_rows_for<unsigned char, 2, false>(16384, 16, 7 * 132) == 64, "8U 5x5 16384^2: 64 rows");

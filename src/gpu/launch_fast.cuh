@@ -35,7 +35,7 @@ bool launch_fast_compiled(const LaunchArgs& a) {
         constexpr auto kernel = fast_kernel<In, Out, channels.value, R, Separable>;
         const int column_blocks = fast_column_blocks<In, R>(a.width * channels.value);
         const int strip_rows =
-            fast_strip_rows_for<In, R, Separable, channels.value>(a.height, column_blocks, resident_blocks<kernel>(kFastThreads));
+            fast_strip_rows_for<In, R, Separable>(a.height, column_blocks, resident_blocks<kernel>(kFastThreads));
         const dim3 block(kFastBlockX, kFastBlockY);
         const dim3 grid(static_cast<unsigned>(column_blocks),
                         static_cast<unsigned>(std::min(div_up(a.height, strip_rows), kMaxGridY)));
