@@ -55,7 +55,8 @@ __host__ __device__ constexpr int fast_vector_elems() {
 /// leaves the directive out, and the allocation is the unbounded one).
 template <class In, int Channels, int Radius, bool Separable>
 __host__ __device__ constexpr int fast_min_blocks() {
-  if constexpr (Radius != 2 || Channels != 1 || Separable) return 0;
+  if constexpr (Radius == 1 && Channels == 3 && sizeof(In) == 1 && !Separable) return 6;
+  else if constexpr (Radius != 2 || Channels != 1 || Separable) return 0;
   else if constexpr (sizeof(In) == 4) return 9;
   else if constexpr (sizeof(In) == 1) return 7;
   else return 0;
@@ -178,6 +179,20 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
                              ? fast_border_index<Channels>((own_past_end ? e0 : edge_first) + t, src.width, p.border)
                              : -2;
   }
+  // The lane whose chunk crosses the row end (widths * C not a multiple of kVec) reads it element
+  // by element: the ones inside the row where they are, the kHalo after the end (its own taps
+  // read them) through the border rule, the rest not at all. Those positions are the same in
+  // every row: found once, into shared memory (one lane a row has them: kVec registers each
+  // thread would cost blocks an SM), rather than by kVec border-rule calls a row
+  // (docs/kernel-notes.md, 'Border positions').
+  __shared__ int crossing_position[kStaged ? 1 : kVec];
+  if (!kStaged && e0 < row_elems && e0 + kVec > row_elems) {
+#pragma unroll
+    for (int t = 0; t < kVec; ++t)
+      crossing_position[t] = e0 + t < row_elems          ? e0 + t
+                             : e0 + t < row_elems + kHalo ? fast_border_index<Channels>(e0 + t, src.width, p.border)
+                                                          : -2;
+  }
   // Rows shared by two strips (the first and last K - 1 of each) are read twice, by blocks that
   // usually run at the same time: the strip below reads them first (its warm-up), the strip above
   // at its end. The first reader asks L2 to keep them, the second to drop them; without the hint
@@ -195,7 +210,11 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
         chunk = load_chunk(from, reuse == RowReuse::again ? keep_in_l2 : drop_from_l2);
       }
     } else {
-      fast_border_elements<In, Channels, kVec>(src, e0, yy, p, into_words(chunk.v));
+      if (e0 + kVec > row_elems) {  // the crossing lane (read_own runs for lanes with e0 < row_elems)
+        fast_border_loads<In, kVec>(src, yy, p, [&](int t) { return crossing_position[t]; }, into_words(chunk.v));
+      } else {
+        fast_border_elements<In, Channels, kVec>(src, e0, yy, p, into_words(chunk.v));
+      }
     }
   };
   auto read_edge = [&](int yy, Word (&edge)[kEdgeWords]) {

@@ -76,10 +76,9 @@ __device__ __forceinline__ Chunk load_chunk(const Chunk* address) {
 /// Element e (any integer) of a row of `width` interleaved pixels, mapped into the row by the
 /// border rule; -1: the constant border. Not inlined: an inline copy at every element that needs
 /// it multiplied compile time and code size. It returns a position, not the element, so loads do
-/// not wait in line behind calls. The halo of the lanes at a row's ends (edge words, staged
-/// chunks beyond the row) takes positions found once per thread; only a chunk of a lane's own
-/// that crosses the row's end (widths not a multiple of the chunk) calls it per row
-/// (docs/kernel-notes.md, 'Border positions').
+/// not wait in line behind calls. The lanes at a row's ends (edge words, the chunk that crosses
+/// the row end or starts past it, staged chunks beyond the row) take positions found once; only
+/// rows that are not 16-byte aligned call it per row (docs/kernel-notes.md, 'Border positions').
 template <int Channels>
 __device__ __noinline__ int fast_border_index(int e, int width, BorderRule rule) {
   const int channel = ((e % Channels) + Channels) % Channels;
@@ -110,9 +109,9 @@ __device__ __forceinline__ void fast_border_loads(const PlaneView<const In>& src
 
 /// Elements [first, first + N) of image row yy (already mapped by the border rule; -1: constant)
 /// through the border rule, handed to `take(t, element t)`: the positions first
-/// (fast_border_index), then the loads (fast_border_loads). Used per row only by a chunk of a
-/// lane's own that crosses the row's end; the halo of the row-end lanes takes positions found
-/// once (fast_kernel).
+/// (fast_border_index), then the loads (fast_border_loads). Used per row only for rows that are
+/// not 16-byte aligned (device views of odd pitch); the lanes at a row's ends take positions
+/// found once (fast_kernel).
 template <class In, int Channels, int N, class Take>
 __device__ __forceinline__ void fast_border_elements(const PlaneView<const In>& src, int first, int yy,
                                                      const ConvParams& p, Take&& take) {

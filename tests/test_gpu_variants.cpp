@@ -438,18 +438,21 @@ TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and sepa
   }
 }
 
-TEST_CASE("gpu: fast rows that end at a chunk's edge inside a warp's span (camera-frame widths)") {
+TEST_CASE("gpu: fast rows that end inside a chunk or on its edge, inside a warp's span (photo widths)") {
   if (!variant_tested(Variant::fast)) {
     MESSAGE("skipped: CUCONV_TEST_VARIANTS leaves out fast");
     return;
   }
   // On 3x3 and 5x5 (lanes pass the halo by shuffle) a row of width * channels elements that ends
-  // on a chunk's edge but inside a warp's span leaves a lane whose chunk starts at the row end:
-  // it reads only the halo its left neighbour's taps take, at border positions found once. The
-  // widths put that lane after every kVec (16 u8 at 3x3, 8 at u8 5x5 and u16, 4 f32): 6000 x 3 =
-  // 18000 elements is a camera frame's row, 176, 88 and 132 are 11, 11 and 33 chunks.
+  // inside a warp's span leaves a lane whose chunk starts at the row end (it reads only the halo
+  // its left neighbour's taps take) and, unless the row ends on a chunk's edge, one whose chunk
+  // crosses the end (elements inside read where they are, the kHalo after it through the border
+  // rule); both at positions found once. The first four widths end on the edge for every kVec
+  // (16 u8 at 3x3, 8 at u8 5x5 and u16, 4 f32): 6000 x 3 = 18000 elements is a camera frame's
+  // row, 176, 88 and 132 are 11, 11 and 33 chunks; 3000 (9000 elements in RGB), 6001 and 1003
+  // cross one.
   int index = 0;
-  for (int cols : {6000, 176, 88, 132}) {
+  for (int cols : {6000, 176, 88, 132, 3000, 6001, 1003}) {
     for (int channels : {1, 3}) {
       for (int depth : {CV_8U, CV_16U, CV_32F}) {
         for (int r : {1, 2}) {
