@@ -277,6 +277,9 @@ int main(int argc, char** argv) {
             args.separable_vertical = separable->vertical.data();
             args.separable_fast = separable->fast;
             args.separable_tensor = separable->tensor;
+            args.wide_horizontal = separable->horizontal_wide.data();
+            args.wide_vertical = separable->vertical_wide.data();
+            args.separable_wide = separable->wide;
           }
           launch_variant(v, args);
         }

@@ -143,7 +143,7 @@ Variant choose_for(const Filter& filter, const ConvolveOptions& options,
   // 31x31 (kw + kh multiply-adds per output), with the same pixel type in and out; it beats every
   // PMPP variant there. Mixed depths would get its slow generic kernel.
   const bool fast_compiled = centred_square && input_depth == output_depth;
-  const bool rank_one = separable.has_value() && separable->fast;
+  const bool rank_one = separable.has_value() && (separable->fast || separable->wide);
   // 8-bit separable filters whose exact integer row sums keep the pass rule: `tensor` sums the rows
   // on tensor cores (an alpha channel kept as it is leaves them to `fast`).
   if (fast_compiled && separable && separable->tensor && input_depth == CV_8U && !options.keep_alpha &&

@@ -4,7 +4,8 @@
 // exactly the requested ghost cells. Inputs are treated as whole images (BORDER_ISOLATED), even
 // when they are views into a larger cv::Mat.
 //
-// OpenCvMethod::reference is direct_sum, in double precision for float outputs.
+// OpenCvMethod::reference is direct_sum, in double precision for float outputs; exact_sum is
+// direct_sum in double for every output, rounded once.
 // OpenCvMethod::direct_sum runs the same filter2D but keeps it on its direct-summation path:
 // for large kernels (>= 50 or 130 taps) filter2D otherwise switches to a DFT whose rounding
 // error (~1e-5 relative) flips integer results, so a correct direct convolution would
@@ -69,14 +70,15 @@ int opencv_border(Border border) {
 }
 
 cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method) {
-  if (method == OpenCvMethod::reference && job.output_depth == CV_32F) {
-    // The same filter2D direct sum in double, rounded to float once at the end.
+  if (method == OpenCvMethod::exact_sum || (method == OpenCvMethod::reference && job.output_depth == CV_32F)) {
+    // The same filter2D direct sum in double, rounded once at the end (convertTo: half to even
+    // and saturated, as cv::saturate_cast).
     cv::Mat wide;
     src.convertTo(wide, CV_64F);
     ConvolveJob wide_job = job;
     wide_job.output_depth = CV_64F;
     cv::Mat result;
-    convolve_opencv(wide, wide_job, OpenCvMethod::direct_sum).convertTo(result, CV_32F);
+    convolve_opencv(wide, wide_job, OpenCvMethod::direct_sum).convertTo(result, job.output_depth);
     return result;
   }
   if (!job.keep_alpha || src.channels() != 4) return filter_all_channels(src, job, method);

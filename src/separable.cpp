@@ -52,9 +52,13 @@ std::optional<SeparableFactors> factor_separable(const std::vector<double>& weig
     SeparableFactors f;
     f.vertical.resize(static_cast<std::size_t>(kh));
     f.horizontal.resize(static_cast<std::size_t>(kw));
-    for (int i = 0; i < kh; ++i) f.vertical[static_cast<std::size_t>(i)] = static_cast<float>(at(i, pivot_col) / scale);
+    f.vertical_wide.resize(static_cast<std::size_t>(kh));
+    f.horizontal_wide.resize(static_cast<std::size_t>(kw));
+    for (int i = 0; i < kh; ++i) f.vertical_wide[static_cast<std::size_t>(i)] = at(i, pivot_col) / scale;
+    for (int j = 0; j < kw; ++j) f.horizontal_wide[static_cast<std::size_t>(j)] = at(pivot_row, j) * scale / pivot;
+    for (int i = 0; i < kh; ++i) f.vertical[static_cast<std::size_t>(i)] = static_cast<float>(f.vertical_wide[static_cast<std::size_t>(i)]);
     for (int j = 0; j < kw; ++j)
-      f.horizontal[static_cast<std::size_t>(j)] = static_cast<float>(at(pivot_row, j) * scale / pivot);
+      f.horizontal[static_cast<std::size_t>(j)] = static_cast<float>(f.horizontal_wide[static_cast<std::size_t>(j)]);
     bool rank_one = true;
     bool exact = true;
     for (int i = 0; i < kh && rank_one; ++i) {
@@ -102,9 +106,10 @@ FactorChange factor_change(const SeparableFactors& f, const std::vector<double>&
   return c;
 }
 
-/// gamma_n of n float rounding steps, u = 2^-24 (Higham, "Accuracy and Stability", 3.1).
-double gamma(int n) {
-  const double nu = n * std::ldexp(1.0, -24);
+/// gamma_n of n rounding steps of unit roundoff 2^-bits (Higham, "Accuracy and Stability", 3.1):
+/// float by default, double for the wide path.
+double gamma(int n, int bits = 24) {
+  const double nu = n * std::ldexp(1.0, -bits);
   return nu / (1.0 - nu);
 }
 
@@ -142,16 +147,38 @@ std::optional<TensorSplit> tensor_split(const std::vector<float>& horizontal) {
   return split;
 }
 
+double wide_error_bound(const SeparableFactors& f, const std::vector<double>& weights, double max_input,
+                        double delta) {
+  const int kw = static_cast<int>(f.horizontal_wide.size());
+  const int kh = static_cast<int>(f.vertical_wide.size());
+  double factored = 0.0;
+  double magnitude_h = 0.0;
+  double magnitude_v = 0.0;
+  double magnitude_w = 0.0;
+  for (double h : f.horizontal_wide) magnitude_h += std::abs(h);
+  for (double v : f.vertical_wide) magnitude_v += std::abs(v);
+  for (int i = 0; i < kh; ++i)
+    for (int j = 0; j < kw; ++j) {
+      const double w = weights[static_cast<std::size_t>(i) * kw + j];
+      // fma: the difference with one rounding; each term may be off by an ulp of |w|, counted below.
+      factored += std::abs(std::fma(-f.vertical_wide[static_cast<std::size_t>(i)],
+                                    f.horizontal_wide[static_cast<std::size_t>(j)], w));
+      magnitude_w += std::abs(w);
+    }
+  const double g = gamma(kw + kh + 1, 53);
+  return max_input * (factored + std::ldexp(magnitude_w, -52) + g * magnitude_h * magnitude_v) + g * std::abs(delta);
+}
+
 namespace {
 
 /// Whether a rounding error within `bound` keeps integer results within the pass rule: the bound
-/// stays under kSeparableErrorLimit and no flat area (every pixel of the window equal, any byte
-/// value) sums to within it of a tie.
-bool integer_results_hold(const std::vector<double>& weights, double delta, double bound) {
+/// stays under kSeparableErrorLimit and no flat area (every pixel of the window equal, any input
+/// value up to `max_input`) sums to within it of a tie.
+bool integer_results_hold(const std::vector<double>& weights, double delta, double bound, int max_input = 255) {
   if (bound > kSeparableErrorLimit) return false;
   double sum = 0.0;
   for (double w : weights) sum += w;
-  for (int v = 0; v <= 255; ++v) {
+  for (int v = 0; v <= max_input; ++v) {
     const double exact = v * sum + delta;
     const double fraction = exact - std::floor(exact);
     if (std::abs(fraction - 0.5) <= bound) return false;
@@ -173,7 +200,14 @@ std::optional<SeparableFactors> separable_for(const std::vector<double>& weights
                                              int input_depth, int output_depth, double delta) {
   std::optional<SeparableFactors> factors = factor_separable(weights, kw, kh);
   if (!factors || output_depth == CV_32F) return factors;
-  // Inexact sums on integer outputs: only 8-bit input, where float keeps 16 bits below the unit.
+  // 16-bit results: float keeps too few bits below the unit; double sums (`wide`) keep plenty.
+  if (input_depth == CV_16U && output_depth == CV_16U) {
+    factors->fast = false;
+    factors->wide = integer_results_hold(weights, delta, wide_error_bound(*factors, weights, 65535.0, delta), 65535);
+    if (!factors->wide) return std::nullopt;
+    return factors;
+  }
+  // Inexact sums on other integer outputs: only 8-bit input, where float keeps 16 bits below the unit.
   if (input_depth != CV_8U) return std::nullopt;
   const std::optional<TensorSplit> split = tensor_split(factors->horizontal);
   if (factors->exact && all_short_dyadic(*factors)) {  // exact sums

@@ -9,9 +9,12 @@ namespace cuconv::detail {
 struct SeparableFactors {
   std::vector<float> horizontal;  ///< kw weights, applied along each row first
   std::vector<float> vertical;    ///< kh weights, applied down the columns
+  std::vector<double> horizontal_wide;  ///< the same factors before rounding to float
+  std::vector<double> vertical_wide;
   bool exact = false;             ///< every float product equals the float weight exactly
   bool fast = true;               ///< `fast`'s float row and column sums meet the pass rule
   bool tensor = false;            ///< 8-bit results through `tensor` (tensor_split) meet the pass rule
+  bool wide = false;              ///< 16-bit results through `fast`'s double sums (fast_wide.cuh) meet it
 };
 
 /// The horizontal weights as `tensor` feeds them to FP16 tensor cores: h * 2^exponent rounded to
@@ -46,6 +49,13 @@ struct TensorSplit {
 [[nodiscard]] double separable_error_bound(const SeparableFactors& f, const std::vector<double>& weights,
                                            double max_input, double delta);
 
+/// Largest error of the double-precision separable evaluation (kernels/fast_wide.cuh: the double
+/// factors, kw row FMAs, kh column FMAs from `delta`) against the exact sum, for inputs in
+/// [0, max_input]: the factorisation's change of each weight plus n = kw + kh + 1 rounding steps
+/// of unit 2^-53.
+[[nodiscard]] double wide_error_bound(const SeparableFactors& f, const std::vector<double>& weights,
+                                      double max_input, double delta);
+
 /// An integer result rounds the other way than the exact sum only when the exact sum lies within
 /// the error bound of a tie (n + 1/2). Below this bound such sums are rare enough on any image
 /// without flat areas at a tie (checked in separable_for) for the pass rule's 0.1%; design.md,
@@ -60,7 +70,9 @@ inline constexpr double kSeparableErrorLimit = 5e-4;
 /// when the error bound stays under kSeparableErrorLimit and no flat area (every pixel of the
 /// window equal, any byte value) sums to within the bound of a tie: results then meet the pass rule
 /// against the exact sum (a result off by one needs an exact sum within the bound of n + 1/2).
-/// 16U input keeps the dense path: its sums leave float too few bits below the unit.
+/// 16U input to 16U output: float sums leave too few bits below the unit, so `fast` is never
+/// set; `wide` says whether its double sums meet the rule (wide_error_bound, the same flat-area
+/// test over every 16-bit value), and nullopt when they do not.
 /// For 8-bit input and integer output `fast` and `tensor` say which of the two evaluations holds
 /// the rule (tensor_error_bound for `tensor`; the dyadic presets are exact on both); nullopt when
 /// neither does.

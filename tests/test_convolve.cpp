@@ -259,6 +259,42 @@ TEST_CASE("comparison rule: integer and float tolerances, NaN never passes") {
   CHECK_FALSE(compare_to_reference(resf, reff, reff, f, 0).within_tolerance);
 }
 
+TEST_CASE("exact_sum: filter2D in double rounded once; a 16-bit value equal to it is not counted as a difference") {
+  const cv::Mat src = random_image(64, 80, CV_16U, 1, 4242);
+  const Filter f = load_filter("gaussian:7,3");
+  ConvolveOptions o;
+  o.variant = Variant::opencv;
+  o.opencv_method = OpenCvMethod::reference;
+  const cv::Mat reference = convolve(src, f, o).image;
+  o.opencv_method = OpenCvMethod::exact_sum;
+  const cv::Mat exact = convolve(src, f, o).image;
+  REQUIRE(exact.type() == CV_16UC1);
+  // Interior pixels against a sum written out here: double products, rounded half to even.
+  for (const cv::Point p : {cv::Point(7, 7), cv::Point(40, 30), cv::Point(72, 56)}) {
+    double sum = 0.0;
+    for (int i = 0; i < 15; ++i)
+      for (int j = 0; j < 15; ++j) sum += f.at(i, j) * src.at<std::uint16_t>(p.y - 7 + i, p.x - 7 + j);
+    CHECK(exact.at<std::uint16_t>(p) == static_cast<std::uint16_t>(std::nearbyint(sum)));
+  }
+  // filter2D's float sums round to another integer somewhere on full-range 16-bit data.
+  const int float_off = cv::countNonZero(reference != exact);
+  REQUIRE(float_off > 0);
+  CHECK(compares_with_exact_sum(CV_16U));
+  CHECK_FALSE(compares_with_exact_sum(CV_8U));
+  const ComparisonStats plain = compare_to_reference(exact, reference, src, f, 0);
+  CHECK(plain.differing_values == static_cast<std::size_t>(float_off));
+  const ComparisonStats with_exact = compare_to_reference(exact, reference, src, f, 0, 0, kMaxDifferingFraction, &exact);
+  CHECK(with_exact.differing_values == 0);
+  CHECK(with_exact.exact_where_reference_differs == static_cast<std::size_t>(float_off));
+  CHECK(with_exact.within_tolerance);
+  // A value that is neither filter2D's nor the exact one still counts.
+  cv::Mat wrong = exact.clone();
+  wrong.at<std::uint16_t>(20, 20) = static_cast<std::uint16_t>(
+      std::max(reference.at<std::uint16_t>(20, 20), exact.at<std::uint16_t>(20, 20)) + 1);
+  const ComparisonStats off = compare_to_reference(wrong, reference, src, f, 0, 0, kMaxDifferingFraction, &exact);
+  CHECK(off.differing_values == 1);
+}
+
 TEST_CASE("read_image: missing, directory, empty and corrupt files name the file") {
   TempDir dir;
   auto expect_bad_input = [](const std::string& path, const std::string& words) {
@@ -382,6 +418,9 @@ TEST_CASE("auto sends large dense filters to fft for float and 8-bit outputs, ke
   CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_8U) == large_filter_path);
   CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_16S) == Variant::tiled_halo);
   CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_16U, CV_16U) == Variant::tiled_halo);
+  // A rank-1 31x31 on 16 bits: fast's double-precision separable sums.
+  CHECK(choose_variant(load_filter("gaussian:15,5"), ConvolveOptions{}, true, CV_16U, CV_16U) == Variant::fast);
+  CHECK(choose_variant(load_filter("box:31"), ConvolveOptions{}, true, CV_16U, CV_16U) == Variant::fast);
   dense.weights[0] = 300.0;  // results near ties too many to sum again
   CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_8U) == Variant::tiled_halo);
 }

@@ -43,15 +43,11 @@ TEST_CASE("gpu cli: every variant x border x image type matches cv::filter2D") {
           REQUIRE(r.exit_code == 0);
           const cv::Mat src = cv::imread(sample(in.name), cv::IMREAD_UNCHANGED);
           ConvolveOptions o;
-          o.variant = Variant::opencv;
-          o.opencv_method = OpenCvMethod::reference;
           o.border = border;
           o.border_value = border == Border::constant ? 100 : 0;
           const Filter f = load_filter(spec);
-          const cv::Mat expected = convolve(src, f, o).image;
-          const ComparisonStats s =
-              compare_to_reference(cv::imread(out, cv::IMREAD_UNCHANGED), expected, src, f, 0, o.border_value,
-                                   max_differing_fraction_for(variant));
+          const ComparisonStats s = cuconv::test::compare_with_filter2d(cv::imread(out, cv::IMREAD_UNCHANGED), src, f, o,
+                                                                        max_differing_fraction_for(variant));
           INFO("max diff ", s.max_abs_difference, " differing ", s.differing_values, " rel ", s.relative_error);
           CHECK(s.within_tolerance);
         }

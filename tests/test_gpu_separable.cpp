@@ -289,3 +289,111 @@ TEST_CASE("gpu tensor: photos, flat areas, exact presets and what it leaves to f
   CHECK(cv::countNonZero(planes[3] != original[3]) == 0);
   CHECK(detail::tensor_kernel_launches() == before);
 }
+
+TEST_CASE("gpu wide: 16-bit rank-1 filters summed in double meet the pass rule against the exact sum") {
+  // Tile edges of the double-precision kernel: 256 elements a block, strips of 32..128 rows, the
+  // K - 1 rows of warm-up; images narrower and shorter than the filter.
+  const std::pair<int, int> sizes[] = {{1, 1},     {7, 5},    {85, 33},   {86, 129}, {255, 31},  {256, 64},
+                                       {257, 97},  {600, 130}, {1000, 257}, {2049, 18}, {64, 300}, {333, 1}};
+  // Every instance (sides 15, 17, ..., 31), an even side (box:16: weights past it zero) and the
+  // two presets that reach 15 and 31.
+  const char* specs[] = {"gaussian:7,3",  "gaussian:8,3.5", "gaussian:9,3", "gaussian:10,4", "gaussian:11,4",
+                         "gaussian:12,4", "gaussian:13,5",  "gaussian:14,5", "gaussian:15,5", "box:16",
+                         "box:15",        "box:31"};
+  const std::uint64_t launches_before = detail::fast_wide_kernel_launches();
+  int index = 0;
+  for (const char* spec : specs) {
+    const Filter f = load_filter(spec);
+    const auto factors = detail::separable_for(f.weights, f.width, f.height, CV_16U, CV_16U, f.offset);
+    REQUIRE(factors.has_value());
+    REQUIRE(factors->wide);
+    for (int channels : {1, 3, 4}) {
+      for (Border border : kAllBorders) {
+        ++index;
+        const auto [cols, rows] = sizes[static_cast<std::size_t>(index * 5 + channels) % std::size(sizes)];
+        const cv::Mat src = random_image(rows, cols, CV_16U, channels, 5300 + static_cast<std::uint64_t>(index));
+        ConvolveOptions o;
+        o.border = border;
+        o.border_value = border == Border::constant ? 40000 : 0;
+        if (index % 9 == 0) o.delta = -3.25;
+        if (index % 4 == 0) o.anchor_x = 0;  // any anchor: the kernel reads rows and columns from it
+        if (index % 6 == 0) o.anchor_y = f.height - 1;
+        if (channels == 4 && index % 2 == 0) o.keep_alpha = true;
+        const std::string what = std::string(spec) + " " + std::to_string(cols) + "x" + std::to_string(rows) + "x" +
+                                 std::to_string(channels) + " " + std::string(to_string(border)) + " anchor " +
+                                 std::to_string(o.anchor_x) + "," + std::to_string(o.anchor_y) +
+                                 (o.keep_alpha ? " alpha kept" : "");
+        if (!o.keep_alpha) {
+          CHECK(check_exact(src, f, o, what, Variant::fast) == Variant::fast);
+          continue;
+        }
+        // A kept alpha channel is copied: colour channels against the exact sum, alpha against the input.
+        o.variant = Variant::fast;
+        o.poison_output = true;
+        const ConvolveResult got = convolve(src, f, o);
+        const int ax = o.anchor_x >= 0 ? o.anchor_x : f.resolved_anchor_x();
+        const int ay = o.anchor_y >= 0 ? o.anchor_y : f.resolved_anchor_y();
+        std::vector<cv::Mat> out;
+        std::vector<cv::Mat> in;
+        std::vector<cv::Mat> expected;
+        cv::split(got.image, out);
+        cv::split(src, in);
+        cv::split(exact_sum(src, f, ax, ay, o.border, o.border_value, o.delta + f.offset, CV_16U), expected);
+        for (int c = 0; c < 3; ++c) {
+          const RuleCount r = compare_exact(out[static_cast<std::size_t>(c)], expected[static_cast<std::size_t>(c)]);
+          INFO(what << " channel " << c << ": max diff " << r.max_diff << ", " << r.off_by_one << " off by one");
+          CHECK(r.max_diff <= 1.0);
+          CHECK(static_cast<double>(r.off_by_one) <= 0.001 * static_cast<double>(r.values));
+        }
+        CHECK(cv::countNonZero(out[3] != in[3]) == 0);
+        CHECK(got.variant_used == Variant::fast);
+      }
+    }
+  }
+  // Every filter above is rank 1 within the bound: every run launched the double-precision kernel.
+  CHECK(detail::fast_wide_kernel_launches() - launches_before == static_cast<std::uint64_t>(index));
+}
+
+TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto up to 31x31, and ties left dense") {
+  cv::Mat photo8 = cv::imread(sample("astronaut.png"), cv::IMREAD_COLOR);
+  REQUIRE_FALSE(photo8.empty());
+  cv::Mat photo;
+  photo8.convertTo(photo, CV_16U, 257.0);  // the full 16-bit range
+  // 40 x 40 flat blocks of 256 values spread over the 16-bit range (wide enough for 31x31 inside).
+  cv::Mat flat(16 * 40, 16 * 40, CV_16UC1);
+  for (int v = 0; v < 256; ++v) flat(cv::Rect((v % 16) * 40, (v / 16) * 40, 40, 40)).setTo(v * 257 + (v % 7));
+  for (const char* spec : {"gaussian:7,3", "gaussian:11,4", "gaussian:15,5", "box:15"}) {
+    const Filter f = load_filter(spec);
+    for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &flat}) {
+      const std::uint64_t before = detail::fast_wide_kernel_launches();
+      ConvolveOptions o;
+      CHECK(check_exact(*image, f, o, std::string(spec) + " on " + std::to_string(image->cols) + "x" +
+                                          std::to_string(image->rows)) == Variant::fast);
+      CHECK(detail::fast_wide_kernel_launches() - before == 1u);
+    }
+  }
+  // Below 15 taps a side fast keeps its float kernels (filter2D's own results): no double sums.
+  for (const char* spec : {"gauss5", "gaussian:6,2.5"}) {
+    const std::uint64_t before = detail::fast_wide_kernel_launches();
+    ConvolveOptions o;
+    o.poison_output = true;
+    const ConvolveResult got = convolve(photo, load_filter(spec), o);
+    CHECK(got.variant_used == Variant::fast);
+    CHECK(detail::fast_wide_kernel_launches() == before);
+    CHECK(cuconv::test::compare_with_filter2d(got.image, photo, load_filter(spec), o).within_tolerance);
+  }
+  // A delta that puts every flat area on a tie: no double sums; auto sums densely, as filter2D does
+  // (the exact sum of such a tie rounds by the weights' last bits), and stays in the rule against it.
+  const Filter box = load_filter("box:3");
+  CHECK_FALSE(takes_separable(box, CV_16U, CV_16U, 0.5));
+  ConvolveOptions tie;
+  tie.delta = 0.5;
+  tie.poison_output = true;
+  const std::uint64_t before = detail::fast_wide_kernel_launches();
+  const ConvolveResult got = convolve(flat, box, tie);
+  CHECK(detail::fast_wide_kernel_launches() == before);
+  const ComparisonStats s = cuconv::test::compare_with_filter2d(got.image, flat, box, tie);
+  INFO("auto ran ", to_string(got.variant_used), ": max diff ", s.max_abs_difference, ", ", s.differing_values, "/",
+       s.total_values, " differ");
+  CHECK(s.within_tolerance);
+}

@@ -96,7 +96,7 @@ TEST_CASE("separable: fast uses the factors for float outputs, and for integer o
   CHECK_FALSE(usable("box:3", CV_8U, CV_8U, 1.5));
   CHECK_FALSE(usable("gaussian:7,2.5", CV_8U, CV_8U, 100.5));
   CHECK_FALSE(usable("gauss5", CV_16U, CV_16U));     // 16-bit sums need more than float's 24 bits
-  CHECK_FALSE(usable("gaussian:7,2.5", CV_16U, CV_16U));
+  CHECK_FALSE(usable("gaussian:7,2.5", CV_16U, CV_16U));  // (they go to the double sums below)
   CHECK(usable("gaussian:7,2.5", CV_8U, CV_32F));    // float outputs: the relative rule
   CHECK(usable("box:3", CV_32F, CV_32F));
   CHECK_FALSE(usable("sharpen", CV_32F, CV_32F));    // not rank 1
@@ -165,4 +165,38 @@ TEST_CASE("separable: tensor's split is exact for dyadic presets and its bound a
   // Ties of flat areas keep both off.
   CHECK_FALSE(factors("box:3", 0.5).has_value());
   CHECK_FALSE(tensor_split(std::vector<float>(5, 0.0f)).has_value());
+}
+
+TEST_CASE("separable: 16-bit outputs take the double sums where their bound and the flat areas allow") {
+  using cuconv::detail::separable_for;
+  using cuconv::detail::wide_error_bound;
+  const auto wide = [](const char* spec, double delta = 0.0) {
+    const cuconv::Filter f = cuconv::load_filter(spec);
+    const auto factors = separable_for(f.weights, f.width, f.height, CV_16U, CV_16U, delta);
+    if (factors) CHECK_FALSE(factors->fast);  // float sums never serve 16-bit results
+    return factors.has_value() && factors->wide;
+  };
+  CHECK(wide("gauss5"));
+  CHECK(wide("gaussian:7,2.5"));
+  CHECK(wide("gaussian:15,5"));  // 31x31
+  CHECK(wide("box:3"));
+  CHECK(wide("box:4"));
+  CHECK_FALSE(wide("box:3", 0.5));   // flat areas would sum to ties
+  CHECK_FALSE(wide("gauss5", 0.5));  // the weights sum to 1: every flat area is a tie
+  CHECK_FALSE(wide("sharpen"));      // not rank 1
+  // The bound of a normalised 31x31 blur at 16-bit magnitudes: about 2^-53 times the steps and the
+  // range, far under the limit. Ten weights moved by half the factorisation's tolerance (still
+  // rank 1 to it) change sums by 65535 * 10 * 0.5e-6 * pivot, about 2e-3: summed densely.
+  const cuconv::Filter g = cuconv::load_filter("gaussian:15,5");
+  const auto factors = separable_for(g.weights, 31, 31, CV_16U, CV_16U, 0.0);
+  REQUIRE(factors.has_value());
+  const double bound = wide_error_bound(*factors, g.weights, 65535.0, 0.0);
+  CHECK(bound > 0.0);
+  CHECK(bound < 1e-9);
+  std::vector<double> nudged = g.weights;
+  const double pivot = *std::max_element(g.weights.begin(), g.weights.end());
+  for (int i = 0; i < 10; ++i) nudged[static_cast<std::size_t>(i) * 31] += 0.5e-6 * pivot;
+  REQUIRE(cuconv::detail::factor_separable(nudged, 31, 31).has_value());
+  CHECK_FALSE(separable_for(nudged, 31, 31, CV_16U, CV_16U, 0.0).has_value());
+  CHECK(separable_for(nudged, 31, 31, CV_16U, CV_32F, 0.0).has_value());  // float outputs keep the float path
 }

@@ -1,6 +1,7 @@
 #pragma once
 // Helpers shared by the test suites: temporary folders, running the cuconv binary, sample
 // paths and random images.
+#include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
 #include <cuconv/image_io.hpp>
@@ -143,6 +144,24 @@ inline CommandResult run_cuconv(const std::vector<std::string>& args, const std:
 
 /// OpenCV's border code for `b`, written out here (not taken from src/) so reference sums in the
 /// tests do not share the code they check.
+/// `result` of filtering `src` with `f` under `o` (border, anchor, delta, depth, alpha) against
+/// filter2D's reference (OpenCvMethod::reference); for 16-bit outputs a value equal to the exact
+/// sum (OpenCvMethod::exact_sum) counts as correct too, as with --compare.
+inline ComparisonStats compare_with_filter2d(const cv::Mat& result, const cv::Mat& src, const Filter& f,
+                                             ConvolveOptions o, double max_differing_fraction = kMaxDifferingFraction) {
+  o.variant = Variant::opencv;
+  o.poison_output = false;
+  o.opencv_method = OpenCvMethod::reference;
+  const cv::Mat expected = convolve(src, f, o).image;
+  cv::Mat exact;
+  if (compares_with_exact_sum(result.depth())) {
+    o.opencv_method = OpenCvMethod::exact_sum;
+    exact = convolve(src, f, o).image;
+  }
+  return compare_to_reference(result, expected, src, f, o.delta, o.border_value, max_differing_fraction,
+                              exact.empty() ? nullptr : &exact);
+}
+
 inline int opencv_border_code(cuconv::Border b) {
   switch (b) {
     case cuconv::Border::reflect101: return cv::BORDER_REFLECT_101;

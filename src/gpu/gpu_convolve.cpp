@@ -151,6 +151,10 @@ VariantLaunch launch_for(const ConstDeviceImageView& in, const DeviceImageView& 
     args.separable_vertical = job.separable->vertical.data();
     args.separable_fast = job.separable->fast;
     args.separable_tensor = job.separable->tensor;
+    args.wide_horizontal = job.separable->horizontal_wide.data();
+    args.wide_vertical = job.separable->vertical_wide.data();
+    args.wide_delta = job.delta;
+    args.separable_wide = job.separable->wide;
   }
   return {args, in, out};
 }

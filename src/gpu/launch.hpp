@@ -40,6 +40,10 @@ struct LaunchArgs {
   const float* separable_vertical = nullptr;    ///< kh weights (host)
   bool separable_fast = false;                  ///< SeparableFactors::fast: `fast` may run it
   bool separable_tensor = false;                ///< SeparableFactors::tensor: `tensor` may run it
+  const double* wide_horizontal = nullptr;      ///< the kw factors in double (SeparableFactors::wide)
+  const double* wide_vertical = nullptr;        ///< the kh factors in double
+  double wide_delta = 0;                        ///< delta in double (params.delta is its float)
+  bool separable_wide = false;                  ///< SeparableFactors::wide: `fast` may sum it in double
 };
 
 /// One launch of a variant with the device images it reads and writes (what --bench times and
@@ -74,6 +78,14 @@ void launch_tiled_halo(const LaunchArgs& args);
 void launch_cached(const LaunchArgs& args);
 void launch_fast(const LaunchArgs& args);
 void launch_tensor(const LaunchArgs& args);  ///< `fast` where the tensor-core kernel does not apply
+
+/// `fast` on a 16-bit rank-1 filter in double precision (kernels/fast_wide.cuh) when the
+/// arguments allow it (u16 in and out, SeparableFactors::wide, kw and kh up to 31, one of them at
+/// least 15); false (nothing launched) otherwise.
+bool launch_fast_wide(const LaunchArgs& args);
+
+/// Launches of the double-precision kernel in this process (the tests read it to know the path ran).
+[[nodiscard]] std::uint64_t fast_wide_kernel_launches() noexcept;
 
 /// Whether `tensor` has a kernel for a centred (2R+1)^2 separable filter of this radius.
 [[nodiscard]] bool tensor_radius_supported(int radius);

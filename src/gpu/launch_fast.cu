@@ -1,6 +1,7 @@
-// Launcher of the `fast` variant (kernels/fast.cuh): the compiled, unrolled kernel when the
-// filter is a centred (2R+1)^2 with R in the radius list (separable filters: SeparableRadii) and
-// the pixel types are the same in and out; the generic interleaved kernel otherwise.
+// Launcher of the `fast` variant (kernels/fast.cuh): the double-precision separable kernel for
+// 16-bit rank-1 filters where it applies (launch_fast_wide.cu); the compiled, unrolled kernel when
+// the filter is a centred (2R+1)^2 with R in the radius list (separable filters: SeparableRadii)
+// and the pixel types are the same in and out; the generic interleaved kernel otherwise.
 #include "gpu/dispatch.cuh"
 
 #include <kernels/fast.cuh>
@@ -15,6 +16,7 @@ bool launch_compiled_for(const LaunchArgs& a) {
   using In = typename Pair::in;
   using Out = typename Pair::out;
   if constexpr (std::is_same_v<In, Out>) {
+    if (launch_fast_wide(a)) return true;
     if (a.separable_fast && a.separable_horizontal != nullptr && a.separable_vertical != nullptr &&
         launch_fast_compiled<In, Out, true>(a))
       return true;

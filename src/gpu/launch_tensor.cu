@@ -51,17 +51,6 @@ unsigned short half_bits(int v) {
   return static_cast<unsigned short>(sign | (static_cast<unsigned>(e + 15) << 10) | mantissa);
 }
 
-/// Rows per strip: long strips spread the warm-up chunk (16 rows) over more outputs; below 4 waves
-/// the strips are halved, down to 32 rows, so every SM gets work.
-int tensor_strip_rows(int height, int column_blocks, int resident_blocks) {
-  int rows = 128;
-  const auto blocks = [&](int r) {
-    return static_cast<long long>(column_blocks) * static_cast<long long>((height + r - 1) / r);
-  };
-  while (rows > 32 && blocks(rows) < 4LL * resident_blocks) rows /= 2;
-  return rows;
-}
-
 template <int C, int R, int Warps>
 void launch_tensor_kernel(const LaunchArgs& a, const TensorSplit& split) {
   using namespace kernels;
@@ -79,7 +68,7 @@ void launch_tensor_kernel(const LaunchArgs& a, const TensorSplit& split) {
   const int row_elems = a.width * C;
   const int column_blocks = div_up(row_elems, tensor_tile_elems(Warps));
   const int resident = resident_blocks<kernel>(kThreads, kShared);
-  const int strip_rows = tensor_strip_rows(a.height, column_blocks, resident);
+  const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident);
   const dim3 grid(static_cast<unsigned>(column_blocks),
                   static_cast<unsigned>(std::min(div_up(a.height, strip_rows), kMaxGridY)));
   const bool aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0 &&

@@ -29,4 +29,16 @@ int resident_blocks(int threads_per_block, std::size_t shared_bytes = 0) {
   return blocks;
 }
 
+/// Rows per strip of a kernel whose blocks walk strips with a warm-up of rows at the start (the
+/// `tensor` and double-precision `fast` kernels): 128 rows spread the warm-up over many outputs;
+/// below 4 waves of `resident_blocks` the strips are halved, down to 32 rows, so every SM gets work.
+inline int strip_rows_for_waves(int height, int column_blocks, int resident_blocks) {
+  int rows = 128;
+  const auto blocks = [&](int r) {
+    return static_cast<long long>(column_blocks) * static_cast<long long>((height + r - 1) / r);
+  };
+  while (rows > 32 && blocks(rows) < 4LL * resident_blocks) rows /= 2;
+  return rows;
+}
+
 }  // namespace cuconv::detail
