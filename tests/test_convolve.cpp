@@ -259,7 +259,7 @@ TEST_CASE("comparison rule: integer and float tolerances, NaN never passes") {
   CHECK_FALSE(compare_to_reference(resf, reff, reff, f, 0).within_tolerance);
 }
 
-TEST_CASE("exact_sum: filter2D in double rounded once; a 16-bit value equal to it is not counted as a difference") {
+TEST_CASE("exact_sum: filter2D in double rounded once, and a 16-bit value equal to it is not counted as a difference") {
   const cv::Mat src = random_image(64, 80, CV_16U, 1, 4242);
   const Filter f = load_filter("gaussian:7,3");
   ConvolveOptions o;
