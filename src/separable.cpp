@@ -85,25 +85,36 @@ std::optional<SeparableFactors> factor_separable(const std::vector<double>& weig
 
 namespace {
 
-/// What the factorisation changes (sum |w - v*h|) and the factors' magnitudes (sum |h|, sum |v|).
+/// What the factorisation changes (sum |w - v*h|), the factors' magnitudes (sum |h|, sum |v|) and
+/// the weights' (sum |w|), for factors in float (the float paths) or double (the wide path).
 struct FactorChange {
   double factored = 0.0;
   double magnitude_h = 0.0;
   double magnitude_v = 0.0;
+  double magnitude_w = 0.0;
 };
 
-FactorChange factor_change(const SeparableFactors& f, const std::vector<double>& weights) {
-  const int kw = static_cast<int>(f.horizontal.size());
-  const int kh = static_cast<int>(f.vertical.size());
+template <class T>
+FactorChange factor_change(const std::vector<T>& horizontal, const std::vector<T>& vertical,
+                           const std::vector<double>& weights) {
+  const int kw = static_cast<int>(horizontal.size());
+  const int kh = static_cast<int>(vertical.size());
   FactorChange c;
-  for (float h : f.horizontal) c.magnitude_h += std::abs(static_cast<double>(h));
-  for (float v : f.vertical) c.magnitude_v += std::abs(static_cast<double>(v));
+  for (T h : horizontal) c.magnitude_h += std::abs(static_cast<double>(h));
+  for (T v : vertical) c.magnitude_v += std::abs(static_cast<double>(v));
   for (int i = 0; i < kh; ++i)
-    for (int j = 0; j < kw; ++j)
-      c.factored += std::abs(weights[static_cast<std::size_t>(i) * kw + j] -
-                             static_cast<double>(f.vertical[static_cast<std::size_t>(i)]) *
-                                 static_cast<double>(f.horizontal[static_cast<std::size_t>(j)]));
+    for (int j = 0; j < kw; ++j) {
+      const double w = weights[static_cast<std::size_t>(i) * kw + j];
+      // One rounding of the difference (a product of two floats is exact in double anyway).
+      c.factored += std::abs(std::fma(-static_cast<double>(vertical[static_cast<std::size_t>(i)]),
+                                      static_cast<double>(horizontal[static_cast<std::size_t>(j)]), w));
+      c.magnitude_w += std::abs(w);
+    }
   return c;
+}
+
+FactorChange factor_change(const SeparableFactors& f, const std::vector<double>& weights) {
+  return factor_change(f.horizontal, f.vertical, weights);
 }
 
 /// gamma_n of n rounding steps of unit roundoff 2^-bits (Higham, "Accuracy and Stability", 3.1):
@@ -149,24 +160,11 @@ std::optional<TensorSplit> tensor_split(const std::vector<float>& horizontal) {
 
 double wide_error_bound(const SeparableFactors& f, const std::vector<double>& weights, double max_input,
                         double delta) {
-  const int kw = static_cast<int>(f.horizontal_wide.size());
-  const int kh = static_cast<int>(f.vertical_wide.size());
-  double factored = 0.0;
-  double magnitude_h = 0.0;
-  double magnitude_v = 0.0;
-  double magnitude_w = 0.0;
-  for (double h : f.horizontal_wide) magnitude_h += std::abs(h);
-  for (double v : f.vertical_wide) magnitude_v += std::abs(v);
-  for (int i = 0; i < kh; ++i)
-    for (int j = 0; j < kw; ++j) {
-      const double w = weights[static_cast<std::size_t>(i) * kw + j];
-      // fma: the difference with one rounding; each term may be off by an ulp of |w|, counted below.
-      factored += std::abs(std::fma(-f.vertical_wide[static_cast<std::size_t>(i)],
-                                    f.horizontal_wide[static_cast<std::size_t>(j)], w));
-      magnitude_w += std::abs(w);
-    }
-  const double g = gamma(kw + kh + 1, 53);
-  return max_input * (factored + std::ldexp(magnitude_w, -52) + g * magnitude_h * magnitude_v) + g * std::abs(delta);
+  const FactorChange c = factor_change(f.horizontal_wide, f.vertical_wide, weights);
+  const double g = gamma(static_cast<int>(f.horizontal_wide.size() + f.vertical_wide.size()) + 1, 53);
+  // Each difference in `factored` may itself be off by an ulp of |w|: 2^-52 sum |w| more.
+  return max_input * (c.factored + std::ldexp(c.magnitude_w, -52) + g * c.magnitude_h * c.magnitude_v) +
+         g * std::abs(delta);
 }
 
 namespace {
@@ -204,8 +202,7 @@ std::optional<SeparableFactors> separable_for(const std::vector<double>& weights
   if (input_depth == CV_16U && output_depth == CV_16U) {
     factors->fast = false;
     factors->wide = integer_results_hold(weights, delta, wide_error_bound(*factors, weights, 65535.0, delta), 65535);
-    if (!factors->wide) return std::nullopt;
-    return factors;
+    return factors->wide ? factors : std::nullopt;
   }
   // Inexact sums on other integer outputs: only 8-bit input, where float keeps 16 bits below the unit.
   if (input_depth != CV_8U) return std::nullopt;
