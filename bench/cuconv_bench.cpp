@@ -9,7 +9,7 @@
 //
 // Images: f32 1 channel, 8U 1 channel, 16U 1 channel, 8U RGB (interleaved for `fast`, the three
 // planes of the same image for the PMPP variants, which filter planes), square and, for a camera
-// frame, 6000x4000. Filters: random dense 3..31, separable
+// frame, 6000x4000. Filters: random dense 3..31 (17: `tensor`'s largest dense side), separable
 // gaussians 15x15 and 31x31, box 15x15 and sobel-x; rank-1 filters up to 15x15 are also timed
 // on `fast`'s dense path ("fast (dense path)"), the gain of the separable one.
 #include "copy_roof.hpp"
@@ -169,7 +169,7 @@ int main(int argc, char** argv) {
   }
   std::erase_if(images, [&](const ImageCase& c) { return !selected(s.shapes, c.name + " " + size_label(c)); });
   std::vector<FilterCase> filters;
-  for (int k : {3, 5, 9, 15, 31}) filters.push_back({std::to_string(k) + "x" + std::to_string(k), random_dense(k)});
+  for (int k : {3, 5, 9, 15, 17, 31}) filters.push_back({std::to_string(k) + "x" + std::to_string(k), random_dense(k)});
   filters.push_back({"gauss5 5x5", load_filter("gauss5")});
   filters.push_back({"gaussian 7x7", load_filter("gaussian:3,1.4")});
   filters.push_back({"gaussian 9x9", load_filter("gaussian:4,1.8")});
@@ -260,6 +260,8 @@ int main(int argc, char** argv) {
       DeviceBuffer device_weights(sizeof(float) * weights.size());
       CUCONV_CUDA_TRY(cudaMemcpy(device_weights.data(), weights.data(), device_weights.size(), cudaMemcpyHostToDevice));
       const std::optional<SeparableFactors> separable = separable_for(f.weights, f.width, f.height, c.depth, c.depth, 0.0);
+      const std::optional<DenseTensorSplit> dense =
+          c.depth == CV_8U && k <= kTensorDenseMaxSide ? dense_tensor_split(f.weights, k, k, 0.0) : std::nullopt;
       const kernels::ConvParams params{k, k, k / 2, k / 2, 0.0f, kernels::BorderRule::reflect101, 0.0f};
       // One run of variant v over the image (per plane for the PMPP variants), with the rank-1
       // factors when `separable_path` (only `fast` uses them).
@@ -272,6 +274,7 @@ int main(int argc, char** argv) {
           LaunchArgs args{in.data, in.pitch, type, out.data, out.pitch, type, w, h, params,
                           static_cast<const float*>(device_weights.data()), weights.data(), stream.get()};
           args.channels = interleaved ? c.channels : 1;
+          args.dense_tensor = dense ? &*dense : nullptr;
           if (separable_path) {
             args.separable_horizontal = separable->horizontal.data();
             args.separable_vertical = separable->vertical.data();

@@ -24,6 +24,7 @@
 /// and k+1.
 #include "common.cuh"
 #include "fast_pack.cuh"
+#include "mma.cuh"
 
 #include <cstdint>
 
@@ -82,38 +83,6 @@ __device__ __forceinline__ void toeplitz_fragment(const unsigned short (&w)[K], 
     const int k = 2 * t + 8 * h;
     b[h] = toeplitz_entry<C, R, Halo>(w, d, k, g) | (toeplitz_entry<C, R, Halo>(w, d, k + 1, g) << 16);
   }
-}
-
-__device__ __forceinline__ void mma_f16_f32(float (&acc)[4], const unsigned (&a)[4], const unsigned (&b)[2]) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  asm volatile(
-      "mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "
-      "{%0,%1,%2,%3};"
-      : "+f"(acc[0]), "+f"(acc[1]), "+f"(acc[2]), "+f"(acc[3])
-      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
-#else
-  __trap();  // the launcher runs this kernel on sm_80 and newer only
-#endif
-}
-
-__device__ __forceinline__ void ldmatrix_x4(unsigned (&a)[4], const void* row_address) {
-#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-  const auto s = static_cast<unsigned>(__cvta_generic_to_shared(row_address));
-  asm volatile("ldmatrix.sync.aligned.m8n8.x4.shared.b16 {%0,%1,%2,%3}, [%4];"
-               : "=r"(a[0]), "=r"(a[1]), "=r"(a[2]), "=r"(a[3])
-               : "r"(s));
-#else
-  __trap();
-#endif
-}
-
-/// Bytes 2i and 2i+1 of `w` (i = 0, 1) as an exact FP16 pair: the byte in the low mantissa bits
-/// of 1024.0 (0x6400), then 1024 taken away.
-__device__ __forceinline__ unsigned bytes_to_half2(unsigned w, int i) {
-  const unsigned biased = __byte_perm(w, 0x6464u, i == 0 ? 0x4140u : 0x4342u);
-  unsigned r;
-  asm("sub.rn.f16x2 %0, %1, %2;" : "=r"(r) : "r"(biased), "r"(0x64006400u));
-  return r;
 }
 
 }  // namespace tensor_detail

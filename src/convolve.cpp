@@ -27,6 +27,9 @@ namespace {
 constexpr int kFftMinTaps = 256;
 /// Smallest radius auto sends to `tensor` (docs/kernel-notes.md, 'tensor'); below it `fast`.
 constexpr int kTensorMinRadius = 3;
+/// Fewest taps of a dense 8-bit filter auto sends to `tensor`'s dense kernel (docs/kernel-notes.md,
+/// 'tensor, dense'); below it `fast`.
+constexpr int kTensorDenseMinTaps = 25;
 
 bool is_gpu_variant(Variant v) { return v != Variant::automatic && v != Variant::opencv; }
 
@@ -37,6 +40,15 @@ double saturate_to_depth(double value, int depth) {
     case CV_16U: return cv::saturate_cast<ushort>(value);
     default: return static_cast<float>(value);
   }
+}
+
+/// `tensor`'s dense split for 8-bit input and output and sides up to kTensorDenseMaxSide.
+std::optional<detail::DenseTensorSplit> dense_tensor_for(const Filter& filter, int input_depth, int output_depth,
+                                                         double delta) {
+  if (input_depth != CV_8U || output_depth != CV_8U || filter.width > detail::kTensorDenseMaxSide ||
+      filter.height > detail::kTensorDenseMaxSide)
+    return std::nullopt;
+  return detail::dense_tensor_split(filter.weights, filter.width, filter.height, delta);
 }
 
 detail::ConvolveJob make_job(int input_depth, const Filter& filter, const ConvolveOptions& o) {
@@ -60,6 +72,7 @@ detail::ConvolveJob make_job(int input_depth, const Filter& filter, const Convol
     throw Error(ErrorKind::usage, "--delta and --border-value must be finite numbers");
   job.separable = detail::separable_for(filter.weights, filter.width, filter.height, input_depth, job.output_depth,
                                         job.delta);
+  job.dense_tensor = dense_tensor_for(filter, input_depth, job.output_depth, job.delta);
   job.border = o.border;
   job.border_value = saturate_to_depth(o.border_value, input_depth);
   if (o.device < -1) throw Error(ErrorKind::usage, "device index must be -1 (current) or >= 0");
@@ -83,10 +96,11 @@ void validate_input(bool empty, int depth, int channels) {
                                           " (supported: 1, 3, 4)");
 }
 
-/// choose_variant with the filter's rank-1 test already made (`separable`: what separable_for
-/// found for these depths).
+/// choose_variant with the filter's rank-1 test and dense split already made (`separable`: what
+/// separable_for found for these depths; `dense`: dense_tensor_for).
 Variant choose_for(const Filter& filter, const ConvolveOptions& options,
-                   const std::optional<detail::SeparableFactors>& separable, bool gpu_present, int input_depth,
+                   const std::optional<detail::SeparableFactors>& separable,
+                   const std::optional<detail::DenseTensorSplit>& dense, bool gpu_present, int input_depth,
                    int output_depth);
 
 }  // namespace
@@ -124,14 +138,17 @@ Variant choose_variant(const Filter& filter, const ConvolveOptions& options, boo
                        int output_depth) {
   const std::optional<detail::SeparableFactors> separable = detail::separable_for(
       filter.weights, filter.width, filter.height, input_depth, output_depth, options.delta + filter.offset);
-  return choose_for(filter, options, separable, gpu_present, input_depth, output_depth);
+  const double delta = options.delta + filter.offset;
+  return choose_for(filter, options, separable, dense_tensor_for(filter, input_depth, output_depth, delta), gpu_present,
+                    input_depth, output_depth);
 }
 
 namespace {
 
 /// The one place that decides what `--variant auto` runs (docs/design.md, "How auto chooses").
 Variant choose_for(const Filter& filter, const ConvolveOptions& options,
-                   const std::optional<detail::SeparableFactors>& separable, bool gpu_present, int input_depth,
+                   const std::optional<detail::SeparableFactors>& separable,
+                   const std::optional<detail::DenseTensorSplit>& dense, bool gpu_present, int input_depth,
                    int output_depth) {
   // No usable GPU: OpenCV on the CPU is the only path (the CLI warns about it).
   if (!gpu_present) return Variant::opencv;
@@ -149,8 +166,12 @@ Variant choose_for(const Filter& filter, const ConvolveOptions& options,
   if (fast_compiled && separable && separable->tensor && input_depth == CV_8U && !options.keep_alpha &&
       radius >= kTensorMinRadius && detail::tensor_radius_supported(radius))
     return Variant::tensor;
-  if (fast_compiled && radius >= 1 && radius <= 7) return Variant::fast;
   if (fast_compiled && radius >= 1 && radius <= 15 && rank_one) return Variant::fast;
+  // Other 8-bit filters up to 17x17 whose integer split keeps the pass rule: `tensor` sums them
+  // densely on tensor cores, from kTensorDenseMinTaps taps.
+  if (dense && dense->holds && !options.keep_alpha && filter.width * filter.height >= kTensorDenseMinTaps)
+    return Variant::tensor;
+  if (fast_compiled && radius >= 1 && radius <= 7) return Variant::fast;
   // Large dense filters: overlap-save FFT, whose cost hardly grows with the filter. Integer
   // outputs only where `fft` sums the results near a rounding tie again (8-bit outputs of usual
   // filters), so ties round as in filter2D's direct sums; 16-bit outputs stay on direct sums
@@ -178,8 +199,8 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
   const bool needs_gpu_check = options.variant == Variant::automatic || is_gpu_variant(options.variant);
   const bool gpu_present = needs_gpu_check && cuda_device_available(&no_gpu_reason);
   const Variant variant = options.variant == Variant::automatic
-                              ? choose_for(filter, options, job.separable, gpu_present, src.depth(),
-                                           job.output_depth)
+                              ? choose_for(filter, options, job.separable, job.dense_tensor, gpu_present,
+                                           src.depth(), job.output_depth)
                               : options.variant;
   if (is_gpu_variant(variant)) {
     if (!gpu_present)
@@ -231,7 +252,7 @@ Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& fi
   if (options.bench_runs > 0) throw Error(ErrorKind::usage, "convolve: --bench needs a host image");
   if (options.device >= 0) detail::select_device(options.device);
   const Variant variant = options.variant == Variant::automatic
-                              ? choose_for(filter, options, job.separable, true, src.depth,
+                              ? choose_for(filter, options, job.separable, job.dense_tensor, true, src.depth,
                                            job.output_depth)
                               : options.variant;
   detail::convolve_device(src, dst, job, variant, workspace.state(), stream);

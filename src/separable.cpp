@@ -186,6 +186,61 @@ bool integer_results_hold(const std::vector<double>& weights, double delta, doub
 
 }  // namespace
 
+std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& weights, int kw, int kh,
+                                                   double delta) {
+  double largest = 0.0;
+  for (double w : weights) {
+    if (!std::isfinite(w)) return std::nullopt;
+    largest = std::max(largest, std::abs(w));
+  }
+  if (largest == 0.0 || kw < 1 || kh < 1 || static_cast<std::size_t>(kw) * kh != weights.size()) return std::nullopt;
+  DenseTensorSplit split;
+  // The largest weight times 2^exponent lies in (2^21, 2^22], as tensor_split's.
+  split.exponent = static_cast<int>(std::floor(std::log2(std::ldexp(1.0, 22) / largest)));
+  while (std::ldexp(largest, split.exponent) > std::ldexp(1.0, 22)) --split.exponent;
+  if (split.exponent > 126 || split.exponent < -126) return std::nullopt;
+  double quantization = 0.0;
+  double magnitude = 0.0;
+  for (double w : weights) {
+    const double scaled = std::ldexp(w, split.exponent);
+    const double whole = std::nearbyint(scaled);
+    const int high = static_cast<int>(std::nearbyint(whole / 2048.0));
+    split.high.push_back(high);
+    split.low.push_back(static_cast<int>(whole) - 2048 * high);
+    quantization += std::abs(scaled - whole);
+    magnitude += std::abs(whole);
+  }
+  // Rows into groups: 255 * sum |part| <= 2^24 for both parts (one row always fits: 17 * 2048 * 255).
+  constexpr double kExact = 16777216.0 / 255.0;
+  double group_high = 0.0;
+  double group_low = 0.0;
+  for (int i = 0; i < kh; ++i) {
+    double row_high = 0.0;
+    double row_low = 0.0;
+    for (int j = 0; j < kw; ++j) {
+      row_high += std::abs(split.high[static_cast<std::size_t>(i) * kw + j]);
+      row_low += std::abs(split.low[static_cast<std::size_t>(i) * kw + j]);
+    }
+    if (i > 0 && (group_high + row_high > kExact || group_low + row_low > kExact)) {
+      split.flush_rows |= 1u << (i - 1);
+      ++split.groups;
+      group_high = 0.0;
+      group_low = 0.0;
+    }
+    group_high += row_high;
+    group_low += row_low;
+  }
+  split.flush_rows |= 1u << (kh - 1);
+  ++split.groups;
+  // Each group's exact sum rounded to float and added to the running sum (groups + 1 roundings of
+  // sums within 255 * sum |H|), then one rounding of run * 2^-exponent + delta.
+  const double g = gamma(split.groups + 2);
+  split.bound = 255.0 * std::ldexp(quantization, -split.exponent) +
+                g * (255.0 * std::ldexp(magnitude, -split.exponent) + std::abs(delta));
+  split.holds = integer_results_hold(weights, delta, split.bound);
+  return split;
+}
+
 double tensor_error_bound(const SeparableFactors& f, const TensorSplit& split, const std::vector<double>& weights,
                           double delta) {
   const FactorChange c = factor_change(f, weights);

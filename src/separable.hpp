@@ -36,6 +36,30 @@ struct TensorSplit {
 [[nodiscard]] double tensor_error_bound(const SeparableFactors& f, const TensorSplit& split,
                                         const std::vector<double>& weights, double delta);
 
+/// A dense filter as the `tensor` dense kernel feeds it to FP16 tensor cores (kernels/
+/// tensor_dense.cuh): every weight w * 2^exponent rounded to an integer H = 2048 * high + low,
+/// |high| <= 2048 and |low| <= 1024, and the filter rows grouped so that 255 times the sum of
+/// |high| (and of |low|) over a group stays within 2^24: the sums of 8-bit pixels times either
+/// part are then exact in the tensor cores' FP32 accumulation. After each group the two sums are
+/// added to an FP32 running sum.
+struct DenseTensorSplit {
+  int exponent = 0;
+  std::vector<int> high;  ///< kh x kw, row-major
+  std::vector<int> low;
+  unsigned flush_rows = 0;  ///< bit i: a group ends at filter row i
+  int groups = 0;
+  double bound = 0.0;       ///< largest error against the exact sum for 8-bit input
+  bool holds = false;       ///< 8-bit results meet the pass rule (bound and flat areas, as separable_for)
+};
+
+/// The split of a kh x kw row-major filter for 8-bit input and the given delta, with its error
+/// bound (the weights' rounding to integers, one rounding per group added to the running sum,
+/// the final scaling and delta) and whether results then meet the pass rule (the bound under
+/// kSeparableErrorLimit and no flat area at a tie, as separable_for judges `tensor`). nullopt
+/// when every weight is zero, one is not finite, or 2^-exponent would leave float's normal range.
+[[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& weights, int kw, int kh,
+                                                                 double delta);
+
 /// Factors a kh x kw row-major filter when it is rank 1 within `relative_tolerance` of its
 /// largest weight. Among the possible scalings it prefers one whose float products reproduce the
 /// weights bit for bit (gaussian presets with power-of-two sums, Sobel, ...), so results agree

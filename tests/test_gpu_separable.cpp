@@ -2,8 +2,9 @@
 // (gaussian:R,SIGMA, box:3, ...): judged against the exact sum (double precision, rounded half
 // to even, saturated) under the integer pass rule, not against cv::filter2D's own float sum.
 // Cases cover output depths, channel counts, borders, anchors, fast's tile-edge sizes, real
-// photos, flat areas at every byte value and a delta that puts flat areas on a tie. Outputs are
-// poisoned on the device before every run, so an unwritten pixel fails.
+// photos, flat areas at every byte value and a delta that puts flat areas on a tie. `tensor`'s
+// dense kernel (kernels/tensor_dense.cuh) is judged the same way, over sides, anchors and
+// unaligned rows. Outputs are poisoned on the device before every run, so an unwritten pixel fails.
 #include "test_support.hpp"
 #include "gpu/launch.hpp"
 #include "separable.hpp"
@@ -396,4 +397,127 @@ TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto up to 31x31, and tie
   INFO("auto ran ", to_string(got.variant_used), ": max diff ", s.max_abs_difference, ", ", s.differing_values, "/",
        s.total_values, " differ");
   CHECK(s.within_tolerance);
+}
+
+TEST_CASE("gpu tensor dense: tensor-core sums of dense filters meet the pass rule against the exact sum") {
+  // Tile edges of the dense kernel: 256 pixels a block on one channel, 128 on three and four;
+  // 16-row chunks, strips of 32..128 rows; widths with row ends inside a word and images smaller
+  // than the filter. Filters: every side class (one k16 step up to 9 wide, k16 + k8 up to 17),
+  // rectangles, and anchors at the corners.
+  const std::pair<int, int> sizes[] = {{1, 1},     {5, 7},     {31, 17},  {129, 16}, {127, 31},  {256, 33},
+                                       {257, 64},  {1023, 97}, {385, 3},  {600, 129}, {2049, 18}, {130, 140}};
+  const std::pair<int, int> shapes[] = {{2, 2}, {3, 3}, {5, 5}, {8, 8}, {9, 9}, {10, 10}, {15, 15},
+                                        {17, 17}, {17, 3}, {1, 17}, {9, 16}, {16, 4}};
+  const std::uint64_t launches_before = detail::tensor_dense_kernel_launches();
+  int index = 0;
+  for (const auto& [kw, kh] : shapes) {
+    const Filter f = cuconv::test::random_filter(kw, kh, 900 + static_cast<std::uint64_t>(kw * 32 + kh));
+    for (int channels : {1, 3, 4}) {
+      for (Border border : kAllBorders) {
+        ++index;
+        const auto [cols, rows] = sizes[static_cast<std::size_t>(index * 7 + channels) % std::size(sizes)];
+        const cv::Mat src = random_image(rows, cols, CV_8U, channels, 8100 + static_cast<std::uint64_t>(index));
+        ConvolveOptions o;
+        o.border = border;
+        o.border_value = border == Border::constant ? 77 : 0;
+        if (index % 4 == 1) o.anchor_x = 0;
+        if (index % 4 == 2) o.anchor_y = kh - 1;
+        if (index % 4 == 3) {
+          o.anchor_x = kw - 1;
+          o.anchor_y = 0;
+        }
+        if (index % 9 == 0) o.delta = 2.7;
+        const auto split = detail::dense_tensor_split(f.weights, kw, kh, o.delta);
+        REQUIRE(split.has_value());
+        REQUIRE(split->holds);
+        const std::string what = f.origin + " " + std::to_string(cols) + "x" + std::to_string(rows) + "x" +
+                                 std::to_string(channels) + " " + std::string(to_string(border)) + " anchor " +
+                                 std::to_string(o.anchor_x) + "," + std::to_string(o.anchor_y);
+        CHECK(check_exact(src, f, o, what, Variant::tensor) == Variant::tensor);
+      }
+    }
+  }
+  // Every run above launched the dense kernel (none fell back to fast).
+  CHECK(detail::tensor_dense_kernel_launches() - launches_before == static_cast<std::uint64_t>(index));
+}
+
+TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned rows, and what it leaves to fast") {
+  const cv::Mat photo = cv::imread(sample("astronaut.png"), cv::IMREAD_COLOR);
+  REQUIRE_FALSE(photo.empty());
+  cv::Mat flat(16 * 20, 16 * 20, CV_8UC1);
+  for (int v = 0; v < 256; ++v) flat(cv::Rect((v % 16) * 20, (v / 16) * 20, 20, 20)).setTo(v);
+  cv::Mat rgba;
+  cv::cvtColor(photo, rgba, cv::COLOR_BGR2BGRA);
+  // auto sends dense 8-bit filters of 5x5 and more to the dense kernel; a gaussian off its centre
+  // (not `tensor`'s separable kernel's case) too.
+  const std::uint64_t before = detail::tensor_dense_kernel_launches();
+  int runs = 0;
+  for (int k : {5, 7, 13, 17}) {
+    const Filter f = cuconv::test::random_filter(k, k, 300 + static_cast<std::uint64_t>(k));
+    for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &flat, &rgba}) {
+      ConvolveOptions o;
+      CHECK(check_exact(*image, f, o, f.origin + " on " + std::to_string(image->channels()) + " channels") ==
+            Variant::tensor);
+      ++runs;
+    }
+  }
+  const Filter gaussian = load_filter("gaussian:5,2");
+  ConvolveOptions corner;
+  corner.anchor_x = 0;
+  corner.anchor_y = 0;
+  CHECK(check_exact(photo, gaussian, corner, "gaussian:5,2 anchored at (0,0)", Variant::tensor) == Variant::tensor);
+  ++runs;
+  CHECK(detail::tensor_dense_kernel_launches() - before == static_cast<std::uint64_t>(runs));
+
+  // Rows that start off a 4-byte boundary (every staged byte through the column map) and output
+  // rows off 16 bytes (byte stores) give the aligned path's result bit for bit.
+  GpuWorkspace workspace;
+  for (int channels : {1, 3, 4}) {
+    const cv::Mat src = random_image(45, 301, CV_8U, channels, 61 + static_cast<std::uint64_t>(channels));
+    const Filter f = cuconv::test::random_filter(11, 7, 62);
+    ConvolveOptions o;
+    o.variant = Variant::tensor;
+    o.poison_output = true;
+    const cv::Mat aligned = convolve(src, f, o).image;
+    cv::Mat wider;
+    cv::copyMakeBorder(src, wider, 0, 0, 1, 0, cv::BORDER_CONSTANT, cv::Scalar::all(9));
+    const DeviceImage in = upload(wider);
+    const DeviceImage out(wider.cols, wider.rows, channels, CV_8U);
+    ConstDeviceImageView in_view = in.view();
+    DeviceImageView out_view = out.view();
+    in_view.data += channels;
+    in_view.width -= 1;
+    out_view.data += channels;
+    out_view.width -= 1;
+    const std::uint64_t dense_before = detail::tensor_dense_kernel_launches();
+    CHECK(convolve(in_view, out_view, f, o, workspace, nullptr) == Variant::tensor);
+    CHECK(detail::tensor_dense_kernel_launches() - dense_before == 1u);
+    CAPTURE(channels);
+    CHECK(cuconv::test::bit_equal(download(out_view), aligned));
+  }
+
+  // Left to fast: a kept alpha channel, 16-bit input, sides past 17, and a filter whose split
+  // misses the rule (a flat area at a tie); 3x3 stays on fast under auto.
+  const std::uint64_t none_before = detail::tensor_dense_kernel_launches();
+  const Filter f5 = cuconv::test::random_filter(5, 5, 11);
+  ConvolveOptions alpha;
+  alpha.keep_alpha = true;
+  alpha.variant = Variant::tensor;
+  CHECK(convolve(rgba, f5, alpha).variant_used == Variant::tensor);
+  cv::Mat wide16;
+  photo.convertTo(wide16, CV_16U, 200.0);
+  ConvolveOptions o16;
+  o16.variant = Variant::tensor;
+  CHECK(convolve(wide16, f5, o16).variant_used == Variant::tensor);
+  check_exact(photo, cuconv::test::random_filter(19, 19, 12), o16, "19x19 on tensor", Variant::tensor);
+  Filter halves;
+  halves.width = halves.height = 5;
+  halves.weights.assign(25, 0.0);
+  halves.weights[12] = 0.5;
+  halves.origin = "0.5 at the centre";
+  CHECK_FALSE(detail::dense_tensor_split(halves.weights, 5, 5, 0.0)->holds);
+  check_exact(flat, halves, o16, "0.5 at the centre on tensor", Variant::tensor);
+  CHECK(detail::tensor_dense_kernel_launches() == none_before);
+  ConvolveOptions automatic;
+  CHECK(convolve(photo, cuconv::test::random_filter(3, 3, 13), automatic).variant_used == Variant::fast);
 }

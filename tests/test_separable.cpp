@@ -9,6 +9,8 @@
 #include <opencv2/core/hal/interface.h>
 
 #include <algorithm>
+#include <bit>
+#include <utility>
 #include <cmath>
 #include <string>
 #include <vector>
@@ -199,4 +201,100 @@ TEST_CASE("separable: 16-bit outputs take the double sums where their bound and 
   REQUIRE(cuconv::detail::factor_separable(nudged, 31, 31).has_value());
   CHECK_FALSE(separable_for(nudged, 31, 31, CV_16U, CV_16U, 0.0).has_value());
   CHECK(separable_for(nudged, 31, 31, CV_16U, CV_32F, 0.0).has_value());  // float outputs keep the float path
+}
+
+TEST_CASE("separable: tensor's dense split keeps every group's sums exact and its arithmetic within the bound") {
+  using cuconv::detail::dense_tensor_split;
+  // Random dense filters (weights in [-0.3, 1) summing to 1), a box, a gaussian treated densely and
+  // a filter with one huge and many tiny weights: every side from 1 to 17, square and not.
+  struct Case {
+    int kw, kh;
+    std::vector<double> weights;
+    std::string what;
+  };
+  std::vector<Case> cases;
+  cv::RNG rng(2026);
+  for (auto [kw, kh] : {std::pair{1, 1}, {3, 3}, {5, 5}, {2, 9}, {9, 9}, {17, 3}, {15, 15}, {16, 11}, {17, 17}}) {
+    std::vector<double> w;
+    double sum = 0;
+    for (int k = 0; k < kw * kh; ++k) sum += w.emplace_back(rng.uniform(-0.3, 1.0));
+    for (double& v : w) v /= sum;
+    cases.push_back({kw, kh, w, "random " + std::to_string(kw) + "x" + std::to_string(kh)});
+  }
+  for (const char* spec : {"box:17", "gaussian:7,3", "gaussian:8,3.5"}) {
+    const cuconv::Filter f = cuconv::load_filter(spec);
+    cases.push_back({f.width, f.height, f.weights, spec});
+  }
+
+  for (const Case& c : cases) {
+    INFO(c.what);
+    const auto split = dense_tensor_split(c.weights, c.kw, c.kh, 0.0);
+    REQUIRE(split.has_value());
+    CHECK(split->holds);
+    CHECK(split->bound < cuconv::detail::kSeparableErrorLimit);
+    CHECK((split->flush_rows >> (c.kh - 1) & 1u) == 1u);
+    CHECK(std::popcount(split->flush_rows) == split->groups);
+    // Parts exact in FP16, H rebuilt within half a unit of the scaled weight, and within each group
+    // 255 * sum |part| <= 2^24, so every partial sum of 8-bit pixels is an exact FP32 integer.
+    double group_high = 0;
+    double group_low = 0;
+    for (int i = 0; i < c.kh; ++i) {
+      for (int j = 0; j < c.kw; ++j) {
+        const std::size_t k = static_cast<std::size_t>(i) * c.kw + j;
+        CHECK(std::abs(split->high[k]) <= 2048);
+        CHECK(std::abs(split->low[k]) <= 1024);
+        CHECK(std::abs(std::ldexp(c.weights[k], split->exponent) - (2048.0 * split->high[k] + split->low[k])) <= 0.5);
+        group_high += std::abs(split->high[k]);
+        group_low += std::abs(split->low[k]);
+      }
+      CHECK(255.0 * group_high <= 16777216.0);
+      CHECK(255.0 * group_low <= 16777216.0);
+      if (split->flush_rows >> i & 1u) group_high = group_low = 0;
+    }
+    // The kernel's arithmetic on random 8-bit windows (integer sums per group, each group's
+    // 2048 * hi + lo rounded to float and added to a float running sum, one final fma) stays within
+    // the bound of the exact sum.
+    const float scale = std::ldexp(1.0f, -split->exponent);
+    double worst = 0;
+    for (int trial = 0; trial < 400; ++trial) {
+      double exact = 0;
+      float run = 0;
+      long long hi = 0;
+      long long lo = 0;
+      for (int i = 0; i < c.kh; ++i) {
+        for (int j = 0; j < c.kw; ++j) {
+          const std::size_t k = static_cast<std::size_t>(i) * c.kw + j;
+          const int x = trial % 4 == 0 ? 255 : rng.uniform(0, 256);
+          exact += c.weights[k] * x;
+          hi += static_cast<long long>(x) * split->high[k];
+          lo += static_cast<long long>(x) * split->low[k];
+        }
+        if (split->flush_rows >> i & 1u) {
+          run += std::fma(static_cast<float>(hi), 2048.0f, static_cast<float>(lo));
+          hi = lo = 0;
+        }
+      }
+      worst = std::max(worst, std::abs(static_cast<double>(std::fma(run, scale, 0.0f)) - exact));
+    }
+    CHECK(worst <= split->bound);
+  }
+  // One weight of 1 beside 80 of 1e-7: 22 bits for the largest leave the small ones at zero,
+  // 255 * 80e-7 = 0.002 of change, past the limit, so `tensor` leaves it to `fast`.
+  std::vector<double> spiky(81, 1e-7);
+  spiky[40] = 1.0;
+  const auto spike = dense_tensor_split(spiky, 9, 9, 0.0);
+  REQUIRE(spike.has_value());
+  CHECK(spike->bound > cuconv::detail::kSeparableErrorLimit);
+  CHECK_FALSE(spike->holds);
+  // A flat area at a tie (every weight 1/2: odd pixel values sum to n + 1/2) fails the rule; a
+  // delta does not change the split but moves the flat areas; zero or non-finite weights give none.
+  const auto half = dense_tensor_split({0.5}, 1, 1, 0.0);
+  REQUIRE(half.has_value());
+  CHECK_FALSE(half->holds);
+  const auto shifted = dense_tensor_split({0.5}, 1, 1, 0.25);
+  REQUIRE(shifted.has_value());
+  CHECK(shifted->holds);
+  CHECK_FALSE(dense_tensor_split(std::vector<double>(9, 0.0), 3, 3, 0.0).has_value());
+  CHECK_FALSE(dense_tensor_split({1.0, std::nan("")}, 2, 1, 0.0).has_value());
+  CHECK_FALSE(dense_tensor_split({1e-60}, 1, 1, 0.0).has_value());
 }

@@ -146,6 +146,7 @@ VariantLaunch launch_for(const ConstDeviceImageView& in, const DeviceImageView& 
                   stream};
   args.channels = in.channels;
   args.keep_alpha = job.keep_alpha && in.channels == 4;
+  args.dense_tensor = job.dense_tensor ? &*job.dense_tensor : nullptr;
   if (job.separable) {
     args.separable_horizontal = job.separable->horizontal.data();
     args.separable_vertical = job.separable->vertical.data();

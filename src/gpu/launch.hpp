@@ -12,6 +12,11 @@
 
 namespace cuconv::detail {
 
+struct DenseTensorSplit;  // src/separable.hpp
+
+/// Largest side of a filter `tensor` sums densely on tensor cores (kernels/tensor_dense.cuh).
+inline constexpr int kTensorDenseMaxSide = 17;
+
 /// Element types of device planes.
 enum class PixelType { u8, u16, s16, f32 };
 
@@ -44,6 +49,7 @@ struct LaunchArgs {
   const double* wide_vertical = nullptr;        ///< the kh factors in double
   double wide_delta = 0;                        ///< delta in double (params.delta is its float)
   bool separable_wide = false;                  ///< SeparableFactors::wide: `fast` may sum it in double
+  const DenseTensorSplit* dense_tensor = nullptr;  ///< ConvolveJob::dense_tensor (8-bit in and out)
 };
 
 /// One launch of a variant with the device images it reads and writes (what --bench times and
@@ -77,7 +83,7 @@ void launch_tiled(const LaunchArgs& args);
 void launch_tiled_halo(const LaunchArgs& args);
 void launch_cached(const LaunchArgs& args);
 void launch_fast(const LaunchArgs& args);
-void launch_tensor(const LaunchArgs& args);  ///< `fast` where the tensor-core kernel does not apply
+void launch_tensor(const LaunchArgs& args);  ///< `fast` where neither tensor-core kernel applies
 
 /// `fast` on a 16-bit rank-1 filter in double precision (kernels/fast_wide.cuh) when the
 /// arguments allow it (u16 in and out, SeparableFactors::wide, kw and kh up to 31, one of them at
@@ -93,6 +99,13 @@ bool launch_fast_wide(const LaunchArgs& args);
 /// Launches of the tensor-core kernel in this process (the tests read it to know that `tensor` did
 /// not fall back to `fast`).
 [[nodiscard]] std::uint64_t tensor_kernel_launches() noexcept;
+
+/// Launches of the dense tensor-core kernel (kernels/tensor_dense.cuh) in this process.
+[[nodiscard]] std::uint64_t tensor_dense_kernel_launches() noexcept;
+
+/// Whether `tensor` runs these arguments on the dense tensor-core kernel.
+[[nodiscard]] bool tensor_dense_applies(const LaunchArgs& args);
+
 void launch_fft(const LaunchArgs& args);
 
 /// Side (a power of two) of the tiles `fft` uses along an image side for a filter side k.

@@ -1,10 +1,12 @@
-// Launcher of the `tensor` variant: kernels/tensor_separable.cuh where it applies (8-bit in and
-// out, a rank-1 filter whose split meets the pass rule, centred square with R in TensorRadii,
-// no kept alpha, a GPU with FP16 MMA), `fast` otherwise.
+// Launcher of the `tensor` variant, on a GPU with FP16 MMA, 8-bit in and out, no kept alpha:
+// kernels/tensor_separable.cuh for a rank-1 filter whose split meets the pass rule (centred
+// square, R in TensorRadii); kernels/tensor_dense.cuh for any other filter of sides up to 17
+// whose dense split meets it; `fast` otherwise.
 #include "gpu/dispatch.cuh"
 #include "gpu/occupancy.cuh"
 #include "separable.hpp"
 
+#include <kernels/tensor_dense.cuh>
 #include <kernels/tensor_separable.cuh>
 
 #include <algorithm>
@@ -20,6 +22,8 @@ namespace cuconv::detail {
 namespace {
 
 std::atomic<std::uint64_t> kernel_launches{0};
+std::atomic<std::uint64_t> dense_launches{0};
+static_assert(kTensorDenseMaxSide == kernels::kDenseMaxSide);
 
 /// Warps a block: 4 (256 outputs of a row) ran faster than 2 and 8 (docs/kernel-notes.md, 'tensor').
 constexpr int kTensorWarps = 4;
@@ -84,32 +88,90 @@ void launch_tensor_kernel(const LaunchArgs& a, const TensorSplit& split) {
   kernel_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
+template <int C, int KSteps>
+void launch_dense_kernel(const LaunchArgs& a, const DenseTensorSplit& split) {
+  using namespace kernels;
+  TensorDenseTaps taps{};
+  const int kw = a.params.kw;
+  const int kh = a.params.kh;
+  for (int k = 0; k < kw * kh; ++k) {
+    taps.hi[k] = half_bits(split.high[static_cast<std::size_t>(k)]);
+    taps.lo[k] = half_bits(split.low[static_cast<std::size_t>(k)]);
+  }
+  taps.scale = std::ldexp(1.0f, -split.exponent);
+  taps.flush_rows = split.flush_rows;
+  constexpr auto kernel = tensor_dense_kernel<C, KSteps>;
+  constexpr int kThreads = 32 * kDenseWarps;
+  const int shared = dense_shared_bytes(C, kh);
+  reserve_shared_memory(kernel, static_cast<std::size_t>(shared), "tensor", kw, kh);
+  const int column_blocks = div_up(a.width, dense_tile_pixels(C));
+  // Resident blocks at the largest filter (the query is cached per kernel): only the strip length uses it.
+  const int resident = resident_blocks<kernel>(kThreads, static_cast<std::size_t>(dense_shared_bytes(C, kDenseMaxSide)));
+  const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident);
+  const dim3 grid(static_cast<unsigned>(column_blocks),
+                  static_cast<unsigned>(std::min(div_up(a.height, strip_rows), kMaxGridY)));
+  const bool word_aligned = reinterpret_cast<std::uintptr_t>(a.src) % 4 == 0 && a.src_pitch % 4 == 0;
+  const bool vector_aligned = reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
+  PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};
+  PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst), a.dst_pitch, a.width, a.height};
+  kernel<<<grid, dim3(kThreads), static_cast<std::size_t>(shared), a.stream>>>(src, dst, a.params, taps, word_aligned,
+                                                                               vector_aligned, strip_rows);
+  CUCONV_CHECK_LAUNCH();
+  dense_launches.fetch_add(1, std::memory_order_relaxed);
+}
+
+bool rank_one_applies(const LaunchArgs& a) {
+  return a.separable_tensor && a.separable_horizontal != nullptr && a.separable_vertical != nullptr &&
+         a.params.kw == a.params.kh && a.params.kw % 2 == 1 && a.params.anchor_x == a.params.kw / 2 &&
+         a.params.anchor_y == a.params.kh / 2 && tensor_radius_supported(a.params.kw / 2);
+}
+
+/// 8-bit in and out, 1, 3 or 4 channels, no kept alpha, a GPU with FP16 MMA.
+bool tensor_types_apply(const LaunchArgs& a) {
+  return a.src_type == PixelType::u8 && a.dst_type == PixelType::u8 && !a.keep_alpha &&
+         (a.channels == 1 || a.channels == 3 || a.channels == 4) && device_has_mma();
+}
+
+bool tensor_applies(const LaunchArgs& a) { return tensor_types_apply(a) && rank_one_applies(a); }
+
 }  // namespace
 
 std::uint64_t tensor_kernel_launches() noexcept { return kernel_launches.load(std::memory_order_relaxed); }
 
+std::uint64_t tensor_dense_kernel_launches() noexcept { return dense_launches.load(std::memory_order_relaxed); }
+
 bool tensor_radius_supported(int radius) { return in_tensor_radii(radius); }
 
-bool tensor_applies(const LaunchArgs& a) {
-  return a.src_type == PixelType::u8 && a.dst_type == PixelType::u8 && a.separable_tensor &&
-         a.separable_horizontal != nullptr && a.separable_vertical != nullptr && !a.keep_alpha &&
-         a.params.kw == a.params.kh && a.params.kw % 2 == 1 && a.params.anchor_x == a.params.kw / 2 &&
-         a.params.anchor_y == a.params.kh / 2 && tensor_radius_supported(a.params.kw / 2) &&
-         (a.channels == 1 || a.channels == 3 || a.channels == 4) && device_has_mma();
+bool tensor_dense_applies(const LaunchArgs& a) {
+  return a.dense_tensor != nullptr && a.dense_tensor->holds && a.params.kw <= kTensorDenseMaxSide &&
+         a.params.kh <= kTensorDenseMaxSide && tensor_types_apply(a);
 }
 
 void launch_tensor(const LaunchArgs& a) {
-  if (!tensor_applies(a)) return launch_fast(a);
-  const std::vector<float> horizontal(a.separable_horizontal, a.separable_horizontal + a.params.kw);
-  const std::optional<TensorSplit> split = tensor_split(horizontal);
-  if (!split) return launch_fast(a);
-  dispatch_channels(a.channels, [&](auto channels) {
-    dispatch_radius<TensorRadii>(a.params.kw, a.params.kh, [&](auto radius) {
-      if constexpr (radius.value != kernels::kRuntimeRadius) {
-        launch_tensor_kernel<channels.value, radius.value, kTensorWarps>(a, *split);
+  if (tensor_applies(a)) {
+    const std::vector<float> horizontal(a.separable_horizontal, a.separable_horizontal + a.params.kw);
+    if (const std::optional<TensorSplit> split = tensor_split(horizontal)) {
+      dispatch_channels(a.channels, [&](auto channels) {
+        dispatch_radius<TensorRadii>(a.params.kw, a.params.kh, [&](auto radius) {
+          if constexpr (radius.value != kernels::kRuntimeRadius) {
+            launch_tensor_kernel<channels.value, radius.value, kTensorWarps>(a, *split);
+          }
+        });
+      });
+      return;
+    }
+  }
+  if (tensor_dense_applies(a)) {
+    dispatch_channels(a.channels, [&](auto channels) {
+      if (a.params.kw <= 9) {
+        launch_dense_kernel<channels.value, 1>(a, *a.dense_tensor);
+      } else {
+        launch_dense_kernel<channels.value, 2>(a, *a.dense_tensor);
       }
     });
-  });
+    return;
+  }
+  launch_fast(a);
 }
 
 }  // namespace cuconv::detail
