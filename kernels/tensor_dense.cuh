@@ -24,6 +24,7 @@
 #include "mma.cuh"
 
 #include <cstdint>
+#include <type_traits>
 
 namespace cuconv::kernels {
 
@@ -47,11 +48,12 @@ __host__ __device__ constexpr int dense_shared_bytes(int channels, int kh) {
          dense_plane_stride(channels) * 4;
 }
 
-/// The weights as FP16 bits, row-major kh x kw (H = 2048 * hi + lo), and the factor 2^-e.
+/// The weights as FP16 bits, row-major kh x kw (H = 2048 * hi + lo), and the final scaling.
 struct TensorDenseTaps {
   unsigned short hi[kDenseMaxSide * kDenseMaxSide];
   unsigned short lo[kDenseMaxSide * kDenseMaxSide];
-  float scale;
+  float unit_scale;  ///< 2^-e / 255, rounded to float
+  float unit_delta;  ///< delta / 255, rounded to float
   unsigned flush_rows;  ///< bit i: the chains are added to the running sum after filter row i
 };
 
@@ -195,64 +197,72 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
         const int tile = (warp * kGroups + group) * 4;
         const int plane = tile / kTilesPerPlane;
         const int b0 = tile - plane * kTilesPerPlane;
-        // This lane's ldmatrix row: tile row lane % 16, column block b0 + lane / 16 (+ 2q).
+        // This lane's ldmatrix row: tile row lane % 16, column block b0 + lane / 16 (+ j).
         const unsigned short* a_column = ring + plane * kPlane + 8 * (b0 + (lane >> 4));
         float run[4][4] = {};
         float hi[4][4];
         float lo[4][4];
-        bool fresh = true;
-#pragma unroll 1
-        for (int i = 0; i < p.kh; ++i) {
+        // Filter row i into the chains; `first` (a row after a flush) starts them from zero.
+        const auto mma_row = [&](int i, auto first) {
+          constexpr bool kFirst = decltype(first)::value;
           const unsigned short* a_row = a_column + ((16 * m + i + (lane & 15)) & (kDenseRingRows - 1)) * kRow;
-          unsigned a[3][4];
-          ldmatrix_x4(a[0], a_row);
-          ldmatrix_x4(a[1], a_row + 16);
-          ldmatrix_x4(a[2], a_row + 32);
+          // a[j]: column blocks b0 + j and b0 + j + 1 (k16 of n-tile j; its first half is k8 of
+          // n-tile j - 2, its second half k8 of n-tile 3 for j = 4).
+          constexpr int kLoads = KSteps == 2 ? 5 : 4;
+          unsigned a[kLoads][4];
+#pragma unroll
+          for (int j = 0; j < kLoads; ++j) ldmatrix_x4(a[j], a_row + 8 * j);
           const uint4 b = fragments[i * 32 + lane];
           const unsigned b_hi[2] = {b.x, b.y};
           const unsigned b_lo[2] = {b.z, b.w};
 #pragma unroll
           for (int n = 0; n < 4; ++n) {
-            // n-tile n: k16 over column blocks b0 + n and b0 + n + 1, k8 over b0 + n + 2.
-            const int q = n / 2;
-            const unsigned a16[4] = {n % 2 == 0 ? a[q][0] : a[q][2], n % 2 == 0 ? a[q][1] : a[q][3],
-                                     n % 2 == 0 ? a[q][2] : a[q + 1][0], n % 2 == 0 ? a[q][3] : a[q + 1][1]};
-            if (fresh) {
-              mma_f16_f32_first(hi[n], a16, b_hi);
-              mma_f16_f32_first(lo[n], a16, b_lo);
+            if constexpr (kFirst) {
+              mma_f16_f32_first(hi[n], a[n], b_hi);
+              mma_f16_f32_first(lo[n], a[n], b_lo);
             } else {
-              mma_f16_f32(hi[n], a16, b_hi);
-              mma_f16_f32(lo[n], a16, b_lo);
+              mma_f16_f32(hi[n], a[n], b_hi);
+              mma_f16_f32(lo[n], a[n], b_lo);
             }
           }
           if constexpr (KSteps == 2) {
             const uint2 b8 = fragments8[i * 32 + lane];
 #pragma unroll
             for (int n = 0; n < 4; ++n) {
-              const int q = n / 2 + 1;
-              mma_f16_f32_k8(hi[n], n % 2 == 0 ? a[q][0] : a[q][2], n % 2 == 0 ? a[q][1] : a[q][3], b8.x);
-              mma_f16_f32_k8(lo[n], n % 2 == 0 ? a[q][0] : a[q][2], n % 2 == 0 ? a[q][1] : a[q][3], b8.y);
+              // Column block b0 + n + 2.
+              const unsigned a0 = n < 3 ? a[n + 2][0] : a[4][2];
+              const unsigned a1 = n < 3 ? a[n + 2][1] : a[4][3];
+              mma_f16_f32_k8(hi[n], a0, a1, b8.x);
+              mma_f16_f32_k8(lo[n], a0, a1, b8.y);
             }
           }
-          fresh = ((taps.flush_rows >> i) & 1u) != 0u;
-          if (fresh) {
+        };
+        // Row groups: the first row starts the chains, the group's last adds them to the running sum.
+#pragma unroll 1
+        for (int i = 0; i < p.kh;) {
+          const int last = i + __ffs(static_cast<int>(taps.flush_rows >> i)) - 1;  // the group's last row
+          mma_row(i, std::true_type{});
+#pragma unroll 1
+          for (int r = i + 1; r <= last; ++r) mma_row(r, std::false_type{});
 #pragma unroll
-            for (int n = 0; n < 4; ++n)
+          for (int n = 0; n < 4; ++n)
 #pragma unroll
-              for (int k = 0; k < 4; ++k) run[n][k] += fmaf(hi[n][k], 2048.0f, lo[n][k]);
-          }
+            for (int k = 0; k < 4; ++k) run[n][k] += fmaf(hi[n][k], 2048.0f, lo[n][k]);
+          i = last + 1;
         }
         // Round into the output tile: C holds rows g and g + 8, pixels 2t and 2t + 1 of each n-tile.
+        // The sum scaled to [0, 1] and saturated in one FMA, then rounded half to even into the low
+        // byte of 1.5 * 2^23 + x (taps.unit_scale = 2^-e / 255, taps.unit_delta = delta / 255).
         const int g = lane >> 2;
         const int t = lane & 3;
 #pragma unroll
         for (int n = 0; n < 4; ++n)
 #pragma unroll
           for (int k = 0; k < 4; ++k) {
-            const float v = fminf(fmaxf(fmaf(run[n][k], taps.scale, p.delta), 0.0f), 255.0f);
+            const float unit = __saturatef(fmaf(run[n][k], taps.unit_scale, taps.unit_delta));
             const int pixel = 8 * (b0 + n) + 2 * t + (k & 1);
             out_tile[(g + 8 * (k >> 1)) * kOut + pixel * C + plane] =
-                static_cast<unsigned char>(__float_as_uint(__fadd_rn(v, 12582912.0f)));  // round half to even
+                static_cast<unsigned char>(__float_as_uint(fmaf(unit, 255.0f, 12582912.0f)));
           }
       }
       __syncthreads();  // output tile complete; the ring's chunk m is free again

@@ -27,9 +27,9 @@ namespace {
 constexpr int kFftMinTaps = 256;
 /// Smallest radius auto sends to `tensor` (docs/kernel-notes.md, 'tensor'); below it `fast`.
 constexpr int kTensorMinRadius = 3;
-/// Fewest taps of a dense 8-bit filter auto sends to `tensor`'s dense kernel (docs/kernel-notes.md,
-/// 'tensor, dense'); below it `fast`.
-constexpr int kTensorDenseMinTaps = 25;
+/// Fewest taps of a dense 8-bit filter auto sends to `tensor`'s dense kernel: more than 5x5's,
+/// where `fast` was level or faster (docs/kernel-notes.md, 'Dense filters on tensor cores').
+constexpr int kTensorDenseMinTaps = 26;
 
 bool is_gpu_variant(Variant v) { return v != Variant::automatic && v != Variant::opencv; }
 

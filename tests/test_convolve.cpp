@@ -424,3 +424,34 @@ TEST_CASE("auto sends large dense filters to fft for float and 8-bit outputs, ke
   dense.weights[0] = 300.0;  // results near ties too many to sum again
   CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_8U) == Variant::tiled_halo);
 }
+
+TEST_CASE("auto sends dense 8-bit filters of more than 25 taps up to 17x17 to tensor where its split holds") {
+  const auto random_dense = [](int kw, int kh) {
+    Filter f;
+    f.width = kw;
+    f.height = kh;
+    cv::RNG rng(static_cast<std::uint64_t>(kw * 100 + kh));
+    for (int k = 0; k < kw * kh; ++k) f.weights.push_back(rng.uniform(-0.3, 1.0) / (kw * kh));
+    f.origin = "random";
+    return f;
+  };
+  const ConvolveOptions defaults;
+  CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_8U, CV_8U) == Variant::tensor);
+  CHECK(choose_variant(random_dense(17, 17), defaults, true, CV_8U, CV_8U) == Variant::tensor);
+  CHECK(choose_variant(random_dense(17, 3), defaults, true, CV_8U, CV_8U) == Variant::tensor);
+  // 5x5 stays on fast; past 17 a side, other depths and a kept alpha channel leave tensor.
+  CHECK(choose_variant(random_dense(5, 5), defaults, true, CV_8U, CV_8U) == Variant::fast);
+  CHECK(choose_variant(random_dense(19, 19), defaults, true, CV_8U, CV_8U) != Variant::tensor);
+  CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_8U, CV_16S) != Variant::tensor);
+  CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_16U, CV_16U) != Variant::tensor);
+  CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_32F, CV_32F) != Variant::tensor);
+  ConvolveOptions alpha;
+  alpha.keep_alpha = true;
+  CHECK(choose_variant(random_dense(9, 9), alpha, true, CV_8U, CV_8U) != Variant::tensor);
+  // A split that misses the rule (one weight of 1 beside tiny ones lost to the integers) does too.
+  Filter spike = random_dense(9, 9);
+  for (double& w : spike.weights) w = 1e-7;
+  spike.weights[40] = 1.0;
+  CHECK(choose_variant(spike, defaults, true, CV_8U, CV_8U) != Variant::tensor);
+  CHECK(choose_variant(random_dense(9, 9), defaults, false, CV_8U, CV_8U) == Variant::opencv);
+}

@@ -448,11 +448,10 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   for (int v = 0; v < 256; ++v) flat(cv::Rect((v % 16) * 20, (v / 16) * 20, 20, 20)).setTo(v);
   cv::Mat rgba;
   cv::cvtColor(photo, rgba, cv::COLOR_BGR2BGRA);
-  // auto sends dense 8-bit filters of 5x5 and more to the dense kernel; a gaussian off its centre
-  // (not `tensor`'s separable kernel's case) too.
+  // auto sends dense 8-bit filters of more than 5x5's taps to the dense kernel.
   const std::uint64_t before = detail::tensor_dense_kernel_launches();
   int runs = 0;
-  for (int k : {5, 7, 13, 17}) {
+  for (int k : {7, 9, 13, 17}) {
     const Filter f = cuconv::test::random_filter(k, k, 300 + static_cast<std::uint64_t>(k));
     for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &flat, &rgba}) {
       ConvolveOptions o;
@@ -461,6 +460,7 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
       ++runs;
     }
   }
+  // A gaussian anchored off its centre (not the separable kernel's case) runs on it too.
   const Filter gaussian = load_filter("gaussian:5,2");
   ConvolveOptions corner;
   corner.anchor_x = 0;
@@ -497,7 +497,7 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   }
 
   // Left to fast: a kept alpha channel, 16-bit input, sides past 17, and a filter whose split
-  // misses the rule (a flat area at a tie); 3x3 stays on fast under auto.
+  // misses the rule (a flat area at a tie); 3x3 and 5x5 stay on fast under auto.
   const std::uint64_t none_before = detail::tensor_dense_kernel_launches();
   const Filter f5 = cuconv::test::random_filter(5, 5, 11);
   ConvolveOptions alpha;
@@ -520,4 +520,5 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   CHECK(detail::tensor_dense_kernel_launches() == none_before);
   ConvolveOptions automatic;
   CHECK(convolve(photo, cuconv::test::random_filter(3, 3, 13), automatic).variant_used == Variant::fast);
+  CHECK(convolve(photo, f5, automatic).variant_used == Variant::fast);
 }

@@ -252,9 +252,11 @@ TEST_CASE("separable: tensor's dense split keeps every group's sums exact and it
       if (split->flush_rows >> i & 1u) group_high = group_low = 0;
     }
     // The kernel's arithmetic on random 8-bit windows (integer sums per group, each group's
-    // 2048 * hi + lo rounded to float and added to a float running sum, one final fma) stays within
-    // the bound of the exact sum.
-    const float scale = std::ldexp(1.0f, -split->exponent);
+    // 2048 * hi + lo rounded to float and added to a float running sum, the final scaling) stays
+    // within the bound of the exact sum.
+    // The kernel's final step: the sum scaled to [0, 1] by one FMA and saturated; times 255 it is
+    // what the rounding to an integer sees.
+    const auto scale = static_cast<float>(std::ldexp(1.0, -split->exponent) / 255.0);
     double worst = 0;
     for (int trial = 0; trial < 400; ++trial) {
       double exact = 0;
@@ -274,7 +276,8 @@ TEST_CASE("separable: tensor's dense split keeps every group's sums exact and it
           hi = lo = 0;
         }
       }
-      worst = std::max(worst, std::abs(static_cast<double>(std::fma(run, scale, 0.0f)) - exact));
+      const float unit = std::clamp(std::fma(run, scale, 0.0f), 0.0f, 1.0f);
+      worst = std::max(worst, std::abs(255.0 * static_cast<double>(unit) - std::clamp(exact, 0.0, 255.0)));
     }
     CHECK(worst <= split->bound);
   }

@@ -98,7 +98,8 @@ void launch_dense_kernel(const LaunchArgs& a, const DenseTensorSplit& split) {
     taps.hi[k] = half_bits(split.high[static_cast<std::size_t>(k)]);
     taps.lo[k] = half_bits(split.low[static_cast<std::size_t>(k)]);
   }
-  taps.scale = std::ldexp(1.0f, -split.exponent);
+  taps.unit_scale = static_cast<float>(std::ldexp(1.0, -split.exponent) / 255.0);
+  taps.unit_delta = static_cast<float>(static_cast<double>(a.params.delta) / 255.0);
   taps.flush_rows = split.flush_rows;
   constexpr auto kernel = tensor_dense_kernel<C, KSteps>;
   constexpr int kThreads = 32 * kDenseWarps;
@@ -164,9 +165,9 @@ void launch_tensor(const LaunchArgs& a) {
   if (tensor_dense_applies(a)) {
     dispatch_channels(a.channels, [&](auto channels) {
       if (a.params.kw <= 9) {
-        launch_dense_kernel<channels.value, 1>(a, *a.dense_tensor);
+        launch_dense_kernel<channels.value, 1>(a, *a.dense_tensor);  // one k16 step an n-tile
       } else {
-        launch_dense_kernel<channels.value, 2>(a, *a.dense_tensor);
+        launch_dense_kernel<channels.value, 2>(a, *a.dense_tensor);  // k16 + k8
       }
     });
     return;
