@@ -52,8 +52,7 @@ __host__ __device__ constexpr int dense_shared_bytes(int channels, int kh) {
 struct TensorDenseTaps {
   unsigned short hi[kDenseMaxSide * kDenseMaxSide];
   unsigned short lo[kDenseMaxSide * kDenseMaxSide];
-  float unit_scale;  ///< 2^-e / 255, rounded to float
-  float unit_delta;  ///< delta / 255, rounded to float
+  float scale;  ///< 2^-e
   unsigned flush_rows;  ///< bit i: the chains are added to the running sum after filter row i
 };
 
@@ -251,18 +250,18 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
           i = last + 1;
         }
         // Round into the output tile: C holds rows g and g + 8, pixels 2t and 2t + 1 of each n-tile.
-        // The sum scaled to [0, 1] and saturated in one FMA, then rounded half to even into the low
-        // byte of 1.5 * 2^23 + x (taps.unit_scale = 2^-e / 255, taps.unit_delta = delta / 255).
+        // run * 2^-e is exact (a power of two), so exact sums keep their ties; clamped, then rounded
+        // half to even into the low byte of 1.5 * 2^23 + x.
         const int g = lane >> 2;
         const int t = lane & 3;
 #pragma unroll
         for (int n = 0; n < 4; ++n)
 #pragma unroll
           for (int k = 0; k < 4; ++k) {
-            const float unit = __saturatef(fmaf(run[n][k], taps.unit_scale, taps.unit_delta));
+            const float v = fminf(fmaxf(fmaf(run[n][k], taps.scale, p.delta), 0.0f), 255.0f);
             const int pixel = 8 * (b0 + n) + 2 * t + (k & 1);
             out_tile[(g + 8 * (k >> 1)) * kOut + pixel * C + plane] =
-                static_cast<unsigned char>(__float_as_uint(fmaf(unit, 255.0f, 12582912.0f)));
+                static_cast<unsigned char>(__float_as_uint(__fadd_rn(v, 12582912.0f)));
           }
       }
       __syncthreads();  // output tile complete; the ring's chunk m is free again

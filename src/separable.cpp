@@ -232,11 +232,10 @@ std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& we
   }
   split.flush_rows |= 1u << (kh - 1);
   ++split.groups;
-  // Each group's exact sum rounded to float and added to the running sum (groups + 1 roundings of
-  // sums within 255 * sum |H|), then the kernel's scaling to [0, 1]: run * fl(2^-exponent / 255) +
-  // fl(fl(delta) / 255) in one FMA (three more roundings; the final * 255 + 1.5 * 2^23 is the
-  // rounding to an integer itself).
-  const double g = gamma(split.groups + 4);
+  // Each group's exact sum rounded to float and summed into the running sum (a recursive sum of
+  // rounded terms: gamma(groups) of their magnitudes, at most 255 * sum |H|), then one rounding of
+  // run * 2^-exponent + delta (the scaling itself is exact, so exact sums keep their ties).
+  const double g = gamma(split.groups + 2);
   split.bound = 255.0 * std::ldexp(quantization, -split.exponent) +
                 g * (255.0 * std::ldexp(magnitude, -split.exponent) + std::abs(delta));
   split.holds = integer_results_hold(weights, delta, split.bound);

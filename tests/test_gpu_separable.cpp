@@ -469,6 +469,29 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   ++runs;
   CHECK(detail::tensor_dense_kernel_launches() - before == static_cast<std::uint64_t>(runs));
 
+  // Dyadic dense filters (multiples of 2^-n, summing to about 3/4): the integer sums and the
+  // power-of-two scaling are exact, so every value, ties included (rounded half to even), equals
+  // the exact sum's.
+  for (int k : {4, 5, 9, 16}) {
+    Filter dyadic;
+    dyadic.width = dyadic.height = k;
+    const double unit = std::ldexp(1.0, -static_cast<int>(std::ceil(std::log2(4.0 * k * k))));
+    cv::RNG rng(static_cast<std::uint64_t>(k));
+    for (int i = 0; i < k * k; ++i) dyadic.weights.push_back(rng.uniform(-2, 8) * unit);
+    dyadic.origin = "dyadic " + std::to_string(k) + "x" + std::to_string(k);
+    ConvolveOptions o;
+    o.variant = Variant::tensor;
+    o.poison_output = true;
+    const std::uint64_t dyadic_before = detail::tensor_dense_kernel_launches();
+    const cv::Mat got = convolve(photo, dyadic, o).image;
+    CHECK(detail::tensor_dense_kernel_launches() - dyadic_before == 1u);
+    const cv::Mat expected = exact_sum(photo, dyadic, dyadic.resolved_anchor_x(), dyadic.resolved_anchor_y(),
+                                       o.border, 0, 0, CV_8U);
+    const RuleCount r = compare_exact(got, expected);
+    INFO(dyadic.origin << ": max diff " << r.max_diff << ", " << r.off_by_one << " off by one");
+    CHECK(r.max_diff == 0.0);
+  }
+
   // Rows that start off a 4-byte boundary (every staged byte through the column map) and output
   // rows off 16 bytes (byte stores) give the aligned path's result bit for bit.
   GpuWorkspace workspace;

@@ -98,8 +98,7 @@ void launch_dense_kernel(const LaunchArgs& a, const DenseTensorSplit& split) {
     taps.hi[k] = half_bits(split.high[static_cast<std::size_t>(k)]);
     taps.lo[k] = half_bits(split.low[static_cast<std::size_t>(k)]);
   }
-  taps.unit_scale = static_cast<float>(std::ldexp(1.0, -split.exponent) / 255.0);
-  taps.unit_delta = static_cast<float>(static_cast<double>(a.params.delta) / 255.0);
+  taps.scale = std::ldexp(1.0f, -split.exponent);
   taps.flush_rows = split.flush_rows;
   constexpr auto kernel = tensor_dense_kernel<C, KSteps>;
   constexpr int kThreads = 32 * kDenseWarps;
