@@ -199,6 +199,20 @@ std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& we
   split.exponent = static_cast<int>(std::floor(std::log2(std::ldexp(1.0, 22) / largest)));
   while (std::ldexp(largest, split.exponent) > std::ldexp(1.0, 22)) --split.exponent;
   if (split.exponent > 126 || split.exponent < -126) return std::nullopt;
+  // Weights that are multiples of 2^-e0 with 255 * sum |w| * 2^e0 (plus delta) within 2^24 sum
+  // exactly at the smallest such scale: one group, every partial sum and the final scaling exact.
+  const auto integral_at = [&](int e) {
+    return std::all_of(weights.begin(), weights.end(),
+                       [e](double w) { return std::ldexp(w, e) == std::nearbyint(std::ldexp(w, e)); });
+  };
+  int e0 = -126;
+  while (e0 < split.exponent && !integral_at(e0)) ++e0;
+  double total = 0.0;
+  for (double w : weights) total += std::abs(w);
+  const double delta0 = std::ldexp(delta, e0);
+  if (integral_at(e0) && delta0 == std::nearbyint(delta0) &&
+      255.0 * std::ldexp(total, e0) + std::abs(delta0) <= 16777216.0)
+    split.exponent = e0;
   double quantization = 0.0;
   double magnitude = 0.0;
   for (double w : weights) {
@@ -238,6 +252,15 @@ std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& we
   const double g = gamma(split.groups + 2);
   split.bound = 255.0 * std::ldexp(quantization, -split.exponent) +
                 g * (255.0 * std::ldexp(magnitude, -split.exponent) + std::abs(delta));
+  // Exact sums (no change to the weights, every value within 2^24 at this scale, delta on the grid):
+  // no error at all, ties included.
+  const double scaled_delta = std::ldexp(delta, split.exponent);
+  if (quantization == 0.0 && 255.0 * magnitude + std::abs(scaled_delta) <= 16777216.0 &&
+      scaled_delta == std::nearbyint(scaled_delta)) {
+    split.bound = 0.0;
+    split.holds = true;
+    return split;
+  }
   split.holds = integer_results_hold(weights, delta, split.bound);
   return split;
 }

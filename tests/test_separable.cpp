@@ -278,6 +278,22 @@ TEST_CASE("separable: tensor's dense split keeps every group's sums exact and it
     }
     CHECK(worst <= split->bound);
   }
+  // Dyadic weights (gauss5: multiples of 1/256) sum exactly at 2^8: no error, ties included, even
+  // where a flat area lands on one (every weight 1/2 with delta 0); a delta off the grid is not exact.
+  const cuconv::Filter gauss5 = cuconv::load_filter("gauss5");
+  const auto exact = dense_tensor_split(gauss5.weights, 5, 5, 0.5);
+  REQUIRE(exact.has_value());
+  CHECK(exact->exponent == 8);
+  CHECK(exact->bound == 0.0);
+  CHECK(exact->groups == 1);
+  CHECK(exact->holds);
+  const auto halves = dense_tensor_split({0.5, 0.5}, 2, 1, 0.0);
+  REQUIRE(halves.has_value());
+  CHECK(halves->bound == 0.0);
+  CHECK(halves->holds);
+  const auto off_grid = dense_tensor_split(gauss5.weights, 5, 5, 0.3);
+  REQUIRE(off_grid.has_value());
+  CHECK(off_grid->bound > 0.0);
   // One weight of 1 beside 80 of 1e-7: 22 bits for the largest leave the small ones at zero,
   // 255 * 80e-7 = 0.002 of change, past the limit, so `tensor` leaves it to `fast`.
   std::vector<double> spiky(81, 1e-7);
@@ -286,12 +302,13 @@ TEST_CASE("separable: tensor's dense split keeps every group's sums exact and it
   REQUIRE(spike.has_value());
   CHECK(spike->bound > cuconv::detail::kSeparableErrorLimit);
   CHECK_FALSE(spike->holds);
-  // A flat area at a tie (every weight 1/2: odd pixel values sum to n + 1/2) fails the rule; a
-  // delta does not change the split but moves the flat areas; zero or non-finite weights give none.
-  const auto half = dense_tensor_split({0.5}, 1, 1, 0.0);
+  // A flat area at a tie of an inexact split (1/2 plus a little that the integers lose: odd pixel
+  // values sum to n + 1/2 within the bound) fails the rule; a delta moves the flat areas away.
+  const auto half = dense_tensor_split({0.5, 1e-9}, 2, 1, 0.0);
   REQUIRE(half.has_value());
+  CHECK(half->bound > 0.0);
   CHECK_FALSE(half->holds);
-  const auto shifted = dense_tensor_split({0.5}, 1, 1, 0.25);
+  const auto shifted = dense_tensor_split({0.5, 1e-9}, 2, 1, 0.25);
   REQUIRE(shifted.has_value());
   CHECK(shifted->holds);
   CHECK_FALSE(dense_tensor_split(std::vector<double>(9, 0.0), 3, 3, 0.0).has_value());
