@@ -116,13 +116,18 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
   // row's ends and in rows of a constant border it assembles the bytes themselves (offset 0).
   unsigned pending[kSlots][kWords];
   int pending_shift[kSlots];
-  const auto load_chunk = [&](int first_row) {
+  // body(s, r, u) for every step s of this thread (staged row r, unit u).
+  const auto for_each_step = [&](auto&& body) {
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) {
       const int idx = tid + s * kThreads;
       if (idx >= 16 * kUnits) break;
       const int r = idx / kUnits;
-      const int u = idx - r * kUnits;
+      body(s, r, idx - r * kUnits);
+    }
+  };
+  const auto load_chunk = [&](int first_row) {
+    for_each_step([&](int s, int r, int u) {
       const int y = interpolate_border(first_row + r, src.height, p.border);
       const int e = (first_pixel + 8 * u) * C;
       pending_shift[s] = 0;
@@ -145,16 +150,11 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
           pending[s][b / 4] |= byte << (8 * (b % 4));
         }
       }
-    }
+    });
   };
   // The registers as FP16 planes into ring rows 16 * half .. + 15.
   const auto store_chunk = [&](int half) {
-#pragma unroll
-    for (int s = 0; s < kSlots; ++s) {
-      const int idx = tid + s * kThreads;
-      if (idx >= 16 * kUnits) break;
-      const int r = idx / kUnits;
-      const int u = idx - r * kUnits;
+    for_each_step([&](int s, int r, int u) {
       unsigned v[2 * C];
 #pragma unroll
       for (int k = 0; k < 2 * C; ++k) v[k] = __funnelshift_r(pending[s][k], pending[s][k + 1], pending_shift[s]);
@@ -174,7 +174,7 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
             make_uint4(half2_of(c, C + c), half2_of(2 * C + c, 3 * C + c), half2_of(4 * C + c, 5 * C + c),
                        half2_of(6 * C + c, 7 * C + c));
       }
-    }
+    });
   };
 
   for (int s0 = static_cast<int>(blockIdx.y) * strip_rows; s0 < src.height;
