@@ -134,6 +134,29 @@ double separable_error_bound(const SeparableFactors& f, const std::vector<double
   return max_input * (c.factored + g * c.magnitude_h * c.magnitude_v) + g * std::abs(delta);
 }
 
+namespace {
+
+/// The exponent both tensor splits scale by: 2^exponent * largest lies in (2^21, 2^22], 22 bits
+/// for the largest weight, and the rounded integers stay within 2048 * 2048.
+int tensor_exponent(double largest) {
+  int exponent = static_cast<int>(std::floor(std::log2(std::ldexp(1.0, 22) / largest)));
+  while (std::ldexp(largest, exponent) > std::ldexp(1.0, 22)) --exponent;
+  return exponent;
+}
+
+/// w * 2^exponent rounded to H = 2048 * high + low (|high| <= 2048, |low| <= 1024) and appended;
+/// returns |w * 2^exponent - H|.
+double append_tensor_parts(double w, int exponent, std::vector<int>& high, std::vector<int>& low) {
+  const double scaled = std::ldexp(w, exponent);
+  const double whole = std::nearbyint(scaled);
+  const int h = static_cast<int>(std::nearbyint(whole / 2048.0));
+  high.push_back(h);
+  low.push_back(static_cast<int>(whole) - 2048 * h);
+  return std::abs(scaled - whole);
+}
+
+}  // namespace
+
 std::optional<TensorSplit> tensor_split(const std::vector<float>& horizontal) {
   double largest = 0.0;
   for (float h : horizontal) {
@@ -142,18 +165,9 @@ std::optional<TensorSplit> tensor_split(const std::vector<float>& horizontal) {
   }
   if (largest == 0.0) return std::nullopt;
   TensorSplit split;
-  // 2^exponent * largest lies in (2^21, 2^22]: 22 bits for the largest weight, and the rounded
-  // integers stay within 2048 * 2048.
-  split.exponent = static_cast<int>(std::floor(std::log2(std::ldexp(1.0, 22) / largest)));
-  while (std::ldexp(largest, split.exponent) > std::ldexp(1.0, 22)) --split.exponent;
-  for (float h : horizontal) {
-    const double scaled = std::ldexp(static_cast<double>(h), split.exponent);
-    const double whole = std::nearbyint(scaled);
-    const int high = static_cast<int>(std::nearbyint(whole / 2048.0));
-    split.high.push_back(high);
-    split.low.push_back(static_cast<int>(whole) - 2048 * high);
-    split.quantization += std::abs(scaled - whole);
-  }
+  split.exponent = tensor_exponent(largest);
+  for (float h : horizontal)
+    split.quantization += append_tensor_parts(static_cast<double>(h), split.exponent, split.high, split.low);
   split.quantization = std::ldexp(split.quantization, -split.exponent);
   return split;
 }
@@ -195,12 +209,11 @@ std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& we
   }
   if (largest == 0.0 || kw < 1 || kh < 1 || static_cast<std::size_t>(kw) * kh != weights.size()) return std::nullopt;
   DenseTensorSplit split;
-  // The largest weight times 2^exponent lies in (2^21, 2^22], as tensor_split's.
-  split.exponent = static_cast<int>(std::floor(std::log2(std::ldexp(1.0, 22) / largest)));
-  while (std::ldexp(largest, split.exponent) > std::ldexp(1.0, 22)) --split.exponent;
+  split.exponent = tensor_exponent(largest);
   if (split.exponent > 126 || split.exponent < -126) return std::nullopt;
-  // Weights that are multiples of 2^-e0 with 255 * sum |w| * 2^e0 (plus delta) within 2^24 sum
-  // exactly at the smallest such scale: one group, every partial sum and the final scaling exact.
+  // Weights that are multiples of 2^-e0 with 255 * sum |w| * 2^e0 (plus delta, also a multiple)
+  // within 2^24 sum exactly at the smallest such scale: one group, every partial sum and the
+  // final scaling exact, so ties round as the exact sum's.
   const auto integral_at = [&](int e) {
     return std::all_of(weights.begin(), weights.end(),
                        [e](double w) { return std::ldexp(w, e) == std::nearbyint(std::ldexp(w, e)); });
@@ -210,19 +223,14 @@ std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& we
   double total = 0.0;
   for (double w : weights) total += std::abs(w);
   const double delta0 = std::ldexp(delta, e0);
-  if (integral_at(e0) && delta0 == std::nearbyint(delta0) &&
-      255.0 * std::ldexp(total, e0) + std::abs(delta0) <= 16777216.0)
-    split.exponent = e0;
+  const bool exact = integral_at(e0) && delta0 == std::nearbyint(delta0) &&
+                     255.0 * std::ldexp(total, e0) + std::abs(delta0) <= 16777216.0;
+  if (exact) split.exponent = e0;
   double quantization = 0.0;
   double magnitude = 0.0;
   for (double w : weights) {
-    const double scaled = std::ldexp(w, split.exponent);
-    const double whole = std::nearbyint(scaled);
-    const int high = static_cast<int>(std::nearbyint(whole / 2048.0));
-    split.high.push_back(high);
-    split.low.push_back(static_cast<int>(whole) - 2048 * high);
-    quantization += std::abs(scaled - whole);
-    magnitude += std::abs(whole);
+    quantization += append_tensor_parts(w, split.exponent, split.high, split.low);
+    magnitude += std::abs(2048.0 * split.high.back() + split.low.back());
   }
   // Rows into groups: 255 * sum |part| <= 2^24 for both parts (one row always fits: 17 * 2048 * 255).
   constexpr double kExact = 16777216.0 / 255.0;
@@ -252,16 +260,8 @@ std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& we
   const double g = gamma(split.groups + 2);
   split.bound = 255.0 * std::ldexp(quantization, -split.exponent) +
                 g * (255.0 * std::ldexp(magnitude, -split.exponent) + std::abs(delta));
-  // Exact sums (no change to the weights, every value within 2^24 at this scale, delta on the grid):
-  // no error at all, ties included.
-  const double scaled_delta = std::ldexp(delta, split.exponent);
-  if (quantization == 0.0 && 255.0 * magnitude + std::abs(scaled_delta) <= 16777216.0 &&
-      scaled_delta == std::nearbyint(scaled_delta)) {
-    split.bound = 0.0;
-    split.holds = true;
-    return split;
-  }
-  split.holds = integer_results_hold(weights, delta, split.bound);
+  if (exact) split.bound = 0.0;
+  split.holds = exact || integer_results_hold(weights, delta, split.bound);
   return split;
 }
 

@@ -1,6 +1,8 @@
 #pragma once
 // Rank-1 (separable) filters: k[i][j] = vertical[i] * horizontal[j]. A separable kh x kw filter
-// costs kw + kh multiply-adds per output instead of kw * kh.
+// costs kw + kh multiply-adds per output instead of kw * kh. Also the integer splits of the
+// weights that `tensor` feeds to FP16 tensor cores (rank-1 and dense) and their error bounds,
+// judged by the same pass-rule test.
 #include <optional>
 #include <vector>
 
