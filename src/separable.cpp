@@ -211,57 +211,55 @@ std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& we
   DenseTensorSplit split;
   split.exponent = tensor_exponent(largest);
   if (split.exponent > 126 || split.exponent < -126) return std::nullopt;
-  // Weights that are multiples of 2^-e0 with 255 * sum |w| * 2^e0 (plus delta, also a multiple)
-  // within 2^24 sum exactly at the smallest such scale: one group, every partial sum and the
-  // final scaling exact, so ties round as the exact sum's.
+  // The weights at scale 2^e as digits; returns sum |w * 2^e - H| and sets `magnitude` to
+  // 255 * sum (65536 |d2| + |d0 + 256 d1|), what the epilogue's two float FMAs may reach.
+  double magnitude = 0.0;
+  const auto to_digits = [&](int e) {
+    double quantization = 0.0;
+    magnitude = 0.0;
+    for (auto& d : split.digits) d.clear();
+    for (double w : weights) {
+      const double scaled = std::ldexp(w, e);
+      const double whole = std::nearbyint(scaled);
+      quantization += std::abs(scaled - whole);
+      // Balanced base 256: each digit in [-128, 127]; |H| <= 2^22 leaves |d2| <= 64.
+      auto h = static_cast<long long>(whole);
+      long long low_part = 0;
+      for (int k = 0; k < 3; ++k) {
+        const long long digit = ((h % 256) + 256 + 128) % 256 - 128;
+        split.digits[static_cast<std::size_t>(k)].push_back(static_cast<int>(digit));
+        if (k < 2) low_part += digit << (8 * k);
+        h = (h - digit) / 256;
+      }
+      magnitude += 255.0 * (65536.0 * std::abs(split.digits[2].back()) + std::abs(static_cast<double>(low_part)));
+    }
+    return quantization;
+  };
+  // Weights that are multiples of 2^-e0, with delta a multiple too, whose sums stay within 2^24 at
+  // the smallest such scale are summed exactly: every chain, both FMAs and the final scaling, so
+  // ties round as the exact sum's.
   const auto integral_at = [&](int e) {
     return std::all_of(weights.begin(), weights.end(),
                        [e](double w) { return std::ldexp(w, e) == std::nearbyint(std::ldexp(w, e)); });
   };
   int e0 = -126;
   while (e0 < split.exponent && !integral_at(e0)) ++e0;
-  double total = 0.0;
-  for (double w : weights) total += std::abs(w);
   const double delta0 = std::ldexp(delta, e0);
-  const bool exact = integral_at(e0) && delta0 == std::nearbyint(delta0) &&
-                     255.0 * std::ldexp(total, e0) + std::abs(delta0) <= 16777216.0;
-  if (exact) split.exponent = e0;
-  double quantization = 0.0;
-  double magnitude = 0.0;
-  for (double w : weights) {
-    quantization += append_tensor_parts(w, split.exponent, split.high, split.low);
-    magnitude += std::abs(2048.0 * split.high.back() + split.low.back());
-  }
-  // Rows into groups: 255 * sum |part| <= 2^24 for both parts (one row always fits: 17 * 2048 * 255).
-  constexpr double kExact = 16777216.0 / 255.0;
-  double group_high = 0.0;
-  double group_low = 0.0;
-  for (int i = 0; i < kh; ++i) {
-    double row_high = 0.0;
-    double row_low = 0.0;
-    for (int j = 0; j < kw; ++j) {
-      row_high += std::abs(split.high[static_cast<std::size_t>(i) * kw + j]);
-      row_low += std::abs(split.low[static_cast<std::size_t>(i) * kw + j]);
+  if (integral_at(e0) && delta0 == std::nearbyint(delta0)) {
+    to_digits(e0);
+    if (magnitude + std::abs(delta0) <= 16777216.0) {
+      split.exponent = e0;
+      split.bound = 0.0;
+      split.holds = true;
+      return split;
     }
-    if (i > 0 && (group_high + row_high > kExact || group_low + row_low > kExact)) {
-      split.flush_rows |= 1u << (i - 1);
-      ++split.groups;
-      group_high = 0.0;
-      group_low = 0.0;
-    }
-    group_high += row_high;
-    group_low += row_low;
   }
-  split.flush_rows |= 1u << (kh - 1);
-  ++split.groups;
-  // Each group's exact sum rounded to float and summed into the running sum (a recursive sum of
-  // rounded terms: gamma(groups) of their magnitudes, at most 255 * sum |H|), then one rounding of
-  // run * 2^-exponent + delta (the scaling itself is exact, so exact sums keep their ties).
-  const double g = gamma(split.groups + 2);
+  const double quantization = to_digits(split.exponent);
+  // The weights' rounding, then three float roundings: 256 d1-chain + d0-chain, 65536 d2-chain +
+  // that, and sum * 2^-e + delta (the scaling itself exact), each within gamma of its magnitude.
   split.bound = 255.0 * std::ldexp(quantization, -split.exponent) +
-                g * (255.0 * std::ldexp(magnitude, -split.exponent) + std::abs(delta));
-  if (exact) split.bound = 0.0;
-  split.holds = exact || integer_results_hold(weights, delta, split.bound);
+                gamma(3) * (std::ldexp(magnitude, -split.exponent) + std::abs(delta));
+  split.holds = integer_results_hold(weights, delta, split.bound);
   return split;
 }
 

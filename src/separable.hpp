@@ -3,6 +3,7 @@
 // costs kw + kh multiply-adds per output instead of kw * kh. Also the integer splits of the
 // weights that `tensor` feeds to FP16 tensor cores (rank-1 and dense) and their error bounds,
 // judged by the same pass-rule test.
+#include <array>
 #include <optional>
 #include <vector>
 
@@ -46,17 +47,14 @@ struct TensorSplit {
 /// added to an FP32 running sum.
 struct DenseTensorSplit {
   int exponent = 0;
-  std::vector<int> high;  ///< kh x kw, row-major
-  std::vector<int> low;
-  unsigned flush_rows = 0;  ///< bit i: a group ends at filter row i
-  int groups = 0;
-  double bound = 0.0;       ///< largest error against the exact sum for 8-bit input
-  bool holds = false;       ///< 8-bit results meet the pass rule (bound and flat areas, as separable_for)
+  std::array<std::vector<int>, 3> digits;  ///< kh x kw row-major: w * 2^exponent ~ d0 + 256 d1 + 65536 d2, |d| <= 128
+  double bound = 0.0;                      ///< largest error against the exact sum for 8-bit input
+  bool holds = false;  ///< 8-bit results meet the pass rule (bound and flat areas, as separable_for)
 };
 
 /// The split of a kh x kw row-major filter for 8-bit input and the given delta, with its error
-/// bound (the weights' rounding to integers, one rounding per group added to the running sum,
-/// the final scaling and delta) and whether results then meet the pass rule (the bound under
+/// bound (the weights' rounding to integers, the epilogue's two float FMAs joining the digit
+/// chains, the final scaling and delta) and whether results then meet the pass rule (the bound under
 /// kSeparableErrorLimit and no flat area at a tie, as separable_for judges `tensor`). nullopt
 /// when every weight is zero, one is not finite, or 2^-exponent would leave float's normal range.
 [[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& weights, int kw, int kh,

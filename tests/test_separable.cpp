@@ -9,7 +9,6 @@
 #include <opencv2/core/hal/interface.h>
 
 #include <algorithm>
-#include <bit>
 #include <utility>
 #include <cmath>
 #include <string>
@@ -203,7 +202,7 @@ TEST_CASE("separable: 16-bit outputs take the double sums where their bound and 
   CHECK(separable_for(nudged, 31, 31, CV_16U, CV_32F, 0.0).has_value());  // float outputs keep the float path
 }
 
-TEST_CASE("separable: tensor's dense split keeps every group's sums exact and its arithmetic within the bound") {
+TEST_CASE("separable: tensor's dense split keeps its digit sums exact and its arithmetic within the bound") {
   using cuconv::detail::dense_tensor_split;
   // Random dense filters (weights in [-0.3, 1) summing to 1), a box, a gaussian treated densely and
   // a filter with one huge and many tiny weights: every side from 1 to 17, square and not.
@@ -221,7 +220,7 @@ TEST_CASE("separable: tensor's dense split keeps every group's sums exact and it
     for (double& v : w) v /= sum;
     cases.push_back({kw, kh, w, "random " + std::to_string(kw) + "x" + std::to_string(kh)});
   }
-  for (const char* spec : {"box:17", "gaussian:7,3", "gaussian:8,3.5"}) {
+  for (const char* spec : {"box:17", "gaussian:7,3", "gaussian:8,3.5", "gauss5"}) {
     const cuconv::Filter f = cuconv::load_filter(spec);
     cases.push_back({f.width, f.height, f.weights, spec});
   }
@@ -232,49 +231,37 @@ TEST_CASE("separable: tensor's dense split keeps every group's sums exact and it
     REQUIRE(split.has_value());
     CHECK(split->holds);
     CHECK(split->bound < cuconv::detail::kSeparableErrorLimit);
-    CHECK((split->flush_rows >> (c.kh - 1) & 1u) == 1u);
-    CHECK(std::popcount(split->flush_rows) == split->groups);
-    // Parts exact in FP16, H rebuilt within half a unit of the scaled weight, and within each group
-    // 255 * sum |part| <= 2^24, so every partial sum of 8-bit pixels is an exact FP32 integer.
-    double group_high = 0;
-    double group_low = 0;
-    for (int i = 0; i < c.kh; ++i) {
-      for (int j = 0; j < c.kw; ++j) {
-        const std::size_t k = static_cast<std::size_t>(i) * c.kw + j;
-        CHECK(std::abs(split->high[k]) <= 2048);
-        CHECK(std::abs(split->low[k]) <= 1024);
-        CHECK(std::abs(std::ldexp(c.weights[k], split->exponent) - (2048.0 * split->high[k] + split->low[k])) <= 0.5);
-        group_high += std::abs(split->high[k]);
-        group_low += std::abs(split->low[k]);
+    // Signed-byte digits rebuilding H within half a unit of the scaled weight, and every digit's
+    // chain over the whole filter below 2^24, so 8-bit sums are exact 32-bit integers that convert
+    // to float exactly.
+    double chain[3] = {};
+    for (std::size_t k = 0; k < c.weights.size(); ++k) {
+      long long h = 0;
+      for (int d = 2; d >= 0; --d) {
+        const int digit = split->digits[static_cast<std::size_t>(d)][k];
+        CHECK(digit >= -128);
+        CHECK(digit <= 127);
+        chain[d] += std::abs(digit);
+        h = 256 * h + digit;
       }
-      CHECK(255.0 * group_high <= 16777216.0);
-      CHECK(255.0 * group_low <= 16777216.0);
-      if (split->flush_rows >> i & 1u) group_high = group_low = 0;
+      CHECK(std::abs(std::ldexp(c.weights[k], split->exponent) - static_cast<double>(h)) <= 0.5);
     }
-    // The kernel's arithmetic on random 8-bit windows (integer sums per group, each group's
-    // 2048 * hi + lo rounded to float and added to a float running sum, the final scaling) stays
-    // within the bound of the exact sum.
+    for (double sum : chain) CHECK(255.0 * sum < 16777216.0);
+    // The kernel's arithmetic on random 8-bit windows (integer chains, joined by two float FMAs,
+    // the final scaling) stays within the bound of the exact sum.
     const float scale = std::ldexp(1.0f, -split->exponent);
     double worst = 0;
     for (int trial = 0; trial < 400; ++trial) {
       double exact = 0;
-      float run = 0;
-      long long hi = 0;
-      long long lo = 0;
-      for (int i = 0; i < c.kh; ++i) {
-        for (int j = 0; j < c.kw; ++j) {
-          const std::size_t k = static_cast<std::size_t>(i) * c.kw + j;
-          const int x = trial % 4 == 0 ? 255 : rng.uniform(0, 256);
-          exact += c.weights[k] * x;
-          hi += static_cast<long long>(x) * split->high[k];
-          lo += static_cast<long long>(x) * split->low[k];
-        }
-        if (split->flush_rows >> i & 1u) {
-          run += std::fma(static_cast<float>(hi), 2048.0f, static_cast<float>(lo));
-          hi = lo = 0;
-        }
+      long long acc[3] = {};
+      for (std::size_t k = 0; k < c.weights.size(); ++k) {
+        const int x = trial % 4 == 0 ? 255 : rng.uniform(0, 256);
+        exact += c.weights[k] * x;
+        for (std::size_t d = 0; d < 3; ++d) acc[d] += static_cast<long long>(x) * split->digits[d][k];
       }
-      worst = std::max(worst, std::abs(static_cast<double>(std::fma(run, scale, 0.0f)) - exact));
+      const float sum = std::fma(static_cast<float>(acc[2]), 65536.0f,
+                                 std::fma(static_cast<float>(acc[1]), 256.0f, static_cast<float>(acc[0])));
+      worst = std::max(worst, std::abs(static_cast<double>(std::fma(sum, scale, 0.0f)) - exact));
     }
     CHECK(worst <= split->bound);
   }
@@ -285,7 +272,6 @@ TEST_CASE("separable: tensor's dense split keeps every group's sums exact and it
   REQUIRE(exact.has_value());
   CHECK(exact->exponent == 8);
   CHECK(exact->bound == 0.0);
-  CHECK(exact->groups == 1);
   CHECK(exact->holds);
   const auto halves = dense_tensor_split({0.5, 0.5}, 2, 1, 0.0);
   REQUIRE(halves.has_value());

@@ -1,4 +1,4 @@
-// Launcher of the `tensor` variant, on a GPU with FP16 MMA, 8-bit in and out, no kept alpha:
+// Launcher of the `tensor` variant, on a GPU with MMA (sm_80 and newer), 8-bit in and out, no kept alpha:
 // kernels/tensor_separable.cuh for a rank-1 filter whose split meets the pass rule (centred
 // square, R in TensorRadii); kernels/tensor_dense.cuh for any other filter of sides up to 17
 // whose dense split meets it; `fast` otherwise.
@@ -88,25 +88,23 @@ void launch_tensor_kernel(const LaunchArgs& a, const TensorSplit& split) {
   kernel_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
-template <int C, int KSteps>
+template <int C, int Chunks>
 void launch_dense_kernel(const LaunchArgs& a, const DenseTensorSplit& split) {
   using namespace kernels;
   TensorDenseTaps taps{};
   const int kw = a.params.kw;
   const int kh = a.params.kh;
-  for (int k = 0; k < kw * kh; ++k) {
-    taps.hi[k] = half_bits(split.high[static_cast<std::size_t>(k)]);
-    taps.lo[k] = half_bits(split.low[static_cast<std::size_t>(k)]);
-  }
+  for (std::size_t d = 0; d < split.digits.size(); ++d)
+    for (int k = 0; k < kw * kh; ++k) taps.digit[d][k] = static_cast<signed char>(split.digits[d][static_cast<std::size_t>(k)]);
   taps.scale = std::ldexp(1.0f, -split.exponent);
-  taps.flush_rows = split.flush_rows;
-  constexpr auto kernel = tensor_dense_kernel<C, KSteps>;
+  constexpr auto kernel = tensor_dense_kernel<C, Chunks>;
   constexpr int kThreads = 32 * kDenseWarps;
-  const int shared = dense_shared_bytes(C, kh);
+  const int shared = dense_shared_bytes(C, Chunks, kh);
   reserve_shared_memory(kernel, static_cast<std::size_t>(shared), "tensor", kw, kh);
   const int column_blocks = div_up(a.width, dense_tile_pixels(C));
   // Resident blocks at the largest filter (the query is cached per kernel): only the strip length uses it.
-  const int resident = resident_blocks<kernel>(kThreads, static_cast<std::size_t>(dense_shared_bytes(C, kDenseMaxSide)));
+  const int resident =
+      resident_blocks<kernel>(kThreads, static_cast<std::size_t>(dense_shared_bytes(C, Chunks, kDenseMaxSide)));
   const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident);
   const dim3 grid(static_cast<unsigned>(column_blocks),
                   static_cast<unsigned>(std::min(div_up(a.height, strip_rows), kMaxGridY)));
@@ -164,9 +162,9 @@ void launch_tensor(const LaunchArgs& a) {
   if (tensor_dense_applies(a)) {
     dispatch_channels(a.channels, [&](auto channels) {
       if (a.params.kw <= 9) {
-        launch_dense_kernel<channels.value, 1>(a, *a.dense_tensor);  // one k16 step an n-tile
+        launch_dense_kernel<channels.value, 2>(a, *a.dense_tensor);  // two 8-byte chunks a filter row
       } else {
-        launch_dense_kernel<channels.value, 2>(a, *a.dense_tensor);  // k16 + k8
+        launch_dense_kernel<channels.value, 3>(a, *a.dense_tensor);
       }
     });
     return;
