@@ -54,7 +54,7 @@ __host__ __device__ constexpr int dense_shared_bytes(int channels, int chunks, i
 }
 
 /// The weights H = d0 + 256 * d1 + 65536 * d2, row-major kh x kw, and the final scaling.
-struct TensorDenseTaps {
+struct alignas(4) TensorDenseTaps {
   signed char digit[3][kDenseMaxSide * kDenseMaxSide];
   float scale;  ///< 2^-e
 };
@@ -99,6 +99,13 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
   const int first_pixel = p0 - p.anchor_x;  // pixel of staged column 0
 
   for (int j = tid; j < kPlane; j += kThreads) column_source[j] = interpolate_border(first_pixel + j, src.width, p.border);
+  // The digits into shared memory (the output tile's space, unused until the first epilogue) a word
+  // a thread: the fragments below index them per lane, which from kernel parameters would serialize.
+  constexpr int kDigitWords = (3 * kDenseMaxSide * kDenseMaxSide + 3) / 4;
+  auto* digit_words = reinterpret_cast<unsigned*>(out_tile);
+  for (int k = tid; k < kDigitWords; k += kThreads) digit_words[k] = reinterpret_cast<const unsigned*>(taps.digit)[k];
+  const auto* digits = reinterpret_cast<const signed char(*)[kDenseMaxSide * kDenseMaxSide]>(out_tile);
+  __syncthreads();
   // Toeplitz fragments of MMA q, lane (g', t'): K rows 4t' .. 4t' + 3 are bytes 0..3 of chunk
   // 4q + t' (filter row c / Chunks, window bytes 8 (c % Chunks) ..), rows 16 + 4t' .. its bytes
   // 4..7; column g' is output g' of the n-tile, so byte b of the window holds w[i][b - g'].
@@ -113,7 +120,7 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
 #pragma unroll
       for (int u = 0; u < 4; ++u) {
         const int x = window + first_byte + u - gl;
-        const int v = (i < p.kh && x >= 0 && x < p.kw) ? taps.digit[d][i * p.kw + x] : 0;
+        const int v = (i < p.kh && x >= 0 && x < p.kw) ? digits[d][i * p.kw + x] : 0;
         w |= (static_cast<unsigned>(v) & 0xFFu) << (8 * u);
       }
       return w;
@@ -122,7 +129,7 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
     fragments2[idx] = make_uint2(word(2, 0), word(2, 4));
   }
   const unsigned border_bytes = static_cast<unsigned>(p.border_value) * 0x01010101u;
-  __syncthreads();
+  __syncthreads();  // fragments and column map ready; the output tile's space is free again
 
   // Staging: step s of this thread is staged row r, pixels 8u .. 8u + 7 of every plane. Inside the
   // row it loads the 2C + 1 aligned words around the 8C bytes and records the byte offset; at the
