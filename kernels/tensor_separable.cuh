@@ -131,13 +131,20 @@ __global__ void __launch_bounds__(32 * Warps)
     column_source[sc] = xm < 0 ? -1 : xm * C + (e - x * C);
   }
 
-  // The Toeplitz fragments, high and low parts, for every non-zero block.
+  // The Toeplitz fragments, high and low parts, for every non-zero block, built from a copy of the
+  // taps in shared memory (staging space, unused until the first chunk): indexed per lane, kernel
+  // parameters would serialize.
+  auto* tap_bits = reinterpret_cast<unsigned short*>(staged);
+  for (int k = static_cast<int>(threadIdx.x); k < 2 * K; k += kThreads) tap_bits[k] = k < K ? taps.hi[k] : taps.lo[k - K];
+  __syncthreads();
+  const auto& shared_hi = *reinterpret_cast<const unsigned short(*)[K]>(tap_bits);
+  const auto& shared_lo = *reinterpret_cast<const unsigned short(*)[K]>(tap_bits + K);
   unsigned b_hi[kBlocks][2];
   unsigned b_lo[kBlocks][2];
 #pragma unroll
   for (int i = 0; i < kBlocks; ++i) {
-    toeplitz_fragment<C, R, kHalo>(taps.hi, 8 * (kDLow + i), lane, b_hi[i]);
-    toeplitz_fragment<C, R, kHalo>(taps.lo, 8 * (kDLow + i), lane, b_lo[i]);
+    toeplitz_fragment<C, R, kHalo>(shared_hi, 8 * (kDLow + i), lane, b_hi[i]);
+    toeplitz_fragment<C, R, kHalo>(shared_lo, 8 * (kDLow + i), lane, b_lo[i]);
   }
   const unsigned border_byte = static_cast<unsigned>(p.border_value);
   __syncthreads();  // column_source complete
