@@ -1,0 +1,94 @@
+#pragma once
+// The exact correlation sum of filter2D's definition (double precision, rounded half to even) and
+// the README's integer pass rule against it, for the GPU suites of the separable and tensor paths.
+#include "test_support.hpp"
+
+#include <cuconv/convolve.hpp>
+#include <cuconv/filter.hpp>
+
+#include <doctest/doctest.h>
+#include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <algorithm>
+#include <cmath>
+#include <cstddef>
+#include <string>
+
+namespace cuconv::test {
+
+inline double saturate(double v, int depth) {
+  switch (depth) {
+    case CV_8U: return std::clamp(v, 0.0, 255.0);
+    case CV_16U: return std::clamp(v, 0.0, 65535.0);
+    case CV_16S: return std::clamp(v, -32768.0, 32767.0);
+    default: return v;
+  }
+}
+
+/// The exact correlation sum of filter2D's definition in double, rounded half to even (the default
+/// rounding mode of std::nearbyint) and saturated to `out_depth`; colour channels only.
+inline cv::Mat exact_sum(const cv::Mat& src, const Filter& f, int anchor_x, int anchor_y, Border border,
+                         double border_value, double delta, int out_depth) {
+  cv::Mat wide;
+  src.convertTo(wide, CV_MAKETYPE(CV_64F, src.channels()));
+  cv::Mat padded;
+  cv::copyMakeBorder(wide, padded, anchor_y, f.height - 1 - anchor_y, anchor_x, f.width - 1 - anchor_x,
+                     cuconv::test::opencv_border_code(border), cv::Scalar::all(border_value));
+  const int channels = src.channels();
+  cv::Mat out(src.rows, src.cols, CV_MAKETYPE(out_depth, channels));
+  cv::Mat exact(src.rows, src.cols, CV_MAKETYPE(CV_64F, channels));
+  for (int y = 0; y < src.rows; ++y)
+    for (int x = 0; x < src.cols; ++x)
+      for (int c = 0; c < channels; ++c) {
+        double sum = delta;
+        for (int i = 0; i < f.height; ++i) {
+          const double* row = padded.ptr<double>(y + i) + static_cast<std::ptrdiff_t>(x) * channels + c;
+          for (int j = 0; j < f.width; ++j) sum += f.at(i, j) * row[static_cast<std::ptrdiff_t>(j) * channels];
+        }
+        exact.ptr<double>(y)[x * channels + c] = saturate(std::nearbyint(sum), out_depth);
+      }
+  exact.convertTo(out, out.type());
+  return out;
+}
+
+struct RuleCount {
+  double max_diff = 0;
+  std::size_t off_by_one = 0;
+  std::size_t values = 0;
+};
+
+inline RuleCount compare_exact(const cv::Mat& got, const cv::Mat& expected) {
+  cv::Mat a;
+  cv::Mat b;
+  got.convertTo(a, CV_64F);
+  expected.convertTo(b, CV_64F);
+  cv::Mat diff = cv::abs(a - b);
+  RuleCount r;
+  cv::minMaxLoc(diff.reshape(1), nullptr, &r.max_diff);
+  r.off_by_one = static_cast<std::size_t>(cv::countNonZero(diff.reshape(1) > 0.5));
+  r.values = diff.total() * static_cast<std::size_t>(diff.channels());
+  return r;
+}
+
+/// Runs `auto` (poisoned output) and checks the README's integer pass rule against the exact sum:
+/// no value off by more than 1, at most 0.1% off by one. Returns the variant that ran.
+inline Variant check_exact(const cv::Mat& src, const Filter& f, ConvolveOptions o, const std::string& what,
+                           Variant variant = Variant::automatic) {
+  o.variant = variant;
+  o.poison_output = true;
+  const ConvolveResult got = convolve(src, f, o);
+  const int anchor_x = o.anchor_x >= 0 ? o.anchor_x : f.resolved_anchor_x();
+  const int anchor_y = o.anchor_y >= 0 ? o.anchor_y : f.resolved_anchor_y();
+  const int out_depth = got.image.depth();
+  const cv::Mat expected = exact_sum(src, f, anchor_x, anchor_y, o.border, o.border_value, o.delta + f.offset,
+                                     out_depth);
+  const RuleCount r = compare_exact(got.image, expected);
+  INFO(what << " ran " << to_string(got.variant_used) << ": max diff " << r.max_diff << ", " << r.off_by_one
+            << " of " << r.values << " off by one");
+  CHECK(r.max_diff <= 1.0);
+  CHECK(static_cast<double>(r.off_by_one) <= 0.001 * static_cast<double>(r.values));
+  return got.variant_used;
+}
+
+}  // namespace cuconv::test
