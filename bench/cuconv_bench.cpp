@@ -7,9 +7,9 @@
 //   cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b,...]
 //                [--filters "gaussian 15x15,..."] [--shapes "8U 1ch 16384,8U RGB 6000x4000,..."]
 //
-// Images: f32 1 channel, 8U 1 channel, 16U 1 channel, 8U RGB (interleaved for `fast`, the three
+// Images: f32 1 channel and RGB, 8U 1 channel, 16U 1 channel, 8U RGB (interleaved for `fast`, the three
 // planes of the same image for the PMPP variants, which filter planes), square and, for a camera
-// frame, 6000x4000. Filters: random dense 3..31 (17: `tensor`'s largest dense side), separable
+// frame, 6000x4000. Filters: random dense 3..31 (17: `tensor`'s largest dense side on 8U), separable
 // gaussians 15x15 and 31x31, box 15x15 and sobel-x; rank-1 filters up to 15x15 are also timed
 // on `fast`'s dense path ("fast (dense path)"), the gain of the separable one.
 #include "copy_roof.hpp"
@@ -166,6 +166,7 @@ int main(int argc, char** argv) {
     images.push_back(square("8U RGB", 16384, CV_8U, 3));
     images.push_back({"8U RGB", 6000, 4000, CV_8U, 3});  // a 24-megapixel camera frame
     images.push_back(square("16U 1ch", 8192, CV_16U, 1));
+    images.push_back(square("f32 RGB", 4096, CV_32F, 3));
   }
   std::erase_if(images, [&](const ImageCase& c) { return !selected(s.shapes, c.name + " " + size_label(c)); });
   std::vector<FilterCase> filters;
@@ -260,8 +261,7 @@ int main(int argc, char** argv) {
       DeviceBuffer device_weights(sizeof(float) * weights.size());
       CUCONV_CUDA_TRY(cudaMemcpy(device_weights.data(), weights.data(), device_weights.size(), cudaMemcpyHostToDevice));
       const std::optional<SeparableFactors> separable = separable_for(f.weights, f.width, f.height, c.depth, c.depth, 0.0);
-      const std::optional<DenseTensorSplit> dense =
-          c.depth == CV_8U && k <= kTensorDenseMaxSide ? dense_tensor_split(f.weights, k, k, 0.0) : std::nullopt;
+      const std::optional<DenseTensorSplit> dense = dense_tensor_for(f.weights, k, k, c.depth, c.depth, 0.0);
       const kernels::ConvParams params{k, k, k / 2, k / 2, 0.0f, kernels::BorderRule::reflect101, 0.0f};
       // One run of variant v over the image (per plane for the PMPP variants), with the rank-1
       // factors when `separable_path` (only `fast` uses them).

@@ -59,6 +59,64 @@ struct alignas(4) TensorDenseTaps {
   float scale;  ///< 2^-e
 };
 
+/// The chunk of K position c: filter row `row` and its chunk `chunk` (window bytes 8 chunk ..).
+/// Row-major K lists each filter row's chunks in turn; column-major K lists chunk 0 of every
+/// row, then chunk 1, ... (the float kernel's layout for 5 chunks a row, whose row-major groups
+/// of 4 put two lanes of a load phase on one bank).
+struct DenseChunk {
+  int row;
+  int chunk;
+  /// The chunk 4 K positions later.
+  __device__ __forceinline__ void advance(bool column_major, int chunks, int kh) {
+    if (column_major) {
+      row += 4;
+      while (row >= kh) {
+        row -= kh;
+        ++chunk;
+      }
+    } else {
+      chunk += 4;
+      while (chunk >= chunks) {
+        chunk -= chunks;
+        ++row;
+      }
+    }
+  }
+  __device__ __forceinline__ static DenseChunk at(int c, bool column_major, int chunks, int kh) {
+    return column_major ? DenseChunk{c % kh, c / kh} : DenseChunk{c / chunks, c % chunks};
+  }
+};
+
+/// The Toeplitz B fragments of `mmas` MMAs into shared memory, by the whole block. `digits`: three
+/// planes of `plane_stride` signed bytes, filter row-major kh x kw. MMA q, lane (g', t'): K rows
+/// 4t' .. 4t' + 3 are bytes 0..3 of chunk 4q + t' (DenseChunk::at), rows 16 + 4t' .. its bytes
+/// 4..7; column g' is output g' of the n-tile, so byte b of the window holds w[i][b - g'].
+/// `fragments` gets digits 0 and 1, `fragments2` digit 2.
+template <int Chunks>
+__device__ void build_dense_fragments(uint4* fragments, uint2* fragments2, const unsigned char* digits,
+                                      int plane_stride, int kw, int kh, int mmas, bool column_major = false) {
+  const int threads = static_cast<int>(blockDim.x);
+  for (int idx = static_cast<int>(threadIdx.x); idx < mmas * 32; idx += threads) {
+    const int q = idx >> 5;
+    const int gl = (idx & 31) >> 2;
+    const DenseChunk c = DenseChunk::at(4 * q + (idx & 3), column_major, Chunks, kh);
+    const int i = c.row;
+    const int window = 8 * c.chunk;
+    const auto word = [&](int d, int first_byte) {
+      unsigned w = 0;
+#pragma unroll
+      for (int u = 0; u < 4; ++u) {
+        const int x = window + first_byte + u - gl;
+        const unsigned v = (i < kh && x >= 0 && x < kw) ? digits[d * plane_stride + i * kw + x] : 0u;
+        w |= v << (8 * u);
+      }
+      return w;
+    };
+    fragments[idx] = make_uint4(word(0, 0), word(0, 4), word(1, 0), word(1, 4));
+    fragments2[idx] = make_uint2(word(2, 0), word(2, 4));
+  }
+}
+
 /// Block (bx, by) filters pixels [bx * P, (bx + 1) * P) of rows [s0, s0 + strip_rows),
 /// s0 = by * strip_rows, by + gridDim.y, ... (strip_rows a multiple of 16). C interleaved
 /// channels, 8-bit in and out; `word_aligned`: rows 4-byte aligned (else every staged byte goes
@@ -104,30 +162,8 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
   constexpr int kDigitWords = (3 * kDenseMaxSide * kDenseMaxSide + 3) / 4;
   auto* digit_words = reinterpret_cast<unsigned*>(out_tile);
   for (int k = tid; k < kDigitWords; k += kThreads) digit_words[k] = reinterpret_cast<const unsigned*>(taps.digit)[k];
-  const auto* digits = reinterpret_cast<const signed char(*)[kDenseMaxSide * kDenseMaxSide]>(out_tile);
   __syncthreads();
-  // Toeplitz fragments of MMA q, lane (g', t'): K rows 4t' .. 4t' + 3 are bytes 0..3 of chunk
-  // 4q + t' (filter row c / Chunks, window bytes 8 (c % Chunks) ..), rows 16 + 4t' .. its bytes
-  // 4..7; column g' is output g' of the n-tile, so byte b of the window holds w[i][b - g'].
-  for (int idx = tid; idx < mmas * 32; idx += kThreads) {
-    const int q = idx >> 5;
-    const int gl = (idx & 31) >> 2;
-    const int c = 4 * q + (idx & 3);
-    const int i = c / Chunks;
-    const int window = 8 * (c - i * Chunks);
-    const auto word = [&](int d, int first_byte) {
-      unsigned w = 0;
-#pragma unroll
-      for (int u = 0; u < 4; ++u) {
-        const int x = window + first_byte + u - gl;
-        const int v = (i < p.kh && x >= 0 && x < p.kw) ? digits[d][i * p.kw + x] : 0;
-        w |= (static_cast<unsigned>(v) & 0xFFu) << (8 * u);
-      }
-      return w;
-    };
-    fragments[idx] = make_uint4(word(0, 0), word(0, 4), word(1, 0), word(1, 4));
-    fragments2[idx] = make_uint2(word(2, 0), word(2, 4));
-  }
+  build_dense_fragments<Chunks>(fragments, fragments2, out_tile, kDenseMaxSide * kDenseMaxSide, p.kw, p.kh, mmas);
   const unsigned border_bytes = static_cast<unsigned>(p.border_value) * 0x01010101u;
   __syncthreads();  // fragments and column map ready; the output tile's space is free again
 
@@ -247,9 +283,9 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
           const uint2 b2 = fragments2[q * 32 + lane];
 #pragma unroll
           for (int n = 0; n < 4; ++n) {
-            mma_u8_s8<kFirst>(acc[0][n], a[n], b.x, b.y);
-            mma_u8_s8<kFirst>(acc[1][n], a[n], b.z, b.w);
-            mma_u8_s8<kFirst>(acc[2][n], a[n], b2.x, b2.y);
+            mma_i8<kFirst>(acc[0][n], a[n], b.x, b.y);
+            mma_i8<kFirst>(acc[1][n], a[n], b.z, b.w);
+            mma_i8<kFirst>(acc[2][n], a[n], b2.x, b2.y);
           }
         };
         mma_step(0, std::true_type{});

@@ -42,13 +42,10 @@ double saturate_to_depth(double value, int depth) {
   }
 }
 
-/// `tensor`'s dense split for 8-bit input and output and sides up to kTensorDenseMaxSide.
+/// `tensor`'s dense split for these depths (detail::dense_tensor_for).
 std::optional<detail::DenseTensorSplit> dense_tensor_for(const Filter& filter, int input_depth, int output_depth,
                                                          double delta) {
-  if (input_depth != CV_8U || output_depth != CV_8U || filter.width > detail::kTensorDenseMaxSide ||
-      filter.height > detail::kTensorDenseMaxSide)
-    return std::nullopt;
-  return detail::dense_tensor_split(filter.weights, filter.width, filter.height, delta);
+  return detail::dense_tensor_for(filter.weights, filter.width, filter.height, input_depth, output_depth, delta);
 }
 
 detail::ConvolveJob make_job(int input_depth, const Filter& filter, const ConvolveOptions& o) {
@@ -169,9 +166,16 @@ Variant choose_for(const Filter& filter, const ConvolveOptions& options,
   if (fast_compiled && radius >= 1 && radius <= 15 && rank_one) return Variant::fast;
   // Other 8-bit filters up to 17x17 whose integer split keeps the pass rule: `tensor` sums them
   // densely on tensor cores, from kTensorDenseMinTaps taps.
-  if (dense && dense->holds && !options.keep_alpha && filter.width * filter.height >= kTensorDenseMinTaps)
+  if (dense && dense->holds && input_depth == CV_8U && !options.keep_alpha &&
+      filter.width * filter.height >= kTensorDenseMinTaps)
     return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= 7) return Variant::fast;
+  // Float filters of kFftMinTaps or more up to 31x31 whose split keeps the rule: `tensor` sums them
+  // in block floating point on tensor cores, 1.2-3x faster than `fft` (docs/kernel-notes.md,
+  // 'Dense float filters on tensor cores'); below that `fast` was faster.
+  if (dense && dense->holds && input_depth == CV_32F && !options.keep_alpha &&
+      filter.width * filter.height >= kFftMinTaps)
+    return Variant::tensor;
   // Large dense filters: overlap-save FFT, whose cost hardly grows with the filter. Integer
   // outputs only where `fft` sums the results near a rounding tie again (8-bit outputs of usual
   // filters), so ties round as in filter2D's direct sums; 16-bit outputs stay on direct sums

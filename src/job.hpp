@@ -18,7 +18,7 @@ struct ConvolveJob {
   cv::Mat kernel;              ///< CV_64F, kh x kw (the weights as cv2.filter2D would get them)
   std::vector<float> weights;  ///< the same as float, row-major: what filter2D computes with
   std::optional<SeparableFactors> separable;  ///< set when the filter is rank 1
-  std::optional<DenseTensorSplit> dense_tensor;  ///< 8-bit in and out, sides up to 17: `tensor`'s dense split
+  std::optional<DenseTensorSplit> dense_tensor;  ///< `tensor`'s dense split (detail::dense_tensor_for)
   int anchor_x = 0;
   int anchor_y = 0;
   double delta = 0;            ///< --delta plus the filter's offset

@@ -200,8 +200,30 @@ bool integer_results_hold(const std::vector<double>& weights, double delta, doub
 
 }  // namespace
 
-std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& weights, int kw, int kh,
-                                                   double delta) {
+namespace {
+
+/// The weights at scale 2^e as balanced base-256 digits (each in [-128, 127]; |H| <= 2^22 leaves
+/// |d2| <= 64) into `split.digits`; returns sum |w 2^e - H|.
+double to_digits(const std::vector<double>& weights, int e, DenseTensorSplit& split) {
+  double quantization = 0.0;
+  for (auto& d : split.digits) d.clear();
+  for (double w : weights) {
+    const double scaled = std::ldexp(w, e);
+    const double whole = std::nearbyint(scaled);
+    quantization += std::abs(scaled - whole);
+    auto h = static_cast<long long>(whole);
+    for (auto& digits : split.digits) {
+      const long long digit = ((h % 256) + 256 + 128) % 256 - 128;
+      digits.push_back(static_cast<int>(digit));
+      h = (h - digit) / 256;
+    }
+  }
+  return quantization;
+}
+
+/// The split's scale for the largest weight (in (2^21, 2^22] after scaling); nullopt when every
+/// weight is zero, one is not finite, the sizes disagree or 2^-exponent would leave float's range.
+std::optional<DenseTensorSplit> dense_split_start(const std::vector<double>& weights, int kw, int kh) {
   double largest = 0.0;
   for (double w : weights) {
     if (!std::isfinite(w)) return std::nullopt;
@@ -211,29 +233,22 @@ std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& we
   DenseTensorSplit split;
   split.exponent = tensor_exponent(largest);
   if (split.exponent > 126 || split.exponent < -126) return std::nullopt;
-  // The weights at scale 2^e as digits; returns sum |w * 2^e - H| and sets `magnitude` to
-  // 255 * sum (65536 |d2| + |d0 + 256 d1|), what the epilogue's two float FMAs may reach.
-  double magnitude = 0.0;
-  const auto to_digits = [&](int e) {
-    double quantization = 0.0;
-    magnitude = 0.0;
-    for (auto& d : split.digits) d.clear();
-    for (double w : weights) {
-      const double scaled = std::ldexp(w, e);
-      const double whole = std::nearbyint(scaled);
-      quantization += std::abs(scaled - whole);
-      // Balanced base 256: each digit in [-128, 127]; |H| <= 2^22 leaves |d2| <= 64.
-      auto h = static_cast<long long>(whole);
-      long long low_part = 0;
-      for (int k = 0; k < 3; ++k) {
-        const long long digit = ((h % 256) + 256 + 128) % 256 - 128;
-        split.digits[static_cast<std::size_t>(k)].push_back(static_cast<int>(digit));
-        if (k < 2) low_part += digit << (8 * k);
-        h = (h - digit) / 256;
-      }
-      magnitude += 255.0 * (65536.0 * std::abs(split.digits[2].back()) + std::abs(static_cast<double>(low_part)));
-    }
-    return quantization;
+  return split;
+}
+
+}  // namespace
+
+std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& weights, int kw, int kh,
+                                                   double delta) {
+  std::optional<DenseTensorSplit> start = dense_split_start(weights, kw, kh);
+  if (!start) return std::nullopt;
+  DenseTensorSplit& split = *start;
+  // 255 * sum (65536 |d2| + |d0 + 256 d1|): what the epilogue's two float FMAs may reach.
+  const auto magnitude = [&] {
+    double m = 0.0;
+    for (std::size_t k = 0; k < weights.size(); ++k)
+      m += 255.0 * (65536.0 * std::abs(split.digits[2][k]) + std::abs(split.digits[0][k] + 256.0 * split.digits[1][k]));
+    return m;
   };
   // Weights that are multiples of 2^-e0, with delta a multiple too, whose sums stay within 2^24 at
   // the smallest such scale are summed exactly: every chain, both FMAs and the final scaling, so
@@ -246,21 +261,58 @@ std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& we
   while (e0 < split.exponent && !integral_at(e0)) ++e0;
   const double delta0 = std::ldexp(delta, e0);
   if (integral_at(e0) && delta0 == std::nearbyint(delta0)) {
-    to_digits(e0);
-    if (magnitude + std::abs(delta0) <= 16777216.0) {
+    to_digits(weights, e0, split);
+    if (magnitude() + std::abs(delta0) <= 16777216.0) {
       split.exponent = e0;
       split.bound = 0.0;
       split.holds = true;
       return split;
     }
   }
-  const double quantization = to_digits(split.exponent);
+  const double quantization = to_digits(weights, split.exponent, split);
   // The weights' rounding, then three float roundings: 256 d1-chain + d0-chain, 65536 d2-chain +
   // that, and sum * 2^-e + delta (the scaling itself exact), each within gamma of its magnitude.
   split.bound = 255.0 * std::ldexp(quantization, -split.exponent) +
-                gamma(3) * (std::ldexp(magnitude, -split.exponent) + std::abs(delta));
+                gamma(3) * (std::ldexp(magnitude(), -split.exponent) + std::abs(delta));
   split.holds = integer_results_hold(weights, delta, split.bound);
   return split;
+}
+
+std::optional<DenseTensorSplit> dense_tensor_split_float(const std::vector<double>& weights, int kw, int kh) {
+  std::optional<DenseTensorSplit> start = dense_split_start(weights, kw, kh);
+  if (!start) return std::nullopt;
+  DenseTensorSplit& split = *start;
+  const double quantization = std::ldexp(to_digits(weights, split.exponent, split), -split.exponent);
+  // Per unit of the window's largest magnitude M, with pixels v = x 2^s rounded (M 2^s > 2^21):
+  // each pixel's rounding 2^-22; the dropped products d0 x d0, d1 x d0 and d0 x d1 (pixel digit x
+  // weight digit, |pixel digit| <= 128) 2^-(s+e) 128 (257 |d0| + 256 |d1|) < 2^-14 2^-e (...); the
+  // chains' conversions and the epilogue's three FMAs, 4 roundings of at most about sum |H| 2^-e
+  // (1.01 covers the digits' carries).
+  double weight_sum = 0.0;
+  double scaled_sum = 0.0;
+  double dropped = 0.0;
+  for (std::size_t k = 0; k < weights.size(); ++k) {
+    weight_sum += std::abs(weights[k]);
+    scaled_sum += std::abs(split.digits[0][k] + 256.0 * split.digits[1][k] + 65536.0 * split.digits[2][k]);
+    dropped += 257.0 * std::abs(split.digits[0][k]) + 256.0 * std::abs(split.digits[1][k]);
+  }
+  scaled_sum = std::ldexp(scaled_sum, -split.exponent);
+  const double per_m = quantization + std::ldexp(1.0, -22) * scaled_sum +
+                       std::ldexp(dropped, -14 - split.exponent) + gamma(4) * 1.01 * scaled_sum;
+  // Relative to sum |w| M + |delta|, the 32F pass rule's scale.
+  split.bound = per_m / weight_sum + gamma(4);
+  split.holds = split.bound <= kDenseFloatErrorLimit;
+  return split;
+}
+
+std::optional<DenseTensorSplit> dense_tensor_for(const std::vector<double>& weights, int kw, int kh, int input_depth,
+                                                 int output_depth, double delta) {
+  if (input_depth == CV_8U && output_depth == CV_8U && kw <= kTensorDenseMaxSide && kh <= kTensorDenseMaxSide)
+    return dense_tensor_split(weights, kw, kh, delta);
+  if (input_depth == CV_32F && output_depth == CV_32F && kw <= kTensorDenseFloatMaxSide &&
+      kh <= kTensorDenseFloatMaxSide)
+    return dense_tensor_split_float(weights, kw, kh);
+  return std::nullopt;
 }
 
 double tensor_error_bound(const SeparableFactors& f, const TensorSplit& split, const std::vector<double>& weights,

@@ -1,8 +1,8 @@
 #pragma once
 // Rank-1 (separable) filters: k[i][j] = vertical[i] * horizontal[j]. A separable kh x kw filter
 // costs kw + kh multiply-adds per output instead of kw * kh. Also the integer splits of the
-// weights that `tensor` feeds to FP16 tensor cores (rank-1 and dense) and their error bounds,
-// judged by the same pass-rule test.
+// weights that `tensor` feeds to tensor cores (rank-1 and dense) and their error bounds, judged
+// by the same pass-rule test.
 #include <array>
 #include <optional>
 #include <vector>
@@ -39,17 +39,23 @@ struct TensorSplit {
 [[nodiscard]] double tensor_error_bound(const SeparableFactors& f, const TensorSplit& split,
                                         const std::vector<double>& weights, double delta);
 
-/// A dense filter as the `tensor` dense kernel feeds it to FP16 tensor cores (kernels/
-/// tensor_dense.cuh): every weight w * 2^exponent rounded to an integer H = 2048 * high + low,
-/// |high| <= 2048 and |low| <= 1024, and the filter rows grouped so that 255 times the sum of
-/// |high| (and of |low|) over a group stays within 2^24: the sums of 8-bit pixels times either
-/// part are then exact in the tensor cores' FP32 accumulation. After each group the two sums are
-/// added to an FP32 running sum.
+/// Largest sides of a filter `tensor` sums densely on tensor cores: 8-bit images
+/// (kernels/tensor_dense.cuh) and float images (kernels/tensor_dense_float.cuh).
+inline constexpr int kTensorDenseMaxSide = 17;
+inline constexpr int kTensorDenseFloatMaxSide = 31;
+
+/// Largest error bound, relative to the 32F pass rule's scale (sum |w| max |x| + |delta|), with
+/// which float images take `tensor`'s dense kernel: half the rule's 1e-5.
+inline constexpr double kDenseFloatErrorLimit = 5e-6;
+
+/// A dense filter as `tensor`'s dense kernels feed it to byte MMAs: every weight w * 2^exponent
+/// rounded to an integer H written as three signed base-256 digits, summed with the pixels (8-bit
+/// images) or with the pixels' own digits (float images) in exact 32-bit chains.
 struct DenseTensorSplit {
   int exponent = 0;
   std::array<std::vector<int>, 3> digits;  ///< kh x kw row-major: w * 2^exponent ~ d0 + 256 d1 + 65536 d2, |d| <= 128
-  double bound = 0.0;                      ///< largest error against the exact sum for 8-bit input
-  bool holds = false;  ///< 8-bit results meet the pass rule (bound and flat areas, as separable_for)
+  double bound = 0.0;  ///< largest error against the exact sum: absolute for 8-bit, relative to the rule's scale for float
+  bool holds = false;  ///< results meet the pass rule
 };
 
 /// The split of a kh x kw row-major filter for 8-bit input and the given delta, with its error
@@ -59,6 +65,18 @@ struct DenseTensorSplit {
 /// when every weight is zero, one is not finite, or 2^-exponent would leave float's normal range.
 [[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& weights, int kw, int kh,
                                                                  double delta);
+
+/// The split for float input and output (largest weight scaled into (2^21, 2^22]), with the bound
+/// of kernels/tensor_dense_float.cuh relative to sum |w| max |x| + |delta| (the weights' and the
+/// pixels' rounding, the three dropped low digit products, the epilogue) and `holds` when it is at
+/// most kDenseFloatErrorLimit. nullopt as dense_tensor_split.
+[[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_split_float(const std::vector<double>& weights, int kw,
+                                                                       int kh);
+
+/// The split `tensor` uses for these depths: 8-bit in and out up to kTensorDenseMaxSide, float in
+/// and out up to kTensorDenseFloatMaxSide; nullopt for other depths and sizes.
+[[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_for(const std::vector<double>& weights, int kw, int kh,
+                                                               int input_depth, int output_depth, double delta);
 
 /// Factors a kh x kw row-major filter when it is rank 1 within `relative_tolerance` of its
 /// largest weight. Among the possible scalings it prefers one whose float products reproduce the

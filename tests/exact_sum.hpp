@@ -1,8 +1,10 @@
 #pragma once
 // The exact correlation sum of filter2D's definition (double precision, rounded half to even) and
-// the README's integer pass rule against it, for the GPU suites of the separable and tensor paths.
+// the README's pass rules against it (integer and 32F), for the GPU suites of the separable and
+// tensor paths.
 #include "test_support.hpp"
 
+#include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
 
@@ -13,6 +15,7 @@
 #include <algorithm>
 #include <cmath>
 #include <cstddef>
+#include <limits>
 #include <string>
 
 namespace cuconv::test {
@@ -26,17 +29,16 @@ inline double saturate(double v, int depth) {
   }
 }
 
-/// The exact correlation sum of filter2D's definition in double, rounded half to even (the default
-/// rounding mode of std::nearbyint) and saturated to `out_depth`; colour channels only.
-inline cv::Mat exact_sum(const cv::Mat& src, const Filter& f, int anchor_x, int anchor_y, Border border,
-                         double border_value, double delta, int out_depth) {
+/// The correlation sum of filter2D's definition in double, not rounded (CV_64F, the channels of
+/// `src`).
+inline cv::Mat exact_sum_double(const cv::Mat& src, const Filter& f, int anchor_x, int anchor_y, Border border,
+                                double border_value, double delta) {
   cv::Mat wide;
   src.convertTo(wide, CV_MAKETYPE(CV_64F, src.channels()));
   cv::Mat padded;
   cv::copyMakeBorder(wide, padded, anchor_y, f.height - 1 - anchor_y, anchor_x, f.width - 1 - anchor_x,
                      cuconv::test::opencv_border_code(border), cv::Scalar::all(border_value));
   const int channels = src.channels();
-  cv::Mat out(src.rows, src.cols, CV_MAKETYPE(out_depth, channels));
   cv::Mat exact(src.rows, src.cols, CV_MAKETYPE(CV_64F, channels));
   for (int y = 0; y < src.rows; ++y)
     for (int x = 0; x < src.cols; ++x)
@@ -46,9 +48,19 @@ inline cv::Mat exact_sum(const cv::Mat& src, const Filter& f, int anchor_x, int 
           const double* row = padded.ptr<double>(y + i) + static_cast<std::ptrdiff_t>(x) * channels + c;
           for (int j = 0; j < f.width; ++j) sum += f.at(i, j) * row[static_cast<std::ptrdiff_t>(j) * channels];
         }
-        exact.ptr<double>(y)[x * channels + c] = saturate(std::nearbyint(sum), out_depth);
+        exact.ptr<double>(y)[x * channels + c] = sum;
       }
-  exact.convertTo(out, out.type());
+  return exact;
+}
+
+/// The exact sum rounded half to even (the default rounding mode of std::nearbyint) and saturated
+/// to `out_depth`; colour channels only.
+inline cv::Mat exact_sum(const cv::Mat& src, const Filter& f, int anchor_x, int anchor_y, Border border,
+                         double border_value, double delta, int out_depth) {
+  cv::Mat exact = exact_sum_double(src, f, anchor_x, anchor_y, border, border_value, delta);
+  for (auto it = exact.begin<double>(); it != exact.end<double>(); ++it) *it = saturate(std::nearbyint(*it), out_depth);
+  cv::Mat out;
+  exact.convertTo(out, CV_MAKETYPE(out_depth, src.channels()));
   return out;
 }
 
@@ -88,6 +100,57 @@ inline Variant check_exact(const cv::Mat& src, const Filter& f, ConvolveOptions 
             << " of " << r.values << " off by one");
   CHECK(r.max_diff <= 1.0);
   CHECK(static_cast<double>(r.off_by_one) <= 0.001 * static_cast<double>(r.values));
+  return got.variant_used;
+}
+
+}  // namespace cuconv::test
+
+namespace cuconv::test {
+
+/// Largest |got - exact| relative to the 32F rule's scale, sum |k| max |x| + |delta| (max |x| over
+/// the finite input values and the constant border value). Where the exact sum is not finite the
+/// result must be the same NaN or infinity, else the error is reported as infinite.
+inline double float_rule_error(const cv::Mat& got, const cv::Mat& exact, const cv::Mat& src, const Filter& f,
+                               Border border, double border_value, double delta) {
+  double largest = border == Border::constant ? std::abs(border_value) : 0.0;
+  cv::Mat flat = src.reshape(1);
+  for (auto it = flat.begin<float>(); it != flat.end<float>(); ++it)
+    if (std::isfinite(*it)) largest = std::max(largest, static_cast<double>(std::abs(*it)));
+  double weight_sum = 0.0;
+  for (double w : f.weights) weight_sum += std::abs(w);
+  const double scale = weight_sum * largest + std::abs(delta);
+  cv::Mat g = got.reshape(1);
+  cv::Mat e = exact.reshape(1);
+  double worst = 0.0;
+  for (int y = 0; y < g.rows; ++y)
+    for (int x = 0; x < g.cols; ++x) {
+      const double want = e.at<double>(y, x);
+      const double have = g.at<float>(y, x);
+      if (!std::isfinite(want)) {
+        const bool same = std::isnan(want) ? std::isnan(have) : have == want;
+        if (!same) return std::numeric_limits<double>::infinity();
+        continue;
+      }
+      worst = std::max(worst, std::abs(have - want) / scale);
+    }
+  return worst;
+}
+
+/// Runs `variant` (poisoned output) on float input and checks the 32F pass rule against the exact
+/// sum. Returns the variant that ran.
+inline Variant check_float_rule(const cv::Mat& src, const Filter& f, ConvolveOptions o, const std::string& what,
+                                Variant variant) {
+  o.variant = variant;
+  o.poison_output = true;
+  const ConvolveResult got = convolve(src, f, o);
+  const int anchor_x = o.anchor_x >= 0 ? o.anchor_x : f.resolved_anchor_x();
+  const int anchor_y = o.anchor_y >= 0 ? o.anchor_y : f.resolved_anchor_y();
+  const double delta = o.delta + f.offset;
+  const cv::Mat exact = exact_sum_double(src, f, anchor_x, anchor_y, o.border, o.border_value, delta);
+  const double error = float_rule_error(got.image, exact, src, f, o.border, o.border_value, delta);
+  INFO(what << " ran " << to_string(got.variant_used) << ": relative error " << error);
+  CHECK(got.image.depth() == CV_32F);
+  CHECK(error <= kMaxRelativeError);
   return got.variant_used;
 }
 

@@ -406,7 +406,7 @@ TEST_CASE("fft tie margin: on for 8-bit outputs of usual filters, off where it w
   CHECK(detail::fft_tie_margin(PixelType::u8, PixelType::u8, large.data(), large.size()) == 0.0);
 }
 
-TEST_CASE("auto sends large dense filters to fft for float and 8-bit outputs, keeps 16-bit outputs on direct sums") {
+TEST_CASE("auto sends large dense filters to tensor for float, fft for 8-bit outputs, direct sums for 16-bit") {
   Filter dense;
   dense.width = dense.height = 31;
   dense.weights.resize(31 * 31);
@@ -414,7 +414,25 @@ TEST_CASE("auto sends large dense filters to fft for float and 8-bit outputs, ke
   for (double& w : dense.weights) w = rng.uniform(-0.3, 1.0) / 961.0;
   dense.origin = "random 31x31";
   const Variant large_filter_path = detail::cufft_api() != nullptr ? Variant::fft : Variant::tiled_halo;
-  CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_32F, CV_32F) == large_filter_path);
+  // Float: `tensor` where its split holds, from 256 taps up to 31x31; fft past 31 or where it does not hold.
+  CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_32F, CV_32F) == Variant::tensor);
+  Filter rectangle = dense;
+  rectangle.width = 31;
+  rectangle.height = 9;
+  rectangle.weights.resize(31 * 9);
+  CHECK(choose_variant(rectangle, ConvolveOptions{}, true, CV_32F, CV_32F) == Variant::tensor);
+  ConvolveOptions alpha;
+  alpha.keep_alpha = true;
+  CHECK(choose_variant(dense, alpha, true, CV_32F, CV_32F) == large_filter_path);
+  Filter wider = dense;
+  wider.width = wider.height = 33;
+  wider.weights.assign(33 * 33, 1.0 / 1089);
+  CHECK(choose_variant(wider, ConvolveOptions{}, true, CV_32F, CV_32F) == large_filter_path);
+  Filter spike = dense;
+  spike.weights.assign(31 * 31, 1e-3);
+  spike.weights[480] = 1.0;
+  CHECK(choose_variant(spike, ConvolveOptions{}, true, CV_32F, CV_32F) == large_filter_path);
+  CHECK(choose_variant(load_filter("box:15"), ConvolveOptions{}, true, CV_32F, CV_32F) == Variant::fast);
   CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_8U) == large_filter_path);
   CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_16S) == Variant::tiled_halo);
   CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_16U, CV_16U) == Variant::tiled_halo);

@@ -301,3 +301,87 @@ TEST_CASE("separable: tensor's dense split keeps its digit sums exact and its ar
   CHECK_FALSE(dense_tensor_split({1.0, std::nan("")}, 2, 1, 0.0).has_value());
   CHECK_FALSE(dense_tensor_split({1e-60}, 1, 1, 0.0).has_value());
 }
+
+TEST_CASE("separable: tensor's float split bounds the block floating point arithmetic") {
+  using cuconv::detail::dense_tensor_split_float;
+  // The kernel's arithmetic (kernels/tensor_dense_float.cuh) emulated on random windows: the scale
+  // 2^s from the window's largest magnitude M, pixels rounded to v = x 2^s as three signed digits,
+  // the six digit products of weight 2^16 and more in three integer chains, the float epilogue.
+  // Its error against the exact sum stays within bound * (sum |w| M + |delta|).
+  const auto digits_of = [](long long v, int (&a)[3]) {
+    for (int& d : a) {
+      d = static_cast<int>(((v % 256) + 256 + 128) % 256 - 128);
+      v = (v - d) / 256;
+    }
+  };
+  cv::RNG rng(2027);
+  std::vector<std::pair<std::string, std::vector<double>>> filters;
+  std::vector<std::pair<int, int>> sides;
+  for (auto [kw, kh] : {std::pair{3, 3}, {5, 5}, {9, 9}, {15, 15}, {17, 17}, {31, 31}, {31, 1}, {7, 20}}) {
+    std::vector<double> w;
+    for (int k = 0; k < kw * kh; ++k) w.push_back(rng.uniform(-0.3, 1.0) / (kw * kh));
+    filters.emplace_back("random " + std::to_string(kw) + "x" + std::to_string(kh), w);
+    sides.emplace_back(kw, kh);
+  }
+  for (const char* spec : {"gaussian:7,3", "gaussian:15,5", "box:31", "gauss5"}) {
+    const cuconv::Filter f = cuconv::load_filter(spec);
+    filters.emplace_back(spec, f.weights);
+    sides.emplace_back(f.width, f.height);
+  }
+  for (std::size_t n = 0; n < filters.size(); ++n) {
+    const auto& [what, weights] = filters[n];
+    INFO(what);
+    const auto split = dense_tensor_split_float(weights, sides[n].first, sides[n].second);
+    REQUIRE(split.has_value());
+    CHECK(split->holds);
+    double weight_sum = 0;
+    for (double w : weights) weight_sum += std::abs(w);
+    double worst = 0;
+    for (int trial = 0; trial < 300; ++trial) {
+      const int octave = rng.uniform(-60, 61);
+      const double delta = trial % 3 == 0 ? 0.0 : std::ldexp(rng.uniform(-1.0, 1.0), octave);
+      std::vector<float> x(weights.size());
+      for (float& v : x) v = static_cast<float>(std::ldexp(rng.uniform(-1.0, 1.0), octave + rng.uniform(-8, 1)));
+      double largest = 0;
+      for (float v : x) largest = std::max(largest, static_cast<double>(std::abs(v)));
+      int e = 0;
+      std::frexp(largest, &e);
+      const int s = 22 - e;
+      long long acc[3] = {};  // weights 2^32, 2^24, 2^16
+      double exact = delta;
+      for (std::size_t k = 0; k < weights.size(); ++k) {
+        exact += weights[k] * x[k];
+        int a[3];
+        digits_of(static_cast<long long>(std::nearbyint(std::ldexp(static_cast<double>(x[k]), s))), a);
+        const int* b[3] = {&split->digits[0][k], &split->digits[1][k], &split->digits[2][k]};
+        acc[0] += static_cast<long long>(a[2]) * *b[2];
+        acc[1] += static_cast<long long>(a[2]) * *b[1] + static_cast<long long>(a[1]) * *b[2];
+        acc[2] += static_cast<long long>(a[2]) * *b[0] + static_cast<long long>(a[1]) * *b[1] +
+                  static_cast<long long>(a[0]) * *b[2];
+      }
+      for (long long chain : acc) CHECK(std::abs(chain) < (1LL << 31));
+      const float sum = std::fma(static_cast<float>(acc[0]), 65536.0f,
+                                 std::fma(static_cast<float>(acc[1]), 256.0f, static_cast<float>(acc[2])));
+      const int out = 16 - s - split->exponent;
+      const float got = std::fma(sum * std::ldexp(1.0f, out / 2), std::ldexp(1.0f, out - out / 2), static_cast<float>(delta));
+      worst = std::max(worst, std::abs(static_cast<double>(got) - exact) / (weight_sum * largest + std::abs(delta)));
+    }
+    CHECK(worst <= split->bound);
+    CHECK(split->bound <= cuconv::detail::kDenseFloatErrorLimit);
+  }
+  // A spike among 960 weights of 1e-3: each small weight keeps only its low digit, whose products
+  // with the pixels' low digits are dropped, so the bound passes the limit and `tensor` leaves it.
+  std::vector<double> spike(31 * 31, 1e-3);
+  spike[480] = 1.0;
+  const auto refused = dense_tensor_split_float(spike, 31, 31);
+  REQUIRE(refused.has_value());
+  CHECK(refused->bound > cuconv::detail::kDenseFloatErrorLimit);
+  CHECK_FALSE(refused->holds);
+  CHECK_FALSE(dense_tensor_split_float(std::vector<double>(9, 0.0), 3, 3).has_value());
+  CHECK_FALSE(dense_tensor_split_float({1.0, std::nan("")}, 2, 1).has_value());
+  // dense_tensor_for: 8-bit up to 17, float up to 31, nothing for other depths.
+  const std::vector<double> box19(19 * 19, 1.0 / 361);
+  CHECK_FALSE(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_8U, CV_8U, 0.0).has_value());
+  CHECK(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_32F, CV_32F, 0.0).has_value());
+  CHECK_FALSE(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_16U, CV_16U, 0.0).has_value());
+}

@@ -5,6 +5,8 @@
 #include <cuconv/device_image.hpp>
 #include <kernels/params.hpp>
 
+#include "separable.hpp"  // DenseTensorSplit, kTensorDenseMaxSide
+
 #include <cuda_runtime_api.h>
 
 #include <cstddef>
@@ -12,10 +14,6 @@
 
 namespace cuconv::detail {
 
-struct DenseTensorSplit;  // src/separable.hpp
-
-/// Largest side of a filter `tensor` sums densely on tensor cores (kernels/tensor_dense.cuh).
-inline constexpr int kTensorDenseMaxSide = 17;
 
 /// Element types of device planes.
 enum class PixelType { u8, u16, s16, f32 };
@@ -49,7 +47,7 @@ struct LaunchArgs {
   const double* wide_vertical = nullptr;        ///< the kh factors in double
   double wide_delta = 0;                        ///< delta in double (params.delta is its float)
   bool separable_wide = false;                  ///< SeparableFactors::wide: `fast` may sum it in double
-  const DenseTensorSplit* dense_tensor = nullptr;  ///< ConvolveJob::dense_tensor (8-bit in and out)
+  const DenseTensorSplit* dense_tensor = nullptr;  ///< ConvolveJob::dense_tensor (8-bit or float in and out)
 };
 
 /// One launch of a variant with the device images it reads and writes (what --bench times and
@@ -105,6 +103,18 @@ bool launch_fast_wide(const LaunchArgs& args);
 
 /// Whether `tensor` runs these arguments on the dense tensor-core kernel.
 [[nodiscard]] bool tensor_dense_applies(const LaunchArgs& args);
+
+/// Whether the current device has the MMAs the `tensor` kernels use (sm_80 and newer), asked once
+/// per device.
+[[nodiscard]] bool device_has_mma();
+
+/// `tensor`'s dense kernel for float images (kernels/tensor_dense_float.cuh) when the arguments
+/// allow it (tensor_dense_float_applies); false (nothing launched) otherwise.
+bool launch_tensor_dense_float(const LaunchArgs& args);
+[[nodiscard]] bool tensor_dense_float_applies(const LaunchArgs& args);
+
+/// Launches of the float dense tensor-core kernel in this process.
+[[nodiscard]] std::uint64_t tensor_dense_float_kernel_launches() noexcept;
 
 void launch_fft(const LaunchArgs& args);
 

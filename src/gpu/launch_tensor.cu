@@ -1,7 +1,8 @@
-// Launcher of the `tensor` variant, on a GPU with MMA (sm_80 and newer), 8-bit in and out, no kept alpha:
-// kernels/tensor_separable.cuh for a rank-1 filter whose split meets the pass rule (centred
+// Launcher of the `tensor` variant, on a GPU with MMA (sm_80 and newer), no kept alpha. 8-bit in
+// and out: kernels/tensor_separable.cuh for a rank-1 filter whose split meets the pass rule (centred
 // square, R in TensorRadii); kernels/tensor_dense.cuh for any other filter of sides up to 17
-// whose dense split meets it; `fast` otherwise.
+// whose dense split meets it. Float in and out: kernels/tensor_dense_float.cuh
+// (launch_tensor_float.cu). `fast` otherwise.
 #include "gpu/dispatch.cuh"
 #include "gpu/occupancy.cuh"
 #include "separable.hpp"
@@ -28,8 +29,8 @@ static_assert(kTensorDenseMaxSide == kernels::kDenseMaxSide);
 /// Warps a block: 4 (256 outputs of a row) ran faster than 2 and 8 (docs/kernel-notes.md, 'tensor').
 constexpr int kTensorWarps = 4;
 
-/// Whether the current device has FP16 MMA with FP32 accumulation and ldmatrix (sm_80 and newer),
-/// asked once per device.
+}  // namespace
+
 bool device_has_mma() {
   constexpr int kCachedDevices = 64;
   static std::array<std::atomic<int>, kCachedDevices> cached{};  // 0: not asked, 1: no, 2: yes
@@ -43,6 +44,8 @@ bool device_has_mma() {
   if (device < kCachedDevices) cached[device].store(major >= 8 ? 2 : 1, std::memory_order_relaxed);
   return major >= 8;
 }
+
+namespace {
 
 /// FP16 bits of an integer of magnitude at most 2048 (exact).
 unsigned short half_bits(int v) {
@@ -124,7 +127,7 @@ bool rank_one_applies(const LaunchArgs& a) {
          a.params.anchor_y == a.params.kh / 2 && tensor_radius_supported(a.params.kw / 2);
 }
 
-/// 8-bit in and out, 1, 3 or 4 channels, no kept alpha, a GPU with FP16 MMA.
+/// 8-bit in and out, 1, 3 or 4 channels, no kept alpha, a GPU with MMA.
 bool tensor_types_apply(const LaunchArgs& a) {
   return a.src_type == PixelType::u8 && a.dst_type == PixelType::u8 && !a.keep_alpha &&
          (a.channels == 1 || a.channels == 3 || a.channels == 4) && device_has_mma();
@@ -169,6 +172,7 @@ void launch_tensor(const LaunchArgs& a) {
     });
     return;
   }
+  if (launch_tensor_dense_float(a)) return;
   launch_fast(a);
 }
 
