@@ -59,6 +59,12 @@ struct alignas(4) TensorDenseTaps {
   float scale;  ///< 2^-e
 };
 
+/// Three digit chains of weights 65536, 256 and 1 joined by two float FMAs (exact while the sum
+/// stays below 2^24).
+__device__ __forceinline__ float join_chains(int high, int middle, int low) {
+  return fmaf(__int2float_rn(high), 65536.0f, fmaf(__int2float_rn(middle), 256.0f, __int2float_rn(low)));
+}
+
 /// The chunk of K position c: filter row `row` and its chunk `chunk` (window bytes 8 chunk ..).
 /// Row-major K lists each filter row's chunks in turn; column-major K lists chunk 0 of every
 /// row, then chunk 1, ... (the float kernel's layout for 5 chunks a row, whose row-major groups
@@ -302,8 +308,7 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
             unsigned v[2];
 #pragma unroll
             for (int h = 0; h < 2; ++h) {
-              const float sum = fmaf(__int2float_rn(acc[2][n][k + h]), 65536.0f,
-                                     fmaf(__int2float_rn(acc[1][n][k + h]), 256.0f, __int2float_rn(acc[0][n][k + h])));
+              const float sum = join_chains(acc[2][n][k + h], acc[1][n][k + h], acc[0][n][k + h]);
               v[h] = round_to_byte(fmaf(sum, taps.scale, p.delta));
             }
             const int pixel = 8 * (b0 + n) + 2 * t;

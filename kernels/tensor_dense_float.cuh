@@ -295,8 +295,7 @@ __global__ void __launch_bounds__(32 * kDenseFloatWarps, 2)
           float v[2];
 #pragma unroll
           for (int h = 0; h < 2; ++h) {
-            const float sum = fmaf(__int2float_rn(acc[0][n][k + h]), 65536.0f,
-                                   fmaf(__int2float_rn(acc[1][n][k + h]), 256.0f, __int2float_rn(acc[2][n][k + h])));
+            const float sum = join_chains(acc[0][n][k + h], acc[1][n][k + h], acc[2][n][k + h]);
             v[h] = fmaf(sum * out_scale[0], out_scale[1], p.delta);
           }
           const int pixel = 8 * (b0 + n) + 2 * t;

@@ -6,6 +6,7 @@
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
+#include <cuconv/device_image.hpp>
 #include <cuconv/filter.hpp>
 
 #include <doctest/doctest.h>
@@ -17,6 +18,7 @@
 #include <cstddef>
 #include <limits>
 #include <string>
+#include <utility>
 
 namespace cuconv::test {
 
@@ -62,6 +64,35 @@ inline cv::Mat exact_sum(const cv::Mat& src, const Filter& f, int anchor_x, int 
   cv::Mat out;
   exact.convertTo(out, CV_MAKETYPE(out_depth, src.channels()));
   return out;
+}
+
+/// The sweeps' anchor by run index: the filter's own, (0, own), (own, kh - 1), (kw - 1, 0).
+inline void cycle_anchor(ConvolveOptions& o, int index, int kw, int kh) {
+  if (index % 4 == 1) o.anchor_x = 0;
+  if (index % 4 == 2) o.anchor_y = kh - 1;
+  if (index % 4 == 3) {
+    o.anchor_x = kw - 1;
+    o.anchor_y = 0;
+  }
+}
+
+/// `convolve` on device views that start one pixel into a wider copy of `src` (rows off their
+/// 4- and 16-byte boundaries): the variant that ran and the result, downloaded.
+inline std::pair<Variant, cv::Mat> convolve_one_pixel_in(const cv::Mat& src, const Filter& f, const ConvolveOptions& o,
+                                                         GpuWorkspace& workspace) {
+  cv::Mat wider;
+  cv::copyMakeBorder(src, wider, 0, 0, 1, 0, cv::BORDER_CONSTANT, cv::Scalar::all(9));
+  const DeviceImage in = upload(wider);
+  const DeviceImage out(wider.cols, wider.rows, src.channels(), src.depth());
+  ConstDeviceImageView in_view = in.view();
+  DeviceImageView out_view = out.view();
+  const std::size_t pixel_bytes = src.elemSize();
+  in_view.data += pixel_bytes;
+  in_view.width -= 1;
+  out_view.data += pixel_bytes;
+  out_view.width -= 1;
+  const Variant ran = convolve(in_view, out_view, f, o, workspace, nullptr);
+  return {ran, download(out_view)};
 }
 
 struct RuleCount {

@@ -78,12 +78,7 @@ TEST_CASE("gpu tensor dense float: block floating point sums meet the 32F rule a
         ConvolveOptions o;
         o.border = border;
         o.border_value = border == Border::constant ? (kind == 1 ? 3e-31 : -41.5) : 0;
-        if (index % 4 == 1) o.anchor_x = 0;
-        if (index % 4 == 2) o.anchor_y = kh - 1;
-        if (index % 4 == 3) {
-          o.anchor_x = kw - 1;
-          o.anchor_y = 0;
-        }
+        cuconv::test::cycle_anchor(o, index, kw, kh);
         if (index % 9 == 0) o.delta = 2.7;
         CHECK(check_float_rule(src, f, o, describe(f, src, border, o, kind), Variant::tensor) == Variant::tensor);
       }
@@ -124,7 +119,7 @@ TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales,
     zero.at<float>(35, 75) = 3.0e-38f;
     CHECK(check_float_rule(zero, f, o, "one tiny pixel", Variant::tensor) == Variant::tensor);
   }
-  // Output rows off 16 bytes (scalar stores) give the aligned result bit for bit.
+  // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
   {
     GpuWorkspace workspace;
     const cv::Mat src = float_image(45, 301, 1, 0, 81);
@@ -132,20 +127,11 @@ TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales,
     o.variant = Variant::tensor;
     o.poison_output = true;
     const cv::Mat aligned = convolve(src, f, o).image;
-    cv::Mat wider;
-    cv::copyMakeBorder(src, wider, 0, 0, 1, 0, cv::BORDER_CONSTANT, cv::Scalar::all(9));
-    const DeviceImage in = upload(wider);
-    const DeviceImage out(wider.cols, wider.rows, 1, CV_32F);
-    ConstDeviceImageView in_view = in.view();
-    DeviceImageView out_view = out.view();
-    in_view.data += sizeof(float);
-    in_view.width -= 1;
-    out_view.data += sizeof(float);
-    out_view.width -= 1;
     const std::uint64_t before = detail::tensor_dense_float_kernel_launches();
-    CHECK(convolve(in_view, out_view, f, o, workspace, nullptr) == Variant::tensor);
+    const auto [ran, shifted] = cuconv::test::convolve_one_pixel_in(src, f, o, workspace);
+    CHECK(ran == Variant::tensor);
     CHECK(detail::tensor_dense_float_kernel_launches() - before == 1u);
-    CHECK(cuconv::test::bit_equal(download(out_view), aligned));
+    CHECK(cuconv::test::bit_equal(shifted, aligned));
   }
   // Refused: a spike among many small weights (the dropped low products pass the limit), a side
   // past 31, and a kept alpha channel: `tensor` runs `fast` for them.
