@@ -137,12 +137,15 @@ __global__ void __launch_bounds__(32 * kDenseFloatWarps, 2)
     });
   };
   // x 2^s rounded to an integer v (|v| <= 2^22 inside the window) plus 0x808080: byte d is digit
-  // d + 128 of v in balanced base 256; XOR 0x80 makes it the signed digit.
+  // d + 128 of v in balanced base 256; XOR 0x80 makes it the signed digit. Staged pixels outside
+  // the window (read by no output that is stored) may be larger; their digits are garbage that
+  // meets only zero weights or discarded outputs.
   const auto store_chunk = [&](int chunk, const float (&pixel_scale)[2]) {
     for_each_step([&](int s, int r, int u) {
       unsigned v[8];
 #pragma unroll
-      for (int b = 0; b < 8; ++b) v[b] = static_cast<unsigned>(__float2int_rn(pending[s][b] * pixel_scale[0] * pixel_scale[1]) + 0x808080);
+      for (int b = 0; b < 8; ++b)
+        v[b] = static_cast<unsigned>(__float2int_rn(pending[s][b] * pixel_scale[0] * pixel_scale[1])) + 0x808080u;
       const int staged = 16 * chunk + r;
       unsigned char* low = ring + (staged & (RingRows - 1)) * slot_bytes + 16 * u;
       unsigned char* high = ring + ((staged - 8) & (RingRows - 1)) * slot_bytes + 16 * u + 4;

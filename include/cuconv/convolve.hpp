@@ -18,9 +18,9 @@ namespace cuconv {
 
 /// Kernel strategies. basic .. cached follow PMPP ch. 7; `fast` is ours (interleaved channels,
 /// register sliding window, separable filters in one pass); `fft` is overlap-save with cuFFT for
-/// large filters; `tensor` runs 8-bit filters on tensor cores, separable ones with the row sums
-/// there and others up to 17x17 densely (else as `fast`); `opencv` is the CPU reference. New
-/// values are added at the end.
+/// large filters; `tensor` runs filters on tensor cores: 8-bit separable ones with the row sums
+/// there, other 8-bit ones up to 17x17 and float ones up to 31x31 densely (else as `fast`);
+/// `opencv` is the CPU reference. New values are added at the end.
 enum class Variant { automatic, opencv, basic, constmem, tiled, tiled_halo, cached, fast, fft, tensor };
 /// Border modes; `wrap` is not in cv::filter2D, the opencv variant emulates it by padding.
 enum class Border { reflect101, reflect, replicate, constant, wrap };
