@@ -286,19 +286,26 @@ std::optional<DenseTensorSplit> dense_tensor_split_float(const std::vector<doubl
   // Per unit of the window's largest magnitude M, with pixels v = x 2^s rounded (M 2^s > 2^21):
   // each pixel's rounding 2^-22; the dropped products d0 x d0, d1 x d0 and d0 x d1 (pixel digit x
   // weight digit, |pixel digit| <= 128) 2^-(s+e) 128 (257 |d0| + 256 |d1|) < 2^-14 2^-e (...); the
-  // chains' conversions and the epilogue's three FMAs, 4 roundings of at most about sum |H| 2^-e
-  // (1.01 covers the digits' carries).
+  // chains' conversions and the epilogue's FMAs, 4 roundings of what the digit products reach:
+  // sum (|d0| + 256 |d1| + 65536 |d2|) 2^-e times the pixels' digits, which pass |v| by at most
+  // 2 (128 + 256 * 128) = 65792 (balanced digits), i.e. (1 + 65792 / 2^21) M.
   double weight_sum = 0.0;
   double scaled_sum = 0.0;
+  double digit_sum = 0.0;
   double dropped = 0.0;
   for (std::size_t k = 0; k < weights.size(); ++k) {
+    const double d0 = split.digits[0][k];
+    const double d1 = split.digits[1][k];
+    const double d2 = split.digits[2][k];
     weight_sum += std::abs(weights[k]);
-    scaled_sum += std::abs(split.digits[0][k] + 256.0 * split.digits[1][k] + 65536.0 * split.digits[2][k]);
-    dropped += 257.0 * std::abs(split.digits[0][k]) + 256.0 * std::abs(split.digits[1][k]);
+    scaled_sum += std::abs(d0 + 256.0 * d1 + 65536.0 * d2);
+    digit_sum += std::abs(d0) + 256.0 * std::abs(d1) + 65536.0 * std::abs(d2);
+    dropped += 257.0 * std::abs(d0) + 256.0 * std::abs(d1);
   }
-  scaled_sum = std::ldexp(scaled_sum, -split.exponent);
-  const double per_m = quantization + std::ldexp(1.0, -22) * scaled_sum +
-                       std::ldexp(dropped, -14 - split.exponent) + gamma(4) * 1.01 * scaled_sum;
+  constexpr double kPixelDigits = 1.0 + 65792.0 / 2097152.0;
+  const double per_m = quantization + std::ldexp(scaled_sum, -22 - split.exponent) +
+                       std::ldexp(dropped, -14 - split.exponent) +
+                       gamma(4) * kPixelDigits * std::ldexp(digit_sum, -split.exponent);
   // Relative to sum |w| M + |delta|, the 32F pass rule's scale.
   split.bound = per_m / weight_sum + gamma(4);
   split.holds = split.bound <= kDenseFloatErrorLimit;
