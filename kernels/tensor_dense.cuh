@@ -72,20 +72,12 @@ __device__ __forceinline__ float join_chains(int high, int middle, int low) {
 struct DenseChunk {
   int row;
   int chunk;
-  /// The chunk 4 K positions later.
-  __device__ __forceinline__ void advance(bool column_major, int chunks, int kh) {
-    if (column_major) {
-      row += 4;
-      while (row >= kh) {
-        row -= kh;
-        ++chunk;
-      }
-    } else {
-      chunk += 4;
-      while (chunk >= chunks) {
-        chunk -= chunks;
-        ++row;
-      }
+  /// The chunk 4 K positions later in column-major K.
+  __device__ __forceinline__ void advance_column_major(int kh) {
+    row += 4;
+    while (row >= kh) {
+      row -= kh;
+      ++chunk;
     }
   }
   __device__ __forceinline__ static DenseChunk at(int c, bool column_major, int chunks, int kh) {

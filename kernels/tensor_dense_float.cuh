@@ -75,7 +75,8 @@ __global__ void __launch_bounds__(32 * kDenseFloatWarps, 2)
   constexpr int kOut = dense_float_out_stride();
   constexpr int kUnits = kPlane / 8;                               // 8-pixel steps of a staged row
   constexpr int kSteps = (16 * kUnits + kThreads - 1) / kThreads;  // steps a thread and chunk
-  constexpr int kAhead = RingRows / 16 - 1 > 2 ? 2 : RingRows / 16 - 1;  // chunks staged past the one computed
+  static_assert(RingRows == 32 || RingRows == 64, "the two rings of dense_float_ring_rows");
+  constexpr int kAhead = RingRows == 32 ? 1 : 2;  // chunks staged past the one computed
   static_assert(kP / 8 == 4 * kDenseFloatWarps, "a warp computes 4 n-tiles");
 
   extern __shared__ __align__(16) unsigned char dense_shared[];
@@ -244,17 +245,16 @@ __global__ void __launch_bounds__(32 * kDenseFloatWarps, 2)
       const int b0 = 4 * warp;
       const unsigned char* window = ring + 16 * b0;
       int acc[3][4][4];
-      DenseChunk chunk = DenseChunk::at(t, kColumnMajor, Chunks, p.kh);  // column-major: this lane's chunk of MMA q
+      DenseChunk chunk = DenseChunk::at(t, true, Chunks, p.kh);  // column-major K: this lane's chunk of MMA q
       const auto mma_step = [&](int q, auto first) {
         constexpr bool kFirst = decltype(first)::value;
         const unsigned char* slot;
         if constexpr (kColumnMajor) {
           slot = window + 16 * chunk.chunk + ((16 * m + chunk.row + g) & (RingRows - 1)) * slot_bytes;
-          chunk.advance(true, Chunks, p.kh);
+          chunk.advance_column_major(p.kh);
         } else {
-          const int c = 4 * q + t;
-          const int i = c / Chunks;
-          slot = window + 16 * (c - i * Chunks) + ((16 * m + i + g) & (RingRows - 1)) * kRowMajorSlot;
+          const DenseChunk c = DenseChunk::at(4 * q + t, false, Chunks, p.kh);
+          slot = window + 16 * c.chunk + ((16 * m + c.row + g) & (RingRows - 1)) * kRowMajorSlot;
         }
         const uint4 b = fragments[q * 32 + lane];
         const uint2 b2 = fragments2[q * 32 + lane];

@@ -73,7 +73,7 @@ bool tensor_dense_float_applies(const LaunchArgs& a) {
 
 bool launch_tensor_dense_float(const LaunchArgs& a) {
   if (!tensor_dense_float_applies(a)) return false;
-  if (a.params.kh <= 17) {
+  if (kernels::dense_float_ring_rows(a.params.kh) == 32) {
     launch_for_width<32>(a, *a.dense_tensor);
   } else {
     launch_for_width<64>(a, *a.dense_tensor);
