@@ -89,9 +89,9 @@ struct DenseChunk {
 /// planes of `plane_stride` signed bytes, filter row-major kh x kw. MMA q, lane (g', t'): K rows
 /// 4t' .. 4t' + 3 are bytes 0..3 of chunk 4q + t' (DenseChunk::at), rows 16 + 4t' .. its bytes
 /// 4..7; column g' is output g' of the n-tile, so byte b of the window holds w[i][b - g'].
-/// `fragments` gets digits 0 and 1, `fragments2` digit 2.
-template <int Chunks>
-__device__ void build_dense_fragments(uint4* fragments, uint2* fragments2, const unsigned char* digits,
+/// `fragments` gets digits 0 and 1, `fragments2` digit 2 (uint2) or digits 2 and 3 (uint4).
+template <int Chunks, class Second>
+__device__ void build_dense_fragments(uint4* fragments, Second* fragments2, const unsigned char* digits,
                                       int plane_stride, int kw, int kh, int mmas, bool column_major = false) {
   const int threads = static_cast<int>(blockDim.x);
   for (int idx = static_cast<int>(threadIdx.x); idx < mmas * 32; idx += threads) {
@@ -111,7 +111,11 @@ __device__ void build_dense_fragments(uint4* fragments, uint2* fragments2, const
       return w;
     };
     fragments[idx] = make_uint4(word(0, 0), word(0, 4), word(1, 0), word(1, 4));
-    fragments2[idx] = make_uint2(word(2, 0), word(2, 4));
+    if constexpr (std::is_same_v<Second, uint4>) {
+      fragments2[idx] = make_uint4(word(2, 0), word(2, 4), word(3, 0), word(3, 4));
+    } else {
+      fragments2[idx] = make_uint2(word(2, 0), word(2, 4));
+    }
   }
 }
 

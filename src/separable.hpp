@@ -3,7 +3,6 @@
 // costs kw + kh multiply-adds per output instead of kw * kh. Also the integer splits of the
 // weights that `tensor` feeds to tensor cores (rank-1 and dense) and their error bounds, judged
 // by the same pass-rule test.
-#include <array>
 #include <optional>
 #include <vector>
 
@@ -40,20 +39,22 @@ struct TensorSplit {
                                         const std::vector<double>& weights, double delta);
 
 /// Largest sides of a filter `tensor` sums densely on tensor cores: 8-bit images
-/// (kernels/tensor_dense.cuh) and float images (kernels/tensor_dense_float.cuh).
+/// (kernels/tensor_dense.cuh), float and 16-bit images (kernels/tensor_dense_planes.cuh).
 inline constexpr int kTensorDenseMaxSide = 17;
-inline constexpr int kTensorDenseFloatMaxSide = 31;
+inline constexpr int kTensorDensePlanesMaxSide = 31;
 
 /// Largest error bound, relative to the 32F pass rule's scale (sum |w| max |x| + |delta|), with
 /// which float images take `tensor`'s dense kernel: half the rule's 1e-5.
 inline constexpr double kDenseFloatErrorLimit = 5e-6;
 
 /// A dense filter as `tensor`'s dense kernels feed it to byte MMAs: every weight w * 2^exponent
-/// rounded to an integer H written as three signed base-256 digits, summed with the pixels (8-bit
-/// images) or with the pixels' own digits (float images) in exact 32-bit chains.
+/// rounded to an integer H written as signed base-256 digits (three; four for 16-bit images),
+/// summed with the pixels (8-bit images) or with the pixels' own digits (float and 16-bit images)
+/// in exact 32-bit chains.
 struct DenseTensorSplit {
   int exponent = 0;
-  std::array<std::vector<int>, 3> digits;  ///< kh x kw row-major: w * 2^exponent ~ d0 + 256 d1 + 65536 d2, |d| <= 128
+  /// kh x kw row-major each: w * 2^exponent ~ d0 + 256 d1 + 65536 d2 (+ 2^24 d3), |d| <= 128
+  std::vector<std::vector<int>> digits;
   double bound = 0.0;  ///< largest error against the exact sum: absolute for 8-bit, relative to the rule's scale for float
   bool holds = false;  ///< results meet the pass rule
 };
@@ -73,8 +74,17 @@ struct DenseTensorSplit {
 [[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_split_float(const std::vector<double>& weights, int kw,
                                                                        int kh);
 
-/// The split `tensor` uses for these depths: 8-bit in and out up to kTensorDenseMaxSide, float in
-/// and out up to kTensorDenseFloatMaxSide; nullopt for other depths and sizes.
+/// The split for 16-bit input and output: four digits (largest weight scaled into (2^29, 2^30]), with
+/// the absolute bound of kernels/tensor_dense_planes.cuh (the weights' rounding, which keeps their
+/// sum to the nearest integer, the double epilogue and delta in float)
+/// and `holds` when the bound is under kSeparableErrorLimit and the kernel's arithmetic, emulated
+/// for every flat area (one 16-bit value under the whole window), rounds each as the exact sum.
+/// nullopt as dense_tensor_split.
+[[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_split_u16(const std::vector<double>& weights, int kw,
+                                                                     int kh, double delta);
+
+/// The split `tensor` uses for these depths: 8-bit in and out up to kTensorDenseMaxSide, float or
+/// 16-bit in and out up to kTensorDensePlanesMaxSide; nullopt for other depths and sizes.
 [[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_for(const std::vector<double>& weights, int kw, int kh,
                                                                int input_depth, int output_depth, double delta);
 

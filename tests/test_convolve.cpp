@@ -406,7 +406,7 @@ TEST_CASE("fft tie margin: on for 8-bit outputs of usual filters, off where it w
   CHECK(detail::fft_tie_margin(PixelType::u8, PixelType::u8, large.data(), large.size()) == 0.0);
 }
 
-TEST_CASE("auto sends large dense filters to tensor for float, fft for 8-bit outputs, direct sums for 16-bit") {
+TEST_CASE("auto sends large dense filters to tensor for float and 16-bit, fft for 8-bit outputs") {
   Filter dense;
   dense.width = dense.height = 31;
   dense.weights.resize(31 * 31);
@@ -435,7 +435,14 @@ TEST_CASE("auto sends large dense filters to tensor for float, fft for 8-bit out
   CHECK(choose_variant(load_filter("box:15"), ConvolveOptions{}, true, CV_32F, CV_32F) == Variant::fast);
   CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_8U) == large_filter_path);
   CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_16S) == Variant::tiled_halo);
-  CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_16U, CV_16U) == Variant::tiled_halo);
+  // 16-bit: `tensor` where its split holds (normalised filters), direct sums where it does not.
+  Filter normalised = dense;
+  double total = 0;
+  for (double w : normalised.weights) total += w;
+  for (double& w : normalised.weights) w /= total;
+  CHECK(choose_variant(normalised, ConvolveOptions{}, true, CV_16U, CV_16U) == Variant::tensor);
+  CHECK(choose_variant(spike, ConvolveOptions{}, true, CV_16U, CV_16U) == Variant::tiled_halo);
+  CHECK(choose_variant(normalised, alpha, true, CV_16U, CV_16U) == Variant::tiled_halo);
   // A rank-1 31x31 on 16 bits: fast's double-precision separable sums.
   CHECK(choose_variant(load_filter("gaussian:15,5"), ConvolveOptions{}, true, CV_16U, CV_16U) == Variant::fast);
   CHECK(choose_variant(load_filter("box:31"), ConvolveOptions{}, true, CV_16U, CV_16U) == Variant::fast);
@@ -462,6 +469,19 @@ TEST_CASE("auto sends dense 8-bit filters of more than 25 taps up to 17x17 to te
   CHECK(choose_variant(random_dense(19, 19), defaults, true, CV_8U, CV_8U) != Variant::tensor);
   CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_8U, CV_16S) != Variant::tensor);
   CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_16U, CV_16U) != Variant::tensor);
+  // 16-bit: from 15x15, and off-centre filters `fast` has no kernel for, where the split holds
+  // (normalised weights).
+  const auto normalised = [&](int kw, int kh) {
+    Filter f = random_dense(kw, kh);
+    double total = 0;
+    for (double w : f.weights) total += w;
+    for (double& w : f.weights) w /= total;
+    return f;
+  };
+  CHECK(choose_variant(normalised(15, 15), defaults, true, CV_16U, CV_16U) == Variant::tensor);
+  CHECK(choose_variant(normalised(13, 13), defaults, true, CV_16U, CV_16U) == Variant::fast);
+  CHECK(choose_variant(normalised(4, 3), defaults, true, CV_16U, CV_16U) == Variant::tensor);
+  CHECK(choose_variant(normalised(15, 15), defaults, true, CV_16U, CV_32F) != Variant::tensor);
   CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_32F, CV_32F) != Variant::tensor);
   ConvolveOptions alpha;
   alpha.keep_alpha = true;

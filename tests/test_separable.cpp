@@ -11,6 +11,7 @@
 #include <algorithm>
 #include <utility>
 #include <cmath>
+#include <initializer_list>
 #include <string>
 #include <vector>
 
@@ -302,6 +303,36 @@ TEST_CASE("separable: tensor's dense split keeps its digit sums exact and its ar
   CHECK_FALSE(dense_tensor_split({1e-60}, 1, 1, 0.0).has_value());
 }
 
+namespace {
+
+struct SplitCase {
+  std::string name;
+  std::vector<double> weights;
+  int kw;
+  int kh;
+};
+
+/// Random filters of the given sides (weights uniform in [-0.3, 1]; divided by their count, or by
+/// their sum when `normalised`) and the named presets, for the split bound tests.
+std::vector<SplitCase> split_cases(cv::RNG& rng, std::initializer_list<std::pair<int, int>> sides,
+                                   std::initializer_list<const char*> specs, bool normalised) {
+  std::vector<SplitCase> cases;
+  for (auto [kw, kh] : sides) {
+    std::vector<double> w;
+    double total = 0;
+    for (int k = 0; k < kw * kh; ++k) total += w.emplace_back(rng.uniform(-0.3, 1.0));
+    for (double& v : w) v /= normalised ? total : kw * kh;
+    cases.push_back({"random " + std::to_string(kw) + "x" + std::to_string(kh), w, kw, kh});
+  }
+  for (const char* spec : specs) {
+    const cuconv::Filter f = cuconv::load_filter(spec);
+    cases.push_back({spec, f.weights, f.width, f.height});
+  }
+  return cases;
+}
+
+}  // namespace
+
 TEST_CASE("separable: tensor's float split bounds the block floating point arithmetic") {
   using cuconv::detail::dense_tensor_split_float;
   // The kernel's arithmetic (kernels/tensor_dense_float.cuh) emulated on random windows: the scale
@@ -315,23 +346,12 @@ TEST_CASE("separable: tensor's float split bounds the block floating point arith
     }
   };
   cv::RNG rng(2027);
-  std::vector<std::pair<std::string, std::vector<double>>> filters;
-  std::vector<std::pair<int, int>> sides;
-  for (auto [kw, kh] : {std::pair{3, 3}, {5, 5}, {9, 9}, {15, 15}, {17, 17}, {31, 31}, {31, 1}, {7, 20}}) {
-    std::vector<double> w;
-    for (int k = 0; k < kw * kh; ++k) w.push_back(rng.uniform(-0.3, 1.0) / (kw * kh));
-    filters.emplace_back("random " + std::to_string(kw) + "x" + std::to_string(kh), w);
-    sides.emplace_back(kw, kh);
-  }
-  for (const char* spec : {"gaussian:7,3", "gaussian:15,5", "box:31", "gauss5"}) {
-    const cuconv::Filter f = cuconv::load_filter(spec);
-    filters.emplace_back(spec, f.weights);
-    sides.emplace_back(f.width, f.height);
-  }
-  for (std::size_t n = 0; n < filters.size(); ++n) {
-    const auto& [what, weights] = filters[n];
+  const std::vector<SplitCase> filters = split_cases(
+      rng, {{3, 3}, {5, 5}, {9, 9}, {15, 15}, {17, 17}, {31, 31}, {31, 1}, {7, 20}},
+      {"gaussian:7,3", "gaussian:15,5", "box:31", "gauss5"}, false);
+  for (const auto& [what, weights, kw, kh] : filters) {
     INFO(what);
-    const auto split = dense_tensor_split_float(weights, sides[n].first, sides[n].second);
+    const auto split = dense_tensor_split_float(weights, kw, kh);
     REQUIRE(split.has_value());
     CHECK(split->holds);
     double weight_sum = 0;
@@ -379,9 +399,98 @@ TEST_CASE("separable: tensor's float split bounds the block floating point arith
   CHECK_FALSE(refused->holds);
   CHECK_FALSE(dense_tensor_split_float(std::vector<double>(9, 0.0), 3, 3).has_value());
   CHECK_FALSE(dense_tensor_split_float({1.0, std::nan("")}, 2, 1).has_value());
-  // dense_tensor_for: 8-bit up to 17, float up to 31, nothing for other depths.
+  // dense_tensor_for: 8-bit up to 17, float and 16-bit up to 31, nothing for other depths.
   const std::vector<double> box19(19 * 19, 1.0 / 361);
   CHECK_FALSE(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_8U, CV_8U, 0.0).has_value());
   CHECK(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_32F, CV_32F, 0.0).has_value());
-  CHECK_FALSE(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_16U, CV_16U, 0.0).has_value());
+  CHECK(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_16U, CV_16U, 0.0)->digits.size() == 4);
+  CHECK_FALSE(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_16U, CV_32F, 0.0).has_value());
+  const std::vector<double> box33(33 * 33, 1.0 / 1089);
+  CHECK_FALSE(cuconv::detail::dense_tensor_for(box33, 33, 33, CV_16U, CV_16U, 0.0).has_value());
+}
+
+TEST_CASE("separable: tensor's 16-bit split bounds the kernel's arithmetic and is exact on dyadic weights") {
+  using cuconv::detail::dense_tensor_split_u16;
+  // The kernel's arithmetic (kernels/tensor_dense_planes.cuh) emulated on random 16-bit windows:
+  // pixel bytes lo, hi times the four weight digits, the eight products in five integer chains
+  // (2^32, 2^24, 2^16, 2^8, 1) joined by double FMAs, scaled by 2^-e with the float delta added.
+  // Before rounding it stays within the bound of the exact sum; the weights' sum is kept to half a
+  // unit of 2^-e.
+  cv::RNG rng(2028);
+  const std::vector<SplitCase> filters =
+      split_cases(rng, {{3, 3}, {5, 5}, {15, 15}, {17, 17}, {31, 31}, {31, 1}, {7, 20}},
+                  {"gaussian:7,3", "gaussian:15,5", "box:31", "box:15"}, true);
+  for (std::size_t n = 0; n < filters.size(); ++n) {
+    const auto& [what, weights, kw, kh] = filters[n];
+    INFO(what);
+    const double delta = n % 2 == 0 ? 0.0 : 0.3;
+    const auto split = dense_tensor_split_u16(weights, kw, kh, delta);
+    REQUIRE(split.has_value());
+    CHECK(split->holds);
+    CHECK(split->bound > 0.0);
+    CHECK(split->bound <= cuconv::detail::kSeparableErrorLimit);
+    long double scaled_sum = 0.0L;
+    long long whole_sum = 0;
+    for (std::size_t k = 0; k < weights.size(); ++k) {
+      scaled_sum += std::ldexp(static_cast<long double>(weights[k]), split->exponent);
+      whole_sum += split->digits[0][k] + 256LL * split->digits[1][k] + 65536LL * split->digits[2][k] +
+                   16777216LL * split->digits[3][k];
+    }
+    CHECK(std::abs(static_cast<long double>(whole_sum) - scaled_sum) <= 0.5L);
+    double worst = 0;
+    for (int trial = 0; trial < 200; ++trial) {
+      long long acc[5] = {};
+      long double exact = delta;
+      for (std::size_t k = 0; k < weights.size(); ++k) {
+        const int x = trial == 0 ? 65535 : rng.uniform(0, 65536);
+        exact += static_cast<long double>(weights[k]) * x;
+        const long long lo = x & 255;
+        const long long hi = x >> 8;
+        const long long d[4] = {split->digits[0][k], split->digits[1][k], split->digits[2][k], split->digits[3][k]};
+        for (long long digit : d) CHECK(std::abs(digit) <= 128);
+        acc[0] += hi * d[3];
+        acc[1] += hi * d[2] + lo * d[3];
+        acc[2] += hi * d[1] + lo * d[2];
+        acc[3] += hi * d[0] + lo * d[1];
+        acc[4] += lo * d[0];
+      }
+      for (long long chain : acc) CHECK(std::abs(chain) < (1LL << 31));
+      double sum = static_cast<double>(acc[0]);
+      for (int c = 1; c < 5; ++c) sum = std::fma(sum, 256.0, static_cast<double>(acc[c]));
+      const double got =
+          std::fma(sum, std::ldexp(1.0, -split->exponent), static_cast<double>(static_cast<float>(delta)));
+      worst = std::max(worst, static_cast<double>(std::abs(static_cast<long double>(got) - exact)));
+    }
+    MESSAGE(what << ": worst " << worst << ", bound " << split->bound);
+    CHECK(worst <= split->bound);
+  }
+  // Dyadic weights (integers / 256) with a delta on the same grid: every step exact, bound 0, so
+  // results at a tie (n + 1/2) round as the exact sum's. Weights summing to 1/pi: some of the
+  // 65536 flat values sum to within the bound of a tie, yet the emulated kernel rounds each flat
+  // area as the exact sum, so the split holds.
+  // Refused: a weight 3 * 2^-42 below 1/2 (the kernel's 30-bit weight is 1/2, so an odd flat area
+  // lands on a tie and rounds to even where the exact sum rounds down), and a spike among 960
+  // small weights (their rounding at the spike's scale passes the limit).
+  std::vector<double> dyadic;
+  for (int k = 0; k < 25; ++k) dyadic.push_back(rng.uniform(-40, 200) / 256.0);
+  const auto exact = dense_tensor_split_u16(dyadic, 5, 5, 0.5);
+  REQUIRE(exact.has_value());
+  CHECK(exact->bound == 0.0);
+  CHECK(exact->holds);
+  std::vector<double> odd_sum(filters[2].weights);
+  for (double& v : odd_sum) v *= 0.3183098861837907;
+  const auto odd = dense_tensor_split_u16(odd_sum, 15, 15, 0.0);
+  REQUIRE(odd.has_value());
+  CHECK(odd->holds);
+  const auto near_tie = dense_tensor_split_u16({0.5 - std::ldexp(3.0, -42), 0.0}, 2, 1, 0.0);
+  REQUIRE(near_tie.has_value());
+  CHECK(near_tie->bound < 1e-6);
+  CHECK_FALSE(near_tie->holds);
+  std::vector<double> spike(31 * 31, 1e-3);
+  spike[480] = 1.0;
+  const auto refused = dense_tensor_split_u16(spike, 31, 31, 0.0);
+  REQUIRE(refused.has_value());
+  CHECK(refused->bound > cuconv::detail::kSeparableErrorLimit);
+  CHECK_FALSE(refused->holds);
+  CHECK_FALSE(dense_tensor_split_u16(std::vector<double>(9, 0.0), 3, 3, 0.0).has_value());
 }

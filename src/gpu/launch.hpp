@@ -47,7 +47,7 @@ struct LaunchArgs {
   const double* wide_vertical = nullptr;        ///< the kh factors in double
   double wide_delta = 0;                        ///< delta in double (params.delta is its float)
   bool separable_wide = false;                  ///< SeparableFactors::wide: `fast` may sum it in double
-  const DenseTensorSplit* dense_tensor = nullptr;  ///< ConvolveJob::dense_tensor (8-bit or float in and out)
+  const DenseTensorSplit* dense_tensor = nullptr;  ///< ConvolveJob::dense_tensor (8-bit, 16-bit or float in and out)
 };
 
 /// One launch of a variant with the device images it reads and writes (what --bench times and
@@ -108,13 +108,14 @@ bool launch_fast_wide(const LaunchArgs& args);
 /// per device.
 [[nodiscard]] bool device_has_mma();
 
-/// `tensor`'s dense kernel for float images (kernels/tensor_dense_float.cuh) when the arguments
-/// allow it (tensor_dense_float_applies); false (nothing launched) otherwise.
-bool launch_tensor_dense_float(const LaunchArgs& args);
-[[nodiscard]] bool tensor_dense_float_applies(const LaunchArgs& args);
+/// `tensor`'s dense kernel for float and 16-bit images (kernels/tensor_dense_planes.cuh) when the
+/// arguments allow it (tensor_dense_planes_applies); false (nothing launched) otherwise.
+bool launch_tensor_dense_planes(const LaunchArgs& args);
+[[nodiscard]] bool tensor_dense_planes_applies(const LaunchArgs& args);
 
-/// Launches of the float dense tensor-core kernel in this process.
+/// Launches of that kernel in this process on float images and on 16-bit images.
 [[nodiscard]] std::uint64_t tensor_dense_float_kernel_launches() noexcept;
+[[nodiscard]] std::uint64_t tensor_dense_u16_kernel_launches() noexcept;
 
 void launch_fft(const LaunchArgs& args);
 

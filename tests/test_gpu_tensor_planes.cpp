@@ -1,0 +1,311 @@
+// `tensor` on float and 16-bit images: the dense kernel on byte MMAs over digit planes
+// (kernels/tensor_dense_planes.cuh), judged against the exact double sum under the 32F and the
+// integer pass rules over filter sizes (every chunk count and both ring depths), anchors, channel
+// counts, borders, the kernel's tile edges; float value ranges from 1e-30 to 1e30 and mixed
+// magnitudes, windows holding a NaN or an infinity (summed directly by their block); 16-bit full
+// range, saturation both ways, exact ties; unaligned rows; filters the splits refuse. Outputs are
+// poisoned on the device before every run, and launch counters show which kernel ran.
+#include "exact_sum.hpp"
+#include "test_support.hpp"
+#include "gpu/launch.hpp"
+#include "separable.hpp"
+
+#include <cuconv/convolve.hpp>
+#include <cuconv/filter.hpp>
+
+#include <doctest/doctest.h>
+#include <opencv2/core.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <iterator>
+#include <limits>
+#include <string>
+#include <utility>
+
+using namespace cuconv;
+using cuconv::test::check_float_rule;
+using cuconv::test::kAllBorders;
+using cuconv::test::random_image;
+
+namespace {
+
+/// Random floats of the given kind: 0 uniform in [-100, 100], 1 in [0, 1e-30], 2 in [-1e30, 1e30],
+/// 3 magnitudes spread over 2^-40 .. 2^40 with random signs.
+cv::Mat float_image(int rows, int cols, int channels, int kind, std::uint64_t seed) {
+  cv::Mat m = random_image(rows, cols, CV_32F, channels, seed);
+  cv::RNG rng(seed + 1);
+  for (auto it = m.begin<float>(); it != m.end<float>(); ++it) {
+    switch (kind) {
+      case 1: *it = static_cast<float>(std::abs(*it) * 1e-32); break;
+      case 2: *it = static_cast<float>(*it * 1e28); break;
+      case 3: *it = std::ldexp(*it / 100.0f, rng.uniform(-40, 41)); break;
+      default: break;
+    }
+  }
+  return m;
+}
+
+std::string describe(const Filter& f, const cv::Mat& src, Border border, const ConvolveOptions& o, int kind) {
+  return f.origin + " " + std::to_string(src.cols) + "x" + std::to_string(src.rows) + "x" +
+         std::to_string(src.channels()) + " " + std::string(to_string(border)) + " anchor " +
+         std::to_string(o.anchor_x) + "," + std::to_string(o.anchor_y) + " values " + std::to_string(kind);
+}
+
+}  // namespace
+
+// Tile edges: 128 pixels a block, 16-row chunks, strips of 32..128 rows; images smaller than the
+// filter. Shapes: every chunk count (kw up to 9, 17, 25, 31; 26..31 in column-major K, whose slot
+// size follows kh % 8), both rings (kh up to 17, past it), rectangles, single rows and columns.
+constexpr std::pair<int, int> kSweepSizes[] = {{1, 1},    {5, 7},    {31, 17},  {127, 16}, {128, 33}, {129, 31},
+                                               {257, 64}, {300, 97}, {385, 3},  {200, 129}, {130, 140}};
+constexpr std::pair<int, int> kSweepShapes[] = {{3, 3},   {5, 5},   {9, 9},   {10, 10}, {15, 15}, {17, 17},
+                                                {18, 18}, {25, 25}, {31, 31}, {31, 1},  {1, 31},  {7, 20},
+                                                {26, 9},  {2, 2},   {27, 18}, {30, 13}, {28, 12}};
+
+/// One run of `check` for every sweep shape x channel count x border: the filter (random,
+/// normalised, seed from `filter_seed` and the shape, its split required to hold), the image size
+/// for this run, options with the border, a cycled anchor and now and then a delta, and the run's
+/// index. Returns the number of runs.
+template <class Split, class Check>
+int sweep(std::uint64_t filter_seed, Split&& split, Check&& check) {
+  int index = 0;
+  for (const auto& [kw, kh] : kSweepShapes) {
+    const Filter f = cuconv::test::random_filter(kw, kh, filter_seed + static_cast<std::uint64_t>(kw * 32 + kh));
+    const auto s = split(f);
+    REQUIRE(s.has_value());
+    REQUIRE(s->holds);
+    for (int channels : {1, 3, 4}) {
+      for (Border border : kAllBorders) {
+        ++index;
+        const auto [cols, rows] = kSweepSizes[static_cast<std::size_t>(index * 7 + channels) % std::size(kSweepSizes)];
+        ConvolveOptions o;
+        o.border = border;
+        cuconv::test::cycle_anchor(o, index, kw, kh);
+        if (index % 9 == 0) o.delta = 2.7;
+        check(f, cv::Size(cols, rows), channels, o, index);
+      }
+    }
+  }
+  return index;
+}
+
+TEST_CASE("gpu tensor dense float: block floating point sums meet the 32F rule against the exact sum") {
+  const std::uint64_t launches_before = detail::tensor_dense_float_kernel_launches();
+  const int runs = sweep(
+      1900, [](const Filter& f) { return detail::dense_tensor_split_float(f.weights, f.width, f.height); },
+      [](const Filter& f, cv::Size size, int channels, ConvolveOptions o, int index) {
+        const int kind = index % 4;
+        const cv::Mat src = float_image(size.height, size.width, channels, kind, 9100 + static_cast<std::uint64_t>(index));
+        o.border_value = o.border == Border::constant ? (kind == 1 ? 3e-31 : -41.5) : 0;
+        CHECK(check_float_rule(src, f, o, describe(f, src, o.border, o, kind), Variant::tensor) == Variant::tensor);
+      });
+  CHECK(detail::tensor_dense_float_kernel_launches() - launches_before == static_cast<std::uint64_t>(runs));
+}
+
+TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales, unaligned rows, refused filters") {
+  const Filter f = cuconv::test::random_filter(15, 15, 77);
+  // A NaN and an infinity: their block strips are summed directly, NaN and infinities propagate as
+  // in the exact sum, every other value is within the rule.
+  {
+    cv::Mat src = float_image(300, 700, 1, 0, 78);
+    src.at<float>(40, 100) = std::numeric_limits<float>::quiet_NaN();
+    src.at<float>(200, 500) = std::numeric_limits<float>::infinity();
+    ConvolveOptions o;
+    const std::uint64_t before = detail::tensor_dense_float_kernel_launches();
+    CHECK(check_float_rule(src, f, o, "NaN and infinity", Variant::tensor) == Variant::tensor);
+    CHECK(detail::tensor_dense_float_kernel_launches() - before == 1u);
+  }
+  // Left half about 1e6, right half about 1e-3: each block scales its own window.
+  {
+    cv::Mat src = float_image(160, 520, 1, 0, 79);
+    src(cv::Rect(0, 0, 260, 160)) *= 1e4;
+    src(cv::Rect(260, 0, 260, 160)) *= 1e-5;
+    ConvolveOptions o;
+    CHECK(check_float_rule(src, f, o, "two scales", Variant::tensor) == Variant::tensor);
+    const Filter f31 = cuconv::test::random_filter(31, 31, 80);
+    CHECK(check_float_rule(src, f31, o, "two scales 31x31", Variant::tensor) == Variant::tensor);
+  }
+  // Zero images and a single nonzero pixel (the window's scale comes from one value).
+  {
+    cv::Mat zero = cv::Mat::zeros(70, 150, CV_32FC1);
+    ConvolveOptions o;
+    o.delta = 0.25;
+    CHECK(check_float_rule(zero, f, o, "zeros", Variant::tensor) == Variant::tensor);
+    zero.at<float>(35, 75) = 3.0e-38f;
+    CHECK(check_float_rule(zero, f, o, "one tiny pixel", Variant::tensor) == Variant::tensor);
+  }
+  // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
+  {
+    GpuWorkspace workspace;
+    const cv::Mat src = float_image(45, 301, 1, 0, 81);
+    ConvolveOptions o;
+    o.variant = Variant::tensor;
+    o.poison_output = true;
+    const cv::Mat aligned = convolve(src, f, o).image;
+    const std::uint64_t before = detail::tensor_dense_float_kernel_launches();
+    const auto [ran, shifted] = cuconv::test::convolve_one_pixel_in(src, f, o, workspace);
+    CHECK(ran == Variant::tensor);
+    CHECK(detail::tensor_dense_float_kernel_launches() - before == 1u);
+    CHECK(cuconv::test::bit_equal(shifted, aligned));
+  }
+  // Refused: a spike among many small weights (the dropped low products pass the limit), a side
+  // past 31, and a kept alpha channel: `tensor` runs `fast` for them.
+  {
+    Filter spike;
+    spike.width = spike.height = 31;
+    spike.weights.assign(31 * 31, 1e-3);
+    spike.weights[480] = 1.0;
+    spike.origin = "spike in 1e-3";
+    CHECK_FALSE(detail::dense_tensor_split_float(spike.weights, 31, 31)->holds);
+    const cv::Mat src = float_image(40, 90, 4, 0, 82);
+    const std::uint64_t before = detail::tensor_dense_float_kernel_launches();
+    ConvolveOptions o;
+    check_float_rule(src, spike, o, "spike", Variant::tensor);
+    check_float_rule(src, cuconv::test::random_filter(33, 33, 83), o, "33x33", Variant::tensor);
+    o.keep_alpha = true;
+    o.variant = Variant::tensor;
+    CHECK(convolve(src, f, o).variant_used == Variant::tensor);
+    CHECK(detail::tensor_dense_float_kernel_launches() == before);
+  }
+}
+
+TEST_CASE("gpu tensor dense 16-bit: sums of the weights' digits meet the integer rule against the exact sum") {
+  // Full-range random pixels (normalised random filters keep most results inside 0..65535), a
+  // constant border value near the top.
+  const std::uint64_t launches_before = detail::tensor_dense_u16_kernel_launches();
+  const int runs = sweep(
+      2900, [](const Filter& f) { return detail::dense_tensor_split_u16(f.weights, f.width, f.height, 0.0); },
+      [](const Filter& f, cv::Size size, int channels, ConvolveOptions o, int index) {
+        const cv::Mat src =
+            random_image(size.height, size.width, CV_16U, channels, 9600 + static_cast<std::uint64_t>(index));
+        o.border_value = o.border == Border::constant ? 60000 : 0;
+        CHECK(cuconv::test::check_exact(src, f, o, describe(f, src, o.border, o, 0), Variant::tensor) ==
+              Variant::tensor);
+      });
+  CHECK(detail::tensor_dense_u16_kernel_launches() - launches_before == static_cast<std::uint64_t>(runs));
+}
+
+TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, unaligned rows, refused filters") {
+  // Dyadic weights with delta 1/2 on their grid: the split is exact, so every result equals the
+  // exact sum rounded half to even, ties included (about one output in 256 is a tie here).
+  {
+    Filter dyadic;
+    dyadic.width = 7;
+    dyadic.height = 5;
+    dyadic.origin = "dyadic 7x5";
+    cv::RNG rng(301);
+    int total = 0;
+    for (int k = 0; k < 35; ++k) total += static_cast<int>(dyadic.weights.emplace_back(rng.uniform(-20, 60)));
+    for (double& w : dyadic.weights) w /= 256.0;
+    INFO("weights sum " << total << " / 256");
+    const auto split = detail::dense_tensor_split_u16(dyadic.weights, 7, 5, 0.5);
+    REQUIRE(split.has_value());
+    CHECK(split->bound == 0.0);
+    const cv::Mat src = random_image(90, 333, CV_16U, 3, 302) / (total > 256 ? 2 : 1);
+    for (Border border : kAllBorders) {
+      ConvolveOptions o;
+      o.border = border;
+      o.border_value = 1234;
+      o.delta = 0.5;
+      o.variant = Variant::tensor;
+      o.poison_output = true;
+      const ConvolveResult got = convolve(src, dyadic, o);
+      CHECK(got.variant_used == Variant::tensor);
+      const cv::Mat expected = cuconv::test::exact_sum(src, dyadic, 3, 2, border, 1234, 0.5, CV_16U);
+      const auto r = cuconv::test::compare_exact(got.image, expected);
+      INFO(to_string(border) << ": max diff " << r.max_diff << ", " << r.off_by_one << " off");
+      CHECK(r.max_diff == 0.0);
+    }
+  }
+  // Every pixel 65535 under box:31 (the chains' largest sums, past 2^53 in the double join) and
+  // under a filter of gain 3 (saturates at 65535); a negative filter saturates at 0.
+  {
+    const cv::Mat white(70, 140, CV_16UC1, cv::Scalar(65535));
+    ConvolveOptions o;
+    CHECK(cuconv::test::check_exact(white, load_filter("box:31"), o, "white box:31", Variant::tensor) ==
+          Variant::tensor);
+    Filter gain = cuconv::test::random_filter(17, 17, 303);
+    for (double& w : gain.weights) w *= 3.0;
+    const cv::Mat src = random_image(60, 150, CV_16U, 1, 304);
+    CHECK(cuconv::test::check_exact(src, gain, o, "gain 3", Variant::tensor) == Variant::tensor);
+    Filter negative = gain;
+    for (double& w : negative.weights) w = -w;
+    CHECK(cuconv::test::check_exact(src, negative, o, "gain -3", Variant::tensor) == Variant::tensor);
+  }
+  // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
+  {
+    GpuWorkspace workspace;
+    const Filter f = cuconv::test::random_filter(21, 13, 305);
+    const cv::Mat src = random_image(45, 301, CV_16U, 1, 306);
+    ConvolveOptions o;
+    o.variant = Variant::tensor;
+    o.poison_output = true;
+    const cv::Mat aligned = convolve(src, f, o).image;
+    const std::uint64_t before = detail::tensor_dense_u16_kernel_launches();
+    const auto [ran, shifted] = cuconv::test::convolve_one_pixel_in(src, f, o, workspace);
+    CHECK(ran == Variant::tensor);
+    CHECK(detail::tensor_dense_u16_kernel_launches() - before == 1u);
+    CHECK(cuconv::test::bit_equal(shifted, aligned));
+  }
+  // Flat areas of many values under a filter whose weights sum to 1/pi: some flat values sum to
+  // within the bound of a tie, so the split emulates the kernel on every flat value and holds only
+  // where each rounds as the exact sum (the first such filter of a few seeds is taken). Every
+  // area's interior is the exact sum's value.
+  {
+    Filter odd;
+    for (std::uint64_t seed = 310; seed < 330 && odd.weights.empty(); ++seed) {
+      Filter f = cuconv::test::random_filter(15, 15, seed);
+      for (double& w : f.weights) w *= 0.3183098861837907;
+      if (detail::dense_tensor_split_u16(f.weights, 15, 15, 0.0)->holds) odd = f;
+    }
+    REQUIRE_FALSE(odd.weights.empty());
+    cv::Mat src(256, 512, CV_16UC1);
+    cv::RNG rng(311);
+    for (int y = 0; y < src.rows; y += 32)
+      for (int x = 0; x < src.cols; x += 32) src(cv::Rect(x, y, 32, 32)).setTo(rng.uniform(0, 65536));
+    ConvolveOptions o;
+    o.variant = Variant::tensor;
+    o.poison_output = true;
+    const ConvolveResult got = convolve(src, odd, o);
+    CHECK(got.variant_used == Variant::tensor);
+    const cv::Mat expected = cuconv::test::exact_sum(src, odd, 7, 7, o.border, 0, 0.0, CV_16U);
+    const auto r = cuconv::test::compare_exact(got.image, expected);
+    INFO("flat areas: max diff " << r.max_diff << ", " << r.off_by_one << " off");
+    CHECK(r.max_diff <= 1.0);
+    CHECK(static_cast<double>(r.off_by_one) <= 0.001 * static_cast<double>(r.values));
+    for (int y = 0; y < src.rows; y += 32)
+      for (int x = 0; x < src.cols; x += 32) {
+        const cv::Rect interior(x + 7, y + 7, 18, 18);
+        CHECK(cv::norm(got.image(interior), expected(interior), cv::NORM_INF) == 0.0);
+      }
+  }
+  // Refused by the 16-bit kernel: a spike among 960 small weights (their rounding passes the
+  // limit), a side past 31, a kept alpha channel, 16-bit input to float output. `auto` takes the
+  // kernel for a 17x17 random filter (no `fast` kernel there) and leaves the refused ones.
+  {
+    const std::uint64_t before = detail::tensor_dense_u16_kernel_launches();
+    const cv::Mat src = random_image(40, 90, CV_16U, 4, 307);
+    ConvolveOptions o;
+    Filter spike;
+    spike.width = spike.height = 31;
+    spike.weights.assign(31 * 31, 1e-3);
+    spike.weights[480] = 1.0;
+    spike.origin = "spike in 1e-3";
+    CHECK_FALSE(detail::dense_tensor_split_u16(spike.weights, 31, 31, 0.0)->holds);
+    o.variant = Variant::tensor;
+    CHECK(convolve(src, spike, o).variant_used == Variant::tensor);
+    CHECK(convolve(src, cuconv::test::random_filter(33, 33, 308), o).variant_used == Variant::tensor);
+    const Filter f17 = cuconv::test::random_filter(17, 17, 309);
+    o.keep_alpha = true;
+    CHECK(convolve(src, f17, o).variant_used == Variant::tensor);
+    o.keep_alpha = false;
+    o.depth = Depth::f32;
+    CHECK(convolve(src, f17, o).image.depth() == CV_32F);
+    CHECK(detail::tensor_dense_u16_kernel_launches() == before);
+    ConvolveOptions automatic;
+    CHECK(cuconv::test::check_exact(src, f17, automatic, "auto 17x17") == Variant::tensor);
+    CHECK(detail::tensor_dense_u16_kernel_launches() == before + 1);
+    CHECK(choose_variant(spike, automatic, true, CV_16U, CV_16U) != Variant::tensor);
+  }
+}
