@@ -341,9 +341,12 @@ __global__ void __launch_bounds__(32 * kDensePlanesWarps, 2)
           for (int c = 0; c < kChains; ++c) {
             const int digit = kTop - c - plane;
             if (digit < 0 || digit >= kDigits) continue;
+            // The first plane chain c meets: the top one, or the one whose product with digit 0
+            // is the chain's (16-bit chain 4: the low bytes times d0).
+            const bool chain_starts = plane == min(kPlanes - 1, kTop - c);
 #pragma unroll
             for (int n = 0; n < 4; ++n) {
-              if (kFirst && plane == kPlanes - 1) {
+              if (kFirst && chain_starts) {
                 mma_i8<true, Planes::signed_digits>(acc[c][n], a[n], b_word(digit, 0), b_word(digit, 1));
               } else {
                 mma_i8<false, Planes::signed_digits>(acc[c][n], a[n], b_word(digit, 0), b_word(digit, 1));
