@@ -389,6 +389,15 @@ std::optional<DenseTensorSplit> dense_tensor_split_u16(const std::vector<double>
     digit_sum += std::abs(split.digits[0][k]) + 256.0 * std::abs(split.digits[1][k]) +
                  65536.0 * std::abs(split.digits[2][k]) + 16777216.0 * std::abs(split.digits[3][k]);
   const double float_delta = static_cast<float>(delta);
+  // Sums that may leave int's range are refused: filter2D's cvRound sends them to INT_MIN (the
+  // lowest value) where the kernel saturates; `fast` keeps that rule.
+  double weight_sum = 0.0;
+  for (double w : weights) weight_sum += std::abs(w);
+  if (65535.0 * weight_sum + std::abs(delta) + 1.0 >= 2147483648.0) {
+    split.bound = 0.0;
+    split.holds = false;
+    return split;
+  }
   // Weights that are multiples of 2^-e (nothing rounded) with delta a float multiple of it too,
   // and sums within 2^53 of that unit: every step is exact, so ties round as the exact sum's.
   const double delta_units = std::ldexp(delta, split.exponent);

@@ -78,8 +78,9 @@ struct DenseTensorSplit {
 /// the absolute bound of kernels/tensor_dense_planes.cuh (the weights' rounding, which keeps their
 /// sum to the nearest integer, the double epilogue and delta in float)
 /// and `holds` when the bound is under kSeparableErrorLimit and the kernel's arithmetic, emulated
-/// for every flat area (one 16-bit value under the whole window), rounds each as the exact sum.
-/// nullopt as dense_tensor_split.
+/// for every flat area (one 16-bit value under the whole window), rounds each as the exact sum;
+/// never where a sum may leave int's range (65535 sum |w| + |delta| >= 2^31), where filter2D's
+/// rounding gives the lowest value. nullopt as dense_tensor_split.
 [[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_split_u16(const std::vector<double>& weights, int kw,
                                                                      int kh, double delta);
 

@@ -492,5 +492,12 @@ TEST_CASE("separable: tensor's 16-bit split bounds the kernel's arithmetic and i
   REQUIRE(refused.has_value());
   CHECK(refused->bound > cuconv::detail::kSeparableErrorLimit);
   CHECK_FALSE(refused->holds);
+  // Sums that may pass int's range (cvRound's INT_MIN in filter2D) are left to `fast`, even exact ones.
+  std::vector<double> centre(9, 0.0);
+  centre[4] = 32769.0;  // 65535 * 32769 >= 2^31
+  CHECK_FALSE(dense_tensor_split_u16(centre, 3, 3, 0.0)->holds);
+  centre[4] = 32768.0;
+  CHECK(dense_tensor_split_u16(centre, 3, 3, 0.0)->holds);
+  CHECK_FALSE(dense_tensor_split_u16(centre, 3, 3, 3e6)->holds);
   CHECK_FALSE(dense_tensor_split_u16(std::vector<double>(9, 0.0), 3, 3, 0.0).has_value());
 }
