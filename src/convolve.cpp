@@ -30,8 +30,8 @@ constexpr int kTensorMinRadius = 3;
 /// Fewest taps of a dense 8-bit filter auto sends to `tensor`'s dense kernel: more than 5x5's,
 /// where `fast` was level or faster (docs/kernel-notes.md, 'Dense filters on tensor cores').
 constexpr int kTensorDenseMinTaps = 26;
-/// 16-bit dense filters from this many taps take `tensor` where `fast` has a kernel (below, `fast`
-/// was faster: 9x9 0.35 against 0.47 ms at 8192^2).
+/// 16-bit dense filters from this many taps (15x15) take `tensor` where `fast` has a kernel; below
+/// it `fast` was faster (docs/kernel-notes.md, 'Dense 16-bit filters on tensor cores').
 constexpr int kTensorDenseU16MinTaps = 225;
 
 bool is_gpu_variant(Variant v) { return v != Variant::automatic && v != Variant::opencv; }
@@ -173,8 +173,8 @@ Variant choose_for(const Filter& filter, const ConvolveOptions& options,
       filter.width * filter.height >= kTensorDenseMinTaps)
     return Variant::tensor;
   // 16-bit filters up to 31x31 whose split keeps the integer rule: `tensor` sums their weights'
-  // digits exactly on tensor cores from kTensorDenseU16MinTaps taps (15x15: 0.68 against `fast`'s
-  // 0.81 ms at 8192^2), and wherever `fast` has no unrolled kernel (else `tiled-halo`, 3-11x slower).
+  // digits exactly on tensor cores from kTensorDenseU16MinTaps taps, and wherever `fast` has no
+  // unrolled kernel (`tiled-halo` would run them, several times slower).
   if (dense && dense->holds && input_depth == CV_16U && !options.keep_alpha &&
       (filter.width * filter.height >= kTensorDenseU16MinTaps || !fast_compiled))
     return Variant::tensor;
@@ -185,7 +185,6 @@ Variant choose_for(const Filter& filter, const ConvolveOptions& options,
   if (dense && dense->holds && input_depth == CV_32F && !options.keep_alpha &&
       filter.width * filter.height >= kFftMinTaps)
     return Variant::tensor;
-
   // Large dense filters: overlap-save FFT, whose cost hardly grows with the filter. Integer
   // outputs only where `fft` sums the results near a rounding tie again (8-bit outputs of usual
   // filters), so ties round as in filter2D's direct sums; 16-bit outputs stay on direct sums

@@ -55,7 +55,7 @@ struct DenseTensorSplit {
   int exponent = 0;
   /// kh x kw row-major each: w * 2^exponent ~ d0 + 256 d1 + 65536 d2 (+ 2^24 d3), |d| <= 128
   std::vector<std::vector<int>> digits;
-  double bound = 0.0;  ///< largest error against the exact sum: absolute for 8-bit, relative to the rule's scale for float
+  double bound = 0.0;  ///< largest error against the exact sum: absolute for 8- and 16-bit, relative to the rule's scale for float
   bool holds = false;  ///< results meet the pass rule
 };
 

@@ -11,6 +11,8 @@
 #include <atomic>
 #include <cmath>
 #include <cstdint>
+#include <string>
+#include <type_traits>
 
 namespace cuconv::detail {
 
