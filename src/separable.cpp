@@ -346,17 +346,29 @@ namespace {
 /// chains of v's bytes times the digit sums, the double join, the scaling with the float delta).
 /// With 65536 flat values, the bound alone would refuse most filters whose weights do not sum to
 /// a simple fraction, though their flat areas round correctly (the weights' sum is kept to half a
-/// unit, to_digits' keep_sum).
+/// unit, to_digits' keep_sum). Only values whose sum (in double) lies within the split's bound, and
+/// that sum's own rounding, of a tie are emulated: elsewhere the kernel, within the bound of the
+/// exact sum, rounds as it does.
 bool u16_flat_areas_round_exactly(const DenseTensorSplit& split, const std::vector<double>& weights, double delta) {
   long long digit_sums[4] = {};
   for (std::size_t d = 0; d < 4; ++d)
     for (int digit : split.digits[d]) digit_sums[d] += digit;
   long double weight_sum = 0.0L;
-  for (double w : weights) weight_sum += w;
+  double weight_sum_d = 0.0;
+  double magnitude = 0.0;
+  for (double w : weights) {
+    weight_sum += w;
+    weight_sum_d += w;
+    magnitude += std::abs(w);
+  }
+  const double margin = split.bound + std::ldexp(static_cast<double>(weights.size()) + 2.0, -52) *
+                                          (65535.0 * magnitude + std::abs(delta));
   const double scale = std::ldexp(1.0, -split.exponent);
   const double float_delta = static_cast<float>(delta);
   const auto to_u16 = [](long double x) { return std::clamp(std::nearbyint(x), 0.0L, 65535.0L); };
   for (long long v = 0; v <= 65535; ++v) {
+    const double approx = static_cast<double>(v) * weight_sum_d + delta;
+    if (std::abs(approx - std::floor(approx) - 0.5) > margin) continue;
     const long long lo = v & 255;
     const long long hi = v >> 8;
     const long long chains[5] = {hi * digit_sums[3], hi * digit_sums[2] + lo * digit_sums[3],
