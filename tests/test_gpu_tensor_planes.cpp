@@ -63,6 +63,24 @@ constexpr std::pair<int, int> kSweepShapes[] = {{3, 3},   {5, 5},   {9, 9},   {1
                                                 {18, 18}, {25, 25}, {31, 31}, {31, 1},  {1, 31},  {7, 20},
                                                 {26, 9},  {2, 2},   {27, 18}, {30, 13}, {28, 12}};
 
+namespace {
+
+/// `tensor` on device views one pixel into a wider copy of `src` (rows off their 4- and 16-byte
+/// boundaries: scalar stores) gives the aligned result bit for bit, in one launch of the kernel
+/// `launches` counts.
+void check_unaligned_rows(const cv::Mat& src, const Filter& f, std::uint64_t (*launches)() noexcept) {
+  GpuWorkspace workspace;
+  ConvolveOptions o;
+  o.variant = Variant::tensor;
+  o.poison_output = true;
+  const cv::Mat aligned = convolve(src, f, o).image;
+  const std::uint64_t before = launches();
+  const auto [ran, shifted] = cuconv::test::convolve_one_pixel_in(src, f, o, workspace);
+  CHECK(ran == Variant::tensor);
+  CHECK(launches() - before == 1u);
+  CHECK(cuconv::test::bit_equal(shifted, aligned));
+}
+
 /// One run of `check` for every sweep shape x channel count x border: the filter (random,
 /// normalised, seed from `filter_seed` and the shape, its split required to hold), the image size
 /// for this run, options with the border, a cycled anchor and now and then a delta, and the run's
@@ -89,6 +107,8 @@ int sweep(std::uint64_t filter_seed, Split&& split, Check&& check) {
   }
   return index;
 }
+
+}  // namespace
 
 TEST_CASE("gpu tensor dense float: block floating point sums meet the 32F rule against the exact sum") {
   const std::uint64_t launches_before = detail::tensor_dense_float_kernel_launches();
@@ -136,19 +156,7 @@ TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales,
     CHECK(check_float_rule(zero, f, o, "one tiny pixel", Variant::tensor) == Variant::tensor);
   }
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
-  {
-    GpuWorkspace workspace;
-    const cv::Mat src = float_image(45, 301, 1, 0, 81);
-    ConvolveOptions o;
-    o.variant = Variant::tensor;
-    o.poison_output = true;
-    const cv::Mat aligned = convolve(src, f, o).image;
-    const std::uint64_t before = detail::tensor_dense_float_kernel_launches();
-    const auto [ran, shifted] = cuconv::test::convolve_one_pixel_in(src, f, o, workspace);
-    CHECK(ran == Variant::tensor);
-    CHECK(detail::tensor_dense_float_kernel_launches() - before == 1u);
-    CHECK(cuconv::test::bit_equal(shifted, aligned));
-  }
+  check_unaligned_rows(float_image(45, 301, 1, 0, 81), f, detail::tensor_dense_float_kernel_launches);
   // Refused: a spike among many small weights (the dropped low products pass the limit), a side
   // past 31, and a kept alpha channel: `tensor` runs `fast` for them.
   {
@@ -234,22 +242,10 @@ TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, un
     CHECK(cuconv::test::check_exact(src, negative, o, "gain -3", Variant::tensor) == Variant::tensor);
   }
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
-  {
-    GpuWorkspace workspace;
-    const Filter f = cuconv::test::random_filter(21, 13, 305);
-    const cv::Mat src = random_image(45, 301, CV_16U, 1, 306);
-    ConvolveOptions o;
-    o.variant = Variant::tensor;
-    o.poison_output = true;
-    const cv::Mat aligned = convolve(src, f, o).image;
-    const std::uint64_t before = detail::tensor_dense_u16_kernel_launches();
-    const auto [ran, shifted] = cuconv::test::convolve_one_pixel_in(src, f, o, workspace);
-    CHECK(ran == Variant::tensor);
-    CHECK(detail::tensor_dense_u16_kernel_launches() - before == 1u);
-    CHECK(cuconv::test::bit_equal(shifted, aligned));
-  }
+  check_unaligned_rows(random_image(45, 301, CV_16U, 1, 306), cuconv::test::random_filter(21, 13, 305),
+                       detail::tensor_dense_u16_kernel_launches);
   // Flat areas of many values under a filter whose weights sum to 1/pi: some flat values sum to
-  // within the bound of a tie, so the split emulates the kernel on every flat value and holds only
+  // within the bound of a tie, so the split emulates the kernel on those flat values and holds only
   // where each rounds as the exact sum (the first such filter of a few seeds is taken). Every
   // area's interior is the exact sum's value.
   {
