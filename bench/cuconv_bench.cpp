@@ -7,7 +7,7 @@
 //   cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b,...]
 //                [--filters "gaussian 15x15,..."] [--shapes "8U 1ch 16384,8U RGB 6000x4000,..."]
 //
-// Images: f32 1 channel and RGB, 8U 1 channel, 16U 1 channel, 8U RGB (interleaved for `fast`, the three
+// Images: f32 1 channel and RGB, 8U 1 channel, 16U 1 channel and RGB, 8U RGB (interleaved for `fast`, the three
 // planes of the same image for the PMPP variants, which filter planes), square and, for a camera
 // frame, 6000x4000. Filters: random dense 3..31 (17: `tensor`'s largest dense side on 8U), separable
 // gaussians 15x15 and 31x31, box 15x15 and sobel-x; rank-1 filters up to 15x15 are also timed
@@ -166,6 +166,7 @@ int main(int argc, char** argv) {
     images.push_back(square("8U RGB", 16384, CV_8U, 3));
     images.push_back({"8U RGB", 6000, 4000, CV_8U, 3});  // a 24-megapixel camera frame
     images.push_back(square("16U 1ch", 8192, CV_16U, 1));
+    images.push_back(square("16U RGB", 8192, CV_16U, 3));
     images.push_back(square("f32 RGB", 4096, CV_32F, 3));
   }
   std::erase_if(images, [&](const ImageCase& c) { return !selected(s.shapes, c.name + " " + size_label(c)); });

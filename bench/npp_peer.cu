@@ -81,7 +81,8 @@ int main(int argc, char** argv) {
                           {"f32 1ch", 16384, 16384, 1, Element::f32}, {"8U 1ch", 4096, 4096, 1, Element::u8},
                           {"8U 1ch", 16384, 16384, 1, Element::u8},   {"8U RGB", 4096, 4096, 3, Element::u8},
                           {"8U RGB", 8192, 8192, 3, Element::u8},     {"8U RGB", 16384, 16384, 3, Element::u8},
-                          {"8U RGB", 6000, 4000, 3, Element::u8},     {"16U 1ch", 8192, 8192, 1, Element::u16}};
+                          {"8U RGB", 6000, 4000, 3, Element::u8},     {"16U 1ch", 8192, 8192, 1, Element::u16},
+                          {"16U RGB", 8192, 8192, 3, Element::u16}};
   const int filter_sizes[] = {3, 5, 9, 15, 31};
   std::mt19937 rng(7);
   std::uniform_real_distribution<float> weight(-0.3f, 1.0f);
@@ -122,6 +123,10 @@ int main(int argc, char** argv) {
           status = nppiFilterBorder_32f_C1R_Ctx(static_cast<const Npp32f*>(in), static_cast<int>(pitch), size, offset,
                                                 static_cast<Npp32f*>(out), static_cast<int>(pitch), size, kernel, ksize,
                                                 anchor, NPP_BORDER_REPLICATE, ctx);
+        else if (s.element == Element::u16 && s.channels == 3)
+          status = nppiFilterBorder32f_16u_C3R_Ctx(static_cast<const Npp16u*>(in), static_cast<int>(pitch), size, offset,
+                                                   static_cast<Npp16u*>(out), static_cast<int>(pitch), size, kernel, ksize,
+                                                   anchor, NPP_BORDER_REPLICATE, ctx);
         else if (s.element == Element::u16)
           status = nppiFilterBorder32f_16u_C1R_Ctx(static_cast<const Npp16u*>(in), static_cast<int>(pitch), size, offset,
                                                    static_cast<Npp16u*>(out), static_cast<int>(pitch), size, kernel, ksize,
