@@ -1,7 +1,8 @@
 #pragma once
 /// @file tensor_dense_planes.cuh
-/// `tensor` for dense filters up to 31 x 31 on pixels wider than a byte (float and 16-bit), on
-/// byte MMAs: every pixel is staged as base-256 digit planes and every weight as an integer
+/// `tensor` for dense filters up to 31 x 31 on float and 16-bit pixels, and on 8-bit pixels past
+/// kernels/tensor_dense.cuh's 17 x 17, on byte MMAs: every pixel is staged as base-256 digit
+/// planes and every weight as an integer
 /// H = w 2^e in signed base-256 digits (src/separable.cpp); m16n8k32 MMAs sum each product of a
 /// pixel digit plane and a weight digit over the whole filter in exact 32-bit chains, grouped by
 /// weight, and the epilogue joins the chains. What each pixel type stages and keeps:
@@ -17,6 +18,9 @@
 ///    2^24, 2^16, 2^8, 1), joined in double, scaled by 2^-e and rounded half to even: the exact
 ///    sum of the rounded weights (while it stays below 2^53), bounded and admitted under the
 ///    integer pass rule.
+///  - 8-bit: the pixel is its one unsigned plane; weights have three digits (dense_tensor_split,
+///    as the 8-bit kernel's); three chains (2^16, 2^8, 1), each below 255 * 128 * 961 < 2^31,
+///    joined in double as the 16-bit ones: again the exact sum of the rounded weights.
 /// Block and thread mapping: 4 warps own P = 128 output pixels of a row of one channel (channels
 /// interleave in blockIdx.x, so neighbouring blocks read the same pixels) and walk a strip of rows
 /// 16 at a time; the ring holds the digit planes of the next chunks of 16 input rows (32 rows for
@@ -50,6 +54,13 @@ struct DensePlanes<std::uint16_t> {
   static constexpr int planes = 2;
   static constexpr int weight_digits = 4;
   static constexpr int chains = 5;
+  static constexpr bool signed_digits = false;
+};
+template <>
+struct DensePlanes<std::uint8_t> {
+  static constexpr int planes = 1;
+  static constexpr int weight_digits = 3;
+  static constexpr int chains = 3;
   static constexpr bool signed_digits = false;
 };
 
@@ -104,7 +115,9 @@ __global__ void __launch_bounds__(32 * kDensePlanesWarps, 2)
   using namespace tensor_detail;
   using Planes = DensePlanes<Pixel>;
   constexpr bool kFloat = std::is_same_v<Pixel, float>;
-  static_assert(kFloat || std::is_same_v<Pixel, std::uint16_t>, "float or 16-bit pixels");
+  static_assert(kFloat || std::is_same_v<Pixel, std::uint16_t> || std::is_same_v<Pixel, std::uint8_t>,
+                "float, 16-bit or 8-bit pixels");
+  constexpr unsigned kLargest = std::is_same_v<Pixel, std::uint8_t> ? 255u : 65535u;  // integer saturation
   constexpr int kPlanes = Planes::planes;
   constexpr int kDigits = Planes::weight_digits;
   constexpr int kChains = Planes::chains;
@@ -144,14 +157,14 @@ __global__ void __launch_bounds__(32 * kDensePlanesWarps, 2)
   const int tile_pixels = min(kP, src.width - p0);
 
   for (int j = tid; j < kPlane; j += kThreads) column_source[j] = interpolate_border(first_pixel + j, src.width, p.border);
-  // The digits pass through the output tile on their way into the fragments.
+  // The digits pass through the ring (unused until the first staged chunk) on their way into the fragments.
   constexpr int kDigitWords = (kDigits * kDensePlanesMaxSide * kDensePlanesMaxSide + 3) / 4;
-  static_assert(4 * kDigitWords <= 16 * kOut, "the digits fit the output tile");
+  static_assert(4 * kDigitWords <= RingRows * kRowMajorSlot, "the digits fit the ring");
   for (int k = tid; k < kDigitWords; k += kThreads)
-    reinterpret_cast<unsigned*>(out_tile)[k] = reinterpret_cast<const unsigned*>(taps.digit)[k];
+    reinterpret_cast<unsigned*>(ring)[k] = reinterpret_cast<const unsigned*>(taps.digit)[k];
   __syncthreads();
-  build_dense_fragments<Chunks>(fragments, fragments2, out_tile, kDensePlanesMaxSide * kDensePlanesMaxSide, p.kw,
-                                p.kh, mmas, kColumnMajor);
+  build_dense_fragments<Chunks>(fragments, fragments2, ring, kDensePlanesMaxSide * kDensePlanesMaxSide, p.kw, p.kh,
+                                mmas, kColumnMajor);
   __syncthreads();
 
   const auto element = [&](int y, int column) -> Pixel {  // mapped row and column; -1: the border value
@@ -188,7 +201,7 @@ __global__ void __launch_bounds__(32 * kDensePlanesWarps, 2)
   // inside the window) plus 0x808080, so byte d is digit d + 128 of v in balanced base 256 and
   // XOR 0x80 makes it the signed digit; 16-bit, the pixel itself. Staged float pixels outside the
   // window (read by no output that is stored) may be larger; their digits are garbage that meets
-  // only zero weights or discarded outputs.
+  // only zero weights or discarded outputs. 16-bit and 8-bit: the pixel itself.
   const auto store_chunk = [&](int chunk, const float (&pixel_scale)[2]) {
     for_each_step([&](int s, int r, int u) {
       unsigned v[8];
@@ -376,8 +389,8 @@ __global__ void __launch_bounds__(32 * kDensePlanesWarps, 2)
             *reinterpret_cast<float2*>(to) = make_float2(v[0], v[1]);
           } else {
             // The chains joined in double (exact while the sum stays below 2^53; beyond it the
-            // FMAs' rounding is in dense_tensor_split_u16's bound), scaled by the exact 2^-e with
-            // delta added in one rounding, rounded half to even and saturated.
+            // FMAs' rounding is in the split's bound), scaled by the exact 2^-e with delta added
+            // in one rounding, rounded half to even and saturated.
             const double scale = __hiloint2double((1023 - taps.exponent) << 20, 0);
             unsigned v[2];
 #pragma unroll
@@ -385,9 +398,13 @@ __global__ void __launch_bounds__(32 * kDensePlanesWarps, 2)
               double sum = static_cast<double>(acc[0][n][k + h]);
 #pragma unroll
               for (int c = 1; c < kChains; ++c) sum = fma(sum, 256.0, static_cast<double>(acc[c][n][k + h]));
-              v[h] = min(__double2uint_rn(fma(sum, scale, static_cast<double>(p.delta))), 65535u);
+              v[h] = min(__double2uint_rn(fma(sum, scale, static_cast<double>(p.delta))), kLargest);
             }
-            *reinterpret_cast<unsigned*>(to) = v[0] | (v[1] << 16);
+            if constexpr (sizeof(Pixel) == 2) {
+              *reinterpret_cast<unsigned*>(to) = v[0] | (v[1] << 16);
+            } else {
+              *reinterpret_cast<unsigned short*>(to) = static_cast<unsigned short>(v[0] | (v[1] << 8));
+            }
           }
         }
       __syncthreads();  // output tile complete; the ring's chunk m is free again

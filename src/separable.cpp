@@ -427,9 +427,8 @@ std::optional<DenseTensorSplit> dense_tensor_split_u16(const std::vector<double>
 
 std::optional<DenseTensorSplit> dense_tensor_for(const std::vector<double>& weights, int kw, int kh, int input_depth,
                                                  int output_depth, double delta) {
-  if (input_depth == CV_8U && output_depth == CV_8U && kw <= kTensorDenseMaxSide && kh <= kTensorDenseMaxSide)
-    return dense_tensor_split(weights, kw, kh, delta);
   if (kw > kTensorDensePlanesMaxSide || kh > kTensorDensePlanesMaxSide) return std::nullopt;
+  if (input_depth == CV_8U && output_depth == CV_8U) return dense_tensor_split(weights, kw, kh, delta);
   if (input_depth == CV_32F && output_depth == CV_32F) return dense_tensor_split_float(weights, kw, kh);
   if (input_depth == CV_16U && output_depth == CV_16U) return dense_tensor_split_u16(weights, kw, kh, delta);
   return std::nullopt;

@@ -38,8 +38,9 @@ struct TensorSplit {
 [[nodiscard]] double tensor_error_bound(const SeparableFactors& f, const TensorSplit& split,
                                         const std::vector<double>& weights, double delta);
 
-/// Largest sides of a filter `tensor` sums densely on tensor cores: 8-bit images
-/// (kernels/tensor_dense.cuh), float and 16-bit images (kernels/tensor_dense_planes.cuh).
+/// Largest sides of a filter `tensor` sums densely on tensor cores: 8-bit images on their own
+/// kernel (kernels/tensor_dense.cuh); float, 16-bit and larger 8-bit filters on the planes kernel
+/// (kernels/tensor_dense_planes.cuh).
 inline constexpr int kTensorDenseMaxSide = 17;
 inline constexpr int kTensorDensePlanesMaxSide = 31;
 
@@ -64,6 +65,7 @@ struct DenseTensorSplit {
 /// chains, the final scaling and delta) and whether results then meet the pass rule (the bound under
 /// kSeparableErrorLimit and no flat area at a tie, as separable_for judges `tensor`). nullopt
 /// when every weight is zero, one is not finite, or 2^-exponent would leave float's normal range.
+/// The planes kernel (sides past kTensorDenseMaxSide) joins the chains in double, within the same bound.
 [[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& weights, int kw, int kh,
                                                                  double delta);
 
@@ -84,8 +86,8 @@ struct DenseTensorSplit {
 [[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_split_u16(const std::vector<double>& weights, int kw,
                                                                      int kh, double delta);
 
-/// The split `tensor` uses for these depths: 8-bit in and out up to kTensorDenseMaxSide, float or
-/// 16-bit in and out up to kTensorDensePlanesMaxSide; nullopt for other depths and sizes.
+/// The split `tensor` uses for these depths: 8-bit, float or 16-bit in and out up to
+/// kTensorDensePlanesMaxSide; nullopt for other depths and sizes.
 [[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_for(const std::vector<double>& weights, int kw, int kh,
                                                                int input_depth, int output_depth, double delta);
 

@@ -406,7 +406,7 @@ TEST_CASE("fft tie margin: on for 8-bit outputs of usual filters, off where it w
   CHECK(detail::fft_tie_margin(PixelType::u8, PixelType::u8, large.data(), large.size()) == 0.0);
 }
 
-TEST_CASE("auto sends large dense filters to tensor for float and 16-bit, fft for 8-bit outputs") {
+TEST_CASE("auto sends large dense filters to tensor where their splits hold, else fft or direct sums") {
   Filter dense;
   dense.width = dense.height = 31;
   dense.weights.resize(31 * 31);
@@ -433,7 +433,11 @@ TEST_CASE("auto sends large dense filters to tensor for float and 16-bit, fft fo
   spike.weights[480] = 1.0;
   CHECK(choose_variant(spike, ConvolveOptions{}, true, CV_32F, CV_32F) == large_filter_path);
   CHECK(choose_variant(load_filter("box:15"), ConvolveOptions{}, true, CV_32F, CV_32F) == Variant::fast);
-  CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_8U) == large_filter_path);
+  // 8-bit: `tensor` (the planes kernel past 17x17) where the split holds; fft with a kept alpha.
+  CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_8U) == Variant::tensor);
+  CHECK(choose_variant(rectangle, ConvolveOptions{}, true, CV_8U, CV_8U) == Variant::tensor);
+  CHECK(choose_variant(dense, alpha, true, CV_8U, CV_8U) == large_filter_path);
+  CHECK(choose_variant(wider, ConvolveOptions{}, true, CV_8U, CV_8U) == large_filter_path);
   CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_16S) == Variant::tiled_halo);
   // 16-bit: `tensor` where its split holds (normalised filters), direct sums where it does not.
   Filter normalised = dense;
@@ -450,7 +454,7 @@ TEST_CASE("auto sends large dense filters to tensor for float and 16-bit, fft fo
   CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_8U) == Variant::tiled_halo);
 }
 
-TEST_CASE("auto sends dense 8-bit filters of more than 25 taps up to 17x17 to tensor where its split holds") {
+TEST_CASE("auto sends dense 8-bit filters of more than 25 taps up to 31x31 to tensor where its split holds") {
   const auto random_dense = [](int kw, int kh) {
     Filter f;
     f.width = kw;
@@ -464,9 +468,11 @@ TEST_CASE("auto sends dense 8-bit filters of more than 25 taps up to 17x17 to te
   CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_8U, CV_8U) == Variant::tensor);
   CHECK(choose_variant(random_dense(17, 17), defaults, true, CV_8U, CV_8U) == Variant::tensor);
   CHECK(choose_variant(random_dense(17, 3), defaults, true, CV_8U, CV_8U) == Variant::tensor);
-  // 5x5 stays on fast; past 17 a side, other depths and a kept alpha channel leave tensor.
+  CHECK(choose_variant(random_dense(19, 19), defaults, true, CV_8U, CV_8U) == Variant::tensor);
+  CHECK(choose_variant(random_dense(31, 5), defaults, true, CV_8U, CV_8U) == Variant::tensor);
+  // 5x5 stays on fast; past 31 a side, other depths and a kept alpha channel leave tensor.
   CHECK(choose_variant(random_dense(5, 5), defaults, true, CV_8U, CV_8U) == Variant::fast);
-  CHECK(choose_variant(random_dense(19, 19), defaults, true, CV_8U, CV_8U) != Variant::tensor);
+  CHECK(choose_variant(random_dense(33, 33), defaults, true, CV_8U, CV_8U) != Variant::tensor);
   CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_8U, CV_16S) != Variant::tensor);
   CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_16U, CV_16U) != Variant::tensor);
   // 16-bit: from 15x15, and off-centre filters `fast` has no kernel for, where the split holds

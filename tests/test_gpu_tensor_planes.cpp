@@ -1,10 +1,10 @@
-// `tensor` on float and 16-bit images: the dense kernel on byte MMAs over digit planes
-// (kernels/tensor_dense_planes.cuh), judged against the exact double sum under the 32F and the
-// integer pass rules over filter sizes (every chunk count and both ring depths), anchors, channel
-// counts, borders, the kernel's tile edges; float value ranges from 1e-30 to 1e30 and mixed
-// magnitudes, windows holding a NaN or an infinity (summed directly by their block); 16-bit full
-// range, saturation both ways, exact ties; unaligned rows; filters the splits refuse. Outputs are
-// poisoned on the device before every run, and launch counters show which kernel ran.
+// `tensor` on float and 16-bit images, and on 8-bit ones past 17x17: the dense kernel on byte MMAs
+// over digit planes (kernels/tensor_dense_planes.cuh), judged against the exact double sum under
+// the 32F and the integer pass rules over filter sizes (every chunk count and both ring depths),
+// anchors, channel counts, borders, the kernel's tile edges; float value ranges from 1e-30 to 1e30
+// and mixed magnitudes, windows holding a NaN or an infinity (summed directly by their block);
+// integer full range, saturation both ways, exact ties; unaligned rows; filters the splits refuse.
+// Outputs are poisoned on the device before every run, and launch counters show which kernel ran.
 #include "exact_sum.hpp"
 #include "test_support.hpp"
 #include "gpu/launch.hpp"
@@ -16,6 +16,7 @@
 #include <doctest/doctest.h>
 #include <opencv2/core.hpp>
 
+#include <algorithm>
 #include <cmath>
 #include <cstdint>
 #include <iterator>
@@ -81,14 +82,78 @@ void check_unaligned_rows(const cv::Mat& src, const Filter& f, std::uint64_t (*l
   CHECK(cuconv::test::bit_equal(shifted, aligned));
 }
 
-/// One run of `check` for every sweep shape x channel count x border: the filter (random,
-/// normalised, seed from `filter_seed` and the shape, its split required to hold), the image size
-/// for this run, options with the border, a cycled anchor and now and then a delta, and the run's
-/// index. Returns the number of runs.
+/// Dyadic weights (integers in [-20, 60) over `denominator`) with delta 1/2 on their grid: the
+/// split is exact, so on every border each result equals the exact sum rounded half to even, ties
+/// included, from one launch of the kernel `launches` counts. The image is halved where the
+/// weights sum past 1, to keep most results below saturation.
+void check_dyadic_ties(int kw, int kh, double denominator, std::uint64_t seed, int depth, double border_value,
+                       std::uint64_t (*launches)() noexcept) {
+  Filter dyadic;
+  dyadic.width = kw;
+  dyadic.height = kh;
+  dyadic.origin = "dyadic " + std::to_string(kw) + "x" + std::to_string(kh);
+  cv::RNG rng(seed);
+  int total = 0;
+  for (int k = 0; k < kw * kh; ++k) total += static_cast<int>(dyadic.weights.emplace_back(rng.uniform(-20, 60)));
+  for (double& w : dyadic.weights) w /= denominator;
+  INFO("weights sum " << total << " / " << denominator);
+  const auto split = detail::dense_tensor_for(dyadic.weights, kw, kh, depth, depth, 0.5);
+  REQUIRE(split.has_value());
+  CHECK(split->bound == 0.0);
+  const cv::Mat src = random_image(90, 333, depth, 3, seed + 1) / (total > denominator ? 2 : 1);
+  for (Border border : kAllBorders) {
+    ConvolveOptions o;
+    o.border = border;
+    o.border_value = border_value;
+    o.delta = 0.5;
+    o.variant = Variant::tensor;
+    o.poison_output = true;
+    const std::uint64_t before = launches();
+    const ConvolveResult got = convolve(src, dyadic, o);
+    CHECK(got.variant_used == Variant::tensor);
+    CHECK(launches() == before + 1);
+    const cv::Mat expected = cuconv::test::exact_sum(src, dyadic, kw / 2, kh / 2, border, border_value, 0.5, depth);
+    const auto r = cuconv::test::compare_exact(got.image, expected);
+    INFO(to_string(border) << ": max diff " << r.max_diff << ", " << r.off_by_one << " off");
+    CHECK(r.max_diff == 0.0);
+  }
+}
+
+/// Every pixel at the depth's largest value under box:31, and random pixels under `filter` times 3
+/// (saturating at the top) and times -3 (at 0), each against the exact sum, in three launches of
+/// the kernel `launches` counts.
+void check_saturation(int depth, Filter filter, std::uint64_t image_seed, std::uint64_t (*launches)() noexcept) {
+  const std::uint64_t before = launches();
+  const cv::Mat white(70, 140, CV_MAKETYPE(depth, 1), cv::Scalar(depth == CV_8U ? 255 : 65535));
+  ConvolveOptions o;
+  CHECK(cuconv::test::check_exact(white, load_filter("box:31"), o, "white box:31", Variant::tensor) == Variant::tensor);
+  for (double& w : filter.weights) w *= 3.0;
+  const cv::Mat src = random_image(60, 150, depth, 1, image_seed);
+  CHECK(cuconv::test::check_exact(src, filter, o, "gain 3", Variant::tensor) == Variant::tensor);
+  for (double& w : filter.weights) w = -w;
+  CHECK(cuconv::test::check_exact(src, filter, o, "gain -3", Variant::tensor) == Variant::tensor);
+  CHECK(launches() == before + 3);
+}
+
+/// A 31x31 spike of 1 among 960 weights of 1e-3: their rounding passes every split's limit.
+Filter spike_filter() {
+  Filter spike;
+  spike.width = spike.height = 31;
+  spike.weights.assign(31 * 31, 1e-3);
+  spike.weights[480] = 1.0;
+  spike.origin = "spike in 1e-3";
+  return spike;
+}
+
+/// One run of `check` for every sweep shape (with a side past `past_side`) x channel count x
+/// border: the filter (random, normalised, seed from `filter_seed` and the shape, its split
+/// required to hold), the image size for this run, options with the border, a cycled anchor and
+/// now and then a delta, and the run's index. Returns the number of runs.
 template <class Split, class Check>
-int sweep(std::uint64_t filter_seed, Split&& split, Check&& check) {
+int sweep(std::uint64_t filter_seed, Split&& split, Check&& check, int past_side = 0) {
   int index = 0;
   for (const auto& [kw, kh] : kSweepShapes) {
+    if (std::max(kw, kh) <= past_side) continue;
     const Filter f = cuconv::test::random_filter(kw, kh, filter_seed + static_cast<std::uint64_t>(kw * 32 + kh));
     const auto s = split(f);
     REQUIRE(s.has_value());
@@ -160,11 +225,7 @@ TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales,
   // Refused: a spike among many small weights (the dropped low products pass the limit), a side
   // past 31, and a kept alpha channel: `tensor` runs `fast` for them.
   {
-    Filter spike;
-    spike.width = spike.height = 31;
-    spike.weights.assign(31 * 31, 1e-3);
-    spike.weights[480] = 1.0;
-    spike.origin = "spike in 1e-3";
+    const Filter spike = spike_filter();
     CHECK_FALSE(detail::dense_tensor_split_float(spike.weights, 31, 31)->holds);
     const cv::Mat src = float_image(40, 90, 4, 0, 82);
     const std::uint64_t before = detail::tensor_dense_float_kernel_launches();
@@ -195,52 +256,10 @@ TEST_CASE("gpu tensor dense 16-bit: sums of the weights' digits meet the integer
 }
 
 TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, unaligned rows, refused filters") {
-  // Dyadic weights with delta 1/2 on their grid: the split is exact, so every result equals the
-  // exact sum rounded half to even, ties included (about one output in 256 is a tie here).
-  {
-    Filter dyadic;
-    dyadic.width = 7;
-    dyadic.height = 5;
-    dyadic.origin = "dyadic 7x5";
-    cv::RNG rng(301);
-    int total = 0;
-    for (int k = 0; k < 35; ++k) total += static_cast<int>(dyadic.weights.emplace_back(rng.uniform(-20, 60)));
-    for (double& w : dyadic.weights) w /= 256.0;
-    INFO("weights sum " << total << " / 256");
-    const auto split = detail::dense_tensor_split_u16(dyadic.weights, 7, 5, 0.5);
-    REQUIRE(split.has_value());
-    CHECK(split->bound == 0.0);
-    const cv::Mat src = random_image(90, 333, CV_16U, 3, 302) / (total > 256 ? 2 : 1);
-    for (Border border : kAllBorders) {
-      ConvolveOptions o;
-      o.border = border;
-      o.border_value = 1234;
-      o.delta = 0.5;
-      o.variant = Variant::tensor;
-      o.poison_output = true;
-      const ConvolveResult got = convolve(src, dyadic, o);
-      CHECK(got.variant_used == Variant::tensor);
-      const cv::Mat expected = cuconv::test::exact_sum(src, dyadic, 3, 2, border, 1234, 0.5, CV_16U);
-      const auto r = cuconv::test::compare_exact(got.image, expected);
-      INFO(to_string(border) << ": max diff " << r.max_diff << ", " << r.off_by_one << " off");
-      CHECK(r.max_diff == 0.0);
-    }
-  }
-  // Every pixel 65535 under box:31 (the chains' largest sums, past 2^53 in the double join) and
-  // under a filter of gain 3 (saturates at 65535); a negative filter saturates at 0.
-  {
-    const cv::Mat white(70, 140, CV_16UC1, cv::Scalar(65535));
-    ConvolveOptions o;
-    CHECK(cuconv::test::check_exact(white, load_filter("box:31"), o, "white box:31", Variant::tensor) ==
-          Variant::tensor);
-    Filter gain = cuconv::test::random_filter(17, 17, 303);
-    for (double& w : gain.weights) w *= 3.0;
-    const cv::Mat src = random_image(60, 150, CV_16U, 1, 304);
-    CHECK(cuconv::test::check_exact(src, gain, o, "gain 3", Variant::tensor) == Variant::tensor);
-    Filter negative = gain;
-    for (double& w : negative.weights) w = -w;
-    CHECK(cuconv::test::check_exact(src, negative, o, "gain -3", Variant::tensor) == Variant::tensor);
-  }
+  // Dyadic weights: about one output in 256 is a tie here.
+  check_dyadic_ties(7, 5, 256.0, 301, CV_16U, 1234, detail::tensor_dense_u16_kernel_launches);
+  // box:31 on white: the chains' largest sums, past 2^53 in the double join.
+  check_saturation(CV_16U, cuconv::test::random_filter(17, 17, 303), 304, detail::tensor_dense_u16_kernel_launches);
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
   check_unaligned_rows(random_image(45, 301, CV_16U, 1, 306), cuconv::test::random_filter(21, 13, 305),
                        detail::tensor_dense_u16_kernel_launches);
@@ -283,11 +302,7 @@ TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, un
     const std::uint64_t before = detail::tensor_dense_u16_kernel_launches();
     const cv::Mat src = random_image(40, 90, CV_16U, 4, 307);
     ConvolveOptions o;
-    Filter spike;
-    spike.width = spike.height = 31;
-    spike.weights.assign(31 * 31, 1e-3);
-    spike.weights[480] = 1.0;
-    spike.origin = "spike in 1e-3";
+    const Filter spike = spike_filter();
     CHECK_FALSE(detail::dense_tensor_split_u16(spike.weights, 31, 31, 0.0)->holds);
     o.variant = Variant::tensor;
     CHECK(convolve(src, spike, o).variant_used == Variant::tensor);
@@ -303,5 +318,59 @@ TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, un
     CHECK(cuconv::test::check_exact(src, f17, automatic, "auto 17x17") == Variant::tensor);
     CHECK(detail::tensor_dense_u16_kernel_launches() == before + 1);
     CHECK(choose_variant(spike, automatic, true, CV_16U, CV_16U) != Variant::tensor);
+  }
+}
+
+TEST_CASE("gpu tensor dense 8-bit planes: filters past 17x17 meet the integer rule against the exact sum") {
+  // The sweep's shapes with a side past 17 (the 8-bit kernel's limit), full-range pixels.
+  const std::uint64_t launches_before = detail::tensor_dense_u8_planes_kernel_launches();
+  const std::uint64_t small_before = detail::tensor_dense_kernel_launches();
+  const int runs = sweep(
+      3100, [](const Filter& f) { return detail::dense_tensor_for(f.weights, f.width, f.height, CV_8U, CV_8U, 0.0); },
+      [](const Filter& f, cv::Size size, int channels, ConvolveOptions o, int index) {
+        const cv::Mat src =
+            random_image(size.height, size.width, CV_8U, channels, 9900 + static_cast<std::uint64_t>(index));
+        o.border_value = o.border == Border::constant ? 200 : 0;
+        CHECK(cuconv::test::check_exact(src, f, o, describe(f, src, o.border, o, 0), Variant::tensor) ==
+              Variant::tensor);
+      },
+      detail::kTensorDenseMaxSide);
+  CHECK(runs > 0);
+  CHECK(detail::tensor_dense_u8_planes_kernel_launches() - launches_before == static_cast<std::uint64_t>(runs));
+  CHECK(detail::tensor_dense_kernel_launches() == small_before);
+}
+
+TEST_CASE("gpu tensor dense 8-bit planes: exact ties, saturation, unaligned rows, refused filters, auto") {
+  // Dyadic weights: about one output in 1024 is a tie here.
+  check_dyadic_ties(19, 5, 1024.0, 401, CV_8U, 77, detail::tensor_dense_u8_planes_kernel_launches);
+  check_saturation(CV_8U, cuconv::test::random_filter(23, 19, 403), 404, detail::tensor_dense_u8_planes_kernel_launches);
+  // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
+  check_unaligned_rows(random_image(45, 301, CV_8U, 1, 406), cuconv::test::random_filter(29, 21, 405),
+                       detail::tensor_dense_u8_planes_kernel_launches);
+  // Refused: a spike among 960 small weights (their rounding passes the limit), a side past 31, a
+  // kept alpha channel, 8-bit input to 16-bit output; 17x17 stays on the 8-bit kernel. `auto`
+  // takes the planes kernel for a random 31x31 filter (before it: `fft`).
+  {
+    const std::uint64_t before = detail::tensor_dense_u8_planes_kernel_launches();
+    const cv::Mat src = random_image(40, 90, CV_8U, 4, 407);
+    ConvolveOptions o;
+    const Filter spike = spike_filter();
+    CHECK_FALSE(detail::dense_tensor_for(spike.weights, 31, 31, CV_8U, CV_8U, 0.0)->holds);
+    o.variant = Variant::tensor;
+    CHECK(convolve(src, spike, o).variant_used == Variant::tensor);
+    CHECK(convolve(src, cuconv::test::random_filter(33, 33, 408), o).variant_used == Variant::tensor);
+    const Filter f31 = cuconv::test::random_filter(31, 31, 409);
+    o.keep_alpha = true;
+    CHECK(convolve(src, f31, o).variant_used == Variant::tensor);
+    o.keep_alpha = false;
+    o.depth = Depth::u16;
+    CHECK(convolve(src, f31, o).image.depth() == CV_16U);
+    o.depth = Depth::same;
+    CHECK(convolve(src, cuconv::test::random_filter(17, 17, 410), o).variant_used == Variant::tensor);
+    CHECK(detail::tensor_dense_u8_planes_kernel_launches() == before);
+    ConvolveOptions automatic;
+    CHECK(cuconv::test::check_exact(src, f31, automatic, "auto 31x31") == Variant::tensor);
+    CHECK(detail::tensor_dense_u8_planes_kernel_launches() == before + 1);
+    CHECK(choose_variant(spike, automatic, true, CV_8U, CV_8U) != Variant::tensor);
   }
 }

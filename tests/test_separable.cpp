@@ -399,14 +399,17 @@ TEST_CASE("separable: tensor's float split bounds the block floating point arith
   CHECK_FALSE(refused->holds);
   CHECK_FALSE(dense_tensor_split_float(std::vector<double>(9, 0.0), 3, 3).has_value());
   CHECK_FALSE(dense_tensor_split_float({1.0, std::nan("")}, 2, 1).has_value());
-  // dense_tensor_for: 8-bit up to 17, float and 16-bit up to 31, nothing for other depths.
+  // dense_tensor_for: 8-bit, float and 16-bit up to 31 (8-bit past 17 on the planes kernel),
+  // nothing for other depths.
   const std::vector<double> box19(19 * 19, 1.0 / 361);
-  CHECK_FALSE(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_8U, CV_8U, 0.0).has_value());
+  CHECK(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_8U, CV_8U, 0.0)->digits.size() == 3);
+  CHECK_FALSE(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_8U, CV_16U, 0.0).has_value());
   CHECK(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_32F, CV_32F, 0.0).has_value());
   CHECK(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_16U, CV_16U, 0.0)->digits.size() == 4);
   CHECK_FALSE(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_16U, CV_32F, 0.0).has_value());
   const std::vector<double> box33(33 * 33, 1.0 / 1089);
   CHECK_FALSE(cuconv::detail::dense_tensor_for(box33, 33, 33, CV_16U, CV_16U, 0.0).has_value());
+  CHECK_FALSE(cuconv::detail::dense_tensor_for(box33, 33, 33, CV_8U, CV_8U, 0.0).has_value());
 }
 
 TEST_CASE("separable: tensor's 16-bit split bounds the kernel's arithmetic and is exact on dyadic weights") {

@@ -108,14 +108,16 @@ bool launch_fast_wide(const LaunchArgs& args);
 /// per device.
 [[nodiscard]] bool device_has_mma();
 
-/// `tensor`'s dense kernel for float and 16-bit images (kernels/tensor_dense_planes.cuh) when the
-/// arguments allow it (tensor_dense_planes_applies); false (nothing launched) otherwise.
+/// `tensor`'s dense planes kernel for float and 16-bit images, and for 8-bit ones with a side
+/// past kTensorDenseMaxSide (kernels/tensor_dense_planes.cuh), when the arguments allow it
+/// (tensor_dense_planes_applies); false (nothing launched) otherwise.
 bool launch_tensor_dense_planes(const LaunchArgs& args);
 [[nodiscard]] bool tensor_dense_planes_applies(const LaunchArgs& args);
 
-/// Launches of that kernel in this process on float images and on 16-bit images.
+/// Launches of that kernel in this process on float, 16-bit and 8-bit images.
 [[nodiscard]] std::uint64_t tensor_dense_float_kernel_launches() noexcept;
 [[nodiscard]] std::uint64_t tensor_dense_u16_kernel_launches() noexcept;
+[[nodiscard]] std::uint64_t tensor_dense_u8_planes_kernel_launches() noexcept;
 
 void launch_fft(const LaunchArgs& args);
 

@@ -1,6 +1,7 @@
-// Launcher of `tensor`'s dense kernel for pixels wider than a byte (kernels/tensor_dense_planes.cuh):
-// float in and out or 16-bit in and out, 1, 3 or 4 channels, no kept alpha, sides up to 31, a split
-// within the pass rule, a GPU with byte MMA (sm_80 and newer).
+// Launcher of `tensor`'s dense planes kernel (kernels/tensor_dense_planes.cuh): float in and out or
+// 16-bit in and out with sides up to 31, 8-bit in and out with a side past the 8-bit kernel's 17
+// (launch_tensor.cu) and up to 31; 1, 3 or 4 channels, no kept alpha, a split within the pass
+// rule, a GPU with byte MMA (sm_80 and newer).
 #include "gpu/dispatch.cuh"
 #include "gpu/occupancy.cuh"
 #include "separable.hpp"
@@ -20,6 +21,7 @@ namespace {
 
 std::atomic<std::uint64_t> float_launches{0};
 std::atomic<std::uint64_t> u16_launches{0};
+std::atomic<std::uint64_t> u8_launches{0};
 static_assert(kTensorDensePlanesMaxSide == kernels::kDensePlanesMaxSide);
 
 template <class Pixel, int Chunks, int RingRows>
@@ -55,7 +57,10 @@ void launch_dense_planes_kernel(const LaunchArgs& a, const DenseTensorSplit& spl
   kernel<<<grid, dim3(kThreads), static_cast<std::size_t>(shared), a.stream>>>(
       src, dst, a.channels, a.params, taps, a.device_weights, vector_aligned, strip_rows);
   CUCONV_CHECK_LAUNCH();
-  (std::is_same_v<Pixel, float> ? float_launches : u16_launches).fetch_add(1, std::memory_order_relaxed);
+  (std::is_same_v<Pixel, float>           ? float_launches
+   : std::is_same_v<Pixel, std::uint16_t> ? u16_launches
+                                          : u8_launches)
+      .fetch_add(1, std::memory_order_relaxed);
 }
 
 /// The kernel instance for the filter's width (8-byte chunks a row) and height (ring rows).
@@ -83,9 +88,13 @@ std::uint64_t tensor_dense_float_kernel_launches() noexcept { return float_launc
 
 std::uint64_t tensor_dense_u16_kernel_launches() noexcept { return u16_launches.load(std::memory_order_relaxed); }
 
+std::uint64_t tensor_dense_u8_planes_kernel_launches() noexcept { return u8_launches.load(std::memory_order_relaxed); }
+
 bool tensor_dense_planes_applies(const LaunchArgs& a) {
+  const bool past_8bit_kernel = std::max(a.params.kw, a.params.kh) > kTensorDenseMaxSide;
   const bool types = (a.src_type == PixelType::f32 && a.dst_type == PixelType::f32) ||
-                     (a.src_type == PixelType::u16 && a.dst_type == PixelType::u16);
+                     (a.src_type == PixelType::u16 && a.dst_type == PixelType::u16) ||
+                     (a.src_type == PixelType::u8 && a.dst_type == PixelType::u8 && past_8bit_kernel);
   return a.dense_tensor != nullptr && a.dense_tensor->holds && types && !a.keep_alpha &&
          (a.channels == 1 || a.channels == 3 || a.channels == 4) && a.params.kw <= kTensorDensePlanesMaxSide &&
          a.params.kh <= kTensorDensePlanesMaxSide && device_has_mma();
@@ -95,8 +104,10 @@ bool launch_tensor_dense_planes(const LaunchArgs& a) {
   if (!tensor_dense_planes_applies(a)) return false;
   if (a.src_type == PixelType::f32) {
     launch_for_size<float>(a, *a.dense_tensor);
-  } else {
+  } else if (a.src_type == PixelType::u16) {
     launch_for_size<std::uint16_t>(a, *a.dense_tensor);
+  } else {
+    launch_for_size<std::uint8_t>(a, *a.dense_tensor);
   }
   return true;
 }
