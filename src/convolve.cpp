@@ -27,9 +27,11 @@ namespace {
 constexpr int kFftMinTaps = 256;
 /// Smallest radius auto sends to `tensor` (docs/kernel-notes.md, 'tensor'); below it `fast`.
 constexpr int kTensorMinRadius = 3;
-/// Fewest taps of a dense 8-bit filter auto sends to `tensor`'s dense kernel: more than 5x5's,
-/// where `fast` was level or faster (docs/kernel-notes.md, 'Dense filters on tensor cores').
+/// Fewest taps of a dense 8-bit filter auto sends to `tensor`'s dense kernel: more than 5x5's on one
+/// channel, where `fast` was level or faster; 5x5 on three and four, where `tensor` was faster
+/// (docs/benchmarks.md, "Issue 26's shapes in one run").
 constexpr int kTensorDenseMinTaps = 26;
+constexpr int kTensorDenseMinTapsColour = 25;
 /// 16-bit dense filters from this many taps (15x15) take `tensor` where `fast` has a kernel; below
 /// it `fast` was faster (docs/kernel-notes.md, 'Dense 16-bit filters on tensor cores').
 constexpr int kTensorDenseU16MinTaps = 225;
@@ -101,7 +103,7 @@ void validate_input(bool empty, int depth, int channels) {
 Variant choose_for(const Filter& filter, const ConvolveOptions& options,
                    const std::optional<detail::SeparableFactors>& separable,
                    const std::optional<detail::DenseTensorSplit>& dense, bool gpu_present, int input_depth,
-                   int output_depth);
+                   int output_depth, int channels);
 
 }  // namespace
 
@@ -135,12 +137,12 @@ int resolve_output_depth(int input_depth, Depth requested) {
 }
 
 Variant choose_variant(const Filter& filter, const ConvolveOptions& options, bool gpu_present, int input_depth,
-                       int output_depth) {
+                       int output_depth, int channels) {
   const std::optional<detail::SeparableFactors> separable = detail::separable_for(
       filter.weights, filter.width, filter.height, input_depth, output_depth, options.delta + filter.offset);
   const double delta = options.delta + filter.offset;
   return choose_for(filter, options, separable, dense_tensor_for(filter, input_depth, output_depth, delta), gpu_present,
-                    input_depth, output_depth);
+                    input_depth, output_depth, channels);
 }
 
 namespace {
@@ -149,7 +151,7 @@ namespace {
 Variant choose_for(const Filter& filter, const ConvolveOptions& options,
                    const std::optional<detail::SeparableFactors>& separable,
                    const std::optional<detail::DenseTensorSplit>& dense, bool gpu_present, int input_depth,
-                   int output_depth) {
+                   int output_depth, int channels) {
   // No usable GPU: OpenCV on the CPU is the only path (the CLI warns about it).
   if (!gpu_present) return Variant::opencv;
   const int anchor_x = options.anchor_x >= 0 ? options.anchor_x : filter.resolved_anchor_x();
@@ -168,10 +170,10 @@ Variant choose_for(const Filter& filter, const ConvolveOptions& options,
     return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= 15 && rank_one) return Variant::fast;
   // Other 8-bit filters up to 31x31 whose integer split keeps the pass rule: `tensor` sums them
-  // densely on tensor cores from kTensorDenseMinTaps taps (past 17x17 on the planes kernel, still
-  // several times faster than `fft`).
+  // densely on tensor cores from kTensorDenseMinTaps taps, 5x5 and up on colour images (past 17x17
+  // on the planes kernel, still several times faster than `fft`).
   if (dense && dense->holds && input_depth == CV_8U && !options.keep_alpha &&
-      filter.width * filter.height >= kTensorDenseMinTaps)
+      filter.width * filter.height >= (channels > 1 ? kTensorDenseMinTapsColour : kTensorDenseMinTaps))
     return Variant::tensor;
   // 16-bit filters up to 31x31 whose split keeps the integer rule: `tensor` sums their weights'
   // digits exactly on tensor cores from kTensorDenseU16MinTaps taps, and wherever `fast` has no
@@ -214,7 +216,7 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
   const bool gpu_present = needs_gpu_check && cuda_device_available(&no_gpu_reason);
   const Variant variant = options.variant == Variant::automatic
                               ? choose_for(filter, options, job.separable, job.dense_tensor, gpu_present,
-                                           src.depth(), job.output_depth)
+                                           src.depth(), job.output_depth, src.channels())
                               : options.variant;
   if (is_gpu_variant(variant)) {
     if (!gpu_present)
@@ -267,7 +269,7 @@ Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& fi
   if (options.device >= 0) detail::select_device(options.device);
   const Variant variant = options.variant == Variant::automatic
                               ? choose_for(filter, options, job.separable, job.dense_tensor, true, src.depth,
-                                           job.output_depth)
+                                           job.output_depth, src.channels)
                               : options.variant;
   detail::convolve_device(src, dst, job, variant, workspace.state(), stream);
   return variant;

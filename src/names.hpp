@@ -32,7 +32,7 @@ inline constexpr std::array<Entry<Variant>, 10> kVariants{{
     {Variant::tiled_halo, "tiled-halo", "block = output tile; each thread loads its pixel, the block loads the halo", true},
     {Variant::cached, "cached", "output tile in shared memory; halo read from global memory through L1", true},
     {Variant::fast, "fast", "several adjacent outputs per thread from vector loads", true},
-    {Variant::tensor, "tensor", "filters on tensor cores: 8-bit separable row sums or dense up to 17x17; float and 16-bit dense up to 31x31; else as fast", true},
+    {Variant::tensor, "tensor", "filters on tensor cores: 8-bit separable row sums; dense filters up to 31x31 (8-bit, 16-bit, float); else as fast", true},
     {Variant::fft, "fft", "cuFFT overlap-save, for large filters", true},
 }};
 

@@ -470,8 +470,14 @@ TEST_CASE("auto sends dense 8-bit filters of more than 25 taps up to 31x31 to te
   CHECK(choose_variant(random_dense(17, 3), defaults, true, CV_8U, CV_8U) == Variant::tensor);
   CHECK(choose_variant(random_dense(19, 19), defaults, true, CV_8U, CV_8U) == Variant::tensor);
   CHECK(choose_variant(random_dense(31, 5), defaults, true, CV_8U, CV_8U) == Variant::tensor);
-  // 5x5 stays on fast; past 31 a side, other depths and a kept alpha channel leave tensor.
+  // 5x5 stays on fast on one channel and takes tensor on three and four (colour images); a
+  // rank-1 5x5 stays on fast's separable path; past 31 a side, other depths and a kept alpha
+  // channel leave tensor.
   CHECK(choose_variant(random_dense(5, 5), defaults, true, CV_8U, CV_8U) == Variant::fast);
+  CHECK(choose_variant(random_dense(5, 5), defaults, true, CV_8U, CV_8U, 3) == Variant::tensor);
+  CHECK(choose_variant(random_dense(5, 5), defaults, true, CV_8U, CV_8U, 4) == Variant::tensor);
+  CHECK(choose_variant(random_dense(3, 3), defaults, true, CV_8U, CV_8U, 3) == Variant::fast);
+  CHECK(choose_variant(load_filter("gauss5"), defaults, true, CV_8U, CV_8U, 3) == Variant::fast);
   CHECK(choose_variant(random_dense(33, 33), defaults, true, CV_8U, CV_8U) != Variant::tensor);
   CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_8U, CV_16S) != Variant::tensor);
   CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_16U, CV_16U) != Variant::tensor);

@@ -103,9 +103,10 @@ struct ConvolveResult {
 /// Number of usable CUDA devices (0 without a driver or device).
 [[nodiscard]] int cuda_device_count() noexcept;
 
-/// The variant `automatic` resolves to for this filter on this machine.
+/// The variant `automatic` resolves to for this filter on this machine, for images of `channels`
+/// interleaved channels.
 [[nodiscard]] Variant choose_variant(const Filter& filter, const ConvolveOptions& options,
-                                     bool gpu_present, int input_depth, int output_depth);
+                                     bool gpu_present, int input_depth, int output_depth, int channels = 1);
 
 /// OpenCV depth code (CV_8U ...) of the output for a given input depth, or Error{usage} when
 /// cv::filter2D does not support the pair.
