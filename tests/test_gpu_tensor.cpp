@@ -225,8 +225,9 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
     CHECK(cuconv::test::bit_equal(shifted, aligned));
   }
 
-  // Left to fast: a kept alpha channel, 16-bit input, sides past 17, and a filter whose split
-  // misses the rule (a flat area at a tie); 3x3 and 5x5 stay on fast under auto.
+  // Left to fast: a kept alpha channel, 16-bit input, and a filter whose split misses the rule (a
+  // flat area at a tie); sides past 17 go to the planes kernel (tests/test_gpu_tensor_planes.cpp).
+  // Under auto 3x3 stays on fast, and 5x5 on one channel; 5x5 on colour images takes tensor.
   const std::uint64_t none_before = detail::tensor_dense_kernel_launches();
   const Filter f5 = cuconv::test::random_filter(5, 5, 11);
   ConvolveOptions alpha;
@@ -250,5 +251,8 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   CHECK(detail::tensor_dense_kernel_launches() == none_before);
   ConvolveOptions automatic;
   CHECK(convolve(photo, cuconv::test::random_filter(3, 3, 13), automatic).variant_used == Variant::fast);
-  CHECK(convolve(photo, f5, automatic).variant_used == Variant::fast);
+  CHECK(convolve(flat, f5, automatic).variant_used == Variant::fast);
+  CHECK(detail::tensor_dense_kernel_launches() == none_before);
+  CHECK(check_exact(photo, f5, automatic, "auto 5x5 on a colour photo") == Variant::tensor);
+  CHECK(detail::tensor_dense_kernel_launches() == none_before + 1);
 }
