@@ -199,9 +199,9 @@ __global__ void __launch_bounds__(32 * kDensePlanesWarps, 2)
   };
   // Byte d of each pixel's word v is its digit d: float, x 2^s rounded to an integer (|v| <= 2^22
   // inside the window) plus 0x808080, so byte d is digit d + 128 of v in balanced base 256 and
-  // XOR 0x80 makes it the signed digit; 16-bit, the pixel itself. Staged float pixels outside the
-  // window (read by no output that is stored) may be larger; their digits are garbage that meets
-  // only zero weights or discarded outputs. 16-bit and 8-bit: the pixel itself.
+  // XOR 0x80 makes it the signed digit; 16-bit and 8-bit, the pixel itself. Staged float pixels
+  // outside the window (read by no output that is stored) may be larger; their digits are garbage
+  // that meets only zero weights or discarded outputs.
   const auto store_chunk = [&](int chunk, const float (&pixel_scale)[2]) {
     for_each_step([&](int s, int r, int u) {
       unsigned v[8];

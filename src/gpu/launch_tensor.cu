@@ -1,8 +1,8 @@
 // Launcher of the `tensor` variant, on a GPU with MMA (sm_80 and newer), no kept alpha. 8-bit in
 // and out: kernels/tensor_separable.cuh for a rank-1 filter whose split meets the pass rule (centred
 // square, R in TensorRadii); kernels/tensor_dense.cuh for any other filter of sides up to 17
-// whose dense split meets it. Float or 16-bit in and out: kernels/tensor_dense_planes.cuh
-// (launch_tensor_planes.cu). `fast` otherwise.
+// whose dense split meets it. Float or 16-bit in and out, and 8-bit past 17 a side:
+// kernels/tensor_dense_planes.cuh (launch_tensor_planes.cu). `fast` otherwise.
 #include "gpu/dispatch.cuh"
 #include "gpu/occupancy.cuh"
 #include "separable.hpp"
