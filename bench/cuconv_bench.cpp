@@ -281,6 +281,7 @@ int main(int argc, char** argv) {
             args.separable_vertical = separable->vertical.data();
             args.separable_fast = separable->fast;
             args.separable_tensor = separable->tensor;
+            args.separable_tensor_mma = separable->tensor_mma;
             args.wide_horizontal = separable->horizontal_wide.data();
             args.wide_vertical = separable->vertical_wide.data();
             args.separable_wide = separable->wide;

@@ -25,6 +25,7 @@
 #include "common.cuh"
 #include "fast_pack.cuh"
 #include "mma.cuh"
+#include "tensor_staging.cuh"
 
 #include <cstdint>
 
@@ -124,12 +125,7 @@ __global__ void __launch_bounds__(32 * Warps)
 
   // Where staged column sc reads in a row: element c0 - Halo + sc through the border rule (-1:
   // the constant border value). Used at the row's ends only.
-  for (int sc = static_cast<int>(threadIdx.x); sc < kStagedElems; sc += kThreads) {
-    const int e = c0 - kHalo + sc;
-    const int x = e >= 0 ? e / C : -((-e + C - 1) / C);  // floor(e / C)
-    const int xm = interpolate_border(x, src.width, p.border);
-    column_source[sc] = xm < 0 ? -1 : xm * C + (e - x * C);
-  }
+  build_column_map<C>(column_source, kStagedElems, c0 - kHalo, src.width, p.border);
 
   // The Toeplitz fragments, high and low parts, for every non-zero block, built from a copy of the
   // taps in shared memory (staging space, unused until the first chunk): indexed per lane, kernel
@@ -180,15 +176,7 @@ __global__ void __launch_bounds__(32 * Warps)
       } else if (vector_aligned && e0 >= 0 && e0 + 16 <= row_elems) {
         pending[s] = __ldg(reinterpret_cast<const uint4*>(src.row(y) + e0));
       } else {
-        const std::uint8_t* row = src.row(y);
-        unsigned words[4] = {0u, 0u, 0u, 0u};
-#pragma unroll
-        for (int i = 0; i < 16; ++i) {
-          const int from = column_source[16 * q + i];
-          const unsigned byte = from >= 0 ? static_cast<unsigned>(__ldg(row + from)) : border_byte;
-          words[i / 4] |= byte << (8 * (i % 4));
-        }
-        pending[s] = make_uint4(words[0], words[1], words[2], words[3]);
+        pending[s] = gather_columns(src.row(y), column_source, q, border_byte);
       }
     }
   };
@@ -198,12 +186,7 @@ __global__ void __launch_bounds__(32 * Warps)
     for (int s = 0; s < kSlots; ++s) {
       int r, q;
       if (!step(s, r, q)) break;
-      const uint4 in = pending[s];
-      auto* out = reinterpret_cast<uint4*>(staged + r * kStage + 16 * q);
-      out[0] = make_uint4(bytes_to_half2(in.x, 0), bytes_to_half2(in.x, 1), bytes_to_half2(in.y, 0),
-                          bytes_to_half2(in.y, 1));
-      out[1] = make_uint4(bytes_to_half2(in.z, 0), bytes_to_half2(in.z, 1), bytes_to_half2(in.w, 0),
-                          bytes_to_half2(in.w, 1));
+      store_as_halves(staged + r * kStage + 16 * q, pending[s]);
     }
   };
 

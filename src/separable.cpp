@@ -442,6 +442,61 @@ double tensor_error_bound(const SeparableFactors& f, const TensorSplit& split, c
          g * std::abs(delta);
 }
 
+bool exact_in_half(double v) {
+  if (v == 0.0) return true;
+  const double a = std::abs(v);
+  if (!(a <= 65504.0)) return false;
+  int e = 0;
+  std::frexp(a, &e);                          // a in [2^(e-1), 2^e)
+  const int last = std::max(e - 11, -24);     // weight of the last bit: 11 significant bits, or the subnormal grid
+  const double units = std::ldexp(a, -last);
+  return units == std::nearbyint(units);
+}
+
+std::optional<TensorMmaScales> tensor_mma_scales(const TensorSplit& split, const std::vector<float>& vertical) {
+  double magnitude_h = 0.0;
+  for (std::size_t j = 0; j < split.high.size(); ++j) magnitude_h += std::abs(2048.0 * split.high[j] + split.low[j]);
+  double largest_v = 0.0;
+  for (float v : vertical) largest_v = std::max(largest_v, std::abs(static_cast<double>(v)));
+  if (magnitude_h == 0.0 || largest_v == 0.0) return std::nullopt;
+  TensorMmaScales s;
+  std::frexp(255.0 * magnitude_h, &s.sigma);  // 255 sum |H| in [2^(sigma-1), 2^sigma)
+  s.sigma -= 15;
+  std::frexp(largest_v, &s.tau);
+  s.tau = 15 - s.tau;
+  for (std::size_t j = 0; j < split.high.size(); ++j)
+    if (!exact_in_half(std::ldexp(split.high[j], 11 - s.sigma)) || !exact_in_half(std::ldexp(split.low[j], -s.sigma)))
+      return std::nullopt;
+  return s;
+}
+
+double tensor_mma_error_bound(const SeparableFactors& f, const TensorSplit& split, const TensorMmaScales& scales,
+                              const std::vector<double>& weights, double delta) {
+  const FactorChange c = factor_change(f, weights);
+  double magnitude_h = 0.0;  // sum |H| / 2^e: the row sums are at most 255 times it
+  for (std::size_t j = 0; j < split.high.size(); ++j) magnitude_h += std::abs(2048.0 * split.high[j] + split.low[j]);
+  magnitude_h = std::ldexp(magnitude_h, -split.exponent);
+  double largest_v = 0.0;
+  for (float v : f.vertical) largest_v = std::max(largest_v, std::abs(static_cast<double>(v)));
+  const double sum = 255.0 * magnitude_h * c.magnitude_v;  // every partial sum of the vertical pass is below it
+  const double u = std::ldexp(1.0, -24);
+  // Relative to the sum: the row sums' float addition (u) and FP16 split (2u), the vertical
+  // weights' FP16 split (2u), the dropped low x low product (4u), near + far (u). Absolute: the
+  // FP16 subnormal grid under the low parts (2^-25 in R' and in V' units).
+  const double splits = 10.0 * u * sum;
+  const double r_unit = std::ldexp(1.0, scales.sigma - split.exponent);  // one R' unit in pixel-weight units
+  const double floors = std::ldexp(1.0, -25) * r_unit * c.magnitude_v +
+                        static_cast<double>(f.vertical.size()) * std::ldexp(1.0, -25) * std::ldexp(32768.0, -scales.tau) * r_unit;
+  // Tensor cores: the two high x high MMAs (C = 0 and C = the cross sum, far below their products)
+  // and the four cross MMAs (products and C below 2^-10 of the sum).
+  // (The high parts may exceed what they stand for by 2^-11: 1.001.)
+  const double accumulation =
+      1.001 * (2.0 * 17.0 * 2.0 * u * 255.0 * magnitude_h * largest_v + 4.0 * 17.0 * 2.0 * u * std::ldexp(sum, -10));
+  // The epilogue: the scale is exact; delta (as float) with one rounding of the sum.
+  const double epilogue = u * (sum + std::abs(delta)) + std::abs(delta - static_cast<double>(static_cast<float>(delta)));
+  return 255.0 * (c.factored + split.quantization * c.magnitude_v) + splits + floors + accumulation + epilogue;
+}
+
 std::optional<SeparableFactors> separable_for(const std::vector<double>& weights, int kw, int kh,
                                              int input_depth, int output_depth, double delta) {
   std::optional<SeparableFactors> factors = factor_separable(weights, kw, kh);
@@ -461,6 +516,11 @@ std::optional<SeparableFactors> separable_for(const std::vector<double>& weights
   }
   factors->fast = integer_results_hold(weights, delta, separable_error_bound(*factors, weights, 255.0, delta));
   factors->tensor = split && integer_results_hold(weights, delta, tensor_error_bound(*factors, *split, weights, delta));
+  if (factors->tensor) {
+    const std::optional<TensorMmaScales> scales = tensor_mma_scales(*split, factors->vertical);
+    factors->tensor_mma =
+        scales && integer_results_hold(weights, delta, tensor_mma_error_bound(*factors, *split, *scales, weights, delta));
+  }
   if (!factors->fast && !factors->tensor) return std::nullopt;
   return factors;
 }

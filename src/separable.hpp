@@ -16,6 +16,7 @@ struct SeparableFactors {
   bool exact = false;             ///< every float product equals the float weight exactly
   bool fast = true;               ///< `fast`'s float row and column sums meet the pass rule
   bool tensor = false;            ///< 8-bit results through `tensor` (tensor_split) meet the pass rule
+  bool tensor_mma = false;        ///< ... also with the vertical pass on tensor cores (tensor_mma_error_bound)
   bool wide = false;              ///< 16-bit results through `fast`'s double sums (fast_wide.cuh) meet it
 };
 
@@ -37,6 +38,30 @@ struct TensorSplit {
 /// multiply-adds down the column (n = kh + 1 rounding steps; the row sums add none).
 [[nodiscard]] double tensor_error_bound(const SeparableFactors& f, const TensorSplit& split,
                                         const std::vector<double>& weights, double delta);
+
+/// How `tensor`'s both-passes kernel (kernels/tensor_separable_mma.cuh) scales a split: the row
+/// sums by 2^-sigma (below 2^15, so their FP16 high part is finite), the vertical weights by 2^tau
+/// (the largest in [2^14, 2^15): their FP16 low parts stay clear of the subnormals). nullopt when
+/// the scaled horizontal parts are not exact in FP16 or every vertical weight is zero.
+struct TensorMmaScales {
+  int sigma = 0;
+  int tau = 0;
+};
+[[nodiscard]] std::optional<TensorMmaScales> tensor_mma_scales(const TensorSplit& split,
+                                                               const std::vector<float>& vertical);
+
+/// Whether a finite double is a binary16 value (normal or subnormal) exactly.
+[[nodiscard]] bool exact_in_half(double v);
+
+/// Largest error of that kernel on 8-bit input against the exact sum: the factorisation's and the
+/// split's change of the weights, the row sums' float rounding and FP16 split, the vertical
+/// weights' FP16 split, the dropped product of the two low parts, the tensor cores' FP32
+/// accumulation (at most (k + 1) 2^-23 of the largest of an MMA's k = 16 products and C: the
+/// truncating accumulation measured on V100 to H100; tests/test_gpu_tensor_mma.cpp checks it on
+/// the device), and the epilogue's additions.
+[[nodiscard]] double tensor_mma_error_bound(const SeparableFactors& f, const TensorSplit& split,
+                                            const TensorMmaScales& scales, const std::vector<double>& weights,
+                                            double delta);
 
 /// Largest sides of a filter `tensor` sums densely on tensor cores: 8-bit images on their own
 /// kernel (kernels/tensor_dense.cuh); float, 16-bit and larger 8-bit filters on the planes kernel

@@ -169,6 +169,62 @@ TEST_CASE("separable: tensor's split is exact for dyadic presets and its bound a
   CHECK_FALSE(tensor_split(std::vector<float>(5, 0.0f)).has_value());
 }
 
+TEST_CASE("separable: the both-passes tensor kernel's scales are exact in FP16 and its bound admits the blurs") {
+  using cuconv::detail::exact_in_half;
+  using cuconv::detail::separable_for;
+  using cuconv::detail::tensor_mma_error_bound;
+  using cuconv::detail::tensor_mma_scales;
+  using cuconv::detail::tensor_split;
+  // binary16: 11 significant bits, normal down to 2^-14, subnormal grid 2^-24, largest 65504.
+  for (double v : {1.0, -65504.0, 2047.0, 0.5 + std::ldexp(1.0, -11), std::ldexp(1.0, -24), std::ldexp(3.0, -24),
+                   std::ldexp(1023.0, -24), 0.0})
+    CHECK(exact_in_half(v));
+  for (double v : {65505.0, 65536.0, 2049.0, 1.0 + std::ldexp(1.0, -11), std::ldexp(1.0, -25), std::ldexp(3.0, -25)})
+    CHECK_FALSE(exact_in_half(v));
+
+  for (const char* spec : {"gaussian:4,1.9", "gaussian:7,2.5", "gaussian:8,3.5", "box:9", "box:17"}) {
+    INFO(std::string(spec));
+    const cuconv::Filter f = cuconv::load_filter(spec);
+    const auto factors = separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, 0.0);
+    REQUIRE(factors.has_value());
+    CHECK(factors->tensor_mma);
+    const auto split = tensor_split(factors->horizontal);
+    REQUIRE(split.has_value());
+    const auto scales = tensor_mma_scales(*split, factors->vertical);
+    REQUIRE(scales.has_value());
+    // Row sums below 2^15 (255 sum |H| 2^-sigma in [2^14, 2^15)), the parts exact in FP16, the
+    // largest vertical weight in [2^14, 2^15).
+    double magnitude = 0.0;
+    for (std::size_t j = 0; j < split->high.size(); ++j) {
+      magnitude += std::abs(2048.0 * split->high[j] + split->low[j]);
+      CHECK(exact_in_half(std::ldexp(split->high[j], 11 - scales->sigma)));
+      CHECK(exact_in_half(std::ldexp(split->low[j], -scales->sigma)));
+    }
+    const double row_sums = std::ldexp(255.0 * magnitude, -scales->sigma);
+    CHECK(row_sums < 32768.0);
+    CHECK(row_sums >= 16384.0);
+    double largest_v = 0.0;
+    for (float v : factors->vertical) largest_v = std::max(largest_v, std::abs(static_cast<double>(v)));
+    CHECK(std::ldexp(largest_v, scales->tau) >= 16384.0);
+    CHECK(std::ldexp(largest_v, scales->tau) < 32768.0);
+    // The bound stays under the limit, and above the part every split shares (the factorisation's
+    // and the rounding of the weights) by at least the row sums' FP16 split.
+    const double bound = tensor_mma_error_bound(*factors, *split, *scales, f.weights, 0.0);
+    CHECK(bound < cuconv::detail::kSeparableErrorLimit);
+    CHECK(bound > 255.0 * split->quantization + 255.0 * std::ldexp(1.0, -23));
+  }
+  // A sharp gaussian (largest weight 0.44 of each factor): the accumulation term alone passes the
+  // limit, so the float column sums keep it.
+  const cuconv::Filter sharp = cuconv::load_filter("gaussian:4,0.9");
+  const auto factors = separable_for(sharp.weights, 9, 9, CV_8U, CV_8U, 0.0);
+  REQUIRE(factors.has_value());
+  CHECK(factors->tensor);
+  CHECK_FALSE(factors->tensor_mma);
+  // Ties of flat areas keep it off too.
+  const cuconv::Filter box = cuconv::load_filter("box:9");
+  CHECK_FALSE(separable_for(box.weights, 9, 9, CV_8U, CV_8U, 0.5).has_value());
+}
+
 TEST_CASE("separable: 16-bit outputs take the double sums where their bound and the flat areas allow") {
   using cuconv::detail::separable_for;
   using cuconv::detail::wide_error_bound;

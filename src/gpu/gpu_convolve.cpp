@@ -152,6 +152,7 @@ VariantLaunch launch_for(const ConstDeviceImageView& in, const DeviceImageView& 
     args.separable_vertical = job.separable->vertical.data();
     args.separable_fast = job.separable->fast;
     args.separable_tensor = job.separable->tensor;
+    args.separable_tensor_mma = job.separable->tensor_mma;
     args.wide_horizontal = job.separable->horizontal_wide.data();
     args.wide_vertical = job.separable->vertical_wide.data();
     args.wide_delta = job.delta;

@@ -43,6 +43,7 @@ struct LaunchArgs {
   const float* separable_vertical = nullptr;    ///< kh weights (host)
   bool separable_fast = false;                  ///< SeparableFactors::fast: `fast` may run it
   bool separable_tensor = false;                ///< SeparableFactors::tensor: `tensor` may run it
+  bool separable_tensor_mma = false;            ///< SeparableFactors::tensor_mma: with both passes on tensor cores
   const double* wide_horizontal = nullptr;      ///< the kw factors in double (SeparableFactors::wide)
   const double* wide_vertical = nullptr;        ///< the kh factors in double
   double wide_delta = 0;                        ///< delta in double (params.delta is its float)
@@ -94,9 +95,11 @@ bool launch_fast_wide(const LaunchArgs& args);
 /// Whether `tensor` has a kernel for a centred (2R+1)^2 separable filter of this radius.
 [[nodiscard]] bool tensor_radius_supported(int radius);
 
-/// Launches of the tensor-core kernel in this process (the tests read it to know that `tensor` did
-/// not fall back to `fast`).
+/// Launches of the separable tensor-core kernels in this process (the tests read it to know that
+/// `tensor` did not fall back to `fast`), and of those the both-passes kernel
+/// (kernels/tensor_separable_mma.cuh).
 [[nodiscard]] std::uint64_t tensor_kernel_launches() noexcept;
+[[nodiscard]] std::uint64_t tensor_mma_kernel_launches() noexcept;
 
 /// Launches of the dense tensor-core kernel (kernels/tensor_dense.cuh) in this process.
 [[nodiscard]] std::uint64_t tensor_dense_kernel_launches() noexcept;

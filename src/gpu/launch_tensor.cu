@@ -1,6 +1,7 @@
 // Launcher of the `tensor` variant, on a GPU with MMA (sm_80 and newer), no kept alpha. 8-bit in
-// and out: kernels/tensor_separable.cuh for a rank-1 filter whose split meets the pass rule (centred
-// square, R in TensorRadii); kernels/tensor_dense.cuh for any other filter of sides up to 17
+// and out: a rank-1 filter whose split meets the pass rule (centred square, R in TensorRadii) on
+// kernels/tensor_separable_mma.cuh from radius 4 where its bound holds, else on
+// kernels/tensor_separable.cuh; kernels/tensor_dense.cuh for any other filter of sides up to 17
 // whose dense split meets it. Float or 16-bit in and out, and 8-bit past 17 a side:
 // kernels/tensor_dense_planes.cuh (launch_tensor_planes.cu). `fast` otherwise.
 #include "gpu/dispatch.cuh"
@@ -9,6 +10,9 @@
 
 #include <kernels/tensor_dense.cuh>
 #include <kernels/tensor_separable.cuh>
+#include <kernels/tensor_separable_mma.cuh>
+
+#include <cuda_fp16.h>
 
 #include <algorithm>
 #include <array>
@@ -16,6 +20,7 @@
 #include <cmath>
 #include <cstdint>
 #include <optional>
+#include <type_traits>
 #include <vector>
 
 namespace cuconv::detail {
@@ -24,10 +29,18 @@ namespace {
 
 std::atomic<std::uint64_t> kernel_launches{0};
 std::atomic<std::uint64_t> dense_launches{0};
+std::atomic<std::uint64_t> mma_launches{0};
 static_assert(kTensorDenseMaxSide == kernels::kDenseMaxSide);
 
 /// Warps a block: 4 (256 outputs of a row) ran faster than 2 and 8 (docs/kernel-notes.md, 'tensor').
 constexpr int kTensorWarps = 4;
+
+/// The both-passes kernel: 4 warps of 4 output tiles (256 outputs of a row), and from which radius
+/// it replaces the FP32-vertical one: its time hardly grows with the filter, level at 7x7 and
+/// faster from 9x9 (docs/kernel-notes.md, 'Both passes on tensor cores').
+constexpr int kTensorMmaWarps = 4;
+constexpr int kTensorMmaTiles = 4;
+constexpr int kTensorMmaMinRadius = 4;
 
 }  // namespace
 
@@ -91,6 +104,57 @@ void launch_tensor_kernel(const LaunchArgs& a, const TensorSplit& split) {
   kernel_launches.fetch_add(1, std::memory_order_relaxed);
 }
 
+template <int C, int R>
+void launch_tensor_mma_kernel(const LaunchArgs& a, const TensorSplit& split, const TensorMmaScales& scales) {
+  using namespace kernels;
+  constexpr int K = 2 * R + 1;
+  TensorSeparableMmaTaps<K> taps{};
+  const auto half_bits = [](double v) { return __half_as_ushort(__double2half(v)); };  // exact: tensor_mma_scales
+  for (int j = 0; j < K; ++j) {
+    const auto u = static_cast<std::size_t>(j);
+    taps.bits[j] = half_bits(std::ldexp(split.high[u], 11 - scales.sigma));
+    taps.bits[K + j] = half_bits(std::ldexp(split.low[u], -scales.sigma));
+    const double v = std::ldexp(static_cast<double>(a.separable_vertical[j]), scales.tau);
+    const __half hi = __double2half(v);
+    taps.bits[2 * K + j] = __half_as_ushort(hi);
+    taps.bits[3 * K + j] = half_bits(v - static_cast<double>(__half2float(hi)));
+  }
+  taps.scale = std::ldexp(1.0f, scales.sigma - split.exponent - scales.tau);
+  double magnitude = 0.0;
+  for (int i = 0; i < K * K; ++i) magnitude += std::abs(static_cast<double>(a.host_weights[i]));
+  const double delta = static_cast<double>(a.params.delta);
+  // Sums below 2^21 in magnitude and an integral delta: one rounding FMA, no clamp before it.
+  const bool simple = 255.0 * magnitude + std::abs(delta) < 2097152.0 && delta == std::nearbyint(delta);
+  const auto run = [&](auto kernel_constant) {
+    constexpr auto kernel = decltype(kernel_constant)::value;
+    constexpr int kShared = tensor_mma_shared_bytes(kTensorMmaWarps, kTensorMmaTiles, C, R);
+    constexpr int kThreads = 32 * kTensorMmaWarps;
+    reserve_shared_memory(kernel, kShared, "tensor", a.params.kw, a.params.kh);
+    const int row_elems = a.width * C;
+    const int column_blocks = div_up(row_elems, tensor_mma_tile_elems(kTensorMmaWarps, kTensorMmaTiles));
+    const int resident = resident_blocks<kernel>(kThreads, kShared);
+    const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident);
+    const dim3 grid(static_cast<unsigned>(column_blocks),
+                    static_cast<unsigned>(std::min(div_up(a.height, strip_rows), kMaxGridY)));
+    const bool aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0;
+    const bool vector_store = reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
+    PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};
+    PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst), a.dst_pitch, a.width, a.height};
+    kernel<<<grid, dim3(kThreads), kShared, a.stream>>>(src, dst, a.params, taps, aligned, vector_store, strip_rows,
+                                                        static_cast<float>(delta + 12582912.0));
+    CUCONV_CHECK_LAUNCH();
+  };
+  constexpr auto kSimple = tensor_separable_mma_kernel<C, R, kTensorMmaWarps, kTensorMmaTiles, true>;
+  constexpr auto kGeneral = tensor_separable_mma_kernel<C, R, kTensorMmaWarps, kTensorMmaTiles, false>;
+  if (simple) {
+    run(std::integral_constant<decltype(kSimple), kSimple>{});
+  } else {
+    run(std::integral_constant<decltype(kGeneral), kGeneral>{});
+  }
+  kernel_launches.fetch_add(1, std::memory_order_relaxed);
+  mma_launches.fetch_add(1, std::memory_order_relaxed);
+}
+
 template <int C, int Chunks>
 void launch_dense_kernel(const LaunchArgs& a, const DenseTensorSplit& split) {
   using namespace kernels;
@@ -139,6 +203,8 @@ bool tensor_applies(const LaunchArgs& a) { return tensor_types_apply(a) && rank_
 
 std::uint64_t tensor_kernel_launches() noexcept { return kernel_launches.load(std::memory_order_relaxed); }
 
+std::uint64_t tensor_mma_kernel_launches() noexcept { return mma_launches.load(std::memory_order_relaxed); }
+
 std::uint64_t tensor_dense_kernel_launches() noexcept { return dense_launches.load(std::memory_order_relaxed); }
 
 bool tensor_radius_supported(int radius) { return in_tensor_radii(radius); }
@@ -155,7 +221,16 @@ void launch_tensor(const LaunchArgs& a) {
       dispatch_channels(a.channels, [&](auto channels) {
         dispatch_radius<TensorRadii>(a.params.kw, a.params.kh, [&](auto radius) {
           if constexpr (radius.value != kernels::kRuntimeRadius) {
-            launch_tensor_kernel<channels.value, radius.value, kTensorWarps>(a, *split);
+            std::optional<TensorMmaScales> scales;
+            if (radius.value >= kTensorMmaMinRadius && a.separable_tensor_mma) {
+              const std::vector<float> vertical(a.separable_vertical, a.separable_vertical + a.params.kh);
+              scales = tensor_mma_scales(*split, vertical);
+            }
+            if (scales) {
+              launch_tensor_mma_kernel<channels.value, radius.value>(a, *split, *scales);
+            } else {
+              launch_tensor_kernel<channels.value, radius.value, kTensorWarps>(a, *split);
+            }
           }
         });
       });

@@ -1,0 +1,369 @@
+#pragma once
+/// @file tensor_separable_mma.cuh
+/// `tensor`: separable filters on 8-bit images with both passes on tensor cores (FP16 MMA, FP32
+/// accumulation), the row sums passed from the first MMA to the second in registers.
+///  - Horizontal pass, transposed: R^T (16 outputs x 8 rows) = T^T (16 outputs x K elements, the
+///    banded Toeplitz matrix of the horizontal weights) times X^T (K elements x 8 image rows, from
+///    ldmatrix on the staged FP16 rows). The weights are integers H = 2048 hi + lo (split as for
+///    the FP32-vertical kernel) scaled by the power of two 2^-sigma that keeps every row sum below
+///    2^15; the hi and lo parts have their own accumulators, whose partial sums are integers of
+///    the scaled grid below 2^24 units: exact however the tensor core aligns and rounds.
+///  - R' = acc_hi + acc_lo (one float rounding) is split into an FP16 pair hi + lo. The C fragment
+///    of R^T holds, per lane, output column g (and g + 8) of rows 2t, 2t + 1 (and the second
+///    n-tile's 8 + 2t, 9 + 2t): exactly a B fragment of R (16 rows x 8 columns), so the vertical
+///    pass needs no shared memory.
+///  - Vertical pass: Y (16 output rows x 8 columns) = V (16 x 32, Toeplitz of the vertical weights
+///    V' = v 2^tau, hi + lo in FP16) times the row sums of two 16-row steps. The tensor core's
+///    FP32 sum loses bits relative to the largest of its terms, C included, so no MMA starts from
+///    a C as large as its products: the first step's V'hi R'hi has its own accumulator; the cross
+///    products V'hi R'lo and V'lo R'hi are summed first and the second step's V'hi R'hi on top of
+///    them; V'lo R'lo is dropped. The error bound this leaves is tensor_mma_error_bound
+///    (src/separable.cpp). `Simple` (sums below 2^21, integral delta): the scale, delta and the
+///    rounding half to even in one FMA.
+/// Block and thread mapping: a block of W warps owns 16 M W output elements of a row (warp w: M
+/// tiles of 16 elements) and walks a strip of rows 16 at a time. Per step the threads stage the
+/// next 16 input rows (the tile and its halo, border rule applied) as FP16 in one of two shared
+/// buffers, loaded one step ahead into registers; each warp then forms the row sums of those 16
+/// rows for its tiles, and with the previous step's row sums (kept in registers) the 16 output
+/// rows of the step before, which it writes to its rows in shared memory and stores as 16-byte
+/// vectors (a lane's own results are 2 bytes of a row).
+#include "common.cuh"
+#include "fast_pack.cuh"
+#include "mma.cuh"
+#include "tensor_staging.cuh"
+
+#include <cuda_fp16.h>
+
+#include <cstdint>
+
+namespace cuconv::kernels {
+
+inline constexpr int kTensorMmaRows = 16;  ///< rows per step (the MMAs' m16 / k16)
+
+/// Elements of halo each side of a block's staged rows (R * C rounded up to 16: 16-byte loads), and
+/// the halo each output tile's k-steps start from (R * C rounded up to 8: ldmatrix rows).
+__host__ __device__ constexpr int tensor_mma_halo(int channels, int radius) { return (radius * channels + 15) / 16 * 16; }
+__host__ __device__ constexpr int tensor_mma_tile_halo(int channels, int radius) { return (radius * channels + 7) / 8 * 8; }
+
+/// k-steps of 16 elements an output tile of 16 reads: staged elements tile_halo - R C .. 15 + R C + tile_halo.
+__host__ __device__ constexpr int tensor_mma_ksteps(int channels, int radius) {
+  return (15 + radius * channels + tensor_mma_tile_halo(channels, radius)) / 16 + 1;
+}
+
+/// Output elements of a row per block, staged elements and halves of one staged row (a pad of 8
+/// halves: eight rows' 16-byte ldmatrix reads fall in distinct bank groups).
+__host__ __device__ constexpr int tensor_mma_tile_elems(int warps, int tiles) { return 16 * tiles * warps; }
+__host__ __device__ constexpr int tensor_mma_staged_elems(int warps, int tiles, int channels, int radius) {
+  return tensor_mma_tile_elems(warps, tiles) + tensor_mma_halo(channels, radius) - tensor_mma_tile_halo(channels, radius) +
+         16 * (tensor_mma_ksteps(channels, radius) - 1);
+}
+__host__ __device__ constexpr int tensor_mma_stage_stride(int warps, int tiles, int channels, int radius) {
+  return (tensor_mma_staged_elems(warps, tiles, channels, radius) + 15) / 16 * 16 + 8;
+}
+
+/// Bytes between the rows of a warp's output tile in shared memory: 16 more than the tile, so the
+/// eight rows of a 2-byte store fall in distinct bank groups.
+__host__ __device__ constexpr int tensor_mma_out_stride(int tiles) { return 16 * tiles + 16; }
+
+/// Dynamic shared memory of one block: two buffers of 16 staged FP16 rows, where each staged
+/// column reads from (the border rule at the row's ends), and each warp's 16 output rows.
+__host__ __device__ constexpr int tensor_mma_shared_bytes(int warps, int tiles, int channels, int radius) {
+  return 2 * kTensorMmaRows * tensor_mma_stage_stride(warps, tiles, channels, radius) * 2 +
+         (tensor_mma_stage_stride(warps, tiles, channels, radius) - 8) * 4 +
+         warps * kTensorMmaRows * tensor_mma_out_stride(tiles);
+}
+
+/// The weights as FP16 bits: horizontal hi * 2^(11 - sigma) and lo * 2^-sigma, vertical V' = v 2^tau
+/// as hi + lo; `scale` = 2^(sigma - e - tau) takes the vertical sums to output units. A kernel
+/// parameter.
+template <int K>
+struct TensorSeparableMmaTaps {
+  unsigned short bits[4 * K];  ///< horizontal hi, horizontal lo, vertical hi, vertical lo: K each
+  float scale;
+};
+
+namespace tensor_mma_detail {
+
+/// A fragment (m16n8k16, row-major A) of the 16x16 block whose entry (m, k) is entry(m, k):
+/// registers {A[g][2t..]}, {A[g+8][2t..]}, {A[g][2t+8..]}, {A[g+8][2t+8..]}, lane = 4g + t; each
+/// XORed with zero[r].
+template <class Entry>
+__device__ __forceinline__ void a_fragment(const Entry& entry, int lane, const unsigned* zero, unsigned (&a)[4]) {
+  const int g = lane >> 2;
+  const int t = lane & 3;
+#pragma unroll
+  for (int r = 0; r < 4; ++r) {
+    const int m = g + 8 * (r & 1);
+    const int k = 2 * t + 8 * (r >> 1);
+    a[r] = (entry(m, k) | (entry(m, k + 1) << 16)) ^ zero[r];
+  }
+}
+
+/// Four ints saturated to bytes, the first in the low byte.
+__device__ __forceinline__ unsigned pack_u8x4(const int (&v)[4]) {
+  unsigned high, word;
+  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(high) : "r"(v[3]), "r"(v[2]), "r"(0));
+  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(word) : "r"(v[1]), "r"(v[0]), "r"(high));
+  return word;
+}
+
+/// Two floats as an FP16 pair hi (rounded to nearest) and the pair of what hi leaves, lo.
+__device__ __forceinline__ void split_half2(float x0, float x1, unsigned& hi, unsigned& lo) {
+  const __half2 h = __floats2half2_rn(x0, x1);
+  const float2 back = __half22float2(h);
+  const __half2 l = __floats2half2_rn(x0 - back.x, x1 - back.y);
+  hi = *reinterpret_cast<const unsigned*>(&h);
+  lo = *reinterpret_cast<const unsigned*>(&l);
+}
+
+}  // namespace tensor_mma_detail
+
+/// Block (bx, by) filters elements [bx * 16MW, (bx + 1) * 16MW) of rows [s0, s0 + strip_rows),
+/// s0 = by * strip_rows, by + gridDim.y, ... (strip_rows a multiple of 16). Square centred
+/// (2R+1)^2 filters, 8-bit in and out, C interleaved channels; `vector_aligned` and `vector_store`:
+/// source and destination rows 16-byte aligned.
+template <int C, int R, int Warps, int Tiles, bool Simple>
+__global__ void __launch_bounds__(32 * Warps, 16 / Warps)
+    tensor_separable_mma_kernel(PlaneView<const std::uint8_t> src, PlaneView<std::uint8_t> dst, ConvParams p,
+                                TensorSeparableMmaTaps<2 * R + 1> taps, bool vector_aligned, bool vector_store,
+                                int strip_rows, float rounding_delta) {
+  using namespace tensor_detail;
+  using namespace tensor_mma_detail;
+  constexpr int K = 2 * R + 1;
+  constexpr int kThreads = 32 * Warps;
+  constexpr int kTile = tensor_mma_tile_elems(Warps, Tiles);
+  constexpr int kHalo = tensor_mma_halo(C, R);
+  constexpr int kTileHalo = tensor_mma_tile_halo(C, R);
+  constexpr int kOffset = kHalo - kTileHalo;  // staged index of tile 0's first k-step
+  constexpr int kKSteps = tensor_mma_ksteps(C, R);
+  constexpr int kStage = tensor_mma_stage_stride(Warps, Tiles, C, R);
+  constexpr int kStagedElems = kStage - 8;
+  constexpr int kVectors = kStagedElems / 16;  // 16-element steps of a staged row
+  constexpr int kSlots = (kTensorMmaRows * kVectors + kThreads - 1) / kThreads;  // steps a thread
+
+  extern __shared__ __align__(16) unsigned char tensor_mma_shared[];
+  auto* staged = reinterpret_cast<unsigned short*>(tensor_mma_shared);
+  auto* column_source = reinterpret_cast<int*>(staged + 2 * kTensorMmaRows * kStage);
+  constexpr int kOutStride = tensor_mma_out_stride(Tiles);
+  auto* out_tile = reinterpret_cast<std::uint8_t*>(column_source + kStagedElems) +
+                   (static_cast<int>(threadIdx.x) >> 5) * kTensorMmaRows * kOutStride;
+
+  const int lane = static_cast<int>(threadIdx.x) & 31;
+  const int warp = static_cast<int>(threadIdx.x) >> 5;
+  const int g = lane >> 2;
+  const int t = lane & 3;
+  const int row_elems = src.width * C;
+  const int c0 = static_cast<int>(blockIdx.x) * kTile;
+
+  // Where staged column sc reads in a row: element c0 - Halo + sc through the border rule (-1:
+  // the constant border value). Used at the row's ends only.
+  build_column_map<C>(column_source, kStagedElems, c0 - kHalo, src.width, p.border);
+
+  // Toeplitz fragments, built once from a copy of the taps in shared memory (the second staging
+  // buffer, unused until the second step): indexed per lane, kernel parameters would serialize.
+  // Each fragment register is XORed with its own zero word from shared memory: registers the
+  // compiler could prove equal (the Toeplitz structure repeats entries) or zero would otherwise be
+  // rebuilt, with register moves, before every MMA that reads them.
+  // Horizontal, k-step ks: entry (o, k) is tap j where k + 16 ks = o + (j - R) C + TileHalo.
+  // Vertical, k-step kv: entry (m, k) is tap 16 kv + k - m.
+  auto* tap_bits = staged + kTensorMmaRows * kStage;
+  if (threadIdx.x == 0) {
+#pragma unroll
+    for (int k = 0; k < 4 * K; ++k) tap_bits[k] = taps.bits[k];  // compile-time indices: no local copy of taps
+  }
+  auto* opaque_zero = reinterpret_cast<unsigned*>(tap_bits + (4 * K + 1) / 2 * 2);
+  for (int k = static_cast<int>(threadIdx.x); k < 4 * (2 * kKSteps + 4); k += kThreads) opaque_zero[k] = 0u;
+  __syncthreads();
+  unsigned h_hi[kKSteps][4];
+  unsigned h_lo[kKSteps][4];
+  unsigned v_hi[2][4];
+  unsigned v_lo[2][4];
+  const auto horizontal_entry = [&](int ks, int part) {
+    return [=](int o, int k) -> unsigned {
+      const int offset = k + 16 * ks - o - kTileHalo + R * C;  // j * C
+      if (offset < 0 || offset % C != 0 || offset / C >= K) return 0u;
+      return tap_bits[part * K + offset / C];
+    };
+  };
+  const auto vertical_entry = [&](int kv, int part) {
+    return [=](int m, int k) -> unsigned {
+      const int j = 16 * kv + k - m;
+      return (j < 0 || j >= K) ? 0u : tap_bits[(2 + part) * K + j];
+    };
+  };
+#pragma unroll
+  for (int ks = 0; ks < kKSteps; ++ks) {
+    a_fragment(horizontal_entry(ks, 0), lane, opaque_zero + 8 * ks, h_hi[ks]);
+    a_fragment(horizontal_entry(ks, 1), lane, opaque_zero + 8 * ks + 4, h_lo[ks]);
+  }
+#pragma unroll
+  for (int kv = 0; kv < 2; ++kv) {
+    a_fragment(vertical_entry(kv, 0), lane, opaque_zero + 8 * kKSteps + 8 * kv, v_hi[kv]);
+    a_fragment(vertical_entry(kv, 1), lane, opaque_zero + 8 * kKSteps + 8 * kv + 4, v_lo[kv]);
+  }
+  const unsigned border_byte = static_cast<unsigned>(p.border_value);
+  __syncthreads();  // column_source complete, the tap copy read
+
+  // 16 bytes of staged row r, elements from c0 - Halo + 16q, into registers: one vector load inside
+  // the row, the column map at its ends, the border value for rows outside a constant border.
+  uint4 pending[kSlots];
+  int step_row[kSlots];
+  int step_vector[kSlots];
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) {
+    const int idx = static_cast<int>(threadIdx.x) + s * kThreads;
+    step_row[s] = idx / kVectors;
+    step_vector[s] = idx - step_row[s] * kVectors;
+  }
+  bool slot_whole[kSlots];  // the slot's 16 elements lie inside the row: one vector load
+#pragma unroll
+  for (int s = 0; s < kSlots; ++s) {
+    const int e0 = c0 - kHalo + 16 * step_vector[s];
+    slot_whole[s] = vector_aligned && e0 >= 0 && e0 + 16 <= row_elems;
+  }
+  const auto in_step = [&](int s) { return static_cast<int>(threadIdx.x) + s * kThreads < kTensorMmaRows * kVectors; };
+  const auto load_rows = [&](int first_row) {
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      if (!in_step(s)) break;
+      int y = first_row + step_row[s];
+      if (static_cast<unsigned>(y) >= static_cast<unsigned>(src.height)) y = interpolate_border(y, src.height, p.border);
+      if (y < 0) {
+        const unsigned b = border_byte * 0x01010101u;
+        pending[s] = make_uint4(b, b, b, b);
+      } else if (slot_whole[s]) {
+        pending[s] = __ldg(reinterpret_cast<const uint4*>(src.row(y) + (c0 - kHalo + 16 * step_vector[s])));
+      } else {
+        pending[s] = gather_columns(src.row(y), column_source, step_vector[s], border_byte);
+      }
+    }
+  };
+  const auto store_rows = [&](unsigned short* buffer) {
+#pragma unroll
+    for (int s = 0; s < kSlots; ++s) {
+      if (!in_step(s)) break;
+      store_as_halves(buffer + step_row[s] * kStage + 16 * step_vector[s], pending[s]);
+    }
+  };
+
+  // ldmatrix addresses: lane l gives row l % 8 of matrix l / 8 (rows 0-7 / 8-15, elements +0 / +8).
+  const int a_row = (lane & 7) + (lane >> 4) * 8;
+  const int a_col = ((lane >> 3) & 1) * 8;
+  const int tile_first = kOffset + 16 * Tiles * warp;  // staged index of this warp's first tile
+
+  for (int s0 = static_cast<int>(blockIdx.y) * strip_rows; s0 < src.height;
+       s0 += static_cast<int>(gridDim.y) * strip_rows) {
+    const int out_steps = (min(strip_rows, src.height - s0) + kTensorMmaRows - 1) / kTensorMmaRows;
+    const int first_row = s0 - p.anchor_y;  // input row of step 0, row 0
+    const int rows_end = min(src.height, s0 + strip_rows);
+    unsigned prev_hi[Tiles][2][2];  // B fragments of the previous step's row sums: [tile][n-tile][k half]
+    unsigned prev_lo[Tiles][2][2];
+    load_rows(first_row);
+    for (int m = 0; m <= out_steps; ++m) {
+      // 1. Step m's input rows into buffer m & 1, step m + 1's loads under way. The barrier also
+      // orders step m - 1's reads of the other buffer before anyone writes it in step m + 1.
+      unsigned short* buffer = staged + (m & 1) * kTensorMmaRows * kStage;
+      store_rows(buffer);
+      if (m < out_steps) load_rows(first_row + kTensorMmaRows * (m + 1));
+      __syncthreads();
+
+#pragma unroll
+      for (int i = 0; i < Tiles; ++i) {
+        // 2. Row sums of the step's 16 rows for tile i: R^T = T^T X^T, two n-tiles of 8 rows.
+        float acc_hi[2][4] = {};
+        float acc_lo[2][4] = {};
+        const unsigned short* base = buffer + a_row * kStage + tile_first + 16 * i + a_col;
+#pragma unroll
+        for (int ks = 0; ks < kKSteps; ++ks) {
+          unsigned x[4];
+          ldmatrix_x4(x, base + 16 * ks);
+          const unsigned rows_low[2] = {x[0], x[1]};   // image rows 0-7
+          const unsigned rows_high[2] = {x[2], x[3]};  // image rows 8-15
+          mma_f16_f32(acc_hi[0], h_hi[ks], rows_low);
+          mma_f16_f32(acc_lo[0], h_lo[ks], rows_low);
+          mma_f16_f32(acc_hi[1], h_hi[ks], rows_high);
+          mma_f16_f32(acc_lo[1], h_lo[ks], rows_high);
+        }
+        // R' as B fragments of the vertical pass: n-tile nt (columns 8 nt + g) takes C elements
+        // 2 nt, 2 nt + 1 of both row n-tiles.
+        unsigned cur_hi[2][2];
+        unsigned cur_lo[2][2];
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt) {
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            split_half2(acc_hi[half][2 * nt] + acc_lo[half][2 * nt], acc_hi[half][2 * nt + 1] + acc_lo[half][2 * nt + 1],
+                        cur_hi[nt][half], cur_lo[nt][half]);
+          }
+        }
+
+        // 3. Output rows of step m - 1 from the row sums of steps m - 1 and m.
+        if (m >= 1) {
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt) {
+            // The cross products first: far's MMA then starts from a C far below its products.
+            float near[4] = {};
+            float far[4] = {};
+            mma_f16_f32(near, v_hi[0], prev_hi[i][nt]);
+            mma_f16_f32(far, v_hi[0], prev_lo[i][nt]);
+            mma_f16_f32(far, v_lo[0], prev_hi[i][nt]);
+            mma_f16_f32(far, v_hi[1], cur_lo[nt]);
+            mma_f16_f32(far, v_lo[1], cur_hi[nt]);
+            mma_f16_f32(far, v_hi[1], cur_hi[nt]);
+            // Rows g and g + 8, elements 8 nt + 2t, + 1 of the tile, into the warp's output rows.
+            unsigned word;
+            if constexpr (Simple) {
+              // One rounding: delta + 1.5 * 2^23 is exact, so the FMA leaves the sum rounded half to even
+              // in the low mantissa bits (|sum| < 2^22).
+              int rounded[4];
+#pragma unroll
+              for (int c = 0; c < 4; ++c)
+                rounded[c] = __float_as_int(fmaf(near[c] + far[c], taps.scale, rounding_delta)) - 0x4B400000;
+              word = pack_u8x4(rounded);
+            } else {
+              float y[4];
+#pragma unroll
+              for (int c = 0; c < 4; ++c) y[c] = fmaf(near[c] + far[c], taps.scale, p.delta);
+              word = round_pack_u8x4(true, y[0], y[1], y[2], y[3]);
+            }
+            auto* at = out_tile + g * kOutStride + 16 * i + 8 * nt + 2 * t;
+            *reinterpret_cast<unsigned short*>(at) = static_cast<unsigned short>(word);
+            *reinterpret_cast<unsigned short*>(at + 8 * kOutStride) = static_cast<unsigned short>(word >> 16);
+          }
+        }
+#pragma unroll
+        for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+          for (int half = 0; half < 2; ++half) {
+            prev_hi[i][nt][half] = cur_hi[nt][half];
+            prev_lo[i][nt][half] = cur_lo[nt][half];
+          }
+      }
+      // 4. The warp's 16 output rows from shared memory to the image, 16 bytes a lane and store.
+      if (m >= 1) {
+        __syncwarp();
+        const int first_out = s0 + kTensorMmaRows * (m - 1);
+        const int e_warp = c0 + 16 * Tiles * warp;
+        constexpr int kRowVectors = Tiles;  // 16-byte vectors of a row of the warp's tile
+#pragma unroll
+        for (int v = lane; v < kTensorMmaRows * kRowVectors; v += 32) {
+          const int r = v / kRowVectors;
+          const int e = e_warp + 16 * (v % kRowVectors);
+          const int row = first_out + r;
+          if (row >= rows_end || e >= row_elems) continue;
+          const uint4 bytes = *reinterpret_cast<const uint4*>(out_tile + r * kOutStride + 16 * (v % kRowVectors));
+          std::uint8_t* out = dst.row(row) + e;
+          if (vector_store && e + 16 <= row_elems) {
+            __stcs(reinterpret_cast<uint4*>(out), bytes);
+          } else {
+            const unsigned words[4] = {bytes.x, bytes.y, bytes.z, bytes.w};
+            for (int c = 0; c < 16 && e + c < row_elems; ++c) out[c] = static_cast<std::uint8_t>(words[c / 4] >> (8 * (c % 4)));
+          }
+        }
+        __syncwarp();
+      }
+    }
+  }
+}
+
+}  // namespace cuconv::kernels
