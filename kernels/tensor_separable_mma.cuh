@@ -267,9 +267,10 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
       if (m < out_steps) load_rows(first_row + kTensorMmaRows * (m + 1));
       __syncthreads();
 
-#pragma unroll
-      for (int i = 0; i < Tiles; ++i) {
-        // 2. Row sums of the step's 16 rows for tile i: R^T = T^T X^T, two n-tiles of 8 rows.
+      // 2. Row sums of the step's 16 rows for tile i, R^T = T^T X^T in two n-tiles of 8 rows, as
+      // B fragments of the vertical pass: n-tile nt (columns 8 nt + g) takes C elements 2 nt,
+      // 2 nt + 1 of both row n-tiles.
+      const auto row_sums = [&](int i, unsigned (&hi)[2][2], unsigned (&lo)[2][2]) {
         float acc_hi[2][4] = {};
         float acc_lo[2][4] = {};
         const unsigned short* base = buffer + a_row * kStage + tile_first + 16 * i + a_col;
@@ -284,52 +285,57 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
           mma_f16_f32(acc_hi[1], h_hi[ks], rows_high);
           mma_f16_f32(acc_lo[1], h_lo[ks], rows_high);
         }
-        // R' as B fragments of the vertical pass: n-tile nt (columns 8 nt + g) takes C elements
-        // 2 nt, 2 nt + 1 of both row n-tiles.
-        unsigned cur_hi[2][2];
-        unsigned cur_lo[2][2];
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
           for (int half = 0; half < 2; ++half) {
             split_half2(acc_hi[half][2 * nt] + acc_lo[half][2 * nt], acc_hi[half][2 * nt + 1] + acc_lo[half][2 * nt + 1],
-                        cur_hi[nt][half], cur_lo[nt][half]);
+                        hi[nt][half], lo[nt][half]);
           }
         }
-
-        // 3. Output rows of step m - 1 from the row sums of steps m - 1 and m.
-        if (m >= 1) {
+      };
+      if (m == 0) {
 #pragma unroll
-          for (int nt = 0; nt < 2; ++nt) {
-            // The cross products first: far's MMA then starts from a C far below its products.
-            float near[4] = {};
-            float far[4] = {};
-            mma_f16_f32(near, v_hi[0], prev_hi[i][nt]);
-            mma_f16_f32(far, v_hi[0], prev_lo[i][nt]);
-            mma_f16_f32(far, v_lo[0], prev_hi[i][nt]);
-            mma_f16_f32(far, v_hi[1], cur_lo[nt]);
-            mma_f16_f32(far, v_lo[1], cur_hi[nt]);
-            mma_f16_f32(far, v_hi[1], cur_hi[nt]);
-            // Rows g and g + 8, elements 8 nt + 2t, + 1 of the tile, into the warp's output rows.
-            unsigned word;
-            if constexpr (Simple) {
-              // One rounding: delta + 1.5 * 2^23 is exact, so the FMA leaves the sum rounded half to even
-              // in the low mantissa bits (|sum| < 2^22).
-              int rounded[4];
+        for (int i = 0; i < Tiles; ++i) row_sums(i, prev_hi[i], prev_lo[i]);
+        continue;
+      }
+      // 3. Per tile, the row sums of step m and the output rows of step m - 1 from those of steps
+      // m - 1 and m: straight-line code across the tiles, so one tile's MMAs overlap another's.
 #pragma unroll
-              for (int c = 0; c < 4; ++c)
-                rounded[c] = __float_as_int(fmaf(near[c] + far[c], taps.scale, rounding_delta)) - 0x4B400000;
-              word = pack_u8x4(rounded);
-            } else {
-              float y[4];
+      for (int i = 0; i < Tiles; ++i) {
+        unsigned cur_hi[2][2];
+        unsigned cur_lo[2][2];
+        row_sums(i, cur_hi, cur_lo);
 #pragma unroll
-              for (int c = 0; c < 4; ++c) y[c] = fmaf(near[c] + far[c], taps.scale, p.delta);
-              word = round_pack_u8x4(true, y[0], y[1], y[2], y[3]);
-            }
-            auto* at = out_tile + g * kOutStride + 16 * i + 8 * nt + 2 * t;
-            *reinterpret_cast<unsigned short*>(at) = static_cast<unsigned short>(word);
-            *reinterpret_cast<unsigned short*>(at + 8 * kOutStride) = static_cast<unsigned short>(word >> 16);
+        for (int nt = 0; nt < 2; ++nt) {
+          // The cross products first: far's MMA then starts from a C far below its products.
+          float near[4] = {};
+          float far[4] = {};
+          mma_f16_f32(near, v_hi[0], prev_hi[i][nt]);
+          mma_f16_f32(far, v_hi[0], prev_lo[i][nt]);
+          mma_f16_f32(far, v_lo[0], prev_hi[i][nt]);
+          mma_f16_f32(far, v_hi[1], cur_lo[nt]);
+          mma_f16_f32(far, v_lo[1], cur_hi[nt]);
+          mma_f16_f32(far, v_hi[1], cur_hi[nt]);
+          // Rows g and g + 8, elements 8 nt + 2t, + 1 of the tile, into the warp's output rows.
+          unsigned word;
+          if constexpr (Simple) {
+            // One rounding: delta + 1.5 * 2^23 is exact, so the FMA leaves the sum rounded half to even
+            // in the low mantissa bits (|sum| < 2^22).
+            int rounded[4];
+#pragma unroll
+            for (int c = 0; c < 4; ++c)
+              rounded[c] = __float_as_int(fmaf(near[c] + far[c], taps.scale, rounding_delta)) - 0x4B400000;
+            word = pack_u8x4(rounded);
+          } else {
+            float y[4];
+#pragma unroll
+            for (int c = 0; c < 4; ++c) y[c] = fmaf(near[c] + far[c], taps.scale, p.delta);
+            word = round_pack_u8x4(true, y[0], y[1], y[2], y[3]);
           }
+          auto* at = out_tile + g * kOutStride + 16 * i + 8 * nt + 2 * t;
+          *reinterpret_cast<unsigned short*>(at) = static_cast<unsigned short>(word);
+          *reinterpret_cast<unsigned short*>(at + 8 * kOutStride) = static_cast<unsigned short>(word >> 16);
         }
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt)
@@ -340,7 +346,7 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
           }
       }
       // 4. The warp's 16 output rows from shared memory to the image, 16 bytes a lane and store.
-      if (m >= 1) {
+      {
         __syncwarp();
         const int first_out = s0 + kTensorMmaRows * (m - 1);
         const int e_warp = c0 + 16 * Tiles * warp;
