@@ -464,6 +464,10 @@ std::optional<TensorMmaScales> tensor_mma_scales(const TensorSplit& split, const
   s.sigma -= 15;
   std::frexp(largest_v, &s.tau);
   s.tau = 15 - s.tau;
+  // The kernel's scale 2^(sigma - e - tau) must be a normal float (weights far from one would
+  // underflow it).
+  const int scale = s.sigma - split.exponent - s.tau;
+  if (scale < -126 || scale > 127) return std::nullopt;
   for (std::size_t j = 0; j < split.high.size(); ++j)
     if (!exact_in_half(std::ldexp(split.high[j], 11 - s.sigma)) || !exact_in_half(std::ldexp(split.low[j], -s.sigma)))
       return std::nullopt;

@@ -42,7 +42,8 @@ struct TensorSplit {
 /// How `tensor`'s both-passes kernel (kernels/tensor_separable_mma.cuh) scales a split: the row
 /// sums by 2^-sigma (below 2^15, so their FP16 high part is finite), the vertical weights by 2^tau
 /// (the largest in [2^14, 2^15): their FP16 low parts stay clear of the subnormals). nullopt when
-/// the scaled horizontal parts are not exact in FP16 or every vertical weight is zero.
+/// the scaled horizontal parts are not exact in FP16, every vertical weight is zero, or the
+/// kernel's output scale 2^(sigma - exponent - tau) is no normal float.
 struct TensorMmaScales {
   int sigma = 0;
   int tau = 0;

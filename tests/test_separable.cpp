@@ -220,8 +220,17 @@ TEST_CASE("separable: the both-passes tensor kernel's scales are exact in FP16 a
   REQUIRE(factors.has_value());
   CHECK(factors->tensor);
   CHECK_FALSE(factors->tensor_mma);
-  // Ties of flat areas keep it off too.
+  // Weights near 1e-34 would underflow the kernel's output scale: no scales.
   const cuconv::Filter box = cuconv::load_filter("box:9");
+  std::vector<double> tiny = box.weights;
+  for (double& w : tiny) w *= 1e-34;
+  const auto tiny_factors = cuconv::detail::factor_separable(tiny, 9, 9);
+  REQUIRE(tiny_factors.has_value());
+  const auto tiny_split = tensor_split(tiny_factors->horizontal);
+  REQUIRE(tiny_split.has_value());
+  CHECK_FALSE(tensor_mma_scales(*tiny_split, tiny_factors->vertical).has_value());
+  CHECK(tensor_mma_scales(*tensor_split(factors->horizontal), factors->vertical).has_value());
+  // Ties of flat areas keep it off too.
   CHECK_FALSE(separable_for(box.weights, 9, 9, CV_8U, CV_8U, 0.5).has_value());
 }
 

@@ -36,8 +36,8 @@ static_assert(kTensorDenseMaxSide == kernels::kDenseMaxSide);
 constexpr int kTensorWarps = 4;
 
 /// The both-passes kernel: 4 warps of 4 output tiles (256 outputs of a row), and from which radius
-/// it replaces the FP32-vertical one: its time hardly grows with the filter, level at 7x7 and
-/// faster from 9x9 (docs/kernel-notes.md, 'Both passes on tensor cores').
+/// it replaces the FP32-vertical one: its time hardly grows with the filter; level at 7x7, level
+/// or faster at 9x9, faster at 15x15 (docs/kernel-notes.md, 'Both passes on tensor cores').
 constexpr int kTensorMmaWarps = 4;
 constexpr int kTensorMmaTiles = 4;
 constexpr int kTensorMmaMinRadius = 4;
