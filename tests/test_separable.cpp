@@ -234,6 +234,101 @@ TEST_CASE("separable: the both-passes tensor kernel's scales are exact in FP16 a
   CHECK_FALSE(separable_for(box.weights, 9, 9, CV_8U, CV_8U, 0.5).has_value());
 }
 
+TEST_CASE("separable: the both-passes tensor kernel's arithmetic, emulated, stays within its bound") {
+  using cuconv::detail::separable_for;
+  using cuconv::detail::tensor_mma_error_bound;
+  using cuconv::detail::tensor_mma_scales;
+  using cuconv::detail::tensor_split;
+  // binary16 rounding to nearest, ties to even: 11 significant bits, the subnormal grid 2^-24.
+  const auto to_half = [](double v) {
+    if (v == 0.0) return 0.0;
+    int e = 0;
+    std::frexp(std::abs(v), &e);
+    const int last = std::max(e - 11, -24);
+    return std::ldexp(std::nearbyint(std::ldexp(v, -last)), last);
+  };
+  cv::RNG rng(2611);
+  std::vector<cuconv::Filter> filters;
+  for (const char* spec : {"gaussian:4,1.9", "gaussian:7,2.5", "gaussian:8,3.5", "box:9", "box:17"})
+    filters.push_back(cuconv::load_filter(spec));
+  {  // a signed rank-1 filter
+    cuconv::Filter f;
+    f.width = f.height = 13;
+    std::vector<double> h(13), v(13);
+    double sh = 0.0, sv = 0.0;
+    for (int i = 0; i < 13; ++i) {
+      sh += h[static_cast<std::size_t>(i)] = rng.uniform(-0.1, 1.0);
+      sv += v[static_cast<std::size_t>(i)] = rng.uniform(-0.1, 1.0);
+    }
+    for (int i = 0; i < 13; ++i)
+      for (int j = 0; j < 13; ++j) f.weights.push_back(v[static_cast<std::size_t>(i)] / sv * h[static_cast<std::size_t>(j)] / sh);
+    filters.push_back(f);
+  }
+  double worst_ratio = 0.0;
+  for (const cuconv::Filter& f : filters) {
+    for (double delta : {0.0, -3.25}) {
+      const int k = f.width;
+      const auto factors = separable_for(f.weights, k, k, CV_8U, CV_8U, delta);
+      REQUIRE(factors.has_value());
+      const auto split = tensor_split(factors->horizontal);
+      REQUIRE(split.has_value());
+      const auto scales = tensor_mma_scales(*split, factors->vertical);
+      REQUIRE(scales.has_value());
+      const double bound = tensor_mma_error_bound(*factors, *split, *scales, f.weights, delta);
+      std::vector<double> v_hi(static_cast<std::size_t>(k)), v_lo(static_cast<std::size_t>(k));
+      for (int i = 0; i < k; ++i) {
+        const double v = std::ldexp(static_cast<double>(factors->vertical[static_cast<std::size_t>(i)]), scales->tau);
+        v_hi[static_cast<std::size_t>(i)] = to_half(v);
+        v_lo[static_cast<std::size_t>(i)] = to_half(v - v_hi[static_cast<std::size_t>(i)]);
+      }
+      const float scale = std::ldexp(1.0f, scales->sigma - split->exponent - scales->tau);
+      double worst = 0.0;
+      for (int window = 0; window < 3000; ++window) {
+        // Random bytes, and every tenth window at the extremes (all 255, or 0/255 alternating).
+        std::vector<int> x(static_cast<std::size_t>(k * k));
+        for (int i = 0; i < k * k; ++i)
+          x[static_cast<std::size_t>(i)] = window % 10 == 0 ? 255 : window % 10 == 1 ? 255 * ((i + i / k) % 2) : rng.uniform(0, 256);
+        double exact = delta;
+        for (int i = 0; i < k * k; ++i) exact += f.weights[static_cast<std::size_t>(i)] * x[static_cast<std::size_t>(i)];
+        // Row sums: the two exact accumulators, one float addition, the FP16 split.
+        std::vector<double> r_hi(static_cast<std::size_t>(k)), r_lo(static_cast<std::size_t>(k));
+        for (int i = 0; i < k; ++i) {
+          double acc_hi = 0.0;
+          double acc_lo = 0.0;
+          for (int j = 0; j < k; ++j) {
+            const int px = x[static_cast<std::size_t>(i * k + j)];
+            acc_hi += px * std::ldexp(split->high[static_cast<std::size_t>(j)], 11 - scales->sigma);
+            acc_lo += px * std::ldexp(split->low[static_cast<std::size_t>(j)], -scales->sigma);
+          }
+          const double r = static_cast<float>(static_cast<float>(acc_hi) + static_cast<float>(acc_lo));
+          r_hi[static_cast<std::size_t>(i)] = to_half(r);
+          r_lo[static_cast<std::size_t>(i)] = to_half(r - r_hi[static_cast<std::size_t>(i)]);
+        }
+        // The column sums as the kernel groups them (the output row's first m rows of the window in
+        // the first step), each accumulator rounded to float once.
+        const int first = rng.uniform(1, k + 1);  // window rows in the first step
+        double near = 0.0;
+        double far = 0.0;
+        for (int i = 0; i < k; ++i) {
+          const auto u = static_cast<std::size_t>(i);
+          const double high = v_hi[u] * r_hi[u];
+          const double cross = v_hi[u] * r_lo[u] + v_lo[u] * r_hi[u];
+          (i < first ? near : far) += high;
+          far += cross;
+        }
+        const float sum = static_cast<float>(near) + static_cast<float>(far);
+        const double y = std::fma(static_cast<double>(sum), static_cast<double>(scale), static_cast<double>(static_cast<float>(delta)));
+        worst = std::max(worst, std::abs(static_cast<double>(static_cast<float>(y)) - exact));
+      }
+      INFO(f.origin << " " << k << "x" << k << " delta " << delta << ": largest error " << worst << ", bound " << bound);
+      CHECK(worst <= bound);
+      CHECK(worst > 0.0);  // the emulation rounds somewhere: the check can fail
+      worst_ratio = std::max(worst_ratio, worst / bound);
+    }
+  }
+  MESSAGE("both-passes emulation: largest error " << worst_ratio << " of the bound");
+}
+
 TEST_CASE("separable: 16-bit outputs take the double sums where their bound and the flat areas allow") {
   using cuconv::detail::separable_for;
   using cuconv::detail::wide_error_bound;
