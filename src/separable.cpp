@@ -453,11 +453,26 @@ bool exact_in_half(double v) {
   return units == std::nearbyint(units);
 }
 
+namespace {
+
+/// sum |H| of a split's integers H = 2048 high + low.
+double split_magnitude(const TensorSplit& split) {
+  double sum = 0.0;
+  for (std::size_t j = 0; j < split.high.size(); ++j) sum += std::abs(2048.0 * split.high[j] + split.low[j]);
+  return sum;
+}
+
+double largest_magnitude(const std::vector<float>& values) {
+  double largest = 0.0;
+  for (float v : values) largest = std::max(largest, std::abs(static_cast<double>(v)));
+  return largest;
+}
+
+}  // namespace
+
 std::optional<TensorMmaScales> tensor_mma_scales(const TensorSplit& split, const std::vector<float>& vertical) {
-  double magnitude_h = 0.0;
-  for (std::size_t j = 0; j < split.high.size(); ++j) magnitude_h += std::abs(2048.0 * split.high[j] + split.low[j]);
-  double largest_v = 0.0;
-  for (float v : vertical) largest_v = std::max(largest_v, std::abs(static_cast<double>(v)));
+  const double magnitude_h = split_magnitude(split);
+  const double largest_v = largest_magnitude(vertical);
   if (magnitude_h == 0.0 || largest_v == 0.0) return std::nullopt;
   TensorMmaScales s;
   std::frexp(255.0 * magnitude_h, &s.sigma);  // 255 sum |H| in [2^(sigma-1), 2^sigma)
@@ -477,11 +492,8 @@ std::optional<TensorMmaScales> tensor_mma_scales(const TensorSplit& split, const
 double tensor_mma_error_bound(const SeparableFactors& f, const TensorSplit& split, const TensorMmaScales& scales,
                               const std::vector<double>& weights, double delta) {
   const FactorChange c = factor_change(f, weights);
-  double magnitude_h = 0.0;  // sum |H| / 2^e: the row sums are at most 255 times it
-  for (std::size_t j = 0; j < split.high.size(); ++j) magnitude_h += std::abs(2048.0 * split.high[j] + split.low[j]);
-  magnitude_h = std::ldexp(magnitude_h, -split.exponent);
-  double largest_v = 0.0;
-  for (float v : f.vertical) largest_v = std::max(largest_v, std::abs(static_cast<double>(v)));
+  const double magnitude_h = std::ldexp(split_magnitude(split), -split.exponent);  // the row sums are at most 255 times it
+  const double largest_v = largest_magnitude(f.vertical);
   const double sum = 255.0 * magnitude_h * c.magnitude_v;  // every partial sum of the vertical pass is below it
   const double u = std::ldexp(1.0, -24);
   // Relative to the sum: the row sums' float addition (u) and FP16 split (2u), the vertical

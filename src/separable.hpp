@@ -57,9 +57,9 @@ struct TensorMmaScales {
 /// Largest error of that kernel on 8-bit input against the exact sum: the factorisation's and the
 /// split's change of the weights, the row sums' float rounding and FP16 split, the vertical
 /// weights' FP16 split, the dropped product of the two low parts, the tensor cores' FP32
-/// accumulation (at most (k + 1) 2^-23 of the largest of an MMA's k = 16 products and C: the
-/// truncating accumulation measured on V100 to H100; tests/test_gpu_tensor_mma.cpp checks it on
-/// the device), and the epilogue's additions.
+/// accumulation (assumed at most (k + 1) 2^-23 of the largest of an MMA's k = 16 products and C:
+/// NVIDIA does not specify it; tests/test_gpu_tensor_mma.cpp checks it on the device), and the
+/// epilogue's additions.
 [[nodiscard]] double tensor_mma_error_bound(const SeparableFactors& f, const TensorSplit& split,
                                             const TensorMmaScales& scales, const std::vector<double>& weights,
                                             double delta);

@@ -1,11 +1,12 @@
 // mma.sync m16n8k16 (FP16 in, FP32 accumulation) on one problem a warp: see mma_probe.hpp.
 #include "mma_probe.hpp"
 
+#include "gpu/cuda_check.hpp"
+#include "gpu/device_memory.hpp"
+
 #include <cuda_runtime.h>
 
-#include <memory>
 #include <stdexcept>
-#include <string>
 
 namespace cuconv::test {
 namespace {
@@ -42,23 +43,12 @@ __global__ void mma_probe_kernel(const std::uint16_t* a, const std::uint16_t* b,
   for (int e = 0; e < 4; ++e) d[128 * w + 8 * (g + 8 * (e >> 1)) + 2 * t + (e & 1)] = acc[e];
 }
 
-void check(cudaError_t e, const char* what) {
-  if (e != cudaSuccess) throw std::runtime_error(std::string(what) + ": " + cudaGetErrorString(e));
-}
-
-struct DeviceFree {
-  void operator()(void* p) const noexcept { cudaFree(p); }
-};
-
-/// A device copy of `host` (or `count` uninitialised elements), freed when it goes out of scope.
+/// A device copy of `host`.
 template <class T>
-std::unique_ptr<T, DeviceFree> device_copy(const std::vector<T>& host, std::size_t count = 0) {
-  void* p = nullptr;
-  const std::size_t n = host.empty() ? count : host.size();
-  check(cudaMalloc(&p, n * sizeof(T)), "cudaMalloc");
-  std::unique_ptr<T, DeviceFree> owned(static_cast<T*>(p));
-  if (!host.empty()) check(cudaMemcpy(p, host.data(), n * sizeof(T), cudaMemcpyHostToDevice), "cudaMemcpy");
-  return owned;
+detail::DeviceBuffer device_copy(const std::vector<T>& host) {
+  detail::DeviceBuffer buffer(host.size() * sizeof(T));
+  CUCONV_CUDA_TRY(cudaMemcpy(buffer.data(), host.data(), buffer.size(), cudaMemcpyHostToDevice));
+  return buffer;
 }
 
 }  // namespace
@@ -67,14 +57,16 @@ std::vector<float> mma_f16_f32_on_device(const std::vector<std::uint16_t>& a, co
                                          const std::vector<float>& c, int count) {
   const auto n = static_cast<std::size_t>(count);
   if (a.size() != 256 * n || b.size() != 128 * n || c.size() != 128 * n) throw std::invalid_argument("mma probe sizes");
-  const auto da = device_copy(a);
-  const auto db = device_copy(b);
-  const auto dc = device_copy(c);
-  const auto dd = device_copy(std::vector<float>{}, 128 * n);
-  mma_probe_kernel<<<(count + 3) / 4, 128>>>(da.get(), db.get(), dc.get(), dd.get(), count);
-  check(cudaGetLastError(), "mma probe launch");
+  const detail::DeviceBuffer da = device_copy(a);
+  const detail::DeviceBuffer db = device_copy(b);
+  const detail::DeviceBuffer dc = device_copy(c);
+  const detail::DeviceBuffer dd(128 * n * sizeof(float));
+  mma_probe_kernel<<<(count + 3) / 4, 128>>>(static_cast<const std::uint16_t*>(da.data()),
+                                             static_cast<const std::uint16_t*>(db.data()),
+                                             static_cast<const float*>(dc.data()), static_cast<float*>(dd.data()), count);
+  CUCONV_CHECK_LAUNCH();
   std::vector<float> d(128 * n);
-  check(cudaMemcpy(d.data(), dd.get(), d.size() * sizeof(float), cudaMemcpyDeviceToHost), "cudaMemcpy");
+  CUCONV_CUDA_TRY(cudaMemcpy(d.data(), dd.data(), d.size() * sizeof(float), cudaMemcpyDeviceToHost));
   return d;
 }
 

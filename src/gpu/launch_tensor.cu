@@ -71,6 +71,13 @@ unsigned short half_bits(int v) {
   return static_cast<unsigned short>(sign | (static_cast<unsigned>(e + 15) << 10) | mantissa);
 }
 
+/// sum |w| of the filter's kh x kw weights.
+double weights_magnitude(const LaunchArgs& a) {
+  double sum = 0.0;
+  for (int i = 0; i < a.params.kw * a.params.kh; ++i) sum += std::abs(static_cast<double>(a.host_weights[i]));
+  return sum;
+}
+
 template <int C, int R, int Warps>
 void launch_tensor_kernel(const LaunchArgs& a, const TensorSplit& split) {
   using namespace kernels;
@@ -94,9 +101,7 @@ void launch_tensor_kernel(const LaunchArgs& a, const TensorSplit& split) {
   const bool aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0 &&
                        reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
   // Sums of 8-bit pixels below -2^22 need the low clamp before the rounding addition.
-  double magnitude = 0.0;
-  for (int i = 0; i < K * K; ++i) magnitude += std::abs(static_cast<double>(a.host_weights[i]));
-  const bool clamp_low = 255.0 * magnitude + std::abs(static_cast<double>(a.params.delta)) >= 4194304.0;
+  const bool clamp_low = 255.0 * weights_magnitude(a) + std::abs(static_cast<double>(a.params.delta)) >= 4194304.0;
   PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};
   PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst), a.dst_pitch, a.width, a.height};
   kernel<<<grid, dim3(kThreads), kShared, a.stream>>>(src, dst, a.params, taps, aligned, strip_rows, clamp_low);
@@ -109,22 +114,22 @@ void launch_tensor_mma_kernel(const LaunchArgs& a, const TensorSplit& split, con
   using namespace kernels;
   constexpr int K = 2 * R + 1;
   TensorSeparableMmaTaps<K> taps{};
-  const auto half_bits = [](double v) { return __half_as_ushort(__double2half(v)); };  // exact: tensor_mma_scales
+  // FP16 rounded to nearest: exact for the horizontal parts (tensor_mma_scales checked it); the
+  // vertical weights are V' = hi + lo, lo rounded.
+  const auto fp16_bits = [](double v) { return __half_as_ushort(__double2half(v)); };
   for (int j = 0; j < K; ++j) {
     const auto u = static_cast<std::size_t>(j);
-    taps.bits[j] = half_bits(std::ldexp(split.high[u], 11 - scales.sigma));
-    taps.bits[K + j] = half_bits(std::ldexp(split.low[u], -scales.sigma));
+    taps.bits[j] = fp16_bits(std::ldexp(split.high[u], 11 - scales.sigma));
+    taps.bits[K + j] = fp16_bits(std::ldexp(split.low[u], -scales.sigma));
     const double v = std::ldexp(static_cast<double>(a.separable_vertical[j]), scales.tau);
     const __half hi = __double2half(v);
     taps.bits[2 * K + j] = __half_as_ushort(hi);
-    taps.bits[3 * K + j] = half_bits(v - static_cast<double>(__half2float(hi)));
+    taps.bits[3 * K + j] = fp16_bits(v - static_cast<double>(__half2float(hi)));
   }
   taps.scale = std::ldexp(1.0f, scales.sigma - split.exponent - scales.tau);
-  double magnitude = 0.0;
-  for (int i = 0; i < K * K; ++i) magnitude += std::abs(static_cast<double>(a.host_weights[i]));
   const double delta = static_cast<double>(a.params.delta);
   // Sums below 2^21 in magnitude and an integral delta: one rounding FMA, no clamp before it.
-  const bool simple = 255.0 * magnitude + std::abs(delta) < 2097152.0 && delta == std::nearbyint(delta);
+  const bool simple = 255.0 * weights_magnitude(a) + std::abs(delta) < 2097152.0 && delta == std::nearbyint(delta);
   const auto run = [&](auto kernel_constant) {
     constexpr auto kernel = decltype(kernel_constant)::value;
     constexpr int kShared = tensor_mma_shared_bytes(kTensorMmaWarps, kTensorMmaTiles, C, R);
