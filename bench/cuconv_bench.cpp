@@ -165,6 +165,7 @@ int main(int argc, char** argv) {
     images.push_back(square("8U 1ch", 16384, CV_8U, 1));
     images.push_back(square("8U RGB", 16384, CV_8U, 3));
     images.push_back({"8U RGB", 6000, 4000, CV_8U, 3});  // a 24-megapixel camera frame
+    images.push_back(square("8U RGBA", 8192, CV_8U, 4));
     images.push_back(square("16U 1ch", 8192, CV_16U, 1));
     images.push_back(square("16U RGB", 8192, CV_16U, 3));
     images.push_back(square("f32 RGB", 4096, CV_32F, 3));

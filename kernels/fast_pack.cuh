@@ -20,6 +20,15 @@ enum class SumRange : int {
   small,       ///< |sum| < 2^22: 8-bit results also skip the clamp before the rounding addition
 };
 
+/// Four ints saturated to bytes and packed, v0 in the low byte: two cvt.pack.sat, each of which
+/// gives (c << 16) | (sat(a) << 8) | sat(b).
+__device__ __forceinline__ unsigned pack_sat_u8x4(int v0, int v1, int v2, int v3) {
+  unsigned high, word;
+  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(high) : "r"(v3), "r"(v2), "r"(0));
+  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(word) : "r"(v1), "r"(v0), "r"(high));
+  return word;
+}
+
 /// Four sums rounded half to even and saturated to u8, packed into one word (first sum in the
 /// low byte): the same bytes as saturate_inside_int<unsigned char>. Adding 1.5 * 2^23 leaves a
 /// sum, rounded half to even, in the low mantissa bits; taking the float's bits less those of
@@ -34,11 +43,7 @@ __device__ __forceinline__ unsigned round_pack_u8x4(bool clamp_low, float s0, fl
     if (clamp_low) v = fmaxf(v, -4194304.0f);
     return __float_as_int(__fadd_rn(v, 12582912.0f)) - 0x4B400000;
   };
-  unsigned high, word;
-  // d = (c << 16) | (sat(a) << 8) | sat(b)
-  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(high) : "r"(rounded(s3)), "r"(rounded(s2)), "r"(0));
-  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(word) : "r"(rounded(s1)), "r"(rounded(s0)), "r"(high));
-  return word;
+  return pack_sat_u8x4(rounded(s0), rounded(s1), rounded(s2), rounded(s3));
 }
 
 /// Filter weights passed by value: dense kh x kw row-major, or separable (kw horizontal then kh

@@ -20,13 +20,16 @@
 ///    them; V'lo R'lo is dropped. The error bound this leaves is tensor_mma_error_bound
 ///    (src/separable.cpp). `Simple` (sums below 2^21, integral delta): the scale, delta and the
 ///    rounding half to even in one FMA.
-/// Block and thread mapping: a block of W warps owns 16 M W output elements of a row (warp w: M
-/// tiles of 16 elements) and walks a strip of rows 16 at a time. Per step the threads stage the
-/// next 16 input rows (the tile and its halo, border rule applied) as FP16 in one of two shared
-/// buffers, loaded one step ahead into registers; each warp then forms the row sums of those 16
-/// rows for its tiles, and with the previous step's row sums (kept in registers) the 16 output
-/// rows of the step before, which it writes to its rows in shared memory and stores as 16-byte
-/// vectors (a lane's own results are 2 bytes of a row).
+/// Block and thread mapping: the channels are staged as planes, so an output tile is 16 pixels of
+/// one channel and its horizontal MMAs read 16 + 2R values, not 16 + 2RC interleaved ones. A block
+/// of W warps owns 16 P W pixels of a row (P = 4 pixel tiles a warp for one channel, 1 for three
+/// or four; warp w's tiles are its P pixel tiles x C channels) and walks a strip of rows 16 at a
+/// time. Per step the threads stage the next 16 input rows (the tile and its halo, border rule
+/// applied) as FP16 planes in one of two shared buffers, loaded one step ahead into registers
+/// (16 pixels, C vectors of 16 bytes, a slot); each warp then forms the row sums of those 16 rows
+/// for its tiles, and with the previous step's row sums (kept in registers) the 16 output rows of
+/// the step before, which it interleaves back into its rows in shared memory (a lane's own results
+/// are 2 pixels x C channels of a row) and stores as 16-byte vectors.
 #include "common.cuh"
 #include "fast_pack.cuh"
 #include "mma.cuh"
@@ -40,37 +43,46 @@ namespace cuconv::kernels {
 
 inline constexpr int kTensorMmaRows = 16;  ///< rows per step (the MMAs' m16 / k16)
 
-/// Elements of halo each side of a block's staged rows (R * C rounded up to 16: 16-byte loads), and
-/// the halo each output tile's k-steps start from (R * C rounded up to 8: ldmatrix rows).
-__host__ __device__ constexpr int tensor_mma_halo(int channels, int radius) { return (radius * channels + 15) / 16 * 16; }
-__host__ __device__ constexpr int tensor_mma_tile_halo(int channels, int radius) { return (radius * channels + 7) / 8 * 8; }
+/// Pixel tiles of 16 a warp: four at one channel, one (three or four channel tiles) otherwise.
+__host__ __device__ constexpr int tensor_mma_pixel_tiles(int channels) { return channels == 1 ? 4 : 1; }
 
-/// k-steps of 16 elements an output tile of 16 reads: staged elements tile_halo - R C .. 15 + R C + tile_halo.
-__host__ __device__ constexpr int tensor_mma_ksteps(int channels, int radius) {
-  return (15 + radius * channels + tensor_mma_tile_halo(channels, radius)) / 16 + 1;
+/// Pixels of halo each side of a block's staged rows (R rounded up to 16: whole 16-pixel slots),
+/// and the halo each output tile's k-steps start from (R rounded up to 8: ldmatrix rows).
+__host__ __device__ constexpr int tensor_mma_halo(int radius) { return (radius + 15) / 16 * 16; }
+__host__ __device__ constexpr int tensor_mma_tile_halo(int radius) { return (radius + 7) / 8 * 8; }
+
+/// k-steps of 16 values an output tile of 16 reads: staged pixels tile_halo - R .. 15 + R + tile_halo.
+__host__ __device__ constexpr int tensor_mma_ksteps(int radius) {
+  return (15 + radius + tensor_mma_tile_halo(radius)) / 16 + 1;
 }
 
-/// Output elements of a row per block, staged elements and halves of one staged row (a pad of 8
+/// Output pixels of a row per block, staged pixels and halves of one staged plane row (a pad of 8
 /// halves: eight rows' 16-byte ldmatrix reads fall in distinct bank groups).
-__host__ __device__ constexpr int tensor_mma_tile_elems(int warps, int tiles) { return 16 * tiles * warps; }
-__host__ __device__ constexpr int tensor_mma_staged_elems(int warps, int tiles, int channels, int radius) {
-  return tensor_mma_tile_elems(warps, tiles) + tensor_mma_halo(channels, radius) - tensor_mma_tile_halo(channels, radius) +
-         16 * (tensor_mma_ksteps(channels, radius) - 1);
+__host__ __device__ constexpr int tensor_mma_tile_pixels(int warps, int channels) {
+  return 16 * tensor_mma_pixel_tiles(channels) * warps;
 }
-__host__ __device__ constexpr int tensor_mma_stage_stride(int warps, int tiles, int channels, int radius) {
-  return (tensor_mma_staged_elems(warps, tiles, channels, radius) + 15) / 16 * 16 + 8;
+__host__ __device__ constexpr int tensor_mma_staged_pixels(int warps, int channels, int radius) {
+  return (tensor_mma_tile_pixels(warps, channels) + tensor_mma_halo(radius) - tensor_mma_tile_halo(radius) +
+          16 * (tensor_mma_ksteps(radius) - 1) + 15) / 16 * 16;
+}
+__host__ __device__ constexpr int tensor_mma_stage_stride(int warps, int channels, int radius) {
+  return tensor_mma_staged_pixels(warps, channels, radius) + 8;
 }
 
-/// Bytes between the rows of a warp's output tile in shared memory: 16 more than the tile, so the
-/// eight rows of a 2-byte store fall in distinct bank groups.
-__host__ __device__ constexpr int tensor_mma_out_stride(int tiles) { return 16 * tiles + 16; }
+/// Bytes between the rows of a warp's output tile in shared memory: the tile's bytes and 16 or 32
+/// more, an odd number of 16-byte units, so the eight rows of a 2-byte store spread over the banks.
+__host__ __device__ constexpr int tensor_mma_out_stride(int channels) {
+  return (16 * tensor_mma_pixel_tiles(channels) * channels + 16) / 16 % 2 == 1
+             ? 16 * tensor_mma_pixel_tiles(channels) * channels + 16
+             : 16 * tensor_mma_pixel_tiles(channels) * channels + 32;
+}
 
-/// Dynamic shared memory of one block: two buffers of 16 staged FP16 rows, where each staged
-/// column reads from (the border rule at the row's ends), and each warp's 16 output rows.
-__host__ __device__ constexpr int tensor_mma_shared_bytes(int warps, int tiles, int channels, int radius) {
-  return 2 * kTensorMmaRows * tensor_mma_stage_stride(warps, tiles, channels, radius) * 2 +
-         (tensor_mma_stage_stride(warps, tiles, channels, radius) - 8) * 4 +
-         warps * kTensorMmaRows * tensor_mma_out_stride(tiles);
+/// Dynamic shared memory of one block: two buffers of C planes of 16 staged FP16 rows, where each
+/// staged byte reads from (the border rule at the row's ends), and each warp's 16 output rows.
+__host__ __device__ constexpr int tensor_mma_shared_bytes(int warps, int channels, int radius) {
+  return 2 * channels * kTensorMmaRows * tensor_mma_stage_stride(warps, channels, radius) * 2 +
+         tensor_mma_staged_pixels(warps, channels, radius) * channels * 4 +
+         warps * kTensorMmaRows * tensor_mma_out_stride(channels);
 }
 
 /// The weights as FP16 bits: horizontal hi * 2^(11 - sigma) and lo * 2^-sigma, vertical V' = v 2^tau
@@ -99,14 +111,6 @@ __device__ __forceinline__ void a_fragment(const Entry& entry, int lane, const u
   }
 }
 
-/// Four ints saturated to bytes, the first in the low byte.
-__device__ __forceinline__ unsigned pack_u8x4(const int (&v)[4]) {
-  unsigned high, word;
-  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(high) : "r"(v[3]), "r"(v[2]), "r"(0));
-  asm("cvt.pack.sat.u8.s32.b32 %0, %1, %2, %3;" : "=r"(word) : "r"(v[1]), "r"(v[0]), "r"(high));
-  return word;
-}
-
 /// Two floats as an FP16 pair hi (rounded to nearest) and the pair of what hi leaves, lo.
 __device__ __forceinline__ void split_half2(float x0, float x1, unsigned& hi, unsigned& lo) {
   const __half2 h = __floats2half2_rn(x0, x1);
@@ -116,13 +120,41 @@ __device__ __forceinline__ void split_half2(float x0, float x1, unsigned& hi, un
   lo = *reinterpret_cast<const unsigned*>(&l);
 }
 
+/// A lane's results of C channel tiles (word c: channel c's bytes of pixels p, p + 1 in row g, then
+/// in row g + 8) interleaved back into pixel order and stored: 2C bytes at `row_g` and at
+/// `row_g8` (2C-byte aligned).
+template <int C>
+__device__ __forceinline__ void store_interleaved(const unsigned (&word)[C], std::uint8_t* row_g, std::uint8_t* row_g8) {
+  if constexpr (C == 1) {
+    *reinterpret_cast<unsigned short*>(row_g) = static_cast<unsigned short>(word[0]);
+    *reinterpret_cast<unsigned short*>(row_g8) = static_cast<unsigned short>(word[0] >> 16);
+  } else if constexpr (C == 3) {
+    // Row g's six bytes p c0, p c1 | p c2, p+1 c0 | p+1 c1, p+1 c2 in the low halves, row g + 8's in the high.
+    const unsigned pairs[3] = {__byte_perm(word[0], word[1], 0x6240u), __byte_perm(word[2], word[0], 0x7250u),
+                               __byte_perm(word[1], word[2], 0x7351u)};
+#pragma unroll
+    for (int k = 0; k < 3; ++k) {
+      reinterpret_cast<unsigned short*>(row_g)[k] = static_cast<unsigned short>(pairs[k]);
+      reinterpret_cast<unsigned short*>(row_g8)[k] = static_cast<unsigned short>(pairs[k] >> 16);
+    }
+  } else {
+    static_assert(C == 4, "1, 3 or 4 channels");
+    const unsigned first01 = __byte_perm(word[0], word[1], 0x6240u);   // pixel p: c0, c1 of rows g, g + 8
+    const unsigned first23 = __byte_perm(word[2], word[3], 0x6240u);
+    const unsigned second01 = __byte_perm(word[0], word[1], 0x7351u);  // pixel p + 1
+    const unsigned second23 = __byte_perm(word[2], word[3], 0x7351u);
+    *reinterpret_cast<uint2*>(row_g) = make_uint2(__byte_perm(first01, first23, 0x5410u), __byte_perm(second01, second23, 0x5410u));
+    *reinterpret_cast<uint2*>(row_g8) = make_uint2(__byte_perm(first01, first23, 0x7632u), __byte_perm(second01, second23, 0x7632u));
+  }
+}
+
 }  // namespace tensor_mma_detail
 
-/// Block (bx, by) filters elements [bx * 16MW, (bx + 1) * 16MW) of rows [s0, s0 + strip_rows),
+/// Block (bx, by) filters pixels [bx * 16PW, (bx + 1) * 16PW) of rows [s0, s0 + strip_rows),
 /// s0 = by * strip_rows, by + gridDim.y, ... (strip_rows a multiple of 16). Square centred
 /// (2R+1)^2 filters, 8-bit in and out, C interleaved channels; `vector_aligned` and `vector_store`:
 /// source and destination rows 16-byte aligned.
-template <int C, int R, int Warps, int Tiles, bool Simple>
+template <int C, int R, int Warps, bool Simple>
 __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
     tensor_separable_mma_kernel(PlaneView<const std::uint8_t> src, PlaneView<std::uint8_t> dst, ConvParams p,
                                 TensorSeparableMmaTaps<2 * R + 1> taps, bool vector_aligned, bool vector_store,
@@ -131,21 +163,24 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
   using namespace tensor_mma_detail;
   constexpr int K = 2 * R + 1;
   constexpr int kThreads = 32 * Warps;
-  constexpr int kTile = tensor_mma_tile_elems(Warps, Tiles);
-  constexpr int kHalo = tensor_mma_halo(C, R);
-  constexpr int kTileHalo = tensor_mma_tile_halo(C, R);
-  constexpr int kOffset = kHalo - kTileHalo;  // staged index of tile 0's first k-step
-  constexpr int kKSteps = tensor_mma_ksteps(C, R);
-  constexpr int kStage = tensor_mma_stage_stride(Warps, Tiles, C, R);
-  constexpr int kStagedElems = kStage - 8;
-  constexpr int kVectors = kStagedElems / 16;  // 16-element steps of a staged row
-  constexpr int kSlots = (kTensorMmaRows * kVectors + kThreads - 1) / kThreads;  // steps a thread
+  constexpr int kPixelTiles = tensor_mma_pixel_tiles(C);
+  constexpr int kTiles = kPixelTiles * C;  // tile i: pixel tile i / C, channel i % C
+  constexpr int kTilePixels = tensor_mma_tile_pixels(Warps, C);
+  constexpr int kHalo = tensor_mma_halo(R);
+  constexpr int kTileHalo = tensor_mma_tile_halo(R);
+  constexpr int kOffset = kHalo - kTileHalo;  // staged pixel of tile 0's first k-step
+  constexpr int kKSteps = tensor_mma_ksteps(R);
+  constexpr int kStage = tensor_mma_stage_stride(Warps, C, R);
+  constexpr int kStagedPixels = kStage - 8;
+  constexpr int kPlane = kTensorMmaRows * kStage;  // halves of one channel's 16 staged rows
+  constexpr int kGroups = kStagedPixels / 16;     // 16-pixel slots of a staged row
+  constexpr int kSlots = (kTensorMmaRows * kGroups + kThreads - 1) / kThreads;  // slots a thread
 
   extern __shared__ __align__(16) unsigned char tensor_mma_shared[];
   auto* staged = reinterpret_cast<unsigned short*>(tensor_mma_shared);
-  auto* column_source = reinterpret_cast<int*>(staged + 2 * kTensorMmaRows * kStage);
-  constexpr int kOutStride = tensor_mma_out_stride(Tiles);
-  auto* out_tile = reinterpret_cast<std::uint8_t*>(column_source + kStagedElems) +
+  auto* column_source = reinterpret_cast<int*>(staged + 2 * C * kPlane);
+  constexpr int kOutStride = tensor_mma_out_stride(C);
+  auto* out_tile = reinterpret_cast<std::uint8_t*>(column_source + kStagedPixels * C) +
                    (static_cast<int>(threadIdx.x) >> 5) * kTensorMmaRows * kOutStride;
 
   const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -153,20 +188,20 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
   const int g = lane >> 2;
   const int t = lane & 3;
   const int row_elems = src.width * C;
-  const int c0 = static_cast<int>(blockIdx.x) * kTile;
+  const int x0 = static_cast<int>(blockIdx.x) * kTilePixels;
 
-  // Where staged column sc reads in a row: element c0 - Halo + sc through the border rule (-1:
-  // the constant border value). Used at the row's ends only.
-  build_column_map<C>(column_source, kStagedElems, c0 - kHalo, src.width, p.border);
+  // Where staged byte sc (of C interleaved channels) reads in a row: element (x0 - Halo) C + sc
+  // through the border rule (-1: the constant border value). Used at the row's ends only.
+  build_column_map<C>(column_source, kStagedPixels * C, (x0 - kHalo) * C, src.width, p.border);
 
   // Toeplitz fragments, built once from a copy of the taps in shared memory (the second staging
   // buffer, unused until the second step): indexed per lane, kernel parameters would serialize.
   // Each fragment register is XORed with its own zero word from shared memory: registers the
   // compiler could prove equal (the Toeplitz structure repeats entries) or zero would otherwise be
   // rebuilt, with register moves, before every MMA that reads them.
-  // Horizontal, k-step ks: entry (o, k) is tap j where k + 16 ks = o + (j - R) C + TileHalo.
+  // Horizontal, k-step ks: entry (o, k) is tap j where k + 16 ks = o + j - R + TileHalo.
   // Vertical, k-step kv: entry (m, k) is tap 16 kv + k - m.
-  auto* tap_bits = staged + kTensorMmaRows * kStage;
+  auto* tap_bits = staged + C * kPlane;
   if (threadIdx.x == 0) {
 #pragma unroll
     for (int k = 0; k < 4 * K; ++k) tap_bits[k] = taps.bits[k];  // compile-time indices: no local copy of taps
@@ -180,9 +215,8 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
   unsigned v_lo[2][4];
   const auto horizontal_entry = [&](int ks, int part) {
     return [=](int o, int k) -> unsigned {
-      const int offset = k + 16 * ks - o - kTileHalo + R * C;  // j * C
-      if (offset < 0 || offset % C != 0 || offset / C >= K) return 0u;
-      return tap_bits[part * K + offset / C];
+      const int j = k + 16 * ks - o - kTileHalo + R;
+      return (j < 0 || j >= K) ? 0u : tap_bits[part * K + j];
     };
   };
   const auto vertical_entry = [&](int kv, int part) {
@@ -204,37 +238,38 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
   const unsigned border_byte = static_cast<unsigned>(p.border_value);
   __syncthreads();  // column_source complete, the tap copy read
 
-  // 16 bytes of staged row r, elements from c0 - Halo + 16q, into registers: one vector load inside
-  // the row, the column map at its ends, the border value for rows outside a constant border.
-  uint4 pending[kSlots];
+  // Slot s: 16 pixels (C vectors of 16 bytes) of staged row step_row, from pixel x0 - Halo +
+  // 16 step_group, into registers: vector loads inside the row, the column map at its ends, the
+  // border value for rows outside a constant border.
+  uint4 pending[kSlots][C];
   int step_row[kSlots];
-  int step_vector[kSlots];
+  int step_group[kSlots];
+  bool slot_whole[kSlots];  // the slot's bytes lie inside the row: vector loads
 #pragma unroll
   for (int s = 0; s < kSlots; ++s) {
     const int idx = static_cast<int>(threadIdx.x) + s * kThreads;
-    step_row[s] = idx / kVectors;
-    step_vector[s] = idx - step_row[s] * kVectors;
+    step_row[s] = idx / kGroups;
+    step_group[s] = idx - step_row[s] * kGroups;
+    const int e0 = (x0 - kHalo + 16 * step_group[s]) * C;
+    slot_whole[s] = vector_aligned && e0 >= 0 && e0 + 16 * C <= row_elems;
   }
-  bool slot_whole[kSlots];  // the slot's 16 elements lie inside the row: one vector load
-#pragma unroll
-  for (int s = 0; s < kSlots; ++s) {
-    const int e0 = c0 - kHalo + 16 * step_vector[s];
-    slot_whole[s] = vector_aligned && e0 >= 0 && e0 + 16 <= row_elems;
-  }
-  const auto in_step = [&](int s) { return static_cast<int>(threadIdx.x) + s * kThreads < kTensorMmaRows * kVectors; };
+  const auto in_step = [&](int s) { return static_cast<int>(threadIdx.x) + s * kThreads < kTensorMmaRows * kGroups; };
   const auto load_rows = [&](int first_row) {
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) {
       if (!in_step(s)) break;
       int y = first_row + step_row[s];
       if (static_cast<unsigned>(y) >= static_cast<unsigned>(src.height)) y = interpolate_border(y, src.height, p.border);
-      if (y < 0) {
-        const unsigned b = border_byte * 0x01010101u;
-        pending[s] = make_uint4(b, b, b, b);
-      } else if (slot_whole[s]) {
-        pending[s] = __ldg(reinterpret_cast<const uint4*>(src.row(y) + (c0 - kHalo + 16 * step_vector[s])));
-      } else {
-        pending[s] = gather_columns(src.row(y), column_source, step_vector[s], border_byte);
+#pragma unroll
+      for (int k = 0; k < C; ++k) {
+        if (y < 0) {
+          const unsigned b = border_byte * 0x01010101u;
+          pending[s][k] = make_uint4(b, b, b, b);
+        } else if (slot_whole[s]) {
+          pending[s][k] = __ldg(reinterpret_cast<const uint4*>(src.row(y) + (x0 - kHalo + 16 * step_group[s]) * C) + k);
+        } else {
+          pending[s][k] = gather_columns(src.row(y), column_source, C * step_group[s] + k, border_byte);
+        }
       }
     }
   };
@@ -242,27 +277,27 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
 #pragma unroll
     for (int s = 0; s < kSlots; ++s) {
       if (!in_step(s)) break;
-      store_as_halves(buffer + step_row[s] * kStage + 16 * step_vector[s], pending[s]);
+      store_planes_as_halves<C>(buffer + step_row[s] * kStage + 16 * step_group[s], kPlane, pending[s]);
     }
   };
 
-  // ldmatrix addresses: lane l gives row l % 8 of matrix l / 8 (rows 0-7 / 8-15, elements +0 / +8).
+  // ldmatrix addresses: lane l gives row l % 8 of matrix l / 8 (rows 0-7 / 8-15, pixels +0 / +8).
   const int a_row = (lane & 7) + (lane >> 4) * 8;
   const int a_col = ((lane >> 3) & 1) * 8;
-  const int tile_first = kOffset + 16 * Tiles * warp;  // staged index of this warp's first tile
+  const int tile_first = kOffset + 16 * kPixelTiles * warp;  // staged pixel of this warp's first tile
 
   for (int s0 = static_cast<int>(blockIdx.y) * strip_rows; s0 < src.height;
        s0 += static_cast<int>(gridDim.y) * strip_rows) {
     const int out_steps = (min(strip_rows, src.height - s0) + kTensorMmaRows - 1) / kTensorMmaRows;
     const int first_row = s0 - p.anchor_y;  // input row of step 0, row 0
     const int rows_end = min(src.height, s0 + strip_rows);
-    unsigned prev_hi[Tiles][2][2];  // B fragments of the previous step's row sums: [tile][n-tile][k half]
-    unsigned prev_lo[Tiles][2][2];
+    unsigned prev_hi[kTiles][2][2];  // B fragments of the previous step's row sums: [tile][n-tile][k half]
+    unsigned prev_lo[kTiles][2][2];
     load_rows(first_row);
     for (int m = 0; m <= out_steps; ++m) {
       // 1. Step m's input rows into buffer m & 1, step m + 1's loads under way. The barrier also
       // orders step m - 1's reads of the other buffer before anyone writes it in step m + 1.
-      unsigned short* buffer = staged + (m & 1) * kTensorMmaRows * kStage;
+      unsigned short* buffer = staged + (m & 1) * C * kPlane;
       store_rows(buffer);
       if (m < out_steps) load_rows(first_row + kTensorMmaRows * (m + 1));
       __syncthreads();
@@ -273,7 +308,8 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
       const auto row_sums = [&](int i, unsigned (&hi)[2][2], unsigned (&lo)[2][2]) {
         float acc_hi[2][4] = {};
         float acc_lo[2][4] = {};
-        const unsigned short* base = buffer + a_row * kStage + tile_first + 16 * i + a_col;
+        const unsigned short* base =
+            buffer + (i % C) * kPlane + a_row * kStage + tile_first + 16 * (i / C) + a_col;
 #pragma unroll
         for (int ks = 0; ks < kKSteps; ++ks) {
           unsigned x[4];
@@ -296,13 +332,15 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
       };
       if (m == 0) {
 #pragma unroll
-        for (int i = 0; i < Tiles; ++i) row_sums(i, prev_hi[i], prev_lo[i]);
+        for (int i = 0; i < kTiles; ++i) row_sums(i, prev_hi[i], prev_lo[i]);
         continue;
       }
       // 3. Per tile, the row sums of step m and the output rows of step m - 1 from those of steps
       // m - 1 and m: straight-line code across the tiles, so one tile's MMAs overlap another's.
+      // word[i][nt]: tile i's bytes of pixels 8 nt + 2t, + 1 in rows g and g + 8.
+      unsigned word[kTiles][2];
 #pragma unroll
-      for (int i = 0; i < Tiles; ++i) {
+      for (int i = 0; i < kTiles; ++i) {
         unsigned cur_hi[2][2];
         unsigned cur_lo[2][2];
         row_sums(i, cur_hi, cur_lo);
@@ -317,8 +355,6 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
           mma_f16_f32(far, v_hi[1], cur_lo[nt]);
           mma_f16_f32(far, v_lo[1], cur_hi[nt]);
           mma_f16_f32(far, v_hi[1], cur_hi[nt]);
-          // Rows g and g + 8, elements 8 nt + 2t, + 1 of the tile, into the warp's output rows.
-          unsigned word;
           if constexpr (Simple) {
             // One rounding: delta + 1.5 * 2^23 is exact, so the FMA leaves the sum rounded half to even
             // in the low mantissa bits (|sum| < 2^22).
@@ -326,16 +362,13 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
 #pragma unroll
             for (int c = 0; c < 4; ++c)
               rounded[c] = __float_as_int(fmaf(near[c] + far[c], taps.scale, rounding_delta)) - 0x4B400000;
-            word = pack_u8x4(rounded);
+            word[i][nt] = pack_sat_u8x4(rounded[0], rounded[1], rounded[2], rounded[3]);
           } else {
             float y[4];
 #pragma unroll
             for (int c = 0; c < 4; ++c) y[c] = fmaf(near[c] + far[c], taps.scale, p.delta);
-            word = round_pack_u8x4(true, y[0], y[1], y[2], y[3]);
+            word[i][nt] = round_pack_u8x4(true, y[0], y[1], y[2], y[3]);
           }
-          auto* at = out_tile + g * kOutStride + 16 * i + 8 * nt + 2 * t;
-          *reinterpret_cast<unsigned short*>(at) = static_cast<unsigned short>(word);
-          *reinterpret_cast<unsigned short*>(at + 8 * kOutStride) = static_cast<unsigned short>(word >> 16);
         }
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt)
@@ -344,13 +377,26 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
             prev_hi[i][nt][half] = cur_hi[nt][half];
             prev_lo[i][nt][half] = cur_lo[nt][half];
           }
+        // A pixel tile's channels complete: rows g and g + 8, pixels 8 nt + 2t, + 1, interleaved
+        // into the warp's output rows.
+        if (i % C == C - 1) {
+          const int pt = i / C;
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt) {
+            unsigned channels[C];
+#pragma unroll
+            for (int c = 0; c < C; ++c) channels[c] = word[pt * C + c][nt];
+            auto* at = out_tile + g * kOutStride + (16 * pt + 8 * nt + 2 * t) * C;
+            store_interleaved<C>(channels, at, at + 8 * kOutStride);
+          }
+        }
       }
       // 4. The warp's 16 output rows from shared memory to the image, 16 bytes a lane and store.
       {
         __syncwarp();
         const int first_out = s0 + kTensorMmaRows * (m - 1);
-        const int e_warp = c0 + 16 * Tiles * warp;
-        constexpr int kRowVectors = Tiles;  // 16-byte vectors of a row of the warp's tile
+        const int e_warp = (x0 + 16 * kPixelTiles * warp) * C;
+        constexpr int kRowVectors = kPixelTiles * C;  // 16-byte vectors of a row of the warp's tile
 #pragma unroll
         for (int v = lane; v < kTensorMmaRows * kRowVectors; v += 32) {
           const int r = v / kRowVectors;

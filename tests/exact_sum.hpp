@@ -114,23 +114,67 @@ inline RuleCount compare_exact(const cv::Mat& got, const cv::Mat& expected) {
   return r;
 }
 
+/// `variant` on `src` with a poisoned output; the options come back with the filter's own anchor
+/// filled in where they left it to the filter.
+inline std::pair<ConvolveResult, ConvolveOptions> run_poisoned(const cv::Mat& src, const Filter& f, ConvolveOptions o,
+                                                               Variant variant) {
+  o.variant = variant;
+  o.poison_output = true;
+  ConvolveResult got = convolve(src, f, o);
+  if (o.anchor_x < 0) o.anchor_x = f.resolved_anchor_x();
+  if (o.anchor_y < 0) o.anchor_y = f.resolved_anchor_y();
+  return {std::move(got), o};
+}
+
 /// Runs `auto` (poisoned output) and checks the README's integer pass rule against the exact sum:
 /// no value off by more than 1, at most 0.1% off by one. Returns the variant that ran.
 inline Variant check_exact(const cv::Mat& src, const Filter& f, ConvolveOptions o, const std::string& what,
                            Variant variant = Variant::automatic) {
-  o.variant = variant;
-  o.poison_output = true;
-  const ConvolveResult got = convolve(src, f, o);
-  const int anchor_x = o.anchor_x >= 0 ? o.anchor_x : f.resolved_anchor_x();
-  const int anchor_y = o.anchor_y >= 0 ? o.anchor_y : f.resolved_anchor_y();
-  const int out_depth = got.image.depth();
-  const cv::Mat expected = exact_sum(src, f, anchor_x, anchor_y, o.border, o.border_value, o.delta + f.offset,
-                                     out_depth);
+  const auto [got, ran] = run_poisoned(src, f, o, variant);
+  const cv::Mat expected = exact_sum(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value,
+                                     ran.delta + f.offset, got.image.depth());
   const RuleCount r = compare_exact(got.image, expected);
   INFO(what << " ran " << to_string(got.variant_used) << ": max diff " << r.max_diff << ", " << r.off_by_one
             << " of " << r.values << " off by one");
   CHECK(r.max_diff <= 1.0);
   CHECK(static_cast<double>(r.off_by_one) <= 0.001 * static_cast<double>(r.values));
+  return got.variant_used;
+}
+
+/// Runs `variant` (poisoned output) on integer output and checks every value against the path's
+/// own error bound: |got - exact| <= 0.5 + bound (the exact sum before rounding, saturated), so
+/// each value off by one must lie within `bound` of a rounding tie. Adds the run's counts to
+/// `total`, over which a sweep checks the pass rule's 0.1% (one value off by one in an image of a
+/// few hundred values is what any inexact path gives near a tie). Returns the variant that ran.
+inline Variant check_within_bound(const cv::Mat& src, const Filter& f, ConvolveOptions o, const std::string& what,
+                                  Variant variant, double bound, RuleCount& total) {
+  const auto [got, ran] = run_poisoned(src, f, o, variant);
+  const int out_depth = got.image.depth();
+  const cv::Mat sums = exact_sum_double(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value,
+                                        ran.delta + f.offset);
+  cv::Mat got_wide;
+  got.image.convertTo(got_wide, CV_64F);
+  const cv::Mat g = got_wide.reshape(1);
+  const cv::Mat e = sums.reshape(1);
+  double worst = 0.0;
+  RuleCount r;
+  for (int y = 0; y < g.rows; ++y)
+    for (int x = 0; x < g.cols; ++x) {
+      const double want = e.at<double>(y, x);
+      const double have = g.at<double>(y, x);
+      worst = std::max(worst, std::abs(have - saturate(want, out_depth)));
+      const double diff = std::abs(have - saturate(std::nearbyint(want), out_depth));
+      r.max_diff = std::max(r.max_diff, diff);
+      if (diff > 0.5) ++r.off_by_one;
+    }
+  r.values = static_cast<std::size_t>(g.total());
+  INFO(what << " ran " << to_string(got.variant_used) << ": largest |got - exact| " << worst << " (limit 0.5 + "
+            << bound << "), " << r.off_by_one << " of " << r.values << " off by one");
+  CHECK(worst <= 0.5 + bound);
+  CHECK(r.max_diff <= 1.0);
+  total.max_diff = std::max(total.max_diff, r.max_diff);
+  total.off_by_one += r.off_by_one;
+  total.values += r.values;
   return got.variant_used;
 }
 
@@ -171,14 +215,10 @@ inline double float_rule_error(const cv::Mat& got, const cv::Mat& exact, const c
 /// sum. Returns the variant that ran.
 inline Variant check_float_rule(const cv::Mat& src, const Filter& f, ConvolveOptions o, const std::string& what,
                                 Variant variant) {
-  o.variant = variant;
-  o.poison_output = true;
-  const ConvolveResult got = convolve(src, f, o);
-  const int anchor_x = o.anchor_x >= 0 ? o.anchor_x : f.resolved_anchor_x();
-  const int anchor_y = o.anchor_y >= 0 ? o.anchor_y : f.resolved_anchor_y();
-  const double delta = o.delta + f.offset;
-  const cv::Mat exact = exact_sum_double(src, f, anchor_x, anchor_y, o.border, o.border_value, delta);
-  const double error = float_rule_error(got.image, exact, src, f, o.border, o.border_value, delta);
+  const auto [got, ran] = run_poisoned(src, f, o, variant);
+  const double delta = ran.delta + f.offset;
+  const cv::Mat exact = exact_sum_double(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, delta);
+  const double error = float_rule_error(got.image, exact, src, f, ran.border, ran.border_value, delta);
   INFO(what << " ran " << to_string(got.variant_used) << ": relative error " << error);
   CHECK(got.image.depth() == CV_32F);
   CHECK(error <= kMaxRelativeError);

@@ -35,11 +35,11 @@ static_assert(kTensorDenseMaxSide == kernels::kDenseMaxSide);
 /// Warps a block: 4 (256 outputs of a row) ran faster than 2 and 8 (docs/kernel-notes.md, 'tensor').
 constexpr int kTensorWarps = 4;
 
-/// The both-passes kernel: 4 warps of 4 output tiles (256 outputs of a row), and from which radius
+/// The both-passes kernel: 4 warps (256 pixels of a row at one channel, of 4 pixel tiles a warp;
+/// 64 pixels at three or four, a warp's tiles its channels of 16 pixels), and from which radius
 /// it replaces the FP32-vertical one: its time hardly grows with the filter; level at 7x7, level
 /// or faster at 9x9, faster at 15x15 (docs/kernel-notes.md, 'Both passes on tensor cores').
 constexpr int kTensorMmaWarps = 4;
-constexpr int kTensorMmaTiles = 4;
 constexpr int kTensorMmaMinRadius = 4;
 
 }  // namespace
@@ -132,11 +132,10 @@ void launch_tensor_mma_kernel(const LaunchArgs& a, const TensorSplit& split, con
   const bool simple = 255.0 * weights_magnitude(a) + std::abs(delta) < 2097152.0 && delta == std::nearbyint(delta);
   const auto run = [&](auto kernel_constant) {
     constexpr auto kernel = decltype(kernel_constant)::value;
-    constexpr int kShared = tensor_mma_shared_bytes(kTensorMmaWarps, kTensorMmaTiles, C, R);
+    constexpr int kShared = tensor_mma_shared_bytes(kTensorMmaWarps, C, R);
     constexpr int kThreads = 32 * kTensorMmaWarps;
     reserve_shared_memory(kernel, kShared, "tensor", a.params.kw, a.params.kh);
-    const int row_elems = a.width * C;
-    const int column_blocks = div_up(row_elems, tensor_mma_tile_elems(kTensorMmaWarps, kTensorMmaTiles));
+    const int column_blocks = div_up(a.width, tensor_mma_tile_pixels(kTensorMmaWarps, C));
     const int resident = resident_blocks<kernel>(kThreads, kShared);
     const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident);
     const dim3 grid(static_cast<unsigned>(column_blocks),
@@ -149,8 +148,8 @@ void launch_tensor_mma_kernel(const LaunchArgs& a, const TensorSplit& split, con
                                                         static_cast<float>(delta + 12582912.0));
     CUCONV_CHECK_LAUNCH();
   };
-  constexpr auto kSimple = tensor_separable_mma_kernel<C, R, kTensorMmaWarps, kTensorMmaTiles, true>;
-  constexpr auto kGeneral = tensor_separable_mma_kernel<C, R, kTensorMmaWarps, kTensorMmaTiles, false>;
+  constexpr auto kSimple = tensor_separable_mma_kernel<C, R, kTensorMmaWarps, true>;
+  constexpr auto kGeneral = tensor_separable_mma_kernel<C, R, kTensorMmaWarps, false>;
   if (simple) {
     run(std::integral_constant<decltype(kSimple), kSimple>{});
   } else {
@@ -226,16 +225,16 @@ void launch_tensor(const LaunchArgs& a) {
       dispatch_channels(a.channels, [&](auto channels) {
         dispatch_radius<TensorRadii>(a.params.kw, a.params.kh, [&](auto radius) {
           if constexpr (radius.value != kernels::kRuntimeRadius) {
-            std::optional<TensorMmaScales> scales;
-            if (radius.value >= kTensorMmaMinRadius && a.separable_tensor_mma) {
-              const std::vector<float> vertical(a.separable_vertical, a.separable_vertical + a.params.kh);
-              scales = tensor_mma_scales(*split, vertical);
+            if constexpr (radius.value >= kTensorMmaMinRadius) {
+              if (a.separable_tensor_mma) {
+                const std::vector<float> vertical(a.separable_vertical, a.separable_vertical + a.params.kh);
+                if (const std::optional<TensorMmaScales> scales = tensor_mma_scales(*split, vertical)) {
+                  launch_tensor_mma_kernel<channels.value, radius.value>(a, *split, *scales);
+                  return;
+                }
+              }
             }
-            if (scales) {
-              launch_tensor_mma_kernel<channels.value, radius.value>(a, *split, *scales);
-            } else {
-              launch_tensor_kernel<channels.value, radius.value, kTensorWarps>(a, *split);
-            }
+            launch_tensor_kernel<channels.value, radius.value, kTensorWarps>(a, *split);
           }
         });
       });
