@@ -12,24 +12,25 @@
 ///    of R^T holds, per lane, output column g (and g + 8) of rows 2t, 2t + 1 (and the second
 ///    n-tile's 8 + 2t, 9 + 2t): exactly a B fragment of R (16 rows x 8 columns), so the vertical
 ///    pass needs no shared memory.
-///  - Vertical pass: Y (16 output rows x 8 columns) = V (16 x 32, Toeplitz of the vertical weights
-///    V' = v 2^tau, hi + lo in FP16) times the row sums of two 16-row steps. The tensor core's
-///    FP32 sum loses bits relative to the largest of its terms, C included, so no MMA starts from
-///    a C as large as its products: the first step's V'hi R'hi has its own accumulator; the cross
-///    products V'hi R'lo and V'lo R'hi are summed first and the second step's V'hi R'hi on top of
-///    them; V'lo R'lo is dropped. The error bound this leaves is tensor_mma_error_bound
+///  - Vertical pass: Y (16 output rows x 8 columns) = V (16 x 16S, Toeplitz of the vertical weights
+///    V' = v 2^tau, hi + lo in FP16) times the row sums of S 16-row steps (S = 2 up to radius 8, 3
+///    up to 15). The tensor core's FP32 sum loses bits relative to the largest of its terms, C
+///    included, so no MMA starts from a C as large as its products: each older step's V'hi R'hi
+///    has its own accumulator; the cross products V'hi R'lo and V'lo R'hi are summed first and
+///    the last step's V'hi R'hi on top of them; V'lo R'lo is dropped. The error bound this leaves is tensor_mma_error_bound
 ///    (src/separable.cpp). `Simple` (sums below 2^21, integral delta): the scale, delta and the
 ///    rounding half to even in one FMA.
 /// Block and thread mapping: the channels are staged as planes, so an output tile is 16 pixels of
 /// one channel and its horizontal MMAs read 16 + 2R values, not 16 + 2RC interleaved ones. A block
-/// of W warps owns 16 P W pixels of a row (P = 4 pixel tiles a warp for one channel, 1 for three
-/// or four; warp w's tiles are its P pixel tiles x C channels) and walks a strip of rows 16 at a
-/// time. Per step the threads stage the next 16 input rows (the tile and its halo, border rule
+/// of W warps owns 16 P W pixels of a row (P = 4 pixel tiles a warp for one channel, 2 from
+/// radius 9, 1 for three or four channels; warp w's tiles are its P pixel tiles x C channels) and
+/// walks a strip of rows 16 at a time. Per step the threads stage the next 16 input rows (the tile and its halo, border rule
 /// applied) as FP16 planes in one of two shared buffers, loaded one step ahead into registers
 /// (16 pixels, C vectors of 16 bytes, a slot); each warp then forms the row sums of those 16 rows
-/// for its tiles, and with the previous step's row sums (kept in registers) the 16 output rows of
-/// the step before, which it interleaves back into its rows in shared memory (a lane's own results
-/// are 2 pixels x C channels of a row) and stores as 16-byte vectors.
+/// for its tiles, and with the older steps' row sums (the previous step's kept in registers up to
+/// radius 8; from radius 9 two steps' in the warp's shared memory, each lane its own words) the
+/// 16 output rows of the oldest, which it interleaves back into its rows in shared memory (a
+/// lane's own results are 2 pixels x C channels of a row) and stores as 16-byte vectors.
 #include "common.cuh"
 #include "fast_pack.cuh"
 #include "mma.cuh"
@@ -43,8 +44,14 @@ namespace cuconv::kernels {
 
 inline constexpr int kTensorMmaRows = 16;  ///< rows per step (the MMAs' m16 / k16)
 
-/// Pixel tiles of 16 a warp: four at one channel, one (three or four channel tiles) otherwise.
-__host__ __device__ constexpr int tensor_mma_pixel_tiles(int channels) { return channels == 1 ? 4 : 1; }
+/// 16-row steps of row sums an output step reads: 2 up to radius 8 (16 + 2R <= 32 rows), 3 up to 16.
+__host__ __device__ constexpr int tensor_mma_vertical_steps(int radius) { return radius <= 8 ? 2 : 3; }
+
+/// Pixel tiles of 16 a warp: one channel four (two from radius 9, where each tile keeps two older
+/// steps' row sums in shared memory), else one (three or four channel tiles).
+__host__ __device__ constexpr int tensor_mma_pixel_tiles(int channels, int radius) {
+  return channels == 1 ? (radius <= 8 ? 4 : 2) : 1;
+}
 
 /// Pixels of halo each side of a block's staged rows (R rounded up to 16: whole 16-pixel slots),
 /// and the halo each output tile's k-steps start from (R rounded up to 8: ldmatrix rows).
@@ -58,11 +65,11 @@ __host__ __device__ constexpr int tensor_mma_ksteps(int radius) {
 
 /// Output pixels of a row per block, staged pixels and halves of one staged plane row (a pad of 8
 /// halves: eight rows' 16-byte ldmatrix reads fall in distinct bank groups).
-__host__ __device__ constexpr int tensor_mma_tile_pixels(int warps, int channels) {
-  return 16 * tensor_mma_pixel_tiles(channels) * warps;
+__host__ __device__ constexpr int tensor_mma_tile_pixels(int warps, int channels, int radius) {
+  return 16 * tensor_mma_pixel_tiles(channels, radius) * warps;
 }
 __host__ __device__ constexpr int tensor_mma_staged_pixels(int warps, int channels, int radius) {
-  return (tensor_mma_tile_pixels(warps, channels) + tensor_mma_halo(radius) - tensor_mma_tile_halo(radius) +
+  return (tensor_mma_tile_pixels(warps, channels, radius) + tensor_mma_halo(radius) - tensor_mma_tile_halo(radius) +
           16 * (tensor_mma_ksteps(radius) - 1) + 15) / 16 * 16;
 }
 __host__ __device__ constexpr int tensor_mma_stage_stride(int warps, int channels, int radius) {
@@ -71,18 +78,26 @@ __host__ __device__ constexpr int tensor_mma_stage_stride(int warps, int channel
 
 /// Bytes between the rows of a warp's output tile in shared memory: the tile's bytes and 16 or 32
 /// more, an odd number of 16-byte units, so the eight rows of a 2-byte store spread over the banks.
-__host__ __device__ constexpr int tensor_mma_out_stride(int channels) {
-  return (16 * tensor_mma_pixel_tiles(channels) * channels + 16) / 16 % 2 == 1
-             ? 16 * tensor_mma_pixel_tiles(channels) * channels + 16
-             : 16 * tensor_mma_pixel_tiles(channels) * channels + 32;
+__host__ __device__ constexpr int tensor_mma_out_stride(int channels, int radius) {
+  return (16 * tensor_mma_pixel_tiles(channels, radius) * channels + 16) / 16 % 2 == 1
+             ? 16 * tensor_mma_pixel_tiles(channels, radius) * channels + 16
+             : 16 * tensor_mma_pixel_tiles(channels, radius) * channels + 32;
+}
+
+/// Bytes of a warp's row-sum history in shared memory from radius 9: two older steps of B
+/// fragments (hi and lo, 16 bytes a lane each) for each of its tiles; none up to radius 8, where
+/// the previous step's stay in registers.
+__host__ __device__ constexpr int tensor_mma_history_bytes(int channels, int radius) {
+  return tensor_mma_vertical_steps(radius) == 2 ? 0 : 2 * tensor_mma_pixel_tiles(channels, radius) * channels * 2 * 32 * 16;
 }
 
 /// Dynamic shared memory of one block: two buffers of C planes of 16 staged FP16 rows, where each
-/// staged byte reads from (the border rule at the row's ends), and each warp's 16 output rows.
+/// staged byte reads from (the border rule at the row's ends), each warp's 16 output rows, and its
+/// row-sum history.
 __host__ __device__ constexpr int tensor_mma_shared_bytes(int warps, int channels, int radius) {
   return 2 * channels * kTensorMmaRows * tensor_mma_stage_stride(warps, channels, radius) * 2 +
          tensor_mma_staged_pixels(warps, channels, radius) * channels * 4 +
-         warps * kTensorMmaRows * tensor_mma_out_stride(channels);
+         warps * (kTensorMmaRows * tensor_mma_out_stride(channels, radius) + tensor_mma_history_bytes(channels, radius));
 }
 
 /// The weights as FP16 bits: horizontal hi * 2^(11 - sigma) and lo * 2^-sigma, vertical V' = v 2^tau
@@ -163,9 +178,10 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
   using namespace tensor_mma_detail;
   constexpr int K = 2 * R + 1;
   constexpr int kThreads = 32 * Warps;
-  constexpr int kPixelTiles = tensor_mma_pixel_tiles(C);
+  constexpr int kPixelTiles = tensor_mma_pixel_tiles(C, R);
   constexpr int kTiles = kPixelTiles * C;  // tile i: pixel tile i / C, channel i % C
-  constexpr int kTilePixels = tensor_mma_tile_pixels(Warps, C);
+  constexpr int kTilePixels = tensor_mma_tile_pixels(Warps, C, R);
+  constexpr int kVSteps = tensor_mma_vertical_steps(R);
   constexpr int kHalo = tensor_mma_halo(R);
   constexpr int kTileHalo = tensor_mma_tile_halo(R);
   constexpr int kOffset = kHalo - kTileHalo;  // staged pixel of tile 0's first k-step
@@ -179,9 +195,14 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
   extern __shared__ __align__(16) unsigned char tensor_mma_shared[];
   auto* staged = reinterpret_cast<unsigned short*>(tensor_mma_shared);
   auto* column_source = reinterpret_cast<int*>(staged + 2 * C * kPlane);
-  constexpr int kOutStride = tensor_mma_out_stride(C);
-  auto* out_tile = reinterpret_cast<std::uint8_t*>(column_source + kStagedPixels * C) +
-                   (static_cast<int>(threadIdx.x) >> 5) * kTensorMmaRows * kOutStride;
+  constexpr int kOutStride = tensor_mma_out_stride(C, R);
+  constexpr int kHistory = tensor_mma_history_bytes(C, R);
+  auto* warp_shared = reinterpret_cast<std::uint8_t*>(column_source + kStagedPixels * C) +
+                      (static_cast<int>(threadIdx.x) >> 5) * (kTensorMmaRows * kOutStride + kHistory);
+  auto* out_tile = warp_shared;
+  // From radius 9: history[slot][tile][part][lane], slot m % 2 holding step m - 2's row sums until
+  // step m's replace them; each lane reads and writes only its own 16-byte words.
+  auto* history = reinterpret_cast<uint4*>(warp_shared + kTensorMmaRows * kOutStride);
 
   const int lane = static_cast<int>(threadIdx.x) & 31;
   const int warp = static_cast<int>(threadIdx.x) >> 5;
@@ -207,12 +228,12 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
     for (int k = 0; k < 4 * K; ++k) tap_bits[k] = taps.bits[k];  // compile-time indices: no local copy of taps
   }
   auto* opaque_zero = reinterpret_cast<unsigned*>(tap_bits + (4 * K + 1) / 2 * 2);
-  for (int k = static_cast<int>(threadIdx.x); k < 4 * (2 * kKSteps + 4); k += kThreads) opaque_zero[k] = 0u;
+  for (int k = static_cast<int>(threadIdx.x); k < 8 * (kKSteps + kVSteps); k += kThreads) opaque_zero[k] = 0u;
   __syncthreads();
   unsigned h_hi[kKSteps][4];
   unsigned h_lo[kKSteps][4];
-  unsigned v_hi[2][4];
-  unsigned v_lo[2][4];
+  unsigned v_hi[kVSteps][4];
+  unsigned v_lo[kVSteps][4];
   const auto horizontal_entry = [&](int ks, int part) {
     return [=](int o, int k) -> unsigned {
       const int j = k + 16 * ks - o - kTileHalo + R;
@@ -231,7 +252,7 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
     a_fragment(horizontal_entry(ks, 1), lane, opaque_zero + 8 * ks + 4, h_lo[ks]);
   }
 #pragma unroll
-  for (int kv = 0; kv < 2; ++kv) {
+  for (int kv = 0; kv < kVSteps; ++kv) {
     a_fragment(vertical_entry(kv, 0), lane, opaque_zero + 8 * kKSteps + 8 * kv, v_hi[kv]);
     a_fragment(vertical_entry(kv, 1), lane, opaque_zero + 8 * kKSteps + 8 * kv + 4, v_lo[kv]);
   }
@@ -291,15 +312,29 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
     const int out_steps = (min(strip_rows, src.height - s0) + kTensorMmaRows - 1) / kTensorMmaRows;
     const int first_row = s0 - p.anchor_y;  // input row of step 0, row 0
     const int rows_end = min(src.height, s0 + strip_rows);
-    unsigned prev_hi[kTiles][2][2];  // B fragments of the previous step's row sums: [tile][n-tile][k half]
-    unsigned prev_lo[kTiles][2][2];
+    // Up to radius 8: B fragments of the previous step's row sums, [tile][n-tile][k half].
+    unsigned prev_hi[kVSteps == 2 ? kTiles : 1][2][2];
+    unsigned prev_lo[kVSteps == 2 ? kTiles : 1][2][2];
+    const auto keep = [&](int slot, int i, const unsigned (&hi)[2][2], const unsigned (&lo)[2][2]) {
+      uint4* at = history + (slot * kTiles + i) * 64 + lane;
+      at[0] = make_uint4(hi[0][0], hi[0][1], hi[1][0], hi[1][1]);
+      at[32] = make_uint4(lo[0][0], lo[0][1], lo[1][0], lo[1][1]);
+    };
+    const auto recall = [&](int slot, int i, unsigned (&hi)[2][2], unsigned (&lo)[2][2]) {
+      const uint4* at = history + (slot * kTiles + i) * 64 + lane;
+      const uint4 h = at[0];
+      const uint4 l = at[32];
+      hi[0][0] = h.x; hi[0][1] = h.y; hi[1][0] = h.z; hi[1][1] = h.w;
+      lo[0][0] = l.x; lo[0][1] = l.y; lo[1][0] = l.z; lo[1][1] = l.w;
+    };
     load_rows(first_row);
-    for (int m = 0; m <= out_steps; ++m) {
+    const int last_step = out_steps + kVSteps - 2;  // input steps 0 .. last_step
+    for (int m = 0; m <= last_step; ++m) {
       // 1. Step m's input rows into buffer m & 1, step m + 1's loads under way. The barrier also
       // orders step m - 1's reads of the other buffer before anyone writes it in step m + 1.
       unsigned short* buffer = staged + (m & 1) * C * kPlane;
       store_rows(buffer);
-      if (m < out_steps) load_rows(first_row + kTensorMmaRows * (m + 1));
+      if (m < last_step) load_rows(first_row + kTensorMmaRows * (m + 1));
       __syncthreads();
 
       // 2. Row sums of the step's 16 rows for tile i, R^T = T^T X^T in two n-tiles of 8 rows, as
@@ -330,13 +365,22 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
           }
         }
       };
-      if (m == 0) {
+      if (m < kVSteps - 1) {
 #pragma unroll
-        for (int i = 0; i < kTiles; ++i) row_sums(i, prev_hi[i], prev_lo[i]);
+        for (int i = 0; i < kTiles; ++i) {
+          if constexpr (kVSteps == 2) {
+            row_sums(i, prev_hi[i], prev_lo[i]);
+          } else {
+            unsigned hi[2][2];
+            unsigned lo[2][2];
+            row_sums(i, hi, lo);
+            keep(m, i, hi, lo);
+          }
+        }
         continue;
       }
-      // 3. Per tile, the row sums of step m and the output rows of step m - 1 from those of steps
-      // m - 1 and m: straight-line code across the tiles, so one tile's MMAs overlap another's.
+      // 3. Per tile, the row sums of step m and the output rows of step m - S + 1 from those of
+      // steps m - S + 1 .. m: straight-line code across the tiles, so one tile's MMAs overlap another's.
       // word[i][nt]: tile i's bytes of pixels 8 nt + 2t, + 1 in rows g and g + 8.
       unsigned word[kTiles][2];
 #pragma unroll
@@ -344,39 +388,68 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
         unsigned cur_hi[2][2];
         unsigned cur_lo[2][2];
         row_sums(i, cur_hi, cur_lo);
+        // The older steps' row sums: old[0] from step m - kVSteps + 1, old[1] (radius 9 and up) from m - 1.
+        unsigned old_hi[kVSteps - 1][2][2];
+        unsigned old_lo[kVSteps - 1][2][2];
+        if constexpr (kVSteps == 2) {
+#pragma unroll
+          for (int nt = 0; nt < 2; ++nt)
+#pragma unroll
+            for (int half = 0; half < 2; ++half) {
+              old_hi[0][nt][half] = prev_hi[i][nt][half];
+              old_lo[0][nt][half] = prev_lo[i][nt][half];
+            }
+        } else {
+          recall(m & 1, i, old_hi[0], old_lo[0]);
+          recall((m + 1) & 1, i, old_hi[1], old_lo[1]);
+        }
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
-          // The cross products first: far's MMA then starts from a C far below its products.
+          // Each older step's high x high products on their own accumulator (C = 0); the cross
+          // products first on `far`, whose last MMA, the current step's high x high, then starts
+          // from a C far below its products.
           float near[4] = {};
+          float mid[4] = {};
           float far[4] = {};
-          mma_f16_f32(near, v_hi[0], prev_hi[i][nt]);
-          mma_f16_f32(far, v_hi[0], prev_lo[i][nt]);
-          mma_f16_f32(far, v_lo[0], prev_hi[i][nt]);
-          mma_f16_f32(far, v_hi[1], cur_lo[nt]);
-          mma_f16_f32(far, v_lo[1], cur_hi[nt]);
-          mma_f16_f32(far, v_hi[1], cur_hi[nt]);
+          mma_f16_f32(near, v_hi[0], old_hi[0][nt]);
+          if constexpr (kVSteps == 3) mma_f16_f32(mid, v_hi[1], old_hi[1][nt]);
+#pragma unroll
+          for (int s = 0; s < kVSteps - 1; ++s) {
+            mma_f16_f32(far, v_hi[s], old_lo[s][nt]);
+            mma_f16_f32(far, v_lo[s], old_hi[s][nt]);
+          }
+          mma_f16_f32(far, v_hi[kVSteps - 1], cur_lo[nt]);
+          mma_f16_f32(far, v_lo[kVSteps - 1], cur_hi[nt]);
+          mma_f16_f32(far, v_hi[kVSteps - 1], cur_hi[nt]);
+          float sum[4];
+#pragma unroll
+          for (int c = 0; c < 4; ++c) sum[c] = kVSteps == 2 ? near[c] + far[c] : (near[c] + mid[c]) + far[c];
           if constexpr (Simple) {
             // One rounding: delta + 1.5 * 2^23 is exact, so the FMA leaves the sum rounded half to even
             // in the low mantissa bits (|sum| < 2^22).
             int rounded[4];
 #pragma unroll
             for (int c = 0; c < 4; ++c)
-              rounded[c] = __float_as_int(fmaf(near[c] + far[c], taps.scale, rounding_delta)) - 0x4B400000;
+              rounded[c] = __float_as_int(fmaf(sum[c], taps.scale, rounding_delta)) - 0x4B400000;
             word[i][nt] = pack_sat_u8x4(rounded[0], rounded[1], rounded[2], rounded[3]);
           } else {
             float y[4];
 #pragma unroll
-            for (int c = 0; c < 4; ++c) y[c] = fmaf(near[c] + far[c], taps.scale, p.delta);
+            for (int c = 0; c < 4; ++c) y[c] = fmaf(sum[c], taps.scale, p.delta);
             word[i][nt] = round_pack_u8x4(true, y[0], y[1], y[2], y[3]);
           }
         }
+        if constexpr (kVSteps == 2) {
 #pragma unroll
-        for (int nt = 0; nt < 2; ++nt)
+          for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
-          for (int half = 0; half < 2; ++half) {
-            prev_hi[i][nt][half] = cur_hi[nt][half];
-            prev_lo[i][nt][half] = cur_lo[nt][half];
-          }
+            for (int half = 0; half < 2; ++half) {
+              prev_hi[i][nt][half] = cur_hi[nt][half];
+              prev_lo[i][nt][half] = cur_lo[nt][half];
+            }
+        } else {
+          keep(m & 1, i, cur_hi, cur_lo);  // step m - 2's slot, read above
+        }
         // A pixel tile's channels complete: rows g and g + 8, pixels 8 nt + 2t, + 1, interleaved
         // into the warp's output rows.
         if (i % C == C - 1) {
@@ -394,7 +467,7 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
       // 4. The warp's 16 output rows from shared memory to the image, 16 bytes a lane and store.
       {
         __syncwarp();
-        const int first_out = s0 + kTensorMmaRows * (m - 1);
+        const int first_out = s0 + kTensorMmaRows * (m - kVSteps + 1);
         const int e_warp = (x0 + 16 * kPixelTiles * warp) * C;
         constexpr int kRowVectors = kPixelTiles * C;  // 16-byte vectors of a row of the warp's tile
 #pragma unroll

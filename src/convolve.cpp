@@ -164,9 +164,10 @@ Variant choose_for(const Filter& filter, const ConvolveOptions& options,
   const bool fast_compiled = centred_square && input_depth == output_depth;
   const bool rank_one = separable.has_value() && (separable->fast || separable->wide);
   // 8-bit separable filters whose exact integer row sums keep the pass rule: `tensor` sums the rows
-  // on tensor cores (an alpha channel kept as it is leaves them to `fast`).
-  if (fast_compiled && separable && separable->tensor && input_depth == CV_8U && !options.keep_alpha &&
-      radius >= kTensorMinRadius && detail::tensor_radius_supported(radius))
+  // on tensor cores, and from radius 4 the columns too where that bound holds (the only separable
+  // path for radii 9-15); an alpha channel kept as it is leaves them to `fast`.
+  if (fast_compiled && separable && input_depth == CV_8U && !options.keep_alpha && radius >= kTensorMinRadius &&
+      detail::tensor_separable_supported(radius, separable->tensor, separable->tensor_mma))
     return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= 15 && rank_one) return Variant::fast;
   // Other 8-bit filters up to 31x31 whose integer split keeps the pass rule: `tensor` sums them

@@ -496,18 +496,22 @@ double tensor_mma_error_bound(const SeparableFactors& f, const TensorSplit& spli
   const double largest_v = largest_magnitude(f.vertical);
   const double sum = 255.0 * magnitude_h * c.magnitude_v;  // every partial sum of the vertical pass is below it
   const double u = std::ldexp(1.0, -24);
+  // 16-row steps of row sums an output step reads: 2 up to 17 rows of weights, 3 up to 33
+  // (kernels/tensor_separable_mma.cuh, tensor_mma_vertical_steps).
+  const double steps = f.vertical.size() <= 17 ? 2.0 : 3.0;
   // Relative to the sum: the row sums' float addition (u) and FP16 split (2u), the vertical
-  // weights' FP16 split (2u), the dropped low x low product (4u), near + far (u). Absolute: the
-  // FP16 subnormal grid under the low parts (2^-25 in R' and in V' units).
-  const double splits = 10.0 * u * sum;
+  // weights' FP16 split (2u), the dropped low x low product (4u), the epilogue's additions of the
+  // steps' accumulators (steps - 1 of u). Absolute: the FP16 subnormal grid under the low parts
+  // (2^-25 in R' and in V' units).
+  const double splits = (9.0 + (steps - 1.0)) * u * sum;
   const double r_unit = std::ldexp(1.0, scales.sigma - split.exponent);  // one R' unit in pixel-weight units
   const double floors = std::ldexp(1.0, -25) * r_unit * c.magnitude_v +
                         static_cast<double>(f.vertical.size()) * std::ldexp(1.0, -25) * std::ldexp(32768.0, -scales.tau) * r_unit;
-  // Tensor cores: the two high x high MMAs (C = 0 and C = the cross sum, far below their products)
-  // and the four cross MMAs (products and C below 2^-10 of the sum).
+  // Tensor cores: one high x high MMA a step (C = 0, or the cross sum, far below its products)
+  // and two cross MMAs a step (products and C below 2^-10 of the sum).
   // (The high parts may exceed what they stand for by 2^-11: 1.001.)
-  const double accumulation =
-      1.001 * (2.0 * 17.0 * 2.0 * u * 255.0 * magnitude_h * largest_v + 4.0 * 17.0 * 2.0 * u * std::ldexp(sum, -10));
+  const double accumulation = 1.001 * (steps * 17.0 * 2.0 * u * 255.0 * magnitude_h * largest_v +
+                                       2.0 * steps * 17.0 * 2.0 * u * std::ldexp(sum, -10));
   // The epilogue: the scale is exact; delta (as float) with one rounding of the sum.
   const double epilogue = u * (sum + std::abs(delta)) + std::abs(delta - static_cast<double>(static_cast<float>(delta)));
   return 255.0 * (c.factored + split.quantization * c.magnitude_v) + splits + floors + accumulation + epilogue;
@@ -532,12 +536,12 @@ std::optional<SeparableFactors> separable_for(const std::vector<double>& weights
   }
   factors->fast = integer_results_hold(weights, delta, separable_error_bound(*factors, weights, 255.0, delta));
   factors->tensor = split && integer_results_hold(weights, delta, tensor_error_bound(*factors, *split, weights, delta));
-  if (factors->tensor) {
+  if (split && kh <= 31) {
     const std::optional<TensorMmaScales> scales = tensor_mma_scales(*split, factors->vertical);
     factors->tensor_mma =
         scales && integer_results_hold(weights, delta, tensor_mma_error_bound(*factors, *split, *scales, weights, delta));
   }
-  if (!factors->fast && !factors->tensor) return std::nullopt;
+  if (!factors->fast && !factors->tensor && !factors->tensor_mma) return std::nullopt;
   return factors;
 }
 

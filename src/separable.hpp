@@ -15,8 +15,8 @@ struct SeparableFactors {
   std::vector<double> vertical_wide;
   bool exact = false;             ///< every float product equals the float weight exactly
   bool fast = true;               ///< `fast`'s float row and column sums meet the pass rule
-  bool tensor = false;            ///< 8-bit results through `tensor` (tensor_split) meet the pass rule
-  bool tensor_mma = false;        ///< ... also with the vertical pass on tensor cores (tensor_mma_error_bound)
+  bool tensor = false;            ///< 8-bit results through `tensor`'s FP32 column sums (tensor_split) meet the pass rule
+  bool tensor_mma = false;        ///< `tensor` with the vertical pass on tensor cores too (tensor_mma_error_bound)
   bool wide = false;              ///< 16-bit results through `fast`'s double sums (fast_wide.cuh) meet it
 };
 
@@ -154,9 +154,10 @@ inline constexpr double kSeparableErrorLimit = 5e-4;
 /// 16U input to 16U output: float sums leave too few bits below the unit, so `fast` is never
 /// set; `wide` says whether its double sums meet the rule (wide_error_bound, the same flat-area
 /// test over every 16-bit value), and nullopt when they do not.
-/// For 8-bit input and integer output `fast` and `tensor` say which of the two evaluations holds
-/// the rule (tensor_error_bound for `tensor`; the dyadic presets are exact on both); nullopt when
-/// neither does.
+/// For 8-bit input and integer output `fast`, `tensor` and `tensor_mma` say which of the
+/// evaluations holds the rule (tensor_error_bound for `tensor`, tensor_mma_error_bound up to 31
+/// rows of weights for `tensor_mma`; the dyadic presets are exact on `fast` and `tensor`);
+/// nullopt when none does.
 [[nodiscard]] std::optional<SeparableFactors> separable_for(const std::vector<double>& weights, int kw, int kh,
                                                             int input_depth, int output_depth, double delta);
 

@@ -148,10 +148,12 @@ TEST_CASE("gpu tensor mma: both passes on tensor cores meet the pass rule agains
   const std::pair<int, int> sizes[] = {{1, 1},    {7, 5},     {33, 17},  {64, 16},  {65, 47},   {85, 16},  {86, 31},
                                        {256, 33}, {257, 64},  {1023, 97}, {1025, 3}, {600, 129}, {2049, 18}, {4099, 40}};
   std::vector<Filter> filters;
+  // Radii 4-8 read two 16-row steps of row sums, 9-15 three (the older two from shared memory).
   for (const char* spec : {"gaussian:4,1.9", "gaussian:5,2.2", "gaussian:6,2.5", "gaussian:7,3", "gaussian:8,3.5",
-                           "box:9", "box:13", "box:17"})
+                           "box:9", "box:13", "box:17", "gaussian:9,3", "gaussian:11,3.5", "gaussian:13,4.5",
+                           "gaussian:15,5", "box:19", "box:31"})
     filters.push_back(load_filter(spec));
-  for (int radius : {4, 6, 8}) filters.push_back(rank_one(radius, 90 + static_cast<std::uint64_t>(radius)));
+  for (int radius : {4, 6, 8, 10, 15}) filters.push_back(rank_one(radius, 90 + static_cast<std::uint64_t>(radius)));
   const std::uint64_t tensor_before = detail::tensor_kernel_launches();
   const std::uint64_t mma_before = detail::tensor_mma_kernel_launches();
   int index = 0;
@@ -200,7 +202,7 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
   for (int v = 0; v < 256; ++v) flat(cv::Rect((v % 16) * 20, (v / 16) * 20, 20, 20)).setTo(v);
   const std::uint64_t mma_before = detail::tensor_mma_kernel_launches();
   int runs = 0;
-  for (const char* spec : {"gaussian:7,2.5", "gaussian:4,1.8", "box:15"}) {
+  for (const char* spec : {"gaussian:7,2.5", "gaussian:4,1.8", "box:15", "gaussian:15,5"}) {
     const Filter f = load_filter(spec);
     for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &gray, &flat}) {
       ConvolveOptions o;
@@ -216,18 +218,21 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
   // path's result bit for bit.
   GpuWorkspace workspace;
   for (int channels : {1, 3, 4}) {
-    const cv::Mat src = random_image(45, 301, CV_8U, channels, 81 + static_cast<std::uint64_t>(channels));
-    const Filter f = load_filter("gaussian:6,2.5");
-    ConvolveOptions o;
-    o.variant = Variant::tensor;
-    o.poison_output = true;
-    const cv::Mat aligned = convolve(src, f, o).image;
-    const std::uint64_t before = detail::tensor_mma_kernel_launches();
-    const auto [ran, shifted] = cuconv::test::convolve_one_pixel_in(src, f, o, workspace);
-    CHECK(ran == Variant::tensor);
-    CHECK(detail::tensor_mma_kernel_launches() - before == 1u);
-    CAPTURE(channels);
-    CHECK(cuconv::test::bit_equal(shifted, aligned));
+    for (const char* spec : {"gaussian:6,2.5", "gaussian:12,4"}) {
+      const cv::Mat src = random_image(45, 301, CV_8U, channels, 81 + static_cast<std::uint64_t>(channels));
+      const Filter f = load_filter(spec);
+      ConvolveOptions o;
+      o.variant = Variant::tensor;
+      o.poison_output = true;
+      const cv::Mat aligned = convolve(src, f, o).image;
+      const std::uint64_t before = detail::tensor_mma_kernel_launches();
+      const auto [ran, shifted] = cuconv::test::convolve_one_pixel_in(src, f, o, workspace);
+      CHECK(ran == Variant::tensor);
+      CHECK(detail::tensor_mma_kernel_launches() - before == 1u);
+      CAPTURE(channels);
+      CAPTURE(spec);
+      CHECK(cuconv::test::bit_equal(shifted, aligned));
+    }
   }
 
   // Left to the float column sums (kernels/tensor_separable.cuh): radii below 4, and a sharp

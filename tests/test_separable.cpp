@@ -182,7 +182,8 @@ TEST_CASE("separable: the both-passes tensor kernel's scales are exact in FP16 a
   for (double v : {65505.0, 65536.0, 2049.0, 1.0 + std::ldexp(1.0, -11), std::ldexp(1.0, -25), std::ldexp(3.0, -25)})
     CHECK_FALSE(exact_in_half(v));
 
-  for (const char* spec : {"gaussian:4,1.9", "gaussian:7,2.5", "gaussian:8,3.5", "box:9", "box:17"}) {
+  for (const char* spec : {"gaussian:4,1.9", "gaussian:7,2.5", "gaussian:8,3.5", "box:9", "box:17", "gaussian:12,4",
+                           "gaussian:15,5", "box:31"}) {
     INFO(std::string(spec));
     const cuconv::Filter f = cuconv::load_filter(spec);
     const auto factors = separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, 0.0);
@@ -211,7 +212,11 @@ TEST_CASE("separable: the both-passes tensor kernel's scales are exact in FP16 a
     // and the rounding of the weights) by at least the row sums' FP16 split.
     const double bound = tensor_mma_error_bound(*factors, *split, *scales, f.weights, 0.0);
     CHECK(bound < cuconv::detail::kSeparableErrorLimit);
-    CHECK(bound > 255.0 * split->quantization + 255.0 * std::ldexp(1.0, -23));
+    double magnitude_h = 0.0;
+    double magnitude_v = 0.0;
+    for (float h : factors->horizontal) magnitude_h += std::abs(static_cast<double>(h));
+    for (float v : factors->vertical) magnitude_v += std::abs(static_cast<double>(v));
+    CHECK(bound > 255.0 * split->quantization * magnitude_v + std::ldexp(255.0 * magnitude_h * magnitude_v, -23));
   }
   // A sharp gaussian (largest weight 0.44 of each factor): the accumulation term alone passes the
   // limit, so the float column sums keep it.
@@ -249,19 +254,23 @@ TEST_CASE("separable: the both-passes tensor kernel's arithmetic, emulated, stay
   };
   cv::RNG rng(2611);
   std::vector<cuconv::Filter> filters;
-  for (const char* spec : {"gaussian:4,1.9", "gaussian:7,2.5", "gaussian:8,3.5", "box:9", "box:17"})
+  // Up to 17x17 two 16-row steps of row sums, from 19x19 three.
+  for (const char* spec : {"gaussian:4,1.9", "gaussian:7,2.5", "gaussian:8,3.5", "box:9", "box:17", "gaussian:10,3",
+                           "gaussian:15,5", "box:25"})
     filters.push_back(cuconv::load_filter(spec));
-  {  // a signed rank-1 filter
+  for (int side : {13, 29}) {  // signed rank-1 filters
     cuconv::Filter f;
-    f.width = f.height = 13;
-    std::vector<double> h(13), v(13);
+    f.width = f.height = side;
+    const auto n = static_cast<std::size_t>(side);
+    std::vector<double> h(n), v(n);
     double sh = 0.0, sv = 0.0;
-    for (int i = 0; i < 13; ++i) {
-      sh += h[static_cast<std::size_t>(i)] = rng.uniform(-0.1, 1.0);
-      sv += v[static_cast<std::size_t>(i)] = rng.uniform(-0.1, 1.0);
+    for (std::size_t i = 0; i < n; ++i) {
+      sh += h[i] = rng.uniform(-0.1, 1.0);
+      sv += v[i] = rng.uniform(-0.1, 1.0);
     }
-    for (int i = 0; i < 13; ++i)
-      for (int j = 0; j < 13; ++j) f.weights.push_back(v[static_cast<std::size_t>(i)] / sv * h[static_cast<std::size_t>(j)] / sh);
+    for (std::size_t i = 0; i < n; ++i)
+      for (std::size_t j = 0; j < n; ++j) f.weights.push_back(v[i] / sv * h[j] / sh);
+    f.origin = "signed rank-1";
     filters.push_back(f);
   }
   double worst_ratio = 0.0;
@@ -270,6 +279,9 @@ TEST_CASE("separable: the both-passes tensor kernel's arithmetic, emulated, stay
       const int k = f.width;
       const auto factors = separable_for(f.weights, k, k, CV_8U, CV_8U, delta);
       REQUIRE(factors.has_value());
+      CAPTURE(f.origin);
+      CAPTURE(k);
+      CHECK(factors->tensor_mma);
       const auto split = tensor_split(factors->horizontal);
       REQUIRE(split.has_value());
       const auto scales = tensor_mma_scales(*split, factors->vertical);
@@ -304,19 +316,22 @@ TEST_CASE("separable: the both-passes tensor kernel's arithmetic, emulated, stay
           r_hi[static_cast<std::size_t>(i)] = to_half(r);
           r_lo[static_cast<std::size_t>(i)] = to_half(r - r_hi[static_cast<std::size_t>(i)]);
         }
-        // The column sums as the kernel groups them (the output row's first m rows of the window in
-        // the first step), each accumulator rounded to float once.
-        const int first = rng.uniform(1, k + 1);  // window rows in the first step
-        double near = 0.0;
-        double far = 0.0;
+        // The column sums as the kernel groups them: window row i lies in 16-row step
+        // (offset + i) / 16 (offset: the output row's place in its step); each older step's high
+        // products on their own accumulator (near, mid), the last step's and every cross product on
+        // far; each accumulator rounded to float once, then added in the kernel's order.
+        const int steps = k <= 17 ? 2 : 3;
+        const int offset = rng.uniform(0, 16);
+        double acc[3] = {0.0, 0.0, 0.0};
         for (int i = 0; i < k; ++i) {
           const auto u = static_cast<std::size_t>(i);
-          const double high = v_hi[u] * r_hi[u];
-          const double cross = v_hi[u] * r_lo[u] + v_lo[u] * r_hi[u];
-          (i < first ? near : far) += high;
-          far += cross;
+          const int step = (offset + i) / 16;
+          REQUIRE(step < steps);
+          acc[step == steps - 1 ? 2 : step] += v_hi[u] * r_hi[u];
+          acc[2] += v_hi[u] * r_lo[u] + v_lo[u] * r_hi[u];
         }
-        const float sum = static_cast<float>(near) + static_cast<float>(far);
+        const float sum = steps == 2 ? static_cast<float>(acc[0]) + static_cast<float>(acc[2])
+                                     : (static_cast<float>(acc[0]) + static_cast<float>(acc[1])) + static_cast<float>(acc[2]);
         const double y = std::fma(static_cast<double>(sum), static_cast<double>(scale), static_cast<double>(static_cast<float>(delta)));
         worst = std::max(worst, std::abs(static_cast<double>(static_cast<float>(y)) - exact));
       }

@@ -92,8 +92,10 @@ bool launch_fast_wide(const LaunchArgs& args);
 /// Launches of the double-precision kernel in this process (the tests read it to know the path ran).
 [[nodiscard]] std::uint64_t fast_wide_kernel_launches() noexcept;
 
-/// Whether `tensor` has a kernel for a centred (2R+1)^2 separable filter of this radius.
-[[nodiscard]] bool tensor_radius_supported(int radius);
+/// Whether `tensor` has a kernel for a centred (2R+1)^2 separable filter of this radius whose
+/// split holds for the FP32 column sums (SeparableFactors::tensor: radii 1-8) or for both passes
+/// on tensor cores (SeparableFactors::tensor_mma: radii 4-15).
+[[nodiscard]] bool tensor_separable_supported(int radius, bool fp32_columns, bool mma);
 
 /// Launches of the separable tensor-core kernels in this process (the tests read it to know that
 /// `tensor` did not fall back to `fast`), and of those the both-passes kernel

@@ -1,7 +1,7 @@
 // Launcher of the `tensor` variant, on a GPU with MMA (sm_80 and newer), no kept alpha. 8-bit in
-// and out: a rank-1 filter whose split meets the pass rule (centred square, R in TensorRadii) on
-// kernels/tensor_separable_mma.cuh from radius 4 where its bound holds, else on
-// kernels/tensor_separable.cuh; kernels/tensor_dense.cuh for any other filter of sides up to 17
+// and out: a rank-1 filter whose split meets the pass rule (centred square) on
+// kernels/tensor_separable_mma.cuh for radii 4-15 where its bound holds, else on
+// kernels/tensor_separable.cuh (radii 1-8); kernels/tensor_dense.cuh for any other filter of sides up to 17
 // whose dense split meets it. Float or 16-bit in and out, and 8-bit past 17 a side:
 // kernels/tensor_dense_planes.cuh (launch_tensor_planes.cu). `fast` otherwise.
 #include "gpu/dispatch.cuh"
@@ -41,6 +41,8 @@ constexpr int kTensorWarps = 4;
 /// or faster at 9x9, faster at 15x15 (docs/kernel-notes.md, 'Both passes on tensor cores').
 constexpr int kTensorMmaWarps = 4;
 constexpr int kTensorMmaMinRadius = 4;
+constexpr int kTensorMmaMaxRadius = 15;  // three 16-row steps of row sums an output step (up to 16)
+static_assert(kernels::tensor_mma_vertical_steps(kTensorMmaMaxRadius) == 3);
 
 }  // namespace
 
@@ -135,7 +137,7 @@ void launch_tensor_mma_kernel(const LaunchArgs& a, const TensorSplit& split, con
     constexpr int kShared = tensor_mma_shared_bytes(kTensorMmaWarps, C, R);
     constexpr int kThreads = 32 * kTensorMmaWarps;
     reserve_shared_memory(kernel, kShared, "tensor", a.params.kw, a.params.kh);
-    const int column_blocks = div_up(a.width, tensor_mma_tile_pixels(kTensorMmaWarps, C));
+    const int column_blocks = div_up(a.width, tensor_mma_tile_pixels(kTensorMmaWarps, C, R));
     const int resident = resident_blocks<kernel>(kThreads, kShared);
     const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident);
     const dim3 grid(static_cast<unsigned>(column_blocks),
@@ -190,9 +192,9 @@ void launch_dense_kernel(const LaunchArgs& a, const DenseTensorSplit& split) {
 }
 
 bool rank_one_applies(const LaunchArgs& a) {
-  return a.separable_tensor && a.separable_horizontal != nullptr && a.separable_vertical != nullptr &&
-         a.params.kw == a.params.kh && a.params.kw % 2 == 1 && a.params.anchor_x == a.params.kw / 2 &&
-         a.params.anchor_y == a.params.kh / 2 && tensor_radius_supported(a.params.kw / 2);
+  return a.separable_horizontal != nullptr && a.separable_vertical != nullptr && a.params.kw == a.params.kh &&
+         a.params.kw % 2 == 1 && a.params.anchor_x == a.params.kw / 2 && a.params.anchor_y == a.params.kh / 2 &&
+         tensor_separable_supported(a.params.kw / 2, a.separable_tensor, a.separable_tensor_mma);
 }
 
 /// 8-bit in and out, 1, 3 or 4 channels, no kept alpha, a GPU with MMA.
@@ -211,7 +213,10 @@ std::uint64_t tensor_mma_kernel_launches() noexcept { return mma_launches.load(s
 
 std::uint64_t tensor_dense_kernel_launches() noexcept { return dense_launches.load(std::memory_order_relaxed); }
 
-bool tensor_radius_supported(int radius) { return in_tensor_radii(radius); }
+bool tensor_separable_supported(int radius, bool fp32_columns, bool mma) {
+  return (fp32_columns && in_tensor_radii(radius)) ||
+         (mma && radius >= kTensorMmaMinRadius && radius <= kTensorMmaMaxRadius);
+}
 
 bool tensor_dense_applies(const LaunchArgs& a) {
   return a.dense_tensor != nullptr && a.dense_tensor->holds && a.params.kw <= kTensorDenseMaxSide &&
@@ -222,23 +227,28 @@ void launch_tensor(const LaunchArgs& a) {
   if (tensor_applies(a)) {
     const std::vector<float> horizontal(a.separable_horizontal, a.separable_horizontal + a.params.kw);
     if (const std::optional<TensorSplit> split = tensor_split(horizontal)) {
+      bool launched = false;
       dispatch_channels(a.channels, [&](auto channels) {
-        dispatch_radius<TensorRadii>(a.params.kw, a.params.kh, [&](auto radius) {
-          if constexpr (radius.value != kernels::kRuntimeRadius) {
-            if constexpr (radius.value >= kTensorMmaMinRadius) {
-              if (a.separable_tensor_mma) {
-                const std::vector<float> vertical(a.separable_vertical, a.separable_vertical + a.params.kh);
-                if (const std::optional<TensorMmaScales> scales = tensor_mma_scales(*split, vertical)) {
-                  launch_tensor_mma_kernel<channels.value, radius.value>(a, *split, *scales);
-                  return;
-                }
+        dispatch_radius<SeparableRadii>(a.params.kw, a.params.kh, [&](auto radius) {
+          if constexpr (radius.value >= kTensorMmaMinRadius && radius.value <= kTensorMmaMaxRadius) {
+            if (a.separable_tensor_mma) {
+              const std::vector<float> vertical(a.separable_vertical, a.separable_vertical + a.params.kh);
+              if (const std::optional<TensorMmaScales> scales = tensor_mma_scales(*split, vertical)) {
+                launch_tensor_mma_kernel<channels.value, radius.value>(a, *split, *scales);
+                launched = true;
+                return;
               }
             }
-            launch_tensor_kernel<channels.value, radius.value, kTensorWarps>(a, *split);
+          }
+          if constexpr (radius.value != kernels::kRuntimeRadius && in_tensor_radii(radius.value)) {
+            if (a.separable_tensor) {
+              launch_tensor_kernel<channels.value, radius.value, kTensorWarps>(a, *split);
+              launched = true;
+            }
           }
         });
       });
-      return;
+      if (launched) return;
     }
   }
   if (tensor_dense_applies(a)) {
