@@ -84,11 +84,16 @@ __host__ __device__ constexpr int tensor_mma_out_stride(int channels, int radius
              : 16 * tensor_mma_pixel_tiles(channels, radius) * channels + 32;
 }
 
-/// Bytes of a warp's row-sum history in shared memory from radius 9: two older steps of B
-/// fragments (hi and lo, 16 bytes a lane each) for each of its tiles; none up to radius 8, where
-/// the previous step's stay in registers.
+/// Where the older steps' row sums wait: the previous step's in registers up to radius 8, two
+/// steps' in the warp's shared memory from radius 9 (in registers they would spill).
+__host__ __device__ constexpr bool tensor_mma_shared_history(int radius) { return tensor_mma_vertical_steps(radius) == 3; }
+
+/// Bytes of a warp's row-sum history in shared memory: the older steps' B fragments (hi and lo,
+/// 16 bytes a lane each) for each of its tiles.
 __host__ __device__ constexpr int tensor_mma_history_bytes(int channels, int radius) {
-  return tensor_mma_vertical_steps(radius) == 2 ? 0 : 2 * tensor_mma_pixel_tiles(channels, radius) * channels * 2 * 32 * 16;
+  return tensor_mma_shared_history(radius)
+             ? (tensor_mma_vertical_steps(radius) - 1) * tensor_mma_pixel_tiles(channels, radius) * channels * 2 * 32 * 16
+             : 0;
 }
 
 /// Dynamic shared memory of one block: two buffers of C planes of 16 staged FP16 rows, where each
@@ -182,6 +187,8 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
   constexpr int kTiles = kPixelTiles * C;  // tile i: pixel tile i / C, channel i % C
   constexpr int kTilePixels = tensor_mma_tile_pixels(Warps, C, R);
   constexpr int kVSteps = tensor_mma_vertical_steps(R);
+  constexpr bool kSharedHistory = tensor_mma_shared_history(R);
+  constexpr int kHistorySlots = kVSteps - 1;  // history slots: step j's row sums in slot j % (S - 1)
   constexpr int kHalo = tensor_mma_halo(R);
   constexpr int kTileHalo = tensor_mma_tile_halo(R);
   constexpr int kOffset = kHalo - kTileHalo;  // staged pixel of tile 0's first k-step
@@ -200,8 +207,8 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
   auto* warp_shared = reinterpret_cast<std::uint8_t*>(column_source + kStagedPixels * C) +
                       (static_cast<int>(threadIdx.x) >> 5) * (kTensorMmaRows * kOutStride + kHistory);
   auto* out_tile = warp_shared;
-  // From radius 9: history[slot][tile][part][lane], slot m % 2 holding step m - 2's row sums until
-  // step m's replace them; each lane reads and writes only its own 16-byte words.
+  // With kSharedHistory: history[slot][tile][part][lane], slot m % (S - 1) holding step m - S + 1's
+  // row sums until step m's replace them; each lane reads and writes only its own 16-byte words.
   auto* history = reinterpret_cast<uint4*>(warp_shared + kTensorMmaRows * kOutStride);
 
   const int lane = static_cast<int>(threadIdx.x) & 31;
@@ -313,8 +320,8 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
     const int first_row = s0 - p.anchor_y;  // input row of step 0, row 0
     const int rows_end = min(src.height, s0 + strip_rows);
     // Up to radius 8: B fragments of the previous step's row sums, [tile][n-tile][k half].
-    unsigned prev_hi[kVSteps == 2 ? kTiles : 1][2][2];
-    unsigned prev_lo[kVSteps == 2 ? kTiles : 1][2][2];
+    unsigned prev_hi[kSharedHistory ? 1 : kTiles][2][2];
+    unsigned prev_lo[kSharedHistory ? 1 : kTiles][2][2];
     const auto keep = [&](int slot, int i, const unsigned (&hi)[2][2], const unsigned (&lo)[2][2]) {
       uint4* at = history + (slot * kTiles + i) * 64 + lane;
       at[0] = make_uint4(hi[0][0], hi[0][1], hi[1][0], hi[1][1]);
@@ -368,13 +375,13 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
       if (m < kVSteps - 1) {
 #pragma unroll
         for (int i = 0; i < kTiles; ++i) {
-          if constexpr (kVSteps == 2) {
+          if constexpr (!kSharedHistory) {
             row_sums(i, prev_hi[i], prev_lo[i]);
           } else {
             unsigned hi[2][2];
             unsigned lo[2][2];
             row_sums(i, hi, lo);
-            keep(m, i, hi, lo);
+            keep(m % kHistorySlots, i, hi, lo);
           }
         }
         continue;
@@ -391,7 +398,7 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
         // The older steps' row sums: old[0] from step m - kVSteps + 1, old[1] (radius 9 and up) from m - 1.
         unsigned old_hi[kVSteps - 1][2][2];
         unsigned old_lo[kVSteps - 1][2][2];
-        if constexpr (kVSteps == 2) {
+        if constexpr (!kSharedHistory) {
 #pragma unroll
           for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
@@ -400,8 +407,8 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
               old_lo[0][nt][half] = prev_lo[i][nt][half];
             }
         } else {
-          recall(m & 1, i, old_hi[0], old_lo[0]);
-          recall((m + 1) & 1, i, old_hi[1], old_lo[1]);
+#pragma unroll
+          for (int k = 0; k < kHistorySlots; ++k) recall((m + k) % kHistorySlots, i, old_hi[k], old_lo[k]);  // step m - S + 1 + k
         }
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
@@ -439,7 +446,7 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
             word[i][nt] = round_pack_u8x4(true, y[0], y[1], y[2], y[3]);
           }
         }
-        if constexpr (kVSteps == 2) {
+        if constexpr (!kSharedHistory) {
 #pragma unroll
           for (int nt = 0; nt < 2; ++nt)
 #pragma unroll
@@ -448,7 +455,7 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
               prev_lo[i][nt][half] = cur_lo[nt][half];
             }
         } else {
-          keep(m & 1, i, cur_hi, cur_lo);  // step m - 2's slot, read above
+          keep(m % kHistorySlots, i, cur_hi, cur_lo);  // the slot of step m - S + 1, read above
         }
         // A pixel tile's channels complete: rows g and g + 8, pixels 8 nt + 2t, + 1, interleaved
         // into the warp's output rows.
