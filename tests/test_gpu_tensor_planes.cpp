@@ -119,14 +119,18 @@ void check_dyadic_ties(int kw, int kh, double denominator, std::uint64_t seed, i
   }
 }
 
-/// Every pixel at the depth's largest value under box:31, and random pixels under `filter` times 3
+/// Every pixel at the depth's largest value under a 31x31 box whose centre weight is doubled (rank
+/// 2, so no separable path takes it; its sum passes 1), and random pixels under `filter` times 3
 /// (saturating at the top) and times -3 (at 0), each against the exact sum, in three launches of
 /// the kernel `launches` counts.
 void check_saturation(int depth, Filter filter, std::uint64_t image_seed, std::uint64_t (*launches)() noexcept) {
   const std::uint64_t before = launches();
   const cv::Mat white(70, 140, CV_MAKETYPE(depth, 1), cv::Scalar(depth == CV_8U ? 255 : 65535));
   ConvolveOptions o;
-  CHECK(cuconv::test::check_exact(white, load_filter("box:31"), o, "white box:31", Variant::tensor) == Variant::tensor);
+  Filter near_box = load_filter("box:31");
+  near_box.weights[31 * 15 + 15] *= 2.0;
+  CHECK(cuconv::test::check_exact(white, near_box, o, "white 31x31 box, centre doubled", Variant::tensor) ==
+        Variant::tensor);
   for (double& w : filter.weights) w *= 3.0;
   const cv::Mat src = random_image(60, 150, depth, 1, image_seed);
   CHECK(cuconv::test::check_exact(src, filter, o, "gain 3", Variant::tensor) == Variant::tensor);
@@ -258,7 +262,7 @@ TEST_CASE("gpu tensor dense 16-bit: sums of the weights' digits meet the integer
 TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, unaligned rows, refused filters") {
   // Dyadic weights: about one output in 256 is a tie here.
   check_dyadic_ties(7, 5, 256.0, 301, CV_16U, 1234, detail::tensor_dense_u16_kernel_launches);
-  // box:31 on white: the chains' largest sums, past 2^53 in the double join.
+  // A 31x31 box (centre doubled) on white: the chains' largest sums, past 2^53 in the double join.
   check_saturation(CV_16U, cuconv::test::random_filter(17, 17, 303), 304, detail::tensor_dense_u16_kernel_launches);
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
   check_unaligned_rows(random_image(45, 301, CV_16U, 1, 306), cuconv::test::random_filter(21, 13, 305),
