@@ -168,6 +168,7 @@ int main(int argc, char** argv) {
     images.push_back(square("8U RGBA", 8192, CV_8U, 4));
     images.push_back(square("16U 1ch", 8192, CV_16U, 1));
     images.push_back(square("16U RGB", 8192, CV_16U, 3));
+    images.push_back(square("16U RGBA", 8192, CV_16U, 4));
     images.push_back(square("f32 RGB", 4096, CV_32F, 3));
   }
   std::erase_if(images, [&](const ImageCase& c) { return !selected(s.shapes, c.name + " " + size_label(c)); });

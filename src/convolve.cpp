@@ -177,12 +177,13 @@ Variant choose_for(const Filter& filter, const ConvolveOptions& options,
       filter.width * filter.height >= (channels > 1 ? kTensorDenseMinTapsColour : kTensorDenseMinTaps))
     return Variant::tensor;
   // 16-bit filters up to 31x31 whose split keeps the integer rule: `tensor` sums their weights'
-  // digits exactly on tensor cores from kTensorDenseU16MinTaps taps (on RGB only past `fast`'s
-  // 15x15, where `fast` was 1-5% faster in four runs), and wherever `fast` has no unrolled kernel
-  // (`tiled-halo` would run them, several times slower). Four channels were not timed: the
-  // one-channel rule.
+  // digits exactly on tensor cores from kTensorDenseU16MinTaps taps on one channel, on colour
+  // images only past `fast`'s unrolled 15x15 (RGB 15x15: `fast` 1-5% faster in five runs, RGBA
+  // 10%), and wherever `fast` has no unrolled kernel (`tiled-halo` would run them, several times
+  // slower).
+  const bool fast_unrolled = fast_compiled && radius <= 7;
   if (dense && dense->holds && input_depth == CV_16U && !options.keep_alpha &&
-      ((filter.width * filter.height >= kTensorDenseU16MinTaps && channels != 3) || !fast_compiled))
+      ((filter.width * filter.height >= kTensorDenseU16MinTaps && channels == 1) || !fast_unrolled))
     return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= 7) return Variant::fast;
   // Float filters of kFftMinTaps or more up to 31x31 whose split keeps the rule: `tensor` sums them

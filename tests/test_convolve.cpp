@@ -491,9 +491,12 @@ TEST_CASE("auto sends dense 8-bit filters of more than 25 taps up to 31x31 to te
     return f;
   };
   CHECK(choose_variant(normalised(15, 15), defaults, true, CV_16U, CV_16U) == Variant::tensor);
-  CHECK(choose_variant(normalised(15, 15), defaults, true, CV_16U, CV_16U, 3) == Variant::fast);  // RGB: fast to 15x15
-  CHECK(choose_variant(normalised(4, 3), defaults, true, CV_16U, CV_16U, 3) == Variant::tensor);  // no `fast` kernel
-  CHECK(choose_variant(normalised(15, 15), defaults, true, CV_16U, CV_16U, 4) == Variant::tensor);
+  // Colour: `fast` up to its unrolled 15x15, `tensor` past it and where `fast` has no kernel.
+  CHECK(choose_variant(normalised(15, 15), defaults, true, CV_16U, CV_16U, 3) == Variant::fast);
+  CHECK(choose_variant(normalised(15, 15), defaults, true, CV_16U, CV_16U, 4) == Variant::fast);
+  CHECK(choose_variant(random_dense(17, 17), defaults, true, CV_16U, CV_16U, 3) == Variant::tensor);
+  CHECK(choose_variant(random_dense(17, 17), defaults, true, CV_16U, CV_16U, 4) == Variant::tensor);
+  CHECK(choose_variant(normalised(4, 3), defaults, true, CV_16U, CV_16U, 3) == Variant::tensor);
   CHECK(choose_variant(normalised(13, 13), defaults, true, CV_16U, CV_16U) == Variant::fast);
   CHECK(choose_variant(normalised(4, 3), defaults, true, CV_16U, CV_16U) == Variant::tensor);
   CHECK(choose_variant(normalised(15, 15), defaults, true, CV_16U, CV_32F) != Variant::tensor);
