@@ -17,20 +17,21 @@
 ///    up to 15). The tensor core's FP32 sum loses bits relative to the largest of its terms, C
 ///    included, so no MMA starts from a C as large as its products: each older step's V'hi R'hi
 ///    has its own accumulator; the cross products V'hi R'lo and V'lo R'hi are summed first and
-///    the last step's V'hi R'hi on top of them; V'lo R'lo is dropped. The error bound this leaves is tensor_mma_error_bound
-///    (src/separable.cpp). `Simple` (sums below 2^21, integral delta): the scale, delta and the
-///    rounding half to even in one FMA.
+///    the last step's V'hi R'hi on top of them; V'lo R'lo is dropped. The error bound this leaves
+///    is tensor_mma_error_bound (src/separable.cpp). `Simple` (sums below 2^21, integral delta):
+///    the scale, delta and the rounding half to even in one FMA.
 /// Block and thread mapping: the channels are staged as planes, so an output tile is 16 pixels of
 /// one channel and its horizontal MMAs read 16 + 2R values, not 16 + 2RC interleaved ones. A block
 /// of W warps owns 16 P W pixels of a row (P = 4 pixel tiles a warp for one channel, 2 from
 /// radius 9, 1 for three or four channels; warp w's tiles are its P pixel tiles x C channels) and
-/// walks a strip of rows 16 at a time. Per step the threads stage the next 16 input rows (the tile and its halo, border rule
-/// applied) as FP16 planes in one of two shared buffers, loaded one step ahead into registers
-/// (16 pixels, C vectors of 16 bytes, a slot); each warp then forms the row sums of those 16 rows
-/// for its tiles, and with the older steps' row sums (the previous step's kept in registers up to
-/// radius 8; from radius 9 two steps' in the warp's shared memory, each lane its own words) the
-/// 16 output rows of the oldest, which it interleaves back into its rows in shared memory (a
-/// lane's own results are 2 pixels x C channels of a row) and stores as 16-byte vectors.
+/// walks a strip of rows 16 at a time. Per step the threads stage the next 16 input rows (the
+/// tile and its halo, border rule applied) as FP16 planes in one of two shared buffers, loaded one
+/// step ahead into registers (16 pixels, C vectors of 16 bytes, a slot); each warp then forms the
+/// row sums of those 16 rows for its tiles, and with the older steps' row sums (the previous
+/// step's kept in registers up to radius 8; from radius 9 two steps' in the warp's shared memory,
+/// each lane its own words) the 16 output rows of the oldest, which it interleaves back into its
+/// rows in shared memory (a lane's own results are 2 pixels x C channels of a row) and stores as
+/// 16-byte vectors.
 #include "common.cuh"
 #include "fast_pack.cuh"
 #include "mma.cuh"
@@ -163,8 +164,10 @@ __device__ __forceinline__ void store_interleaved(const unsigned (&word)[C], std
     const unsigned first23 = __byte_perm(word[2], word[3], 0x6240u);
     const unsigned second01 = __byte_perm(word[0], word[1], 0x7351u);  // pixel p + 1
     const unsigned second23 = __byte_perm(word[2], word[3], 0x7351u);
-    *reinterpret_cast<uint2*>(row_g) = make_uint2(__byte_perm(first01, first23, 0x5410u), __byte_perm(second01, second23, 0x5410u));
-    *reinterpret_cast<uint2*>(row_g8) = make_uint2(__byte_perm(first01, first23, 0x7632u), __byte_perm(second01, second23, 0x7632u));
+    *reinterpret_cast<uint2*>(row_g) =
+        make_uint2(__byte_perm(first01, first23, 0x5410u), __byte_perm(second01, second23, 0x5410u));
+    *reinterpret_cast<uint2*>(row_g8) =
+        make_uint2(__byte_perm(first01, first23, 0x7632u), __byte_perm(second01, second23, 0x7632u));
   }
 }
 
@@ -319,7 +322,8 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
     const int out_steps = (min(strip_rows, src.height - s0) + kTensorMmaRows - 1) / kTensorMmaRows;
     const int first_row = s0 - p.anchor_y;  // input row of step 0, row 0
     const int rows_end = min(src.height, s0 + strip_rows);
-    // Up to radius 8: B fragments of the previous step's row sums, [tile][n-tile][k half].
+    // Up to radius 8: B fragments of the previous step's row sums, [tile][n-tile][k half]; from
+    // radius 9 `keep` and `recall` store and load a tile's fragments in the warp's history.
     unsigned prev_hi[kSharedHistory ? 1 : kTiles][2][2];
     unsigned prev_lo[kSharedHistory ? 1 : kTiles][2][2];
     const auto keep = [&](int slot, int i, const unsigned (&hi)[2][2], const unsigned (&lo)[2][2]) {
@@ -408,7 +412,8 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
             }
         } else {
 #pragma unroll
-          for (int k = 0; k < kHistorySlots; ++k) recall((m + k) % kHistorySlots, i, old_hi[k], old_lo[k]);  // step m - S + 1 + k
+          for (int k = 0; k < kHistorySlots; ++k)  // step m - S + 1 + k
+            recall((m + k) % kHistorySlots, i, old_hi[k], old_lo[k]);
         }
 #pragma unroll
         for (int nt = 0; nt < 2; ++nt) {
