@@ -496,9 +496,7 @@ double tensor_mma_error_bound(const SeparableFactors& f, const TensorSplit& spli
   const double largest_v = largest_magnitude(f.vertical);
   const double sum = 255.0 * magnitude_h * c.magnitude_v;  // every partial sum of the vertical pass is below it
   const double u = std::ldexp(1.0, -24);
-  // 16-row steps of row sums an output step reads: 2 up to 17 rows of weights, 3 up to 33
-  // (kernels/tensor_separable_mma.cuh, tensor_mma_vertical_steps).
-  const double steps = f.vertical.size() <= 17 ? 2.0 : 3.0;
+  const double steps = tensor_mma_row_steps(static_cast<int>(f.vertical.size()));
   // Relative to the sum: the row sums' float addition (u) and FP16 split (2u), the vertical
   // weights' FP16 split (2u), the dropped low x low product (4u), the epilogue's additions of the
   // steps' accumulators (steps - 1 of u). Absolute: the FP16 subnormal grid under the low parts
@@ -536,7 +534,7 @@ std::optional<SeparableFactors> separable_for(const std::vector<double>& weights
   }
   factors->fast = integer_results_hold(weights, delta, separable_error_bound(*factors, weights, 255.0, delta));
   factors->tensor = split && integer_results_hold(weights, delta, tensor_error_bound(*factors, *split, weights, delta));
-  if (split && kh <= 31) {
+  if (split && kh <= kTensorMmaMaxSide) {
     const std::optional<TensorMmaScales> scales = tensor_mma_scales(*split, factors->vertical);
     factors->tensor_mma =
         scales && integer_results_hold(weights, delta, tensor_mma_error_bound(*factors, *split, *scales, weights, delta));

@@ -48,6 +48,12 @@ struct TensorMmaScales {
   int sigma = 0;
   int tau = 0;
 };
+
+/// Largest side of a filter that kernel takes, and the 16-row steps of row sums one 16-row output
+/// step reads for kh rows of weights (16 + kh - 1 rows: 2 up to 17, 3 up to 33); the kernel's
+/// tensor_mma_vertical_steps must agree (src/gpu/launch_tensor.cu checks it).
+inline constexpr int kTensorMmaMaxSide = 31;
+[[nodiscard]] constexpr int tensor_mma_row_steps(int kh) { return kh <= 17 ? 2 : 3; }
 [[nodiscard]] std::optional<TensorMmaScales> tensor_mma_scales(const TensorSplit& split,
                                                                const std::vector<float>& vertical);
 

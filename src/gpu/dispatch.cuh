@@ -99,6 +99,14 @@ inline dim3 tile_grid(int width, int height, int tile_w, int tile_h) {
               static_cast<unsigned>(tiles_y < kernels::kMaxGridY ? tiles_y : kernels::kMaxGridY));
 }
 
+/// Grid of a kernel whose blocks walk strips of `strip_rows` rows: x covers the columns, y one
+/// strip a block, capped at gridDim.y's limit (the blocks loop over the remaining strips).
+inline dim3 strip_grid(int column_blocks, int height, int strip_rows) {
+  const int strips = (height + strip_rows - 1) / strip_rows;
+  return dim3(static_cast<unsigned>(column_blocks),
+              static_cast<unsigned>(strips < kernels::kMaxGridY ? strips : kernels::kMaxGridY));
+}
+
 /// Typed plane views from the untyped launch arguments.
 template <class Pair>
 auto source_view(const LaunchArgs& a) {

@@ -37,8 +37,7 @@ bool launch_fast_compiled(const LaunchArgs& a) {
         const int strip_rows =
             fast_strip_rows_for<In, R, Separable>(a.height, column_blocks, resident_blocks<kernel>(kFastThreads));
         const dim3 block(kFastBlockX, kFastBlockY);
-        const dim3 grid(static_cast<unsigned>(column_blocks),
-                        static_cast<unsigned>(std::min(div_up(a.height, strip_rows), kMaxGridY)));
+        const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
         // Vector loads and stores need 16-byte aligned rows (plane_pitch and cudaMallocPitch give 512).
         const bool aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0 &&
                              reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;

@@ -36,8 +36,7 @@ void launch_wide(const LaunchArgs& a) {
   const int row_elems = a.width * a.channels;
   const int column_blocks = div_up(row_elems, kWideThreads);
   const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident_blocks<kernel>(kWideThreads));
-  const dim3 grid(static_cast<unsigned>(column_blocks),
-                  static_cast<unsigned>(std::min(div_up(a.height, strip_rows), kMaxGridY)));
+  const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
   PlaneView<const std::uint16_t> src{static_cast<const std::uint16_t*>(a.src), a.src_pitch, a.width, a.height};
   PlaneView<std::uint16_t> dst{static_cast<std::uint16_t*>(a.dst), a.dst_pitch, a.width, a.height};
   kernel<<<grid, dim3(kWideThreads), 0, a.stream>>>(src, dst, a.params, taps, a.channels, a.keep_alpha, strip_rows);

@@ -41,8 +41,13 @@ constexpr int kTensorWarps = 4;
 /// or faster at 9x9, faster at 15x15 (docs/kernel-notes.md, 'Both passes on tensor cores').
 constexpr int kTensorMmaWarps = 4;
 constexpr int kTensorMmaMinRadius = 4;
-constexpr int kTensorMmaMaxRadius = 15;  // three 16-row steps of row sums an output step (up to 16)
-static_assert(kernels::tensor_mma_vertical_steps(kTensorMmaMaxRadius) == 3);
+constexpr int kTensorMmaMaxRadius = kTensorMmaMaxSide / 2;
+// The error bound counts the kernel's row-sum steps (tensor_mma_row_steps in src/separable.hpp).
+static_assert([] {
+  for (int r = kTensorMmaMinRadius; r <= kTensorMmaMaxRadius; ++r)
+    if (tensor_mma_row_steps(2 * r + 1) != kernels::tensor_mma_vertical_steps(r)) return false;
+  return true;
+}());
 
 }  // namespace
 
@@ -98,8 +103,7 @@ void launch_tensor_kernel(const LaunchArgs& a, const TensorSplit& split) {
   const int column_blocks = div_up(row_elems, tensor_tile_elems(Warps));
   const int resident = resident_blocks<kernel>(kThreads, kShared);
   const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident);
-  const dim3 grid(static_cast<unsigned>(column_blocks),
-                  static_cast<unsigned>(std::min(div_up(a.height, strip_rows), kMaxGridY)));
+  const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
   const bool aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0 &&
                        reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
   // Sums of 8-bit pixels below -2^22 need the low clamp before the rounding addition.
@@ -140,8 +144,7 @@ void launch_tensor_mma_kernel(const LaunchArgs& a, const TensorSplit& split, con
     const int column_blocks = div_up(a.width, tensor_mma_tile_pixels(kTensorMmaWarps, C, R));
     const int resident = resident_blocks<kernel>(kThreads, kShared);
     const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident);
-    const dim3 grid(static_cast<unsigned>(column_blocks),
-                    static_cast<unsigned>(std::min(div_up(a.height, strip_rows), kMaxGridY)));
+    const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
     const bool aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0;
     const bool vector_store = reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
     PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};
@@ -179,8 +182,7 @@ void launch_dense_kernel(const LaunchArgs& a, const DenseTensorSplit& split) {
   const int resident =
       resident_blocks<kernel>(kThreads, static_cast<std::size_t>(dense_shared_bytes(C, Chunks, kDenseMaxSide)));
   const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident);
-  const dim3 grid(static_cast<unsigned>(column_blocks),
-                  static_cast<unsigned>(std::min(div_up(a.height, strip_rows), kMaxGridY)));
+  const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
   const bool word_aligned = reinterpret_cast<std::uintptr_t>(a.src) % 4 == 0 && a.src_pitch % 4 == 0;
   const bool vector_aligned = reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
   PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};

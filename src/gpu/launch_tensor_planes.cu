@@ -48,8 +48,7 @@ void launch_dense_planes_kernel(const LaunchArgs& a, const DenseTensorSplit& spl
   const int resident = resident_blocks<kernel>(
       kThreads, static_cast<std::size_t>(dense_planes_shared_bytes<Pixel>(Chunks, RingRows, tallest)));
   const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident);
-  const dim3 grid(static_cast<unsigned>(column_blocks),
-                  static_cast<unsigned>(std::min(div_up(a.height, strip_rows), kMaxGridY)));
+  const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
   const bool vector_aligned =
       a.channels == 1 && reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
   PlaneView<const Pixel> src{static_cast<const Pixel*>(a.src), a.src_pitch, a.width, a.height};
