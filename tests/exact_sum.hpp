@@ -95,6 +95,28 @@ inline std::pair<Variant, cv::Mat> convolve_one_pixel_in(const cv::Mat& src, con
   return {ran, download(out_view)};
 }
 
+/// `tensor` on `src` and on views one pixel into a wider copy of it (rows off their 4- and 16-byte
+/// boundaries: the staging's column map, the scalar stores): the same bits, from one launch of the
+/// kernel `launches` counts.
+inline void check_unaligned_rows(const cv::Mat& src, const Filter& f, std::uint64_t (*launches)() noexcept,
+                                 GpuWorkspace& workspace, const std::string& what) {
+  ConvolveOptions o;
+  o.variant = Variant::tensor;
+  o.poison_output = true;
+  const cv::Mat aligned = convolve(src, f, o).image;
+  const std::uint64_t before = launches();
+  const auto [ran, shifted] = convolve_one_pixel_in(src, f, o, workspace);
+  INFO(what << ", " << src.channels() << " channel(s), rows one pixel in");
+  CHECK(ran == Variant::tensor);
+  CHECK(launches() - before == 1u);
+  CHECK(bit_equal(shifted, aligned));
+}
+inline void check_unaligned_rows(const cv::Mat& src, const Filter& f, std::uint64_t (*launches)() noexcept,
+                                 const std::string& what) {
+  GpuWorkspace workspace;
+  check_unaligned_rows(src, f, launches, workspace, what);
+}
+
 struct RuleCount {
   double max_diff = 0;
   std::size_t off_by_one = 0;

@@ -210,20 +210,10 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   // Rows that start off a 4-byte boundary (every staged byte through the column map) and output
   // rows off 16 bytes (byte stores) give the aligned path's result bit for bit.
   GpuWorkspace workspace;
-  for (int channels : {1, 3, 4}) {
-    const cv::Mat src = random_image(45, 301, CV_8U, channels, 61 + static_cast<std::uint64_t>(channels));
-    const Filter f = cuconv::test::random_filter(11, 7, 62);
-    ConvolveOptions o;
-    o.variant = Variant::tensor;
-    o.poison_output = true;
-    const cv::Mat aligned = convolve(src, f, o).image;
-    const std::uint64_t dense_before = detail::tensor_dense_kernel_launches();
-    const auto [ran, shifted] = cuconv::test::convolve_one_pixel_in(src, f, o, workspace);
-    CHECK(ran == Variant::tensor);
-    CHECK(detail::tensor_dense_kernel_launches() - dense_before == 1u);
-    CAPTURE(channels);
-    CHECK(cuconv::test::bit_equal(shifted, aligned));
-  }
+  for (int channels : {1, 3, 4})
+    cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, channels, 61 + static_cast<std::uint64_t>(channels)),
+                                       cuconv::test::random_filter(11, 7, 62), detail::tensor_dense_kernel_launches,
+                                       workspace, "dense 11x7");
 
   // Left to fast: a kept alpha channel, 16-bit input, and a filter whose split misses the rule (a
   // flat area at a tie); sides past 17 go to the planes kernel (tests/test_gpu_tensor_planes.cpp).

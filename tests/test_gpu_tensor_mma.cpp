@@ -218,21 +218,9 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
   // path's result bit for bit.
   GpuWorkspace workspace;
   for (int channels : {1, 3, 4}) {
-    for (const char* spec : {"gaussian:6,2.5", "gaussian:12,4"}) {
-      const cv::Mat src = random_image(45, 301, CV_8U, channels, 81 + static_cast<std::uint64_t>(channels));
-      const Filter f = load_filter(spec);
-      ConvolveOptions o;
-      o.variant = Variant::tensor;
-      o.poison_output = true;
-      const cv::Mat aligned = convolve(src, f, o).image;
-      const std::uint64_t before = detail::tensor_mma_kernel_launches();
-      const auto [ran, shifted] = cuconv::test::convolve_one_pixel_in(src, f, o, workspace);
-      CHECK(ran == Variant::tensor);
-      CHECK(detail::tensor_mma_kernel_launches() - before == 1u);
-      CAPTURE(channels);
-      CAPTURE(spec);
-      CHECK(cuconv::test::bit_equal(shifted, aligned));
-    }
+    for (const char* spec : {"gaussian:6,2.5", "gaussian:12,4"})
+      cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, channels, 81 + static_cast<std::uint64_t>(channels)),
+                                         load_filter(spec), detail::tensor_mma_kernel_launches, workspace, spec);
   }
 
   // Left to the float column sums (kernels/tensor_separable.cuh): radii below 4, and a sharp

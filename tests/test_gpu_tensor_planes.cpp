@@ -66,22 +66,6 @@ constexpr std::pair<int, int> kSweepShapes[] = {{3, 3},   {5, 5},   {9, 9},   {1
 
 namespace {
 
-/// `tensor` on device views one pixel into a wider copy of `src` (rows off their 4- and 16-byte
-/// boundaries: scalar stores) gives the aligned result bit for bit, in one launch of the kernel
-/// `launches` counts.
-void check_unaligned_rows(const cv::Mat& src, const Filter& f, std::uint64_t (*launches)() noexcept) {
-  GpuWorkspace workspace;
-  ConvolveOptions o;
-  o.variant = Variant::tensor;
-  o.poison_output = true;
-  const cv::Mat aligned = convolve(src, f, o).image;
-  const std::uint64_t before = launches();
-  const auto [ran, shifted] = cuconv::test::convolve_one_pixel_in(src, f, o, workspace);
-  CHECK(ran == Variant::tensor);
-  CHECK(launches() - before == 1u);
-  CHECK(cuconv::test::bit_equal(shifted, aligned));
-}
-
 /// Dyadic weights (integers in [-20, 60) over `denominator`) with delta 1/2 on their grid: the
 /// split is exact, so on every border each result equals the exact sum rounded half to even, ties
 /// included, from one launch of the kernel `launches` counts. The image is halved where the
@@ -225,7 +209,8 @@ TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales,
     CHECK(check_float_rule(zero, f, o, "one tiny pixel", Variant::tensor) == Variant::tensor);
   }
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
-  check_unaligned_rows(float_image(45, 301, 1, 0, 81), f, detail::tensor_dense_float_kernel_launches);
+  cuconv::test::check_unaligned_rows(float_image(45, 301, 1, 0, 81), f, detail::tensor_dense_float_kernel_launches,
+                                     "float planes");
   // Refused: a spike among many small weights (the dropped low products pass the limit), a side
   // past 31, and a kept alpha channel: `tensor` runs `fast` for them.
   {
@@ -265,8 +250,8 @@ TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, un
   // A 31x31 box (centre doubled) on white: the chains' largest sums, past 2^53 in the double join.
   check_saturation(CV_16U, cuconv::test::random_filter(17, 17, 303), 304, detail::tensor_dense_u16_kernel_launches);
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
-  check_unaligned_rows(random_image(45, 301, CV_16U, 1, 306), cuconv::test::random_filter(21, 13, 305),
-                       detail::tensor_dense_u16_kernel_launches);
+  cuconv::test::check_unaligned_rows(random_image(45, 301, CV_16U, 1, 306), cuconv::test::random_filter(21, 13, 305),
+                                     detail::tensor_dense_u16_kernel_launches, "16-bit planes");
   // Flat areas of many values under a filter whose weights sum to 1/pi: some flat values sum to
   // within the bound of a tie, so the split emulates the kernel on those flat values and holds only
   // where each rounds as the exact sum (the first such filter of a few seeds is taken). Every
@@ -349,8 +334,8 @@ TEST_CASE("gpu tensor dense 8-bit planes: exact ties, saturation, unaligned rows
   check_dyadic_ties(19, 5, 1024.0, 401, CV_8U, 77, detail::tensor_dense_u8_planes_kernel_launches);
   check_saturation(CV_8U, cuconv::test::random_filter(23, 19, 403), 404, detail::tensor_dense_u8_planes_kernel_launches);
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
-  check_unaligned_rows(random_image(45, 301, CV_8U, 1, 406), cuconv::test::random_filter(29, 21, 405),
-                       detail::tensor_dense_u8_planes_kernel_launches);
+  cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, 1, 406), cuconv::test::random_filter(29, 21, 405),
+                                     detail::tensor_dense_u8_planes_kernel_launches, "8-bit planes");
   // Refused: a spike among 960 small weights (their rounding passes the limit), a side past 31, a
   // kept alpha channel, 8-bit input to 16-bit output; 17x17 stays on the 8-bit kernel. `auto`
   // takes the planes kernel for a random 31x31 filter (before it: `fft`).
