@@ -162,6 +162,7 @@ int main(int argc, char** argv) {
                                 square("8U RGB", 8192, CV_8U, 3)};
   if (!s.quick) {
     images.push_back(square("f32 1ch", 16384, CV_32F, 1));
+    images.push_back(square("8U 1ch", 8192, CV_8U, 1));
     images.push_back(square("8U 1ch", 16384, CV_8U, 1));
     images.push_back(square("8U RGB", 16384, CV_8U, 3));
     images.push_back({"8U RGB", 6000, 4000, CV_8U, 3});  // a 24-megapixel camera frame

@@ -32,6 +32,10 @@ constexpr int kTensorMinRadius = 3;
 /// (docs/benchmarks.md, "Issue 26's shapes in one run").
 constexpr int kTensorDenseMinTaps = 26;
 constexpr int kTensorDenseMinTapsColour = 25;
+/// One-channel images from which 5x5 takes the warpgroup kernel where it runs: 8192^2 5x5 0.117 ms
+/// against `fast`'s 0.147, 4096^2 0.046 against 0.044 (docs/kernel-notes.md, 'Dense filters on
+/// warpgroup MMAs').
+constexpr long long kTensorWgmmaMinPixels = 8192LL * 8192LL;
 /// 16-bit dense filters from this many taps (15x15) take `tensor` where `fast` has a kernel; below
 /// it `fast` was faster (docs/kernel-notes.md, 'Dense 16-bit filters on tensor cores').
 constexpr int kTensorDenseU16MinTaps = 225;
@@ -99,11 +103,12 @@ void validate_input(bool empty, int depth, int channels) {
 }
 
 /// choose_variant with the filter's rank-1 test and dense split already made (`separable`: what
-/// separable_for found for these depths; `dense`: dense_tensor_for).
+/// separable_for found for these depths; `dense`: dense_tensor_for) and the image's pixels (0:
+/// not known).
 Variant choose_for(const Filter& filter, const ConvolveOptions& options,
                    const std::optional<detail::SeparableFactors>& separable,
                    const std::optional<detail::DenseTensorSplit>& dense, bool gpu_present, int input_depth,
-                   int output_depth, int channels);
+                   int output_depth, int channels, long long pixels);
 
 }  // namespace
 
@@ -142,7 +147,7 @@ Variant choose_variant(const Filter& filter, const ConvolveOptions& options, boo
       filter.weights, filter.width, filter.height, input_depth, output_depth, options.delta + filter.offset);
   const double delta = options.delta + filter.offset;
   return choose_for(filter, options, separable, dense_tensor_for(filter, input_depth, output_depth, delta), gpu_present,
-                    input_depth, output_depth, channels);
+                    input_depth, output_depth, channels, 0);
 }
 
 namespace {
@@ -151,7 +156,7 @@ namespace {
 Variant choose_for(const Filter& filter, const ConvolveOptions& options,
                    const std::optional<detail::SeparableFactors>& separable,
                    const std::optional<detail::DenseTensorSplit>& dense, bool gpu_present, int input_depth,
-                   int output_depth, int channels) {
+                   int output_depth, int channels, long long pixels) {
   // No usable GPU: OpenCV on the CPU is the only path (the CLI warns about it).
   if (!gpu_present) return Variant::opencv;
   const int anchor_x = options.anchor_x >= 0 ? options.anchor_x : filter.resolved_anchor_x();
@@ -173,8 +178,13 @@ Variant choose_for(const Filter& filter, const ConvolveOptions& options,
   // Other 8-bit filters up to 31x31 whose integer split keeps the pass rule: `tensor` sums them
   // densely on tensor cores from kTensorDenseMinTaps taps, 5x5 and up on colour images (past 17x17
   // on the planes kernel, still several times faster than `fft`).
+  // On one channel the warpgroup kernel (compute capability 9.0) also takes 5x5 on images of
+  // kTensorWgmmaMinPixels and more.
+  const int taps = filter.width * filter.height;
   if (dense && dense->holds && input_depth == CV_8U && !options.keep_alpha &&
-      filter.width * filter.height >= (channels > 1 ? kTensorDenseMinTapsColour : kTensorDenseMinTaps))
+      (taps >= (channels > 1 ? kTensorDenseMinTapsColour : kTensorDenseMinTaps) ||
+       (channels == 1 && taps >= kTensorDenseMinTapsColour && pixels >= kTensorWgmmaMinPixels &&
+        detail::device_runs_wgmma())))
     return Variant::tensor;
   // 16-bit filters up to 31x31 whose split keeps the integer rule: `tensor` sums their weights'
   // digits exactly on tensor cores from kTensorDenseU16MinTaps taps on one channel, on colour
@@ -220,7 +230,8 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
   const bool gpu_present = needs_gpu_check && cuda_device_available(&no_gpu_reason);
   const Variant variant = options.variant == Variant::automatic
                               ? choose_for(filter, options, job.separable, job.dense_tensor, gpu_present,
-                                           src.depth(), job.output_depth, src.channels())
+                                           src.depth(), job.output_depth, src.channels(),
+                                           static_cast<long long>(src.cols) * src.rows)
                               : options.variant;
   if (is_gpu_variant(variant)) {
     if (!gpu_present)
@@ -273,7 +284,8 @@ Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& fi
   if (options.device >= 0) detail::select_device(options.device);
   const Variant variant = options.variant == Variant::automatic
                               ? choose_for(filter, options, job.separable, job.dense_tensor, true, src.depth,
-                                           job.output_depth, src.channels)
+                                           job.output_depth, src.channels,
+                                           static_cast<long long>(src.width) * src.height)
                               : options.variant;
   detail::convolve_device(src, dst, job, variant, workspace.state(), stream);
   return variant;

@@ -1,5 +1,6 @@
 // `tensor`: the separable kernel (rank-1 filters, row sums on tensor cores; kernels/tensor_separable.cuh)
-// and the dense kernel (any 8-bit filter up to 17x17; kernels/tensor_dense.cuh), judged against
+// and the dense kernels (any 8-bit filter up to 17x17; kernels/tensor_dense.cuh, and on sm_90 for
+// one channel kernels/tensor_dense_wgmma.cuh, which must give the same bits), judged against
 // the exact sum (double precision, rounded half to even, saturated; tests/exact_sum.hpp) under the
 // integer pass rule over filter sizes, anchors, channel counts, borders, the kernels' tile edges,
 // unaligned rows, photos and flat areas at every byte value; filters whose sums are exact, bit for
@@ -18,6 +19,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <initializer_list>
 #include <iterator>
@@ -33,6 +35,23 @@ using cuconv::test::kAllBorders;
 using cuconv::test::random_image;
 using cuconv::test::RuleCount;
 using cuconv::test::sample;
+
+namespace {
+
+/// The warpgroup kernel switched off for one scope (the tests' way to run tensor_dense.cuh on sm_90).
+struct WgmmaOff {
+  WgmmaOff() { detail::allow_tensor_dense_wgmma(false); }
+  ~WgmmaOff() { detail::allow_tensor_dense_wgmma(true); }
+  WgmmaOff(const WgmmaOff&) = delete;
+  WgmmaOff& operator=(const WgmmaOff&) = delete;
+};
+
+/// Launches of either dense 8-bit kernel (one channel runs the warpgroup one on sm_90).
+std::uint64_t dense_launches() noexcept {
+  return detail::tensor_dense_kernel_launches() + detail::tensor_dense_wgmma_kernel_launches();
+}
+
+}  // namespace
 
 TEST_CASE("gpu tensor: tensor-core row sums meet the pass rule against the exact sum") {
   // Tile edges of the tensor kernel: 512 elements a block, 16-row chunks, strips of 32..128 rows;
@@ -128,7 +147,7 @@ TEST_CASE("gpu tensor dense: tensor-core sums of dense filters meet the pass rul
                                        {257, 64},  {1023, 97}, {385, 3},  {600, 129}, {2049, 18}, {130, 140}};
   const std::pair<int, int> shapes[] = {{2, 2}, {3, 3}, {5, 5}, {8, 8}, {9, 9}, {10, 10}, {15, 15},
                                         {17, 17}, {17, 3}, {1, 17}, {9, 16}, {16, 4}};
-  const std::uint64_t launches_before = detail::tensor_dense_kernel_launches();
+  const std::uint64_t launches_before = dense_launches();
   int index = 0;
   for (const auto& [kw, kh] : shapes) {
     const Filter f = cuconv::test::random_filter(kw, kh, 900 + static_cast<std::uint64_t>(kw * 32 + kh));
@@ -153,7 +172,7 @@ TEST_CASE("gpu tensor dense: tensor-core sums of dense filters meet the pass rul
     }
   }
   // Every run above launched the dense kernel (none fell back to fast).
-  CHECK(detail::tensor_dense_kernel_launches() - launches_before == static_cast<std::uint64_t>(index));
+  CHECK(dense_launches() - launches_before == static_cast<std::uint64_t>(index));
 }
 
 TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned rows, and what it leaves to fast") {
@@ -164,7 +183,7 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   cv::Mat rgba;
   cv::cvtColor(photo, rgba, cv::COLOR_BGR2BGRA);
   // auto sends dense 8-bit filters of more than 5x5's taps to the dense kernel.
-  const std::uint64_t before = detail::tensor_dense_kernel_launches();
+  const std::uint64_t before = dense_launches();
   int runs = 0;
   for (int k : {7, 9, 13, 17}) {
     const Filter f = cuconv::test::random_filter(k, k, 300 + static_cast<std::uint64_t>(k));
@@ -182,7 +201,7 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   corner.anchor_y = 0;
   CHECK(check_exact(photo, gaussian, corner, "gaussian:5,2 anchored at (0,0)", Variant::tensor) == Variant::tensor);
   ++runs;
-  CHECK(detail::tensor_dense_kernel_launches() - before == static_cast<std::uint64_t>(runs));
+  CHECK(dense_launches() - before == static_cast<std::uint64_t>(runs));
 
   // Dyadic dense filters (multiples of 2^-n, summing to about 3/4): the integer sums and the
   // power-of-two scaling are exact, so every value, ties included (rounded half to even), equals
@@ -197,9 +216,9 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
     ConvolveOptions o;
     o.variant = Variant::tensor;
     o.poison_output = true;
-    const std::uint64_t dyadic_before = detail::tensor_dense_kernel_launches();
+    const std::uint64_t dyadic_before = dense_launches();
     const cv::Mat got = convolve(photo, dyadic, o).image;
-    CHECK(detail::tensor_dense_kernel_launches() - dyadic_before == 1u);
+    CHECK(dense_launches() - dyadic_before == 1u);
     const cv::Mat expected = exact_sum(photo, dyadic, dyadic.resolved_anchor_x(), dyadic.resolved_anchor_y(),
                                        o.border, 0, 0, CV_8U);
     const RuleCount r = compare_exact(got, expected);
@@ -208,7 +227,8 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   }
 
   // Rows that start off a 4-byte boundary (every staged byte through the column map) and output
-  // rows off 16 bytes (byte stores) give the aligned path's result bit for bit.
+  // rows off 16 bytes (byte stores) give the aligned path's result bit for bit (on sm_90 the
+  // aligned one-channel run is the warpgroup kernel's; unaligned rows run tensor_dense.cuh).
   GpuWorkspace workspace;
   for (int channels : {1, 3, 4})
     cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, channels, 61 + static_cast<std::uint64_t>(channels)),
@@ -218,7 +238,7 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   // Left to fast: a kept alpha channel, 16-bit input, and a filter whose split misses the rule (a
   // flat area at a tie); sides past 17 go to the planes kernel (tests/test_gpu_tensor_planes.cpp).
   // Under auto 3x3 stays on fast, and 5x5 on one channel; 5x5 on colour images takes tensor.
-  const std::uint64_t none_before = detail::tensor_dense_kernel_launches();
+  const std::uint64_t none_before = dense_launches();
   const Filter f5 = cuconv::test::random_filter(5, 5, 11);
   ConvolveOptions alpha;
   alpha.keep_alpha = true;
@@ -238,11 +258,77 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   halves.origin = "0.5 at the centre";
   CHECK_FALSE(detail::dense_tensor_split(halves.weights, 5, 5, 0.0)->holds);
   CHECK(convolve(flat, halves, o16).variant_used == Variant::tensor);
-  CHECK(detail::tensor_dense_kernel_launches() == none_before);
+  CHECK(dense_launches() == none_before);
   ConvolveOptions automatic;
   CHECK(convolve(photo, cuconv::test::random_filter(3, 3, 13), automatic).variant_used == Variant::fast);
   CHECK(convolve(flat, f5, automatic).variant_used == Variant::fast);
-  CHECK(detail::tensor_dense_kernel_launches() == none_before);
+  CHECK(dense_launches() == none_before);
   CHECK(check_exact(photo, f5, automatic, "auto 5x5 on a colour photo") == Variant::tensor);
-  CHECK(detail::tensor_dense_kernel_launches() == none_before + 1);
+  CHECK(dense_launches() == none_before + 1);
+}
+
+TEST_CASE("gpu tensor dense wgmma: the warpgroup kernel gives tensor_dense.cuh's bits and meets the pass rule") {
+  if (!detail::device_runs_wgmma()) {
+    MESSAGE("skipped: the warpgroup kernel needs a GPU of compute capability 9.0 (this one runs tensor_dense.cuh)");
+    return;
+  }
+  // Tile edges of the warpgroup kernel: 128 outputs a block (a 144-column window, 160 where
+  // anchor_x % 16 != 0 shifts the block), 64-row tiles, strips of 64..256 rows; images smaller
+  // than a tile and than the filter; box copies inside the image, threads' staging at its edges.
+  // Anchors with anchor_x % 16 == 0 (8 column blocks) and not (9, odd and even shifts).
+  const std::pair<int, int> sizes[] = {{1, 1},    {15, 7},    {16, 64},  {127, 65},  {128, 63},  {129, 128},
+                                       {143, 129}, {144, 31},  {145, 200}, {255, 257}, {257, 66},  {400, 300},
+                                       {1000, 130}, {2100, 700}};
+  const std::pair<int, int> shapes[] = {{1, 1}, {3, 3}, {4, 4}, {5, 5}, {7, 3}, {3, 7}, {9, 9}, {9, 16},
+                                        {16, 9}, {13, 5}, {15, 15}, {17, 17}, {17, 1}, {1, 17}, {2, 11}};
+  const std::uint64_t wgmma_before = detail::tensor_dense_wgmma_kernel_launches();
+  const std::uint64_t dense_before = detail::tensor_dense_kernel_launches();
+  int index = 0;
+  for (const auto& [kw, kh] : shapes) {
+    const Filter f = cuconv::test::random_filter(kw, kh, 1700 + static_cast<std::uint64_t>(kw * 32 + kh));
+    for (Border border : kAllBorders) {
+      ++index;
+      const auto [cols, rows] = sizes[static_cast<std::size_t>(index * 5) % std::size(sizes)];
+      const cv::Mat src = random_image(rows, cols, CV_8U, 1, 9100 + static_cast<std::uint64_t>(index));
+      ConvolveOptions o;
+      o.border = border;
+      o.border_value = border == Border::constant ? 201 : 0;
+      const int anchors[] = {kw / 2, 0, kw - 1, std::min(kw - 1, 16), std::min(kw - 1, 1)};
+      o.anchor_x = anchors[index % 5];
+      o.anchor_y = (index / 5) % 2 == 0 ? kh / 2 : (index % 3 == 0 ? 0 : kh - 1);
+      if (index % 7 == 0) o.delta = -2.7;
+      const auto split = detail::dense_tensor_split(f.weights, kw, kh, o.delta);
+      REQUIRE(split.has_value());
+      REQUIRE(split->holds);
+      const std::string what = f.origin + " " + std::to_string(cols) + "x" + std::to_string(rows) + " " +
+                               std::string(to_string(border)) + " anchor " + std::to_string(o.anchor_x) + "," +
+                               std::to_string(o.anchor_y) + " delta " + std::to_string(o.delta);
+      INFO(what);
+      CHECK(check_exact(src, f, o, what, Variant::tensor) == Variant::tensor);
+      // The same run on tensor_dense.cuh: the same integer chains and epilogue, so the same bits.
+      const cv::Mat wgmma = cuconv::test::run_poisoned(src, f, o, Variant::tensor).first.image;
+      const cv::Mat mma = [&] {
+        const WgmmaOff off;
+        return cuconv::test::run_poisoned(src, f, o, Variant::tensor).first.image;
+      }();
+      CHECK(cuconv::test::bit_equal(wgmma, mma));
+    }
+  }
+  // Two warpgroup runs and one tensor_dense.cuh run a case: nothing fell back.
+  CHECK(detail::tensor_dense_wgmma_kernel_launches() - wgmma_before == 2u * static_cast<std::uint64_t>(index));
+  CHECK(detail::tensor_dense_kernel_launches() - dense_before == static_cast<std::uint64_t>(index));
+
+  // auto takes 5x5 on one channel to it from 8192^2 (kTensorWgmmaMinPixels), and leaves smaller
+  // images to fast.
+  const Filter f5 = cuconv::test::random_filter(5, 5, 79);
+  const std::uint64_t auto_before = detail::tensor_dense_wgmma_kernel_launches();
+  CHECK(convolve(random_image(8192, 8192, CV_8U, 1, 80), f5, ConvolveOptions{}).variant_used == Variant::tensor);
+  CHECK(detail::tensor_dense_wgmma_kernel_launches() - auto_before == 1u);
+  CHECK(convolve(random_image(4096, 8191, CV_8U, 1, 81), f5, ConvolveOptions{}).variant_used == Variant::fast);
+
+  // Three channels stay on tensor_dense.cuh.
+  const std::uint64_t colour_before = detail::tensor_dense_wgmma_kernel_launches();
+  check_exact(random_image(70, 200, CV_8U, 3, 77), cuconv::test::random_filter(5, 5, 78), ConvolveOptions{}, "RGB 5x5",
+              Variant::tensor);
+  CHECK(detail::tensor_dense_wgmma_kernel_launches() == colour_before);
 }

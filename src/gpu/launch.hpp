@@ -106,6 +106,17 @@ bool launch_fast_wide(const LaunchArgs& args);
 /// Launches of the dense tensor-core kernel (kernels/tensor_dense.cuh) in this process.
 [[nodiscard]] std::uint64_t tensor_dense_kernel_launches() noexcept;
 
+/// `tensor`'s dense kernel on warpgroup MMAs (kernels/tensor_dense_wgmma.cuh) for a one-channel
+/// 8-bit image with 16-byte aligned rows on a compute capability 9.0 GPU; false (nothing
+/// launched) otherwise, and the 8-bit dense kernel runs it. The counter and the switch are for
+/// the tests (which compare the two kernels).
+bool launch_tensor_dense_wgmma(const LaunchArgs& args, const DenseTensorSplit& split);
+[[nodiscard]] std::uint64_t tensor_dense_wgmma_kernel_launches() noexcept;
+void allow_tensor_dense_wgmma(bool allowed) noexcept;
+/// Whether the current device runs the sm_90a kernels: compute capability 9.0 and a kernel image
+/// in this build, asked once per device.
+[[nodiscard]] bool device_runs_wgmma();
+
 /// Whether `tensor` runs these arguments on the dense tensor-core kernel.
 [[nodiscard]] bool tensor_dense_applies(const LaunchArgs& args);
 

@@ -2,7 +2,8 @@
 // and out: a rank-1 filter whose split meets the pass rule (centred square) on
 // kernels/tensor_separable_mma.cuh for radii 4-15 where its bound holds, else on
 // kernels/tensor_separable.cuh (radii 1-8); kernels/tensor_dense.cuh for any other filter of sides up to 17
-// whose dense split meets it. Float or 16-bit in and out, and 8-bit past 17 a side:
+// whose dense split meets it (on an sm_90 GPU one channel runs kernels/tensor_dense_wgmma.cuh instead,
+// launch_tensor_wgmma.cu). Float or 16-bit in and out, and 8-bit past 17 a side:
 // kernels/tensor_dense_planes.cuh (launch_tensor_planes.cu). `fast` otherwise.
 #include "gpu/dispatch.cuh"
 #include "gpu/occupancy.cuh"
@@ -52,17 +53,12 @@ static_assert([] {
 }  // namespace
 
 bool device_has_mma() {
-  constexpr int kCachedDevices = 64;
-  static std::array<std::atomic<int>, kCachedDevices> cached{};  // 0: not asked, 1: no, 2: yes
-  int device = 0;
-  CUCONV_CUDA_TRY(cudaGetDevice(&device));
-  if (device < kCachedDevices) {
-    if (const int known = cached[device].load(std::memory_order_relaxed); known != 0) return known == 2;
-  }
-  int major = 0;
-  CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
-  if (device < kCachedDevices) cached[device].store(major >= 8 ? 2 : 1, std::memory_order_relaxed);
-  return major >= 8;
+  static std::array<std::atomic<int>, 64> cached{};
+  return cached_device_answer(cached, [](int device) {
+    int major = 0;
+    CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    return major >= 8;
+  });
 }
 
 namespace {
@@ -254,6 +250,7 @@ void launch_tensor(const LaunchArgs& a) {
     }
   }
   if (tensor_dense_applies(a)) {
+    if (launch_tensor_dense_wgmma(a, *a.dense_tensor)) return;
     dispatch_channels(a.channels, [&](auto channels) {
       if (a.params.kw <= 9) {
         launch_dense_kernel<channels.value, 2>(a, *a.dense_tensor);  // two 8-byte chunks a filter row

@@ -29,6 +29,21 @@ int resident_blocks(int threads_per_block, std::size_t shared_bytes = 0) {
   return blocks;
 }
 
+/// A yes/no property of the current device, asked once per device through `ask(device)` and
+/// kept in the caller's `cache` (0: not asked, 1: no, 2: yes) for the first 64 devices.
+template <class Ask>
+bool cached_device_answer(std::array<std::atomic<int>, 64>& cache, Ask ask) {
+  int device = 0;
+  CUCONV_CUDA_TRY(cudaGetDevice(&device));
+  const auto slot = static_cast<std::size_t>(device);
+  if (slot < cache.size()) {
+    if (const int known = cache[slot].load(std::memory_order_relaxed); known != 0) return known == 2;
+  }
+  const bool yes = ask(device);
+  if (slot < cache.size()) cache[slot].store(yes ? 2 : 1, std::memory_order_relaxed);
+  return yes;
+}
+
 /// Rows per strip of a kernel whose blocks walk strips with a warm-up of rows at the start (the
 /// `tensor` and double-precision `fast` kernels): 128 rows spread the warm-up over many outputs;
 /// below 4 waves of `resident_blocks` the strips are halved, down to 32 rows, so every SM gets work.

@@ -1,0 +1,122 @@
+// Launcher of `tensor`'s dense kernel on Hopper's warpgroup MMAs (kernels/tensor_dense_wgmma.cuh):
+// one-channel 8-bit images with sides up to 17, on a GPU of compute capability 9.0 (the kernel is
+// built for sm_90a only), input rows 16-byte aligned (the tensor memory accelerator's rule). The
+// 8-bit dense kernel of launch_tensor.cu runs every other case; both give the same bits.
+#include "gpu/dispatch.cuh"
+#include "gpu/occupancy.cuh"
+#include "separable.hpp"
+
+#include <kernels/tensor_dense_wgmma.cuh>
+
+#include <cuda.h>
+#include <cudaTypedefs.h>
+
+#include <array>
+#include <atomic>
+#include <cmath>
+#include <cstdint>
+#include <utility>
+
+namespace cuconv::detail {
+
+namespace {
+
+std::atomic<std::uint64_t> wgmma_launches{0};
+std::atomic<bool> wgmma_allowed{true};
+static_assert(kTensorDenseMaxSide == kernels::kWgmmaMaxSide);
+
+using WgmmaKernel = void (*)(kernels::PlaneView<const std::uint8_t>, kernels::PlaneView<std::uint8_t>, kernels::ConvParams,
+                             kernels::TensorDenseTaps, const CUtensorMap, bool, int);
+
+/// The kernel for kh rows (1..17) and whether anchor_x % 16 != 0, one instantiation each.
+template <std::size_t... I>
+constexpr auto wgmma_kernel_table(std::index_sequence<I...>) {
+  return std::array<WgmmaKernel, 2 * sizeof...(I)>{kernels::tensor_dense_wgmma_kernel<static_cast<int>(I) + 1, false>...,
+                                                   kernels::tensor_dense_wgmma_kernel<static_cast<int>(I) + 1, true>...};
+}
+constexpr auto kWgmmaKernels = wgmma_kernel_table(std::make_index_sequence<kernels::kWgmmaMaxSide>{});
+
+}  // namespace
+
+bool device_runs_wgmma() {
+  static std::array<std::atomic<int>, 64> cached{};
+  return cached_device_answer(cached, [](int device) {
+    int major = 0, minor = 0;
+    CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, device));
+    CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&minor, cudaDevAttrComputeCapabilityMinor, device));
+    if (major != 9 || minor != 0) return false;
+    cudaFuncAttributes attributes{};
+    const bool image = cudaFuncGetAttributes(&attributes, kWgmmaKernels[0]) == cudaSuccess;
+    (void)cudaGetLastError();  // a missing kernel image is the answer here, not an error to keep
+    return image;
+  });
+}
+
+namespace {
+
+/// The driver's tensor-map encoder, found once through the runtime (no link to libcuda).
+PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
+  static const PFN_cuTensorMapEncodeTiled_v12000 encoder = [] {
+    void* function = nullptr;
+    cudaDriverEntryPointQueryResult found{};
+    CUCONV_CUDA_TRY(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000, cudaEnableDefault, &found));
+    return found == cudaDriverEntryPointSuccess ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(function) : nullptr;
+  }();
+  return encoder;
+}
+
+}  // namespace
+
+std::uint64_t tensor_dense_wgmma_kernel_launches() noexcept { return wgmma_launches.load(std::memory_order_relaxed); }
+
+void allow_tensor_dense_wgmma(bool allowed) noexcept { wgmma_allowed.store(allowed, std::memory_order_relaxed); }
+
+bool launch_tensor_dense_wgmma(const LaunchArgs& a, const DenseTensorSplit& split) {
+  using namespace kernels;
+  const int kw = a.params.kw;
+  const int kh = a.params.kh;
+  const bool rows_aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0;
+  if (!wgmma_allowed.load(std::memory_order_relaxed) || a.channels != 1 || kw > kWgmmaMaxSide || kh > kWgmmaMaxSide ||
+      !rows_aligned || split.digits.size() != 3 || !device_runs_wgmma())
+    return false;
+  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
+  if (encode == nullptr) return false;
+  CUtensorMap map{};
+  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(a.width), static_cast<cuuint64_t>(a.height)};
+  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(a.src_pitch)};
+  const cuuint32_t box[2] = {16, static_cast<cuuint32_t>(wgmma_staged_rows(kh))};
+  const cuuint32_t element_strides[2] = {1, 1};
+  if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(a.src), dims, strides, box, element_strides,
+             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
+             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
+    return false;
+
+  TensorDenseTaps taps{};
+  for (std::size_t d = 0; d < split.digits.size(); ++d)
+    for (int k = 0; k < kw * kh; ++k) taps.digit[d][k] = static_cast<signed char>(split.digits[d][static_cast<std::size_t>(k)]);
+  taps.scale = std::ldexp(1.0f, -split.exponent);
+  const bool shifted = a.params.anchor_x % 16 != 0;
+  const WgmmaKernel kernel = kWgmmaKernels[static_cast<std::size_t>((shifted ? kWgmmaMaxSide : 0) + kh - 1)];
+  const int shared = wgmma_shared_bytes(kh);
+  reserve_shared_memory(kernel, static_cast<std::size_t>(shared), "tensor", kw, kh);
+  const int column_blocks = div_up(a.width, kWgmmaTileColumns);
+  // Resident blocks at the largest filter (cached per kernel): only the strip length uses it. Strips
+  // of 256 rows, halved down to 64 while the grid has fewer than 4 waves of resident blocks.
+  const int resident = resident_blocks<kernels::tensor_dense_wgmma_kernel<kWgmmaMaxSide, true>>(
+      128, static_cast<std::size_t>(wgmma_shared_bytes(kWgmmaMaxSide)));
+  int strip_rows = 256;
+  while (strip_rows > kWgmmaTileRows &&
+         static_cast<long long>(column_blocks) * div_up(a.height, strip_rows) < 4LL * resident)
+    strip_rows /= 2;
+  const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
+  const bool vector_aligned = reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
+  PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};
+  PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst), a.dst_pitch, a.width, a.height};
+  kernel<<<grid, dim3(128), static_cast<std::size_t>(shared), a.stream>>>(src, dst, a.params, taps, map, vector_aligned,
+                                                                         strip_rows);
+  CUCONV_CHECK_LAUNCH();
+  wgmma_launches.fetch_add(1, std::memory_order_relaxed);
+  return true;
+}
+
+}  // namespace cuconv::detail
