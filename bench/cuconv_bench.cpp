@@ -293,7 +293,10 @@ int main(int argc, char** argv) {
         }
       };
       for (Variant requested : variants) {
-        const Variant v = requested == Variant::automatic ? choose_variant(f, ConvolveOptions{}, true, c.depth, c.depth, c.channels) : requested;
+        const Variant v = requested == Variant::automatic
+                              ? choose_variant(f, ConvolveOptions{}, true, c.depth, c.depth, c.channels,
+                                             static_cast<long long>(pixels))
+                              : requested;
         if (requested == Variant::basic && k > 15 && pixels > kBasicLargeFilterMaxPixels) continue;
         const double ms = time_gpu(s, stream.get(), [&] { launch_case(v, separable.has_value()); });
         const std::string name = requested == Variant::automatic ? "auto (" + std::string(to_string(v)) + ")"

@@ -142,12 +142,12 @@ int resolve_output_depth(int input_depth, Depth requested) {
 }
 
 Variant choose_variant(const Filter& filter, const ConvolveOptions& options, bool gpu_present, int input_depth,
-                       int output_depth, int channels) {
+                       int output_depth, int channels, long long pixels) {
   const std::optional<detail::SeparableFactors> separable = detail::separable_for(
       filter.weights, filter.width, filter.height, input_depth, output_depth, options.delta + filter.offset);
   const double delta = options.delta + filter.offset;
   return choose_for(filter, options, separable, dense_tensor_for(filter, input_depth, output_depth, delta), gpu_present,
-                    input_depth, output_depth, channels, 0);
+                    input_depth, output_depth, channels, pixels);
 }
 
 namespace {
@@ -184,7 +184,7 @@ Variant choose_for(const Filter& filter, const ConvolveOptions& options,
   if (dense && dense->holds && input_depth == CV_8U && !options.keep_alpha &&
       (taps >= (channels > 1 ? kTensorDenseMinTapsColour : kTensorDenseMinTaps) ||
        (channels == 1 && taps >= kTensorDenseMinTapsColour && pixels >= kTensorWgmmaMinPixels &&
-        detail::device_runs_wgmma())))
+        cuda_device_count() > 0 && detail::device_runs_wgmma())))
     return Variant::tensor;
   // 16-bit filters up to 31x31 whose split keeps the integer rule: `tensor` sums their weights'
   // digits exactly on tensor cores from kTensorDenseU16MinTaps taps on one channel, on colour

@@ -104,9 +104,11 @@ struct ConvolveResult {
 [[nodiscard]] int cuda_device_count() noexcept;
 
 /// The variant `automatic` resolves to for this filter on this machine, for images of `channels`
-/// interleaved channels.
+/// interleaved channels and `pixels` = width * height (0: not known, taken as small; with a
+/// size and a GPU the current device's kind may count, as convolve's own choice does).
 [[nodiscard]] Variant choose_variant(const Filter& filter, const ConvolveOptions& options,
-                                     bool gpu_present, int input_depth, int output_depth, int channels = 1);
+                                     bool gpu_present, int input_depth, int output_depth, int channels = 1,
+                                     long long pixels = 0);
 
 /// OpenCV depth code (CV_8U ...) of the output for a given input depth, or Error{usage} when
 /// cv::filter2D does not support the pair.
