@@ -27,9 +27,11 @@
 #include <cuda.h>  // CUtensorMap
 
 #include <cstdint>
+#include <type_traits>
 
 namespace cuconv::kernels {
 
+inline constexpr int kWgmmaThreads = 128;     ///< one warpgroup a block
 inline constexpr int kWgmmaMaxSide = 17;      ///< 16 outputs and kw - 1 halo columns fill K = 32
 inline constexpr int kWgmmaTileRows = 64;     ///< M of one wgmma
 inline constexpr int kWgmmaColumnBlocks = 8;  ///< blocks of 16 outputs a tile (9 where anchor_x % 16 != 0)
@@ -54,6 +56,13 @@ __host__ __device__ constexpr int wgmma_shared_bytes(int kh) {
 }
 
 namespace wgmma_detail {
+
+/// join_chains' result with one conversion fewer: middle * 256 + low is exact in 32-bit integers
+/// up to 256 taps (|middle| <= 255 * 128 * taps) and converts with the one rounding of
+/// join_chains' inner FMA, so the two give the same bits.
+__device__ __forceinline__ float join_low_chains(int high, int middle, int low) {
+  return fmaf(__int2float_rn(high), 65536.0f, __int2float_rn(middle * 256 + low));
+}
 
 /// Shared-memory matrix descriptor without swizzling: start address, K-direction core-matrix
 /// distance (leading byte offset) and M/N-direction distance of 8-row groups (stride byte offset).
@@ -155,13 +164,13 @@ __device__ __forceinline__ void fence_proxy_async() {
 /// wgmma_staged_rows(Kh) bytes (its rows 16-byte aligned); `vector_aligned`: output rows
 /// 16-byte aligned.
 template <int Kh, bool Shifted>
-__global__ void __launch_bounds__(128, 4)
+__global__ void __launch_bounds__(kWgmmaThreads, 4)
     tensor_dense_wgmma_kernel(PlaneView<const std::uint8_t> src, PlaneView<std::uint8_t> dst, ConvParams p,
                               TensorDenseTaps taps, const __grid_constant__ CUtensorMap source_map,
                               bool vector_aligned, int strip_rows) {
   using namespace wgmma_detail;
   using tensor_detail::round_to_byte;
-  constexpr int kThreads = 128;
+  constexpr int kThreads = kWgmmaThreads;
   constexpr int kStagedColumns = 16 * kWgmmaSlabs;
   constexpr int kStagedRows = wgmma_staged_rows(Kh);
 
@@ -268,6 +277,11 @@ __global__ void __launch_bounds__(128, 4)
     return strip_start + strip_step < src.height ? strip_start + strip_step : -1;
   };
 
+  // Up to 256 taps (Kh <= 15) the middle and low chains join exactly in 32-bit integers.
+  constexpr bool kIntegerJoin = Kh * kWgmmaMaxSide <= 256;
+  const std::uint64_t b_base = descriptor(b_rows, kWgmmaBBytes / 2, 128);
+  unsigned char* out_row = out_tile + (16 * warp + g) * kWgmmaOutStride + shift + 2 * t;  // this thread's first output
+
   int y0 = static_cast<int>(blockIdx.y) * strip_rows;
   if (y0 >= src.height) return;
   bool copied = stage(y0, 0);
@@ -287,49 +301,56 @@ __global__ void __launch_bounds__(128, 4)
 
     // 2. Each column block: kh wgmmas into one of two accumulator sets, issued before the
     //    previous block's chains are rounded into the output tile (the tensor cores work while
-    //    the warps round).
-    const unsigned char* slabs = buffers + buffer * kWgmmaBufferBytes;
+    //    the warps round). Descriptors are the buffer's and B's plus constant offsets (16-byte units).
+    const std::uint64_t a_base = descriptor(buffers + buffer * kWgmmaBufferBytes, kWgmmaSlabBytes, 128);
     int acc[2][24];
     const auto issue = [&](int j, int (&d)[24]) {
       wgmma_fence();
 #pragma unroll
-      for (int i = 0; i < Kh; ++i) {
-        const std::uint64_t a = descriptor(slabs + j * kWgmmaSlabBytes + 16 * i, kWgmmaSlabBytes, 128);
-        const std::uint64_t b = descriptor(b_rows + i * kWgmmaBBytes, kWgmmaBBytes / 2, 128);
-        wgmma_u8s8_n48(d, a, b, i != 0);
-      }
+      for (int i = 0; i < Kh; ++i)
+        wgmma_u8s8_n48(d, a_base + static_cast<unsigned>((j * kWgmmaSlabBytes + 16 * i) >> 4),
+                       b_base + static_cast<unsigned>((i * kWgmmaBBytes) >> 4), i != 0);
       wgmma_commit();
     };
-    issue(0, acc[0]);
+    // An odd `shift` puts output pairs across 2-byte boundaries: byte stores (one form of the loop each).
+    const auto compute = [&](auto odd_shift) {
+      issue(0, acc[0]);
 #pragma unroll
-    for (int j = 0; j < kBlocks; ++j) {
-      if (j + 1 < kBlocks) {
-        issue(j + 1, acc[(j + 1) & 1]);
-        wgmma_wait<1>();
-      } else {
-        wgmma_wait<0>();
-      }
-      const int (&d)[24] = acc[j & 1];
-      // d[4 (2 c + h) + 2 q + u]: digit c, row 16 warp + g + 8 q, output 8 h + 2 t + u.
-#pragma unroll
-      for (int h = 0; h < 2; ++h)
-#pragma unroll
-        for (int q = 0; q < 2; ++q) {
-          unsigned v[2];
-#pragma unroll
-          for (int u = 0; u < 2; ++u) {
-            const int k = 2 * q + u;
-            const float sum = join_chains(d[4 * (4 + h) + k], d[4 * (2 + h) + k], d[4 * h + k]);
-            v[u] = round_to_byte(fmaf(sum, taps.scale, p.delta));
-          }
-          unsigned char* to = out_tile + (16 * warp + g + 8 * q) * kWgmmaOutStride + shift + 16 * j + 8 * h + 2 * t;
-          if ((shift & 1) == 0) {
-            *reinterpret_cast<unsigned short*>(to) = static_cast<unsigned short>(v[0] | (v[1] << 8));
-          } else {
-            to[0] = static_cast<unsigned char>(v[0]);
-            to[1] = static_cast<unsigned char>(v[1]);
-          }
+      for (int j = 0; j < kBlocks; ++j) {
+        if (j + 1 < kBlocks) {
+          issue(j + 1, acc[(j + 1) & 1]);
+          wgmma_wait<1>();
+        } else {
+          wgmma_wait<0>();
         }
+        const int (&d)[24] = acc[j & 1];
+        // d[4 (2 c + h) + 2 q + u]: digit c, row 16 warp + g + 8 q, output 8 h + 2 t + u.
+#pragma unroll
+        for (int h = 0; h < 2; ++h)
+#pragma unroll
+          for (int q = 0; q < 2; ++q) {
+            unsigned v[2];
+#pragma unroll
+            for (int u = 0; u < 2; ++u) {
+              const int k = 2 * q + u;
+              const float sum = kIntegerJoin ? join_low_chains(d[4 * (4 + h) + k], d[4 * (2 + h) + k], d[4 * h + k])
+                                             : join_chains(d[4 * (4 + h) + k], d[4 * (2 + h) + k], d[4 * h + k]);
+              v[u] = round_to_byte(fmaf(sum, taps.scale, p.delta));
+            }
+            unsigned char* to = out_row + 8 * q * kWgmmaOutStride + 16 * j + 8 * h;
+            if constexpr (decltype(odd_shift)::value) {
+              to[0] = static_cast<unsigned char>(v[0]);
+              to[1] = static_cast<unsigned char>(v[1]);
+            } else {
+              *reinterpret_cast<unsigned short*>(to) = static_cast<unsigned short>(v[0] | (v[1] << 8));
+            }
+          }
+      }
+    };
+    if (shift & 1) {
+      compute(std::true_type{});
+    } else {
+      compute(std::false_type{});
     }
     __syncthreads();  // output tile complete; this buffer's wgmmas done
 

@@ -103,7 +103,7 @@ bool launch_tensor_dense_wgmma(const LaunchArgs& a, const DenseTensorSplit& spli
   // Resident blocks at the largest filter (cached per kernel): only the strip length uses it. Strips
   // of 256 rows, halved down to 64 while the grid has fewer than 4 waves of resident blocks.
   const int resident = resident_blocks<kernels::tensor_dense_wgmma_kernel<kWgmmaMaxSide, true>>(
-      128, static_cast<std::size_t>(wgmma_shared_bytes(kWgmmaMaxSide)));
+      kWgmmaThreads, static_cast<std::size_t>(wgmma_shared_bytes(kWgmmaMaxSide)));
   int strip_rows = 256;
   while (strip_rows > kWgmmaTileRows &&
          static_cast<long long>(column_blocks) * div_up(a.height, strip_rows) < 4LL * resident)
@@ -112,7 +112,7 @@ bool launch_tensor_dense_wgmma(const LaunchArgs& a, const DenseTensorSplit& spli
   const bool vector_aligned = reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
   PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};
   PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst), a.dst_pitch, a.width, a.height};
-  kernel<<<grid, dim3(128), static_cast<std::size_t>(shared), a.stream>>>(src, dst, a.params, taps, map, vector_aligned,
+  kernel<<<grid, dim3(kWgmmaThreads), static_cast<std::size_t>(shared), a.stream>>>(src, dst, a.params, taps, map, vector_aligned,
                                                                          strip_rows);
   CUCONV_CHECK_LAUNCH();
   wgmma_launches.fetch_add(1, std::memory_order_relaxed);
