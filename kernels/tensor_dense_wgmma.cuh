@@ -187,13 +187,13 @@ __global__ void __launch_bounds__(kWgmmaThreads, 4)
   const int g = lane >> 2;
   const int t = lane & 3;
   constexpr int kBlocks = kWgmmaColumnBlocks + (Shifted ? 1 : 0);  // column blocks a tile
-  constexpr int lead = Shifted ? 16 : 0;  // output tile bytes left of the stored columns
-  const int shift = p.anchor_x % 16;      // Shifted == (shift != 0)
+  constexpr int kLead = Shifted ? 16 : 0;  // output tile bytes left of the stored columns
+  const int shift = p.anchor_x % 16;       // Shifted == (shift != 0)
   const int stored_first = static_cast<int>(blockIdx.x) * kWgmmaTileColumns;
-  const int x0 = stored_first - lead + shift;           // first output of column block 0
+  const int x0 = stored_first - kLead + shift;          // first output of column block 0
   const int first_pixel = x0 - p.anchor_x;              // input column of staged column 0, a multiple of 16
-  constexpr int slabs_used = kBlocks + 1;
-  const bool inside_columns = first_pixel >= 0 && first_pixel + 16 * slabs_used <= src.width;
+  constexpr int kSlabsUsed = kBlocks + 1;
+  const bool inside_columns = first_pixel >= 0 && first_pixel + 16 * kSlabsUsed <= src.width;
 
   for (int j = tid; j < kStagedColumns; j += kThreads) column_source[j] = interpolate_border(first_pixel + j, src.width, p.border);
   if (tid == 0) {
@@ -229,7 +229,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 4)
   __syncthreads();  // B built from the digits before the output tile's space is used
 
   // Staging of the tile at y0 into buffer `buffer`. Inside the image: thread 0 issues one box
-  // copy a slab (returns true). At its edges item idx = 9 r + s, slab s of staged row r, is
+  // copy a slab (returns true). At its edges item idx = kSlabsUsed r + s, slab s of staged row r, is
   // assembled by the threads: the 5 aligned words around its 16 bytes shifted into place, or
   // byte by byte through the column map at the row's ends and in rows of a constant border.
   const auto stage = [&](int y0, int buffer) {
@@ -237,15 +237,15 @@ __global__ void __launch_bounds__(kWgmmaThreads, 4)
     const int first_row = y0 - p.anchor_y;
     if (inside_columns && first_row >= 0 && first_row + kStagedRows <= src.height) {
       if (tid == 0) {
-        barrier_expect_bytes(&bars[buffer], slabs_used * 16 * kStagedRows);
-        for (int s = 0; s < slabs_used; ++s)
+        barrier_expect_bytes(&bars[buffer], kSlabsUsed * 16 * kStagedRows);
+        for (int s = 0; s < kSlabsUsed; ++s)
           copy_box(slabs + s * kWgmmaSlabBytes, &source_map, first_pixel + 16 * s, first_row, &bars[buffer]);
       }
       return true;
     }
-    for (int idx = tid; idx < kStagedRows * slabs_used; idx += kThreads) {
-      const int r = idx / slabs_used;
-      const int s = idx - r * slabs_used;
+    for (int idx = tid; idx < kStagedRows * kSlabsUsed; idx += kThreads) {
+      const int r = idx / kSlabsUsed;
+      const int s = idx - r * kSlabsUsed;
       const int y = interpolate_border(first_row + r, src.height, p.border);
       const int e = first_pixel + 16 * s;
       unsigned w[4] = {border_bytes, border_bytes, border_bytes, border_bytes};
@@ -361,7 +361,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 4)
       const int r = idx / kVectorsPerRow;
       const int e = stored_first + 16 * (idx - r * kVectorsPerRow);
       if (r >= rows_left || e >= dst.width) continue;
-      const unsigned char* from = out_tile + r * kWgmmaOutStride + lead + (e - stored_first);
+      const unsigned char* from = out_tile + r * kWgmmaOutStride + kLead + (e - stored_first);
       std::uint8_t* to = dst.row(y0 + r) + e;
       if (vector_aligned && e + 16 <= dst.width) {
         __stcs(reinterpret_cast<uint4*>(to), *reinterpret_cast<const uint4*>(from));
