@@ -7,6 +7,7 @@
 // kernels/tensor_dense_planes.cuh (launch_tensor_planes.cu). `fast` otherwise.
 #include "gpu/dispatch.cuh"
 #include "gpu/occupancy.cuh"
+#include "gpu/tensor_dense_taps.cuh"
 #include "separable.hpp"
 
 #include <kernels/tensor_dense.cuh>
@@ -163,12 +164,9 @@ void launch_tensor_mma_kernel(const LaunchArgs& a, const TensorSplit& split, con
 template <int C, int Chunks>
 void launch_dense_kernel(const LaunchArgs& a, const DenseTensorSplit& split) {
   using namespace kernels;
-  TensorDenseTaps taps{};
   const int kw = a.params.kw;
   const int kh = a.params.kh;
-  for (std::size_t d = 0; d < split.digits.size(); ++d)
-    for (int k = 0; k < kw * kh; ++k) taps.digit[d][k] = static_cast<signed char>(split.digits[d][static_cast<std::size_t>(k)]);
-  taps.scale = std::ldexp(1.0f, -split.exponent);
+  const TensorDenseTaps taps = dense_taps_for(split, kw, kh);
   constexpr auto kernel = tensor_dense_kernel<C, Chunks>;
   constexpr int kThreads = 32 * kDenseWarps;
   const int shared = dense_shared_bytes(C, Chunks, kh);

@@ -4,6 +4,7 @@
 // 8-bit dense kernel of launch_tensor.cu runs every other case; both give the same bits.
 #include "gpu/dispatch.cuh"
 #include "gpu/occupancy.cuh"
+#include "gpu/tensor_dense_taps.cuh"
 #include "separable.hpp"
 
 #include <kernels/tensor_dense_wgmma.cuh>
@@ -13,7 +14,6 @@
 
 #include <array>
 #include <atomic>
-#include <cmath>
 #include <cstdint>
 #include <utility>
 
@@ -77,7 +77,7 @@ bool launch_tensor_dense_wgmma(const LaunchArgs& a, const DenseTensorSplit& spli
   const int kh = a.params.kh;
   const bool rows_aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0;
   if (!wgmma_allowed.load(std::memory_order_relaxed) || a.channels != 1 || kw > kWgmmaMaxSide || kh > kWgmmaMaxSide ||
-      !rows_aligned || split.digits.size() != 3 || !device_runs_wgmma())
+      !rows_aligned || !device_runs_wgmma())
     return false;
   const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
   if (encode == nullptr) return false;
@@ -91,23 +91,17 @@ bool launch_tensor_dense_wgmma(const LaunchArgs& a, const DenseTensorSplit& spli
              CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
     return false;
 
-  TensorDenseTaps taps{};
-  for (std::size_t d = 0; d < split.digits.size(); ++d)
-    for (int k = 0; k < kw * kh; ++k) taps.digit[d][k] = static_cast<signed char>(split.digits[d][static_cast<std::size_t>(k)]);
-  taps.scale = std::ldexp(1.0f, -split.exponent);
+  const TensorDenseTaps taps = dense_taps_for(split, kw, kh);
   const bool shifted = a.params.anchor_x % 16 != 0;
   const WgmmaKernel kernel = kWgmmaKernels[static_cast<std::size_t>((shifted ? kWgmmaMaxSide : 0) + kh - 1)];
   const int shared = wgmma_shared_bytes(kh);
   reserve_shared_memory(kernel, static_cast<std::size_t>(shared), "tensor", kw, kh);
   const int column_blocks = div_up(a.width, kWgmmaTileColumns);
   // Resident blocks at the largest filter (cached per kernel): only the strip length uses it. Strips
-  // of 256 rows, halved down to 64 while the grid has fewer than 4 waves of resident blocks.
+  // of 256 rows (four tiles), down to one tile.
   const int resident = resident_blocks<kernels::tensor_dense_wgmma_kernel<kWgmmaMaxSide, true>>(
       kWgmmaThreads, static_cast<std::size_t>(wgmma_shared_bytes(kWgmmaMaxSide)));
-  int strip_rows = 256;
-  while (strip_rows > kWgmmaTileRows &&
-         static_cast<long long>(column_blocks) * div_up(a.height, strip_rows) < 4LL * resident)
-    strip_rows /= 2;
+  const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident, 4 * kWgmmaTileRows, kWgmmaTileRows);
   const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
   const bool vector_aligned = reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
   PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};

@@ -45,14 +45,16 @@ bool cached_device_answer(std::array<std::atomic<int>, 64>& cache, Ask ask) {
 }
 
 /// Rows per strip of a kernel whose blocks walk strips with a warm-up of rows at the start (the
-/// `tensor` and double-precision `fast` kernels): 128 rows spread the warm-up over many outputs;
-/// below 4 waves of `resident_blocks` the strips are halved, down to 32 rows, so every SM gets work.
-inline int strip_rows_for_waves(int height, int column_blocks, int resident_blocks) {
-  int rows = 128;
+/// `tensor` and double-precision `fast` kernels): `longest` (128) rows spread the warm-up over many
+/// outputs; below 4 waves of `resident_blocks` the strips are halved, down to `shortest` (32), so
+/// every SM gets work.
+inline int strip_rows_for_waves(int height, int column_blocks, int resident_blocks, int longest = 128,
+                                int shortest = 32) {
+  int rows = longest;
   const auto blocks = [&](int r) {
     return static_cast<long long>(column_blocks) * static_cast<long long>((height + r - 1) / r);
   };
-  while (rows > 32 && blocks(rows) < 4LL * resident_blocks) rows /= 2;
+  while (rows > shortest && blocks(rows) < 4LL * resident_blocks) rows /= 2;
   return rows;
 }
 
