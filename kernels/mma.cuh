@@ -74,8 +74,8 @@ __device__ __forceinline__ unsigned unbias_half2(unsigned biased) {
 
 /// v rounded half to even and saturated to [0, 255].
 __device__ __forceinline__ unsigned round_to_byte(float v) {
-  unsigned short r;
-  asm("cvt.rni.sat.u8.f32 %0, %1;" : "=h"(r) : "f"(v));
+  unsigned r;
+  asm("cvt.rni.sat.u8.f32 %0, %1;" : "=r"(r) : "f"(v));
   return r;
 }
 

@@ -13,8 +13,8 @@
 ///    16 s + 15 of every staged row, rows 16 bytes apart), so any 8 consecutive rows of a slab are
 ///    one contiguous 128-byte core matrix: shifting A by a filter row is adding 16 bytes to its
 ///    start address. B is stored the same way (n rows of 16 bytes, two K slabs).
-/// Block and thread mapping: one warpgroup (4 warps) stores 128 output columns of a strip of rows
-/// and walks it 64 rows at a time. The 64 + kh - 1 staged rows of the next tile go into the second
+/// Block and thread mapping: one warpgroup (4 warps) stores 128 output columns of every
+/// gridDim.y-th tile of 64 rows. The 64 + kh - 1 staged rows of the next tile go into the second
 /// of two slab buffers while this tile computes: inside the image by the tensor memory accelerator
 /// (one 2-D box copy a slab, completion on an mbarrier), at the image's edges by the threads
 /// (border rules). For each column block of 16 outputs the warpgroup issues kh wgmmas
@@ -157,9 +157,10 @@ __device__ __forceinline__ void fence_proxy_async() {
 /// The box copies read from 16-byte aligned columns, so a block's outputs start at x0 with x0 -
 /// anchor_x a multiple of 16: x0 = 128 bx - 16 + anchor_x % 16 and 9 column blocks, whose outputs
 /// cover the aligned columns [128 bx, 128 bx + 128) that the block stores (8 and x0 = 128 bx where
-/// anchor_x % 16 == 0). Output x0 + c sits at byte c + anchor_x % 16 of the output tile.
-/// Block (bx, by) filters columns [bx * 128, bx * 128 + 128) of rows [s0, s0 + strip_rows),
-/// s0 = by * strip_rows, by + gridDim.y, ... (strip_rows a multiple of 64). One channel, 8-bit
+/// anchor_x % 16 == 0). Output x0 + c sits at byte c + anchor_x % 16 of the output tile (one more
+/// where anchor_x is odd).
+/// Block (bx, by) filters columns [bx * 128, bx * 128 + 128) of the 64-row tiles by, by +
+/// gridDim.y, by + 2 gridDim.y, ... One channel, 8-bit
 /// in and out; `source_map`: the input as a 2-D tensor map with boxes of 16 x
 /// wgmma_staged_rows(Kh) bytes (its rows 16-byte aligned); `vector_aligned`: output rows
 /// 16-byte aligned.
@@ -167,7 +168,7 @@ template <int Kh, bool Shifted>
 __global__ void __launch_bounds__(kWgmmaThreads, 4)
     tensor_dense_wgmma_kernel(PlaneView<const std::uint8_t> src, PlaneView<std::uint8_t> dst, ConvParams p,
                               TensorDenseTaps taps, const __grid_constant__ CUtensorMap source_map,
-                              bool vector_aligned, int strip_rows) {
+                              bool vector_aligned) {
   using namespace wgmma_detail;
   using tensor_detail::round_to_byte;
   constexpr int kThreads = kWgmmaThreads;
@@ -208,22 +209,26 @@ __global__ void __launch_bounds__(kWgmmaThreads, 4)
   fence_proxy_async();  // the barriers' initialization seen by the copy engine
   __syncthreads();
   // B of filter row i, K slab s, row n (digit n / 16, output n % 16), byte k: digit of w[i][16 s + k - n % 16].
+  // Thread tid writes words tid, tid + 128 and tid + 256 of each row's B: their digit plane and
+  // column window are the same in every filter row, so only the row's offset changes.
+  constexpr int kBWords = kWgmmaBBytes / 4;
+  static_assert(kBWords == 3 * kThreads);
   const auto* digits = reinterpret_cast<const signed char*>(out_tile);
-  for (int idx = tid; idx < Kh * kWgmmaBBytes / 4; idx += kThreads) {
-    const int i = idx / (kWgmmaBBytes / 4);
-    const int rest = idx - i * (kWgmmaBBytes / 4);
+#pragma unroll
+  for (int m = 0; m < 3; ++m) {
+    const int rest = tid + m * kThreads;
     const int s = rest / (48 * 4);
     const int n = (rest >> 2) % 48;
     const int k0 = 16 * s + 4 * (rest & 3) - (n & 15);
-    const signed char* plane = digits + (n >> 4) * kDenseMaxSide * kDenseMaxSide + i * p.kw;
-    unsigned w = 0;
+    const int plane = (n >> 4) * kDenseMaxSide * kDenseMaxSide + k0;
 #pragma unroll
-    for (int u = 0; u < 4; ++u) {
-      const int x = k0 + u;
-      const unsigned v = (x >= 0 && x < p.kw) ? static_cast<unsigned char>(plane[x]) : 0u;
-      w |= v << (8 * u);
+    for (int i = 0; i < Kh; ++i) {
+      unsigned w = 0;
+#pragma unroll
+      for (int u = 0; u < 4; ++u)
+        if (k0 + u >= 0 && k0 + u < p.kw) w |= static_cast<unsigned>(static_cast<unsigned char>(digits[plane + i * p.kw + u])) << (8 * u);
+      reinterpret_cast<unsigned*>(b_rows)[i * kBWords + rest] = w;
     }
-    reinterpret_cast<unsigned*>(b_rows)[idx] = w;
   }
   const unsigned border_bytes = static_cast<unsigned>(p.border_value) * 0x01010101u;
   __syncthreads();  // B built from the digits before the output tile's space is used
@@ -269,26 +274,23 @@ __global__ void __launch_bounds__(kWgmmaThreads, 4)
     }
     return false;
   };
-  // This block's tiles: 64-row steps through strips by * strip_rows, (by + gridDim.y) * strip_rows, ...
-  const int strip_step = static_cast<int>(gridDim.y) * strip_rows;
-  const auto next_tile = [&](int y0) {
-    const int strip_start = y0 - y0 % strip_rows;
-    if (y0 + kWgmmaTileRows < min(src.height, strip_start + strip_rows)) return y0 + kWgmmaTileRows;
-    return strip_start + strip_step < src.height ? strip_start + strip_step : -1;
-  };
+  // This block's tiles start at rows 64 by, 64 (by + gridDim.y), ...
+  const int tile_step = static_cast<int>(gridDim.y) * kWgmmaTileRows;
 
   // Up to 256 taps (Kh <= 15) the middle and low chains join exactly in 32-bit integers.
   constexpr bool kIntegerJoin = Kh * kWgmmaMaxSide <= 256;
   const std::uint64_t b_base = descriptor(b_rows, kWgmmaBBytes / 2, 128);
-  unsigned char* out_row = out_tile + (16 * warp + g) * kWgmmaOutStride + shift + 2 * t;  // this thread's first output
+  // An odd shift would put output pairs across 2-byte words: the tile then holds the outputs one
+  // byte to the right, and the stores to global memory shift them back.
+  const int odd = shift & 1;
+  unsigned char* out_row = out_tile + (16 * warp + g) * kWgmmaOutStride + shift + odd + 2 * t;  // this thread's first output
 
-  int y0 = static_cast<int>(blockIdx.y) * strip_rows;
+  int y0 = static_cast<int>(blockIdx.y) * kWgmmaTileRows;
   if (y0 >= src.height) return;
   bool copied = stage(y0, 0);
   unsigned parity = 0;  // bit b: parity of buffer b's next barrier phase
   for (int buffer = 0; y0 >= 0; buffer ^= 1) {
-    const int strip_end = min(src.height, y0 - y0 % strip_rows + strip_rows);
-    const int y_next = next_tile(y0);
+    const int y_next = y0 + tile_step < src.height ? y0 + tile_step : -1;
     // 1. The next tile into the other buffer (its wgmmas finished before the last barrier); this
     //    tile's copies waited for, the threads' stores fenced for the tensor cores.
     const bool next_copied = y_next >= 0 && stage(y_next, buffer ^ 1);
@@ -312,61 +314,67 @@ __global__ void __launch_bounds__(kWgmmaThreads, 4)
                        b_base + static_cast<unsigned>((i * kWgmmaBBytes) >> 4), i != 0);
       wgmma_commit();
     };
-    // An odd `shift` puts output pairs across 2-byte boundaries: byte stores (one form of the loop each).
-    const auto compute = [&](auto odd_shift) {
-      issue(0, acc[0]);
+    // Outputs 8 h + 2 t + u (u = 0, 1) of rows 16 warp + g + 8 q, whose digit c chain is
+    // d[4 (2 c + h) + 2 q + u], rounded into the output tile as 2-byte pairs.
+    const auto round_pairs = [&](int j, int h, const int (&d)[24]) {
 #pragma unroll
-      for (int j = 0; j < kBlocks; ++j) {
-        if (j + 1 < kBlocks) {
-          issue(j + 1, acc[(j + 1) & 1]);
-          wgmma_wait<1>();
-        } else {
-          wgmma_wait<0>();
+      for (int q = 0; q < 2; ++q) {
+        unsigned v[2];
+#pragma unroll
+        for (int u = 0; u < 2; ++u) {
+          const int k = 4 * h + 2 * q + u;
+          const float sum = kIntegerJoin ? join_low_chains(d[16 + k], d[8 + k], d[k]) : join_chains(d[16 + k], d[8 + k], d[k]);
+          v[u] = round_to_byte(fmaf(sum, taps.scale, p.delta));
         }
-        const int (&d)[24] = acc[j & 1];
-        // d[4 (2 c + h) + 2 q + u]: digit c, row 16 warp + g + 8 q, output 8 h + 2 t + u.
-#pragma unroll
-        for (int h = 0; h < 2; ++h)
-#pragma unroll
-          for (int q = 0; q < 2; ++q) {
-            unsigned v[2];
-#pragma unroll
-            for (int u = 0; u < 2; ++u) {
-              const int k = 2 * q + u;
-              const float sum = kIntegerJoin ? join_low_chains(d[4 * (4 + h) + k], d[4 * (2 + h) + k], d[4 * h + k])
-                                             : join_chains(d[4 * (4 + h) + k], d[4 * (2 + h) + k], d[4 * h + k]);
-              v[u] = round_to_byte(fmaf(sum, taps.scale, p.delta));
-            }
-            unsigned char* to = out_row + 8 * q * kWgmmaOutStride + 16 * j + 8 * h;
-            if constexpr (decltype(odd_shift)::value) {
-              to[0] = static_cast<unsigned char>(v[0]);
-              to[1] = static_cast<unsigned char>(v[1]);
-            } else {
-              *reinterpret_cast<unsigned short*>(to) = static_cast<unsigned short>(v[0] | (v[1] << 8));
-            }
-          }
+        *reinterpret_cast<unsigned short*>(out_row + 8 * q * kWgmmaOutStride + 16 * j + 8 * h) =
+            static_cast<unsigned short>(__byte_perm(v[0], v[1], 0x0040));
       }
     };
-    if (shift & 1) {
-      compute(std::true_type{});
-    } else {
-      compute(std::false_type{});
+    issue(0, acc[0]);
+#pragma unroll
+    for (int j = 0; j < kBlocks; ++j) {
+      if (j + 1 < kBlocks) {
+        issue(j + 1, acc[(j + 1) & 1]);
+        wgmma_wait<1>();
+      } else {
+        wgmma_wait<0>();
+      }
+      round_pairs(j, 0, acc[j & 1]);
+      round_pairs(j, 1, acc[j & 1]);
     }
     __syncthreads();  // output tile complete; this buffer's wgmmas done
 
-    // 3. The output tile to global memory, 16 bytes a thread and step.
+    // 3. The output tile to global memory, 16 bytes a thread and step: thread tid takes vector
+    //    column tid % 8 of rows tid / 8 + 16 m; tiles at the image's right or lower edge check each vector.
     constexpr int kVectorsPerRow = kWgmmaTileColumns / 16;
-    const int rows_left = min(kWgmmaTileRows, strip_end - y0);
-    for (int idx = tid; idx < kWgmmaTileRows * kVectorsPerRow; idx += kThreads) {
-      const int r = idx / kVectorsPerRow;
-      const int e = stored_first + 16 * (idx - r * kVectorsPerRow);
-      if (r >= rows_left || e >= dst.width) continue;
-      const unsigned char* from = out_tile + r * kWgmmaOutStride + kLead + (e - stored_first);
-      std::uint8_t* to = dst.row(y0 + r) + e;
-      if (vector_aligned && e + 16 <= dst.width) {
-        __stcs(reinterpret_cast<uint4*>(to), *reinterpret_cast<const uint4*>(from));
-      } else {
-        for (int k = 0; k < 16 && e + k < dst.width; ++k) to[k] = from[k];
+    constexpr int kRowsPerStep = kThreads / kVectorsPerRow;
+    const int rows_left = min(kWgmmaTileRows, src.height - y0);
+    const int e = stored_first + 16 * (tid % kVectorsPerRow);
+    const int r0 = tid / kVectorsPerRow;
+    const unsigned char* from = out_tile + r0 * kWgmmaOutStride + kLead + (e - stored_first);
+    const auto vector_at = [&](const unsigned char* at) {  // the 16 stored bytes from `at` + odd
+      const uint4 v = *reinterpret_cast<const uint4*>(at);
+      if (!odd) return v;
+      const unsigned next = *reinterpret_cast<const unsigned*>(at + 16);
+      return make_uint4(__funnelshift_r(v.x, v.y, 8), __funnelshift_r(v.y, v.z, 8), __funnelshift_r(v.z, v.w, 8),
+                        __funnelshift_r(v.w, next, 8));
+    };
+    if (vector_aligned && rows_left == kWgmmaTileRows && stored_first + kWgmmaTileColumns <= dst.width) {
+      std::uint8_t* to = dst.row(y0 + r0) + e;
+#pragma unroll
+      for (int m = 0; m < kWgmmaTileRows / kRowsPerStep; ++m)
+        __stcs(reinterpret_cast<uint4*>(to + static_cast<std::size_t>(m) * kRowsPerStep * dst.pitch_bytes),
+               vector_at(from + m * kRowsPerStep * kWgmmaOutStride));
+    } else {
+      for (int r = r0; r < rows_left; r += kRowsPerStep) {
+        if (e >= dst.width) break;
+        const unsigned char* row_from = from + (r - r0) * kWgmmaOutStride;
+        std::uint8_t* to = dst.row(y0 + r) + e;
+        if (vector_aligned && e + 16 <= dst.width) {
+          __stcs(reinterpret_cast<uint4*>(to), vector_at(row_from));
+        } else {
+          for (int k = 0; k < 16 && e + k < dst.width; ++k) to[k] = row_from[k + odd];
+        }
       }
     }
     y0 = y_next;

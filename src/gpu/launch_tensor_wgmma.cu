@@ -26,7 +26,7 @@ std::atomic<bool> wgmma_allowed{true};
 static_assert(kTensorDenseMaxSide == kernels::kWgmmaMaxSide);
 
 using WgmmaKernel = void (*)(kernels::PlaneView<const std::uint8_t>, kernels::PlaneView<std::uint8_t>, kernels::ConvParams,
-                             kernels::TensorDenseTaps, const CUtensorMap, bool, int);
+                             kernels::TensorDenseTaps, const CUtensorMap, bool);
 
 /// The kernel for kh rows (1..17) and whether anchor_x % 16 != 0, one instantiation each.
 template <std::size_t... I>
@@ -97,8 +97,8 @@ bool launch_tensor_dense_wgmma(const LaunchArgs& a, const DenseTensorSplit& spli
   const int shared = wgmma_shared_bytes(kh);
   reserve_shared_memory(kernel, static_cast<std::size_t>(shared), "tensor", kw, kh);
   const int column_blocks = div_up(a.width, kWgmmaTileColumns);
-  // Resident blocks at the largest filter (cached per kernel): only the strip length uses it. Strips
-  // of 256 rows (four tiles), down to one tile.
+  // Resident blocks at the largest filter (cached per kernel) set the rows of blocks: one per
+  // 256 rows (four 64-row tiles a block, which takes every gridDim.y-th tile), more below four waves.
   const int resident = resident_blocks<kernels::tensor_dense_wgmma_kernel<kWgmmaMaxSide, true>>(
       kWgmmaThreads, static_cast<std::size_t>(wgmma_shared_bytes(kWgmmaMaxSide)));
   const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident, 4 * kWgmmaTileRows, kWgmmaTileRows);
@@ -106,8 +106,8 @@ bool launch_tensor_dense_wgmma(const LaunchArgs& a, const DenseTensorSplit& spli
   const bool vector_aligned = reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
   PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};
   PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst), a.dst_pitch, a.width, a.height};
-  kernel<<<grid, dim3(kWgmmaThreads), static_cast<std::size_t>(shared), a.stream>>>(src, dst, a.params, taps, map, vector_aligned,
-                                                                         strip_rows);
+  kernel<<<grid, dim3(kWgmmaThreads), static_cast<std::size_t>(shared), a.stream>>>(src, dst, a.params, taps, map,
+                                                                         vector_aligned);
   CUCONV_CHECK_LAUNCH();
   wgmma_launches.fetch_add(1, std::memory_order_relaxed);
   return true;
