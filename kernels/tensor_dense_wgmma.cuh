@@ -42,7 +42,8 @@ inline constexpr int kWgmmaStageRows = kWgmmaTileRows + kWgmmaMaxSide - 1;
 inline constexpr int kWgmmaSlabBytes = kWgmmaStageRows * 16;
 inline constexpr int kWgmmaBufferBytes = kWgmmaSlabs * kWgmmaSlabBytes;
 inline constexpr int kWgmmaBBytes = 2 * 48 * 16;  ///< one filter row's B: two K slabs of 48 rows
-/// The output tile: up to 9 column blocks at an offset of up to 15 bytes, 16 bytes of padding.
+/// The output tile: up to 9 column blocks at an offset of up to 16 bytes (15, and one more for odd
+/// anchors), 16 bytes of padding.
 inline constexpr int kWgmmaOutStride = kWgmmaTileColumns + 48;
 static_assert(kWgmmaSlabBytes % 128 == 0 && kWgmmaBufferBytes % 128 == 0);
 
