@@ -273,7 +273,7 @@ TEST_CASE("gpu tensor dense wgmma: the warpgroup kernel gives tensor_dense.cuh's
     return;
   }
   // Tile edges of the warpgroup kernel: 128 outputs a block (a 144-column window, 160 where
-  // anchor_x % 16 != 0 shifts the block), 64-row tiles, strips of 64..256 rows; images smaller
+  // anchor_x % 16 != 0 shifts the block), 64-row tiles, one to four a block; images smaller
   // than a tile and than the filter; box copies inside the image, threads' staging at its edges.
   // Anchors with anchor_x % 16 == 0 (8 column blocks) and not (9, odd and even shifts).
   const std::pair<int, int> sizes[] = {{1, 1},    {15, 7},    {16, 64},  {127, 65},  {128, 63},  {129, 128},
