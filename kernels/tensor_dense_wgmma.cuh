@@ -27,7 +27,6 @@
 #include <cuda.h>  // CUtensorMap
 
 #include <cstdint>
-#include <type_traits>
 
 namespace cuconv::kernels {
 
