@@ -13,6 +13,7 @@
 // trees that print the same hashes computed the same bytes.
 #include <kernels/fast.cuh>
 #include <src/gpu/fast_rules.cuh>
+#include "tune_timing.cuh"
 
 #include <cuda_runtime.h>
 
@@ -37,31 +38,7 @@ void check(cudaError_t status, const char* call, int line) {
 }
 #define TUNE_CHECK(call) check((call), #call, __LINE__)
 
-constexpr int kWarmups = 3;
-constexpr int kRuns = 30;
-
-/// Median of kRuns timings (CUDA events) of `launch` after kWarmups untimed runs.
-template <class Launch>
-float median_ms(Launch launch) {
-  cudaEvent_t start, stop;
-  TUNE_CHECK(cudaEventCreate(&start));
-  TUNE_CHECK(cudaEventCreate(&stop));
-  for (int i = 0; i < kWarmups; ++i) launch();
-  std::vector<float> times;
-  for (int i = 0; i < kRuns; ++i) {
-    TUNE_CHECK(cudaEventRecord(start));
-    launch();
-    TUNE_CHECK(cudaEventRecord(stop));
-    TUNE_CHECK(cudaEventSynchronize(stop));
-    float ms = 0;
-    TUNE_CHECK(cudaEventElapsedTime(&ms, start, stop));
-    times.push_back(ms);
-  }
-  TUNE_CHECK(cudaEventDestroy(start));
-  TUNE_CHECK(cudaEventDestroy(stop));
-  std::sort(times.begin(), times.end());
-  return times[times.size() / 2];
-}
+using cuconv::tune::median_ms;
 
 const char* only_case = nullptr;
 

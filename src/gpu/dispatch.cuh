@@ -5,6 +5,7 @@
 //  - SupportedTypePairs: the (input, output) pixel types cv::filter2D allows for our depths.
 // The launchers in src/gpu/launch_*.cu fold over these lists; nothing is tabulated by hand.
 #include "gpu/cuda_check.hpp"
+#include "gpu/occupancy.cuh"  // strip_grid
 #include "gpu/launch.hpp"
 
 #include <cuconv/error.hpp>
@@ -97,14 +98,6 @@ inline dim3 tile_grid(int width, int height, int tile_w, int tile_h) {
   const int tiles_y = (height + tile_h - 1) / tile_h;
   return dim3(static_cast<unsigned>(tiles_x),
               static_cast<unsigned>(tiles_y < kernels::kMaxGridY ? tiles_y : kernels::kMaxGridY));
-}
-
-/// Grid of a kernel whose blocks walk strips of `strip_rows` rows: x covers the columns, y one
-/// strip a block, capped at gridDim.y's limit (the blocks loop over the remaining strips).
-inline dim3 strip_grid(int column_blocks, int height, int strip_rows) {
-  const int strips = (height + strip_rows - 1) / strip_rows;
-  return dim3(static_cast<unsigned>(column_blocks),
-              static_cast<unsigned>(strips < kernels::kMaxGridY ? strips : kernels::kMaxGridY));
 }
 
 /// Typed plane views from the untyped launch arguments.

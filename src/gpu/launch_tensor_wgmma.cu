@@ -2,15 +2,10 @@
 // one-channel 8-bit images with sides up to 17, on a GPU of compute capability 9.0 (the kernel is
 // built for sm_90a only), input rows 16-byte aligned (the tensor memory accelerator's rule). The
 // 8-bit dense kernel of launch_tensor.cu runs every other case; both give the same bits.
-#include "gpu/dispatch.cuh"
-#include "gpu/occupancy.cuh"
+#include "gpu/dispatch.cuh"  // LaunchArgs, reserve_shared_memory
 #include "gpu/tensor_dense_taps.cuh"
+#include "gpu/tensor_wgmma_plan.cuh"
 #include "separable.hpp"
-
-#include <kernels/tensor_dense_wgmma.cuh>
-
-#include <cuda.h>
-#include <cudaTypedefs.h>
 
 #include <array>
 #include <atomic>
@@ -52,21 +47,6 @@ bool device_runs_wgmma() {
   });
 }
 
-namespace {
-
-/// The driver's tensor-map encoder, found once through the runtime (no link to libcuda).
-PFN_cuTensorMapEncodeTiled_v12000 tensor_map_encoder() {
-  static const PFN_cuTensorMapEncodeTiled_v12000 encoder = [] {
-    void* function = nullptr;
-    cudaDriverEntryPointQueryResult found{};
-    CUCONV_CUDA_TRY(cudaGetDriverEntryPointByVersion("cuTensorMapEncodeTiled", &function, 12000, cudaEnableDefault, &found));
-    return found == cudaDriverEntryPointSuccess ? reinterpret_cast<PFN_cuTensorMapEncodeTiled_v12000>(function) : nullptr;
-  }();
-  return encoder;
-}
-
-}  // namespace
-
 std::uint64_t tensor_dense_wgmma_kernel_launches() noexcept { return wgmma_launches.load(std::memory_order_relaxed); }
 
 void allow_tensor_dense_wgmma(bool allowed) noexcept { wgmma_allowed.store(allowed, std::memory_order_relaxed); }
@@ -79,30 +59,15 @@ bool launch_tensor_dense_wgmma(const LaunchArgs& a, const DenseTensorSplit& spli
   if (!wgmma_allowed.load(std::memory_order_relaxed) || a.channels != 1 || kw > kWgmmaMaxSide || kh > kWgmmaMaxSide ||
       !rows_aligned || !device_runs_wgmma())
     return false;
-  const PFN_cuTensorMapEncodeTiled_v12000 encode = tensor_map_encoder();
-  if (encode == nullptr) return false;
   CUtensorMap map{};
-  const cuuint64_t dims[2] = {static_cast<cuuint64_t>(a.width), static_cast<cuuint64_t>(a.height)};
-  const cuuint64_t strides[1] = {static_cast<cuuint64_t>(a.src_pitch)};
-  const cuuint32_t box[2] = {16, static_cast<cuuint32_t>(wgmma_staged_rows(kh))};
-  const cuuint32_t element_strides[2] = {1, 1};
-  if (encode(&map, CU_TENSOR_MAP_DATA_TYPE_UINT8, 2, const_cast<void*>(a.src), dims, strides, box, element_strides,
-             CU_TENSOR_MAP_INTERLEAVE_NONE, CU_TENSOR_MAP_SWIZZLE_NONE, CU_TENSOR_MAP_L2_PROMOTION_L2_128B,
-             CU_TENSOR_MAP_FLOAT_OOB_FILL_NONE) != CUDA_SUCCESS)
-    return false;
+  if (!wgmma_source_map(map, a.src, a.src_pitch, a.width, a.height, kh)) return false;
 
   const TensorDenseTaps taps = dense_taps_for(split, kw, kh);
   const bool shifted = a.params.anchor_x % 16 != 0;
   const WgmmaKernel kernel = kWgmmaKernels[static_cast<std::size_t>((shifted ? kWgmmaMaxSide : 0) + kh - 1)];
   const int shared = wgmma_shared_bytes(kh);
   reserve_shared_memory(kernel, static_cast<std::size_t>(shared), "tensor", kw, kh);
-  const int column_blocks = div_up(a.width, kWgmmaTileColumns);
-  // Resident blocks at the largest filter (cached per kernel) set the rows of blocks: one per
-  // 256 rows (four 64-row tiles a block, which takes every gridDim.y-th tile), more below four waves.
-  const int resident = resident_blocks<kernels::tensor_dense_wgmma_kernel<kWgmmaMaxSide, true>>(
-      kWgmmaThreads, static_cast<std::size_t>(wgmma_shared_bytes(kWgmmaMaxSide)));
-  const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident, 4 * kWgmmaTileRows, kWgmmaTileRows);
-  const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
+  const dim3 grid = wgmma_grid(a.width, a.height);
   const bool vector_aligned = reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
   PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};
   PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst), a.dst_pitch, a.width, a.height};

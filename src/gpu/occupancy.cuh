@@ -1,6 +1,11 @@
 #pragma once
-// How many blocks of a kernel fit on the current device at once, for grid-stride launches.
+// How many blocks of a kernel fit on the current device at once, and the grids of kernels whose
+// blocks walk strips of rows.
 #include "gpu/cuda_check.hpp"
+
+#include <kernels/params.hpp>  // kMaxGridY
+
+#include <cuda_runtime_api.h>
 
 #include <algorithm>
 #include <array>
@@ -56,6 +61,14 @@ inline int strip_rows_for_waves(int height, int column_blocks, int resident_bloc
   };
   while (rows > shortest && blocks(rows) < 4LL * resident_blocks) rows /= 2;
   return rows;
+}
+
+/// Grid of a kernel whose blocks walk strips of `strip_rows` rows: x covers the columns, y one
+/// strip a block, capped at gridDim.y's limit (the blocks loop over the remaining strips).
+inline dim3 strip_grid(int column_blocks, int height, int strip_rows) {
+  const int strips = (height + strip_rows - 1) / strip_rows;
+  return dim3(static_cast<unsigned>(column_blocks),
+              static_cast<unsigned>(strips < kernels::kMaxGridY ? strips : kernels::kMaxGridY));
 }
 
 }  // namespace cuconv::detail
