@@ -21,6 +21,7 @@
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
+#include <exception>
 #include <string>
 #include <vector>
 
@@ -30,14 +31,6 @@ using namespace cuconv::kernels;
 using cuconv::detail::fast_column_blocks;
 using cuconv::detail::fast_strip_rows_for;
 using cuconv::detail::fast_sum_range;
-
-void check(cudaError_t status, const char* call, int line) {
-  if (status == cudaSuccess) return;
-  std::fprintf(stderr, "fast_tune.cu:%d: %s: %s\n", line, call, cudaGetErrorName(status));
-  std::exit(1);
-}
-#define TUNE_CHECK(call) check((call), #call, __LINE__)
-
 using cuconv::tune::median_ms;
 
 const char* only_case = nullptr;
@@ -52,20 +45,20 @@ void run_case(const char* label, int width, int height) {
   void* in = nullptr;
   void* out = nullptr;
   std::size_t in_pitch = 0, out_pitch = 0;
-  TUNE_CHECK(cudaMallocPitch(&in, &in_pitch, row_bytes, height));
-  TUNE_CHECK(cudaMallocPitch(&out, &out_pitch, row_bytes, height));
+  CUCONV_CUDA_TRY(cudaMallocPitch(&in, &in_pitch, row_bytes, height));
+  CUCONV_CUDA_TRY(cudaMallocPitch(&out, &out_pitch, row_bytes, height));
   if (const char* pad = std::getenv("PITCH_PAD")) {  // rows PITCH_PAD bytes further apart
-    TUNE_CHECK(cudaFree(in));
-    TUNE_CHECK(cudaFree(out));
+    CUCONV_CUDA_TRY(cudaFree(in));
+    CUCONV_CUDA_TRY(cudaFree(out));
     in_pitch += std::strtoul(pad, nullptr, 10);
     out_pitch = in_pitch;
-    TUNE_CHECK(cudaMalloc(&in, in_pitch * height));
-    TUNE_CHECK(cudaMalloc(&out, out_pitch * height));
+    CUCONV_CUDA_TRY(cudaMalloc(&in, in_pitch * height));
+    CUCONV_CUDA_TRY(cudaMalloc(&out, out_pitch * height));
   }
   // Varied pixels (a hash of the position), in the range of 8-bit images.
   std::vector<T> host(in_pitch / sizeof(T) * height);
   for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<T>(((i * 2654435761u) >> 13) % 251);
-  TUNE_CHECK(cudaMemcpy(in, host.data(), in_pitch * height, cudaMemcpyHostToDevice));
+  CUCONV_CUDA_TRY(cudaMemcpy(in, host.data(), in_pitch * height, cudaMemcpyHostToDevice));
 
   FilterTaps<kTaps> taps{};
   for (int i = 0; i < kTaps; ++i) taps.w[i] = (1.0f + 0.01f * static_cast<float>(i % 3)) / (Separable ? K : K * K);
@@ -77,8 +70,8 @@ void run_case(const char* label, int width, int height) {
   const auto kernel = fast_kernel<T, T, Channels, Radius, Separable>;
   const int column_blocks = fast_column_blocks<T, Radius>(width * Channels);
   int sms = 0, per_sm = 0;
-  TUNE_CHECK(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
-  TUNE_CHECK(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFastThreads, 0));
+  CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFastThreads, 0));
   const char* forced = std::getenv("STRIP");
   const int strip_rows =
       forced != nullptr ? std::atoi(forced) : fast_strip_rows_for<T, Radius, Separable>(height, column_blocks, sms * per_sm);
@@ -88,31 +81,31 @@ void run_case(const char* label, int width, int height) {
   const SumRange sum_range = fast_sum_range<T, Radius, Separable>(taps, params.delta);
   const auto launch = [&] {
     kernel<<<grid, block>>>(src, dst, params, taps, false, true, strip_rows, sum_range);
-    TUNE_CHECK(cudaPeekAtLastError());
+    CUCONV_CUDA_TRY(cudaPeekAtLastError());
   };
   const float kernel_ms = median_ms(launch);
   const float copy_ms = median_ms([&] {
-    TUNE_CHECK(cudaMemcpyAsync(out, in, in_pitch * height, cudaMemcpyDeviceToDevice));
+    CUCONV_CUDA_TRY(cudaMemcpyAsync(out, in, in_pitch * height, cudaMemcpyDeviceToDevice));
   });
   // FNV-1a hash of the result rows, written over 0xA5 bytes.
-  TUNE_CHECK(cudaMemset2D(out, out_pitch, 0xA5, row_bytes, height));
+  CUCONV_CUDA_TRY(cudaMemset2D(out, out_pitch, 0xA5, row_bytes, height));
   launch();
-  TUNE_CHECK(cudaDeviceSynchronize());
+  CUCONV_CUDA_TRY(cudaDeviceSynchronize());
   std::vector<unsigned char> result(row_bytes * height);
-  TUNE_CHECK(cudaMemcpy2D(result.data(), row_bytes, out, out_pitch, row_bytes, height, cudaMemcpyDeviceToHost));
+  CUCONV_CUDA_TRY(cudaMemcpy2D(result.data(), row_bytes, out, out_pitch, row_bytes, height, cudaMemcpyDeviceToHost));
   unsigned long long hash = 1469598103934665603ull;
   for (unsigned char byte : result) hash = (hash ^ byte) * 1099511628211ull;
   std::printf("hash %016llx ", hash);
   std::printf("%-16s %5dx%-5d strip %4d grid %3dx%-4d %2d blocks/SM  kernel %8.4f ms  copy %8.4f ms  %5.1f%% of the copy roof\n",
               label, width, height, strip_rows, column_blocks, static_cast<int>(grid.y), per_sm, kernel_ms, copy_ms,
               100.0f * copy_ms / kernel_ms);
-  TUNE_CHECK(cudaFree(in));
-  TUNE_CHECK(cudaFree(out));
+  CUCONV_CUDA_TRY(cudaFree(in));
+  CUCONV_CUDA_TRY(cudaFree(out));
 }
 
 }  // namespace
 
-int main(int argc, char** argv) {
+int main(int argc, char** argv) try {
   if (argc > 1) only_case = argv[1];
   run_case<float, 1, 1, false>("f32 3x3", 16384, 16384);
   run_case<float, 1, 2, false>("f32 5x5", 16384, 16384);
@@ -161,4 +154,7 @@ int main(int argc, char** argv) {
     run_case<std::uint8_t, 1, 2, false>("u8 5x5 8k", 8192, 8192);
   }
   return 0;
+} catch (const std::exception& e) {  // CUCONV_CUDA_TRY's errors: the call, file:line and CUDA's text
+  std::fprintf(stderr, "fast_tune: %s\n", e.what());
+  return 1;
 }

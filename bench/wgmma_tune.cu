@@ -39,7 +39,7 @@ using Kernel = void (*)(PlaneView<const std::uint8_t>, PlaneView<std::uint8_t>, 
 /// The kernel for a square kh-row filter and anchor_x, as the launcher's table picks it.
 template <int Kh>
 Kernel kernel_for(int anchor_x) {
-  return anchor_x % 16 != 0 ? tensor_dense_wgmma_kernel<Kh, true> : tensor_dense_wgmma_kernel<Kh, false>;
+  return wgmma_shifted(anchor_x) ? tensor_dense_wgmma_kernel<Kh, true> : tensor_dense_wgmma_kernel<Kh, false>;
 }
 Kernel kernel_for(int kh, int anchor_x) {
   switch (kh) {

@@ -49,6 +49,10 @@ static_assert(kWgmmaSlabBytes % 128 == 0 && kWgmmaBufferBytes % 128 == 0);
 /// Rows of one slab copy: the tile's rows and kh - 1 halo rows.
 __host__ __device__ constexpr int wgmma_staged_rows(int kh) { return kWgmmaTileRows + kh - 1; }
 
+/// Whether a filter takes the kernel's `Shifted` form (9 column blocks, the block's outputs moved so
+/// that its input columns start 16-byte aligned).
+__host__ __device__ constexpr bool wgmma_shifted(int anchor_x) { return anchor_x % 16 != 0; }
+
 /// Dynamic shared memory of one block: two slab buffers, B of every filter row, output tile,
 /// column map, two mbarriers.
 __host__ __device__ constexpr int wgmma_shared_bytes(int kh) {

@@ -23,7 +23,7 @@ static_assert(kTensorDenseMaxSide == kernels::kWgmmaMaxSide);
 using WgmmaKernel = void (*)(kernels::PlaneView<const std::uint8_t>, kernels::PlaneView<std::uint8_t>, kernels::ConvParams,
                              kernels::TensorDenseTaps, const CUtensorMap, bool);
 
-/// The kernel for kh rows (1..17) and whether anchor_x % 16 != 0, one instantiation each.
+/// The kernel for kh rows (1..17) and wgmma_shifted(anchor_x), one instantiation each.
 template <std::size_t... I>
 constexpr auto wgmma_kernel_table(std::index_sequence<I...>) {
   return std::array<WgmmaKernel, 2 * sizeof...(I)>{kernels::tensor_dense_wgmma_kernel<static_cast<int>(I) + 1, false>...,
@@ -63,8 +63,7 @@ bool launch_tensor_dense_wgmma(const LaunchArgs& a, const DenseTensorSplit& spli
   if (!wgmma_source_map(map, a.src, a.src_pitch, a.width, a.height, kh)) return false;
 
   const TensorDenseTaps taps = dense_taps_for(split, kw, kh);
-  const bool shifted = a.params.anchor_x % 16 != 0;
-  const WgmmaKernel kernel = kWgmmaKernels[static_cast<std::size_t>((shifted ? kWgmmaMaxSide : 0) + kh - 1)];
+  const WgmmaKernel kernel = kWgmmaKernels[static_cast<std::size_t>((wgmma_shifted(a.params.anchor_x) ? kWgmmaMaxSide : 0) + kh - 1)];
   const int shared = wgmma_shared_bytes(kh);
   reserve_shared_memory(kernel, static_cast<std::size_t>(shared), "tensor", kw, kh);
   const dim3 grid = wgmma_grid(a.width, a.height);
