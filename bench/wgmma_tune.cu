@@ -7,7 +7,8 @@
 // docs/kernel-notes.md ("Where the time goes") keeps what it measured.
 //   cuconv_wgmma_tune [CASE]   every kernel case, or the one whose label is CASE (e.g. "5x5 ax 2")
 //   cuconv_wgmma_tune rate     back-to-back m64n48k32 wgmmas from the kernel's shared-memory
-//                              layouts, 1 to 5 warpgroups an SM, nothing else
+//                              layouts, 1 to 5 warpgroups an SM, nothing else; then m64n48k32
+//                              and m64n24k32 with A from registers
 //   GY=N cuconv_wgmma_tune     every launch with gridDim.y = N instead of the plan's
 //   ODD=1 cuconv_wgmma_tune    adds cases on 1008 x 301 and 2048 x 777 images (edges, partial tiles)
 // Each kernel line starts with a hash of the output (written over a poisoned buffer): two trees
@@ -117,10 +118,42 @@ void run_case(const Case& c, int grid_y) {
   CUCONV_CUDA_TRY(cudaFree(dst));
 }
 
+/// m64n48k32 and m64n24k32 (u8 x s8 -> s32) with A from registers (four words a thread: rows 16 w + g
+/// and 16 w + g + 8, bytes 4 t .. 4 t + 3 of K 0-15 and of K 16-31), B from shared memory: the
+/// shapes of a form of the kernel that was tried and not kept (docs/kernel-notes.md), for the rate.
+__device__ __forceinline__ void wgmma_n48_registers(int (&acc)[24], const unsigned (&a)[4], std::uint64_t b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n48k32.s32.u8.s8 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23}, {%24,%25,%26,%27}, %28, 1;\n"
+      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]), "+r"(acc[6]),
+        "+r"(acc[7]), "+r"(acc[8]), "+r"(acc[9]), "+r"(acc[10]), "+r"(acc[11]), "+r"(acc[12]), "+r"(acc[13]),
+        "+r"(acc[14]), "+r"(acc[15]), "+r"(acc[16]), "+r"(acc[17]), "+r"(acc[18]), "+r"(acc[19]), "+r"(acc[20]),
+        "+r"(acc[21]), "+r"(acc[22]), "+r"(acc[23])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+#else
+  __trap();
+#endif
+}
+__device__ __forceinline__ void wgmma_n24_registers(int (&acc)[12], const unsigned (&a)[4], std::uint64_t b) {
+#if defined(__CUDA_ARCH_FEAT_SM90_ALL)
+  asm volatile(
+      "wgmma.mma_async.sync.aligned.m64n24k32.s32.u8.s8 "
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, %16, 1;\n"
+      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]), "+r"(acc[6]),
+        "+r"(acc[7]), "+r"(acc[8]), "+r"(acc[9]), "+r"(acc[10]), "+r"(acc[11])
+      : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
+#else
+  __trap();
+#endif
+}
+
 /// Throughput probe: each block (one warpgroup) stages A as the kernel's column slabs and B as one
 /// filter row's digits, then issues `groups` groups of 8 m64n48k32 wgmmas (A at slab i, shifted i
 /// rows) into two alternating accumulator sets, waiting for all but the last group, as the kernel
-/// does between column blocks. Thread 0 records the block's clock cycles.
+/// does between column blocks. Thread 0 records the block's clock cycles. Form 0 is the kernel's
+/// m64n48k32 from shared memory, 1 and 2 the m64n48k32 and m64n24k32 with A from registers.
+template <int Form>
 __global__ void __launch_bounds__(kWgmmaThreads) wgmma_rate_kernel(int groups, int* sink, long long* cycles) {
   using namespace wgmma_detail;
   __shared__ __align__(128) unsigned char a_slabs[kWgmmaBufferBytes];
@@ -132,13 +165,21 @@ __global__ void __launch_bounds__(kWgmmaThreads) wgmma_rate_kernel(int groups, i
   const std::uint64_t a = descriptor(a_slabs, kWgmmaSlabBytes, 128);
   const std::uint64_t b = descriptor(b_row, kWgmmaBBytes / 2, 128);
   int acc[2][24] = {};
+  int acc24[2][12] = {};
+  unsigned registers[8][4];
+  for (int i = 0; i < 8; ++i)
+    for (int u = 0; u < 4; ++u) registers[i][u] = threadIdx.x * 0x01010101u + static_cast<unsigned>(4 * i + u);
   const long long start = clock64();
   for (int g = 0; g < groups; g += 2) {
 #pragma unroll
     for (int h = 0; h < 2; ++h) {
       wgmma_fence();
 #pragma unroll
-      for (int i = 0; i < 8; ++i) wgmma_u8s8_n48(acc[h], a + static_cast<unsigned>((i * kWgmmaSlabBytes + 16 * i) >> 4), b, true);
+      for (int i = 0; i < 8; ++i) {
+        if constexpr (Form == 0) wgmma_u8s8_n48(acc[h], a + static_cast<unsigned>((i * kWgmmaSlabBytes + 16 * i) >> 4), b, true);
+        if constexpr (Form == 1) wgmma_n48_registers(acc[h], registers[i], b);
+        if constexpr (Form == 2) wgmma_n24_registers(acc24[h], registers[i], b);
+      }
       wgmma_commit();
       wgmma_wait<1>();
     }
@@ -147,6 +188,7 @@ __global__ void __launch_bounds__(kWgmmaThreads) wgmma_rate_kernel(int groups, i
   const long long stop = clock64();
   int sum = 0;
   for (int k = 0; k < 24; ++k) sum += acc[0][k] + acc[1][k];
+  for (int k = 0; k < 12; ++k) sum += acc24[0][k] + acc24[1][k];
   sink[blockIdx.x * blockDim.x + threadIdx.x] = sum;
   if (threadIdx.x == 0) cycles[blockIdx.x] = stop - start;
 }
@@ -156,29 +198,35 @@ void run_rate() {
   CUCONV_CUDA_TRY(cudaGetDevice(&device));
   CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, device));
   constexpr int kGroups = 4000;
-  for (int per_sm : {1, 2, 4, 5}) {
-    const int blocks = sms * per_sm;
-    int* sink = nullptr;
-    long long* cycles = nullptr;
-    CUCONV_CUDA_TRY(cudaMalloc(&sink, sizeof(int) * blocks * kWgmmaThreads));
-    CUCONV_CUDA_TRY(cudaMalloc(&cycles, sizeof(long long) * blocks));
-    const float ms = median_ms([&] {
-      wgmma_rate_kernel<<<blocks, kWgmmaThreads>>>(kGroups, sink, cycles);
-      CUCONV_CHECK_LAUNCH();
-    });
-    std::vector<long long> host(static_cast<std::size_t>(blocks));
-    CUCONV_CUDA_TRY(cudaMemcpy(host.data(), cycles, sizeof(long long) * blocks, cudaMemcpyDeviceToHost));
-    double mean_cycles = 0;
-    for (long long c : host) mean_cycles += static_cast<double>(c);
-    mean_cycles /= blocks;
-    const double per_sm_wgmmas = 8.0 * kGroups * per_sm;
-    // The block clock counts SM cycles while the block runs; with one block an SM it also gives the
-    // clock the SMs ran at.
-    std::printf("m64n48k32 u8.s8, %d warpgroup(s) an SM: %.2f ns an SM a wgmma (median %.3f ms), block clock %.1f cycles a "
-                "wgmma, %.2f GHz\n",
-                per_sm, 1e6 * ms / per_sm_wgmmas, ms, mean_cycles / per_sm_wgmmas, mean_cycles / (1e6 * ms));
-    CUCONV_CUDA_TRY(cudaFree(sink));
-    CUCONV_CUDA_TRY(cudaFree(cycles));
+  constexpr const char* kForms[] = {"m64n48k32 u8.s8, A and B from shared memory", "m64n48k32 u8.s8, A from registers",
+                                    "m64n24k32 u8.s8, A from registers"};
+  for (int form = 0; form < 3; ++form) {
+    for (int per_sm : {1, 2, 4, 5}) {
+      const int blocks = sms * per_sm;
+      int* sink = nullptr;
+      long long* cycles = nullptr;
+      CUCONV_CUDA_TRY(cudaMalloc(&sink, sizeof(int) * blocks * kWgmmaThreads));
+      CUCONV_CUDA_TRY(cudaMalloc(&cycles, sizeof(long long) * blocks));
+      const float ms = median_ms([&] {
+        if (form == 0) wgmma_rate_kernel<0><<<blocks, kWgmmaThreads>>>(kGroups, sink, cycles);
+        if (form == 1) wgmma_rate_kernel<1><<<blocks, kWgmmaThreads>>>(kGroups, sink, cycles);
+        if (form == 2) wgmma_rate_kernel<2><<<blocks, kWgmmaThreads>>>(kGroups, sink, cycles);
+        CUCONV_CHECK_LAUNCH();
+      });
+      std::vector<long long> host(static_cast<std::size_t>(blocks));
+      CUCONV_CUDA_TRY(cudaMemcpy(host.data(), cycles, sizeof(long long) * blocks, cudaMemcpyDeviceToHost));
+      double mean_cycles = 0;
+      for (long long c : host) mean_cycles += static_cast<double>(c);
+      mean_cycles /= blocks;
+      const double per_sm_wgmmas = 8.0 * kGroups * per_sm;
+      // The block clock counts SM cycles while the block runs; with one block an SM it also gives the
+      // clock the SMs ran at.
+      std::printf("%s, %d warpgroup(s) an SM: %.2f ns an SM a wgmma (median %.3f ms), block clock %.1f cycles a "
+                  "wgmma, %.2f GHz\n",
+                  kForms[form], per_sm, 1e6 * ms / per_sm_wgmmas, ms, mean_cycles / per_sm_wgmmas, mean_cycles / (1e6 * ms));
+      CUCONV_CUDA_TRY(cudaFree(sink));
+      CUCONV_CUDA_TRY(cudaFree(cycles));
+    }
   }
 }
 
