@@ -50,12 +50,6 @@ double saturate_to_depth(double value, int depth) {
   }
 }
 
-/// `tensor`'s dense split for these depths (detail::dense_tensor_for).
-std::optional<detail::DenseTensorSplit> dense_tensor_for(const Filter& filter, int input_depth, int output_depth,
-                                                         double delta) {
-  return detail::dense_tensor_for(filter.weights, filter.width, filter.height, input_depth, output_depth, delta);
-}
-
 detail::ConvolveJob make_job(int input_depth, const Filter& filter, const ConvolveOptions& o) {
   detail::ConvolveJob job;
   job.kernel = cv::Mat(filter.height, filter.width, CV_64F);
@@ -75,9 +69,10 @@ detail::ConvolveJob make_job(int input_depth, const Filter& filter, const Convol
   job.delta = o.delta + filter.offset;
   if (!std::isfinite(job.delta) || !std::isfinite(o.border_value))
     throw Error(ErrorKind::usage, "--delta and --border-value must be finite numbers");
-  job.separable = detail::separable_for(filter.weights, filter.width, filter.height, input_depth, job.output_depth,
-                                        job.delta);
-  job.dense_tensor = dense_tensor_for(filter, input_depth, job.output_depth, job.delta);
+  detail::FilterSplits splits =
+      detail::filter_splits(filter.weights, filter.width, filter.height, input_depth, job.output_depth, job.delta);
+  job.separable = std::move(splits.separable);
+  job.dense_tensor = std::move(splits.dense_tensor);
   job.border = o.border;
   job.border_value = saturate_to_depth(o.border_value, input_depth);
   if (o.device < -1) throw Error(ErrorKind::usage, "device index must be -1 (current) or >= 0");
@@ -142,11 +137,10 @@ int resolve_output_depth(int input_depth, Depth requested) {
 
 Variant choose_variant(const Filter& filter, const ConvolveOptions& options, bool gpu_present, int input_depth,
                        int output_depth, int channels, long long pixels) {
-  const std::optional<detail::SeparableFactors> separable = detail::separable_for(
-      filter.weights, filter.width, filter.height, input_depth, output_depth, options.delta + filter.offset);
-  const double delta = options.delta + filter.offset;
-  return choose_for(filter, options, separable, dense_tensor_for(filter, input_depth, output_depth, delta), gpu_present,
-                    input_depth, output_depth, channels, pixels);
+  const detail::FilterSplits splits = detail::filter_splits(filter.weights, filter.width, filter.height, input_depth,
+                                                            output_depth, options.delta + filter.offset);
+  return choose_for(filter, options, splits.separable, splits.dense_tensor, gpu_present, input_depth, output_depth,
+                    channels, pixels);
 }
 
 namespace {

@@ -3,6 +3,8 @@
 // costs kw + kh multiply-adds per output instead of kw * kh. Also the integer splits of the
 // weights that `tensor` feeds to tensor cores (rank-1 and dense) and their error bounds, judged
 // by the same pass-rule test.
+#include <cstddef>
+#include <cstdint>
 #include <optional>
 #include <vector>
 
@@ -166,5 +168,24 @@ inline constexpr double kSeparableErrorLimit = 5e-4;
 /// nullopt when none does.
 [[nodiscard]] std::optional<SeparableFactors> separable_for(const std::vector<double>& weights, int kw, int kh,
                                                             int input_depth, int output_depth, double delta);
+
+/// What a job derives from its filter alone: separable_for and dense_tensor_for of one request.
+struct FilterSplits {
+  std::optional<SeparableFactors> separable;
+  std::optional<DenseTensorSplit> dense_tensor;
+};
+
+/// Answers kept for the most recent distinct requests (filter_splits).
+inline constexpr std::size_t kFilterSplitsKept = 8;
+
+/// separable_for and dense_tensor_for of a request, answered from the last kFilterSplitsKept
+/// distinct requests when it is one of them (weights, sides, depths and delta bit for bit equal;
+/// thread-safe). A batch asks once an image with the same filter, and the answers' bounds emulate
+/// flat areas and tensor-core steps (their cost: docs/design.md, "Filter analysis per job").
+[[nodiscard]] FilterSplits filter_splits(const std::vector<double>& weights, int kw, int kh, int input_depth,
+                                         int output_depth, double delta);
+
+/// How many requests filter_splits has computed rather than answered from the kept ones.
+[[nodiscard]] std::uint64_t filter_split_computations() noexcept;
 
 }  // namespace cuconv::detail

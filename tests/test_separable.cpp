@@ -13,6 +13,7 @@
 #include <cmath>
 #include <initializer_list>
 #include <string>
+#include <thread>
 #include <vector>
 
 using cuconv::detail::factor_separable;
@@ -678,4 +679,89 @@ TEST_CASE("separable: tensor's 16-bit split bounds the kernel's arithmetic and i
   CHECK(dense_tensor_split_u16(centre, 3, 3, 0.0)->holds);
   CHECK_FALSE(dense_tensor_split_u16(centre, 3, 3, 3e6)->holds);
   CHECK_FALSE(dense_tensor_split_u16(std::vector<double>(9, 0.0), 3, 3, 0.0).has_value());
+}
+
+TEST_CASE("separable: filter_splits answers a repeated request from the kept ones, bit for bit") {
+  using namespace cuconv::detail;
+  // A rank-1 blur with non-dyadic weights: 8-bit requests get both the factors and the dense split.
+  const cuconv::Filter blur = cuconv::load_filter("gaussian:2,0.937");
+  const std::vector<double>& w = blur.weights;
+  const auto same_answers = [](const FilterSplits& a, const FilterSplits& b) {
+    REQUIRE(a.separable.has_value() == b.separable.has_value());
+    REQUIRE(a.dense_tensor.has_value() == b.dense_tensor.has_value());
+    if (a.separable) {
+      CHECK(a.separable->horizontal == b.separable->horizontal);
+      CHECK(a.separable->vertical == b.separable->vertical);
+      CHECK(a.separable->horizontal_wide == b.separable->horizontal_wide);
+      CHECK(a.separable->vertical_wide == b.separable->vertical_wide);
+      CHECK(a.separable->exact == b.separable->exact);
+      CHECK(a.separable->fast == b.separable->fast);
+      CHECK(a.separable->tensor == b.separable->tensor);
+      CHECK(a.separable->tensor_mma == b.separable->tensor_mma);
+      CHECK(a.separable->wide == b.separable->wide);
+    }
+    if (a.dense_tensor) {
+      CHECK(a.dense_tensor->exponent == b.dense_tensor->exponent);
+      CHECK(a.dense_tensor->digits == b.dense_tensor->digits);
+      CHECK(a.dense_tensor->bound == b.dense_tensor->bound);
+      CHECK(a.dense_tensor->holds == b.dense_tensor->holds);
+    }
+  };
+  const auto computed = [] { return filter_split_computations(); };
+
+  const auto before = computed();
+  const FilterSplits first = filter_splits(w, blur.width, blur.height, CV_8U, CV_8U, 0.0);
+  CHECK(computed() == before + 1);
+  REQUIRE(first.separable.has_value());
+  REQUIRE(first.dense_tensor.has_value());
+  same_answers(first, {separable_for(w, blur.width, blur.height, CV_8U, CV_8U, 0.0),
+                       dense_tensor_for(w, blur.width, blur.height, CV_8U, CV_8U, 0.0)});
+  same_answers(filter_splits(w, blur.width, blur.height, CV_8U, CV_8U, 0.0), first);
+  CHECK(computed() == before + 1);
+
+  // Everything the answers depend on is part of the request: delta (its sign bit too), depths and
+  // each weight's bits.
+  std::vector<double> nudged = w;
+  nudged[3] = std::nextafter(nudged[3], 1.0);
+  const FilterSplits other_delta = filter_splits(w, blur.width, blur.height, CV_8U, CV_8U, 0.25);
+  const FilterSplits negative_zero = filter_splits(w, blur.width, blur.height, CV_8U, CV_8U, -0.0);
+  const FilterSplits wide = filter_splits(w, blur.width, blur.height, CV_16U, CV_16U, 0.0);
+  const FilterSplits other_weight = filter_splits(nudged, blur.width, blur.height, CV_8U, CV_8U, 0.0);
+  CHECK(computed() == before + 5);
+  same_answers(other_delta, {separable_for(w, blur.width, blur.height, CV_8U, CV_8U, 0.25),
+                             dense_tensor_for(w, blur.width, blur.height, CV_8U, CV_8U, 0.25)});
+  REQUIRE(other_delta.separable.has_value());
+  REQUIRE(other_delta.dense_tensor.has_value());
+  CHECK(other_delta.dense_tensor->bound != first.dense_tensor->bound);  // the delta's rounding is in the bound
+  same_answers(wide, {separable_for(w, blur.width, blur.height, CV_16U, CV_16U, 0.0),
+                      dense_tensor_for(w, blur.width, blur.height, CV_16U, CV_16U, 0.0)});
+  CHECK(wide.separable->wide != first.separable->wide);  // a different answer, not the 8-bit one
+  same_answers(other_weight, {separable_for(nudged, blur.width, blur.height, CV_8U, CV_8U, 0.0),
+                              dense_tensor_for(nudged, blur.width, blur.height, CV_8U, CV_8U, 0.0)});
+  same_answers(negative_zero, first);
+
+  // kFilterSplitsKept newer distinct requests push the first one out.
+  for (std::size_t k = 0; k < kFilterSplitsKept; ++k)
+    (void)filter_splits(w, blur.width, blur.height, CV_8U, CV_8U, 1.0 + static_cast<double>(k));
+  const auto full = computed();
+  CHECK(full == before + 5 + kFilterSplitsKept);
+  same_answers(filter_splits(w, blur.width, blur.height, CV_8U, CV_8U, 0.0), first);
+  CHECK(computed() == full + 1);
+
+  // Threads asking at once get the same answers as one thread.
+  std::vector<std::thread> threads;
+  std::vector<int> mismatches(4, 0);
+  for (int i = 0; i < 4; ++i)
+    threads.emplace_back([&, i] {
+      for (int k = 0; k < 40; ++k) {
+        const double delta = (k + i) % 3 == 0 ? 0.0 : 0.25;
+        const FilterSplits s = filter_splits(w, blur.width, blur.height, CV_8U, CV_8U, delta);
+        const FilterSplits& want = delta == 0.0 ? first : other_delta;
+        if (!s.separable || !s.dense_tensor || s.separable->horizontal != want.separable->horizontal ||
+            s.dense_tensor->bound != want.dense_tensor->bound)
+          ++mismatches[static_cast<std::size_t>(i)];
+      }
+    });
+  for (std::thread& t : threads) t.join();
+  CHECK(mismatches == std::vector<int>(4, 0));
 }
