@@ -7,11 +7,9 @@
 #include <algorithm>
 #include <array>
 #include <atomic>
-#include <bit>
 #include <cmath>
 #include <cstddef>
-#include <deque>
-#include <mutex>
+#include <cstring>
 
 namespace cuconv::detail {
 
@@ -549,50 +547,36 @@ std::optional<SeparableFactors> separable_for(const std::vector<double>& weights
 
 namespace {
 
-/// One request filter_splits answered, with what it depends on.
-struct SplitRequest {
-  std::vector<double> weights;
-  int kw = 0, kh = 0, input_depth = 0, output_depth = 0;
-  double delta = 0;
-  FilterSplits splits;
-
-  [[nodiscard]] bool same(const std::vector<double>& w, int w_kw, int w_kh, int in, int out, double d) const {
-    const auto bits = [](double v) { return std::bit_cast<std::uint64_t>(v); };
-    return kw == w_kw && kh == w_kh && input_depth == in && output_depth == out && bits(delta) == bits(d) &&
-           std::equal(weights.begin(), weights.end(), w.begin(), w.end(),
-                      [&](double a, double b) { return bits(a) == bits(b); });
-  }
-};
-
 std::atomic<std::uint64_t> split_computations{0};
 
 }  // namespace
 
 FilterSplits filter_splits(const std::vector<double>& weights, int kw, int kh, int input_depth, int output_depth,
                            double delta) {
-  static std::mutex mutex;
-  static std::deque<SplitRequest> recent;  // most recent first
-  {
-    const std::lock_guard<std::mutex> lock(mutex);
-    const auto hit = std::find_if(recent.begin(), recent.end(), [&](const SplitRequest& r) {
-      return r.same(weights, kw, kh, input_depth, output_depth, delta);
-    });
-    if (hit != recent.end()) {
-      std::rotate(recent.begin(), hit, hit + 1);
-      return recent.front().splits;
-    }
+  // This thread's recent answers, least recently used first (as launch_fft.cu keeps its plans and
+  // filter spectra): a batch's worker threads each work a filter out once.
+  struct Entry {
+    std::vector<double> weights;
+    int kw, kh, input_depth, output_depth;
+    double delta;
+    FilterSplits splits;
+  };
+  thread_local std::vector<Entry> recent;
+  const auto found = std::find_if(recent.begin(), recent.end(), [&](const Entry& e) {
+    return e.kw == kw && e.kh == kh && e.input_depth == input_depth && e.output_depth == output_depth &&
+           std::memcmp(&e.delta, &delta, sizeof delta) == 0 && e.weights.size() == weights.size() &&
+           std::memcmp(e.weights.data(), weights.data(), sizeof(double) * weights.size()) == 0;
+  });
+  if (found != recent.end()) {
+    std::rotate(found, found + 1, recent.end());  // now the most recently used
+    return recent.back().splits;
   }
-  // Computed outside the lock (other threads' requests go on); two threads with the same new
-  // request both compute it, and the answers are equal.
-  SplitRequest request{weights, kw, kh, input_depth, output_depth, delta, {}};
-  request.splits.separable = separable_for(weights, kw, kh, input_depth, output_depth, delta);
-  request.splits.dense_tensor = dense_tensor_for(weights, kw, kh, input_depth, output_depth, delta);
+  if (recent.size() == kFilterSplitsKept) recent.erase(recent.begin());
+  recent.push_back({weights, kw, kh, input_depth, output_depth, delta,
+                    {separable_for(weights, kw, kh, input_depth, output_depth, delta),
+                     dense_tensor_for(weights, kw, kh, input_depth, output_depth, delta)}});
   split_computations.fetch_add(1, std::memory_order_relaxed);
-  FilterSplits splits = request.splits;
-  const std::lock_guard<std::mutex> lock(mutex);
-  recent.push_front(std::move(request));
-  if (recent.size() > kFilterSplitsKept) recent.pop_back();
-  return splits;
+  return recent.back().splits;
 }
 
 std::uint64_t filter_split_computations() noexcept { return split_computations.load(std::memory_order_relaxed); }

@@ -175,17 +175,17 @@ struct FilterSplits {
   std::optional<DenseTensorSplit> dense_tensor;
 };
 
-/// Answers kept for the most recent distinct requests (filter_splits).
+/// Answers each thread keeps for its most recent distinct requests (filter_splits).
 inline constexpr std::size_t kFilterSplitsKept = 8;
 
-/// separable_for and dense_tensor_for of a request, answered from the last kFilterSplitsKept
-/// distinct requests when it is one of them (weights, sides, depths and delta bit for bit equal;
-/// thread-safe). A batch asks once an image with the same filter, and the answers' bounds emulate
-/// flat areas and tensor-core steps (their cost: docs/design.md, "Filter analysis per job").
+/// separable_for and dense_tensor_for of a request, answered from this thread's last
+/// kFilterSplitsKept distinct requests when it is one of them (weights, sides, depths and delta bit
+/// for bit equal). A batch asks once an image with the same filter, and the answers' bounds
+/// emulate flat areas and tensor-core steps (their cost: docs/design.md, "Filter analysis per job").
 [[nodiscard]] FilterSplits filter_splits(const std::vector<double>& weights, int kw, int kh, int input_depth,
                                          int output_depth, double delta);
 
-/// How many requests filter_splits has computed rather than answered from the kept ones.
+/// How many requests filter_splits has computed rather than answered from the kept ones (all threads).
 [[nodiscard]] std::uint64_t filter_split_computations() noexcept;
 
 }  // namespace cuconv::detail

@@ -735,6 +735,7 @@ TEST_CASE("separable: filter_splits answers a repeated request from the kept one
   CHECK(other_delta.dense_tensor->bound != first.dense_tensor->bound);  // the delta's rounding is in the bound
   same_answers(wide, {separable_for(w, blur.width, blur.height, CV_16U, CV_16U, 0.0),
                       dense_tensor_for(w, blur.width, blur.height, CV_16U, CV_16U, 0.0)});
+  REQUIRE(wide.separable.has_value());
   CHECK(wide.separable->wide != first.separable->wide);  // a different answer, not the 8-bit one
   same_answers(other_weight, {separable_for(nudged, blur.width, blur.height, CV_8U, CV_8U, 0.0),
                               dense_tensor_for(nudged, blur.width, blur.height, CV_8U, CV_8U, 0.0)});
@@ -748,7 +749,7 @@ TEST_CASE("separable: filter_splits answers a repeated request from the kept one
   same_answers(filter_splits(w, blur.width, blur.height, CV_8U, CV_8U, 0.0), first);
   CHECK(computed() == full + 1);
 
-  // Threads asking at once get the same answers as one thread.
+  // Threads asking at once (each with its own kept answers) get the same answers as this one.
   std::vector<std::thread> threads;
   std::vector<int> mismatches(4, 0);
   for (int i = 0; i < 4; ++i)
