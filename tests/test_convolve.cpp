@@ -392,15 +392,16 @@ TEST_CASE("auto: dense 8-bit 5x5 on one channel takes tensor only on large image
   cv::RNG rng(6);
   for (int i = 0; i < 25; ++i) f5.weights.push_back(rng.uniform(-0.3, 1.0) / 10.0);
   f5.origin = "random 5x5";
-  // Without a size (and below 8192^2) `fast`; three channels take `tensor` at any size.
+  // Without a size (and below 4096^2) `fast`; three channels take `tensor` at any size.
   CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U) == Variant::fast);
-  CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 1, 4096LL * 4096) == Variant::fast);
+  CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 1, 4096LL * 4096 - 1) == Variant::fast);
   CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 3) == Variant::tensor);
-  // From 8192^2 it depends on the device: a compute capability 9.0 GPU (on a machine without one,
+  // From 4096^2 it depends on the device: a compute capability 9.0 GPU (on a machine without one,
   // as CI's, `fast`).
   const bool wgmma = cuda_device_count() > 0 && detail::device_runs_wgmma();
-  CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 1, 8192LL * 8192) ==
-        (wgmma ? Variant::tensor : Variant::fast));
+  for (long long pixels : {4096LL * 4096, 6000LL * 4000, 8192LL * 8192})
+    CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 1, pixels) ==
+          (wgmma ? Variant::tensor : Variant::fast));
 }
 
 TEST_CASE("fft tie margin: on for 8-bit outputs of usual filters, off where it would cover over 1% of results") {

@@ -318,13 +318,13 @@ TEST_CASE("gpu tensor dense wgmma: the warpgroup kernel gives tensor_dense.cuh's
   CHECK(detail::tensor_dense_wgmma_kernel_launches() - wgmma_before == 2u * static_cast<std::uint64_t>(index));
   CHECK(detail::tensor_dense_kernel_launches() - dense_before == static_cast<std::uint64_t>(index));
 
-  // auto takes 5x5 on one channel to it from 8192^2 (kTensorWgmmaMinPixels), and leaves smaller
-  // images to fast.
+  // auto takes 5x5 on one channel to it from 4096^2 pixels (kTensorWgmmaMinPixels), and leaves
+  // smaller images to fast.
   const Filter f5 = cuconv::test::random_filter(5, 5, 79);
   const std::uint64_t auto_before = detail::tensor_dense_wgmma_kernel_launches();
-  CHECK(convolve(random_image(8192, 8192, CV_8U, 1, 80), f5, ConvolveOptions{}).variant_used == Variant::tensor);
+  CHECK(convolve(random_image(4096, 4096, CV_8U, 1, 80), f5, ConvolveOptions{}).variant_used == Variant::tensor);
   CHECK(detail::tensor_dense_wgmma_kernel_launches() - auto_before == 1u);
-  CHECK(convolve(random_image(4096, 8191, CV_8U, 1, 81), f5, ConvolveOptions{}).variant_used == Variant::fast);
+  CHECK(convolve(random_image(4096, 4095, CV_8U, 1, 81), f5, ConvolveOptions{}).variant_used == Variant::fast);
 
   // Three channels stay on tensor_dense.cuh.
   const std::uint64_t colour_before = detail::tensor_dense_wgmma_kernel_launches();
