@@ -32,9 +32,9 @@ constexpr int kTensorMinRadius = 3;
 /// (docs/benchmarks.md, "Issue 26's shapes in one run").
 constexpr int kTensorDenseMinTaps = 26;
 constexpr int kTensorDenseMinTapsColour = 25;
-/// One-channel images from which 5x5 takes the warpgroup kernel where it runs: level with `fast`
-/// at 4096^2, faster by up to a quarter above it but for a few sizes within 4% either way
-/// (docs/kernel-notes.md, 'Dense filters on warpgroup MMAs', "From which size").
+/// One-channel images from which 5x5 takes the warpgroup kernel where it runs: from this size up
+/// it was level with `fast` or faster at every size measured but one (docs/kernel-notes.md,
+/// 'From which size').
 constexpr long long kTensorWgmmaMinPixels = 4096LL * 4096LL;
 /// 16-bit dense filters from this many taps (15x15) take `tensor` where `fast` has a kernel; below
 /// it `fast` was faster (docs/kernel-notes.md, 'Dense 16-bit filters on tensor cores').
