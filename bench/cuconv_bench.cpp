@@ -14,9 +14,9 @@
 // on `fast`'s dense path ("fast (dense path)"), the gain of the separable one.
 #include "copy_roof.hpp"
 #include "gpu/bench_timing.hpp"
-#include "gpu/device_memory.hpp"
-#include "gpu/launch.hpp"
-#include "separable.hpp"
+#include "gpu/memory/device_memory.hpp"
+#include "gpu/launch/launch.hpp"
+#include "filter/splits.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>

@@ -9,7 +9,7 @@
 // --accuracy instead measures, per file: nvJPEG's decoded pixels against OpenCV's (libjpeg-turbo's),
 // the device filter against cv::filter2D on the same decoded pixels (the pass rule), and the PSNR
 // of nvJPEG's and OpenCV's encodings of the filtered pixels at the same quality.
-#include "gpu/jpeg_codec.hpp"
+#include "codec/nvjpeg_codec.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>

@@ -13,7 +13,7 @@
 //   ODD=1 cuconv_wgmma_tune    adds cases on 1008 x 301 and 2048 x 777 images (edges, partial tiles)
 // Each kernel line starts with a hash of the output (written over a poisoned buffer): two trees
 // that print the same hashes computed the same bytes.
-#include "gpu/tensor_wgmma_plan.cuh"
+#include "gpu/launch/tensor_wgmma_plan.cuh"
 #include "tune_timing.cuh"
 
 #include <cuda_runtime.h>

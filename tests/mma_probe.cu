@@ -2,7 +2,7 @@
 #include "mma_probe.hpp"
 
 #include "gpu/cuda_check.hpp"
-#include "gpu/device_memory.hpp"
+#include "gpu/memory/device_memory.hpp"
 
 #include <cuda_runtime.h>
 

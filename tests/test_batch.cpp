@@ -2,9 +2,9 @@
 // (names, input lists, directories, shards, output safety, failures, the JSON summary).
 #include "test_support.hpp"
 
-#include "batch/batch_plan.hpp"
-#include "batch/batch_run.hpp"
-#include "batch/bounded_queue.hpp"
+#include "engine/batch_plan.hpp"
+#include "engine/batch_pipeline.hpp"
+#include "engine/bounded_queue.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>

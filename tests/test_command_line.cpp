@@ -2,7 +2,7 @@
 // or a GPU. The binary end to end is tests/test_cli.cpp's; the fuzz target
 // tests/fuzz/fuzz_cli_options.cpp throws arbitrary argv at the same function.
 #include "cli/command_line.hpp"
-#include "names.hpp"
+#include "common/names.hpp"
 
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>

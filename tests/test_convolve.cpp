@@ -1,9 +1,9 @@
 // The `opencv` variant against direct cv::filter2D calls and a brute-force reference for the
 // borders filter2D lacks; output-depth rules; the comparison rule; image I/O checks.
 #include "test_support.hpp"
-#include "gpu/cufft_api.hpp"
-#include "gpu/fft_ties.hpp"
-#include "gpu/launch.hpp"  // device_runs_wgmma
+#include "gpu/launch/cufft_api.hpp"
+#include "gpu/launch/fft_ties.hpp"
+#include "gpu/launch/launch.hpp"  // device_runs_wgmma
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>

@@ -7,8 +7,8 @@
 #include "test_support.hpp"
 
 #include "codec/jpeg_markers.hpp"
-#include "gpu/jpeg_codec.hpp"
-#include "gpu/jpeg_filter.hpp"
+#include "codec/nvjpeg_codec.hpp"
+#include "engine/gpu_jpeg_route.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>

@@ -7,8 +7,8 @@
 // every run, so an unwritten pixel fails.
 #include "exact_sum.hpp"
 #include "test_support.hpp"
-#include "gpu/launch.hpp"
-#include "separable.hpp"
+#include "gpu/launch/launch.hpp"
+#include "filter/splits.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>

@@ -11,8 +11,8 @@
 #include "exact_sum.hpp"
 #include "mma_probe.hpp"
 #include "test_support.hpp"
-#include "gpu/launch.hpp"
-#include "separable.hpp"
+#include "gpu/launch/launch.hpp"
+#include "filter/splits.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>

@@ -7,8 +7,8 @@
 // Outputs are poisoned on the device before every run, and launch counters show which kernel ran.
 #include "exact_sum.hpp"
 #include "test_support.hpp"
-#include "gpu/launch.hpp"
-#include "separable.hpp"
+#include "gpu/launch/launch.hpp"
+#include "filter/splits.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>

@@ -4,8 +4,8 @@
 //
 // CUCONV_TEST_STRIDE=N runs every N-th case of the large sweep (compute-sanitizer runs).
 #include "test_support.hpp"
-#include "gpu/fft_ties.hpp"
-#include "gpu/launch.hpp"
+#include "gpu/launch/fft_ties.hpp"
+#include "gpu/launch/launch.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>

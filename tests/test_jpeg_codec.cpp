@@ -4,10 +4,10 @@
 #include "jpeg_test_support.hpp"
 #include "test_support.hpp"
 
-#include "batch/batch_run.hpp"
-#include "gpu/cufft_api.hpp"
-#include "gpu/jpeg_codec.hpp"
-#include "gpu/jpeg_filter.hpp"
+#include "engine/batch_pipeline.hpp"
+#include "gpu/launch/cufft_api.hpp"
+#include "codec/nvjpeg_codec.hpp"
+#include "engine/gpu_jpeg_route.hpp"
 #include "gpu/shared_library.hpp"
 
 #include <cuconv/convolve.hpp>

@@ -1,6 +1,6 @@
 // Rank-1 detection (src/separable.cpp): which filters `fast` runs as two 1-D passes, and that the
 // factors reproduce the weights (bit for bit where the weights allow it).
-#include "separable.hpp"
+#include "filter/splits.hpp"
 
 #include <cuconv/filter.hpp>
 

@@ -3,7 +3,7 @@
 // kernel: filtering every strip as an image of its own and keeping its valid rows must give the
 // whole image's result bit for bit. The GPU suite checks the same with the real kernels
 // (tests/test_gpu_strips.cpp).
-#include "gpu/strips.hpp"
+#include "gpu/memory/strips.hpp"
 #include "test_support.hpp"
 
 #include <cuconv/convolve.hpp>

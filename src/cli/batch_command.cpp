@@ -5,9 +5,9 @@
 
 #include "cli/interrupt.hpp"
 #include "cli/library_messages.hpp"
-#include "batch/batch_plan.hpp"
-#include "batch/batch_run.hpp"
-#include "whole_number.hpp"
+#include "engine/batch_plan.hpp"
+#include "engine/batch_pipeline.hpp"
+#include "common/whole_number.hpp"
 
 #include <cuconv/image_io.hpp>
 

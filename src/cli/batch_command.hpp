@@ -3,7 +3,7 @@
 // (src/batch/) with log lines, a progress line and the JSON summary. Its options are parsed with
 // the others in cli/command_line.cpp.
 #include "cli/command_line.hpp"
-#include "gpu/jpeg_filter.hpp"
+#include "engine/gpu_jpeg_route.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>

@@ -2,7 +2,7 @@
 // The command line's settings for the GPU JPEG path (issue 25), in one place for both modes:
 // which codec a job takes, and the JPEG output settings.
 #include "cli/command_line.hpp"
-#include "gpu/jpeg_filter.hpp"
+#include "engine/gpu_jpeg_route.hpp"
 
 namespace cuconv::cli {
 

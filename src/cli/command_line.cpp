@@ -2,8 +2,8 @@
 // request as library options. Printing and running are main.cpp's.
 #include "cli/command_line.hpp"
 
-#include "names.hpp"
-#include "whole_number.hpp"
+#include "common/names.hpp"
+#include "common/whole_number.hpp"
 
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>

@@ -1,7 +1,7 @@
 // Kernel timing for --bench and cuconv_bench (src/gpu/bench_timing.hpp).
 #include "gpu/bench_timing.hpp"
 
-#include "gpu/device_memory.hpp"
+#include "gpu/memory/device_memory.hpp"
 
 #include <algorithm>
 

@@ -1,6 +1,6 @@
 #pragma once
 // Kernel timing for --bench and cuconv_bench: the median of CUDA-event timings of queued work.
-#include "gpu/launch.hpp"
+#include "gpu/launch/launch.hpp"
 
 #include <cuda_runtime_api.h>
 

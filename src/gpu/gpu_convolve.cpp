@@ -6,13 +6,13 @@
 // image is filtered straight into the caller's output (convolve_device). docs/design.md has the
 // whole pipeline.
 #include "gpu/bench_timing.hpp"
-#include "gpu/device_memory.hpp"
+#include "gpu/memory/device_memory.hpp"
 #include "gpu/fault_injection.hpp"
-#include "gpu/host_transfer.hpp"
-#include "gpu/launch.hpp"
-#include "gpu/strips.hpp"
-#include "gpu/workspace.hpp"
-#include "job.hpp"
+#include "gpu/memory/host_transfer.hpp"
+#include "gpu/launch/launch.hpp"
+#include "gpu/memory/strips.hpp"
+#include "gpu/memory/workspace.hpp"
+#include "filter/job.hpp"
 
 #include <opencv2/core.hpp>
 

@@ -1,0 +1,368 @@
+// Image files in and out. Reading keeps the file's depth and channels; writing refuses formats
+// that would silently convert the data, and replaces the target atomically.
+#include <cuconv/error.hpp>
+#include <cuconv/image_io.hpp>
+
+#include "codec/image_header.hpp"
+#include "codec/jpeg_decode.hpp"
+#include "codec/metadata.hpp"
+#include "codec/tiff_codec.hpp"
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <sys/stat.h>
+
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <fcntl.h>
+#include <string_view>
+#include <unistd.h>
+#include <vector>
+
+namespace cuconv {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+/// What --compression takes for a format.
+enum class CompressionKind { none, zlib_level, tiff_codec };
+
+/// Which metadata blocks a format keeps (written with libexiv2).
+struct MetadataKept {
+  bool exif, icc, xmp;
+};
+constexpr MetadataKept kAllMetadata{true, true, true};
+constexpr MetadataKept kNoMetadata{false, false, false};
+
+/// What each output format stores without converting, and which encoder options and metadata it
+/// takes. Depths and alpha from the OpenCV 4.6 encoders' isFormatSupported() (anything else is
+/// converted to 8 bits or loses alpha without a word); TIFF is written by libtiff (tiff_codec.hpp).
+/// WebP keeps no ICC profile: exiv2 0.27 writes it into a malformed chunk.
+struct FormatCapability {
+  std::string_view extensions;  ///< space-separated, lower case, with dots
+  std::array<int, 4> depths;    ///< supported depths, -1 padded
+  bool alpha;
+  bool quality;                 ///< takes --quality
+  CompressionKind compression;  ///< what --compression takes
+  MetadataKept metadata;
+};
+constexpr std::array<FormatCapability, 8> kFormats{{
+    {".png", {CV_8U, CV_16U, -1, -1}, true, false, CompressionKind::zlib_level, kAllMetadata},
+    {".jpg .jpeg .jpe", {CV_8U, -1, -1, -1}, false, true, CompressionKind::none, kAllMetadata},
+    {".bmp .dib", {CV_8U, -1, -1, -1}, true, false, CompressionKind::none, kNoMetadata},
+    {".webp", {CV_8U, -1, -1, -1}, true, true, CompressionKind::none, {true, false, true}},
+    {".pgm .ppm .pnm .pbm", {CV_8U, CV_16U, -1, -1}, false, false, CompressionKind::none, kNoMetadata},
+    {".tif .tiff", {CV_8U, CV_16U, CV_16S, CV_32F}, true, false, CompressionKind::tiff_codec, kAllMetadata},
+    {".exr", {CV_32F, -1, -1, -1}, true, false, CompressionKind::none, kNoMetadata},
+    {".pfm", {CV_32F, -1, -1, -1}, false, false, CompressionKind::none, kNoMetadata},
+}};
+
+std::string lower_extension(const std::string& path) {
+  std::string ext = fs::path(path).extension().string();
+  std::transform(ext.begin(), ext.end(), ext.begin(), [](unsigned char c) { return std::tolower(c); });
+  return ext;
+}
+
+const FormatCapability* find_format(const std::string& ext) {
+  for (const auto& f : kFormats) {
+    std::string_view list = f.extensions;
+    while (!list.empty()) {
+      const auto space = list.find(' ');
+      if (list.substr(0, space) == ext) return &f;
+      list = space == std::string_view::npos ? std::string_view{} : list.substr(space + 1);
+    }
+  }
+  return nullptr;
+}
+
+std::string errno_text() { return std::strerror(errno); }
+
+/// The process umask, read once during static initialisation (before main starts threads):
+/// umask() can only be read by setting it, which would race with files other threads create.
+const mode_t kProcessUmask = [] {
+  const mode_t mask = ::umask(0);
+  ::umask(mask);
+  return mask;
+}();
+
+/// Moves the finished temporary file to `target` without replacing an existing file:
+/// renameat2(RENAME_NOREPLACE), or link() + unlink() where the file system lacks it. Returns
+/// false with errno set (EEXIST when `target` exists).
+bool rename_no_replace(const std::string& temp, const std::string& target) {
+  if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) == 0) return true;
+  if (errno != EINVAL && errno != ENOSYS) return false;
+  if (::link(temp.c_str(), target.c_str()) != 0) return false;
+  ::unlink(temp.c_str());
+  return true;
+}
+
+/// Writes all bytes to fd; false on error (errno set).
+bool write_all(int fd, const unsigned char* data, std::size_t size) {
+  while (size > 0) {
+    const ssize_t n = ::write(fd, data, size);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+/// Refuses an image of width x height pixels over the limit; `what` says where the size comes from.
+void check_pixel_count(const std::string& path, const std::string& what, std::uint64_t width, std::uint64_t height,
+                       const ReadLimits& limits) {
+  // width * height > max, without the overflow a BigTIFF's 64-bit sides could cause.
+  if (height != 0 && width > limits.max_pixels / height) {
+    throw Error(ErrorKind::bad_input, path + ": " + what + " " + std::to_string(width) + "x" + std::to_string(height) +
+                                          " pixels, more than the limit of " + std::to_string(limits.max_pixels) +
+                                          " (raise it with --max-pixels)");
+  }
+}
+
+/// Refuses what the header already shows, before the decoder allocates anything.
+void check_header(const std::string& path, const detail::ImageHeader& header, const ReadLimits& limits) {
+  if (header.has_size) {
+    if (header.width == 0 || header.height == 0) {
+      throw Error(ErrorKind::bad_input, path + ": " + header.format + " header claims a " +
+                                            std::to_string(header.width) + "x" + std::to_string(header.height) +
+                                            " image: it has no pixels");
+    }
+    check_pixel_count(path, header.format + " header claims", header.width, header.height, limits);
+  }
+  if (!header.defect.empty())
+    throw Error(ErrorKind::bad_input, path + ": cannot decode image: truncated or corrupt " + header.format +
+                                          " file: " + header.defect);
+}
+
+/// The encoder's output for `path`'s format with `options`' quality and compression (checked
+/// by check_encoder_options before).
+std::vector<unsigned char> encode(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
+  const std::string ext = lower_extension(path);
+  const FormatCapability* format = find_format(ext);
+  if (format != nullptr && format->compression == CompressionKind::tiff_codec) {
+    detail::TiffCompression codec = detail::TiffCompression::deflate;
+    if (!options.compression.empty()) detail::parse_tiff_compression(options.compression, codec);
+    return detail::encode_tiff(path, image, codec);
+  }
+  std::vector<int> params;
+  if (ext == ".jpg" || ext == ".jpeg" || ext == ".jpe")
+    params = {cv::IMWRITE_JPEG_QUALITY, options.quality.value_or(kDefaultJpegQuality)};
+  if (ext == ".webp" && options.quality) params = {cv::IMWRITE_WEBP_QUALITY, *options.quality};  // unset: lossless
+  if (format != nullptr && format->compression == CompressionKind::zlib_level && !options.compression.empty()) {
+    // OpenCV's own default pairs level 1 with the RLE strategy; a chosen level gets zlib's default
+    // strategy, so that 9 really compresses harder.
+    params = {cv::IMWRITE_PNG_COMPRESSION, std::stoi(options.compression), cv::IMWRITE_PNG_STRATEGY,
+              cv::IMWRITE_PNG_STRATEGY_DEFAULT};
+  }
+  std::vector<unsigned char> encoded;
+  bool ok = false;
+  try {
+    ok = cv::imencode(ext, image, encoded, params);
+  } catch (const cv::Exception& e) {
+    throw Error(ErrorKind::output, path + ": cannot encode image: " + e.what());
+  }
+  if (!ok) throw Error(ErrorKind::output, path + ": cannot encode image");
+  return encoded;
+}
+
+}  // namespace
+
+void check_encoder_options(const std::string& path, const WriteOptions& options) {
+  const std::string ext = lower_extension(path);
+  const FormatCapability* format = find_format(ext);
+  if (format == nullptr) return;  // check_output_extension names the problem
+  if (options.quality) {
+    if (!format->quality)
+      throw Error(ErrorKind::usage, path + ": --quality applies to JPEG and WebP outputs, not " + ext);
+    if (*options.quality < 1 || *options.quality > 100)
+      throw Error(ErrorKind::usage, "--quality " + std::to_string(*options.quality) + ": expected 1 to 100");
+  }
+  if (options.compression.empty()) return;
+  const std::string& value = options.compression;
+  detail::TiffCompression codec{};
+  switch (format->compression) {
+    case CompressionKind::none:
+      throw Error(ErrorKind::usage, path + ": --compression applies to PNG (0-9) and TIFF (none, lzw, deflate) "
+                                           "outputs, not " + ext);
+    case CompressionKind::zlib_level:
+      if (value.size() != 1 || value[0] < '0' || value[0] > '9')
+        throw Error(ErrorKind::usage, path + ": --compression '" + value + "' for PNG: expected a level from 0 to 9");
+      break;
+    case CompressionKind::tiff_codec:
+      if (!detail::parse_tiff_compression(value, codec))
+        throw Error(ErrorKind::usage, path + ": --compression '" + value + "' for TIFF: expected none, lzw or deflate");
+      break;
+  }
+}
+
+std::string metadata_kept_by(const std::string& path) {
+  const FormatCapability* format = find_format(lower_extension(path));
+  if (format == nullptr) return {};
+  std::string kept;
+  for (const auto& [keeps, name] : {std::pair{format->metadata.exif, "EXIF"}, std::pair{format->metadata.icc, "ICC"},
+                                    std::pair{format->metadata.xmp, "XMP"}})
+    if (keeps) kept += (kept.empty() ? "" : ", ") + std::string(name);
+  return kept;
+}
+
+std::string depth_name(int depth) {
+  switch (depth) {
+    case CV_8U: return "8U";
+    case CV_8S: return "8S";
+    case CV_16U: return "16U";
+    case CV_16S: return "16S";
+    case CV_32S: return "32S";
+    case CV_32F: return "32F";
+    case CV_64F: return "64F";
+    case CV_16F: return "16F";
+    default: return "depth#" + std::to_string(depth);
+  }
+}
+
+void check_image_header(const std::string& path, const ReadLimits& limits) {
+  if (const auto header = detail::inspect_image_file(path)) check_header(path, *header, limits);
+}
+
+cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (ec || !fs::exists(status))
+    throw Error(ErrorKind::bad_input, path + ": no such file");
+  if (fs::is_directory(status))
+    throw Error(ErrorKind::bad_input, path + ": is a directory, not an image file");
+  if (!fs::is_regular_file(status))
+    throw Error(ErrorKind::bad_input, path + ": not a regular file");
+  if (::access(path.c_str(), R_OK) != 0)
+    throw Error(ErrorKind::bad_input, path + ": cannot read: " + errno_text());
+  if (fs::file_size(path, ec) == 0)
+    throw Error(ErrorKind::bad_input, path + ": empty file");
+  const auto header = detail::inspect_image_file(path);
+  if (header) check_header(path, *header, limits);
+  cv::Mat image;
+  try {
+    if (header && header->format == "JPEG") image = detail::decode_jpeg(path).value_or(cv::Mat());
+    if (image.empty()) image = cv::imread(path, cv::IMREAD_UNCHANGED);
+  } catch (const cv::Exception& e) {
+    // OpenCV reads its own limits from the environment when the library loads, so only the
+    // environment can raise them.
+    if (std::string_view(e.what()).find("CV_IO_MAX_IMAGE") != std::string_view::npos) {
+      throw Error(ErrorKind::bad_input, path + ": larger than OpenCV's decoder limits (by default 2^30 pixels and "
+                                            "2^20 per side); raise them with the environment variables "
+                                            "OPENCV_IO_MAX_IMAGE_PIXELS, OPENCV_IO_MAX_IMAGE_WIDTH and "
+                                            "OPENCV_IO_MAX_IMAGE_HEIGHT");
+    }
+    throw Error(ErrorKind::bad_input, path + ": cannot decode image: " + e.what());
+  }
+  if (image.empty())
+    throw Error(ErrorKind::bad_input, path + ": cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
+  // Formats whose header is not read above meet the limit here, after decoding.
+  check_pixel_count(path, "image has", static_cast<std::uint64_t>(image.cols), static_cast<std::uint64_t>(image.rows),
+                    limits);
+  const int depth = image.depth();
+  if (depth != CV_8U && depth != CV_16U && depth != CV_32F)
+    throw Error(ErrorKind::bad_input, path + ": unsupported pixel depth " + depth_name(depth) +
+                                          " (supported: 8U, 16U, 32F)");
+  const int cn = image.channels();
+  if (cn != 1 && cn != 3 && cn != 4)
+    throw Error(ErrorKind::bad_input, path + ": unsupported channel count " + std::to_string(cn) +
+                                          " (supported: 1, 3, 4)");
+  return image;
+}
+
+void check_output_extension(const std::string& path) {
+  const std::string ext = lower_extension(path);
+  if (ext.empty())
+    throw Error(ErrorKind::output, path + ": has no extension to pick the output format (add .png, .tif, .jpg ...)");
+  if (find_format(ext) == nullptr || !cv::haveImageWriter(path)) {
+    throw Error(ErrorKind::output, path + ": cannot write '" + ext +
+                                       "' files (use .png, .tif, .jpg, .bmp, .webp, .pgm/.ppm, .exr or .pfm)");
+  }
+}
+
+bool has_image_extension(const std::string& path) { return find_format(lower_extension(path)) != nullptr; }
+
+void check_output_format(const std::string& path, int depth, int channels) {
+  std::error_code ec;
+  const auto status = fs::status(path, ec);
+  if (fs::is_directory(status))
+    throw Error(ErrorKind::output, path + ": is a directory; give the output a file name");
+  // The final rename would replace a device, FIFO or socket rather than write to it.
+  if (fs::exists(status) && !fs::is_regular_file(status))
+    throw Error(ErrorKind::output, path + ": exists and is not a regular file; refusing to replace it");
+  check_output_extension(path);
+  const std::string ext = lower_extension(path);
+  const FormatCapability* format = find_format(ext);
+  if (std::find(format->depths.begin(), format->depths.end(), depth) == format->depths.end()) {
+    throw Error(ErrorKind::output, path + ": " + ext + " cannot hold " + depth_name(depth) +
+                                       " pixels without converting them; use .tif" +
+                                       (depth == CV_32F ? " (or .exr/.pfm)" : "") +
+                                       " or choose --depth");
+  }
+  if (channels == 4 && !format->alpha) {
+    throw Error(ErrorKind::output, path + ": " + ext + " cannot store an alpha channel; use .png or .tif");
+  }
+  const fs::path folder = fs::path(path).parent_path();
+  if (!folder.empty() && !fs::is_directory(folder, ec))
+    throw Error(ErrorKind::output, path + ": folder " + folder.string() + " does not exist");
+}
+
+void check_not_same_file(const std::string& input, const std::string& output) {
+  std::error_code ec;
+  if (fs::exists(output, ec) && fs::equivalent(input, output, ec) && !ec)
+    throw Error(ErrorKind::usage, output + ": output is the input file; refusing to overwrite it");
+}
+
+std::vector<unsigned char> encode_image(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
+  check_output_format(path, image.depth(), image.channels());
+  check_encoder_options(path, options);
+  std::vector<unsigned char> encoded = encode(path, image, options);
+  if (options.metadata != nullptr) {
+    const MetadataKept keeps = find_format(lower_extension(path))->metadata;
+    ImageMetadata kept;
+    if (keeps.exif) kept.exif = options.metadata->exif;
+    if (keeps.icc) kept.icc = options.metadata->icc;
+    if (keeps.xmp) kept.xmp = options.metadata->xmp;
+    if (!kept.empty()) encoded = detail::embed_metadata(path, std::move(encoded), kept);
+  }
+  return encoded;
+}
+
+void write_image_atomic(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
+  write_encoded_atomic(path, encode_image(path, image, options), options.overwrite);
+}
+
+void write_encoded_atomic(const std::string& path, std::span<const unsigned char> encoded, bool overwrite) {
+  // Temporary file next to the target, so the final rename stays on one file system.
+  const fs::path target(path);
+  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
+  std::string temp =
+      (dir / (std::string(kTempFilePrefix) + target.filename().string() + ".XXXXXX")).string();
+  const int fd = ::mkstemp(temp.data());
+  if (fd < 0) throw Error(ErrorKind::output, path + ": cannot create a file in " + dir.string() + ": " + errno_text());
+  // mkstemp creates 0600; a finished image gets the permissions any new file would get.
+  const bool written = ::fchmod(fd, 0666 & ~kProcessUmask) == 0 &&
+                       write_all(fd, encoded.data(), encoded.size()) && ::fsync(fd) == 0;
+  const std::string write_error = written ? "" : errno_text();
+  if (::close(fd) != 0 || !written) {
+    ::unlink(temp.c_str());
+    throw Error(ErrorKind::output, path + ": write failed: " + (written ? errno_text() : write_error));
+  }
+  const bool moved = overwrite ? ::rename(temp.c_str(), path.c_str()) == 0 : rename_no_replace(temp, path);
+  if (!moved) {
+    const int move_errno = errno;
+    ::unlink(temp.c_str());
+    if (!overwrite && move_errno == EEXIST)
+      throw Error(ErrorKind::output, path + ": exists; not replaced (overwrite is off)");
+    throw Error(ErrorKind::output, path + ": cannot move the finished file into place: " + std::strerror(move_errno));
+  }
+}
+
+}  // namespace cuconv

@@ -1,0 +1,105 @@
+#pragma once
+// The one list of each enum's values (Variant, Border, Depth, and --codec's Codec): the name the command line
+// and the docs use, a one-line description for --help, and for variants whether they run on the
+// GPU. to_string/parse_*, gpu_variants(), the CLI validators and the tests all read these
+// tables, so a new value is added here and nowhere else. Host code only, no CUDA.
+#include "common/codec_names.hpp"
+
+#include <cuconv/convolve.hpp>
+
+#include <array>
+#include <span>
+#include <string>
+#include <string_view>
+#include <vector>
+
+namespace cuconv::names {
+
+template <class Enum>
+struct Entry {
+  Enum value;
+  std::string_view name;  ///< as typed on the command line (lower case; parsing ignores case)
+  std::string_view help;  ///< one line for --help and docs/cli.md
+  bool gpu = false;       ///< variants: runs a CUDA kernel
+};
+
+inline constexpr std::array<Entry<Variant>, 10> kVariants{{
+    {Variant::automatic, "auto", "a GPU variant picked per filter and image, OpenCV without a GPU"},
+    {Variant::opencv, "opencv", "cv::filter2D on the CPU (the reference)"},
+    {Variant::basic, "basic", "one thread per output pixel, filter in global memory", true},
+    {Variant::constmem, "constmem", "as basic, filter in constant memory", true},
+    {Variant::tiled, "tiled", "block = input tile in shared memory; all threads load, the inner ones compute", true},
+    {Variant::tiled_halo, "tiled-halo", "block = output tile; each thread loads its pixel, the block loads the halo", true},
+    {Variant::cached, "cached", "output tile in shared memory; halo read from global memory through L1", true},
+    {Variant::fast, "fast", "several adjacent outputs per thread from vector loads", true},
+    {Variant::tensor, "tensor", "filters on tensor cores: 8-bit separable row sums; dense filters up to 31x31 (8-bit, 16-bit, float); else as fast", true},
+    {Variant::fft, "fft", "cuFFT overlap-save, for large filters", true},
+}};
+
+inline constexpr std::array<Entry<Border>, 5> kBorders{{
+    {Border::reflect101, "reflect101", "gfedcb|abcdefgh|gfedcba (OpenCV's default)"},
+    {Border::reflect, "reflect", "fedcba|abcdefgh|hgfedcb"},
+    {Border::replicate, "replicate", "aaaaaa|abcdefgh|hhhhhhh"},
+    {Border::constant, "constant", "vvvvvv|abcdefgh|vvvvvvv, v from --border-value"},
+    {Border::wrap, "wrap", "cdefgh|abcdefgh|abcdefg"},
+}};
+
+inline constexpr std::array<Entry<Depth>, 5> kDepths{{
+    {Depth::same, "same", "the input's depth"},
+    {Depth::u8, "8u", "8-bit unsigned, saturated"},
+    {Depth::u16, "16u", "16-bit unsigned, saturated"},
+    {Depth::s16, "16s", "16-bit signed, saturated"},
+    {Depth::f32, "32f", "32-bit float, not rounded"},
+}};
+
+inline constexpr std::array<Entry<codec::Codec>, 3> kCodecs{{
+    {codec::Codec::automatic, "auto", "OpenCV's codecs while they are the faster ones (docs/gpu-jpeg.md)"},
+    {codec::Codec::gpu, "gpu", "nvJPEG on the GPU for JPEG -> JPEG (exit 5 without it)"},
+    {codec::Codec::opencv, "opencv", "OpenCV's codecs on the CPU"},
+}};
+
+template <class Enum>
+struct Table;
+template <>
+struct Table<Variant> {
+  static constexpr std::span<const Entry<Variant>> entries{kVariants};
+  static constexpr std::string_view what = "variant";
+};
+template <>
+struct Table<Border> {
+  static constexpr std::span<const Entry<Border>> entries{kBorders};
+  static constexpr std::string_view what = "border mode";
+};
+template <>
+struct Table<Depth> {
+  static constexpr std::span<const Entry<Depth>> entries{kDepths};
+  static constexpr std::string_view what = "depth";
+};
+
+template <>
+struct Table<codec::Codec> {
+  static constexpr std::span<const Entry<codec::Codec>> entries{kCodecs};
+  static constexpr std::string_view what = "codec";
+};
+
+/// The names of a table, in table order.
+template <class Enum>
+std::vector<std::string> all_names() {
+  std::vector<std::string> out;
+  for (const Entry<Enum>& e : Table<Enum>::entries) out.emplace_back(e.name);
+  return out;
+}
+
+/// `a` and `b` equal ignoring ASCII letter case.
+[[nodiscard]] bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept;
+
+/// The candidates closest to `word` by edit distance (ignoring case), best first, at most
+/// `limit`; only those near enough to be a typo (distance at most a third of the longer word,
+/// and at least 1) or that start with `word` (3 letters or more), so an unrelated word gets none.
+[[nodiscard]] std::vector<std::string> nearest_names(std::string_view word, const std::vector<std::string>& candidates,
+                                                     std::size_t limit = 3);
+
+/// "'a'", "'a' or 'b'", "'a', 'b' or 'c'".
+[[nodiscard]] std::string quoted_alternatives(const std::vector<std::string>& names);
+
+}  // namespace cuconv::names

@@ -1,0 +1,474 @@
+// The batch pipeline: decode threads, filter threads per device, write threads, bounded queues.
+#include "engine/batch_pipeline.hpp"
+
+#include "engine/bounded_queue.hpp"
+
+#include <cuconv/image_io.hpp>
+
+#include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <algorithm>
+#include <atomic>
+#include <cerrno>
+#include <chrono>
+#include <exception>
+#include <filesystem>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <utility>
+
+#ifdef __linux__
+#include <sys/resource.h>
+#include <sys/syscall.h>
+#include <unistd.h>
+#endif
+
+namespace cuconv::batch {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+}
+
+/// Nice levels the decode and encode threads step down while filter threads run beside them.
+/// Those threads outnumber the cores, and a filter thread sleeps on every GPU copy it waits for:
+/// at equal priority it then waits for a time slice each time it wakes, with the images behind it.
+constexpr int kCodecNiceSteps = 5;
+
+/// Lowers the calling thread's CPU priority by `steps` nice levels (on Linux nice is per thread).
+/// A failure changes nothing but the scheduling, so it is ignored.
+void lower_thread_priority(int steps) noexcept {
+#ifdef __linux__
+  const auto thread = static_cast<id_t>(::syscall(SYS_gettid));
+  errno = 0;
+  const int current = ::getpriority(PRIO_PROCESS, thread);
+  if (errno == 0) (void)::setpriority(PRIO_PROCESS, thread, std::min(current + steps, 19));
+#else
+  (void)steps;
+#endif
+}
+
+constexpr std::string_view kStoppedReason = "not processed: the batch stopped at the first failure (--fail-fast)";
+constexpr std::string_view kNoGpuReason = "not processed: the batch stopped, the GPU is not usable";
+constexpr std::string_view kInterruptedReason = "not processed: the batch was interrupted";
+constexpr std::string_view kExistsReason = "output exists; left unchanged (use --overwrite to replace it)";
+constexpr std::string_view kAppearedReason =
+    "output appeared while this image was processed (another process wrote it); left unchanged";
+
+/// Counts one image the pipeline holds, from the start of its decoding until its Work ends
+/// (written, failed or dropped); moves with the Work through the queues.
+class HeldImage {
+ public:
+  HeldImage() = default;
+  HeldImage(std::atomic<std::size_t>& held, std::atomic<std::size_t>& peak) : held_(&held) {
+    const std::size_t now = held.fetch_add(1) + 1;
+    std::size_t seen = peak.load();
+    while (now > seen && !peak.compare_exchange_weak(seen, now)) {
+    }
+  }
+  HeldImage(HeldImage&& other) noexcept : held_(std::exchange(other.held_, nullptr)) {}
+  HeldImage& operator=(HeldImage&& other) noexcept {
+    if (this != &other) {
+      release();
+      held_ = std::exchange(other.held_, nullptr);
+    }
+    return *this;
+  }
+  HeldImage(const HeldImage&) = delete;
+  HeldImage& operator=(const HeldImage&) = delete;
+  ~HeldImage() { release(); }
+
+ private:
+  void release() noexcept {
+    if (held_ != nullptr) held_->fetch_sub(1);
+    held_ = nullptr;
+  }
+  std::atomic<std::size_t>* held_ = nullptr;
+};
+
+/// One image on its way through the stages.
+struct Work {
+  std::size_t item = 0;
+  cv::Mat image;
+  HeldImage held;
+  ImageMetadata metadata;  ///< what the output keeps (none with strip_metadata)
+  bool gpu_codec = false;           ///< GPU JPEG item: `bytes` holds the file, then the output
+  std::vector<std::uint8_t> bytes;
+};
+
+class Pipeline {
+ public:
+  Pipeline(const std::vector<BatchItem>& items, const BatchOptions& options, const ItemObserver& observer)
+      : items_(items),
+        options_(options),
+        observer_(observer),
+        reports_(items.size()),
+        started_(items.size()),
+        jobs_(options.jobs == 0 ? 1 : options.jobs) {
+    lane_devices_ = options.devices.empty() ? std::vector<int>{options.convolve.device} : options.devices;
+    const std::size_t per_lane = options.filter_threads_per_device == 0 ? 1 : options.filter_threads_per_device;
+    threads_per_lane_ = per_lane;
+    gpu_codec_ = static_cast<bool>(options.use_gpu_codec);
+    // GPU JPEG items pass through the filter queue as compressed bytes on their way to the
+    // device's JPEG pipeline, which batches them: room for a batch keeps the readers going.
+    const std::size_t queued = gpu_codec_ ? per_lane + std::max<std::size_t>(options.jpeg_pipeline.batch, 1) : per_lane;
+    for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
+      filter_queues_.push_back(std::make_unique<BoundedQueue<Work>>(queued));
+    if (gpu_codec_) jpeg_works_.resize(items.size());
+    // Room for one finished image per filter thread: writers take them as soon as they are free.
+    write_queue_ = std::make_unique<BoundedQueue<Work>>(per_lane * lane_devices_.size());
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      reports_[i].input = items[i].input;
+      reports_[i].output = items[i].output;
+    }
+  }
+
+  BatchSummary run() {
+    const auto start = Clock::now();
+    for (std::size_t i = 0; i < items_.size(); ++i) {
+      if (kept_existing(i)) skip_existing(i, kExistsReason);
+      else todo_.push_back(i);
+    }
+    run_stages();
+    if (batch_error_) std::rethrow_exception(batch_error_);
+    for (std::size_t i = 0; i < items_.size(); ++i)
+      if (reports_[i].status == ItemStatus::pending) skip_stopped(i);
+
+    BatchSummary summary;
+    summary.items = std::move(reports_);
+    for (const ItemReport& r : summary.items) {
+      summary.ok += r.status == ItemStatus::ok;
+      summary.failed += r.status == ItemStatus::failed;
+      summary.skipped += r.status == ItemStatus::skipped;
+    }
+    summary.existing_outputs = existing_outputs_;
+    summary.lost_races = lost_races_;
+    summary.not_started = not_started_;
+    summary.stop_requested = stop_requested_;
+    summary.wall_ms = ms_since(start);
+    summary.gpu_setup_ms = std::max(gpu_setup_ms_, jpeg_stats_.setup_ms);
+    summary.gpu_jpeg = jpeg_stats_;
+    summary.peak_images_held = peak_held_images_.load();
+    summary.first_failure = first_failure_;
+    summary.exit_code = batch_exit_code(summary, options_.fail_fast);
+    return summary;
+  }
+
+ private:
+  void run_stages() {
+    std::vector<std::jthread> decoders, filters, writers;
+    try {
+      // Each device's JPEG pipeline starts its nvJPEG set-up now, while the readers load files.
+      if (gpu_codec_)
+        for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane) {
+          ConvolveOptions convolve_options = options_.convolve;
+          convolve_options.device = lane_devices_[lane];
+          jpeg_pipelines_.push_back(std::make_unique<codec::JpegPipeline>(
+              lane_devices_[lane], options_.skip_filter ? nullptr : &options_.filter, convolve_options,
+              options_.jpeg_output, options_.jpeg_pipeline,
+              [this](std::size_t item, codec::JpegJobResult result) { gpu_codec_done(item, std::move(result)); }));
+        }
+      for (std::size_t i = 0; i < jobs_; ++i) decoders.emplace_back([this] { decode_loop(); });
+      if (!options_.skip_filter || gpu_codec_)
+        for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
+          for (std::size_t t = 0; t < threads_per_lane_; ++t) filters.emplace_back([this, lane] { filter_loop(lane); });
+      for (std::size_t i = 0; i < jobs_; ++i) writers.emplace_back([this] { write_loop(); });
+    } catch (...) {
+      // A thread could not start: unblock the others so the jthreads can join, then report.
+      stopping_ = true;
+      for (auto& queue : filter_queues_) queue->close();
+      for (auto& pipeline : jpeg_pipelines_) pipeline->finish();
+      write_queue_->close();
+      throw;
+    }
+    // Each stage ends when the one before it has ended and its queue is drained.
+    for (auto& t : decoders) t.join();
+    for (auto& queue : filter_queues_) queue->close();
+    for (auto& t : filters) t.join();
+    for (auto& pipeline : jpeg_pipelines_) {
+      pipeline->finish();
+      jpeg_stats_ += pipeline->stats();
+    }
+    write_queue_->close();
+    for (auto& t : writers) t.join();
+  }
+
+  void decode_loop() {
+    if (!options_.skip_filter) lower_thread_priority(kCodecNiceSteps);
+    while (!halted()) {
+      const std::size_t position = next_todo_++;
+      if (position >= todo_.size()) return;
+      const std::size_t item = todo_[position];
+      if (kept_existing(item)) {  // written meanwhile by another process: no need to decode it
+        skip_existing(item, kAppearedReason, true);
+        continue;
+      }
+      started_[item] = Clock::now();
+      Work work{item, {}, HeldImage(held_images_, peak_held_images_), {}, false, {}};
+      work.gpu_codec = gpu_codec_ && options_.use_gpu_codec(items_[item]);
+      const bool decoded = attempt(item, [&] {
+        const std::string& output = items_[item].output;
+        check_output_extension(output);  // before the read: a wrong extension needs no decoding
+        const auto t = Clock::now();
+        if (work.gpu_codec) {  // the filter thread decodes it
+          check_output_format(output, CV_8U, 3);
+          work.bytes = codec::read_jpeg_file(items_[item].input, options_.read_limits.max_pixels);
+          reports_[item].times.read_ms = ms_since(t);
+          return;
+        }
+        work.image = read_image(items_[item].input, options_.read_limits);
+        // Read only where it is used: an output format that holds metadata, or --auto-orient.
+        if ((!options_.strip_metadata && !metadata_kept_by(output).empty()) || options_.auto_orient)
+          work.metadata = read_metadata(items_[item].input);
+        if (options_.auto_orient) auto_orient(work.image, work.metadata);
+        if (options_.strip_metadata) work.metadata = {};
+        reports_[item].times.read_ms = ms_since(t);
+        const int depth = options_.skip_filter ? work.image.depth()
+                                               : resolve_output_depth(work.image.depth(), options_.convolve.depth);
+        check_output_format(output, depth, work.image.channels());
+      });
+      if (!decoded) continue;
+      // Round-robin over the devices by position, so the assignment does not depend on timing.
+      const std::size_t lane = position % lane_devices_.size();
+      const bool to_gpu = !options_.skip_filter || work.gpu_codec;
+      if (to_gpu) reports_[item].device = lane_devices_[lane];
+      BoundedQueue<Work>& next = to_gpu ? *filter_queues_[lane] : *write_queue_;
+      if (!next.push(std::move(work))) skip_stopped(item);
+    }
+  }
+
+  void filter_loop(std::size_t lane) {
+    ConvolveOptions convolve_options = options_.convolve;
+    convolve_options.device = lane_devices_[lane];
+    // This thread's stream, device planes and pinned staging, grown to the largest image and
+    // reused: no per-image allocation (cudaFree waits for the whole device, stalling the other
+    // filter threads) and asynchronous copies.
+    GpuWorkspace workspace;
+    // Before the first image arrives (decoding it takes longer than this on most machines).
+    const auto setup_start = Clock::now();
+    try {
+      if (options_.wait_for_gpu) options_.wait_for_gpu();
+    } catch (...) {
+      // Stop the batch; the loop below still drains this queue, so no decoder waits forever.
+      std::lock_guard lock(mutex_);
+      if (!batch_error_) batch_error_ = std::current_exception();
+      stopping_ = true;
+    }
+    if (convolve_options.variant != Variant::opencv && !stopping_) workspace.prepare(convolve_options.device);
+    {
+      const double setup_ms = ms_since(setup_start);
+      std::lock_guard lock(mutex_);
+      gpu_setup_ms_ = std::max(gpu_setup_ms_, setup_ms);
+    }
+    while (auto work = filter_queues_[lane]->pop()) {
+      const std::size_t item = work->item;
+      if (halted()) {
+        skip_stopped(item);
+        continue;
+      }
+      if (work->gpu_codec) {
+        // Kept here until the pipeline is done with it (gpu_codec_done); the pipeline reads its bytes.
+        Work& kept = jpeg_works_[item];
+        kept = std::move(*work);
+        jpeg_pipelines_[lane]->submit(item, kept.bytes);
+        continue;
+      }
+      filter_one(*work, convolve_options, workspace);
+    }
+  }
+
+  /// A GPU JPEG item back from its pipeline (on a pipeline thread): to the writers, or failed.
+  void gpu_codec_done(std::size_t item, codec::JpegJobResult r) {
+    Work w = std::move(jpeg_works_[item]);
+    ItemReport& report = reports_[item];
+    report.decoder = r.decoder.empty() ? report.decoder : r.decoder;
+    report.encoder = r.encoder.empty() ? report.encoder : r.encoder;
+    report.decoder_fallback = r.decoder_fallback;
+    report.variant_used = r.variant_used;
+    report.gpu_fallback = r.gpu_fallback;
+    report.times.read_ms += r.decode_ms;  // read and decode, as on OpenCV's path
+    report.times.filter_ms = r.filter_ms;
+    report.times.write_ms = r.encode_ms;  // encode; the writer adds the write
+    if (r.error) {
+      fail(item, exit_code_for(r.error->kind()), r.error->what());
+      return;
+    }
+    w.bytes = std::move(r.encoded);
+    if (!write_queue_->push(std::move(w))) skip_stopped(item);
+  }
+
+  /// One decoded image through convolve().
+  void filter_one(Work& work, const ConvolveOptions& convolve_options, GpuWorkspace& workspace) {
+    const std::size_t item = work.item;
+    const bool filtered = attempt(item, [&] {
+      ConvolveResult result = convolve(work.image, options_.filter, convolve_options, workspace);
+      work.image = std::move(result.image);
+      reports_[item].times.filter_ms = result.times.kernel_ms;
+      reports_[item].times.upload_ms = result.times.upload_ms;
+      reports_[item].times.download_ms = result.times.download_ms;
+      reports_[item].gpu_fallback = std::move(result.fallback_reason);
+      reports_[item].variant_used = result.variant_used;
+    });
+    if (filtered && !write_queue_->push(std::move(work))) skip_stopped(item);
+  }
+
+  void write_loop() {
+    if (!options_.skip_filter) lower_thread_priority(kCodecNiceSteps);
+    while (auto work = write_queue_->pop()) {
+      const std::size_t item = work->item;
+      if (halted()) {
+        skip_stopped(item);
+        continue;
+      }
+      bool lost_race = kept_existing(item);  // no need to encode it
+      const bool written = lost_race || attempt(item, [&] {
+        const auto t = Clock::now();
+        try {
+          if (work->gpu_codec) {
+            write_encoded_atomic(items_[item].output, work->bytes, options_.overwrite);
+          } else {
+            WriteOptions write = options_.write;
+            write.overwrite = options_.overwrite;
+            write.metadata = &work->metadata;
+            write_image_atomic(items_[item].output, work->image, write);
+          }
+        } catch (const Error&) {
+          // The no-replace publish found the name taken: another process finished first.
+          lost_race = kept_existing(item);
+          if (!lost_race) throw;
+        }
+        reports_[item].times.write_ms += ms_since(t);
+      });
+      work->image.release();
+      if (lost_race) skip_existing(item, kAppearedReason, true);
+      else if (written) finish(item, ItemStatus::ok);
+    }
+  }
+
+  /// Whether the batch takes no more work: a failure under --fail-fast, an unusable GPU, or
+  /// BatchOptions::stop_requested (remembered, so the reason is stable once seen).
+  bool halted() {
+    if (!stop_requested_ && options_.stop_requested && options_.stop_requested()) stop_requested_ = true;
+    return stopping_ || stop_requested_;
+  }
+
+  /// Reports an item the batch stopped before finishing.
+  void skip_stopped(std::size_t item) {
+    const std::string_view reason = batch_error_ ? kNoGpuReason : stopping_ ? kStoppedReason : kInterruptedReason;
+    ++not_started_;
+    finish(item, ItemStatus::skipped, std::string(reason));
+  }
+
+  /// Whether an existing output keeps `item` from being written (no --overwrite).
+  bool kept_existing(std::size_t item) const {
+    std::error_code ec;
+    return !options_.overwrite && std::filesystem::exists(std::filesystem::symlink_status(items_[item].output, ec));
+  }
+
+  void skip_existing(std::size_t item, std::string_view reason, bool appeared = false) {
+    ++existing_outputs_;
+    lost_races_ += appeared;
+    finish(item, ItemStatus::skipped, std::string(reason));
+  }
+
+  /// Runs one stage of one item; a failure is recorded and reported, and the batch goes on.
+  template <class Step>
+  bool attempt(std::size_t item, Step&& step) {
+    try {
+      step();
+      return true;
+    } catch (const Error& e) {
+      fail(item, exit_code_for(e.kind()), e.what());
+    } catch (const std::exception& e) {
+      fail(item, ExitCode::internal, std::string("internal error: ") + e.what());
+    }
+    return false;
+  }
+
+  void fail(std::size_t item, ExitCode code, std::string reason) {
+    // Messages of read_image start with the input path, which the report names already.
+    const std::string prefix = items_[item].input + ": ";
+    if (reason.starts_with(prefix)) reason.erase(0, prefix.size());
+    finish(item, ItemStatus::failed, std::move(reason), code);
+  }
+
+  void finish(std::size_t item, ItemStatus status, std::string reason = {}, ExitCode code = ExitCode::ok) {
+    std::lock_guard lock(mutex_);
+    ItemReport& report = reports_[item];
+    report.status = status;
+    report.reason = std::move(reason);
+    report.exit_code = code;
+    if (started_[item] != Clock::time_point{}) report.times.total_ms = ms_since(started_[item]);
+    if (status == ItemStatus::failed) {
+      if (first_failure_ == ExitCode::ok) first_failure_ = code;
+      if (options_.fail_fast) stopping_ = true;
+    }
+    ++done_;
+    if (observer_) {
+      try {
+        observer_(report, done_, reports_.size());
+      } catch (...) {
+        // Reporting must not take the pipeline down; the summary still has the item.
+      }
+    }
+  }
+
+  const std::vector<BatchItem>& items_;
+  const BatchOptions& options_;
+  const ItemObserver& observer_;
+  std::vector<ItemReport> reports_;
+  std::vector<Clock::time_point> started_;
+  std::size_t jobs_;
+  std::size_t threads_per_lane_ = 1;
+  std::vector<int> lane_devices_;
+  std::vector<std::size_t> todo_;  ///< items to process (existing outputs already skipped)
+  std::atomic<std::size_t> existing_outputs_{0};
+  std::atomic<std::size_t> lost_races_{0};
+  std::atomic<std::size_t> not_started_{0};
+  std::atomic<std::size_t> next_todo_{0};
+  std::atomic<bool> stopping_{false};
+  bool gpu_codec_ = false;  ///< BatchOptions::use_gpu_codec is set
+  std::atomic<bool> stop_requested_{false};  ///< BatchOptions::stop_requested returned true
+  std::atomic<std::size_t> held_images_{0};       ///< images being decoded, queued, filtered or encoded
+  std::atomic<std::size_t> peak_held_images_{0};
+  std::vector<std::unique_ptr<BoundedQueue<Work>>> filter_queues_;  ///< one per device
+  std::vector<std::unique_ptr<codec::JpegPipeline>> jpeg_pipelines_;  ///< one per device, with use_gpu_codec
+  codec::JpegPipelineStats jpeg_stats_;
+  std::vector<Work> jpeg_works_;  ///< GPU JPEG items held while their pipeline works on them, by item
+  std::unique_ptr<BoundedQueue<Work>> write_queue_;
+  std::mutex mutex_;  ///< guards finishing: status, counters, the observer call
+  std::size_t done_ = 0;
+  double gpu_setup_ms_ = 0;
+  ExitCode first_failure_ = ExitCode::ok;
+  std::exception_ptr batch_error_;  ///< what wait_for_gpu threw: the batch stops and run() rethrows it
+};
+
+}  // namespace
+
+std::string_view to_string(ItemStatus status) noexcept {
+  switch (status) {
+    case ItemStatus::pending: return "pending";
+    case ItemStatus::ok: return "ok";
+    case ItemStatus::failed: return "failed";
+    case ItemStatus::skipped: return "skipped";
+  }
+  return "?";
+}
+
+ExitCode batch_exit_code(const BatchSummary& summary, bool fail_fast) {
+  if (summary.failed == 0) return ExitCode::ok;
+  if (fail_fast || summary.ok + summary.failed == 1) return summary.first_failure;
+  return ExitCode::some_inputs_failed;
+}
+
+BatchSummary run_batch(const std::vector<BatchItem>& items, const BatchOptions& options,
+                       const ItemObserver& on_item_done) {
+  return Pipeline(items, options, on_item_done).run();
+}
+
+}  // namespace cuconv::batch

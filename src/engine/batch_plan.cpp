@@ -1,0 +1,171 @@
+// Batch planning: input lists, directory expansion, output names, sharding.
+#include "engine/batch_plan.hpp"
+
+#include "common/whole_number.hpp"
+
+#include <cuconv/error.hpp>
+#include <cuconv/image_io.hpp>
+
+#include <algorithm>
+#include <cctype>
+#include <filesystem>
+#include <istream>
+#include <map>
+
+namespace cuconv::batch {
+
+namespace fs = std::filesystem;
+
+namespace {
+
+bool is_blank(std::string_view line) {
+  return std::all_of(line.begin(), line.end(), [](unsigned char c) { return std::isspace(c) != 0; });
+}
+
+bool is_temp_file(const fs::path& path) { return path.filename().string().starts_with(kTempFilePrefix); }
+
+/// Image files of `dir` (and below, when recursive), appended to `files`.
+template <class Iterator>
+void add_directory_images(const fs::path& dir, std::vector<std::string>& files) {
+  std::error_code ec;
+  for (Iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
+    const fs::path& path = it->path();
+    std::error_code type_ec;
+    if (it->is_regular_file(type_ec) && has_image_extension(path.string()) && !is_temp_file(path))
+      files.push_back(path.lexically_normal().string());
+  }
+  if (ec) throw Error(ErrorKind::bad_input, dir.string() + ": cannot list the directory: " + ec.message());
+}
+
+/// Text after the last `%s` of a template (all of it when there is none): where an extension
+/// of the template's own would be.
+std::string_view template_tail(std::string_view name_template) {
+  const auto last = name_template.rfind("%s");
+  return last == std::string_view::npos ? name_template : name_template.substr(last + 2);
+}
+
+/// An environment variable or option value as a whole number; unset (nullptr) gives nullopt.
+std::optional<long long> parse_integer(const char* text) {
+  return text == nullptr ? std::nullopt : detail::parse_whole_number<long long>(text);
+}
+
+}  // namespace
+
+std::vector<std::string> read_path_list(std::istream& in) {
+  std::vector<std::string> paths;
+  std::string line;
+  while (std::getline(in, line)) {
+    if (!line.empty() && line.back() == '\r') line.pop_back();
+    if (!is_blank(line)) paths.push_back(line);
+  }
+  return paths;
+}
+
+std::vector<std::string> collect_inputs(const std::vector<std::string>& paths, bool recursive) {
+  std::vector<std::string> files;
+  for (const std::string& path : paths) {
+    std::error_code ec;
+    if (fs::is_directory(path, ec)) {
+      if (recursive)
+        add_directory_images<fs::recursive_directory_iterator>(path, files);
+      else
+        add_directory_images<fs::directory_iterator>(path, files);
+    } else {
+      files.push_back(fs::path(path).lexically_normal().string());
+    }
+  }
+  std::sort(files.begin(), files.end());
+  files.erase(std::unique(files.begin(), files.end()), files.end());
+  return files;
+}
+
+void check_name_template(std::string_view name_template, std::size_t input_count) {
+  const std::string quoted = "--name '" + std::string(name_template) + "'";
+  if (name_template.empty()) throw Error(ErrorKind::usage, quoted + ": the name template is empty");
+  if (name_template.find('/') != std::string_view::npos)
+    throw Error(ErrorKind::usage, quoted + ": a file name, not a path (outputs go to --out-dir)");
+  bool has_stem = false;
+  for (std::size_t i = 0; i < name_template.size(); ++i) {
+    if (name_template[i] != '%') continue;
+    const char next = i + 1 < name_template.size() ? name_template[i + 1] : '\0';
+    if (next != 's' && next != '%')
+      throw Error(ErrorKind::usage, quoted + ": only %s (the input's name without extension) and %% may follow '%'");
+    has_stem = has_stem || next == 's';
+    ++i;
+  }
+  if (!has_stem && input_count > 1)
+    throw Error(ErrorKind::usage, quoted + ": has no %s, so all " + std::to_string(input_count) +
+                                      " inputs would be written to one file");
+}
+
+bool template_has_extension(std::string_view name_template) {
+  return template_tail(name_template).find('.') != std::string_view::npos;
+}
+
+std::string output_name(std::string_view name_template, const std::string& input) {
+  const fs::path in(input);
+  std::string name;
+  for (std::size_t i = 0; i < name_template.size(); ++i) {
+    if (name_template[i] == '%' && i + 1 < name_template.size()) {
+      ++i;
+      if (name_template[i] == 's') name += in.stem().string();
+      else name += name_template[i];  // "%%"; check_name_template refuses anything else
+    } else {
+      name += name_template[i];
+    }
+  }
+  if (!template_has_extension(name_template)) name += in.extension().string();
+  return name;
+}
+
+std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs, const std::string& out_dir,
+                                    std::string_view name_template) {
+  std::vector<BatchItem> items;
+  items.reserve(inputs.size());
+  std::map<std::string, const std::string*> input_of_output;
+  for (const std::string& input : inputs) {
+    std::string output = (fs::path(out_dir) / output_name(name_template, input)).lexically_normal().string();
+    const auto [it, inserted] = input_of_output.emplace(output, &input);
+    if (!inserted)
+      throw Error(ErrorKind::usage, *it->second + " and " + input + " would both be written to " + output +
+                                        "; choose a --name that keeps them apart, or run them separately");
+    items.push_back({input, std::move(output)});
+  }
+  return items;
+}
+
+Shard parse_shard(std::string_view text) {
+  const auto fail = [&] {
+    return Error(ErrorKind::usage, "--shard '" + std::string(text) + "': expected I/N with 0 <= I < N, e.g. 0/4");
+  };
+  const auto slash = text.find('/');
+  if (slash == std::string_view::npos) throw fail();
+  const std::string index_text(text.substr(0, slash));
+  const std::string count_text(text.substr(slash + 1));
+  const auto index = parse_integer(index_text.c_str());
+  const auto count = parse_integer(count_text.c_str());
+  if (!index || !count || *index < 0 || *count < 1 || *index >= *count) throw fail();
+  return {static_cast<std::size_t>(*index), static_cast<std::size_t>(*count)};
+}
+
+std::optional<Shard> slurm_array_shard(const EnvironmentLookup& env) {
+  const char* id_text = env("SLURM_ARRAY_TASK_ID");
+  const char* count_text = env("SLURM_ARRAY_TASK_COUNT");
+  if (id_text == nullptr || count_text == nullptr) return std::nullopt;
+  const auto id = parse_integer(id_text);
+  const auto count = parse_integer(count_text);
+  const char* min_text = env("SLURM_ARRAY_TASK_MIN");
+  const char* step_text = env("SLURM_ARRAY_TASK_STEP");
+  const auto min = min_text != nullptr ? parse_integer(min_text) : std::optional<long long>(0);
+  const auto step = step_text != nullptr ? parse_integer(step_text) : std::optional<long long>(1);
+  const std::string described = std::string("SLURM_ARRAY_TASK_ID=") + id_text + ", SLURM_ARRAY_TASK_COUNT=" +
+                                count_text + (min_text ? std::string(", SLURM_ARRAY_TASK_MIN=") + min_text : "") +
+                                (step_text ? std::string(", SLURM_ARRAY_TASK_STEP=") + step_text : "");
+  if (!id || !count || !min || !step || *count < 1 || *step < 1 || *id < *min || (*id - *min) % *step != 0 ||
+      (*id - *min) / *step >= *count)
+    throw Error(ErrorKind::usage, described + ": not a task of a contiguous array (--array=A-B or A-B:S); "
+                                              "give --shard I/N explicitly");
+  return Shard{static_cast<std::size_t>((*id - *min) / *step), static_cast<std::size_t>(*count)};
+}
+
+}  // namespace cuconv::batch

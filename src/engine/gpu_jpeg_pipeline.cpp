@@ -1,0 +1,443 @@
+// The GPU JPEG pipeline (jpeg_filter.hpp): per device a decode thread (batched nvJPEG decode) and
+// encoder threads (filter straight from the decoded device image on their own stream, then the
+// nvJPEG encode from the filtered one); files nvJPEG refuses take OpenCV's decoder, filter and
+// encoder on an encoder thread.
+#include "engine/gpu_jpeg_route.hpp"
+
+#include "engine/bounded_queue.hpp"
+#include "codec/jpeg_markers.hpp"
+#include "gpu/memory/device_memory.hpp"
+#include "codec/nvjpeg_codec.hpp"
+
+#include <opencv2/imgcodecs.hpp>
+
+#include <algorithm>
+#include <chrono>
+#include <thread>
+
+namespace cuconv::codec {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+}
+
+/// APP segments worth copying into an output of `channels` colour channels decoded from a file
+/// with these markers: an ICC profile of a CMYK file does not describe the BGR result.
+std::vector<std::span<const std::uint8_t>> segments_to_copy(const JpegMarkers& markers) {
+  std::vector<std::span<const std::uint8_t>> kept;
+  for (const auto& segment : markers.copied_segments) {
+    const bool icc = segment.size() >= 16 && segment[1] == 0xE2 &&
+                     std::equal(segment.begin() + 4, segment.begin() + 15, "ICC_PROFILE");
+    if (icc && markers.components == 4) continue;
+    kept.push_back(segment);
+  }
+  return kept;
+}
+
+}  // namespace
+
+namespace {
+
+/// A submitted file on its way to the decoder.
+struct Entry {
+  std::size_t id = 0;
+  std::span<const std::uint8_t> file;
+  JpegPlan plan;
+};
+
+/// A decoded file (or one for OpenCV) on its way to an encoder thread.
+struct Decoded {
+  Entry entry;
+  DecodedJpeg image;
+  double decode_ms = 0;
+};
+
+/// The pixel bytes a plan decodes to.
+std::size_t decoded_bytes(const JpegPlan& plan) {
+  return static_cast<std::size_t>(plan.width) * static_cast<std::size_t>(plan.height) *
+         static_cast<std::size_t>(std::max(plan.channels, 1));
+}
+
+JpegJobResult failed(const Error& error) {
+  JpegJobResult r;
+  r.error = error;
+  return r;
+}
+
+}  // namespace
+
+/// A small baseline 4:2:0 colour JPEG: what the decode thread decodes once while the readers load
+/// the first files, so that the JPEG engine's first use is not paid by the first batch.
+std::vector<std::uint8_t> warm_up_jpeg() {
+  const cv::Mat image(16, 16, CV_8UC3, cv::Scalar(64, 128, 192));
+  std::vector<std::uint8_t> bytes;
+  cv::imencode(".jpg", image, bytes, {cv::IMWRITE_JPEG_QUALITY, 90});
+  return bytes;
+}
+
+struct JpegPipeline::State {
+  State(int device_, const Filter* filter_, const ConvolveOptions& options_, const JpegOutputOptions& output_,
+        const JpegPipelineOptions& sizes_, Done done_)
+      : device(device_),
+        filter(filter_),
+        options(options_),
+        output(output_),
+        sizes(sizes_),
+        done(std::move(done_)),
+        input(std::max<std::size_t>(sizes_.batch, 1) * 2),
+        // Room for a whole decoded batch: the decoder goes on to the next batch at once, while the
+        // encoder threads work through this one.
+        decoded(std::max<std::size_t>(sizes_.batch, 1) + std::max<std::size_t>(sizes_.encoders, 1) * 2) {
+    options.device = device;
+  }
+
+  int device;
+  const Filter* filter;
+  ConvolveOptions options;
+  JpegOutputOptions output;
+  JpegPipelineOptions sizes;
+  Done done;
+  const Clock::time_point started = Clock::now();
+  mutable std::mutex stats_mutex;
+  JpegPipelineStats stats;
+  batch::BoundedQueue<Entry> input;
+  batch::BoundedQueue<Decoded> decoded;
+  DeviceImagePool pool;
+  std::mutex planners_mutex;
+  std::vector<std::unique_ptr<GpuJpegCodec>> planners;  ///< header readers for submit(), one per caller at a time
+  std::thread decoder;
+  std::vector<std::thread> encoders;
+  bool finished = false;
+
+  void finish_with(std::size_t id, JpegJobResult result) noexcept {
+    {
+      const double now = ms_since(started);
+      const std::lock_guard lock(stats_mutex);
+      if (stats.first_result_ms == 0) stats.first_result_ms = now;
+      stats.last_result_ms = std::max(stats.last_result_ms, now);
+    }
+    try {
+      done(id, std::move(result));
+    } catch (...) {
+      // The caller's bookkeeping failed; nothing here can report it better.
+    }
+  }
+
+  JpegPlan plan(std::span<const std::uint8_t> file) {
+    std::unique_ptr<GpuJpegCodec> planner;
+    {
+      const std::lock_guard lock(planners_mutex);
+      if (!planners.empty()) {
+        planner = std::move(planners.back());
+        planners.pop_back();
+      }
+    }
+    if (!planner) planner = std::make_unique<GpuJpegCodec>(device);
+    JpegPlan p = planner->plan(file);
+    const std::lock_guard lock(planners_mutex);
+    planners.push_back(std::move(planner));
+    return p;
+  }
+
+  /// Batches of queued files through nvJPEG's decoder; bad files end here, the rest go on.
+  void decode_loop() {
+    std::optional<GpuJpegCodec> codec;
+    std::optional<detail::CudaStream> stream;
+    std::optional<Error> setup_error;
+    const auto set_up = [&] {
+      try {
+        codec.emplace(device);
+        codec->prepare_decoder();
+        stream.emplace();
+        const std::vector<std::uint8_t> tiny = warm_up_jpeg();
+        for (DecodedJpeg& d : codec->decode({std::span<const std::uint8_t>(tiny)}, stream->get(), &pool))
+          pool.give(std::move(d.image));
+        setup_error.reset();
+      } catch (const Error& e) {
+        codec.reset();
+        setup_error = e;
+      } catch (const std::exception& e) {
+        codec.reset();
+        setup_error = Error(ErrorKind::internal, std::string("internal error: ") + e.what());
+      }
+    };
+    set_up();
+    JpegPipelineStats mine;
+    mine.setup_ms = ms_since(started);
+    // The first batches are small, so that the encoder threads start early; then full size.
+    constexpr std::size_t kFirstBatch = 8;
+    std::size_t most = std::min<std::size_t>(std::max<std::size_t>(sizes.batch, 1), kFirstBatch);
+    std::size_t full = std::max<std::size_t>(sizes.batch, 1);
+    while (true) {
+      auto t = Clock::now();
+      std::vector<Entry> batch = input.pop_some(most, std::chrono::milliseconds(2));
+      mine.decoder_waiting_ms += ms_since(t);
+      if (batch.empty()) break;
+      if (!codec) set_up();
+      if (!codec) {
+        for (Entry& e : batch) finish_with(e.id, failed(*setup_error));
+        continue;
+      }
+      std::vector<std::span<const std::uint8_t>> files;
+      std::vector<JpegPlan> plans;
+      for (const Entry& e : batch) {
+        files.push_back(e.file);
+        plans.push_back(e.plan);
+        if (e.plan.decodable()) {  // large images make the next batches smaller
+          const std::size_t bytes = std::max<std::size_t>(decoded_bytes(e.plan), 1);
+          full = std::clamp<std::size_t>(sizes.batch_bytes / bytes, 1, std::max<std::size_t>(sizes.batch, 1));
+        }
+      }
+      most = std::min(full, most * 2);
+      std::vector<DecodedJpeg> images;
+      t = Clock::now();
+      try {
+        images = codec->decode(files, stream->get(), &pool, std::move(plans));
+        mine.decode_ms += ms_since(t);
+        ++mine.batches;
+      } catch (const std::exception& e) {
+        codec.reset();  // the device failed as a whole: this batch fails, the next starts afresh
+        stream.reset();
+        const auto* error = dynamic_cast<const Error*>(&e);
+        const Error why = error != nullptr ? *error : Error(ErrorKind::internal, std::string("internal error: ") + e.what());
+        for (Entry& entry : batch) finish_with(entry.id, failed(why));
+        continue;
+      }
+      const double share = ms_since(t) / static_cast<double>(batch.size());
+      t = Clock::now();
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        if (!images[i].bad_file.empty()) {
+          finish_with(batch[i].id, failed(Error(ErrorKind::bad_input, images[i].bad_file)));
+          continue;
+        }
+        mine.files += images[i].view.data != nullptr;
+        Decoded d{std::move(batch[i]), std::move(images[i]), share};
+        if (!decoded.push(std::move(d))) break;  // not reached: closed only after this thread ends
+      }
+      mine.decoder_blocked_ms += ms_since(t);
+    }
+    const std::lock_guard lock(stats_mutex);
+    stats += mine;
+  }
+
+  /// Decoded images through the filter and nvJPEG's encoder; files for OpenCV through OpenCV.
+  void encode_loop() {
+    std::optional<GpuJpegCodec> codec;
+    std::optional<GpuWorkspace> workspace;
+    std::optional<detail::CudaStream> stream;
+    JpegPipelineStats mine;
+    try {
+      set_up_encoder(codec, workspace, stream);  // before the first image; a failure is met again then
+    } catch (const Error&) {
+      codec.reset();
+    }
+    while (true) {
+      auto t = Clock::now();
+      std::optional<Decoded> d = decoded.pop();
+      mine.encoders_waiting_ms += ms_since(t);
+      if (!d) break;
+      t = Clock::now();
+      const std::size_t id = d->entry.id;
+      JpegJobResult result;
+      try {
+        if (!codec) set_up_encoder(codec, workspace, stream);
+        const JpegMarkers markers = read_jpeg_markers(d->entry.file);
+        if (!d->image.not_supported.empty()) {
+          result.decoder_fallback = "nvJPEG cannot decode it: " + d->image.not_supported;
+          run_on_opencv(d->entry.file, markers, *workspace, result);
+        } else {
+          result.decode_ms = d->decode_ms;
+          filter_and_encode(d->image, markers, *codec, *workspace, stream->get(), result);
+        }
+      } catch (const Error& e) {
+        if (e.kind() == ErrorKind::gpu) {  // the device as a whole: new states for the next image
+          codec.reset();
+          workspace.reset();
+          stream.reset();
+        }
+        result = failed(e);
+      } catch (const cv::Exception& e) {
+        result = failed(Error(ErrorKind::bad_input, std::string("OpenCV: ") + e.what()));
+      } catch (const std::exception& e) {
+        result = failed(Error(ErrorKind::internal, std::string("internal error: ") + e.what()));
+      }
+      if (result.error) result.encoded.clear();
+      pool.give(std::move(d->image.image));
+      mine.encode_ms += ms_since(t);
+      finish_with(id, std::move(result));
+    }
+    const std::lock_guard lock(stats_mutex);
+    stats += mine;
+  }
+
+  /// An encoder thread's codec, workspace and stream, and one small encode: the encoder's first
+  /// use is paid while the decoder sets up.
+  void set_up_encoder(std::optional<GpuJpegCodec>& codec, std::optional<GpuWorkspace>& workspace,
+                      std::optional<detail::CudaStream>& stream) {
+    codec.emplace(device);
+    workspace.emplace();
+    workspace->prepare(device);
+    stream.emplace();
+    const DeviceImage tiny(16, 16, 3, CV_8U);
+    const DeviceImageView v = tiny.view();
+    CUCONV_CUDA_TRY(cudaMemset2DAsync(v.data, v.pitch, 0, static_cast<std::size_t>(v.width) * 3,
+                                      static_cast<std::size_t>(v.height), stream->get()));
+    static_cast<void>(codec->encode(v, JpegEncodeOptions{}, stream->get()));
+  }
+
+  void filter_and_encode(const DecodedJpeg& in, const JpegMarkers& markers, GpuJpegCodec& codec,
+                         GpuWorkspace& workspace, StreamHandle stream, JpegJobResult& result) {
+    result.decoder = in.hardware ? "nvjpeg-hardware" : "nvjpeg-cuda";
+    const DeviceImageView source = in.view;
+    result.width = source.width;
+    result.height = source.height;
+    result.channels = source.channels;
+    DeviceImage filtered;
+    DeviceImageView filtered_view;
+    if (filter != nullptr) {
+      const auto f = Clock::now();
+      filtered = pool.take(source.width, source.height, source.channels);
+      filtered_view = fit(filtered, source.width, source.height);
+      result.variant_used = convolve(source, filtered_view, *filter, options, workspace, stream);
+      result.filter_ms = ms_since(f);
+    }
+    const auto e = Clock::now();
+    JpegEncodeOptions encode_options;
+    encode_options.quality = output.quality;
+    if (output.keep_metadata) encode_options.app_segments = segments_to_copy(markers);
+    try {
+      result.encoded = codec.encode(filter != nullptr ? filtered_view : source, encode_options, stream);
+    } catch (...) {
+      pool.give(std::move(filtered));
+      throw;
+    }
+    pool.give(std::move(filtered));  // the encode waited for the stream: the image is free
+    result.encoder = "nvjpeg";
+    result.encode_ms = ms_since(e);
+  }
+
+  /// OpenCV's decode, filter and encode for a file nvJPEG refused.
+  void run_on_opencv(std::span<const std::uint8_t> file, const JpegMarkers& markers, GpuWorkspace& workspace,
+                     JpegJobResult& result) {
+    const auto t = Clock::now();
+    const cv::Mat bytes(1, static_cast<int>(file.size()), CV_8U, const_cast<std::uint8_t*>(file.data()));
+    cv::Mat image = cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
+    if (image.empty()) throw Error(ErrorKind::bad_input, "cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
+    result.decode_ms = ms_since(t);
+    result.decoder = "opencv";
+    result.width = image.cols;
+    result.height = image.rows;
+    result.channels = image.channels();
+    if (filter != nullptr) {
+      const auto f = Clock::now();
+      ConvolveResult filtered = convolve(image, *filter, options, workspace);
+      image = std::move(filtered.image);
+      result.variant_used = filtered.variant_used;
+      result.gpu_fallback = std::move(filtered.fallback_reason);
+      result.filter_ms = ms_since(f);
+    }
+    const auto e = Clock::now();
+    std::vector<std::uint8_t> encoded;
+    if (!cv::imencode(".jpg", image, encoded, {cv::IMWRITE_JPEG_QUALITY, output.quality}))
+      throw Error(ErrorKind::output, "cannot encode image as JPEG");
+    result.encoder = "opencv";
+    result.encoded = output.keep_metadata ? insert_app_segments(encoded, segments_to_copy(markers)) : std::move(encoded);
+    result.encode_ms = ms_since(e);
+  }
+};
+
+JpegPipeline::JpegPipeline(int device, const Filter* filter, const ConvolveOptions& options,
+                           const JpegOutputOptions& output, const JpegPipelineOptions& sizes, Done done)
+    : state_(std::make_unique<State>(device, filter, options, output, sizes, std::move(done))) {
+  State& s = *state_;
+  try {
+    s.decoder = std::thread([&s] { s.decode_loop(); });
+    for (std::size_t i = 0; i < std::max<std::size_t>(sizes.encoders, 1); ++i)
+      s.encoders.emplace_back([&s] { s.encode_loop(); });
+  } catch (...) {
+    finish();
+    throw;
+  }
+}
+
+JpegPipeline::~JpegPipeline() { finish(); }
+
+void JpegPipeline::submit(std::size_t id, std::span<const std::uint8_t> file) {
+  State& s = *state_;
+  Entry entry{id, file, {}};
+  try {
+    entry.plan = s.plan(file);
+  } catch (const Error& e) {
+    s.finish_with(id, failed(e));
+    return;
+  } catch (const std::exception& e) {
+    s.finish_with(id, failed(Error(ErrorKind::internal, std::string("internal error: ") + e.what())));
+    return;
+  }
+  if (!s.input.push(std::move(entry)))
+    s.finish_with(id, failed(Error(ErrorKind::internal, "the GPU JPEG pipeline has finished")));
+}
+
+void JpegPipeline::finish() noexcept {
+  State& s = *state_;
+  if (s.finished) return;
+  s.finished = true;
+  s.input.close();
+  if (s.decoder.joinable()) s.decoder.join();
+  s.decoded.close();
+  for (std::thread& t : s.encoders)
+    if (t.joinable()) t.join();
+}
+
+JpegPipelineStats JpegPipeline::stats() const {
+  const std::lock_guard lock(state_->stats_mutex);
+  return state_->stats;
+}
+
+JpegPipelineStats& JpegPipelineStats::operator+=(const JpegPipelineStats& other) noexcept {
+  batches += other.batches;
+  files += other.files;
+  setup_ms = std::max(setup_ms, other.setup_ms);
+  decode_ms += other.decode_ms;
+  decoder_waiting_ms += other.decoder_waiting_ms;
+  decoder_blocked_ms += other.decoder_blocked_ms;
+  encode_ms += other.encode_ms;
+  encoders_waiting_ms += other.encoders_waiting_ms;
+  first_result_ms = first_result_ms == 0 ? other.first_result_ms
+                    : other.first_result_ms == 0 ? first_result_ms
+                                                 : std::min(first_result_ms, other.first_result_ms);
+  last_result_ms = std::max(last_result_ms, other.last_result_ms);
+  return *this;
+}
+
+JpegFilterJob::JpegFilterJob(int device, const Filter* filter, const ConvolveOptions& options,
+                             const JpegOutputOptions& output) {
+  JpegPipelineOptions sizes;
+  sizes.encoders = 1;
+  pipeline_ = std::make_unique<JpegPipeline>(device, filter, options, output, sizes,
+                                             [this](std::size_t id, JpegJobResult result) {
+                                               const std::lock_guard lock(mutex_);
+                                               results_.at(id) = std::move(result);
+                                             });
+}
+
+JpegFilterJob::~JpegFilterJob() = default;
+
+std::vector<JpegJobResult> JpegFilterJob::run(const std::vector<std::span<const std::uint8_t>>& files) {
+  if (!pipeline_) throw Error(ErrorKind::internal, "JpegFilterJob::run: called twice");
+  {
+    const std::lock_guard lock(mutex_);
+    results_.assign(files.size(), JpegJobResult{});
+  }
+  for (std::size_t i = 0; i < files.size(); ++i) pipeline_->submit(i, files[i]);
+  pipeline_->finish();
+  pipeline_.reset();
+  const std::lock_guard lock(mutex_);
+  return std::move(results_);
+}
+
+}  // namespace cuconv::codec

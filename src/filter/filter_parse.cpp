@@ -1,0 +1,714 @@
+/// @file filter_parse.cpp
+/// The filter formats of filter.hpp: presets, parametric filters (box:N, gaussian:R,SIGMA ...,
+/// one table: kParametric), inline strings, plain matrices and libvips .mat files. Every failure
+/// is an Error{bad_input} naming where the filter came from, the line (for files) and the problem.
+#include "cuconv/filter.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <cerrno>
+#include <charconv>
+#include <cmath>
+#include <cstdio>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
+#include <span>
+#include <string>
+#include <string_view>
+#include <system_error>
+#include <vector>
+
+#include <opencv2/imgproc.hpp>
+
+#include "cuconv/error.hpp"
+#include "filter/embedded_filters.hpp"
+#include "common/names.hpp"
+#include "common/whole_number.hpp"
+
+namespace cuconv {
+namespace {
+
+/// A filter file is a few KiB at most; the cap stops an image passed by mistake from being
+/// read whole just to report that its first bytes are not a number.
+constexpr std::size_t kMaxFilterFileBytes = 16u << 20;
+
+[[noreturn]] void throw_bad_input(const std::string& message) {
+  throw Error(ErrorKind::bad_input, message);
+}
+
+/// User text quoted in a message: shortened, and bytes outside printable ASCII replaced, so that
+/// a binary file or a very long argument still gives a readable one-line, valid UTF-8 message.
+std::string printable(std::string_view text) {
+  constexpr std::size_t kMaxShown = 200;
+  std::string out;
+  for (const char c : text.substr(0, kMaxShown)) {
+    const auto byte = static_cast<unsigned char>(c);
+    out += (byte < 0x20 || byte >= 0x7f) ? '?' : c;
+  }
+  if (text.size() > kMaxShown) out += "...";
+  return out;
+}
+
+std::string format_g9(double value) {
+  char buffer[32];
+  std::snprintf(buffer, sizeof buffer, "%.9g", value);
+  return buffer;
+}
+
+/// Where the text being parsed came from: builds "ORIGIN:LINE: PROBLEM" messages.
+struct Source {
+  std::string prefix;  ///< a path, "preset NAME" or "inline filter 'TEXT'"
+
+  /// `line` is 1-based; 0 for problems of the whole filter rather than of one line.
+  [[noreturn]] void fail(int line, const std::string& problem) const {
+    if (line > 0) throw_bad_input(prefix + ":" + std::to_string(line) + ": " + problem);
+    throw_bad_input(prefix + ": " + problem);
+  }
+};
+
+/// True for "1e-400": from_chars reports underflow and overflow alike as out of range.
+bool has_negative_exponent(std::string_view token) {
+  const std::size_t e = token.find_first_of("eE");
+  return e != std::string_view::npos && e + 1 < token.size() && token[e + 1] == '-';
+}
+
+/// One weight, header field or parameter. The whole token must be a finite number.
+double parse_number(std::string_view token, const Source& source, int line) {
+  std::string_view digits = token;
+  // from_chars rejects a leading '+', which people do write in kernels ("+1").
+  if (digits.size() > 1 && digits[0] == '+' && digits[1] != '+' && digits[1] != '-') {
+    digits.remove_prefix(1);
+  }
+  double value = 0.0;
+  const char* last = digits.data() + digits.size();
+  const auto [end, ec] = std::from_chars(digits.data(), last, value);
+  if (ec == std::errc::invalid_argument || end != last) {
+    source.fail(line, "'" + printable(token) + "' is not a number");
+  }
+  if (ec == std::errc::result_out_of_range && has_negative_exponent(token)) {
+    return digits[0] == '-' ? -0.0 : 0.0;  // below the smallest double: it is zero, as strtod says
+  }
+  if (ec == std::errc::result_out_of_range || !std::isfinite(value)) {
+    source.fail(line, "non-finite value '" + printable(token) + "'");
+  }
+  return value;
+}
+
+bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
+
+/// Blanks, and the quotation marks libvips also takes as separators (spreadsheets write "1","2").
+bool is_separator_blank(char c) { return is_blank(c) || c == '"'; }
+
+/// The numbers of one line. Blanks, quotation marks and commas separate them; a comma must follow a value, so
+/// "1, 2,3," is fine but "1,,2" (a value left out) is an error rather than a silent shift.
+std::vector<double> parse_values(std::string_view text, const Source& source, int line) {
+  std::vector<double> values;
+  bool value_since_comma = false;
+  std::size_t i = 0;
+  while (i < text.size()) {
+    if (is_separator_blank(text[i])) {
+      ++i;
+    } else if (text[i] == ',') {
+      if (!value_since_comma) source.fail(line, "missing value before ','");
+      value_since_comma = false;
+      ++i;
+    } else {
+      std::size_t end = i;
+      while (end < text.size() && !is_separator_blank(text[end]) && text[end] != ',') ++end;
+      values.push_back(parse_number(text.substr(i, end - i), source, line));
+      value_since_comma = true;
+      i = end;
+    }
+  }
+  return values;
+}
+
+/// A line that holds something once its comment is removed.
+struct ContentLine {
+  int number;  ///< 1-based
+  std::string_view text;
+};
+
+std::vector<ContentLine> content_lines(std::string_view text) {
+  std::vector<ContentLine> lines;
+  int number = 0;
+  std::size_t start = 0;
+  while (start <= text.size()) {
+    std::size_t end = text.find('\n', start);
+    if (end == std::string_view::npos) end = text.size();
+    ++number;
+    std::string_view line = text.substr(start, end - start);
+    line = line.substr(0, line.find('#'));
+    if (!std::all_of(line.begin(), line.end(), is_blank)) lines.push_back({number, line});
+    start = end + 1;
+  }
+  return lines;
+}
+
+std::string size_text(int width, int height) {
+  return std::to_string(width) + "x" + std::to_string(height);
+}
+
+std::string too_large_problem(const std::string& size) {
+  return "filter is " + size + ", the maximum side is " + std::to_string(kMaxFilterSide);
+}
+
+std::string row_problem(std::size_t count, std::size_t expected) {
+  return "row has " + std::to_string(count) + " values, expected " + std::to_string(expected);
+}
+
+Filter make_filter(int width, int height, std::vector<double> weights, std::string origin) {
+  Filter filter;
+  filter.width = width;
+  filter.height = height;
+  filter.weights = std::move(weights);
+  filter.origin = std::move(origin);
+  return filter;
+}
+
+// ---- libvips .mat header -----------------------------------------------------------------------
+
+struct MatHeader {
+  int width = 0;
+  int height = 0;
+  double scale = 1.0;
+  double offset = 0.0;
+};
+
+/// Width or height of a .mat header: a positive integer (written as a number, so "3.0" passes).
+double mat_side(double value, const Source& source, int line) {
+  if (value < 1 || value != std::floor(value)) {
+    source.fail(line, "bad header: width and height must be positive integers, got '" +
+                          format_g9(value) + "'");
+  }
+  return value;
+}
+
+MatHeader parse_mat_header(const ContentLine& line, const Source& source) {
+  const std::vector<double> fields = parse_values(line.text, source, line.number);
+  if (fields.size() < 2 || fields.size() > 4) {
+    source.fail(line.number, "bad header: expected 'WIDTH HEIGHT [SCALE [OFFSET]]', got " +
+                                 std::to_string(fields.size()) + " values");
+  }
+  const double width = mat_side(fields[0], source, line.number);
+  const double height = mat_side(fields[1], source, line.number);
+  if (width > kMaxFilterSide || height > kMaxFilterSide) {
+    source.fail(line.number, too_large_problem(format_g9(width) + "x" + format_g9(height)));
+  }
+  MatHeader header{static_cast<int>(width), static_cast<int>(height)};
+  if (fields.size() > 2) header.scale = fields[2];
+  if (fields.size() > 3) header.offset = fields[3];
+  if (header.scale == 0.0) source.fail(line.number, "scale must not be 0");
+  return header;
+}
+
+// ---- inline WxH[+X+Y]:values ------------------------------------------------------------------
+
+/// The fields of an inline filter's header, as text; empty when absent.
+struct InlineHeader {
+  std::string_view width, height, anchor_x, anchor_y;
+  std::string_view values;  ///< everything after the ':'
+};
+
+/// Matches ^\d+(x\d+)?([+-]\d+[+-]\d+)?: by hand; nullopt when `text` is not an inline filter.
+std::optional<InlineHeader> split_inline(std::string_view text) {
+  std::size_t pos = 0;
+  auto take_digits = [&]() {
+    const std::size_t start = pos;
+    while (pos < text.size() && std::isdigit(static_cast<unsigned char>(text[pos]))) ++pos;
+    return text.substr(start, pos - start);
+  };
+  auto take_signed = [&]() -> std::string_view {
+    if (pos >= text.size() || (text[pos] != '+' && text[pos] != '-')) return {};
+    const std::size_t start = pos++;
+    return take_digits().empty() ? std::string_view{} : text.substr(start, pos - start);
+  };
+  InlineHeader header;
+  header.width = take_digits();
+  if (header.width.empty()) return std::nullopt;
+  header.height = header.width;
+  if (pos < text.size() && text[pos] == 'x') {
+    ++pos;
+    header.height = take_digits();
+    if (header.height.empty()) return std::nullopt;
+  }
+  if (pos < text.size() && text[pos] != ':') {
+    header.anchor_x = take_signed();
+    header.anchor_y = take_signed();
+    if (header.anchor_x.empty() || header.anchor_y.empty()) return std::nullopt;
+  }
+  if (pos >= text.size() || text[pos] != ':') return std::nullopt;
+  header.values = text.substr(pos + 1);
+  return header;
+}
+
+/// Applies +X+Y, which must name a cell of the filter (a negative anchor would mean "centre").
+void set_inline_anchor(Filter& filter, const InlineHeader& header, const Source& source) {
+  const std::optional<int> x = detail::parse_signed_whole_number<int>(header.anchor_x);
+  const std::optional<int> y = detail::parse_signed_whole_number<int>(header.anchor_y);
+  if (!x || !y || *x < 0 || *x >= filter.width || *y < 0 || *y >= filter.height) {
+    source.fail(0, "anchor " + std::string(header.anchor_x) + std::string(header.anchor_y) +
+                       " is outside the " + size_text(filter.width, filter.height) + " filter");
+  }
+  filter.anchor_x = *x;
+  filter.anchor_y = *y;
+}
+
+// ---- parametric filters -----------------------------------------------------------------------
+// Each kind's weights are defined in docs/filters.md; the formulas there and below are the same.
+
+constexpr int kMaxRadius = (kMaxFilterSide - 1) / 2;
+
+/// The fields after "NAME:", split at ',' (gaussian also takes ImageMagick's "RxSIGMA").
+struct Params {
+  const Source& source;
+  std::vector<std::string_view> fields;
+
+  std::string_view at(std::size_t i) const { return fields[i]; }
+  double number(std::size_t i) const { return parse_number(fields[i], source, 0); }
+  double positive(std::size_t i, std::string_view what) const {
+    const double value = number(i);
+    if (!(value > 0.0)) source.fail(0, std::string(what) + " must be greater than 0");
+    return value;
+  }
+  int whole(std::size_t i, std::string_view what, int low, int high) const {
+    const std::optional<int> value = detail::parse_whole_number<int>(fields[i]);
+    if (!value || *value < low || *value > high) {
+      source.fail(0, std::string(what) + " must be an integer from " + std::to_string(low) + " to " +
+                         std::to_string(high));
+    }
+    return *value;
+  }
+};
+
+/// The radius cv::GaussianBlur picks for ksize 0 on 8-bit images: side = round(6 SIGMA + 1) | 1.
+int radius_for_sigma(double sigma, const Source& source) {
+  const double side = std::round(sigma * 6.0 + 1.0);
+  if (side > kMaxFilterSide) {
+    source.fail(0, "SIGMA " + format_g9(sigma) + " needs a radius over " + std::to_string(kMaxRadius) +
+                       " (R = 0 picks 3 SIGMA); the largest SIGMA is about 21");
+  }
+  return (static_cast<int>(side) | 1) / 2;
+}
+
+/// R from the spec, or from the largest sigma when R is 0.
+int radius_or_auto(const Params& p, double largest_sigma) {
+  const int radius = p.whole(0, "R", 0, kMaxRadius);
+  return radius > 0 ? radius : radius_for_sigma(largest_sigma, p.source);
+}
+
+/// (2R+1)^2 weights, the outer product of cv::getGaussianKernel(2R+1, SIGMA): they sum to 1.
+std::vector<double> gaussian_weights(int radius, double sigma) {
+  const int side = 2 * radius + 1;
+  const cv::Mat kernel = cv::getGaussianKernel(side, sigma, CV_64F);
+  std::vector<double> weights;
+  weights.reserve(static_cast<std::size_t>(side) * static_cast<std::size_t>(side));
+  for (int row = 0; row < side; ++row) {
+    for (int col = 0; col < side; ++col) weights.push_back(kernel.at<double>(row) * kernel.at<double>(col));
+  }
+  return weights;
+}
+
+/// Calls f(dx, dy, weight&) for each cell of a (2R+1)^2 filter: dx to the right and dy upwards
+/// from the centre cell.
+template <class F>
+void for_each_cell(int radius, std::vector<double>& weights, F f) {
+  const int side = 2 * radius + 1;
+  for (int row = 0; row < side; ++row) {
+    for (int col = 0; col < side; ++col) {
+      f(col - radius, radius - row, weights[static_cast<std::size_t>(row * side + col)]);
+    }
+  }
+}
+
+Filter square_filter(int radius, std::vector<double> weights) {
+  return make_filter(2 * radius + 1, 2 * radius + 1, std::move(weights), std::string());
+}
+
+Filter box_kind(const Params& p) {
+  const int n = p.whole(0, "N", 1, kMaxFilterSide);
+  const auto count = static_cast<std::size_t>(n) * static_cast<std::size_t>(n);
+  return make_filter(n, n, std::vector<double>(count, 1.0 / static_cast<double>(count)), std::string());
+}
+
+Filter gaussian_kind(const Params& p) {
+  const double sigma = p.positive(1, "SIGMA");
+  const int radius = radius_or_auto(p, sigma);
+  return square_filter(radius, gaussian_weights(radius, sigma));
+}
+
+Filter unsharp_kind(const Params& p) {
+  const double sigma = p.positive(1, "SIGMA");
+  const double amount = p.number(2);
+  if (amount < 0.0) p.source.fail(0, "AMOUNT must be 0 or more");
+  const int radius = radius_or_auto(p, sigma);
+  std::vector<double> weights = gaussian_weights(radius, sigma);
+  for_each_cell(radius, weights, [amount](int dx, int dy, double& w) {
+    w = (dx == 0 && dy == 0 ? 1.0 + amount : 0.0) - amount * w;
+  });
+  return square_filter(radius, std::move(weights));
+}
+
+Filter log_kind(const Params& p) {
+  const double sigma = p.positive(1, "SIGMA");
+  const int radius = radius_or_auto(p, sigma);
+  const int side = 2 * radius + 1;
+  std::vector<double> weights(static_cast<std::size_t>(side) * static_cast<std::size_t>(side));
+  const double s2 = sigma * sigma;
+  double gauss_sum = 0.0;
+  for_each_cell(radius, weights, [&](int dx, int dy, double& w) {
+    w = std::exp(-(dx * dx + dy * dy) / (2.0 * s2));
+    gauss_sum += w;
+  });
+  double sum = 0.0;
+  for_each_cell(radius, weights, [&](int dx, int dy, double& w) {
+    w = w / gauss_sum * (dx * dx + dy * dy - 2.0 * s2) / (s2 * s2);
+    sum += w;
+  });
+  const double mean = sum / static_cast<double>(weights.size());
+  for (double& w : weights) w -= mean;  // a flat image gives 0
+  return square_filter(radius, std::move(weights));
+}
+
+Filter dog_kind(const Params& p) {
+  const double sigma1 = p.positive(1, "SIGMA1");
+  const double sigma2 = p.positive(2, "SIGMA2");
+  const int radius = radius_or_auto(p, std::max(sigma1, sigma2));
+  std::vector<double> weights = gaussian_weights(radius, sigma1);
+  const std::vector<double> wide = gaussian_weights(radius, sigma2);
+  for (std::size_t i = 0; i < weights.size(); ++i) weights[i] -= wide[i];
+  return square_filter(radius, std::move(weights));
+}
+
+Filter disk_kind(const Params& p) {
+  const int radius = p.whole(0, "R", 1, kMaxRadius);
+  const int side = 2 * radius + 1;
+  std::vector<double> weights(static_cast<std::size_t>(side) * static_cast<std::size_t>(side));
+  int count = 0;
+  for_each_cell(radius, weights, [&](int dx, int dy, double& w) {
+    w = dx * dx + dy * dy <= radius * radius ? 1.0 : 0.0;
+    count += static_cast<int>(w);
+  });
+  for (double& w : weights) w /= count;
+  return square_filter(radius, std::move(weights));
+}
+
+Filter motion_kind(const Params& p) {
+  const int length = p.whole(0, "LENGTH", 1, kMaxFilterSide);
+  const double angle = p.number(1);
+  const int radius = (length | 1) / 2;
+  const double radians = angle * 3.14159265358979323846 / 180.0;
+  const double c = std::cos(radians);
+  const double s = std::sin(radians);
+  constexpr double kTolerance = 1e-9;  // cells exactly half a pixel off the line are on it
+  const int side = 2 * radius + 1;
+  std::vector<double> weights(static_cast<std::size_t>(side) * static_cast<std::size_t>(side));
+  int count = 0;
+  for_each_cell(radius, weights, [&](int dx, int dy, double& w) {
+    const double along = dx * c + dy * s;
+    const double across = -dx * s + dy * c;
+    w = std::abs(across) <= 0.5 + kTolerance && std::abs(along) <= radius + kTolerance ? 1.0 : 0.0;
+    count += static_cast<int>(w);
+  });
+  for (double& w : weights) w /= count;
+  return square_filter(radius, std::move(weights));
+}
+
+/// The parametric filters: the one list that load_filter, --list-filters, the "not a filter"
+/// message and the name suggestions read.
+struct ParametricKind {
+  ParametricFilter info;
+  std::size_t params;
+  Filter (*build)(const Params&);
+};
+
+constexpr ParametricKind kParametric[] = {
+    {{"box", "box:N", "N x N mean"}, 1, box_kind},
+    {{"gaussian", "gaussian:R,SIGMA", "Gaussian blur, (2R+1)^2; R 0: from SIGMA as cv::GaussianBlur (also RxSIGMA)"},
+     2, gaussian_kind},
+    {{"unsharp", "unsharp:R,SIGMA,AMOUNT", "sharpen: image + AMOUNT x (image - gaussian:R,SIGMA)"}, 3, unsharp_kind},
+    {{"log", "log:R,SIGMA", "Laplacian of Gaussian (edges, blobs), sums to 0"}, 2, log_kind},
+    {{"dog", "dog:R,SIGMA1,SIGMA2", "difference of Gaussians, gaussian:R,SIGMA1 - gaussian:R,SIGMA2"}, 3, dog_kind},
+    {{"disk", "disk:R", "mean over a disc of radius R (bokeh blur)"}, 1, disk_kind},
+    {{"motion", "motion:LENGTH,ANGLE", "mean along a line of LENGTH pixels at ANGLE degrees (motion blur)"}, 2,
+     motion_kind},
+};
+
+/// "NAME:PARAMS" as a parametric filter (NAME in any letter case); nullopt for another NAME.
+std::optional<Filter> load_parametric(std::string_view spec) {
+  const std::size_t colon = spec.find(':');
+  if (colon == std::string_view::npos) return std::nullopt;
+  const std::string_view name = spec.substr(0, colon);
+  for (const ParametricKind& kind : kParametric) {
+    if (!names::equal_ignoring_case(name, kind.info.name)) continue;
+    const Source source{"filter '" + printable(spec) + "'"};
+    Params params{source, {}};
+    std::string_view rest = spec.substr(colon + 1);
+    const bool magick = kind.build == gaussian_kind && rest.find(',') == std::string_view::npos;
+    const char separator = magick ? 'x' : ',';
+    while (true) {
+      const std::size_t end = rest.find(separator);
+      params.fields.push_back(rest.substr(0, end));
+      if (end == std::string_view::npos) break;
+      rest.remove_prefix(end + 1);
+    }
+    if (params.fields.size() != kind.params) {
+      source.fail(0, "expected " + std::string(kind.info.syntax) + " (" + std::to_string(kind.params) +
+                         (kind.params == 1 ? " value" : " values") + ")");
+    }
+    Filter filter = kind.build(params);
+    if (!std::all_of(filter.weights.begin(), filter.weights.end(), [](double w) { return std::isfinite(w); }))
+      source.fail(0, "the weights are not all finite numbers (a SIGMA too close to 0?)");
+    filter.origin = std::string(spec);
+    return filter;
+  }
+  return std::nullopt;
+}
+
+// ---- files and presets ------------------------------------------------------------------------
+
+bool has_mat_extension(std::string_view name) {
+  std::string extension = std::filesystem::path(name).extension().string();
+  std::transform(extension.begin(), extension.end(), extension.begin(),
+                 [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return extension == ".mat";
+}
+
+Filter parse_by_extension(std::string_view file_name, std::string_view text,
+                          std::string_view origin) {
+  return has_mat_extension(file_name) ? parse_vips_mat(text, origin)
+                                      : parse_plain_matrix(text, origin);
+}
+
+[[noreturn]] void fail_read(const std::string& path, int error) {
+  throw_bad_input("cannot read filter file '" + path + "': " + std::strerror(error));
+}
+
+struct FileCloser {
+  void operator()(std::FILE* file) const { std::fclose(file); }
+};
+
+std::string read_filter_file(const std::string& path) {
+  const std::unique_ptr<std::FILE, FileCloser> file(std::fopen(path.c_str(), "rb"));
+  if (!file) fail_read(path, errno);
+  std::string text;
+  char buffer[1 << 16];
+  std::size_t count = 0;
+  while ((count = std::fread(buffer, 1, sizeof buffer, file.get())) > 0) {
+    text.append(buffer, count);
+    if (text.size() > kMaxFilterFileBytes) {
+      throw_bad_input("filter file '" + path + "' is over 16 MiB: too large for a filter");
+    }
+  }
+  if (std::ferror(file.get())) fail_read(path, errno);
+  return text;
+}
+
+std::optional<Filter> load_preset(std::string_view name) {
+  for (std::size_t i = 0; i < detail::kEmbeddedFilterCount; ++i) {
+    const detail::EmbeddedFilter& preset = detail::kEmbeddedFilters[i];
+    if (preset.name == name) {
+      return parse_by_extension(preset.file_name, preset.text, "preset " + std::string(name));
+    }
+  }
+  return std::nullopt;
+}
+
+/// nullopt when nothing exists at `spec`, so load_filter can report "not a filter" instead.
+std::optional<Filter> load_file(std::string_view spec) {
+  const std::string path(spec);
+  std::error_code error;
+  const std::filesystem::file_status status = std::filesystem::status(path, error);
+  if (error || !std::filesystem::exists(status)) return std::nullopt;
+  if (std::filesystem::is_directory(status)) {
+    throw_bad_input("filter file '" + path + "' is a directory");
+  }
+  // Only regular files: a FIFO or device could block forever or never end.
+  if (!std::filesystem::is_regular_file(status)) {
+    throw_bad_input("filter file '" + path + "' is not a regular file");
+  }
+  return parse_by_extension(path, read_filter_file(path), path);
+}
+
+/// Whether `spec` reads as a file path rather than a name: a folder part or an extension.
+bool looks_like_path(std::string_view spec) {
+  return spec.find('/') != std::string_view::npos || std::filesystem::path(spec).has_extension();
+}
+
+/// load_filter's message when nothing matched: a missing file, or a name with the nearest
+/// preset and parametric names.
+std::string not_a_filter_message(std::string_view spec) {
+  if (looks_like_path(spec) && spec.find(':') == std::string_view::npos) {
+    return "filter file '" + printable(spec) + "': no such file";
+  }
+  const std::size_t colon = spec.find(':');
+  std::vector<std::string> candidates;
+  std::string_view word = spec;
+  if (colon != std::string_view::npos) {  // "gausian:3,1": suggest among the parametric names
+    word = spec.substr(0, colon);
+    for (const ParametricKind& kind : kParametric) candidates.emplace_back(kind.info.name);
+  } else {
+    candidates = preset_names();
+  }
+  std::vector<std::string> nearest = names::nearest_names(word, candidates);
+  if (colon != std::string_view::npos) {
+    for (std::string& name : nearest) name += ':';
+  }
+  std::string message = "filter '" + printable(spec) + "' is not a preset, a parametric filter (box:N, gaussian:R,SIGMA, ...), "
+                        "an inline WxH:... filter or a file";
+  if (!nearest.empty()) message += "; did you mean " + names::quoted_alternatives(nearest) + "?";
+  return message + " (see --list-filters)";
+}
+
+}  // namespace
+
+// ---- public API -------------------------------------------------------------------------------
+
+Filter parse_plain_matrix(std::string_view text, std::string_view origin) {
+  const Source source{std::string(origin)};
+  const std::vector<ContentLine> lines = content_lines(text);
+  if (lines.empty()) source.fail(0, "no filter values");
+
+  std::vector<double> weights;
+  std::size_t width = 0;
+  for (const ContentLine& line : lines) {
+    const std::vector<double> row = parse_values(line.text, source, line.number);
+    // A line of separators alone (quotes, commas) holds no row: say so rather than make a 0-wide filter.
+    if (row.empty()) source.fail(line.number, "no values on this line");
+    if (width == 0) width = row.size();
+    if (row.size() != width) source.fail(line.number, row_problem(row.size(), width));
+    weights.insert(weights.end(), row.begin(), row.end());
+  }
+  const std::size_t height = lines.size();
+  if (width > kMaxFilterSide || height > kMaxFilterSide) {
+    // Blame the first row when it is too wide, else the first row past the limit.
+    const int line = width > kMaxFilterSide ? lines.front().number : lines[kMaxFilterSide].number;
+    source.fail(line, too_large_problem(std::to_string(width) + "x" + std::to_string(height)));
+  }
+  return make_filter(static_cast<int>(width), static_cast<int>(height), std::move(weights),
+                     std::string(origin));
+}
+
+Filter parse_vips_mat(std::string_view text, std::string_view origin) {
+  const Source source{std::string(origin)};
+  const std::vector<ContentLine> lines = content_lines(text);
+  if (lines.empty()) source.fail(0, "no filter values");
+  const MatHeader header = parse_mat_header(lines.front(), source);
+
+  const auto rows = static_cast<std::size_t>(header.height);
+  if (lines.size() - 1 > rows) {
+    source.fail(lines[rows + 1].number,
+                "extra row: the header says " + std::to_string(rows) + " rows");
+  }
+  std::vector<double> weights;
+  for (std::size_t i = 1; i < lines.size(); ++i) {
+    const std::vector<double> row = parse_values(lines[i].text, source, lines[i].number);
+    if (row.size() != static_cast<std::size_t>(header.width)) {
+      source.fail(lines[i].number, row_problem(row.size(), static_cast<std::size_t>(header.width)));
+    }
+    for (const double value : row) weights.push_back(value / header.scale);
+  }
+  if (lines.size() - 1 < rows) {
+    source.fail(lines.back().number, "the header says " + std::to_string(rows) +
+                                         " rows, found " + std::to_string(lines.size() - 1));
+  }
+  Filter filter = make_filter(header.width, header.height, std::move(weights), std::string(origin));
+  filter.offset = header.offset;
+  return filter;
+}
+
+Filter parse_inline_filter(std::string_view text) {
+  const Source source{"inline filter '" + printable(text) + "'"};
+  const std::optional<InlineHeader> header = split_inline(text);
+  if (!header) source.fail(0, "expected WxH[+X+Y]:v,v,... or N[+X+Y]:v,v,...");
+
+  const std::optional<int> width = detail::parse_whole_number<int>(header->width);
+  const std::optional<int> height = detail::parse_whole_number<int>(header->height);
+  if (!width || !height || *width > kMaxFilterSide || *height > kMaxFilterSide) {
+    source.fail(0, too_large_problem(std::string(header->width) + "x" +
+                                     std::string(header->height)));
+  }
+  if (*width < 1 || *height < 1) source.fail(0, "width and height must be at least 1");
+
+  std::vector<double> weights = parse_values(header->values, source, 0);
+  const auto expected = static_cast<std::size_t>(*width) * static_cast<std::size_t>(*height);
+  if (weights.empty()) source.fail(0, "no filter values");
+  if (weights.size() != expected) {
+    source.fail(0, "expected " + std::to_string(expected) + " values (" +
+                       size_text(*width, *height) + "), got " + std::to_string(weights.size()));
+  }
+  Filter filter = make_filter(*width, *height, std::move(weights), "inline filter");
+  if (!header->anchor_x.empty()) set_inline_anchor(filter, *header, source);
+  return filter;
+}
+
+Filter load_filter(std::string_view spec) {
+  if (std::optional<Filter> preset = load_preset(spec)) return std::move(*preset);
+  if (std::optional<Filter> parametric = load_parametric(spec)) return std::move(*parametric);
+  if (split_inline(spec)) return parse_inline_filter(spec);
+  if (std::optional<Filter> file = load_file(spec)) return std::move(*file);
+  throw_bad_input(not_a_filter_message(spec));
+}
+
+std::span<const ParametricFilter> parametric_filters() {
+  static const std::vector<ParametricFilter> infos = [] {
+    std::vector<ParametricFilter> out;
+    for (const ParametricKind& kind : kParametric) out.push_back(kind.info);
+    return out;
+  }();
+  return infos;
+}
+
+std::string preset_summary(std::string_view name) {
+  for (std::size_t i = 0; i < detail::kEmbeddedFilterCount; ++i) {
+    const detail::EmbeddedFilter& preset = detail::kEmbeddedFilters[i];
+    if (preset.name != name) continue;
+    // The first comment line, "# NAME: what it does.", without the name and the closing mark.
+    const std::string prefix = "# " + std::string(name) + ": ";
+    const std::size_t start = preset.text.find(prefix);
+    if (start == std::string_view::npos) return {};
+    std::string_view line = preset.text.substr(start + prefix.size());
+    line = line.substr(0, line.find('\n'));
+    while (!line.empty() && (line.back() == '.' || line.back() == ',' || line.back() == ':' || is_blank(line.back())))
+      line.remove_suffix(1);
+    return std::string(line);
+  }
+  return {};
+}
+
+std::vector<std::string> preset_names() {
+  std::vector<std::string> names;
+  for (std::size_t i = 0; i < detail::kEmbeddedFilterCount; ++i) {
+    names.emplace_back(detail::kEmbeddedFilters[i].name);
+  }
+  std::sort(names.begin(), names.end());
+  return names;
+}
+
+std::string describe_filter(const Filter& filter) {
+  std::string text = filter.origin + ": " + size_text(filter.width, filter.height) +
+                     ", anchor (" + std::to_string(filter.resolved_anchor_x()) + "," +
+                     std::to_string(filter.resolved_anchor_y()) + "), offset " +
+                     format_g9(filter.offset) + "\n";
+  // Right-align each column to its widest value so the matrix reads as a grid.
+  std::vector<std::size_t> column_width(static_cast<std::size_t>(filter.width), 0);
+  for (int row = 0; row < filter.height; ++row) {
+    for (int col = 0; col < filter.width; ++col) {
+      auto& width = column_width[static_cast<std::size_t>(col)];
+      width = std::max(width, format_g9(filter.at(row, col)).size());
+    }
+  }
+  for (int row = 0; row < filter.height; ++row) {
+    for (int col = 0; col < filter.width; ++col) {
+      const std::string value = format_g9(filter.at(row, col));
+      text.append(column_width[static_cast<std::size_t>(col)] - value.size() + 2, ' ');
+      text += value;
+    }
+    text += '\n';
+  }
+  return text;
+}
+
+}  // namespace cuconv

@@ -1,0 +1,56 @@
+#pragma once
+// A convolution fully resolved from (Filter, ConvolveOptions, input depth): what both the OpenCV
+// reference and the GPU path execute. Built once in convolve.cpp.
+#include "filter/splits.hpp"
+
+#include <cuconv/convolve.hpp>
+#include <cuconv/device_image.hpp>
+
+#include <opencv2/core/mat.hpp>
+
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace cuconv::detail {
+
+struct ConvolveJob {
+  cv::Mat kernel;              ///< CV_64F, kh x kw (the weights as cv2.filter2D would get them)
+  std::vector<float> weights;  ///< the same as float, row-major: what filter2D computes with
+  std::optional<SeparableFactors> separable;  ///< set when the filter is rank 1
+  std::optional<DenseTensorSplit> dense_tensor;  ///< `tensor`'s dense split (detail::dense_tensor_for)
+  int anchor_x = 0;
+  int anchor_y = 0;
+  double delta = 0;            ///< --delta plus the filter's offset
+  Border border = Border::reflect101;
+  double border_value = 0;     ///< saturated to the input depth, as cv::copyMakeBorder does
+  int output_depth = 0;        ///< CV_8U ...
+  bool keep_alpha = false;
+  bool poison_output = false;
+  int bench_runs = 0;          ///< --bench: time the kernels this many more times
+  std::uint64_t gpu_memory_limit = 0;  ///< bytes; 0: the device's free memory less a margin
+  int max_strip_rows = 0;      ///< testing aid: force strips of at most this many output rows
+
+  [[nodiscard]] int kw() const { return kernel.cols; }
+  [[nodiscard]] int kh() const { return kernel.rows; }
+};
+
+/// The cv::BORDER_* code of a border mode (BORDER_WRAP for wrap, which filter2D itself lacks).
+[[nodiscard]] int opencv_border(Border border);
+
+/// cv::filter2D with the job's semantics, `wrap` and non-zero constant borders by padding.
+/// Channels are filtered together (filter2D treats them independently).
+[[nodiscard]] cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method);
+
+/// The GPU path for a host image: strips of it through the workspace's device images
+/// (src/gpu/gpu_convolve.cpp). Buffers come from `kept_workspace` when given, else from this
+/// call's own.
+[[nodiscard]] ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant,
+                                          GpuWorkspace::State* kept_workspace);
+
+/// The GPU path for a device image: `variant` queued from `src` to `dst` on `stream`, scratch from
+/// `workspace`; no host copy, no synchronisation.
+void convolve_device(const ConstDeviceImageView& src, const DeviceImageView& dst, const ConvolveJob& job,
+                     Variant variant, GpuWorkspace::State& workspace, StreamHandle stream);
+
+}  // namespace cuconv::detail

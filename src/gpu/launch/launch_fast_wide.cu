@@ -1,0 +1,62 @@
+// Launcher of `fast`'s double-precision separable kernel (kernels/fast_wide.cuh) for 16-bit
+// rank-1 filters from 15 to 31 taps a side: one instance per odd K, a filter of kw x kh taking
+// the smallest K that holds both sides (weights past them zero).
+#include "gpu/launch/dispatch.cuh"
+#include "gpu/launch/occupancy.cuh"
+
+#include <kernels/fast_wide.cuh>
+
+#include <algorithm>
+#include <atomic>
+#include <cstdint>
+#include <utility>
+
+namespace cuconv::detail {
+
+namespace {
+
+std::atomic<std::uint64_t> kernel_launches{0};
+
+/// Sides with an instance: 15, 17, ..., 31. Below 15 `fast`'s unrolled float kernels are faster
+/// (docs/kernel-notes.md, 'Double sums for 16-bit') and give filter2D's own float results.
+using WideSides = decltype([]<int... I>(std::integer_sequence<int, I...>) {
+  return std::integer_sequence<int, (2 * I + 15)...>{};
+}(std::make_integer_sequence<int, 9>{}));
+constexpr int kWideMinSide = 15;
+constexpr int kWideMaxSide = 31;
+
+template <int K>
+void launch_wide(const LaunchArgs& a) {
+  using namespace kernels;
+  WideTaps<K> taps{};
+  for (int j = 0; j < a.params.kw; ++j) taps.horizontal[j] = a.wide_horizontal[j];
+  for (int i = 0; i < a.params.kh; ++i) taps.vertical[i] = a.wide_vertical[i];
+  taps.delta = a.wide_delta;
+  constexpr auto kernel = fast_wide_kernel<std::uint16_t, std::uint16_t, K>;
+  const int row_elems = a.width * a.channels;
+  const int column_blocks = div_up(row_elems, kWideThreads);
+  const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident_blocks<kernel>(kWideThreads));
+  const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
+  PlaneView<const std::uint16_t> src{static_cast<const std::uint16_t*>(a.src), a.src_pitch, a.width, a.height};
+  PlaneView<std::uint16_t> dst{static_cast<std::uint16_t*>(a.dst), a.dst_pitch, a.width, a.height};
+  kernel<<<grid, dim3(kWideThreads), 0, a.stream>>>(src, dst, a.params, taps, a.channels, a.keep_alpha, strip_rows);
+  CUCONV_CHECK_LAUNCH();
+  kernel_launches.fetch_add(1, std::memory_order_relaxed);
+}
+
+}  // namespace
+
+std::uint64_t fast_wide_kernel_launches() noexcept { return kernel_launches.load(std::memory_order_relaxed); }
+
+bool launch_fast_wide(const LaunchArgs& a) {
+  const int side = std::max(a.params.kw, a.params.kh);
+  if (a.src_type != PixelType::u16 || a.dst_type != PixelType::u16 || !a.separable_wide ||
+      a.wide_horizontal == nullptr || a.wide_vertical == nullptr || side < kWideMinSide || side > kWideMaxSide ||
+      a.channels < 1 || a.channels > kernels::kWideMaxChannels)
+    return false;
+  return []<int... K>(const LaunchArgs& args, int s, std::integer_sequence<int, K...>) {
+    return ((s <= K ? (launch_wide<K>(args), true) : false) || ...);
+  }(a, side, WideSides{});
+}
+
+}  // namespace cuconv::detail

@@ -1,0 +1,91 @@
+// Device allocations with errors that say how much memory was needed, and the test-only fault
+// injection (gpu/fault_injection.hpp).
+#include "gpu/memory/device_memory.hpp"
+
+#include "gpu/fault_injection.hpp"
+
+#include <atomic>
+#include <cstdlib>
+#include <string>
+#include <string_view>
+
+namespace cuconv::detail {
+
+namespace {
+
+enum class InjectedFault { none, alloc, launch };
+
+InjectedFault injected_fault() noexcept {
+  static const InjectedFault fault = [] {
+    const char* value = std::getenv("CUCONV_TEST_GPU_FAULT");
+    const std::string_view text = value != nullptr ? value : "";
+    return text == "alloc" ? InjectedFault::alloc : text == "launch" ? InjectedFault::launch : InjectedFault::none;
+  }();
+  return fault;
+}
+
+/// Throws Error{gpu}; out of memory gets a message of its own, with what was asked for and what
+/// the device has left, because it is the one failure the user can act on.
+[[noreturn]] void throw_allocation_error(cudaError_t status, std::size_t bytes, const std::string& what,
+                                         const char* call) {
+  if (status != cudaErrorMemoryAllocation) throw_cuda_error(status, call, __FILE__, __LINE__);
+  cudaGetLastError();  // not sticky, but leave the next call a clean slate
+  std::string message = "out of device memory: needed " + std::to_string(bytes) + " bytes for " + what + " (" +
+                        call + ": " + cudaGetErrorName(status) + ")";
+  std::size_t free_bytes = 0;
+  std::size_t total_bytes = 0;
+  if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
+    message += "; the device has " + std::to_string(free_bytes) + " of " + std::to_string(total_bytes) +
+               " bytes free";
+  else
+    cudaGetLastError();
+  throw Error(ErrorKind::gpu, message + " (a lower --gpu-memory filters the image in smaller strips)");
+}
+
+}  // namespace
+
+bool take_injected_allocation_fault() noexcept {
+  static std::atomic<bool> pending{injected_fault() == InjectedFault::alloc};
+  return pending.exchange(false);
+}
+
+bool launch_fault_injected() noexcept { return injected_fault() == InjectedFault::launch; }
+
+void* allocate_pitched(std::size_t row_bytes, std::size_t rows, std::size_t& pitch) {
+  void* data = nullptr;
+  const cudaError_t status = take_injected_allocation_fault() ? cudaErrorMemoryAllocation
+                                                              : cudaMallocPitch(&data, &pitch, row_bytes, rows);
+  if (status != cudaSuccess)
+    throw_allocation_error(status, row_bytes * rows,
+                           "a plane of " + std::to_string(rows) + " rows of " + std::to_string(row_bytes) + " bytes",
+                           "cudaMallocPitch");
+  return data;
+}
+
+void* allocate_linear(std::size_t bytes) {
+  void* data = nullptr;
+  const cudaError_t status = take_injected_allocation_fault() ? cudaErrorMemoryAllocation : cudaMalloc(&data, bytes);
+  if (status != cudaSuccess) throw_allocation_error(status, bytes, "a linear buffer", "cudaMalloc");
+  return data;
+}
+
+void* allocate_stream_ordered(std::size_t bytes, cudaStream_t stream) {
+  void* data = nullptr;
+  const cudaError_t status =
+      take_injected_allocation_fault() ? cudaErrorMemoryAllocation : cudaMallocAsync(&data, bytes, stream);
+  if (status != cudaSuccess) throw_allocation_error(status, bytes, "scratch memory", "cudaMallocAsync");
+  return data;
+}
+
+void* allocate_pinned(std::size_t bytes) {
+  void* data = nullptr;
+  const cudaError_t status = cudaMallocHost(&data, bytes);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    throw Error(ErrorKind::gpu, "could not allocate " + std::to_string(bytes) + " bytes of pinned host memory (" +
+                                    cudaGetErrorName(status) + ": " + cudaGetErrorString(status) + ")");
+  }
+  return data;
+}
+
+}  // namespace cuconv::detail

@@ -1,0 +1,108 @@
+// Strip copies between a host image and a device image (src/gpu/host_transfer.hpp).
+#include "gpu/memory/host_transfer.hpp"
+
+#include "gpu/memory/device_memory.hpp"
+#include "common/whole_number.hpp"
+
+#include <algorithm>
+#include <cstdlib>
+#include <cstring>
+#include <optional>
+
+namespace cuconv::detail {
+
+namespace {
+
+/// Staged copies move chunks of about this size, at most kMaxStagingChunks per copy.
+constexpr std::size_t kStagingChunkBytes = std::size_t{4} << 20;
+constexpr int kMaxStagingChunks = 16;
+
+/// kStagingChunkBytes, or CUCONV_TEST_STAGING_CHUNK_BYTES (test aid: small chunks make every
+/// image and strip go through several chunks).
+std::size_t staging_chunk_bytes() {
+  const char* value = std::getenv("CUCONV_TEST_STAGING_CHUNK_BYTES");
+  const std::optional<std::size_t> bytes =
+      value != nullptr ? detail::parse_whole_number<std::size_t>(value) : std::nullopt;
+  return bytes && *bytes > 0 ? *bytes : kStagingChunkBytes;
+}
+
+int staging_chunk_rows(std::size_t row_bytes, int rows) {
+  const int by_size =
+      static_cast<int>(std::max<std::size_t>(1, staging_chunk_bytes() / std::max<std::size_t>(row_bytes, 1)));
+  const int by_count = (rows + kMaxStagingChunks - 1) / kMaxStagingChunks;
+  return std::max({by_size, by_count, 1});
+}
+
+}  // namespace
+
+StripCopier::StripCopier(GpuWorkspace::State& workspace, const ConvolveJob& job, const cv::Mat& image)
+    : workspace_(workspace), job_(job), image_(image) {
+  if (job.border == Border::constant) constant_row_ = cv::Mat(1, image.cols, image.type(), cv::Scalar::all(job.border_value));
+}
+
+const unsigned char* StripCopier::source_row_at(int y) const {
+  const int from = source_row(y, image_.rows, job_.border);  // -1: constant
+  return from < 0 ? constant_row_.data : image_.ptr(from);
+}
+
+void StripCopier::upload(const StripRows& rows, const DeviceImageView& device) const {
+  const cudaStream_t stream = workspace_.stream();
+  const std::size_t row_bytes = device.row_bytes();
+  const auto device_row = [&](int y) { return device.row(y - rows.in_begin); };
+  if (!workspace_.kept) {
+    // Pageable copies: the rows inside the image at once, the border rows one by one.
+    const int inside_begin = std::clamp(rows.in_begin, 0, image_.rows);
+    const int inside_end = std::clamp(rows.in_end, 0, image_.rows);
+    CUCONV_CUDA_TRY(cudaMemcpy2DAsync(device_row(inside_begin), device.pitch, image_.ptr(inside_begin), image_.step,
+                                      row_bytes, static_cast<std::size_t>(inside_end - inside_begin),
+                                      cudaMemcpyHostToDevice, stream));
+    for (int y = rows.in_begin; y < rows.in_end; ++y) {
+      if (y >= inside_begin && y < inside_end) continue;
+      CUCONV_CUDA_TRY(cudaMemcpyAsync(device_row(y), source_row_at(y), row_bytes, cudaMemcpyHostToDevice, stream));
+    }
+    return;
+  }
+  PinnedBuffer& staging = workspace_.staging(0, row_bytes * static_cast<std::size_t>(rows.input_rows()));
+  const int chunk_rows = staging_chunk_rows(row_bytes, rows.input_rows());
+  for (int first = rows.in_begin; first < rows.in_end; first += chunk_rows) {
+    const int last = std::min(rows.in_end, first + chunk_rows);
+    unsigned char* staged = staging.data() + static_cast<std::size_t>(first - rows.in_begin) * row_bytes;
+    for (int y = first; y < last; ++y)
+      std::memcpy(staged + static_cast<std::size_t>(y - first) * row_bytes, source_row_at(y), row_bytes);
+    CUCONV_CUDA_TRY(cudaMemcpy2DAsync(device_row(first), device.pitch, staged, row_bytes, row_bytes,
+                                      static_cast<std::size_t>(last - first), cudaMemcpyHostToDevice, stream));
+  }
+}
+
+void StripCopier::download(const DeviceImageView& device, const StripRows& rows, cv::Mat& result) const {
+  const cudaStream_t stream = workspace_.stream();
+  const std::size_t row_bytes = device.row_bytes();
+  const int count = rows.output_rows();
+  const std::byte* first_row = device.row(rows.first_valid);
+  if (!workspace_.kept) {
+    CUCONV_CUDA_TRY(cudaMemcpy2DAsync(result.ptr(rows.out_begin), result.step, first_row, device.pitch, row_bytes,
+                                      static_cast<std::size_t>(count), cudaMemcpyDeviceToHost, stream));
+    return;  // a copy into pageable memory returns once it is done
+  }
+  // Every chunk's transfer is queued with an event after it; the host copies a chunk out as soon
+  // as its event has passed.
+  PinnedBuffer& staging = workspace_.staging(1, row_bytes * static_cast<std::size_t>(count));
+  const int chunk_rows = staging_chunk_rows(row_bytes, count);
+  std::size_t chunk = 0;
+  for (int first = 0; first < count; first += chunk_rows, ++chunk) {
+    const int n = std::min(count - first, chunk_rows);
+    CUCONV_CUDA_TRY(cudaMemcpy2DAsync(staging.data() + static_cast<std::size_t>(first) * row_bytes, row_bytes,
+                                      first_row + static_cast<std::size_t>(first) * device.pitch, device.pitch,
+                                      row_bytes, static_cast<std::size_t>(n), cudaMemcpyDeviceToHost, stream));
+    workspace_.chunk_event(chunk).record(stream);
+  }
+  chunk = 0;
+  for (int first = 0; first < count; first += chunk_rows, ++chunk) {
+    const int n = std::min(count - first, chunk_rows);
+    CUCONV_CUDA_TRY(cudaEventSynchronize(workspace_.chunk_event(chunk).get()));
+    for (int y = first; y < first + n; ++y)
+      std::memcpy(result.ptr(rows.out_begin + y), staging.data() + static_cast<std::size_t>(y) * row_bytes, row_bytes);
+  }
+}
+
+}  // namespace cuconv::detail

@@ -1,0 +1,39 @@
+#pragma once
+// Moving a strip of a host image (cv::Mat, interleaved) into a device image and its filtered rows
+// back: pageable copies for a call's own state, or staged through the workspace's pinned buffers
+// in chunks when the workspace is kept between calls (the host copies one chunk while the link
+// moves the one before).
+#include "gpu/memory/strips.hpp"
+#include "gpu/memory/workspace.hpp"
+#include "filter/job.hpp"
+
+#include <cuconv/device_image.hpp>
+
+#include <opencv2/core/mat.hpp>
+
+namespace cuconv::detail {
+
+class StripCopier {
+ public:
+  /// Copies for `image` under `job`'s border rule, through `workspace`'s stream and buffers.
+  StripCopier(GpuWorkspace::State& workspace, const ConvolveJob& job, const cv::Mat& image);
+
+  /// Input rows [rows.in_begin, rows.in_end) of the image into the first rows of `device`; rows
+  /// outside the image are made by the border rule, so the strip the kernel sees is exactly the
+  /// rows it would have read.
+  void upload(const StripRows& rows, const DeviceImageView& device) const;
+  /// The strip's output rows of `device` into rows [rows.out_begin, rows.out_end) of `result`.
+  /// Returns once they are there (waits for the stream).
+  void download(const DeviceImageView& device, const StripRows& rows, cv::Mat& result) const;
+
+ private:
+  /// The image row (or the border-value row) that stands in row `y` of a strip.
+  [[nodiscard]] const unsigned char* source_row_at(int y) const;
+
+  GpuWorkspace::State& workspace_;
+  const ConvolveJob& job_;
+  const cv::Mat& image_;
+  cv::Mat constant_row_;  ///< the border value, only for Border::constant
+};
+
+}  // namespace cuconv::detail

@@ -1,0 +1,182 @@
+// GpuWorkspace: buffers kept between convolve() calls of one thread (batch mode).
+#include "gpu/memory/workspace.hpp"
+
+#include <algorithm>
+#include <utility>
+
+namespace cuconv {
+
+namespace {
+
+/// Pinned capacity for `needed` bytes: 1/8 spare, so a batch of slightly varying sizes stops
+/// regrowing soon. Device planes get no spare: the strip plan sized them to the memory limit.
+std::size_t grown(std::size_t needed) { return needed + needed / 8; }
+
+/// Bytes of a kept plane of `rows` rows of `row_bytes` (one linear allocation, pitched rows).
+std::size_t kept_plane_bytes(std::size_t row_bytes, std::size_t rows) {
+  return std::max<std::size_t>(detail::plane_pitch(row_bytes) * rows, 1);
+}
+
+}  // namespace
+
+GpuWorkspace::State::~State() { release(); }
+
+void GpuWorkspace::State::bind_to_current_device() {
+  int current = 0;
+  CUCONV_CUDA_TRY(cudaGetDevice(&current));
+  if (device >= 0 && device != current) release();
+  if (device != current) automatic_limit = 0;
+  device = current;
+}
+
+DeviceImageView GpuWorkspace::State::image(std::size_t slot, int width, int height, int channels, int depth) {
+  if (!kept) {
+    if (pitched_planes_.size() <= slot) pitched_planes_.resize(slot + 1);
+    pitched_planes_[slot] = DeviceImage(width, height, channels, depth);
+    ++allocations;
+    return pitched_planes_[slot].view();
+  }
+  DeviceImageView view{nullptr, 0, width, height, channels, depth};
+  view.pitch = detail::plane_pitch(view.row_bytes());
+  const std::size_t bytes = kept_plane_bytes(view.row_bytes(), static_cast<std::size_t>(height));
+  if (kept_planes_.size() <= slot) kept_planes_.resize(slot + 1);
+  detail::DeviceBuffer& buffer = kept_planes_[slot];
+  if (buffer.size() < bytes) {
+    buffer = detail::DeviceBuffer();  // free first: the old and new never need to coexist
+    buffer = detail::DeviceBuffer(bytes);
+    ++allocations;
+  }
+  view.data = static_cast<std::byte*>(buffer.data());
+  return view;
+}
+
+void GpuWorkspace::State::fit_planes(const std::vector<std::size_t>& row_bytes, std::size_t rows,
+                                     std::uint64_t needed, std::uint64_t limit) noexcept {
+  const std::size_t slots = row_bytes.size();
+  if (needed + device_bytes_from_slot(slots) > limit) {
+    if (pitched_planes_.size() > slots) pitched_planes_.resize(slots);
+    if (kept_planes_.size() > slots) kept_planes_.resize(slots);
+  }
+  if (!kept) return;
+  const auto held_size = [&](std::size_t slot) { return slot < kept_planes_.size() ? kept_planes_[slot].size() : 0; };
+  std::uint64_t held_after = weights_.size() + device_bytes_from_slot(slots);
+  for (std::size_t slot = 0; slot < slots; ++slot)
+    held_after += std::max(held_size(slot), kept_plane_bytes(row_bytes[slot], rows));
+  if (held_after <= limit) return;
+  for (std::size_t slot = 0; slot < slots && slot < kept_planes_.size(); ++slot) {
+    if (kept_planes_[slot].size() > kept_plane_bytes(row_bytes[slot], rows)) kept_planes_[slot] = detail::DeviceBuffer();
+  }
+}
+
+std::uint64_t GpuWorkspace::State::device_bytes_from_slot(std::size_t slots) const noexcept {
+  std::uint64_t total = 0;
+  for (std::size_t slot = slots; slot < pitched_planes_.size(); ++slot) {
+    const DeviceImageView view = pitched_planes_[slot].view();
+    total += view.pitch * static_cast<std::size_t>(view.height);
+  }
+  for (std::size_t slot = slots; slot < kept_planes_.size(); ++slot) total += kept_planes_[slot].size();
+  return total;
+}
+
+const float* GpuWorkspace::State::upload_weights(const std::vector<float>& weights, cudaStream_t stream) {
+  const std::size_t bytes = sizeof(float) * std::max<std::size_t>(weights.size(), 1);
+  if (weights_.size() < bytes) {
+    weights_ = detail::DeviceBuffer();
+    weights_ = detail::DeviceBuffer(bytes);
+    ++allocations;
+  }
+  CUCONV_CUDA_TRY(cudaMemcpyAsync(weights_.data(), weights.data(), sizeof(float) * weights.size(),
+                                  cudaMemcpyHostToDevice, stream));
+  return static_cast<const float*>(weights_.data());
+}
+
+detail::PinnedBuffer& GpuWorkspace::State::staging(std::size_t slot, std::size_t bytes) {
+  if (staging_.size() <= slot) staging_.resize(slot + 1);
+  detail::PinnedBuffer& buffer = staging_[slot];
+  if (buffer.size() < bytes) {
+    buffer = detail::PinnedBuffer();
+    buffer = detail::PinnedBuffer(grown(bytes));
+    ++allocations;
+  }
+  return buffer;
+}
+
+detail::CudaEvent& GpuWorkspace::State::chunk_event(std::size_t index) {
+  while (chunk_events_.size() <= index) chunk_events_.emplace_back();
+  return chunk_events_[index];
+}
+
+cudaStream_t GpuWorkspace::State::stream() {
+  if (!stream_) stream_.emplace();
+  return stream_->get();
+}
+
+detail::StageEvents& GpuWorkspace::State::events() {
+  if (!events_) events_.emplace();
+  return *events_;
+}
+
+std::uint64_t GpuWorkspace::State::device_bytes() const noexcept {
+  return weights_.size() + device_bytes_from_slot(0);
+}
+
+std::uint64_t GpuWorkspace::State::pinned_bytes() const noexcept {
+  std::uint64_t total = 0;
+  for (const detail::PinnedBuffer& b : staging_) total += b.size();
+  return total;
+}
+
+void GpuWorkspace::State::release() noexcept {
+  // Device memory, streams and events belong to `device`; free them with it current.
+  int current = -1;
+  const bool switch_device = device >= 0 && cudaGetDevice(&current) == cudaSuccess && current != device &&
+                             cudaSetDevice(device) == cudaSuccess;
+  if (stream_) cudaStreamSynchronize(stream_->get());  // nothing may still use the memory
+  pitched_planes_.clear();
+  kept_planes_.clear();
+  weights_ = detail::DeviceBuffer();
+  staging_.clear();
+  chunk_events_.clear();
+  events_.reset();
+  stream_.reset();
+  if (switch_device) cudaSetDevice(current);
+  cudaGetLastError();  // a failure here has nobody to report to; leave no sticky state behind
+  device = -1;
+}
+
+GpuWorkspace::GpuWorkspace() : state_(std::make_unique<State>(true)) {}
+GpuWorkspace::~GpuWorkspace() = default;
+GpuWorkspace::GpuWorkspace(GpuWorkspace&&) noexcept = default;
+GpuWorkspace& GpuWorkspace::operator=(GpuWorkspace&&) noexcept = default;
+
+void GpuWorkspace::prepare(int device) noexcept {
+  try {
+    // Block while waiting for the GPU: with one context and many cores CUDA's default is to spin,
+    // and in a batch a spinning filter thread takes a core from decoding and encoding for the
+    // whole of every copy. Failure (flags fixed by another caller) only leaves the default.
+    // cudaFree(nullptr): the first runtime call that needs a context.
+    const bool selected = device < 0 || cudaSetDevice(device) == cudaSuccess;
+    if (selected) {
+      static_cast<void>(cudaSetDeviceFlags(cudaDeviceScheduleBlockingSync));
+      cudaGetLastError();
+    }
+    if (selected && cudaFree(nullptr) == cudaSuccess) {
+      state().bind_to_current_device();
+      static_cast<void>(state().stream());
+    }
+  } catch (...) {
+    // Reported by convolve(), where the image that needs the device is known.
+  }
+  cudaGetLastError();
+}
+
+GpuWorkspace::State& GpuWorkspace::state() {
+  if (!state_) state_ = std::make_unique<State>(true);  // a moved-from workspace starts afresh
+  return *state_;
+}
+
+std::uint64_t GpuWorkspace::device_bytes() const noexcept { return state_ ? state_->device_bytes() : 0; }
+std::uint64_t GpuWorkspace::pinned_bytes() const noexcept { return state_ ? state_->pinned_bytes() : 0; }
+std::uint64_t GpuWorkspace::allocations() const noexcept { return state_ ? state_->allocations : 0; }
+
+}  // namespace cuconv

@@ -1,0 +1,88 @@
+#pragma once
+// GpuWorkspace's state: the stream, timing events, device planes and pinned staging buffers one
+// convolve() call uses. A call without a workspace makes a fresh state (`kept` false) that lives
+// for that call; a GpuWorkspace keeps one (`kept` true) whose buffers only grow.
+#include "gpu/memory/device_memory.hpp"
+
+#include <cuconv/convolve.hpp>
+#include <cuconv/device_image.hpp>
+
+#include <cstddef>
+#include <cstdint>
+#include <optional>
+#include <vector>
+
+namespace cuconv::detail {
+
+/// The four points that split a GPU run into upload, kernels and download times.
+struct StageEvents {
+  CudaEvent upload_start, upload_done, kernels_done, download_done;
+  [[nodiscard]] StageTimes times() const {
+    return {CudaEvent::elapsed_ms(upload_start, upload_done), CudaEvent::elapsed_ms(upload_done, kernels_done),
+            CudaEvent::elapsed_ms(kernels_done, download_done)};
+  }
+};
+
+}  // namespace cuconv::detail
+
+namespace cuconv {
+
+struct GpuWorkspace::State {
+  explicit State(bool kept_between_calls) : kept(kept_between_calls) {}
+  State(const State&) = delete;
+  State& operator=(const State&) = delete;
+  ~State();
+
+  /// Binds the state to the calling thread's current device; memory held on another device is
+  /// released first.
+  void bind_to_current_device();
+
+  /// Slot `slot`'s device image of `height` rows of `width` pixels of `channels` values of
+  /// `depth`. A call's own state allocates each with cudaMallocPitch; a kept one holds one linear
+  /// allocation per slot, reallocated (to the exact size, which the strip plan fitted to the memory
+  /// limit) only when an image does not fit, so images of varying shapes reuse it.
+  [[nodiscard]] DeviceImageView image(std::size_t slot, int width, int height, int channels, int depth);
+  /// The one memory rule, before a call's image() calls: slot i will hold `rows` rows of
+  /// `row_bytes[i]`, `needed` bytes in all with the call's other buffers, and what stays held
+  /// must fit `limit`. Slots past the call's are freed first (when `needed` and they pass the
+  /// limit together), then the call's slots that are larger than it needs (when keeping them while
+  /// growing the others would pass it), so that every slot is allocated to fit exactly.
+  void fit_planes(const std::vector<std::size_t>& row_bytes, std::size_t rows, std::uint64_t needed,
+                  std::uint64_t limit) noexcept;
+  /// The automatic device memory limit, found once per kept state and device (0: not yet).
+  std::uint64_t automatic_limit = 0;
+  /// `weights` on the device (copied on `stream`).
+  [[nodiscard]] const float* upload_weights(const std::vector<float>& weights, cudaStream_t stream);
+  /// Pinned host memory of at least `bytes` in slot `slot` (kept states only stage copies).
+  [[nodiscard]] detail::PinnedBuffer& staging(std::size_t slot, std::size_t bytes);
+  /// Event `index` of those marking chunks of a staged download.
+  [[nodiscard]] detail::CudaEvent& chunk_event(std::size_t index);
+
+  [[nodiscard]] cudaStream_t stream();
+  [[nodiscard]] bool has_stream() const noexcept { return stream_.has_value(); }
+  [[nodiscard]] detail::StageEvents& events();
+
+  [[nodiscard]] std::uint64_t device_bytes() const noexcept;
+  [[nodiscard]] std::uint64_t pinned_bytes() const noexcept;
+
+  /// Frees everything (on the device the memory is on).
+  void release() noexcept;
+
+  const bool kept;
+  int device = -1;
+  std::uint64_t allocations = 0;
+
+ private:
+  std::optional<detail::CudaStream> stream_;
+  std::optional<detail::StageEvents> events_;
+  std::vector<detail::CudaEvent> chunk_events_;
+  std::vector<DeviceImage> pitched_planes_;  ///< a call's own state
+  std::vector<detail::DeviceBuffer> kept_planes_;    ///< a kept state
+
+  /// Bytes held by the images in slots from `slots` on.
+  [[nodiscard]] std::uint64_t device_bytes_from_slot(std::size_t slots) const noexcept;
+  detail::DeviceBuffer weights_;
+  std::vector<detail::PinnedBuffer> staging_;
+};
+
+}  // namespace cuconv
