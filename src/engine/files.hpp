@@ -1,0 +1,66 @@
+#pragma once
+// The engine's only way to the file system: every path a command names is opened, listed, checked
+// and published through a Files object. In-process it is the file system itself (local_files());
+// under `cuconv serve` it is the client, which opens the paths with its own rights and passes the
+// descriptors (SCM_RIGHTS), so the server never opens a path a client named (docs/serve.md).
+// Reading functions take the returned local path (/proc/self/fd/N under the server); messages name
+// the path the user gave.
+#include <cstdint>
+#include <memory>
+#include <string>
+#include <vector>
+
+namespace cuconv::engine {
+
+/// What is at a path, without following a final symbolic link unless asked.
+enum class FileKind { none, regular, directory, symlink, other };
+
+/// A file opened for the engine: a descriptor it owns and a path the engine's readers can open
+/// (the path itself in-process, /proc/self/fd/N when the descriptor came from a client).
+class OpenedFile {
+ public:
+  OpenedFile() = default;
+  OpenedFile(int fd, std::string local_path) : fd_(fd), local_path_(std::move(local_path)) {}
+  OpenedFile(OpenedFile&& other) noexcept;
+  OpenedFile& operator=(OpenedFile&& other) noexcept;
+  OpenedFile(const OpenedFile&) = delete;
+  OpenedFile& operator=(const OpenedFile&) = delete;
+  ~OpenedFile();  ///< closes the descriptor; never throws
+
+  [[nodiscard]] int fd() const noexcept { return fd_; }
+  [[nodiscard]] const std::string& local_path() const noexcept { return local_path_; }
+
+ private:
+  int fd_ = -1;
+  std::string local_path_;
+};
+
+/// A temporary file beside an output, open for writing; published or discarded exactly once.
+struct TempOutput {
+  OpenedFile file;
+  std::string name;  ///< the temporary file's path as the publisher knows it
+};
+
+class Files {
+ public:
+  virtual ~Files() = default;
+  /// `path` opened for reading; Error{bad_input} naming `path` when it cannot be.
+  [[nodiscard]] virtual OpenedFile open_input(const std::string& path) = 0;
+  [[nodiscard]] virtual FileKind kind(const std::string& path, bool follow_links) = 0;
+  /// Whether two existing paths are the same file (device and inode).
+  [[nodiscard]] virtual bool same_file(const std::string& a, const std::string& b) = 0;
+  /// The names (not paths) in a directory, unsorted; Error{bad_input} when it cannot be listed.
+  [[nodiscard]] virtual std::vector<std::string> list_directory(const std::string& path) = 0;
+  /// A new temporary file in `output`'s folder; Error{output} naming `output` when none can be made.
+  [[nodiscard]] virtual TempOutput create_temp(const std::string& output) = 0;
+  /// Makes the finished temporary file `output` (synced first). Without `overwrite` an existing
+  /// output is never replaced: returns false then and the temporary file is removed.
+  [[nodiscard]] virtual bool publish(TempOutput& temp, const std::string& output, bool overwrite) = 0;
+  /// Removes an unpublished temporary file; never throws.
+  virtual void discard(TempOutput& temp) noexcept = 0;
+};
+
+/// The file system of this process.
+[[nodiscard]] Files& local_files();
+
+}  // namespace cuconv::engine
