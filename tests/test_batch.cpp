@@ -232,8 +232,8 @@ TEST_CASE("batch engine: every image filtered, one failure reported, observer se
   for (const auto& [name, image] : images) items.push_back({dir.file("in/" + name), dir.file(name)});
 
   BatchOptions options;
-  options.filter = load_filter("gauss5");
-  options.convolve.variant = Variant::opencv;
+  options.run.filter = load_filter("gauss5");
+  options.run.convolve.variant = Variant::opencv;
   options.jobs = 3;
   std::vector<std::size_t> done_counts;
   const BatchSummary summary = run_batch(items, options, [&](const ItemReport&, std::size_t done, std::size_t total) {
@@ -275,8 +275,8 @@ TEST_CASE("batch engine: images held stay within 2 x jobs + 3 x filter threads, 
       items.push_back({dir.file("in/" + name), dir.file("out" + std::to_string(count) + "_" + name)});
     }
     BatchOptions options;
-    options.filter = load_filter("gauss3");
-    options.convolve.variant = Variant::opencv;
+    options.run.filter = load_filter("gauss3");
+    options.run.convolve.variant = Variant::opencv;
     options.jobs = 2;
     options.filter_threads_per_device = 2;
     const BatchSummary summary = run_batch(items, options, [](const ItemReport&, std::size_t, std::size_t) {

@@ -4,13 +4,17 @@
 // Also --compare's report and exit status.
 #include "test_support.hpp"
 
+#include "cli/session.hpp"
+
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
 
 #include <doctest/doctest.h>
-#include <stdlib.h>  // setenv
+#include <fcntl.h>
+#include <opencv2/core.hpp>
+#include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 
@@ -113,17 +117,34 @@ TEST_CASE("gpu cli: --bench N prints the kernel's median time, GB/s and % of the
 TEST_CASE("gpu cli: --compare outside the tolerance exits 6 and writes nothing") {
   TempDir dir;
   const std::string out = dir.file("bad.png");
-  // CUCONV_TEST_CORRUPT_RESULT=1 adds 3 to every result value before the comparison.
-  setenv("CUCONV_TEST_CORRUPT_RESULT", "1", 1);
-  const auto r = run_cuconv({sample("camera.png"), out, "--filter", "gauss5", "--variant", "fast", "--compare", "--json"});
-  unsetenv("CUCONV_TEST_CORRUPT_RESULT");
-  INFO(r.err);
-  CHECK(r.exit_code == 6);
-  const auto report = nlohmann::json::parse(r.out);
+  // The command runs in-process in a session whose test seam adds 3 to every result value
+  // before the comparison; its standard output and error go to files.
+  const std::string out_text = dir.file("stdout.txt");
+  const std::string err_text = dir.file("stderr.txt");
+  const int out_fd = ::open(out_text.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  const int err_fd = ::open(err_text.c_str(), O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
+  REQUIRE(out_fd >= 0);
+  REQUIRE(err_fd >= 0);
+  int exit_code = 0;
+  {
+    cli::Session session;
+    session.out_fd = out_fd;
+    session.err_fd = err_fd;
+    session.before_compare = [](ConvolveResult& result) { cv::add(result.image, cv::Scalar::all(3), result.image); };
+    exit_code = cli::run_command({"cuconv", sample("camera.png"), out, "--filter", "gauss5", "--variant", "fast",
+                                  "--compare", "--json"}, session);
+  }
+  ::close(out_fd);
+  ::close(err_fd);
+  const std::string stdout_text = cuconv::test::read_file(out_text);
+  const std::string stderr_text = cuconv::test::read_file(err_text);
+  INFO(stderr_text);
+  CHECK(exit_code == 6);
+  const auto report = nlohmann::json::parse(stdout_text);
   CHECK(report.at("within_tolerance") == false);
   // 3 from the corruption, plus the at most 1 a correct result may differ by
   CHECK(report.at("max_abs_difference").get<double>() >= 3.0);
   CHECK(report.at("max_abs_difference").get<double>() <= 4.0);
-  CHECK(r.err.find("beyond the tolerance") != std::string::npos);
+  CHECK(stderr_text.find("beyond the tolerance") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(out));
 }

@@ -209,10 +209,11 @@ TEST_CASE("batch engine: GPU JPEG items whose codec cannot start fail with a GPU
   }
   items.push_back({sample("camera.png"), dir.file("out-camera.png")});
   batch::BatchOptions options;
-  options.filter = load_filter("gauss5");
+  options.run.filter = load_filter("gauss5");
   options.jobs = 2;
   options.jpeg_pipeline.batch = 2;
-  options.use_gpu_codec = [](const batch::BatchItem& item) { return codec::is_jpeg_path(item.output); };
+  for (const batch::BatchItem& item : items)
+    options.routes.push_back(codec::is_jpeg_path(item.output) ? engine::Route::gpu_jpeg : engine::Route::host);
   const batch::BatchSummary summary = batch::run_batch(items, options);
   REQUIRE(summary.items.size() == 4);
   for (const batch::ItemReport& item : summary.items) {

@@ -7,6 +7,7 @@
 #include "cli/library_messages.hpp"
 #include "engine/batch_plan.hpp"
 #include "engine/batch_pipeline.hpp"
+#include "engine/image_operation.hpp"
 #include "common/whole_number.hpp"
 
 #include <cuconv/image_io.hpp>
@@ -23,6 +24,7 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
+#include <sstream>
 #include <iostream>
 #include <optional>
 #include <set>
@@ -38,12 +40,12 @@ using batch::BatchSummary;
 using batch::ItemReport;
 using batch::ItemStatus;
 
-/// "done/total, images/s, ETA" on stderr, redrawn in place at most ten times a second. Only on a
-/// terminal: in a log file the carriage returns would be noise.
+/// "done/total, images/s, ETA" on the session's stderr, redrawn in place at most ten times a
+/// second. Only on a terminal: in a log file the carriage returns would be noise.
 class ProgressLine {
  public:
-  ProgressLine(bool enabled, std::size_t total)
-      : enabled_(enabled), total_(total), start_(Clock::now()) {}
+  ProgressLine(bool enabled, std::size_t total, int fd)
+      : enabled_(enabled), total_(total), start_(Clock::now()), fd_(fd) {}
 
   void update(std::size_t done) {
     if (!enabled_) return;
@@ -55,34 +57,41 @@ class ProgressLine {
     // Capped at 99:59:59 so a stalled start cannot overflow the conversion to int.
     const double eta = rate > 0 ? std::min(static_cast<double>(total_ - done) / rate, 359999.0) : 0.0;
     const int eta_s = static_cast<int>(eta);
-    std::fprintf(terminal_stderr(), "\r\033[K%zu/%zu images, %.1f images/s, ETA %d:%02d:%02d", done, total_, rate,
-                 eta_s / 3600, eta_s / 60 % 60, eta_s % 60);
-    std::fflush(terminal_stderr());
+    draw(fmt::format("\r\033[K{}/{} images, {:.1f} images/s, ETA {}:{:02}:{:02}", done, total_, rate, eta_s / 3600,
+                     eta_s / 60 % 60, eta_s % 60));
     drawn_ = true;
   }
 
   /// Erases the line so that a log line can take its place (the next update redraws it).
   void clear() {
     if (!drawn_) return;
-    std::fprintf(terminal_stderr(), "\r\033[K");
-    std::fflush(terminal_stderr());
+    draw("\r\033[K");
     drawn_ = false;
     last_draw_ = {};
   }
 
   /// Leaves the last state on screen.
   void finish() {
-    if (drawn_) std::fprintf(terminal_stderr(), "\n");
+    if (drawn_) draw("\n");
     drawn_ = false;
   }
 
  private:
+  void draw(std::string_view text) const {
+    while (!text.empty()) {
+      const ssize_t n = ::write(fd_, text.data(), text.size());
+      if (n <= 0) return;  // the progress line is a courtesy: a closed terminal stops it
+      text.remove_prefix(static_cast<std::size_t>(n));
+    }
+  }
+
   using Clock = std::chrono::steady_clock;
   bool enabled_;
   std::size_t total_;
   Clock::time_point start_;
   Clock::time_point last_draw_{};
   bool drawn_ = false;
+  int fd_;
 };
 
 /// A path the user named: on the command line, or in a --from list.
@@ -91,18 +100,34 @@ struct NamedInput {
   std::string list;  ///< the --from list that named it; empty: the command line
 };
 
-/// The named inputs plus those of every --from list.
-std::vector<NamedInput> named_inputs(const BatchRequest& request) {
+/// Everything readable from descriptor `fd` (a --from list on standard input).
+std::string read_all(int fd) {
+  std::string text;
+  char buffer[1 << 14];
+  while (true) {
+    const ssize_t n = ::read(fd, buffer, sizeof buffer);
+    if (n < 0 && errno == EINTR) continue;
+    if (n < 0) throw Error(ErrorKind::bad_input, "--from -: cannot read standard input");
+    if (n == 0) return text;
+    text.append(buffer, static_cast<std::size_t>(n));
+  }
+}
+
+/// The named inputs plus those of every --from list (opened through the session's file access).
+std::vector<NamedInput> named_inputs(const BatchRequest& request, Session& session) {
   std::vector<NamedInput> named;
   for (const std::string& path : request.inputs) named.push_back({path, {}});
+  engine::Files& files = session.file_access();
   for (const std::string& list : request.from_lists) {
     std::vector<std::string> paths;
     if (list == "-") {
-      paths = batch::read_path_list(std::cin);
+      std::istringstream in(read_all(session.in_fd));
+      paths = batch::read_path_list(in);
     } else {
-      std::error_code ec;
-      if (fs::is_directory(list, ec)) throw Error(ErrorKind::bad_input, "--from " + list + ": is a directory, not a list of paths");
-      std::ifstream in(list);
+      if (files.kind(list, true) == engine::FileKind::directory)
+        throw Error(ErrorKind::bad_input, "--from " + list + ": is a directory, not a list of paths");
+      const engine::OpenedFile file = files.open_input(list);
+      std::ifstream in(file.local_path());
       if (!in) throw Error(ErrorKind::bad_input, "--from " + list + ": cannot read the list of paths");
       paths = batch::read_path_list(in);
     }
@@ -113,12 +138,11 @@ std::vector<NamedInput> named_inputs(const BatchRequest& request) {
 
 /// Throws Error{bad_input} naming the first input that does not exist (and counting the others):
 /// a mistyped folder or a stale list is reported before anything is created.
-void check_inputs_exist(const std::vector<NamedInput>& named) {
+void check_inputs_exist(const std::vector<NamedInput>& named, engine::Files& files) {
   const NamedInput* first = nullptr;
   std::size_t missing = 0;
   for (const NamedInput& input : named) {
-    std::error_code ec;
-    if (fs::exists(input.path, ec)) continue;
+    if (files.kind(input.path, true) != engine::FileKind::none) continue;
     if (first == nullptr) first = &input;
     ++missing;
   }
@@ -179,14 +203,6 @@ std::vector<int> parse_devices(const std::string& text, bool uses_gpu) {
   return devices;
 }
 
-/// The output folder exists (created when missing, as mkdir -p) and is a folder.
-void prepare_out_dir(const std::string& out_dir) {
-  std::error_code ec;
-  fs::create_directories(out_dir, ec);
-  if (ec) throw Error(ErrorKind::output, out_dir + ": cannot create the output folder: " + ec.message());
-  if (!fs::is_directory(out_dir, ec)) throw Error(ErrorKind::output, out_dir + ": not a folder");
-}
-
 /// Where the time before the pipeline went, and what it found out.
 struct StartupTimes {
   double startup_ms = 0;   ///< from main() to the pipeline's start: options, filter, input listing
@@ -231,13 +247,13 @@ nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int
   for (const ItemReport& item : summary.items) {
     files.push_back({{"input", item.input},
                      {"output", item.output},
-                     {"status", std::string(batch::to_string(item.status))},
+                     {"status", std::string(engine::to_string(item.status))},
                      {"reason", item.reason},
                      {"exit_code", static_cast<int>(item.exit_code)},
                      {"device", item.device},
                      {"variant", item.variant_used ? nlohmann::json(std::string(to_string(*item.variant_used)))
                                                    : nlohmann::json()},
-                     {"variant_reason", variant_reason(item, options.convolve.variant, startup.no_gpu_reason)},
+                     {"variant_reason", variant_reason(item, options.run.convolve.variant, startup.no_gpu_reason)},
                      {"decoder", item.decoder},
                      {"decoder_reason", item.decoder_fallback},
                      {"encoder", item.encoder},
@@ -279,31 +295,32 @@ nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int
           {"exit_code", static_cast<int>(exit_code)},
           {"interrupted_by", signal != 0 ? nlohmann::json(signal_name(signal)) : nlohmann::json()},
           {"shard", std::to_string(shard.index) + "/" + std::to_string(shard.count)},
-          {"filter", options.skip_filter ? nlohmann::json("none (--no-filter)") : filter_json(options.filter, options.convolve)},
-          {"variant", std::string(to_string(options.convolve.variant))},
+          {"filter", !options.run.apply_filter ? nlohmann::json("none (--no-filter)")
+                                               : filter_json(options.run.filter, options.run.convolve)},
+          {"variant", std::string(to_string(options.run.convolve.variant))},
           {"jobs", options.jobs},
-          {"gpu_threads", options.skip_filter ? 0 : options.filter_threads_per_device},
+          {"gpu_threads", !options.run.apply_filter ? 0 : options.filter_threads_per_device},
           {"devices", options.devices}};
 }
 
-void log_outcome(const BatchSummary& summary, bool fail_fast, int signal) {
+void log_outcome(const BatchSummary& summary, bool fail_fast, int signal, spdlog::logger& log) {
   if (summary.existing_outputs > 0)
-    spdlog::warn("{} output(s) already existed and were left unchanged (use --overwrite to replace them){}",
+    log.warn("{} output(s) already existed and were left unchanged (use --overwrite to replace them){}",
                  summary.existing_outputs,
                  summary.lost_races > 0
                      ? fmt::format("; {} of them were written by another process while this one ran", summary.lost_races)
                      : std::string());
   if (signal != 0)
-    spdlog::warn("interrupted by {}: {} written, {} not started; run the same command again to finish",
+    log.warn("interrupted by {}: {} written, {} not started; run the same command again to finish",
                  signal_name(signal), summary.ok, summary.not_started);
   if (summary.failed > 0)
-    spdlog::error("{} of {} input(s) failed{}", summary.failed, summary.items.size(),
+    log.error("{} of {} input(s) failed{}", summary.failed, summary.items.size(),
                   fail_fast ? "; stopped at the first failure (--fail-fast)" : "");
   const double seconds = summary.wall_ms / 1000.0;
-  spdlog::info("batch: {} ok, {} failed, {} skipped in {:.2f} s ({:.1f} images/s)", summary.ok, summary.failed,
+  log.info("batch: {} ok, {} failed, {} skipped in {:.2f} s ({:.1f} images/s)", summary.ok, summary.failed,
                summary.skipped, seconds, seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0);
   if (const auto& j = summary.gpu_jpeg; j.batches > 0)
-    spdlog::info("GPU JPEG: set-up {:.0f} ms; {} files in {} decode calls; decoder busy {:.0f} ms, waiting for files "
+    log.info("GPU JPEG: set-up {:.0f} ms; {} files in {} decode calls; decoder busy {:.0f} ms, waiting for files "
                  "{:.0f} ms, for encoders {:.0f} ms; encoder threads busy {:.0f} ms, waiting {:.0f} ms (summed)",
                  j.setup_ms, j.files, j.batches, j.decode_ms, j.decoder_waiting_ms, j.decoder_blocked_ms, j.encode_ms,
                  j.encoders_waiting_ms);
@@ -317,14 +334,14 @@ struct GpuCheck {
 
 /// Throws Error{gpu} when `variant` needs a CUDA device and none is usable (every image would
 /// fail the same way); under `auto` it warns, and each image falls back to OpenCV.
-GpuCheck check_gpu(Variant variant) {
+GpuCheck check_gpu(Variant variant, spdlog::logger& log) {
   const auto start = std::chrono::steady_clock::now();
   GpuCheck check;
-  if (!cuda_device_available(&check.no_gpu_reason)) {
+  if (!engine::gpu_usable(&check.no_gpu_reason)) {
     if (variant != Variant::automatic)
       throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) + "' needs a CUDA device: " +
                                       check.no_gpu_reason + " (use --variant opencv or auto)");
-    spdlog::warn("no usable CUDA device ({}); filtering with OpenCV on the CPU", check.no_gpu_reason);
+    log.warn("no usable CUDA device ({}); filtering with OpenCV on the CPU", check.no_gpu_reason);
   }
   check.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return check;
@@ -333,27 +350,31 @@ GpuCheck check_gpu(Variant variant) {
 }  // namespace
 
 ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, const ConvolveOptions& options,
-                           std::chrono::steady_clock::time_point process_start, const codec::CodecRequest& codec_in,
-                           const codec::JpegOutputOptions& jpeg_output) {
+                           const codec::CodecRequest& codec_in, const codec::JpegOutputOptions& jpeg_output,
+                           Session& session) {
+  spdlog::logger& log = session.log();
+  engine::Files& files = session.file_access();
   // CUDA's initialisation runs beside the input listing and the first decodes; the filter
   // threads wait for it (BatchOptions::wait_for_gpu), and the no-device error stops the batch
   // before any output is written.
   const bool uses_gpu = !request.no_filter && options.variant != Variant::opencv;
   std::shared_future<GpuCheck> gpu_check;
-  if (uses_gpu) gpu_check = std::async(std::launch::async, check_gpu, options.variant).share();
+  if (uses_gpu) gpu_check = std::async(std::launch::async, check_gpu, options.variant, std::ref(log)).share();
 
   // From here on SIGINT and SIGTERM only set a flag: the batch stops taking images, lets the
-  // writes in flight finish (no temporary file is left), reports, and exits 130 or 143.
-  const InterruptGuard interrupts;
+  // writes in flight finish (no temporary file is left), reports, and exits 130 or 143. A served
+  // command's signals reach its client, not the server.
+  std::optional<InterruptGuard> interrupts;
+  if (!session.served) interrupts.emplace();
 
   // Everything that can be checked without reading an image is checked here, before the output
   // folder or any file is created.
-  const std::vector<NamedInput> named = named_inputs(request);
+  const std::vector<NamedInput> named = named_inputs(request, session);
   if (named.empty()) throw Error(ErrorKind::usage, "no inputs: name images or directories, or use --from FILE");
-  check_inputs_exist(named);
+  check_inputs_exist(named, files);
   std::vector<std::string> named_paths;
   for (const NamedInput& input : named) named_paths.push_back(input.path);
-  const std::vector<std::string> inputs = batch::collect_inputs(named_paths, request.recursive);
+  const std::vector<std::string> inputs = batch::collect_inputs(named_paths, request.recursive, files);
   if (inputs.empty()) throw Error(ErrorKind::bad_input, "no images found in the directories given");
 
   batch::check_name_template(request.name_template, inputs.size());
@@ -362,89 +383,91 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
                                  ? batch::parse_shard(request.shard)
                                  : batch::slurm_array_shard(std::getenv).value_or(batch::Shard{});
   const std::vector<batch::BatchItem> items = batch::select_shard(all_items, shard);
-  spdlog::info("{} input(s); shard {}/{}: {} of them", all_items.size(), shard.index, shard.count, items.size());
+  log.info("{} input(s); shard {}/{}: {} of them", all_items.size(), shard.index, shard.count, items.size());
   check_output_names(items, request.write);
-  for (const batch::BatchItem& item : items) check_not_same_file(item.input, item.output);
-
-  // JPEG -> JPEG items take the GPU codec when it is usable (asked once, and only if some item is
-  // JPEG -> JPEG); --codec gpu without it stops here, before any work (exit 5).
-  std::optional<std::string> gpu_codec_reason;
-  const auto gpu_codec_unusable = [&gpu_codec_reason] {
-    if (!gpu_codec_reason) gpu_codec_reason = codec::gpu_codec_unusable_reason();
-    return *gpu_codec_reason;
-  };
-  // --codec auto weighs the number of JPEG -> JPEG jobs against OpenCV's codec threads (--jobs).
-  codec::CodecRequest codec = codec_in;
-  codec.jpeg_jobs = static_cast<std::size_t>(std::count_if(items.begin(), items.end(), [](const batch::BatchItem& item) {
-    return codec::is_jpeg_path(item.input) && codec::is_jpeg_path(item.output);
-  }));
-  codec.cpu_threads = request.jobs;
-  bool any_gpu_codec = false;
   for (const batch::BatchItem& item : items)
-    any_gpu_codec = codec::choose_gpu_codec(codec, item.input, item.output, gpu_codec_unusable) || any_gpu_codec;
-  if (codec.jpeg_jobs > 0 && codec.codec == codec::Codec::automatic) {
-    const std::size_t threshold = codec::auto_gpu_codec_threshold(codec.cpu_threads);
-    if (any_gpu_codec)
-      spdlog::info("{} JPEG -> JPEG file(s): GPU codec (--codec auto takes it from {} such files)", codec.jpeg_jobs, threshold);
-    else if (codec.jpeg_jobs < threshold)
-      spdlog::info("{} JPEG -> JPEG file(s): OpenCV's codec (--codec auto takes the GPU codec from {} such files, "
-                   "where its set-up pays off)", codec.jpeg_jobs, threshold);
-    else
-      spdlog::info("{} JPEG -> JPEG file(s): OpenCV's codec (the GPU codec is not usable here{})", codec.jpeg_jobs,
-                   gpu_codec_reason && !gpu_codec_reason->empty() ? ": " + *gpu_codec_reason : std::string());
-  }
+    if (files.same_file(item.input, item.output))
+      throw Error(ErrorKind::usage, item.output + ": output is the input file; refusing to overwrite it");
 
   batch::BatchOptions batch_options;
-  if (any_gpu_codec) {
-    const std::string usable;  // checked above: the GPU codec can be used
-    batch_options.use_gpu_codec = [codec, usable](const batch::BatchItem& item) {
-      return codec::choose_gpu_codec(codec, item.input, item.output, [&usable] { return usable; });
-    };
-    batch_options.jpeg_output = jpeg_output;
+  engine::RunSettings& run = batch_options.run;
+  run.filter = filter;
+  run.apply_filter = !request.no_filter;
+  run.convolve = options;
+  run.read_limits.max_pixels = request.max_pixels;
+  run.write = request.write;
+  run.overwrite = request.overwrite;
+  run.strip_metadata = request.strip_metadata;
+  run.auto_orient = request.auto_orient;
+  run.jpeg_output = jpeg_output;
+  // JPEG -> JPEG items take the GPU codec when it is usable (asked once, and only if some item is
+  // JPEG -> JPEG); --codec auto weighs their number against OpenCV's codec threads (--jobs);
+  // --codec gpu without it stops here, before any work (exit 5).
+  run.codec = codec_in;
+  run.codec.jpeg_jobs = static_cast<std::size_t>(std::count_if(items.begin(), items.end(), [](const batch::BatchItem& item) {
+    return codec::is_jpeg_path(item.input) && codec::is_jpeg_path(item.output);
+  }));
+  run.codec.cpu_threads = request.jobs;
+  auto gpu_codec_reason = std::make_shared<std::optional<std::string>>();
+  run.gpu_codec_unusable = [gpu_codec_reason] {
+    if (!*gpu_codec_reason) *gpu_codec_reason = codec::gpu_codec_unusable_reason();
+    return **gpu_codec_reason;
+  };
+  // Each item's route, once: the pipeline takes them as they are.
+  bool any_gpu_codec = false;
+  for (const batch::BatchItem& item : items) {
+    batch_options.routes.push_back(engine::choose_route({item.input, item.output, {}, {}, false}, run));
+    any_gpu_codec = any_gpu_codec || batch_options.routes.back() == engine::Route::gpu_jpeg;
   }
-  batch_options.filter = filter;
-  batch_options.convolve = options;
-  batch_options.skip_filter = request.no_filter;
-  batch_options.overwrite = request.overwrite;
+  if (run.codec.jpeg_jobs > 0 && run.codec.codec == codec::Codec::automatic) {
+    const std::size_t threshold = codec::auto_gpu_codec_threshold(run.codec.cpu_threads);
+    if (any_gpu_codec)
+      log.info("{} JPEG -> JPEG file(s): GPU codec (--codec auto takes it from {} such files)", run.codec.jpeg_jobs,
+               threshold);
+    else if (run.codec.jpeg_jobs < threshold)
+      log.info("{} JPEG -> JPEG file(s): OpenCV's codec (--codec auto takes the GPU codec from {} such files, "
+               "where its set-up pays off)", run.codec.jpeg_jobs, threshold);
+    else
+      log.info("{} JPEG -> JPEG file(s): OpenCV's codec (the GPU codec is not usable here{})", run.codec.jpeg_jobs,
+               *gpu_codec_reason && !(*gpu_codec_reason)->empty() ? ": " + **gpu_codec_reason : std::string());
+  }
+  batch_options.files = &files;
   batch_options.fail_fast = request.fail_fast;
-  batch_options.read_limits.max_pixels = request.max_pixels;
-  batch_options.write = request.write;
-  batch_options.strip_metadata = request.strip_metadata;
-  batch_options.auto_orient = request.auto_orient;
   batch_options.jobs = request.jobs > 0 ? request.jobs : std::max(1U, std::thread::hardware_concurrency());
   if (request.gpu_threads > 0) batch_options.filter_threads_per_device = request.gpu_threads;
   batch_options.devices = parse_devices(request.devices, uses_gpu || any_gpu_codec);
   if (uses_gpu) batch_options.wait_for_gpu = [gpu_check] { gpu_check.get(); };
 
   if (const int signal = received_signal(); signal != 0) {
-    spdlog::warn("interrupted by {} before any work; nothing written", signal_name(signal));
+    log.warn("interrupted by {} before any work; nothing written", signal_name(signal));
     return interrupted_exit_code(signal);
   }
-  prepare_out_dir(request.out_dir);
+  files.make_directories(request.out_dir);
 
-  // Opened before the work, so an unwritable summary path fails before any image is processed.
-  std::ofstream json_file;
-  if (!request.json_path.empty() && request.json_path != "-") {
-    json_file.open(request.json_path);
-    if (!json_file) throw Error(ErrorKind::output, request.json_path + ": cannot write the JSON summary");
-  }
+  // Made before the work, so an unwritable summary path fails before any image is processed.
+  const bool json_file = !request.json_path.empty() && request.json_path != "-";
+  if (json_file && !files.write_output(request.json_path, {}, true))
+    throw Error(ErrorKind::output, request.json_path + ": cannot write the JSON summary");
 
-  ProgressLine progress(!request.quiet && ::isatty(::fileno(terminal_stderr())) != 0, items.size());
+  ProgressLine progress(!request.quiet && ::isatty(session.err_fd) != 0, items.size(), session.err_fd);
   const batch::ItemObserver report_item = [&](const ItemReport& item, std::size_t done, std::size_t) {
     const auto level = item.status == ItemStatus::failed ? spdlog::level::err
                        : item.gpu_fallback.empty()        ? spdlog::level::info
                                                           : spdlog::level::warn;
-    if (spdlog::default_logger()->should_log(level)) {
+    if (log.should_log(level) || !item.notes.empty()) {
       progress.clear();
+      for (const engine::ImageNote& note : item.notes) {
+        if (note.level == engine::ImageNote::Level::warning) log.warn("{}: {}", item.input, note.text);
+      }
       if (!item.gpu_fallback.empty())
-        spdlog::warn("{}: {}; filtered with OpenCV on the CPU instead", item.input, item.gpu_fallback);
-      if (!item.decoder_fallback.empty()) spdlog::info("{}: {}; decoded with OpenCV", item.input, item.decoder_fallback);
+        log.warn("{}: {}; filtered with OpenCV on the CPU instead", item.input, item.gpu_fallback);
+      if (!item.decoder_fallback.empty()) log.info("{}: {}; decoded with OpenCV", item.input, item.decoder_fallback);
       if (item.status == ItemStatus::failed)
-        spdlog::error("{}: {}", item.input, item.reason);
+        log.error("{}: {}", item.input, item.reason);
       else if (item.status == ItemStatus::ok)
-        spdlog::info("{} -> {} ({:.1f} ms)", item.input, item.output, item.times.total_ms);
+        log.info("{} -> {} ({:.1f} ms)", item.input, item.output, item.times.total_ms);
       else
-        spdlog::info("{}: skipped: {}", item.input, item.reason);
+        log.info("{}: skipped: {}", item.input, item.reason);
     }
     progress.update(done);
   };
@@ -455,11 +478,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
       return batch::run_batch(items, batch_options, report_item);
     } catch (...) {
       // The batch did not run (no usable GPU, or a thread could not start): leave no empty summary.
-      if (json_file.is_open()) {
-        json_file.close();
-        std::error_code ec;
-        std::filesystem::remove(request.json_path, ec);
-      }
+      if (json_file) files.remove(request.json_path);
       throw;
     }
   }();
@@ -467,17 +486,18 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   // A signal that came after the last image still ends the process as interrupted.
   const int signal = received_signal();
   const ExitCode exit_code = signal != 0 ? interrupted_exit_code(signal) : summary.exit_code;
-  log_outcome(summary, request.fail_fast, signal);
+  log_outcome(summary, request.fail_fast, signal, log);
 
   if (!request.json_path.empty()) {
     StartupTimes startup;
-    startup.startup_ms = std::chrono::duration<double, std::milli>(pipeline_start - process_start).count();
+    startup.startup_ms = std::chrono::duration<double, std::milli>(pipeline_start - session.started).count();
     if (gpu_check.valid()) startup.gpu_init_ms = gpu_check.get().ms;
     startup.no_gpu_reason = gpu_check.valid() ? gpu_check.get().no_gpu_reason : std::string();
     const std::string text = summary_json(summary, exit_code, signal, shard, batch_options, startup).dump(2) + "\n";
     if (request.json_path == "-") {
-      std::cout << text << std::flush;
-    } else if (!(json_file << text << std::flush)) {
+      session.print(text);
+    } else if (!files.write_output(request.json_path,
+                                   std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()), true)) {
       throw Error(ErrorKind::output, request.json_path + ": cannot write the JSON summary");
     }
   }

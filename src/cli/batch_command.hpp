@@ -1,8 +1,9 @@
 #pragma once
 // Batch mode of the command line (`cuconv --out-dir DIR IN...`): running the batch engine
-// (src/batch/) with log lines, a progress line and the JSON summary. Its options are parsed with
+// (src/engine/batch_pipeline.hpp) with log lines, a progress line and the JSON summary. Its options are parsed with
 // the others in cli/command_line.cpp.
 #include "cli/command_line.hpp"
+#include "cli/session.hpp"
 #include "engine/gpu_jpeg_route.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -15,11 +16,10 @@ namespace cuconv::cli {
 
 /// Runs a batch; `filter` is unused with --no-filter. Returns the process exit code; throws
 /// cuconv::Error for problems found before any image is written (usage, no inputs, name clashes,
-/// no usable GPU for an explicit variant). `process_start` (main's first moment) gives the JSON
-/// summary's startup_ms. `codec` and `jpeg_output` steer the GPU JPEG path (cli/codec_options.hpp).
+/// no usable GPU for an explicit variant). `session.started` gives the JSON summary's startup_ms.
+/// `codec` and `jpeg_output` steer the GPU JPEG path (cli/codec_options.hpp).
 [[nodiscard]] ExitCode run_batch_command(const BatchRequest& request, const Filter& filter,
-                                         const ConvolveOptions& options,
-                                         std::chrono::steady_clock::time_point process_start,
-                                         const codec::CodecRequest& codec, const codec::JpegOutputOptions& jpeg_output);
+                                         const ConvolveOptions& options, const codec::CodecRequest& codec,
+                                         const codec::JpegOutputOptions& jpeg_output, Session& session);
 
 }  // namespace cuconv::cli

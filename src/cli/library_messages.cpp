@@ -67,7 +67,7 @@ bool is_library_message(std::string_view line) {
          line.find(' ') > line.find(':');
 }
 
-LibraryMessages::LibraryMessages(bool show_each) : show_each_(show_each) {
+LibraryMessages::LibraryMessages(bool show_each, spdlog::logger& log) : show_each_(show_each), log_(log) {
   std::FILE* terminal = terminal_stderr();
   if (terminal == stderr) return;
   send_sanitizer_reports_to(::fileno(terminal));
@@ -94,7 +94,7 @@ LibraryMessages::~LibraryMessages() {
     ::dup2(::fileno(terminal_stderr()), STDERR_FILENO);
     reader_.join();
     if (!show_each_ && count_ > 0)
-      spdlog::warn("{} message(s) from the image libraries, the first: '{}' (-v shows them all)", count_, first_);
+      log_.warn("{} message(s) from the image libraries, the first: '{}' (-v shows them all)", count_, first_);
   } catch (...) {  // a destructor never throws; the summary is lost, nothing else
   }
 }
@@ -109,7 +109,7 @@ void LibraryMessages::read_lines(int fd) {
       return;
     }
     if (count_++ == 0) first_ = line;
-    if (show_each_) spdlog::info("image library: {}", line);
+    if (show_each_) log_.info("image library: {}", line);
   };
   while (true) {
     const ssize_t n = ::read(fd, buffer.data(), buffer.size());

@@ -4,6 +4,8 @@
 // LibraryMessages is alive, descriptor 2 is a pipe that cuconv reads: those lines become cuconv
 // log lines (each at -v, one summary line by default, none with -q), and anything else that
 // arrives there is passed on to the terminal unchanged.
+#include <spdlog/logger.h>
+
 #include <cstdio>
 #include <string>
 #include <string_view>
@@ -24,7 +26,7 @@ namespace cuconv::cli {
 /// must reach the terminal even when the process dies. One at a time.
 class LibraryMessages {
  public:
-  explicit LibraryMessages(bool show_each);
+  LibraryMessages(bool show_each, spdlog::logger& log);
   ~LibraryMessages();
   LibraryMessages(const LibraryMessages&) = delete;
   LibraryMessages& operator=(const LibraryMessages&) = delete;
@@ -33,6 +35,7 @@ class LibraryMessages {
   void read_lines(int fd);
 
   bool show_each_;
+  spdlog::logger& log_;
   bool active_ = false;
   std::thread reader_;
   std::size_t count_ = 0;  ///< library messages seen; written by the reader, read after join

@@ -5,8 +5,18 @@
 // socket), so both run the same code (cli::run_command).
 #include "engine/files.hpp"
 
+#include <spdlog/logger.h>
+
+#include <chrono>
+#include <functional>
+#include <memory>
 #include <string>
+#include <string_view>
 #include <vector>
+
+namespace cuconv {
+struct ConvolveResult;
+}
 
 namespace cuconv::cli {
 
@@ -17,7 +27,22 @@ struct Session {
   bool err_is_terminal = false;  ///< colours in messages
   engine::Files* files = nullptr;  ///< nullptr: engine::local_files()
   bool served = false;       ///< run by `cuconv serve` for a client
+  /// When the command started (a batch summary's startup_ms counts from here).
+  std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
+  /// "cuconv: level: message" lines on err_fd; made by run_command when unset.
+  std::shared_ptr<spdlog::logger> logger;
+  /// Test seam: called with each filtered result before --compare judges it, so a test can plant
+  /// a wrong result and watch the mismatch path (exit 6, nothing written). Unset in the product.
+  std::function<void(ConvolveResult&)> before_compare;
+
+  [[nodiscard]] spdlog::logger& log() { return *logger; }
+  [[nodiscard]] engine::Files& file_access() { return files != nullptr ? *files : engine::local_files(); }
+  /// Writes `text` to the command's standard output; Error{output} when it cannot.
+  void print(std::string_view text) const;
 };
+
+/// The logger of a session writing to `fd` (colours when `terminal`), at warnings.
+[[nodiscard]] std::shared_ptr<spdlog::logger> make_session_logger(int fd, bool terminal);
 
 /// Runs one `cuconv` command line (args[0] is the program name) in `session`; returns the exit
 /// code. Never throws.

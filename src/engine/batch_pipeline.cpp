@@ -1,4 +1,5 @@
-// The batch pipeline: decode threads, filter threads per device, write threads, bounded queues.
+// The batch pipeline: readers, filter threads per device, writers, bounded queues; each stage is
+// the per-image operation's own (image_operation.cpp).
 #include "engine/batch_pipeline.hpp"
 
 #include "engine/bounded_queue.hpp"
@@ -94,11 +95,8 @@ class HeldImage {
 /// One image on its way through the stages.
 struct Work {
   std::size_t item = 0;
-  cv::Mat image;
+  engine::LoadedImage loaded;
   HeldImage held;
-  ImageMetadata metadata;  ///< what the output keeps (none with strip_metadata)
-  bool gpu_codec = false;           ///< GPU JPEG item: `bytes` holds the file, then the output
-  std::vector<std::uint8_t> bytes;
 };
 
 class Pipeline {
@@ -106,15 +104,30 @@ class Pipeline {
   Pipeline(const std::vector<BatchItem>& items, const BatchOptions& options, const ItemObserver& observer)
       : items_(items),
         options_(options),
+        settings_(options.run),
+        files_(options.files != nullptr ? *options.files : engine::local_files()),
         observer_(observer),
         reports_(items.size()),
         started_(items.size()),
         jobs_(options.jobs == 0 ? 1 : options.jobs) {
-    lane_devices_ = options.devices.empty() ? std::vector<int>{options.convolve.device} : options.devices;
+    lane_devices_ = options.devices.empty() ? std::vector<int>{settings_.convolve.device} : options.devices;
     const std::size_t per_lane = options.filter_threads_per_device == 0 ? 1 : options.filter_threads_per_device;
     threads_per_lane_ = per_lane;
-    gpu_codec_ = static_cast<bool>(options.use_gpu_codec);
-    // GPU JPEG items pass through the filter queue as compressed bytes on their way to the
+    tasks_.resize(items.size());
+    for (std::size_t i = 0; i < items.size(); ++i) {
+      tasks_[i].input = items[i].input;
+      tasks_[i].output = items[i].output;
+      reports_[i].input = items[i].input;
+      reports_[i].output = items[i].output;
+    }
+    // Each item's route, decided once: the caller's, or here before any work.
+    routes_ = options.routes;
+    if (routes_.size() != items.size()) {
+      routes_.clear();
+      for (const engine::ImageTask& task : tasks_) routes_.push_back(engine::choose_route(task, settings_));
+    }
+    gpu_codec_ = std::find(routes_.begin(), routes_.end(), engine::Route::gpu_jpeg) != routes_.end();
+    // GPU route items pass through the filter queue as compressed bytes on their way to the
     // device's JPEG pipeline, which batches them: room for a batch keeps the readers going.
     const std::size_t queued = gpu_codec_ ? per_lane + std::max<std::size_t>(options.jpeg_pipeline.batch, 1) : per_lane;
     for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
@@ -122,10 +135,6 @@ class Pipeline {
     if (gpu_codec_) jpeg_works_.resize(items.size());
     // Room for one finished image per filter thread: writers take them as soon as they are free.
     write_queue_ = std::make_unique<BoundedQueue<Work>>(per_lane * lane_devices_.size());
-    for (std::size_t i = 0; i < items.size(); ++i) {
-      reports_[i].input = items[i].input;
-      reports_[i].output = items[i].output;
-    }
   }
 
   BatchSummary run() {
@@ -161,20 +170,20 @@ class Pipeline {
 
  private:
   void run_stages() {
-    std::vector<std::jthread> decoders, filters, writers;
+    std::vector<std::jthread> readers, filters, writers;
     try {
       // Each device's JPEG pipeline starts its nvJPEG set-up now, while the readers load files.
       if (gpu_codec_)
         for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane) {
-          ConvolveOptions convolve_options = options_.convolve;
+          ConvolveOptions convolve_options = settings_.convolve;
           convolve_options.device = lane_devices_[lane];
           jpeg_pipelines_.push_back(std::make_unique<codec::JpegPipeline>(
-              lane_devices_[lane], options_.skip_filter ? nullptr : &options_.filter, convolve_options,
-              options_.jpeg_output, options_.jpeg_pipeline,
+              lane_devices_[lane], settings_.apply_filter ? &settings_.filter : nullptr, convolve_options,
+              settings_.jpeg_output, options_.jpeg_pipeline,
               [this](std::size_t item, codec::JpegJobResult result) { gpu_codec_done(item, std::move(result)); }));
         }
-      for (std::size_t i = 0; i < jobs_; ++i) decoders.emplace_back([this] { decode_loop(); });
-      if (!options_.skip_filter || gpu_codec_)
+      for (std::size_t i = 0; i < jobs_; ++i) readers.emplace_back([this] { read_loop(); });
+      if (settings_.apply_filter || gpu_codec_)
         for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
           for (std::size_t t = 0; t < threads_per_lane_; ++t) filters.emplace_back([this, lane] { filter_loop(lane); });
       for (std::size_t i = 0; i < jobs_; ++i) writers.emplace_back([this] { write_loop(); });
@@ -187,7 +196,7 @@ class Pipeline {
       throw;
     }
     // Each stage ends when the one before it has ended and its queue is drained.
-    for (auto& t : decoders) t.join();
+    for (auto& t : readers) t.join();
     for (auto& queue : filter_queues_) queue->close();
     for (auto& t : filters) t.join();
     for (auto& pipeline : jpeg_pipelines_) {
@@ -198,44 +207,27 @@ class Pipeline {
     for (auto& t : writers) t.join();
   }
 
-  void decode_loop() {
-    if (!options_.skip_filter) lower_thread_priority(kCodecNiceSteps);
+  /// Reader: load_image (read, decode, orient, checks) for the host route, the file's bytes for
+  /// the GPU route; then to the item's device's filter queue (or straight to the writers).
+  void read_loop() {
+    if (settings_.apply_filter) lower_thread_priority(kCodecNiceSteps);
     while (!halted()) {
       const std::size_t position = next_todo_++;
       if (position >= todo_.size()) return;
       const std::size_t item = todo_[position];
-      if (kept_existing(item)) {  // written meanwhile by another process: no need to decode it
+      if (kept_existing(item)) {  // written meanwhile by another process: no need to read it
         skip_existing(item, kAppearedReason, true);
         continue;
       }
       started_[item] = Clock::now();
-      Work work{item, {}, HeldImage(held_images_, peak_held_images_), {}, false, {}};
-      work.gpu_codec = gpu_codec_ && options_.use_gpu_codec(items_[item]);
-      const bool decoded = attempt(item, [&] {
-        const std::string& output = items_[item].output;
-        check_output_extension(output);  // before the read: a wrong extension needs no decoding
-        const auto t = Clock::now();
-        if (work.gpu_codec) {  // the filter thread decodes it
-          check_output_format(output, CV_8U, 3);
-          work.bytes = codec::read_jpeg_file(items_[item].input, options_.read_limits.max_pixels);
-          reports_[item].times.read_ms = ms_since(t);
-          return;
-        }
-        work.image = read_image(items_[item].input, options_.read_limits);
-        // Read only where it is used: an output format that holds metadata, or --auto-orient.
-        if ((!options_.strip_metadata && !metadata_kept_by(output).empty()) || options_.auto_orient)
-          work.metadata = read_metadata(items_[item].input);
-        if (options_.auto_orient) auto_orient(work.image, work.metadata);
-        if (options_.strip_metadata) work.metadata = {};
-        reports_[item].times.read_ms = ms_since(t);
-        const int depth = options_.skip_filter ? work.image.depth()
-                                               : resolve_output_depth(work.image.depth(), options_.convolve.depth);
-        check_output_format(output, depth, work.image.channels());
+      Work work{item, {}, HeldImage(held_images_, peak_held_images_)};
+      const bool loaded = attempt(item, [&] {
+        work.loaded = engine::load_image(tasks_[item], settings_, routes_[item], files_, reports_[item]);
       });
-      if (!decoded) continue;
+      if (!loaded) continue;
       // Round-robin over the devices by position, so the assignment does not depend on timing.
       const std::size_t lane = position % lane_devices_.size();
-      const bool to_gpu = !options_.skip_filter || work.gpu_codec;
+      const bool to_gpu = settings_.apply_filter || work.loaded.route == engine::Route::gpu_jpeg;
       if (to_gpu) reports_[item].device = lane_devices_[lane];
       BoundedQueue<Work>& next = to_gpu ? *filter_queues_[lane] : *write_queue_;
       if (!next.push(std::move(work))) skip_stopped(item);
@@ -243,8 +235,8 @@ class Pipeline {
   }
 
   void filter_loop(std::size_t lane) {
-    ConvolveOptions convolve_options = options_.convolve;
-    convolve_options.device = lane_devices_[lane];
+    engine::RunSettings settings = settings_;
+    settings.convolve.device = lane_devices_[lane];
     // This thread's stream, device planes and pinned staging, grown to the largest image and
     // reused: no per-image allocation (cudaFree waits for the whole device, stalling the other
     // filter threads) and asynchronous copies.
@@ -259,7 +251,7 @@ class Pipeline {
       if (!batch_error_) batch_error_ = std::current_exception();
       stopping_ = true;
     }
-    if (convolve_options.variant != Variant::opencv && !stopping_) workspace.prepare(convolve_options.device);
+    if (settings.convolve.variant != Variant::opencv && !stopping_) workspace.prepare(settings.convolve.device);
     {
       const double setup_ms = ms_since(setup_start);
       std::lock_guard lock(mutex_);
@@ -271,14 +263,16 @@ class Pipeline {
         skip_stopped(item);
         continue;
       }
-      if (work->gpu_codec) {
+      if (work->loaded.route == engine::Route::gpu_jpeg) {
         // Kept here until the pipeline is done with it (gpu_codec_done); the pipeline reads its bytes.
         Work& kept = jpeg_works_[item];
         kept = std::move(*work);
-        jpeg_pipelines_[lane]->submit(item, kept.bytes);
+        jpeg_pipelines_[lane]->submit(item, kept.loaded.bytes);
         continue;
       }
-      filter_one(*work, convolve_options, workspace);
+      const bool filtered =
+          attempt(item, [&] { (void)engine::filter_image(work->loaded, settings, &workspace, reports_[item]); });
+      if (filtered && !write_queue_->push(std::move(*work))) skip_stopped(item);
     }
   }
 
@@ -298,27 +292,13 @@ class Pipeline {
       fail(item, exit_code_for(r.error->kind()), r.error->what());
       return;
     }
-    w.bytes = std::move(r.encoded);
+    w.loaded.bytes = std::move(r.encoded);
     if (!write_queue_->push(std::move(w))) skip_stopped(item);
   }
 
-  /// One decoded image through convolve().
-  void filter_one(Work& work, const ConvolveOptions& convolve_options, GpuWorkspace& workspace) {
-    const std::size_t item = work.item;
-    const bool filtered = attempt(item, [&] {
-      ConvolveResult result = convolve(work.image, options_.filter, convolve_options, workspace);
-      work.image = std::move(result.image);
-      reports_[item].times.filter_ms = result.times.kernel_ms;
-      reports_[item].times.upload_ms = result.times.upload_ms;
-      reports_[item].times.download_ms = result.times.download_ms;
-      reports_[item].gpu_fallback = std::move(result.fallback_reason);
-      reports_[item].variant_used = result.variant_used;
-    });
-    if (filtered && !write_queue_->push(std::move(work))) skip_stopped(item);
-  }
-
+  /// Writer: encode_image and write_image (atomic; a name taken meanwhile is a lost race).
   void write_loop() {
-    if (!options_.skip_filter) lower_thread_priority(kCodecNiceSteps);
+    if (settings_.apply_filter) lower_thread_priority(kCodecNiceSteps);
     while (auto work = write_queue_->pop()) {
       const std::size_t item = work->item;
       if (halted()) {
@@ -327,24 +307,11 @@ class Pipeline {
       }
       bool lost_race = kept_existing(item);  // no need to encode it
       const bool written = lost_race || attempt(item, [&] {
-        const auto t = Clock::now();
-        try {
-          if (work->gpu_codec) {
-            write_encoded_atomic(items_[item].output, work->bytes, options_.overwrite);
-          } else {
-            WriteOptions write = options_.write;
-            write.overwrite = options_.overwrite;
-            write.metadata = &work->metadata;
-            write_image_atomic(items_[item].output, work->image, write);
-          }
-        } catch (const Error&) {
-          // The no-replace publish found the name taken: another process finished first.
-          lost_race = kept_existing(item);
-          if (!lost_race) throw;
-        }
-        reports_[item].times.write_ms += ms_since(t);
+        const std::vector<std::uint8_t> encoded =
+            engine::encode_image(work->loaded, tasks_[item], settings_, reports_[item]);
+        lost_race = !engine::write_image(tasks_[item], encoded, settings_, files_, reports_[item]);
       });
-      work->image.release();
+      work->loaded = {};
       if (lost_race) skip_existing(item, kAppearedReason, true);
       else if (written) finish(item, ItemStatus::ok);
     }
@@ -366,8 +333,7 @@ class Pipeline {
 
   /// Whether an existing output keeps `item` from being written (no --overwrite).
   bool kept_existing(std::size_t item) const {
-    std::error_code ec;
-    return !options_.overwrite && std::filesystem::exists(std::filesystem::symlink_status(items_[item].output, ec));
+    return !settings_.overwrite && files_.kind(items_[item].output, false) != engine::FileKind::none;
   }
 
   void skip_existing(std::size_t item, std::string_view reason, bool appeared = false) {
@@ -420,6 +386,10 @@ class Pipeline {
 
   const std::vector<BatchItem>& items_;
   const BatchOptions& options_;
+  const engine::RunSettings& settings_;
+  engine::Files& files_;
+  std::vector<engine::ImageTask> tasks_;
+  std::vector<engine::Route> routes_;  ///< each item's, decided once
   const ItemObserver& observer_;
   std::vector<ItemReport> reports_;
   std::vector<Clock::time_point> started_;
@@ -432,14 +402,14 @@ class Pipeline {
   std::atomic<std::size_t> not_started_{0};
   std::atomic<std::size_t> next_todo_{0};
   std::atomic<bool> stopping_{false};
-  bool gpu_codec_ = false;  ///< BatchOptions::use_gpu_codec is set
+  bool gpu_codec_ = false;  ///< some item takes the GPU route
   std::atomic<bool> stop_requested_{false};  ///< BatchOptions::stop_requested returned true
   std::atomic<std::size_t> held_images_{0};       ///< images being decoded, queued, filtered or encoded
   std::atomic<std::size_t> peak_held_images_{0};
   std::vector<std::unique_ptr<BoundedQueue<Work>>> filter_queues_;  ///< one per device
   std::vector<std::unique_ptr<codec::JpegPipeline>> jpeg_pipelines_;  ///< one per device, with use_gpu_codec
   codec::JpegPipelineStats jpeg_stats_;
-  std::vector<Work> jpeg_works_;  ///< GPU JPEG items held while their pipeline works on them, by item
+  std::vector<Work> jpeg_works_;  ///< GPU route items held while their pipeline works on them, by item
   std::unique_ptr<BoundedQueue<Work>> write_queue_;
   std::mutex mutex_;  ///< guards finishing: status, counters, the observer call
   std::size_t done_ = 0;
@@ -449,16 +419,6 @@ class Pipeline {
 };
 
 }  // namespace
-
-std::string_view to_string(ItemStatus status) noexcept {
-  switch (status) {
-    case ItemStatus::pending: return "pending";
-    case ItemStatus::ok: return "ok";
-    case ItemStatus::failed: return "failed";
-    case ItemStatus::skipped: return "skipped";
-  }
-  return "?";
-}
 
 ExitCode batch_exit_code(const BatchSummary& summary, bool fail_fast) {
   if (summary.failed == 0) return ExitCode::ok;

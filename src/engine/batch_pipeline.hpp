@@ -1,9 +1,12 @@
 #pragma once
-// The batch engine: many images through read -> filter -> write, with the stages overlapping.
+// The batch pipeline: many images through the per-image operation's stages (image_operation.hpp),
+// with the stages overlapping:
 //
-//   decode threads (jobs) --queue per device--> filter threads (per device) --queue--> write threads (jobs)
+//   readers (jobs) --queue per device--> filter threads (per device) --queue--> writers (jobs)
+//   load_image: read, decode, orient      filter_image, or the device's        encode_image, write_image
+//                                         GPU JPEG pipeline (GPU route)
 //
-// Decoding and encoding run on CPU threads; each filter thread calls cuconv::convolve() with a
+// Reading and encoding run on CPU threads; each filter thread calls cuconv::convolve() with a
 // GpuWorkspace of its own (stream, device planes, pinned staging kept between images), so one
 // image's upload/kernel/download overlaps the other thread's and the decoding and encoding of
 // others. Queues are bounded: at most 2 x jobs + 3 x (filter threads)
@@ -14,12 +17,12 @@
 // No logging and no formatting here: the caller gets a report per image as it finishes and
 // decides what to print.
 #include "engine/batch_plan.hpp"
+#include "engine/files.hpp"
 #include "engine/gpu_jpeg_route.hpp"
+#include "engine/image_operation.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
-#include <cuconv/filter.hpp>
-#include <cuconv/image_io.hpp>
 
 #include <cstddef>
 #include <functional>
@@ -30,19 +33,18 @@
 namespace cuconv::batch {
 
 struct BatchOptions {
-  Filter filter;
-  ConvolveOptions convolve;           ///< `device` is replaced by each filter thread's device
-  std::vector<int> devices;           ///< CUDA devices, images dealt round-robin; empty: convolve.device
-  std::size_t jobs = 1;               ///< decode threads, and as many write threads
+  /// What every image shares (filter, convolve options, codec, write options); `convolve.device`
+  /// is replaced by each filter thread's device.
+  engine::RunSettings run;
+  /// Each item's route (engine::choose_route), decided once by the caller; empty: decided here
+  /// before any work (a --codec gpu refusal is then thrown by run_batch).
+  std::vector<engine::Route> routes;
+  engine::Files* files = nullptr;     ///< the file system, or a client's; nullptr: engine::local_files()
+  std::vector<int> devices;           ///< CUDA devices, images dealt round-robin; empty: run.convolve.device
+  std::size_t jobs = 1;               ///< reader threads, and as many writer threads
   std::size_t filter_threads_per_device = 2;  ///< --gpu-threads; two, so one image's copies overlap another's kernel
-  bool overwrite = false;             ///< replace existing outputs (otherwise they are skipped)
   bool fail_fast = false;             ///< stop scheduling work at the first failure
-  bool skip_filter = false;           ///< --no-filter: decode and encode only (benchmark aid)
-  ReadLimits read_limits;             ///< --max-pixels, as in single-image mode
-  WriteOptions write;                 ///< --quality, --compression; `overwrite` above and each image's metadata replace its own
-  bool strip_metadata = false;        ///< --strip: outputs get no EXIF, ICC or XMP
-  bool auto_orient = false;           ///< --auto-orient: pixels rotated upright by EXIF Orientation before filtering
-  /// Called by each filter thread before its first image, while decoding has begun: the caller's
+  /// Called by each filter thread before its first image, while reading has begun: the caller's
   /// check that the GPU is usable (CUDA's initialisation takes a while). An exception from it stops
   /// the batch, and run_batch rethrows it after the threads have ended; no output is written.
   std::function<void()> wait_for_gpu;
@@ -50,43 +52,13 @@ struct BatchOptions {
   /// is started and none is filtered or written any more; writes in progress finish. Those not
   /// finished are reported as skipped, counted in BatchSummary::not_started. Unset: never.
   std::function<bool()> stop_requested;
-  /// JPEG -> JPEG items for the GPU codec (docs/gpu-jpeg.md): true for the items that take it
-  /// (decided by codec::choose_gpu_codec). Their reader loads the file's bytes; the filter thread
-  /// hands them to its device's codec::JpegPipeline (batched decode, filter, encode); the writer
-  /// writes the bytes. Unset: no item takes it.
-  std::function<bool(const BatchItem&)> use_gpu_codec;
-  codec::JpegOutputOptions jpeg_output;      ///< quality and metadata of those outputs
-  codec::JpegPipelineOptions jpeg_pipeline;  ///< batch size and encoder threads per device
+  codec::JpegPipelineOptions jpeg_pipeline;  ///< GPU route: batch size and encoder threads per device
 };
 
-enum class ItemStatus { pending, ok, failed, skipped };
-
-[[nodiscard]] std::string_view to_string(ItemStatus status) noexcept;
-
-/// Wall times of one image's stages, in milliseconds.
-struct ItemTimes {
-  double read_ms = 0;    ///< read and decode
-  double filter_ms = 0;  ///< ConvolveResult::times.kernel_ms: GPU kernels (CUDA events) or filter2D
-  double upload_ms = 0;  ///< host to device copies (GPU variants)
-  double download_ms = 0;
-  double write_ms = 0;   ///< encode, write, fsync, rename
-  double total_ms = 0;   ///< from the start of reading to the end of writing, queue waits included
-};
-
-struct ItemReport {
-  std::string input;
-  std::string output;
-  ItemStatus status = ItemStatus::pending;
-  std::string reason;                 ///< why it failed or was skipped; empty when ok
-  ExitCode exit_code = ExitCode::ok;  ///< a failure's own exit code (what cuconv IN OUT would exit with)
-  ItemTimes times;
-  int device = -1;                    ///< the CUDA device it was given to (-1: current / CPU)
-  std::string gpu_fallback;           ///< ConvolveResult::fallback_reason: `auto` filtered it with OpenCV
-  std::optional<Variant> variant_used;  ///< ConvolveResult::variant_used; unset when not filtered
-  std::string decoder = "opencv";     ///< "nvjpeg-hardware", "nvjpeg-cuda" or "opencv"
-  std::string encoder = "opencv";     ///< "nvjpeg" or "opencv"
-  std::string decoder_fallback;       ///< GPU codec items: why OpenCV decoded it
-};
+using ItemStatus = engine::ImageStatus;
+using ItemTimes = engine::ImageTimes;
+using ItemReport = engine::ImageReport;
+using engine::to_string;
 
 struct BatchSummary {
   std::vector<ItemReport> items;  ///< in the order of the plan
@@ -100,7 +72,7 @@ struct BatchSummary {
   std::size_t not_started = 0;       ///< of the skipped: left undone because the batch stopped
   bool stop_requested = false;       ///< BatchOptions::stop_requested said stop before the end
   double wall_ms = 0;
-  /// Most images held at once (decoding, queued, filtering, encoding): at most
+  /// Most images held at once (reading, queued, filtering, writing): at most
   /// 2 x jobs + 3 x (filter threads), however many inputs there are.
   std::size_t peak_images_held = 0;
   double gpu_setup_ms = 0;  ///< longest time a filter thread spent in wait_for_gpu and creating its context and stream

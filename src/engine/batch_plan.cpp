@@ -1,6 +1,8 @@
 // Batch planning: input lists, directory expansion, output names, sharding.
 #include "engine/batch_plan.hpp"
 
+#include "engine/files.hpp"
+
 #include "common/whole_number.hpp"
 
 #include <cuconv/error.hpp>
@@ -9,6 +11,7 @@
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
+#include <functional>
 #include <istream>
 #include <map>
 
@@ -23,19 +26,6 @@ bool is_blank(std::string_view line) {
 }
 
 bool is_temp_file(const fs::path& path) { return path.filename().string().starts_with(kTempFilePrefix); }
-
-/// Image files of `dir` (and below, when recursive), appended to `files`.
-template <class Iterator>
-void add_directory_images(const fs::path& dir, std::vector<std::string>& files) {
-  std::error_code ec;
-  for (Iterator it(dir, ec), end; !ec && it != end; it.increment(ec)) {
-    const fs::path& path = it->path();
-    std::error_code type_ec;
-    if (it->is_regular_file(type_ec) && has_image_extension(path.string()) && !is_temp_file(path))
-      files.push_back(path.lexically_normal().string());
-  }
-  if (ec) throw Error(ErrorKind::bad_input, dir.string() + ": cannot list the directory: " + ec.message());
-}
 
 /// Text after the last `%s` of a template (all of it when there is none): where an extension
 /// of the template's own would be.
@@ -62,17 +52,26 @@ std::vector<std::string> read_path_list(std::istream& in) {
 }
 
 std::vector<std::string> collect_inputs(const std::vector<std::string>& paths, bool recursive) {
+  return collect_inputs(paths, recursive, engine::local_files());
+}
+
+std::vector<std::string> collect_inputs(const std::vector<std::string>& paths, bool recursive, engine::Files& access) {
   std::vector<std::string> files;
-  for (const std::string& path : paths) {
-    std::error_code ec;
-    if (fs::is_directory(path, ec)) {
-      if (recursive)
-        add_directory_images<fs::recursive_directory_iterator>(path, files);
-      else
-        add_directory_images<fs::directory_iterator>(path, files);
-    } else {
-      files.push_back(fs::path(path).lexically_normal().string());
+  // A folder's images; with `recursive` its subfolders' too, not following links to folders.
+  const std::function<void(const fs::path&)> add_folder = [&](const fs::path& dir) {
+    for (const std::string& name : access.list_directory(dir.string())) {
+      const fs::path path = dir / name;
+      const engine::FileKind kind = access.kind(path.string(), true);
+      if (kind == engine::FileKind::regular && has_image_extension(path.string()) && !is_temp_file(path))
+        files.push_back(path.lexically_normal().string());
+      else if (recursive && kind == engine::FileKind::directory &&
+               access.kind(path.string(), false) == engine::FileKind::directory)
+        add_folder(path);
     }
+  };
+  for (const std::string& path : paths) {
+    if (access.kind(path, true) == engine::FileKind::directory) add_folder(path);
+    else files.push_back(fs::path(path).lexically_normal().string());
   }
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());

@@ -10,6 +10,10 @@
 #include <string_view>
 #include <vector>
 
+namespace cuconv::engine {
+class Files;
+}
+
 namespace cuconv::batch {
 
 /// One input and the file its result goes to.
@@ -29,6 +33,9 @@ struct BatchItem {
 /// lexically normal form, so `./a.png` and `a.png` are one input). Throws Error{bad_input} when
 /// a directory cannot be listed.
 [[nodiscard]] std::vector<std::string> collect_inputs(const std::vector<std::string>& paths, bool recursive);
+/// The same through `files` (a client's file access when served).
+[[nodiscard]] std::vector<std::string> collect_inputs(const std::vector<std::string>& paths, bool recursive,
+                                                      engine::Files& files);
 
 /// Throws Error{usage} unless `name_template` is a usable --name for `input_count` inputs:
 /// a file name (no '/'), whose only '%' sequences are `%s` (the input's stem) and `%%` (a '%'),

@@ -7,6 +7,7 @@
 // the path the user gave.
 #include <cstdint>
 #include <memory>
+#include <span>
 #include <string>
 #include <vector>
 
@@ -35,12 +36,6 @@ class OpenedFile {
   std::string local_path_;
 };
 
-/// A temporary file beside an output, open for writing; published or discarded exactly once.
-struct TempOutput {
-  OpenedFile file;
-  std::string name;  ///< the temporary file's path as the publisher knows it
-};
-
 class Files {
  public:
   virtual ~Files() = default;
@@ -51,13 +46,15 @@ class Files {
   [[nodiscard]] virtual bool same_file(const std::string& a, const std::string& b) = 0;
   /// The names (not paths) in a directory, unsorted; Error{bad_input} when it cannot be listed.
   [[nodiscard]] virtual std::vector<std::string> list_directory(const std::string& path) = 0;
-  /// A new temporary file in `output`'s folder; Error{output} naming `output` when none can be made.
-  [[nodiscard]] virtual TempOutput create_temp(const std::string& output) = 0;
-  /// Makes the finished temporary file `output` (synced first). Without `overwrite` an existing
-  /// output is never replaced: returns false then and the temporary file is removed.
-  [[nodiscard]] virtual bool publish(TempOutput& temp, const std::string& output, bool overwrite) = 0;
-  /// Removes an unpublished temporary file; never throws.
-  virtual void discard(TempOutput& temp) noexcept = 0;
+  /// Creates `path` and its missing parents (mkdir -p); Error{output} naming it when it cannot.
+  virtual void make_directories(const std::string& path) = 0;
+  /// Writes `bytes` as `output` atomically: a temporary file beside it, synced, then renamed, so no
+  /// partial output is ever seen. Without `overwrite` an existing output, also one that appears
+  /// meanwhile, is never replaced: returns false then. Error{output} naming `output` otherwise.
+  [[nodiscard]] virtual bool write_output(const std::string& output, std::span<const unsigned char> bytes,
+                                          bool overwrite) = 0;
+  /// Removes the file `path` if it exists; never throws.
+  virtual void remove(const std::string& path) noexcept = 0;
 };
 
 /// The file system of this process.

@@ -1,0 +1,140 @@
+// One command line in a session (session.hpp): parse, then list, describe or filter; the same
+// code for a process of its own and for a client of `cuconv serve`.
+#include "cli/batch_command.hpp"
+#include "cli/codec_options.hpp"
+#include "cli/command_line.hpp"
+#include "cli/library_messages.hpp"
+#include "cli/session.hpp"
+#include "cli/single_image.hpp"
+
+#include <cuconv/convolve.hpp>
+#include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
+#include <cuconv/version.hpp>
+
+#include <fmt/format.h>
+#include <opencv2/core/utility.hpp>
+#include <spdlog/sinks/ansicolor_sink.h>
+
+#include <cerrno>
+#include <cstdio>
+#include <fcntl.h>
+#include <optional>
+#include <unistd.h>
+
+namespace cuconv::cli {
+
+namespace {
+
+/// A colour sink on a stream it owns (a duplicate of the session's descriptor).
+class OwnedStreamSink final : public spdlog::sinks::ansicolor_sink<spdlog::details::console_mutex> {
+ public:
+  OwnedStreamSink(std::FILE* file, bool owned)
+      : spdlog::sinks::ansicolor_sink<spdlog::details::console_mutex>(file, spdlog::color_mode::automatic), file_(owned ? file : nullptr) {}
+  ~OwnedStreamSink() override {
+    if (file_ != nullptr) std::fclose(file_);
+  }
+  OwnedStreamSink(const OwnedStreamSink&) = delete;
+  OwnedStreamSink& operator=(const OwnedStreamSink&) = delete;
+
+ private:
+  std::FILE* file_;
+};
+
+std::string list_filters() {
+  std::string text = "Presets (built in, from filters/*.mat):\n";
+  for (const std::string& name : preset_names()) text += fmt::format("  {:<24} {}\n", name, preset_summary(name));
+  text += "Parametric (docs/filters.md defines the weights):\n";
+  for (const ParametricFilter& kind : parametric_filters()) text += fmt::format("  {:<24} {}\n", kind.syntax, kind.summary);
+  text += "Also: an inline WxH[+X+Y]:v,v,... filter, a libvips .mat file or a plain matrix file.\n";
+  return text;
+}
+
+std::string version_text() {
+  std::string text = fmt::format("cuconv {}\ncommit {}, {} build\nOpenCV {}\n{}\n", CUCONV_VERSION, CUCONV_GIT_COMMIT,
+                                 *CUCONV_BUILD_TYPE != '\0' ? CUCONV_BUILD_TYPE : "default", cv::getVersionString(),
+                                 cuda_versions());
+  std::string reason;
+  const std::vector<std::string> gpus = describe_gpus(&reason);
+  if (gpus.empty()) text += fmt::format("GPU: none: {}; filtering runs on the CPU (OpenCV)\n", reason);
+  for (const std::string& gpu : gpus) text += fmt::format("GPU {}\n", gpu);
+  return text;
+}
+
+ExitCode dispatch(const ParsedCommand& command, Session& session) {
+  const CliRequest& req = command.request;
+  session.log().set_level(req.quiet ? spdlog::level::err : req.verbose ? spdlog::level::info : spdlog::level::warn);
+  switch (command.action) {
+    case Action::list_filters: session.print(list_filters()); return ExitCode::ok;
+    case Action::version: session.print(version_text()); return ExitCode::ok;
+    case Action::show_filter:
+      session.print(describe_filter(load_filter_through(session.file_access(), req.show_filter)));
+      return ExitCode::ok;
+    case Action::filter_batch:
+    case Action::filter_image: {
+      // The image libraries' own lines on descriptor 2 become log lines: only where descriptor 2
+      // is this command's (a served command's libraries print into the server's log).
+      std::optional<LibraryMessages> library_messages;
+      if (!session.served) library_messages.emplace(req.verbose, session.log());
+      if (command.action == Action::filter_image) return run_single_image(req, command.options, session);
+      const BatchRequest& batch = command.batch;
+      const Filter filter = batch.no_filter ? Filter{} : load_filter_through(session.file_access(), req.filter_spec);
+      return run_batch_command(batch, filter, command.options, codec_request(req, command.options),
+                               jpeg_output_options(req), session);
+    }
+    case Action::exit_now: break;
+  }
+  return static_cast<ExitCode>(command.exit_code);
+}
+
+void write_all(int fd, std::string_view text) {
+  while (!text.empty()) {
+    const ssize_t n = ::write(fd, text.data(), text.size());
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) throw Error(ErrorKind::output, "cannot write to standard output");
+    text.remove_prefix(static_cast<std::size_t>(n));
+  }
+}
+
+}  // namespace
+
+void Session::print(std::string_view text) const { write_all(out_fd, text); }
+
+std::shared_ptr<spdlog::logger> make_session_logger(int fd, bool) {
+  const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);
+  std::FILE* file = copy >= 0 ? ::fdopen(copy, "w") : nullptr;
+  if (file != nullptr) std::setvbuf(file, nullptr, _IOLBF, 0);
+  auto sink = std::make_shared<OwnedStreamSink>(file != nullptr ? file : stderr, file != nullptr);
+  auto logger = std::make_shared<spdlog::logger>("cuconv", std::move(sink));
+  logger->set_pattern("cuconv: %^%l%$: %v");
+  logger->set_level(spdlog::level::warn);
+  return logger;
+}
+
+int run_command(const std::vector<std::string>& args, Session& session) noexcept {
+  try {
+    if (!session.logger) session.logger = make_session_logger(session.err_fd, session.err_is_terminal);
+  } catch (...) {
+    return static_cast<int>(ExitCode::internal);
+  }
+  spdlog::logger& log = session.log();
+  try {
+    std::vector<const char*> argv;
+    for (const std::string& arg : args) argv.push_back(arg.c_str());
+    const ParsedCommand command = parse_command_line(static_cast<int>(argv.size()), argv.data());
+    if (command.action == Action::exit_now) {  // --help, or why the command line does not parse
+      write_all(session.out_fd, command.stdout_text);
+      write_all(session.err_fd, command.stderr_text);
+      return command.exit_code;
+    }
+    return static_cast<int>(dispatch(command, session));
+  } catch (const Error& e) {
+    log.error("{}", e.what());
+    return static_cast<int>(exit_code_for(e.kind()));
+  } catch (const std::exception& e) {
+    log.error("internal error: {}", e.what());
+    return static_cast<int>(ExitCode::internal);
+  }
+}
+
+}  // namespace cuconv::cli

@@ -1,0 +1,219 @@
+// Single-image mode (`cuconv IN OUT`): the checks that need no pixels, then the engine's one
+// per-image operation, then --compare/--bench reports and the write under the interrupt guard.
+#include "cli/single_image.hpp"
+
+#include "cli/codec_options.hpp"
+#include "cli/compare_report.hpp"
+#include "cli/interrupt.hpp"
+#include "engine/image_operation.hpp"
+
+#include <cuconv/image_io.hpp>
+
+#include <fmt/format.h>
+
+#include <chrono>
+#include <cstdlib>
+#include <filesystem>
+#include <unistd.h>
+
+namespace cuconv::cli {
+
+namespace {
+
+constexpr std::string_view kStdinName = "standard input";
+
+double elapsed_ms(std::chrono::steady_clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - since).count();
+}
+
+/// "png" for "png:-" (standard output in that format); empty for a file name.
+std::string stdout_format(const std::string& output) {
+  return output.size() > 2 && output.ends_with(":-") ? output.substr(0, output.size() - 2) : std::string();
+}
+
+/// A file name of the output's format: `output` itself, or a stand-in in the temporary folder for
+/// FORMAT:- (never created) that the format, encoder and metadata checks read the extension of.
+std::string format_path(const std::string& output) {
+  const std::string format = stdout_format(output);
+  if (format.empty()) return output;
+  return (std::filesystem::temp_directory_path() / ("cuconv-stdout." + format)).string();
+}
+
+/// Runs `f`; an Error that names `path` is thrown again naming `shown` instead.
+template <class F>
+auto naming(const std::string& path, std::string_view shown, F f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    std::string message = e.what();
+    for (std::size_t at = message.find(path); at != std::string::npos; at = message.find(path, at + shown.size()))
+      message.replace(at, path.size(), shown);
+    throw Error(e.kind(), message);
+  }
+}
+
+/// Standard input (the session's) copied to a private temporary file, removed on destruction, so
+/// that read_image's checks (the header's size against --max-pixels, truncation) apply to it too.
+class StdinCopy {
+ public:
+  explicit StdinCopy(int in_fd) {
+    std::string pattern = (std::filesystem::temp_directory_path() / "cuconv-stdin-XXXXXX").string();
+    const int fd = ::mkstemp(pattern.data());
+    if (fd < 0) throw Error(ErrorKind::bad_input, "standard input: cannot make a temporary copy");
+    path_ = pattern;
+    std::vector<char> buffer(1 << 16);
+    bool ok = true;
+    ssize_t count = 0;
+    while (ok && (count = ::read(in_fd, buffer.data(), buffer.size())) != 0) {
+      if (count < 0) {
+        ok = errno == EINTR;
+        continue;
+      }
+      ok = ::write(fd, buffer.data(), static_cast<std::size_t>(count)) == count;
+    }
+    ok = ::close(fd) == 0 && ok;
+    if (!ok) {
+      std::filesystem::remove(path_);
+      throw Error(ErrorKind::bad_input, "standard input: cannot read or copy it to " + path_);
+    }
+  }
+  ~StdinCopy() {
+    std::error_code ignored;
+    std::filesystem::remove(path_, ignored);
+  }
+  StdinCopy(const StdinCopy&) = delete;
+  StdinCopy& operator=(const StdinCopy&) = delete;
+  [[nodiscard]] const std::string& path() const { return path_; }
+
+ private:
+  std::string path_;
+};
+
+void print_notes(const engine::ImageReport& report, spdlog::logger& log) {
+  for (const engine::ImageNote& note : report.notes) {
+    if (note.level == engine::ImageNote::Level::warning) log.warn("{}", note.text);
+    else log.info("{}", note.text);
+  }
+}
+
+}  // namespace
+
+Filter load_filter_through(engine::Files& files, const std::string& spec) {
+  // A filter file is opened through the session's file access (a client's, when served); presets,
+  // parametric and inline filters are no paths.
+  if (files.kind(spec, true) != engine::FileKind::regular) return load_filter(spec);
+  const engine::OpenedFile file = files.open_input(spec);
+  return naming(file.local_path(), spec, [&] {
+    Filter filter = load_filter(file.local_path());
+    if (file.local_path() != spec && filter.origin.find(file.local_path()) != std::string::npos)
+      filter.origin.replace(filter.origin.find(file.local_path()), file.local_path().size(), spec);
+    return filter;
+  });
+}
+
+ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options, Session& session) {
+  spdlog::logger& log = session.log();
+  engine::Files& files = session.file_access();
+  const Filter filter = load_filter_through(files, req.filter_spec);
+  const std::string to_stdout = stdout_format(req.output);
+  if (req.output == "-")
+    throw Error(ErrorKind::usage, "OUTPUT '-': name the format of standard output, e.g. png:- or tif:-");
+  if (!to_stdout.empty() && (req.compare || req.bench_runs > 0))
+    throw Error(ErrorKind::usage, "--compare and --bench print to standard output; write the image to a file");
+  if (to_stdout.empty()) {
+    if (req.input != "-" && files.same_file(req.input, req.output))
+      throw Error(ErrorKind::usage, req.output + ": output is the input file; refusing to overwrite it");
+    // An existing output file is never replaced without --overwrite, as in batch mode (a folder
+    // or a device at that name gets check_output_format's own message).
+    const engine::FileKind existing = files.kind(req.output, false);
+    if (!req.overwrite && (existing == engine::FileKind::regular || existing == engine::FileKind::symlink))
+      throw Error(ErrorKind::output, req.output + ": exists; left unchanged (use --overwrite to replace it)");
+  }
+
+  engine::RunSettings settings;
+  settings.filter = filter;
+  settings.convolve = options;
+  settings.read_limits.max_pixels = req.max_pixels;
+  settings.write = write_options_of(req);
+  settings.overwrite = req.overwrite;
+  settings.strip_metadata = req.strip_metadata;
+  settings.auto_orient = req.auto_orient;
+  settings.codec = codec_request(req, options);
+  settings.jpeg_output = jpeg_output_options(req);
+  const std::string output_format = format_path(req.output);
+  naming(output_format, req.output, [&] { check_encoder_options(output_format, settings.write); });
+  // The GPU codec reads and writes files; standard input and output go through OpenCV.
+  const bool files_only = req.input != "-" && to_stdout.empty();
+  if (!files_only && settings.codec.codec == codec::Codec::gpu)
+    throw Error(ErrorKind::usage, "--codec gpu reads and writes JPEG files, not standard input or output");
+  if (!files_only) settings.codec.codec = codec::Codec::opencv;
+
+  engine::ImageTask task;
+  task.output = output_format;
+  task.output_shown = req.output;
+  task.keep_encoded = true;  // written below, under the interrupt guard, or to standard output
+  std::optional<StdinCopy> stdin_copy;
+  if (req.input == "-") {
+    stdin_copy.emplace(session.in_fd);
+    task.input = stdin_copy->path();
+    task.input_shown = std::string(kStdinName);
+  } else {
+    task.input = req.input;
+  }
+
+  if (req.compare && options.variant == Variant::opencv)
+    throw Error(ErrorKind::usage, "--compare compares a GPU variant with OpenCV; choose a GPU --variant");
+  const engine::Route route = engine::choose_route(task, settings);
+  std::string no_gpu_reason;
+  if (options.variant == Variant::automatic && route == engine::Route::host && !engine::gpu_usable(&no_gpu_reason))
+    log.warn("no usable CUDA device ({}); filtering with OpenCV on the CPU", no_gpu_reason);
+
+  ExitCode code = ExitCode::ok;
+  const auto start = std::chrono::steady_clock::now();
+  const engine::InspectResult inspect = [&](const cv::Mat& input, const ConvolveResult& result) {
+    log.info("read {} ({}x{}, {} channel(s), {})", task.input_shown.empty() ? task.input : task.input_shown,
+             input.cols, input.rows, input.channels(), depth_name(input.depth()));
+    if (!result.fallback_reason.empty()) no_gpu_reason = result.fallback_reason;
+    code = report_bench_and_compare(req, input, result, filter, options, no_gpu_reason, session);
+    return code == ExitCode::ok;
+  };
+  engine::ImageResult done = engine::process_image(task, settings, route, files, inspect);
+  const engine::ImageReport& report = done.report;
+  print_notes(report, log);
+  if (!report.decoder_fallback.empty()) log.info("{}: {}; decoded with OpenCV", req.input, report.decoder_fallback);
+  if (!report.gpu_fallback.empty()) log.warn("{}; filtered with OpenCV on the CPU instead", report.gpu_fallback);
+  if (report.variant_used)
+    log.info("variant {}: decoder {}, read {:.2f} ms; upload {:.3f} ms, kernel {:.3f} ms, download {:.3f} ms, "
+             "{} strip(s); encoder {}",
+             to_string(*report.variant_used), report.decoder, report.times.read_ms, report.times.upload_ms,
+             report.times.filter_ms, report.times.download_ms, report.strips, report.encoder);
+  if (code != ExitCode::ok) {
+    log.error("{}: result differs from cv::filter2D beyond the tolerance; output not written", req.output);
+    return code;
+  }
+  log.info("processed in {:.2f} ms", elapsed_ms(start));
+
+  const auto t = std::chrono::steady_clock::now();
+  if (!to_stdout.empty()) {
+    session.print(std::string_view(reinterpret_cast<const char*>(done.encoded.data()), done.encoded.size()));
+    log.info("wrote {} ({}) to standard output in {:.2f} ms", to_stdout, req.output, elapsed_ms(t));
+    return ExitCode::ok;
+  }
+  engine::ImageTask write_task = task;
+  write_task.output = req.output;
+  bool written = false;
+  {
+    std::optional<InterruptGuard> interrupts;
+    if (!session.served) interrupts.emplace();
+    written = engine::write_image(write_task, done.encoded, settings, files, done.report);
+  }
+  if (!written) throw Error(ErrorKind::output, req.output + ": exists; not replaced (overwrite is off)");
+  log.info("wrote {} in {:.2f} ms", req.output, elapsed_ms(t));
+  if (const int signal = received_signal(); signal != 0) {
+    log.warn("interrupted by {} while writing {}; the file was finished", signal_name(signal), req.output);
+    return interrupted_exit_code(signal);
+  }
+  return ExitCode::ok;
+}
+
+}  // namespace cuconv::cli

@@ -1,0 +1,104 @@
+// The file system of this process as engine::Files (files.hpp): what single-image and batch mode
+// use when no server runs them. Writing is the codec layer's atomic write (image_io.cpp).
+#include "engine/files.hpp"
+
+#include <cuconv/error.hpp>
+#include <cuconv/image_io.hpp>
+
+#include <cerrno>
+#include <cstring>
+#include <fcntl.h>
+#include <filesystem>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <utility>
+
+namespace cuconv::engine {
+
+namespace fs = std::filesystem;
+
+OpenedFile::OpenedFile(OpenedFile&& other) noexcept
+    : fd_(std::exchange(other.fd_, -1)), local_path_(std::move(other.local_path_)) {}
+
+OpenedFile& OpenedFile::operator=(OpenedFile&& other) noexcept {
+  if (this != &other) {
+    if (fd_ >= 0) ::close(fd_);
+    fd_ = std::exchange(other.fd_, -1);
+    local_path_ = std::move(other.local_path_);
+  }
+  return *this;
+}
+
+OpenedFile::~OpenedFile() {
+  if (fd_ >= 0) ::close(fd_);
+}
+
+namespace {
+
+class LocalFiles final : public Files {
+ public:
+  OpenedFile open_input(const std::string& path) override {
+    // The readers open the path themselves (OpenCV, libjpeg, libtiff, exiv2) and say why one
+    // cannot be read; opening it here too would block on a FIFO.
+    return OpenedFile(-1, path);
+  }
+
+  FileKind kind(const std::string& path, bool follow_links) override {
+    std::error_code ec;
+    const fs::file_status status = follow_links ? fs::status(path, ec) : fs::symlink_status(path, ec);
+    switch (status.type()) {
+      case fs::file_type::not_found:
+      case fs::file_type::none: return FileKind::none;
+      case fs::file_type::regular: return FileKind::regular;
+      case fs::file_type::directory: return FileKind::directory;
+      case fs::file_type::symlink: return FileKind::symlink;
+      default: return ec ? FileKind::none : FileKind::other;
+    }
+  }
+
+  bool same_file(const std::string& a, const std::string& b) override {
+    std::error_code ec;
+    return fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec) && !ec;
+  }
+
+  std::vector<std::string> list_directory(const std::string& path) override {
+    std::vector<std::string> names;
+    std::error_code ec;
+    for (fs::directory_iterator it(path, ec), end; !ec && it != end; it.increment(ec))
+      names.push_back(it->path().filename().string());
+    if (ec) throw Error(ErrorKind::bad_input, path + ": cannot list the directory: " + ec.message());
+    return names;
+  }
+
+  void make_directories(const std::string& path) override {
+    std::error_code ec;
+    fs::create_directories(path, ec);
+    if (ec) throw Error(ErrorKind::output, path + ": cannot create the output folder: " + ec.message());
+    if (!fs::is_directory(path, ec)) throw Error(ErrorKind::output, path + ": not a folder");
+  }
+
+  bool write_output(const std::string& output, std::span<const unsigned char> bytes, bool overwrite) override {
+    try {
+      write_encoded_atomic(output, bytes, overwrite);
+    } catch (const Error&) {
+      // The no-replace publish found the name taken (another process finished first).
+      if (!overwrite && kind(output, false) != FileKind::none) return false;
+      throw;
+    }
+    return true;
+  }
+
+  void remove(const std::string& path) noexcept override {
+    std::error_code ignored;
+    fs::remove(path, ignored);
+  }
+};
+
+}  // namespace
+
+Files& local_files() {
+  static LocalFiles files;
+  return files;
+}
+
+}  // namespace cuconv::engine

@@ -1,0 +1,231 @@
+// The per-image operation (image_operation.hpp): each stage once, for every mode.
+#include "engine/image_operation.hpp"
+
+#include <opencv2/imgcodecs.hpp>
+
+#include <chrono>
+#include <mutex>
+#include <utility>
+
+namespace cuconv::engine {
+
+namespace {
+
+using Clock = std::chrono::steady_clock;
+
+double ms_since(Clock::time_point since) {
+  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+}
+
+const std::string& shown_input(const ImageTask& task) {
+  return task.input_shown.empty() ? task.input : task.input_shown;
+}
+const std::string& shown_output(const ImageTask& task) {
+  return task.output_shown.empty() ? task.output : task.output_shown;
+}
+
+/// Replaces every `path` in `message` by `shown`.
+std::string renamed(std::string message, const std::string& path, const std::string& shown) {
+  if (path == shown || path.empty()) return message;
+  for (std::size_t at = message.find(path); at != std::string::npos; at = message.find(path, at + shown.size()))
+    message.replace(at, path.size(), shown);
+  return message;
+}
+
+/// Runs `f`; an Error naming one of the paths in `names` (local path -> shown name) is thrown
+/// again naming what the user gave.
+template <class F>
+auto naming(std::initializer_list<std::pair<const std::string&, const std::string&>> names, F f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    std::string message = e.what();
+    for (const auto& [path, shown] : names) message = renamed(std::move(message), path, shown);
+    throw Error(e.kind(), message);
+  }
+}
+
+void note(ImageReport& report, ImageNote::Level level, std::string text) {
+  report.notes.push_back({level, std::move(text)});
+}
+
+}  // namespace
+
+std::string_view to_string(ImageStatus status) noexcept {
+  switch (status) {
+    case ImageStatus::pending: return "pending";
+    case ImageStatus::ok: return "ok";
+    case ImageStatus::failed: return "failed";
+    case ImageStatus::skipped: return "skipped";
+  }
+  return "?";
+}
+
+bool gpu_usable(std::string* reason) {
+  static std::once_flag once;
+  static bool usable = false;
+  static std::string why;
+  std::call_once(once, [] { usable = cuda_device_available(&why); });
+  if (reason != nullptr) *reason = why;
+  return usable;
+}
+
+Route choose_route(const ImageTask& task, const RunSettings& settings) {
+  const auto unusable = settings.gpu_codec_unusable ? settings.gpu_codec_unusable
+                                                    : std::function<std::string()>(codec::gpu_codec_unusable_reason);
+  return codec::choose_gpu_codec(settings.codec, task.input, task.output, unusable) ? Route::gpu_jpeg : Route::host;
+}
+
+LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route route, Files& files,
+                       ImageReport& report) {
+  const std::string& output = task.output;
+  // What is at the output's name and its extension need no pixels: checked before reading.
+  const FileKind existing = files.kind(output, true);
+  if (existing == FileKind::directory)
+    throw Error(ErrorKind::output, shown_output(task) + ": is a directory; give the output a file name");
+  // The final rename would replace a device, FIFO or socket rather than write to it.
+  if (existing != FileKind::none && existing != FileKind::regular)
+    throw Error(ErrorKind::output, shown_output(task) + ": exists and is not a regular file; refusing to replace it");
+  naming({{output, shown_output(task)}}, [&] { check_output_extension(output); });
+  const auto start = Clock::now();
+  LoadedImage loaded;
+  loaded.route = route;
+  const OpenedFile input = files.open_input(task.input);
+  const std::string& path = input.local_path();
+  const auto names = {std::pair<const std::string&, const std::string&>{path, shown_input(task)},
+                      std::pair<const std::string&, const std::string&>{output, shown_output(task)}};
+  if (route == Route::gpu_jpeg) {
+    naming(names, [&] {
+      check_output_format(output, CV_8U, 3);
+      loaded.bytes = codec::read_jpeg_file(path, settings.read_limits.max_pixels);
+    });
+    report.input_bytes = loaded.bytes.size();
+    report.times.read_ms = ms_since(start);
+    return loaded;
+  }
+  naming(names, [&] {
+    loaded.image = read_image(path, settings.read_limits);
+    loaded.metadata = read_metadata(path);
+  });
+  const cv::Mat& image = loaded.image;
+  report.width = image.cols;
+  report.height = image.rows;
+  report.channels = image.channels();
+  report.input_depth = image.depth();
+  if (settings.auto_orient) auto_orient(loaded.image, loaded.metadata);
+  const std::string kept = metadata_kept_by(output);
+  // A sideways photo whose Orientation tag is lost stays sideways in every viewer: say so.
+  if (const int orientation = exif_orientation(loaded.metadata);
+      orientation != 1 && (settings.strip_metadata || kept.find("EXIF") == std::string::npos))
+    note(report, ImageNote::Level::warning,
+         shown_output(task) + ": the input's EXIF Orientation " + std::to_string(orientation) +
+             " is not kept (" + (settings.strip_metadata ? "--strip" : "the format holds no EXIF") +
+             "), so the output is not shown upright; --auto-orient rotates the pixels");
+  if (settings.strip_metadata) loaded.metadata = {};
+  if (!loaded.metadata.empty())
+    note(report, ImageNote::Level::info,
+         shown_output(task) + ": metadata kept: " + (kept.empty() ? "none (the format holds none)" : kept));
+  const int depth =
+      settings.apply_filter ? resolve_output_depth(image.depth(), settings.convolve.depth) : image.depth();
+  naming(names, [&] { check_output_format(output, depth, image.channels()); });
+  report.times.read_ms = ms_since(start);
+  return loaded;
+}
+
+ConvolveResult filter_image(LoadedImage& loaded, const RunSettings& settings, GpuWorkspace* workspace,
+                            ImageReport& report) {
+  if (!settings.apply_filter) return {};
+  ConvolveResult result = workspace != nullptr
+                              ? convolve(loaded.image, settings.filter, settings.convolve, *workspace)
+                              : convolve(loaded.image, settings.filter, settings.convolve);
+  loaded.image = result.image;  // shares the pixels with the result
+  report.times.filter_ms = result.times.kernel_ms;
+  report.times.upload_ms = result.times.upload_ms;
+  report.times.download_ms = result.times.download_ms;
+  report.variant_used = result.variant_used;
+  report.strips = result.strips;
+  report.gpu_fallback = result.fallback_reason;
+  return result;
+}
+
+std::vector<std::uint8_t> encode_image(LoadedImage& loaded, const ImageTask& task, const RunSettings& settings,
+                                       ImageReport& report) {
+  if (loaded.route == Route::gpu_jpeg) return std::move(loaded.bytes);
+  const auto start = Clock::now();
+  WriteOptions write = settings.write;
+  write.overwrite = settings.overwrite;
+  write.metadata = &loaded.metadata;
+  std::vector<std::uint8_t> encoded =
+      naming({{task.output, shown_output(task)}}, [&] { return cuconv::encode_image(task.output, loaded.image, write); });
+  loaded.image.release();
+  report.times.write_ms += ms_since(start);
+  return encoded;
+}
+
+bool write_image(const ImageTask& task, std::span<const std::uint8_t> encoded, const RunSettings& settings,
+                 Files& files, ImageReport& report) {
+  const auto start = Clock::now();
+  const bool written = files.write_output(task.output, encoded, settings.overwrite);
+  report.times.write_ms += ms_since(start);
+  return written;
+}
+
+namespace {
+
+/// The GPU JPEG route for one image: nvJPEG's set-up starts on its own thread while the file is
+/// read; decode, filter and encode on the device.
+std::vector<std::uint8_t> run_gpu_jpeg(const ImageTask& task, const RunSettings& settings, Files& files,
+                                       ImageReport& report) {
+  codec::JpegFilterJob job(settings.convolve.device, settings.apply_filter ? &settings.filter : nullptr,
+                           settings.convolve, settings.jpeg_output);
+  LoadedImage loaded = load_image(task, settings, Route::gpu_jpeg, files, report);
+  std::vector<codec::JpegJobResult> results = job.run({std::span<const std::uint8_t>(loaded.bytes)});
+  codec::JpegJobResult& r = results.front();
+  if (r.error) throw Error(r.error->kind(), shown_input(task) + ": " + r.error->what());
+  report.decoder = r.decoder;
+  report.encoder = r.encoder;
+  report.decoder_fallback = r.decoder_fallback;
+  report.variant_used = r.variant_used;
+  report.gpu_fallback = r.gpu_fallback;
+  report.width = r.width;
+  report.height = r.height;
+  report.channels = r.channels;
+  report.times.read_ms += r.decode_ms;
+  report.times.filter_ms = r.filter_ms;
+  report.times.write_ms = r.encode_ms;
+  return std::move(r.encoded);
+}
+
+}  // namespace
+
+ImageResult process_image(const ImageTask& task, const RunSettings& settings, Route route, Files& files,
+                          const InspectResult& inspect) {
+  const auto start = Clock::now();
+  ImageResult result;
+  ImageReport& report = result.report;
+  report.input = shown_input(task);
+  report.output = shown_output(task);
+  std::vector<std::uint8_t> encoded;
+  if (route == Route::gpu_jpeg) {
+    encoded = run_gpu_jpeg(task, settings, files, report);
+  } else {
+    LoadedImage loaded = load_image(task, settings, route, files, report);
+    const cv::Mat input = loaded.image;  // shares the pixels; filtering makes a new image
+    const ConvolveResult filtered = filter_image(loaded, settings, nullptr, report);
+    if (inspect && !inspect(input, filtered)) {
+      report.status = ImageStatus::skipped;
+      return result;
+    }
+    encoded = encode_image(loaded, task, settings, report);
+  }
+  if (task.keep_encoded) {
+    result.encoded = std::move(encoded);
+  } else {
+    result.written = write_image(task, encoded, settings, files, report);
+  }
+  report.status = ImageStatus::ok;
+  report.times.total_ms = ms_since(start);
+  return result;
+}
+
+}  // namespace cuconv::engine

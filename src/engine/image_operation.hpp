@@ -1,0 +1,152 @@
+#pragma once
+// The one per-image operation: read -> orient/strip -> decode -> filter -> encode -> atomic write,
+// with the GPU JPEG route (nvJPEG decode, filter on the device, nvJPEG encode) inside it and the
+// route chosen once per image. Single-image mode runs process_image(); batch mode and the server
+// run the same stages (load_image, filter_image, encode_image, write_image) on the threads of the
+// batch pipeline, so every feature of the per-image path is written once. No logging here: each
+// stage fills the image's ImageReport (times, choices and notes) and the caller reports.
+#include "engine/files.hpp"
+#include "engine/gpu_jpeg_route.hpp"
+
+#include <cuconv/convolve.hpp>
+#include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
+#include <cuconv/image_io.hpp>
+
+#include <opencv2/core.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cuconv::engine {
+
+/// What every image of one command shares.
+struct RunSettings {
+  Filter filter;
+  bool apply_filter = true;       ///< false: --no-filter (decode and encode only)
+  ConvolveOptions convolve;
+  ReadLimits read_limits;         ///< --max-pixels
+  WriteOptions write;             ///< --quality, --compression; `overwrite` below and each image's metadata replace its own
+  bool overwrite = false;         ///< replace existing outputs
+  bool strip_metadata = false;    ///< --strip: outputs get no EXIF, ICC or XMP
+  bool auto_orient = false;       ///< --auto-orient: pixels rotated upright by EXIF Orientation before filtering
+  codec::CodecRequest codec;      ///< which JPEG -> JPEG images take the GPU codec (jpeg_jobs: of the whole run)
+  codec::JpegOutputOptions jpeg_output;
+  /// Why the GPU codec cannot be used (empty: it can); asked at most once per run, only for a
+  /// JPEG -> JPEG image. Unset: codec::gpu_codec_unusable_reason.
+  std::function<std::string()> gpu_codec_unusable;
+};
+
+/// One image: where it comes from and where its result goes.
+struct ImageTask {
+  std::string input;   ///< the path opened (a private copy for standard input)
+  std::string output;  ///< the path written; its extension picks the format
+  /// What messages call the input and the output (standard input, FORMAT:-); empty: the paths.
+  std::string input_shown;
+  std::string output_shown;
+  /// The result goes back to the caller (ImageResult::encoded) instead of being written.
+  bool keep_encoded = false;
+};
+
+enum class ImageStatus { pending, ok, failed, skipped };
+[[nodiscard]] std::string_view to_string(ImageStatus status) noexcept;
+
+/// Wall times of one image's stages, in milliseconds.
+struct ImageTimes {
+  double read_ms = 0;    ///< read and decode
+  double filter_ms = 0;  ///< ConvolveResult::times.kernel_ms: GPU kernels (CUDA events) or filter2D
+  double upload_ms = 0;  ///< host to device copies (GPU variants)
+  double download_ms = 0;
+  double write_ms = 0;   ///< encode, write, fsync, rename
+  double total_ms = 0;   ///< from the start of reading to the end of writing, queue waits included
+};
+
+/// A line the caller may print for this image, at its level.
+struct ImageNote {
+  enum class Level { info, warning } level = Level::info;
+  std::string text;
+};
+
+struct ImageReport {
+  std::string input;
+  std::string output;
+  ImageStatus status = ImageStatus::pending;
+  std::string reason;                 ///< why it failed or was skipped; empty when ok
+  ExitCode exit_code = ExitCode::ok;  ///< a failure's own exit code (what cuconv IN OUT would exit with)
+  ImageTimes times;
+  int device = -1;                    ///< the CUDA device it was given to (-1: current / CPU)
+  std::string gpu_fallback;           ///< ConvolveResult::fallback_reason: `auto` filtered it with OpenCV
+  std::optional<Variant> variant_used;  ///< unset when not filtered
+  int strips = 1;                     ///< horizontal strips the GPU filtered it in
+  std::string decoder = "opencv";     ///< "nvjpeg-hardware", "nvjpeg-cuda" or "opencv"
+  std::string encoder = "opencv";     ///< "nvjpeg" or "opencv"
+  std::string decoder_fallback;       ///< GPU codec images: why OpenCV decoded it
+  int width = 0;
+  int height = 0;
+  int channels = 0;
+  int input_depth = -1;               ///< CV_8U ...; -1 before decoding
+  std::size_t input_bytes = 0;        ///< GPU codec images: the file's size
+  std::vector<ImageNote> notes;       ///< in the order they arose
+};
+
+enum class Route { host, gpu_jpeg };
+
+/// An image between the stages: decoded pixels and metadata (host route) or the JPEG file's
+/// bytes (GPU route, which decodes on the device).
+struct LoadedImage {
+  Route route = Route::host;
+  cv::Mat image;                   ///< the input, then the filtered result
+  ImageMetadata metadata;          ///< what the output keeps (none with --strip)
+  std::vector<std::uint8_t> bytes; ///< GPU route: the input file, then the encoded output
+};
+
+/// Which route `task` takes (the codec choice, once per image). Throws Error{usage} or Error{gpu}
+/// for --codec gpu with an image or a machine it cannot serve.
+[[nodiscard]] Route choose_route(const ImageTask& task, const RunSettings& settings);
+
+/// Reads the input (through `files`) and makes it ready for filtering: checks the output's
+/// extension first (no decoding for a name cuconv cannot write), decodes, reads the metadata the
+/// output can keep, rotates upright (--auto-orient), strips (--strip) and checks that the output
+/// format holds the result's depth and channels. GPU route: the file's bytes after the same
+/// header checks. Throws Error naming the input or the output.
+[[nodiscard]] LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route route, Files& files,
+                                     ImageReport& report);
+
+/// Filters a host-route image with convolve() (with `workspace` when given): `loaded.image` becomes
+/// the result, which the returned ConvolveResult shares. Without a filter (--no-filter) nothing.
+ConvolveResult filter_image(LoadedImage& loaded, const RunSettings& settings, GpuWorkspace* workspace,
+                            ImageReport& report);
+
+/// Encodes a filtered host-route image for `task.output` (format, quality, metadata); the GPU
+/// route's bytes are already encoded and are returned as they are.
+[[nodiscard]] std::vector<std::uint8_t> encode_image(LoadedImage& loaded, const ImageTask& task,
+                                                     const RunSettings& settings, ImageReport& report);
+
+/// Writes `encoded` as the output through `files` (atomic; no-replace unless --overwrite). Returns
+/// false when the output exists and is kept (written meanwhile by another process).
+[[nodiscard]] bool write_image(const ImageTask& task, std::span<const std::uint8_t> encoded, const RunSettings& settings,
+                               Files& files, ImageReport& report);
+
+/// Called between filtering and encoding with the input and the result (single-image mode's
+/// --compare and --bench); returning false leaves the output unwritten.
+using InspectResult = std::function<bool(const cv::Mat& input, const ConvolveResult& result)>;
+
+/// What process_image returns besides the report.
+struct ImageResult {
+  ImageReport report;
+  std::vector<std::uint8_t> encoded;  ///< with ImageTask::keep_encoded
+  bool written = false;
+};
+
+/// The whole operation for one image on `route` (choose_route's answer): the stages in order, or
+/// the GPU JPEG route. Throws Error for the image's failure (naming it).
+[[nodiscard]] ImageResult process_image(const ImageTask& task, const RunSettings& settings, Route route, Files& files,
+                                        const InspectResult& inspect = {});
+
+/// Whether a CUDA device can be used (once per process); `reason` says why not.
+[[nodiscard]] bool gpu_usable(std::string* reason);
+
+}  // namespace cuconv::engine
