@@ -3,7 +3,7 @@
 // same bytes (the roof). It needs no OpenCV, so a copy of it built from a changed tree (its
 // kernels/ and src/gpu/fast_rules.cuh: `nvcc -std=c++20 --expt-relaxed-constexpr -I TREE
 // -I TREE/include`) runs on any GPU node: the quick way to compare kernel variants before a full
-// bundle. docs/kernel-notes.md keeps what it measured for each rule.
+// bundle. bench/results/kernel-notes/fast.md keeps what it measured for each rule.
 //   cuconv_fast_tune [CASE]     all cases, or the one whose label is CASE (e.g. "u8 3x3")
 //   STRIP=N cuconv_fast_tune    every launch walks N-row strips instead of fast_strip_rows_for's
 //   ODD=1 cuconv_fast_tune      adds small cases of odd sizes (partial warps, border paths,

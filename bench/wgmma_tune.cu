@@ -4,7 +4,7 @@
 // wgmma shape on its own. Like cuconv_fast_tune it needs no OpenCV, so a copy built from a changed
 // tree (`nvcc -std=c++20 --expt-relaxed-constexpr -arch=sm_90a -I TREE -I TREE/include -I TREE/src
 // TREE/bench/wgmma_tune.cu`) compares kernel variants on a GPU node before a full bundle.
-// docs/kernel-notes.md ("Where the time goes") keeps what it measured.
+// bench/results/kernel-notes/tensor-wgmma.md ("Where the time goes") keeps what it measured.
 //   cuconv_wgmma_tune [CASE]   every kernel case, or the one whose label is CASE (e.g. "5x5 ax 2")
 //   cuconv_wgmma_tune rate     back-to-back m64n48k32 wgmmas from the kernel's shared-memory
 //                              layouts, 1 to 5 warpgroups an SM, nothing else; then m64n48k32
@@ -120,7 +120,7 @@ void run_case(const Case& c, int grid_y) {
 
 /// m64n48k32 and m64n24k32 (u8 x s8 -> s32) with A from registers (four words a thread: rows 16 w + g
 /// and 16 w + g + 8, bytes 4 t .. 4 t + 3 of K 0-15 and of K 16-31), B from shared memory: the
-/// shapes of a form of the kernel that was tried and not kept (docs/kernel-notes.md), for the rate.
+/// shapes of a form of the kernel that was tried and not kept (bench/results/kernel-notes/tensor-wgmma.md), for the rate.
 __device__ __forceinline__ void wgmma_n48_registers(int (&acc)[24], const unsigned (&a)[4], std::uint64_t b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(

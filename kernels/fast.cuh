@@ -43,7 +43,7 @@ template <class In, int Radius>
 __host__ __device__ constexpr int fast_vector_elems() {
   constexpr int by_bytes = 16 / static_cast<int>(sizeof(In));   // 4 f32, 8 u16, 16 u8
   // Accumulators per filter row: 16 at 3x3 (one full 16-byte u8 load), 8 up to 9x9, 4 beyond
-  // (docs/kernel-notes.md, 'Elements per thread').
+  // (bench/results/kernel-notes/fast.md, 'Elements per thread').
   constexpr int register_cap = Radius <= 1 ? 16 : Radius <= 4 ? 8 : 4;
   return by_bytes < register_cap ? by_bytes : register_cap;
 }
@@ -51,7 +51,7 @@ __host__ __device__ constexpr int fast_vector_elems() {
 /// Blocks an SM that the register allocation must leave room for (__launch_bounds__), where the
 /// measured best occupancy sits on an allocation step: dense f32 5x5 at 56 registers (9 blocks)
 /// and 8-bit 5x5 at 72 (7 blocks), which the allocator otherwise left for the next step when
-/// unrelated code changed (docs/kernel-notes.md, 'Registers at 5x5'). 0: no bound (nvcc then
+/// unrelated code changed (bench/results/kernel-notes/fast.md, 'Registers at 5x5'). 0: no bound (nvcc then
 /// leaves the directive out, and the allocation is the unbounded one).
 template <class In, int Channels, int Radius, bool Separable>
 __host__ __device__ constexpr int fast_min_blocks() {
@@ -100,7 +100,7 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
   constexpr bool kPacksU8 = std::is_same_v<Out, unsigned char> && kVec % 4 == 0;  // round_pack_u8x4
   // Input rows a step of the strip walk adds (process_row). Separable staged filters take two:
   // the partial rows' register moves per row halve, and so do registers and instructions
-  // (docs/kernel-notes.md, 'Two rows a step'). Dense filters keep one: their moves are K x kVec
+  // (bench/results/kernel-notes/fast.md, 'Two rows a step'). Dense filters keep one: their moves are K x kVec
   // a row against K^2 x kVec FFMAs.
   constexpr int kRowsPerStep = Separable && kStaged ? 2 : 1;
 
@@ -127,7 +127,7 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
   // Direct: a row is this thread's own chunk plus, for lanes 0 and 31, the halo words beyond the
   // warp's span (left of lane 0, right of lane 31); the other halo words come from the neighbour
   // lanes' own chunks by shuffle in fetch_row. One load per thread and row instead of 2S + 1:
-  // the neighbour loads hit L1, but their L1 wavefronts limited f32 3x3 (docs/kernel-notes.md,
+  // the neighbour loads hit L1, but their L1 wavefronts limited f32 3x3 (bench/results/kernel-notes/fast.md,
   // 'Halo by shuffle').
   static_assert(kStaged || kSideVectors == 1, "the direct path shuffles one neighbour chunk each side");
   // The taps read kHalo elements of each neighbour chunk: words [kLeftWord, kWords) of the left
@@ -155,7 +155,7 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
   // A lane whose chunk starts at or past the row end (rows of W * C elements that end inside a
   // warp's span) serves only its left neighbour's taps: it reads the first kHalo elements of its
   // chunk, like lane 31's right edge words, at positions found once. Through the per-row border
-  // rule its warp ran several times slower than the others (docs/kernel-notes.md, 'Border
+  // rule its warp ran several times slower than the others (bench/results/kernel-notes/fast.md, 'Border
   // positions'). Lane 0 is never past the end and lane 31 past it is no edge lane: one array
   // serves both.
   const bool own_past_end = own_needed && e0 >= row_elems;
@@ -169,7 +169,7 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
   // Where an edge lane's words are not wholly inside the row (at the row's ends), the positions
   // the border rule gives the elements its taps read: the same in every row, so found once here
   // (at most kHalo + 3 registers) rather than per row by calls while the warp waits
-  // (docs/kernel-notes.md, 'Border positions').
+  // (bench/results/kernel-notes/fast.md, 'Border positions').
   constexpr int kEdgeElems = kEdgeWords * kPerWord;
   int edge_position[kStaged ? 1 : kEdgeElems]{};
   if constexpr (!kStaged) {
@@ -184,7 +184,7 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
   // read them) through the border rule, the rest not at all. Those positions are the same in
   // every row: found once, into shared memory (one lane a row has them: kVec registers each
   // thread would cost blocks an SM), rather than by kVec border-rule calls a row
-  // (docs/kernel-notes.md, 'Border positions').
+  // (bench/results/kernel-notes/fast.md, 'Border positions').
   __shared__ int crossing_position[kStaged ? 1 : kVec];
   if (!kStaged && e0 < row_elems && e0 + kVec > row_elems) {
 #pragma unroll
@@ -197,7 +197,7 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
   // usually run at the same time: the strip below reads them first (its warm-up), the strip above
   // at its end. The first reader asks L2 to keep them, the second to drop them; without the hint
   // they missed L2. Only f32 images, on the direct path: 8-bit sizes are bound by instruction
-  // issue and paid for the hint's branch (docs/kernel-notes.md, 'L2 hints').
+  // issue and paid for the hint's branch (bench/results/kernel-notes/fast.md, 'L2 hints').
   constexpr bool kHintsL2 = std::is_same_v<In, float>;
   const unsigned long long keep_in_l2 = l2_policy(RowReuse::again);
   const unsigned long long drop_from_l2 = l2_policy(RowReuse::done);
@@ -256,7 +256,7 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
   // The border rule's positions of the elements of this lane's chunks that are needed but not
   // wholly inside the row: the same in every row, so found once here (as edge_position on the
   // direct path). In shared memory, lane-minor: kVec registers a chunk would cost blocks an SM
-  // (docs/kernel-notes.md, 'Border positions').
+  // (bench/results/kernel-notes/fast.md, 'Border positions').
   __shared__ int staged_position[kStaged ? kFastBlockY : 1][kStaged ? kStagePasses * kVec : 1][kFastBlockX];
   int(&chunk_position)[kStaged ? kStagePasses * kVec : 1][kFastBlockX] = staged_position[kStaged ? threadIdx.y : 0];
   if constexpr (kStaged) {
@@ -299,7 +299,7 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
 
     // Direct: two rows in flight (`window` = row r, `ahead` = row r + 1 while row r + 2 loads);
     // a row is at most 32 bytes a thread. More rows in flight were slower
-    // (docs/kernel-notes.md, 'Rows in flight').
+    // (bench/results/kernel-notes/fast.md, 'Rows in flight').
     DirectRow window{};  // defined words also for lanes that read nothing (own_needed)
     DirectRow ahead{};
     if constexpr (kStaged) {
@@ -365,7 +365,7 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
     // Row r = r0 + Phase of the strip: adds into partial[Phase .. Phase + K - 1] and writes
     // partial[Phase], output row r - (K - 1). The loop stays rolled: a ring unrolled by K (one
     // copy of the row body per phase, no moves) overflowed the instruction cache
-    // (docs/kernel-notes.md, 'Rolled walk').
+    // (bench/results/kernel-notes/fast.md, 'Rolled walk').
     auto process_row = [&](int r, auto phase) {
       constexpr int Phase = decltype(phase)::value;
       float in[kWindow];

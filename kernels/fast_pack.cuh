@@ -3,7 +3,7 @@
 /// `fast` (kernels/fast.cuh): how values travel in registers and leave the kernel. The weights
 /// (FilterTaps), packed 8- and 16-bit input words (PackedElements), the vector of results a
 /// thread stores (ElementVector, store_vector) and the rounding of four sums into four bytes
-/// (round_pack_u8x4). Why each is so: docs/kernel-notes.md, 'Packing and rounding'.
+/// (round_pack_u8x4). Why each is so: bench/results/kernel-notes/fast.md, 'Packing and rounding'.
 #include "common.cuh"
 
 #include <cstring>
@@ -37,7 +37,7 @@ __device__ __forceinline__ unsigned pack_sat_u8x4(int v0, int v1, int v2, int v3
 /// to -2^22 first (NaN gets it too, as in round_clamp_small_int): for v + 1.5 * 2^23 in
 /// (-1.5 * 2^23, 0] the int would wrap. Sums known to lie above -2^22 (SumRange::small) skip it.
 /// clamp_low is the same for a whole launch, so an argument costs what a template flag would.
-/// Why packing and not byte permutes: docs/kernel-notes.md, 'Packing and rounding'.
+/// Why packing and not byte permutes: bench/results/kernel-notes/fast.md, 'Packing and rounding'.
 __device__ __forceinline__ unsigned round_pack_u8x4(bool clamp_low, float s0, float s1, float s2, float s3) {
   const auto rounded = [clamp_low](float v) {
     if (clamp_low) v = fmaxf(v, -4194304.0f);
@@ -61,7 +61,7 @@ struct alignas(N * sizeof(T) >= 16 ? 16 : N * sizeof(T)) ElementVector {
 
 /// One vector store of a finished row. 8- and 16-bit results are streamed (st.global.cs: evict
 /// first, nothing reads them back); float results keep plain stores, which were faster for them
-/// (docs/kernel-notes.md, 'Stores').
+/// (bench/results/kernel-notes/fast.md, 'Stores').
 template <class T, int N>
 __device__ __forceinline__ void store_vector(T* out, const ElementVector<T, N>& value) {
   constexpr std::size_t kBytes = sizeof(ElementVector<T, N>);
@@ -81,7 +81,7 @@ __device__ __forceinline__ void store_vector(T* out, const ElementVector<T, N>& 
 /// How a loaded row lives in registers. 8- and 16-bit elements stay packed, 4 or 2 to a 32-bit
 /// word, and are widened one at a time by a byte permute and one FADD (`widen`) rather than by
 /// I2F, which issues at an eighth of the FFMA rate on sm_90; byte-typed register arrays made the
-/// compiler shuffle bytes between rows (docs/kernel-notes.md, 'Packing and rounding').
+/// compiler shuffle bytes between rows (bench/results/kernel-notes/fast.md, 'Packing and rounding').
 template <class In>
 struct PackedElements {
   static constexpr bool kPacked = std::is_integral_v<In> && sizeof(In) < 4;

@@ -4,7 +4,7 @@
 /// row through the read-only path with L2 hints (load_chunk), rows staged in shared memory by
 /// cp.async (copy_async, fast_stages_rows), and the elements near the image border, whose
 /// positions the border rule gives (fast_border_index, fast_border_loads, fast_border_elements).
-/// Why each is so: docs/kernel-notes.md.
+/// Why each is so: bench/results/kernel-notes/fast.md.
 #include "common.cuh"
 
 #include <cstring>
@@ -52,7 +52,7 @@ __device__ __forceinline__ Chunk load_chunk(const Chunk* address, unsigned long 
 }
 
 /// One aligned chunk of an input row. 8- and 16-byte chunks load through the read-only path with
-/// a 256-byte L2 prefetch hint, since each row is read once, front to back (docs/kernel-notes.md,
+/// a 256-byte L2 prefetch hint, since each row is read once, front to back (bench/results/kernel-notes/fast.md,
 /// 'Loads').
 template <class Chunk>
 __device__ __forceinline__ Chunk load_chunk(const Chunk* address) {
@@ -78,7 +78,7 @@ __device__ __forceinline__ Chunk load_chunk(const Chunk* address) {
 /// it multiplied compile time and code size. It returns a position, not the element, so loads do
 /// not wait in line behind calls. The lanes at a row's ends (edge words, the chunk that crosses
 /// the row end or starts past it, staged chunks beyond the row) take positions found once; only
-/// rows that are not 16-byte aligned call it per row (docs/kernel-notes.md, 'Border positions').
+/// rows that are not 16-byte aligned call it per row (bench/results/kernel-notes/fast.md, 'Border positions').
 template <int Channels>
 __device__ __noinline__ int fast_border_index(int e, int width, BorderRule rule) {
   const int channel = ((e % Channels) + Channels) % Channels;
@@ -116,7 +116,7 @@ template <class In, int Channels, int N, class Take>
 __device__ __forceinline__ void fast_border_elements(const PlaneView<const In>& src, int first, int yy,
                                                      const ConvParams& p, Take&& take) {
   // Four at a time, each element handed on as it arrives: holding all N positions and elements
-  // at once costs registers (docs/kernel-notes.md, 'Border positions').
+  // at once costs registers (bench/results/kernel-notes/fast.md, 'Border positions').
   constexpr int kGroup = 4;
 #pragma unroll
   for (int g = 0; g < N; g += kGroup) {
@@ -138,14 +138,14 @@ __device__ __forceinline__ void fast_border_elements(const PlaneView<const In>& 
 /// Shared-memory slots per warp for rows staged by cp.async (fast_stages_rows): kFastStages - 2
 /// rows are in flight while one is filtered, and one slot of slack lets a single __syncwarp per
 /// row order the reads of a slot before its next fill. Eight was the best count measured
-/// (docs/kernel-notes.md, 'Staged rows').
+/// (bench/results/kernel-notes/fast.md, 'Staged rows').
 inline constexpr int kFastStages = 8;
 /// Whether fast_kernel stages its input rows in shared memory (else each thread loads its window
 /// straight into registers, one or two rows ahead). Staging keeps six rows in flight without
 /// holding registers and reads the halo from shared memory; it pays from 7x7 on and for wide
 /// halos, while for memory-bound small filters the copy through shared memory costs more than it
 /// hides. So: from radius 3, or from a halo of 6 elements each side (3- and 4-channel 5x5);
-/// docs/kernel-notes.md, 'Staged rows'.
+/// bench/results/kernel-notes/fast.md, 'Staged rows'.
 template <int Channels, int Radius>
 __host__ __device__ constexpr bool fast_stages_rows() {
   return Radius >= 3 || Radius * Channels >= 6;

@@ -101,7 +101,7 @@ __device__ __noinline__ float fft_direct_sum(const PlaneView<const In>& src, int
 /// Results near a rounding tie that fft_scatter_tiles leaves to fft_repair_ties: batch-local
 /// output indices, appended in any order. A repair is a kw x kh direct sum; summed in the scatter,
 /// one repaired lane held up its warp for all of it, while the list lets full warps do them
-/// (docs/kernel-notes.md, 'Repair list').
+/// (bench/results/kernel-notes/fft.md, 'Repair list').
 struct FftRepairList {
   unsigned long long* count;  ///< entries appended in this batch (may pass capacity: those were summed in place)
   long long* outputs;         ///< capacity slots

@@ -1,13 +1,13 @@
 #!/usr/bin/env python3
 """Markdown tables of issue 26's shapes from one cuconv_bench JSON file (`--variants
 auto,fast,tensor,fft`) and the NPP peer's JSON lines of the same device call: one table per image
-for docs/benchmarks.md (every path beside `auto`'s choice) and the README's table (`auto`, the
+for bench/results/benchmarks.md (every path beside `auto`'s choice) and the README's table (`auto`, the
 fastest other path, NPP, the copy roof and both roof percentages).
 
     python3 scripts/kernel_tables.py BENCH.json NPP.jsonl images  > sections.md
     python3 scripts/kernel_tables.py BENCH.json NPP.jsonl readme  > table.md
 
-NPP.jsonl "-": the NPP lines kept in BENCH.json under "npp_same_lease" (docs/bench/*-all.json).
+NPP.jsonl "-": the NPP lines kept in BENCH.json under "npp_same_lease" (bench/results/*-all.json).
 """
 import json
 import sys

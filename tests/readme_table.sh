@@ -3,8 +3,8 @@
 # that JSON must stand in README.md as it is. Usage: readme_table.sh PYTHON (in the source tree).
 set -euo pipefail
 python=$1
-json=$(grep -o 'docs/bench/h100-kernels-[0-9a-f]*-all.json' README.md | head -1)
-[[ -n $json ]] || { echo "README.md links no docs/bench/h100-kernels-*-all.json"; exit 1; }
+json=$(grep -o 'bench/results/h[0-9]*-kernels-[0-9a-f]*-all.json' README.md | head -1)
+[[ -n $json ]] || { echo "README.md links no bench/results/h*-kernels-*-all.json"; exit 1; }
 rows=$("$python" scripts/kernel_tables.py "$json" - readme 2>/dev/null)
 [[ $(wc -l <<< "$rows") -gt 2 ]] || { echo "kernel_tables.py made no table of $json"; exit 1; }
 missing=$(grep -Fxv -f README.md <<< "$rows" || true)

@@ -19,7 +19,7 @@ inline constexpr double kMaxDifferingFraction = 0.001;
 inline constexpr double kMaxRelativeError = 1e-5;
 /// `fft` on integer outputs: still at most 1 off, but on up to 10% of values. Its ~1e-6 rounding
 /// relative to the tile's range tips the exact ties of dyadic filters (gauss3: 1 value in 16 is
-/// a tie) and, for 16-bit data, values within ~0.07 of a tie (docs/kernel-notes.md, 'Accuracy',
+/// a tie) and, for 16-bit data, values within ~0.07 of a tie (bench/results/kernel-notes/fft.md, 'Accuracy',
 /// has the measured share). Where the margin of src/gpu/fft_ties.hpp is on (8-bit outputs
 /// of usual filters) `fft` sums results near a tie again, and `auto` picks it only there.
 inline constexpr double kFftMaxDifferingFraction = 0.10;

@@ -43,7 +43,7 @@ enum class Depth { same, u8, u16, s16, f32 };
 /// reference --compare and the GPU tests use; or `exact_sum`: the same direct sum in double for
 /// every output depth, rounded half to even and saturated once at the end (the exact sum the pass
 /// rule is judged against; at 16 bits filter2D's float sums round to another integer on some
-/// values, 0.16-0.72% in the GPU suite: docs/design.md "Accuracy").
+/// values, 0.16-0.72% in the GPU suite: docs/accuracy.md, "16-bit outputs: the exact sum").
 enum class OpenCvMethod { as_called, direct_sum, reference, exact_sum };
 
 struct ConvolveOptions {

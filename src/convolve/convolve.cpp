@@ -25,19 +25,19 @@ namespace {
 /// Filters of at least this many taps that `fast` cannot unroll go to `fft` (docs/design.md,
 /// "How auto chooses").
 constexpr int kFftMinTaps = 256;
-/// Smallest radius auto sends to `tensor` (docs/kernel-notes.md, 'tensor'); below it `fast`.
+/// Smallest radius auto sends to `tensor` (bench/results/kernel-notes/tensor.md, 'tensor'); below it `fast`.
 constexpr int kTensorMinRadius = 3;
 /// Fewest taps of a dense 8-bit filter auto sends to `tensor`'s dense kernel: more than 5x5's on one
 /// channel, where `fast` was level or faster; 5x5 on three and four, where `tensor` was faster
-/// (docs/benchmarks.md, "Issue 26's shapes in one run").
+/// (bench/results/benchmarks.md, "Issue 26's shapes in one run").
 constexpr int kTensorDenseMinTaps = 26;
 constexpr int kTensorDenseMinTapsColour = 25;
 /// One-channel images from which 5x5 takes the warpgroup kernel where it runs: from this size up
-/// it was level with `fast` or faster at every size measured but one (docs/kernel-notes.md,
+/// it was level with `fast` or faster at every size measured but one (bench/results/kernel-notes/tensor-wgmma.md,
 /// 'From which size').
 constexpr long long kTensorWgmmaMinPixels = 4096LL * 4096LL;
 /// 16-bit dense filters from this many taps (15x15) take `tensor` where `fast` has a kernel; below
-/// it `fast` was faster (docs/kernel-notes.md, 'Dense 16-bit filters on tensor cores').
+/// it `fast` was faster (bench/results/kernel-notes/tensor-dense.md, 'Dense 16-bit filters on tensor cores').
 constexpr int kTensorDenseU16MinTaps = 225;
 
 bool is_gpu_variant(Variant v) { return v != Variant::automatic && v != Variant::opencv; }
@@ -191,7 +191,7 @@ Variant choose_for(const Filter& filter, const ConvolveOptions& options,
     return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= 7) return Variant::fast;
   // Float filters of kFftMinTaps or more up to 31x31 whose split keeps the rule: `tensor` sums them
-  // in block floating point on tensor cores, 1.2-3x faster than `fft` (docs/kernel-notes.md,
+  // in block floating point on tensor cores, 1.2-3x faster than `fft` (bench/results/kernel-notes/tensor-dense.md,
   // 'Dense float filters on tensor cores'); below that `fast` was faster.
   if (dense && dense->holds && input_depth == CV_32F && !options.keep_alpha &&
       filter.width * filter.height >= kFftMinTaps)

@@ -147,8 +147,8 @@ struct DenseTensorSplit {
 
 /// An integer result rounds the other way than the exact sum only when the exact sum lies within
 /// the error bound of a tie (n + 1/2). Below this bound such sums are rare enough on any image
-/// without flat areas at a tie (checked in separable_for) for the pass rule's 0.1%; design.md,
-/// "Separable integer outputs", has the measurements.
+/// without flat areas at a tie (checked in separable_for) for the pass rule's 0.1%; docs/accuracy.md,
+/// "Each path's rounding and bound", has the bound.
 inline constexpr double kSeparableErrorLimit = 5e-4;
 
 /// The factors `fast` may use, or nullopt when it must sum densely. Float outputs: any rank-1
@@ -181,7 +181,7 @@ inline constexpr std::size_t kFilterSplitsKept = 8;
 /// separable_for and dense_tensor_for of a request, answered from this thread's last
 /// kFilterSplitsKept distinct requests when it is one of them (weights, sides, depths and delta bit
 /// for bit equal). A batch asks once an image with the same filter, and the answers' bounds
-/// emulate flat areas and tensor-core steps (their cost: docs/design.md, "Filter analysis per job").
+/// emulate flat areas and tensor-core steps (their cost: docs/accuracy.md, "Filter analysis per job").
 [[nodiscard]] FilterSplits filter_splits(const std::vector<double>& weights, int kw, int kh, int input_depth,
                                          int output_depth, double delta);
 

@@ -24,7 +24,7 @@ constexpr int fast_column_blocks(int row_elems) {
 /// `resident_blocks` blocks fit on the GPU at once (src/gpu/occupancy.cuh, queried once per
 /// device). Long strips amortise the kh - 1 rows of warm-up (partial sums of the rows above the
 /// strip), but the grid's last wave leaves SMs idle, so the grid needs enough waves, or exactly
-/// one. The rule, each number measured (docs/kernel-notes.md, 'Strip length'):
+/// one. The rule, each number measured (bench/results/kernel-notes/fast.md, 'Strip length'):
 ///  - 3x3 takes 16 rows (f32 3x3, bound by DRAM alone, 4: the rows its strips share come from L2,
 ///    see RowReuse, so short strips cost little); 5x5 starts at 64 and halves while the grid has
 ///    fewer than 4 waves, down to 16;
@@ -69,7 +69,7 @@ constexpr int fast_strip_rows_for(int height, int column_blocks, int resident_bl
 }
 
 // The rule at the shapes it was tuned on (an H100: resident blocks = blocks per SM x 132 SMs);
-// docs/kernel-notes.md, 'Strip length', has the measurements behind each.
+// bench/results/kernel-notes/fast.md, 'Strip length', has the measurements behind each.
 static_assert(fast_strip_rows_for<float, 1, false>(16384, 32, 9 * 132) == 4, "f32 3x3 16384^2: 4 rows");
 static_assert(fast_strip_rows_for<float, 1, false>(4096, 8, 9 * 132) == 4, "f32 3x3 4096^2: 4 rows");
 static_assert(fast_strip_rows_for<float, 1, false>(777, 2, 9 * 132) == 2, "f32 3x3 1001 x 777: below half a wave, 2 rows");

@@ -5,7 +5,7 @@
 /// A tile transform leaves each output within a small error of the true sum, in either direction.
 /// Where the true sum is a tie n + 1/2 (dyadic weights on integer pixels: gauss3 on a chessboard
 /// makes 1 value in 16 one) a direct float sum rounds it half to even, as filter2D does, while the
-/// transform's error tips it either way (docs/kernel-notes.md, 'Accuracy'). So results whose
+/// transform's error tips it either way (bench/results/kernel-notes/fft.md, 'Accuracy'). So results whose
 /// transform value lies within the margin below of a
 /// rounding boundary are summed again in filter row-major order from delta, the order of every
 /// direct variant (kernels/fft.cuh, fft_direct_sum). Elsewhere the transform's rounding is the true
@@ -18,7 +18,7 @@
 namespace cuconv::detail {
 
 /// Error assumed for the transform, relative to (input maximum x sum|w|): 2^-19 = 1.9e-6, about
-/// eight times the largest error measured (docs/kernel-notes.md, 'Tie margin'); the GPU tests
+/// eight times the largest error measured (bench/results/kernel-notes/fft.md, 'Tie margin'); the GPU tests
 /// check ties on cuFFT.
 inline constexpr double kFftRelativeError = 1.0 / 524288.0;
 

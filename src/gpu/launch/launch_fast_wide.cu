@@ -18,7 +18,7 @@ namespace {
 std::atomic<std::uint64_t> kernel_launches{0};
 
 /// Sides with an instance: 15, 17, ..., 31. Below 15 `fast`'s unrolled float kernels are faster
-/// (docs/kernel-notes.md, 'Double sums for 16-bit') and give filter2D's own float results.
+/// (bench/results/kernel-notes/fast.md, 'Double sums for 16-bit') and give filter2D's own float results.
 using WideSides = decltype([]<int... I>(std::integer_sequence<int, I...>) {
   return std::integer_sequence<int, (2 * I + 15)...>{};
 }(std::make_integer_sequence<int, 9>{}));

@@ -143,7 +143,7 @@ void launch_fft(const LaunchArgs& a) {
   const std::size_t input_floats = static_cast<std::size_t>(a.width) * a.height * a.channels;
   // At most the input's floats per pass, and passes of equal size: a last pass of a few real
   // tiles would otherwise gather, transform and scatter a whole batch of empty ones
-  // (docs/kernel-notes.md, 'Passes of equal size').
+  // (bench/results/kernel-notes/fft.md, 'Passes of equal size').
   const long long largest_batch = std::clamp<long long>(static_cast<long long>(input_floats / tile_floats), 1, t.tiles);
   const long long passes = div_up(t.tiles, largest_batch);
   const long long batch = div_up(t.tiles, passes);

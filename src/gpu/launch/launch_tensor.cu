@@ -34,13 +34,13 @@ std::atomic<std::uint64_t> dense_launches{0};
 std::atomic<std::uint64_t> mma_launches{0};
 static_assert(kTensorDenseMaxSide == kernels::kDenseMaxSide);
 
-/// Warps a block: 4 (256 outputs of a row) ran faster than 2 and 8 (docs/kernel-notes.md, 'tensor').
+/// Warps a block: 4 (256 outputs of a row) ran faster than 2 and 8 (bench/results/kernel-notes/tensor.md, 'tensor').
 constexpr int kTensorWarps = 4;
 
 /// The both-passes kernel: 4 warps (256 pixels of a row at one channel, of 4 pixel tiles a warp;
 /// 64 pixels at three or four, a warp's tiles its channels of 16 pixels), and from which radius
 /// it replaces the FP32-vertical one: its time hardly grows with the filter; level at 7x7, level
-/// or faster at 9x9, faster at 15x15 (docs/kernel-notes.md, 'Both passes on tensor cores').
+/// or faster at 9x9, faster at 15x15 (bench/results/kernel-notes/tensor.md, 'Both passes on tensor cores').
 constexpr int kTensorMmaWarps = 4;
 constexpr int kTensorMmaMinRadius = 4;
 constexpr int kTensorMmaMaxRadius = kTensorMmaMaxSide / 2;
