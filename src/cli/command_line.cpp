@@ -305,6 +305,11 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
       ->capture_default_str();
   app.add_flag("--overwrite", req.overwrite,
                "replace an existing output (default: never; one image: refused, exit 4; batch: skipped)");
+  app.add_option("--server", req.server,
+                 "auto: run in a `cuconv serve` process when one answers on the socket, else here; always: "
+                 "only there (exit 5 when none answers); never: here (docs/serve.md)")
+      ->check(CLI::IsMember({"auto", "always", "never"}, CLI::ignore_case))
+      ->capture_default_str();
   add_output_options(app, req);
   const std::vector<CLI::Option*> batch_only = add_batch_options(app, batch);
 

@@ -43,6 +43,7 @@ struct CliRequest {
   bool strip_metadata = false;  ///< --strip: write no EXIF, ICC or XMP
   bool auto_orient = false;     ///< --auto-orient: rotate the pixels upright by EXIF Orientation, reset the tag to 1
   std::string codec = "auto";  ///< --codec auto|gpu|opencv (JPEG -> JPEG jobs; both modes)
+  std::string server = "auto";  ///< --server auto|always|never: where the command runs (main() acts on it)
 };
 
 /// The encoder options of `request` (quality, compression, overwrite) as write_image_atomic takes them.
