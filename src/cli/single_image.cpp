@@ -89,6 +89,12 @@ class StdinCopy {
   std::string path_;
 };
 
+/// Whether the NVIDIA kernel driver is loaded (no CUDA call: that would start the driver).
+bool nvidia_driver_loaded() {
+  std::error_code ec;
+  return std::filesystem::exists("/proc/driver/nvidia/version", ec);
+}
+
 void print_notes(const engine::ImageReport& report, spdlog::logger& log) {
   for (const engine::ImageNote& note : report.notes) {
     if (note.level == engine::ImageNote::Level::warning) log.warn("{}", note.text);
@@ -163,10 +169,18 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
 
   if (req.compare && options.variant == Variant::opencv)
     throw Error(ErrorKind::usage, "--compare compares a GPU variant with OpenCV; choose a GPU --variant");
+  // Without a warm GPU (no server), `auto` takes the CPU where it beats the GPU's start-up; not
+  // for --compare and --bench, which are about the GPU's result.
+  settings.cpu_when_faster = !session.served && !req.compare && req.bench_runs == 0;
   const engine::Route route = engine::choose_route(task, settings);
   std::string no_gpu_reason;
-  if (options.variant == Variant::automatic && route == engine::Route::host && !engine::gpu_usable(&no_gpu_reason))
+  // Without an NVIDIA driver CUDA answers at once: say so before the work, as before any GPU use.
+  bool warned = false;
+  if (options.variant == Variant::automatic && route == engine::Route::host && !nvidia_driver_loaded() &&
+      !engine::gpu_usable(&no_gpu_reason)) {
     log.warn("no usable CUDA device ({}); filtering with OpenCV on the CPU", no_gpu_reason);
+    warned = true;
+  }
 
   ExitCode code = ExitCode::ok;
   const auto start = std::chrono::steady_clock::now();
@@ -180,6 +194,10 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   engine::ImageResult done = engine::process_image(task, settings, route, files, inspect);
   const engine::ImageReport& report = done.report;
   print_notes(report, log);
+  if (!report.auto_reason.empty()) log.info("{}", report.auto_reason);
+  if (!warned && options.variant == Variant::automatic && report.variant_used == Variant::opencv &&
+      !report.cpu_predicted_faster && report.gpu_fallback.empty() && !engine::gpu_usable(&no_gpu_reason))
+    log.warn("no usable CUDA device ({}); filtered with OpenCV on the CPU", no_gpu_reason);
   if (!report.decoder_fallback.empty()) log.info("{}: {}; decoded with OpenCV", req.input, report.decoder_fallback);
   if (!report.gpu_fallback.empty()) log.warn("{}; filtered with OpenCV on the CPU instead", report.gpu_fallback);
   if (report.variant_used)

@@ -1,6 +1,8 @@
 // The per-image operation (image_operation.hpp): each stage once, for every mode.
 #include "engine/image_operation.hpp"
 
+#include "engine/cpu_or_gpu.hpp"
+
 #include <opencv2/imgcodecs.hpp>
 
 #include <chrono>
@@ -135,9 +137,17 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
 ConvolveResult filter_image(LoadedImage& loaded, const RunSettings& settings, GpuWorkspace* workspace,
                             ImageReport& report) {
   if (!settings.apply_filter) return {};
-  ConvolveResult result = workspace != nullptr
-                              ? convolve(loaded.image, settings.filter, settings.convolve, *workspace)
-                              : convolve(loaded.image, settings.filter, settings.convolve);
+  ConvolveOptions options = settings.convolve;
+  if (settings.cpu_when_faster && options.variant == Variant::automatic) {
+    const cv::Mat& image = loaded.image;
+    const CpuOrGpu p = predict_cpu_or_gpu(settings.filter, image.cols, image.rows, image.channels(),
+                                          static_cast<int>(image.elemSize1()));
+    report.auto_reason = p.reason();
+    report.cpu_predicted_faster = p.cpu_faster();
+    if (p.cpu_faster()) options.variant = Variant::opencv;  // CUDA is never touched then
+  }
+  ConvolveResult result = workspace != nullptr ? convolve(loaded.image, settings.filter, options, *workspace)
+                                               : convolve(loaded.image, settings.filter, options);
   loaded.image = result.image;  // shares the pixels with the result
   report.times.filter_ms = result.times.kernel_ms;
   report.times.upload_ms = result.times.upload_ms;

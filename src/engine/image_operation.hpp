@@ -35,6 +35,9 @@ struct RunSettings {
   bool auto_orient = false;       ///< --auto-orient: pixels rotated upright by EXIF Orientation before filtering
   codec::CodecRequest codec;      ///< which JPEG -> JPEG images take the GPU codec (jpeg_jobs: of the whole run)
   codec::JpegOutputOptions jpeg_output;
+  /// `auto` weighs the CPU against the GPU's start-up per image (cpu_or_gpu.hpp): for a process
+  /// whose GPU is not warm yet (single-image mode without a server).
+  bool cpu_when_faster = false;
   /// Why the GPU codec cannot be used (empty: it can); asked at most once per run, only for a
   /// JPEG -> JPEG image. Unset: codec::gpu_codec_unusable_reason.
   std::function<std::string()> gpu_codec_unusable;
@@ -81,6 +84,8 @@ struct ImageReport {
   std::string gpu_fallback;           ///< ConvolveResult::fallback_reason: `auto` filtered it with OpenCV
   std::optional<Variant> variant_used;  ///< unset when not filtered
   int strips = 1;                     ///< horizontal strips the GPU filtered it in
+  std::string auto_reason;            ///< RunSettings::cpu_when_faster: which of CPU and GPU `auto` took, and why
+  bool cpu_predicted_faster = false;  ///< ... and it took the CPU
   std::string decoder = "opencv";     ///< "nvjpeg-hardware", "nvjpeg-cuda" or "opencv"
   std::string encoder = "opencv";     ///< "nvjpeg" or "opencv"
   std::string decoder_fallback;       ///< GPU codec images: why OpenCV decoded it
