@@ -153,7 +153,7 @@ TEST_CASE("gpu wide: 16-bit rank-1 filters summed in double meet the pass rule a
     const Filter f = load_filter(spec);
     const auto factors = detail::separable_for(f.weights, f.width, f.height, CV_16U, CV_16U, f.offset);
     REQUIRE(factors.has_value());
-    REQUIRE(factors->wide);
+    REQUIRE(factors->fits_double_rank1);
     for (int channels : {1, 3, 4}) {
       for (Border border : kAllBorders) {
         ++index;

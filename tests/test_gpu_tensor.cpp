@@ -80,7 +80,7 @@ TEST_CASE("gpu tensor: tensor-core row sums meet the pass rule against the exact
         const std::string what = std::string(spec) + " " + std::to_string(cols) + "x" + std::to_string(rows) + "x" +
                                  std::to_string(channels) + " " + std::string(to_string(border));
         CHECK(check_exact(src, f, o, what, Variant::tensor) == Variant::tensor);
-        tensor_runs += factors->tensor ? 1 : 0;
+        tensor_runs += factors->fits_tensor_split ? 1 : 0;
       }
     }
   }

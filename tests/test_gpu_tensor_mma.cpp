@@ -172,7 +172,7 @@ TEST_CASE("gpu tensor mma: both passes on tensor cores meet the pass rule agains
         const auto factors = detail::separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, o.delta + f.offset);
         REQUIRE(factors.has_value());
         CAPTURE(f.origin);
-        REQUIRE(factors->tensor_mma);
+        REQUIRE(factors->fits_tensor_mma_split);
         const std::string what = f.origin + " " + std::to_string(cols) + "x" + std::to_string(rows) + "x" +
                                  std::to_string(channels) + " " + std::string(to_string(border)) + " delta " +
                                  std::to_string(o.delta);
@@ -229,7 +229,7 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
     const Filter f = load_filter(spec);
     const auto factors = detail::separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, f.offset);
     REQUIRE(factors.has_value());
-    CHECK(factors->tensor);
+    CHECK(factors->fits_tensor_split);
     const std::uint64_t tensor_before = detail::tensor_kernel_launches();
     const std::uint64_t before = detail::tensor_mma_kernel_launches();
     ConvolveOptions o;
@@ -238,5 +238,5 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
     CHECK(detail::tensor_mma_kernel_launches() == before);
   }
   const Filter sharp = load_filter("gaussian:4,0.9");
-  CHECK_FALSE(detail::separable_for(sharp.weights, 9, 9, CV_8U, CV_8U, 0.0)->tensor_mma);
+  CHECK_FALSE(detail::separable_for(sharp.weights, 9, 9, CV_8U, CV_8U, 0.0)->fits_tensor_mma_split);
 }

@@ -161,12 +161,12 @@ Variant choose_for(const Filter& filter, const ConvolveOptions& options,
   // 31x31 (kw + kh multiply-adds per output), with the same pixel type in and out; it beats every
   // PMPP variant there. Mixed depths would get its slow generic kernel.
   const bool fast_compiled = centred_square && input_depth == output_depth;
-  const bool rank_one = separable.has_value() && (separable->fast || separable->wide);
+  const bool rank_one = separable.has_value() && (separable->fits_float_rank1 || separable->fits_double_rank1);
   // 8-bit separable filters whose exact integer row sums keep the pass rule: `tensor` sums the rows
   // on tensor cores, and from radius 4 the columns too where that bound holds (the only separable
   // path for radii 9-15); an alpha channel kept as it is leaves them to `fast`.
   if (fast_compiled && separable && input_depth == CV_8U && !options.keep_alpha && radius >= kTensorMinRadius &&
-      detail::tensor_separable_supported(radius, separable->tensor, separable->tensor_mma))
+      detail::tensor_separable_supported(radius, separable->fits_tensor_split, separable->fits_tensor_mma_split))
     return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= 15 && rank_one) return Variant::fast;
   // Other 8-bit filters up to 31x31 whose integer split keeps the pass rule: `tensor` sums them

@@ -521,27 +521,27 @@ std::optional<SeparableFactors> separable_for(const std::vector<double>& weights
                                              int input_depth, int output_depth, double delta) {
   std::optional<SeparableFactors> factors = factor_separable(weights, kw, kh);
   if (!factors || output_depth == CV_32F) return factors;
-  // 16-bit results: float keeps too few bits below the unit; double sums (`wide`) keep plenty.
+  // 16-bit results: float keeps too few bits below the unit; double sums (fits_double_rank1) keep plenty.
   if (input_depth == CV_16U && output_depth == CV_16U) {
-    factors->fast = false;
-    factors->wide = integer_results_hold(weights, delta, wide_error_bound(*factors, weights, 65535.0, delta), 65535);
-    return factors->wide ? factors : std::nullopt;
+    factors->fits_float_rank1 = false;
+    factors->fits_double_rank1 = integer_results_hold(weights, delta, wide_error_bound(*factors, weights, 65535.0, delta), 65535);
+    return factors->fits_double_rank1 ? factors : std::nullopt;
   }
   // Inexact sums on other integer outputs: only 8-bit input, where float keeps 16 bits below the unit.
   if (input_depth != CV_8U) return std::nullopt;
   const std::optional<TensorSplit> split = tensor_split(factors->horizontal);
   if (factors->exact && all_short_dyadic(*factors)) {  // exact sums
-    factors->tensor = split && split->quantization == 0.0;
+    factors->fits_tensor_split = split && split->quantization == 0.0;
     return factors;
   }
-  factors->fast = integer_results_hold(weights, delta, separable_error_bound(*factors, weights, 255.0, delta));
-  factors->tensor = split && integer_results_hold(weights, delta, tensor_error_bound(*factors, *split, weights, delta));
+  factors->fits_float_rank1 = integer_results_hold(weights, delta, separable_error_bound(*factors, weights, 255.0, delta));
+  factors->fits_tensor_split = split && integer_results_hold(weights, delta, tensor_error_bound(*factors, *split, weights, delta));
   if (split && kh <= kTensorMmaMaxSide) {
     const std::optional<TensorMmaScales> scales = tensor_mma_scales(*split, factors->vertical);
-    factors->tensor_mma =
+    factors->fits_tensor_mma_split =
         scales && integer_results_hold(weights, delta, tensor_mma_error_bound(*factors, *split, *scales, weights, delta));
   }
-  if (!factors->fast && !factors->tensor && !factors->tensor_mma) return std::nullopt;
+  if (!factors->fits_float_rank1 && !factors->fits_tensor_split && !factors->fits_tensor_mma_split) return std::nullopt;
   return factors;
 }
 

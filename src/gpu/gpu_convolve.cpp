@@ -150,13 +150,13 @@ VariantLaunch launch_for(const ConstDeviceImageView& in, const DeviceImageView& 
   if (job.separable) {
     args.separable_horizontal = job.separable->horizontal.data();
     args.separable_vertical = job.separable->vertical.data();
-    args.separable_fast = job.separable->fast;
-    args.separable_tensor = job.separable->tensor;
-    args.separable_tensor_mma = job.separable->tensor_mma;
+    args.fits_float_rank1 = job.separable->fits_float_rank1;
+    args.fits_tensor_split = job.separable->fits_tensor_split;
+    args.fits_tensor_mma_split = job.separable->fits_tensor_mma_split;
     args.wide_horizontal = job.separable->horizontal_wide.data();
     args.wide_vertical = job.separable->vertical_wide.data();
     args.wide_delta = job.delta;
-    args.separable_wide = job.separable->wide;
+    args.fits_double_rank1 = job.separable->fits_double_rank1;
   }
   return {args, in, out};
 }

@@ -41,13 +41,13 @@ struct LaunchArgs {
   bool keep_alpha = false;                  ///< channels == 4: copy channel 3 instead of filtering
   const float* separable_horizontal = nullptr;  ///< kw weights when the filter is rank 1 (host)
   const float* separable_vertical = nullptr;    ///< kh weights (host)
-  bool separable_fast = false;                  ///< SeparableFactors::fast: `fast` may run it
-  bool separable_tensor = false;                ///< SeparableFactors::tensor: `tensor` may run it
-  bool separable_tensor_mma = false;            ///< SeparableFactors::tensor_mma: with both passes on tensor cores
-  const double* wide_horizontal = nullptr;      ///< the kw factors in double (SeparableFactors::wide)
+  bool fits_float_rank1 = false;                ///< SeparableFactors::fits_float_rank1: `fast` may run it
+  bool fits_tensor_split = false;               ///< SeparableFactors::fits_tensor_split: `tensor` may run it
+  bool fits_tensor_mma_split = false;           ///< SeparableFactors::fits_tensor_mma_split: both passes on tensor cores
+  const double* wide_horizontal = nullptr;      ///< the kw factors in double (SeparableFactors::fits_double_rank1)
   const double* wide_vertical = nullptr;        ///< the kh factors in double
   double wide_delta = 0;                        ///< delta in double (params.delta is its float)
-  bool separable_wide = false;                  ///< SeparableFactors::wide: `fast` may sum it in double
+  bool fits_double_rank1 = false;               ///< SeparableFactors::fits_double_rank1: `fast` may sum it in double
   const DenseTensorSplit* dense_tensor = nullptr;  ///< ConvolveJob::dense_tensor (8-bit, 16-bit or float in and out)
 };
 
@@ -85,7 +85,7 @@ void launch_fast(const LaunchArgs& args);
 void launch_tensor(const LaunchArgs& args);  ///< `fast` where neither tensor-core kernel applies
 
 /// `fast` on a 16-bit rank-1 filter in double precision (kernels/fast_wide.cuh) when the
-/// arguments allow it (u16 in and out, SeparableFactors::wide, kw and kh up to 31, one of them at
+/// arguments allow it (u16 in and out, SeparableFactors::fits_double_rank1, kw and kh up to 31, one of them at
 /// least 15); false (nothing launched) otherwise.
 bool launch_fast_wide(const LaunchArgs& args);
 
@@ -93,8 +93,8 @@ bool launch_fast_wide(const LaunchArgs& args);
 [[nodiscard]] std::uint64_t fast_wide_kernel_launches() noexcept;
 
 /// Whether `tensor` has a kernel for a centred (2R+1)^2 separable filter of this radius whose
-/// split holds for the FP32 column sums (SeparableFactors::tensor: radii 1-8) or for both passes
-/// on tensor cores (SeparableFactors::tensor_mma: radii 4-15).
+/// split holds for the FP32 column sums (SeparableFactors::fits_tensor_split: radii 1-8) or for both
+/// passes on tensor cores (SeparableFactors::fits_tensor_mma_split: radii 4-15).
 [[nodiscard]] bool tensor_separable_supported(int radius, bool fp32_columns, bool mma);
 
 /// Launches of the separable tensor-core kernels in this process (the tests read it to know that

@@ -50,7 +50,7 @@ std::uint64_t fast_wide_kernel_launches() noexcept { return kernel_launches.load
 
 bool launch_fast_wide(const LaunchArgs& a) {
   const int side = std::max(a.params.kw, a.params.kh);
-  if (a.src_type != PixelType::u16 || a.dst_type != PixelType::u16 || !a.separable_wide ||
+  if (a.src_type != PixelType::u16 || a.dst_type != PixelType::u16 || !a.fits_double_rank1 ||
       a.wide_horizontal == nullptr || a.wide_vertical == nullptr || side < kWideMinSide || side > kWideMaxSide ||
       a.channels < 1 || a.channels > kernels::kWideMaxChannels)
     return false;

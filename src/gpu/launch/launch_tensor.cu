@@ -190,7 +190,7 @@ void launch_dense_kernel(const LaunchArgs& a, const DenseTensorSplit& split) {
 bool rank_one_applies(const LaunchArgs& a) {
   return a.separable_horizontal != nullptr && a.separable_vertical != nullptr && a.params.kw == a.params.kh &&
          a.params.kw % 2 == 1 && a.params.anchor_x == a.params.kw / 2 && a.params.anchor_y == a.params.kh / 2 &&
-         tensor_separable_supported(a.params.kw / 2, a.separable_tensor, a.separable_tensor_mma);
+         tensor_separable_supported(a.params.kw / 2, a.fits_tensor_split, a.fits_tensor_mma_split);
 }
 
 /// 8-bit in and out, 1, 3 or 4 channels, no kept alpha, a GPU with MMA.
@@ -227,7 +227,7 @@ void launch_tensor(const LaunchArgs& a) {
       dispatch_channels(a.channels, [&](auto channels) {
         dispatch_radius<SeparableRadii>(a.params.kw, a.params.kh, [&](auto radius) {
           if constexpr (radius.value >= kTensorMmaMinRadius && radius.value <= kTensorMmaMaxRadius) {
-            if (a.separable_tensor_mma) {
+            if (a.fits_tensor_mma_split) {
               const std::vector<float> vertical(a.separable_vertical, a.separable_vertical + a.params.kh);
               if (const std::optional<TensorMmaScales> scales = tensor_mma_scales(*split, vertical)) {
                 launch_tensor_mma_kernel<channels.value, radius.value>(a, *split, *scales);
@@ -237,7 +237,7 @@ void launch_tensor(const LaunchArgs& a) {
             }
           }
           if constexpr (radius.value != kernels::kRuntimeRadius && in_tensor_radii(radius.value)) {
-            if (a.separable_tensor) {
+            if (a.fits_tensor_split) {
               launch_tensor_kernel<channels.value, radius.value, kTensorWarps>(a, *split);
               launched = true;
             }
