@@ -74,7 +74,7 @@ void launch_variant(Variant variant, const LaunchArgs& args);
 void launch_copy_channel(ConstDeviceImageView src, int from_channel, DeviceImageView dst, int to_channel,
                          cudaStream_t stream);
 
-/// Per-variant launchers: launch_basic.cu, launch_fast.cu, launch_tensor.cu, launch_fft.cu, and launch_tiles.cu for
+/// Per-variant launchers: launch_basic.cu, launch_fast.cu, launch_tensor.cu, launch_fft.cu, and launch_constant_weights.cu for
 /// the four that read their weights from __constant__ memory.
 void launch_basic(const LaunchArgs& args);
 void launch_constmem(const LaunchArgs& args);
