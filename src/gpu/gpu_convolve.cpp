@@ -7,7 +7,7 @@
 // whole pipeline.
 #include "gpu/bench_timing.hpp"
 #include "gpu/memory/device_memory.hpp"
-#include "gpu/fault_injection.hpp"
+#include "gpu/seams.hpp"
 #include "gpu/memory/host_transfer.hpp"
 #include "gpu/launch/launch.hpp"
 #include "gpu/memory/strips.hpp"
@@ -309,10 +309,9 @@ ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Var
 }  // namespace
 
 void launch_variant(Variant variant, const LaunchArgs& args) {
-  // Test-only (gpu/fault_injection.hpp): fail exactly as a faulting launch reports itself.
-  if (launch_fault_injected())
-    throw_cuda_error(cudaErrorLaunchFailure, "launch_variant (test fault CUCONV_TEST_GPU_FAULT=launch)", __FILE__,
-                     __LINE__);
+  // A test's fault injector (gpu/seams.hpp): fail exactly as a faulting launch reports itself.
+  if (const cudaError_t fault = injected_launch_fault(variant); fault != cudaSuccess)
+    throw_cuda_error(fault, "launch_variant (injected fault)", __FILE__, __LINE__);
   switch (variant) {
     case Variant::basic: return launch_basic(args);
     case Variant::constmem: return launch_constmem(args);

@@ -2,12 +2,10 @@
 #include "gpu/memory/host_transfer.hpp"
 
 #include "gpu/memory/device_memory.hpp"
-#include "common/whole_number.hpp"
+#include "gpu/seams.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <optional>
 
 namespace cuconv::detail {
 
@@ -17,13 +15,11 @@ namespace {
 constexpr std::size_t kStagingChunkBytes = std::size_t{4} << 20;
 constexpr int kMaxStagingChunks = 16;
 
-/// kStagingChunkBytes, or CUCONV_TEST_STAGING_CHUNK_BYTES (test aid: small chunks make every
-/// image and strip go through several chunks).
+/// kStagingChunkBytes, or what a test set (gpu/seams.hpp: small chunks make every image and strip
+/// go through several chunks).
 std::size_t staging_chunk_bytes() {
-  const char* value = std::getenv("CUCONV_TEST_STAGING_CHUNK_BYTES");
-  const std::optional<std::size_t> bytes =
-      value != nullptr ? detail::parse_whole_number<std::size_t>(value) : std::nullopt;
-  return bytes && *bytes > 0 ? *bytes : kStagingChunkBytes;
+  const std::size_t bytes = seams::staging_chunk_bytes.load(std::memory_order_relaxed);
+  return bytes > 0 ? bytes : kStagingChunkBytes;
 }
 
 int staging_chunk_rows(std::size_t row_bytes, int rows) {
