@@ -118,6 +118,11 @@ struct ConvolveResult {
 [[nodiscard]] ConvolveResult convolve(const cv::Mat& src, const Filter& filter,
                                       const ConvolveOptions& options);
 
+namespace detail {
+struct WorkspaceState;   // src/gpu/memory/workspace.hpp (CUDA types)
+struct WorkspaceAccess;  // the library's way in
+}  // namespace detail
+
 /// What a thread that filters many images keeps between convolve() calls: its CUDA stream, its
 /// device planes and its pinned host staging buffers. Buffers grow to the largest image seen and
 /// are then reused, so a batch allocates (and frees, which waits for the whole device) only
@@ -148,11 +153,10 @@ class GpuWorkspace {
   /// images makes them for the first image only.
   [[nodiscard]] std::uint64_t allocations() const noexcept;
 
-  struct State;  ///< defined in src/gpu/workspace.hpp (CUDA types)
-  [[nodiscard]] State& state();
 
  private:
-  std::unique_ptr<State> state_;
+  friend struct detail::WorkspaceAccess;
+  std::unique_ptr<detail::WorkspaceState> state_;
 };
 
 /// convolve() reusing `workspace`'s stream and buffers (the GPU variants; `opencv` ignores it).

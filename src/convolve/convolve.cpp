@@ -3,6 +3,7 @@
 #include "convolve/choose_variant.hpp"
 #include "gpu/device_select.hpp"
 #include "gpu/launch/launch.hpp"
+#include "gpu/memory/workspace.hpp"  // workspace_state
 #include "filter/job.hpp"
 #include "common/names.hpp"
 #include "filter/splits.hpp"
@@ -122,7 +123,7 @@ namespace {
 
 /// convolve() with the caller's kept workspace, or none (the GPU path then makes its own).
 ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
-                             GpuWorkspace::State* kept_workspace) {
+                             detail::WorkspaceState* kept_workspace) {
   validate_input(src.empty(), src.depth(), src.channels());
   const detail::ConvolveJob job = make_job(src.depth(), filter, options);
 
@@ -170,7 +171,7 @@ ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const Convolve
 
 ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
                         GpuWorkspace& workspace) {
-  return convolve_with(src, filter, options, &workspace.state());
+  return convolve_with(src, filter, options, &detail::workspace_state(workspace));
 }
 
 Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& filter, const ConvolveOptions& options,
@@ -191,7 +192,7 @@ Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& fi
                                                      static_cast<long long>(src.width) * src.height},
                                                     detail::current_auto_device(true))
                               : options.variant;
-  detail::convolve_device(src, dst, job, variant, workspace.state(), stream);
+  detail::convolve_device(src, dst, job, variant, detail::workspace_state(workspace), stream);
   return variant;
 }
 

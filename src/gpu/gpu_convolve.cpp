@@ -225,7 +225,7 @@ MemoryModel memory_model(const ConvolveJob& job, Variant variant, int width, int
 /// cuFFT's plans and other processes. What a kept workspace holds counts as free: it is reused, or
 /// freed before a larger buffer is allocated (fit_planes). A kept workspace asks the device once
 /// (and again after a failure, convolve_gpu), not for every image.
-std::uint64_t memory_limit(const ConvolveJob& job, GpuWorkspace::State& workspace) {
+std::uint64_t memory_limit(const ConvolveJob& job, detail::WorkspaceState& workspace) {
   if (job.gpu_memory_limit > 0) return job.gpu_memory_limit;
   if (workspace.kept && workspace.automatic_limit > 0) return workspace.automatic_limit;
   std::size_t free_bytes = 0;
@@ -246,7 +246,7 @@ void add_times(const StageTimes& strip, StageTimes& total) {
 
 /// A host image through the device in strips: upload, queue_filter, download, strip by strip.
 ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Variant variant,
-                                 GpuWorkspace::State& workspace) {
+                                 detail::WorkspaceState& workspace) {
   const int width = src.cols;
   const int height = src.rows;
   const int channels = src.channels();
@@ -328,9 +328,9 @@ void launch_variant(Variant variant, const LaunchArgs& args) {
 }
 
 ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant,
-                            GpuWorkspace::State* kept_workspace) {
-  std::optional<GpuWorkspace::State> call_workspace;
-  GpuWorkspace::State& workspace = kept_workspace != nullptr ? *kept_workspace : call_workspace.emplace(false);
+                            detail::WorkspaceState* kept_workspace) {
+  std::optional<detail::WorkspaceState> call_workspace;
+  detail::WorkspaceState& workspace = kept_workspace != nullptr ? *kept_workspace : call_workspace.emplace(false);
   workspace.bind_to_current_device();
   try {
     return filter_host_image(src, job, variant, workspace);
@@ -348,7 +348,7 @@ ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant 
 }
 
 void convolve_device(const ConstDeviceImageView& src, const DeviceImageView& dst, const ConvolveJob& job,
-                     Variant variant, GpuWorkspace::State& workspace, cudaStream_t stream) {
+                     Variant variant, detail::WorkspaceState& workspace, cudaStream_t stream) {
   workspace.bind_to_current_device();
   const float* device_weights = workspace.upload_weights(job.weights, stream);
   std::optional<ChannelPlanes> planes;

@@ -31,7 +31,7 @@ int staging_chunk_rows(std::size_t row_bytes, int rows) {
 
 }  // namespace
 
-StripCopier::StripCopier(GpuWorkspace::State& workspace, const ConvolveJob& job, const cv::Mat& image)
+StripCopier::StripCopier(WorkspaceState& workspace, const ConvolveJob& job, const cv::Mat& image)
     : workspace_(workspace), job_(job), image_(image) {
   if (job.border == Border::constant) constant_row_ = cv::Mat(1, image.cols, image.type(), cv::Scalar::all(job.border_value));
 }
