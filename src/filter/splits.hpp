@@ -2,7 +2,9 @@
 // Rank-1 (separable) filters: k[i][j] = vertical[i] * horizontal[j]. A separable kh x kw filter
 // costs kw + kh multiply-adds per output instead of kw * kh. Also the integer splits of the
 // weights that `tensor` feeds to tensor cores (rank-1 and dense) and their error bounds, judged
-// by the same pass-rule test.
+// by the same pass-rule test. Defined in filter/rank1_splits.cpp (factoring, the rank-1 paths'
+// bounds, separable_for), filter/dense_splits.cpp (dense_tensor_for) and filter/splits.cpp
+// (filter_splits, which keeps recent answers).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
