@@ -262,6 +262,23 @@ TEST_CASE("comparison rule: integer and float tolerances, NaN never passes") {
   CHECK_FALSE(compare_to_reference(resf, reff, reff, f, 0).within_tolerance);
 }
 
+TEST_CASE("check_against_reference (--compare's check): a correct result passes, one off by 3 fails") {
+  const cv::Mat src = cv::imread(sample("camera.png"), cv::IMREAD_UNCHANGED);
+  REQUIRE(!src.empty());
+  const Filter f = load_filter("gauss5");
+  ConvolveOptions options;
+  options.variant = Variant::opencv;
+  cv::Mat result = convolve(src, f, options).image;
+  const ReferenceCheck good = check_against_reference(src, f, options, result, Variant::opencv);
+  CHECK(good.stats.within_tolerance);
+  CHECK(good.stats.max_abs_difference <= 1.0);
+  cv::add(result, cv::Scalar::all(3), result);
+  const ReferenceCheck bad = check_against_reference(src, f, options, result, Variant::fast);
+  CHECK_FALSE(bad.stats.within_tolerance);
+  CHECK(bad.stats.max_abs_difference >= 3.0);
+  CHECK(bad.stats.max_abs_difference <= 4.0);
+}
+
 TEST_CASE("exact_sum: filter2D in double rounded once, and a 16-bit value equal to it is not counted as a difference") {
   const cv::Mat src = random_image(64, 80, CV_16U, 1, 4242);
   const Filter f = load_filter("gaussian:7,3");

@@ -319,7 +319,7 @@ TEST_CASE("gpu tensor dense wgmma: the warpgroup kernel gives tensor_dense.cuh's
   CHECK(cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma) - wgmma_before == 2u * static_cast<std::uint64_t>(index));
   CHECK(cuconv::test::launches(detail::KernelPath::tensor_dense) - dense_before == static_cast<std::uint64_t>(index));
 
-  // auto takes 5x5 on one channel to it from 4096^2 pixels (kTensorWgmmaMinPixels), and leaves
+  // auto takes 5x5 on one channel to it from 4096^2 pixels (dense_u8_large_min_pixels in src/gpu/tuning/auto_tuning.hpp), and leaves
   // smaller images to fast.
   const Filter f5 = cuconv::test::random_filter(5, 5, 79);
   const std::uint64_t auto_before = cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma);

@@ -60,4 +60,17 @@ struct ComparisonStats {
                                                    double max_differing_fraction = kMaxDifferingFraction,
                                                    const cv::Mat* exact = nullptr);
 
+/// A result checked against OpenCV (what --compare reports), and the reference's own filter time.
+struct ReferenceCheck {
+  ComparisonStats stats;
+  double reference_kernel_ms = 0;
+};
+
+/// Checks `result`, made from `src` with `filter` and `options` by `variant_used`, against
+/// OpenCV's direct sums of the same request (OpenCvMethod::reference; for 16-bit outputs the exact
+/// sum as well), under the pass rule for that variant: --compare's check, callable on any result.
+[[nodiscard]] ReferenceCheck check_against_reference(const cv::Mat& src, const Filter& filter,
+                                                     const ConvolveOptions& options, const cv::Mat& result,
+                                                     Variant variant_used);
+
 }  // namespace cuconv
