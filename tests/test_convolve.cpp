@@ -459,7 +459,8 @@ TEST_CASE("auto's tuning table: one row per kind of GPU, each size rule one entr
   measured.tensor_rank1_small_min_pixels = big;
   CHECK(choose(gauss5, 1, big, measured, true) == Variant::tensor);
   CHECK(choose(gauss5, 1, big - 1, measured, true) == Variant::fast);
-  CHECK(choose(load_filter("box:5"), 1, big, measured, true) == Variant::fast);  // its split misses the rule
+  CHECK(choose(load_filter("box:5"), 1, big, measured, true) == Variant::tensor);  // any rank-1 whose split holds
+  CHECK(choose(gauss5, 1, big, kSm90H100, true) == Variant::fast);  // the H100's row has no such rule
   // No GPU: OpenCV, whatever the row.
   const detail::FilterSplits splits = detail::filter_splits(f5.weights, 5, 5, CV_8U, CV_8U, 0.0);
   const ConvolveOptions options;
