@@ -45,6 +45,12 @@ inline LaunchCounter& launch_counter() {
 /// Launches of `path` since the counter was installed (compare two readings).
 inline std::uint64_t launches(detail::KernelPath path) { return launch_counter().count(path); }
 
+/// launches(Path) as a function of no arguments, for helpers that take a counter.
+template <detail::KernelPath Path>
+std::uint64_t launches_of() noexcept {
+  return launch_counter().count(Path);
+}
+
 /// Launches of `tensor`'s rank-1 kernels, either kind (the both-passes one included).
 inline std::uint64_t rank1_tensor_launches() {
   return launches(detail::KernelPath::tensor_rank1) + launches(detail::KernelPath::tensor_rank1_mma);

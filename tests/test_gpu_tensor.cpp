@@ -233,7 +233,7 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   GpuWorkspace workspace;
   for (int channels : {1, 3, 4})
     cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, channels, 61 + static_cast<std::uint64_t>(channels)),
-                                       cuconv::test::random_filter(11, 7, 62), detail::tensor_dense_kernel_launches,
+                                       cuconv::test::random_filter(11, 7, 62), cuconv::test::launches_of<detail::KernelPath::tensor_dense>,
                                        workspace, "dense 11x7");
 
   // Left to fast: a kept alpha channel, 16-bit input, and a filter whose split misses the rule (a

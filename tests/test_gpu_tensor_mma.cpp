@@ -221,7 +221,7 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
   for (int channels : {1, 3, 4}) {
     for (const char* spec : {"gaussian:6,2.5", "gaussian:12,4"})
       cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, channels, 81 + static_cast<std::uint64_t>(channels)),
-                                         load_filter(spec), detail::tensor_mma_kernel_launches, workspace, spec);
+                                         load_filter(spec), cuconv::test::launches_of<detail::KernelPath::tensor_rank1_mma>, workspace, spec);
   }
 
   // Left to the float column sums (kernels/tensor_separable.cuh): radii below 4, and a sharp

@@ -210,7 +210,7 @@ TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales,
     CHECK(check_float_rule(zero, f, o, "one tiny pixel", Variant::tensor) == Variant::tensor);
   }
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
-  cuconv::test::check_unaligned_rows(float_image(45, 301, 1, 0, 81), f, detail::tensor_dense_float_kernel_launches,
+  cuconv::test::check_unaligned_rows(float_image(45, 301, 1, 0, 81), f, cuconv::test::launches_of<detail::KernelPath::tensor_planes_f32>,
                                      "float planes");
   // Refused: a spike among many small weights (the dropped low products pass the limit), a side
   // past 31, and a kept alpha channel: `tensor` runs `fast` for them.
@@ -247,12 +247,12 @@ TEST_CASE("gpu tensor dense 16-bit: sums of the weights' digits meet the integer
 
 TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, unaligned rows, refused filters") {
   // Dyadic weights: about one output in 256 is a tie here.
-  check_dyadic_ties(7, 5, 256.0, 301, CV_16U, 1234, detail::tensor_dense_u16_kernel_launches);
+  check_dyadic_ties(7, 5, 256.0, 301, CV_16U, 1234, cuconv::test::launches_of<detail::KernelPath::tensor_planes_u16>);
   // A 31x31 box (centre doubled) on white: the chains' largest sums, past 2^53 in the double join.
-  check_saturation(CV_16U, cuconv::test::random_filter(17, 17, 303), 304, detail::tensor_dense_u16_kernel_launches);
+  check_saturation(CV_16U, cuconv::test::random_filter(17, 17, 303), 304, cuconv::test::launches_of<detail::KernelPath::tensor_planes_u16>);
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
   cuconv::test::check_unaligned_rows(random_image(45, 301, CV_16U, 1, 306), cuconv::test::random_filter(21, 13, 305),
-                                     detail::tensor_dense_u16_kernel_launches, "16-bit planes");
+                                     cuconv::test::launches_of<detail::KernelPath::tensor_planes_u16>, "16-bit planes");
   // Flat areas of many values under a filter whose weights sum to 1/pi: some flat values sum to
   // within the bound of a tie, so the split emulates the kernel on those flat values and holds only
   // where each rounds as the exact sum (the first such filter of a few seeds is taken). Every
@@ -332,11 +332,11 @@ TEST_CASE("gpu tensor dense 8-bit planes: filters past 17x17 meet the integer ru
 
 TEST_CASE("gpu tensor dense 8-bit planes: exact ties, saturation, unaligned rows, refused filters, auto") {
   // Dyadic weights: about one output in 1024 is a tie here.
-  check_dyadic_ties(19, 5, 1024.0, 401, CV_8U, 77, detail::tensor_dense_u8_planes_kernel_launches);
-  check_saturation(CV_8U, cuconv::test::random_filter(23, 19, 403), 404, detail::tensor_dense_u8_planes_kernel_launches);
+  check_dyadic_ties(19, 5, 1024.0, 401, CV_8U, 77, cuconv::test::launches_of<detail::KernelPath::tensor_planes_u8>);
+  check_saturation(CV_8U, cuconv::test::random_filter(23, 19, 403), 404, cuconv::test::launches_of<detail::KernelPath::tensor_planes_u8>);
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
   cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, 1, 406), cuconv::test::random_filter(29, 21, 405),
-                                     detail::tensor_dense_u8_planes_kernel_launches, "8-bit planes");
+                                     cuconv::test::launches_of<detail::KernelPath::tensor_planes_u8>, "8-bit planes");
   // Refused: a spike among 960 small weights (their rounding passes the limit), a side past 31, a
   // kept alpha channel, 8-bit input to 16-bit output; 17x17 stays on the 8-bit kernel. `auto`
   // takes the planes kernel for a random 31x31 filter (before it: `fft`).
