@@ -12,7 +12,7 @@
 // Each line starts with a hash of the case's output (written over a poisoned buffer): two kernel
 // trees that print the same hashes computed the same bytes.
 #include <kernels/fast.cuh>
-#include <src/gpu/fast_rules.cuh>
+#include <src/gpu/launch/fast_rules.cuh>
 #include "tune_timing.cuh"
 
 #include <cuda_runtime.h>
