@@ -282,12 +282,12 @@ int main(int argc, char** argv) {
           if (separable_path) {
             args.separable_horizontal = separable->horizontal.data();
             args.separable_vertical = separable->vertical.data();
-            args.separable_fast = separable->fast;
-            args.separable_tensor = separable->tensor;
-            args.separable_tensor_mma = separable->tensor_mma;
+            args.fits_float_rank1 = separable->fits_float_rank1;
+            args.fits_tensor_split = separable->fits_tensor_split;
+            args.fits_tensor_mma_split = separable->fits_tensor_mma_split;
             args.wide_horizontal = separable->horizontal_wide.data();
             args.wide_vertical = separable->vertical_wide.data();
-            args.separable_wide = separable->wide;
+            args.fits_double_rank1 = separable->fits_double_rank1;
           }
           launch_variant(v, args);
         }

@@ -4,6 +4,8 @@
 #include "gpu/launch/cufft_api.hpp"
 #include "gpu/launch/fft_ties.hpp"
 #include "gpu/launch/launch.hpp"  // device_runs_wgmma
+#include "convolve/choose_variant.hpp"
+#include "gpu/tuning/auto_tuning.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
@@ -260,6 +262,23 @@ TEST_CASE("comparison rule: integer and float tolerances, NaN never passes") {
   CHECK_FALSE(compare_to_reference(resf, reff, reff, f, 0).within_tolerance);
 }
 
+TEST_CASE("check_against_reference (--compare's check): a correct result passes, one off by 3 fails") {
+  const cv::Mat src = cv::imread(sample("camera.png"), cv::IMREAD_UNCHANGED);
+  REQUIRE(!src.empty());
+  const Filter f = load_filter("gauss5");
+  ConvolveOptions options;
+  options.variant = Variant::opencv;
+  cv::Mat result = convolve(src, f, options).image;
+  const ReferenceCheck good = check_against_reference(src, f, options, result, Variant::opencv);
+  CHECK(good.stats.within_tolerance);
+  CHECK(good.stats.max_abs_difference <= 1.0);
+  cv::add(result, cv::Scalar::all(3), result);
+  const ReferenceCheck bad = check_against_reference(src, f, options, result, Variant::fast);
+  CHECK_FALSE(bad.stats.within_tolerance);
+  CHECK(bad.stats.max_abs_difference >= 3.0);
+  CHECK(bad.stats.max_abs_difference <= 4.0);
+}
+
 TEST_CASE("exact_sum: filter2D in double rounded once, and a 16-bit value equal to it is not counted as a difference") {
   const cv::Mat src = random_image(64, 80, CV_16U, 1, 4242);
   const Filter f = load_filter("gaussian:7,3");
@@ -402,6 +421,51 @@ TEST_CASE("auto: dense 8-bit 5x5 on one channel takes tensor only on large image
   for (long long pixels : {4096LL * 4096, 6000LL * 4000, 8192LL * 8192})
     CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 1, pixels) ==
           (wgmma ? Variant::tensor : Variant::fast));
+}
+
+TEST_CASE("auto's tuning table: one row per kind of GPU, each size rule one entry the dispatcher reads") {
+  using namespace detail::tuning;
+  // Rows by compute capability, and by product where two share one; everything else is generic.
+  CHECK(&auto_tuning_for({9, 0, "NVIDIA H200"}) == &kSm90H200);
+  CHECK(&auto_tuning_for({9, 0, "NVIDIA H100 80GB HBM3"}) == &kSm90H100);
+  CHECK(&auto_tuning_for({8, 0, "NVIDIA A100-SXM4-80GB"}) == &kGeneric);
+  CHECK(&auto_tuning_for({}) == &kGeneric);
+  CHECK(kGeneric.dense_u8_large_min_pixels == kNever);  // the warpgroup kernel runs on 9.0 only
+
+  const auto choose = [](const Filter& f, int channels, long long pixels, const AutoTuning& row, bool wgmma) {
+    const detail::FilterSplits splits = detail::filter_splits(f.weights, f.width, f.height, CV_8U, CV_8U, 0.0);
+    const ConvolveOptions options;
+    bool (*runs)() = wgmma ? +[] { return true; } : +[] { return false; };
+    return detail::choose_auto({f, options, splits.separable, splits.dense_tensor, CV_8U, CV_8U, channels, pixels},
+                               {true, &row, runs});
+  };
+  // The warpgroup size rule: a dense one-channel 5x5 takes tensor from the row's size, where the
+  // kernel runs; never on the generic row.
+  Filter f5;
+  f5.width = f5.height = 5;
+  cv::RNG rng(6);
+  for (int i = 0; i < 25; ++i) f5.weights.push_back(rng.uniform(-0.3, 1.0) / 10.0);
+  const long long large = kSm90H100.dense_u8_large_min_pixels;
+  CHECK(choose(f5, 1, large, kSm90H100, true) == Variant::tensor);
+  CHECK(choose(f5, 1, large - 1, kSm90H100, true) == Variant::fast);
+  CHECK(choose(f5, 1, large, kSm90H100, false) == Variant::fast);
+  CHECK(choose(f5, 1, 8192LL * 8192, kGeneric, true) == Variant::fast);
+  // The rank-1 size rule (the H200's entry to measure): gauss5 stays on fast until a row sets a
+  // size, then takes tensor from it on 8-bit images.
+  const Filter gauss5 = load_filter("gauss5");
+  const long long big = 16384LL * 16384;
+  CHECK(choose(gauss5, 1, big, kSm90H200, true) == Variant::fast);
+  AutoTuning measured = kSm90H200;
+  measured.tensor_rank1_small_min_pixels = big;
+  CHECK(choose(gauss5, 1, big, measured, true) == Variant::tensor);
+  CHECK(choose(gauss5, 1, big - 1, measured, true) == Variant::fast);
+  CHECK(choose(load_filter("box:5"), 1, big, measured, true) == Variant::tensor);  // any rank-1 whose split holds
+  CHECK(choose(gauss5, 1, big, kSm90H100, true) == Variant::fast);  // the H100's row has no such rule
+  // No GPU: OpenCV, whatever the row.
+  const detail::FilterSplits splits = detail::filter_splits(f5.weights, 5, 5, CV_8U, CV_8U, 0.0);
+  const ConvolveOptions options;
+  CHECK(detail::choose_auto({f5, options, splits.separable, splits.dense_tensor, CV_8U, CV_8U, 1, large}, {}) ==
+        Variant::opencv);
 }
 
 TEST_CASE("fft tie margin: on for 8-bit outputs of usual filters, off where it would cover over 1% of results") {

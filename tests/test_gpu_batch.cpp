@@ -92,10 +92,12 @@ TEST_CASE("gpu batch: the JSON summary names the variant each image ran with, an
     CHECK(file["variant"] == "fast");  // auto's choice for a centred 5x5 with the same depth in and out
     CHECK(file["variant_reason"] == "");
   }
-  // A launch failure (the fault hook) under auto: OpenCV filtered the images, and the summary says why.
+  // A GPU failure under auto (a --gpu-memory limit below one strip row): OpenCV filtered the
+  // images, and the summary says why.
   auto faulty = args;
   faulty[1] = dir.file("fallback");
-  r = run_cuconv(faulty, "", "export CUCONV_TEST_GPU_FAULT=launch");
+  faulty.insert(faulty.end() - 2, {"--gpu-memory", "1K"});
+  r = run_cuconv(faulty);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   summary = nlohmann::json::parse(r.out);

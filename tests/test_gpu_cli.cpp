@@ -148,3 +148,22 @@ TEST_CASE("gpu cli: --compare outside the tolerance exits 6 and writes nothing")
   CHECK(stderr_text.find("beyond the tolerance") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(out));
 }
+
+TEST_CASE("gpu cli: --compare's check fails a GPU result outside the tolerance") {
+  // --compare runs check_against_reference on the GPU result and exits 6 without writing when it
+  // fails; a correct kernel never leaves the tolerance, so the result is spoiled here by 3.
+  const cv::Mat src = cv::imread(sample("camera.png"), cv::IMREAD_UNCHANGED);
+  REQUIRE(!src.empty());
+  const Filter f = load_filter("gauss5");
+  ConvolveOptions o;
+  o.variant = Variant::fast;
+  ConvolveResult r = convolve(src, f, o);
+  REQUIRE(r.variant_used == Variant::fast);
+  CHECK(check_against_reference(src, f, o, r.image, r.variant_used).stats.within_tolerance);
+  cv::add(r.image, cv::Scalar::all(3), r.image);
+  const ReferenceCheck spoiled = check_against_reference(src, f, o, r.image, r.variant_used);
+  CHECK_FALSE(spoiled.stats.within_tolerance);
+  // 3 from the spoiling, plus the at most 1 a correct result may differ by
+  CHECK(spoiled.stats.max_abs_difference >= 3.0);
+  CHECK(spoiled.stats.max_abs_difference <= 4.0);
+}

@@ -6,6 +6,7 @@
 // value and a delta that puts flat areas on a tie. Outputs are poisoned on the device before
 // every run, so an unwritten pixel fails.
 #include "exact_sum.hpp"
+#include "gpu_seams.hpp"
 #include "test_support.hpp"
 #include "gpu/launch/launch.hpp"
 #include "filter/splits.hpp"
@@ -147,13 +148,13 @@ TEST_CASE("gpu wide: 16-bit rank-1 filters summed in double meet the pass rule a
   const char* specs[] = {"gaussian:7,3",  "gaussian:8,3.5", "gaussian:9,3", "gaussian:10,4", "gaussian:11,4",
                          "gaussian:12,4", "gaussian:13,5",  "gaussian:14,5", "gaussian:15,5", "box:16",
                          "box:15",        "box:31"};
-  const std::uint64_t launches_before = detail::fast_wide_kernel_launches();
+  const std::uint64_t launches_before = cuconv::test::launches(detail::KernelPath::fast_double_rank1);
   int index = 0;
   for (const char* spec : specs) {
     const Filter f = load_filter(spec);
     const auto factors = detail::separable_for(f.weights, f.width, f.height, CV_16U, CV_16U, f.offset);
     REQUIRE(factors.has_value());
-    REQUIRE(factors->wide);
+    REQUIRE(factors->fits_double_rank1);
     for (int channels : {1, 3, 4}) {
       for (Border border : kAllBorders) {
         ++index;
@@ -198,7 +199,7 @@ TEST_CASE("gpu wide: 16-bit rank-1 filters summed in double meet the pass rule a
     }
   }
   // Every filter above is rank 1 within the bound: every run launched the double-precision kernel.
-  CHECK(detail::fast_wide_kernel_launches() - launches_before == static_cast<std::uint64_t>(index));
+  CHECK(cuconv::test::launches(detail::KernelPath::fast_double_rank1) - launches_before == static_cast<std::uint64_t>(index));
 }
 
 TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto up to 31x31, and ties left dense") {
@@ -212,21 +213,21 @@ TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto up to 31x31, and tie
   for (const char* spec : {"gaussian:7,3", "gaussian:11,4", "gaussian:15,5", "box:15"}) {
     const Filter f = load_filter(spec);
     for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &flat}) {
-      const std::uint64_t before = detail::fast_wide_kernel_launches();
+      const std::uint64_t before = cuconv::test::launches(detail::KernelPath::fast_double_rank1);
       ConvolveOptions o;
       CHECK(check_exact(*image, f, o, std::string(spec) + " on " + std::to_string(image->cols) + "x" +
                                           std::to_string(image->rows)) == Variant::fast);
-      CHECK(detail::fast_wide_kernel_launches() - before == 1u);
+      CHECK(cuconv::test::launches(detail::KernelPath::fast_double_rank1) - before == 1u);
     }
   }
   // Below 15 taps a side fast keeps its float kernels (filter2D's own results): no double sums.
   for (const char* spec : {"gauss5", "gaussian:6,2.5"}) {
-    const std::uint64_t before = detail::fast_wide_kernel_launches();
+    const std::uint64_t before = cuconv::test::launches(detail::KernelPath::fast_double_rank1);
     ConvolveOptions o;
     o.poison_output = true;
     const ConvolveResult got = convolve(photo, load_filter(spec), o);
     CHECK(got.variant_used == Variant::fast);
-    CHECK(detail::fast_wide_kernel_launches() == before);
+    CHECK(cuconv::test::launches(detail::KernelPath::fast_double_rank1) == before);
     CHECK(cuconv::test::compare_with_filter2d(got.image, photo, load_filter(spec), o).within_tolerance);
   }
   // A delta that puts every flat area on a tie: no double sums; auto sums densely, as filter2D does
@@ -236,9 +237,9 @@ TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto up to 31x31, and tie
   ConvolveOptions tie;
   tie.delta = 0.5;
   tie.poison_output = true;
-  const std::uint64_t before = detail::fast_wide_kernel_launches();
+  const std::uint64_t before = cuconv::test::launches(detail::KernelPath::fast_double_rank1);
   const ConvolveResult got = convolve(flat, box, tie);
-  CHECK(detail::fast_wide_kernel_launches() == before);
+  CHECK(cuconv::test::launches(detail::KernelPath::fast_double_rank1) == before);
   const ComparisonStats s = cuconv::test::compare_with_filter2d(got.image, flat, box, tie);
   INFO("auto ran ", to_string(got.variant_used), ": max diff ", s.max_abs_difference, ", ", s.differing_values, "/",
        s.total_values, " differ");

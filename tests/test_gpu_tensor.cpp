@@ -7,6 +7,7 @@
 // bit. Outputs are poisoned on the device before every run, and launch counters show that the
 // kernel under test ran.
 #include "exact_sum.hpp"
+#include "gpu_seams.hpp"
 #include "test_support.hpp"
 #include "gpu/launch/launch.hpp"
 #include "filter/splits.hpp"
@@ -40,15 +41,15 @@ namespace {
 
 /// The warpgroup kernel switched off for one scope (the tests' way to run tensor_dense.cuh on sm_90).
 struct WgmmaOff {
-  WgmmaOff() { detail::allow_tensor_dense_wgmma(false); }
-  ~WgmmaOff() { detail::allow_tensor_dense_wgmma(true); }
+  WgmmaOff() { cuconv::test::launch_counter().allow_wgmma(false); }
+  ~WgmmaOff() { cuconv::test::launch_counter().allow_wgmma(true); }
   WgmmaOff(const WgmmaOff&) = delete;
   WgmmaOff& operator=(const WgmmaOff&) = delete;
 };
 
 /// Launches of either dense 8-bit kernel (one channel runs the warpgroup one on sm_90).
-std::uint64_t dense_launches() noexcept {
-  return detail::tensor_dense_kernel_launches() + detail::tensor_dense_wgmma_kernel_launches();
+std::uint64_t dense_launches() {
+  return cuconv::test::launches(detail::KernelPath::tensor_dense) + cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma);
 }
 
 }  // namespace
@@ -61,7 +62,7 @@ TEST_CASE("gpu tensor: tensor-core row sums meet the pass rule against the exact
   const char* specs[] = {"gaussian:1,0.8", "gaussian:2,1.1", "gaussian:3,1.5", "gaussian:4,1.9", "gaussian:5,2.2",
                          "gaussian:6,2.5", "gaussian:7,3",   "gaussian:8,3.5", "box:5",          "box:9",
                          "gauss5",         "box:17"};
-  const std::uint64_t launches_before = detail::tensor_kernel_launches();
+  const std::uint64_t launches_before = cuconv::test::rank1_tensor_launches();
   int index = 0;
   int tensor_runs = 0;
   for (const char* spec : specs) {
@@ -80,13 +81,13 @@ TEST_CASE("gpu tensor: tensor-core row sums meet the pass rule against the exact
         const std::string what = std::string(spec) + " " + std::to_string(cols) + "x" + std::to_string(rows) + "x" +
                                  std::to_string(channels) + " " + std::string(to_string(border));
         CHECK(check_exact(src, f, o, what, Variant::tensor) == Variant::tensor);
-        tensor_runs += factors->tensor ? 1 : 0;
+        tensor_runs += factors->fits_tensor_split ? 1 : 0;
       }
     }
   }
   // Every filter above splits within the rule, so each run launched the tensor-core kernel.
   CHECK(tensor_runs == index);
-  CHECK(detail::tensor_kernel_launches() - launches_before == static_cast<std::uint64_t>(tensor_runs));
+  CHECK(cuconv::test::rank1_tensor_launches() - launches_before == static_cast<std::uint64_t>(tensor_runs));
 }
 
 TEST_CASE("gpu tensor: photos, flat areas, exact presets and what it leaves to fast") {
@@ -108,10 +109,10 @@ TEST_CASE("gpu tensor: photos, flat areas, exact presets and what it leaves to f
     ConvolveOptions o;
     o.poison_output = true;
     o.variant = Variant::tensor;
-    const std::uint64_t before = detail::tensor_kernel_launches();
+    const std::uint64_t before = cuconv::test::rank1_tensor_launches();
     const cv::Mat tensor = convolve(photo, f, o).image;
     const bool centred_odd = f.width % 2 == 1;
-    CHECK(detail::tensor_kernel_launches() - before == (centred_odd ? 1u : 0u));
+    CHECK(cuconv::test::rank1_tensor_launches() - before == (centred_odd ? 1u : 0u));
     o.variant = Variant::fast;
     const cv::Mat fast = convolve(photo, f, o).image;
     INFO(spec);
@@ -119,7 +120,7 @@ TEST_CASE("gpu tensor: photos, flat areas, exact presets and what it leaves to f
     CHECK(cv::countNonZero(differs.reshape(1)) == 0);
   }
   // Off-centre anchors, a kept alpha channel and 16-bit input run fast's kernels, still in the rule.
-  const std::uint64_t before = detail::tensor_kernel_launches();
+  const std::uint64_t before = cuconv::test::rank1_tensor_launches();
   const Filter g = load_filter("gaussian:3,1.5");
   ConvolveOptions off;
   off.anchor_x = 1;
@@ -135,7 +136,7 @@ TEST_CASE("gpu tensor: photos, flat areas, exact presets and what it leaves to f
   std::vector<cv::Mat> original;
   cv::split(rgba, original);
   CHECK(cv::countNonZero(planes[3] != original[3]) == 0);
-  CHECK(detail::tensor_kernel_launches() == before);
+  CHECK(cuconv::test::rank1_tensor_launches() == before);
 }
 
 TEST_CASE("gpu tensor dense: tensor-core sums of dense filters meet the pass rule against the exact sum") {
@@ -232,7 +233,7 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   GpuWorkspace workspace;
   for (int channels : {1, 3, 4})
     cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, channels, 61 + static_cast<std::uint64_t>(channels)),
-                                       cuconv::test::random_filter(11, 7, 62), detail::tensor_dense_kernel_launches,
+                                       cuconv::test::random_filter(11, 7, 62), cuconv::test::launches_of<detail::KernelPath::tensor_dense>,
                                        workspace, "dense 11x7");
 
   // Left to fast: a kept alpha channel, 16-bit input, and a filter whose split misses the rule (a
@@ -281,8 +282,8 @@ TEST_CASE("gpu tensor dense wgmma: the warpgroup kernel gives tensor_dense.cuh's
                                        {1000, 130}, {2100, 700}};
   const std::pair<int, int> shapes[] = {{1, 1}, {3, 3}, {4, 4}, {5, 5}, {7, 3}, {3, 7}, {9, 9}, {9, 16},
                                         {16, 9}, {13, 5}, {15, 15}, {17, 17}, {17, 1}, {1, 17}, {2, 11}};
-  const std::uint64_t wgmma_before = detail::tensor_dense_wgmma_kernel_launches();
-  const std::uint64_t dense_before = detail::tensor_dense_kernel_launches();
+  const std::uint64_t wgmma_before = cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma);
+  const std::uint64_t dense_before = cuconv::test::launches(detail::KernelPath::tensor_dense);
   int index = 0;
   for (const auto& [kw, kh] : shapes) {
     const Filter f = cuconv::test::random_filter(kw, kh, 1700 + static_cast<std::uint64_t>(kw * 32 + kh));
@@ -315,20 +316,20 @@ TEST_CASE("gpu tensor dense wgmma: the warpgroup kernel gives tensor_dense.cuh's
     }
   }
   // Two warpgroup runs and one tensor_dense.cuh run a case: nothing fell back.
-  CHECK(detail::tensor_dense_wgmma_kernel_launches() - wgmma_before == 2u * static_cast<std::uint64_t>(index));
-  CHECK(detail::tensor_dense_kernel_launches() - dense_before == static_cast<std::uint64_t>(index));
+  CHECK(cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma) - wgmma_before == 2u * static_cast<std::uint64_t>(index));
+  CHECK(cuconv::test::launches(detail::KernelPath::tensor_dense) - dense_before == static_cast<std::uint64_t>(index));
 
-  // auto takes 5x5 on one channel to it from 4096^2 pixels (kTensorWgmmaMinPixels), and leaves
+  // auto takes 5x5 on one channel to it from 4096^2 pixels (dense_u8_large_min_pixels in src/gpu/tuning/auto_tuning.hpp), and leaves
   // smaller images to fast.
   const Filter f5 = cuconv::test::random_filter(5, 5, 79);
-  const std::uint64_t auto_before = detail::tensor_dense_wgmma_kernel_launches();
+  const std::uint64_t auto_before = cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma);
   CHECK(convolve(random_image(4096, 4096, CV_8U, 1, 80), f5, ConvolveOptions{}).variant_used == Variant::tensor);
-  CHECK(detail::tensor_dense_wgmma_kernel_launches() - auto_before == 1u);
+  CHECK(cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma) - auto_before == 1u);
   CHECK(convolve(random_image(4096, 4095, CV_8U, 1, 81), f5, ConvolveOptions{}).variant_used == Variant::fast);
 
   // Three channels stay on tensor_dense.cuh.
-  const std::uint64_t colour_before = detail::tensor_dense_wgmma_kernel_launches();
+  const std::uint64_t colour_before = cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma);
   check_exact(random_image(70, 200, CV_8U, 3, 77), cuconv::test::random_filter(5, 5, 78), ConvolveOptions{}, "RGB 5x5",
               Variant::tensor);
-  CHECK(detail::tensor_dense_wgmma_kernel_launches() == colour_before);
+  CHECK(cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma) == colour_before);
 }

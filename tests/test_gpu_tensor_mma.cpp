@@ -10,6 +10,7 @@
 // poisoned before every run; launch counters show which kernel ran.
 #include "exact_sum.hpp"
 #include "mma_probe.hpp"
+#include "gpu_seams.hpp"
 #include "test_support.hpp"
 #include "gpu/launch/launch.hpp"
 #include "filter/splits.hpp"
@@ -154,8 +155,8 @@ TEST_CASE("gpu tensor mma: both passes on tensor cores meet the pass rule agains
                            "gaussian:15,5", "box:19", "box:31"})
     filters.push_back(load_filter(spec));
   for (int radius : {4, 6, 8, 10, 15}) filters.push_back(rank_one(radius, 90 + static_cast<std::uint64_t>(radius)));
-  const std::uint64_t tensor_before = detail::tensor_kernel_launches();
-  const std::uint64_t mma_before = detail::tensor_mma_kernel_launches();
+  const std::uint64_t tensor_before = cuconv::test::rank1_tensor_launches();
+  const std::uint64_t mma_before = cuconv::test::launches(detail::KernelPath::tensor_rank1_mma);
   int index = 0;
   cuconv::test::RuleCount total;
   for (const Filter& f : filters) {
@@ -172,7 +173,7 @@ TEST_CASE("gpu tensor mma: both passes on tensor cores meet the pass rule agains
         const auto factors = detail::separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, o.delta + f.offset);
         REQUIRE(factors.has_value());
         CAPTURE(f.origin);
-        REQUIRE(factors->tensor_mma);
+        REQUIRE(factors->fits_tensor_mma_split);
         const std::string what = f.origin + " " + std::to_string(cols) + "x" + std::to_string(rows) + "x" +
                                  std::to_string(channels) + " " + std::string(to_string(border)) + " delta " +
                                  std::to_string(o.delta);
@@ -189,8 +190,8 @@ TEST_CASE("gpu tensor mma: both passes on tensor cores meet the pass rule agains
   INFO(total.off_by_one << " of " << total.values << " values off by one");
   CHECK(static_cast<double>(total.off_by_one) <= 0.001 * static_cast<double>(total.values));
   // Every run took the both-passes kernel.
-  CHECK(detail::tensor_mma_kernel_launches() - mma_before == static_cast<std::uint64_t>(index));
-  CHECK(detail::tensor_kernel_launches() - tensor_before == static_cast<std::uint64_t>(index));
+  CHECK(cuconv::test::launches(detail::KernelPath::tensor_rank1_mma) - mma_before == static_cast<std::uint64_t>(index));
+  CHECK(cuconv::test::rank1_tensor_launches() - tensor_before == static_cast<std::uint64_t>(index));
 }
 
 TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leaves to the float column sums") {
@@ -200,7 +201,7 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
   cv::extractChannel(photo, gray, 1);
   cv::Mat flat(16 * 20, 16 * 20, CV_8UC1);
   for (int v = 0; v < 256; ++v) flat(cv::Rect((v % 16) * 20, (v / 16) * 20, 20, 20)).setTo(v);
-  const std::uint64_t mma_before = detail::tensor_mma_kernel_launches();
+  const std::uint64_t mma_before = cuconv::test::launches(detail::KernelPath::tensor_rank1_mma);
   int runs = 0;
   for (const char* spec : {"gaussian:7,2.5", "gaussian:4,1.8", "box:15", "gaussian:15,5"}) {
     const Filter f = load_filter(spec);
@@ -212,7 +213,7 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
       ++runs;
     }
   }
-  CHECK(detail::tensor_mma_kernel_launches() - mma_before == static_cast<std::uint64_t>(runs));
+  CHECK(cuconv::test::launches(detail::KernelPath::tensor_rank1_mma) - mma_before == static_cast<std::uint64_t>(runs));
 
   // Rows off a 16-byte boundary (the staging through the column map, byte stores) give the aligned
   // path's result bit for bit.
@@ -220,7 +221,7 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
   for (int channels : {1, 3, 4}) {
     for (const char* spec : {"gaussian:6,2.5", "gaussian:12,4"})
       cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, channels, 81 + static_cast<std::uint64_t>(channels)),
-                                         load_filter(spec), detail::tensor_mma_kernel_launches, workspace, spec);
+                                         load_filter(spec), cuconv::test::launches_of<detail::KernelPath::tensor_rank1_mma>, workspace, spec);
   }
 
   // Left to the float column sums (kernels/tensor_separable.cuh): radii below 4, and a sharp
@@ -229,14 +230,14 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
     const Filter f = load_filter(spec);
     const auto factors = detail::separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, f.offset);
     REQUIRE(factors.has_value());
-    CHECK(factors->tensor);
-    const std::uint64_t tensor_before = detail::tensor_kernel_launches();
-    const std::uint64_t before = detail::tensor_mma_kernel_launches();
+    CHECK(factors->fits_tensor_split);
+    const std::uint64_t tensor_before = cuconv::test::rank1_tensor_launches();
+    const std::uint64_t before = cuconv::test::launches(detail::KernelPath::tensor_rank1_mma);
     ConvolveOptions o;
     CHECK(check_exact(photo, f, o, spec, Variant::tensor) == Variant::tensor);
-    CHECK(detail::tensor_kernel_launches() - tensor_before == 1u);
-    CHECK(detail::tensor_mma_kernel_launches() == before);
+    CHECK(cuconv::test::rank1_tensor_launches() - tensor_before == 1u);
+    CHECK(cuconv::test::launches(detail::KernelPath::tensor_rank1_mma) == before);
   }
   const Filter sharp = load_filter("gaussian:4,0.9");
-  CHECK_FALSE(detail::separable_for(sharp.weights, 9, 9, CV_8U, CV_8U, 0.0)->tensor_mma);
+  CHECK_FALSE(detail::separable_for(sharp.weights, 9, 9, CV_8U, CV_8U, 0.0)->fits_tensor_mma_split);
 }

@@ -6,6 +6,7 @@
 // integer full range, saturation both ways, exact ties; unaligned rows; filters the splits refuse.
 // Outputs are poisoned on the device before every run, and launch counters show which kernel ran.
 #include "exact_sum.hpp"
+#include "gpu_seams.hpp"
 #include "test_support.hpp"
 #include "gpu/launch/launch.hpp"
 #include "filter/splits.hpp"
@@ -164,7 +165,7 @@ int sweep(std::uint64_t filter_seed, Split&& split, Check&& check, int past_side
 }  // namespace
 
 TEST_CASE("gpu tensor dense float: block floating point sums meet the 32F rule against the exact sum") {
-  const std::uint64_t launches_before = detail::tensor_dense_float_kernel_launches();
+  const std::uint64_t launches_before = cuconv::test::launches(detail::KernelPath::tensor_planes_f32);
   const int runs = sweep(
       1900, [](const Filter& f) { return detail::dense_tensor_split_float(f.weights, f.width, f.height); },
       [](const Filter& f, cv::Size size, int channels, ConvolveOptions o, int index) {
@@ -173,7 +174,7 @@ TEST_CASE("gpu tensor dense float: block floating point sums meet the 32F rule a
         o.border_value = o.border == Border::constant ? (kind == 1 ? 3e-31 : -41.5) : 0;
         CHECK(check_float_rule(src, f, o, describe(f, src, o.border, o, kind), Variant::tensor) == Variant::tensor);
       });
-  CHECK(detail::tensor_dense_float_kernel_launches() - launches_before == static_cast<std::uint64_t>(runs));
+  CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_f32) - launches_before == static_cast<std::uint64_t>(runs));
 }
 
 TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales, unaligned rows, refused filters") {
@@ -185,9 +186,9 @@ TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales,
     src.at<float>(40, 100) = std::numeric_limits<float>::quiet_NaN();
     src.at<float>(200, 500) = std::numeric_limits<float>::infinity();
     ConvolveOptions o;
-    const std::uint64_t before = detail::tensor_dense_float_kernel_launches();
+    const std::uint64_t before = cuconv::test::launches(detail::KernelPath::tensor_planes_f32);
     CHECK(check_float_rule(src, f, o, "NaN and infinity", Variant::tensor) == Variant::tensor);
-    CHECK(detail::tensor_dense_float_kernel_launches() - before == 1u);
+    CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_f32) - before == 1u);
   }
   // Left half about 1e6, right half about 1e-3: each block scales its own window.
   {
@@ -209,7 +210,7 @@ TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales,
     CHECK(check_float_rule(zero, f, o, "one tiny pixel", Variant::tensor) == Variant::tensor);
   }
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
-  cuconv::test::check_unaligned_rows(float_image(45, 301, 1, 0, 81), f, detail::tensor_dense_float_kernel_launches,
+  cuconv::test::check_unaligned_rows(float_image(45, 301, 1, 0, 81), f, cuconv::test::launches_of<detail::KernelPath::tensor_planes_f32>,
                                      "float planes");
   // Refused: a spike among many small weights (the dropped low products pass the limit), a side
   // past 31, and a kept alpha channel: `tensor` runs `fast` for them.
@@ -217,21 +218,21 @@ TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales,
     const Filter spike = spike_filter();
     CHECK_FALSE(detail::dense_tensor_split_float(spike.weights, 31, 31)->holds);
     const cv::Mat src = float_image(40, 90, 4, 0, 82);
-    const std::uint64_t before = detail::tensor_dense_float_kernel_launches();
+    const std::uint64_t before = cuconv::test::launches(detail::KernelPath::tensor_planes_f32);
     ConvolveOptions o;
     check_float_rule(src, spike, o, "spike", Variant::tensor);
     check_float_rule(src, cuconv::test::random_filter(33, 33, 83), o, "33x33", Variant::tensor);
     o.keep_alpha = true;
     o.variant = Variant::tensor;
     CHECK(convolve(src, f, o).variant_used == Variant::tensor);
-    CHECK(detail::tensor_dense_float_kernel_launches() == before);
+    CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_f32) == before);
   }
 }
 
 TEST_CASE("gpu tensor dense 16-bit: sums of the weights' digits meet the integer rule against the exact sum") {
   // Full-range random pixels (normalised random filters keep most results inside 0..65535), a
   // constant border value near the top.
-  const std::uint64_t launches_before = detail::tensor_dense_u16_kernel_launches();
+  const std::uint64_t launches_before = cuconv::test::launches(detail::KernelPath::tensor_planes_u16);
   const int runs = sweep(
       2900, [](const Filter& f) { return detail::dense_tensor_split_u16(f.weights, f.width, f.height, 0.0); },
       [](const Filter& f, cv::Size size, int channels, ConvolveOptions o, int index) {
@@ -241,17 +242,17 @@ TEST_CASE("gpu tensor dense 16-bit: sums of the weights' digits meet the integer
         CHECK(cuconv::test::check_exact(src, f, o, describe(f, src, o.border, o, 0), Variant::tensor) ==
               Variant::tensor);
       });
-  CHECK(detail::tensor_dense_u16_kernel_launches() - launches_before == static_cast<std::uint64_t>(runs));
+  CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_u16) - launches_before == static_cast<std::uint64_t>(runs));
 }
 
 TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, unaligned rows, refused filters") {
   // Dyadic weights: about one output in 256 is a tie here.
-  check_dyadic_ties(7, 5, 256.0, 301, CV_16U, 1234, detail::tensor_dense_u16_kernel_launches);
+  check_dyadic_ties(7, 5, 256.0, 301, CV_16U, 1234, cuconv::test::launches_of<detail::KernelPath::tensor_planes_u16>);
   // A 31x31 box (centre doubled) on white: the chains' largest sums, past 2^53 in the double join.
-  check_saturation(CV_16U, cuconv::test::random_filter(17, 17, 303), 304, detail::tensor_dense_u16_kernel_launches);
+  check_saturation(CV_16U, cuconv::test::random_filter(17, 17, 303), 304, cuconv::test::launches_of<detail::KernelPath::tensor_planes_u16>);
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
   cuconv::test::check_unaligned_rows(random_image(45, 301, CV_16U, 1, 306), cuconv::test::random_filter(21, 13, 305),
-                                     detail::tensor_dense_u16_kernel_launches, "16-bit planes");
+                                     cuconv::test::launches_of<detail::KernelPath::tensor_planes_u16>, "16-bit planes");
   // Flat areas of many values under a filter whose weights sum to 1/pi: some flat values sum to
   // within the bound of a tie, so the split emulates the kernel on those flat values and holds only
   // where each rounds as the exact sum (the first such filter of a few seeds is taken). Every
@@ -288,7 +289,7 @@ TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, un
   // limit), a side past 31, a kept alpha channel, 16-bit input to float output. `auto` takes the
   // kernel for a 17x17 random filter (no `fast` kernel there) and leaves the refused ones.
   {
-    const std::uint64_t before = detail::tensor_dense_u16_kernel_launches();
+    const std::uint64_t before = cuconv::test::launches(detail::KernelPath::tensor_planes_u16);
     const cv::Mat src = random_image(40, 90, CV_16U, 4, 307);
     ConvolveOptions o;
     const Filter spike = spike_filter();
@@ -302,18 +303,18 @@ TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, un
     o.keep_alpha = false;
     o.depth = Depth::f32;
     CHECK(convolve(src, f17, o).image.depth() == CV_32F);
-    CHECK(detail::tensor_dense_u16_kernel_launches() == before);
+    CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_u16) == before);
     ConvolveOptions automatic;
     CHECK(cuconv::test::check_exact(src, f17, automatic, "auto 17x17") == Variant::tensor);
-    CHECK(detail::tensor_dense_u16_kernel_launches() == before + 1);
+    CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_u16) == before + 1);
     CHECK(choose_variant(spike, automatic, true, CV_16U, CV_16U) != Variant::tensor);
   }
 }
 
 TEST_CASE("gpu tensor dense 8-bit planes: filters past 17x17 meet the integer rule against the exact sum") {
   // The sweep's shapes with a side past 17 (the 8-bit kernel's limit), full-range pixels.
-  const std::uint64_t launches_before = detail::tensor_dense_u8_planes_kernel_launches();
-  const std::uint64_t small_before = detail::tensor_dense_kernel_launches();
+  const std::uint64_t launches_before = cuconv::test::launches(detail::KernelPath::tensor_planes_u8);
+  const std::uint64_t small_before = cuconv::test::launches(detail::KernelPath::tensor_dense);
   const int runs = sweep(
       3100, [](const Filter& f) { return detail::dense_tensor_for(f.weights, f.width, f.height, CV_8U, CV_8U, 0.0); },
       [](const Filter& f, cv::Size size, int channels, ConvolveOptions o, int index) {
@@ -325,22 +326,22 @@ TEST_CASE("gpu tensor dense 8-bit planes: filters past 17x17 meet the integer ru
       },
       detail::kTensorDenseMaxSide);
   CHECK(runs > 0);
-  CHECK(detail::tensor_dense_u8_planes_kernel_launches() - launches_before == static_cast<std::uint64_t>(runs));
-  CHECK(detail::tensor_dense_kernel_launches() == small_before);
+  CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_u8) - launches_before == static_cast<std::uint64_t>(runs));
+  CHECK(cuconv::test::launches(detail::KernelPath::tensor_dense) == small_before);
 }
 
 TEST_CASE("gpu tensor dense 8-bit planes: exact ties, saturation, unaligned rows, refused filters, auto") {
   // Dyadic weights: about one output in 1024 is a tie here.
-  check_dyadic_ties(19, 5, 1024.0, 401, CV_8U, 77, detail::tensor_dense_u8_planes_kernel_launches);
-  check_saturation(CV_8U, cuconv::test::random_filter(23, 19, 403), 404, detail::tensor_dense_u8_planes_kernel_launches);
+  check_dyadic_ties(19, 5, 1024.0, 401, CV_8U, 77, cuconv::test::launches_of<detail::KernelPath::tensor_planes_u8>);
+  check_saturation(CV_8U, cuconv::test::random_filter(23, 19, 403), 404, cuconv::test::launches_of<detail::KernelPath::tensor_planes_u8>);
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
   cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, 1, 406), cuconv::test::random_filter(29, 21, 405),
-                                     detail::tensor_dense_u8_planes_kernel_launches, "8-bit planes");
+                                     cuconv::test::launches_of<detail::KernelPath::tensor_planes_u8>, "8-bit planes");
   // Refused: a spike among 960 small weights (their rounding passes the limit), a side past 31, a
   // kept alpha channel, 8-bit input to 16-bit output; 17x17 stays on the 8-bit kernel. `auto`
   // takes the planes kernel for a random 31x31 filter (before it: `fft`).
   {
-    const std::uint64_t before = detail::tensor_dense_u8_planes_kernel_launches();
+    const std::uint64_t before = cuconv::test::launches(detail::KernelPath::tensor_planes_u8);
     const cv::Mat src = random_image(40, 90, CV_8U, 4, 407);
     ConvolveOptions o;
     const Filter spike = spike_filter();
@@ -356,10 +357,10 @@ TEST_CASE("gpu tensor dense 8-bit planes: exact ties, saturation, unaligned rows
     CHECK(convolve(src, f31, o).image.depth() == CV_16U);
     o.depth = Depth::same;
     CHECK(convolve(src, cuconv::test::random_filter(17, 17, 410), o).variant_used == Variant::tensor);
-    CHECK(detail::tensor_dense_u8_planes_kernel_launches() == before);
+    CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_u8) == before);
     ConvolveOptions automatic;
     CHECK(cuconv::test::check_exact(src, f31, automatic, "auto 31x31") == Variant::tensor);
-    CHECK(detail::tensor_dense_u8_planes_kernel_launches() == before + 1);
+    CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_u8) == before + 1);
     CHECK(choose_variant(spike, automatic, true, CV_8U, CV_8U) != Variant::tensor);
   }
 }

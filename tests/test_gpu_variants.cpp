@@ -3,6 +3,7 @@
 // poisoned on the device before every run, so an unwritten pixel fails.
 //
 // CUCONV_TEST_STRIDE=N runs every N-th case of the large sweep (compute-sanitizer runs).
+#include "gpu_seams.hpp"
 #include "test_support.hpp"
 #include "gpu/launch/fft_ties.hpp"
 #include "gpu/launch/launch.hpp"
@@ -307,7 +308,7 @@ TEST_CASE("gpu: fft transforms a filter once and a changed filter again, never a
   ConvolveOptions o;
   o.variant = Variant::fft;
   o.poison_output = true;
-  const auto built = [] { return cuconv::detail::fft_filter_spectra_built(); };
+  const auto built = [] { return cuconv::test::launches(cuconv::detail::KernelPath::fft_filter_spectrum); };
   const auto before = built();
   const ConvolveResult first = convolve(src, f, o);
   REQUIRE(first.variant_used == Variant::fft);

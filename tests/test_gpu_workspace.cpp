@@ -3,6 +3,7 @@
 // strips), and stop allocating once it has seen the largest image. Outputs are poisoned on every
 // run, so a stale plane or a staging chunk copied to the wrong rows fails the comparison.
 #include "test_support.hpp"
+#include "gpu/seams.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
@@ -121,9 +122,9 @@ TEST_CASE("gpu workspace: a kept workspace gives fresh calls' results bit for bi
 
   // Small staging chunks: every image, strip and channel plane now goes through several chunks
   // (the default 4 MiB chunks leave most of them in one); results must not change.
-  REQUIRE(setenv("CUCONV_TEST_STAGING_CHUNK_BYTES", "3000", 1) == 0);
+  const std::size_t default_chunks = detail::set_staging_chunk_bytes(3000);
   run_all(workspace, variants);
-  unsetenv("CUCONV_TEST_STAGING_CHUNK_BYTES");
+  detail::set_staging_chunk_bytes(default_chunks);
 
   // A moved-from workspace starts afresh; the moved-to one keeps the buffers.
   GpuWorkspace moved = std::move(workspace);

@@ -86,7 +86,7 @@ TEST_CASE("separable: fast uses the factors for float outputs, and for integer o
   const auto usable = [](const char* spec, int in, int out, double delta = 0.0) {
     const cuconv::Filter f = cuconv::load_filter(spec);
     const auto factors = separable_for(f.weights, f.width, f.height, in, out, delta);
-    return factors.has_value() && factors->fast;
+    return factors.has_value() && factors->fits_float_rank1;
   };
   CHECK(usable("gauss5", CV_8U, CV_8U));             // dyadic factors: exact sums
   CHECK(usable("gauss5", CV_8U, CV_8U, 0.5));        // exact sums round ties as the direct sum
@@ -135,8 +135,8 @@ TEST_CASE("separable: tensor's split is exact for dyadic presets and its bound a
   const auto exact = tensor_split(gauss5->horizontal);
   REQUIRE(exact.has_value());
   CHECK(exact->quantization == 0.0);
-  CHECK(gauss5->tensor);
-  CHECK(gauss5->fast);
+  CHECK(gauss5->fits_tensor_split);
+  CHECK(gauss5->fits_float_rank1);
   // Every split keeps |high| <= 2048 and |low| <= 1024 (exact in FP16) and rebuilds the scaled
   // weight within half a unit.
   for (const char* spec : {"gaussian:7,3", "gaussian:3,1.5", "box:5", "sobel-x", "gaussian:8,3.5"}) {
@@ -160,11 +160,11 @@ TEST_CASE("separable: tensor's split is exact for dyadic presets and its bound a
   // 15x15 and 17x17 blurs: fast's 31 / 35 float steps pass the limit at 17x17, tensor's kh + 1 do not.
   const auto g15 = factors("gaussian:7,3");
   REQUIRE(g15.has_value());
-  CHECK(g15->tensor);
+  CHECK(g15->fits_tensor_split);
   const auto g17 = factors("gaussian:8,3.5");
   REQUIRE(g17.has_value());
-  CHECK_FALSE(g17->fast);
-  CHECK(g17->tensor);
+  CHECK_FALSE(g17->fits_float_rank1);
+  CHECK(g17->fits_tensor_split);
   // Ties of flat areas keep both off.
   CHECK_FALSE(factors("box:3", 0.5).has_value());
   CHECK_FALSE(tensor_split(std::vector<float>(5, 0.0f)).has_value());
@@ -189,7 +189,7 @@ TEST_CASE("separable: the both-passes tensor kernel's scales are exact in FP16 a
     const cuconv::Filter f = cuconv::load_filter(spec);
     const auto factors = separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, 0.0);
     REQUIRE(factors.has_value());
-    CHECK(factors->tensor_mma);
+    CHECK(factors->fits_tensor_mma_split);
     const auto split = tensor_split(factors->horizontal);
     REQUIRE(split.has_value());
     const auto scales = tensor_mma_scales(*split, factors->vertical);
@@ -224,8 +224,8 @@ TEST_CASE("separable: the both-passes tensor kernel's scales are exact in FP16 a
   const cuconv::Filter sharp = cuconv::load_filter("gaussian:4,0.9");
   const auto factors = separable_for(sharp.weights, 9, 9, CV_8U, CV_8U, 0.0);
   REQUIRE(factors.has_value());
-  CHECK(factors->tensor);
-  CHECK_FALSE(factors->tensor_mma);
+  CHECK(factors->fits_tensor_split);
+  CHECK_FALSE(factors->fits_tensor_mma_split);
   // Weights near 1e-34 would underflow the kernel's output scale: no scales.
   const cuconv::Filter box = cuconv::load_filter("box:9");
   std::vector<double> tiny = box.weights;
@@ -282,7 +282,7 @@ TEST_CASE("separable: the both-passes tensor kernel's arithmetic, emulated, stay
       REQUIRE(factors.has_value());
       CAPTURE(f.origin);
       CAPTURE(k);
-      CHECK(factors->tensor_mma);
+      CHECK(factors->fits_tensor_mma_split);
       const auto split = tensor_split(factors->horizontal);
       REQUIRE(split.has_value());
       const auto scales = tensor_mma_scales(*split, factors->vertical);
@@ -351,8 +351,8 @@ TEST_CASE("separable: 16-bit outputs take the double sums where their bound and 
   const auto wide = [](const char* spec, double delta = 0.0) {
     const cuconv::Filter f = cuconv::load_filter(spec);
     const auto factors = separable_for(f.weights, f.width, f.height, CV_16U, CV_16U, delta);
-    if (factors) CHECK_FALSE(factors->fast);  // float sums never serve 16-bit results
-    return factors.has_value() && factors->wide;
+    if (factors) CHECK_FALSE(factors->fits_float_rank1);  // float sums never serve 16-bit results
+    return factors.has_value() && factors->fits_double_rank1;
   };
   CHECK(wide("gauss5"));
   CHECK(wide("gaussian:7,2.5"));
@@ -695,10 +695,10 @@ TEST_CASE("separable: filter_splits answers a repeated request from the kept one
       CHECK(a.separable->horizontal_wide == b.separable->horizontal_wide);
       CHECK(a.separable->vertical_wide == b.separable->vertical_wide);
       CHECK(a.separable->exact == b.separable->exact);
-      CHECK(a.separable->fast == b.separable->fast);
-      CHECK(a.separable->tensor == b.separable->tensor);
-      CHECK(a.separable->tensor_mma == b.separable->tensor_mma);
-      CHECK(a.separable->wide == b.separable->wide);
+      CHECK(a.separable->fits_float_rank1 == b.separable->fits_float_rank1);
+      CHECK(a.separable->fits_tensor_split == b.separable->fits_tensor_split);
+      CHECK(a.separable->fits_tensor_mma_split == b.separable->fits_tensor_mma_split);
+      CHECK(a.separable->fits_double_rank1 == b.separable->fits_double_rank1);
     }
     if (a.dense_tensor) {
       CHECK(a.dense_tensor->exponent == b.dense_tensor->exponent);
@@ -736,7 +736,7 @@ TEST_CASE("separable: filter_splits answers a repeated request from the kept one
   same_answers(wide, {separable_for(w, blur.width, blur.height, CV_16U, CV_16U, 0.0),
                       dense_tensor_for(w, blur.width, blur.height, CV_16U, CV_16U, 0.0)});
   REQUIRE(wide.separable.has_value());
-  CHECK(wide.separable->wide != first.separable->wide);  // a different answer, not the 8-bit one
+  CHECK(wide.separable->fits_double_rank1 != first.separable->fits_double_rank1);  // a different answer, not the 8-bit one
   same_answers(other_weight, {separable_for(nudged, blur.width, blur.height, CV_8U, CV_8U, 0.0),
                               dense_tensor_for(nudged, blur.width, blur.height, CV_8U, CV_8U, 0.0)});
   same_answers(negative_zero, first);

@@ -17,11 +17,11 @@ namespace cuconv {
 inline constexpr double kMaxIntegerDifference = 1.0;
 inline constexpr double kMaxDifferingFraction = 0.001;
 inline constexpr double kMaxRelativeError = 1e-5;
-/// `fft` on integer outputs: still at most 1 off, but on up to 10% of values. Its ~1e-6 rounding
-/// relative to the tile's range tips the exact ties of dyadic filters (gauss3: 1 value in 16 is
-/// a tie) and, for 16-bit data, values within ~0.07 of a tie (bench/results/kernel-notes/fft.md, 'Accuracy',
-/// has the measured share). Where the margin of src/gpu/fft_ties.hpp is on (8-bit outputs
-/// of usual filters) `fft` sums results near a tie again, and `auto` picks it only there.
+/// `fft` on integer outputs: still at most 1 off, but on up to 10% of values. Its rounding,
+/// relative to the tile's range, tips the exact ties of dyadic filters and, for 16-bit data,
+/// values near a tie (bench/results/kernel-notes/fft.md, 'Accuracy', has the measured share). Where the margin
+/// of src/gpu/launch/fft_ties.hpp is on (8-bit outputs of usual filters) `fft` sums results near a
+/// tie again, and `auto` picks it only there.
 inline constexpr double kFftMaxDifferingFraction = 0.10;
 
 /// The integer rule's share of values allowed to differ by 1 for results of `variant`.
@@ -43,9 +43,8 @@ struct ComparisonStats {
 
 /// Whether results of this output depth are also compared with the exact sum: 16-bit integers,
 /// where filter2D's float sums keep too few bits below the unit and round to another integer than
-/// the exact sum on a share of values that grows with the filter (0.16% at 3x3 to 0.72% at 23x23
-/// on the GPU suite's full-range random images; the double-precision separable path of `fast` gives
-/// the exact one's).
+/// the exact sum on a share of values that grows with the filter (docs/design.md "Accuracy"; the
+/// double-precision separable path of `fast` gives the exact one's).
 [[nodiscard]] constexpr bool compares_with_exact_sum(int output_depth) noexcept {
   return output_depth == CV_16U || output_depth == CV_16S;
 }
@@ -60,5 +59,18 @@ struct ComparisonStats {
                                                    double delta, double border_value = 0.0,
                                                    double max_differing_fraction = kMaxDifferingFraction,
                                                    const cv::Mat* exact = nullptr);
+
+/// A result checked against OpenCV (what --compare reports), and the reference's own filter time.
+struct ReferenceCheck {
+  ComparisonStats stats;
+  double reference_kernel_ms = 0;
+};
+
+/// Checks `result`, made from `src` with `filter` and `options` by `variant_used`, against
+/// OpenCV's direct sums of the same request (OpenCvMethod::reference; for 16-bit outputs the exact
+/// sum as well), under the pass rule for that variant: --compare's check, callable on any result.
+[[nodiscard]] ReferenceCheck check_against_reference(const cv::Mat& src, const Filter& filter,
+                                                     const ConvolveOptions& options, const cv::Mat& result,
+                                                     Variant variant_used);
 
 }  // namespace cuconv

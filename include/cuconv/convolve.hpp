@@ -38,12 +38,11 @@ enum class Depth { same, u8, u16, s16, f32 };
 
 /// How the `opencv` variant runs cv::filter2D: as a user's call would (`as_called`: for large
 /// kernels filter2D switches to a DFT), kept on its direct-summation path (`direct_sum`), or
-/// `reference`: direct summation, in double precision when the output is float (a 961-tap float
-/// sum carries ~1e-5 relative rounding of its own, as large as the float pass rule), the
-/// reference --compare and the GPU tests use; or `exact_sum`: the same direct sum in double for
-/// every output depth, rounded half to even and saturated once at the end (the exact sum the pass
-/// rule is judged against; at 16 bits filter2D's float sums round to another integer on some
-/// values, 0.16-0.72% in the GPU suite: docs/accuracy.md, "16-bit outputs: the exact sum").
+/// `reference`: direct summation, in double precision when the output is float (a large float
+/// sum rounds about as much as the float pass rule allows), the reference --compare and the GPU
+/// tests use; or `exact_sum`: the same direct sum in double for every output depth, rounded half
+/// to even and saturated once at the end (the exact sum the pass rule is judged against; at 16
+/// bits filter2D's float sums round some values to another integer: docs/accuracy.md, "16-bit outputs: the exact sum").
 enum class OpenCvMethod { as_called, direct_sum, reference, exact_sum };
 
 struct ConvolveOptions {
@@ -104,8 +103,9 @@ struct ConvolveResult {
 [[nodiscard]] int cuda_device_count() noexcept;
 
 /// The variant `automatic` resolves to for this filter on this machine, for images of `channels`
-/// interleaved channels and `pixels` = width * height (0: not known, taken as small; with a
-/// size and a GPU the current device's kind may count, as convolve's own choice does).
+/// interleaved channels and `pixels` = width * height (0: not known, taken as small). With a GPU
+/// the rule is the current device's (its kind of GPU may move size thresholds), as convolve's
+/// own choice is.
 [[nodiscard]] Variant choose_variant(const Filter& filter, const ConvolveOptions& options,
                                      bool gpu_present, int input_depth, int output_depth, int channels = 1,
                                      long long pixels = 0);
@@ -117,6 +117,11 @@ struct ConvolveResult {
 /// Filters `src` (1, 3 or 4 channels; 8U, 16U or 32F). Throws cuconv::Error.
 [[nodiscard]] ConvolveResult convolve(const cv::Mat& src, const Filter& filter,
                                       const ConvolveOptions& options);
+
+namespace detail {
+struct WorkspaceState;   // src/gpu/memory/workspace.hpp (CUDA types)
+struct WorkspaceAccess;  // the library's way in
+}  // namespace detail
 
 /// What a thread that filters many images keeps between convolve() calls: its CUDA stream, its
 /// device planes and its pinned host staging buffers. Buffers grow to the largest image seen and
@@ -148,11 +153,10 @@ class GpuWorkspace {
   /// images makes them for the first image only.
   [[nodiscard]] std::uint64_t allocations() const noexcept;
 
-  struct State;  ///< defined in src/gpu/workspace.hpp (CUDA types)
-  [[nodiscard]] State& state();
 
  private:
-  std::unique_ptr<State> state_;
+  friend struct detail::WorkspaceAccess;
+  std::unique_ptr<detail::WorkspaceState> state_;
 };
 
 /// convolve() reusing `workspace`'s stream and buffers (the GPU variants; `opencv` ignores it).

@@ -59,22 +59,9 @@ ExitCode report_bench_and_compare(const CliRequest& req, const cv::Mat& input, c
     session.before_compare(planted);
   }
   const ConvolveResult& result = session.before_compare ? planted : result_in;
-  ConvolveOptions reference_options = options;
-  reference_options.variant = Variant::opencv;
-  reference_options.opencv_method = OpenCvMethod::reference;  // no DFT rounding noise
-  const ConvolveResult reference = convolve(input, filter, reference_options);
-  // 16-bit results: a value equal to the exact sum (filter2D in double) is correct where
-  // filter2D's float sum rounds the other way.
-  cv::Mat exact;
-  if (compares_with_exact_sum(result.image.depth())) {
-    reference_options.opencv_method = OpenCvMethod::exact_sum;
-    exact = convolve(input, filter, reference_options).image;
-  }
-  const ComparisonStats stats =
-      compare_to_reference(result.image, reference.image, input, filter, options.delta,
-                           options.border == Border::constant ? options.border_value : 0.0,
-                           max_differing_fraction_for(result.variant_used), exact.empty() ? nullptr : &exact);
-  const nlohmann::json report = comparison_json(stats, result, reference.times.kernel_ms);
+  const ReferenceCheck check = check_against_reference(input, filter, options, result.image, result.variant_used);
+  const ComparisonStats& stats = check.stats;
+  const nlohmann::json report = comparison_json(stats, result, check.reference_kernel_ms);
   if (req.json) {
     session.print(report.dump(2) + "\n");
   } else {
@@ -88,7 +75,7 @@ ExitCode report_bench_and_compare(const CliRequest& req, const cv::Mat& input, c
                           stats.exact_where_reference_differs);
     text += fmt::format("time: gpu kernel {:.3f} ms ({:.3f} ms with transfers), opencv {:.3f} ms, speedup {:.1f}x "
                         "kernel / {:.1f}x total\n",
-                        result.times.kernel_ms, report["gpu_total_ms"].get<double>(), reference.times.kernel_ms,
+                        result.times.kernel_ms, report["gpu_total_ms"].get<double>(), check.reference_kernel_ms,
                         report["speedup_kernel"].get<double>(), report["speedup_total"].get<double>());
     session.print(text);
   }

@@ -1,9 +1,9 @@
-// Library entry point: validate the request, resolve it into a ConvolveJob, pick the variant and
-// run it (src/reference.cpp for OpenCV, src/gpu/ for the GPU variants).
-#include "gpu/launch/cufft_api.hpp"
+// Library entry point: validate the request, resolve it into a ConvolveJob, pick the variant
+// (choose_variant.cpp) and run it (cpu_reference.cpp for OpenCV, src/gpu/ for the GPU variants).
+#include "convolve/choose_variant.hpp"
 #include "gpu/device_select.hpp"
-#include "gpu/launch/fft_ties.hpp"
 #include "gpu/launch/launch.hpp"
+#include "gpu/memory/workspace.hpp"  // workspace_state
 #include "filter/job.hpp"
 #include "common/names.hpp"
 #include "filter/splits.hpp"
@@ -21,24 +21,6 @@
 namespace cuconv {
 
 namespace {
-
-/// Filters of at least this many taps that `fast` cannot unroll go to `fft` (docs/design.md,
-/// "How auto chooses").
-constexpr int kFftMinTaps = 256;
-/// Smallest radius auto sends to `tensor` (bench/results/kernel-notes/tensor.md, 'tensor'); below it `fast`.
-constexpr int kTensorMinRadius = 3;
-/// Fewest taps of a dense 8-bit filter auto sends to `tensor`'s dense kernel: more than 5x5's on one
-/// channel, where `fast` was level or faster; 5x5 on three and four, where `tensor` was faster
-/// (bench/results/benchmarks.md, "Issue 26's shapes in one run").
-constexpr int kTensorDenseMinTaps = 26;
-constexpr int kTensorDenseMinTapsColour = 25;
-/// One-channel images from which 5x5 takes the warpgroup kernel where it runs: from this size up
-/// it was level with `fast` or faster at every size measured but one (bench/results/kernel-notes/tensor-wgmma.md,
-/// 'From which size').
-constexpr long long kTensorWgmmaMinPixels = 4096LL * 4096LL;
-/// 16-bit dense filters from this many taps (15x15) take `tensor` where `fast` has a kernel; below
-/// it `fast` was faster (bench/results/kernel-notes/tensor-dense.md, 'Dense 16-bit filters on tensor cores').
-constexpr int kTensorDenseU16MinTaps = 225;
 
 bool is_gpu_variant(Variant v) { return v != Variant::automatic && v != Variant::opencv; }
 
@@ -97,14 +79,6 @@ void validate_input(bool empty, int depth, int channels) {
                                           " (supported: 1, 3, 4)");
 }
 
-/// choose_variant with the filter's rank-1 test and dense split already made (`separable`: what
-/// separable_for found for these depths; `dense`: dense_tensor_for) and the image's pixels (0:
-/// not known).
-Variant choose_for(const Filter& filter, const ConvolveOptions& options,
-                   const std::optional<detail::SeparableFactors>& separable,
-                   const std::optional<detail::DenseTensorSplit>& dense, bool gpu_present, int input_depth,
-                   int output_depth, int channels, long long pixels);
-
 }  // namespace
 
 const std::vector<Variant>& gpu_variants() noexcept {
@@ -140,81 +114,16 @@ Variant choose_variant(const Filter& filter, const ConvolveOptions& options, boo
                        int output_depth, int channels, long long pixels) {
   const detail::FilterSplits splits = detail::filter_splits(filter.weights, filter.width, filter.height, input_depth,
                                                             output_depth, options.delta + filter.offset);
-  return choose_for(filter, options, splits.separable, splits.dense_tensor, gpu_present, input_depth, output_depth,
-                    channels, pixels);
+  return detail::choose_auto({filter, options, splits.separable, splits.dense_tensor, input_depth, output_depth,
+                              channels, pixels},
+                             detail::current_auto_device(gpu_present));
 }
 
 namespace {
 
-/// The one place that decides what `--variant auto` runs (docs/design.md, "How auto chooses").
-Variant choose_for(const Filter& filter, const ConvolveOptions& options,
-                   const std::optional<detail::SeparableFactors>& separable,
-                   const std::optional<detail::DenseTensorSplit>& dense, bool gpu_present, int input_depth,
-                   int output_depth, int channels, long long pixels) {
-  // No usable GPU: OpenCV on the CPU is the only path (the CLI warns about it).
-  if (!gpu_present) return Variant::opencv;
-  const int anchor_x = options.anchor_x >= 0 ? options.anchor_x : filter.resolved_anchor_x();
-  const bool centred_square = filter.width == filter.height && filter.width % 2 == 1 &&
-                              anchor_x == filter.width / 2;
-  const int radius = filter.width / 2;
-  // `fast` has unrolled kernels for centred squares up to 15x15, and for separable ones up to
-  // 31x31 (kw + kh multiply-adds per output), with the same pixel type in and out; it beats every
-  // PMPP variant there. Mixed depths would get its slow generic kernel.
-  const bool fast_compiled = centred_square && input_depth == output_depth;
-  const bool rank_one = separable.has_value() && (separable->fast || separable->wide);
-  // 8-bit separable filters whose exact integer row sums keep the pass rule: `tensor` sums the rows
-  // on tensor cores, and from radius 4 the columns too where that bound holds (the only separable
-  // path for radii 9-15); an alpha channel kept as it is leaves them to `fast`.
-  if (fast_compiled && separable && input_depth == CV_8U && !options.keep_alpha && radius >= kTensorMinRadius &&
-      detail::tensor_separable_supported(radius, separable->tensor, separable->tensor_mma))
-    return Variant::tensor;
-  if (fast_compiled && radius >= 1 && radius <= 15 && rank_one) return Variant::fast;
-  // Other 8-bit filters up to 31x31 whose integer split keeps the pass rule: `tensor` sums them
-  // densely on tensor cores from kTensorDenseMinTaps taps, 5x5 and up on colour images (past 17x17
-  // on the planes kernel, still several times faster than `fft`).
-  // On one channel the warpgroup kernel (compute capability 9.0) also takes 5x5 on images of
-  // kTensorWgmmaMinPixels and more.
-  const int taps = filter.width * filter.height;
-  if (dense && dense->holds && input_depth == CV_8U && !options.keep_alpha &&
-      (taps >= (channels > 1 ? kTensorDenseMinTapsColour : kTensorDenseMinTaps) ||
-       (channels == 1 && taps >= kTensorDenseMinTapsColour && pixels >= kTensorWgmmaMinPixels &&
-        cuda_device_count() > 0 && detail::device_runs_wgmma())))
-    return Variant::tensor;
-  // 16-bit filters up to 31x31 whose split keeps the integer rule: `tensor` sums their weights'
-  // digits exactly on tensor cores from kTensorDenseU16MinTaps taps on one channel, on colour
-  // images only past `fast`'s unrolled 15x15 (RGB 15x15: `fast` 1-5% faster in five runs, RGBA
-  // 10%), and wherever `fast` has no unrolled kernel (`tiled-halo` would run them, several times
-  // slower).
-  const bool fast_unrolled = fast_compiled && radius <= 7;
-  if (dense && dense->holds && input_depth == CV_16U && !options.keep_alpha &&
-      ((filter.width * filter.height >= kTensorDenseU16MinTaps && channels == 1) || !fast_unrolled))
-    return Variant::tensor;
-  if (fast_compiled && radius >= 1 && radius <= 7) return Variant::fast;
-  // Float filters of kFftMinTaps or more up to 31x31 whose split keeps the rule: `tensor` sums them
-  // in block floating point on tensor cores, 1.2-3x faster than `fft` (bench/results/kernel-notes/tensor-dense.md,
-  // 'Dense float filters on tensor cores'); below that `fast` was faster.
-  if (dense && dense->holds && input_depth == CV_32F && !options.keep_alpha &&
-      filter.width * filter.height >= kFftMinTaps)
-    return Variant::tensor;
-  // Large dense filters: overlap-save FFT, whose cost hardly grows with the filter. Integer
-  // outputs only where `fft` sums the results near a rounding tie again (8-bit outputs of usual
-  // filters), so ties round as in filter2D's direct sums; 16-bit outputs stay on direct sums
-  // (src/gpu/fft_ties.hpp).
-  const bool fft_rounds_ties =
-      output_depth == CV_32F || detail::fft_tie_margin(detail::pixel_type_for_depth(input_depth),
-                                                       detail::pixel_type_for_depth(output_depth),
-                                                       filter.weights.data(), filter.weights.size()) > 0.0;
-  if (fft_rounds_ties && filter.width * filter.height >= kFftMinTaps && detail::cufft_api() != nullptr)
-    return Variant::fft;
-  // Other shapes: tiled-halo's shared tile reads fewer global values per output than the generic
-  // fast kernel; it grows with the filter, and cached needs no more shared memory.
-  if (detail::shared_bytes_tiled_halo(filter.width, filter.height) > 48 * 1024) return Variant::cached;
-  return Variant::tiled_halo;
-}
-
 /// convolve() with the caller's kept workspace, or none (the GPU path then makes its own).
 ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
-                             GpuWorkspace::State* kept_workspace) {
+                             detail::WorkspaceState* kept_workspace) {
   validate_input(src.empty(), src.depth(), src.channels());
   const detail::ConvolveJob job = make_job(src.depth(), filter, options);
 
@@ -223,9 +132,10 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
   const bool needs_gpu_check = options.variant == Variant::automatic || is_gpu_variant(options.variant);
   const bool gpu_present = needs_gpu_check && cuda_device_available(&no_gpu_reason);
   const Variant variant = options.variant == Variant::automatic
-                              ? choose_for(filter, options, job.separable, job.dense_tensor, gpu_present,
-                                           src.depth(), job.output_depth, src.channels(),
-                                           static_cast<long long>(src.cols) * src.rows)
+                              ? detail::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth(),
+                                                     job.output_depth, src.channels(),
+                                                     static_cast<long long>(src.cols) * src.rows},
+                                                    detail::current_auto_device(gpu_present))
                               : options.variant;
   if (is_gpu_variant(variant)) {
     if (!gpu_present)
@@ -261,7 +171,7 @@ ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const Convolve
 
 ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
                         GpuWorkspace& workspace) {
-  return convolve_with(src, filter, options, &workspace.state());
+  return convolve_with(src, filter, options, &detail::workspace_state(workspace));
 }
 
 Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& filter, const ConvolveOptions& options,
@@ -277,11 +187,12 @@ Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& fi
   if (options.bench_runs > 0) throw Error(ErrorKind::usage, "convolve: --bench needs a host image");
   if (options.device >= 0) detail::select_device(options.device);
   const Variant variant = options.variant == Variant::automatic
-                              ? choose_for(filter, options, job.separable, job.dense_tensor, true, src.depth,
-                                           job.output_depth, src.channels,
-                                           static_cast<long long>(src.width) * src.height)
+                              ? detail::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth,
+                                                     job.output_depth, src.channels,
+                                                     static_cast<long long>(src.width) * src.height},
+                                                    detail::current_auto_device(true))
                               : options.variant;
-  detail::convolve_device(src, dst, job, variant, workspace.state(), stream);
+  detail::convolve_device(src, dst, job, variant, detail::workspace_state(workspace), stream);
   return variant;
 }
 

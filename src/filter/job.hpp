@@ -46,11 +46,11 @@ struct ConvolveJob {
 /// (src/gpu/gpu_convolve.cpp). Buffers come from `kept_workspace` when given, else from this
 /// call's own.
 [[nodiscard]] ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant,
-                                          GpuWorkspace::State* kept_workspace);
+                                          detail::WorkspaceState* kept_workspace);
 
 /// The GPU path for a device image: `variant` queued from `src` to `dst` on `stream`, scratch from
 /// `workspace`; no host copy, no synchronisation.
 void convolve_device(const ConstDeviceImageView& src, const DeviceImageView& dst, const ConvolveJob& job,
-                     Variant variant, GpuWorkspace::State& workspace, StreamHandle stream);
+                     Variant variant, detail::WorkspaceState& workspace, StreamHandle stream);
 
 }  // namespace cuconv::detail

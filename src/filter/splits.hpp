@@ -2,7 +2,9 @@
 // Rank-1 (separable) filters: k[i][j] = vertical[i] * horizontal[j]. A separable kh x kw filter
 // costs kw + kh multiply-adds per output instead of kw * kh. Also the integer splits of the
 // weights that `tensor` feeds to tensor cores (rank-1 and dense) and their error bounds, judged
-// by the same pass-rule test.
+// by the same pass-rule test. Defined in filter/rank1_splits.cpp (factoring, the rank-1 paths'
+// bounds, separable_for), filter/dense_splits.cpp (dense_tensor_for) and filter/splits.cpp
+// (filter_splits, which keeps recent answers).
 #include <cstddef>
 #include <cstdint>
 #include <optional>
@@ -15,11 +17,11 @@ struct SeparableFactors {
   std::vector<float> vertical;    ///< kh weights, applied down the columns
   std::vector<double> horizontal_wide;  ///< the same factors before rounding to float
   std::vector<double> vertical_wide;
-  bool exact = false;             ///< every float product equals the float weight exactly
-  bool fast = true;               ///< `fast`'s float row and column sums meet the pass rule
-  bool tensor = false;            ///< 8-bit results through `tensor`'s FP32 column sums (tensor_split) meet the pass rule
-  bool tensor_mma = false;        ///< `tensor` with the vertical pass on tensor cores too (tensor_mma_error_bound)
-  bool wide = false;              ///< 16-bit results through `fast`'s double sums (fast_wide.cuh) meet it
+  bool exact = false;                  ///< every float product equals the float weight exactly
+  bool fits_float_rank1 = true;        ///< float row and column sums (`fast`) meet the pass rule
+  bool fits_tensor_split = false;      ///< 8-bit results from the FP16 row split and FP32 column sums (tensor_split) meet it
+  bool fits_tensor_mma_split = false;  ///< the same with the column pass on tensor cores too (tensor_mma_error_bound)
+  bool fits_double_rank1 = false;      ///< 16-bit results from double row and column sums (fast_wide.cuh) meet it
 };
 
 /// The horizontal weights as `tensor` feeds them to FP16 tensor cores: h * 2^exponent rounded to
@@ -160,12 +162,12 @@ inline constexpr double kSeparableErrorLimit = 5e-4;
 /// window equal, any byte value) sums to within the bound of a tie: results then meet the pass rule
 /// against the exact sum (a result off by one needs an exact sum within the bound of n + 1/2).
 /// 16U input to 16U output: float sums leave too few bits below the unit, so `fast` is never
-/// set; `wide` says whether its double sums meet the rule (wide_error_bound, the same flat-area
-/// test over every 16-bit value), and nullopt when they do not.
-/// For 8-bit input and integer output `fast`, `tensor` and `tensor_mma` say which of the
-/// evaluations holds the rule (tensor_error_bound for `tensor`, tensor_mma_error_bound up to 31
-/// rows of weights for `tensor_mma`; the dyadic presets are exact on `fast` and `tensor`);
-/// nullopt when none does.
+/// set; `fits_double_rank1` says whether double sums meet the rule (wide_error_bound, the same
+/// flat-area test over every 16-bit value), and nullopt when they do not.
+/// For 8-bit input and integer output `fits_float_rank1`, `fits_tensor_split` and
+/// `fits_tensor_mma_split` say which of the evaluations holds the rule (tensor_error_bound for the
+/// second, tensor_mma_error_bound up to 31 rows of weights for the third; the dyadic presets are
+/// exact on the first two); nullopt when none does.
 [[nodiscard]] std::optional<SeparableFactors> separable_for(const std::vector<double>& weights, int kw, int kh,
                                                             int input_depth, int output_depth, double delta);
 

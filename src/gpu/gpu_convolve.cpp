@@ -7,7 +7,7 @@
 // whole pipeline.
 #include "gpu/bench_timing.hpp"
 #include "gpu/memory/device_memory.hpp"
-#include "gpu/fault_injection.hpp"
+#include "gpu/seams.hpp"
 #include "gpu/memory/host_transfer.hpp"
 #include "gpu/launch/launch.hpp"
 #include "gpu/memory/strips.hpp"
@@ -150,13 +150,13 @@ VariantLaunch launch_for(const ConstDeviceImageView& in, const DeviceImageView& 
   if (job.separable) {
     args.separable_horizontal = job.separable->horizontal.data();
     args.separable_vertical = job.separable->vertical.data();
-    args.separable_fast = job.separable->fast;
-    args.separable_tensor = job.separable->tensor;
-    args.separable_tensor_mma = job.separable->tensor_mma;
+    args.fits_float_rank1 = job.separable->fits_float_rank1;
+    args.fits_tensor_split = job.separable->fits_tensor_split;
+    args.fits_tensor_mma_split = job.separable->fits_tensor_mma_split;
     args.wide_horizontal = job.separable->horizontal_wide.data();
     args.wide_vertical = job.separable->vertical_wide.data();
     args.wide_delta = job.delta;
-    args.separable_wide = job.separable->wide;
+    args.fits_double_rank1 = job.separable->fits_double_rank1;
   }
   return {args, in, out};
 }
@@ -225,7 +225,7 @@ MemoryModel memory_model(const ConvolveJob& job, Variant variant, int width, int
 /// cuFFT's plans and other processes. What a kept workspace holds counts as free: it is reused, or
 /// freed before a larger buffer is allocated (fit_planes). A kept workspace asks the device once
 /// (and again after a failure, convolve_gpu), not for every image.
-std::uint64_t memory_limit(const ConvolveJob& job, GpuWorkspace::State& workspace) {
+std::uint64_t memory_limit(const ConvolveJob& job, detail::WorkspaceState& workspace) {
   if (job.gpu_memory_limit > 0) return job.gpu_memory_limit;
   if (workspace.kept && workspace.automatic_limit > 0) return workspace.automatic_limit;
   std::size_t free_bytes = 0;
@@ -246,7 +246,7 @@ void add_times(const StageTimes& strip, StageTimes& total) {
 
 /// A host image through the device in strips: upload, queue_filter, download, strip by strip.
 ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Variant variant,
-                                 GpuWorkspace::State& workspace) {
+                                 detail::WorkspaceState& workspace) {
   const int width = src.cols;
   const int height = src.rows;
   const int channels = src.channels();
@@ -309,10 +309,9 @@ ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Var
 }  // namespace
 
 void launch_variant(Variant variant, const LaunchArgs& args) {
-  // Test-only (gpu/fault_injection.hpp): fail exactly as a faulting launch reports itself.
-  if (launch_fault_injected())
-    throw_cuda_error(cudaErrorLaunchFailure, "launch_variant (test fault CUCONV_TEST_GPU_FAULT=launch)", __FILE__,
-                     __LINE__);
+  // A test's fault injector (gpu/seams.hpp): fail exactly as a faulting launch reports itself.
+  if (const cudaError_t fault = injected_launch_fault(variant); fault != cudaSuccess)
+    throw_cuda_error(fault, "launch_variant (injected fault)", __FILE__, __LINE__);
   switch (variant) {
     case Variant::basic: return launch_basic(args);
     case Variant::constmem: return launch_constmem(args);
@@ -329,9 +328,9 @@ void launch_variant(Variant variant, const LaunchArgs& args) {
 }
 
 ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant,
-                            GpuWorkspace::State* kept_workspace) {
-  std::optional<GpuWorkspace::State> call_workspace;
-  GpuWorkspace::State& workspace = kept_workspace != nullptr ? *kept_workspace : call_workspace.emplace(false);
+                            detail::WorkspaceState* kept_workspace) {
+  std::optional<detail::WorkspaceState> call_workspace;
+  detail::WorkspaceState& workspace = kept_workspace != nullptr ? *kept_workspace : call_workspace.emplace(false);
   workspace.bind_to_current_device();
   try {
     return filter_host_image(src, job, variant, workspace);
@@ -349,7 +348,7 @@ ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant 
 }
 
 void convolve_device(const ConstDeviceImageView& src, const DeviceImageView& dst, const ConvolveJob& job,
-                     Variant variant, GpuWorkspace::State& workspace, cudaStream_t stream) {
+                     Variant variant, detail::WorkspaceState& workspace, cudaStream_t stream) {
   workspace.bind_to_current_device();
   const float* device_weights = workspace.upload_weights(job.weights, stream);
   std::optional<ChannelPlanes> planes;

@@ -41,13 +41,13 @@ struct LaunchArgs {
   bool keep_alpha = false;                  ///< channels == 4: copy channel 3 instead of filtering
   const float* separable_horizontal = nullptr;  ///< kw weights when the filter is rank 1 (host)
   const float* separable_vertical = nullptr;    ///< kh weights (host)
-  bool separable_fast = false;                  ///< SeparableFactors::fast: `fast` may run it
-  bool separable_tensor = false;                ///< SeparableFactors::tensor: `tensor` may run it
-  bool separable_tensor_mma = false;            ///< SeparableFactors::tensor_mma: with both passes on tensor cores
-  const double* wide_horizontal = nullptr;      ///< the kw factors in double (SeparableFactors::wide)
+  bool fits_float_rank1 = false;                ///< SeparableFactors::fits_float_rank1: `fast` may run it
+  bool fits_tensor_split = false;               ///< SeparableFactors::fits_tensor_split: `tensor` may run it
+  bool fits_tensor_mma_split = false;           ///< SeparableFactors::fits_tensor_mma_split: both passes on tensor cores
+  const double* wide_horizontal = nullptr;      ///< the kw factors in double (SeparableFactors::fits_double_rank1)
   const double* wide_vertical = nullptr;        ///< the kh factors in double
   double wide_delta = 0;                        ///< delta in double (params.delta is its float)
-  bool separable_wide = false;                  ///< SeparableFactors::wide: `fast` may sum it in double
+  bool fits_double_rank1 = false;               ///< SeparableFactors::fits_double_rank1: `fast` may sum it in double
   const DenseTensorSplit* dense_tensor = nullptr;  ///< ConvolveJob::dense_tensor (8-bit, 16-bit or float in and out)
 };
 
@@ -74,7 +74,7 @@ void launch_variant(Variant variant, const LaunchArgs& args);
 void launch_copy_channel(ConstDeviceImageView src, int from_channel, DeviceImageView dst, int to_channel,
                          cudaStream_t stream);
 
-/// Per-variant launchers: launch_basic.cu, launch_fast.cu, launch_tensor.cu, launch_fft.cu, and launch_tiles.cu for
+/// Per-variant launchers: launch_basic.cu, launch_fast.cu, launch_tensor.cu, launch_fft.cu, and launch_constant_weights.cu for
 /// the four that read their weights from __constant__ memory.
 void launch_basic(const LaunchArgs& args);
 void launch_constmem(const LaunchArgs& args);
@@ -85,34 +85,20 @@ void launch_fast(const LaunchArgs& args);
 void launch_tensor(const LaunchArgs& args);  ///< `fast` where neither tensor-core kernel applies
 
 /// `fast` on a 16-bit rank-1 filter in double precision (kernels/fast_wide.cuh) when the
-/// arguments allow it (u16 in and out, SeparableFactors::wide, kw and kh up to 31, one of them at
+/// arguments allow it (u16 in and out, SeparableFactors::fits_double_rank1, kw and kh up to 31, one of them at
 /// least 15); false (nothing launched) otherwise.
 bool launch_fast_wide(const LaunchArgs& args);
 
-/// Launches of the double-precision kernel in this process (the tests read it to know the path ran).
-[[nodiscard]] std::uint64_t fast_wide_kernel_launches() noexcept;
-
 /// Whether `tensor` has a kernel for a centred (2R+1)^2 separable filter of this radius whose
-/// split holds for the FP32 column sums (SeparableFactors::tensor: radii 1-8) or for both passes
-/// on tensor cores (SeparableFactors::tensor_mma: radii 4-15).
+/// split holds for the FP32 column sums (SeparableFactors::fits_tensor_split: radii 1-8) or for both
+/// passes on tensor cores (SeparableFactors::fits_tensor_mma_split: radii 4-15).
 [[nodiscard]] bool tensor_separable_supported(int radius, bool fp32_columns, bool mma);
-
-/// Launches of the separable tensor-core kernels in this process (the tests read it to know that
-/// `tensor` did not fall back to `fast`), and of those the both-passes kernel
-/// (kernels/tensor_separable_mma.cuh).
-[[nodiscard]] std::uint64_t tensor_kernel_launches() noexcept;
-[[nodiscard]] std::uint64_t tensor_mma_kernel_launches() noexcept;
-
-/// Launches of the dense tensor-core kernel (kernels/tensor_dense.cuh) in this process.
-[[nodiscard]] std::uint64_t tensor_dense_kernel_launches() noexcept;
 
 /// `tensor`'s dense kernel on warpgroup MMAs (kernels/tensor_dense_wgmma.cuh) for a one-channel
 /// 8-bit image with 16-byte aligned rows on a compute capability 9.0 GPU; false (nothing
-/// launched) otherwise, and the 8-bit dense kernel runs it. The counter and the switch are for
-/// the tests (which compare the two kernels).
+/// launched) otherwise, and the 8-bit dense kernel runs it. A launch observer (gpu/seams.hpp)
+/// may turn it off, so the tests compare the two kernels.
 bool launch_tensor_dense_wgmma(const LaunchArgs& args, const DenseTensorSplit& split);
-[[nodiscard]] std::uint64_t tensor_dense_wgmma_kernel_launches() noexcept;
-void allow_tensor_dense_wgmma(bool allowed) noexcept;
 /// Whether the current device runs the sm_90a kernels: compute capability 9.0 and a kernel image
 /// in this build, asked once per device.
 [[nodiscard]] bool device_runs_wgmma();
@@ -130,19 +116,10 @@ void allow_tensor_dense_wgmma(bool allowed) noexcept;
 bool launch_tensor_dense_planes(const LaunchArgs& args);
 [[nodiscard]] bool tensor_dense_planes_applies(const LaunchArgs& args);
 
-/// Launches of that kernel in this process on float, 16-bit and 8-bit images.
-[[nodiscard]] std::uint64_t tensor_dense_float_kernel_launches() noexcept;
-[[nodiscard]] std::uint64_t tensor_dense_u16_kernel_launches() noexcept;
-[[nodiscard]] std::uint64_t tensor_dense_u8_planes_kernel_launches() noexcept;
-
 void launch_fft(const LaunchArgs& args);
 
 /// Side (a power of two) of the tiles `fft` uses along an image side for a filter side k.
 [[nodiscard]] int fft_tile_side(int k, int image_side);
-
-/// Filter spectra `fft` has computed in this process, on any thread: it keeps each thread's last
-/// few (src/gpu/launch_fft.cu), so a repeated filter adds none (the tests read this).
-[[nodiscard]] std::uint64_t fft_filter_spectra_built() noexcept;
 
 /// The compiled (unrolled, vectorised) fast kernel for one pixel-type pair and mode, one per
 /// launch_fast_*.cu file so the instantiations build in parallel. False when the filter has no

@@ -17,7 +17,7 @@ bool launch_compiled_for(const LaunchArgs& a) {
   using Out = typename Pair::out;
   if constexpr (std::is_same_v<In, Out>) {
     if (launch_fast_wide(a)) return true;
-    if (a.separable_fast && a.separable_horizontal != nullptr && a.separable_vertical != nullptr &&
+    if (a.fits_float_rank1 && a.separable_horizontal != nullptr && a.separable_vertical != nullptr &&
         launch_fast_compiled<In, Out, true>(a))
       return true;
     return launch_fast_compiled<In, Out, false>(a);

@@ -3,6 +3,7 @@
 // the smallest K that holds both sides (weights past them zero).
 #include "gpu/launch/dispatch.cuh"
 #include "gpu/launch/occupancy.cuh"
+#include "gpu/seams.hpp"
 
 #include <kernels/fast_wide.cuh>
 
@@ -14,8 +15,6 @@
 namespace cuconv::detail {
 
 namespace {
-
-std::atomic<std::uint64_t> kernel_launches{0};
 
 /// Sides with an instance: 15, 17, ..., 31. Below 15 `fast`'s unrolled float kernels are faster
 /// (bench/results/kernel-notes/fast.md, 'Double sums for 16-bit') and give filter2D's own float results.
@@ -41,16 +40,14 @@ void launch_wide(const LaunchArgs& a) {
   PlaneView<std::uint16_t> dst{static_cast<std::uint16_t*>(a.dst), a.dst_pitch, a.width, a.height};
   kernel<<<grid, dim3(kWideThreads), 0, a.stream>>>(src, dst, a.params, taps, a.channels, a.keep_alpha, strip_rows);
   CUCONV_CHECK_LAUNCH();
-  kernel_launches.fetch_add(1, std::memory_order_relaxed);
+  notify_launch(KernelPath::fast_double_rank1);
 }
 
 }  // namespace
 
-std::uint64_t fast_wide_kernel_launches() noexcept { return kernel_launches.load(std::memory_order_relaxed); }
-
 bool launch_fast_wide(const LaunchArgs& a) {
   const int side = std::max(a.params.kw, a.params.kh);
-  if (a.src_type != PixelType::u16 || a.dst_type != PixelType::u16 || !a.separable_wide ||
+  if (a.src_type != PixelType::u16 || a.dst_type != PixelType::u16 || !a.fits_double_rank1 ||
       a.wide_horizontal == nullptr || a.wide_vertical == nullptr || side < kWideMinSide || side > kWideMaxSide ||
       a.channels < 1 || a.channels > kernels::kWideMaxChannels)
     return false;

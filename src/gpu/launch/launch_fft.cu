@@ -9,6 +9,7 @@
 #include "gpu/launch/dispatch.cuh"
 #include "gpu/launch/fft_ties.hpp"
 #include "gpu/launch/occupancy.cuh"
+#include "gpu/seams.hpp"
 
 #include <kernels/fft.cuh>
 
@@ -57,8 +58,6 @@ cufftHandle cached_plan(const CufftApi& api, int fft_w, int fft_h, int batch, cu
   return found->second;
 }
 
-std::atomic<std::uint64_t> filter_spectra_built{0};
-
 /// The spectrum of `a`'s filter zero-padded to one t.fft_w x t.fft_h tile (cuFFT's in-place real
 /// layout), kept per thread for its last few filters, so that a run of many images with one
 /// filter transforms it once. An entry serves only the same device, filter size, tile size and
@@ -104,7 +103,7 @@ const cuFloatComplex* cached_filter_spectrum(const CufftApi& api, const LaunchAr
   entry->ready.record(a.stream);
   if (entries.size() == kMaxSpectra) entries.erase(entries.begin());  // cudaFree waits for its last use
   entries.push_back(std::move(entry));
-  filter_spectra_built.fetch_add(1, std::memory_order_relaxed);
+  notify_launch(KernelPath::fft_filter_spectrum);
   return static_cast<const cuFloatComplex*>(entries.back()->spectrum.data());
 }
 
@@ -205,7 +204,5 @@ void launch_fft(const LaunchArgs& a) {
     }
   });
 }
-
-std::uint64_t fft_filter_spectra_built() noexcept { return filter_spectra_built.load(std::memory_order_relaxed); }
 
 }  // namespace cuconv::detail

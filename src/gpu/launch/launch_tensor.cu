@@ -8,6 +8,7 @@
 #include "gpu/launch/dispatch.cuh"
 #include "gpu/launch/occupancy.cuh"
 #include "gpu/launch/tensor_dense_taps.cuh"
+#include "gpu/seams.hpp"
 #include "filter/splits.hpp"
 
 #include <kernels/tensor_dense.cuh>
@@ -29,9 +30,6 @@ namespace cuconv::detail {
 
 namespace {
 
-std::atomic<std::uint64_t> kernel_launches{0};
-std::atomic<std::uint64_t> dense_launches{0};
-std::atomic<std::uint64_t> mma_launches{0};
 static_assert(kTensorDenseMaxSide == kernels::kDenseMaxSide);
 
 /// Warps a block: 4 (256 outputs of a row) ran faster than 2 and 8 (bench/results/kernel-notes/tensor.md, 'tensor').
@@ -109,7 +107,7 @@ void launch_tensor_kernel(const LaunchArgs& a, const TensorSplit& split) {
   PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst), a.dst_pitch, a.width, a.height};
   kernel<<<grid, dim3(kThreads), kShared, a.stream>>>(src, dst, a.params, taps, aligned, strip_rows, clamp_low);
   CUCONV_CHECK_LAUNCH();
-  kernel_launches.fetch_add(1, std::memory_order_relaxed);
+  notify_launch(KernelPath::tensor_rank1);
 }
 
 template <int C, int R>
@@ -157,8 +155,7 @@ void launch_tensor_mma_kernel(const LaunchArgs& a, const TensorSplit& split, con
   } else {
     run(std::integral_constant<decltype(kGeneral), kGeneral>{});
   }
-  kernel_launches.fetch_add(1, std::memory_order_relaxed);
-  mma_launches.fetch_add(1, std::memory_order_relaxed);
+  notify_launch(KernelPath::tensor_rank1_mma);
 }
 
 template <int C, int Chunks>
@@ -184,13 +181,13 @@ void launch_dense_kernel(const LaunchArgs& a, const DenseTensorSplit& split) {
   kernel<<<grid, dim3(kThreads), static_cast<std::size_t>(shared), a.stream>>>(src, dst, a.params, taps, word_aligned,
                                                                                vector_aligned, strip_rows);
   CUCONV_CHECK_LAUNCH();
-  dense_launches.fetch_add(1, std::memory_order_relaxed);
+  notify_launch(KernelPath::tensor_dense);
 }
 
 bool rank_one_applies(const LaunchArgs& a) {
   return a.separable_horizontal != nullptr && a.separable_vertical != nullptr && a.params.kw == a.params.kh &&
          a.params.kw % 2 == 1 && a.params.anchor_x == a.params.kw / 2 && a.params.anchor_y == a.params.kh / 2 &&
-         tensor_separable_supported(a.params.kw / 2, a.separable_tensor, a.separable_tensor_mma);
+         tensor_separable_supported(a.params.kw / 2, a.fits_tensor_split, a.fits_tensor_mma_split);
 }
 
 /// 8-bit in and out, 1, 3 or 4 channels, no kept alpha, a GPU with MMA.
@@ -202,12 +199,6 @@ bool tensor_types_apply(const LaunchArgs& a) {
 bool tensor_applies(const LaunchArgs& a) { return tensor_types_apply(a) && rank_one_applies(a); }
 
 }  // namespace
-
-std::uint64_t tensor_kernel_launches() noexcept { return kernel_launches.load(std::memory_order_relaxed); }
-
-std::uint64_t tensor_mma_kernel_launches() noexcept { return mma_launches.load(std::memory_order_relaxed); }
-
-std::uint64_t tensor_dense_kernel_launches() noexcept { return dense_launches.load(std::memory_order_relaxed); }
 
 bool tensor_separable_supported(int radius, bool fp32_columns, bool mma) {
   return (fp32_columns && in_tensor_radii(radius)) ||
@@ -227,7 +218,7 @@ void launch_tensor(const LaunchArgs& a) {
       dispatch_channels(a.channels, [&](auto channels) {
         dispatch_radius<SeparableRadii>(a.params.kw, a.params.kh, [&](auto radius) {
           if constexpr (radius.value >= kTensorMmaMinRadius && radius.value <= kTensorMmaMaxRadius) {
-            if (a.separable_tensor_mma) {
+            if (a.fits_tensor_mma_split) {
               const std::vector<float> vertical(a.separable_vertical, a.separable_vertical + a.params.kh);
               if (const std::optional<TensorMmaScales> scales = tensor_mma_scales(*split, vertical)) {
                 launch_tensor_mma_kernel<channels.value, radius.value>(a, *split, *scales);
@@ -237,7 +228,7 @@ void launch_tensor(const LaunchArgs& a) {
             }
           }
           if constexpr (radius.value != kernels::kRuntimeRadius && in_tensor_radii(radius.value)) {
-            if (a.separable_tensor) {
+            if (a.fits_tensor_split) {
               launch_tensor_kernel<channels.value, radius.value, kTensorWarps>(a, *split);
               launched = true;
             }

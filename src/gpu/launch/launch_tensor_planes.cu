@@ -4,6 +4,7 @@
 // rule, a GPU with byte MMA (sm_80 and newer).
 #include "gpu/launch/dispatch.cuh"
 #include "gpu/launch/occupancy.cuh"
+#include "gpu/seams.hpp"
 #include "filter/splits.hpp"
 
 #include <kernels/tensor_dense_planes.cuh>
@@ -19,9 +20,6 @@ namespace cuconv::detail {
 
 namespace {
 
-std::atomic<std::uint64_t> float_launches{0};
-std::atomic<std::uint64_t> u16_launches{0};
-std::atomic<std::uint64_t> u8_launches{0};
 static_assert(kTensorDensePlanesMaxSide == kernels::kDensePlanesMaxSide);
 
 template <class Pixel, int Chunks, int RingRows>
@@ -56,10 +54,9 @@ void launch_dense_planes_kernel(const LaunchArgs& a, const DenseTensorSplit& spl
   kernel<<<grid, dim3(kThreads), static_cast<std::size_t>(shared), a.stream>>>(
       src, dst, a.channels, a.params, taps, a.device_weights, vector_aligned, strip_rows);
   CUCONV_CHECK_LAUNCH();
-  (std::is_same_v<Pixel, float>           ? float_launches
-   : std::is_same_v<Pixel, std::uint16_t> ? u16_launches
-                                          : u8_launches)
-      .fetch_add(1, std::memory_order_relaxed);
+  notify_launch(std::is_same_v<Pixel, float>           ? KernelPath::tensor_planes_f32
+                : std::is_same_v<Pixel, std::uint16_t> ? KernelPath::tensor_planes_u16
+                                                       : KernelPath::tensor_planes_u8);
 }
 
 /// The kernel instance for the filter's width (8-byte chunks a row) and height (ring rows).
@@ -82,12 +79,6 @@ void launch_for_size(const LaunchArgs& a, const DenseTensorSplit& split) {
 }
 
 }  // namespace
-
-std::uint64_t tensor_dense_float_kernel_launches() noexcept { return float_launches.load(std::memory_order_relaxed); }
-
-std::uint64_t tensor_dense_u16_kernel_launches() noexcept { return u16_launches.load(std::memory_order_relaxed); }
-
-std::uint64_t tensor_dense_u8_planes_kernel_launches() noexcept { return u8_launches.load(std::memory_order_relaxed); }
 
 bool tensor_dense_planes_applies(const LaunchArgs& a) {
   const bool past_8bit_kernel = std::max(a.params.kw, a.params.kh) > kTensorDenseMaxSide;

@@ -5,6 +5,7 @@
 #include "gpu/launch/dispatch.cuh"  // LaunchArgs, reserve_shared_memory
 #include "gpu/launch/tensor_dense_taps.cuh"
 #include "gpu/launch/tensor_wgmma_plan.cuh"
+#include "gpu/seams.hpp"
 #include "filter/splits.hpp"
 
 #include <array>
@@ -16,8 +17,6 @@ namespace cuconv::detail {
 
 namespace {
 
-std::atomic<std::uint64_t> wgmma_launches{0};
-std::atomic<bool> wgmma_allowed{true};
 static_assert(kTensorDenseMaxSide == kernels::kWgmmaMaxSide);
 
 using WgmmaKernel = void (*)(kernels::PlaneView<const std::uint8_t>, kernels::PlaneView<std::uint8_t>, kernels::ConvParams,
@@ -47,16 +46,12 @@ bool device_runs_wgmma() {
   });
 }
 
-std::uint64_t tensor_dense_wgmma_kernel_launches() noexcept { return wgmma_launches.load(std::memory_order_relaxed); }
-
-void allow_tensor_dense_wgmma(bool allowed) noexcept { wgmma_allowed.store(allowed, std::memory_order_relaxed); }
-
 bool launch_tensor_dense_wgmma(const LaunchArgs& a, const DenseTensorSplit& split) {
   using namespace kernels;
   const int kw = a.params.kw;
   const int kh = a.params.kh;
   const bool rows_aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0;
-  if (!wgmma_allowed.load(std::memory_order_relaxed) || a.channels != 1 || kw > kWgmmaMaxSide || kh > kWgmmaMaxSide ||
+  if (!launch_allowed(KernelPath::tensor_dense_wgmma) || a.channels != 1 || kw > kWgmmaMaxSide || kh > kWgmmaMaxSide ||
       !rows_aligned || !device_runs_wgmma())
     return false;
   CUtensorMap map{};
@@ -73,7 +68,7 @@ bool launch_tensor_dense_wgmma(const LaunchArgs& a, const DenseTensorSplit& spli
   kernel<<<grid, dim3(kWgmmaThreads), static_cast<std::size_t>(shared), a.stream>>>(src, dst, a.params, taps, map,
                                                                          vector_aligned);
   CUCONV_CHECK_LAUNCH();
-  wgmma_launches.fetch_add(1, std::memory_order_relaxed);
+  notify_launch(KernelPath::tensor_dense_wgmma);
   return true;
 }
 

@@ -1,28 +1,15 @@
-// Device allocations with errors that say how much memory was needed, and the test-only fault
-// injection (gpu/fault_injection.hpp).
+// Device allocations with errors that say how much memory was needed; a test's fault injector
+// (gpu/seams.hpp) is asked before each one.
 #include "gpu/memory/device_memory.hpp"
 
-#include "gpu/fault_injection.hpp"
+#include "gpu/seams.hpp"
 
-#include <atomic>
-#include <cstdlib>
 #include <string>
 #include <string_view>
 
 namespace cuconv::detail {
 
 namespace {
-
-enum class InjectedFault { none, alloc, launch };
-
-InjectedFault injected_fault() noexcept {
-  static const InjectedFault fault = [] {
-    const char* value = std::getenv("CUCONV_TEST_GPU_FAULT");
-    const std::string_view text = value != nullptr ? value : "";
-    return text == "alloc" ? InjectedFault::alloc : text == "launch" ? InjectedFault::launch : InjectedFault::none;
-  }();
-  return fault;
-}
 
 /// Throws Error{gpu}; out of memory gets a message of its own, with what was asked for and what
 /// the device has left, because it is the one failure the user can act on.
@@ -44,17 +31,10 @@ InjectedFault injected_fault() noexcept {
 
 }  // namespace
 
-bool take_injected_allocation_fault() noexcept {
-  static std::atomic<bool> pending{injected_fault() == InjectedFault::alloc};
-  return pending.exchange(false);
-}
-
-bool launch_fault_injected() noexcept { return injected_fault() == InjectedFault::launch; }
-
 void* allocate_pitched(std::size_t row_bytes, std::size_t rows, std::size_t& pitch) {
   void* data = nullptr;
-  const cudaError_t status = take_injected_allocation_fault() ? cudaErrorMemoryAllocation
-                                                              : cudaMallocPitch(&data, &pitch, row_bytes, rows);
+  cudaError_t status = injected_allocation_fault(row_bytes * rows);
+  if (status == cudaSuccess) status = cudaMallocPitch(&data, &pitch, row_bytes, rows);
   if (status != cudaSuccess)
     throw_allocation_error(status, row_bytes * rows,
                            "a plane of " + std::to_string(rows) + " rows of " + std::to_string(row_bytes) + " bytes",
@@ -64,15 +44,16 @@ void* allocate_pitched(std::size_t row_bytes, std::size_t rows, std::size_t& pit
 
 void* allocate_linear(std::size_t bytes) {
   void* data = nullptr;
-  const cudaError_t status = take_injected_allocation_fault() ? cudaErrorMemoryAllocation : cudaMalloc(&data, bytes);
+  cudaError_t status = injected_allocation_fault(bytes);
+  if (status == cudaSuccess) status = cudaMalloc(&data, bytes);
   if (status != cudaSuccess) throw_allocation_error(status, bytes, "a linear buffer", "cudaMalloc");
   return data;
 }
 
 void* allocate_stream_ordered(std::size_t bytes, cudaStream_t stream) {
   void* data = nullptr;
-  const cudaError_t status =
-      take_injected_allocation_fault() ? cudaErrorMemoryAllocation : cudaMallocAsync(&data, bytes, stream);
+  cudaError_t status = injected_allocation_fault(bytes);
+  if (status == cudaSuccess) status = cudaMallocAsync(&data, bytes, stream);
   if (status != cudaSuccess) throw_allocation_error(status, bytes, "scratch memory", "cudaMallocAsync");
   return data;
 }

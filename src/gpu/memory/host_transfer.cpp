@@ -2,12 +2,10 @@
 #include "gpu/memory/host_transfer.hpp"
 
 #include "gpu/memory/device_memory.hpp"
-#include "common/whole_number.hpp"
+#include "gpu/seams.hpp"
 
 #include <algorithm>
-#include <cstdlib>
 #include <cstring>
-#include <optional>
 
 namespace cuconv::detail {
 
@@ -17,13 +15,11 @@ namespace {
 constexpr std::size_t kStagingChunkBytes = std::size_t{4} << 20;
 constexpr int kMaxStagingChunks = 16;
 
-/// kStagingChunkBytes, or CUCONV_TEST_STAGING_CHUNK_BYTES (test aid: small chunks make every
-/// image and strip go through several chunks).
+/// kStagingChunkBytes, or what a test set (gpu/seams.hpp: small chunks make every image and strip
+/// go through several chunks).
 std::size_t staging_chunk_bytes() {
-  const char* value = std::getenv("CUCONV_TEST_STAGING_CHUNK_BYTES");
-  const std::optional<std::size_t> bytes =
-      value != nullptr ? detail::parse_whole_number<std::size_t>(value) : std::nullopt;
-  return bytes && *bytes > 0 ? *bytes : kStagingChunkBytes;
+  const std::size_t bytes = seams::staging_chunk_bytes.load(std::memory_order_relaxed);
+  return bytes > 0 ? bytes : kStagingChunkBytes;
 }
 
 int staging_chunk_rows(std::size_t row_bytes, int rows) {
@@ -35,7 +31,7 @@ int staging_chunk_rows(std::size_t row_bytes, int rows) {
 
 }  // namespace
 
-StripCopier::StripCopier(GpuWorkspace::State& workspace, const ConvolveJob& job, const cv::Mat& image)
+StripCopier::StripCopier(WorkspaceState& workspace, const ConvolveJob& job, const cv::Mat& image)
     : workspace_(workspace), job_(job), image_(image) {
   if (job.border == Border::constant) constant_row_ = cv::Mat(1, image.cols, image.type(), cv::Scalar::all(job.border_value));
 }

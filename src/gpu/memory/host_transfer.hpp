@@ -16,7 +16,7 @@ namespace cuconv::detail {
 class StripCopier {
  public:
   /// Copies for `image` under `job`'s border rule, through `workspace`'s stream and buffers.
-  StripCopier(GpuWorkspace::State& workspace, const ConvolveJob& job, const cv::Mat& image);
+  StripCopier(detail::WorkspaceState& workspace, const ConvolveJob& job, const cv::Mat& image);
 
   /// Input rows [rows.in_begin, rows.in_end) of the image into the first rows of `device`; rows
   /// outside the image are made by the border rule, so the strip the kernel sees is exactly the
@@ -30,7 +30,7 @@ class StripCopier {
   /// The image row (or the border-value row) that stands in row `y` of a strip.
   [[nodiscard]] const unsigned char* source_row_at(int y) const;
 
-  GpuWorkspace::State& workspace_;
+  detail::WorkspaceState& workspace_;
   const ConvolveJob& job_;
   const cv::Mat& image_;
   cv::Mat constant_row_;  ///< the border value, only for Border::constant

@@ -19,9 +19,9 @@ std::size_t kept_plane_bytes(std::size_t row_bytes, std::size_t rows) {
 
 }  // namespace
 
-GpuWorkspace::State::~State() { release(); }
+detail::WorkspaceState::~WorkspaceState() { release(); }
 
-void GpuWorkspace::State::bind_to_current_device() {
+void detail::WorkspaceState::bind_to_current_device() {
   int current = 0;
   CUCONV_CUDA_TRY(cudaGetDevice(&current));
   if (device >= 0 && device != current) release();
@@ -29,7 +29,7 @@ void GpuWorkspace::State::bind_to_current_device() {
   device = current;
 }
 
-DeviceImageView GpuWorkspace::State::image(std::size_t slot, int width, int height, int channels, int depth) {
+DeviceImageView detail::WorkspaceState::image(std::size_t slot, int width, int height, int channels, int depth) {
   if (!kept) {
     if (pitched_planes_.size() <= slot) pitched_planes_.resize(slot + 1);
     pitched_planes_[slot] = DeviceImage(width, height, channels, depth);
@@ -50,7 +50,7 @@ DeviceImageView GpuWorkspace::State::image(std::size_t slot, int width, int heig
   return view;
 }
 
-void GpuWorkspace::State::fit_planes(const std::vector<std::size_t>& row_bytes, std::size_t rows,
+void detail::WorkspaceState::fit_planes(const std::vector<std::size_t>& row_bytes, std::size_t rows,
                                      std::uint64_t needed, std::uint64_t limit) noexcept {
   const std::size_t slots = row_bytes.size();
   if (needed + device_bytes_from_slot(slots) > limit) {
@@ -68,7 +68,7 @@ void GpuWorkspace::State::fit_planes(const std::vector<std::size_t>& row_bytes, 
   }
 }
 
-std::uint64_t GpuWorkspace::State::device_bytes_from_slot(std::size_t slots) const noexcept {
+std::uint64_t detail::WorkspaceState::device_bytes_from_slot(std::size_t slots) const noexcept {
   std::uint64_t total = 0;
   for (std::size_t slot = slots; slot < pitched_planes_.size(); ++slot) {
     const DeviceImageView view = pitched_planes_[slot].view();
@@ -78,7 +78,7 @@ std::uint64_t GpuWorkspace::State::device_bytes_from_slot(std::size_t slots) con
   return total;
 }
 
-const float* GpuWorkspace::State::upload_weights(const std::vector<float>& weights, cudaStream_t stream) {
+const float* detail::WorkspaceState::upload_weights(const std::vector<float>& weights, cudaStream_t stream) {
   const std::size_t bytes = sizeof(float) * std::max<std::size_t>(weights.size(), 1);
   if (weights_.size() < bytes) {
     weights_ = detail::DeviceBuffer();
@@ -90,7 +90,7 @@ const float* GpuWorkspace::State::upload_weights(const std::vector<float>& weigh
   return static_cast<const float*>(weights_.data());
 }
 
-detail::PinnedBuffer& GpuWorkspace::State::staging(std::size_t slot, std::size_t bytes) {
+detail::PinnedBuffer& detail::WorkspaceState::staging(std::size_t slot, std::size_t bytes) {
   if (staging_.size() <= slot) staging_.resize(slot + 1);
   detail::PinnedBuffer& buffer = staging_[slot];
   if (buffer.size() < bytes) {
@@ -101,32 +101,32 @@ detail::PinnedBuffer& GpuWorkspace::State::staging(std::size_t slot, std::size_t
   return buffer;
 }
 
-detail::CudaEvent& GpuWorkspace::State::chunk_event(std::size_t index) {
+detail::CudaEvent& detail::WorkspaceState::chunk_event(std::size_t index) {
   while (chunk_events_.size() <= index) chunk_events_.emplace_back();
   return chunk_events_[index];
 }
 
-cudaStream_t GpuWorkspace::State::stream() {
+cudaStream_t detail::WorkspaceState::stream() {
   if (!stream_) stream_.emplace();
   return stream_->get();
 }
 
-detail::StageEvents& GpuWorkspace::State::events() {
+detail::StageEvents& detail::WorkspaceState::events() {
   if (!events_) events_.emplace();
   return *events_;
 }
 
-std::uint64_t GpuWorkspace::State::device_bytes() const noexcept {
+std::uint64_t detail::WorkspaceState::device_bytes() const noexcept {
   return weights_.size() + device_bytes_from_slot(0);
 }
 
-std::uint64_t GpuWorkspace::State::pinned_bytes() const noexcept {
+std::uint64_t detail::WorkspaceState::pinned_bytes() const noexcept {
   std::uint64_t total = 0;
   for (const detail::PinnedBuffer& b : staging_) total += b.size();
   return total;
 }
 
-void GpuWorkspace::State::release() noexcept {
+void detail::WorkspaceState::release() noexcept {
   // Device memory, streams and events belong to `device`; free them with it current.
   int current = -1;
   const bool switch_device = device >= 0 && cudaGetDevice(&current) == cudaSuccess && current != device &&
@@ -144,7 +144,7 @@ void GpuWorkspace::State::release() noexcept {
   device = -1;
 }
 
-GpuWorkspace::GpuWorkspace() : state_(std::make_unique<State>(true)) {}
+GpuWorkspace::GpuWorkspace() : state_(std::make_unique<detail::WorkspaceState>(true)) {}
 GpuWorkspace::~GpuWorkspace() = default;
 GpuWorkspace::GpuWorkspace(GpuWorkspace&&) noexcept = default;
 GpuWorkspace& GpuWorkspace::operator=(GpuWorkspace&&) noexcept = default;
@@ -161,8 +161,9 @@ void GpuWorkspace::prepare(int device) noexcept {
       cudaGetLastError();
     }
     if (selected && cudaFree(nullptr) == cudaSuccess) {
-      state().bind_to_current_device();
-      static_cast<void>(state().stream());
+      detail::WorkspaceState& state = detail::workspace_state(*this);
+      state.bind_to_current_device();
+      static_cast<void>(state.stream());
     }
   } catch (...) {
     // Reported by convolve(), where the image that needs the device is known.
@@ -170,9 +171,9 @@ void GpuWorkspace::prepare(int device) noexcept {
   cudaGetLastError();
 }
 
-GpuWorkspace::State& GpuWorkspace::state() {
-  if (!state_) state_ = std::make_unique<State>(true);  // a moved-from workspace starts afresh
-  return *state_;
+detail::WorkspaceState& detail::WorkspaceAccess::state(GpuWorkspace& workspace) {
+  if (!workspace.state_) workspace.state_ = std::make_unique<WorkspaceState>(true);  // a moved-from workspace starts afresh
+  return *workspace.state_;
 }
 
 std::uint64_t GpuWorkspace::device_bytes() const noexcept { return state_ ? state_->device_bytes() : 0; }

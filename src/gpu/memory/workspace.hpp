@@ -1,5 +1,5 @@
 #pragma once
-// GpuWorkspace's state: the stream, timing events, device planes and pinned staging buffers one
+// GpuWorkspace's state (detail::WorkspaceState, opaque in the public header): the stream, timing events, device planes and pinned staging buffers one
 // convolve() call uses. A call without a workspace makes a fresh state (`kept` false) that lives
 // for that call; a GpuWorkspace keeps one (`kept` true) whose buffers only grow.
 #include "gpu/memory/device_memory.hpp"
@@ -23,15 +23,11 @@ struct StageEvents {
   }
 };
 
-}  // namespace cuconv::detail
-
-namespace cuconv {
-
-struct GpuWorkspace::State {
-  explicit State(bool kept_between_calls) : kept(kept_between_calls) {}
-  State(const State&) = delete;
-  State& operator=(const State&) = delete;
-  ~State();
+struct WorkspaceState {
+  explicit WorkspaceState(bool kept_between_calls) : kept(kept_between_calls) {}
+  WorkspaceState(const WorkspaceState&) = delete;
+  WorkspaceState& operator=(const WorkspaceState&) = delete;
+  ~WorkspaceState();
 
   /// Binds the state to the calling thread's current device; memory held on another device is
   /// released first.
@@ -85,4 +81,14 @@ struct GpuWorkspace::State {
   std::vector<detail::PinnedBuffer> staging_;
 };
 
-}  // namespace cuconv
+/// The state inside a GpuWorkspace, which the public header keeps opaque (a moved-from workspace
+/// gets a fresh one).
+struct WorkspaceAccess {
+  [[nodiscard]] static WorkspaceState& state(GpuWorkspace& workspace);
+};
+
+[[nodiscard]] inline WorkspaceState& workspace_state(GpuWorkspace& workspace) {
+  return WorkspaceAccess::state(workspace);
+}
+
+}  // namespace cuconv::detail

@@ -1,0 +1,121 @@
+#pragma once
+// The numbers behind `--variant auto`, one row per kind of GPU (the pattern of CUB's
+// dispatch/tuning/tuning_*.cuh). The one dispatcher, choose_auto (src/convolve/choose_variant.cpp),
+// reads a row and holds no number of its own; what the kernels can run at all (fast's unrolled
+// radii, the tensor kernels' sides, the pass rule) stays with the kernels. Each entry says in one
+// line why it has its value; the timings that chose the values are kept with the bench results,
+// not here. A row is found by compute capability and, where two products share one (H100 and H200
+// are both 9.0), by the product name the driver reports.
+#include <cstddef>
+#include <limits>
+#include <span>
+#include <string_view>
+
+namespace cuconv::detail::tuning {
+
+/// A size rule that never fires: no image has this many pixels.
+inline constexpr long long kNever = std::numeric_limits<long long>::max();
+
+/// What auto's choice depends on beyond the filter, the depths and what the kernels support.
+/// Taps are kw * kh; pixels are width * height (0 when the caller does not know the size).
+struct AutoTuning {
+  std::string_view gpu;  ///< which GPUs the row is for, in words
+  /// 8-bit rank-1 filters from this radius run their row sums on tensor cores (`tensor`).
+  int tensor_rank1_min_radius;
+  /// 8-bit rank-1 filters below tensor_rank1_min_radius take `tensor` on images of at least this
+  /// many pixels (kNever: they stay on `fast` at every size).
+  long long tensor_rank1_small_min_pixels;
+  /// Dense 8-bit filters on one channel take `tensor` past this many taps.
+  int dense_u8_max_fast_taps;
+  /// Dense 8-bit filters on three or four channels take `tensor` past this many taps.
+  int dense_u8_colour_max_fast_taps;
+  /// Dense 8-bit filters on one channel take `tensor` past dense_u8_large_max_fast_taps taps on
+  /// images of at least this many pixels, where the warpgroup kernel runs (kNever: no such rule).
+  long long dense_u8_large_min_pixels;
+  int dense_u8_large_max_fast_taps;
+  /// Dense 16-bit filters on one channel take `tensor` from this many taps.
+  int dense_u16_min_taps;
+  /// Dense float filters take `tensor` from this many taps.
+  int dense_f32_min_taps;
+  /// Other filters of this many taps or more go to `fft` (where its rounding holds).
+  int fft_min_taps;
+  /// `tiled-halo` while its shared tile fits this many bytes; `cached` past it.
+  std::size_t tiled_halo_max_shared_bytes;
+};
+
+/// Compute capability 9.0 as the H100 measured it: the values auto has used since the rules were made.
+inline constexpr AutoTuning kSm90H100{
+    .gpu = "compute capability 9.0 (H100)",
+    // From 7x7 the row sums on tensor cores outrun fast's float passes; 3x3 and 5x5 are bound by memory either way.
+    .tensor_rank1_min_radius = 3,
+    // 3x3 and 5x5 rank-1 filters: fast was never slower, at any size measured.
+    .tensor_rank1_small_min_pixels = kNever,
+    // One channel: fast's unrolled sums keep up with tensor up to 5x5 (25 taps), not past it.
+    .dense_u8_max_fast_taps = 25,
+    // Three and four channels: tensor is faster from 5x5, fast only below.
+    .dense_u8_colour_max_fast_taps = 24,
+    // One-channel 5x5 on large images: the warpgroup kernel is level with fast or faster from 4096^2.
+    .dense_u8_large_min_pixels = 4096LL * 4096LL,
+    .dense_u8_large_max_fast_taps = 24,
+    // 16-bit on one channel: the digit sums on tensor cores win from 15x15; fast's unrolled sums below.
+    .dense_u16_min_taps = 225,
+    // Float: block floating point on tensor cores beats fft from 16x16; fast below.
+    .dense_f32_min_taps = 256,
+    // From 16x16 overlap-save, whose cost hardly grows with the filter, undercuts direct sums.
+    .fft_min_taps = 256,
+    // The default shared memory a block may use without opting in; cached needs no more past it.
+    .tiled_halo_max_shared_bytes = 48 * 1024,
+};
+
+/// Compute capability 9.0 on the H200: the H100's values until they are measured here (more
+/// memory bandwidth moves the size rules first).
+inline constexpr AutoTuning kSm90H200 = [] {
+  AutoTuning row = kSm90H100;
+  row.gpu = "compute capability 9.0 (H200)";
+  // TO MEASURE on the H200: fast vs tensor for 8-bit gauss5 on large images (0 pixels would send every size).
+  row.tensor_rank1_small_min_pixels = kNever;
+  return row;
+}();
+
+/// Every other GPU, and no GPU (CI's machines): the H100's rules, which are the only ones
+/// measured, without the warpgroup kernel's size rule (that kernel runs on 9.0 only).
+inline constexpr AutoTuning kGeneric = [] {
+  AutoTuning row = kSm90H100;
+  row.gpu = "other GPUs";
+  row.dense_u8_large_min_pixels = kNever;  // no warpgroup kernel
+  return row;
+}();
+
+/// A GPU as the rows are keyed: compute capability and the product name the driver reports.
+struct GpuKind {
+  int major = 0;  ///< 0: no GPU
+  int minor = 0;
+  std::string_view product;
+};
+
+/// One row of the table: the GPUs it is for (`product_contains` empty: any product of that
+/// compute capability) and their values.
+struct AutoTuningRow {
+  int major;
+  int minor;
+  std::string_view product_contains;
+  const AutoTuning* tuning;
+};
+
+/// The table, most specific row first; the first match wins, kGeneric where none does.
+inline constexpr AutoTuningRow kAutoTuningRows[] = {
+    {9, 0, "H200", &kSm90H200},
+    {9, 0, "", &kSm90H100},
+};
+
+/// The row for `gpu` in `rows` (kGeneric where none matches).
+[[nodiscard]] constexpr const AutoTuning& auto_tuning_for(const GpuKind& gpu,
+                                                          std::span<const AutoTuningRow> rows = kAutoTuningRows) {
+  for (const AutoTuningRow& row : rows)
+    if (row.major == gpu.major && row.minor == gpu.minor &&
+        (row.product_contains.empty() || gpu.product.find(row.product_contains) != std::string_view::npos))
+      return *row.tuning;
+  return kGeneric;
+}
+
+}  // namespace cuconv::detail::tuning

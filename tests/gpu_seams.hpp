@@ -1,0 +1,71 @@
+#pragma once
+// The tests' side of the GPU seams (src/gpu/seams.hpp): a launch counter every GPU suite shares,
+// installed on first use for the whole process, which can also keep the warpgroup kernel from
+// running (to compare it with the dense kernel on one input); and a fault injector installed for
+// one scope.
+#include "gpu/seams.hpp"
+
+#include <array>
+#include <atomic>
+#include <cstdint>
+
+namespace cuconv::test {
+
+/// Counts the launches of each kernel path (from the moment it is installed) and answers which
+/// paths may run.
+class LaunchCounter final : public detail::LaunchObserver {
+ public:
+  [[nodiscard]] bool allows(detail::KernelPath path) noexcept override {
+    return path != detail::KernelPath::tensor_dense_wgmma || wgmma_allowed_.load(std::memory_order_relaxed);
+  }
+  void launched(detail::KernelPath path) noexcept override {
+    counts_[static_cast<std::size_t>(path)].fetch_add(1, std::memory_order_relaxed);
+  }
+  [[nodiscard]] std::uint64_t count(detail::KernelPath path) const noexcept {
+    return counts_[static_cast<std::size_t>(path)].load(std::memory_order_relaxed);
+  }
+  void allow_wgmma(bool allowed) noexcept { wgmma_allowed_.store(allowed, std::memory_order_relaxed); }
+
+ private:
+  std::array<std::atomic<std::uint64_t>, detail::kKernelPaths> counts_{};
+  std::atomic<bool> wgmma_allowed_{true};
+};
+
+/// The process's launch counter, installed as the launch observer on the first call (never
+/// removed: kernels may still run while static objects are destroyed).
+inline LaunchCounter& launch_counter() {
+  static LaunchCounter* const counter = [] {
+    auto* made = new LaunchCounter;
+    detail::set_launch_observer(made);
+    return made;
+  }();
+  return *counter;
+}
+
+/// Launches of `path` since the counter was installed (compare two readings).
+inline std::uint64_t launches(detail::KernelPath path) { return launch_counter().count(path); }
+
+/// launches(Path) as a function of no arguments, for helpers that take a counter.
+template <detail::KernelPath Path>
+std::uint64_t launches_of() noexcept {
+  return launch_counter().count(Path);
+}
+
+/// Launches of `tensor`'s rank-1 kernels, either kind (the both-passes one included).
+inline std::uint64_t rank1_tensor_launches() {
+  return launches(detail::KernelPath::tensor_rank1) + launches(detail::KernelPath::tensor_rank1_mma);
+}
+
+/// Installs `injector` for the life of this object (the one before comes back after).
+class ScopedFaultInjector {
+ public:
+  explicit ScopedFaultInjector(detail::FaultInjector& injector) : previous_(detail::set_fault_injector(&injector)) {}
+  ~ScopedFaultInjector() { detail::set_fault_injector(previous_); }
+  ScopedFaultInjector(const ScopedFaultInjector&) = delete;
+  ScopedFaultInjector& operator=(const ScopedFaultInjector&) = delete;
+
+ private:
+  detail::FaultInjector* previous_;
+};
+
+}  // namespace cuconv::test
