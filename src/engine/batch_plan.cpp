@@ -58,7 +58,8 @@ std::vector<std::string> read_path_list(std::istream& in, std::string_view list_
   std::string line;
   for (std::size_t number = 1; std::getline(in, line); ++number) {
     if (line.find('\0') != std::string::npos)
-      throw Error(ErrorKind::bad_input, "--from " + std::string(list_name) + ": line " + std::to_string(number) +
+      throw Error(ErrorKind::bad_input, (list_name.empty() ? std::string("a --from list") : "--from " + std::string(list_name)) +
+                                            ": line " + std::to_string(number) +
                                             " holds a NUL byte, which no path can hold (a list made with "
                                             "-print0 or -z? give one path per line)");
     if (!line.empty() && line.back() == '\r') line.pop_back();

@@ -20,10 +20,11 @@ struct BatchItem {
 
 /// Paths listed one per line (--from). A trailing CR (files from Windows) is dropped and lines
 /// holding only white space are skipped; every other line is a path, taken verbatim. A line
-/// holding a NUL byte is refused (Error{bad_input} naming `list_name` and the line): no path can
-/// hold one, and opening the text before it while naming the output after the rest would put one
-/// image's pixels under another's name (a `find -print0` list read as lines).
-[[nodiscard]] std::vector<std::string> read_path_list(std::istream& in, std::string_view list_name = "the list");
+/// holding a NUL byte is refused (Error{bad_input} naming `list_name`, the list's path or
+/// "standard input", and the line): no path can hold one, and opening the text before it while
+/// naming the output after the rest would put one image's pixels under another's name (a
+/// `find -print0` list read as lines).
+[[nodiscard]] std::vector<std::string> read_path_list(std::istream& in, std::string_view list_name = {});
 
 /// The input files for what the user named: a file stays as given (whether it exists is the
 /// reader's business, so a missing file fails alone); a directory contributes its files with an
