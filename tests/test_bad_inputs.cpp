@@ -2,6 +2,7 @@
 // Every row checks the documented exit code, that the message names the file (or option) at
 // fault and says why, and that nothing was written: the test folder holds exactly what it held
 // before (no output, no temporary file, inputs untouched).
+#include "adversarial_files.hpp"
 #include "test_support.hpp"
 
 #include <cuconv/error.hpp>
@@ -222,6 +223,14 @@ class Fixtures {
     put("bmp-zero-width.bmp", bmp_claiming(0, 10));
     put("bmp-negative-width.bmp", bmp_claiming(-10, 10));
     put("gray-alpha.pam", "P7\nWIDTH 4\nHEIGHT 2\nDEPTH 2\nMAXVAL 255\nTUPLTYPE GRAYSCALE_ALPHA\nENDHDR\n" + std::string(16, '\x7f'));
+    // The adversarial pass (issue 48): crafted files, a symbolic link loop, a --from list with a NUL.
+    for (const auto& [name, bytes] : cuconv::test::crafted::adversarial_seeds()) put(name, bytes);
+    fs::create_symlink(file("loop-b.png"), file("loop-a.png"));
+    fs::create_symlink(file("loop-a.png"), file("loop-b.png"));
+    fs::create_directory(file("batch.d"));
+    fs::copy_file(sample("camera.png"), file("batch.d/a.png"));
+    fs::copy_file(sample("camera.png"), file("batch.d/a_b.png"));
+    put("nul-list.txt", file("batch.d/a.png") + std::string(1, '\0') + file("batch.d/a_b.png") + "\n");
 
     // Filters.
     put("empty.txt", "");
@@ -409,6 +418,14 @@ TEST_CASE("bad input matrix: files that are not (whole) images exit 3") {
       {.what = "BMP: zero width", .input = "@bmp-zero-width.bmp", .reason = "0x10 image: it has no pixels"},
       {.what = "BMP: negative width", .input = "@bmp-negative-width.bmp", .reason = "negative width -10"},
       {.what = "PAM: 2 channels (gray + alpha)", .input = "@gray-alpha.pam", .reason = "unsupported channel count 2"},
+      {.what = "TIFF: 2 channels (gray + extra sample), which OpenCV reads as gray", .input = "@tiff-gray-extra-2-channels.tif",
+       .reason = "unsupported channel count 2"},
+      {.what = "TIFF: 5 channels (RGBA + extra sample)", .input = "@tiff-rgba-extra-5-channels.tif",
+       .reason = "unsupported channel count 5"},
+      {.what = "symbolic link loop as input", .input = "@loop-a.png", .reason = "symbolic link loop"},
+      {.what = "batch: a --from line holding a NUL byte", .input = "",
+       .options = {"--filter", "gauss5", "--variant", "opencv", "--out-dir", "@out-dir", "--from", "@nul-list.txt"},
+       .reason = "line 1 holds a NUL byte", .names = "--from", .output = ""},
   });
 }
 
@@ -473,6 +490,11 @@ TEST_CASE("bad input matrix: every class of filter error exits 3") {
       {"gaussian sigma 0", "gaussian:3,0", "SIGMA must be greater than 0"},
       {"gaussian radius 64", "gaussian:64,2", "R must be an integer from 0 to 63"},
       {".mat scale 0", "@scale0.mat", ":1: scale must not be 0"},
+      {".mat scale 1e-320: infinite weights after the division", "@scale-1e-320.mat", ":2: weight inf"},
+      {".mat scale 1e-40: weights beyond float after the division", "@scale-1e-40.mat", "not a finite float"},
+      {".mat offset beyond float", "@offset-1e39.mat", ":1: offset 1e+39 is not a finite float"},
+      {"weight beyond float", "@weight-1e39.txt", ":1: weight 1e+39 is not a finite float"},
+      {"inline weight beyond float", "3x1:1,1e39,1", "not a finite float"},
       {".mat header of one field", "@one-field.mat", ":1: bad header"},
       {".mat with fewer rows than its header", "@few-rows.mat", "the header says 3 rows, found 2"},
       {".mat with an extra row", "@extra-row.mat", ":3: extra row"},
@@ -561,6 +583,18 @@ TEST_CASE("bad input matrix: bad and conflicting options exit 2") {
        .names = "@camera-link.png", .output = "@camera-link.png"},
       {.what = "output is the input through a hard link", .code = usage, .reason = "output is the input file",
        .names = "@camera-hard-link.png", .output = "@camera-hard-link.png"},
+      // Batch mode (no OUTPUT): plans that would destroy an input or write what looks unfinished.
+      {.what = "batch: an output is another input (--overwrite)", .input = "@batch.d",
+       .options = with({"--out-dir", "@batch.d", "--name", "%s_b", "--overwrite"}), .code = usage,
+       .reason = "is the input file", .names = "@batch.d/a_b.png", .output = ""},
+      {.what = "batch: an output is another input (no --overwrite)", .input = "@batch.d",
+       .options = with({"--out-dir", "@batch.d", "--name", "%s_b"}), .code = usage, .reason = "is the input file",
+       .names = "@batch.d/a_b.png", .output = ""},
+      {.what = "batch: --name '..'", .input = "@camera.png", .options = with({"--out-dir", "@out-dir", "--name", ".."}),
+       .code = usage, .reason = "names a folder, not a file", .names = "--name '..'", .output = ""},
+      {.what = "batch: --name '.cuconv-tmp-%s'", .input = "@camera.png",
+       .options = with({"--out-dir", "@out-dir", "--name", ".cuconv-tmp-%s"}), .code = usage,
+       .reason = "mark unfinished files", .names = "--name '.cuconv-tmp-%s'", .output = ""},
   });
 }
 

@@ -53,6 +53,13 @@ void check_output_extension(const std::string& path);
 /// a process killed while writing (SIGKILL) can leave one behind, later runs ignore them.
 inline constexpr std::string_view kTempFilePrefix = ".cuconv-tmp-";
 
+/// The mkstemp template (ending in XXXXXX) of write_image_atomic's temporary file for an output
+/// file named `output_name`: kTempFilePrefix + the name + ".XXXXXX", the name cut short (at a
+/// character boundary) where the whole would pass NAME_MAX (255 bytes), so every output name a
+/// file system takes gets a temporary name it takes too. Batch mode refuses output names that
+/// start with kTempFilePrefix, so a temporary name never equals an output's.
+[[nodiscard]] std::string temp_file_name(const std::string& output_name);
+
 /// JPEG quality when none is asked for.
 inline constexpr int kDefaultJpegQuality = 95;
 
@@ -62,6 +69,9 @@ struct ImageMetadata {
   std::vector<unsigned char> exif;  ///< EXIF as a TIFF-structured block (what JPEG's APP1 holds after "Exif\0\0")
   std::vector<unsigned char> icc;   ///< ICC colour profile
   std::string xmp;                  ///< XMP packet (XML)
+  /// read_metadata: blocks of the input that were dropped and why, one line each ("ICC profile
+  /// dropped: ..."), for the caller to show as warnings; the other blocks are kept.
+  std::vector<std::string> warnings;
   [[nodiscard]] bool empty() const { return exif.empty() && icc.empty() && xmp.empty(); }
 };
 
@@ -82,6 +92,8 @@ void check_encoder_options(const std::string& path, const WriteOptions& options)
 
 /// Reads the EXIF, ICC and XMP of the image file at `path` (libexiv2). Formats or files exiv2
 /// cannot parse give empty metadata: the pixels are what matters, read_image judges the file.
+/// Each block is judged on its own: a damaged one (an ICC profile whose header is not an ICC
+/// profile's, one exiv2 refuses) is dropped with a line in `warnings`, and the others are kept.
 /// A TIFF's Orientation comes back as 1: OpenCV's TIFF decoder, unlike its JPEG, PNG and WebP
 /// decoders, rotates the pixels itself, so read_image's pixels are upright already.
 [[nodiscard]] ImageMetadata read_metadata(const std::string& path);
@@ -101,8 +113,8 @@ void auto_orient(cv::Mat& image, ImageMetadata& metadata);
 [[nodiscard]] std::vector<unsigned char> encode_image(const std::string& path, const cv::Mat& image,
                                                       const WriteOptions& options);
 
-/// Encodes and writes atomically: a temporary file in the target directory (named
-/// kTempFilePrefix + file name + random suffix, permissions 0666 less the umask), fsync, rename.
+/// Encodes and writes atomically: a temporary file in the target directory (named by
+/// temp_file_name with a random suffix, permissions 0666 less the umask), fsync, rename.
 /// With `options.overwrite` false, an existing file at `path`, also one that appears while the
 /// image is encoded, is never replaced (Error{output}); the final step is an atomic no-replace
 /// rename. After any failure no file is left at `path` (an existing file is left unchanged).

@@ -338,8 +338,12 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   } catch (const CLI::ParseError& e) {
     return refuse(e.what());
   }
-  if (const std::vector<std::string> extras = app.remaining(); !extras.empty())
-    return refuse(unexpected_argument_message(app, extras.front()));
+  std::vector<std::string> extras = app.remaining();
+  // CLI11 (with allow_extras) lists the end-of-options mark `--` among the leftovers; it is no
+  // argument of its own (the first `--` is always the mark: after it every argument is a
+  // positional, and one taken as an option's value is not left over).
+  if (const auto mark = std::find(extras.begin(), extras.end(), "--"); mark != extras.end()) extras.erase(mark);
+  if (!extras.empty()) return refuse(unexpected_argument_message(app, extras.front()));
   if (version) {
     command.action = Action::version;
     return command;

@@ -251,10 +251,11 @@ ImageHeader inspect_jpeg(FileReader& file) {
       segment.resize(file.read_some(segment.data(), segment.size()));
     }
     if (is_start_of_frame(code)) {
-      if (segment.size() >= 5) {  // precision, height, width
+      if (segment.size() >= 5) {  // precision, height, width, components
         header.has_size = true;
         header.height = big_endian(segment.data() + 1, 2);
         header.width = big_endian(segment.data() + 3, 2);
+        if (segment.size() >= 6) header.channels = segment[5];
       }
       coverage.start_frame(code, segment.data(), segment.size());
     }
@@ -294,17 +295,19 @@ ImageHeader inspect_tiff(FileReader& file, bool little, bool big_tiff) {
                     ") lies beyond the end of the file (" + std::to_string(file.size()) + " bytes)";
     return header;
   }
-  constexpr std::uint64_t kImageWidth = 256, kImageLength = 257;
+  constexpr std::uint64_t kImageWidth = 256, kImageLength = 257, kSamplesPerPixel = 277;
   constexpr std::uint64_t kShort = 3, kLong = 4, kLong8 = 16;
-  std::optional<std::uint64_t> width, height;
+  std::optional<std::uint64_t> width, height, samples;
   const std::uint64_t entries = number(entry_count.data(), entry_count_size);
-  for (std::uint64_t i = 0; i < entries && !(width && height); ++i) {
+  // Tags come in ascending order: SamplesPerPixel is the last of the three.
+  std::uint64_t tag = 0;
+  for (std::uint64_t i = 0; i < entries && !(width && height && samples) && tag < kSamplesPerPixel; ++i) {
     std::array<std::uint8_t, 20> entry{};  // tag, type, count, value (inline for one number)
     if (!file.read(entry.data(), entry_size)) {
       header.defect = "the file ends inside the first image directory";
       return header;
     }
-    const std::uint64_t tag = number(entry.data(), 2);
+    tag = number(entry.data(), 2);
     const std::uint64_t type = number(entry.data() + 2, 2);
     const std::uint8_t* value = entry.data() + 4 + offset_size;
     std::optional<std::uint64_t> side;
@@ -313,12 +316,15 @@ ImageHeader inspect_tiff(FileReader& file, bool little, bool big_tiff) {
     if (type == kLong8) side = number(value, 8);
     if (tag == kImageWidth) width = side;
     if (tag == kImageLength) height = side;
+    if (tag == kSamplesPerPixel) samples = side;
   }
   if (width && height) {
     header.has_size = true;
     header.width = *width;
     header.height = *height;
   }
+  // Absent, SamplesPerPixel is 1; a count beyond int is as unsupported as 2.
+  if (samples) header.channels = static_cast<int>(std::min<std::uint64_t>(*samples, 1000));
   return header;
 }
 

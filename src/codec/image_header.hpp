@@ -13,6 +13,7 @@ struct ImageHeader {
   bool has_size = false;     ///< the header was whole enough to give the size
   std::uint64_t width = 0;   ///< as the header claims it
   std::uint64_t height = 0;
+  int channels = 0;          ///< samples per pixel as the header claims them (TIFF, JPEG); 0: not read
   std::string defect;        ///< why the file is truncated or corrupt; empty when no defect was found
 };
 

@@ -20,6 +20,7 @@
 #include <cstring>
 #include <filesystem>
 #include <fcntl.h>
+#include <new>
 #include <string_view>
 #include <unistd.h>
 #include <vector>
@@ -140,6 +141,20 @@ void check_header(const std::string& path, const detail::ImageHeader& header, co
   if (!header.defect.empty())
     throw Error(ErrorKind::bad_input, path + ": cannot decode image: truncated or corrupt " + header.format +
                                           " file: " + header.defect);
+  // A decoder may quietly keep the first sample of an unsupported count (OpenCV reads a gray +
+  // extra-sample TIFF as gray): refuse from what the header says.
+  if (header.channels != 0 && header.channels != 1 && header.channels != 3 && header.channels != 4)
+    throw Error(ErrorKind::bad_input, path + ": unsupported channel count " + std::to_string(header.channels) +
+                                          " (the " + header.format + " header's samples per pixel; supported: 1, 3, 4)");
+}
+
+/// Whether `e` is OpenCV's out-of-memory error (a cv::Mat it could not allocate).
+bool is_out_of_memory(const cv::Exception& e) { return e.code == cv::Error::StsNoMem; }
+
+/// The Error for a decoder or encoder that ran out of host memory on `path`.
+Error out_of_memory(const std::string& path, std::string_view doing, ErrorKind kind) {
+  return Error(kind, path + ": not enough memory to " + std::string(doing) +
+                         " (free memory, raise the address-space limit, ulimit -v, or lower --max-pixels)");
 }
 
 /// The encoder's output for `path`'s format with `options`' quality and compression (checked
@@ -167,6 +182,7 @@ std::vector<unsigned char> encode(const std::string& path, const cv::Mat& image,
   try {
     ok = cv::imencode(ext, image, encoded, params);
   } catch (const cv::Exception& e) {
+    if (is_out_of_memory(e)) throw out_of_memory(path, "encode the image", ErrorKind::output);
     throw Error(ErrorKind::output, path + ": cannot encode image: " + e.what());
   }
   if (!ok) throw Error(ErrorKind::output, path + ": cannot encode image");
@@ -234,6 +250,11 @@ void check_image_header(const std::string& path, const ReadLimits& limits) {
 cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
+  // ENOENT and ENOTDIR mean "not there"; anything else (a symbolic link loop,
+  // a name too long, a folder in the path that cannot be searched) is said as it is.
+  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
+    throw Error(ErrorKind::bad_input, path + ": cannot open: " + ec.message() +
+                                          (ec == std::errc::too_many_symbolic_link_levels ? " (a symbolic link loop)" : ""));
   if (ec || !fs::exists(status))
     throw Error(ErrorKind::bad_input, path + ": no such file");
   if (fs::is_directory(status))
@@ -250,7 +271,10 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
   try {
     if (header && header->format == "JPEG") image = detail::decode_jpeg(path).value_or(cv::Mat());
     if (image.empty()) image = cv::imread(path, cv::IMREAD_UNCHANGED);
+  } catch (const std::bad_alloc&) {
+    throw out_of_memory(path, "decode the image", ErrorKind::bad_input);
   } catch (const cv::Exception& e) {
+    if (is_out_of_memory(e)) throw out_of_memory(path, "decode the image", ErrorKind::bad_input);
     // OpenCV reads its own limits from the environment when the library loads, so only the
     // environment can raise them.
     if (std::string_view(e.what()).find("CV_IO_MAX_IMAGE") != std::string_view::npos) {
@@ -323,7 +347,12 @@ void check_not_same_file(const std::string& input, const std::string& output) {
 std::vector<unsigned char> encode_image(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
   check_output_format(path, image.depth(), image.channels());
   check_encoder_options(path, options);
-  std::vector<unsigned char> encoded = encode(path, image, options);
+  std::vector<unsigned char> encoded;
+  try {
+    encoded = encode(path, image, options);
+  } catch (const std::bad_alloc&) {
+    throw out_of_memory(path, "encode the image", ErrorKind::output);
+  }
   if (options.metadata != nullptr) {
     const MetadataKept keeps = find_format(lower_extension(path))->metadata;
     ImageMetadata kept;
@@ -339,12 +368,23 @@ void write_image_atomic(const std::string& path, const cv::Mat& image, const Wri
   write_encoded_atomic(path, encode_image(path, image, options), options.overwrite);
 }
 
+std::string temp_file_name(const std::string& output_name) {
+  // mkstemp's suffix; the prefix and the suffix cost 19 bytes, so a long output name is cut (at a
+  // UTF-8 character boundary, so the name stays readable) to keep the whole within NAME_MAX.
+  constexpr std::string_view kSuffix = ".XXXXXX";
+  constexpr std::size_t kNameMax = 255;  // NAME_MAX of Linux file systems
+  const std::size_t room = kNameMax - kTempFilePrefix.size() - kSuffix.size();
+  std::size_t kept = std::min(output_name.size(), room);
+  while (kept > 0 && kept < output_name.size() && (static_cast<unsigned char>(output_name[kept]) & 0xC0) == 0x80)
+    --kept;  // output_name[kept] continues a character: cut before the character starts
+  return std::string(kTempFilePrefix) + output_name.substr(0, kept) + std::string(kSuffix);
+}
+
 void write_encoded_atomic(const std::string& path, std::span<const unsigned char> encoded, bool overwrite) {
   // Temporary file next to the target, so the final rename stays on one file system.
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string temp =
-      (dir / (std::string(kTempFilePrefix) + target.filename().string() + ".XXXXXX")).string();
+  std::string temp = (dir / temp_file_name(target.filename().string())).string();
   const int fd = ::mkstemp(temp.data());
   if (fd < 0) throw Error(ErrorKind::output, path + ": cannot create a file in " + dir.string() + ": " + errno_text());
   // mkstemp creates 0600; a finished image gets the permissions any new file would get.
@@ -352,8 +392,12 @@ void write_encoded_atomic(const std::string& path, std::span<const unsigned char
                        write_all(fd, encoded.data(), encoded.size()) && ::fsync(fd) == 0;
   const std::string write_error = written ? "" : errno_text();
   if (::close(fd) != 0 || !written) {
+    const int write_errno = written ? errno : 0;
     ::unlink(temp.c_str());
-    throw Error(ErrorKind::output, path + ": write failed: " + (written ? errno_text() : write_error));
+    std::string reason = written ? std::strerror(write_errno) : write_error;
+    // With SIGXFSZ ignored (cli::ignore_file_size_signal), the file size limit is an EFBIG here.
+    if (reason == std::strerror(EFBIG)) reason += " (the process's file size limit, ulimit -f)";
+    throw Error(ErrorKind::output, path + ": write failed: " + reason);
   }
   const bool moved = overwrite ? ::rename(temp.c_str(), path.c_str()) == 0 : rename_no_replace(temp, path);
   if (!moved) {

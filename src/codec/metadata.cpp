@@ -2,12 +2,18 @@
 // travels as the TIFF-structured block exiv2 encodes, so the public header needs no exiv2 type.
 #include "codec/metadata.hpp"
 
+#include "codec/jpeg_markers.hpp"
+
 #include <cuconv/error.hpp>
 
 #include <exiv2/exiv2.hpp>
 #include <opencv2/core.hpp>
 
+#include <fstream>
+#include <iterator>
 #include <mutex>
+#include <span>
+#include <string_view>
 
 namespace cuconv {
 
@@ -45,32 +51,125 @@ std::vector<unsigned char> encode_exif(const Exiv2::ExifData& exif) {
   return {blob.begin(), blob.end()};
 }
 
-}  // namespace
+/// Why `icc` is not an ICC profile (ICC.1 section 7.2: a 128-byte header whose first field is the
+/// profile's size and whose bytes 36-39 are "acsp"), or "" when its header is sound.
+std::string icc_defect(const std::vector<unsigned char>& icc) {
+  constexpr std::size_t kHeaderBytes = 128;
+  if (icc.size() < kHeaderBytes)
+    return std::to_string(icc.size()) + " bytes, shorter than an ICC profile's 128-byte header";
+  const std::uint64_t declared = std::uint64_t{icc[0]} << 24 | std::uint64_t{icc[1]} << 16 | std::uint64_t{icc[2]} << 8 | icc[3];
+  if (declared != icc.size())
+    return "its header declares " + std::to_string(declared) + " bytes, it holds " + std::to_string(icc.size());
+  if (std::string_view(reinterpret_cast<const char*>(icc.data()) + 36, 4) != "acsp")
+    return "no 'acsp' signature in its header";
+  return {};
+}
 
-ImageMetadata read_metadata(const std::string& path) {
-  init_exiv2();
+/// The blocks `image` (read already, perhaps only in part) holds, each taken on its own: one that
+/// cannot be taken is left out with a line in `metadata.warnings`.
+ImageMetadata take_blocks(Exiv2::Image& image) {
   ImageMetadata metadata;
   try {
-    const Exiv2::Image::AutoPtr image = Exiv2::ImageFactory::open(path);
-    image->readMetadata();
-    Exiv2::ExifData exif = image->exifData();
+    Exiv2::ExifData exif = image.exifData();
     // OpenCV's TIFF decoder applies a TIFF's Orientation itself (IMREAD_UNCHANGED or not): the
     // pixels read_image returns are upright already, so the tag carried on must say so.
-    if (image->imageType() == Exiv2::ImageType::tiff) {
+    if (image.imageType() == Exiv2::ImageType::tiff) {
       const auto orientation = exif.findKey(Exiv2::ExifKey(kOrientationKey));
       if (orientation != exif.end()) orientation->setValue("1");
     }
     // The block exiv2 would put in a JPEG: a TIFF input's own layout tags (size, strips) are left out.
     metadata.exif = encode_exif(exif);
-    if (image->iccProfileDefined()) {
-      const Exiv2::DataBuf* icc = image->iccProfile();
-      metadata.icc.assign(icc->pData_, icc->pData_ + icc->size_);
+  } catch (const Exiv2::AnyError& e) {
+    metadata.warnings.push_back(std::string("EXIF dropped: ") + e.what());
+  }
+  if (image.iccProfileDefined()) {
+    const Exiv2::DataBuf* icc = image.iccProfile();
+    metadata.icc.assign(icc->pData_, icc->pData_ + icc->size_);
+    if (const std::string defect = icc_defect(metadata.icc); !defect.empty()) {
+      metadata.icc.clear();
+      metadata.warnings.push_back("ICC profile dropped: not a valid profile (" + defect + ")");
     }
-    metadata.xmp = image->xmpPacket();
-  } catch (const Exiv2::AnyError&) {
-    return {};  // a format exiv2 does not know, or a file it cannot parse: no metadata
+  }
+  try {
+    metadata.xmp = image.xmpPacket();
+  } catch (const Exiv2::AnyError& e) {
+    metadata.warnings.push_back(std::string("XMP dropped: ") + e.what());
   }
   return metadata;
+}
+
+/// `jpeg` without its APP2 ICC_PROFILE segments; empty when it has none.
+std::vector<unsigned char> without_icc_segments(const std::vector<unsigned char>& jpeg) {
+  const codec::JpegMarkers markers = codec::read_jpeg_markers(jpeg);
+  constexpr std::string_view kIccTag("ICC_PROFILE\0", 12);
+  std::vector<unsigned char> kept;
+  std::size_t from = 0;
+  for (const std::span<const std::uint8_t> segment : markers.copied_segments) {
+    const bool icc = segment.size() >= 4 + kIccTag.size() && segment[1] == 0xE2 &&
+                     std::string_view(reinterpret_cast<const char*>(segment.data()) + 4, kIccTag.size()) == kIccTag;
+    if (!icc) continue;
+    const auto at = static_cast<std::size_t>(segment.data() - jpeg.data());
+    kept.insert(kept.end(), jpeg.begin() + static_cast<std::ptrdiff_t>(from), jpeg.begin() + static_cast<std::ptrdiff_t>(at));
+    from = at + segment.size();
+  }
+  if (from == 0) return {};
+  kept.insert(kept.end(), jpeg.begin() + static_cast<std::ptrdiff_t>(from), jpeg.end());
+  return kept;
+}
+
+/// The file's bytes; empty when it cannot be read.
+std::vector<unsigned char> file_bytes(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// After exiv2 refused `image`'s metadata as a whole (`reason`): the blocks that are sound. A JPEG
+/// is read again without its ICC profile (the block exiv2 validates, and the one a damaged file
+/// most often carries); otherwise, or when that fails too, what exiv2 had read before it stopped.
+ImageMetadata salvage_blocks(const std::string& path, Exiv2::Image& image, const std::string& reason) {
+  if (image.imageType() == Exiv2::ImageType::jpeg) {
+    if (const std::vector<unsigned char> rest = without_icc_segments(file_bytes(path)); !rest.empty()) {
+      try {
+        const Exiv2::Image::AutoPtr again = Exiv2::ImageFactory::open(rest.data(), static_cast<long>(rest.size()));
+        again->readMetadata();
+        ImageMetadata metadata = take_blocks(*again);
+        metadata.warnings.insert(metadata.warnings.begin(), "ICC profile dropped: " + reason);
+        return metadata;
+      } catch (const Exiv2::AnyError&) {
+        // not the ICC profile, or not only it: keep what the first reading got
+      }
+    }
+  }
+  ImageMetadata metadata = take_blocks(image);
+  metadata.icc.clear();  // a profile read in part is no profile
+  std::string kept;
+  if (!metadata.exif.empty()) kept += "EXIF";
+  if (!metadata.xmp.empty()) kept += kept.empty() ? "XMP" : ", XMP";
+  metadata.warnings.insert(metadata.warnings.begin(),
+                           "metadata read only in part (" + reason + "); kept: " + (kept.empty() ? "none" : kept));
+  return metadata;
+}
+
+}  // namespace
+
+ImageMetadata read_metadata(const std::string& path) {
+  init_exiv2();
+  Exiv2::Image::AutoPtr image;
+  try {
+    image = Exiv2::ImageFactory::open(path);
+  } catch (const Exiv2::AnyError&) {
+    return {};  // a format exiv2 does not know, or a file it cannot open: no metadata
+  }
+  try {
+    image->readMetadata();
+  } catch (const Exiv2::AnyError& e) {
+    try {
+      return salvage_blocks(path, *image, e.what());
+    } catch (const Exiv2::AnyError&) {
+      return {};
+    }
+  }
+  return take_blocks(*image);
 }
 
 int exif_orientation(const ImageMetadata& metadata) {

@@ -15,6 +15,7 @@
 
 #include <chrono>
 #include <cmath>
+#include <new>
 #include <string>
 #include <utility>
 
@@ -121,6 +122,15 @@ Variant choose_variant(const Filter& filter, const ConvolveOptions& options, boo
 
 namespace {
 
+/// The Error for an OpenCV filter that ran out of host memory: the image is too large for this
+/// process (bad input, exit 3), not a bug. The caller adds the file's name.
+Error out_of_host_memory(const cv::Mat& src) {
+  return Error(ErrorKind::bad_input, "not enough memory to filter a " + std::to_string(src.cols) + "x" +
+                                         std::to_string(src.rows) + " image of " + std::to_string(src.channels()) +
+                                         " channel(s) on the CPU (free memory or raise the address-space limit, "
+                                         "ulimit -v)");
+}
+
 /// convolve() with the caller's kept workspace, or none (the GPU path then makes its own).
 ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
                              detail::WorkspaceState* kept_workspace) {
@@ -156,7 +166,14 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
   ConvolveResult result;
   result.fallback_reason = std::move(fallback_reason);
   const auto start = std::chrono::steady_clock::now();
-  result.image = detail::convolve_opencv(src, job, options.opencv_method);
+  try {
+    result.image = detail::convolve_opencv(src, job, options.opencv_method);
+  } catch (const std::bad_alloc&) {
+    throw out_of_host_memory(src);
+  } catch (const cv::Exception& e) {
+    if (e.code != cv::Error::StsNoMem) throw;
+    throw out_of_host_memory(src);
+  }
   result.times.kernel_ms =
       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   result.variant_used = Variant::opencv;

@@ -14,6 +14,8 @@
 #include <functional>
 #include <istream>
 #include <map>
+#include <sys/stat.h>
+#include <utility>
 
 namespace cuconv::batch {
 
@@ -41,10 +43,15 @@ std::optional<long long> parse_integer(const char* text) {
 
 }  // namespace
 
-std::vector<std::string> read_path_list(std::istream& in) {
+std::vector<std::string> read_path_list(std::istream& in, std::string_view list_name) {
   std::vector<std::string> paths;
   std::string line;
-  while (std::getline(in, line)) {
+  for (std::size_t number = 1; std::getline(in, line); ++number) {
+    if (line.find('\0') != std::string::npos)
+      throw Error(ErrorKind::bad_input, (list_name.empty() ? std::string("a --from list") : "--from " + std::string(list_name)) +
+                                            ": line " + std::to_string(number) +
+                                            " holds a NUL byte, which no path can hold (a list made with "
+                                            "-print0 or -z? give one path per line)");
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!is_blank(line)) paths.push_back(line);
   }
@@ -78,11 +85,25 @@ std::vector<std::string> collect_inputs(const std::vector<std::string>& paths, b
   return files;
 }
 
+std::string why_unreachable(const std::string& path) {
+  std::error_code ec;
+  const fs::file_status status = fs::status(path, ec);
+  if (!ec && fs::exists(status)) return {};
+  if (!ec || ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory) return "does not exist";
+  if (ec == std::errc::too_many_symbolic_link_levels) return "is a symbolic link loop (" + ec.message() + ")";
+  return "cannot be reached: " + ec.message();
+}
+
 void check_name_template(std::string_view name_template, std::size_t input_count) {
   const std::string quoted = "--name '" + std::string(name_template) + "'";
   if (name_template.empty()) throw Error(ErrorKind::usage, quoted + ": the name template is empty");
   if (name_template.find('/') != std::string_view::npos)
     throw Error(ErrorKind::usage, quoted + ": a file name, not a path (outputs go to --out-dir)");
+  if (name_template == "." || name_template == "..")
+    throw Error(ErrorKind::usage, quoted + ": names a folder, not a file; use e.g. '%s_out'");
+  if (name_template.starts_with(kTempFilePrefix))
+    throw Error(ErrorKind::usage, quoted + ": names starting with '" + std::string(kTempFilePrefix) +
+                                      "' mark unfinished files, which later runs skip and clean-ups delete");
   bool has_stem = false;
   for (std::size_t i = 0; i < name_template.size(); ++i) {
     if (name_template[i] != '%') continue;
@@ -124,13 +145,59 @@ std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs, cons
   std::map<std::string, const std::string*> input_of_output;
   for (const std::string& input : inputs) {
     std::string output = (fs::path(out_dir) / output_name(name_template, input)).lexically_normal().string();
+    if (fs::path(output).filename().string().starts_with(kTempFilePrefix))
+      throw Error(ErrorKind::usage, input + ": its output " + output + " would start with '" +
+                                        std::string(kTempFilePrefix) + "', the mark of unfinished files; "
+                                        "rename the input or choose another --name");
     const auto [it, inserted] = input_of_output.emplace(output, &input);
     if (!inserted)
       throw Error(ErrorKind::usage, *it->second + " and " + input + " would both be written to " + output +
                                         "; choose a --name that keeps them apart, or run them separately");
     items.push_back({input, std::move(output)});
   }
+  check_outputs_not_inputs(items);
   return items;
+}
+
+namespace {
+
+/// `path` absolute and in lexically normal form: how two spellings of one path compare equal.
+std::string normal_absolute(const std::string& path) {
+  std::error_code ec;
+  const fs::path absolute = fs::absolute(path, ec);
+  return (ec ? fs::path(path) : absolute).lexically_normal().string();
+}
+
+/// Device and inode of the file at `path` (links followed), or nullopt when nothing is there.
+std::optional<std::pair<dev_t, ino_t>> file_identity(const std::string& path) {
+  struct stat info {};
+  if (::stat(path.c_str(), &info) != 0) return std::nullopt;
+  return std::pair{info.st_dev, info.st_ino};
+}
+
+}  // namespace
+
+void check_outputs_not_inputs(const std::vector<BatchItem>& items) {
+  std::map<std::string, const std::string*> input_by_path;
+  std::map<std::pair<dev_t, ino_t>, const std::string*> input_by_file;
+  for (const BatchItem& item : items) {
+    input_by_path.emplace(normal_absolute(item.input), &item.input);
+    if (const auto identity = file_identity(item.input)) input_by_file.emplace(*identity, &item.input);
+  }
+  for (const BatchItem& item : items) {
+    const std::string* input = nullptr;
+    if (const auto it = input_by_path.find(normal_absolute(item.output)); it != input_by_path.end()) input = it->second;
+    if (input == nullptr) {
+      if (const auto identity = file_identity(item.output))
+        if (const auto it = input_by_file.find(*identity); it != input_by_file.end()) input = it->second;
+    }
+    if (input == nullptr) continue;
+    if (*input == item.input)
+      throw Error(ErrorKind::usage, item.output + ": output is the input file; refusing to overwrite it");
+    throw Error(ErrorKind::usage, item.output + ": the output of " + item.input + " is the input file " + *input +
+                                      " of the same batch, which it could replace before it is read; choose a "
+                                      "--name or --out-dir that keeps outputs apart from inputs");
+  }
 }
 
 Shard parse_shard(std::string_view text) {

@@ -23,8 +23,12 @@ struct BatchItem {
 };
 
 /// Paths listed one per line (--from). A trailing CR (files from Windows) is dropped and lines
-/// holding only white space are skipped; every other line is a path, taken verbatim.
-[[nodiscard]] std::vector<std::string> read_path_list(std::istream& in);
+/// holding only white space are skipped; every other line is a path, taken verbatim. A line
+/// holding a NUL byte is refused (Error{bad_input} naming `list_name`, the list's path or
+/// "standard input", and the line): no path can hold one, and opening the text before it while
+/// naming the output after the rest would put one image's pixels under another's name (a
+/// `find -print0` list read as lines).
+[[nodiscard]] std::vector<std::string> read_path_list(std::istream& in, std::string_view list_name = {});
 
 /// The input files for what the user named: a file stays as given (whether it exists is the
 /// reader's business, so a missing file fails alone); a directory contributes its files with an
@@ -37,9 +41,15 @@ struct BatchItem {
 [[nodiscard]] std::vector<std::string> collect_inputs(const std::vector<std::string>& paths, bool recursive,
                                                       engine::Files& files);
 
+/// Why nothing can be read at `path`: "" when something is there (a file, a folder ...), "does
+/// not exist", or the error itself ("is a symbolic link loop (Too many levels of symbolic
+/// links)", "cannot be reached: Permission denied"): what a check that inputs exist reports.
+[[nodiscard]] std::string why_unreachable(const std::string& path);
+
 /// Throws Error{usage} unless `name_template` is a usable --name for `input_count` inputs:
-/// a file name (no '/'), whose only '%' sequences are `%s` (the input's stem) and `%%` (a '%'),
-/// with at least one `%s` when there is more than one input.
+/// a file name (no '/', not `.` or `..`, not starting with kTempFilePrefix, which marks
+/// unfinished files that later runs skip and clean-ups delete), whose only '%' sequences are `%s`
+/// (the input's stem) and `%%` (a '%'), with at least one `%s` when there is more than one input.
 void check_name_template(std::string_view name_template, std::size_t input_count);
 
 /// The output file name for `input`: every `%s` replaced by the input's stem and `%%` by '%'.
@@ -51,9 +61,17 @@ void check_name_template(std::string_view name_template, std::size_t input_count
 [[nodiscard]] bool template_has_extension(std::string_view name_template);
 
 /// Pairs every input with `out_dir`/output_name(...). Throws Error{usage} naming both inputs
-/// when two of them map to the same output file.
+/// when two of them map to the same output file, when an output name starts with
+/// kTempFilePrefix, or when an output is another input of the plan (check_outputs_not_inputs).
 [[nodiscard]] std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs,
                                                   const std::string& out_dir, std::string_view name_template);
+
+/// Throws Error{usage} naming both files when an item's output is the input of an item (its own
+/// or another's): the same path in lexically normal absolute form, or, for files that exist, the
+/// same file (device and inode, through symbolic and hard links and bind mounts). Otherwise one
+/// item could replace another's input before it is read, with or without --overwrite. Called by
+/// plan_outputs for the whole plan, before sharding, so no shard writes another's input.
+void check_outputs_not_inputs(const std::vector<BatchItem>& items);
 
 /// This process's share of the inputs: the items whose position in the sorted list is
 /// `index` modulo `count`.

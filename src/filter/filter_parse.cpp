@@ -12,6 +12,7 @@
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
+#include <limits>
 #include <memory>
 #include <optional>
 #include <span>
@@ -94,6 +95,23 @@ double parse_number(std::string_view token, const Source& source, int line) {
     source.fail(line, "non-finite value '" + printable(token) + "'");
   }
   return value;
+}
+
+/// Whether `value` is finite in single precision, the precision the GPU kernels (and the weights'
+/// constant memory) hold: a double beyond FLT_MAX becomes infinity there.
+bool finite_as_float(double value) {
+  return std::isfinite(value) && std::abs(value) <= static_cast<double>(std::numeric_limits<float>::max());
+}
+
+/// Refuses `weights` (the final ones, after any division by a scale) unless every one is finite
+/// in float; `line` as for Source::fail, `how` says where the values came from when that helps.
+void check_float_weights(const std::vector<double>& weights, const Source& source, int line,
+                         const std::string& how = {}) {
+  for (const double w : weights) {
+    if (finite_as_float(w)) continue;
+    source.fail(line, "weight " + format_g9(w) + how + " is not a finite float (the kernels compute in float: " +
+                          "every weight must be finite and within +-3.4e38)");
+  }
 }
 
 bool is_blank(char c) { return c == ' ' || c == '\t' || c == '\r' || c == '\n'; }
@@ -201,6 +219,8 @@ MatHeader parse_mat_header(const ContentLine& line, const Source& source) {
   if (fields.size() > 2) header.scale = fields[2];
   if (fields.size() > 3) header.offset = fields[3];
   if (header.scale == 0.0) source.fail(line.number, "scale must not be 0");
+  if (!finite_as_float(header.offset))
+    source.fail(line.number, "offset " + format_g9(header.offset) + " is not a finite float (the kernels add it in float)");
   return header;
 }
 
@@ -459,8 +479,8 @@ std::optional<Filter> load_parametric(std::string_view spec) {
                          (kind.params == 1 ? " value" : " values") + ")");
     }
     Filter filter = kind.build(params);
-    if (!std::all_of(filter.weights.begin(), filter.weights.end(), [](double w) { return std::isfinite(w); }))
-      source.fail(0, "the weights are not all finite numbers (a SIGMA too close to 0?)");
+    if (!std::all_of(filter.weights.begin(), filter.weights.end(), finite_as_float))
+      source.fail(0, "the weights are not all finite numbers in float, the kernels' precision (a SIGMA too close to 0?)");
     filter.origin = std::string(spec);
     return filter;
   }
@@ -579,6 +599,7 @@ Filter parse_plain_matrix(std::string_view text, std::string_view origin) {
     if (row.empty()) source.fail(line.number, "no values on this line");
     if (width == 0) width = row.size();
     if (row.size() != width) source.fail(line.number, row_problem(row.size(), width));
+    check_float_weights(row, source, line.number);
     weights.insert(weights.end(), row.begin(), row.end());
   }
   const std::size_t height = lines.size();
@@ -608,7 +629,10 @@ Filter parse_vips_mat(std::string_view text, std::string_view origin) {
     if (row.size() != static_cast<std::size_t>(header.width)) {
       source.fail(lines[i].number, row_problem(row.size(), static_cast<std::size_t>(header.width)));
     }
-    for (const double value : row) weights.push_back(value / header.scale);
+    std::vector<double> divided;
+    for (const double value : row) divided.push_back(value / header.scale);
+    check_float_weights(divided, source, lines[i].number, " (the value divided by the scale " + format_g9(header.scale) + ")");
+    weights.insert(weights.end(), divided.begin(), divided.end());
   }
   if (lines.size() - 1 < rows) {
     source.fail(lines.back().number, "the header says " + std::to_string(rows) +
@@ -639,6 +663,7 @@ Filter parse_inline_filter(std::string_view text) {
     source.fail(0, "expected " + std::to_string(expected) + " values (" +
                        size_text(*width, *height) + "), got " + std::to_string(weights.size()));
   }
+  check_float_weights(weights, source, 0);
   Filter filter = make_filter(*width, *height, std::move(weights), "inline filter");
   if (!header->anchor_x.empty()) set_inline_anchor(filter, *header, source);
   return filter;

@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdint>
 #include <cstdlib>
+#include <limits>
 #include <string_view>
 
 namespace {
@@ -16,8 +17,11 @@ void check_invariants(const cuconv::Filter& f) {
                        f.height <= cuconv::kMaxFilterSide &&
                        f.weights.size() == static_cast<std::size_t>(f.width) * static_cast<std::size_t>(f.height);
   const bool anchor_ok = f.anchor_x >= -1 && f.anchor_x < f.width && f.anchor_y >= -1 && f.anchor_y < f.height;
-  bool finite = std::isfinite(f.offset);
-  for (double w : f.weights) finite = finite && std::isfinite(w);
+  // Finite in float, the precision the kernels hold weights and offset in (issue 48: a .mat scale
+  // of 1e-320 made every weight infinite).
+  const auto finite_float = [](double v) { return std::isfinite(v) && std::abs(v) <= std::numeric_limits<float>::max(); };
+  bool finite = finite_float(f.offset);
+  for (double w : f.weights) finite = finite && finite_float(w);
   if (!size_ok || !anchor_ok || !finite) std::abort();
 }
 

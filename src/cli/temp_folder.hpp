@@ -1,0 +1,14 @@
+#pragma once
+// The folder for cuconv's own temporary files (the copy of standard input): $TMPDIR (or TMP,
+// TEMP, TEMPDIR), else /tmp, as std::filesystem::temp_directory_path has it, with an answer in
+// cuconv's words where that throws.
+#include <filesystem>
+
+namespace cuconv::cli {
+
+/// The temporary folder. Throws Error{bad_input} naming the variable and its value when it names
+/// no existing folder (std::filesystem::temp_directory_path would throw a filesystem_error,
+/// which main reports as an internal error).
+[[nodiscard]] std::filesystem::path temp_folder();
+
+}  // namespace cuconv::cli

@@ -1,0 +1,552 @@
+// The adversarial pass of issue 48 kept as tests: crafted files, hostile names and injected faults
+// (address-space and file-size limits, signals), one family per class of defect. Every crafted
+// file is made here (adversarial_seeds() below), and the same bytes seed the image fuzzers from
+// tests/fuzz/corpus_images/ (the last test case keeps that folder in step).
+#include "adversarial_files.hpp"
+#include "test_support.hpp"
+
+#include "cli/command_line.hpp"
+#include "cli/interrupt.hpp"
+#include "cli/json_text.hpp"
+#include "cli/stdin_copy.hpp"
+#include "cli/temp_folder.hpp"
+#include "engine/batch_plan.hpp"
+
+#include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
+#include <cuconv/image_io.hpp>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+#include <opencv2/imgcodecs.hpp>
+
+#include <sys/resource.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <csignal>
+#include <fcntl.h>
+#include <cstdint>
+#include <cstdlib>
+#include <fstream>
+#include <functional>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+using cuconv::Error;
+using cuconv::ErrorKind;
+using cuconv::ExitCode;
+using cuconv::test::read_file;
+using cuconv::test::run_cuconv;
+using cuconv::test::TempDir;
+using cuconv::test::crafted::adversarial_seeds;
+using cuconv::test::crafted::big_gray_png;
+
+namespace {
+
+namespace fs = std::filesystem;
+
+void write_bytes(const std::string& path, const std::string& bytes) {
+  std::ofstream(path, std::ios::binary) << bytes;
+}
+
+/// The test folder's entries and sizes: equal snapshots mean nothing was added, removed or resized.
+std::map<std::string, std::uintmax_t> sizes_below(const fs::path& root) {
+  std::map<std::string, std::uintmax_t> sizes;
+  for (const auto& entry : fs::recursive_directory_iterator(root)) {
+    std::error_code ec;
+    sizes[entry.path().string()] = entry.is_regular_file(ec) ? entry.file_size(ec) : 0;
+  }
+  return sizes;
+}
+
+/// The kind and message of the Error `f` throws; fails the test when it throws none.
+std::pair<ErrorKind, std::string> error_of(const std::function<void()>& f) {
+  try {
+    f();
+  } catch (const Error& e) {
+    return {e.kind(), e.what()};
+  }
+  FAIL("no cuconv::Error thrown");
+  return {ErrorKind::internal, ""};
+}
+
+/// Runs `child` in a forked process (for faults that end or limit a process: resource limits,
+/// signals) and returns its wait status. The child reports through its exit code only.
+int in_child(const std::function<int()>& child) {
+  const pid_t pid = ::fork();
+  REQUIRE(pid >= 0);
+  if (pid == 0) {
+    int code = 99;
+    try {
+      code = child();
+    } catch (...) {
+      code = 98;
+    }
+    ::_exit(code);
+  }
+  int status = 0;
+  while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+  }
+  return status;
+}
+
+std::string describe_status(int status) {
+  if (WIFEXITED(status)) return "exit " + std::to_string(WEXITSTATUS(status));
+  if (WIFSIGNALED(status)) return "killed by signal " + std::to_string(WTERMSIG(status));
+  return "status " + std::to_string(status);
+}
+
+// GCC says __SANITIZE_ADDRESS__, clang __has_feature(address_sanitizer).
+#if defined(__SANITIZE_ADDRESS__)
+constexpr bool kUnderAsan = true;
+#elif defined(__has_feature)
+#if __has_feature(address_sanitizer)
+constexpr bool kUnderAsan = true;
+#else
+constexpr bool kUnderAsan = false;
+#endif
+#else
+constexpr bool kUnderAsan = false;
+#endif
+
+/// The process's mapped address space now, in bytes (/proc/self/statm's first field).
+std::uint64_t address_space_bytes() {
+  std::ifstream statm("/proc/self/statm");
+  std::uint64_t pages = 0;
+  statm >> pages;
+  return pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
+}
+
+}  // namespace
+
+// ---- 1. an input destroyed: outputs that are other inputs of the batch ----------------------------
+
+TEST_CASE("adversarial: a batch output that is another input is refused before any work, with or without --overwrite") {
+  TempDir dir;
+  const fs::path in = dir.path() / "in";
+  fs::create_directories(in);
+  REQUIRE(cv::imwrite((in / "a.png").string(), cuconv::test::random_image(16, 16, CV_8U, 3, 1)));
+  REQUIRE(cv::imwrite((in / "a_b.png").string(), cuconv::test::random_image(16, 16, CV_8U, 3, 2)));
+  const std::string a_b = read_file(in / "a_b.png");
+
+  // The plan itself: a.png's output is a_b.png, another input.
+  const auto [kind, message] =
+      error_of([&] { (void)cuconv::batch::plan_outputs({(in / "a.png").string(), (in / "a_b.png").string()}, in.string(), "%s_b"); });
+  CHECK(kind == ErrorKind::usage);
+  CHECK(message.find((in / "a_b.png").string()) != std::string::npos);
+  CHECK(message.find("is the input") != std::string::npos);
+  // Spelled differently (./, ..): the same path.
+  CHECK(error_of([&] {
+          (void)cuconv::batch::plan_outputs({(in / "a.png").string(), (in / "x" / ".." / "a_b.png").string()},
+                                            (in / ".").string(), "%s_b");
+        }).first == ErrorKind::usage);
+  // Through a symbolic link and a hard link to another input: the same file.
+  fs::create_directories(dir.path() / "out");
+  fs::create_symlink(in / "a_b.png", dir.path() / "out" / "c.png");
+  REQUIRE(cv::imwrite((in / "c.png").string(), cuconv::test::random_image(8, 8, CV_8U, 3, 3)));
+  CHECK(error_of([&] {
+          (void)cuconv::batch::plan_outputs({(in / "a_b.png").string(), (in / "c.png").string()},
+                                            (dir.path() / "out").string(), "%s");
+        }).first == ErrorKind::usage);
+  fs::remove(dir.path() / "out" / "c.png");
+  fs::create_hard_link(in / "a_b.png", dir.path() / "out" / "c.png");
+  CHECK(error_of([&] {
+          (void)cuconv::batch::plan_outputs({(in / "a_b.png").string(), (in / "c.png").string()},
+                                            (dir.path() / "out").string(), "%s");
+        }).first == ErrorKind::usage);
+  fs::remove(dir.path() / "out" / "c.png");
+  fs::remove(in / "c.png");
+  // Apart from the inputs: planned as before.
+  CHECK(cuconv::batch::plan_outputs({(in / "a.png").string(), (in / "a_b.png").string()}, (dir.path() / "out").string(),
+                                    "%s_b").size() == 2);
+
+  // End to end: exit 2, nothing written, the other input intact.
+  for (const bool overwrite : {true, false}) {
+    CAPTURE(overwrite);
+    std::vector<std::string> args{"--out-dir", in.string(), "--name", "%s_b", "-f", "box:3", "--variant", "opencv"};
+    if (overwrite) args.push_back("--overwrite");
+    args.push_back(in.string());
+    const auto before = sizes_below(in);
+    const auto r = run_cuconv(args);
+    INFO(r.err);
+    CHECK(r.exit_code == static_cast<int>(ExitCode::usage));
+    CHECK(r.err.find("a_b.png") != std::string::npos);
+    CHECK(sizes_below(in) == before);
+    CHECK(read_file(in / "a_b.png") == a_b);
+  }
+}
+
+// ---- 2. wrong pixels under a right name: NUL in a --from line -----------------------------------
+
+TEST_CASE("adversarial: a --from line holding a NUL byte is refused naming the line") {
+  std::istringstream list(std::string("d/zero.png\nd/one.png\0d/two.png\n", 31));
+  const auto [kind, message] = error_of([&] { (void)cuconv::batch::read_path_list(list, "paths.txt"); });
+  CHECK(kind == ErrorKind::bad_input);
+  CHECK(message.find("paths.txt") != std::string::npos);
+  CHECK(message.find("line 2") != std::string::npos);
+  CHECK(message.find("NUL") != std::string::npos);
+
+  // End to end: the batch stops before any image is read or written.
+  TempDir dir;
+  fs::create_directories(dir.path() / "d");
+  REQUIRE(cv::imwrite(dir.file("d/one.png"), cuconv::test::random_image(8, 8, CV_8U, 3, 4)));
+  REQUIRE(cv::imwrite(dir.file("d/two.png"), cuconv::test::random_image(8, 8, CV_8U, 3, 5)));
+  write_bytes(dir.file("list.txt"), dir.file("d/one.png") + std::string(1, '\0') + dir.file("d/two.png") + "\n");
+  const auto r = run_cuconv({"--out-dir", dir.file("out"), "-f", "box:3", "--variant", "opencv", "--from", dir.file("list.txt")});
+  INFO(r.err);
+  CHECK(r.exit_code == static_cast<int>(ExitCode::bad_input));
+  CHECK(r.err.find("line 1") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.file("out/two.png")));
+}
+
+// ---- 3. a channel silently dropped: sample counts other than 1, 3, 4 ----------------------------
+
+TEST_CASE("adversarial: images of 2 or 5 channels are refused on reading, whatever the decoder would keep") {
+  TempDir dir;
+  const auto seeds = adversarial_seeds();
+  struct Row {
+    const char* file;
+    int channels;  ///< 0: refused
+  };
+  for (const Row& row : {Row{"tiff-gray-extra-2-channels.tif", 0}, Row{"tiff-rgba-extra-5-channels.tif", 0},
+                         Row{"tiff-gray-1-channel.tif", 1}}) {
+    CAPTURE(row.file);
+    write_bytes(dir.file(row.file), seeds.at(row.file));
+    if (row.channels == 0) {
+      const auto [kind, message] = error_of([&] { (void)cuconv::read_image(dir.file(row.file)); });
+      CHECK(kind == ErrorKind::bad_input);
+      CHECK(message.find(dir.file(row.file)) != std::string::npos);
+      CHECK(message.find("unsupported channel count") != std::string::npos);
+    } else {
+      CHECK(cuconv::read_image(dir.file(row.file)).channels() == row.channels);  // the crafting is sound
+    }
+  }
+  const auto r = run_cuconv({dir.file("tiff-gray-extra-2-channels.tif"), dir.file("out.tif"), "-f", "box:3"});
+  CHECK(r.exit_code == static_cast<int>(ExitCode::bad_input));
+  CHECK_FALSE(fs::exists(dir.file("out.tif")));
+}
+
+// ---- 4. metadata silently dropped: blocks judged one by one --------------------------------------
+
+TEST_CASE("adversarial: a damaged ICC profile is dropped with a warning, the EXIF beside it kept") {
+  TempDir dir;
+  write_bytes(dir.file("in.jpg"), adversarial_seeds().at("jpeg-good-exif-bad-icc.jpg"));
+  const cuconv::ImageMetadata metadata = cuconv::read_metadata(dir.file("in.jpg"));
+  CHECK(cuconv::exif_orientation(metadata) == 6);
+  CHECK(metadata.icc.empty());
+  REQUIRE(metadata.warnings.size() == 1);
+  CHECK(metadata.warnings.front().find("ICC profile dropped") != std::string::npos);
+
+  // A sound file gives no warnings.
+  REQUIRE(cv::imwrite(dir.file("plain.jpg"), cuconv::test::random_image(8, 8, CV_8U, 3, 6)));
+  CHECK(cuconv::read_metadata(dir.file("plain.jpg")).warnings.empty());
+
+  // End to end: the output keeps the Orientation.
+  const auto r = run_cuconv({dir.file("in.jpg"), dir.file("out.jpg"), "-f", "box:3", "--variant", "opencv", "--codec", "opencv"});
+  INFO(r.err);
+  REQUIRE(r.exit_code == 0);
+  CHECK(cuconv::exif_orientation(cuconv::read_metadata(dir.file("out.jpg"))) == 6);
+}
+
+// ---- 5. infinite weights: finite after the division, in float ------------------------------------
+
+TEST_CASE("adversarial: filters whose weights or offset are not finite floats are refused") {
+  TempDir dir;
+  const auto seeds = adversarial_seeds();
+  struct Row {
+    const char* file;
+    const char* says;
+  };
+  for (const Row& row : {Row{"scale-1e-320.mat", "divided by the scale"}, Row{"scale-1e-40.mat", "divided by the scale 1e-40"},
+                         Row{"offset-1e39.mat", "offset 1e+39"}, Row{"weight-1e39.txt", "weight 1e+39"}}) {
+    CAPTURE(row.file);
+    write_bytes(dir.file(row.file), seeds.at(row.file));
+    const auto [kind, message] = error_of([&] { (void)cuconv::load_filter(dir.file(row.file)); });
+    CHECK(kind == ErrorKind::bad_input);
+    CHECK(message.find(dir.file(row.file)) != std::string::npos);
+    CHECK(message.find(row.says) != std::string::npos);
+    CHECK(message.find("not a finite float") != std::string::npos);
+  }
+  CHECK(error_of([] { (void)cuconv::load_filter("3x1:1,1e39,1"); }).first == ErrorKind::bad_input);
+  CHECK(cuconv::load_filter("3x1:1,3e38,1").weights[1] == 3e38);  // within float: kept
+  const auto r = run_cuconv({"--show-filter", dir.file("scale-1e-320.mat")});
+  CHECK(r.exit_code == static_cast<int>(ExitCode::bad_input));
+  CHECK(r.out.find("inf") == std::string::npos);
+}
+
+// ---- 6. internal errors instead of answers -------------------------------------------------------
+
+TEST_CASE("adversarial: file names that are not UTF-8 survive the JSON summary as escaped bytes") {
+  const std::string name = "photos/caf\xE9-\xFF.png";  // Latin-1 bytes, as an old file system holds them
+  const nlohmann::json summary = {{"files", {{{"input", name}, {"output", "out/" + name}}}}, {name, 1}};
+  CHECK_THROWS(summary.dump(2));  // the defect: nlohmann refuses (type_error 316)
+  const std::string text = cuconv::cli::json_dump(summary, 2);
+  const nlohmann::json back = nlohmann::json::parse(text);
+  CHECK(back["files"][0]["input"] == "photos/caf\\xE9-\\xFF.png");
+  CHECK(back.contains("photos/caf\\xE9-\\xFF.png"));
+  // Valid UTF-8, however exotic, is kept as it is; every malformed sequence is escaped.
+  CHECK(cuconv::cli::json_safe("caf\xC3\xA9 \xF0\x9F\x93\xB7") == "caf\xC3\xA9 \xF0\x9F\x93\xB7");
+  CHECK(cuconv::cli::json_safe("\xC0\xAF") == "\\xC0\\xAF");          // overlong '/'
+  CHECK(cuconv::cli::json_safe("\xED\xA0\x80") == "\\xED\\xA0\\x80");  // a surrogate
+  CHECK(cuconv::cli::json_safe("\xF4\x90\x80\x80") == "\\xF4\\x90\\x80\\x80");  // above U+10FFFF
+  CHECK(cuconv::cli::json_safe("end\xE2\x82") == "end\\xE2\\x82");     // cut short
+}
+
+TEST_CASE("adversarial: TMPDIR naming no folder is an answer naming TMPDIR, not an internal error") {
+  TempDir dir;
+  const char* saved = std::getenv("TMPDIR");
+  const std::string restore = saved != nullptr ? saved : "";
+  ::setenv("TMPDIR", dir.file("missing").c_str(), 1);
+  CHECK_THROWS_AS((void)fs::temp_directory_path(), fs::filesystem_error);  // the defect's cause
+  const auto [kind, message] = error_of([] { (void)cuconv::cli::temp_folder(); });
+  ::setenv("TMPDIR", dir.path().c_str(), 1);
+  const fs::path good = cuconv::cli::temp_folder();
+  if (saved != nullptr) ::setenv("TMPDIR", restore.c_str(), 1);
+  else ::unsetenv("TMPDIR");
+  CHECK(kind == ErrorKind::bad_input);
+  CHECK(message.find("TMPDIR") != std::string::npos);
+  CHECK(message.find(dir.file("missing")) != std::string::npos);
+  CHECK(good == dir.path());
+}
+
+TEST_CASE("adversarial: out of memory while decoding or filtering names the file, with a documented code") {
+  if (kUnderAsan) {
+    MESSAGE("AddressSanitizer build: an address-space limit cannot be set under it; skipped");
+    return;
+  }
+  TempDir dir;
+  constexpr int kSide = 8192;  // 64 MiB of gray pixels, a PNG of a few hundred KiB
+  write_bytes(dir.file("big.png"), big_gray_png(kSide));
+  // The child limits its address space to what it maps now plus less than the decoded image.
+  const int status = in_child([&] {
+    const rlimit limit{address_space_bytes() + (48u << 20), RLIM_INFINITY};
+    if (::setrlimit(RLIMIT_AS, &limit) != 0) return 90;
+    try {
+      (void)cuconv::read_image(dir.file("big.png"));
+      return 91;  // decoded within the limit: the test proves nothing
+    } catch (const Error& e) {
+      const std::string message = e.what();
+      if (e.kind() != ErrorKind::bad_input) return 92;
+      if (message.find(dir.file("big.png")) == std::string::npos) return 93;
+      if (message.find("not enough memory") == std::string::npos) return 94;
+      return 0;
+    }
+  });
+  CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 0), describe_status(status));
+
+  // Filtering on the CPU: decoded within the limit, the filter's output is not.
+  const cv::Mat image(4096, 4096, CV_8UC3, cv::Scalar(1, 2, 3));
+  const int filter_status = in_child([&] {
+    const rlimit limit{address_space_bytes() + (24u << 20), RLIM_INFINITY};
+    if (::setrlimit(RLIMIT_AS, &limit) != 0) return 90;
+    cuconv::ConvolveOptions options;
+    options.variant = cuconv::Variant::opencv;
+    try {
+      (void)cuconv::convolve(image, cuconv::load_filter("box:3"), options);
+      return 91;
+    } catch (const Error& e) {
+      if (e.kind() != ErrorKind::bad_input) return 92;
+      if (std::string(e.what()).find("not enough memory to filter a 4096x4096 image") == std::string::npos) return 94;
+      return 0;
+    }
+  });
+  CHECK_MESSAGE((WIFEXITED(filter_status) && WEXITSTATUS(filter_status) == 0), describe_status(filter_status));
+}
+
+// ---- 7. litter after faults ----------------------------------------------------------------------
+
+TEST_CASE("adversarial: a write beyond the file size limit is a write error (exit 4), with no temporary file") {
+  TempDir dir;
+  const cv::Mat noise = cuconv::test::random_image(256, 256, CV_8U, 3, 7);  // ~200 KB as PNG
+  const auto attempt = [&](bool ignore_signal) {
+    return in_child([&] {
+      if (ignore_signal) cuconv::cli::ignore_file_size_signal();
+      const rlimit limit{50 * 1024, RLIM_INFINITY};
+      if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return 90;
+      try {
+        cuconv::write_image_atomic(dir.file("out.png"), noise);
+        return 91;
+      } catch (const Error& e) {
+        if (e.kind() != ErrorKind::output) return 92;
+        if (std::string(e.what()).find("File too large") == std::string::npos) return 94;
+        return static_cast<int>(cuconv::exit_code_for(e.kind()));
+      }
+    });
+  };
+  // The defect: with the default disposition the process dies mid-write and leaves its temporary file.
+  const int killed = attempt(false);
+  CHECK(WIFSIGNALED(killed));
+  CHECK(WTERMSIG(killed) == SIGXFSZ);
+  for (const auto& entry : fs::directory_iterator(dir.path())) fs::remove(entry.path());
+  // ignore_file_size_signal(), as main calls it: the write fails, the temporary file goes.
+  const int status = attempt(true);
+  CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == static_cast<int>(ExitCode::output)), describe_status(status));
+  CHECK(cuconv::test::file_names(dir.path()).empty());
+}
+
+TEST_CASE("adversarial: SIGINT or SIGTERM while standard input is copied leaves no temporary copy") {
+  for (const int signal : {SIGINT, SIGTERM}) {
+    CAPTURE(signal);
+    TempDir dir;
+    int pipe_fds[2];
+    REQUIRE(::pipe(pipe_fds) == 0);
+    const pid_t pid = ::fork();
+    REQUIRE(pid >= 0);
+    if (pid == 0) {
+      ::close(pipe_fds[1]);
+      std::signal(SIGINT, SIG_DFL);
+      std::signal(SIGTERM, SIG_DFL);
+      try {
+        const cuconv::cli::StdinCopy copy(pipe_fds[0], dir.path());
+      } catch (...) {
+        ::_exit(98);
+      }
+      ::_exit(97);  // the copy ended: the writer closed the pipe, which this test never does
+    }
+    ::close(pipe_fds[0]);
+    REQUIRE(::write(pipe_fds[1], "\x89PNG\r\n\x1a\n partial", 16) == 16);
+    // Wait for the copy to exist (the child blocks reading the rest), then interrupt it.
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(10);
+    while (cuconv::test::file_names(dir.path()).empty() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::milliseconds(5));
+    REQUIRE(cuconv::test::file_names(dir.path()).size() == 1);
+    REQUIRE(::kill(pid, signal) == 0);
+    int status = 0;
+    while (::waitpid(pid, &status, 0) < 0 && errno == EINTR) {
+    }
+    ::close(pipe_fds[1]);
+    CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == 128 + signal), describe_status(status));
+    CHECK(cuconv::test::file_names(dir.path()).empty());
+  }
+
+  // Uninterrupted, the copy holds every byte and goes when the object does.
+  TempDir dir;
+  write_bytes(dir.file("input"), std::string(200000, 'x'));
+  const int fd = ::open(dir.file("input").c_str(), O_RDONLY);
+  REQUIRE(fd >= 0);
+  std::string copied_path;
+  {
+    const cuconv::cli::StdinCopy copy(fd, dir.path());
+    copied_path = copy.path();
+    CHECK(read_file(copy.path()) == std::string(200000, 'x'));
+  }
+  ::close(fd);
+  CHECK_FALSE(fs::exists(copied_path));
+  // A missing folder: Error{bad_input} naming it, nothing made.
+  const auto [kind, message] = error_of([&] { const cuconv::cli::StdinCopy copy(0, dir.path() / "missing"); });
+  CHECK(kind == ErrorKind::bad_input);
+  CHECK(message.find("missing") != std::string::npos);
+}
+
+// ---- 8. names --------------------------------------------------------------------------------------
+
+TEST_CASE("adversarial: output names up to NAME_MAX get a temporary name that fits, never an output's") {
+  TempDir dir;
+  const cv::Mat image = cuconv::test::random_image(8, 8, CV_8U, 3, 8);
+  for (const std::size_t length : {std::size_t{236}, std::size_t{237}, std::size_t{250}, std::size_t{255}}) {
+    CAPTURE(length);
+    const std::string name = std::string(length - 4, 'n') + ".png";
+    const std::string temp = cuconv::temp_file_name(name);
+    CHECK(temp.size() <= 255);
+    CHECK(temp.starts_with(cuconv::kTempFilePrefix));
+    CHECK(temp.ends_with("XXXXXX"));
+    cuconv::write_image_atomic(dir.file(name), image);
+    CHECK(cuconv::test::bit_equal(cv::imread(dir.file(name), cv::IMREAD_UNCHANGED), image));
+    CHECK(cuconv::test::file_names(dir.path()) == std::set<std::string>{name});
+    fs::remove(dir.file(name));
+  }
+  // A long name of multi-byte characters is cut between characters, not inside one.
+  std::string accented = "x";  // then 2-byte characters, so the cut falls inside one
+  while (accented.size() < 250) accented += "\xC3\xA9";
+  const std::string temp = cuconv::temp_file_name(accented + ".png");
+  CHECK(temp.size() <= 255);
+  CHECK(cuconv::cli::json_safe(temp) == temp);  // still valid UTF-8
+  // End to end, single-image mode: a 255-byte output name is written.
+  const std::string longest = dir.file(std::string(251, 'o') + ".png");
+  REQUIRE(cv::imwrite(dir.file("in.png"), image));
+  const auto r = run_cuconv({dir.file("in.png"), longest, "-f", "box:3", "--variant", "opencv"});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(longest));
+  // No output may look like a temporary file: later runs would skip it and clean-ups delete it.
+  CHECK(error_of([] { cuconv::batch::check_name_template(".cuconv-tmp-%s", 2); }).first == ErrorKind::usage);
+  CHECK(error_of([] { (void)cuconv::batch::plan_outputs({"in/.cuconv-tmp-x.png"}, "out", "%s"); }).first == ErrorKind::usage);
+}
+
+TEST_CASE("adversarial: hostile --name values get messages about the name") {
+  struct Row {
+    const char* name;
+    const char* says;
+  };
+  for (const Row& row : {Row{"..", "names a folder"}, Row{".", "names a folder"},
+                         Row{".cuconv-tmp-%s", "mark unfinished files"}}) {
+    CAPTURE(row.name);
+    const auto [kind, message] = error_of([&] { cuconv::batch::check_name_template(row.name, 1); });
+    CHECK(kind == ErrorKind::usage);
+    CHECK(message.find(row.says) != std::string::npos);
+  }
+  TempDir dir;
+  REQUIRE(cv::imwrite(dir.file("small.png"), cuconv::test::random_image(8, 8, CV_8U, 3, 9)));
+  const auto r = run_cuconv({"--out-dir", dir.file("out"), "--name", "..", "-f", "box:3", dir.file("small.png")});
+  CHECK(r.exit_code == static_cast<int>(ExitCode::usage));
+  CHECK(r.err.find("names a folder") != std::string::npos);
+  CHECK(r.err.find("has no extension") == std::string::npos);
+}
+
+TEST_CASE("adversarial: -- ends the options, so a file name may start with '-'") {
+  std::vector<std::string> args{"cuconv", "-f", "box:3", "--", "-in.png", "out.png"};
+  std::vector<const char*> argv;
+  for (const std::string& a : args) argv.push_back(a.c_str());
+  const cuconv::cli::ParsedCommand command = cuconv::cli::parse_command_line(static_cast<int>(argv.size()), argv.data());
+  CHECK(command.action == cuconv::cli::Action::filter_image);
+  CHECK(command.request.input == "-in.png");
+  CHECK(command.request.output == "out.png");
+
+  TempDir dir;
+  REQUIRE(cv::imwrite(dir.file("-in.png"), cuconv::test::random_image(8, 8, CV_8U, 3, 10)));
+  const auto r = run_cuconv({"-f", "box:3", "--variant", "opencv", "--", dir.file("-in.png"), dir.file("out.png")});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(dir.file("out.png")));
+  // Batch mode too.
+  const auto b = run_cuconv({"--out-dir", dir.file("outs"), "-f", "box:3", "--variant", "opencv", "--", dir.file("-in.png")});
+  INFO(b.err);
+  CHECK(b.exit_code == 0);
+  CHECK(fs::exists(dir.file("outs/-in.png")));
+}
+
+TEST_CASE("adversarial: a symbolic link loop is reported as a loop, not as a missing file") {
+  TempDir dir;
+  fs::create_symlink(dir.file("loop-b.png"), dir.file("loop-a.png"));
+  fs::create_symlink(dir.file("loop-a.png"), dir.file("loop-b.png"));
+  const auto [kind, message] = error_of([&] { (void)cuconv::read_image(dir.file("loop-a.png")); });
+  CHECK(kind == ErrorKind::bad_input);
+  CHECK(message.find("symbolic link loop") != std::string::npos);
+  CHECK(message.find("no such file") == std::string::npos);
+  CHECK(cuconv::batch::why_unreachable(dir.file("loop-a.png")).find("symbolic link loop") != std::string::npos);
+  CHECK(cuconv::batch::why_unreachable(dir.file("nothing.png")) == "does not exist");
+  CHECK(cuconv::batch::why_unreachable(dir.path().string()).empty());
+  const auto r = run_cuconv({dir.file("loop-a.png"), dir.file("out.png"), "-f", "box:3"});
+  CHECK(r.exit_code == static_cast<int>(ExitCode::bad_input));
+  CHECK(r.err.find("symbolic link loop") != std::string::npos);
+}
+
+// ---- the fuzzers' seeds --------------------------------------------------------------------------
+
+TEST_CASE("adversarial: tests/fuzz/corpus_images holds this pass's crafted files") {
+  const fs::path corpus = CUCONV_TEST_FUZZ_CORPUS;
+  // CUCONV_WRITE_CORPUS=1 rewrites the folder after a change to the crafting above.
+  if (const char* write = std::getenv("CUCONV_WRITE_CORPUS"); write != nullptr && std::string(write) == "1") {
+    fs::create_directories(corpus);
+    for (const auto& [name, bytes] : adversarial_seeds()) write_bytes((corpus / name).string(), bytes);
+  }
+  for (const auto& [name, bytes] : adversarial_seeds()) {
+    CAPTURE(name);
+    CHECK(read_file(corpus / name) == bytes);
+  }
+}
