@@ -5,6 +5,7 @@
 
 #include "cli/batch_report.hpp"
 #include "cli/interrupt.hpp"
+#include "cli/json_text.hpp"
 #include "cli/library_messages.hpp"
 #include "engine/batch_plan.hpp"
 #include "engine/batch_pipeline.hpp"
@@ -69,14 +70,14 @@ std::vector<NamedInput> named_inputs(const BatchRequest& request, Session& sessi
     std::vector<std::string> paths;
     if (list == "-") {
       std::istringstream in(read_all(session.in_fd));
-      paths = batch::read_path_list(in);
+      paths = batch::read_path_list(in, "standard input");
     } else {
       if (files.kind(list, true) == engine::FileKind::directory)
         throw Error(ErrorKind::bad_input, "--from " + list + ": is a directory, not a list of paths");
       const engine::OpenedFile file = files.open_input(list);
       std::ifstream in(file.local_path());
       if (!in) throw Error(ErrorKind::bad_input, "--from " + list + ": cannot read the list of paths");
-      paths = batch::read_path_list(in);
+      paths = batch::read_path_list(in, list);
     }
     for (std::string& path : paths) named.push_back({std::move(path), list == "-" ? "standard input" : list});
   }
@@ -95,7 +96,7 @@ void check_inputs_exist(const std::vector<NamedInput>& named, engine::Files& fil
   }
   if (first == nullptr) return;
   std::string message = "input '" + first->path + "'" + (first->list.empty() ? "" : " (listed in " + first->list + ")") +
-                        " does not exist";
+                        " " + batch::why_unreachable(first->path);
   if (missing > 1) message += "; " + std::to_string(missing - 1) + " more named input(s) do not exist either";
   throw Error(ErrorKind::bad_input, message);
 }
@@ -317,7 +318,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     startup.startup_ms = std::chrono::duration<double, std::milli>(pipeline_start - session.started).count();
     if (gpu_check.valid()) startup.gpu_init_ms = gpu_check.get().ms;
     startup.no_gpu_reason = gpu_check.valid() ? gpu_check.get().no_gpu_reason : std::string();
-    const std::string text = summary_json(summary, exit_code, signal, shard, batch_options, startup).dump(2) + "\n";
+    const std::string text = json_dump(summary_json(summary, exit_code, signal, shard, batch_options, startup), 2) + "\n";
     if (request.json_path == "-") {
       session.print(text);
     } else if (!files.write_output(request.json_path,

@@ -1,6 +1,8 @@
 // --bench and --compare reports of single-image mode (compare_report.hpp).
 #include "cli/compare_report.hpp"
 
+#include "cli/json_text.hpp"
+
 #include <cuconv/compare.hpp>
 
 #include <fmt/format.h>
@@ -63,7 +65,7 @@ ExitCode report_bench_and_compare(const CliRequest& req, const cv::Mat& input, c
   const ComparisonStats& stats = check.stats;
   const nlohmann::json report = comparison_json(stats, result, check.reference_kernel_ms);
   if (req.json) {
-    session.print(report.dump(2) + "\n");
+    session.print(json_dump(report, 2) + "\n");
   } else {
     std::string text = fmt::format(
         "variant {} vs cv::filter2D: max abs difference {:g}, {} of {} values differ ({:.4f}%), relative error {:.3g} "

@@ -5,6 +5,9 @@
 #include "cli/codec_options.hpp"
 #include "cli/compare_report.hpp"
 #include "cli/interrupt.hpp"
+#include "cli/json_text.hpp"
+#include "cli/stdin_copy.hpp"
+#include "cli/temp_folder.hpp"
 #include "engine/image_operation.hpp"
 
 #include <cuconv/image_io.hpp>
@@ -31,12 +34,11 @@ std::string stdout_format(const std::string& output) {
   return output.size() > 2 && output.ends_with(":-") ? output.substr(0, output.size() - 2) : std::string();
 }
 
-/// A file name of the output's format: `output` itself, or a stand-in in the temporary folder for
-/// FORMAT:- (never created) that the format, encoder and metadata checks read the extension of.
+/// A file name of the output's format: `output` itself, or a stand-in for FORMAT:- (never created) that the format, encoder and metadata checks read the extension of.
 std::string format_path(const std::string& output) {
   const std::string format = stdout_format(output);
   if (format.empty()) return output;
-  return (std::filesystem::temp_directory_path() / ("cuconv-stdout." + format)).string();
+  return "cuconv-stdout." + format;
 }
 
 /// Runs `f`; an Error that names `path` is thrown again naming `shown` instead.
@@ -51,43 +53,6 @@ auto naming(const std::string& path, std::string_view shown, F f) {
     throw Error(e.kind(), message);
   }
 }
-
-/// Standard input (the session's) copied to a private temporary file, removed on destruction, so
-/// that read_image's checks (the header's size against --max-pixels, truncation) apply to it too.
-class StdinCopy {
- public:
-  explicit StdinCopy(int in_fd) {
-    std::string pattern = (std::filesystem::temp_directory_path() / "cuconv-stdin-XXXXXX").string();
-    const int fd = ::mkstemp(pattern.data());
-    if (fd < 0) throw Error(ErrorKind::bad_input, "standard input: cannot make a temporary copy");
-    path_ = pattern;
-    std::vector<char> buffer(1 << 16);
-    bool ok = true;
-    ssize_t count = 0;
-    while (ok && (count = ::read(in_fd, buffer.data(), buffer.size())) != 0) {
-      if (count < 0) {
-        ok = errno == EINTR;
-        continue;
-      }
-      ok = ::write(fd, buffer.data(), static_cast<std::size_t>(count)) == count;
-    }
-    ok = ::close(fd) == 0 && ok;
-    if (!ok) {
-      std::filesystem::remove(path_);
-      throw Error(ErrorKind::bad_input, "standard input: cannot read or copy it to " + path_);
-    }
-  }
-  ~StdinCopy() {
-    std::error_code ignored;
-    std::filesystem::remove(path_, ignored);
-  }
-  StdinCopy(const StdinCopy&) = delete;
-  StdinCopy& operator=(const StdinCopy&) = delete;
-  [[nodiscard]] const std::string& path() const { return path_; }
-
- private:
-  std::string path_;
-};
 
 /// Whether the NVIDIA kernel driver is loaded (no CUDA call: that would start the driver).
 bool nvidia_driver_loaded() {
@@ -160,7 +125,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   task.keep_encoded = true;  // written below, under the interrupt guard, or to standard output
   std::optional<StdinCopy> stdin_copy;
   if (req.input == "-") {
-    stdin_copy.emplace(session.in_fd);
+    stdin_copy.emplace(session.in_fd, temp_folder(), !session.served);
     task.input = stdin_copy->path();
     task.input_shown = std::string(kStdinName);
   } else {

@@ -28,8 +28,8 @@ bool write_all(int fd, const char* data, std::size_t size) {
 
 }  // namespace
 
-StdinCopy::StdinCopy(int fd, const std::filesystem::path& folder)
-    : on_signal_("working on standard input (its temporary copy was removed)") {
+StdinCopy::StdinCopy(int fd, const std::filesystem::path& folder, bool on_signals) {
+  if (on_signals) on_signal_.emplace("working on standard input (its temporary copy was removed)");
   std::string pattern = (folder / "cuconv-stdin-XXXXXX").string();
   // SIGINT and SIGTERM wait while the file is made and registered: one arriving in between would
   // end the process with the file unregistered, and so left behind.
@@ -42,7 +42,7 @@ StdinCopy::StdinCopy(int fd, const std::filesystem::path& folder)
   const int make_errno = errno;
   if (out >= 0) {
     path_ = pattern;
-    on_signal_.remove_on_signal(path_);
+    if (on_signal_) on_signal_->remove_on_signal(path_);
   }
   ::pthread_sigmask(SIG_SETMASK, &previous, nullptr);
   if (out < 0)
@@ -61,14 +61,14 @@ StdinCopy::StdinCopy(int fd, const std::filesystem::path& folder)
   if (::close(out) != 0 && failure.empty()) failure = "cannot copy it to " + path_ + ": " + std::strerror(errno);
   if (!failure.empty()) {
     ::unlink(path_.c_str());
-    on_signal_.remove_on_signal({});
+    if (on_signal_) on_signal_->remove_on_signal({});
     throw Error(ErrorKind::bad_input, "standard input: " + failure);
   }
 }
 
 StdinCopy::~StdinCopy() {
   ::unlink(path_.c_str());
-  on_signal_.remove_on_signal({});
+  if (on_signal_) on_signal_->remove_on_signal({});
 }
 
 }  // namespace cuconv::cli

@@ -4,6 +4,7 @@
 #include "cli/interrupt.hpp"
 
 #include <filesystem>
+#include <optional>
 #include <string>
 
 namespace cuconv::cli {
@@ -17,7 +18,8 @@ namespace cuconv::cli {
 /// written (disk full, a file size limit); no file is left then.
 class StdinCopy {
  public:
-  StdinCopy(int fd, const std::filesystem::path& folder);
+  /// `on_signals` false: no signal handling (a served command: signals reach its client).
+  StdinCopy(int fd, const std::filesystem::path& folder, bool on_signals = true);
   ~StdinCopy();
   StdinCopy(const StdinCopy&) = delete;
   StdinCopy& operator=(const StdinCopy&) = delete;
@@ -25,7 +27,7 @@ class StdinCopy {
   [[nodiscard]] const std::string& path() const { return path_; }
 
  private:
-  RemoveOnSignal on_signal_;
+  std::optional<RemoveOnSignal> on_signal_;
   std::string path_;
 };
 

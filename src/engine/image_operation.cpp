@@ -109,6 +109,8 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
     loaded.image = read_image(path, settings.read_limits);
     loaded.metadata = read_metadata(path);
   });
+  for (const std::string& warning : loaded.metadata.warnings)
+    note(report, ImageNote::Level::warning, shown_input(task) + ": " + warning);
   const cv::Mat& image = loaded.image;
   report.width = image.cols;
   report.height = image.rows;
@@ -146,8 +148,15 @@ ConvolveResult filter_image(LoadedImage& loaded, const RunSettings& settings, Gp
     report.cpu_predicted_faster = p.cpu_faster();
     if (p.cpu_faster()) options.variant = Variant::opencv;  // CUDA is never touched then
   }
-  ConvolveResult result = workspace != nullptr ? convolve(loaded.image, settings.filter, options, *workspace)
-                                               : convolve(loaded.image, settings.filter, options);
+  ConvolveResult result;
+  try {
+    result = workspace != nullptr ? convolve(loaded.image, settings.filter, options, *workspace)
+                                  : convolve(loaded.image, settings.filter, options);
+  } catch (const Error& e) {
+    // Out of host memory is the input's problem (too large for this process): name it.
+    if (e.kind() != ErrorKind::bad_input) throw;
+    throw Error(e.kind(), report.input + ": " + e.what());
+  }
   loaded.image = result.image;  // shares the pixels with the result
   report.times.filter_ms = result.times.kernel_ms;
   report.times.upload_ms = result.times.upload_ms;
