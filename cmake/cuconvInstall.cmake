@@ -33,7 +33,7 @@ install(EXPORT cuconvTargets NAMESPACE cuconv:: DESTINATION ${CUCONV_INSTALL_CMA
 # table: target, package). OpenCV::modules, CUDA::* and Threads are always found by the config.
 set(CUCONV_CONFIG_DEPENDENCIES "")
 get_target_property(cuconv_core_links cuconv_core LINK_LIBRARIES)
-foreach(entry IN ITEMS "JPEG::JPEG JPEG" "TIFF::TIFF TIFF" "exiv2lib exiv2")
+foreach(entry IN ITEMS "JPEG::JPEG JPEG" "TIFF::TIFF TIFF" "exiv2lib exiv2" "WebP::webp WebP")
   separate_arguments(entry)
   list(GET entry 0 dependency_target)
   list(GET entry 1 dependency_package)
@@ -53,5 +53,5 @@ configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/cuconvConfig.cmake.in
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/cuconvConfigVersion.cmake"
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES "${PROJECT_BINARY_DIR}/cuconvConfig.cmake" "${PROJECT_BINARY_DIR}/cuconvConfigVersion.cmake"
-              "${PROJECT_SOURCE_DIR}/cmake/FindOpenCVModules.cmake"
+              "${PROJECT_SOURCE_DIR}/cmake/FindOpenCVModules.cmake" "${PROJECT_SOURCE_DIR}/cmake/FindWebP.cmake"
         DESTINATION ${CUCONV_INSTALL_CMAKEDIR} COMPONENT Development)
