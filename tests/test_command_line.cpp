@@ -9,6 +9,7 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
 #include <fstream>
@@ -252,4 +253,34 @@ TEST_CASE("command line: mistakes are reported in cuconv's own words, with the n
   CHECK(refusal({"a.png", "b.png", "c.png", "-f", "box3"}).find("unexpected argument 'c.png'") != std::string::npos);
   // Every refusal starts the same way.
   CHECK(refusal({"a.png", "b.png", "-f", "box3", "--bench", "0"}).rfind("cuconv: error: --bench", 0) == 0);
+}
+
+TEST_CASE("command line: other tools' words get cuconv's names as suggestions") {
+  // Before issue 49: "'mirror' is not a border mode (one of ...)" with no suggestion.
+  const auto refusal = [](const std::vector<std::string>& args) {
+    const ParsedCommand c = parse(args);
+    CHECK(c.action == Action::exit_now);
+    CHECK(c.exit_code == static_cast<int>(ExitCode::usage));
+    return c.stderr_text;
+  };
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--border", "mirror"})
+            .find("'mirror' is not a border mode; did you mean 'reflect' or 'reflect101'?") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--border", "Edge"}).find("did you mean 'replicate'?") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--border", "tile"}).find("did you mean 'wrap'?") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--depth", "float"}).find("did you mean '32f'?") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--variant", "gpu"}).find("did you mean 'auto'?") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--codec", "cpu"}).find("did you mean 'opencv'?") != std::string::npos);
+  // A word of another tool that is a value here is taken as it is.
+  CHECK(parse({"a.png", "b.png", "-f", "box3", "--codec", "gpu"}).action == Action::filter_image);
+  // Every foreign word maps to a name cuconv has ("gpu" is also a --codec value, "edge" a preset:
+  // the mapping serves only where the word is not a value).
+  for (const names::ForeignWord& foreign : names::kForeignWords) {
+    const std::string ours(foreign.ours);
+    std::vector<std::string> all = names::all_names<Variant>();
+    for (const auto& more : {names::all_names<Border>(), names::all_names<Depth>(), names::all_names<codec::Codec>(),
+                             preset_names()})
+      all.insert(all.end(), more.begin(), more.end());
+    const bool parametric = ours.ends_with(":N");
+    CHECK_MESSAGE((parametric || std::find(all.begin(), all.end(), ours) != all.end()), foreign.word, " -> ", ours);
+  }
 }

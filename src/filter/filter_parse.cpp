@@ -509,8 +509,8 @@ std::string read_filter_file(const std::string& path) {
 std::optional<Filter> load_preset(std::string_view name) {
   for (std::size_t i = 0; i < detail::kEmbeddedFilterCount; ++i) {
     const detail::EmbeddedFilter& preset = detail::kEmbeddedFilters[i];
-    if (preset.name == name) {
-      return parse_by_extension(preset.file_name, preset.text, "preset " + std::string(name));
+    if (names::equal_ignoring_case(preset.name, name)) {  // GAUSS5 and Sobel-X too
+      return parse_by_extension(preset.file_name, preset.text, "preset " + std::string(preset.name));
     }
   }
   return std::nullopt;
@@ -555,6 +555,16 @@ std::string not_a_filter_message(std::string_view spec) {
   std::vector<std::string> nearest = names::nearest_names(word, candidates);
   if (colon != std::string_view::npos) {
     for (std::string& name : nearest) name += ':';
+  } else {
+    // Other tools' words for a filter ("blur"): the presets and parametric filters they mean first.
+    std::vector<std::string> meant;
+    for (const std::string& name : names::names_for_foreign_word(word)) {
+      const std::string_view kind = std::string_view(name).substr(0, name.find(':'));
+      const bool parametric = std::any_of(std::begin(kParametric), std::end(kParametric),
+                                          [&](const ParametricKind& k) { return k.info.name == kind; });
+      if (parametric || std::find(candidates.begin(), candidates.end(), name) != candidates.end()) meant.push_back(name);
+    }
+    if (!meant.empty()) nearest = meant;
   }
   std::string message = "filter '" + printable(spec) + "' is not a preset, a parametric filter (box:N, gaussian:R,SIGMA, ...), "
                         "an inline WxH:... filter or a file";
