@@ -654,12 +654,51 @@ Filter parse_inline_filter(std::string_view text) {
   return filter;
 }
 
-Filter load_filter(std::string_view spec) {
+namespace {
+
+Filter load_unchanged(std::string_view spec) {
   if (std::optional<Filter> preset = load_preset(spec)) return std::move(*preset);
   if (std::optional<Filter> parametric = load_parametric(spec)) return std::move(*parametric);
   if (split_inline(spec)) return parse_inline_filter(spec);
   if (std::optional<Filter> file = load_file(spec)) return std::move(*file);
   throw_bad_input(not_a_filter_message(spec));
+}
+
+/// A sum this close to 0 or 1, relative to the weights' magnitude, is 0 or 1 written in decimals
+/// (0.111 x 9) or rounded (a Gaussian's weights).
+constexpr double kSumTolerance = 1e-6;
+
+double weight_magnitude(const Filter& filter) {
+  double magnitude = 0.0;
+  for (const double w : filter.weights) magnitude += std::abs(w);
+  return magnitude;
+}
+
+}  // namespace
+
+Filter load_filter(std::string_view spec, const FilterLoadOptions& options) {
+  Filter filter = load_unchanged(spec);
+  if (options.normalize) normalize_weights(filter);
+  return filter;
+}
+
+double weight_sum(const Filter& filter) {
+  double sum = 0.0;
+  for (const double w : filter.weights) sum += w;
+  return sum;
+}
+
+bool normalize_weights(Filter& filter) {
+  const double sum = weight_sum(filter);
+  if (std::abs(sum) <= kSumTolerance * weight_magnitude(filter)) return false;
+  for (double& w : filter.weights) w /= sum;
+  return true;
+}
+
+bool sums_to_neither_zero_nor_one(const Filter& filter) {
+  const double sum = weight_sum(filter);
+  const double tolerance = kSumTolerance * std::max(1.0, weight_magnitude(filter));
+  return std::abs(sum) > tolerance && std::abs(sum - 1.0) > tolerance;
 }
 
 std::span<const ParametricFilter> parametric_filters() {
