@@ -13,7 +13,9 @@
 #include <opencv2/imgproc.hpp>
 
 #include <filesystem>
+#include <cctype>
 #include <fstream>
+#include <sstream>
 
 using namespace cuconv;
 using cuconv::test::bit_equal;
@@ -113,4 +115,27 @@ TEST_CASE("newcomer: the no-GPU warning names how to silence it, once; CUCONV_NO
   const auto real = run_cuconv({sample("camera.png"), dir.file("c.png"), "--filter", "5x1:1,1,1,1,1"}, "",
                                "export CUCONV_NO_GPU_WARNING=1");
   CHECK(real.err.find("sum to 5, not 1") != std::string::npos);
+}
+
+TEST_CASE("docs/usage.md names every option of cuconv --help") {
+  // Before issue 49 it lacked --quality, --compression, --strip, --auto-orient and --codec.
+  const auto help = run_cuconv({"--help"});
+  REQUIRE(help.exit_code == 0);
+  const std::string usage = read_file(std::string(CUCONV_TEST_DOCS) + "/usage.md");
+  REQUIRE(!usage.empty());
+  std::istringstream lines(help.out);
+  std::size_t options = 0;
+  for (std::string line; std::getline(lines, line);) {
+    // Option lines: blanks, then "-f,--filter TEXT ..." or "--strip ...".
+    const std::size_t start = line.find_first_not_of(' ');
+    if (start == std::string::npos || start == 0 || line[start] != '-') continue;
+    std::string names = line.substr(start, line.find(' ', start) - start);
+    std::istringstream split(names);
+    for (std::string name; std::getline(split, name, ',');) {
+      if (name.size() < 2 || name[0] != '-' || !std::isalpha(static_cast<unsigned char>(name.back()))) continue;
+      ++options;
+      CHECK_MESSAGE(usage.find("`" + name) != std::string::npos, name, " is in --help but not in docs/usage.md");
+    }
+  }
+  CHECK(options >= 30);
 }
