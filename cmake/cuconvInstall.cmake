@@ -14,6 +14,20 @@ install(TARGETS cuconv RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Run
 # tools (libvips `matrixload` reads the same .mat format).
 file(GLOB cuconv_preset_files CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/filters/*.mat")
 install(FILES ${cuconv_preset_files} DESTINATION ${CUCONV_INSTALL_FILTERDIR} COMPONENT Runtime)
+# The licence in Debian's machine-readable form, where Debian keeps it (/usr/share/doc/cuconv/
+# copyright), and the guides the man page points to: README.md and docs/*.md (the measurement
+# data and pictures under docs/ stay in the repository).
+install(FILES "${PROJECT_SOURCE_DIR}/packaging/copyright" "${PROJECT_SOURCE_DIR}/README.md"
+        DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT Runtime)
+file(GLOB cuconv_doc_pages CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/docs/*.md")
+install(FILES ${cuconv_doc_pages} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT Runtime)
+if(CUCONV_BUILD_TESTS)
+  # What `cmake --install --component Runtime` (the .deb's contents) puts where the man page says.
+  add_test(NAME install_docs
+           COMMAND bash "${PROJECT_SOURCE_DIR}/packaging/check-install-docs.sh" "${PROJECT_BINARY_DIR}"
+                   "${PROJECT_SOURCE_DIR}")
+  set_tests_properties(install_docs PROPERTIES LABELS cpu)
+endif()
 
 # The library: a static archive (device code compiled without relocatable device code, so a
 # consumer links it with its host linker and needs no CUDA language of its own).
