@@ -17,7 +17,7 @@ copyright="$doc/copyright"
 [[ -s "$doc/README.md" ]] || fail "share/doc/cuconv/README.md is missing"
 # Every page of docs/ the man page's SEE ALSO names, and every docs/*.md of the source.
 man_see_also="$(sed -n '/^\[SEE ALSO\]/,$p' "$source/packaging/cuconv.h2m")"
-for page in $(grep -oE '[a-z-]+\.md' <<<"$man_see_also" | sed 's/\\//g' | sort -u) ; do
+for page in $(sed 's/\\//g' <<<"$man_see_also" | grep -oE '[a-z-]+\.md' | sort -u); do
   [[ "$page" == README.md ]] && continue
   [[ -s "$doc/docs/$page" ]] || fail "the man page names $page, which share/doc/cuconv/docs lacks"
 done
@@ -30,9 +30,16 @@ if [[ -s "$copyright" ]]; then
   head -n1 "$copyright" | grep -qx 'Format: https://www.debian.org/doc/packaging-manuals/copyright-format/1.0/' ||
     fail "copyright: the first line is not DEP-5's Format line"
   grep -q '^Files: \*$' "$copyright" || fail "copyright: no 'Files: *' paragraph"
-  while read -r licence; do
-    grep -qx "License: $licence" "$copyright" || fail "copyright: no License paragraph for $licence"
-  done < <(awk '/^Files:/ { files = 1 } /^$/ { files = 0 } files && /^License:/ { print $2 }' "$copyright" | sort -u)
+  # Licences named in Files paragraphs without their text, and the standalone License paragraphs.
+  named="$(awk '/^Files:/ { files = 1 } /^$/ { files = 0 }
+                pending != "" { if ($0 !~ /^ /) print pending; pending = "" }
+                files && /^License:/ { pending = $2 }
+                END { if (pending != "") print pending }' "$copyright" | sort -u)"
+  standalone="$(awk 'previous == "" && /^License:/ { print $2 } { previous = $0 }' "$copyright" | sort -u)"
+  for licence in $named; do
+    grep -qx "$licence" <<<"$standalone" || fail "copyright: no License paragraph for $licence"
+  done
+  [[ -n "$standalone" ]] || fail "copyright: no standalone License paragraph"
   for part in CLI11 "JSON for Modern C++" "CUDA runtime" nvJPEG; do
     grep -q "$part" "$copyright" || fail "copyright does not name $part"
   done
