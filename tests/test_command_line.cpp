@@ -341,7 +341,7 @@ TEST_CASE("--skip-existing: parsed for single-image mode, refused with --overwri
   CHECK(parse({"--out-dir", "out", "a.png", "-f", "box3", "--skip-existing"}).action == Action::filter_batch);
 
   // What the single-image flow asks before reading the input.
-  const std::string existing = std::filesystem::temp_directory_path() / "cuconv-skip-existing-test.png";
+  const std::string existing = (std::filesystem::temp_directory_path() / "cuconv-skip-existing-test.png").string();
   std::ofstream(existing) << "x";
   cli::CliRequest request = command.request;
   request.output = existing;
@@ -351,7 +351,7 @@ TEST_CASE("--skip-existing: parsed for single-image mode, refused with --overwri
   request.skip_existing = true;
   std::filesystem::remove(existing);
   CHECK_FALSE(cli::skipped_existing_output(request).has_value());
-  request.output = std::filesystem::temp_directory_path();  // a folder: check_output_format's error, not a skip
+  request.output = std::filesystem::temp_directory_path().string();  // a folder: check_output_format's error, not a skip
   CHECK_FALSE(cli::skipped_existing_output(request).has_value());
 }
 
