@@ -14,6 +14,7 @@
 
 #include <filesystem>
 #include <cctype>
+#include <cstdlib>
 #include <fstream>
 #include <sstream>
 
@@ -138,4 +139,21 @@ TEST_CASE("docs/usage.md names every option of cuconv --help") {
     }
   }
   CHECK(options >= 30);
+}
+
+TEST_CASE("newcomer: samples/batch-example.sh runs twice into the same folder, the second run skipping") {
+  // Before issue 49 the second run failed 8 of 8 files (exit 4 each: the outputs existed).
+  TempDir dir;
+  const std::string script = std::string(CUCONV_TEST_SAMPLES) + "/batch-example.sh";
+  const std::string command = "CUCONV=" + cuconv::test::shell_quote(cuconv::test::cuconv_binary()) + " bash " +
+                              cuconv::test::shell_quote(script) + " " + cuconv::test::shell_quote(CUCONV_TEST_SAMPLES) +
+                              " " + cuconv::test::shell_quote(dir.file("out")) + " >" +
+                              cuconv::test::shell_quote(dir.file("log")) + " 2>&1";
+  REQUIRE(std::system(command.c_str()) == 0);
+  const std::string first = read_file(dir.file("out/camera.png"));
+  REQUIRE(!first.empty());
+  const int second = std::system(command.c_str());
+  INFO(read_file(dir.file("log")));
+  CHECK(second == 0);
+  CHECK(read_file(dir.file("out/camera.png")) == first);
 }
