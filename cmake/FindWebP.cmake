@@ -6,7 +6,7 @@ include(FindPackageHandleStandardArgs)
 
 find_path(WebP_INCLUDE_DIR webp/encode.h)
 find_library(WebP_LIBRARY NAMES webp)
-find_package_handle_standard_args(WebP REQUIRED_VARS WebP_INCLUDE_DIR WebP_LIBRARY)
+find_package_handle_standard_args(WebP REQUIRED_VARS WebP_LIBRARY WebP_INCLUDE_DIR)
 
 if(WebP_FOUND AND NOT TARGET WebP::webp)
   add_library(WebP::webp UNKNOWN IMPORTED)

@@ -290,7 +290,7 @@ TEST_CASE("command line: other tools' words get cuconv's names as suggestions") 
 
 // ---- issue 49: --normalize, --skip-existing, the no-GPU warning ------------------------------
 
-TEST_CASE("--normalize: weights divided by their sum where it is not 0; the sum test behind the warning") {
+TEST_CASE("--normalize: weights divided by their sum where it is not 0, and the sum test behind the warning") {
   // Before issue 49 '5x1:1,1,1,1,1' multiplied every flat area by 5 (a white image, exit 0).
   const Filter ones = load_filter("5x1:1,1,1,1,1", {.normalize = true});
   CHECK(ones.weights == std::vector<double>(5, 0.2));
@@ -355,7 +355,7 @@ TEST_CASE("--skip-existing: parsed for single-image mode, refused with --overwri
   CHECK_FALSE(cli::skipped_existing_output(request).has_value());
 }
 
-TEST_CASE("the no-GPU warning says how to silence it; CUCONV_NO_GPU_WARNING=1 does") {
+TEST_CASE("the no-GPU warning says how to silence it, and CUCONV_NO_GPU_WARNING=1 does") {
   // Before issue 49 only -q hid it, together with every real warning.
   const std::string warning = cli::no_gpu_warning("no NVIDIA driver is loaded");
   CHECK(warning.rfind("no usable CUDA device (no NVIDIA driver is loaded); filtering with OpenCV on the CPU", 0) == 0);

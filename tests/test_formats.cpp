@@ -437,7 +437,7 @@ TEST_CASE("PNM: colour to .pgm, gray to .ppm and anything but 8-bit gray to .pbm
     CHECK_MESSAGE(refusal(path, CV_8U, channels).empty(), path, " ", channels);
 }
 
-TEST_CASE("PBM: only a two-level image (0 and 255) is written; any other value is refused, no file left") {
+TEST_CASE("PBM: only a two-level image (0 and 255) is written, any other value is refused, no file left") {
   // Before issue 49 a gray image became 1 bit per pixel: every value but 0 written as white.
   TempDir dir;
   cv::Mat two_level(5, 9, CV_8UC1, cv::Scalar(255));

@@ -35,7 +35,7 @@ std::size_t count_of(const std::string& text, const std::string& word) {
 
 }  // namespace
 
-TEST_CASE("newcomer: GAUSS5 and Sobel-X work; mirror, float and blur get cuconv's names") {
+TEST_CASE("newcomer: GAUSS5 and Sobel-X work, and mirror, float and blur get cuconv's names") {
   TempDir dir;
   const auto upper = run_cuconv({sample("camera.png"), dir.file("upper.png"), "--filter", "GAUSS5", "--variant", "opencv"});
   INFO(upper.err);
@@ -60,7 +60,7 @@ TEST_CASE("newcomer: GAUSS5 and Sobel-X work; mirror, float and blur get cuconv'
   }
 }
 
-TEST_CASE("newcomer: --normalize turns the README's '5x1:1,1,1,1,1' into a 5-tap mean; without it a warning") {
+TEST_CASE("newcomer: --normalize turns the README's 5x1 ones into a 5-tap mean, without it a warning") {
   // Before issue 49: a 72% white image, exit 0, no word.
   TempDir dir;
   const auto normalised = run_cuconv({sample("camera.png"), dir.file("mean.png"), "--filter", "5x1:1,1,1,1,1",
@@ -99,7 +99,7 @@ TEST_CASE("newcomer: --skip-existing leaves an existing output alone, says skipp
   CHECK(std::filesystem::exists(dir.file("fresh.png")));
 }
 
-TEST_CASE("newcomer: the no-GPU warning names how to silence it, once; CUCONV_NO_GPU_WARNING=1 silences it") {
+TEST_CASE("newcomer: the no-GPU warning names how to silence it, once, and CUCONV_NO_GPU_WARNING=1 silences it") {
   if (cuda_device_available()) return;  // a GPU: no warning to see (the GPU suite covers that machine)
   TempDir dir;
   const auto warned = run_cuconv({sample("camera.png"), dir.file("a.png"), "--filter", "gauss5"});
