@@ -157,3 +157,13 @@ TEST_CASE("newcomer: samples/batch-example.sh runs twice into the same folder, t
   CHECK(second == 0);
   CHECK(read_file(dir.file("out/camera.png")) == first);
 }
+
+TEST_CASE("newcomer: a folder given as the input of single-image mode is pointed to --out-dir") {
+  TempDir dir;
+  const auto result = run_cuconv({CUCONV_TEST_SAMPLES, dir.file("out.png"), "--filter", "gauss5"});
+  INFO(result.err);
+  CHECK(result.exit_code == static_cast<int>(ExitCode::bad_input));
+  CHECK(result.err.find("is a directory, not an image file (to filter every image of a folder: cuconv --out-dir "
+                        "OUT_DIR " + std::string(CUCONV_TEST_SAMPLES)) != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.file("out.png")));
+}

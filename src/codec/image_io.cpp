@@ -290,7 +290,8 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
   if (ec || !fs::exists(status))
     throw Error(ErrorKind::bad_input, path + ": no such file");
   if (fs::is_directory(status))
-    throw Error(ErrorKind::bad_input, path + ": is a directory, not an image file");
+    throw Error(ErrorKind::bad_input, path + ": is a directory, not an image file (to filter every image of a "
+                                          "folder: cuconv --out-dir OUT_DIR " + path + " --filter ...)");
   if (!fs::is_regular_file(status))
     throw Error(ErrorKind::bad_input, path + ": not a regular file");
   if (::access(path.c_str(), R_OK) != 0)
