@@ -13,6 +13,7 @@
 #include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <iterator>
@@ -365,4 +366,8 @@ TEST_CASE("the no-GPU warning says how to silence it, and CUCONV_NO_GPU_WARNING=
   CHECK(cli::no_gpu_warning_wanted(""));
   CHECK(cli::no_gpu_warning_wanted("0"));
   CHECK_FALSE(cli::no_gpu_warning_wanted("1"));
+  // Once per process: the first call gives the text, later ones nothing (the variable unset here).
+  ::unsetenv(cli::kNoGpuWarningVariable);
+  CHECK(cli::no_gpu_warning_once("no driver") == cli::no_gpu_warning("no driver"));
+  CHECK_FALSE(cli::no_gpu_warning_once("no driver").has_value());
 }

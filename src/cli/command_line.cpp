@@ -11,8 +11,10 @@
 #include <opencv2/core.hpp>
 
 #include <algorithm>
+#include <atomic>
 #include <cctype>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <initializer_list>
 #include <limits>
@@ -255,6 +257,12 @@ bool no_gpu_warning_wanted(const char* variable_value) {
 std::string no_gpu_warning(std::string_view reason) {
   return "no usable CUDA device (" + std::string(reason) + "); filtering with OpenCV on the CPU (--variant opencv, or " +
          kNoGpuWarningVariable + "=1 in the environment, silences this warning)";
+}
+
+std::optional<std::string> no_gpu_warning_once(std::string_view reason) {
+  static std::atomic<bool> given{false};
+  if (!no_gpu_warning_wanted(std::getenv(kNoGpuWarningVariable)) || given.exchange(true)) return std::nullopt;
+  return no_gpu_warning(reason);
 }
 
 bool is_batch_invocation(int argc, const char* const* argv) {

@@ -86,6 +86,11 @@ inline constexpr const char* kNoGpuWarningVariable = "CUCONV_NO_GPU_WARNING";
 /// --variant opencv, or kNoGpuWarningVariable=1. Printed once per process.
 [[nodiscard]] std::string no_gpu_warning(std::string_view reason);
 
+/// no_gpu_warning(reason) the first time it is asked for in this process while the environment
+/// does not silence it (no_gpu_warning_wanted of kNoGpuWarningVariable's value); nullopt after
+/// that, or when silenced. Thread-safe: batch mode and the single-image flow call it alike.
+[[nodiscard]] std::optional<std::string> no_gpu_warning_once(std::string_view reason);
+
 /// The batch options as parsed from argv.
 struct BatchRequest {
   std::vector<std::string> inputs;      ///< images and directories named on the command line
