@@ -245,7 +245,7 @@ std::optional<std::string> unnormalized_filter_warning(const Filter& filter, con
   if (saturated <= 0.5) return std::nullopt;
   char sum[32];
   std::snprintf(sum, sizeof sum, "%g", weight_sum(filter));
-  return "the weights of " + filter.origin + " sum to " + sum + ", not 1, and " +
+  return "the filter's weights (" + filter.origin + ") sum to " + sum + ", not 1, and " +
          std::to_string(static_cast<int>(saturated * 100.0)) +
          "% of the output values are clipped at the type's limits; --normalize divides the weights by their sum";
 }
