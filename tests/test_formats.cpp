@@ -559,7 +559,10 @@ TEST_CASE("WebP lossless keeps the colour of fully transparent pixels exactly") 
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   CHECK(same_bytes(cv::imread(dir.file("out.webp"), cv::IMREAD_UNCHANGED), image));
-  // The library call too.
-  write_image_atomic(dir.file("direct.webp"), image);
+  // The library call too, with EXIF and XMP added by exiv2 to libwebp's file.
+  write_tagged(dir.file("direct.webp"), image, 3, kXmp);
   CHECK(same_bytes(cv::imread(dir.file("direct.webp"), cv::IMREAD_UNCHANGED), image));
+  const ImageMetadata kept = read_metadata(dir.file("direct.webp"));
+  CHECK(exif_orientation(kept) == 3);
+  CHECK(kept.xmp.find("cuconv-test") != std::string::npos);
 }
