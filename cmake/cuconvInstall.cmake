@@ -44,10 +44,10 @@ install(EXPORT cuconvTargets NAMESPACE cuconv:: DESTINATION ${CUCONV_INSTALL_CMA
         COMPONENT Development)
 # The static library passes the libraries it links on to its users, so the config must find each
 # imported target it links: a find_dependency() line for every one the build really links (the
-# table: target, package). OpenCV::modules, CUDA::* and Threads are always found by the config.
+# table: target, package). OpenCV::modules, WebP::webp, CUDA::* and Threads are always found by the config.
 set(CUCONV_CONFIG_DEPENDENCIES "")
 get_target_property(cuconv_core_links cuconv_core LINK_LIBRARIES)
-foreach(entry IN ITEMS "JPEG::JPEG JPEG" "TIFF::TIFF TIFF" "exiv2lib exiv2" "WebP::webp WebP")
+foreach(entry IN ITEMS "JPEG::JPEG JPEG" "TIFF::TIFF TIFF" "exiv2lib exiv2")
   separate_arguments(entry)
   list(GET entry 0 dependency_target)
   list(GET entry 1 dependency_package)
@@ -57,7 +57,7 @@ foreach(entry IN ITEMS "JPEG::JPEG JPEG" "TIFF::TIFF TIFF" "exiv2lib exiv2" "Web
   endif()
 endforeach()
 foreach(link IN LISTS cuconv_core_links)
-  if(TARGET "${link}" AND NOT link MATCHES "^(OpenCV::modules|CUDA::.*|Threads::Threads)$")
+  if(TARGET "${link}" AND NOT link MATCHES "^(OpenCV::modules|WebP::webp|CUDA::.*|Threads::Threads)$")
     message(WARNING "cuconv_core links ${link}: add its package to the find_dependency table in "
                     "cmake/cuconvInstall.cmake, or find_package(cuconv) fails for users")
   endif()
