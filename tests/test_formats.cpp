@@ -566,3 +566,27 @@ TEST_CASE("WebP lossless keeps the colour of fully transparent pixels exactly") 
   CHECK(exif_orientation(kept) == 3);
   CHECK(kept.xmp.find("cuconv-test") != std::string::npos);
 }
+
+TEST_CASE("encoder_options_for: each output format keeps the options it takes (a mixed batch)") {
+  // Before issue 49 a batch's --quality 90 refused every PNG in it; the engine now writes each
+  // file with the options of its own format.
+  WriteOptions asked;
+  asked.quality = 90;
+  asked.compression = "9";
+  const WriteOptions png = encoder_options_for("a.png", asked);
+  CHECK_FALSE(png.quality.has_value());
+  CHECK(png.compression == "9");
+  CHECK_NOTHROW(check_encoder_options("a.png", png));
+  const WriteOptions jpeg = encoder_options_for("a.JPG", asked);
+  CHECK(jpeg.quality == 90);
+  CHECK(jpeg.compression.empty());
+  CHECK_NOTHROW(check_encoder_options("a.jpg", jpeg));
+  const WriteOptions tiff = encoder_options_for("a.tif", asked);  // a level is no TIFF codec
+  CHECK_FALSE(tiff.quality.has_value());
+  CHECK(tiff.compression.empty());
+  asked.compression = "lzw";
+  CHECK(encoder_options_for("a.tif", asked).compression == "lzw");
+  CHECK(encoder_options_for("a.png", asked).compression.empty());
+  CHECK(encoder_options_for("a.webp", asked).quality == 90);
+  CHECK(encoder_options_for("a.bmp", asked).compression.empty());
+}

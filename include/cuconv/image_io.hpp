@@ -91,6 +91,12 @@ struct WriteOptions {
 /// --compression lzw on a PNG, a level on a TIFF ...) or are out of range. Runs before any work.
 void check_encoder_options(const std::string& path, const WriteOptions& options);
 
+/// `options` as they apply to `path`'s format: the quality only for formats that take one (JPEG,
+/// WebP), the compression only where its value fits (a level for PNG, a codec for TIFF); what does
+/// not apply is left out. For a batch whose outputs have several formats: `--quality 90` is for
+/// its JPEG files and does not refuse its PNG files.
+[[nodiscard]] WriteOptions encoder_options_for(const std::string& path, WriteOptions options);
+
 /// Reads the EXIF, ICC and XMP of the image file at `path` (libexiv2). Formats or files exiv2
 /// cannot parse give empty metadata: the pixels are what matters, read_image judges the file.
 /// A TIFF's Orientation comes back as 1: OpenCV's TIFF decoder, unlike its JPEG, PNG and WebP

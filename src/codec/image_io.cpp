@@ -256,6 +256,21 @@ void check_encoder_options(const std::string& path, const WriteOptions& options)
   }
 }
 
+WriteOptions encoder_options_for(const std::string& path, WriteOptions options) {
+  const FormatCapability* format = find_format(lower_extension(path));
+  if (format == nullptr) return options;  // check_output_extension names the problem
+  if (!format->quality) options.quality.reset();
+  if (!options.compression.empty()) {
+    const std::string& value = options.compression;
+    detail::TiffCompression codec{};
+    const bool fits = format->compression == CompressionKind::zlib_level
+                          ? value.size() == 1 && value[0] >= '0' && value[0] <= '9'
+                          : format->compression == CompressionKind::tiff_codec && detail::parse_tiff_compression(value, codec);
+    if (!fits) options.compression.clear();
+  }
+  return options;
+}
+
 std::string metadata_kept_by(const std::string& path) {
   const FormatCapability* format = find_format(lower_extension(path));
   if (format == nullptr) return {};
