@@ -14,6 +14,20 @@ install(TARGETS cuconv RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Run
 # tools (libvips `matrixload` reads the same .mat format).
 file(GLOB cuconv_preset_files CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/filters/*.mat")
 install(FILES ${cuconv_preset_files} DESTINATION ${CUCONV_INSTALL_FILTERDIR} COMPONENT Runtime)
+# The licence in Debian's machine-readable form, where Debian keeps it (/usr/share/doc/cuconv/
+# copyright), and the guides the man page points to: README.md and docs/*.md (the measurement
+# data and pictures under docs/ stay in the repository).
+install(FILES "${PROJECT_SOURCE_DIR}/packaging/copyright" "${PROJECT_SOURCE_DIR}/README.md"
+        DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT Runtime)
+file(GLOB cuconv_doc_pages CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/docs/*.md")
+install(FILES ${cuconv_doc_pages} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT Runtime)
+if(CUCONV_BUILD_TESTS)
+  # What `cmake --install --component Runtime` (the .deb's contents) puts where the man page says.
+  add_test(NAME install_docs
+           COMMAND bash "${PROJECT_SOURCE_DIR}/packaging/check-install-docs.sh" "${PROJECT_BINARY_DIR}"
+                   "${PROJECT_SOURCE_DIR}")
+  set_tests_properties(install_docs PROPERTIES LABELS cpu)
+endif()
 
 # The library: a static archive (device code compiled without relocatable device code, so a
 # consumer links it with its host linker and needs no CUDA language of its own).
@@ -30,7 +44,7 @@ install(EXPORT cuconvTargets NAMESPACE cuconv:: DESTINATION ${CUCONV_INSTALL_CMA
         COMPONENT Development)
 # The static library passes the libraries it links on to its users, so the config must find each
 # imported target it links: a find_dependency() line for every one the build really links (the
-# table: target, package). OpenCV::modules, CUDA::* and Threads are always found by the config.
+# table: target, package). OpenCV::modules, WebP::webp, CUDA::* and Threads are always found by the config.
 set(CUCONV_CONFIG_DEPENDENCIES "")
 get_target_property(cuconv_core_links cuconv_core LINK_LIBRARIES)
 foreach(entry IN ITEMS "JPEG::JPEG JPEG" "TIFF::TIFF TIFF" "exiv2lib exiv2")
@@ -43,7 +57,7 @@ foreach(entry IN ITEMS "JPEG::JPEG JPEG" "TIFF::TIFF TIFF" "exiv2lib exiv2")
   endif()
 endforeach()
 foreach(link IN LISTS cuconv_core_links)
-  if(TARGET "${link}" AND NOT link MATCHES "^(OpenCV::modules|CUDA::.*|Threads::Threads)$")
+  if(TARGET "${link}" AND NOT link MATCHES "^(OpenCV::modules|WebP::webp|CUDA::.*|Threads::Threads)$")
     message(WARNING "cuconv_core links ${link}: add its package to the find_dependency table in "
                     "cmake/cuconvInstall.cmake, or find_package(cuconv) fails for users")
   endif()
@@ -53,5 +67,5 @@ configure_package_config_file("${PROJECT_SOURCE_DIR}/cmake/cuconvConfig.cmake.in
 write_basic_package_version_file("${PROJECT_BINARY_DIR}/cuconvConfigVersion.cmake"
   VERSION ${PROJECT_VERSION} COMPATIBILITY SameMajorVersion)
 install(FILES "${PROJECT_BINARY_DIR}/cuconvConfig.cmake" "${PROJECT_BINARY_DIR}/cuconvConfigVersion.cmake"
-              "${PROJECT_SOURCE_DIR}/cmake/FindOpenCVModules.cmake"
+              "${PROJECT_SOURCE_DIR}/cmake/FindOpenCVModules.cmake" "${PROJECT_SOURCE_DIR}/cmake/FindWebP.cmake"
         DESTINATION ${CUCONV_INSTALL_CMAKEDIR} COMPONENT Development)

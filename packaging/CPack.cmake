@@ -29,7 +29,9 @@ set(CPACK_DEBIAN_PACKAGE_SHLIBDEPS ON)
 # >>> is needed here; only a library loaded with dlopen must be named in this list.
 set(CUCONV_DEB_EXTRA_DEPENDS "" CACHE STRING "Extra Depends of the .deb, comma-separated")
 set(CPACK_DEBIAN_PACKAGE_DEPENDS "${CUCONV_DEB_EXTRA_DEPENDS}")
-set(CPACK_DEBIAN_PACKAGE_SUGGESTS "bash-completion")
+# Tab completion needs bash-completion loaded in the shell: without it the completion installed
+# under share/bash-completion is never read.
+set(CPACK_DEBIAN_PACKAGE_RECOMMENDS "bash-completion")
 
 include(CPack)
 cpack_add_component(Runtime DISPLAY_NAME "cuconv command-line tool")

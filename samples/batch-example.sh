@@ -7,7 +7,8 @@
 #   OUT_DIR  where results go, same file names and extensions (default: ./cuconv-out)
 #   CUCONV   cuconv executable to use (default: `cuconv` on PATH)
 #
-# Exits non-zero when any image failed; the others are still processed.
+# Exits non-zero when any image failed; the others are still processed. Outputs that exist already
+# are kept (a second run skips them), so the script can be run again after an interruption.
 set -euo pipefail
 
 script_dir="$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)"
@@ -46,7 +47,8 @@ for in in "${images[@]}"; do
   out="$out_dir/$(basename "$in")"   # same name, so the extension (and format) is kept
   # `|| rc=$?` keeps set -e from stopping the loop on the first failure.
   rc=0
-  "$cuconv" "$in" "$out" --filter gauss5 || rc=$?
+  # --skip-existing: a re-run leaves the results of the last run alone and succeeds.
+  "$cuconv" "$in" "$out" --filter gauss5 --skip-existing || rc=$?
   if (( rc == 0 )); then
     echo "ok    $in -> $out"
     ok=$((ok + 1))

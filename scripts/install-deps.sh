@@ -16,6 +16,7 @@ packages=(
   libjpeg-dev   # JPEG input through libjpeg (its warnings refuse truncated data)
   libtiff-dev   # TIFF output (lossless float, 16S in colour)
   libexiv2-dev  # EXIF, ICC and XMP kept from input to output
+  libwebp-dev   # WebP output through libwebp itself (lossless keeps transparent pixels exact)
   zlib1g-dev  # tests craft PNG files with valid CRCs
   help2man    # the man page, generated from cuconv --help at build time
   dpkg-dev file  # cpack -G DEB: dpkg-shlibdeps works out the package's Depends

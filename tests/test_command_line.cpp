@@ -8,12 +8,17 @@
 #include <cuconv/filter.hpp>
 
 #include <doctest/doctest.h>
+#include <opencv2/core.hpp>
 
+#include <algorithm>
 #include <cctype>
 #include <cstdint>
+#include <cstdlib>
+#include <filesystem>
 #include <fstream>
 #include <iterator>
 #include <limits>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -252,4 +257,117 @@ TEST_CASE("command line: mistakes are reported in cuconv's own words, with the n
   CHECK(refusal({"a.png", "b.png", "c.png", "-f", "box3"}).find("unexpected argument 'c.png'") != std::string::npos);
   // Every refusal starts the same way.
   CHECK(refusal({"a.png", "b.png", "-f", "box3", "--bench", "0"}).rfind("cuconv: error: --bench", 0) == 0);
+}
+
+TEST_CASE("command line: other tools' words get cuconv's names as suggestions") {
+  // Before issue 49: "'mirror' is not a border mode (one of ...)" with no suggestion.
+  const auto refusal = [](const std::vector<std::string>& args) {
+    const ParsedCommand c = parse(args);
+    CHECK(c.action == Action::exit_now);
+    CHECK(c.exit_code == static_cast<int>(ExitCode::usage));
+    return c.stderr_text;
+  };
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--border", "mirror"})
+            .find("'mirror' is not a border mode; did you mean 'reflect' or 'reflect101'?") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--border", "Edge"}).find("did you mean 'replicate'?") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--border", "tile"}).find("did you mean 'wrap'?") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--depth", "float"}).find("did you mean '32f'?") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--variant", "gpu"}).find("did you mean 'auto'?") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--codec", "cpu"}).find("did you mean 'opencv'") != std::string::npos);
+  // A word of another tool that is a value here is taken as it is.
+  CHECK(parse({"a.png", "b.png", "-f", "box3", "--codec", "gpu"}).action == Action::filter_image);
+  // Every foreign word maps to a name cuconv has ("gpu" is also a --codec value, "edge" a preset:
+  // the mapping serves only where the word is not a value).
+  for (const names::ForeignWord& foreign : names::kForeignWords) {
+    const std::string ours(foreign.ours);
+    std::vector<std::string> all = names::all_names<Variant>();
+    for (const auto& more : {names::all_names<Border>(), names::all_names<Depth>(), names::all_names<codec::Codec>(),
+                             preset_names()})
+      all.insert(all.end(), more.begin(), more.end());
+    const bool parametric = ours.ends_with(":N");
+    CHECK_MESSAGE((parametric || std::find(all.begin(), all.end(), ours) != all.end()), foreign.word, " -> ", ours);
+  }
+}
+
+// ---- issue 49: --normalize, --skip-existing, the no-GPU warning ------------------------------
+
+TEST_CASE("--normalize: weights divided by their sum where it is not 0, and the sum test behind the warning") {
+  // Before issue 49 '5x1:1,1,1,1,1' multiplied every flat area by 5 (a white image, exit 0).
+  const Filter ones = load_filter("5x1:1,1,1,1,1", {.normalize = true});
+  CHECK(ones.weights == std::vector<double>(5, 0.2));
+  CHECK(weight_sum(load_filter("5x1:1,1,1,1,1")) == 5.0);
+  CHECK(load_filter("laplacian", {.normalize = true}).weights == load_filter("laplacian").weights);  // sums to 0
+  Filter zeros = load_filter("3x1:0,0,0");
+  CHECK_FALSE(normalize_weights(zeros));
+  CHECK(sums_to_neither_zero_nor_one(load_filter("5x1:1,1,1,1,1")));
+  CHECK(sums_to_neither_zero_nor_one(load_filter("3x1:1,2,1")));
+  for (const char* fine : {"gauss5", "box:7", "gaussian:3,1.3", "sharpen", "laplacian", "sobel-x", "3:0.111111111,0.111111111,"
+                           "0.111111111,0.111111111,0.111111111,0.111111111,0.111111111,0.111111111,0.111111111"})
+    CHECK_MESSAGE(!sums_to_neither_zero_nor_one(load_filter(fine)), fine);
+  CHECK_FALSE(sums_to_neither_zero_nor_one(ones));
+  // The command line: the flag reaches the request and the load options.
+  const ParsedCommand command = parse({"a.png", "b.png", "-f", "5x1:1,1,1,1,1", "--normalize"});
+  CHECK(command.request.normalize);
+  CHECK(cli::filter_load_options_of(command.request).normalize);
+  CHECK_FALSE(cli::filter_load_options_of(parse({"a.png", "b.png", "-f", "box3"}).request).normalize);
+}
+
+TEST_CASE("unnormalized_filter_warning: a filter not summing to 1 whose result is mostly clipped, with the cure") {
+  const Filter ones = load_filter("5x1:1,1,1,1,1");
+  const cv::Mat white(8, 8, CV_8UC1, cv::Scalar(255));
+  const std::optional<std::string> warning = cli::unnormalized_filter_warning(ones, white);
+  REQUIRE(warning.has_value());
+  CHECK(warning->find("sum to 5, not 1") != std::string::npos);
+  CHECK(warning->find("100% of the output values are clipped") != std::string::npos);
+  CHECK(warning->find("--normalize") != std::string::npos);
+  CHECK_FALSE(cli::unnormalized_filter_warning(ones, cv::Mat(8, 8, CV_8UC1, cv::Scalar(60))).has_value());   // in range
+  CHECK_FALSE(cli::unnormalized_filter_warning(load_filter("gauss5"), white).has_value());                   // sums to 1
+  CHECK_FALSE(cli::unnormalized_filter_warning(load_filter("laplacian"), white).has_value());                // sums to 0
+  CHECK_FALSE(cli::unnormalized_filter_warning(ones, cv::Mat(8, 8, CV_32FC1, cv::Scalar(5.0F))).has_value());  // float
+  cv::Mat half(2, 2, CV_16UC1, cv::Scalar(65535));
+  half.at<std::uint16_t>(0, 0) = 3;
+  CHECK(cli::saturated_fraction(half) == 0.75);
+  CHECK(cli::saturated_fraction(cv::Mat(2, 2, CV_16SC3, cv::Scalar::all(-32768))) == 1.0);
+}
+
+TEST_CASE("--skip-existing: parsed for single-image mode, refused with --overwrite and for standard output") {
+  const ParsedCommand command = parse({"a.png", "b.png", "-f", "box3", "--skip-existing"});
+  CHECK(command.request.skip_existing);
+  CHECK(command.action == Action::filter_image);
+  const ParsedCommand both = parse({"a.png", "b.png", "-f", "box3", "--skip-existing", "--overwrite"});
+  CHECK(both.action == Action::exit_now);
+  CHECK(both.exit_code == static_cast<int>(ExitCode::usage));
+  CHECK(both.stderr_text.find("--overwrite excludes --skip-existing") != std::string::npos);
+  CHECK(usage_error({"a.png", "png:-", "-f", "box3", "--skip-existing"}).find("standard output") != std::string::npos);
+  CHECK(parse({"--out-dir", "out", "a.png", "-f", "box3", "--skip-existing"}).action == Action::filter_batch);
+
+  // What the single-image flow asks before reading the input.
+  const std::string existing = (std::filesystem::temp_directory_path() / "cuconv-skip-existing-test.png").string();
+  std::ofstream(existing) << "x";
+  cli::CliRequest request = command.request;
+  request.output = existing;
+  CHECK(cli::skipped_existing_output(request) == existing + " exists; skipped (--skip-existing)");
+  request.skip_existing = false;
+  CHECK_FALSE(cli::skipped_existing_output(request).has_value());
+  request.skip_existing = true;
+  std::filesystem::remove(existing);
+  CHECK_FALSE(cli::skipped_existing_output(request).has_value());
+  request.output = std::filesystem::temp_directory_path().string();  // a folder: check_output_format's error, not a skip
+  CHECK_FALSE(cli::skipped_existing_output(request).has_value());
+}
+
+TEST_CASE("the no-GPU warning says how to silence it, and CUCONV_NO_GPU_WARNING=1 does") {
+  // Before issue 49 only -q hid it, together with every real warning.
+  const std::string warning = cli::no_gpu_warning("no NVIDIA driver is loaded");
+  CHECK(warning.rfind("no usable CUDA device (no NVIDIA driver is loaded); filtering with OpenCV on the CPU", 0) == 0);
+  CHECK(warning.find("--variant opencv") != std::string::npos);
+  CHECK(warning.find("CUCONV_NO_GPU_WARNING=1") != std::string::npos);
+  CHECK(cli::no_gpu_warning_wanted(nullptr));
+  CHECK(cli::no_gpu_warning_wanted(""));
+  CHECK(cli::no_gpu_warning_wanted("0"));
+  CHECK_FALSE(cli::no_gpu_warning_wanted("1"));
+  // Once per process: the first call gives the text, later ones nothing (the variable unset here).
+  ::unsetenv(cli::kNoGpuWarningVariable);
+  CHECK(cli::no_gpu_warning_once("no driver") == cli::no_gpu_warning("no driver"));
+  CHECK_FALSE(cli::no_gpu_warning_once("no driver").has_value());
 }

@@ -625,3 +625,21 @@ TEST_CASE("describe_filter prints the header and aligned rows") {
   CHECK(box3.rfind("preset box3: 3x3, anchor (1,1), offset 0\n", 0) == 0);
   CHECK(box3.find("0.111111111  0.111111111  0.111111111\n") != std::string::npos);
 }
+
+// ---- issue 49: any-case names, other tools' words ----------------------------------------------
+
+TEST_CASE("load_filter: presets and parametric names in any letter case") {
+  // Before issue 49 "GAUSS5" and "Sobel-X" were refused though the README says values take any case.
+  CHECK(cuconv::load_filter("GAUSS5").weights == cuconv::load_filter("gauss5").weights);
+  CHECK(cuconv::load_filter("GAUSS5").origin == "preset gauss5");
+  CHECK(cuconv::load_filter("Sobel-X").weights == cuconv::load_filter("sobel-x").weights);
+  CHECK(cuconv::load_filter("BOX:3").weights == cuconv::load_filter("box:3").weights);
+  CHECK(cuconv::load_filter("Gaussian:2,1").weights == cuconv::load_filter("gaussian:2,1").weights);
+}
+
+TEST_CASE("load_filter: other tools' words for a filter are pointed to cuconv's") {
+  check_error([] { return cuconv::load_filter("blur"); }, {"filter 'blur' is not a preset", "did you mean 'gauss5' or 'box:N'?"});
+  check_error([] { return cuconv::load_filter("MEAN"); }, {"did you mean 'box:N'?"});
+  // A border's word is no filter: no suggestion from the border list.
+  CHECK(error_of([] { return cuconv::load_filter("mirror"); }).find("reflect") == std::string::npos);
+}

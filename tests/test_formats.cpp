@@ -11,7 +11,14 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include <zlib.h>
+
+#include <algorithm>
 #include <cmath>
+#include <cstdint>
+#include <cstdlib>
+#include <optional>
+#include <tuple>
 #include <cstring>
 #include <fstream>
 #include <limits>
@@ -404,4 +411,182 @@ TEST_CASE("command line: --quality, --compression, --strip and --auto-orient rea
   CHECK(many.batch.write.compression == "deflate");
   CHECK_FALSE(many.batch.strip_metadata);
   CHECK(many.batch.auto_orient);
+}
+
+// ---- issue 49: no silent loss in PNM, PNG's ICC profile and WebP's transparent pixels ---------
+
+TEST_CASE("PNM: colour to .pgm, gray to .ppm and anything but 8-bit gray to .pbm are refused by the format check") {
+  // Before issue 49 these passed the check and failed in OpenCV's encoder after the work.
+  const auto refusal = [](const std::string& path, int depth, int channels) {
+    try {
+      check_output_format(path, depth, channels);
+    } catch (const Error& e) {
+      CHECK(e.kind() == ErrorKind::output);
+      return std::string(e.what());
+    }
+    return std::string();
+  };
+  CHECK(refusal("x.pgm", CV_8U, 3).find("x.pgm: .pgm cannot hold 3 channels (colour) (use .ppm") == 0);
+  CHECK(refusal("x.ppm", CV_16U, 1).find("x.ppm: .ppm cannot hold 1 channel (gray) (use .pgm") == 0);
+  CHECK(refusal("x.pbm", CV_8U, 3).find(".pbm cannot hold 3 channels") != std::string::npos);
+  CHECK(refusal("x.pbm", CV_16U, 1).find(".pbm cannot hold 16U") != std::string::npos);
+  CHECK(refusal("x.pgm", CV_8U, 4).find(".pgm cannot hold 4 channels") != std::string::npos);
+  CHECK(refusal("x.pnm", CV_8U, 4).find("cannot store an alpha channel") != std::string::npos);
+  for (const auto& [path, channels] : std::vector<std::pair<std::string, int>>{
+           {"x.pgm", 1}, {"x.ppm", 3}, {"x.pnm", 1}, {"x.pnm", 3}, {"x.pbm", 1}, {"x.PGM", 1}})
+    CHECK_MESSAGE(refusal(path, CV_8U, channels).empty(), path, " ", channels);
+}
+
+TEST_CASE("PBM: only a two-level image (0 and 255) is written, any other value is refused, no file left") {
+  // Before issue 49 a gray image became 1 bit per pixel: every value but 0 written as white.
+  TempDir dir;
+  cv::Mat two_level(5, 9, CV_8UC1, cv::Scalar(255));
+  two_level.at<std::uint8_t>(2, 3) = 0;
+  CHECK(is_two_level(two_level));
+  write_image_atomic(dir.file("ok.pbm"), two_level);
+  CHECK(same_bytes(cv::imread(dir.file("ok.pbm"), cv::IMREAD_UNCHANGED), two_level));
+
+  cv::Mat gray = two_level.clone();
+  gray.at<std::uint8_t>(4, 8) = 17;
+  CHECK_FALSE(is_two_level(gray));
+  CHECK_FALSE(is_two_level(cv::Mat(2, 2, CV_8UC3, cv::Scalar::all(255))));
+  CHECK_NOTHROW(check_two_level(dir.file("gray.pgm"), gray));  // only .pbm needs two levels
+  try {
+    write_image_atomic(dir.file("gray.pbm"), gray);
+    FAIL("a gray image was written to .pbm");
+  } catch (const Error& e) {
+    CHECK(e.kind() == ErrorKind::output);
+    CHECK(std::string(e.what()).find(".pbm stores black and white only") != std::string::npos);
+  }
+  CHECK_FALSE(fs::exists(dir.file("gray.pbm")));
+}
+
+TEST_CASE("cuconv: .pgm/.ppm/.pbm that cannot hold the result exit 4 before filtering, in cuconv's words") {
+  TempDir dir;
+  const auto run = [&](const std::string& input, const std::string& out, const std::string& filter) {
+    return run_cuconv({input, dir.file(out), "--filter", filter, "--variant", "opencv", "-v"});
+  };
+  for (const auto& [input, out, message] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {sample("coffee.png"), "colour.pgm", ".pgm cannot hold 3 channels (colour)"},
+           {sample("camera.png"), "gray.ppm", ".ppm cannot hold 1 channel (gray)"},
+           {sample("coffee.png"), "colour.pbm", ".pbm cannot hold 3 channels"}}) {
+    const auto result = run(input, out, "gauss5");
+    INFO(out, ": ", result.err);
+    CHECK(result.exit_code == static_cast<int>(ExitCode::output));
+    CHECK(result.err.find(message) != std::string::npos);
+    CHECK(result.err.find("OpenCV") == std::string::npos);
+    CHECK(result.err.find("variant opencv:") == std::string::npos);  // the filter never ran
+    CHECK_FALSE(fs::exists(dir.file(out)));
+  }
+  // A blurred gray image is not two-level: refused, no file.
+  const auto blurred = run(sample("camera.png"), "blur.pbm", "gauss5");
+  CHECK(blurred.exit_code == static_cast<int>(ExitCode::output));
+  CHECK(blurred.err.find(".pbm stores black and white only") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.file("blur.pbm")));
+  // A two-level image filtered with the identity goes to .pbm unchanged.
+  cv::Mat checks(16, 16, CV_8UC1, cv::Scalar(0));
+  checks(cv::Rect(0, 0, 8, 8)).setTo(255);
+  REQUIRE(cv::imwrite(dir.file("checks.png"), checks));
+  const auto identity = run(dir.file("checks.png"), "checks.pbm", "1x1:1");
+  INFO(identity.err);
+  REQUIRE(identity.exit_code == 0);
+  CHECK(same_bytes(cv::imread(dir.file("checks.pbm"), cv::IMREAD_UNCHANGED), checks));
+}
+
+namespace {
+
+/// The keyword of the first iCCP chunk of the PNG file `bytes` (nullopt: no iCCP chunk), after
+/// checking the chunk's CRC.
+std::optional<std::string> iccp_keyword(const std::string& bytes) {
+  std::size_t pos = 8;
+  const auto be32 = [&](std::size_t at) {
+    return (std::uint32_t{static_cast<unsigned char>(bytes[at])} << 24) |
+           (std::uint32_t{static_cast<unsigned char>(bytes[at + 1])} << 16) |
+           (std::uint32_t{static_cast<unsigned char>(bytes[at + 2])} << 8) |
+           std::uint32_t{static_cast<unsigned char>(bytes[at + 3])};
+  };
+  while (pos + 12 <= bytes.size()) {
+    const std::size_t length = be32(pos);
+    REQUIRE(pos + 12 + length <= bytes.size());
+    if (bytes.compare(pos + 4, 4, "iCCP") == 0) {
+      const auto* chunk = reinterpret_cast<const Bytef*>(bytes.data() + pos + 4);
+      CHECK(crc32(0L, chunk, static_cast<uInt>(length + 4)) == be32(pos + 8 + length));
+      return bytes.substr(pos + 8, bytes.find('\0', pos + 8) - (pos + 8));
+    }
+    pos += 12 + length;
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+TEST_CASE("metadata: a PNG output names its ICC profile (iCCP keyword of 1-79 Latin-1 characters)") {
+  // Before issue 49 the keyword was empty: libvips and ImageMagick print "iCCP: bad keyword" and
+  // drop the profile. Checked with vipsheader where it is installed, else by reading the chunk.
+  const ImageMetadata input = read_metadata(sample("astronaut.png"));
+  REQUIRE(!input.icc.empty());
+  TempDir dir;
+  const auto result = run_cuconv({sample("astronaut.png"), dir.file("out.png"), "--filter", "gauss5", "--variant",
+                                  "opencv"});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  const std::optional<std::string> keyword = iccp_keyword(read_file(dir.file("out.png")));
+  REQUIRE(keyword.has_value());
+  CHECK(!keyword->empty());
+  CHECK(keyword->size() <= 79);
+  CHECK(std::all_of(keyword->begin(), keyword->end(), [](char c) {
+    const auto byte = static_cast<unsigned char>(c);
+    return (byte >= 32 && byte <= 126) || byte >= 161;  // PNG: printable Latin-1
+  }));
+  CHECK(read_metadata(dir.file("out.png")).icc == input.icc);
+  if (std::system("command -v vipsheader >/dev/null 2>&1") == 0) {
+    const std::string command = "vipsheader -f icc-profile-data " + cuconv::test::shell_quote(dir.file("out.png")) +
+                                " >/dev/null 2>" + cuconv::test::shell_quote(dir.file("vips.err"));
+    CHECK(std::system(command.c_str()) == 0);
+    CHECK(read_file(dir.file("vips.err")).find("bad keyword") == std::string::npos);
+  }
+}
+
+TEST_CASE("WebP lossless keeps the colour of fully transparent pixels exactly") {
+  // Before issue 49 libwebp (through OpenCV) rewrote them: up to 247 levels off.
+  TempDir dir;
+  cv::Mat image = random_image(33, 47, CV_8U, 4, 49);
+  for (int r = 0; r < image.rows; ++r)
+    for (int c = 0; c < image.cols; ++c)
+      if ((r + c) % 3 == 0) image.at<cv::Vec4b>(r, c)[3] = 0;  // a third of the pixels transparent
+  REQUIRE(cv::imwrite(dir.file("in.png"), image));
+  const auto result = run_cuconv({dir.file("in.png"), dir.file("out.webp"), "--filter", "1x1:1", "--variant", "opencv"});
+  INFO(result.err);
+  REQUIRE(result.exit_code == 0);
+  CHECK(same_bytes(cv::imread(dir.file("out.webp"), cv::IMREAD_UNCHANGED), image));
+  // The library call too, with EXIF and XMP added by exiv2 to libwebp's file.
+  write_tagged(dir.file("direct.webp"), image, 3, kXmp);
+  CHECK(same_bytes(cv::imread(dir.file("direct.webp"), cv::IMREAD_UNCHANGED), image));
+  const ImageMetadata kept = read_metadata(dir.file("direct.webp"));
+  CHECK(exif_orientation(kept) == 3);
+  CHECK(kept.xmp.find("cuconv-test") != std::string::npos);
+}
+
+TEST_CASE("encoder_options_for: each output format keeps the options it takes (a mixed batch)") {
+  // Before issue 49 a batch's --quality 90 refused every PNG in it; the engine now writes each
+  // file with the options of its own format.
+  WriteOptions asked;
+  asked.quality = 90;
+  asked.compression = "9";
+  const WriteOptions png = encoder_options_for("a.png", asked);
+  CHECK_FALSE(png.quality.has_value());
+  CHECK(png.compression == "9");
+  CHECK_NOTHROW(check_encoder_options("a.png", png));
+  const WriteOptions jpeg = encoder_options_for("a.JPG", asked);
+  CHECK(jpeg.quality == 90);
+  CHECK(jpeg.compression.empty());
+  CHECK_NOTHROW(check_encoder_options("a.jpg", jpeg));
+  const WriteOptions tiff = encoder_options_for("a.tif", asked);  // a level is no TIFF codec
+  CHECK_FALSE(tiff.quality.has_value());
+  CHECK(tiff.compression.empty());
+  asked.compression = "lzw";
+  CHECK(encoder_options_for("a.tif", asked).compression == "lzw");
+  CHECK(encoder_options_for("a.png", asked).compression.empty());
+  CHECK(encoder_options_for("a.webp", asked).quality == 90);
+  CHECK(encoder_options_for("a.bmp", asked).compression.empty());
 }

@@ -39,11 +39,29 @@ struct Filter {
   [[nodiscard]] int resolved_anchor_y() const { return anchor_y < 0 ? height / 2 : anchor_y; }
 };
 
+/// How load_filter treats the weights it has read.
+struct FilterLoadOptions {
+  /// --normalize: divide every weight by the weights' sum where that sum is not 0, as ImageMagick's
+  /// -convolve does, so `5x1:1,1,1,1,1` is a 5-tap mean; a filter summing to 0 (edges) is kept.
+  bool normalize = false;
+};
+
 /// Resolves what the user gave to --filter: a preset, a parametric filter (`gaussian:R,SIGMA` ...),
-/// an inline string, or a file path (in that order). Throws Error{bad_input} with a message naming
-/// the source, the line (for files) and the problem; for an unknown name, the nearest names; for
-/// a path that does not exist, "no such file".
-[[nodiscard]] Filter load_filter(std::string_view spec);
+/// an inline string, or a file path (in that order); preset and parametric names in any letter
+/// case. Throws Error{bad_input} with a message naming the source, the line (for files) and the
+/// problem; for an unknown name, the nearest names; for a path that does not exist, "no such file".
+[[nodiscard]] Filter load_filter(std::string_view spec, const FilterLoadOptions& options = {});
+
+/// The sum of the weights (in double; a flat area is multiplied by it).
+[[nodiscard]] double weight_sum(const Filter& filter);
+
+/// Divides the weights by their sum; false (weights unchanged) when the sum is 0 up to rounding.
+bool normalize_weights(Filter& filter);
+
+/// Whether the weights sum to neither 0 nor 1 (up to rounding): such a filter scales every flat
+/// area by the sum (a 5-tap box written as ones makes it 5 times brighter), which is seldom meant
+/// unless the filter says so; --normalize is the cure the warning names.
+[[nodiscard]] bool sums_to_neither_zero_nor_one(const Filter& filter);
 
 /// Parses a plain matrix text; `origin` is used in messages ("file.txt:3: ...").
 [[nodiscard]] Filter parse_plain_matrix(std::string_view text, std::string_view origin);

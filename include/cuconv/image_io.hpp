@@ -35,8 +35,19 @@ void check_image_header(const std::string& path, const ReadLimits& limits = {});
 
 /// Throws Error{output} when `path` cannot receive the result: it is a directory or another
 /// non-regular file, its folder does not exist, or its format cannot hold an image of this depth
-/// and channel count (a float result to PNG, alpha to JPEG ...). Runs before any work.
+/// and channel count (a float result to PNG, alpha to JPEG, colour to .pgm, gray to .ppm, anything
+/// but one 8-bit channel to .pbm ...). Runs before any work.
 void check_output_format(const std::string& path, int depth, int channels);
+
+/// Whether `image` is one 8-bit channel of 0s and 255s only: what a PBM file (one bit per pixel)
+/// holds and gives back unchanged.
+[[nodiscard]] bool is_two_level(const cv::Mat& image);
+
+/// Throws Error{output} when `path` is a .pbm and `image` is not two-level (is_two_level): PBM
+/// would write every value but 0 as white. The pixels decide, so this runs on the result, after
+/// check_output_format has passed (8U, one channel) and before encoding; encode_image and
+/// write_image_atomic call it themselves, so no .pbm is ever written with values changed.
+void check_two_level(const std::string& path, const cv::Mat& image);
 
 /// Throws Error{usage} when `output` names the same file as `input` (also through links).
 void check_not_same_file(const std::string& input, const std::string& output);
@@ -89,6 +100,12 @@ struct WriteOptions {
 /// Throws Error{usage} when `options` do not apply to `path`'s format (--quality on a PNG,
 /// --compression lzw on a PNG, a level on a TIFF ...) or are out of range. Runs before any work.
 void check_encoder_options(const std::string& path, const WriteOptions& options);
+
+/// `options` as they apply to `path`'s format: the quality only for formats that take one (JPEG,
+/// WebP), the compression only where its value fits (a level for PNG, a codec for TIFF); what does
+/// not apply is left out. For a batch whose outputs have several formats: `--quality 90` is for
+/// its JPEG files and does not refuse its PNG files.
+[[nodiscard]] WriteOptions encoder_options_for(const std::string& path, WriteOptions options);
 
 /// Reads the EXIF, ICC and XMP of the image file at `path` (libexiv2). Formats or files exiv2
 /// cannot parse give empty metadata: the pixels are what matters, read_image judges the file.

@@ -8,8 +8,14 @@
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
 
+#include <opencv2/core.hpp>
+
 #include <algorithm>
+#include <atomic>
 #include <cctype>
+#include <cstdio>
+#include <cstdlib>
+#include <filesystem>
 #include <initializer_list>
 #include <limits>
 #include <sstream>
@@ -204,6 +210,61 @@ WriteOptions write_options_of(const CliRequest& request) {
   return options;
 }
 
+FilterLoadOptions filter_load_options_of(const CliRequest& request) {
+  FilterLoadOptions options;
+  options.normalize = request.normalize;
+  return options;
+}
+
+std::optional<std::string> skipped_existing_output(const CliRequest& request) {
+  if (!request.skip_existing || request.output.ends_with(":-")) return std::nullopt;
+  std::error_code ec;
+  const auto status = std::filesystem::symlink_status(request.output, ec);
+  if (!std::filesystem::is_regular_file(status) && !std::filesystem::is_symlink(status)) return std::nullopt;
+  return request.output + " exists; skipped (--skip-existing)";
+}
+
+double saturated_fraction(const cv::Mat& image) {
+  if (image.empty()) return 0.0;
+  double low = 0.0;
+  double high = 0.0;
+  switch (image.depth()) {
+    case CV_8U: high = 255; break;
+    case CV_16U: high = 65535; break;
+    case CV_16S: low = -32768; high = 32767; break;
+    default: return 0.0;  // float results hold any value
+  }
+  const cv::Mat values = image.reshape(1);
+  const auto at_limit = static_cast<double>(cv::countNonZero(values == low) + cv::countNonZero(values == high));
+  return at_limit / static_cast<double>(values.total());
+}
+
+std::optional<std::string> unnormalized_filter_warning(const Filter& filter, const cv::Mat& result) {
+  if (!sums_to_neither_zero_nor_one(filter)) return std::nullopt;
+  const double saturated = saturated_fraction(result);
+  if (saturated <= 0.5) return std::nullopt;
+  char sum[32];
+  std::snprintf(sum, sizeof sum, "%g", weight_sum(filter));
+  return "the filter's weights (" + filter.origin + ") sum to " + sum + ", not 1, and " +
+         std::to_string(static_cast<int>(saturated * 100.0)) +
+         "% of the output values are clipped at the type's limits; --normalize divides the weights by their sum";
+}
+
+bool no_gpu_warning_wanted(const char* variable_value) {
+  return variable_value == nullptr || std::string_view(variable_value) != "1";
+}
+
+std::string no_gpu_warning(std::string_view reason) {
+  return "no usable CUDA device (" + std::string(reason) + "); filtering with OpenCV on the CPU (--variant opencv, or " +
+         kNoGpuWarningVariable + "=1 in the environment, silences this warning)";
+}
+
+std::optional<std::string> no_gpu_warning_once(std::string_view reason) {
+  static std::atomic<bool> given{false};
+  if (!no_gpu_warning_wanted(std::getenv(kNoGpuWarningVariable)) || given.exchange(true)) return std::nullopt;
+  return no_gpu_warning(reason);
+}
+
 bool is_batch_invocation(int argc, const char* const* argv) {
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
@@ -303,8 +364,15 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
                  "pays off, else OpenCV's (docs/gpu-jpeg.md)")
       ->transform(one_of_table<codec::Codec>())
       ->capture_default_str();
-  app.add_flag("--overwrite", req.overwrite,
-               "replace an existing output (default: never; one image: refused, exit 4; batch: skipped)");
+  auto* overwrite = app.add_flag("--overwrite", req.overwrite,
+                                 "replace an existing output (default: never; one image: refused, exit 4; batch: skipped)");
+  app.add_flag("--skip-existing", req.skip_existing,
+               "an output that exists already is left as it is and the run succeeds (exit 0): for re-runs "
+               "(batch mode does this anyway)")
+      ->excludes(overwrite);
+  app.add_flag("--normalize", req.normalize,
+               "divide the filter's weights by their sum (unless it is 0), as ImageMagick's -convolve does: "
+               "'5x1:1,1,1,1,1' becomes a 5-tap mean");
   app.add_option("--server", req.server,
                  "auto: run in a `cuconv serve` process when one answers on the socket, else here; always: "
                  "only there (exit 5 when none answers); never: here (docs/serve.md)")
@@ -378,6 +446,8 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
       if (option->count() > 0)
         throw Error(ErrorKind::usage, option->get_name() + " applies to batch mode: add --out-dir DIR");
     if (req.json && !req.compare) throw Error(ErrorKind::usage, "--json reports a comparison; use it with --compare");
+    if (req.skip_existing && req.output.ends_with(":-"))
+      throw Error(ErrorKind::usage, "--skip-existing skips an output file that exists; standard output is none");
     command.action = Action::filter_image;
   }
   command.options = to_options(req);

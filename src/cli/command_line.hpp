@@ -2,9 +2,11 @@
 // The command line, parsed in-process and checked without touching files or the GPU: what main()
 // runs, and what the command-line fuzz target (tests/fuzz/fuzz_cli_options.cpp) exercises.
 #include <cuconv/convolve.hpp>
+#include <cuconv/filter.hpp>
 #include <cuconv/image_io.hpp>
 
 #include <CLI/CLI.hpp>
+#include <opencv2/core/mat.hpp>
 
 #include <cstddef>
 #include <cstdint>
@@ -37,6 +39,10 @@ struct CliRequest {
   bool json = false;
   int bench_runs = 0;
   bool overwrite = false;  ///< --overwrite: replace an existing output (both modes)
+  /// --skip-existing: an output file that exists already is left as it is and the run succeeds
+  /// (single-image mode: see skipped_existing_output; batch mode skips existing outputs anyway).
+  bool skip_existing = false;
+  bool normalize = false;  ///< --normalize: divide the filter's weights by their sum (FilterLoadOptions)
   // Encoder and metadata options (both modes; issue 23). Any output encoder reads these.
   std::optional<int> quality;   ///< --quality 1-100 (JPEG, WebP); unset: JPEG kDefaultJpegQuality, WebP lossless
   std::string compression;      ///< --compression: PNG level 0-9, TIFF none|lzw|deflate; empty: the format's default
@@ -48,6 +54,43 @@ struct CliRequest {
 
 /// The encoder options of `request` (quality, compression, overwrite) as write_image_atomic takes them.
 [[nodiscard]] WriteOptions write_options_of(const CliRequest& request);
+
+/// How `request` asks load_filter to treat the weights (--normalize); every load_filter call of
+/// the command line (single image, batch, --show-filter) takes these.
+[[nodiscard]] FilterLoadOptions filter_load_options_of(const CliRequest& request);
+
+/// Single-image mode with --skip-existing: the line to print ("OUTPUT exists; skipped
+/// (--skip-existing)") when the output file exists (a regular file or a link, as the refusal
+/// without --overwrite has it), so the run ends there with exit 0 before the input is read;
+/// nullopt when the run goes on (no --skip-existing, no such file, or standard output).
+[[nodiscard]] std::optional<std::string> skipped_existing_output(const CliRequest& request);
+
+/// The warning for a result filtered with weights that sum to neither 0 nor 1 when most of its
+/// values (over half) sit at the output type's limits (0 or 255 for 8U ...): a white or black
+/// image, which --normalize would have kept in range. nullopt when the filter sums to 0 or 1, the
+/// result is float, or it is mostly in range (an intended gain).
+[[nodiscard]] std::optional<std::string> unnormalized_filter_warning(const Filter& filter, const cv::Mat& result);
+
+/// Fraction (0-1) of `image`'s values at its type's limits: 0 or the maximum for 8U and 16U,
+/// either end for 16S; 0 for float images, which do not saturate.
+[[nodiscard]] double saturated_fraction(const cv::Mat& image);
+
+/// The environment variable that silences the no-GPU warning (documented in docs/usage.md): set
+/// to 1 on a machine that is meant to filter on the CPU.
+inline constexpr const char* kNoGpuWarningVariable = "CUCONV_NO_GPU_WARNING";
+
+/// Whether the no-GPU warning should be printed, given the value of kNoGpuWarningVariable
+/// (nullptr when unset): anything but "1" keeps it.
+[[nodiscard]] bool no_gpu_warning_wanted(const char* variable_value);
+
+/// The no-GPU warning for `reason` (cuda_device_available's), naming the two ways to silence it:
+/// --variant opencv, or kNoGpuWarningVariable=1. Printed once per process.
+[[nodiscard]] std::string no_gpu_warning(std::string_view reason);
+
+/// no_gpu_warning(reason) the first time it is asked for in this process while the environment
+/// does not silence it (no_gpu_warning_wanted of kNoGpuWarningVariable's value); nullopt after
+/// that, or when silenced. Thread-safe: batch mode and the single-image flow call it alike.
+[[nodiscard]] std::optional<std::string> no_gpu_warning_once(std::string_view reason);
 
 /// The batch options as parsed from argv.
 struct BatchRequest {

@@ -10,6 +10,7 @@
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <webp/encode.h>
 
 #include <sys/stat.h>
 
@@ -44,24 +45,36 @@ constexpr MetadataKept kNoMetadata{false, false, false};
 /// What each output format stores without converting, and which encoder options and metadata it
 /// takes. Depths and alpha from the OpenCV 4.6 encoders' isFormatSupported() (anything else is
 /// converted to 8 bits or loses alpha without a word); TIFF is written by libtiff (tiff_codec.hpp).
-/// WebP keeps no ICC profile: exiv2 0.27 writes it into a malformed chunk.
+/// WebP keeps no ICC profile: exiv2 0.27 writes it into a malformed chunk. The PNM formats each
+/// take their own channel counts (OpenCV's encoder refuses the others only once the work is done);
+/// PBM stores one bit per pixel, so only a two-level image (0 and 255) goes there unchanged.
 struct FormatCapability {
   std::string_view extensions;  ///< space-separated, lower case, with dots
   std::array<int, 4> depths;    ///< supported depths, -1 padded
-  bool alpha;
+  std::array<int, 3> channels;  ///< supported channel counts, -1 padded
   bool quality;                 ///< takes --quality
   CompressionKind compression;  ///< what --compression takes
   MetadataKept metadata;
+  std::string_view instead;     ///< PNM: what to use for the channel counts it cannot hold
+  bool two_level = false;       ///< PBM: every value must be 0 or 255 (check_two_level)
 };
-constexpr std::array<FormatCapability, 8> kFormats{{
-    {".png", {CV_8U, CV_16U, -1, -1}, true, false, CompressionKind::zlib_level, kAllMetadata},
-    {".jpg .jpeg .jpe", {CV_8U, -1, -1, -1}, false, true, CompressionKind::none, kAllMetadata},
-    {".bmp .dib", {CV_8U, -1, -1, -1}, true, false, CompressionKind::none, kNoMetadata},
-    {".webp", {CV_8U, -1, -1, -1}, true, true, CompressionKind::none, {true, false, true}},
-    {".pgm .ppm .pnm .pbm", {CV_8U, CV_16U, -1, -1}, false, false, CompressionKind::none, kNoMetadata},
-    {".tif .tiff", {CV_8U, CV_16U, CV_16S, CV_32F}, true, false, CompressionKind::tiff_codec, kAllMetadata},
-    {".exr", {CV_32F, -1, -1, -1}, true, false, CompressionKind::none, kNoMetadata},
-    {".pfm", {CV_32F, -1, -1, -1}, false, false, CompressionKind::none, kNoMetadata},
+constexpr std::array<int, 3> kAnyChannels{1, 3, 4};
+constexpr std::array<int, 3> kNoAlpha{1, 3, -1};
+constexpr std::array<FormatCapability, 11> kFormats{{
+    {".png", {CV_8U, CV_16U, -1, -1}, kAnyChannels, false, CompressionKind::zlib_level, kAllMetadata, {}},
+    {".jpg .jpeg .jpe", {CV_8U, -1, -1, -1}, kNoAlpha, true, CompressionKind::none, kAllMetadata, {}},
+    {".bmp .dib", {CV_8U, -1, -1, -1}, kAnyChannels, false, CompressionKind::none, kNoMetadata, {}},
+    {".webp", {CV_8U, -1, -1, -1}, kAnyChannels, true, CompressionKind::none, {true, false, true}, {}},
+    {".pgm", {CV_8U, CV_16U, -1, -1}, {1, -1, -1}, false, CompressionKind::none, kNoMetadata,
+     "use .ppm for colour, or .png or .tif"},
+    {".ppm", {CV_8U, CV_16U, -1, -1}, {3, -1, -1}, false, CompressionKind::none, kNoMetadata,
+     "use .pgm for gray, or .png or .tif"},
+    {".pnm", {CV_8U, CV_16U, -1, -1}, kNoAlpha, false, CompressionKind::none, kNoMetadata, {}},
+    {".pbm", {CV_8U, -1, -1, -1}, {1, -1, -1}, false, CompressionKind::none, kNoMetadata,
+     "it holds black and white only; use .pgm for gray, .ppm for colour", true},
+    {".tif .tiff", {CV_8U, CV_16U, CV_16S, CV_32F}, kAnyChannels, false, CompressionKind::tiff_codec, kAllMetadata, {}},
+    {".exr", {CV_32F, -1, -1, -1}, kAnyChannels, false, CompressionKind::none, kNoMetadata, {}},
+    {".pfm", {CV_32F, -1, -1, -1}, kNoAlpha, false, CompressionKind::none, kNoMetadata, {}},
 }};
 
 std::string lower_extension(const std::string& path) {
@@ -83,6 +96,17 @@ const FormatCapability* find_format(const std::string& ext) {
 }
 
 std::string errno_text() { return std::strerror(errno); }
+
+/// "1 channel (gray)", "3 channels (colour)", "4 channels (colour and alpha)".
+std::string channels_text(int channels) {
+  switch (channels) {
+    case 1: return "1 channel (gray)";
+    case 3: return "3 channels (colour)";
+    case 4: return "4 channels (colour and alpha)";
+    default: return std::to_string(channels) + " channels";
+  }
+}
+
 
 /// The process umask, read once during static initialisation (before main starts threads):
 /// umask() can only be read by setting it, which would race with files other threads create.
@@ -157,6 +181,34 @@ Error out_of_memory(const std::string& path, std::string_view doing, ErrorKind k
                          " (free memory, raise the address-space limit, ulimit -v, or lower --max-pixels)");
 }
 
+/// Lossless WebP of a BGRA image with libwebp itself, `exact` on: the colour of fully transparent
+/// pixels is kept. OpenCV's encoder calls libwebp's simple lossless API, which leaves `exact` off
+/// and so rewrites those colours (to compress better), and it offers no option to change that.
+std::vector<unsigned char> encode_webp_lossless_exact(const std::string& path, const cv::Mat& bgra) {
+  WebPConfig config;
+  WebPPicture picture;
+  if (!WebPConfigInit(&config) || !WebPPictureInit(&picture))
+    throw Error(ErrorKind::output, path + ": cannot encode image: libwebp version mismatch");
+  config.lossless = 1;
+  config.exact = 1;
+  config.quality = 70;  // the effort libwebp's simple lossless API (OpenCV's) uses
+  picture.use_argb = 1;
+  picture.width = bgra.cols;
+  picture.height = bgra.rows;
+  WebPMemoryWriter writer;
+  WebPMemoryWriterInit(&writer);
+  picture.writer = WebPMemoryWrite;
+  picture.custom_ptr = &writer;
+  const bool ok = WebPPictureImportBGRA(&picture, bgra.ptr(), static_cast<int>(bgra.step)) != 0 &&
+                  WebPEncode(&config, &picture) != 0;
+  const int error = picture.error_code;
+  WebPPictureFree(&picture);
+  std::vector<unsigned char> encoded(writer.mem, writer.mem + (ok ? writer.size : 0));
+  WebPMemoryWriterClear(&writer);
+  if (!ok) throw Error(ErrorKind::output, path + ": cannot encode image: libwebp error " + std::to_string(error));
+  return encoded;
+}
+
 /// The encoder's output for `path`'s format with `options`' quality and compression (checked
 /// by check_encoder_options before).
 std::vector<unsigned char> encode(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
@@ -167,6 +219,7 @@ std::vector<unsigned char> encode(const std::string& path, const cv::Mat& image,
     if (!options.compression.empty()) detail::parse_tiff_compression(options.compression, codec);
     return detail::encode_tiff(path, image, codec);
   }
+  if (ext == ".webp" && !options.quality && image.channels() == 4) return encode_webp_lossless_exact(path, image);
   std::vector<int> params;
   if (ext == ".jpg" || ext == ".jpeg" || ext == ".jpe")
     params = {cv::IMWRITE_JPEG_QUALITY, options.quality.value_or(kDefaultJpegQuality)};
@@ -219,6 +272,21 @@ void check_encoder_options(const std::string& path, const WriteOptions& options)
   }
 }
 
+WriteOptions encoder_options_for(const std::string& path, WriteOptions options) {
+  const FormatCapability* format = find_format(lower_extension(path));
+  if (format == nullptr) return options;  // check_output_extension names the problem
+  if (!format->quality) options.quality.reset();
+  if (!options.compression.empty()) {
+    const std::string& value = options.compression;
+    detail::TiffCompression codec{};
+    const bool fits = format->compression == CompressionKind::zlib_level
+                          ? value.size() == 1 && value[0] >= '0' && value[0] <= '9'
+                          : format->compression == CompressionKind::tiff_codec && detail::parse_tiff_compression(value, codec);
+    if (!fits) options.compression.clear();
+  }
+  return options;
+}
+
 std::string metadata_kept_by(const std::string& path) {
   const FormatCapability* format = find_format(lower_extension(path));
   if (format == nullptr) return {};
@@ -258,7 +326,8 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
   if (ec || !fs::exists(status))
     throw Error(ErrorKind::bad_input, path + ": no such file");
   if (fs::is_directory(status))
-    throw Error(ErrorKind::bad_input, path + ": is a directory, not an image file");
+    throw Error(ErrorKind::bad_input, path + ": is a directory, not an image file (to filter every image of a "
+                                          "folder: cuconv --out-dir OUT_DIR " + path + " --filter ...)");
   if (!fs::is_regular_file(status))
     throw Error(ErrorKind::bad_input, path + ": not a regular file");
   if (::access(path.c_str(), R_OK) != 0)
@@ -330,12 +399,29 @@ void check_output_format(const std::string& path, int depth, int channels) {
                                        (depth == CV_32F ? " (or .exr/.pfm)" : "") +
                                        " or choose --depth");
   }
-  if (channels == 4 && !format->alpha) {
+  if (std::find(format->channels.begin(), format->channels.end(), channels) == format->channels.end()) {
+    if (!format->instead.empty())
+      throw Error(ErrorKind::output, path + ": " + ext + " cannot hold " + channels_text(channels) + " (" +
+                                         std::string(format->instead) + ")");
     throw Error(ErrorKind::output, path + ": " + ext + " cannot store an alpha channel; use .png or .tif");
   }
   const fs::path folder = fs::path(path).parent_path();
   if (!folder.empty() && !fs::is_directory(folder, ec))
     throw Error(ErrorKind::output, path + ": folder " + folder.string() + " does not exist");
+}
+
+bool is_two_level(const cv::Mat& image) {
+  if (image.depth() != CV_8U || image.channels() != 1) return false;
+  cv::Mat other;
+  cv::bitwise_and(image != 0, image != 255, other);
+  return cv::countNonZero(other) == 0;
+}
+
+void check_two_level(const std::string& path, const cv::Mat& image) {
+  const FormatCapability* format = find_format(lower_extension(path));
+  if (format == nullptr || !format->two_level || is_two_level(image)) return;
+  throw Error(ErrorKind::output, path + ": .pbm stores black and white only (one bit per pixel), but the image has "
+                                     "values other than 0 and 255, which it would turn white; use .pgm or .png");
 }
 
 void check_not_same_file(const std::string& input, const std::string& output) {
@@ -346,6 +432,7 @@ void check_not_same_file(const std::string& input, const std::string& output) {
 
 std::vector<unsigned char> encode_image(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
   check_output_format(path, image.depth(), image.channels());
+  check_two_level(path, image);
   check_encoder_options(path, options);
   std::vector<unsigned char> encoded;
   try {

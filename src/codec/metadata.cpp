@@ -9,6 +9,8 @@
 #include <exiv2/exiv2.hpp>
 #include <opencv2/core.hpp>
 
+#include <cstdint>
+#include <cstring>
 #include <fstream>
 #include <iterator>
 #include <mutex>
@@ -49,6 +51,25 @@ std::vector<unsigned char> encode_exif(const Exiv2::ExifData& exif) {
   Exiv2::Blob blob;
   if (!exif.empty()) Exiv2::ExifParser::encode(blob, Exiv2::littleEndian, exif);
   return {blob.begin(), blob.end()};
+}
+
+/// PNG's CRC-32 (ISO 3309, the one zlib computes) of `size` bytes, bit by bit: only the one
+/// rewritten chunk needs it.
+std::uint32_t png_crc(const unsigned char* data, std::size_t size) {
+  std::uint32_t crc = 0xffffffffU;
+  for (std::size_t i = 0; i < size; ++i) {
+    crc ^= data[i];
+    for (int bit = 0; bit < 8; ++bit) crc = (crc >> 1) ^ (0xedb88320U & (0U - (crc & 1U)));
+  }
+  return crc ^ 0xffffffffU;
+}
+
+std::uint32_t read_be32(const unsigned char* p) {
+  return (std::uint32_t{p[0]} << 24) | (std::uint32_t{p[1]} << 16) | (std::uint32_t{p[2]} << 8) | std::uint32_t{p[3]};
+}
+
+void append_be32(std::vector<unsigned char>& out, std::uint32_t value) {
+  for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<unsigned char>(value >> shift));
 }
 
 /// Why `icc` is not an ICC profile (ICC.1 section 7.2: a 128-byte header whose first field is the
@@ -152,6 +173,37 @@ ImageMetadata salvage_blocks(const std::string& path, Exiv2::Image& image, const
 
 }  // namespace
 
+namespace detail {
+
+std::vector<unsigned char> name_png_icc_profile(std::vector<unsigned char> png) {
+  constexpr std::size_t kSignature = 8;
+  std::size_t pos = kSignature;
+  while (pos + 12 <= png.size()) {
+    const std::size_t length = read_be32(&png[pos]);
+    if (length > png.size() - pos - 12) break;  // not a whole chunk: leave the file as it is
+    const unsigned char* type = &png[pos + 4];
+    if (std::memcmp(type, "IDAT", 4) == 0) break;  // iCCP must come before the image data
+    if (std::memcmp(type, "iCCP", 4) == 0 && length > 0 && png[pos + 8] == 0) {
+      // Chunk: length, "iCCP", keyword, 0, compression method, compressed profile, CRC.
+      std::vector<unsigned char> chunk;
+      const std::size_t data_length = kPngIccProfileName.size() + length;
+      append_be32(chunk, static_cast<std::uint32_t>(data_length));
+      chunk.insert(chunk.end(), type, type + 4);
+      chunk.insert(chunk.end(), kPngIccProfileName.begin(), kPngIccProfileName.end());
+      chunk.insert(chunk.end(), png.begin() + static_cast<std::ptrdiff_t>(pos + 8),
+                   png.begin() + static_cast<std::ptrdiff_t>(pos + 8 + length));
+      append_be32(chunk, png_crc(chunk.data() + 4, data_length + 4));
+      png.erase(png.begin() + static_cast<std::ptrdiff_t>(pos), png.begin() + static_cast<std::ptrdiff_t>(pos + 12 + length));
+      png.insert(png.begin() + static_cast<std::ptrdiff_t>(pos), chunk.begin(), chunk.end());
+      break;
+    }
+    pos += 12 + length;
+  }
+  return png;
+}
+
+}  // namespace detail
+
 ImageMetadata read_metadata(const std::string& path) {
   init_exiv2();
   Exiv2::Image::AutoPtr image;
@@ -226,7 +278,11 @@ std::vector<unsigned char> embed_metadata(const std::string& path, std::vector<u
     Exiv2::BasicIo& io = image->io();
     io.seek(0, Exiv2::BasicIo::beg);
     const Exiv2::DataBuf written = io.read(static_cast<long>(io.size()));
-    return {written.pData_, written.pData_ + written.size_};
+    std::vector<unsigned char> out(written.pData_, written.pData_ + written.size_);
+    // exiv2 0.27 writes a PNG's iCCP chunk with an empty profile name, which PNG forbids:
+    // libvips and ImageMagick then drop the profile ("iCCP: bad keyword").
+    if (image->imageType() == Exiv2::ImageType::png && !metadata.icc.empty()) out = name_png_icc_profile(std::move(out));
+    return out;
   } catch (const Exiv2::AnyError& e) {
     throw Error(ErrorKind::output, path + ": cannot write the metadata (EXIF, ICC, XMP): " + e.what() +
                                        " (use --strip to leave it out)");

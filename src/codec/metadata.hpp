@@ -3,6 +3,7 @@
 #include <cuconv/image_io.hpp>
 
 #include <string>
+#include <string_view>
 #include <vector>
 
 namespace cuconv::detail {
@@ -12,5 +13,12 @@ namespace cuconv::detail {
 /// Error{output} naming `path` when exiv2 cannot write them.
 [[nodiscard]] std::vector<unsigned char> embed_metadata(const std::string& path, std::vector<unsigned char> encoded,
                                                         const ImageMetadata& metadata);
+
+/// The name embed_metadata gives a PNG's ICC profile: the iCCP keyword, 1-79 Latin-1 characters.
+inline constexpr std::string_view kPngIccProfileName = "ICC profile";
+
+/// `png` (a whole PNG file) with an iCCP chunk whose profile name is empty renamed
+/// kPngIccProfileName, its CRC recomputed; any other file comes back unchanged.
+[[nodiscard]] std::vector<unsigned char> name_png_icc_profile(std::vector<unsigned char> png);
 
 }  // namespace cuconv::detail

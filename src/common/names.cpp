@@ -61,9 +61,18 @@ bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
 }
 
+std::vector<std::string> names_for_foreign_word(std::string_view word) {
+  std::vector<std::string> out;
+  for (const ForeignWord& foreign : kForeignWords)
+    if (equal_ignoring_case(foreign.word, word)) out.emplace_back(foreign.ours);
+  return out;
+}
+
 std::vector<std::string> nearest_names(std::string_view word, const std::vector<std::string>& candidates,
                                        std::size_t limit) {
   std::vector<std::pair<std::size_t, std::string>> scored;
+  for (const std::string& meant : names_for_foreign_word(word))
+    if (std::find(candidates.begin(), candidates.end(), meant) != candidates.end()) scored.emplace_back(0, meant);
   for (const std::string& candidate : candidates) {
     const std::size_t distance = edit_distance(word, candidate);
     const std::size_t allowed = std::max<std::size_t>(1, std::max(word.size(), candidate.size()) / 3);

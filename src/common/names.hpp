@@ -93,9 +93,65 @@ std::vector<std::string> all_names() {
 /// `a` and `b` equal ignoring ASCII letter case.
 [[nodiscard]] bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept;
 
+/// A word other tools (ImageMagick, libvips, OpenCV, NumPy/SciPy, MATLAB) use where cuconv has
+/// a name of its own: "mirror" for a border, "float" for a depth, "blur" for a filter. `ours` is
+/// what cuconv calls it, a value of one of the tables above, a preset or a parametric filter.
+struct ForeignWord {
+  std::string_view word;  ///< as the other tool spells it (matched ignoring case)
+  std::string_view ours;
+};
+
+/// The one list of other tools' words, read by nearest_names (values, options) and the filter
+/// parser's "did you mean" (presets). A word may map to several names, best first.
+inline constexpr std::array<ForeignWord, 34> kForeignWords{{
+    // Borders: ImageMagick -virtual-pixel, libvips extend, SciPy/NumPy modes, MATLAB imfilter.
+    {"mirror", "reflect"},       // ImageMagick, libvips: the edge pixel repeated
+    {"mirror", "reflect101"},    // SciPy's 'mirror': the edge pixel not repeated
+    {"symmetric", "reflect"},    // NumPy pad, MATLAB
+    {"reflect_101", "reflect101"},
+    {"default", "reflect101"},   // OpenCV's BORDER_DEFAULT
+    {"edge", "replicate"},       // ImageMagick, NumPy pad
+    {"nearest", "replicate"},    // SciPy
+    {"copy", "replicate"},       // libvips
+    {"clamp", "replicate"},
+    {"extend", "replicate"},
+    {"tile", "wrap"},            // ImageMagick
+    {"repeat", "wrap"},          // libvips
+    {"circular", "wrap"},        // MATLAB
+    {"periodic", "wrap"},
+    {"black", "constant"},       // ImageMagick, libvips
+    {"background", "constant"},  // ImageMagick, libvips
+    {"zero", "constant"},
+    {"fill", "constant"},
+    // Depths.
+    {"float", "32f"},
+    {"float32", "32f"},
+    {"f32", "32f"},
+    {"uint8", "8u"},
+    {"uchar", "8u"},
+    {"uint16", "16u"},
+    {"ushort", "16u"},
+    {"int16", "16s"},
+    {"short", "16s"},
+    // Variants and codecs.
+    {"gpu", "auto"},
+    {"cuda", "auto"},
+    {"cpu", "opencv"},
+    {"nvjpeg", "gpu"},
+    // Filters (presets and parametric).
+    {"blur", "gauss5"},
+    {"blur", "box:N"},
+    {"mean", "box:N"},
+}};
+
+/// What cuconv calls `word` in other tools' vocabulary (kForeignWords), best first; empty for a
+/// word not in the list.
+[[nodiscard]] std::vector<std::string> names_for_foreign_word(std::string_view word);
+
 /// The candidates closest to `word` by edit distance (ignoring case), best first, at most
 /// `limit`; only those near enough to be a typo (distance at most a third of the longer word,
 /// and at least 1) or that start with `word` (3 letters or more), so an unrelated word gets none.
+/// Candidates that other tools call `word` (kForeignWords: "mirror" -> "reflect") come first.
 [[nodiscard]] std::vector<std::string> nearest_names(std::string_view word, const std::vector<std::string>& candidates,
                                                      std::size_t limit = 3);
 

@@ -529,8 +529,8 @@ std::string read_filter_file(const std::string& path) {
 std::optional<Filter> load_preset(std::string_view name) {
   for (std::size_t i = 0; i < detail::kEmbeddedFilterCount; ++i) {
     const detail::EmbeddedFilter& preset = detail::kEmbeddedFilters[i];
-    if (preset.name == name) {
-      return parse_by_extension(preset.file_name, preset.text, "preset " + std::string(name));
+    if (names::equal_ignoring_case(preset.name, name)) {  // GAUSS5 and Sobel-X too
+      return parse_by_extension(preset.file_name, preset.text, "preset " + std::string(preset.name));
     }
   }
   return std::nullopt;
@@ -575,6 +575,16 @@ std::string not_a_filter_message(std::string_view spec) {
   std::vector<std::string> nearest = names::nearest_names(word, candidates);
   if (colon != std::string_view::npos) {
     for (std::string& name : nearest) name += ':';
+  } else {
+    // Other tools' words for a filter ("blur"): the presets and parametric filters they mean first.
+    std::vector<std::string> meant;
+    for (const std::string& name : names::names_for_foreign_word(word)) {
+      const std::string_view kind = std::string_view(name).substr(0, name.find(':'));
+      const bool parametric = std::any_of(std::begin(kParametric), std::end(kParametric),
+                                          [&](const ParametricKind& k) { return k.info.name == kind; });
+      if (parametric || std::find(candidates.begin(), candidates.end(), name) != candidates.end()) meant.push_back(name);
+    }
+    if (!meant.empty()) nearest = meant;
   }
   std::string message = "filter '" + printable(spec) + "' is not a preset, a parametric filter (box:N, gaussian:R,SIGMA, ...), "
                         "an inline WxH:... filter or a file";
@@ -669,12 +679,51 @@ Filter parse_inline_filter(std::string_view text) {
   return filter;
 }
 
-Filter load_filter(std::string_view spec) {
+namespace {
+
+Filter load_unchanged(std::string_view spec) {
   if (std::optional<Filter> preset = load_preset(spec)) return std::move(*preset);
   if (std::optional<Filter> parametric = load_parametric(spec)) return std::move(*parametric);
   if (split_inline(spec)) return parse_inline_filter(spec);
   if (std::optional<Filter> file = load_file(spec)) return std::move(*file);
   throw_bad_input(not_a_filter_message(spec));
+}
+
+/// A sum this close to 0 or 1, relative to the weights' magnitude, is 0 or 1 written in decimals
+/// (0.111 x 9) or rounded (a Gaussian's weights).
+constexpr double kSumTolerance = 1e-6;
+
+double weight_magnitude(const Filter& filter) {
+  double magnitude = 0.0;
+  for (const double w : filter.weights) magnitude += std::abs(w);
+  return magnitude;
+}
+
+}  // namespace
+
+Filter load_filter(std::string_view spec, const FilterLoadOptions& options) {
+  Filter filter = load_unchanged(spec);
+  if (options.normalize) normalize_weights(filter);
+  return filter;
+}
+
+double weight_sum(const Filter& filter) {
+  double sum = 0.0;
+  for (const double w : filter.weights) sum += w;
+  return sum;
+}
+
+bool normalize_weights(Filter& filter) {
+  const double sum = weight_sum(filter);
+  if (std::abs(sum) <= kSumTolerance * weight_magnitude(filter)) return false;
+  for (double& w : filter.weights) w /= sum;
+  return true;
+}
+
+bool sums_to_neither_zero_nor_one(const Filter& filter) {
+  const double sum = weight_sum(filter);
+  const double tolerance = kSumTolerance * std::max(1.0, weight_magnitude(filter));
+  return std::abs(sum) > tolerance && std::abs(sum - 1.0) > tolerance;
 }
 
 std::span<const ParametricFilter> parametric_filters() {

@@ -1,0 +1,169 @@
+// Issue 49, the binary end to end: what a newcomer meets on a CPU-only machine. Names in any case
+// and other tools' words, --normalize, --skip-existing and the no-GPU warning. The library and
+// parser functions behind them are tested in test_command_line.cpp, test_filters.cpp and
+// test_formats.cpp.
+#include "test_support.hpp"
+
+#include <cuconv/convolve.hpp>
+#include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
+
+#include <doctest/doctest.h>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <filesystem>
+#include <cctype>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+
+using namespace cuconv;
+using cuconv::test::bit_equal;
+using cuconv::test::read_file;
+using cuconv::test::run_cuconv;
+using cuconv::test::sample;
+using cuconv::test::TempDir;
+
+namespace {
+
+std::size_t count_of(const std::string& text, const std::string& word) {
+  std::size_t count = 0;
+  for (std::size_t at = text.find(word); at != std::string::npos; at = text.find(word, at + word.size())) ++count;
+  return count;
+}
+
+}  // namespace
+
+TEST_CASE("newcomer: GAUSS5 and Sobel-X work, and mirror, float and blur get cuconv's names") {
+  TempDir dir;
+  const auto upper = run_cuconv({sample("camera.png"), dir.file("upper.png"), "--filter", "GAUSS5", "--variant", "opencv"});
+  INFO(upper.err);
+  REQUIRE(upper.exit_code == 0);
+  REQUIRE(run_cuconv({sample("camera.png"), dir.file("lower.png"), "--filter", "gauss5", "--variant", "opencv"}).exit_code == 0);
+  CHECK(bit_equal(cv::imread(dir.file("upper.png"), cv::IMREAD_UNCHANGED),
+                  cv::imread(dir.file("lower.png"), cv::IMREAD_UNCHANGED)));
+  CHECK(run_cuconv({sample("camera.png"), dir.file("sobel.tif"), "--filter", "Sobel-X", "--depth", "32f", "--variant",
+                    "opencv"}).exit_code == 0);
+  for (const auto& [args, words] : std::vector<std::pair<std::vector<std::string>, std::string>>{
+           {{"--filter", "gauss5", "--border", "mirror"}, "did you mean 'reflect' or 'reflect101'?"},
+           {{"--filter", "gauss5", "--depth", "float"}, "did you mean '32f'?"},
+           {{"--filter", "gauss5", "--variant", "gpu"}, "did you mean 'auto'?"},
+           {{"--filter", "blur"}, "did you mean 'gauss5' or 'box:N'?"}}) {
+    std::vector<std::string> all = {sample("camera.png"), dir.file("x.png")};
+    all.insert(all.end(), args.begin(), args.end());
+    const auto result = run_cuconv(all);
+    INFO(result.err);
+    CHECK(result.exit_code != 0);
+    CHECK(result.err.find(words) != std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir.file("x.png")));
+  }
+}
+
+TEST_CASE("newcomer: --normalize turns the README's 5x1 ones into a 5-tap mean, without it a warning") {
+  // Before issue 49: a 72% white image, exit 0, no word.
+  TempDir dir;
+  const auto normalised = run_cuconv({sample("camera.png"), dir.file("mean.png"), "--filter", "5x1:1,1,1,1,1",
+                                      "--normalize", "--variant", "opencv"});
+  INFO(normalised.err);
+  REQUIRE(normalised.exit_code == 0);
+  cv::Mat expected;
+  cv::filter2D(cv::imread(sample("camera.png"), cv::IMREAD_UNCHANGED), expected, -1, cv::Mat(1, 5, CV_32F, cv::Scalar(0.2F)));
+  CHECK(bit_equal(cv::imread(dir.file("mean.png"), cv::IMREAD_UNCHANGED), expected));
+  CHECK(normalised.err.find("--normalize") == std::string::npos);  // no warning for a normalised filter
+
+  const auto plain = run_cuconv({sample("camera.png"), dir.file("white.png"), "--filter", "5x1:1,1,1,1,1", "--variant",
+                                 "opencv"});
+  INFO(plain.err);
+  CHECK(plain.exit_code == 0);
+  CHECK(plain.err.find("sum to 5, not 1") != std::string::npos);
+  CHECK(plain.err.find("--normalize divides the weights by their sum") != std::string::npos);
+}
+
+TEST_CASE("newcomer: --skip-existing leaves an existing output alone, says skipped, exits 0") {
+  // Before issue 49 a re-run exited 4 ("exists; left unchanged") with no way to say "that is fine".
+  TempDir dir;
+  const std::string out = dir.file("out.png");
+  std::ofstream(out) << "already here";
+  const auto result = run_cuconv({sample("camera.png"), out, "--filter", "gauss5", "--variant", "opencv",
+                                  "--skip-existing", "-v"});
+  INFO(result.err);
+  CHECK(result.exit_code == 0);
+  CHECK(result.err.find(out + " exists; skipped (--skip-existing)") != std::string::npos);
+  CHECK(result.err.find("read " + sample("camera.png")) == std::string::npos);  // decided before reading
+  CHECK(read_file(out) == "already here");
+  // Where there is no output yet, the image is written as usual.
+  const auto fresh = run_cuconv({sample("camera.png"), dir.file("fresh.png"), "--filter", "gauss5", "--variant",
+                                 "opencv", "--skip-existing"});
+  CHECK(fresh.exit_code == 0);
+  CHECK(std::filesystem::exists(dir.file("fresh.png")));
+}
+
+TEST_CASE("newcomer: the no-GPU warning names how to silence it, once, and CUCONV_NO_GPU_WARNING=1 silences it") {
+  if (cuda_device_available()) return;  // a GPU: no warning to see (the GPU suite covers that machine)
+  TempDir dir;
+  const auto warned = run_cuconv({sample("camera.png"), dir.file("a.png"), "--filter", "gauss5"});
+  INFO(warned.err);
+  REQUIRE(warned.exit_code == 0);
+  CHECK(count_of(warned.err, "no usable CUDA device") == 1);
+  CHECK(warned.err.find("CUCONV_NO_GPU_WARNING=1") != std::string::npos);
+  const auto silent = run_cuconv({sample("camera.png"), dir.file("b.png"), "--filter", "gauss5"}, "",
+                                 "export CUCONV_NO_GPU_WARNING=1");
+  INFO(silent.err);
+  REQUIRE(silent.exit_code == 0);
+  CHECK(silent.err.find("no usable CUDA device") == std::string::npos);
+  // A real warning still shows with the variable set.
+  const auto real = run_cuconv({sample("camera.png"), dir.file("c.png"), "--filter", "5x1:1,1,1,1,1"}, "",
+                               "export CUCONV_NO_GPU_WARNING=1");
+  CHECK(real.err.find("sum to 5, not 1") != std::string::npos);
+}
+
+TEST_CASE("docs/usage.md names every option of cuconv --help") {
+  // Before issue 49 it lacked --quality, --compression, --strip, --auto-orient and --codec.
+  const auto help = run_cuconv({"--help"});
+  REQUIRE(help.exit_code == 0);
+  const std::string usage = read_file(std::string(CUCONV_TEST_DOCS) + "/usage.md");
+  REQUIRE(!usage.empty());
+  std::istringstream lines(help.out);
+  std::size_t options = 0;
+  for (std::string line; std::getline(lines, line);) {
+    // Option lines: blanks, then "-f,--filter TEXT ..." or "--strip ...".
+    const std::size_t start = line.find_first_not_of(' ');
+    if (start == std::string::npos || start == 0 || line[start] != '-') continue;
+    std::string names = line.substr(start, line.find(' ', start) - start);
+    std::istringstream split(names);
+    for (std::string name; std::getline(split, name, ',');) {
+      if (name.size() < 2 || name[0] != '-' || !std::isalpha(static_cast<unsigned char>(name.back()))) continue;
+      ++options;
+      CHECK_MESSAGE(usage.find("`" + name) != std::string::npos, name, " is in --help but not in docs/usage.md");
+    }
+  }
+  CHECK(options >= 30);
+}
+
+TEST_CASE("newcomer: samples/batch-example.sh runs twice into the same folder, the second run skipping") {
+  // Before issue 49 the second run failed 8 of 8 files (exit 4 each: the outputs existed).
+  TempDir dir;
+  const std::string script = std::string(CUCONV_TEST_SAMPLES) + "/batch-example.sh";
+  const std::string command = "CUCONV=" + cuconv::test::shell_quote(cuconv::test::cuconv_binary()) + " bash " +
+                              cuconv::test::shell_quote(script) + " " + cuconv::test::shell_quote(CUCONV_TEST_SAMPLES) +
+                              " " + cuconv::test::shell_quote(dir.file("out")) + " >" +
+                              cuconv::test::shell_quote(dir.file("log")) + " 2>&1";
+  REQUIRE(std::system(command.c_str()) == 0);
+  const std::string first = read_file(dir.file("out/camera.png"));
+  REQUIRE(!first.empty());
+  const int second = std::system(command.c_str());
+  INFO(read_file(dir.file("log")));
+  CHECK(second == 0);
+  CHECK(read_file(dir.file("out/camera.png")) == first);
+}
+
+TEST_CASE("newcomer: a folder given as the input of single-image mode is pointed to --out-dir") {
+  TempDir dir;
+  const auto result = run_cuconv({CUCONV_TEST_SAMPLES, dir.file("out.png"), "--filter", "gauss5"});
+  INFO(result.err);
+  CHECK(result.exit_code == static_cast<int>(ExitCode::bad_input));
+  CHECK(result.err.find("is a directory, not an image file (to filter every image of a folder: cuconv --out-dir "
+                        "OUT_DIR " + std::string(CUCONV_TEST_SAMPLES)) != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.file("out.png")));
+}
