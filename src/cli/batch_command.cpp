@@ -166,7 +166,7 @@ GpuCheck check_gpu(Variant variant, spdlog::logger& log) {
     if (variant != Variant::automatic)
       throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) + "' needs a CUDA device: " +
                                       check.no_gpu_reason + " (use --variant opencv or auto)");
-    log.warn("no usable CUDA device ({}); filtering with OpenCV on the CPU", check.no_gpu_reason);
+    if (const auto warning = no_gpu_warning_once(check.no_gpu_reason)) log.warn("{}", *warning);
   }
   check.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return check;

@@ -68,7 +68,7 @@ ExitCode dispatch(const ParsedCommand& command, Session& session) {
     case Action::list_filters: session.print(list_filters()); return ExitCode::ok;
     case Action::version: session.print(version_text()); return ExitCode::ok;
     case Action::show_filter:
-      session.print(describe_filter(load_filter_through(session.file_access(), req.show_filter)));
+      session.print(describe_filter(load_filter_through(session.file_access(), req.show_filter, filter_load_options_of(req))));
       return ExitCode::ok;
     case Action::filter_batch:
     case Action::filter_image: {
@@ -78,7 +78,8 @@ ExitCode dispatch(const ParsedCommand& command, Session& session) {
       if (!session.served) library_messages.emplace(req.verbose, session.log());
       if (command.action == Action::filter_image) return run_single_image(req, command.options, session);
       const BatchRequest& batch = command.batch;
-      const Filter filter = batch.no_filter ? Filter{} : load_filter_through(session.file_access(), req.filter_spec);
+      const Filter filter =
+          batch.no_filter ? Filter{} : load_filter_through(session.file_access(), req.filter_spec, filter_load_options_of(req));
       return run_batch_command(batch, filter, command.options, codec_request(req, command.options),
                                jpeg_output_options(req), session);
     }

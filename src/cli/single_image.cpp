@@ -69,13 +69,13 @@ void print_notes(const engine::ImageReport& report, spdlog::logger& log) {
 
 }  // namespace
 
-Filter load_filter_through(engine::Files& files, const std::string& spec) {
+Filter load_filter_through(engine::Files& files, const std::string& spec, const FilterLoadOptions& options) {
   // A filter file is opened through the session's file access (a client's, when served); presets,
   // parametric and inline filters are no paths.
-  if (files.kind(spec, true) != engine::FileKind::regular) return load_filter(spec);
+  if (files.kind(spec, true) != engine::FileKind::regular) return load_filter(spec, options);
   const engine::OpenedFile file = files.open_input(spec);
   return naming(file.local_path(), spec, [&] {
-    Filter filter = load_filter(file.local_path());
+    Filter filter = load_filter(file.local_path(), options);
     if (file.local_path() != spec && filter.origin.find(file.local_path()) != std::string::npos)
       filter.origin.replace(filter.origin.find(file.local_path()), file.local_path().size(), spec);
     return filter;
@@ -85,7 +85,7 @@ Filter load_filter_through(engine::Files& files, const std::string& spec) {
 ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options, Session& session) {
   spdlog::logger& log = session.log();
   engine::Files& files = session.file_access();
-  const Filter filter = load_filter_through(files, req.filter_spec);
+  const Filter filter = load_filter_through(files, req.filter_spec, filter_load_options_of(req));
   const std::string to_stdout = stdout_format(req.output);
   if (req.output == "-")
     throw Error(ErrorKind::usage, "OUTPUT '-': name the format of standard output, e.g. png:- or tif:-");
@@ -97,7 +97,12 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
     // An existing output file is never replaced without --overwrite, as in batch mode (a folder
     // or a device at that name gets check_output_format's own message).
     const engine::FileKind existing = files.kind(req.output, false);
-    if (!req.overwrite && (existing == engine::FileKind::regular || existing == engine::FileKind::symlink))
+    const bool exists = existing == engine::FileKind::regular || existing == engine::FileKind::symlink;
+    if (exists && req.skip_existing) {  // a re-run: the output is there, nothing to do
+      log.warn("{} exists; skipped (--skip-existing)", req.output);
+      return ExitCode::ok;
+    }
+    if (!req.overwrite && exists)
       throw Error(ErrorKind::output, req.output + ": exists; left unchanged (use --overwrite to replace it)");
   }
 
@@ -143,7 +148,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   bool warned = false;
   if (options.variant == Variant::automatic && route == engine::Route::host && !nvidia_driver_loaded() &&
       !engine::gpu_usable(&no_gpu_reason)) {
-    log.warn("no usable CUDA device ({}); filtering with OpenCV on the CPU", no_gpu_reason);
+    if (const auto warning = no_gpu_warning_once(no_gpu_reason)) log.warn("{}", *warning);
     warned = true;
   }
 
@@ -153,6 +158,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
     log.info("read {} ({}x{}, {} channel(s), {})", task.input_shown.empty() ? task.input : task.input_shown,
              input.cols, input.rows, input.channels(), depth_name(input.depth()));
     if (!result.fallback_reason.empty()) no_gpu_reason = result.fallback_reason;
+    if (const auto warning = unnormalized_filter_warning(filter, result.image)) log.warn("{}", *warning);
     code = report_bench_and_compare(req, input, result, filter, options, no_gpu_reason, session);
     return code == ExitCode::ok;
   };
@@ -162,7 +168,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   if (!report.auto_reason.empty()) log.info("{}", report.auto_reason);
   if (!warned && options.variant == Variant::automatic && report.variant_used == Variant::opencv &&
       !report.cpu_predicted_faster && report.gpu_fallback.empty() && !engine::gpu_usable(&no_gpu_reason))
-    log.warn("no usable CUDA device ({}); filtered with OpenCV on the CPU", no_gpu_reason);
+    if (const auto warning = no_gpu_warning_once(no_gpu_reason)) log.warn("{}", *warning);
   if (!report.decoder_fallback.empty()) log.info("{}: {}; decoded with OpenCV", req.input, report.decoder_fallback);
   if (!report.gpu_fallback.empty()) log.warn("{}; filtered with OpenCV on the CPU instead", report.gpu_fallback);
   if (report.variant_used)

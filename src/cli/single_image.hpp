@@ -12,7 +12,8 @@
 namespace cuconv::cli {
 
 /// The filter `spec` names; a filter file is read through `files` (the client's, when served).
-[[nodiscard]] Filter load_filter_through(engine::Files& files, const std::string& spec);
+[[nodiscard]] Filter load_filter_through(engine::Files& files, const std::string& spec,
+                                         const FilterLoadOptions& options = {});
 
 /// Filters one image as `req` asks; returns the exit code (errors are thrown as cuconv::Error).
 [[nodiscard]] ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options, Session& session);
