@@ -55,7 +55,7 @@ void check_variant(Variant variant, const cv::Mat& src, const Filter& f, Convolv
   o.poison_output = true;
   const ConvolveResult got = convolve(src, f, o);
   REQUIRE(got.variant_used == variant);
-  const ComparisonStats s = cuconv::test::compare_with_filter2d(got.image, src, f, o, max_differing_fraction_for(variant));
+  const ComparisonStats s = cuconv::test::compare_with_filter2d(got.image, src, f, o, variant);
   INFO(what, ": max diff ", s.max_abs_difference, ", ", s.differing_values, "/", s.total_values,
        " differ, rel ", s.relative_error);
   CHECK(s.within_tolerance);
