@@ -10,6 +10,7 @@
 #include <doctest/doctest.h>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 #include <cmath>
 #include <cstring>
@@ -404,4 +405,84 @@ TEST_CASE("command line: --quality, --compression, --strip and --auto-orient rea
   CHECK(many.batch.write.compression == "deflate");
   CHECK_FALSE(many.batch.strip_metadata);
   CHECK(many.batch.auto_orient);
+}
+
+namespace {
+
+/// One claimed format (docs/formats.md's table) at one depth and channel count.
+struct FormatCase {
+  const char* extension;
+  int depth;
+  int channels;
+};
+
+/// Every lossless format of docs/formats.md but PNG and TIFF's others (tested above), at the
+/// depths and channel counts the table claims; WebP at its default (lossless).
+constexpr FormatCase kRoundTrips[] = {
+    {"pgm", CV_8U, 1},  {"pgm", CV_16U, 1}, {"ppm", CV_8U, 3},  {"ppm", CV_16U, 3}, {"pnm", CV_8U, 1},
+    {"exr", CV_32F, 1}, {"exr", CV_32F, 3}, {"exr", CV_32F, 4}, {"pfm", CV_32F, 1}, {"pfm", CV_32F, 3},
+    {"bmp", CV_8U, 1},  {"bmp", CV_8U, 3},  {"bmp", CV_8U, 4},  {"webp", CV_8U, 3}, {"webp", CV_8U, 4},
+    {"tif", CV_16S, 1}};
+
+std::string describe(const FormatCase& c) {
+  return std::string(c.extension) + " " + depth_name(c.depth) + " x" + std::to_string(c.channels);
+}
+
+/// A random image for `c`: full range for integers (16S too), [-100, 100] for float.
+cv::Mat format_image(const FormatCase& c, std::uint64_t seed) {
+  if (c.depth != CV_16S) return random_image(23, 37, c.depth, c.channels, seed);
+  cv::Mat image(23, 37, CV_MAKETYPE(CV_16S, c.channels));
+  cv::RNG(seed).fill(image, cv::RNG::UNIFORM, -32768, 32768);
+  return image;
+}
+
+}  // namespace
+
+TEST_CASE("formats: PNM, EXR, PFM, BMP, WebP and 16S one-channel TIFF read back the pixels written") {
+  TempDir dir;
+  for (const FormatCase& c : kRoundTrips) {
+    const cv::Mat image = format_image(c, 91);
+    const std::string path = dir.file("round." + std::string(c.extension));
+    INFO(describe(c));
+    write_image_atomic(path, image);
+    CHECK(same_bytes(read_image(path), image));
+  }
+}
+
+TEST_CASE("formats: a two-level gray image round-trips through .pbm") {
+  TempDir dir;
+  cv::Mat image = random_image(19, 45, CV_8U, 1, 5);  // 45 columns: rows end mid-byte in the file
+  cv::threshold(image, image, 127, 255, cv::THRESH_BINARY);
+  const std::string path = dir.file("two-level.pbm");
+  write_image_atomic(path, image);
+  CHECK(same_bytes(read_image(path), image));
+  // The file is a PBM (P4: one bit a pixel), not a gray map under a .pbm name.
+  CHECK(read_file(path).rfind("P4", 0) == 0);
+}
+
+TEST_CASE("cuconv: each format of the round trips read as input and written as output, filtered as filter2D") {
+  TempDir dir;
+  const Filter box = load_filter("box3");
+  for (const FormatCase& c : kRoundTrips) {
+    INFO(describe(c));
+    const cv::Mat image = format_image(c, 93);
+    ConvolveOptions options;
+    options.variant = Variant::opencv;
+    const cv::Mat expected = convolve(image, box, options).image;
+    const std::string ext = c.extension;
+    // Read: the format as input, a lossless TIFF as output.
+    const std::string in = dir.file("in-" + ext + "." + ext);
+    write_image_atomic(in, image);
+    const std::string tif = dir.file("out-" + ext + ".tif");
+    const auto read_run = run_cuconv({in, tif, "--filter", "box3", "--variant", "opencv"});
+    REQUIRE_MESSAGE(read_run.exit_code == 0, read_run.err);
+    CHECK(same_bytes(read_image(tif), expected));
+    // Write: a lossless TIFF as input, the format as output.
+    const std::string tif_in = dir.file("in-" + ext + ".tif");
+    write_image_atomic(tif_in, image);
+    const std::string out = dir.file("out-" + ext + "." + ext);
+    const auto write_run = run_cuconv({tif_in, out, "--filter", "box3", "--variant", "opencv"});
+    REQUIRE_MESSAGE(write_run.exit_code == 0, write_run.err);
+    CHECK(same_bytes(read_image(out), expected));
+  }
 }
