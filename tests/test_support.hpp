@@ -211,7 +211,7 @@ inline std::uint32_t test_seed(const char* what) {
   const std::uint32_t seed = given != nullptr && *given != '\0'
                                  ? static_cast<std::uint32_t>(std::strtoul(given, nullptr, 10))
                                  : std::random_device{}();
-  MESSAGE(what << ": seed " << seed << " (replay with CUCONV_TEST_SEED=" << seed << ")");
+  MESSAGE(std::string(what) << ": seed " << seed << " (replay with CUCONV_TEST_SEED=" << seed << ")");
   return seed;
 }
 
