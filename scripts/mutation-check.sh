@@ -5,7 +5,7 @@
 # fail; the table it prints (mutation, caught or MISSED, the failing test cases) goes in
 # docs/testing.md. Exit status: 0 when every mutation run was caught.
 #   scripts/mutation-check.sh [cpu|gpu|all] [MUTATION...]   (default: cpu, every CPU mutation)
-#   BUILD=build/ci (configured with the ci preset), TESTS='doctest filters' to narrow the run.
+#   BUILD=build/ci (configured with the ci preset); TESTS='-tce=batch signals*' (one doctest option) narrows the run.
 # The GPU mutations need a CUDA device (cuconv_gpu_tests exits 77 without one: "not run").
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -67,6 +67,15 @@ if ! git diff --quiet -- "$cpu_file" "$gpu_file" "$round_file"; then
   exit 2
 fi
 
+# failing_cases LOG: the test cases of a doctest console log with an ERROR (a block between two
+# separator lines names its case; MESSAGE blocks have no ERROR).
+failing_cases() {
+  awk '/^=====/ { if (name != "" && failed) print name; name = ""; failed = 0; next }
+       /^TEST CASE:/ { sub(/^TEST CASE: +/, ""); name = $0; next }
+       /ERROR:/ { failed = 1 }
+       END { if (name != "" && failed) print name }' "$1" | sort -u
+}
+
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 table=()
 missed=0
@@ -93,11 +102,10 @@ PY
   fi
   log="$build/mutation-$name.log"
   set +e
-  # shellcheck disable=SC2086  # TESTS holds doctest options
-  "$build/tests/$target" ${TESTS:-} --no-version --minimal >"$log" 2>&1
+  "$build/tests/$target" ${TESTS:+"$TESTS"} --no-version --minimal >"$log" 2>&1
   rc=$?
   set -e
-  failing=$(grep -o 'TEST CASE:  .*' "$log" | sed 's/TEST CASE:  //' | sort -u | head -5 | paste -sd ';' -)
+  failing=$(failing_cases "$log" | head -5 | paste -sd ';' -)
   if [[ $rc -eq 77 ]]; then
     table+=("| $name | not run (no CUDA device) | |")
   elif [[ $rc -ne 0 ]]; then

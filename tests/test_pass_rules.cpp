@@ -273,3 +273,33 @@ TEST_CASE("pass rules: no value off by one is allowed on an image of fewer than 
   CHECK_FALSE(compare_to_reference(got, ref, src, box3, 0.0).within_tolerance);
   CHECK(compare_to_reference(ref.clone(), ref, src, box3, o, Variant::fast).within_tolerance);
 }
+
+TEST_CASE("pass rules: bit_equal tells a NaN from a number, which cv::compare's CMP_NE does not") {
+  cv::Mat a(64, 64, CV_32F, cv::Scalar(1.0f));
+  cv::Mat b = a.clone();
+  b.at<float>(32, 32) = static_cast<float>(kNaN);
+  cv::Mat ne;
+  cv::compare(a, b, ne, cv::CMP_NE);
+  WARN(cv::countNonZero(ne) == 0);  // OpenCV 4.6's vectorised compare: the hole bit_equal had
+  CHECK_FALSE(test::bit_equal(a, b));
+  CHECK(test::bit_equal(b, b.clone()));  // the same NaN bits are equal
+}
+
+TEST_CASE("the exact-sum reference rounds exact ties half to even, every border") {
+  // gauss3's weights are dyadic, so on integers about 1 value in 16 sums to exactly n + 1/2: the
+  // reference --compare and the tests fall back on must round those to even, as filter2D does.
+  const Filter gauss3 = load_filter("gauss3");
+  const cv::Mat src = test::random_image(40, 56, CV_16U, 1, 29);
+  for (Border border : test::kAllBorders) {
+    INFO(to_string(border));
+    ConvolveOptions o;
+    o.variant = Variant::opencv;
+    o.opencv_method = OpenCvMethod::exact_sum;
+    o.border = border;
+    o.border_value = border == Border::constant ? 3 : 0;
+    const cv::Mat sums = test::exact_sum_double(src, gauss3, 1, 1, border, o.border_value, 0);
+    REQUIRE(exact_ties(sums) > 50);
+    const cv::Mat expected = test::exact_sum(src, gauss3, 1, 1, border, o.border_value, 0, CV_16U);
+    CHECK(test::bit_equal(convolve(src, gauss3, o).image, expected));
+  }
+}
