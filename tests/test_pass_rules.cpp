@@ -282,7 +282,11 @@ TEST_CASE("pass rules: bit_equal tells a NaN from a number, which cv::compare's 
   cv::compare(a, b, ne, cv::CMP_NE);
   WARN(cv::countNonZero(ne) == 0);  // OpenCV 4.6's vectorised compare: the hole bit_equal had
   CHECK_FALSE(test::bit_equal(a, b));
-  CHECK(test::bit_equal(b, b.clone()));  // the same NaN bits are equal
+  CHECK(test::bit_equal(b, b.clone()));  // a NaN equals a NaN
+  cv::Mat zeros(4, 4, CV_32F, cv::Scalar(0.0f));
+  cv::Mat negative = zeros.clone();
+  negative.at<float>(1, 1) = -0.0f;
+  CHECK_FALSE(test::bit_equal(zeros, negative));  // 0 and -0 differ
 }
 
 TEST_CASE("the exact-sum reference rounds exact ties half to even, every border") {

@@ -11,6 +11,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <cerrno>
+#include <cmath>
 #include <csignal>
 #include <cstdio>
 #include <cstdlib>
@@ -278,14 +279,24 @@ inline cv::Mat kernel_matrix(const cuconv::Filter& f) {
   return k;
 }
 
-/// True when both images have the same size, type and bytes (a NaN equals only the same NaN).
-/// Bytes, not cv::compare: OpenCV 4.6's vectorised CMP_NE reports a NaN equal to any number
+/// True when both images have the same size, type and bytes, except that in float images a NaN
+/// equals any NaN (payloads differ between CPU and GPU) and nothing else. Bytes, not
+/// cv::compare: OpenCV 4.6's vectorised CMP_NE reports a NaN equal to any number
 /// (tests/test_pass_rules.cpp shows it), which let a NaN pixel pass every float check here.
 inline bool bit_equal(const cv::Mat& a, const cv::Mat& b) {
   if (a.size() != b.size() || a.type() != b.type()) return false;
   const std::size_t row_bytes = static_cast<std::size_t>(a.cols) * a.elemSize();
-  for (int r = 0; r < a.rows; ++r)
-    if (std::memcmp(a.ptr(r), b.ptr(r), row_bytes) != 0) return false;
+  const std::size_t values = static_cast<std::size_t>(a.cols) * static_cast<std::size_t>(a.channels());
+  for (int r = 0; r < a.rows; ++r) {
+    if (std::memcmp(a.ptr(r), b.ptr(r), row_bytes) == 0) continue;
+    if (a.depth() != CV_32F) return false;
+    const float* pa = a.ptr<float>(r);
+    const float* pb = b.ptr<float>(r);
+    for (std::size_t i = 0; i < values; ++i) {
+      const bool same = std::isnan(pa[i]) ? std::isnan(pb[i]) : std::memcmp(&pa[i], &pb[i], sizeof(float)) == 0;
+      if (!same) return false;
+    }
+  }
   return true;
 }
 
