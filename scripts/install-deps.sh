@@ -21,6 +21,7 @@ packages=(
   help2man    # the man page, generated from cuconv --help at build time
   dpkg-dev file  # cpack -G DEB: dpkg-shlibdeps works out the package's Depends
   zsh         # the zsh completion is tested by running it (ctest docs_match_help)
+  libvips-tools  # the vips command: ctest libvips_matrixload loads filters/*.mat in libvips
 )
 
 # Collect the packages that are not fully installed ("install ok installed").

@@ -136,13 +136,42 @@ inline RuleCount compare_exact(const cv::Mat& got, const cv::Mat& expected) {
   return r;
 }
 
+/// A second poison for integer outputs: bytes 0x5A (the product's poison_output writes 0xA5), so
+/// an output the kernel never writes holds two different values in two runs, whatever value the
+/// first poison happens to equal.
+inline constexpr int kSecondPoisonByte = 0x5A;
+
+/// `variant` again on device images (no strips) whose output was filled with kSecondPoisonByte
+/// bytes instead of the product's poison: the result, downloaded.
+inline cv::Mat convolve_second_poison(const cv::Mat& src, const Filter& f, ConvolveOptions o, Variant variant,
+                                      int output_type) {
+  o.variant = variant;
+  o.poison_output = false;
+  const int depth = CV_MAT_DEPTH(output_type);
+  const double filler = depth == CV_8U ? kSecondPoisonByte : kSecondPoisonByte * 257;  // 0x5A5A for 16 bits
+  const DeviceImage in = upload(src);
+  const DeviceImage out = upload(cv::Mat(src.rows, src.cols, output_type, cv::Scalar::all(filler)));
+  GpuWorkspace workspace;
+  (void)convolve(in.view(), out.view(), f, o, workspace, nullptr);
+  return download(out.view());
+}
+
 /// `variant` on `src` with a poisoned output; the options come back with the filter's own anchor
-/// filled in where they left it to the filter.
+/// filled in where they left it to the filter. Integer outputs of a GPU variant (whole images)
+/// are computed twice, under the product's poison and under the second one, and must be equal
+/// bit for bit: a pixel left unwritten differs between the two.
 inline std::pair<ConvolveResult, ConvolveOptions> run_poisoned(const cv::Mat& src, const Filter& f, ConvolveOptions o,
                                                                Variant variant) {
   o.variant = variant;
   o.poison_output = true;
   ConvolveResult got = convolve(src, f, o);
+  if (got.image.depth() != CV_32F && got.variant_used != Variant::opencv && got.strips == 1 && o.max_strip_rows == 0 &&
+      o.gpu_memory_limit == 0) {
+    const cv::Mat second = convolve_second_poison(src, f, o, got.variant_used, got.image.type());
+    INFO("the same run on an output filled with 0x" << std::hex << kSecondPoisonByte << std::dec
+                                                    << " bytes instead of the product's poison");
+    CHECK(bit_equal(second, got.image));
+  }
   if (o.anchor_x < 0) o.anchor_x = f.resolved_anchor_x();
   if (o.anchor_y < 0) o.anchor_y = f.resolved_anchor_y();
   return {std::move(got), o};
@@ -204,31 +233,43 @@ inline Variant check_within_bound(const cv::Mat& src, const Filter& f, ConvolveO
 
 namespace cuconv::test {
 
-/// Largest |got - exact| relative to the 32F rule's scale, sum |k| max |x| + |delta| (max |x| over
-/// the finite input values and the constant border value). Where the exact sum is not finite the
-/// result must be the same NaN or infinity, else the error is reported as infinite.
+/// Each output's scale under the 32F rule: sum |k| |x| over its own footprint (through the border
+/// rule, |border value| for the constant one) plus |delta|, from the same exact double sum on |x|
+/// and |k|.
+inline cv::Mat float_rule_scales(const cv::Mat& src, const Filter& f, int anchor_x, int anchor_y, Border border,
+                                 double border_value, double delta) {
+  Filter magnitudes = f;
+  for (double& w : magnitudes.weights) w = std::abs(w);
+  return exact_sum_double(cv::abs(src), magnitudes, anchor_x, anchor_y, border, std::abs(border_value),
+                          std::abs(delta));
+}
+
+/// Largest |got - exact| relative to each output's own scale (float_rule_scales). Where the exact
+/// sum is not finite the result must be the same NaN or infinity, and where it is finite the
+/// result must be finite too, else the error is infinite; so is any difference where the scale
+/// is 0 (a footprint of zeros and no delta).
 inline double float_rule_error(const cv::Mat& got, const cv::Mat& exact, const cv::Mat& src, const Filter& f,
-                               Border border, double border_value, double delta) {
-  double largest = border == Border::constant ? std::abs(border_value) : 0.0;
-  cv::Mat flat = src.reshape(1);
-  for (auto it = flat.begin<float>(); it != flat.end<float>(); ++it)
-    if (std::isfinite(*it)) largest = std::max(largest, static_cast<double>(std::abs(*it)));
-  double weight_sum = 0.0;
-  for (double w : f.weights) weight_sum += std::abs(w);
-  const double scale = weight_sum * largest + std::abs(delta);
-  cv::Mat g = got.reshape(1);
-  cv::Mat e = exact.reshape(1);
+                               int anchor_x, int anchor_y, Border border, double border_value, double delta) {
+  const cv::Mat scales = float_rule_scales(src, f, anchor_x, anchor_y, border, border_value, delta);
+  const cv::Mat g = got.reshape(1);
+  const cv::Mat e = exact.reshape(1);
+  const cv::Mat s = scales.reshape(1);
+  constexpr double kInfinite = std::numeric_limits<double>::infinity();
   double worst = 0.0;
   for (int y = 0; y < g.rows; ++y)
     for (int x = 0; x < g.cols; ++x) {
       const double want = e.at<double>(y, x);
       const double have = g.at<float>(y, x);
-      if (!std::isfinite(want)) {
+      if (!std::isfinite(want) || !std::isfinite(have)) {
         const bool same = std::isnan(want) ? std::isnan(have) : have == want;
-        if (!same) return std::numeric_limits<double>::infinity();
+        if (!same) return kInfinite;
         continue;
       }
-      worst = std::max(worst, std::abs(have - want) / scale);
+      const double diff = std::abs(have - want);
+      if (diff == 0.0) continue;
+      const double scale = s.at<double>(y, x);
+      if (!(scale > 0.0) || !std::isfinite(scale)) return kInfinite;
+      worst = std::max(worst, diff / scale);
     }
   return worst;
 }
@@ -240,7 +281,8 @@ inline Variant check_float_rule(const cv::Mat& src, const Filter& f, ConvolveOpt
   const auto [got, ran] = run_poisoned(src, f, o, variant);
   const double delta = ran.delta + f.offset;
   const cv::Mat exact = exact_sum_double(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, delta);
-  const double error = float_rule_error(got.image, exact, src, f, ran.border, ran.border_value, delta);
+  const double error =
+      float_rule_error(got.image, exact, src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, delta);
   INFO(what << " ran " << to_string(got.variant_used) << ": relative error " << error);
   CHECK(got.image.depth() == CV_32F);
   CHECK(error <= kMaxRelativeError);

@@ -95,7 +95,7 @@ TEST_CASE("batch signals: SIGINT or SIGTERM at 50 random moments leave no tempor
   const long start_us = std::chrono::duration_cast<std::chrono::microseconds>(work_start - start).count();
   const long work_us = std::chrono::duration_cast<std::chrono::microseconds>(end - work_start).count();
 
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(cuconv::test::test_seed("signals and delays"));
   int interrupted_midway = 0, killed_at_start = 0, finished = 0, none_written = 0;
   for (int run = 0; run < 50; ++run) {
     const std::string out = "out" + std::to_string(run);
@@ -164,7 +164,7 @@ TEST_CASE("batch signals: single-image mode interrupted at random moments leaves
   const auto clean_us = std::chrono::duration_cast<std::chrono::microseconds>(std::chrono::steady_clock::now() - start);
   fs::remove(dir.file("out/out.png"));
 
-  std::mt19937 rng(std::random_device{}());
+  std::mt19937 rng(cuconv::test::test_seed("signals and delays"));
   std::uniform_int_distribution<long> delay_us(0, clean_us.count());
   for (int run = 0; run < 10; ++run) {
     const int signal = rng() % 2 == 0 ? SIGINT : SIGTERM;

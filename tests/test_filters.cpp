@@ -276,7 +276,7 @@ TEST_CASE("inline filter errors") {
 
 // ---- presets -----------------------------------------------------------------------------------
 
-TEST_CASE("every preset says what it does, and loads in libvips unchanged") {
+TEST_CASE("every preset says what it does in one line without a comment sign") {
   for (const std::string& name : cuconv::preset_names()) {
     CAPTURE(name);
     const std::string summary = cuconv::preset_summary(name);
@@ -308,11 +308,11 @@ TEST_CASE("filters/*.mat: the header on the first line, comments only after the 
   }
 }
 
-TEST_CASE("filters/*.mat load in libvips (vips matrixload) with the same weights") {
-  if (std::system("vips --version > /dev/null 2>&1") != 0) {
-    MESSAGE("SKIPPED: the vips command is not installed (Debian: apt-get install libvips-tools)");
-    return;
-  }
+// Marked skip: the CTest entry libvips_matrixload runs it (--no-skip) where vips is installed and
+// reports Skipped where it is not (tests/libvips_test.sh), so no run passes it without vips.
+TEST_CASE("filters/*.mat load in libvips (vips matrixload) with the same weights" * doctest::skip()) {
+  REQUIRE_MESSAGE(std::system("vips --version > /dev/null 2>&1") == 0,
+                  "the vips command is not installed (Debian: apt-get install libvips-tools)");
   const TempDir dir;
   for (const std::string& name : cuconv::preset_names()) {
     CAPTURE(name);

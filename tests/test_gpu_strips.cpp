@@ -94,8 +94,7 @@ TEST_CASE("gpu strips: forced strip heights give the unstriped result bit for bi
               CHECK(striped.strips == (rows + strip_rows - 1) / strip_rows);
               if (strip_rows < rows) CHECK(striped.strips > 1);
               if (variant == Variant::fft) {
-                const ComparisonStats s = compare_to_reference(striped.image, reference, src, f, o.delta,
-                                                               o.border_value, kFftMaxDifferingFraction);
+                const ComparisonStats s = compare_to_reference(striped.image, reference, src, f, o, Variant::fft);
                 INFO("max diff ", s.max_abs_difference, ", ", s.differing_values, "/", s.total_values,
                      " differ, rel ", s.relative_error);
                 CHECK(s.within_tolerance);
@@ -132,8 +131,8 @@ TEST_CASE("gpu strips: a small gpu_memory_limit cuts the image by itself, --alph
         ConvolveOptions ref_options = o;
         ref_options.variant = Variant::opencv;
         ref_options.opencv_method = OpenCvMethod::reference;
-        const ComparisonStats s = compare_to_reference(striped.image, convolve(src, f, ref_options).image, src, f, 0, 0,
-                                                       kFftMaxDifferingFraction);
+        const ComparisonStats s = compare_to_reference(striped.image, convolve(src, f, ref_options).image, src, f, o,
+                                                       Variant::fft);
         INFO("max diff ", s.max_abs_difference, ", ", s.differing_values, "/", s.total_values, " differ");
         CHECK(s.within_tolerance);
         cv::Mat alpha_in, alpha_out;  // copied, not filtered: exact in every variant

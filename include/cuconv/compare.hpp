@@ -1,10 +1,14 @@
 #pragma once
 /// @file compare.hpp
-/// How close a result is to the cv::filter2D reference, and the pass rule (README "Accuracy"):
-///  - integer outputs: max |difference| <= 1 and at most 0.1% of values differ (filter2D itself
-///    switches to a DFT for large filters, whose rounding differs from a direct sum);
-///  - float outputs: max |difference| / (sum|k| * max|x| + |delta|) <= 1e-5, where max|x| also
-///    covers the constant border value.
+/// How close a result is to the cv::filter2D reference, and the pass rule (docs/design.md
+/// "Accuracy"), in compare_to_reference's overload that takes the run's ConvolveOptions:
+///  - integer outputs: max |difference| <= 1 and at most 0.1% of the values (rounded down: none
+///    on an image of fewer than 1000 values) differ from both the reference and the exact sum;
+///    `fft` without its tie repairs: each value off by one lies within fft_tie_band of a rounding
+///    tie of the exact sum (the transform's stated error), and no share is allowed beyond that;
+///  - float outputs: at every value, |difference| <= 1e-5 x (sum|k| |x| over that output's own
+///    footprint, through the border rule, + |delta|); a NaN or an infinity where the reference
+///    is finite (or a finite value where it is not) fails.
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
 
@@ -17,14 +21,27 @@ namespace cuconv {
 inline constexpr double kMaxIntegerDifference = 1.0;
 inline constexpr double kMaxDifferingFraction = 0.001;
 inline constexpr double kMaxRelativeError = 1e-5;
-/// `fft` on integer outputs: still at most 1 off, but on up to 10% of values. Its rounding,
-/// relative to the tile's range, tips the exact ties of dyadic filters and, for 16-bit data,
-/// values near a tie (bench/results/kernel-notes/fft.md, 'Accuracy', has the measured share). Where the margin
-/// of src/gpu/launch/fft_ties.hpp is on (8-bit outputs of usual filters) `fft` sums results near a
-/// tie again, and `auto` picks it only there.
+/// `fft` on integer outputs, in the overload without the run's options only (its window and
+/// exact sum unknown): still at most 1 off, but on up to 10% of values. Its rounding relative
+/// to the tile's range tips the exact ties of dyadic filters and, for 16-bit data, values near a
+/// tie (bench/results/kernel-notes/fft.md, 'Accuracy',
+/// has the measured share). Where the margin of src/gpu/launch/fft_ties.hpp is on (8-bit outputs
+/// of usual filters) `fft` sums results near a tie again, and `auto` picks it only there.
 inline constexpr double kFftMaxDifferingFraction = 0.10;
 
-/// The integer rule's share of values allowed to differ by 1 for results of `variant`.
+/// `fft`'s error on integer outputs relative to (input range x sum|w|), as the product's tie
+/// margin assumes it (src/gpu/launch/fft_ties.hpp, kFftRelativeError: 2^-19, eight times the
+/// largest error measured), and the margin above which `fft` does not sum ties again.
+inline constexpr double kFftRelativeErrorBound = 1.0 / 524288.0;
+inline constexpr double kFftMaxRepairedMargin = 0.005;
+
+/// The band around a rounding tie (n + 1/2) within which `fft` may round an integer result
+/// either way: kFftRelativeErrorBound x (input depth's range) x sum|w|, plus 2^-22 x (output
+/// range) for the float addition of delta and the spacing of floats near the largest outputs.
+[[nodiscard]] double fft_tie_band(int input_depth, int output_depth, const Filter& filter) noexcept;
+
+/// The integer rule's share of values allowed to differ by 1 for results of `variant` (the
+/// overload without the run's options).
 [[nodiscard]] constexpr double max_differing_fraction_for(Variant variant) noexcept {
   return variant == Variant::fft ? kFftMaxDifferingFraction : kMaxDifferingFraction;
 }
@@ -38,6 +55,11 @@ struct ComparisonStats {
   bool float_output = false;
   double max_differing_fraction = 0;  ///< the integer rule applied (compare_to_reference's argument)
   std::size_t exact_where_reference_differs = 0;  ///< values equal to the exact sum, not the reference
+  /// `fft` without tie repairs: the band of fft_tie_band applied (0: the 0.1% share applied), and
+  /// the differing values off by one within it of a tie of the exact sum (allowed).
+  double tie_band = 0;
+  std::size_t off_by_one_near_tie = 0;
+  std::size_t non_finite_mismatches = 0;  ///< NaN or infinity against a finite value, or the reverse
   bool within_tolerance = false;
 };
 
@@ -49,6 +71,20 @@ struct ComparisonStats {
   return output_depth == CV_16U || output_depth == CV_16S;
 }
 
+/// The pass rule for `result` (filtered from `input` with `filter` under `options`, by
+/// `result_variant`) against `reference` (filter2D's direct sum, same size and type). The run's
+/// anchor, border rule, border value, delta, the filter's offset and --alpha keep give each output
+/// its footprint: the float rule's scale and the exact sum (double, rounded half to even once),
+/// which integer values may equal instead of the reference. Throws Error{internal} on mismatched
+/// images.
+[[nodiscard]] ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& reference,
+                                                   const cv::Mat& input, const Filter& filter,
+                                                   const ConvolveOptions& options, Variant result_variant);
+
+/// The rule without the run's window (anchor and border unknown): the float rule scales every
+/// value by one global sum|k| x max|x| + |delta| (max|x| over the finite inputs and the border
+/// value), and `max_differing_fraction` of the values (rounded down) may differ by 1. Prefer the
+/// overload above, which judges each output by its own footprint.
 /// Compares `result` with `reference` (same size, type). `input`, `filter`, `delta` and
 /// `border_value` give the normaliser of the float rule; `max_differing_fraction` is the integer
 /// rule's share of values allowed to differ by 1. `exact` (integer outputs; OpenCvMethod::exact_sum):

@@ -1,0 +1,126 @@
+#!/usr/bin/env bash
+# Plants known defects one at a time in the CPU path (src/convolve/cpu_reference.cpp, the `opencv`
+# variant) or the GPU path (src/gpu/gpu_convolve.cpp, kernels/common.cuh), rebuilds, runs the
+# suite that should catch it, and restores the file. Each defect must make at least one test case
+# fail; the table it prints (mutation, caught or MISSED, the failing test cases) goes in
+# docs/testing.md. Exit status: 0 when every mutation run was caught.
+#   scripts/mutation-check.sh [cpu|gpu|all] [MUTATION...]   (default: cpu, every CPU mutation)
+#   BUILD=build/ci (configured with the ci preset); TESTS='-tce=batch signals*' (one doctest option) narrows the run.
+# The GPU mutations need a CUDA device (cuconv_gpu_tests exits 77 without one: "not run").
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+build="${BUILD:-build/ci}"
+which="${1:-cpu}"
+shift || true
+declare -A only=()
+for name in "$@"; do only[$name]=1; done
+
+cpu_file=src/convolve/cpu_reference.cpp
+gpu_file=src/gpu/gpu_convolve.cpp
+round_file=kernels/common.cuh
+# The CPU variant's entry, wrapped so a mutation can change its result (MUTATE is replaced).
+entry='cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method) {'
+wrap() {  # wrap CODE: the entry, with CODE applied to its result r
+  printf '%s\n' "cv::Mat convolve_opencv_planted(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method);" \
+    "cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method) {" \
+    "  cv::Mat r = convolve_opencv_planted(src, job, method);" "  $1" "  return r;" "}" \
+    "cv::Mat convolve_opencv_planted(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method) {"
+}
+
+# mutation NAME SUITE FILE TEXT REPLACEMENT: TEXT must occur once in FILE.
+names=(); suites=(); files=(); texts=(); replacements=()
+mutation() { names+=("$1"); suites+=("$2"); files+=("$3"); texts+=("$4"); replacements+=("$5"); }
+mutation cpu-skip-last-row cpu "$cpu_file" "$entry" \
+  "$(wrap 'if (r.rows > 1) r.row(r.rows - 1).setTo(cv::Scalar::all(0));')"
+mutation cpu-skip-last-column cpu "$cpu_file" "$entry" \
+  "$(wrap 'if (r.cols > 1) r.col(r.cols - 1).setTo(cv::Scalar::all(0));')"
+mutation cpu-anchor-off-by-one cpu "$cpu_file" 'const cv::Point anchor(job.anchor_x, job.anchor_y);' \
+  'const cv::Point anchor((job.anchor_x + 1) % job.kw(), job.anchor_y);'
+mutation cpu-tie-direction cpu "$cpu_file" \
+  'convolve_opencv(wide, wide_job, OpenCvMethod::direct_sum).convertTo(result, job.output_depth);' \
+  'cv::Mat(convolve_opencv(wide, wide_job, OpenCvMethod::direct_sum) + cv::Scalar::all(job.output_depth == CV_32F ? 0.0 : 1e-9)).convertTo(result, job.output_depth);'
+mutation cpu-stale-border-value cpu "$cpu_file" 'cv::Scalar::all(job.border_value));' 'cv::Scalar::all(0));'
+mutation cpu-nan-one-pixel cpu "$cpu_file" "$entry" \
+  "$(wrap 'if (r.depth() == CV_32F && !r.empty()) r.ptr<float>(r.rows / 2)[(r.cols / 2) * r.channels()] = std::numeric_limits<float>::quiet_NaN();')"
+mutation cpu-dropped-channel cpu "$cpu_file" "$entry" \
+  "$(wrap 'if (r.channels() >= 3) { std::vector<cv::Mat> p; cv::split(r, p); p[1].setTo(cv::Scalar::all(0)); cv::merge(p, r); }')"
+mutation gpu-skip-last-row gpu "$gpu_file" '                  in.height,' \
+  '                  in.height > 1 ? in.height - 1 : in.height,'
+mutation gpu-skip-last-column gpu "$gpu_file" '                  in.width,' \
+  '                  in.width > 1 ? in.width - 1 : in.width,'
+mutation gpu-anchor-off-by-one gpu "$gpu_file" '          job.anchor_x,' '          (job.anchor_x + 1) % job.kw(),'
+mutation gpu-tie-direction gpu "$round_file" '__fadd_rn(fminf(fmaxf(v, lo), hi), 12582912.0f)' \
+  '__fadd_rn(fminf(fmaxf(floorf(v + 0.5f), lo), hi), 12582912.0f)'
+mutation gpu-stale-border gpu "$gpu_file" \
+  '          static_cast<kernels::BorderRule>(static_cast<int>(job.border)),' \
+  '          static_cast<kernels::BorderRule>(0),'
+mutation gpu-nan-one-pixel gpu "$gpu_file" '    launch_variant(variant, launch.args);' \
+  '    launch_variant(variant, launch.args);
+    if (out.depth == CV_32F) CUCONV_CUDA_TRY(cudaMemsetAsync(out.data + out.height / 2 * out.pitch, 0xFF, 4, stream));'
+mutation gpu-dropped-channel gpu "$gpu_file" '  for (int c = 0; c < (keep_alpha ? 3 : in.channels); ++c) {' \
+  '  for (int c = 0; c < (keep_alpha ? 3 : in.channels) - 1; ++c) {'
+
+restore() { git checkout -- "$cpu_file" "$gpu_file" "$round_file"; }
+trap restore EXIT
+if ! git diff --quiet -- "$cpu_file" "$gpu_file" "$round_file"; then
+  echo "mutation-check: $cpu_file, $gpu_file or $round_file has uncommitted changes; commit them first" >&2
+  exit 2
+fi
+
+# failing_cases LOG: the test cases of a doctest console log with an ERROR (a block between two
+# separator lines names its case; MESSAGE blocks have no ERROR).
+failing_cases() {
+  awk '/^=====/ { if (name != "" && failed) print name; name = ""; failed = 0; next }
+       /^TEST CASE:/ { sub(/^TEST CASE: +/, ""); name = $0; next }
+       /ERROR:/ { failed = 1 }
+       END { if (name != "" && failed) print name }' "$1" | sort -u
+}
+
+export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
+table=()
+missed=0
+for i in "${!names[@]}"; do
+  name="${names[$i]}" suite="${suites[$i]}" file="${files[$i]}" text="${texts[$i]}" replacement="${replacements[$i]}"
+  [[ "$which" == all || "$which" == "$suite" ]] || continue
+  (( ${#only[@]} == 0 )) || [[ -n "${only[$name]:-}" ]] || continue
+  TEXT="$text" REPLACEMENT="$replacement" python3 - "$file" <<'PY'
+import os, sys
+path = sys.argv[1]
+source = open(path).read()
+text, replacement = os.environ["TEXT"], os.environ["REPLACEMENT"]
+if source.count(text) != 1:
+    sys.exit(f"mutation-check: the text to replace occurs {source.count(text)} times in {path}")
+open(path, "w").write(source.replace(text, replacement))
+PY
+  echo "==== mutation-check: $name ($file)"
+  if [[ "$suite" == cpu ]]; then target=cuconv_tests; else target=cuconv_gpu_tests; fi
+  if ! cmake --build "$build" -j2 --target "$target" cuconv >"$build/mutation-$name.build.log" 2>&1; then
+    table+=("| $name | build failed (see $build/mutation-$name.build.log) | |")
+    restore
+    missed=$((missed + 1))
+    continue
+  fi
+  log="$build/mutation-$name.log"
+  set +e
+  "$build/tests/$target" ${TESTS:+"$TESTS"} --no-version --minimal >"$log" 2>&1
+  rc=$?
+  set -e
+  failing=$(failing_cases "$log" | head -5 | paste -sd ';' -)
+  if [[ $rc -eq 77 ]]; then
+    table+=("| $name | not run (no CUDA device) | |")
+  elif [[ $rc -ne 0 ]]; then
+    table+=("| $name | caught | ${failing:-exit $rc} |")
+  else
+    table+=("| $name | MISSED | |")
+    missed=$((missed + 1))
+  fi
+  restore
+done
+restore
+# The unmutated build again, so the tree and the binaries agree.
+cmake --build "$build" -j2 --target cuconv_tests cuconv >/dev/null 2>&1 || true
+
+echo "| mutation | result | failing test cases (first 5) |"
+echo "|---|---|---|"
+printf '%s\n' "${table[@]}"
+exit $(( missed > 0 ? 1 : 0 ))
