@@ -10,8 +10,6 @@
 #include <doctest/doctest.h>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
-#include <opencv2/imgproc.hpp>
-#include <zlib.h>
 
 #include <zlib.h>
 
@@ -25,6 +23,7 @@
 #include <fstream>
 #include <limits>
 #include <sstream>
+#include <opencv2/imgproc.hpp>
 
 using namespace cuconv;
 using cuconv::test::random_image;
@@ -518,44 +517,6 @@ std::optional<std::string> iccp_keyword(const std::string& bytes) {
     pos += 12 + length;
   }
   return std::nullopt;
-
-namespace {
-
-/// One claimed format (docs/formats.md's table) at one depth and channel count.
-struct FormatCase {
-  const char* extension;
-  int depth;
-  int channels;
-};
-
-/// Every lossless format of docs/formats.md but PNG and TIFF (tested above), at the depths and
-/// channel counts the table claims; WebP at its default (lossless).
-constexpr FormatCase kRoundTrips[] = {
-    {"pgm", CV_8U, 1},  {"pgm", CV_16U, 1}, {"ppm", CV_8U, 3},  {"ppm", CV_16U, 3}, {"pnm", CV_8U, 1},
-    {"exr", CV_32F, 1}, {"exr", CV_32F, 3}, {"exr", CV_32F, 4}, {"pfm", CV_32F, 1}, {"pfm", CV_32F, 3},
-    {"bmp", CV_8U, 1},  {"bmp", CV_8U, 3},  {"bmp", CV_8U, 4},  {"webp", CV_8U, 3}, {"webp", CV_8U, 4}};
-
-std::string describe(const FormatCase& c) {
-  return std::string(c.extension) + " " + depth_name(c.depth) + " x" + std::to_string(c.channels);
-}
-
-/// What reading back `written` gives, where a format keeps less than it was given (docs/formats.md
-/// says which): BMP's reader (OpenCV) drops the alpha channel; lossless WebP (libwebp, not in its
-/// exact mode) zeroes the colour under fully transparent pixels.
-cv::Mat as_read_back(const FormatCase& c, const cv::Mat& written) {
-  if (c.channels != 4) return written;
-  if (std::string(c.extension) == "bmp") {
-    cv::Mat colour;
-    cv::cvtColor(written, colour, cv::COLOR_BGRA2BGR);
-    return colour;
-  }
-  if (std::string(c.extension) == "webp") {
-    cv::Mat kept = written.clone();
-    for (auto it = kept.begin<cv::Vec4b>(); it != kept.end<cv::Vec4b>(); ++it)
-      if ((*it)[3] == 0) *it = cv::Vec4b(0, 0, 0, 0);
-    return kept;
-  }
-  return written;
 }
 
 }  // namespace
@@ -629,6 +590,48 @@ TEST_CASE("encoder_options_for: each output format keeps the options it takes (a
   CHECK(encoder_options_for("a.png", asked).compression.empty());
   CHECK(encoder_options_for("a.webp", asked).quality == 90);
   CHECK(encoder_options_for("a.bmp", asked).compression.empty());
+}
+
+namespace {
+
+/// One claimed format (docs/formats.md's table) at one depth and channel count.
+struct FormatCase {
+  const char* extension;
+  int depth;
+  int channels;
+};
+
+/// Every lossless format of docs/formats.md but PNG and TIFF (tested above), at the depths and
+/// channel counts the table claims; WebP at its default (lossless).
+constexpr FormatCase kRoundTrips[] = {
+    {"pgm", CV_8U, 1},  {"pgm", CV_16U, 1}, {"ppm", CV_8U, 3},  {"ppm", CV_16U, 3}, {"pnm", CV_8U, 1},
+    {"exr", CV_32F, 1}, {"exr", CV_32F, 3}, {"exr", CV_32F, 4}, {"pfm", CV_32F, 1}, {"pfm", CV_32F, 3},
+    {"bmp", CV_8U, 1},  {"bmp", CV_8U, 3},  {"bmp", CV_8U, 4},  {"webp", CV_8U, 3}, {"webp", CV_8U, 4}};
+
+std::string describe(const FormatCase& c) {
+  return std::string(c.extension) + " " + depth_name(c.depth) + " x" + std::to_string(c.channels);
+}
+
+/// What reading back `written` gives, where a format keeps less than it was given (docs/formats.md
+/// says which): BMP's reader (OpenCV) drops the alpha channel; lossless WebP (libwebp, not in its
+/// exact mode) zeroes the colour under fully transparent pixels.
+cv::Mat as_read_back(const FormatCase& c, const cv::Mat& written) {
+  if (c.channels != 4) return written;
+  if (std::string(c.extension) == "bmp") {
+    cv::Mat colour;
+    cv::cvtColor(written, colour, cv::COLOR_BGRA2BGR);
+    return colour;
+  }
+  if (std::string(c.extension) == "webp") {
+    cv::Mat kept = written.clone();
+    for (auto it = kept.begin<cv::Vec4b>(); it != kept.end<cv::Vec4b>(); ++it)
+      if ((*it)[3] == 0) *it = cv::Vec4b(0, 0, 0, 0);
+    return kept;
+  }
+  return written;
+}
+
+}  // namespace
 
 TEST_CASE("formats: PNM, EXR, PFM, BMP and WebP read back the pixels written") {
   TempDir dir;
