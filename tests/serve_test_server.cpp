@@ -10,6 +10,8 @@
 //   cat                            copies the client's stdin to its stdout
 //   exit N                         exits N
 // Options: --socket PATH, --idle SECONDS, --max-clients N (socket activation when LISTEN_FDS is set).
+// `--probe SOCKET` instead is a bare client that skips the client's own checks: it sends Hello and
+// prints the server's first answer (the test of the server's uid check runs it as another user).
 #include "serve/server.hpp"
 
 #include <cuconv/error.hpp>
@@ -20,6 +22,8 @@
 #include <cstdlib>
 #include <cstring>
 #include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <string>
 #include <thread>
 #include <unistd.h>
@@ -108,7 +112,33 @@ int handle(const serve::ClientRequest& request, serve::ClientSession& session) {
 
 }  // namespace
 
+/// --probe: connect, Hello, print "welcome", "queued" or "refused: MESSAGE".
+int probe(const char* path) {
+  const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  std::strncpy(address.sun_path, path, sizeof address.sun_path - 1);
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0) {
+    std::printf("connect: %s\n", std::strerror(errno));
+    return 1;
+  }
+  serve::Channel channel{serve::UniqueFd(fd)};
+  (void)channel.send(serve::Hello{});
+  const serve::Received answer = channel.receive(5000);
+  if (answer.status != serve::Received::Status::message) {
+    std::printf("no answer\n");
+    return 1;
+  }
+  if (const auto* refused = std::get_if<serve::Refused>(&answer.message)) {
+    std::printf("refused: %s\n", refused->message.c_str());
+  } else {
+    std::printf("%s\n", std::holds_alternative<serve::Welcome>(answer.message) ? "welcome" : "other");
+  }
+  return 0;
+}
+
 int main(int argc, char** argv) {
+  if (argc == 3 && std::strcmp(argv[1], "--probe") == 0) return probe(argv[2]);
   serve::ServerOptions options;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string option = argv[i];
