@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the libFuzzer targets of tests/fuzz with clang and runs them for SECONDS in all (default
 # 60), split between them: the filter parsers from tests/fuzz/corpus, the command line from
-# tests/fuzz/corpus_cli. A crash leaves crash-* in build/fuzz/findings and fails.
+# tests/fuzz/corpus_cli, the serve protocol's frames from tests/fuzz/corpus_serve. A crash leaves
+# crash-* in build/fuzz/findings and fails.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 seconds="${1:-60}"
@@ -23,6 +24,7 @@ run() {
   "build/fuzz/$target" -max_total_time="$budget" -max_len=4096 -timeout=10 \
     -artifact_prefix=build/fuzz/findings/ "build/fuzz/$seeds"
 }
-half=$(( seconds / 2 > 0 ? seconds / 2 : 1 ))
-run fuzz_filter_parser corpus "$half"
-run fuzz_cli_options corpus_cli "$(( seconds - half > 0 ? seconds - half : 1 ))"
+third=$(( seconds / 3 > 0 ? seconds / 3 : 1 ))
+run fuzz_filter_parser corpus "$third"
+run fuzz_cli_options corpus_cli "$third"
+run fuzz_serve_protocol corpus_serve "$(( seconds - 2 * third > 0 ? seconds - 2 * third : 1 ))"
