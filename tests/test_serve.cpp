@@ -327,7 +327,7 @@ TEST_CASE("serve socket path: $CUCONV_SOCKET, then $XDG_RUNTIME_DIR, then /tmp/c
   if (saved_runtime) ::setenv("XDG_RUNTIME_DIR", old_runtime.c_str(), 1);
 }
 
-TEST_CASE("serve socket path: the folder is made 0700; an open or foreign one is refused") {
+TEST_CASE("serve socket path: the folder is made 0700, an open or foreign one is refused") {
   Folder folder;
   const std::string mine = folder / "mine";
   CHECK(prepare_private_folder(mine) == "");
@@ -431,6 +431,23 @@ TEST_CASE("serve client: without a server auto runs in-process, always fails wit
   CHECK(serve.stdout_text() == "engine serve --idle-exit 5\n");
 }
 
+TEST_CASE("serve client: CUCONV_SERVER=spawn starts a detached server when none answers") {
+  Folder folder;
+  fs::copy_file(kFront, folder.path() / "cuconv");
+  // The engine beside the front end: `serve` becomes the test server (on $CUCONV_SOCKET).
+  write_file(folder.path() / "cuconv-engine",
+             "#!/bin/sh\n[ \"$1\" = serve ] && exec " + std::string(kTestServer) + " --idle 2\necho \"engine $*\"\n");
+  ::chmod((folder / "cuconv-engine").c_str(), 0755);
+  const std::string socket = folder / "socket";
+  Child first = spawn({folder / "cuconv", "--version"}, folder.path(), "spawn",
+                      SpawnOptions{{"CUCONV_SOCKET=" + socket, "CUCONV_SERVER=spawn"}});
+  CHECK(first.wait() == 0);
+  CHECK(first.stdout_text() == "cuconv test server\n");  // served, not run by the engine
+  CHECK(read_file(folder / "serve.log").find("listening on " + socket) != std::string::npos);
+  // The detached server exits by itself when idle, and removes its socket.
+  CHECK(wait_for([&] { return !fs::exists(socket); }, 15s));
+}
+
 // ---- a served request --------------------------------------------------------------------------------
 
 TEST_CASE("serve: a request round trip (files through the client, exit code, stdin, listing)") {
@@ -523,7 +540,7 @@ TEST_CASE("serve: another uid is refused (by the server, and by the client's own
   CHECK(front_as_nobody.stderr_text().find("is served by uid 0, not by this user") != std::string::npos);
 }
 
-TEST_CASE("serve: a server killed mid-request leaves no output and no temporary file; the client exits 5") {
+TEST_CASE("serve: a server killed mid-request leaves no output and no temporary file, the client exits 5") {
   Folder folder;
   const std::string socket = folder / "socket";
   Child server = spawn({kTestServer, "--socket", socket, "--idle", "0"}, folder.path(), "server");

@@ -91,6 +91,9 @@ void spawn_server(const std::vector<std::string>& command, const std::string& fo
     ::dup2(null, 0);
     ::dup2(null, 1);
     ::dup2(log >= 0 ? log : null, 2);
+    // Nothing else of the caller's stays open in the daemon: an inherited pipe would keep whoever
+    // waits for its end (a shell's $(...), make's jobserver) waiting for the server's lifetime.
+    ::close_range(3, ~0U, 0);
     std::vector<char*> args;
     for (const auto& arg : command) args.push_back(const_cast<char*>(arg.c_str()));
     args.push_back(nullptr);
