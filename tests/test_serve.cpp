@@ -484,7 +484,7 @@ TEST_CASE("serve: a request round trip (files through the client, exit code, std
 
   Child code = spawn(front({"exit", "7"}), folder.path(), "exit", served_by(socket));
   CHECK(code.wait() == 7);
-  CHECK(server.log().find("exit 7 -> exit 7") != std::string::npos);
+  CHECK(wait_for([&] { return server.log().find("exit 7 -> exit 7") != std::string::npos; }, 5s));
 }
 
 TEST_CASE("serve: the test server process answers --version, cat (stdin) and list") {
@@ -531,7 +531,7 @@ TEST_CASE("serve: another uid is refused (by the server, and by the client's own
   CHECK(refused.wait() == 0);
   CHECK(refused.stdout_text().find("refused: cuconv serve: this server belongs to uid 0; uid 65534 may not use it") !=
         std::string::npos);
-  CHECK(server.log().find("uid 65534 is not the server's user") != std::string::npos);
+  CHECK(wait_for([&] { return server.log().find("uid 65534 is not the server's user") != std::string::npos; }, 5s));
 
   std::vector<std::string> client = as_nobody;
   client.insert(client.end(), {kFront, "exit", "0"});
@@ -657,9 +657,14 @@ TEST_CASE("serve: 100 concurrent clients (8 served at once, the rest queued)") {
     }
   }
   CHECK(failed == 0);
-  const std::string log = server.log();
+  // One log line per request; a line is written just after its client got the exit code.
   std::size_t lines = 0;
-  for (std::size_t at = log.find("-> exit 0"); at != std::string::npos; at = log.find("-> exit 0", at + 1)) ++lines;
+  wait_for([&] {
+    const std::string log = server.log();
+    lines = 0;
+    for (std::size_t at = log.find("-> exit 0"); at != std::string::npos; at = log.find("-> exit 0", at + 1)) ++lines;
+    return lines == 100;
+  }, 5s);
   CHECK(lines == 100);
 }
 

@@ -22,7 +22,7 @@ struct ServerPolicy {
 
 struct ClientOptions {
   std::string socket_path;          ///< empty: default_socket_path()
-  int connect_timeout_ms = 500;     ///< to connect and to hear the server's first answer
+  int connect_timeout_ms = 2000;    ///< to connect and to hear the server's first answer
   /// The command that starts a server (ServerPolicy::spawn), e.g. {"/usr/bin/cuconv", "serve"}.
   std::vector<std::string> spawn_command;
   int spawn_wait_ms = 5000;         ///< how long a spawned server has to answer
