@@ -625,6 +625,10 @@ TEST_CASE("serve: socket activation through a hand-made LISTEN_FDS") {
   Child client = spawn(front({"--version"}), folder.path(), "client", served_by(socket));
   CHECK(client.wait() == 0);
   CHECK(client.stdout_text() == "cuconv test server\n");
+  // A server started by hand on the same path leaves systemd's socket alone.
+  Child by_hand = spawn({kTestServer, "--socket", socket, "--idle", "0"}, folder.path(), "by-hand");
+  CHECK(by_hand.wait() == 1);
+  CHECK(by_hand.stderr_text().find("something already listens there") != std::string::npos);
   ::kill(server.pid, SIGTERM);
   CHECK(server.wait() == 0);
   CHECK(server.stderr_text().find("listening on 1 socket(s) from systemd") != std::string::npos);

@@ -136,6 +136,7 @@ std::string errno_text(int error) { return std::strerror(error); }
 /// working folder; temporary files it made are remembered until published or discarded.
 class FileServant {
  public:
+  FileServant() : umask_(::umask(0)) { ::umask(umask_); }  // read once, before any thread could race
   ~FileServant() { remove_temporaries(); }
 
   void remove_temporaries() noexcept {
@@ -222,11 +223,7 @@ class FileServant {
     UniqueFd fd(::mkostemp(buffer.data(), O_CLOEXEC));
     if (!fd) return channel.send(failure(errno));
     name = buffer.data();
-    // mkstemp makes 0600; an output gets the mode any new file of the user's would (umask).
-    const mode_t mask = ::umask(0);
-    ::umask(mask);
-    ::fchmod(fd.get(), 0666 & ~mask);
-    temporaries_.insert(name);
+    temporaries_.insert(name);  // 0600 (mkstemp) while the server writes it; publish sets the mode
     Reply reply;
     reply.name = name;
     const int raw = fd.get();
@@ -239,6 +236,8 @@ class FileServant {
       reply.message = m.temp_name + " is not a temporary file of this command";
       return reply;
     }
+    // An output gets the mode any new file of the user's would (umask), as in-process.
+    ::chmod(m.temp_name.c_str(), 0666 & ~umask_);
     Reply reply;
     if (m.overwrite) {
       if (::rename(m.temp_name.c_str(), m.output.c_str()) != 0) return failure(errno);
@@ -263,6 +262,7 @@ class FileServant {
     return reply;
   }
 
+  mode_t umask_;
   std::set<std::string> temporaries_;
 };
 
@@ -383,9 +383,11 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
   const UniqueFd in = usable(0), out = usable(1), err = usable(2);
   const int fds[3] = {in.get(), out.get(), err.get()};
   if (!channel.send(request, fds)) {
-    say("the server (pid " + std::to_string(server_pid) + ") did not take the command: " +
-        (errno == EMSGSIZE ? std::string("the command line is over the protocol's bound") : errno_text(errno)));
-    return kServerFailedExit;
+    // Nothing has run: the server starts a command only once the whole request has arrived.
+    return no_server(errno == EMSGSIZE ? std::string("the command line is over the protocol's bound")
+                                       : "the server (pid " + std::to_string(server_pid) + ") did not take the command: " +
+                                             errno_text(errno),
+                     true);
   }
   const std::string lost = "the server (pid " + std::to_string(server_pid) + ", " + where.path +
                            ") stopped before finishing this command; its unfinished outputs were removed. "

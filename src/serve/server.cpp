@@ -153,7 +153,15 @@ UniqueFd bind_socket(const SocketPath& where, UniqueFd& lock, std::string& error
     error = std::string("socket: ") + std::strerror(errno);
     return {};
   }
-  ::unlink(where.path.c_str());  // a socket left by a server that died: the lock says none runs
+  // A socket that still answers belongs to a server without our lock: one started by systemd's
+  // cuconv.socket (the socket is systemd's). Only a dead socket is replaced.
+  UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+  if (probe && ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
+    error = where.path + ": something already listens there (systemd's cuconv.socket?); not replacing it";
+    return {};
+  }
+  probe.reset();
+  ::unlink(where.path.c_str());  // a socket left by a server that died
   const mode_t old_mask = ::umask(077);
   const int bound = ::bind(listener.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address);
   const int bind_errno = errno;
