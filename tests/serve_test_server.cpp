@@ -9,7 +9,8 @@
 //   list DIR                       the folder's names, sorted, one a line
 //   cat                            copies the client's stdin to its stdout
 //   exit N                         exits N
-// Options: --socket PATH, --idle SECONDS, --max-clients N (socket activation when LISTEN_FDS is set).
+// Options: --socket PATH, --idle SECONDS, --max-clients N, --ping-ms N (socket activation when
+// LISTEN_FDS is set).
 // `--probe SOCKET` instead is a bare client that skips the client's own checks: it sends Hello and
 // prints the server's first answer (the test of the server's uid check runs it as another user).
 #include "serve/server.hpp"
@@ -145,6 +146,7 @@ int main(int argc, char** argv) {
     if (option == "--socket") options.socket_path = argv[i + 1];
     else if (option == "--idle") options.idle_exit_seconds = static_cast<unsigned>(std::atoi(argv[i + 1]));
     else if (option == "--max-clients") options.max_clients = static_cast<unsigned>(std::atoi(argv[i + 1]));
+    else if (option == "--ping-ms") options.ping_interval_ms = static_cast<unsigned>(std::atoi(argv[i + 1]));
   }
   return serve::run_server(options, handle);
 }

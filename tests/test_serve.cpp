@@ -254,9 +254,9 @@ TEST_CASE("serve protocol: every message survives encode and decode") {
   const std::vector<Message> messages{
       Hello{}, Request{{"cuconv", "in.png", "out.png", "-f", "gauss5"}, "/home/u", true},
       Reply{2, "No such file or directory", 1, ".cuconv-tmp-out.png.abc123", {"a", "b", ""}, true},
-      Welcome{1, 4242}, Queued{3}, Refused{RefusalReason::other_user, "no"}, OpenInput{"in.png"},
+      Welcome{1, 4242, 5000}, Queued{3}, Refused{RefusalReason::other_user, "no"}, OpenInput{"in.png"},
       KindQuery{"out", true}, SameFile{"a", "b"}, ListDirectory{"photos"}, CreateTemp{"out/x.jpg"},
-      Publish{".cuconv-tmp-x", "x", true}, Discard{".cuconv-tmp-x"}, Exit{-3}};
+      Publish{".cuconv-tmp-x", "x", true}, Discard{".cuconv-tmp-x"}, Exit{-3}, Ping{}};
   for (const Message& message : messages) {
     const auto frame = encode(message);
     std::string error;
@@ -556,6 +556,33 @@ TEST_CASE("serve: a server killed mid-request leaves no output and no temporary 
   CHECK(client.stderr_text().find("stopped before finishing this command") != std::string::npos);
   CHECK_FALSE(fs::exists(folder / "out"));
   CHECK(temporaries_in(folder.path()).empty());
+}
+
+TEST_CASE("serve: a stopped server (no Ping for 6 intervals) fails its client with exit 5, a slow one does not") {
+  Folder folder;
+  const std::string socket = folder / "socket";
+  Child server = spawn({kTestServer, "--socket", socket, "--idle", "0", "--ping-ms", "100"}, folder.path(), "server");
+  REQUIRE(wait_for([&] { return fs::exists(socket); }));
+  write_file(folder / "in", "data");
+  // 1.5 s of work with 0.6 s of allowed silence: the pings keep the client waiting.
+  Child slow = spawn(front({"copy", folder / "in", folder / "slow", "--slow-ms", "1500"}), folder.path(), "slow",
+                     served_by(socket));
+  CHECK(slow.wait() == 0);
+  CHECK(read_file(folder / "slow") == "data");
+
+  Child client = spawn(front({"copy", folder / "in", folder / "out", "--slow-ms", "20000"}), folder.path(), "client",
+                       served_by(socket));
+  REQUIRE(wait_for([&] { return client.stderr_text().find("temp written") != std::string::npos; }));
+  ::kill(server.pid, SIGSTOP);
+  const auto stopped = std::chrono::steady_clock::now();
+  CHECK(client.wait(10s) == 5);
+  CHECK(std::chrono::steady_clock::now() - stopped < 5s);
+  CHECK(client.stderr_text().find("stopped answering (silent for 600 ms)") != std::string::npos);
+  CHECK(temporaries_in(folder.path()).empty());
+  CHECK_FALSE(fs::exists(folder / "out"));
+  ::kill(server.pid, SIGKILL);
+  ::kill(server.pid, SIGCONT);
+  server.wait();
 }
 
 TEST_CASE("serve: a client interrupted mid-request removes its temporary file") {

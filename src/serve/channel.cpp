@@ -33,6 +33,7 @@ bool Channel::send(const Message& message, std::span<const int> fds) {
     errno = EINVAL;
     return false;
   }
+  std::lock_guard lock(send_mutex_);
   std::size_t sent = 0;
   while (sent < frame.size()) {
     iovec iov{frame.data() + sent, frame.size() - sent};

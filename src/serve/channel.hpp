@@ -6,6 +6,7 @@
 
 #include <csignal>
 #include <deque>
+#include <mutex>
 #include <span>
 #include <string>
 #include <vector>
@@ -52,7 +53,8 @@ class Channel {
       : socket_(std::move(socket)), interrupted_(interrupted) {}
 
   /// Sends one message with `fds` attached; false (and errno) when the peer is gone or the
-  /// message is over the bounds. Never raises SIGPIPE.
+  /// message is over the bounds. Never raises SIGPIPE. Safe beside another thread's send (the
+  /// server's Ping); receiving is for one thread at a time.
   bool send(const Message& message, std::span<const int> fds = {});
 
   /// Waits up to `timeout_ms` (-1: no limit) for one whole message.
@@ -70,6 +72,7 @@ class Channel {
   Received::Status fill(int timeout_ms, std::string& error);
 
   UniqueFd socket_;
+  std::mutex send_mutex_;
   const volatile std::sig_atomic_t* interrupted_;
   std::vector<std::uint8_t> buffer_;
   std::deque<UniqueFd> fds_;

@@ -6,6 +6,7 @@
 #include "serve/socket_path.hpp"
 
 #include <array>
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
@@ -348,6 +349,7 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
 
   // The first answer must come soon; after Queued, the server is alive and this client waits.
   std::uint32_t server_pid = 0;
+  int silence_ms = -1;  // how long the server may say nothing mid-request; -1: no limit
   int wait_ms = options.connect_timeout_ms;
   for (;;) {
     Received first = channel.receive(wait_ms);
@@ -359,6 +361,9 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
     }
     if (const auto* welcome = std::get_if<Welcome>(&first.message)) {
       server_pid = welcome->server_pid;
+      if (welcome->ping_interval_ms > 0) {
+        silence_ms = static_cast<int>(std::min<std::uint32_t>(welcome->ping_interval_ms, 600'000)) * kSilentPings;
+      }
       break;
     }
     if (std::holds_alternative<Queued>(first.message)) {
@@ -389,39 +394,34 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
                                              errno_text(errno),
                      true);
   }
-  const std::string lost = "the server (pid " + std::to_string(server_pid) + ", " + where.path +
-                           ") stopped before finishing this command; its unfinished outputs were removed. "
-                           "Run it again, or with --server never to run it in this process";
+  auto lost = [&](const std::string& how) {
+    servant.remove_temporaries();
+    say("the server (pid " + std::to_string(server_pid) + ", " + where.path + ") " + how +
+        " before finishing this command; its unfinished outputs were removed. Run it again, or with"
+        " --server never to run it in this process");
+    return kServerFailedExit;
+  };
   for (;;) {
-    Received received = channel.receive();
+    Received received = channel.receive(silence_ms);
     switch (received.status) {
       case Received::Status::message: break;
       case Received::Status::interrupted: {
         servant.remove_temporaries();
         return 128 + static_cast<int>(g_signal);
       }
-      case Received::Status::closed:
-      case Received::Status::timeout:
-        servant.remove_temporaries();
-        say(lost);
-        return kServerFailedExit;
-      case Received::Status::bad:
-        servant.remove_temporaries();
-        say(lost + " (" + received.error + ")");
-        return kServerFailedExit;
+      case Received::Status::closed: return lost("stopped");
+      case Received::Status::timeout: return lost("stopped answering (silent for " + std::to_string(silence_ms) + " ms)");
+      case Received::Status::bad: return lost("broke the protocol (" + received.error + ")");
     }
     if (const auto* exit = std::get_if<Exit>(&received.message)) return exit->code;
+    if (std::holds_alternative<Ping>(received.message)) continue;
     if (const auto* refused = std::get_if<Refused>(&received.message)) {
       servant.remove_temporaries();
       say(refused->message);
       return kServerFailedExit;
     }
     channel.drop_fds();  // the server sends no descriptors
-    if (!servant.answer(channel, received.message)) {
-      servant.remove_temporaries();
-      say(lost);
-      return kServerFailedExit;
-    }
+    if (!servant.answer(channel, received.message)) return lost("stopped");
   }
 }
 

@@ -28,6 +28,10 @@ struct ClientOptions {
   int spawn_wait_ms = 5000;         ///< how long a spawned server has to answer
 };
 
+/// A server silent for this many of its ping intervals (Welcome::ping_interval_ms) mid-request is
+/// taken for stopped (SIGSTOP, a frozen machine): the client cleans up and exits 5.
+inline constexpr int kSilentPings = 6;
+
 /// The exit code of a command that the server began but could not finish.
 inline constexpr int kServerFailedExit = 5;
 
@@ -35,7 +39,7 @@ inline constexpr int kServerFailedExit = 5;
 /// policy allows running in-process (mode automatic; never returns nullopt at once). Under
 /// `always` without a server it prints why and returns kServerFailedExit. When the server stops
 /// mid-request the temporary files this client made are removed, a message says what happened and
-/// kServerFailedExit is returned; SIGINT/SIGTERM/SIGHUP during a request remove them too and
+/// kServerFailedExit is returned (also when it stays silent for kSilentPings ping intervals); SIGINT/SIGTERM/SIGHUP during a request remove them too and
 /// return 128 + the signal.
 [[nodiscard]] std::optional<int> run_served(int argc, const char* const* argv, const ServerPolicy& policy,
                                             const ClientOptions& options = {});

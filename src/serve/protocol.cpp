@@ -39,7 +39,7 @@ void put(Writer& w, const Request& m) { w.boolean(m.err_is_terminal); w.string(m
 void put(Writer& w, const Reply& m) {
   w.i32(m.error); w.string(m.message); w.u32(m.value); w.string(m.name); w.strings(m.names); w.boolean(m.more);
 }
-void put(Writer& w, const Welcome& m) { w.u32(m.version); w.u32(m.server_pid); }
+void put(Writer& w, const Welcome& m) { w.u32(m.version); w.u32(m.server_pid); w.u32(m.ping_interval_ms); }
 void put(Writer& w, const Queued& m) { w.u32(m.ahead); }
 void put(Writer& w, const Refused& m) { w.u8(static_cast<std::uint8_t>(m.reason)); w.string(m.message); }
 void put(Writer& w, const OpenInput& m) { w.string(m.path); }
@@ -50,6 +50,7 @@ void put(Writer& w, const CreateTemp& m) { w.string(m.output); }
 void put(Writer& w, const Publish& m) { w.string(m.temp_name); w.string(m.output); w.boolean(m.overwrite); }
 void put(Writer& w, const Discard& m) { w.string(m.temp_name); }
 void put(Writer& w, const Exit& m) { w.i32(m.code); }
+void put(Writer&, const Ping&) {}
 
 template <class T> constexpr MessageType type_of();
 template <> constexpr MessageType type_of<Hello>() { return MessageType::hello; }
@@ -66,6 +67,7 @@ template <> constexpr MessageType type_of<CreateTemp>() { return MessageType::cr
 template <> constexpr MessageType type_of<Publish>() { return MessageType::publish; }
 template <> constexpr MessageType type_of<Discard>() { return MessageType::discard; }
 template <> constexpr MessageType type_of<Exit>() { return MessageType::exit; }
+template <> constexpr MessageType type_of<Ping>() { return MessageType::ping; }
 
 // ---- reading: every read checks what is left, so a short or lying payload fails cleanly -------
 class Reader {
@@ -142,7 +144,7 @@ bool get(Reader& r, Reply& m) {
   return r.i32(m.error) && r.string(m.message) && r.u32(m.value) && r.string(m.name) && r.strings(m.names) &&
          r.boolean(m.more);
 }
-bool get(Reader& r, Welcome& m) { return r.u32(m.version) && r.u32(m.server_pid); }
+bool get(Reader& r, Welcome& m) { return r.u32(m.version) && r.u32(m.server_pid) && r.u32(m.ping_interval_ms); }
 bool get(Reader& r, Queued& m) { return r.u32(m.ahead); }
 bool get(Reader& r, Refused& m) {
   std::uint8_t reason = 0;
@@ -162,6 +164,7 @@ bool get(Reader& r, CreateTemp& m) { return r.string(m.output); }
 bool get(Reader& r, Publish& m) { return r.string(m.temp_name) && r.string(m.output) && r.boolean(m.overwrite); }
 bool get(Reader& r, Discard& m) { return r.string(m.temp_name); }
 bool get(Reader& r, Exit& m) { return r.i32(m.code); }
+bool get(Reader&, Ping&) { return true; }
 
 template <class T>
 std::optional<Message> decode_as(std::span<const std::uint8_t> payload, std::string& error) {
@@ -230,6 +233,7 @@ std::optional<Message> decode(std::uint8_t type, std::span<const std::uint8_t> p
       case MessageType::publish: return decode_as<Publish>(payload, error);
       case MessageType::discard: return decode_as<Discard>(payload, error);
       case MessageType::exit: return decode_as<Exit>(payload, error);
+      case MessageType::ping: return decode_as<Ping>(payload, error);
     }
     error = "unknown message type " + std::to_string(type);
   } catch (const std::bad_alloc&) {
@@ -254,6 +258,7 @@ const char* type_name(std::uint8_t type) noexcept {
     case MessageType::publish: return "publish";
     case MessageType::discard: return "discard";
     case MessageType::exit: return "exit";
+    case MessageType::ping: return "ping";
   }
   return "unknown";
 }

@@ -13,6 +13,8 @@
 //   client: Hello                     server: Welcome | Queued.. Welcome | Refused (then closes)
 //   client: Request + fds 0,1,2       server: file operations, each answered by one Reply,
 //                                             then Exit (then closes)
+// While a request runs the server also sends Ping every Welcome::ping_interval_ms, so a client
+// can tell a stopped server (no Ping) from a busy one; Ping needs no answer.
 // File operations come from the server; the client performs them with its own rights and answers
 // (OpenInput and CreateTemp with a descriptor), so the server never opens a path a client named.
 #include <cstdint>
@@ -51,6 +53,7 @@ enum class MessageType : std::uint8_t {
   publish = 28,
   discard = 29,
   exit = 30,
+  ping = 31,
 };
 
 struct Hello {
@@ -82,6 +85,7 @@ struct Reply {
 struct Welcome {
   std::uint32_t version = kProtocolVersion;
   std::uint32_t server_pid = 0;
+  std::uint32_t ping_interval_ms = 0;  ///< 0: the server sends no Ping
   bool operator==(const Welcome&) const = default;
 };
 /// The server is at its client limit; a Welcome follows when a place frees.
@@ -129,9 +133,12 @@ struct Exit {
   std::int32_t code = 0;
   bool operator==(const Exit&) const = default;
 };
+struct Ping {
+  bool operator==(const Ping&) const = default;
+};
 
 using Message = std::variant<Hello, Request, Reply, Welcome, Queued, Refused, OpenInput, KindQuery, SameFile,
-                             ListDirectory, CreateTemp, Publish, Discard, Exit>;
+                             ListDirectory, CreateTemp, Publish, Discard, Exit, Ping>;
 
 /// How many descriptors travel with `message` (0, 1 or 3).
 [[nodiscard]] std::size_t fds_carried(const Message& message);

@@ -18,6 +18,7 @@
 #include <deque>
 #include <fcntl.h>
 #include <memory>
+#include <set>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/file.h>
@@ -60,11 +61,33 @@ struct State {
   std::deque<UniqueFd> waiting;        // admitted clients without a thread yet
   bool stopping = false;
   clock_type::time_point last_activity = clock_type::now();
+  std::set<Channel*> live;             // connections past Welcome, pinged while they run
+};
+
+/// Keeps `channel` in state.live for its scope.
+class LiveChannel {
+ public:
+  LiveChannel(State& state, Channel& channel) : state_(state), channel_(channel) {
+    std::lock_guard lock(state_.mutex);
+    state_.live.insert(&channel_);
+  }
+  ~LiveChannel() {
+    std::lock_guard lock(state_.mutex);
+    state_.live.erase(&channel_);
+  }
+  LiveChannel(const LiveChannel&) = delete;
+  LiveChannel& operator=(const LiveChannel&) = delete;
+
+ private:
+  State& state_;
+  Channel& channel_;
 };
 
 /// One client from Hello to Exit.
-void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Handler& handler, int log_fd) {
+void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Handler& handler, int log_fd, State& state,
+                      unsigned ping_interval_ms) {
   Channel channel(std::move(socket));
+  const LiveChannel live(state, channel);
   Received hello = channel.receive(10'000);
   if (hello.status != Received::Status::message || !std::holds_alternative<Hello>(hello.message)) {
     if (hello.status == Received::Status::bad) {
@@ -82,7 +105,7 @@ void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Handle
     log_line(log_fd, "pid " + std::to_string(peer.pid) + ": refused: protocol version " + std::to_string(h.version));
     return;
   }
-  if (!channel.send(Welcome{kProtocolVersion, static_cast<std::uint32_t>(::getpid())})) return;
+  if (!channel.send(Welcome{kProtocolVersion, static_cast<std::uint32_t>(::getpid()), ping_interval_ms})) return;
 
   Received request = channel.receive(10'000);
   if (request.status != Received::Status::message || !std::holds_alternative<Request>(request.message)) {
@@ -248,9 +271,9 @@ int run_server(const ServerOptions& options, const Handler& handler) {
   auto state = std::make_shared<State>();
   const unsigned max_clients = options.max_clients == 0 ? 1 : options.max_clients;
   auto start_thread = [&](UniqueFd socket, PeerCredentials peer) {
-    std::thread([state, &handler, log_fd](UniqueFd connection, PeerCredentials who) {
+    std::thread([state, &handler, log_fd, ping = options.ping_interval_ms](UniqueFd connection, PeerCredentials who) {
       for (;;) {
-        serve_connection(std::move(connection), who, handler, log_fd);
+        serve_connection(std::move(connection), who, handler, log_fd, *state, ping);
         std::lock_guard lock_state(state->mutex);
         state->last_activity = clock_type::now();
         if (!state->waiting.empty() && !state->stopping) {
@@ -266,8 +289,15 @@ int run_server(const ServerOptions& options, const Handler& handler) {
     }, std::move(socket), peer).detach();
   };
 
+  auto next_ping = clock_type::now() + std::chrono::milliseconds(options.ping_interval_ms);
   const std::string why_stopped = [&]() -> std::string {
     for (;;) {
+      if (options.ping_interval_ms > 0 && clock_type::now() >= next_ping) {
+        // A Ping is 5 bytes into a socket buffer the client keeps reading: it does not block.
+        std::lock_guard lock_state(state->mutex);
+        for (Channel* channel : state->live) (void)channel->send(Ping{});
+        next_ping = clock_type::now() + std::chrono::milliseconds(options.ping_interval_ms);
+      }
       std::vector<pollfd> polls;
       for (int fd : listeners) polls.push_back({fd, POLLIN, 0});
       if (signals) polls.push_back({signals.get(), POLLIN, 0});
@@ -283,6 +313,11 @@ int run_server(const ServerOptions& options, const Handler& handler) {
         } else {
           wait_ms = 1000;  // a client may finish: look at the idle clock again soon after
         }
+      }
+      if (options.ping_interval_ms > 0) {
+        const auto to_ping = std::chrono::duration_cast<std::chrono::milliseconds>(next_ping - clock_type::now()).count();
+        const int ping_wait = static_cast<int>(std::max<long long>(to_ping, 0)) + 1;
+        wait_ms = wait_ms < 0 ? ping_wait : std::min(wait_ms, ping_wait);
       }
       const int ready = ::poll(polls.data(), polls.size(), wait_ms);
       if (ready < 0 && errno != EINTR) return std::string("poll: ") + std::strerror(errno);
@@ -352,6 +387,10 @@ int run_server(const ServerOptions& options, const Handler& handler) {
   state->waiting.clear();
   log_line(log_fd, "stopping (" + why_stopped + "); " + std::to_string(in_flight) + " request(s) in flight");
   while (state->active > 0) {
+    if (options.ping_interval_ms > 0 && clock_type::now() >= next_ping) {  // the drain may be long
+      for (Channel* channel : state->live) (void)channel->send(Ping{});
+      next_ping = clock_type::now() + std::chrono::milliseconds(options.ping_interval_ms);
+    }
     if (signals) {
       // A second signal while draining ends the server at once (its clients fail with exit 5).
       lock_state.unlock();

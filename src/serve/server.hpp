@@ -28,6 +28,9 @@ struct ServerOptions {
   bool handle_signals = true;  ///< SIGTERM/SIGINT drain and exit (a second one exits at once)
   int stop_fd = -1;            ///< when readable, drain and exit as on SIGTERM (tests' seam)
   int log_fd = 2;              ///< one line per request and per event
+  /// While a request runs, a Ping this often tells its client the server lives (a client that
+  /// hears nothing for several intervals gives up with exit 5); 0: none.
+  unsigned ping_interval_ms = 5000;
 };
 
 /// A client's command as it arrived.
