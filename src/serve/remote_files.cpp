@@ -17,7 +17,9 @@ std::string proc_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
 }  // namespace
 
 Reply RemoteFiles::ask(const Message& question, const std::string& path, ErrorKind error_kind) {
-  // Called with mutex_ held: one question and its answer at a time on the connection.
+  // Called with mutex_ held: one question and its answer at a time on the connection. A
+  // descriptor left by an earlier answer that should have had none must not pass for this one's.
+  channel_.drop_fds();
   if (!lost_ && channel_.send(question)) {
     Received answer = channel_.receive();
     if (answer.status == Received::Status::message && std::holds_alternative<Reply>(answer.message)) {

@@ -41,12 +41,20 @@ void log_line(int fd, const std::string& text) {
   [[maybe_unused]] const ssize_t n = ::write(fd, line.data(), line.size());
 }
 
+/// `text` with control characters shown as '?': one request stays one log line.
+std::string printable(std::string text) {
+  for (char& c : text) {
+    if (static_cast<unsigned char>(c) < 0x20 || c == 0x7f) c = '?';
+  }
+  return text;
+}
+
 std::string describe_argv(const std::vector<std::string>& argv) {
   std::string text;
   for (const auto& arg : argv) {
     if (!text.empty()) text += ' ';
     const bool quote = arg.empty() || arg.find_first_of(" \t\n'\"") != std::string::npos;
-    text += quote ? "'" + arg + "'" : arg;
+    text += quote ? "'" + printable(arg) + "'" : printable(arg);
     if (text.size() > 400) return text.substr(0, 400) + "...";
   }
   return text;
@@ -143,7 +151,7 @@ void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Handle
   const double ms = std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
   char took[32];
   std::snprintf(took, sizeof took, "%.1f ms", ms);
-  log_line(log_fd, "pid " + std::to_string(peer.pid) + " [" + client.cwd + "] " + describe_argv(client.argv) +
+  log_line(log_fd, "pid " + std::to_string(peer.pid) + " [" + printable(client.cwd) + "] " + describe_argv(client.argv) +
                        " -> exit " + std::to_string(code) + " in " + took + (told ? "" : " (the client had gone)"));
 }
 
