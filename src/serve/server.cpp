@@ -54,7 +54,9 @@ std::string describe_argv(const std::vector<std::string>& argv) {
   for (const auto& arg : argv) {
     if (!text.empty()) text += ' ';
     const bool quote = arg.empty() || arg.find_first_of(" \t\n'\"") != std::string::npos;
-    text += quote ? "'" + printable(arg) + "'" : printable(arg);
+    if (quote) text += '\'';
+    text += printable(arg);
+    if (quote) text += '\'';
     if (text.size() > 400) return text.substr(0, 400) + "...";
   }
   return text;
