@@ -254,7 +254,7 @@ TEST_CASE("serve protocol: every message survives encode and decode") {
   const std::vector<Message> messages{
       Hello{}, Request{{"cuconv", "in.png", "out.png", "-f", "gauss5"}, "/home/u", true},
       Reply{2, "No such file or directory", 1, ".cuconv-tmp-out.png.abc123", {"a", "b", ""}, true},
-      Welcome{1, 4242, 5000}, Queued{3}, Refused{RefusalReason::other_user, "no"}, OpenInput{"in.png"},
+      Welcome{1, 4242, 5000}, Queued{3, 5000}, Refused{RefusalReason::other_user, "no"}, OpenInput{"in.png"},
       KindQuery{"out", true}, SameFile{"a", "b"}, ListDirectory{"photos"}, CreateTemp{"out/x.jpg"},
       Publish{".cuconv-tmp-x", "x", true}, Discard{".cuconv-tmp-x"}, Exit{-3}, Ping{}};
   for (const Message& message : messages) {
@@ -583,6 +583,25 @@ TEST_CASE("serve: a stopped server (no Ping for 6 intervals) fails its client wi
   ::kill(server.pid, SIGKILL);
   ::kill(server.pid, SIGCONT);
   server.wait();
+}
+
+TEST_CASE("serve: a queued client waits while the server pings it") {
+  Folder folder;
+  const std::string socket = folder / "socket";
+  Child server = spawn({kTestServer, "--socket", socket, "--idle", "0", "--ping-ms", "100", "--max-clients", "1"},
+                       folder.path(), "server");
+  REQUIRE(wait_for([&] { return fs::exists(socket); }));
+  write_file(folder / "in", "data");
+  Child first = spawn(front({"copy", folder / "in", folder / "out", "--slow-ms", "1500"}), folder.path(), "first",
+                      served_by(socket));
+  REQUIRE(wait_for([&] { return first.stderr_text().find("temp written") != std::string::npos; }));
+  // Queued behind 1.5 s of work with 0.6 s of allowed silence.
+  Child second = spawn(front({"--version"}), folder.path(), "second", served_by(socket));
+  CHECK(second.wait() == 0);
+  CHECK(second.stdout_text() == "cuconv test server\n");
+  CHECK(first.wait() == 0);
+  ::kill(server.pid, SIGTERM);
+  CHECK(server.wait() == 0);
 }
 
 TEST_CASE("serve: a client interrupted mid-request removes its temporary file") {

@@ -366,10 +366,14 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
       }
       break;
     }
-    if (std::holds_alternative<Queued>(first.message)) {
-      wait_ms = -1;
+    if (const auto* queued = std::get_if<Queued>(&first.message)) {
+      // Wait for a place as long as the server shows it lives.
+      wait_ms = queued->ping_interval_ms == 0
+                    ? -1
+                    : static_cast<int>(std::min<std::uint32_t>(queued->ping_interval_ms, 600'000)) * kSilentPings;
       continue;
     }
+    if (std::holds_alternative<Ping>(first.message)) continue;
     if (const auto* refused = std::get_if<Refused>(&first.message)) {
       const bool quiet = refused->reason == RefusalReason::busy || refused->reason == RefusalReason::shutting_down;
       return no_server(refused->message, !quiet);

@@ -40,7 +40,7 @@ void put(Writer& w, const Reply& m) {
   w.i32(m.error); w.string(m.message); w.u32(m.value); w.string(m.name); w.strings(m.names); w.boolean(m.more);
 }
 void put(Writer& w, const Welcome& m) { w.u32(m.version); w.u32(m.server_pid); w.u32(m.ping_interval_ms); }
-void put(Writer& w, const Queued& m) { w.u32(m.ahead); }
+void put(Writer& w, const Queued& m) { w.u32(m.ahead); w.u32(m.ping_interval_ms); }
 void put(Writer& w, const Refused& m) { w.u8(static_cast<std::uint8_t>(m.reason)); w.string(m.message); }
 void put(Writer& w, const OpenInput& m) { w.string(m.path); }
 void put(Writer& w, const KindQuery& m) { w.string(m.path); w.boolean(m.follow_links); }
@@ -145,7 +145,7 @@ bool get(Reader& r, Reply& m) {
          r.boolean(m.more);
 }
 bool get(Reader& r, Welcome& m) { return r.u32(m.version) && r.u32(m.server_pid) && r.u32(m.ping_interval_ms); }
-bool get(Reader& r, Queued& m) { return r.u32(m.ahead); }
+bool get(Reader& r, Queued& m) { return r.u32(m.ahead) && r.u32(m.ping_interval_ms); }
 bool get(Reader& r, Refused& m) {
   std::uint8_t reason = 0;
   if (!r.u8(reason)) return false;

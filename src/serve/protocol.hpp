@@ -91,6 +91,7 @@ struct Welcome {
 /// The server is at its client limit; a Welcome follows when a place frees.
 struct Queued {
   std::uint32_t ahead = 0;  ///< clients waiting before this one
+  std::uint32_t ping_interval_ms = 0;  ///< waiting clients are pinged too; 0: no Ping
   bool operator==(const Queued&) const = default;
 };
 enum class RefusalReason : std::uint8_t { other_user = 1, version = 2, busy = 3, shutting_down = 4, bad_message = 5 };

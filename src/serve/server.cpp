@@ -306,6 +306,10 @@ int run_server(const ServerOptions& options, const Handler& handler) {
         // A Ping is 5 bytes into a socket buffer the client keeps reading: it does not block.
         std::lock_guard lock_state(state->mutex);
         for (Channel* channel : state->live) (void)channel->send(Ping{});
+        static const std::vector<std::uint8_t> ping = encode(Ping{});
+        for (const UniqueFd& waiting : state->waiting) {  // nothing else is sent on these yet
+          (void)::send(waiting.get(), ping.data(), ping.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
+        }
         next_ping = clock_type::now() + std::chrono::milliseconds(options.ping_interval_ms);
       }
       std::vector<pollfd> polls;
@@ -367,7 +371,7 @@ int run_server(const ServerOptions& options, const Handler& handler) {
           start_thread(std::move(connection), peer);
         } else if (state->waiting.size() < options.max_waiting) {
           Channel queued(std::move(connection));
-          (void)queued.send(Queued{static_cast<std::uint32_t>(state->waiting.size())});
+          (void)queued.send(Queued{static_cast<std::uint32_t>(state->waiting.size()), options.ping_interval_ms});
           // The channel has read nothing yet, so the socket is handed on as it stands.
           state->waiting.emplace_back(::dup(queued.fd()));
         } else {
