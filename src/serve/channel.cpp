@@ -69,17 +69,15 @@ Received::Status Channel::fill(int timeout_ms, std::string& error) {
       const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
       wait = left > 0 ? static_cast<int>(left) : 0;
     }
-    pollfd p{socket_.get(), POLLIN, 0};
-    const int ready = ::poll(&p, 1, wait);
+    pollfd p[2] = {{socket_.get(), POLLIN, 0}, {interrupt_fd_, POLLIN, 0}};
+    const int ready = ::poll(p, interrupt_fd_ >= 0 ? 2 : 1, wait);
     if (ready < 0) {
-      if (errno != EINTR) {
-        error = std::string("poll: ") + std::strerror(errno);
-        return Received::Status::bad;
-      }
-      if (interrupted_ != nullptr && *interrupted_ != 0) return Received::Status::interrupted;
-      continue;
+      if (errno == EINTR) continue;
+      error = std::string("poll: ") + std::strerror(errno);
+      return Received::Status::bad;
     }
     if (ready == 0) return Received::Status::timeout;
+    if (interrupt_fd_ >= 0 && p[1].revents != 0) return Received::Status::interrupted;
 
     std::uint8_t chunk[64 * 1024];
     iovec iov{chunk, sizeof chunk};

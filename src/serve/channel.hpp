@@ -4,7 +4,6 @@
 // the message that carries them takes them, so a frame split across reads keeps its descriptors.
 #include "serve/protocol.hpp"
 
-#include <csignal>
 #include <deque>
 #include <mutex>
 #include <span>
@@ -47,10 +46,10 @@ struct Received {
 
 class Channel {
  public:
-  /// Takes `socket` (owned). `interrupted`, when given, is polled after each signal that cuts a
-  /// wait short: set, the receive returns Status::interrupted.
-  explicit Channel(UniqueFd socket, const volatile std::sig_atomic_t* interrupted = nullptr)
-      : socket_(std::move(socket)), interrupted_(interrupted) {}
+  /// Takes `socket` (owned). `interrupt_fd`, when given, is watched beside the socket: readable
+  /// (a signal handler wrote to its pipe), a receive returns Status::interrupted. A pipe rather
+  /// than a flag: a signal between two waits is not lost.
+  explicit Channel(UniqueFd socket, int interrupt_fd = -1) : socket_(std::move(socket)), interrupt_fd_(interrupt_fd) {}
 
   /// Sends one message with `fds` attached; false (and errno) when the peer is gone or the
   /// message is over the bounds. Never raises SIGPIPE. Safe beside another thread's send (the
@@ -73,7 +72,7 @@ class Channel {
 
   UniqueFd socket_;
   std::mutex send_mutex_;
-  const volatile std::sig_atomic_t* interrupted_;
+  int interrupt_fd_;
   std::vector<std::uint8_t> buffer_;
   std::deque<UniqueFd> fds_;
 };

@@ -107,14 +107,27 @@ void spawn_server(const std::vector<std::string>& command, const std::string& fo
 
 // ---- the request ----------------------------------------------------------------------------------
 volatile std::sig_atomic_t g_signal = 0;
-extern "C" void note_signal(int signal) { g_signal = signal; }
+volatile int g_signal_pipe = -1;  // write end: the handler wakes the channel's wait through it
+extern "C" void note_signal(int signal) {
+  g_signal = signal;
+  const int saved = errno;
+  const char byte = 1;
+  [[maybe_unused]] const ssize_t n = ::write(g_signal_pipe, &byte, 1);
+  errno = saved;
+}
 
 /// Catches SIGINT, SIGTERM and SIGHUP for the length of a request (so temporary files go away),
-/// restoring the caller's handlers afterwards.
+/// restoring the caller's handlers afterwards; read_fd() becomes readable when one arrives.
 class SignalGuard {
  public:
   SignalGuard() {
+    int ends[2] = {-1, -1};
+    if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) == 0) {
+      read_.reset(ends[0]);
+      write_.reset(ends[1]);
+    }
     g_signal = 0;
+    g_signal_pipe = write_.get();
     struct sigaction action {};
     action.sa_handler = note_signal;
     sigemptyset(&action.sa_mask);
@@ -122,11 +135,14 @@ class SignalGuard {
   }
   ~SignalGuard() {
     for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+    g_signal_pipe = -1;
   }
   SignalGuard(const SignalGuard&) = delete;
   SignalGuard& operator=(const SignalGuard&) = delete;
+  [[nodiscard]] int read_fd() const noexcept { return read_.get(); }
 
  private:
+  UniqueFd read_, write_;
   static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
   std::array<struct sigaction, 3> old_{};
 };
@@ -344,7 +360,8 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
     return no_server(where.path + " is served by uid " + std::to_string(server.uid) + ", not by this user", true);
   }
 
-  Channel channel(std::move(socket), &g_signal);
+  SignalGuard signals;  // before the request: from then on an interruption must clean up
+  Channel channel(std::move(socket), signals.read_fd());
   if (!channel.send(Hello{})) return no_server(where.path + ": " + errno_text(errno), true);
 
   // The first answer must come soon; after Queued, the server is alive and this client waits.
@@ -353,6 +370,7 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
   int wait_ms = options.connect_timeout_ms;
   for (;;) {
     Received first = channel.receive(wait_ms);
+    if (first.status == Received::Status::interrupted) return 128 + static_cast<int>(g_signal);
     if (first.status == Received::Status::timeout) {
       return no_server(where.path + ": the server did not answer within " + std::to_string(wait_ms) + " ms", true);
     }
@@ -382,7 +400,6 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
   }
 
   // From here the server may create files for this command: run it to the end or clean up.
-  SignalGuard signals;
   FileServant servant;
   char cwd[4096];
   Request request;
