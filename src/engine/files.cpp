@@ -17,22 +17,6 @@ namespace cuconv::engine {
 
 namespace fs = std::filesystem;
 
-OpenedFile::OpenedFile(OpenedFile&& other) noexcept
-    : fd_(std::exchange(other.fd_, -1)), local_path_(std::move(other.local_path_)) {}
-
-OpenedFile& OpenedFile::operator=(OpenedFile&& other) noexcept {
-  if (this != &other) {
-    if (fd_ >= 0) ::close(fd_);
-    fd_ = std::exchange(other.fd_, -1);
-    local_path_ = std::move(other.local_path_);
-  }
-  return *this;
-}
-
-OpenedFile::~OpenedFile() {
-  if (fd_ >= 0) ::close(fd_);
-}
-
 namespace {
 
 class LocalFiles final : public Files {

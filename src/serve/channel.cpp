@@ -1,0 +1,163 @@
+// Frames over a unix stream socket with SCM_RIGHTS descriptors (see channel.hpp).
+#include "serve/channel.hpp"
+
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+namespace cuconv::serve {
+
+UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
+  if (this != &other) reset(other.release());
+  return *this;
+}
+
+void UniqueFd::reset(int fd) noexcept {
+  if (fd_ >= 0) ::close(fd_);
+  fd_ = fd;
+}
+
+bool Channel::send(const Message& message, std::span<const int> fds) {
+  std::vector<std::uint8_t> frame;
+  try {
+    frame = encode(message);
+  } catch (const std::exception&) {
+    errno = EMSGSIZE;
+    return false;
+  }
+  if (fds.size() > kMaxFds) {
+    errno = EINVAL;
+    return false;
+  }
+  std::lock_guard lock(send_mutex_);
+  std::size_t sent = 0;
+  while (sent < frame.size()) {
+    iovec iov{frame.data() + sent, frame.size() - sent};
+    msghdr header{};
+    header.msg_iov = &iov;
+    header.msg_iovlen = 1;
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
+    if (sent == 0 && !fds.empty()) {  // the descriptors ride on the frame's first byte
+      header.msg_control = control;
+      header.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+      cmsghdr* cmsg = CMSG_FIRSTHDR(&header);
+      cmsg->cmsg_level = SOL_SOCKET;
+      cmsg->cmsg_type = SCM_RIGHTS;
+      cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+      std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
+    }
+    const ssize_t n = ::sendmsg(socket_.get(), &header, MSG_NOSIGNAL);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    sent += static_cast<std::size_t>(n);
+  }
+  return true;
+}
+
+Received::Status Channel::fill(int timeout_ms, std::string& error) {
+  using clock = std::chrono::steady_clock;
+  const auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
+  for (;;) {
+    int wait = -1;
+    if (timeout_ms >= 0) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
+      wait = left > 0 ? static_cast<int>(left) : 0;
+    }
+    pollfd p[2] = {{socket_.get(), POLLIN, 0}, {interrupt_fd_, POLLIN, 0}};
+    const int ready = ::poll(p, interrupt_fd_ >= 0 ? 2 : 1, wait);
+    if (ready < 0) {
+      if (errno == EINTR) continue;
+      error = std::string("poll: ") + std::strerror(errno);
+      return Received::Status::bad;
+    }
+    if (ready == 0) return Received::Status::timeout;
+    if (interrupt_fd_ >= 0 && p[1].revents != 0) return Received::Status::interrupted;
+
+    std::uint8_t chunk[64 * 1024];
+    iovec iov{chunk, sizeof chunk};
+    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * 16)];
+    msghdr header{};
+    header.msg_iov = &iov;
+    header.msg_iovlen = 1;
+    header.msg_control = control;
+    header.msg_controllen = sizeof control;
+    const ssize_t n = ::recvmsg(socket_.get(), &header, MSG_CMSG_CLOEXEC);
+    if (n < 0) {
+      if (errno == EINTR || errno == EAGAIN) continue;
+      if (errno == ECONNRESET) return Received::Status::closed;
+      error = std::string("recvmsg: ") + std::strerror(errno);
+      return Received::Status::bad;
+    }
+    for (cmsghdr* cmsg = CMSG_FIRSTHDR(&header); cmsg != nullptr; cmsg = CMSG_NXTHDR(&header, cmsg)) {
+      if (cmsg->cmsg_level != SOL_SOCKET || cmsg->cmsg_type != SCM_RIGHTS) continue;
+      const std::size_t count = (cmsg->cmsg_len - CMSG_LEN(0)) / sizeof(int);
+      for (std::size_t i = 0; i < count; ++i) {
+        int fd = -1;
+        std::memcpy(&fd, CMSG_DATA(cmsg) + i * sizeof(int), sizeof fd);
+        fds_.emplace_back(fd);
+      }
+    }
+    if ((header.msg_flags & MSG_CTRUNC) != 0 || fds_.size() > 4 * kMaxFds) {
+      error = "too many descriptors sent";
+      return Received::Status::bad;
+    }
+    if (n == 0) return Received::Status::closed;
+    buffer_.insert(buffer_.end(), chunk, chunk + n);
+    return Received::Status::message;  // "some bytes arrived"
+  }
+}
+
+Received Channel::receive(int timeout_ms) {
+  Received result;
+  for (;;) {
+    if (buffer_.size() >= kHeaderSize) {
+      const auto header = parse_header(buffer_, result.error);
+      if (!header) {
+        result.status = Received::Status::bad;
+        return result;
+      }
+      if (buffer_.size() >= kHeaderSize + header->payload_size) {
+        const std::span<const std::uint8_t> payload(buffer_.data() + kHeaderSize, header->payload_size);
+        auto message = decode(header->type, payload, result.error);
+        buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(kHeaderSize + header->payload_size));
+        if (!message) {
+          result.status = Received::Status::bad;
+          return result;
+        }
+        result.status = Received::Status::message;
+        result.message = std::move(*message);
+        return result;
+      }
+    }
+    const auto status = fill(timeout_ms, result.error);
+    if (status != Received::Status::message) {
+      if (status == Received::Status::closed && !buffer_.empty()) {
+        result.error = "the connection closed in the middle of a message";
+      }
+      result.status = status;
+      return result;
+    }
+  }
+}
+
+UniqueFd Channel::take_fd() {
+  if (fds_.empty()) return {};
+  UniqueFd fd = std::move(fds_.front());
+  fds_.pop_front();
+  return fd;
+}
+
+PeerCredentials peer_credentials(int socket_fd) {
+  ucred cred{};
+  socklen_t size = sizeof cred;
+  if (::getsockopt(socket_fd, SOL_SOCKET, SO_PEERCRED, &cred, &size) != 0) return {};
+  return PeerCredentials{cred.pid, static_cast<long>(cred.uid)};
+}
+
+}  // namespace cuconv::serve

@@ -1,0 +1,463 @@
+// The served client (see client.hpp): connect, hand over the command and descriptors 0, 1, 2,
+// answer the server's file operations with this process's own rights, return the exit code.
+#include "serve/client.hpp"
+
+#include "serve/channel.hpp"
+#include "serve/socket_path.hpp"
+
+#include <array>
+#include <algorithm>
+#include <cerrno>
+#include <filesystem>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <dirent.h>
+#include <fcntl.h>
+#include <set>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <thread>
+#include <unistd.h>
+
+namespace cuconv::serve {
+
+namespace {
+
+using clock_type = std::chrono::steady_clock;
+
+void say(const std::string& text) {
+  const std::string line = "cuconv: " + text + "\n";
+  [[maybe_unused]] const ssize_t n = ::write(2, line.data(), line.size());
+}
+
+bool parse_mode(const std::string& value, ServerPolicy& policy) {
+  if (value == "auto") policy.mode = ServerMode::automatic;
+  else if (value == "always") policy.mode = ServerMode::always;
+  else if (value == "never") policy.mode = ServerMode::never;
+  else return false;
+  return true;
+}
+
+// ---- connecting ---------------------------------------------------------------------------------
+enum class Connect { ok, absent, failed };
+
+/// Connects to `path` within `timeout_ms` (a server whose backlog is full is retried, not waited
+/// on forever). absent: no socket there or nobody listening.
+Connect connect_to(const std::string& path, int timeout_ms, UniqueFd& socket, std::string& why) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof address.sun_path) {
+    why = path + ": the socket path is too long";
+    return Connect::failed;
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const auto deadline = clock_type::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    socket.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (!socket) {
+      why = std::string("socket: ") + std::strerror(errno);
+      return Connect::failed;
+    }
+    if (::connect(socket.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) break;
+    if (errno == ENOENT || errno == ECONNREFUSED || errno == ENOTDIR) return Connect::absent;
+    if (errno != EAGAIN && errno != EINTR) {
+      why = path + ": " + std::strerror(errno);
+      return Connect::failed;
+    }
+    if (clock_type::now() >= deadline) {
+      why = path + ": the server accepts no connection (its queue is full)";
+      return Connect::failed;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::fcntl(socket.get(), F_SETFL, ::fcntl(socket.get(), F_GETFL) & ~O_NONBLOCK);
+  return Connect::ok;
+}
+
+/// Starts `command` detached (own session, no terminal; stderr to serve.log in the socket's folder).
+void spawn_server(const std::vector<std::string>& command, const std::string& folder) {
+  if (command.empty()) return;
+  const pid_t child = ::fork();
+  if (child < 0) return;
+  if (child == 0) {
+    ::setsid();
+    if (::fork() != 0) ::_exit(0);
+    const int null = ::open("/dev/null", O_RDWR);
+    ::mkdir(folder.c_str(), 0700);
+    const int log = ::open((folder + "/serve.log").c_str(), O_WRONLY | O_APPEND | O_CREAT, 0600);
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+    ::dup2(log >= 0 ? log : null, 2);
+    // Nothing else of the caller's stays open in the daemon: an inherited pipe would keep whoever
+    // waits for its end (a shell's $(...), make's jobserver) waiting for the server's lifetime.
+    ::close_range(3, ~0U, 0);
+    std::vector<char*> args;
+    for (const auto& arg : command) args.push_back(const_cast<char*>(arg.c_str()));
+    args.push_back(nullptr);
+    ::execv(args[0], args.data());
+    ::_exit(127);
+  }
+  int status = 0;
+  ::waitpid(child, &status, 0);
+}
+
+// ---- the request ----------------------------------------------------------------------------------
+volatile std::sig_atomic_t g_signal = 0;
+volatile int g_signal_pipe = -1;  // write end: the handler wakes the channel's wait through it
+extern "C" void note_signal(int signal) {
+  g_signal = signal;
+  const int saved = errno;
+  const char byte = 1;
+  [[maybe_unused]] const ssize_t n = ::write(g_signal_pipe, &byte, 1);
+  errno = saved;
+}
+
+/// Catches SIGINT, SIGTERM and SIGHUP for the length of a request (so temporary files go away),
+/// restoring the caller's handlers afterwards; read_fd() becomes readable when one arrives.
+class SignalGuard {
+ public:
+  SignalGuard() {
+    int ends[2] = {-1, -1};
+    if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) == 0) {
+      read_.reset(ends[0]);
+      write_.reset(ends[1]);
+    }
+    g_signal = 0;
+    g_signal_pipe = write_.get();
+    struct sigaction action {};
+    action.sa_handler = note_signal;
+    sigemptyset(&action.sa_mask);
+    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &action, &old_[i]);
+  }
+  ~SignalGuard() {
+    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+    g_signal_pipe = -1;
+  }
+  SignalGuard(const SignalGuard&) = delete;
+  SignalGuard& operator=(const SignalGuard&) = delete;
+  [[nodiscard]] int read_fd() const noexcept { return read_.get(); }
+
+ private:
+  UniqueFd read_, write_;
+  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
+  std::array<struct sigaction, 3> old_{};
+};
+
+std::string errno_text(int error) { return std::strerror(error); }
+
+/// The client's side of the file operations: the paths are this process's, relative ones from its
+/// working folder; temporary files it made are remembered until published or discarded.
+class FileServant {
+ public:
+  FileServant() : umask_(::umask(0)) { ::umask(umask_); }  // read once, before any thread could race
+  ~FileServant() { remove_temporaries(); }
+
+  void remove_temporaries() noexcept {
+    for (const auto& name : temporaries_) ::unlink(name.c_str());
+    temporaries_.clear();
+  }
+
+  /// Answers `message`; false when the channel failed.
+  bool answer(Channel& channel, const Message& message) {
+    if (const auto* m = std::get_if<OpenInput>(&message)) {
+      UniqueFd fd(::open(m->path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+      if (!fd) return channel.send(failure(errno));
+      const int raw = fd.get();
+      return channel.send(Reply{}, std::span<const int>(&raw, 1));
+    }
+    if (const auto* m = std::get_if<KindQuery>(&message)) {
+      struct stat st {};
+      const int rc = m->follow_links ? ::stat(m->path.c_str(), &st) : ::lstat(m->path.c_str(), &st);
+      Reply reply;
+      reply.value = rc != 0 ? 0u : S_ISREG(st.st_mode) ? 1u : S_ISDIR(st.st_mode) ? 2u : S_ISLNK(st.st_mode) ? 3u : 4u;
+      return channel.send(reply);
+    }
+    if (const auto* m = std::get_if<SameFile>(&message)) {
+      struct stat a {}, b {};
+      Reply reply;
+      reply.value = ::stat(m->a.c_str(), &a) == 0 && ::stat(m->b.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
+                    a.st_ino == b.st_ino;
+      return channel.send(reply);
+    }
+    if (const auto* m = std::get_if<ListDirectory>(&message)) return list(channel, m->path);
+    if (const auto* m = std::get_if<CreateTemp>(&message)) return create_temp(channel, m->output);
+    if (const auto* m = std::get_if<Publish>(&message)) return channel.send(publish(*m));
+    if (const auto* m = std::get_if<MakeDirectories>(&message)) {
+      std::error_code ec;
+      std::filesystem::create_directories(m->path, ec);
+      if (ec) return channel.send(failure(ec.value()));
+      if (!std::filesystem::is_directory(m->path, ec)) return channel.send(failure(ENOTDIR));
+      return channel.send(Reply{});
+    }
+    if (const auto* m = std::get_if<RemoveFile>(&message)) {
+      // Only a regular file (the summary a failed batch leaves empty), never a folder.
+      struct stat st {};
+      if (::lstat(m->path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(m->path.c_str());
+      return channel.send(Reply{});
+    }
+    if (const auto* m = std::get_if<Discard>(&message)) {
+      if (temporaries_.erase(m->temp_name) == 1) ::unlink(m->temp_name.c_str());
+      return channel.send(Reply{});
+    }
+    return false;
+  }
+
+ private:
+  static Reply failure(int error) {
+    Reply reply;
+    reply.error = error == 0 ? EIO : error;
+    reply.message = errno_text(reply.error);
+    return reply;
+  }
+
+  static bool list(Channel& channel, const std::string& path) {
+    DIR* dir = ::opendir(path.c_str());
+    if (dir == nullptr) return channel.send(failure(errno));
+    Reply chunk;
+    std::size_t bytes = 0;
+    errno = 0;
+    while (const dirent* entry = ::readdir(dir)) {
+      const std::string name = entry->d_name;
+      if (name == "." || name == "..") continue;
+      if (bytes + name.size() + 4 > kListChunkBytes) {
+        chunk.more = true;
+        if (!channel.send(chunk)) {
+          ::closedir(dir);
+          return false;
+        }
+        chunk = Reply{};
+        bytes = 0;
+      }
+      bytes += name.size() + 4;
+      chunk.names.push_back(name);
+    }
+    const int error = errno;
+    ::closedir(dir);
+    if (error != 0) return channel.send(failure(error));
+    chunk.more = false;
+    return channel.send(chunk);
+  }
+
+  bool create_temp(Channel& channel, const std::string& output) {
+    const auto slash = output.find_last_of('/');
+    const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : output.substr(0, slash);
+    // A long output name is cut so the temporary name stays within NAME_MAX.
+    const std::string base = (slash == std::string::npos ? output : output.substr(slash + 1)).substr(0, 200);
+    std::string name = (folder == "/" ? "" : folder) + "/.cuconv-tmp-" + base + ".XXXXXX";
+    std::vector<char> buffer(name.begin(), name.end());
+    buffer.push_back('\0');
+    UniqueFd fd(::mkostemp(buffer.data(), O_CLOEXEC));
+    if (!fd) return channel.send(failure(errno));
+    name = buffer.data();
+    temporaries_.insert(name);  // 0600 (mkstemp) while the server writes it; publish sets the mode
+    Reply reply;
+    reply.name = name;
+    const int raw = fd.get();
+    return channel.send(reply, std::span<const int>(&raw, 1));
+  }
+
+  Reply publish(const Publish& m) {
+    if (temporaries_.count(m.temp_name) == 0) {
+      Reply reply = failure(EPERM);
+      reply.message = m.temp_name + " is not a temporary file of this command";
+      return reply;
+    }
+    // An output gets the mode any new file of the user's would (umask), as in-process.
+    ::chmod(m.temp_name.c_str(), 0666 & ~umask_);
+    Reply reply;
+    if (m.overwrite) {
+      if (::rename(m.temp_name.c_str(), m.output.c_str()) != 0) return failure(errno);
+      reply.value = 1;
+    } else if (::renameat2(AT_FDCWD, m.temp_name.c_str(), AT_FDCWD, m.output.c_str(), RENAME_NOREPLACE) == 0) {
+      reply.value = 1;
+    } else if (errno == EEXIST) {
+      ::unlink(m.temp_name.c_str());
+      reply.value = 0;
+    } else if (errno == EINVAL || errno == ENOSYS) {
+      // A file system without RENAME_NOREPLACE: link() refuses an existing name just as atomically.
+      if (::link(m.temp_name.c_str(), m.output.c_str()) == 0) {
+        reply.value = 1;
+      } else if (errno != EEXIST) {
+        return failure(errno);
+      }
+      ::unlink(m.temp_name.c_str());
+    } else {
+      return failure(errno);
+    }
+    temporaries_.erase(m.temp_name);
+    return reply;
+  }
+
+  mode_t umask_;
+  std::set<std::string> temporaries_;
+};
+
+/// A descriptor to hand over for `fd`: itself when open, else /dev/null (a closed stdin).
+UniqueFd usable(int fd) {
+  if (::fcntl(fd, F_GETFD) >= 0) return UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
+  return UniqueFd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+}
+
+}  // namespace
+
+ServerPolicy read_server_policy(int argc, const char* const* argv) {
+  ServerPolicy policy;
+  for (int i = 1; i < argc; ++i) {
+    const std::string arg = argv[i];
+    if (arg == "--") break;
+    std::string value;
+    if (arg == "--server" && i + 1 < argc) value = argv[i + 1];
+    else if (arg.rfind("--server=", 0) == 0) value = arg.substr(9);
+    else continue;
+    if (!parse_mode(value, policy)) {
+      policy.mode = ServerMode::never;
+      policy.error = "--server: '" + value + "' is not one of auto, always, never";
+    }
+    return policy;
+  }
+  if (const char* env = std::getenv("CUCONV_SERVER"); env != nullptr && *env != '\0') {
+    const std::string value = env;
+    if (value == "spawn") {
+      policy.spawn = true;
+    } else if (!parse_mode(value, policy)) {
+      policy.mode = ServerMode::never;
+      policy.error = "CUCONV_SERVER: '" + value + "' is not one of auto, always, never, spawn";
+    }
+  }
+  return policy;
+}
+
+std::optional<int> run_served(int argc, const char* const* argv, const ServerPolicy& policy,
+                              const ClientOptions& options) {
+  if (policy.mode == ServerMode::never || argc < 1) return std::nullopt;
+  const bool always = policy.mode == ServerMode::always;
+  auto no_server = [&](const std::string& why, bool tell) -> std::optional<int> {
+    if (always) {
+      say("--server always: " + why);
+      return kServerFailedExit;
+    }
+    if (tell) say("not using the server: " + why);
+    return std::nullopt;
+  };
+
+  const SocketPath where = options.socket_path.empty() ? default_socket_path() : explicit_socket_path(options.socket_path);
+  if (!where.from_environment) {
+    struct stat st {};
+    if (::lstat(where.folder.c_str(), &st) != 0 && !policy.spawn) return no_server("no server runs (" + where.path + ")", false);
+    if (::lstat(where.folder.c_str(), &st) == 0) {
+      // A folder someone else could have made or entered may hold their socket, not our server.
+      if (const std::string why = check_private_folder(where.folder); !why.empty()) return no_server(why, true);
+    }
+  }
+
+  UniqueFd socket;
+  std::string why;
+  Connect connected = connect_to(where.path, options.connect_timeout_ms, socket, why);
+  if (connected == Connect::absent && policy.spawn) {
+    spawn_server(options.spawn_command, where.folder);
+    const auto deadline = clock_type::now() + std::chrono::milliseconds(options.spawn_wait_ms);
+    while (connected == Connect::absent && clock_type::now() < deadline) {
+      std::this_thread::sleep_for(std::chrono::milliseconds(20));
+      connected = connect_to(where.path, options.connect_timeout_ms, socket, why);
+    }
+  }
+  if (connected == Connect::absent) return no_server("no server runs (" + where.path + ")", false);
+  if (connected == Connect::failed) return no_server(why, true);
+
+  const PeerCredentials server = peer_credentials(socket.get());
+  if (server.uid != static_cast<long>(::getuid())) {
+    return no_server(where.path + " is served by uid " + std::to_string(server.uid) + ", not by this user", true);
+  }
+
+  SignalGuard signals;  // before the request: from then on an interruption must clean up
+  Channel channel(std::move(socket), signals.read_fd());
+  if (!channel.send(Hello{})) return no_server(where.path + ": " + errno_text(errno), true);
+
+  // The first answer must come soon; after Queued, the server is alive and this client waits.
+  std::uint32_t server_pid = 0;
+  int silence_ms = -1;  // how long the server may say nothing mid-request; -1: no limit
+  int wait_ms = options.connect_timeout_ms;
+  for (;;) {
+    Received first = channel.receive(wait_ms);
+    if (first.status == Received::Status::interrupted) return 128 + static_cast<int>(g_signal);
+    if (first.status == Received::Status::timeout) {
+      return no_server(where.path + ": the server did not answer within " + std::to_string(wait_ms) + " ms", true);
+    }
+    if (first.status != Received::Status::message) {
+      return no_server(where.path + ": the server closed the connection" + (first.error.empty() ? "" : ": " + first.error), true);
+    }
+    if (const auto* welcome = std::get_if<Welcome>(&first.message)) {
+      server_pid = welcome->server_pid;
+      if (welcome->ping_interval_ms > 0) {
+        silence_ms = static_cast<int>(std::min<std::uint32_t>(welcome->ping_interval_ms, 600'000)) * kSilentPings;
+      }
+      break;
+    }
+    if (const auto* queued = std::get_if<Queued>(&first.message)) {
+      // Wait for a place as long as the server shows it lives.
+      wait_ms = queued->ping_interval_ms == 0
+                    ? -1
+                    : static_cast<int>(std::min<std::uint32_t>(queued->ping_interval_ms, 600'000)) * kSilentPings;
+      continue;
+    }
+    if (std::holds_alternative<Ping>(first.message)) continue;
+    if (const auto* refused = std::get_if<Refused>(&first.message)) {
+      const bool quiet = refused->reason == RefusalReason::busy || refused->reason == RefusalReason::shutting_down;
+      return no_server(refused->message, !quiet);
+    }
+    return no_server(where.path + ": the server answered out of turn", true);
+  }
+
+  // From here the server may create files for this command: run it to the end or clean up.
+  FileServant servant;
+  char cwd[4096];
+  Request request;
+  request.argv.assign(argv, argv + argc);
+  request.cwd = ::getcwd(cwd, sizeof cwd) != nullptr ? cwd : "";
+  request.err_is_terminal = ::isatty(2) == 1;
+  const UniqueFd in = usable(0), out = usable(1), err = usable(2);
+  const int fds[3] = {in.get(), out.get(), err.get()};
+  if (!channel.send(request, fds)) {
+    // Nothing has run: the server starts a command only once the whole request has arrived.
+    return no_server(errno == EMSGSIZE ? std::string("the command line is over the protocol's bound")
+                                       : "the server (pid " + std::to_string(server_pid) + ") did not take the command: " +
+                                             errno_text(errno),
+                     true);
+  }
+  auto lost = [&](const std::string& how) {
+    servant.remove_temporaries();
+    say("the server (pid " + std::to_string(server_pid) + ", " + where.path + ") " + how +
+        " before finishing this command; its unfinished outputs were removed. Run it again, or with"
+        " --server never to run it in this process");
+    return kServerFailedExit;
+  };
+  for (;;) {
+    Received received = channel.receive(silence_ms);
+    switch (received.status) {
+      case Received::Status::message: break;
+      case Received::Status::interrupted: {
+        servant.remove_temporaries();
+        return 128 + static_cast<int>(g_signal);
+      }
+      case Received::Status::closed: return lost("stopped");
+      case Received::Status::timeout: return lost("stopped answering (silent for " + std::to_string(silence_ms) + " ms)");
+      case Received::Status::bad: return lost("broke the protocol (" + received.error + ")");
+    }
+    if (const auto* exit = std::get_if<Exit>(&received.message)) return exit->code;
+    if (std::holds_alternative<Ping>(received.message)) continue;
+    if (const auto* refused = std::get_if<Refused>(&received.message)) {
+      servant.remove_temporaries();
+      say(refused->message);
+      return kServerFailedExit;
+    }
+    channel.drop_fds();  // the server sends no descriptors
+    if (!servant.answer(channel, received.message)) return lost("stopped");
+  }
+}
+
+}  // namespace cuconv::serve

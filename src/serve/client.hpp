@@ -1,0 +1,47 @@
+#pragma once
+// The client half of `cuconv serve`: hands a command line to the user's server and does the file
+// operations it asks for (with this process's rights), until the exit code comes back. When no
+// server answers, the caller runs the command in-process (or fails, under `--server always`).
+#include <optional>
+#include <string>
+#include <vector>
+
+namespace cuconv::serve {
+
+/// `--server auto|always|never` (the CLI's option) or $CUCONV_SERVER (auto|always|never|spawn).
+enum class ServerMode { automatic, always, never };
+struct ServerPolicy {
+  ServerMode mode = ServerMode::automatic;
+  bool spawn = false;   ///< CUCONV_SERVER=spawn: start a detached `cuconv serve` when none answers
+  std::string error;    ///< a value neither knows; mode is then never (the in-process CLI says why)
+};
+
+/// Reads the policy: `--server X` or `--server=X` among argv (before a `--`), else $CUCONV_SERVER,
+/// else auto.
+[[nodiscard]] ServerPolicy read_server_policy(int argc, const char* const* argv);
+
+struct ClientOptions {
+  std::string socket_path;          ///< empty: default_socket_path()
+  int connect_timeout_ms = 2000;    ///< to connect and to hear the server's first answer
+  /// The command that starts a server (ServerPolicy::spawn), e.g. {"/usr/bin/cuconv", "serve"}.
+  std::vector<std::string> spawn_command;
+  int spawn_wait_ms = 5000;         ///< how long a spawned server has to answer
+};
+
+/// A server silent for this many of its ping intervals (Welcome::ping_interval_ms) mid-request is
+/// taken for stopped (SIGSTOP, a frozen machine): the client cleans up and exits 5.
+inline constexpr int kSilentPings = 6;
+
+/// The exit code of a command that the server began but could not finish.
+inline constexpr int kServerFailedExit = 5;
+
+/// Runs argv through the server. Returns its exit code; nullopt when no server answered and the
+/// policy allows running in-process (mode automatic; never returns nullopt at once). Under
+/// `always` without a server it prints why and returns kServerFailedExit. When the server stops
+/// mid-request the temporary files this client made are removed, a message says what happened and
+/// kServerFailedExit is returned (also when it stays silent for kSilentPings ping intervals); SIGINT/SIGTERM/SIGHUP during a request remove them too and
+/// return 128 + the signal.
+[[nodiscard]] std::optional<int> run_served(int argc, const char* const* argv, const ServerPolicy& policy,
+                                            const ClientOptions& options = {});
+
+}  // namespace cuconv::serve

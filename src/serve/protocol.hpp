@@ -1,0 +1,178 @@
+#pragma once
+// The wire protocol between `cuconv` (client) and `cuconv serve` over a SOCK_STREAM unix socket.
+//
+// A frame is a 4-byte little-endian payload length, a 1-byte message type, then the payload.
+// Integers are little-endian; a string is a u32 length and its bytes; a list of strings is a u32
+// count and the strings. Descriptors travel as SCM_RIGHTS attached to their message's first byte.
+// Bounds (a frame over them is refused before anything is allocated):
+//   payload <= kMaxPayload (4 MiB: more than Linux's whole argv, ARG_MAX = 2 MiB by default),
+//   one string <= kMaxString (128 KiB, Linux's MAX_ARG_STRLEN), strings in a list <= kMaxStrings,
+//   descriptors per message <= kMaxFds.
+//
+// A conversation (docs/serve.md):
+//   client: Hello                     server: Welcome | Queued.. Welcome | Refused (then closes)
+//   client: Request + fds 0,1,2       server: file operations, each answered by one Reply,
+//                                             then Exit (then closes)
+// While a request runs the server also sends Ping every Welcome::ping_interval_ms, so a client
+// can tell a stopped server (no Ping) from a busy one; Ping needs no answer.
+// File operations come from the server; the client performs them with its own rights and answers
+// (OpenInput and CreateTemp with a descriptor), so the server never opens a path a client named.
+#include <cstdint>
+#include <optional>
+#include <span>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace cuconv::serve {
+
+inline constexpr std::uint32_t kProtocolMagic = 0x43564355;  // "UCVC" on the wire: "cuconv"'s tag
+inline constexpr std::uint32_t kProtocolVersion = 1;
+inline constexpr std::size_t kHeaderSize = 5;
+inline constexpr std::size_t kMaxPayload = std::size_t{4} << 20;
+inline constexpr std::size_t kMaxString = std::size_t{128} << 10;
+inline constexpr std::size_t kMaxStrings = std::size_t{1} << 18;
+inline constexpr std::size_t kMaxFds = 3;
+/// Names per directory-listing Reply; a longer listing comes as several (more = true).
+inline constexpr std::size_t kListChunkBytes = std::size_t{1} << 20;
+
+enum class MessageType : std::uint8_t {
+  // client -> server
+  hello = 1,
+  request = 2,
+  reply = 3,
+  // server -> client
+  welcome = 20,
+  queued = 21,
+  refused = 22,
+  open_input = 23,
+  kind = 24,
+  same_file = 25,
+  list_directory = 26,
+  create_temp = 27,
+  publish = 28,
+  discard = 29,
+  exit = 30,
+  ping = 31,
+  make_directories = 32,
+  remove_file = 33,
+};
+
+struct Hello {
+  std::uint32_t magic = kProtocolMagic;
+  std::uint32_t version = kProtocolVersion;
+  bool operator==(const Hello&) const = default;
+};
+/// The command: argv (argv[0] the program name), the client's working folder (for logs; the
+/// client resolves relative paths itself) and whether its stderr is a terminal. Carries 3 fds.
+struct Request {
+  std::vector<std::string> argv;
+  std::string cwd;
+  bool err_is_terminal = false;
+  bool operator==(const Request&) const = default;
+};
+/// The answer to one file operation. `error` is 0 or an errno value, `message` the client's text
+/// for it. `value`: a FileKind for kind, 0/1 for same_file and publish. `name`: the temporary file
+/// create_temp made. `names` and `more`: one chunk of a directory listing. Carries 1 fd when it
+/// answers open_input or create_temp with error == 0.
+struct Reply {
+  std::int32_t error = 0;
+  std::string message;
+  std::uint32_t value = 0;
+  std::string name;
+  std::vector<std::string> names;
+  bool more = false;
+  bool operator==(const Reply&) const = default;
+};
+struct Welcome {
+  std::uint32_t version = kProtocolVersion;
+  std::uint32_t server_pid = 0;
+  std::uint32_t ping_interval_ms = 0;  ///< 0: the server sends no Ping
+  bool operator==(const Welcome&) const = default;
+};
+/// The server is at its client limit; a Welcome follows when a place frees.
+struct Queued {
+  std::uint32_t ahead = 0;  ///< clients waiting before this one
+  std::uint32_t ping_interval_ms = 0;  ///< waiting clients are pinged too; 0: no Ping
+  bool operator==(const Queued&) const = default;
+};
+enum class RefusalReason : std::uint8_t { other_user = 1, version = 2, busy = 3, shutting_down = 4, bad_message = 5 };
+struct Refused {
+  RefusalReason reason = RefusalReason::bad_message;
+  std::string message;
+  bool operator==(const Refused&) const = default;
+};
+struct OpenInput {
+  std::string path;
+  bool operator==(const OpenInput&) const = default;
+};
+struct KindQuery {
+  std::string path;
+  bool follow_links = false;
+  bool operator==(const KindQuery&) const = default;
+};
+struct SameFile {
+  std::string a, b;
+  bool operator==(const SameFile&) const = default;
+};
+struct ListDirectory {
+  std::string path;
+  bool operator==(const ListDirectory&) const = default;
+};
+struct CreateTemp {
+  std::string output;
+  bool operator==(const CreateTemp&) const = default;
+};
+struct Publish {
+  std::string temp_name, output;
+  bool overwrite = false;
+  bool operator==(const Publish&) const = default;
+};
+struct Discard {
+  std::string temp_name;
+  bool operator==(const Discard&) const = default;
+};
+struct MakeDirectories {
+  std::string path;
+  bool operator==(const MakeDirectories&) const = default;
+};
+struct RemoveFile {
+  std::string path;
+  bool operator==(const RemoveFile&) const = default;
+};
+struct Exit {
+  std::int32_t code = 0;
+  bool operator==(const Exit&) const = default;
+};
+struct Ping {
+  bool operator==(const Ping&) const = default;
+};
+
+using Message = std::variant<Hello, Request, Reply, Welcome, Queued, Refused, OpenInput, KindQuery, SameFile,
+                             ListDirectory, CreateTemp, Publish, Discard, Exit, Ping, MakeDirectories, RemoveFile>;
+
+/// How many descriptors travel with `message` (0, 1 or 3).
+[[nodiscard]] std::size_t fds_carried(const Message& message);
+
+/// The whole frame (header and payload) for `message`; throws std::length_error past the bounds.
+[[nodiscard]] std::vector<std::uint8_t> encode(const Message& message);
+
+/// What a frame header says, or why it is refused.
+struct FrameHeader {
+  std::size_t payload_size = 0;
+  std::uint8_t type = 0;
+};
+/// Reads a header from at least kHeaderSize bytes; an empty optional when the declared payload is
+/// over kMaxPayload (`error` says so).
+[[nodiscard]] std::optional<FrameHeader> parse_header(std::span<const std::uint8_t> bytes, std::string& error);
+
+/// Decodes one payload of message type `type`. Pure: no allocation beyond the bounds, never throws;
+/// an empty optional with `error` set for an unknown type, a truncated or over-long payload, a
+/// bound exceeded or an out-of-range enum. This is what tests/fuzz/fuzz_serve_protocol.cpp drives.
+[[nodiscard]] std::optional<Message> decode(std::uint8_t type, std::span<const std::uint8_t> payload,
+                                            std::string& error) noexcept;
+
+/// The name of a message type, for logs and errors.
+[[nodiscard]] const char* type_name(std::uint8_t type) noexcept;
+
+}  // namespace cuconv::serve

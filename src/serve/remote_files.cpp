@@ -1,0 +1,152 @@
+// engine::Files answered by a served client (see server.hpp): the server sends each file
+// operation over the connection and the client performs it with its own rights; descriptors come
+// back with the answers and are read or written here as /proc/self/fd/N.
+#include "serve/server.hpp"
+
+#include <cerrno>
+#include <cstring>
+#include <poll.h>
+#include <unistd.h>
+
+namespace cuconv::serve {
+
+namespace {
+
+std::string proc_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
+
+}  // namespace
+
+Reply RemoteFiles::ask(const Message& question, const std::string& path, ErrorKind error_kind) {
+  // Called with mutex_ held: one question and its answer at a time on the connection. A
+  // descriptor left by an earlier answer that should have had none must not pass for this one's.
+  channel_.drop_fds();
+  if (!lost_ && channel_.send(question)) {
+    Received answer = channel_.receive();
+    if (answer.status == Received::Status::message && std::holds_alternative<Reply>(answer.message)) {
+      return std::get<Reply>(std::move(answer.message));
+    }
+    if (answer.status == Received::Status::message) {
+      answer.error = std::string("the client answered out of turn");
+    }
+    if (!answer.error.empty()) {
+      lost_ = true;
+      throw Error(error_kind, path + ": the client's connection failed: " + answer.error);
+    }
+  }
+  lost_ = true;
+  throw Error(error_kind, path + ": the client went away");
+}
+
+engine::OpenedFile RemoteFiles::open_input(const std::string& path) {
+  std::lock_guard lock(mutex_);
+  const Reply reply = ask(OpenInput{path}, path, ErrorKind::bad_input);
+  if (reply.error != 0) throw Error(ErrorKind::bad_input, path + ": " + reply.message);
+  UniqueFd fd = channel_.take_fd();
+  if (!fd) throw Error(ErrorKind::bad_input, path + ": the client sent no descriptor for it");
+  const int raw = fd.release();
+  return engine::OpenedFile(raw, proc_path(raw));
+}
+
+engine::FileKind RemoteFiles::kind(const std::string& path, bool follow_links) {
+  std::lock_guard lock(mutex_);
+  const Reply reply = ask(KindQuery{path, follow_links}, path, ErrorKind::bad_input);
+  if (reply.value > static_cast<std::uint32_t>(engine::FileKind::other)) {
+    throw Error(ErrorKind::bad_input, path + ": the client answered an unknown file kind");
+  }
+  return static_cast<engine::FileKind>(reply.value);
+}
+
+bool RemoteFiles::same_file(const std::string& a, const std::string& b) {
+  std::lock_guard lock(mutex_);
+  return ask(SameFile{a, b}, a, ErrorKind::bad_input).value != 0;
+}
+
+std::vector<std::string> RemoteFiles::list_directory(const std::string& path) {
+  std::lock_guard lock(mutex_);
+  Reply reply = ask(ListDirectory{path}, path, ErrorKind::bad_input);
+  std::vector<std::string> names;
+  for (;;) {
+    if (reply.error != 0) throw Error(ErrorKind::bad_input, path + ": cannot list the folder: " + reply.message);
+    names.insert(names.end(), std::make_move_iterator(reply.names.begin()), std::make_move_iterator(reply.names.end()));
+    if (!reply.more) return names;
+    Received next = channel_.receive();
+    if (next.status != Received::Status::message || !std::holds_alternative<Reply>(next.message)) {
+      lost_ = true;
+      throw Error(ErrorKind::bad_input, path + ": the client went away while listing the folder");
+    }
+    reply = std::get<Reply>(std::move(next.message));
+  }
+}
+
+RemoteFiles::TempOutput RemoteFiles::create_temp(const std::string& output) {
+  std::lock_guard lock(mutex_);
+  const Reply reply = ask(CreateTemp{output}, output, ErrorKind::output);
+  if (reply.error != 0) throw Error(ErrorKind::output, output + ": cannot create a temporary file beside it: " + reply.message);
+  UniqueFd fd = channel_.take_fd();
+  if (!fd) throw Error(ErrorKind::output, output + ": the client sent no descriptor for its temporary file");
+  const int raw = fd.release();
+  return TempOutput{engine::OpenedFile(raw, proc_path(raw)), reply.name};
+}
+
+bool RemoteFiles::publish(TempOutput& temp, const std::string& output, bool overwrite) {
+  // The data reaches the disk before the name does: a crash after the rename never leaves a
+  // truncated output.
+  if (::fsync(temp.file.fd()) != 0 && errno != EINVAL) {
+    const std::string why = std::strerror(errno);
+    discard(temp);
+    throw Error(ErrorKind::output, output + ": cannot write: " + why);
+  }
+  std::lock_guard lock(mutex_);
+  const Reply reply = ask(Publish{temp.name, output, overwrite}, output, ErrorKind::output);
+  if (reply.error != 0) throw Error(ErrorKind::output, output + ": " + reply.message);
+  return reply.value != 0;
+}
+
+void RemoteFiles::discard(TempOutput& temp) noexcept {
+  try {
+    std::lock_guard lock(mutex_);
+    (void)ask(Discard{temp.name}, temp.name, ErrorKind::output);
+  } catch (...) {
+    // The client removes its own temporary files when the connection ends; nothing to add here.
+  }
+}
+
+void RemoteFiles::make_directories(const std::string& path) {
+  std::lock_guard lock(mutex_);
+  const Reply reply = ask(MakeDirectories{path}, path, ErrorKind::output);
+  if (reply.error != 0) throw Error(ErrorKind::output, path + ": cannot create the output folder: " + reply.message);
+}
+
+bool RemoteFiles::write_output(const std::string& output, std::span<const unsigned char> bytes, bool overwrite) {
+  TempOutput temp = create_temp(output);
+  const unsigned char* data = bytes.data();
+  std::size_t left = bytes.size();
+  while (left > 0) {
+    const ssize_t n = ::write(temp.file.fd(), data, left);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) {
+      const std::string why = n < 0 ? std::strerror(errno) : "no progress";
+      discard(temp);
+      throw Error(ErrorKind::output, output + ": write failed: " + why);
+    }
+    data += n;
+    left -= static_cast<std::size_t>(n);
+  }
+  return publish(temp, output, overwrite);
+}
+
+void RemoteFiles::remove(const std::string& path) noexcept {
+  try {
+    std::lock_guard lock(mutex_);
+    (void)ask(RemoveFile{path}, path, ErrorKind::output);
+  } catch (...) {
+    // Best effort: a summary left empty is the client's to see.
+  }
+}
+
+bool ClientSession::client_gone() const noexcept {
+  pollfd p{channel_.fd(), POLLRDHUP, 0};
+  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+}
+
+}  // namespace cuconv::serve

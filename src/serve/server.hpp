@@ -1,0 +1,114 @@
+#pragma once
+// `cuconv serve`'s transport: listens on a unix socket (its own, or the ones systemd passes with
+// LISTEN_FDS), admits only the server's own user (SO_PEERCRED), and runs each client's request on
+// a thread of its own through a Handler, with the client's descriptors and a RemoteFiles through
+// which every path the request names is opened by the client (docs/serve.md). What a request does
+// (cli::run_command) is the handler's business, not this file's.
+#include "engine/files.hpp"
+#include "serve/channel.hpp"
+
+#include <cuconv/error.hpp>
+
+#include <cstddef>
+#include <functional>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace cuconv::serve {
+
+struct ServerOptions {
+  std::string socket_path;            ///< empty: default_socket_path()
+  unsigned idle_exit_seconds = 600;   ///< exit after this long without a client; 0: never
+  unsigned max_clients = 64;          ///< requests served at once; later clients wait (Queued)
+  std::size_t max_waiting = 1024;     ///< clients waiting beyond max_clients; more are refused (busy)
+  /// Listening sockets to serve instead of binding socket_path; empty: the ones systemd passed
+  /// (systemd_listen_fds()), and when there are none, bind socket_path.
+  std::vector<int> listen_fds;
+  bool handle_signals = true;  ///< SIGTERM/SIGINT drain and exit (a second one exits at once)
+  int stop_fd = -1;            ///< when readable, drain and exit as on SIGTERM (tests' seam)
+  int log_fd = 2;              ///< one line per request and per event
+  /// While a request runs, a Ping this often tells its client the server lives (a client that
+  /// hears nothing for several intervals gives up with exit 5); 0: none.
+  unsigned ping_interval_ms = 5000;
+};
+
+/// A client's command as it arrived.
+struct ClientRequest {
+  std::vector<std::string> argv;  ///< argv[0] is the client's program name
+  std::string cwd;                ///< the client's working folder (for logs only)
+  bool err_is_terminal = false;
+  long pid = -1;  ///< the client's process (SO_PEERCRED)
+  long uid = -1;
+};
+
+/// engine::Files answered by the client over the connection: every path is the client's to open,
+/// list, create and rename; descriptors come back with the answers. Safe to call from several
+/// threads (one operation at a time goes over the socket).
+class RemoteFiles final : public engine::Files {
+ public:
+  explicit RemoteFiles(Channel& channel) : channel_(channel) {}
+  [[nodiscard]] engine::OpenedFile open_input(const std::string& path) override;
+  [[nodiscard]] engine::FileKind kind(const std::string& path, bool follow_links) override;
+  [[nodiscard]] bool same_file(const std::string& a, const std::string& b) override;
+  [[nodiscard]] std::vector<std::string> list_directory(const std::string& path) override;
+  void make_directories(const std::string& path) override;
+  /// A temporary file the client makes beside `output`, written and synced here, then published by
+  /// the client (renamed; no-replace unless `overwrite`); removed by the client on any failure.
+  [[nodiscard]] bool write_output(const std::string& output, std::span<const unsigned char> bytes,
+                                  bool overwrite) override;
+  void remove(const std::string& path) noexcept override;
+
+  /// write_output's steps, apart for tests that stop a server between them.
+  /// A temporary file beside an output, open for writing, as the client named it.
+  struct TempOutput {
+    engine::OpenedFile file;
+    std::string name;
+  };
+  [[nodiscard]] TempOutput create_temp(const std::string& output);
+  [[nodiscard]] bool publish(TempOutput& temp, const std::string& output, bool overwrite);
+  void discard(TempOutput& temp) noexcept;
+
+ private:
+  /// Sends `question` and waits for its Reply; throws Error{kind} naming `path` when the client is
+  /// gone or answers out of turn.
+  Reply ask(const Message& question, const std::string& path, ErrorKind error_kind);
+  std::mutex mutex_;
+  Channel& channel_;
+  bool lost_ = false;
+};
+
+/// What a handler gets for one client: its descriptors (owned by the session) and its files.
+class ClientSession {
+ public:
+  ClientSession(Channel& channel, UniqueFd in, UniqueFd out, UniqueFd err)
+      : channel_(channel), in_(std::move(in)), out_(std::move(out)), err_(std::move(err)), files_(channel) {}
+  [[nodiscard]] int in_fd() const noexcept { return in_.get(); }
+  [[nodiscard]] int out_fd() const noexcept { return out_.get(); }
+  [[nodiscard]] int err_fd() const noexcept { return err_.get(); }
+  [[nodiscard]] RemoteFiles& files() noexcept { return files_; }
+  /// Whether the client has hung up (checked without waiting): a long request may stop early.
+  [[nodiscard]] bool client_gone() const noexcept;
+
+ private:
+  Channel& channel_;
+  UniqueFd in_, out_, err_;
+  RemoteFiles files_;
+};
+
+/// Runs one request; returns its exit code. An exception becomes exit code 1 with its message on
+/// the client's stderr.
+using Handler = std::function<int(const ClientRequest&, ClientSession&)>;
+
+/// Serves until idle for idle_exit_seconds, or a stop (signal, stop_fd). Returns 0 after a clean
+/// stop, 1 when it cannot start (the reason on log_fd): socket folder not private, another server
+/// already on the socket, bind failure. Ignores SIGPIPE for the whole process (a client's pipe may
+/// close under a write). Call it before other threads start when handle_signals is set: it blocks
+/// SIGTERM and SIGINT in its thread and the threads it starts, and reads them from a signalfd.
+[[nodiscard]] int run_server(const ServerOptions& options, const Handler& handler);
+
+/// The listening sockets systemd passed (sd_listen_fds(3): LISTEN_PID is this process, LISTEN_FDS
+/// descriptors from 3), marked close-on-exec; the three variables are removed from the environment.
+[[nodiscard]] std::vector<int> systemd_listen_fds();
+
+}  // namespace cuconv::serve
