@@ -119,6 +119,8 @@ def project_options(root):
 def known_options(args, root):
     if args.cuconv:
         text = subprocess.run([args.cuconv, "--help"], capture_output=True, text=True, check=True).stdout
+        # `cuconv serve` has options of its own (src/cli/serve_command.cpp).
+        text += subprocess.run([args.cuconv, "serve", "--help"], capture_output=True, text=True).stdout
     elif args.help_text:
         with open(args.help_text, encoding="utf-8") as f:
             text = f.read()

@@ -199,7 +199,7 @@ class ServerThread {
       auto& files = session.files();
       const cuconv::engine::OpenedFile in = files.open_input(args[2]);
       const std::string data = read_file(in.local_path());
-      cuconv::auto temp = files.create_temp(args[3]);
+      auto temp = files.create_temp(args[3]);
       std::ofstream(temp.file.local_path(), std::ios::binary) << data;
       if (!files.publish(temp, args[3], false)) return 4;
       const std::string line = "copied " + args[2] + "\n";

@@ -2,7 +2,11 @@
 // src/cli/ is the only place that knows about argv, CLI11, spdlog and exit codes.
 #include "cli/interrupt.hpp"
 #include "cli/library_messages.hpp"
+#include "cli/serve_command.hpp"
 #include "cli/session.hpp"
+#include "serve/client.hpp"
+
+#include <cstring>
 
 #include <cstdio>
 #include <string>
@@ -11,6 +15,14 @@
 
 int main(int argc, char** argv) {
   cuconv::cli::ignore_file_size_signal();  // a write past `ulimit -f` is a write error, not a kill
+  if (argc > 1 && std::strcmp(argv[1], "serve") == 0) return cuconv::cli::run_serve_command(argc, argv);
+  // A user's server runs the command when one answers (--server, $CUCONV_SERVER); else this process.
+  const cuconv::serve::ServerPolicy policy = cuconv::serve::read_server_policy(argc, argv);
+  if (policy.error.empty()) {
+    cuconv::serve::ClientOptions client;
+    if (policy.spawn) client.spawn_command = {"/proc/self/exe", "serve"};
+    if (const auto code = cuconv::serve::run_served(argc, argv, policy, client)) return *code;
+  }
   std::vector<std::string> args(argv, argv + argc);
   cuconv::cli::Session session;
   // Messages go to the terminal's own descriptor, which stays put while LibraryMessages captures 2.
