@@ -12,6 +12,7 @@
 
 #include <algorithm>
 #include <cstddef>
+#include <mutex>
 
 namespace cuconv::detail {
 
@@ -34,8 +35,17 @@ TileLaunch thread_per_output(const char* name, int w, int h, std::size_t shared_
 
 /// Launches `kernel_for(TypePair<In, Out>{}, std::integral_constant<int, R>{})` (a kernel taking
 /// the source and destination views, the parameters and then `extra...`) on `a`.
+/// The device's one __constant__ filter is shared by every thread of the process: a thread holds
+/// this from its upload until its kernel has read the weights, so concurrent commands with other
+/// filters (`cuconv serve`, batch threads) never filter with each other's weights.
+std::mutex& constant_filter_mutex() {
+  static std::mutex mutex;
+  return mutex;
+}
+
 template <class KernelFor, class... Extra>
 void launch_tiles(const LaunchArgs& a, const TileLaunch& shape, KernelFor kernel_for, const Extra&... extra) {
+  const std::lock_guard lock(constant_filter_mutex());
   CUCONV_CUDA_TRY(kernels::upload_constant_filter(a.host_weights, a.params.kw * a.params.kh, a.stream));
   dispatch_types(a.src_type, a.dst_type, [&](auto pair) {
     using Pair = decltype(pair);
@@ -48,6 +58,7 @@ void launch_tiles(const LaunchArgs& a, const TileLaunch& shape, KernelFor kernel
       CUCONV_CHECK_LAUNCH();
     });
   });
+  CUCONV_CUDA_TRY(cudaStreamSynchronize(a.stream));  // the weights are read: the next upload may come
 }
 
 /// The kernel template `kernel` as launch_tiles' `kernel_for`: a kernel template's name cannot be
