@@ -249,8 +249,10 @@ inline cv::Mat float_rule_scales(const cv::Mat& src, const Filter& f, int anchor
 /// result must be finite too, else the error is infinite; so is any difference where the scale
 /// is 0 (a footprint of zeros and no delta).
 inline double float_rule_error(const cv::Mat& got, const cv::Mat& exact, const cv::Mat& src, const Filter& f,
-                               int anchor_x, int anchor_y, Border border, double border_value, double delta) {
-  const cv::Mat scales = float_rule_scales(src, f, anchor_x, anchor_y, border, border_value, delta);
+                               int anchor_x, int anchor_y, Border border, double border_value, double delta,
+                               double floor_scale = 0.0) {
+  cv::Mat scales = float_rule_scales(src, f, anchor_x, anchor_y, border, border_value, delta);
+  if (floor_scale > 0.0) cv::max(scales, cv::Scalar::all(floor_scale), scales);
   const cv::Mat g = got.reshape(1);
   const cv::Mat e = exact.reshape(1);
   const cv::Mat s = scales.reshape(1);
@@ -282,10 +284,11 @@ inline Variant check_float_rule(const cv::Mat& src, const Filter& f, ConvolveOpt
   const double delta = ran.delta + f.offset;
   const cv::Mat exact = exact_sum_double(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, delta);
   const double error =
-      float_rule_error(got.image, exact, src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, delta);
+      float_rule_error(got.image, exact, src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, delta,
+                       float_rule_floor(src, f, ran.delta, ran.border_value, got.variant_used));
   INFO(what << " ran " << to_string(got.variant_used) << ": relative error " << error);
   CHECK(got.image.depth() == CV_32F);
-  CHECK(error <= kMaxRelativeError);
+  CHECK(error <= float_rule_bound(static_cast<long long>(f.width) * f.height));
   return got.variant_used;
 }
 

@@ -21,6 +21,22 @@ namespace cuconv {
 inline constexpr double kMaxIntegerDifference = 1.0;
 inline constexpr double kMaxDifferingFraction = 0.001;
 inline constexpr double kMaxRelativeError = 1e-5;
+
+/// The 32F rule's relative bound for a filter of `taps` weights: kMaxRelativeError, or where a
+/// float sum of that many terms may round more, its bound gamma_n = n u / (1 - n u) (u = 2^-24,
+/// any summation order): a correct float kernel stays within it at every value.
+[[nodiscard]] constexpr double float_rule_bound(long long taps) noexcept {
+  const double nu = static_cast<double>(taps) / 16777216.0;
+  const double gamma = nu < 1.0 ? nu / (1.0 - nu) : 1.0;
+  return gamma > kMaxRelativeError ? gamma : kMaxRelativeError;
+}
+
+/// The least scale a 32F value of `variant` is judged against: `fft` and `tensor` round relative
+/// to a whole tile's or block's range (docs/accuracy.md), so their values are judged against the
+/// image's sum|k| x max|x| + |delta| where that exceeds their own footprint's; 0 for the variants
+/// that sum each output's own footprint.
+[[nodiscard]] double float_rule_floor(const cv::Mat& input, const Filter& filter, double delta, double border_value,
+                                      Variant variant);
 /// `fft` on integer outputs, in the overload without the run's options only (its window and
 /// exact sum unknown): still at most 1 off, but on up to 10% of values. Its rounding relative
 /// to the tile's range tips the exact ties of dyadic filters and, for 16-bit data, values near a
