@@ -19,8 +19,21 @@ class LaunchCounter final : public detail::LaunchObserver {
     return path != detail::KernelPath::tensor_dense_wgmma || wgmma_allowed_.load(std::memory_order_relaxed);
   }
   void launched(detail::KernelPath path) noexcept override {
-    counts_[static_cast<std::size_t>(path)].fetch_add(1, std::memory_order_relaxed);
+    if (paused_.load(std::memory_order_relaxed) == 0)
+      counts_[static_cast<std::size_t>(path)].fetch_add(1, std::memory_order_relaxed);
   }
+  /// While alive, launches are not counted: a helper's extra run (the second poison) leaves the
+  /// counts the tests read as they would be without it.
+  class Paused {
+   public:
+    explicit Paused(LaunchCounter& counter) : counter_(counter) { counter_.paused_.fetch_add(1); }
+    ~Paused() { counter_.paused_.fetch_sub(1); }
+    Paused(const Paused&) = delete;
+    Paused& operator=(const Paused&) = delete;
+
+   private:
+    LaunchCounter& counter_;
+  };
   [[nodiscard]] std::uint64_t count(detail::KernelPath path) const noexcept {
     return counts_[static_cast<std::size_t>(path)].load(std::memory_order_relaxed);
   }
@@ -29,6 +42,7 @@ class LaunchCounter final : public detail::LaunchObserver {
  private:
   std::array<std::atomic<std::uint64_t>, detail::kKernelPaths> counts_{};
   std::atomic<bool> wgmma_allowed_{true};
+  std::atomic<int> paused_{0};
 };
 
 /// The process's launch counter, installed as the launch observer on the first call (never

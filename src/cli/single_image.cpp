@@ -140,8 +140,9 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   if (req.compare && options.variant == Variant::opencv)
     throw Error(ErrorKind::usage, "--compare compares a GPU variant with OpenCV; choose a GPU --variant");
   // Without a warm GPU (no server), `auto` takes the CPU where it beats the GPU's start-up; not
-  // for --compare and --bench, which are about the GPU's result.
-  settings.cpu_when_faster = !session.served && !req.compare && req.bench_runs == 0;
+  // for --compare and --bench, which are about the GPU's result, nor under --gpu-memory, which
+  // asks for the GPU within a limit.
+  settings.cpu_when_faster = !session.served && !req.compare && req.bench_runs == 0 && req.gpu_memory.empty();
   const engine::Route route = engine::choose_route(task, settings);
   std::string no_gpu_reason;
   // Without an NVIDIA driver CUDA answers at once: say so before the work, as before any GPU use.
