@@ -21,6 +21,10 @@ install(FILES "${PROJECT_SOURCE_DIR}/packaging/copyright" "${PROJECT_SOURCE_DIR}
         DESTINATION ${CMAKE_INSTALL_DOCDIR} COMPONENT Runtime)
 file(GLOB cuconv_doc_pages CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/docs/*.md")
 install(FILES ${cuconv_doc_pages} DESTINATION ${CMAKE_INSTALL_DOCDIR}/docs COMPONENT Runtime)
+# systemd user units of `cuconv serve` (socket activation; docs/serve.md): enabled by each user with
+# `systemctl --user enable --now cuconv.socket`.
+install(FILES "${PROJECT_SOURCE_DIR}/packaging/cuconv.socket" "${PROJECT_SOURCE_DIR}/packaging/cuconv.service"
+        DESTINATION lib/systemd/user COMPONENT Runtime)
 if(CUCONV_BUILD_TESTS)
   # What `cmake --install --component Runtime` (the .deb's contents) puts where the man page says.
   add_test(NAME install_docs

@@ -16,6 +16,8 @@ namespace {
 constexpr double kCpuNsPerTap = 0.5;
 constexpr int kCpuDftFromTaps = 121;
 constexpr double kCpuDftNsPerValue = 90.0;
+// filter2D's threads scale to about this many cores' worth (2 on the CPU machine, 16 on a GPU node).
+constexpr unsigned kCpuEffectiveThreads = 4;
 // Creating the CUDA context and loading the kernels on the GPU nodes, and pageable copies.
 constexpr double kGpuStartupMs = 500.0;
 constexpr double kGpuCopyBytesPerMs = 10e6;
@@ -32,6 +34,7 @@ std::string CpuOrGpu::reason() const {
 CpuOrGpu predict_cpu_or_gpu(const Filter& filter, int width, int height, int channels, int bytes_per_value,
                             unsigned cpu_threads) {
   if (cpu_threads == 0) cpu_threads = std::max(1U, std::thread::hardware_concurrency());
+  cpu_threads = std::min(cpu_threads, kCpuEffectiveThreads);
   const double values = static_cast<double>(width) * height * channels;
   const int taps = filter.width * filter.height;
   const double ns_per_value = taps < kCpuDftFromTaps ? kCpuNsPerTap * taps : kCpuDftNsPerValue;
