@@ -54,6 +54,15 @@ auto naming(const std::string& path, std::string_view shown, F f) {
   }
 }
 
+/// The no-GPU warning: once per process of its own; once per command under the server, whose
+/// commands are processes of their own to their users.
+std::optional<std::string> gpu_warning(const Session& session, const std::string& reason) {
+  if (!session.served) return no_gpu_warning_once(reason);
+  if (const char* off = std::getenv("CUCONV_NO_GPU_WARNING"); off != nullptr && std::string_view(off) == "1")
+    return std::nullopt;
+  return no_gpu_warning(reason);
+}
+
 /// Whether the NVIDIA kernel driver is loaded (no CUDA call: that would start the driver).
 bool nvidia_driver_loaded() {
   std::error_code ec;
@@ -149,7 +158,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   bool warned = false;
   if (options.variant == Variant::automatic && route == engine::Route::host && !nvidia_driver_loaded() &&
       !engine::gpu_usable(&no_gpu_reason)) {
-    if (const auto warning = no_gpu_warning_once(no_gpu_reason)) log.warn("{}", *warning);
+    if (const auto warning = gpu_warning(session, no_gpu_reason)) log.warn("{}", *warning);
     warned = true;
   }
 
@@ -169,7 +178,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   if (!report.auto_reason.empty()) log.info("{}", report.auto_reason);
   if (!warned && options.variant == Variant::automatic && report.variant_used == Variant::opencv &&
       !report.cpu_predicted_faster && report.gpu_fallback.empty() && !engine::gpu_usable(&no_gpu_reason))
-    if (const auto warning = no_gpu_warning_once(no_gpu_reason)) log.warn("{}", *warning);
+    if (const auto warning = gpu_warning(session, no_gpu_reason)) log.warn("{}", *warning);
   if (!report.decoder_fallback.empty()) log.info("{}: {}; decoded with OpenCV", req.input, report.decoder_fallback);
   if (!report.gpu_fallback.empty()) log.warn("{}; filtered with OpenCV on the CPU instead", report.gpu_fallback);
   if (report.variant_used)

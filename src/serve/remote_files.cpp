@@ -40,7 +40,12 @@ Reply RemoteFiles::ask(const Message& question, const std::string& path, ErrorKi
 engine::OpenedFile RemoteFiles::open_input(const std::string& path) {
   std::lock_guard lock(mutex_);
   const Reply reply = ask(OpenInput{path}, path, ErrorKind::bad_input);
-  if (reply.error != 0) throw Error(ErrorKind::bad_input, path + ": " + reply.message);
+  // The words read_image uses for the same failures in a process of its own.
+  if (reply.error == ENOENT || reply.error == ENOTDIR) throw Error(ErrorKind::bad_input, path + ": no such file");
+  if (reply.error == EACCES) throw Error(ErrorKind::bad_input, path + ": cannot read: " + reply.message);
+  if (reply.error == ELOOP)
+    throw Error(ErrorKind::bad_input, path + ": cannot open: " + reply.message + " (a symbolic link loop)");
+  if (reply.error != 0) throw Error(ErrorKind::bad_input, path + ": cannot open: " + reply.message);
   UniqueFd fd = channel_.take_fd();
   if (!fd) throw Error(ErrorKind::bad_input, path + ": the client sent no descriptor for it");
   const int raw = fd.release();
