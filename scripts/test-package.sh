@@ -25,13 +25,17 @@ version="$(dpkg-deb -f "$deb" Version)"
 [[ "$(basename "$deb")" == "cuconv_${version}_amd64.deb" ]] || fail "file name $(basename "$deb") is not cuconv_${version}_amd64.deb"
 contents="$(dpkg-deb -c "$deb" | awk '{ print $NF }' | sed 's|^\./|/|')"
 for f in /usr/bin/cuconv /usr/share/man/man1/cuconv.1.gz /usr/share/bash-completion/completions/cuconv \
-         /usr/share/zsh/vendor-completions/_cuconv /usr/share/cuconv/filters/gauss5.mat; do
+         /usr/share/zsh/vendor-completions/_cuconv /usr/share/cuconv/filters/gauss5.mat \
+         /usr/lib/systemd/user/cuconv.socket /usr/lib/systemd/user/cuconv.service; do
   grep -qx -- "$f" <<<"$contents" || fail "package lacks $f"
 done
 presets_in_repo="$(cd "$repo_root/filters" && ls ./*.mat | wc -l)"
 presets_in_deb="$(grep -c '^/usr/share/cuconv/filters/.*\.mat$' <<<"$contents" || true)"
 (( presets_in_deb == presets_in_repo )) || fail "package holds $presets_in_deb presets, filters/ has $presets_in_repo"
-if grep -qE '^/usr/(include|lib)/' <<<"$contents"; then fail "package holds development files"; fi
+# /usr/lib/systemd/user holds `cuconv serve`'s user units, not development files.
+if grep -vE '^/usr/lib/(systemd/user/.*)?$|^/usr/lib/systemd/?$' <<<"$contents" | grep -qE '^/usr/(include|lib)/'; then
+  fail "package holds development files"
+fi
 
 depends="$(dpkg-deb -f "$deb" Depends)"
 echo "test-package: Depends: $depends"
