@@ -713,62 +713,6 @@ TEST_CASE("cuconv: --depth 16s on a one-channel image is written to .tif as filt
   CHECK(same_bytes(cv::imread(out, cv::IMREAD_UNCHANGED), expected));
 }
 
-namespace {
-
-#if defined(__SANITIZE_ADDRESS__)
-constexpr bool kUnderAsan = true;
-#elif defined(__has_feature)
-#if __has_feature(address_sanitizer)
-constexpr bool kUnderAsan = true;
-#else
-constexpr bool kUnderAsan = false;
-#endif
-#else
-constexpr bool kUnderAsan = false;
-#endif
-
-/// A gray 8-bit PNG of `side` x `side` zeros (a few hundred KiB however large), streamed through
-/// zlib so the test never holds the pixels.
-void write_zero_png(const std::string& path, std::uint32_t side) {
-  const auto chunk = [](std::string& out, const char* type, const std::string& body) {
-    const auto be32 = [&](std::uint32_t v) {
-      for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<char>((v >> shift) & 0xFF));
-    };
-    be32(static_cast<std::uint32_t>(body.size()));
-    const std::string typed = std::string(type, 4) + body;
-    out += typed;
-    be32(static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(typed.data()), static_cast<uInt>(typed.size()))));
-  };
-  std::string header;
-  for (int shift = 24; shift >= 0; shift -= 8) header.push_back(static_cast<char>((side >> shift) & 0xFF));
-  header += header;
-  header += std::string("\x08\x00\x00\x00\x00", 5);  // 8 bits, gray, deflate, no filter, no interlace
-  z_stream z{};
-  REQUIRE(deflateInit(&z, 1) == Z_OK);
-  const std::string row(side + 1, '\0');  // filter byte 0 and the row
-  std::string compressed;
-  std::vector<unsigned char> buffer(1 << 16);
-  for (std::uint32_t y = 0; y <= side; ++y) {
-    const bool last = y == side;
-    z.next_in = last ? nullptr : reinterpret_cast<Bytef*>(const_cast<char*>(row.data()));
-    z.avail_in = last ? 0 : static_cast<uInt>(row.size());
-    do {
-      z.next_out = buffer.data();
-      z.avail_out = static_cast<uInt>(buffer.size());
-      deflate(&z, last ? Z_FINISH : Z_NO_FLUSH);
-      compressed.append(reinterpret_cast<const char*>(buffer.data()), buffer.size() - z.avail_out);
-    } while (z.avail_out == 0);
-  }
-  deflateEnd(&z);
-  std::string png("\x89PNG\r\n\x1a\n", 8);
-  chunk(png, "IHDR", header);
-  chunk(png, "IDAT", compressed);
-  chunk(png, "IEND", "");
-  std::ofstream(path, std::ios::binary) << png;
-}
-
-}  // namespace
-
 // Exit 1 ("internal error", README "Exit codes") is what an exception cuconv does not classify
 // gives. The one such exception reachable from outside: host memory running out while filtering
 // (OpenCV's allocation failure), under an address-space cap (ulimit -v) that lets a 400 MB image

@@ -41,19 +41,6 @@ std::string format_path(const std::string& output) {
   return "cuconv-stdout." + format;
 }
 
-/// Runs `f`; an Error that names `path` is thrown again naming `shown` instead.
-template <class F>
-auto naming(const std::string& path, std::string_view shown, F f) {
-  try {
-    return f();
-  } catch (const Error& e) {
-    std::string message = e.what();
-    for (std::size_t at = message.find(path); at != std::string::npos; at = message.find(path, at + shown.size()))
-      message.replace(at, path.size(), shown);
-    throw Error(e.kind(), message);
-  }
-}
-
 /// The no-GPU warning: once per process of its own; once per command under the server, whose
 /// commands are processes of their own to their users.
 std::optional<std::string> gpu_warning(const Session& session, const std::string& reason) {
@@ -83,7 +70,7 @@ Filter load_filter_through(engine::Files& files, const std::string& spec, const 
   // parametric and inline filters are no paths.
   if (files.kind(spec, true) != engine::FileKind::regular) return load_filter(spec, options);
   const engine::OpenedFile file = files.open_input(spec);
-  return naming(file.local_path(), spec, [&] {
+  return engine::naming(file.local_path(), spec, [&] {
     Filter filter = load_filter(file.local_path(), options);
     if (file.local_path() != spec && filter.origin.find(file.local_path()) != std::string::npos)
       filter.origin.replace(filter.origin.find(file.local_path()), file.local_path().size(), spec);
@@ -126,7 +113,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   settings.codec = codec_request(req, options);
   settings.jpeg_output = jpeg_output_options(req);
   const std::string output_format = format_path(req.output);
-  naming(output_format, req.output, [&] { check_encoder_options(output_format, settings.write); });
+  engine::naming(output_format, req.output, [&] { check_encoder_options(output_format, settings.write); });
   // The GPU codec reads and writes files; standard input and output go through OpenCV.
   const bool files_only = req.input != "-" && to_stdout.empty();
   if (!files_only && settings.codec.codec == codec::Codec::gpu)

@@ -16,7 +16,7 @@ namespace {
 constexpr double kCpuNsPerTap = 0.5;
 constexpr int kCpuDftFromTaps = 121;
 constexpr double kCpuDftNsPerValue = 90.0;
-// filter2D's threads scale to about this many cores' worth (2 on the CPU machine, 16 on a GPU node).
+// filter2D's threads speed it up by at most this factor, however many cores there are.
 constexpr unsigned kCpuEffectiveThreads = 4;
 // Creating the CUDA context and loading the kernels on the GPU nodes, and pageable copies.
 constexpr double kGpuStartupMs = 500.0;

@@ -26,18 +26,10 @@ const std::string& shown_output(const ImageTask& task) {
   return task.output_shown.empty() ? task.output : task.output_shown;
 }
 
-/// Replaces every `path` in `message` by `shown`.
-std::string renamed(std::string message, const std::string& path, const std::string& shown) {
-  if (path == shown || path.empty()) return message;
-  for (std::size_t at = message.find(path); at != std::string::npos; at = message.find(path, at + shown.size()))
-    message.replace(at, path.size(), shown);
-  return message;
-}
-
 /// Runs `f`; an Error naming one of the paths in `names` (local path -> shown name) is thrown
 /// again naming what the user gave.
 template <class F>
-auto naming(std::initializer_list<std::pair<const std::string&, const std::string&>> names, F f) {
+auto naming_all(std::initializer_list<std::pair<const std::string&, const std::string&>> names, F f) {
   try {
     return f();
   } catch (const Error& e) {
@@ -61,6 +53,13 @@ std::string_view to_string(ImageStatus status) noexcept {
     case ImageStatus::skipped: return "skipped";
   }
   return "?";
+}
+
+std::string renamed(std::string message, const std::string& path, const std::string& shown) {
+  if (path == shown || path.empty()) return message;
+  for (std::size_t at = message.find(path); at != std::string::npos; at = message.find(path, at + shown.size()))
+    message.replace(at, path.size(), shown);
+  return message;
 }
 
 bool gpu_usable(std::string* reason) {
@@ -88,7 +87,7 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
   // The final rename would replace a device, FIFO or socket rather than write to it.
   if (existing != FileKind::none && existing != FileKind::regular)
     throw Error(ErrorKind::output, shown_output(task) + ": exists and is not a regular file; refusing to replace it");
-  naming({{output, shown_output(task)}}, [&] { check_output_extension(output); });
+  naming(output, shown_output(task), [&] { check_output_extension(output); });
   const auto start = Clock::now();
   LoadedImage loaded;
   loaded.route = route;
@@ -97,7 +96,7 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
   const auto names = {std::pair<const std::string&, const std::string&>{path, shown_input(task)},
                       std::pair<const std::string&, const std::string&>{output, shown_output(task)}};
   if (route == Route::gpu_jpeg) {
-    naming(names, [&] {
+    naming_all(names, [&] {
       check_output_format(output, CV_8U, 3);
       loaded.bytes = codec::read_jpeg_file(path, settings.read_limits.max_pixels);
     });
@@ -105,7 +104,7 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
     report.times.read_ms = ms_since(start);
     return loaded;
   }
-  naming(names, [&] {
+  naming_all(names, [&] {
     loaded.image = read_image(path, settings.read_limits);
     loaded.metadata = read_metadata(path);
   });
@@ -131,7 +130,7 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
          shown_output(task) + ": metadata kept: " + (kept.empty() ? "none (the format holds none)" : kept));
   const int depth =
       settings.apply_filter ? resolve_output_depth(image.depth(), settings.convolve.depth) : image.depth();
-  naming(names, [&] { check_output_format(output, depth, image.channels()); });
+  naming_all(names, [&] { check_output_format(output, depth, image.channels()); });
   report.times.read_ms = ms_since(start);
   return loaded;
 }
@@ -175,7 +174,7 @@ std::vector<std::uint8_t> encode_image(LoadedImage& loaded, const ImageTask& tas
   write.overwrite = settings.overwrite;
   write.metadata = &loaded.metadata;
   std::vector<std::uint8_t> encoded =
-      naming({{task.output, shown_output(task)}}, [&] { return cuconv::encode_image(task.output, loaded.image, write); });
+      naming(task.output, shown_output(task), [&] { return cuconv::encode_image(task.output, loaded.image, write); });
   loaded.image.release();
   report.times.write_ms += ms_since(start);
   return encoded;

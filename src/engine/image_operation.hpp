@@ -151,6 +151,20 @@ struct ImageResult {
 [[nodiscard]] ImageResult process_image(const ImageTask& task, const RunSettings& settings, Route route, Files& files,
                                         const InspectResult& inspect = {});
 
+/// `message` with every `path` replaced by `shown`: a local path (a copy of standard input, a
+/// client's descriptor as /proc/self/fd/N, a format's stand-in name) becomes what the user gave.
+[[nodiscard]] std::string renamed(std::string message, const std::string& path, const std::string& shown);
+
+/// Runs `f`; an Error naming `path` is thrown again naming `shown` instead.
+template <class F>
+auto naming(const std::string& path, const std::string& shown, F f) {
+  try {
+    return f();
+  } catch (const Error& e) {
+    throw Error(e.kind(), renamed(e.what(), path, shown));
+  }
+}
+
 /// Whether a CUDA device can be used (once per process); `reason` says why not.
 [[nodiscard]] bool gpu_usable(std::string* reason);
 

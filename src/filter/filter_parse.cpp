@@ -21,7 +21,6 @@
 #include <system_error>
 #include <vector>
 
-
 #include "cuconv/error.hpp"
 #include "filter/embedded_filters.hpp"
 #include "filter/filter_text.hpp"
