@@ -1,14 +1,16 @@
 #!/usr/bin/env python3
 """Per-call wall time of cuconv served and in-process, as the shell sees whole processes.
 
-    python3 bench/serve_bench.py --cuconv BIN [--front FRONT] --out RESULT.json [--rounds 3]
+    python3 bench/serve_bench.py --cuconv CUCONV [--engine CUCONV_ENGINE] --out RESULT.json [--rounds 3]
 
 Makes its own images (numpy + OpenCV's Python module): a 64x64 PNG, a 2000x2000 JPEG, a
 6000x4000 JPEG and 200 photos of 2000x2000 at quality 90. For each image and filter it times, in
-interleaved rounds: `--variant opencv` (CPU), in-process `auto` (`--server never`), served by the
-full binary and served by the thin front end (FRONT) while a `cuconv serve` runs on a private
-socket. Then 200 photos through `xargs -P16` (served, in-process auto, opencv) beside batch mode,
-and a shell loop of 20 single calls. Writes every sample and the medians as JSON.
+interleaved rounds: `--variant opencv` (CPU), in-process `auto` (`--server never`), served (CUCONV,
+the thin front end), served with the engine binary as its own client (ENGINE), and two served
+floors: `--codec opencv` (OpenCV's codec in the server) and `--no-filter` (decode and encode only),
+while a `cuconv serve` runs on a private socket. Then 200 photos through `xargs -P16` (served,
+in-process auto, opencv) beside batch mode, and a shell loop of 20 single calls. Writes every
+sample and the medians as JSON.
 """
 import argparse
 import json
@@ -52,7 +54,7 @@ def timed(command, env):
 def main():
     parser = argparse.ArgumentParser()
     parser.add_argument("--cuconv", required=True)
-    parser.add_argument("--front")
+    parser.add_argument("--engine", help="cuconv-engine, timed as a client of its own")
     parser.add_argument("--out", required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--photos", type=int, default=200)
@@ -70,29 +72,35 @@ def main():
         time.sleep(0.1)
     # The server's GPU warm-up runs beside its first accepts: one served call waits for it here.
     timed(f"{args.cuconv} --server always {work}/small.png {work}/warm.png -f gauss5 --overwrite", env)
+    timed(f"{args.cuconv} --server always {work}/photo.jpg {work}/warm.jpg -f gauss5 --overwrite", env)
+    cuconv = args.cuconv
     ways = {
-        "opencv": f"{args.cuconv} --server never --variant opencv",
-        "in-process auto": f"{args.cuconv} --server never",
-        "served (cuconv)": f"{args.cuconv} --server always",
+        "opencv": f"{cuconv} --server never --variant opencv",
+        "in-process auto": f"{cuconv} --server never",
+        "served": f"{cuconv} --server always",
     }
-    if args.front:
-        ways["served (thin front end)"] = f"{args.front} --server always"
+    floors = {"served --codec opencv": f"{cuconv} --server always --codec opencv"}
+    if args.engine:
+        floors["served (engine binary as client)"] = f"{args.engine} --server always"
     result = {"single": [], "xargs": [], "loop": [], "rounds": args.rounds,
               "gpu": subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip(),
               "cpus": os.cpu_count()}
     for image in ("small.png", "photo.jpg", "big.jpg"):
         for spec in ("gauss5", "gaussian:15,4"):
-            samples = {way: [] for way in ways}
+            samples = {way: [] for way in list(ways) + list(floors) + ["served --no-filter (codec floor)"]}
             for _ in range(args.rounds):
-                for way, command in ways.items():
-                    out = os.path.join(work, "out-" + image)
+                out = os.path.join(work, "out-" + image)
+                for way, command in list(ways.items()) + list(floors.items()):
                     samples[way].append(timed(f"{command} {work}/{image} {out} -f {spec} --overwrite", env))
+                samples["served --no-filter (codec floor)"].append(
+                    timed(f"{cuconv} --server always {work}/{image} {out} --no-filter --overwrite", env))
             result["single"].append({"image": image, "filter": spec, "ms": samples,
                                      "median_ms": {w: statistics.median(v) for w, v in samples.items()}})
     photos = os.path.join(work, "photos")
     xargs = {way: f"ls {photos} | xargs -P16 -I{{}} {command} {photos}/{{}} {work}/x/{{}} -f gauss5"
              for way, command in ways.items()}
-    xargs["batch mode"] = f"{args.cuconv} --server never --out-dir {work}/x -f gauss5 -q {photos}"
+    xargs["batch mode"] = f"{cuconv} --server never --out-dir {work}/x -f gauss5 -q {photos}"
+    xargs["batch mode, served"] = f"{cuconv} --server always --out-dir {work}/x -f gauss5 -q {photos}"
     loop = {way: f"for i in $(seq 20); do {command} {work}/photo.jpg {work}/l/o$i.jpg -f gauss5; done"
             for way, command in ways.items()}
     for _ in range(args.rounds):

@@ -1,4 +1,4 @@
-# Install rules: the cuconv binary (component Runtime), and the library, its public headers and a
+# Install rules: the cuconv front end and its engine (component Runtime), and the library, its public headers and a
 # relocatable CMake package (component Development), so another project can write
 #   find_package(cuconv 0.1 REQUIRED)  target_link_libraries(app PRIVATE cuconv::cuconv)
 # against any prefix (tests/consumer builds exactly that, scripts/test-install.sh runs it).
@@ -10,6 +10,8 @@ set(CUCONV_INSTALL_FILTERDIR "${CMAKE_INSTALL_DATADIR}/cuconv/filters" CACHE STR
     "Where the preset files (filters/*.mat) go, relative to the prefix")
 
 install(TARGETS cuconv RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Runtime)
+# The engine the front end execs when no server answers: not a command of its own, so off PATH.
+install(TARGETS cuconv-engine RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/cuconv COMPONENT Runtime)
 # The presets are compiled into the binary; the files are installed for reading and for other
 # tools (libvips `matrixload` reads the same .mat format).
 file(GLOB cuconv_preset_files CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/filters/*.mat")

@@ -76,7 +76,7 @@ mkdir -p "$stage"/{bin,lib,licenses,test}
 
 # ---- binaries ----------------------------------------------------------------------------------
 # Paths relative to the build dir; the bundle puts them all flat in bin/.
-candidates=(cuconv tests/cuconv_tests tests/cuconv_gpu_tests bench/cuconv_bench bench/cuconv_fast_tune bench/cuconv_wgmma_tune cuconv_make_corpus
+candidates=(cuconv cuconv-engine tests/cuconv_tests tests/cuconv_gpu_tests bench/cuconv_bench bench/cuconv_fast_tune bench/cuconv_wgmma_tune cuconv_make_corpus
             bench/cuconv_nvjpeg_floor)
 if [[ -n "$only" ]]; then
   known=",$(printf '%s,' "${candidates[@]##*/}")"
@@ -91,22 +91,22 @@ fi
 bins=()
 declare -A bin_src=()   # bundled name -> file in the build dir
 for rel in "${candidates[@]}"; do
-  if [[ -n "$only" && "$rel" != cuconv && ",$only," != *",$(basename "$rel"),"* ]]; then
+  if [[ -n "$only" && "$rel" != cuconv && "$rel" != cuconv-engine && ",$only," != *",$(basename "$rel"),"* ]]; then
     continue   # not asked for (--only)
   fi
   if [[ -f "$build_dir/$rel" && -x "$build_dir/$rel" ]]; then
     cp "$build_dir/$rel" "$stage/bin/"
     bins+=("$(basename "$rel")")
     bin_src[$(basename "$rel")]="$build_dir/$rel"
-  elif [[ -n "$only" && "$rel" != cuconv ]]; then
+  elif [[ -n "$only" && "$rel" != cuconv && "$rel" != cuconv-engine ]]; then
     echo "bundle: --only: $build_dir/$rel was asked for but is not built" >&2
     exit 1
   else
     warn "$build_dir/$rel not found, not bundled"
   fi
 done
-if [[ ! -f "$stage/bin/cuconv" ]]; then
-  echo "bundle: $build_dir/cuconv is missing; nothing useful to bundle" >&2
+if [[ ! -f "$stage/bin/cuconv" || ! -f "$stage/bin/cuconv-engine" ]]; then
+  echo "bundle: $build_dir/cuconv or $build_dir/cuconv-engine is missing; nothing useful to bundle" >&2
   exit 1
 fi
 log "binaries: ${bins[*]}"

@@ -24,7 +24,7 @@ fail() { echo "test-package: $*" >&2; failures=$((failures + 1)); }
 version="$(dpkg-deb -f "$deb" Version)"
 [[ "$(basename "$deb")" == "cuconv_${version}_amd64.deb" ]] || fail "file name $(basename "$deb") is not cuconv_${version}_amd64.deb"
 contents="$(dpkg-deb -c "$deb" | awk '{ print $NF }' | sed 's|^\./|/|')"
-for f in /usr/bin/cuconv /usr/share/man/man1/cuconv.1.gz /usr/share/bash-completion/completions/cuconv \
+for f in /usr/bin/cuconv /usr/libexec/cuconv/cuconv-engine /usr/share/man/man1/cuconv.1.gz /usr/share/bash-completion/completions/cuconv \
          /usr/share/zsh/vendor-completions/_cuconv /usr/share/cuconv/filters/gauss5.mat \
          /usr/lib/systemd/user/cuconv.socket /usr/lib/systemd/user/cuconv.service; do
   grep -qx -- "$f" <<<"$contents" || fail "package lacks $f"
@@ -47,9 +47,11 @@ done
 "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall "$deb" >/dev/null
 [[ "$(command -v cuconv)" == /usr/bin/cuconv ]] || fail "cuconv on PATH is '$(command -v cuconv || true)', not /usr/bin/cuconv"
 
-# Every library the installed binary loads comes from a package in Depends, by name or by what
+# Every library the installed engine loads comes from a package in Depends, by name or by what
 # it Provides (libspdlog1.10 provides libspdlog1.10-fmt9): dpkg-shlibdeps's work checked from the
-# other side. No CUDA library: cudart is linked statically.
+# other side. No CUDA library: cudart is linked statically. The front end /usr/bin/cuconv loads
+# nothing beyond libc's family, so a served call loads no OpenCV and no CUDA.
+engine=/usr/libexec/cuconv/cuconv-engine
 checked_libs=0
 depend_names="$(tr ',|' '\n\n' <<<"$depends" | sed -E 's/\(.*\)//; s/:.*//; s/^ +//; s/ +$//')"
 while read -r path; do
@@ -57,17 +59,19 @@ while read -r path; do
   owner="${owner%%:*}"
   checked_libs=$((checked_libs + 1))
   if [[ -z "$owner" ]]; then
-    fail "/usr/bin/cuconv needs $path, which no package owns"
+    fail "$engine needs $path, which no package owns"
     continue
   fi
   provides="$(dpkg-query -W -f='${Provides}' "$owner" | tr ',' '\n' | sed -E 's/\(.*\)//; s/^ +//; s/ +$//')"
   if ! grep -qxF -f <(printf '%s\n' "$owner" $provides) <<<"$depend_names"; then
-    fail "/usr/bin/cuconv needs $path from $owner, which is not in Depends"
+    fail "$engine needs $path from $owner, which is not in Depends"
   fi
-done < <(objdump -p /usr/bin/cuconv | awk '$1 == "NEEDED" { print $2 }' |
-         while read -r soname; do ldd /usr/bin/cuconv | awk -v s="$soname" '$1 == s { print $3 }'; done)
-(( checked_libs >= 4 )) || fail "only $checked_libs libraries of /usr/bin/cuconv checked against Depends"
-if ldd /usr/bin/cuconv | grep -q 'libcudart'; then fail "/usr/bin/cuconv links libcudart dynamically"; fi
+done < <(objdump -p "$engine" | awk '$1 == "NEEDED" { print $2 }' |
+         while read -r soname; do ldd "$engine" | awk -v s="$soname" '$1 == s { print $3 }'; done)
+(( checked_libs >= 4 )) || fail "only $checked_libs libraries of $engine checked against Depends"
+if ldd "$engine" | grep -q 'libcudart'; then fail "$engine links libcudart dynamically"; fi
+front_libs="$(objdump -p /usr/bin/cuconv | awk '$1 == "NEEDED" { print $2 }' | grep -vE '^(libc|libm|ld-linux[^ ]*)\.so' || true)"
+[[ -z "$front_libs" ]] || fail "/usr/bin/cuconv (the front end) loads more than libc: $front_libs"
 
 # ---- use it ------------------------------------------------------------------------------------
 work="$(mktemp -d "${TMPDIR:-/tmp}/cuconv-package.XXXXXX")"

@@ -37,7 +37,7 @@ namespace fs = std::filesystem;
 using namespace cuconv::serve;
 using namespace std::chrono_literals;
 
-constexpr const char* kFront = CUCONV_TEST_FRONT;
+constexpr const char* kFront = CUCONV_TEST_BINARY;  // the front end, installed as cuconv
 constexpr const char* kTestServer = CUCONV_TEST_SERVE_SERVER;
 
 /// A fresh folder (mode 0700) removed with its contents.
@@ -429,6 +429,17 @@ TEST_CASE("serve client: without a server auto runs in-process, always fails wit
   Child serve = spawn({copy, "serve", "--idle-exit", "5"}, folder.path(), "serve", SpawnOptions{{"CUCONV_SOCKET=" + options.socket_path}});
   CHECK(serve.wait() == 0);
   CHECK(serve.stdout_text() == "engine serve --idle-exit 5\n");
+
+  // An installed prefix: bin/cuconv finds the engine in libexec/cuconv/.
+  const fs::path prefix = folder.path() / "prefix";
+  fs::create_directories(prefix / "bin");
+  fs::create_directories(prefix / "libexec" / "cuconv");
+  fs::copy_file(kFront, prefix / "bin" / "cuconv");
+  fs::copy_file(folder.path() / "cuconv-engine", prefix / "libexec" / "cuconv" / "cuconv-engine");
+  Child installed = spawn({(prefix / "bin" / "cuconv").string(), "a.png", "b.png"}, folder.path(), "installed",
+                          SpawnOptions{{"CUCONV_SOCKET=" + options.socket_path}});
+  CHECK(installed.wait() == 0);
+  CHECK(installed.stdout_text() == "engine a.png b.png\n");
 }
 
 TEST_CASE("serve client: CUCONV_SERVER=spawn starts a detached server when none answers") {

@@ -2,6 +2,12 @@
 // messages, standard output and output bytes (issue 47: the server runs the same per-image code).
 #include "test_support.hpp"
 
+#include "engine/gpu_jpeg_route.hpp"
+#include "engine/warm_gpu.hpp"
+
+#include <cuconv/convolve.hpp>
+#include <cuconv/error.hpp>
+
 #include <doctest/doctest.h>
 
 #include <chrono>
@@ -13,37 +19,12 @@
 #include <vector>
 
 using cuconv::test::run_cuconv;
+using cuconv::test::Server;
 using cuconv::test::sample;
 using cuconv::test::TempDir;
 namespace fs = std::filesystem;
 
 namespace {
-
-/// A `cuconv serve` on a private socket for the life of the object.
-class Server {
- public:
-  explicit Server(const TempDir& dir) : socket_(dir.file("socket")), pid_file_(dir.file("server.pid")) {
-    const std::string command = "CUCONV_SOCKET=" + socket_ + " " + cuconv::test::cuconv_binary() +
-                                " serve --idle-exit 120 >" + dir.file("server.log") + " 2>&1 & echo $! >" + pid_file_;
-    REQUIRE(std::system(command.c_str()) == 0);
-    for (int i = 0; i < 100; ++i) {
-      if (run_cuconv({"--server", "always", "--version"}, "", setup()).exit_code == 0) return;
-      std::this_thread::sleep_for(std::chrono::milliseconds(100));
-    }
-    FAIL("cuconv serve did not answer");
-  }
-  ~Server() {
-    const std::string pid = cuconv::test::read_file(pid_file_);
-    if (!pid.empty()) ::kill(std::stoi(pid), SIGTERM);
-  }
-  Server(const Server&) = delete;
-  Server& operator=(const Server&) = delete;
-  [[nodiscard]] std::string setup() const { return "export CUCONV_SOCKET=" + socket_; }
-
- private:
-  std::string socket_;
-  std::string pid_file_;
-};
 
 /// `text` with every `from` replaced by `to`.
 std::string replaced(std::string text, const std::string& from, const std::string& to) {
@@ -103,4 +84,60 @@ TEST_CASE("served cli: the same commands through cuconv serve and in-process giv
     REQUIRE(fs::exists(twin));
     CHECK(cuconv::test::read_file(entry.path()) == cuconv::test::read_file(twin));
   }
+}
+
+TEST_CASE("served cli: each image goes to the least loaded device, within the server's memory limit") {
+  cuconv::engine::LeastLoaded load(3);
+  CHECK(load.take() == 0);
+  CHECK(load.take() == 1);
+  CHECK(load.take() == 2);
+  CHECK(load.take() == 0);  // all at one: the lowest
+  load.give(1);
+  CHECK(load.take() == 1);  // the one that finished early takes the next
+  load.give(2);
+  load.give(2);             // never below zero
+  CHECK(load.load(2) == 0);
+  CHECK(load.take() == 2);
+  CHECK_THROWS_AS((void)cuconv::engine::LeastLoaded(0).take(), cuconv::Error);
+
+  using cuconv::engine::served_memory_limit;
+  CHECK(served_memory_limit(0, 0) == 0);
+  CHECK(served_memory_limit(0, 8) == 8);   // the server's when the command sets none
+  CHECK(served_memory_limit(4, 8) == 4);   // the command's within it
+  CHECK(served_memory_limit(16, 8) == 8);  // never above it
+  CHECK(served_memory_limit(16, 0) == 16);
+}
+
+TEST_CASE("served cli: a warm GPU codec takes a single JPEG, a cold one waits for a run worth its set-up") {
+  using namespace cuconv::codec;
+  CodecRequest request;
+  const auto usable = [] { return std::string(); };
+  CHECK_FALSE(choose_gpu_codec(request, "a.jpg", "b.jpg", usable));  // one job, set-up to pay
+  request.gpu_codec_warm = true;
+  CHECK(choose_gpu_codec(request, "a.jpg", "b.jpg", usable));
+  CHECK_FALSE(choose_gpu_codec(request, "a.png", "b.jpg", usable));  // JPEG -> JPEG only
+  CHECK_FALSE(choose_gpu_codec(request, "a.jpg", "b.jpg", [] { return std::string("no device"); }));
+  request.variant = cuconv::Variant::opencv;
+  CHECK_FALSE(choose_gpu_codec(request, "a.jpg", "b.jpg", usable));  // the CPU was asked for
+}
+
+TEST_CASE("served cli: a server without a GPU serves on the CPU; --devices naming a missing device refuses to start") {
+  std::string reason;
+  if (cuconv::cuda_device_available(&reason)) {
+    MESSAGE("a CUDA device is here: the no-GPU server is tested on the CPU machine");
+    return;
+  }
+  cuconv::engine::WarmGpu warm({}, 0);
+  CHECK(warm.devices().empty());
+  CHECK(warm.jpeg() == nullptr);
+  CHECK(warm.setup_note().find("no usable CUDA device") != std::string::npos);
+  CHECK(warm.take().device() == -1);
+
+  TempDir dir;
+  const auto r = run_cuconv({"serve", "--socket", dir.file("socket"), "--devices", "0", "--idle-exit", "1"});
+  CHECK(r.exit_code == 5);
+  CHECK(r.err.find("--devices 0: no usable CUDA device") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.file("socket")));
+  const auto bad = run_cuconv({"serve", "--socket", dir.file("socket"), "--gpu-memory", "lots"});
+  CHECK(bad.exit_code == 2);
 }

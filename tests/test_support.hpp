@@ -11,6 +11,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <cerrno>
+#include <chrono>
 #include <cmath>
 #include <csignal>
 #include <cstdio>
@@ -23,6 +24,7 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
+#include <thread>
 #include <string>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -299,5 +301,33 @@ inline bool bit_equal(const cv::Mat& a, const cv::Mat& b) {
   }
   return true;
 }
+
+/// A `cuconv serve` on a private socket for the life of the object (its log: server.log in `dir`);
+/// setup() is the shell line that points a command at it.
+class Server {
+ public:
+  explicit Server(const TempDir& dir, const std::string& serve_options = "")
+      : socket_(dir.file("socket")), pid_file_(dir.file("server.pid")) {
+    const std::string command = "CUCONV_SOCKET=" + socket_ + " " + cuconv_binary() + " serve --idle-exit 120 " +
+                                serve_options + " >" + dir.file("server.log") + " 2>&1 & echo $! >" + pid_file_;
+    REQUIRE(std::system(command.c_str()) == 0);
+    for (int i = 0; i < 100; ++i) {
+      if (run_cuconv({"--server", "always", "--version"}, "", setup()).exit_code == 0) return;
+      std::this_thread::sleep_for(std::chrono::milliseconds(100));
+    }
+    FAIL("cuconv serve did not answer");
+  }
+  ~Server() {
+    const std::string pid = read_file(pid_file_);
+    if (!pid.empty()) ::kill(std::stoi(pid), SIGTERM);
+  }
+  Server(const Server&) = delete;
+  Server& operator=(const Server&) = delete;
+  [[nodiscard]] std::string setup() const { return "export CUCONV_SOCKET=" + socket_; }
+
+ private:
+  std::string socket_;
+  std::string pid_file_;
+};
 
 }  // namespace cuconv::test

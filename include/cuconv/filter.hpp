@@ -44,6 +44,9 @@ struct FilterLoadOptions {
   /// --normalize: divide every weight by the weights' sum where that sum is not 0, as ImageMagick's
   /// -convolve does, so `5x1:1,1,1,1,1` is a 5-tap mean; a filter summing to 0 (edges) is kept.
   bool normalize = false;
+  /// Non-empty: `spec` is a file to read (a descriptor's /proc/self/fd/N path, say) whose name is
+  /// this one: its extension picks the format (.mat: libvips's) and messages name it.
+  std::string file_name;
 };
 
 /// Resolves what the user gave to --filter: a preset, a parametric filter (`gaussian:R,SIGMA` ...),

@@ -4,11 +4,13 @@
 #include "cli/batch_command.hpp"
 
 #include "cli/batch_report.hpp"
+#include "cli/device_list.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/json_text.hpp"
 #include "cli/library_messages.hpp"
 #include "engine/batch_plan.hpp"
 #include "engine/batch_pipeline.hpp"
+#include "engine/warm_gpu.hpp"
 #include "engine/image_operation.hpp"
 #include "common/whole_number.hpp"
 
@@ -118,39 +120,6 @@ void check_output_names(const std::vector<batch::BatchItem>& items, const WriteO
   }
 }
 
-/// --devices: "all" or a comma-separated list of device indices. `uses_gpu` false (the opencv
-/// variant, --no-filter) ignores it; no devices means the current one (or the CPU fallback).
-std::vector<int> parse_devices(const std::string& text, bool uses_gpu) {
-  if (text.empty() || !uses_gpu) return {};
-  const int count = cuda_device_count();
-  if (text == "all") {
-    std::vector<int> all(static_cast<std::size_t>(count));
-    for (int d = 0; d < count; ++d) all[static_cast<std::size_t>(d)] = d;
-    return all;  // none: the CPU fallback, announced with the no-device warning
-  }
-  std::vector<int> devices;
-  std::string_view rest = text;
-  while (true) {
-    const auto comma = rest.find(',');
-    const std::string_view field = rest.substr(0, comma);
-    const std::optional<int> parsed = detail::parse_whole_number<int>(field);
-    if (!parsed || *parsed < 0)
-      throw Error(ErrorKind::usage, "--devices '" + text + "': expected 'all' or device indices like 0,1");
-    const int device = *parsed;
-    if (std::find(devices.begin(), devices.end(), device) != devices.end())
-      throw Error(ErrorKind::usage, "--devices '" + text + "': device " + std::to_string(device) + " is named twice");
-    devices.push_back(device);
-    if (comma == std::string_view::npos) break;
-    rest = rest.substr(comma + 1);
-  }
-  if (count == 0) throw Error(ErrorKind::gpu, "--devices " + text + ": no usable CUDA device");
-  for (int device : devices)
-    if (device >= count)
-      throw Error(ErrorKind::usage, "--devices " + text + ": there is no device " + std::to_string(device) + " (" +
-                                        std::to_string(count) + " CUDA device(s): 0.." + std::to_string(count - 1) + ")");
-  return devices;
-}
-
 /// The device check that runs beside the first decodes: its time, and why no GPU is usable.
 struct GpuCheck {
   double ms = 0;
@@ -159,14 +128,14 @@ struct GpuCheck {
 
 /// Throws Error{gpu} when `variant` needs a CUDA device and none is usable (every image would
 /// fail the same way); under `auto` it warns, and each image falls back to OpenCV.
-GpuCheck check_gpu(Variant variant, spdlog::logger& log) {
+GpuCheck check_gpu(Variant variant, const Session& session, spdlog::logger& log) {
   const auto start = std::chrono::steady_clock::now();
   GpuCheck check;
   if (!engine::gpu_usable(&check.no_gpu_reason)) {
     if (variant != Variant::automatic)
       throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) + "' needs a CUDA device: " +
                                       check.no_gpu_reason + " (use --variant opencv or auto)");
-    if (const auto warning = no_gpu_warning_once(check.no_gpu_reason)) log.warn("{}", *warning);
+    if (const auto warning = gpu_warning(session, check.no_gpu_reason)) log.warn("{}", *warning);
   }
   check.ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   return check;
@@ -184,7 +153,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   // before any output is written.
   const bool uses_gpu = !request.no_filter && options.variant != Variant::opencv;
   std::shared_future<GpuCheck> gpu_check;
-  if (uses_gpu) gpu_check = std::async(std::launch::async, check_gpu, options.variant, std::ref(log)).share();
+  if (uses_gpu) gpu_check = std::async(std::launch::async, check_gpu, options.variant, std::cref(session), std::ref(log)).share();
 
   // From here on SIGINT and SIGTERM only set a flag: the batch stops taking images, lets the
   // writes in flight finish (no temporary file is left), reports, and exits 130 or 143. A served
@@ -206,7 +175,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   const std::vector<batch::BatchItem> all_items = batch::plan_outputs(inputs, request.out_dir, request.name_template);
   const batch::Shard shard = !request.shard.empty()
                                  ? batch::parse_shard(request.shard)
-                                 : batch::slurm_array_shard(std::getenv).value_or(batch::Shard{});
+                                 : batch::slurm_array_shard([&session](const char* name) { return session.getenv(name); }).value_or(batch::Shard{});
   const std::vector<batch::BatchItem> items = batch::select_shard(all_items, shard);
   log.info("{} input(s); shard {}/{}: {} of them", all_items.size(), shard.index, shard.count, items.size());
   check_output_names(items, request.write);
@@ -219,6 +188,8 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   run.filter = filter;
   run.apply_filter = !request.no_filter;
   run.convolve = options;
+  if (session.warm != nullptr)
+    run.convolve.gpu_memory_limit = engine::served_memory_limit(options.gpu_memory_limit, session.warm->gpu_memory());
   run.read_limits.max_pixels = request.max_pixels;
   run.write = request.write;
   run.overwrite = request.overwrite;
@@ -261,6 +232,8 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   batch_options.jobs = request.jobs > 0 ? request.jobs : std::max(1U, std::thread::hardware_concurrency());
   if (request.gpu_threads > 0) batch_options.filter_threads_per_device = request.gpu_threads;
   batch_options.devices = parse_devices(request.devices, uses_gpu || any_gpu_codec);
+  if (session.warm != nullptr && request.devices.empty() && (uses_gpu || any_gpu_codec))
+    batch_options.devices = session.warm->devices();  // served: every device the server has
   if (uses_gpu) batch_options.wait_for_gpu = [gpu_check] { gpu_check.get(); };
 
   if (const int signal = received_signal(); signal != 0) {

@@ -18,6 +18,7 @@
 
 #include <cerrno>
 #include <cstdio>
+#include <cstdlib>
 #include <fcntl.h>
 #include <optional>
 #include <unistd.h>
@@ -100,6 +101,18 @@ void write_all(int fd, std::string_view text) {
 }  // namespace
 
 void Session::print(std::string_view text) const { write_all(out_fd, text); }
+
+const char* Session::getenv(const char* name) const {
+  if (!environment) return std::getenv(name);
+  const auto at = environment->find(std::string_view(name));
+  return at == environment->end() ? nullptr : at->second.c_str();
+}
+
+std::optional<std::string> gpu_warning(const Session& session, std::string_view reason) {
+  if (!session.served) return no_gpu_warning_once(reason);
+  if (!no_gpu_warning_wanted(session.getenv(kNoGpuWarningVariable))) return std::nullopt;
+  return no_gpu_warning(reason);
+}
 
 std::shared_ptr<spdlog::logger> make_session_logger(int fd, bool) {
   const int copy = ::fcntl(fd, F_DUPFD_CLOEXEC, 3);

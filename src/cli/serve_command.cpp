@@ -2,8 +2,10 @@
 // session of that client (its descriptors, its files through the socket), on the server's warm GPU.
 #include "cli/serve_command.hpp"
 
+#include "cli/command_line.hpp"
+#include "cli/device_list.hpp"
 #include "cli/session.hpp"
-#include "engine/image_operation.hpp"
+#include "engine/warm_gpu.hpp"
 #include "serve/server.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -11,6 +13,7 @@
 
 #include <CLI/CLI.hpp>
 #include <fmt/format.h>
+#include <fmt/ranges.h>
 
 #include <chrono>
 #include <iostream>
@@ -20,26 +23,16 @@ namespace cuconv::cli {
 
 namespace {
 
-/// Creates the CUDA context and loads the kernels of the common filters on the current device
-/// (a small image through `auto`), so the first client does not pay for them. Without a GPU it
-/// only finds that out.
-void warm_gpu(int log_fd) {
-  const auto start = std::chrono::steady_clock::now();
-  std::string reason;
+/// One line on the server's log once the GPU set-up is done: what it serves, and how long it took.
+void log_when_ready(engine::WarmGpu& warm, int log_fd, std::chrono::steady_clock::time_point start) {
+  const std::vector<int>& devices = warm.devices();
+  const double ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   std::string line;
-  if (engine::gpu_usable(&reason)) {
-    cv::Mat image(64, 64, CV_8UC3, cv::Scalar::all(128));
-    for (const char* spec : {"gauss5", "box3"}) {
-      try {
-        (void)convolve(image, load_filter(spec), ConvolveOptions{});
-      } catch (const std::exception&) {
-        // A GPU fault here shows again, with its message, in the first client's command.
-      }
-    }
-    line = fmt::format("cuconv serve: GPU ready in {:.0f} ms\n",
-                       std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count());
+  if (devices.empty()) {
+    line = fmt::format("cuconv serve: {}\n", warm.setup_note());
   } else {
-    line = fmt::format("cuconv serve: no usable CUDA device ({}); commands filter on the CPU\n", reason);
+    line = fmt::format("cuconv serve: GPU ready in {:.0f} ms: device(s) {}; JPEG codec {}\n", ms, fmt::join(devices, ","),
+                       warm.jpeg() != nullptr ? "nvJPEG, warm" : warm.setup_note());
   }
   [[maybe_unused]] const ssize_t n = ::write(log_fd, line.data(), line.size());
 }
@@ -58,19 +51,46 @@ int run_serve_command(int argc, const char* const* argv) {
   app.add_option("--max-clients", options.max_clients, "commands run at once; later clients wait")
       ->check(CLI::Range(1U, 4096U))
       ->capture_default_str();
+  std::string devices_text;
+  app.add_option("--devices", devices_text,
+                 "all, or CUDA device indices 0,1,...: each image goes to the one with the fewest in flight "
+                 "(default: all)");
+  std::string gpu_memory_text;
+  app.add_option("--gpu-memory", gpu_memory_text,
+                 "most device memory one image may use, e.g. 8G (a command's own --gpu-memory within it); "
+                 "larger images are filtered in strips")
+      ->check(CLI::Validator(
+          [](std::string& text) {
+            return parse_byte_size(text) ? std::string() : "expected bytes, optionally followed by K, M, G or T";
+          },
+          "BYTES"));
   std::vector<std::string> args(argv + 1, argv + argc);
   args.erase(args.begin());  // "serve"
   std::reverse(args.begin(), args.end());
   try {
     app.parse(args);
   } catch (const CLI::ParseError& e) {
-    return app.exit(e);
+    // --help answers 0; a mistake is a usage error (2), as in the rest of the command line.
+    return app.exit(e) == 0 ? 0 : static_cast<int>(ExitCode::usage);
   }
-  // The GPU warms beside the socket's set-up and the first accepts; commands that arrive first
-  // wait for CUDA's own initialisation as they would in a process of their own.
-  std::thread warm(warm_gpu, options.log_fd);
-  warm.detach();
-  return serve::run_server(options, [](const serve::ClientRequest& request, serve::ClientSession& client) {
+  std::vector<int> devices;
+  std::uint64_t gpu_memory = 0;
+  try {
+    // Named devices are checked before the socket opens (a mistake is the caller's to see); `all`
+    // is found by the set-up.
+    if (!devices_text.empty() && devices_text != "all") devices = parse_devices(devices_text, true);
+    if (!gpu_memory_text.empty()) gpu_memory = *parse_byte_size(gpu_memory_text);
+  } catch (const Error& e) {
+    const std::string line = std::string("cuconv serve: ") + e.what() + "\n";
+    [[maybe_unused]] const ssize_t n = ::write(options.log_fd, line.data(), line.size());
+    return static_cast<int>(exit_code_for(e.kind()));
+  }
+  // The GPU warms beside the socket's set-up and the first accepts; commands that need it wait
+  // for it, as they would for CUDA's own initialisation in a process of their own.
+  const auto start = std::chrono::steady_clock::now();
+  engine::WarmGpu warm(std::move(devices), gpu_memory);
+  std::thread ready_line(log_when_ready, std::ref(warm), options.log_fd, start);
+  const int code = serve::run_server(options, [&warm](const serve::ClientRequest& request, serve::ClientSession& client) {
     Session session;
     session.in_fd = client.in_fd();
     session.out_fd = client.out_fd();
@@ -78,8 +98,17 @@ int run_serve_command(int argc, const char* const* argv) {
     session.err_is_terminal = request.err_is_terminal;
     session.files = &client.files();
     session.served = true;
+    session.warm = &warm;
+    session.environment.emplace();
+    for (const std::string& entry : request.environment) {
+      const std::size_t equals = entry.find('=');
+      if (equals != std::string::npos && serve::forwarded_variable(entry.substr(0, equals)))
+        session.environment->emplace(entry.substr(0, equals), entry.substr(equals + 1));
+    }
     return run_command(request.argv, session);
   });
+  ready_line.join();
+  return code;
 }
 
 }  // namespace cuconv::cli

@@ -9,13 +9,18 @@
 
 #include <chrono>
 #include <functional>
+#include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
 
 namespace cuconv {
 struct ConvolveResult;
+}
+namespace cuconv::engine {
+class WarmGpu;
 }
 
 namespace cuconv::cli {
@@ -27,6 +32,11 @@ struct Session {
   bool err_is_terminal = false;  ///< colours in messages
   engine::Files* files = nullptr;  ///< nullptr: engine::local_files()
   bool served = false;       ///< run by `cuconv serve` for a client
+  /// The server's devices, JPEG pipelines and load (served commands); nullptr in a process of its own.
+  engine::WarmGpu* warm = nullptr;
+  /// A served command's environment: its client's variables that cuconv reads
+  /// (serve::forwarded_variable); unset: this process's own.
+  std::optional<std::map<std::string, std::string, std::less<>>> environment;
   /// When the command started (a batch summary's startup_ms counts from here).
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   /// "cuconv: level: message" lines on err_fd; made by run_command when unset.
@@ -39,7 +49,14 @@ struct Session {
   [[nodiscard]] engine::Files& file_access() { return files != nullptr ? *files : engine::local_files(); }
   /// Writes `text` to the command's standard output; Error{output} when it cannot.
   void print(std::string_view text) const;
+  /// The command's environment variable `name` (nullptr when unset), as std::getenv answers.
+  [[nodiscard]] const char* getenv(const char* name) const;
 };
+
+/// The no-GPU warning for `reason` unless the command's environment silences it
+/// (CUCONV_NO_GPU_WARNING=1): once per process of its own, once per command when served (whose
+/// commands are processes of their own to their users).
+[[nodiscard]] std::optional<std::string> gpu_warning(const Session& session, std::string_view reason);
 
 /// The logger of a session writing to `fd` (colours when `terminal`), at warnings.
 [[nodiscard]] std::shared_ptr<spdlog::logger> make_session_logger(int fd, bool terminal);

@@ -9,6 +9,7 @@
 #include "cli/stdin_copy.hpp"
 #include "cli/temp_folder.hpp"
 #include "engine/image_operation.hpp"
+#include "engine/warm_gpu.hpp"
 
 #include <cuconv/image_io.hpp>
 
@@ -41,15 +42,6 @@ std::string format_path(const std::string& output) {
   return "cuconv-stdout." + format;
 }
 
-/// The no-GPU warning: once per process of its own; once per command under the server, whose
-/// commands are processes of their own to their users.
-std::optional<std::string> gpu_warning(const Session& session, const std::string& reason) {
-  if (!session.served) return no_gpu_warning_once(reason);
-  if (const char* off = std::getenv("CUCONV_NO_GPU_WARNING"); off != nullptr && std::string_view(off) == "1")
-    return std::nullopt;
-  return no_gpu_warning(reason);
-}
-
 /// Whether the NVIDIA kernel driver is loaded (no CUDA call: that would start the driver).
 bool nvidia_driver_loaded() {
   std::error_code ec;
@@ -70,12 +62,9 @@ Filter load_filter_through(engine::Files& files, const std::string& spec, const 
   // parametric and inline filters are no paths.
   if (files.kind(spec, true) != engine::FileKind::regular) return load_filter(spec, options);
   const engine::OpenedFile file = files.open_input(spec);
-  return engine::naming(file.local_path(), spec, [&] {
-    Filter filter = load_filter(file.local_path(), options);
-    if (file.local_path() != spec && filter.origin.find(file.local_path()) != std::string::npos)
-      filter.origin.replace(filter.origin.find(file.local_path()), file.local_path().size(), spec);
-    return filter;
-  });
+  FilterLoadOptions named = options;
+  named.file_name = spec;  // a descriptor's path has no extension: the format comes from the name given
+  return engine::naming(file.local_path(), spec, [&] { return load_filter(file.local_path(), named); });
 }
 
 ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options, Session& session) {
@@ -126,7 +115,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   task.keep_encoded = true;  // written below, under the interrupt guard, or to standard output
   std::optional<StdinCopy> stdin_copy;
   if (req.input == "-") {
-    stdin_copy.emplace(session.in_fd, temp_folder(), !session.served);
+    stdin_copy.emplace(session.in_fd, temp_folder(session), !session.served);
     task.input = stdin_copy->path();
     task.input_shown = std::string(kStdinName);
   } else {
@@ -139,6 +128,19 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   // for --compare and --bench, which are about the GPU's result, nor under --gpu-memory, which
   // asks for the GPU within a limit.
   settings.cpu_when_faster = !session.served && !req.compare && req.bench_runs == 0 && req.gpu_memory.empty();
+  // Served: the image goes to the server's least loaded device, and a JPEG to its running nvJPEG
+  // pipeline there (no set-up left to weigh, so `--codec auto` takes it).
+  std::optional<engine::WarmGpu::Lease> lease;
+  if (session.warm != nullptr && options.variant != Variant::opencv) {
+    lease.emplace(session.warm->take());
+    settings.convolve.gpu_memory_limit =
+        engine::served_memory_limit(settings.convolve.gpu_memory_limit, session.warm->gpu_memory());
+    if (lease->device() >= 0) {
+      settings.convolve.device = lease->device();
+      settings.warm_jpeg = session.warm->jpeg();
+      settings.codec.gpu_codec_warm = settings.warm_jpeg != nullptr;
+    }
+  }
   const engine::Route route = engine::choose_route(task, settings);
   std::string no_gpu_reason;
   // Without an NVIDIA driver CUDA answers at once: say so before the work, as before any GPU use.

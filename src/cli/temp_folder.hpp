@@ -11,4 +11,10 @@ namespace cuconv::cli {
 /// which main reports as an internal error).
 [[nodiscard]] std::filesystem::path temp_folder();
 
+struct Session;
+/// The command's temporary folder: temp_folder() in a process of its own. Served, the copy is the
+/// server's to make in its own temporary folder, but the client's TMPDIR (TMP, TEMP, TEMPDIR)
+/// is checked as in-process, so a command that fails there fails served with the same words.
+[[nodiscard]] std::filesystem::path temp_folder(Session& session);
+
 }  // namespace cuconv::cli

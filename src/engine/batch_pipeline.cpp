@@ -215,7 +215,9 @@ class Pipeline {
       const std::size_t position = next_todo_++;
       if (position >= todo_.size()) return;
       const std::size_t item = todo_[position];
-      if (kept_existing(item)) {  // written meanwhile by another process: no need to read it
+      bool appeared = false;  // written meanwhile by another process: no need to read it
+      if (!attempt(item, [&] { appeared = kept_existing(item); })) continue;
+      if (appeared) {
         skip_existing(item, kAppearedReason, true);
         continue;
       }
@@ -305,8 +307,11 @@ class Pipeline {
         skip_stopped(item);
         continue;
       }
-      bool lost_race = kept_existing(item);  // no need to encode it
-      const bool written = lost_race || attempt(item, [&] {
+      bool lost_race = false;
+      // Inside attempt(): asking about the output may fail too (a served client gone).
+      const bool written = attempt(item, [&] {
+        lost_race = kept_existing(item);  // no need to encode it
+        if (lost_race) return;
         const std::vector<std::uint8_t> encoded =
             engine::encode_image(work->loaded, tasks_[item], settings_, reports_[item]);
         lost_race = !engine::write_image(tasks_[item], encoded, settings_, files_, reports_[item]);

@@ -13,6 +13,8 @@
 
 #include <algorithm>
 #include <chrono>
+#include <future>
+#include <map>
 #include <thread>
 
 namespace cuconv::codec {
@@ -46,6 +48,7 @@ namespace {
 struct Entry {
   std::size_t id = 0;
   std::span<const std::uint8_t> file;
+  const JpegJobSettings* job = nullptr;  ///< the submitter's, or the pipeline's defaults
   JpegPlan plan;
 };
 
@@ -83,22 +86,18 @@ struct JpegPipeline::State {
   State(int device_, const Filter* filter_, const ConvolveOptions& options_, const JpegOutputOptions& output_,
         const JpegPipelineOptions& sizes_, Done done_)
       : device(device_),
-        filter(filter_),
-        options(options_),
-        output(output_),
+        defaults{filter_, options_, output_},
         sizes(sizes_),
         done(std::move(done_)),
         input(std::max<std::size_t>(sizes_.batch, 1) * 2),
         // Room for a whole decoded batch: the decoder goes on to the next batch at once, while the
         // encoder threads work through this one.
         decoded(std::max<std::size_t>(sizes_.batch, 1) + std::max<std::size_t>(sizes_.encoders, 1) * 2) {
-    options.device = device;
+    defaults.options.device = device;
   }
 
   int device;
-  const Filter* filter;
-  ConvolveOptions options;
-  JpegOutputOptions output;
+  JpegJobSettings defaults;  ///< the job of files submitted without their own
   JpegPipelineOptions sizes;
   Done done;
   const Clock::time_point started = Clock::now();
@@ -246,12 +245,14 @@ struct JpegPipeline::State {
       try {
         if (!codec) set_up_encoder(codec, workspace, stream);
         const JpegMarkers markers = read_jpeg_markers(d->entry.file);
+        JpegJobSettings job = *d->entry.job;
+        job.options.device = device;
         if (!d->image.not_supported.empty()) {
           result.decoder_fallback = "nvJPEG cannot decode it: " + d->image.not_supported;
-          run_on_opencv(d->entry.file, markers, *workspace, result);
+          run_on_opencv(d->entry.file, markers, job, *workspace, result);
         } else {
           result.decode_ms = d->decode_ms;
-          filter_and_encode(d->image, markers, *codec, *workspace, stream->get(), result);
+          filter_and_encode(d->image, markers, job, *codec, *workspace, stream->get(), result);
         }
       } catch (const Error& e) {
         if (e.kind() == ErrorKind::gpu) {  // the device as a whole: new states for the next image
@@ -289,8 +290,10 @@ struct JpegPipeline::State {
     static_cast<void>(codec->encode(v, JpegEncodeOptions{}, stream->get()));
   }
 
-  void filter_and_encode(const DecodedJpeg& in, const JpegMarkers& markers, GpuJpegCodec& codec,
-                         GpuWorkspace& workspace, StreamHandle stream, JpegJobResult& result) {
+  void filter_and_encode(const DecodedJpeg& in, const JpegMarkers& markers, const JpegJobSettings& job,
+                         GpuJpegCodec& codec, GpuWorkspace& workspace, StreamHandle stream, JpegJobResult& result) {
+    const Filter* filter = job.filter;
+    const JpegOutputOptions& output = job.output;
     result.decoder = in.hardware ? "nvjpeg-hardware" : "nvjpeg-cuda";
     const DeviceImageView source = in.view;
     result.width = source.width;
@@ -302,7 +305,7 @@ struct JpegPipeline::State {
       const auto f = Clock::now();
       filtered = pool.take(source.width, source.height, source.channels);
       filtered_view = fit(filtered, source.width, source.height);
-      result.variant_used = convolve(source, filtered_view, *filter, options, workspace, stream);
+      result.variant_used = convolve(source, filtered_view, *filter, job.options, workspace, stream);
       result.filter_ms = ms_since(f);
     }
     const auto e = Clock::now();
@@ -321,8 +324,10 @@ struct JpegPipeline::State {
   }
 
   /// OpenCV's decode, filter and encode for a file nvJPEG refused.
-  void run_on_opencv(std::span<const std::uint8_t> file, const JpegMarkers& markers, GpuWorkspace& workspace,
-                     JpegJobResult& result) {
+  void run_on_opencv(std::span<const std::uint8_t> file, const JpegMarkers& markers, const JpegJobSettings& job,
+                     GpuWorkspace& workspace, JpegJobResult& result) {
+    const Filter* filter = job.filter;
+    const JpegOutputOptions& output = job.output;
     const auto t = Clock::now();
     const cv::Mat bytes(1, static_cast<int>(file.size()), CV_8U, const_cast<std::uint8_t*>(file.data()));
     cv::Mat image = cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
@@ -334,7 +339,7 @@ struct JpegPipeline::State {
     result.channels = image.channels();
     if (filter != nullptr) {
       const auto f = Clock::now();
-      ConvolveResult filtered = convolve(image, *filter, options, workspace);
+      ConvolveResult filtered = convolve(image, *filter, job.options, workspace);
       image = std::move(filtered.image);
       result.variant_used = filtered.variant_used;
       result.gpu_fallback = std::move(filtered.fallback_reason);
@@ -367,8 +372,12 @@ JpegPipeline::JpegPipeline(int device, const Filter* filter, const ConvolveOptio
 JpegPipeline::~JpegPipeline() { finish(); }
 
 void JpegPipeline::submit(std::size_t id, std::span<const std::uint8_t> file) {
+  submit(id, file, state_->defaults);
+}
+
+void JpegPipeline::submit(std::size_t id, std::span<const std::uint8_t> file, const JpegJobSettings& job) {
   State& s = *state_;
-  Entry entry{id, file, {}};
+  Entry entry{id, file, &job, {}};
   try {
     entry.plan = s.plan(file);
   } catch (const Error& e) {
@@ -438,6 +447,58 @@ std::vector<JpegJobResult> JpegFilterJob::run(const std::vector<std::span<const 
   pipeline_.reset();
   const std::lock_guard lock(mutex_);
   return std::move(results_);
+}
+
+}  // namespace cuconv::codec
+
+namespace cuconv::codec {
+
+/// One device's running pipeline and the callers waiting on it, by id.
+struct WarmJpeg::Device {
+  explicit Device(int device)
+      : pipeline(device, nullptr, ConvolveOptions{}, JpegOutputOptions{}, JpegPipelineOptions{},
+                 [this](std::size_t id, JpegJobResult result) {
+                   std::promise<JpegJobResult> promise;
+                   {
+                     const std::lock_guard lock(mutex);
+                     const auto at = waiting.find(id);
+                     if (at == waiting.end()) return;
+                     promise = std::move(at->second);
+                     waiting.erase(at);
+                   }
+                   promise.set_value(std::move(result));
+                 }) {}
+  int device_index = -1;
+  std::mutex mutex;
+  std::size_t next_id = 0;
+  std::map<std::size_t, std::promise<JpegJobResult>> waiting;
+  JpegPipeline pipeline;  ///< last: its threads stop (finish) before the map goes
+};
+
+WarmJpeg::WarmJpeg(const std::vector<int>& devices) {
+  for (int device : devices) {
+    devices_.push_back(std::make_unique<Device>(device));
+    devices_.back()->device_index = device;
+  }
+}
+
+WarmJpeg::~WarmJpeg() = default;
+
+JpegJobResult WarmJpeg::run(int device, std::span<const std::uint8_t> file, const JpegJobSettings& job) {
+  const auto at = std::find_if(devices_.begin(), devices_.end(),
+                               [&](const std::unique_ptr<Device>& d) { return d->device_index == device; });
+  if (at == devices_.end())
+    throw Error(ErrorKind::internal, "WarmJpeg::run: device " + std::to_string(device) + " is not served");
+  Device& d = **at;
+  std::future<JpegJobResult> result;
+  std::size_t id = 0;
+  {
+    const std::lock_guard lock(d.mutex);
+    id = d.next_id++;
+    result = d.waiting[id].get_future();
+  }
+  d.pipeline.submit(id, file, job);
+  return result.get();
 }
 
 }  // namespace cuconv::codec

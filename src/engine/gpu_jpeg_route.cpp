@@ -38,7 +38,8 @@ std::size_t auto_gpu_codec_threshold(std::size_t cpu_threads) {
 bool choose_gpu_codec(const CodecRequest& request, const std::string& input, const std::string& output,
                       const std::function<std::string()>& gpu_unusable_reason) {
   if (request.codec == Codec::opencv || !is_jpeg_path(input) || !is_jpeg_path(output)) return false;
-  if (request.codec == Codec::automatic && request.jpeg_jobs < auto_gpu_codec_threshold(request.cpu_threads))
+  if (request.codec == Codec::automatic && !request.gpu_codec_warm &&
+      request.jpeg_jobs < auto_gpu_codec_threshold(request.cpu_threads))
     return false;
   std::string why_not;
   if (request.variant == Variant::opencv) why_not = "--variant opencv filters on the CPU";

@@ -36,6 +36,9 @@ struct CodecRequest {
   /// would have (--jobs; 0: the machine's): what Codec::automatic weighs.
   std::size_t jpeg_jobs = 1;
   std::size_t cpu_threads = 0;
+  /// The GPU codec is set up already (a server's WarmJpeg): Codec::automatic takes it for any
+  /// JPEG -> JPEG job, since no set-up is left to weigh.
+  bool gpu_codec_warm = false;
 };
 
 /// The fewest JPEG -> JPEG jobs for which `--codec auto` takes the GPU codec: 16 per CPU thread of
@@ -44,8 +47,8 @@ struct CodecRequest {
 [[nodiscard]] std::size_t auto_gpu_codec_threshold(std::size_t cpu_threads);
 
 /// Whether `input` -> `output` goes through the GPU JPEG path: under Codec::gpu, or under
-/// Codec::automatic for a run of at least auto_gpu_codec_threshold() JPEG -> JPEG jobs when the
-/// GPU codec can be used. `gpu_unusable_reason` is asked
+/// Codec::automatic for a run of at least auto_gpu_codec_threshold() JPEG -> JPEG jobs (any, when
+/// the codec is warm) when the GPU codec can be used. `gpu_unusable_reason` is asked
 /// only for a JPEG -> JPEG job: empty when a CUDA device and nvJPEG can be used, else why not
 /// (gpu_codec_unusable_reason in production, a fixed answer in tests). Throws
 /// Error{gpu} (exit 5) for Codec::gpu when the GPU codec cannot be used, and Error{usage} for
@@ -63,6 +66,13 @@ struct CodecRequest {
 struct JpegOutputOptions {
   int quality = 95;          ///< 1..100, both codecs
   bool keep_metadata = true; ///< copy the input's APP segments (EXIF, ICC, XMP ...); --strip turns it off
+};
+
+/// One file's job: its filter (nullptr: none, --no-filter), convolve options and output options.
+struct JpegJobSettings {
+  const Filter* filter = nullptr;
+  ConvolveOptions options;
+  JpegOutputOptions output;
 };
 
 /// What happened to one file.
@@ -128,6 +138,9 @@ class JpegPipeline {
 
   /// Queues `file` (its bytes must stay valid until done(id)); waits while the pipeline is full.
   void submit(std::size_t id, std::span<const std::uint8_t> file);
+  /// The same with the file's own job (filter, options: a server's pipeline serves many commands);
+  /// `job` must stay valid until done(id). Its options' device is the pipeline's.
+  void submit(std::size_t id, std::span<const std::uint8_t> file, const JpegJobSettings& job);
   /// Waits until every submitted file is done and the threads have ended. Never throws.
   void finish() noexcept;
   /// Where the threads spent their time; complete after finish().
@@ -157,6 +170,27 @@ class JpegFilterJob {
   std::vector<JpegJobResult> results_;
   std::mutex mutex_;
   std::unique_ptr<JpegPipeline> pipeline_;
+};
+
+/// What `cuconv serve` keeps running between commands: one GPU JPEG pipeline per device, its
+/// nvJPEG handles, states, encoders and device pools set up once, so that one JPEG pays no set-up.
+/// run() hands a file to a device's pipeline and waits for its result; many callers at once share
+/// the pipeline's batches.
+class WarmJpeg {
+ public:
+  /// Starts a pipeline on each of `devices` (their set-up runs on their own threads at once).
+  explicit WarmJpeg(const std::vector<int>& devices);
+  ~WarmJpeg();
+  WarmJpeg(const WarmJpeg&) = delete;
+  WarmJpeg& operator=(const WarmJpeg&) = delete;
+
+  /// Decodes, filters and encodes `file` on `device` (one of the constructor's) with `job`.
+  [[nodiscard]] JpegJobResult run(int device, std::span<const std::uint8_t> file, const JpegJobSettings& job);
+
+  struct Device;
+
+ private:
+  std::vector<std::unique_ptr<Device>> devices_;
 };
 
 /// The whole file at `path` (Error{bad_input} naming it when it cannot be read), after the checks

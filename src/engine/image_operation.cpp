@@ -190,14 +190,22 @@ bool write_image(const ImageTask& task, std::span<const std::uint8_t> encoded, c
 
 namespace {
 
-/// The GPU JPEG route for one image: nvJPEG's set-up starts on its own thread while the file is
-/// read; decode, filter and encode on the device.
+/// The GPU JPEG route for one image: decode, filter and encode on the device, through a server's
+/// warm pipeline or a pipeline of its own, whose nvJPEG set-up runs while the file is read.
 std::vector<std::uint8_t> run_gpu_jpeg(const ImageTask& task, const RunSettings& settings, Files& files,
                                        ImageReport& report) {
-  codec::JpegFilterJob job(settings.convolve.device, settings.apply_filter ? &settings.filter : nullptr,
-                           settings.convolve, settings.jpeg_output);
+  const codec::JpegJobSettings job{settings.apply_filter ? &settings.filter : nullptr, settings.convolve,
+                                   settings.jpeg_output};
+  std::optional<codec::JpegFilterJob> own;
+  if (settings.warm_jpeg == nullptr) own.emplace(settings.convolve.device, job.filter, job.options, job.output);
   LoadedImage loaded = load_image(task, settings, Route::gpu_jpeg, files, report);
-  std::vector<codec::JpegJobResult> results = job.run({std::span<const std::uint8_t>(loaded.bytes)});
+  const std::span<const std::uint8_t> file(loaded.bytes);
+  std::vector<codec::JpegJobResult> results;
+  if (own) {
+    results = own->run({file});
+  } else {
+    results.push_back(settings.warm_jpeg->run(settings.convolve.device, file, job));
+  }
   codec::JpegJobResult& r = results.front();
   if (r.error) throw Error(r.error->kind(), shown_input(task) + ": " + r.error->what());
   report.decoder = r.decoder;

@@ -41,6 +41,9 @@ struct RunSettings {
   /// Why the GPU codec cannot be used (empty: it can); asked at most once per run, only for a
   /// JPEG -> JPEG image. Unset: codec::gpu_codec_unusable_reason.
   std::function<std::string()> gpu_codec_unusable;
+  /// A server's running GPU JPEG pipelines: the GPU route hands its file to them (on
+  /// convolve.device) instead of setting up its own; nullptr: its own (JpegFilterJob).
+  codec::WarmJpeg* warm_jpeg = nullptr;
 };
 
 /// One image: where it comes from and where its result goes.

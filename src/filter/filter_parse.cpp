@@ -318,8 +318,9 @@ std::optional<Filter> load_preset(std::string_view name) {
 }
 
 /// nullopt when nothing exists at `spec`, so load_filter can report "not a filter" instead.
-std::optional<Filter> load_file(std::string_view spec) {
+std::optional<Filter> load_file(std::string_view spec, std::string_view name = {}) {
   const std::string path(spec);
+  if (name.empty()) name = spec;
   std::error_code error;
   const std::filesystem::file_status status = std::filesystem::status(path, error);
   if (error || !std::filesystem::exists(status)) return std::nullopt;
@@ -330,7 +331,7 @@ std::optional<Filter> load_file(std::string_view spec) {
   if (!std::filesystem::is_regular_file(status)) {
     throw_bad_input("filter file '" + path + "' is not a regular file");
   }
-  return parse_by_extension(path, read_filter_file(path), path);
+  return parse_by_extension(name, read_filter_file(path), name);
 }
 
 /// Whether `spec` reads as a file path rather than a name: a folder part or an extension.
@@ -474,7 +475,14 @@ Filter load_unchanged(std::string_view spec) {
 }  // namespace
 
 Filter load_filter(std::string_view spec, const FilterLoadOptions& options) {
-  Filter filter = load_unchanged(spec);
+  Filter filter;
+  if (options.file_name.empty()) {
+    filter = load_unchanged(spec);
+  } else {
+    std::optional<Filter> read = load_file(spec, options.file_name);
+    if (!read) throw_bad_input("filter file '" + printable(options.file_name) + "': no such file");
+    filter = std::move(*read);
+  }
   if (options.normalize) normalize_weights(filter);
   return filter;
 }

@@ -165,8 +165,11 @@ class FileServant {
   /// Answers `message`; false when the channel failed.
   bool answer(Channel& channel, const Message& message) {
     if (const auto* m = std::get_if<OpenInput>(&message)) {
-      UniqueFd fd(::open(m->path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY));
+      // O_NONBLOCK: a FIFO without a writer must not hang the open (the server refuses anything
+      // but a regular file, as in-process); reads stay blocking.
+      UniqueFd fd(::open(m->path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
       if (!fd) return channel.send(failure(errno));
+      ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
       const int raw = fd.get();
       return channel.send(Reply{}, std::span<const int>(&raw, 1));
     }
@@ -420,6 +423,10 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
   request.argv.assign(argv, argv + argc);
   request.cwd = ::getcwd(cwd, sizeof cwd) != nullptr ? cwd : "";
   request.err_is_terminal = ::isatty(2) == 1;
+  for (char** variable = environ; *variable != nullptr; ++variable) {
+    const std::string_view entry(*variable);
+    if (forwarded_variable(entry.substr(0, entry.find('=')))) request.environment.emplace_back(entry);
+  }
   const UniqueFd in = usable(0), out = usable(1), err = usable(2);
   const int fds[3] = {in.get(), out.get(), err.get()};
   if (!channel.send(request, fds)) {
@@ -442,7 +449,10 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
       case Received::Status::message: break;
       case Received::Status::interrupted: {
         servant.remove_temporaries();
-        return 128 + static_cast<int>(g_signal);
+        const int signal = static_cast<int>(g_signal);
+        say(std::string("warning: interrupted by ") + (signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGHUP") +
+            "; outputs the server had not finished were removed, finished ones stay; run the same command again to finish");
+        return 128 + signal;
       }
       case Received::Status::closed: return lost("stopped");
       case Received::Status::timeout: return lost("stopped answering (silent for " + std::to_string(silence_ms) + " ms)");

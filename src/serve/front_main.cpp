@@ -12,7 +12,7 @@
 namespace {
 
 /// The engine binary: CUCONV_ENGINE_PATH when the build names one, else cuconv-engine beside this
-/// executable.
+/// executable (a build tree, a bundle), else in ../libexec/cuconv/ (an installed prefix).
 std::string engine_path() {
 #ifdef CUCONV_ENGINE_PATH
   return CUCONV_ENGINE_PATH;
@@ -20,8 +20,11 @@ std::string engine_path() {
   char self[PATH_MAX];
   const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
   if (n <= 0) return "cuconv-engine";
-  std::string path(self, static_cast<std::size_t>(n));
-  return path.substr(0, path.find_last_of('/') + 1) + "cuconv-engine";
+  const std::string path(self, static_cast<std::size_t>(n));
+  const std::string folder = path.substr(0, path.find_last_of('/') + 1);
+  const std::string beside = folder + "cuconv-engine";
+  if (::access(beside.c_str(), X_OK) == 0) return beside;
+  return folder + "../libexec/cuconv/cuconv-engine";
 #endif
 }
 

@@ -35,7 +35,12 @@ class Writer {
 };
 
 void put(Writer& w, const Hello& m) { w.u32(m.magic); w.u32(m.version); }
-void put(Writer& w, const Request& m) { w.boolean(m.err_is_terminal); w.string(m.cwd); w.strings(m.argv); }
+void put(Writer& w, const Request& m) {
+  w.boolean(m.err_is_terminal);
+  w.string(m.cwd);
+  w.strings(m.argv);
+  w.strings(m.environment);
+}
 void put(Writer& w, const Reply& m) {
   w.i32(m.error); w.string(m.message); w.u32(m.value); w.string(m.name); w.strings(m.names); w.boolean(m.more);
 }
@@ -143,7 +148,9 @@ class Reader {
 };
 
 bool get(Reader& r, Hello& m) { return r.u32(m.magic) && r.u32(m.version); }
-bool get(Reader& r, Request& m) { return r.boolean(m.err_is_terminal) && r.string(m.cwd) && r.strings(m.argv); }
+bool get(Reader& r, Request& m) {
+  return r.boolean(m.err_is_terminal) && r.string(m.cwd) && r.strings(m.argv) && r.strings(m.environment);
+}
 bool get(Reader& r, Reply& m) {
   return r.i32(m.error) && r.string(m.message) && r.u32(m.value) && r.string(m.name) && r.strings(m.names) &&
          r.boolean(m.more);
@@ -269,6 +276,10 @@ const char* type_name(std::uint8_t type) noexcept {
     case MessageType::ping: return "ping";
   }
   return "unknown";
+}
+
+bool forwarded_variable(std::string_view name) noexcept {
+  return name.starts_with("CUCONV_") || name.starts_with("SLURM_") || name == "TMPDIR";
 }
 
 }  // namespace cuconv::serve

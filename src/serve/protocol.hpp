@@ -21,13 +21,14 @@
 #include <optional>
 #include <span>
 #include <string>
+#include <string_view>
 #include <variant>
 #include <vector>
 
 namespace cuconv::serve {
 
 inline constexpr std::uint32_t kProtocolMagic = 0x43564355;  // "UCVC" on the wire: "cuconv"'s tag
-inline constexpr std::uint32_t kProtocolVersion = 1;
+inline constexpr std::uint32_t kProtocolVersion = 2;
 inline constexpr std::size_t kHeaderSize = 5;
 inline constexpr std::size_t kMaxPayload = std::size_t{4} << 20;
 inline constexpr std::size_t kMaxString = std::size_t{128} << 10;
@@ -64,11 +65,13 @@ struct Hello {
   bool operator==(const Hello&) const = default;
 };
 /// The command: argv (argv[0] the program name), the client's working folder (for logs; the
-/// client resolves relative paths itself) and whether its stderr is a terminal. Carries 3 fds.
+/// client resolves relative paths itself), whether its stderr is a terminal, and the client's
+/// environment variables that cuconv reads (forwarded_variable(): "NAME=value"). Carries 3 fds.
 struct Request {
   std::vector<std::string> argv;
   std::string cwd;
   bool err_is_terminal = false;
+  std::vector<std::string> environment;
   bool operator==(const Request&) const = default;
 };
 /// The answer to one file operation. `error` is 0 or an errno value, `message` the client's text
@@ -174,5 +177,10 @@ struct FrameHeader {
 
 /// The name of a message type, for logs and errors.
 [[nodiscard]] const char* type_name(std::uint8_t type) noexcept;
+
+/// Whether the client sends environment variable `name` with its Request: the ones a command
+/// reads (CUCONV_*, Slurm's SLURM_*, the temporary folder's TMPDIR), so a served command sees
+/// the caller's, not the server's.
+[[nodiscard]] bool forwarded_variable(std::string_view name) noexcept;
 
 }  // namespace cuconv::serve

@@ -86,7 +86,12 @@ std::vector<std::string> RemoteFiles::list_directory(const std::string& path) {
 RemoteFiles::TempOutput RemoteFiles::create_temp(const std::string& output) {
   std::lock_guard lock(mutex_);
   const Reply reply = ask(CreateTemp{output}, output, ErrorKind::output);
-  if (reply.error != 0) throw Error(ErrorKind::output, output + ": cannot create a temporary file beside it: " + reply.message);
+  if (reply.error != 0) {
+    // In-process words (write_encoded_atomic): the folder the file could not be made in.
+    const std::size_t slash = output.find_last_of('/');
+    const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : output.substr(0, slash);
+    throw Error(ErrorKind::output, output + ": cannot create a file in " + folder + ": " + reply.message);
+  }
   UniqueFd fd = channel_.take_fd();
   if (!fd) throw Error(ErrorKind::output, output + ": the client sent no descriptor for its temporary file");
   const int raw = fd.release();

@@ -126,8 +126,9 @@ void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Handle
     }
     return;
   }
-  ClientRequest client{std::move(std::get<Request>(request.message).argv), std::move(std::get<Request>(request.message).cwd),
-                       std::get<Request>(request.message).err_is_terminal, peer.pid, peer.uid};
+  Request& asked = std::get<Request>(request.message);
+  ClientRequest client{std::move(asked.argv), std::move(asked.cwd), std::move(asked.environment), asked.err_is_terminal,
+                       peer.pid, peer.uid};
   UniqueFd in = channel.take_fd(), out = channel.take_fd(), err = channel.take_fd();
   channel.drop_fds();
   if (!in || !out || !err || client.argv.empty()) {

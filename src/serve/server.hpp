@@ -37,6 +37,7 @@ struct ServerOptions {
 struct ClientRequest {
   std::vector<std::string> argv;  ///< argv[0] is the client's program name
   std::string cwd;                ///< the client's working folder (for logs only)
+  std::vector<std::string> environment;  ///< the client's forwarded variables, "NAME=value"
   bool err_is_terminal = false;
   long pid = -1;  ///< the client's process (SO_PEERCRED)
   long uid = -1;

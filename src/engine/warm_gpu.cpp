@@ -1,0 +1,117 @@
+// The server's warm GPU state (warm_gpu.hpp).
+#include "engine/warm_gpu.hpp"
+
+#include <cuconv/convolve.hpp>
+#include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
+
+#include <opencv2/core.hpp>
+
+#include <algorithm>
+#include <thread>
+
+namespace cuconv::engine {
+
+std::size_t LeastLoaded::take() {
+  if (load_.empty()) throw Error(ErrorKind::internal, "LeastLoaded::take: no slots");
+  const auto least = std::min_element(load_.begin(), load_.end());
+  ++*least;
+  return static_cast<std::size_t>(least - load_.begin());
+}
+
+void LeastLoaded::give(std::size_t slot) noexcept {
+  if (slot < load_.size() && load_[slot] > 0) --load_[slot];
+}
+
+std::uint64_t served_memory_limit(std::uint64_t asked, std::uint64_t server) noexcept {
+  if (server == 0) return asked;
+  if (asked == 0) return server;
+  return std::min(asked, server);
+}
+
+WarmGpu::WarmGpu(std::vector<int> devices, std::uint64_t gpu_memory) : gpu_memory_(gpu_memory) {
+  ready_ = std::async(std::launch::async, [this, asked = std::move(devices)]() mutable { set_up(std::move(asked)); })
+               .share();
+}
+
+WarmGpu::~WarmGpu() {
+  if (ready_.valid()) ready_.wait();
+}
+
+void WarmGpu::set_up(std::vector<int> asked) {
+  std::string reason;
+  if (!cuda_device_available(&reason)) {
+    setup_note_ = "no usable CUDA device (" + reason + "); commands filter on the CPU";
+    return;
+  }
+  const int count = cuda_device_count();
+  if (asked.empty())
+    for (int d = 0; d < count; ++d) asked.push_back(d);
+  for (int d : asked)
+    if (d >= 0 && d < count) devices_.push_back(d);
+  load_ = LeastLoaded(devices_.size());
+  // Each device's context and the kernels of the common filters, all devices at once: a small
+  // image through `auto` on each.
+  std::vector<std::thread> warming;
+  for (int device : devices_) {
+    warming.emplace_back([device] {
+      const cv::Mat image(64, 64, CV_8UC3, cv::Scalar::all(128));
+      ConvolveOptions options;
+      options.device = device;
+      for (const char* spec : {"gauss5", "box3"}) {
+        try {
+          (void)convolve(image, load_filter(spec), options);
+        } catch (const std::exception&) {
+          // A GPU fault here shows again, with its message, in the first command that meets it.
+        }
+      }
+    });
+  }
+  for (std::thread& t : warming) t.join();
+  if (const std::string why = codec::gpu_codec_unusable_reason(); why.empty()) {
+    jpeg_ = std::make_unique<codec::WarmJpeg>(devices_);
+  } else {
+    setup_note_ = "the GPU JPEG codec is off: " + why;
+  }
+}
+
+void WarmGpu::wait_ready() { ready_.wait(); }
+
+const std::vector<int>& WarmGpu::devices() {
+  wait_ready();
+  return devices_;
+}
+
+const std::string& WarmGpu::setup_note() {
+  wait_ready();
+  return setup_note_;
+}
+
+codec::WarmJpeg* WarmGpu::jpeg() {
+  wait_ready();
+  return jpeg_.get();
+}
+
+WarmGpu::Lease WarmGpu::take() {
+  wait_ready();
+  if (devices_.empty()) return {};
+  const std::lock_guard lock(mutex_);
+  return Lease(this, devices_[load_.take()]);
+}
+
+unsigned WarmGpu::in_flight(int device) {
+  wait_ready();
+  const std::lock_guard lock(mutex_);
+  for (std::size_t i = 0; i < devices_.size(); ++i)
+    if (devices_[i] == device) return load_.load(i);
+  return 0;
+}
+
+WarmGpu::Lease::~Lease() {
+  if (owner_ == nullptr) return;
+  const std::lock_guard lock(owner_->mutex_);
+  for (std::size_t i = 0; i < owner_->devices_.size(); ++i)
+    if (owner_->devices_[i] == device_) owner_->load_.give(i);
+}
+
+}  // namespace cuconv::engine

@@ -1,0 +1,89 @@
+#pragma once
+// What `cuconv serve` keeps warm between its clients' commands: the devices it serves, a running
+// GPU JPEG pipeline on each (codec::WarmJpeg: nvJPEG handles, states and pools set up once) and
+// each device's images in flight, so that the next image is dealt to the least loaded device.
+// The set-up (CUDA contexts, kernels of the common filters, nvJPEG) runs on a thread of its own
+// from construction; what needs it waits for it, what does not (--help, a parse error) never does.
+#include "engine/gpu_jpeg_route.hpp"
+
+#include <cstddef>
+#include <cstdint>
+#include <future>
+#include <memory>
+#include <mutex>
+#include <string>
+#include <vector>
+
+namespace cuconv::engine {
+
+/// Work in flight per slot (a device): take() counts one more on the least loaded slot (ties: the
+/// lowest) and returns it; give() counts one off. Not thread-safe by itself (WarmGpu locks).
+class LeastLoaded {
+ public:
+  explicit LeastLoaded(std::size_t slots = 0) : load_(slots, 0) {}
+  [[nodiscard]] std::size_t take();
+  void give(std::size_t slot) noexcept;
+  [[nodiscard]] unsigned load(std::size_t slot) const noexcept { return load_.at(slot); }
+
+ private:
+  std::vector<unsigned> load_;
+};
+
+class WarmGpu {
+ public:
+  /// `devices`: the CUDA devices to serve, checked to exist; empty: every device there is.
+  /// `gpu_memory`: the most device memory one image may use (ConvolveOptions::gpu_memory_limit) on
+  /// a command that sets no limit of its own, and the cap of one that sets a larger one; 0: none.
+  WarmGpu(std::vector<int> devices, std::uint64_t gpu_memory);
+  ~WarmGpu();
+  WarmGpu(const WarmGpu&) = delete;
+  WarmGpu& operator=(const WarmGpu&) = delete;
+
+  /// After the set-up: the devices served; empty without a usable CUDA device (the CPU path).
+  [[nodiscard]] const std::vector<int>& devices();
+  /// After the set-up: why no device is served (empty when some are), one line for the log.
+  [[nodiscard]] const std::string& setup_note();
+  /// After the set-up: the GPU JPEG pipelines; nullptr when the GPU codec cannot be used.
+  [[nodiscard]] codec::WarmJpeg* jpeg();
+  [[nodiscard]] std::uint64_t gpu_memory() const noexcept { return gpu_memory_; }
+
+  /// A device for one image, the one with the fewest images in flight (ties: the lowest index),
+  /// counted as busy until the lease ends.
+  class Lease {
+   public:
+    Lease() = default;
+    Lease(Lease&& other) noexcept : owner_(other.owner_), device_(other.device_) { other.owner_ = nullptr; }
+    Lease& operator=(Lease&&) = delete;
+    Lease(const Lease&) = delete;
+    ~Lease();
+    [[nodiscard]] int device() const noexcept { return device_; }
+
+   private:
+    friend class WarmGpu;
+    Lease(WarmGpu* owner, int device) : owner_(owner), device_(device) {}
+    WarmGpu* owner_ = nullptr;
+    int device_ = -1;
+  };
+  /// Waits for the set-up; a lease on no device (-1) when none is served.
+  [[nodiscard]] Lease take();
+  /// Images in flight on `device` now (tests, logs).
+  [[nodiscard]] unsigned in_flight(int device);
+
+ private:
+  void set_up(std::vector<int> asked);
+  void wait_ready();
+
+  std::uint64_t gpu_memory_ = 0;
+  std::vector<int> devices_;
+  std::string setup_note_;
+  std::unique_ptr<codec::WarmJpeg> jpeg_;
+  std::shared_future<void> ready_;
+  std::mutex mutex_;
+  LeastLoaded load_;  ///< per entry of devices_
+};
+
+/// The limit an image of a served command gets: the command's own (`asked`, 0: none) within the
+/// server's (`server`, 0: none).
+[[nodiscard]] std::uint64_t served_memory_limit(std::uint64_t asked, std::uint64_t server) noexcept;
+
+}  // namespace cuconv::engine
