@@ -21,6 +21,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fcntl.h>
+#include <fstream>
+#include <iterator>
 #include <new>
 #include <string_view>
 #include <unistd.h>
@@ -313,6 +315,32 @@ std::string depth_name(int depth) {
 
 void check_image_header(const std::string& path, const ReadLimits& limits) {
   if (const auto header = detail::inspect_image_file(path)) check_header(path, *header, limits);
+}
+
+codec::JpegFile codec::read_walked_jpeg_file(const std::string& path, std::uint64_t max_pixels) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    // read_image's own messages for missing files, folders and the like.
+    static_cast<void>(read_image(path, {max_pixels}));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in.is_open()) {
+    static_cast<void>(read_image(path, {max_pixels}));  // its message says why (permissions ...)
+    throw Error(ErrorKind::bad_input, path + ": cannot open the file");
+  }
+  JpegFile file;
+  file.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) throw Error(ErrorKind::bad_input, path + ": cannot read the file");
+  if (file.bytes.empty()) throw Error(ErrorKind::bad_input, path + ": empty file");
+  // The header check read_image makes, on the bytes in memory; another format named .jpg is
+  // checked as read_image checks it (the GPU codec then hands it to OpenCV).
+  if (file.bytes.size() >= 3 && file.bytes[0] == 0xFF && file.bytes[1] == 0xD8 && file.bytes[2] == 0xFF)
+    check_header(path, detail::inspect_jpeg(file.bytes, &file.markers), {max_pixels});
+  else {
+    check_image_header(path, {max_pixels});
+    file.markers = read_jpeg_markers(file.bytes);  // says why it is no JPEG stream
+  }
+  return file;
 }
 
 cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
