@@ -132,32 +132,17 @@ void poison(const DeviceImageView& image, cudaStream_t stream) {
 /// `variant`'s launch from `in` to `out` (all their channels, interleaved).
 VariantLaunch launch_for(const ConstDeviceImageView& in, const DeviceImageView& out, const ConvolveJob& job,
                          const float* device_weights, cudaStream_t stream) {
-  LaunchArgs args{in.data,
-                  in.pitch,
-                  pixel_type_for_depth(in.depth),
-                  out.data,
-                  out.pitch,
-                  pixel_type_for_depth(out.depth),
+  LaunchArgs args{{in.data, in.pitch, pixel_type_for_depth(in.depth)},
+                  {out.data, out.pitch, pixel_type_for_depth(out.depth)},
                   in.width,
                   in.height,
                   conv_params(job),
-                  device_weights,
-                  job.weights.data(),
+                  {device_weights, job.weights.data()},
                   stream};
   args.channels = in.channels;
   args.keep_alpha = job.keep_alpha && in.channels == 4;
   args.dense_tensor = job.dense_tensor ? &*job.dense_tensor : nullptr;
-  if (job.separable) {
-    args.separable_horizontal = job.separable->horizontal.data();
-    args.separable_vertical = job.separable->vertical.data();
-    args.fits_float_rank1 = job.separable->fits_float_rank1;
-    args.fits_tensor_split = job.separable->fits_tensor_split;
-    args.fits_tensor_mma_split = job.separable->fits_tensor_mma_split;
-    args.wide_horizontal = job.separable->horizontal_wide.data();
-    args.wide_vertical = job.separable->vertical_wide.data();
-    args.wide_delta = job.delta;
-    args.fits_double_rank1 = job.separable->fits_double_rank1;
-  }
+  if (job.separable) args.rank1 = rank1_weights(*job.separable, job.delta);
   return {args, in, out};
 }
 

@@ -5,7 +5,7 @@
 #include <cuconv/device_image.hpp>
 #include <kernels/params.hpp>
 
-#include "filter/splits.hpp"  // DenseTensorSplit, kTensorDenseMaxSide
+#include "filter/splits.hpp"  // DenseTensorSplit, SeparableFactors, kTensorDenseMaxSide
 
 #include <cuda_runtime_api.h>
 
@@ -14,7 +14,6 @@
 
 namespace cuconv::detail {
 
-
 /// Element types of device planes.
 enum class PixelType { u8, u16, s16, f32 };
 
@@ -22,32 +21,66 @@ enum class PixelType { u8, u16, s16, f32 };
 /// any other.
 [[nodiscard]] PixelType pixel_type_for_depth(int depth);
 
+/// The plane a launch reads: untyped, with its element type.
+struct SourcePlane {
+  const void* data;
+  std::size_t pitch;  ///< bytes between rows
+  PixelType type;
+};
+
+/// The plane a launch writes.
+struct DestinationPlane {
+  void* data;
+  std::size_t pitch;  ///< bytes between rows
+  PixelType type;
+};
+
+/// The filter's kh x kw weights, row-major.
+struct LaunchWeights {
+  const float* device;  ///< in global memory (read by `basic`)
+  const float* host;    ///< the same on the host (uploaded to __constant__ by the others)
+};
+
+/// A rank-1 filter's factors and which paths' pass rules they meet, as SeparableFactors has them
+/// (rank1_weights); all null and false when the filter is not rank 1.
+struct Rank1Weights {
+  const float* horizontal = nullptr;        ///< kw weights (host)
+  const float* vertical = nullptr;          ///< kh weights (host)
+  const double* horizontal_wide = nullptr;  ///< the kw factors in double (fits_double_rank1)
+  const double* vertical_wide = nullptr;    ///< the kh factors in double
+  double wide_delta = 0;                    ///< delta in double (params.delta is its float)
+  bool fits_float_rank1 = false;            ///< SeparableFactors::fits_float_rank1: `fast` may run it
+  bool fits_tensor_split = false;           ///< SeparableFactors::fits_tensor_split: `tensor` may run it
+  bool fits_tensor_mma_split = false;       ///< SeparableFactors::fits_tensor_mma_split: both passes on tensor cores
+  bool fits_double_rank1 = false;           ///< SeparableFactors::fits_double_rank1: `fast` may sum it in double
+};
+
+/// `factors` as a launch takes them, with the filter's `delta`.
+[[nodiscard]] inline Rank1Weights rank1_weights(const SeparableFactors& factors, double delta) {
+  return {.horizontal = factors.horizontal.data(),
+          .vertical = factors.vertical.data(),
+          .horizontal_wide = factors.horizontal_wide.data(),
+          .vertical_wide = factors.vertical_wide.data(),
+          .wide_delta = delta,
+          .fits_float_rank1 = factors.fits_float_rank1,
+          .fits_tensor_split = factors.fits_tensor_split,
+          .fits_tensor_mma_split = factors.fits_tensor_mma_split,
+          .fits_double_rank1 = factors.fits_double_rank1};
+}
+
 /// One plane-to-plane convolution, as the launchers receive it. The PMPP variants get one
 /// channel per plane (channels == 1); `fast` gets interleaved rows of width * channels elements.
 struct LaunchArgs {
-  const void* src;
-  std::size_t src_pitch;
-  PixelType src_type;
-  void* dst;
-  std::size_t dst_pitch;
-  PixelType dst_type;
+  SourcePlane src;
+  DestinationPlane dst;
   int width;
   int height;
-  kernels::ConvParams params;
-  const float* device_weights;  ///< kh x kw in global memory (used by `basic`)
-  const float* host_weights;    ///< the same on the host (uploaded to __constant__ by the others)
+  kernels::ConvParams params;  ///< the filter's size and anchor, delta, the border rule
+  LaunchWeights weights;
   cudaStream_t stream;
-  int channels = 1;                         ///< interleaved channels per pixel (fast only)
-  bool keep_alpha = false;                  ///< channels == 4: copy channel 3 instead of filtering
-  const float* separable_horizontal = nullptr;  ///< kw weights when the filter is rank 1 (host)
-  const float* separable_vertical = nullptr;    ///< kh weights (host)
-  bool fits_float_rank1 = false;                ///< SeparableFactors::fits_float_rank1: `fast` may run it
-  bool fits_tensor_split = false;               ///< SeparableFactors::fits_tensor_split: `tensor` may run it
-  bool fits_tensor_mma_split = false;           ///< SeparableFactors::fits_tensor_mma_split: both passes on tensor cores
-  const double* wide_horizontal = nullptr;      ///< the kw factors in double (SeparableFactors::fits_double_rank1)
-  const double* wide_vertical = nullptr;        ///< the kh factors in double
-  double wide_delta = 0;                        ///< delta in double (params.delta is its float)
-  bool fits_double_rank1 = false;               ///< SeparableFactors::fits_double_rank1: `fast` may sum it in double
+  int channels = 1;          ///< interleaved channels per pixel (fast only)
+  bool keep_alpha = false;   ///< channels == 4: copy channel 3 instead of filtering
+  Rank1Weights rank1{};      ///< the rank-1 factors, when the filter has them
   const DenseTensorSplit* dense_tensor = nullptr;  ///< ConvolveJob::dense_tensor (8-bit, 16-bit or float in and out)
 };
 
