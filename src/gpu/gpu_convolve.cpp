@@ -5,6 +5,7 @@
 // into the workspace's input image, filtered and downloaded (convolve_gpu); a caller's device
 // image is filtered straight into the caller's output (convolve_device). docs/design.md has the
 // whole pipeline.
+#include "common/names.hpp"
 #include "gpu/bench_timing.hpp"
 #include "gpu/memory/device_memory.hpp"
 #include "gpu/seams.hpp"
@@ -293,23 +294,23 @@ ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Var
 
 }  // namespace
 
+// Every GPU variant of the names table has a launcher, and every launcher a GPU variant's name.
+static_assert([] {
+  std::size_t gpu_names = 0;
+  for (const auto& entry : names::kVariants) {
+    if (entry.gpu != (find_launcher(entry.value) != nullptr)) return false;
+    gpu_names += entry.gpu;
+  }
+  return gpu_names == kVariantLaunchers.size();
+}(), "names::kVariants' GPU variants and kVariantLaunchers must list the same variants");
+
 void launch_variant(Variant variant, const LaunchArgs& args) {
   // A test's fault injector (gpu/seams.hpp): fail exactly as a faulting launch reports itself.
   if (const cudaError_t fault = injected_launch_fault(variant); fault != cudaSuccess)
     throw_cuda_error(fault, "launch_variant (injected fault)", __FILE__, __LINE__);
-  switch (variant) {
-    case Variant::basic: return launch_basic(args);
-    case Variant::constmem: return launch_constmem(args);
-    case Variant::tiled: return launch_tiled(args);
-    case Variant::tiled_halo: return launch_tiled_halo(args);
-    case Variant::cached: return launch_cached(args);
-    case Variant::fast: return launch_fast(args);
-    case Variant::tensor: return launch_tensor(args);
-    case Variant::fft: return launch_fft(args);
-    case Variant::automatic:
-    case Variant::opencv: break;
-  }
-  throw Error(ErrorKind::internal, "launch_variant called with a non-GPU variant");
+  const VariantLauncher* launcher = find_launcher(variant);
+  if (launcher == nullptr) throw Error(ErrorKind::internal, "launch_variant called with a non-GPU variant");
+  launcher->launch(args);
 }
 
 ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant,

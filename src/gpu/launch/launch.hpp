@@ -9,6 +9,7 @@
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
@@ -96,19 +97,14 @@ struct VariantLaunch {
 /// Error{usage} when the filter is too large for the variant on this device.
 void launch_variant(Variant variant, const LaunchArgs& args);
 
-/// Variants that filter interleaved rows in place (one plane of width x channels elements); the
-/// others get one plane per channel.
-[[nodiscard]] constexpr bool filters_interleaved(Variant variant) noexcept {
-  return variant == Variant::fast || variant == Variant::tensor || variant == Variant::fft;
-}
-
 /// Channel `from_channel` of `src` into channel `to_channel` of `dst` (same width and height),
 /// converted as cv::saturate_cast does (src/gpu/launch_channels.cu).
 void launch_copy_channel(ConstDeviceImageView src, int from_channel, DeviceImageView dst, int to_channel,
                          cudaStream_t stream);
 
-/// Per-variant launchers: launch_basic.cu, launch_fast.cu, launch_tensor.cu, launch_fft.cu, and launch_constant_weights.cu for
-/// the four that read their weights from __constant__ memory.
+/// Per-variant launchers (listed in kVariantLaunchers below): launch_basic.cu, launch_fast.cu,
+/// launch_tensor.cu, launch_fft.cu, and launch_constant_weights.cu for the four that read their
+/// weights from __constant__ memory.
 void launch_basic(const LaunchArgs& args);
 void launch_constmem(const LaunchArgs& args);
 void launch_tiled(const LaunchArgs& args);
@@ -150,6 +146,40 @@ bool launch_tensor_dense_planes(const LaunchArgs& args);
 [[nodiscard]] bool tensor_dense_planes_applies(const LaunchArgs& args);
 
 void launch_fft(const LaunchArgs& args);
+
+/// A GPU variant's launcher, and whether it filters interleaved rows itself (one plane of
+/// width x channels elements) or is handed one plane per channel.
+struct VariantLauncher {
+  Variant variant;
+  void (*launch)(const LaunchArgs&);
+  bool interleaved;
+};
+
+/// The one list of GPU variants' launchers: launch_variant and filters_interleaved read it, and
+/// gpu_convolve.cpp checks at compile time that every GPU variant of names::kVariants has a row.
+inline constexpr std::array<VariantLauncher, 8> kVariantLaunchers{{
+    {Variant::basic, launch_basic, false},
+    {Variant::constmem, launch_constmem, false},
+    {Variant::tiled, launch_tiled, false},
+    {Variant::tiled_halo, launch_tiled_halo, false},
+    {Variant::cached, launch_cached, false},
+    {Variant::fast, launch_fast, true},
+    {Variant::tensor, launch_tensor, true},
+    {Variant::fft, launch_fft, true},
+}};
+
+/// `variant`'s row of kVariantLaunchers; nullptr for the host ones (auto, opencv).
+[[nodiscard]] constexpr const VariantLauncher* find_launcher(Variant variant) noexcept {
+  for (const VariantLauncher& launcher : kVariantLaunchers)
+    if (launcher.variant == variant) return &launcher;
+  return nullptr;
+}
+
+/// Variants that filter interleaved rows in place; the others get one plane per channel.
+[[nodiscard]] constexpr bool filters_interleaved(Variant variant) noexcept {
+  const VariantLauncher* launcher = find_launcher(variant);
+  return launcher != nullptr && launcher->interleaved;
+}
 
 /// Side (a power of two) of the tiles `fft` uses along an image side for a filter side k.
 [[nodiscard]] int fft_tile_side(int k, int image_side);
