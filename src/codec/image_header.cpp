@@ -1,7 +1,8 @@
 // Image headers read without decoding: the claimed size of PNG, JPEG, TIFF and BMP files, and
 // the walks that find truncated PNG and JPEG files. Layouts: PNG (ISO/IEC 15948) chunks, TIFF 6.0
 // and BigTIFF image file directories, BMP info headers; JPEG markers (ITU T.81 Annex B) are
-// walked by codec/jpeg_markers.cpp, the one JPEG marker parser.
+// walked by codec/jpeg_markers.cpp, the one JPEG marker parser. And the refusals read_image
+// makes from a header (no pixels, over the pixel limit, truncated, unsupported channel count).
 #include "codec/image_header.hpp"
 
 #include <cuconv/error.hpp>
@@ -221,6 +222,35 @@ ImageHeader inspect_jpeg(std::span<const std::uint8_t> bytes, codec::JpegMarkers
   header.defect = std::move(walked.defect);
   if (markers != nullptr) *markers = std::move(walked.markers);
   return header;
+}
+
+void check_pixel_count(const std::string& path, const std::string& what, std::uint64_t width, std::uint64_t height,
+                       const ReadLimits& limits) {
+  // width * height > max, without the overflow a BigTIFF's 64-bit sides could cause.
+  if (height != 0 && width > limits.max_pixels / height) {
+    throw Error(ErrorKind::bad_input, path + ": " + what + " " + std::to_string(width) + "x" + std::to_string(height) +
+                                          " pixels, more than the limit of " + std::to_string(limits.max_pixels) +
+                                          " (raise it with --max-pixels)");
+  }
+}
+
+void check_header(const std::string& path, const ImageHeader& header, const ReadLimits& limits) {
+  if (header.has_size) {
+    if (header.width == 0 || header.height == 0) {
+      throw Error(ErrorKind::bad_input, path + ": " + header.format + " header claims a " +
+                                            std::to_string(header.width) + "x" + std::to_string(header.height) +
+                                            " image: it has no pixels");
+    }
+    check_pixel_count(path, header.format + " header claims", header.width, header.height, limits);
+  }
+  if (!header.defect.empty())
+    throw Error(ErrorKind::bad_input, path + ": cannot decode image: truncated or corrupt " + header.format +
+                                          " file: " + header.defect);
+  // A decoder may quietly keep the first sample of an unsupported count (OpenCV reads a gray +
+  // extra-sample TIFF as gray): refuse from what the header says.
+  if (header.channels != 0 && header.channels != 1 && header.channels != 3 && header.channels != 4)
+    throw Error(ErrorKind::bad_input, path + ": unsupported channel count " + std::to_string(header.channels) +
+                                          " (the " + header.format + " header's samples per pixel; supported: 1, 3, 4)");
 }
 
 std::optional<ImageHeader> inspect_image_file(const std::string& path) {

@@ -3,6 +3,8 @@
 // whether its structure is whole. read_image uses it to refuse huge and truncated files up front.
 #include "codec/jpeg_markers.hpp"
 
+#include <cuconv/image_io.hpp>  // ReadLimits
+
 #include <cstdint>
 #include <optional>
 #include <span>
@@ -29,6 +31,16 @@ struct ImageHeader {
 /// nullopt when the file starts like none of these formats (the decoder then judges it alone).
 /// Throws Error{bad_input} when the file cannot be opened.
 [[nodiscard]] std::optional<ImageHeader> inspect_image_file(const std::string& path);
+
+/// Refuses an image of `width` x `height` pixels over `limits`: Error{bad_input} naming `path`;
+/// `what` says where the size comes from ("PNG header claims", "image has").
+void check_pixel_count(const std::string& path, const std::string& what, std::uint64_t width, std::uint64_t height,
+                       const ReadLimits& limits);
+
+/// Refuses what `header` already shows, before a decoder allocates anything: no pixels, more
+/// than `limits`, a truncated or corrupt structure, an unsupported channel count (read_image's
+/// messages). Error{bad_input} naming `path`.
+void check_header(const std::string& path, const ImageHeader& header, const ReadLimits& limits);
 
 /// The header of a JPEG stream in memory, as inspect_image_file reads a JPEG file's, and from the
 /// same walk (codec::walk_jpeg) its markers up to the first scan into `markers` when given: what
