@@ -275,20 +275,11 @@ int main(int argc, char** argv) {
         for (int ch = 0; ch < launches; ++ch) {
           const DeviceImageView in = (interleaved ? d.interleaved_in : d.planes_in[ch]).view();
           const DeviceImageView out = (interleaved ? d.interleaved_out : d.planes_out[ch]).view();
-          LaunchArgs args{in.data, in.pitch, type, out.data, out.pitch, type, w, h, params,
-                          static_cast<const float*>(device_weights.data()), weights.data(), stream.get()};
+          LaunchArgs args{{in.data, in.pitch, type}, {out.data, out.pitch, type}, w, h, params,
+                          {static_cast<const float*>(device_weights.data()), weights.data()}, stream.get()};
           args.channels = interleaved ? c.channels : 1;
           args.dense_tensor = dense ? &*dense : nullptr;
-          if (separable_path) {
-            args.separable_horizontal = separable->horizontal.data();
-            args.separable_vertical = separable->vertical.data();
-            args.fits_float_rank1 = separable->fits_float_rank1;
-            args.fits_tensor_split = separable->fits_tensor_split;
-            args.fits_tensor_mma_split = separable->fits_tensor_mma_split;
-            args.wide_horizontal = separable->horizontal_wide.data();
-            args.wide_vertical = separable->vertical_wide.data();
-            args.fits_double_rank1 = separable->fits_double_rank1;
-          }
+          if (separable_path) args.rank1 = rank1_weights(*separable, 0.0);
           launch_variant(v, args);
         }
       };

@@ -18,7 +18,7 @@
 ///    included, so no MMA starts from a C as large as its products: each older step's V'hi R'hi
 ///    has its own accumulator; the cross products V'hi R'lo and V'lo R'hi are summed first and
 ///    the last step's V'hi R'hi on top of them; V'lo R'lo is dropped. The error bound this leaves
-///    is tensor_mma_error_bound (src/separable.cpp). `Simple` (sums below 2^21, integral delta):
+///    is tensor_mma_error_bound (src/filter/splits.hpp). `Simple` (sums below 2^21, integral delta):
 ///    the scale, delta and the rounding half to even in one FMA.
 /// Block and thread mapping: the channels are staged as planes, so an output tile is 16 pixels of
 /// one channel and its horizontal MMAs read 16 + 2R values, not 16 + 2RC interleaved ones. A block
@@ -35,6 +35,8 @@
 #include "common.cuh"
 #include "fast_pack.cuh"
 #include "mma.cuh"
+#include "tensor_separable_mma_fragments.cuh"
+#include "tensor_separable_mma_layout.cuh"
 #include "tensor_staging.cuh"
 
 #include <cuda_fp16.h>
@@ -42,136 +44,6 @@
 #include <cstdint>
 
 namespace cuconv::kernels {
-
-inline constexpr int kTensorMmaRows = 16;  ///< rows per step (the MMAs' m16 / k16)
-
-/// 16-row steps of row sums an output step reads: 2 up to radius 8 (16 + 2R <= 32 rows), 3 up to 16.
-__host__ __device__ constexpr int tensor_mma_vertical_steps(int radius) { return radius <= 8 ? 2 : 3; }
-
-/// Pixel tiles of 16 a warp: one channel four (two from radius 9, where each tile keeps two older
-/// steps' row sums in shared memory), else one (three or four channel tiles).
-__host__ __device__ constexpr int tensor_mma_pixel_tiles(int channels, int radius) {
-  return channels == 1 ? (radius <= 8 ? 4 : 2) : 1;
-}
-
-/// Pixels of halo each side of a block's staged rows (R rounded up to 16: whole 16-pixel slots),
-/// and the halo each output tile's k-steps start from (R rounded up to 8: ldmatrix rows).
-__host__ __device__ constexpr int tensor_mma_halo(int radius) { return (radius + 15) / 16 * 16; }
-__host__ __device__ constexpr int tensor_mma_tile_halo(int radius) { return (radius + 7) / 8 * 8; }
-
-/// k-steps of 16 values an output tile of 16 reads: staged pixels tile_halo - R .. 15 + R + tile_halo.
-__host__ __device__ constexpr int tensor_mma_ksteps(int radius) {
-  return (15 + radius + tensor_mma_tile_halo(radius)) / 16 + 1;
-}
-
-/// Output pixels of a row per block, staged pixels and halves of one staged plane row (a pad of 8
-/// halves: eight rows' 16-byte ldmatrix reads fall in distinct bank groups).
-__host__ __device__ constexpr int tensor_mma_tile_pixels(int warps, int channels, int radius) {
-  return 16 * tensor_mma_pixel_tiles(channels, radius) * warps;
-}
-__host__ __device__ constexpr int tensor_mma_staged_pixels(int warps, int channels, int radius) {
-  return (tensor_mma_tile_pixels(warps, channels, radius) + tensor_mma_halo(radius) - tensor_mma_tile_halo(radius) +
-          16 * (tensor_mma_ksteps(radius) - 1) + 15) / 16 * 16;
-}
-__host__ __device__ constexpr int tensor_mma_stage_stride(int warps, int channels, int radius) {
-  return tensor_mma_staged_pixels(warps, channels, radius) + 8;
-}
-
-/// Bytes between the rows of a warp's output tile in shared memory: the tile's bytes and 16 or 32
-/// more, an odd number of 16-byte units, so the eight rows of a 2-byte store spread over the banks.
-__host__ __device__ constexpr int tensor_mma_out_stride(int channels, int radius) {
-  return (16 * tensor_mma_pixel_tiles(channels, radius) * channels + 16) / 16 % 2 == 1
-             ? 16 * tensor_mma_pixel_tiles(channels, radius) * channels + 16
-             : 16 * tensor_mma_pixel_tiles(channels, radius) * channels + 32;
-}
-
-/// Where the older steps' row sums wait: the previous step's in registers up to radius 8, two
-/// steps' in the warp's shared memory from radius 9 (in registers they would spill).
-__host__ __device__ constexpr bool tensor_mma_shared_history(int radius) { return tensor_mma_vertical_steps(radius) == 3; }
-
-/// Bytes of a warp's row-sum history in shared memory: the older steps' B fragments (hi and lo,
-/// 16 bytes a lane each) for each of its tiles.
-__host__ __device__ constexpr int tensor_mma_history_bytes(int channels, int radius) {
-  return tensor_mma_shared_history(radius)
-             ? (tensor_mma_vertical_steps(radius) - 1) * tensor_mma_pixel_tiles(channels, radius) * channels * 2 * 32 * 16
-             : 0;
-}
-
-/// Dynamic shared memory of one block: two buffers of C planes of 16 staged FP16 rows, where each
-/// staged byte reads from (the border rule at the row's ends), each warp's 16 output rows, and its
-/// row-sum history.
-__host__ __device__ constexpr int tensor_mma_shared_bytes(int warps, int channels, int radius) {
-  return 2 * channels * kTensorMmaRows * tensor_mma_stage_stride(warps, channels, radius) * 2 +
-         tensor_mma_staged_pixels(warps, channels, radius) * channels * 4 +
-         warps * (kTensorMmaRows * tensor_mma_out_stride(channels, radius) + tensor_mma_history_bytes(channels, radius));
-}
-
-/// The weights as FP16 bits: horizontal hi * 2^(11 - sigma) and lo * 2^-sigma, vertical V' = v 2^tau
-/// as hi + lo; `scale` = 2^(sigma - e - tau) takes the vertical sums to output units. A kernel
-/// parameter.
-template <int K>
-struct TensorSeparableMmaTaps {
-  unsigned short bits[4 * K];  ///< horizontal hi, horizontal lo, vertical hi, vertical lo: K each
-  float scale;
-};
-
-namespace tensor_mma_detail {
-
-/// A fragment (m16n8k16, row-major A) of the 16x16 block whose entry (m, k) is entry(m, k):
-/// registers {A[g][2t..]}, {A[g+8][2t..]}, {A[g][2t+8..]}, {A[g+8][2t+8..]}, lane = 4g + t; each
-/// XORed with zero[r].
-template <class Entry>
-__device__ __forceinline__ void a_fragment(const Entry& entry, int lane, const unsigned* zero, unsigned (&a)[4]) {
-  const int g = lane >> 2;
-  const int t = lane & 3;
-#pragma unroll
-  for (int r = 0; r < 4; ++r) {
-    const int m = g + 8 * (r & 1);
-    const int k = 2 * t + 8 * (r >> 1);
-    a[r] = (entry(m, k) | (entry(m, k + 1) << 16)) ^ zero[r];
-  }
-}
-
-/// Two floats as an FP16 pair hi (rounded to nearest) and the pair of what hi leaves, lo.
-__device__ __forceinline__ void split_half2(float x0, float x1, unsigned& hi, unsigned& lo) {
-  const __half2 h = __floats2half2_rn(x0, x1);
-  const float2 back = __half22float2(h);
-  const __half2 l = __floats2half2_rn(x0 - back.x, x1 - back.y);
-  hi = *reinterpret_cast<const unsigned*>(&h);
-  lo = *reinterpret_cast<const unsigned*>(&l);
-}
-
-/// A lane's results of C channel tiles (word c: channel c's bytes of pixels p, p + 1 in row g, then
-/// in row g + 8) interleaved back into pixel order and stored: 2C bytes at `row_g` and at
-/// `row_g8` (2C-byte aligned).
-template <int C>
-__device__ __forceinline__ void store_interleaved(const unsigned (&word)[C], std::uint8_t* row_g, std::uint8_t* row_g8) {
-  if constexpr (C == 1) {
-    *reinterpret_cast<unsigned short*>(row_g) = static_cast<unsigned short>(word[0]);
-    *reinterpret_cast<unsigned short*>(row_g8) = static_cast<unsigned short>(word[0] >> 16);
-  } else if constexpr (C == 3) {
-    // Row g's six bytes p c0, p c1 | p c2, p+1 c0 | p+1 c1, p+1 c2 in the low halves, row g + 8's in the high.
-    const unsigned pairs[3] = {__byte_perm(word[0], word[1], 0x6240u), __byte_perm(word[2], word[0], 0x7250u),
-                               __byte_perm(word[1], word[2], 0x7351u)};
-#pragma unroll
-    for (int k = 0; k < 3; ++k) {
-      reinterpret_cast<unsigned short*>(row_g)[k] = static_cast<unsigned short>(pairs[k]);
-      reinterpret_cast<unsigned short*>(row_g8)[k] = static_cast<unsigned short>(pairs[k] >> 16);
-    }
-  } else {
-    static_assert(C == 4, "1, 3 or 4 channels");
-    const unsigned first01 = __byte_perm(word[0], word[1], 0x6240u);   // pixel p: c0, c1 of rows g, g + 8
-    const unsigned first23 = __byte_perm(word[2], word[3], 0x6240u);
-    const unsigned second01 = __byte_perm(word[0], word[1], 0x7351u);  // pixel p + 1
-    const unsigned second23 = __byte_perm(word[2], word[3], 0x7351u);
-    *reinterpret_cast<uint2*>(row_g) =
-        make_uint2(__byte_perm(first01, first23, 0x5410u), __byte_perm(second01, second23, 0x5410u));
-    *reinterpret_cast<uint2*>(row_g8) =
-        make_uint2(__byte_perm(first01, first23, 0x7632u), __byte_perm(second01, second23, 0x7632u));
-  }
-}
-
-}  // namespace tensor_mma_detail
 
 /// Block (bx, by) filters pixels [bx * 16PW, (bx + 1) * 16PW) of rows [s0, s0 + strip_rows),
 /// s0 = by * strip_rows, by + gridDim.y, ... (strip_rows a multiple of 16). Square centred

@@ -50,7 +50,11 @@ if wants sanitize; then
   stride="${CUCONV_SANITIZE_STRIDE:-4}"
   cases="${CUCONV_SANITIZE_CASES:-*}"            # doctest -tc filter: rerun some suites only
   tools="${CUCONV_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}"
-  sanitize_variants="${CUCONV_SANITIZE_VARIANTS:-basic constmem tiled tiled-halo cached fast tensor fft}"
+  # Every GPU variant, as the binary lists them: --variant's choices less auto and opencv.
+  gpu_variants="$("$CUCONV_BIN" --help | sed -n 's/^ *--variant TEXT:{\([^}]*\)}.*/\1/p' | tr ',' '\n' |
+                   grep -vxE 'auto|opencv' | tr '\n' ' ')"
+  [[ -n "${gpu_variants// /}" ]] || { echo "gpu-check: no GPU variants in $CUCONV_BIN --help" >&2; exit 1; }
+  sanitize_variants="${CUCONV_SANITIZE_VARIANTS:-$gpu_variants}"
   sanitize_jobs="${CUCONV_SANITIZE_JOBS:-8}"
   sanitize_timeout="${CUCONV_SANITIZE_TIMEOUT:-540}"
   # The batch suite filters whole image sets with `auto` (fast): slow under racecheck and

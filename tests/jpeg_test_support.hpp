@@ -53,7 +53,7 @@ inline std::size_t frame_offset(const Bytes& jpeg) {
   std::size_t pos = 2;
   while (pos + 4 <= jpeg.size()) {
     const int code = jpeg[pos + 1];
-    if (code >= 0xC0 && code <= 0xCF && code != 0xC4 && code != 0xC8 && code != 0xCC) return pos;
+    if (codec::is_start_of_frame(code)) return pos;
     pos += 2 + ((static_cast<std::size_t>(jpeg[pos + 2]) << 8) | jpeg[pos + 3]);
   }
   return 0;

@@ -6,12 +6,14 @@
 
 #include "engine/batch_pipeline.hpp"
 #include "gpu/launch/cufft_api.hpp"
+#include "codec/image_header.hpp"
 #include "codec/nvjpeg_codec.hpp"
 #include "engine/gpu_jpeg_route.hpp"
 #include "gpu/shared_library.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
+#include <cuconv/image_io.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -106,6 +108,56 @@ TEST_CASE("jpeg markers: EXIF, ICC and XMP are copied after JFIF, APP0 and Adobe
   const cv::Mat b = cv::imdecode(out, cv::IMREAD_UNCHANGED);
   REQUIRE(a.size() == b.size());
   CHECK(cv::norm(a, b, cv::NORM_INF) == 0);
+}
+
+TEST_CASE("jpeg markers: one walk gives read_image's header check and the GPU route's markers") {
+  const TempDir dir;
+  const std::string path = dir.file("exif.jpg");
+  const Bytes exif = cuconv::test::exif_segment();
+  const Bytes input = cuconv::test::with_segments(photo_jpeg(true), {exif});
+  cuconv::test::write_bytes(path, input);
+
+  // The GPU route's read: the bytes, and from the same walk the markers inspect_image_file's
+  // header check and read_jpeg_markers find.
+  codec::JpegFile file = codec::read_walked_jpeg_file(path, kDefaultMaxPixels);
+  CHECK(file.bytes == input);
+  REQUIRE(file.markers.valid);
+  CHECK(file.markers.frame_marker == 0xC2);
+  REQUIRE(file.markers.copied_segments.size() == 1);
+  const codec::JpegFile moved = std::move(file);  // the segments point into the bytes, moved or not
+  const std::span<const std::uint8_t> segment = moved.markers.copied_segments[0];
+  CHECK(segment.data() > moved.bytes.data());
+  CHECK(segment.data() + segment.size() < moved.bytes.data() + moved.bytes.size());
+  CHECK(Bytes(segment.begin(), segment.end()) == exif);
+  const auto header = detail::inspect_image_file(path);
+  REQUIRE(header);
+  CHECK(header->format == "JPEG");
+  CHECK(header->width == 451);
+  CHECK(header->height == 300);
+  CHECK(header->channels == 3);
+  CHECK(header->defect.empty());
+  const codec::JpegStructure walked = codec::walk_jpeg(moved.bytes);
+  const codec::JpegMarkers to_first_scan = read_jpeg_markers(moved.bytes);
+  REQUIRE(walked.markers.copied_segments.size() == to_first_scan.copied_segments.size());
+  CHECK(walked.markers.copied_segments[0].data() == to_first_scan.copied_segments[0].data());
+  CHECK(walked.markers.width == 451);
+
+  // A file cut inside its scans: the GPU route's read refuses it with read_image's own words,
+  // and a walk to the first scan alone finds its markers whole.
+  const std::string cut_path = dir.file("cut.jpg");
+  const Bytes cut(input.begin(), input.begin() + static_cast<std::ptrdiff_t>(input.size() / 2));
+  cuconv::test::write_bytes(cut_path, cut);
+  std::string read_image_says;
+  try {
+    static_cast<void>(read_image(cut_path));
+  } catch (const Error& e) {
+    read_image_says = e.what();
+  }
+  CHECK(read_image_says.find("truncated or corrupt JPEG file: the file ends after") != std::string::npos);
+  CHECK_THROWS_WITH_AS(static_cast<void>(codec::read_walked_jpeg_file(cut_path, kDefaultMaxPixels)),
+                       read_image_says.c_str(), Error);
+  CHECK(read_jpeg_markers(cut).valid);
+  CHECK(codec::walk_jpeg(cut).defect == read_image_says.substr(read_image_says.find("the file ends")));
 }
 
 TEST_CASE("codec choice: JPEG -> JPEG only, auto takes the GPU codec for large batches, gpu without a GPU is exit 5") {

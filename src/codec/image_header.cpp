@@ -1,6 +1,8 @@
 // Image headers read without decoding: the claimed size of PNG, JPEG, TIFF and BMP files, and
-// the walks that find truncated PNG and JPEG files. Layouts: PNG (ISO/IEC 15948) chunks, JPEG
-// (ITU T.81 Annex B) markers, TIFF 6.0 and BigTIFF image file directories, BMP info headers.
+// the walks that find truncated PNG and JPEG files. Layouts: PNG (ISO/IEC 15948) chunks, TIFF 6.0
+// and BigTIFF image file directories, BMP info headers; JPEG markers (ITU T.81 Annex B) are
+// walked by codec/jpeg_markers.cpp, the one JPEG marker parser. And the refusals read_image
+// makes from a header (no pixels, over the pixel limit, truncated, unsupported channel count).
 #include "codec/image_header.hpp"
 
 #include <cuconv/error.hpp>
@@ -40,8 +42,6 @@ class FileReader {
   bool seek(std::uint64_t offset) {
     return offset <= size_ && ::fseeko(file_.get(), static_cast<off_t>(offset), SEEK_SET) == 0;
   }
-  /// The next byte, or EOF. Unlocked: JPEG scans are read a byte at a time.
-  int next_byte() { return getc_unlocked(file_.get()); }
 
  private:
   struct Closer {
@@ -62,14 +62,6 @@ std::uint64_t little_endian(const std::uint8_t* bytes, int count) {
   for (int i = count - 1; i >= 0; --i) value = value << 8 | bytes[i];
   return value;
 }
-
-std::string hex_byte(int byte) {
-  char text[8];
-  std::snprintf(text, sizeof text, "%02X", byte & 0xFF);
-  return text;
-}
-
-std::string hex_marker(int code) { return "FF" + hex_byte(code); }
 
 // ---- PNG: signature, then chunks (length, type, data, CRC) up to IEND --------------------------
 
@@ -121,154 +113,14 @@ ImageHeader inspect_png(FileReader& file) {
   }
 }
 
-// ---- JPEG: markers and their segments; after each SOS, entropy-coded data up to a marker --------
+// ---- JPEG: the one marker walk (codec/jpeg_markers.cpp), over the file's bytes in memory -------
 
-constexpr int kJpegSos = 0xDA;
-constexpr int kJpegEoi = 0xD9;
-
-/// SOF0..SOF15 except DHT (C4), JPG (C8) and DAC (CC), which share the range.
-bool is_start_of_frame(int code) { return code >= 0xC0 && code <= 0xCF && code != 0xC4 && code != 0xC8 && code != 0xCC; }
-bool is_restart(int code) { return code >= 0xD0 && code <= 0xD7; }
-
-/// Entropy-coded data ends at the first marker that is not a stuffed 0xFF00 or a restart marker.
-/// Returns that marker's code, or EOF when the file ends first.
-int skip_entropy_coded_data(FileReader& file) {
-  for (int byte = file.next_byte(); byte != EOF; byte = file.next_byte()) {
-    if (byte != 0xFF) continue;
-    int code = file.next_byte();
-    while (code == 0xFF) code = file.next_byte();  // fill bytes
-    if (code == EOF) return EOF;
-    if (code != 0x00 && !is_restart(code)) return code;
-  }
-  return EOF;
-}
-
-/// Which DCT coefficients of which components the scans so far have sent in full: a progressive
-/// JPEG cut after a whole scan and closed with EOI decodes without a word from libjpeg, its later
-/// scans' detail missing. Per component, the lowest successive-approximation bit (Al) each of the
-/// 64 coefficients has reached; 0 is complete.
-class ScanCoverage {
- public:
-  /// From a SOF segment's body (after the length): precision, height, width, Nf, then Nf x 3 bytes.
-  void start_frame(int code, const std::uint8_t* body, std::size_t size) {
-    progressive_ = code == 0xC2 || code == 0xC6 || code == 0xCA || code == 0xCE;
-    components_.clear();
-    if (size < 6) return;
-    const std::size_t count = body[5];
-    for (std::size_t i = 0; i < count && 6 + 3 * i < size; ++i) components_.push_back({body[6 + 3 * i], {}});
-    for (Component& c : components_) c.lowest_bit.fill(kNotSent);
-  }
-
-  /// From a SOS segment's body: Ns, Ns x (Cs, tables), Ss, Se, Ah/Al.
-  void add_scan(const std::uint8_t* body, std::size_t size) {
-    if (size < 1) return;
-    const std::size_t count = body[0];
-    if (size < 1 + 2 * count + 3) return;
-    const std::uint8_t* spectral = body + 1 + 2 * count;
-    // Sequential scans carry every coefficient to full precision.
-    const int first = progressive_ ? spectral[0] : 0;
-    const int last = progressive_ ? std::min<int>(spectral[1], 63) : 63;
-    const int bit = progressive_ ? spectral[2] & 0x0F : 0;
-    for (std::size_t i = 0; i < count; ++i)
-      for (Component& c : components_)
-        if (c.id == body[1 + 2 * i])
-          for (int k = first; k <= last; ++k) c.lowest_bit[static_cast<std::size_t>(k)] =
-              static_cast<std::uint8_t>(std::min<int>(c.lowest_bit[static_cast<std::size_t>(k)], bit));
-  }
-
-  /// Empty when every coefficient of every component was sent in full; else what is missing.
-  [[nodiscard]] std::string missing() const {
-    for (const Component& c : components_) {
-      for (std::size_t k = 0; k < c.lowest_bit.size(); ++k) {
-        if (c.lowest_bit[k] == 0) continue;
-        return "its scans end before the whole image was sent (component " + std::to_string(c.id) +
-               ", coefficient " + std::to_string(k) +
-               (c.lowest_bit[k] == kNotSent ? " never sent" : " not refined to full precision") + ")";
-      }
-    }
-    return {};
-  }
-
- private:
-  static constexpr std::uint8_t kNotSent = 0xFF;
-  struct Component {
-    int id;
-    std::array<std::uint8_t, 64> lowest_bit;
-  };
-  bool progressive_ = false;
-  std::vector<Component> components_;
-};
-
-ImageHeader inspect_jpeg(FileReader& file) {
-  ImageHeader header;
-  header.format = "JPEG";
-  const auto cut_off = [&](const std::string& where) {
-    header.defect = "the file ends after " + std::to_string(file.size()) + " bytes, " + where +
-                    ", before the end-of-image marker FFD9";
-    return header;
-  };
-  file.seek(2);  // past SOI
-  int scans = 0;
-  ScanCoverage coverage;
-  int found_in_scan = EOF;  // a marker that ended entropy-coded data, not handled yet
-  while (true) {
-    int code = std::exchange(found_in_scan, EOF);
-    const std::uint64_t marker_at = code == EOF ? file.offset() : file.offset() - 2;
-    if (code == EOF) {
-      const int byte = file.next_byte();
-      if (byte == EOF) return cut_off("between segments");
-      if (byte != 0xFF) {
-        header.defect = "expected a marker (FFxx) at byte " + std::to_string(marker_at) + ", found " +
-                        hex_byte(byte);
-        return header;
-      }
-      do code = file.next_byte(); while (code == 0xFF);  // fill bytes
-      if (code == EOF) return cut_off("inside a marker");
-    }
-    if (code == kJpegEoi) {
-      if (scans == 0) header.defect = "end-of-image marker before any image data";
-      else header.defect = coverage.missing();
-      return header;
-    }
-    if (is_restart(code) || code == 0x01) continue;  // RSTn and TEM have no segment
-    if (code == 0x00 || code == 0xD8) {
-      header.defect = "invalid marker " + hex_marker(code) + " at byte " + std::to_string(marker_at);
-      return header;
-    }
-    std::array<std::uint8_t, 2> length_bytes{};
-    if (!file.read(length_bytes.data(), length_bytes.size())) return cut_off("inside marker " + hex_marker(code));
-    const std::uint64_t length = big_endian(length_bytes.data(), 2);  // counts itself, not the marker
-    const std::uint64_t body = file.offset();
-    if (length < 2) {
-      header.defect = "segment " + hex_marker(code) + " at byte " + std::to_string(marker_at) + " has length " +
-                      std::to_string(length);
-      return header;
-    }
-    // SOF and SOS bodies are short (at most 2 + 3 x 255 bytes): read whole for the size and coverage.
-    std::vector<std::uint8_t> segment;
-    if (is_start_of_frame(code) || code == kJpegSos) {
-      segment.resize(static_cast<std::size_t>(length - 2));
-      segment.resize(file.read_some(segment.data(), segment.size()));
-    }
-    if (is_start_of_frame(code)) {
-      if (segment.size() >= 5) {  // precision, height, width, components
-        header.has_size = true;
-        header.height = big_endian(segment.data() + 1, 2);
-        header.width = big_endian(segment.data() + 3, 2);
-        if (segment.size() >= 6) header.channels = segment[5];
-      }
-      coverage.start_frame(code, segment.data(), segment.size());
-    }
-    if (code == kJpegSos) coverage.add_scan(segment.data(), segment.size());
-    if (!file.seek(body + length - 2)) {
-      return cut_off("inside segment " + hex_marker(code) + " that starts at byte " + std::to_string(marker_at));
-    }
-    if (code == kJpegSos) {
-      ++scans;
-      found_in_scan = skip_entropy_coded_data(file);
-      if (found_in_scan == EOF) return cut_off("inside the compressed data of scan " + std::to_string(scans));
-    }
-  }
+ImageHeader inspect_jpeg_file(FileReader& file) {
+  // The walk reads every byte of the scans anyway: read once, walked in memory.
+  std::vector<std::uint8_t> bytes(static_cast<std::size_t>(file.size()));
+  file.seek(0);
+  bytes.resize(file.read_some(bytes.data(), bytes.size()));
+  return inspect_jpeg(bytes);
 }
 
 // ---- TIFF and BigTIFF: the first image file directory's ImageWidth and ImageLength -------------
@@ -359,6 +211,48 @@ ImageHeader inspect_bmp(FileReader& file) {
 
 }  // namespace
 
+ImageHeader inspect_jpeg(std::span<const std::uint8_t> bytes, codec::JpegMarkers* markers) {
+  codec::JpegStructure walked = codec::walk_jpeg(bytes);
+  ImageHeader header;
+  header.format = "JPEG";
+  header.has_size = walked.has_size;
+  header.width = walked.width;
+  header.height = walked.height;
+  header.channels = walked.channels;
+  header.defect = std::move(walked.defect);
+  if (markers != nullptr) *markers = std::move(walked.markers);
+  return header;
+}
+
+void check_pixel_count(const std::string& path, const std::string& what, std::uint64_t width, std::uint64_t height,
+                       const ReadLimits& limits) {
+  // width * height > max, without the overflow a BigTIFF's 64-bit sides could cause.
+  if (height != 0 && width > limits.max_pixels / height) {
+    throw Error(ErrorKind::bad_input, path + ": " + what + " " + std::to_string(width) + "x" + std::to_string(height) +
+                                          " pixels, more than the limit of " + std::to_string(limits.max_pixels) +
+                                          " (raise it with --max-pixels)");
+  }
+}
+
+void check_header(const std::string& path, const ImageHeader& header, const ReadLimits& limits) {
+  if (header.has_size) {
+    if (header.width == 0 || header.height == 0) {
+      throw Error(ErrorKind::bad_input, path + ": " + header.format + " header claims a " +
+                                            std::to_string(header.width) + "x" + std::to_string(header.height) +
+                                            " image: it has no pixels");
+    }
+    check_pixel_count(path, header.format + " header claims", header.width, header.height, limits);
+  }
+  if (!header.defect.empty())
+    throw Error(ErrorKind::bad_input, path + ": cannot decode image: truncated or corrupt " + header.format +
+                                          " file: " + header.defect);
+  // A decoder may quietly keep the first sample of an unsupported count (OpenCV reads a gray +
+  // extra-sample TIFF as gray): refuse from what the header says.
+  if (header.channels != 0 && header.channels != 1 && header.channels != 3 && header.channels != 4)
+    throw Error(ErrorKind::bad_input, path + ": unsupported channel count " + std::to_string(header.channels) +
+                                          " (the " + header.format + " header's samples per pixel; supported: 1, 3, 4)");
+}
+
 std::optional<ImageHeader> inspect_image_file(const std::string& path) {
   FileReader file(path);
   std::array<std::uint8_t, kPngSignature.size()> magic{};
@@ -368,7 +262,7 @@ std::optional<ImageHeader> inspect_image_file(const std::string& path) {
   };
   if (std::equal(kPngSignature.begin(), kPngSignature.end(), magic.begin()) && magic_size == magic.size())
     return inspect_png(file);
-  if (starts_with({0xFF, 0xD8, 0xFF})) return inspect_jpeg(file);
+  if (starts_with({0xFF, 0xD8, 0xFF})) return inspect_jpeg_file(file);
   if (starts_with({'I', 'I', 42, 0})) return inspect_tiff(file, true, false);
   if (starts_with({'M', 'M', 0, 42})) return inspect_tiff(file, false, false);
   if (starts_with({'I', 'I', 43, 0})) return inspect_tiff(file, true, true);

@@ -1,9 +1,15 @@
 #pragma once
 // What an image file's own bytes say before anything is decoded: the size its header claims and
 // whether its structure is whole. read_image uses it to refuse huge and truncated files up front.
+#include "codec/jpeg_markers.hpp"
+
+#include <cuconv/image_io.hpp>  // ReadLimits
+
 #include <cstdint>
 #include <optional>
+#include <span>
 #include <string>
+#include <vector>
 
 namespace cuconv::detail {
 
@@ -26,4 +32,40 @@ struct ImageHeader {
 /// Throws Error{bad_input} when the file cannot be opened.
 [[nodiscard]] std::optional<ImageHeader> inspect_image_file(const std::string& path);
 
+/// Refuses an image of `width` x `height` pixels over `limits`: Error{bad_input} naming `path`;
+/// `what` says where the size comes from ("PNG header claims", "image has").
+void check_pixel_count(const std::string& path, const std::string& what, std::uint64_t width, std::uint64_t height,
+                       const ReadLimits& limits);
+
+/// Refuses what `header` already shows, before a decoder allocates anything: no pixels, more
+/// than `limits`, a truncated or corrupt structure, an unsupported channel count (read_image's
+/// messages). Error{bad_input} naming `path`.
+void check_header(const std::string& path, const ImageHeader& header, const ReadLimits& limits);
+
+/// The header of a JPEG stream in memory, as inspect_image_file reads a JPEG file's, and from the
+/// same walk (codec::walk_jpeg) its markers up to the first scan into `markers` when given: what
+/// the GPU JPEG route needs, with the file's bytes walked once.
+[[nodiscard]] ImageHeader inspect_jpeg(std::span<const std::uint8_t> bytes, codec::JpegMarkers* markers = nullptr);
+
 }  // namespace cuconv::detail
+
+namespace cuconv::codec {
+
+/// A JPEG file's bytes and its markers, read and walked once: the GPU JPEG route's input. Moved,
+/// never copied: the markers' segments point into `bytes`.
+struct JpegFile {
+  std::vector<std::uint8_t> bytes;
+  JpegMarkers markers;
+  JpegFile() = default;
+  JpegFile(JpegFile&&) noexcept = default;
+  JpegFile& operator=(JpegFile&&) noexcept = default;
+  JpegFile(const JpegFile&) = delete;
+  JpegFile& operator=(const JpegFile&) = delete;
+};
+
+/// `path`'s bytes, refused as read_image refuses a file and with its messages (missing, a folder,
+/// unreadable, empty, truncated or corrupt, over `max_pixels`), and its markers from the same walk
+/// (detail::inspect_jpeg). Throws Error{bad_input}. Defined in image_io.cpp, beside read_image.
+[[nodiscard]] JpegFile read_walked_jpeg_file(const std::string& path, std::uint64_t max_pixels);
+
+}  // namespace cuconv::codec

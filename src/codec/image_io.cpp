@@ -21,6 +21,8 @@
 #include <cstring>
 #include <filesystem>
 #include <fcntl.h>
+#include <fstream>
+#include <iterator>
 #include <new>
 #include <string_view>
 #include <unistd.h>
@@ -139,37 +141,6 @@ bool write_all(int fd, const unsigned char* data, std::size_t size) {
     size -= static_cast<std::size_t>(n);
   }
   return true;
-}
-
-/// Refuses an image of width x height pixels over the limit; `what` says where the size comes from.
-void check_pixel_count(const std::string& path, const std::string& what, std::uint64_t width, std::uint64_t height,
-                       const ReadLimits& limits) {
-  // width * height > max, without the overflow a BigTIFF's 64-bit sides could cause.
-  if (height != 0 && width > limits.max_pixels / height) {
-    throw Error(ErrorKind::bad_input, path + ": " + what + " " + std::to_string(width) + "x" + std::to_string(height) +
-                                          " pixels, more than the limit of " + std::to_string(limits.max_pixels) +
-                                          " (raise it with --max-pixels)");
-  }
-}
-
-/// Refuses what the header already shows, before the decoder allocates anything.
-void check_header(const std::string& path, const detail::ImageHeader& header, const ReadLimits& limits) {
-  if (header.has_size) {
-    if (header.width == 0 || header.height == 0) {
-      throw Error(ErrorKind::bad_input, path + ": " + header.format + " header claims a " +
-                                            std::to_string(header.width) + "x" + std::to_string(header.height) +
-                                            " image: it has no pixels");
-    }
-    check_pixel_count(path, header.format + " header claims", header.width, header.height, limits);
-  }
-  if (!header.defect.empty())
-    throw Error(ErrorKind::bad_input, path + ": cannot decode image: truncated or corrupt " + header.format +
-                                          " file: " + header.defect);
-  // A decoder may quietly keep the first sample of an unsupported count (OpenCV reads a gray +
-  // extra-sample TIFF as gray): refuse from what the header says.
-  if (header.channels != 0 && header.channels != 1 && header.channels != 3 && header.channels != 4)
-    throw Error(ErrorKind::bad_input, path + ": unsupported channel count " + std::to_string(header.channels) +
-                                          " (the " + header.format + " header's samples per pixel; supported: 1, 3, 4)");
 }
 
 /// Whether `e` is OpenCV's out-of-memory error (a cv::Mat it could not allocate).
@@ -312,7 +283,33 @@ std::string depth_name(int depth) {
 }
 
 void check_image_header(const std::string& path, const ReadLimits& limits) {
-  if (const auto header = detail::inspect_image_file(path)) check_header(path, *header, limits);
+  if (const auto header = detail::inspect_image_file(path)) detail::check_header(path, *header, limits);
+}
+
+codec::JpegFile codec::read_walked_jpeg_file(const std::string& path, std::uint64_t max_pixels) {
+  std::error_code ec;
+  if (!fs::is_regular_file(path, ec)) {
+    // read_image's own messages for missing files, folders and the like.
+    static_cast<void>(read_image(path, {max_pixels}));
+  }
+  std::ifstream in(path, std::ios::binary);
+  if (!in.is_open()) {
+    static_cast<void>(read_image(path, {max_pixels}));  // its message says why (permissions ...)
+    throw Error(ErrorKind::bad_input, path + ": cannot open the file");
+  }
+  JpegFile file;
+  file.bytes.assign(std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>());
+  if (in.bad()) throw Error(ErrorKind::bad_input, path + ": cannot read the file");
+  if (file.bytes.empty()) throw Error(ErrorKind::bad_input, path + ": empty file");
+  // The header check read_image makes, on the bytes in memory; another format named .jpg is
+  // checked as read_image checks it (the GPU codec then hands it to OpenCV).
+  if (file.bytes.size() >= 3 && file.bytes[0] == 0xFF && file.bytes[1] == 0xD8 && file.bytes[2] == 0xFF)
+    detail::check_header(path, detail::inspect_jpeg(file.bytes, &file.markers), {max_pixels});
+  else {
+    check_image_header(path, {max_pixels});
+    file.markers = read_jpeg_markers(file.bytes);  // says why it is no JPEG stream
+  }
+  return file;
 }
 
 cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
@@ -335,7 +332,7 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
   if (fs::file_size(path, ec) == 0)
     throw Error(ErrorKind::bad_input, path + ": empty file");
   const auto header = detail::inspect_image_file(path);
-  if (header) check_header(path, *header, limits);
+  if (header) detail::check_header(path, *header, limits);
   cv::Mat image;
   try {
     if (header && header->format == "JPEG") image = detail::decode_jpeg(path).value_or(cv::Mat());
@@ -357,8 +354,8 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
   if (image.empty())
     throw Error(ErrorKind::bad_input, path + ": cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
   // Formats whose header is not read above meet the limit here, after decoding.
-  check_pixel_count(path, "image has", static_cast<std::uint64_t>(image.cols), static_cast<std::uint64_t>(image.rows),
-                    limits);
+  detail::check_pixel_count(path, "image has", static_cast<std::uint64_t>(image.cols),
+                            static_cast<std::uint64_t>(image.rows), limits);
   const int depth = image.depth();
   if (depth != CV_8U && depth != CV_16U && depth != CV_32F)
     throw Error(ErrorKind::bad_input, path + ": unsupported pixel depth " + depth_name(depth) +

@@ -1,8 +1,10 @@
 #pragma once
-// What the GPU JPEG path needs from a JPEG file's markers before decoding: the frame (coding
-// process, precision, components) to tell whether nvJPEG can decode it, and the APP segments
-// (EXIF, ICC profile, XMP ...) to copy into the output. Host code, no CUDA; the structural check
-// for truncated files stays with detail::inspect_image_file.
+// The one JPEG marker walk (ITU-T T.81 Annex B): markers FFxx, segments with a 2-byte big-endian
+// length that counts itself, and after each SOS entropy-coded data up to the next marker. One walk
+// over a file's bytes in memory gives both what read_image's header check needs (the size the
+// frame header claims, whether the file is whole: detail::inspect_jpeg) and what the GPU JPEG
+// route needs before decoding (the frame, to tell whether nvJPEG can decode it, and the APP
+// segments (EXIF, ICC profile, XMP ...) to copy into the output). Host code, no CUDA.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -10,6 +12,12 @@
 #include <vector>
 
 namespace cuconv::codec {
+
+/// Whether `code` (the byte after 0xFF) starts a frame: SOF0..SOF15 except DHT (C4), JPG (C8)
+/// and DAC (CC), which share the range.
+[[nodiscard]] constexpr bool is_start_of_frame(int code) noexcept {
+  return code >= 0xC0 && code <= 0xCF && code != 0xC4 && code != 0xC8 && code != 0xCC;
+}
 
 /// The markers of one JPEG stream up to its first scan.
 struct JpegMarkers {
@@ -27,8 +35,28 @@ struct JpegMarkers {
   std::vector<std::span<const std::uint8_t>> copied_segments;
 };
 
+/// What the walk of a whole JPEG file finds: its markers up to the first scan, and whether the
+/// rest is whole.
+struct JpegStructure {
+  JpegMarkers markers;
+  /// The last frame header's size and components, as far as the file holds them (a file cut
+  /// inside its frame header still says its size).
+  bool has_size = false;
+  std::uint64_t width = 0;
+  std::uint64_t height = 0;
+  int channels = 0;  ///< 0: not read
+  /// Why the file is truncated or corrupt, with the byte offsets; empty when it is whole: every
+  /// segment and scan inside the file, closed by EOI, and every DCT coefficient of every
+  /// component sent in full by its scans (a progressive file cut after a scan and closed with
+  /// EOI is not, and libjpeg decodes it with only a warning).
+  std::string defect;
+};
+
 /// Walks the markers of `bytes` up to the first SOS (no entropy-coded data is read).
 [[nodiscard]] JpegMarkers read_jpeg_markers(std::span<const std::uint8_t> bytes);
+
+/// Walks the whole of `bytes`, entropy-coded data included, to EOI.
+[[nodiscard]] JpegStructure walk_jpeg(std::span<const std::uint8_t> bytes);
 
 /// Why nvJPEG cannot decode this file into 8-bit BGR or gray pixels as OpenCV would (lossless or
 /// arithmetic coding, not 8-bit, CMYK/YCCK, RGB-coded ...); empty when it can.

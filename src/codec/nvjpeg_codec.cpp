@@ -234,20 +234,22 @@ DeviceImageView fit(const DeviceImage& image, int width, int height) noexcept {
   return v;
 }
 
-JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t> file) {
+JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t> file) { return plan(file, read_jpeg_markers(file)); }
+
+JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t> file, JpegMarkers markers) {
   State& s = *state_;
   const NvjpegApi& api = *s.api;
   JpegPlan p;
-  const JpegMarkers markers = read_jpeg_markers(file);
+  p.markers = std::move(markers);
   if (file.size() < 2 || file[0] != 0xFF || file[1] != 0xD8) {  // another format named .jpg
     p.not_supported = "not a JPEG stream";
     return p;
   }
-  if (!markers.valid) {
-    p.bad_file = "cannot decode JPEG: truncated or corrupt (" + markers.defect + ")";
+  if (!p.markers.valid) {
+    p.bad_file = "cannot decode JPEG: truncated or corrupt (" + p.markers.defect + ")";
     return p;
   }
-  if (std::string why = gpu_decode_obstacle(markers); !why.empty()) {
+  if (std::string why = gpu_decode_obstacle(p.markers); !why.empty()) {
     p.not_supported = std::move(why);
     return p;
   }

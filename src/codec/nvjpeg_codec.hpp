@@ -2,6 +2,8 @@
 // The GPU JPEG codec (nvJPEG): compressed bytes in host memory -> DeviceImage (8-bit BGR
 // interleaved, or gray), and a device image -> JPEG bytes. Pixels never visit host memory.
 // No CUDA or nvJPEG headers here (pimpl), so the batch engine and the CLI can include it.
+#include "codec/jpeg_markers.hpp"
+
 #include <cuconv/device_image.hpp>
 
 #include <cstdint>
@@ -30,6 +32,9 @@ struct DecodedJpeg {
 
 /// How one file will be decoded, found from its headers before any device work.
 struct JpegPlan {
+  /// The file's markers (frame, APP segments to copy into the output), walked once: the encoder
+  /// reads them from here.
+  JpegMarkers markers;
   int width = 0;
   int height = 0;
   int channels = 0;           ///< 3 (BGR) or 1 (gray)
@@ -93,6 +98,9 @@ class GpuJpegCodec {
 
   /// Reads the headers of `file` (host only): its size, and which decoder takes it.
   [[nodiscard]] JpegPlan plan(std::span<const std::uint8_t> file);
+  /// The same with `file`'s markers already walked (codec::read_walked_jpeg_file): the file's
+  /// markers are not walked again.
+  [[nodiscard]] JpegPlan plan(std::span<const std::uint8_t> file, JpegMarkers markers);
 
   /// Decodes every file (baseline, extended and progressive Huffman; gray; any usual chroma
   /// subsampling) on `stream`, and waits for it: the JPEG engine's files in one batched call, the

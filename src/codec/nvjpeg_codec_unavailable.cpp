@@ -27,6 +27,7 @@ void DeviceImagePool::give(DeviceImage) {}
 DeviceImageView fit(const DeviceImage& image, int, int) noexcept { return image.view(); }
 void GpuJpegCodec::prepare_decoder() { throw Error(ErrorKind::gpu, kReason); }
 JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t>) { throw Error(ErrorKind::gpu, kReason); }
+JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t>, JpegMarkers) { throw Error(ErrorKind::gpu, kReason); }
 std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const std::uint8_t>>&, StreamHandle,
                                               DeviceImagePool*, std::vector<JpegPlan>) {
   throw Error(ErrorKind::gpu, kReason);

@@ -99,6 +99,18 @@ struct Work {
   HeldImage held;
 };
 
+/// One item of the batch and what the pipeline keeps of it between stages: its task, its route
+/// (decided once), its report, when its work started, and its image while the device's GPU JPEG
+/// pipeline decodes, filters and encodes it (that pipeline reads the bytes in place and hands back
+/// only the item's number).
+struct ItemState {
+  engine::ImageTask task;
+  engine::Route route = engine::Route::host;
+  ItemReport report;
+  Clock::time_point started{};
+  std::optional<Work> at_gpu_codec;
+};
+
 class Pipeline {
  public:
   Pipeline(const std::vector<BatchItem>& items, const BatchOptions& options, const ItemObserver& observer)
@@ -107,32 +119,24 @@ class Pipeline {
         settings_(options.run),
         files_(options.files != nullptr ? *options.files : engine::local_files()),
         observer_(observer),
-        reports_(items.size()),
-        started_(items.size()),
+        states_(items.size()),
         jobs_(options.jobs == 0 ? 1 : options.jobs) {
     lane_devices_ = options.devices.empty() ? std::vector<int>{settings_.convolve.device} : options.devices;
     const std::size_t per_lane = options.filter_threads_per_device == 0 ? 1 : options.filter_threads_per_device;
     threads_per_lane_ = per_lane;
-    tasks_.resize(items.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
-      tasks_[i].input = items[i].input;
-      tasks_[i].output = items[i].output;
-      reports_[i].input = items[i].input;
-      reports_[i].output = items[i].output;
+      ItemState& state = states_[i];
+      state.task.input = state.report.input = items[i].input;
+      state.task.output = state.report.output = items[i].output;
+      // Each item's route, decided once: the caller's, or here before any work.
+      state.route = options.routes.size() == items.size() ? options.routes[i] : engine::choose_route(state.task, settings_);
+      gpu_codec_ = gpu_codec_ || state.route == engine::Route::gpu_jpeg;
     }
-    // Each item's route, decided once: the caller's, or here before any work.
-    routes_ = options.routes;
-    if (routes_.size() != items.size()) {
-      routes_.clear();
-      for (const engine::ImageTask& task : tasks_) routes_.push_back(engine::choose_route(task, settings_));
-    }
-    gpu_codec_ = std::find(routes_.begin(), routes_.end(), engine::Route::gpu_jpeg) != routes_.end();
     // GPU route items pass through the filter queue as compressed bytes on their way to the
     // device's JPEG pipeline, which batches them: room for a batch keeps the readers going.
     const std::size_t queued = gpu_codec_ ? per_lane + std::max<std::size_t>(options.jpeg_pipeline.batch, 1) : per_lane;
     for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
       filter_queues_.push_back(std::make_unique<BoundedQueue<Work>>(queued));
-    if (gpu_codec_) jpeg_works_.resize(items.size());
     // Room for one finished image per filter thread: writers take them as soon as they are free.
     write_queue_ = std::make_unique<BoundedQueue<Work>>(per_lane * lane_devices_.size());
   }
@@ -146,10 +150,10 @@ class Pipeline {
     run_stages();
     if (batch_error_) std::rethrow_exception(batch_error_);
     for (std::size_t i = 0; i < items_.size(); ++i)
-      if (reports_[i].status == ItemStatus::pending) skip_stopped(i);
+      if (states_[i].report.status == ItemStatus::pending) skip_stopped(i);
 
     BatchSummary summary;
-    summary.items = std::move(reports_);
+    for (ItemState& state : states_) summary.items.push_back(std::move(state.report));
     for (const ItemReport& r : summary.items) {
       summary.ok += r.status == ItemStatus::ok;
       summary.failed += r.status == ItemStatus::failed;
@@ -221,16 +225,17 @@ class Pipeline {
         skip_existing(item, kAppearedReason, true);
         continue;
       }
-      started_[item] = Clock::now();
+      ItemState& state = states_[item];
+      state.started = Clock::now();
       Work work{item, {}, HeldImage(held_images_, peak_held_images_)};
       const bool loaded = attempt(item, [&] {
-        work.loaded = engine::load_image(tasks_[item], settings_, routes_[item], files_, reports_[item]);
+        work.loaded = engine::load_image(state.task, settings_, state.route, files_, state.report);
       });
       if (!loaded) continue;
       // Round-robin over the devices by position, so the assignment does not depend on timing.
       const std::size_t lane = position % lane_devices_.size();
       const bool to_gpu = settings_.apply_filter || work.loaded.route == engine::Route::gpu_jpeg;
-      if (to_gpu) reports_[item].device = lane_devices_[lane];
+      if (to_gpu) state.report.device = lane_devices_[lane];
       BoundedQueue<Work>& next = to_gpu ? *filter_queues_[lane] : *write_queue_;
       if (!next.push(std::move(work))) skip_stopped(item);
     }
@@ -266,22 +271,23 @@ class Pipeline {
         continue;
       }
       if (work->loaded.route == engine::Route::gpu_jpeg) {
-        // Kept here until the pipeline is done with it (gpu_codec_done); the pipeline reads its bytes.
-        Work& kept = jpeg_works_[item];
-        kept = std::move(*work);
+        // Kept with its item until the pipeline is done with it (gpu_codec_done); the pipeline
+        // reads its bytes.
+        Work& kept = states_[item].at_gpu_codec.emplace(std::move(*work));
         jpeg_pipelines_[lane]->submit(item, kept.loaded.bytes);
         continue;
       }
       const bool filtered =
-          attempt(item, [&] { (void)engine::filter_image(work->loaded, settings, &workspace, reports_[item]); });
+          attempt(item, [&] { (void)engine::filter_image(work->loaded, settings, &workspace, states_[item].report); });
       if (filtered && !write_queue_->push(std::move(*work))) skip_stopped(item);
     }
   }
 
   /// A GPU JPEG item back from its pipeline (on a pipeline thread): to the writers, or failed.
   void gpu_codec_done(std::size_t item, codec::JpegJobResult r) {
-    Work w = std::move(jpeg_works_[item]);
-    ItemReport& report = reports_[item];
+    Work w = std::move(*states_[item].at_gpu_codec);
+    states_[item].at_gpu_codec.reset();
+    ItemReport& report = states_[item].report;
     report.decoder = r.decoder.empty() ? report.decoder : r.decoder;
     report.encoder = r.encoder.empty() ? report.encoder : r.encoder;
     report.decoder_fallback = r.decoder_fallback;
@@ -312,9 +318,9 @@ class Pipeline {
       const bool written = attempt(item, [&] {
         lost_race = kept_existing(item);  // no need to encode it
         if (lost_race) return;
-        const std::vector<std::uint8_t> encoded =
-            engine::encode_image(work->loaded, tasks_[item], settings_, reports_[item]);
-        lost_race = !engine::write_image(tasks_[item], encoded, settings_, files_, reports_[item]);
+        ItemState& state = states_[item];
+        const std::vector<std::uint8_t> encoded = engine::encode_image(work->loaded, state.task, settings_, state.report);
+        lost_race = !engine::write_image(state.task, encoded, settings_, files_, state.report);
       });
       work->loaded = {};
       if (lost_race) skip_existing(item, kAppearedReason, true);
@@ -370,11 +376,11 @@ class Pipeline {
 
   void finish(std::size_t item, ItemStatus status, std::string reason = {}, ExitCode code = ExitCode::ok) {
     std::lock_guard lock(mutex_);
-    ItemReport& report = reports_[item];
+    ItemReport& report = states_[item].report;
     report.status = status;
     report.reason = std::move(reason);
     report.exit_code = code;
-    if (started_[item] != Clock::time_point{}) report.times.total_ms = ms_since(started_[item]);
+    if (states_[item].started != Clock::time_point{}) report.times.total_ms = ms_since(states_[item].started);
     if (status == ItemStatus::failed) {
       if (first_failure_ == ExitCode::ok) first_failure_ = code;
       if (options_.fail_fast) stopping_ = true;
@@ -382,7 +388,7 @@ class Pipeline {
     ++done_;
     if (observer_) {
       try {
-        observer_(report, done_, reports_.size());
+        observer_(report, done_, states_.size());
       } catch (...) {
         // Reporting must not take the pipeline down; the summary still has the item.
       }
@@ -393,11 +399,8 @@ class Pipeline {
   const BatchOptions& options_;
   const engine::RunSettings& settings_;
   engine::Files& files_;
-  std::vector<engine::ImageTask> tasks_;
-  std::vector<engine::Route> routes_;  ///< each item's, decided once
   const ItemObserver& observer_;
-  std::vector<ItemReport> reports_;
-  std::vector<Clock::time_point> started_;
+  std::vector<ItemState> states_;  ///< one per item, in the order of the plan
   std::size_t jobs_;
   std::size_t threads_per_lane_ = 1;
   std::vector<int> lane_devices_;
@@ -414,7 +417,6 @@ class Pipeline {
   std::vector<std::unique_ptr<BoundedQueue<Work>>> filter_queues_;  ///< one per device
   std::vector<std::unique_ptr<codec::JpegPipeline>> jpeg_pipelines_;  ///< one per device, with use_gpu_codec
   codec::JpegPipelineStats jpeg_stats_;
-  std::vector<Work> jpeg_works_;  ///< GPU route items held while their pipeline works on them, by item
   std::unique_ptr<BoundedQueue<Work>> write_queue_;
   std::mutex mutex_;  ///< guards finishing: status, counters, the observer call
   std::size_t done_ = 0;

@@ -4,15 +4,13 @@
 #include "engine/gpu_jpeg_route.hpp"
 
 #include "gpu/memory/device_memory.hpp"
+#include "codec/image_header.hpp"
 #include "codec/nvjpeg_codec.hpp"
 
-#include <cuconv/image_io.hpp>
 
 #include <algorithm>
 #include <cctype>
 #include <filesystem>
-#include <fstream>
-#include <iterator>
 #include <thread>
 
 namespace cuconv::codec {
@@ -58,21 +56,7 @@ bool choose_gpu_codec(const CodecRequest& request, const std::string& input, con
 }
 
 std::vector<std::uint8_t> read_jpeg_file(const std::string& path, std::uint64_t max_pixels) {
-  std::error_code ec;
-  if (!std::filesystem::is_regular_file(path, ec)) {
-    // read_image's own messages for missing files, folders and the like.
-    static_cast<void>(read_image(path, {max_pixels}));
-  }
-  check_image_header(path, {max_pixels});
-  std::ifstream in(path, std::ios::binary);
-  if (!in.is_open()) {
-    static_cast<void>(read_image(path, {max_pixels}));  // its message says why (permissions ...)
-    throw Error(ErrorKind::bad_input, path + ": cannot open the file");
-  }
-  std::vector<std::uint8_t> bytes((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  if (in.bad()) throw Error(ErrorKind::bad_input, path + ": cannot read the file");
-  if (bytes.empty()) throw Error(ErrorKind::bad_input, path + ": empty file");
-  return bytes;
+  return read_walked_jpeg_file(path, max_pixels).bytes;
 }
 
 }  // namespace cuconv::codec

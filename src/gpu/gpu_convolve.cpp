@@ -5,6 +5,7 @@
 // into the workspace's input image, filtered and downloaded (convolve_gpu); a caller's device
 // image is filtered straight into the caller's output (convolve_device). docs/design.md has the
 // whole pipeline.
+#include "common/names.hpp"
 #include "gpu/bench_timing.hpp"
 #include "gpu/memory/device_memory.hpp"
 #include "gpu/seams.hpp"
@@ -132,32 +133,17 @@ void poison(const DeviceImageView& image, cudaStream_t stream) {
 /// `variant`'s launch from `in` to `out` (all their channels, interleaved).
 VariantLaunch launch_for(const ConstDeviceImageView& in, const DeviceImageView& out, const ConvolveJob& job,
                          const float* device_weights, cudaStream_t stream) {
-  LaunchArgs args{in.data,
-                  in.pitch,
-                  pixel_type_for_depth(in.depth),
-                  out.data,
-                  out.pitch,
-                  pixel_type_for_depth(out.depth),
+  LaunchArgs args{{in.data, in.pitch, pixel_type_for_depth(in.depth)},
+                  {out.data, out.pitch, pixel_type_for_depth(out.depth)},
                   in.width,
                   in.height,
                   conv_params(job),
-                  device_weights,
-                  job.weights.data(),
+                  {device_weights, job.weights.data()},
                   stream};
   args.channels = in.channels;
   args.keep_alpha = job.keep_alpha && in.channels == 4;
   args.dense_tensor = job.dense_tensor ? &*job.dense_tensor : nullptr;
-  if (job.separable) {
-    args.separable_horizontal = job.separable->horizontal.data();
-    args.separable_vertical = job.separable->vertical.data();
-    args.fits_float_rank1 = job.separable->fits_float_rank1;
-    args.fits_tensor_split = job.separable->fits_tensor_split;
-    args.fits_tensor_mma_split = job.separable->fits_tensor_mma_split;
-    args.wide_horizontal = job.separable->horizontal_wide.data();
-    args.wide_vertical = job.separable->vertical_wide.data();
-    args.wide_delta = job.delta;
-    args.fits_double_rank1 = job.separable->fits_double_rank1;
-  }
+  if (job.separable) args.rank1 = rank1_weights(*job.separable, job.delta);
   return {args, in, out};
 }
 
@@ -308,23 +294,23 @@ ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Var
 
 }  // namespace
 
+// Every GPU variant of the names table has a launcher, and every launcher a GPU variant's name.
+static_assert([] {
+  std::size_t gpu_names = 0;
+  for (const auto& entry : names::kVariants) {
+    if (entry.gpu != (find_launcher(entry.value) != nullptr)) return false;
+    gpu_names += entry.gpu;
+  }
+  return gpu_names == kVariantLaunchers.size();
+}(), "names::kVariants' GPU variants and kVariantLaunchers must list the same variants");
+
 void launch_variant(Variant variant, const LaunchArgs& args) {
   // A test's fault injector (gpu/seams.hpp): fail exactly as a faulting launch reports itself.
   if (const cudaError_t fault = injected_launch_fault(variant); fault != cudaSuccess)
     throw_cuda_error(fault, "launch_variant (injected fault)", __FILE__, __LINE__);
-  switch (variant) {
-    case Variant::basic: return launch_basic(args);
-    case Variant::constmem: return launch_constmem(args);
-    case Variant::tiled: return launch_tiled(args);
-    case Variant::tiled_halo: return launch_tiled_halo(args);
-    case Variant::cached: return launch_cached(args);
-    case Variant::fast: return launch_fast(args);
-    case Variant::tensor: return launch_tensor(args);
-    case Variant::fft: return launch_fft(args);
-    case Variant::automatic:
-    case Variant::opencv: break;
-  }
-  throw Error(ErrorKind::internal, "launch_variant called with a non-GPU variant");
+  const VariantLauncher* launcher = find_launcher(variant);
+  if (launcher == nullptr) throw Error(ErrorKind::internal, "launch_variant called with a non-GPU variant");
+  launcher->launch(args);
 }
 
 ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant,

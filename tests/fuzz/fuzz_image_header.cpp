@@ -1,5 +1,6 @@
 // libFuzzer target for read_image's header walks (src/codec/image_header.cpp): PNG chunks, JPEG
-// markers and entropy-coded scans (progressive ones included), TIFF and BigTIFF IFDs, BMP. These
+// markers and entropy-coded scans (progressive ones included; src/codec/jpeg_markers.cpp), TIFF
+// and BigTIFF IFDs, BMP. These
 // read untrusted files before any decoder does. The walk returns nothing (not one of these
 // formats), a header, or throws cuconv::Error; a header that claims a size has both sides, and a
 // defect is a message. Anything else (another exception, a crash, a sanitizer report) is a bug.

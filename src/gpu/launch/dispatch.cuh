@@ -104,12 +104,12 @@ inline dim3 tile_grid(int width, int height, int tile_w, int tile_h) {
 template <class Pair>
 auto source_view(const LaunchArgs& a) {
   using In = typename Pair::in;
-  return kernels::PlaneView<const In>{static_cast<const In*>(a.src), a.src_pitch, a.width, a.height};
+  return kernels::PlaneView<const In>{static_cast<const In*>(a.src.data), a.src.pitch, a.width, a.height};
 }
 template <class Pair>
 auto destination_view(const LaunchArgs& a) {
   using Out = typename Pair::out;
-  return kernels::PlaneView<Out>{static_cast<Out*>(a.dst), a.dst_pitch, a.width, a.height};
+  return kernels::PlaneView<Out>{static_cast<Out*>(a.dst.data), a.dst.pitch, a.width, a.height};
 }
 
 /// Raises a kernel's dynamic shared-memory limit when it needs more than the default 48 KiB,

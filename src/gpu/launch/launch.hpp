@@ -5,15 +5,15 @@
 #include <cuconv/device_image.hpp>
 #include <kernels/params.hpp>
 
-#include "filter/splits.hpp"  // DenseTensorSplit, kTensorDenseMaxSide
+#include "filter/splits.hpp"  // DenseTensorSplit, SeparableFactors, kTensorDenseMaxSide
 
 #include <cuda_runtime_api.h>
 
+#include <array>
 #include <cstddef>
 #include <cstdint>
 
 namespace cuconv::detail {
-
 
 /// Element types of device planes.
 enum class PixelType { u8, u16, s16, f32 };
@@ -22,32 +22,66 @@ enum class PixelType { u8, u16, s16, f32 };
 /// any other.
 [[nodiscard]] PixelType pixel_type_for_depth(int depth);
 
+/// The plane a launch reads: untyped, with its element type.
+struct SourcePlane {
+  const void* data;
+  std::size_t pitch;  ///< bytes between rows
+  PixelType type;
+};
+
+/// The plane a launch writes.
+struct DestinationPlane {
+  void* data;
+  std::size_t pitch;  ///< bytes between rows
+  PixelType type;
+};
+
+/// The filter's kh x kw weights, row-major.
+struct LaunchWeights {
+  const float* device;  ///< in global memory (read by `basic`)
+  const float* host;    ///< the same on the host (uploaded to __constant__ by the others)
+};
+
+/// A rank-1 filter's factors and which paths' pass rules they meet, as SeparableFactors has them
+/// (rank1_weights); all null and false when the filter is not rank 1.
+struct Rank1Weights {
+  const float* horizontal = nullptr;        ///< kw weights (host)
+  const float* vertical = nullptr;          ///< kh weights (host)
+  const double* horizontal_wide = nullptr;  ///< the kw factors in double (fits_double_rank1)
+  const double* vertical_wide = nullptr;    ///< the kh factors in double
+  double wide_delta = 0;                    ///< delta in double (params.delta is its float)
+  bool fits_float_rank1 = false;            ///< SeparableFactors::fits_float_rank1: `fast` may run it
+  bool fits_tensor_split = false;           ///< SeparableFactors::fits_tensor_split: `tensor` may run it
+  bool fits_tensor_mma_split = false;       ///< SeparableFactors::fits_tensor_mma_split: both passes on tensor cores
+  bool fits_double_rank1 = false;           ///< SeparableFactors::fits_double_rank1: `fast` may sum it in double
+};
+
+/// `factors` as a launch takes them, with the filter's `delta`.
+[[nodiscard]] inline Rank1Weights rank1_weights(const SeparableFactors& factors, double delta) {
+  return {.horizontal = factors.horizontal.data(),
+          .vertical = factors.vertical.data(),
+          .horizontal_wide = factors.horizontal_wide.data(),
+          .vertical_wide = factors.vertical_wide.data(),
+          .wide_delta = delta,
+          .fits_float_rank1 = factors.fits_float_rank1,
+          .fits_tensor_split = factors.fits_tensor_split,
+          .fits_tensor_mma_split = factors.fits_tensor_mma_split,
+          .fits_double_rank1 = factors.fits_double_rank1};
+}
+
 /// One plane-to-plane convolution, as the launchers receive it. The PMPP variants get one
 /// channel per plane (channels == 1); `fast` gets interleaved rows of width * channels elements.
 struct LaunchArgs {
-  const void* src;
-  std::size_t src_pitch;
-  PixelType src_type;
-  void* dst;
-  std::size_t dst_pitch;
-  PixelType dst_type;
+  SourcePlane src;
+  DestinationPlane dst;
   int width;
   int height;
-  kernels::ConvParams params;
-  const float* device_weights;  ///< kh x kw in global memory (used by `basic`)
-  const float* host_weights;    ///< the same on the host (uploaded to __constant__ by the others)
+  kernels::ConvParams params;  ///< the filter's size and anchor, delta, the border rule
+  LaunchWeights weights;
   cudaStream_t stream;
-  int channels = 1;                         ///< interleaved channels per pixel (fast only)
-  bool keep_alpha = false;                  ///< channels == 4: copy channel 3 instead of filtering
-  const float* separable_horizontal = nullptr;  ///< kw weights when the filter is rank 1 (host)
-  const float* separable_vertical = nullptr;    ///< kh weights (host)
-  bool fits_float_rank1 = false;                ///< SeparableFactors::fits_float_rank1: `fast` may run it
-  bool fits_tensor_split = false;               ///< SeparableFactors::fits_tensor_split: `tensor` may run it
-  bool fits_tensor_mma_split = false;           ///< SeparableFactors::fits_tensor_mma_split: both passes on tensor cores
-  const double* wide_horizontal = nullptr;      ///< the kw factors in double (SeparableFactors::fits_double_rank1)
-  const double* wide_vertical = nullptr;        ///< the kh factors in double
-  double wide_delta = 0;                        ///< delta in double (params.delta is its float)
-  bool fits_double_rank1 = false;               ///< SeparableFactors::fits_double_rank1: `fast` may sum it in double
+  int channels = 1;          ///< interleaved channels per pixel (fast only)
+  bool keep_alpha = false;   ///< channels == 4: copy channel 3 instead of filtering
+  Rank1Weights rank1{};      ///< the rank-1 factors, when the filter has them
   const DenseTensorSplit* dense_tensor = nullptr;  ///< ConvolveJob::dense_tensor (8-bit, 16-bit or float in and out)
 };
 
@@ -63,19 +97,14 @@ struct VariantLaunch {
 /// Error{usage} when the filter is too large for the variant on this device.
 void launch_variant(Variant variant, const LaunchArgs& args);
 
-/// Variants that filter interleaved rows in place (one plane of width x channels elements); the
-/// others get one plane per channel.
-[[nodiscard]] constexpr bool filters_interleaved(Variant variant) noexcept {
-  return variant == Variant::fast || variant == Variant::tensor || variant == Variant::fft;
-}
-
 /// Channel `from_channel` of `src` into channel `to_channel` of `dst` (same width and height),
 /// converted as cv::saturate_cast does (src/gpu/launch_channels.cu).
 void launch_copy_channel(ConstDeviceImageView src, int from_channel, DeviceImageView dst, int to_channel,
                          cudaStream_t stream);
 
-/// Per-variant launchers: launch_basic.cu, launch_fast.cu, launch_tensor.cu, launch_fft.cu, and launch_constant_weights.cu for
-/// the four that read their weights from __constant__ memory.
+/// Per-variant launchers (listed in kVariantLaunchers below): launch_basic.cu, launch_fast.cu,
+/// launch_tensor.cu, launch_fft.cu, and launch_constant_weights.cu for the four that read their
+/// weights from __constant__ memory.
 void launch_basic(const LaunchArgs& args);
 void launch_constmem(const LaunchArgs& args);
 void launch_tiled(const LaunchArgs& args);
@@ -117,6 +146,40 @@ bool launch_tensor_dense_planes(const LaunchArgs& args);
 [[nodiscard]] bool tensor_dense_planes_applies(const LaunchArgs& args);
 
 void launch_fft(const LaunchArgs& args);
+
+/// A GPU variant's launcher, and whether it filters interleaved rows itself (one plane of
+/// width x channels elements) or is handed one plane per channel.
+struct VariantLauncher {
+  Variant variant;
+  void (*launch)(const LaunchArgs&);
+  bool interleaved;
+};
+
+/// The one list of GPU variants' launchers: launch_variant and filters_interleaved read it, and
+/// gpu_convolve.cpp checks at compile time that every GPU variant of names::kVariants has a row.
+inline constexpr std::array<VariantLauncher, 8> kVariantLaunchers{{
+    {Variant::basic, launch_basic, false},
+    {Variant::constmem, launch_constmem, false},
+    {Variant::tiled, launch_tiled, false},
+    {Variant::tiled_halo, launch_tiled_halo, false},
+    {Variant::cached, launch_cached, false},
+    {Variant::fast, launch_fast, true},
+    {Variant::tensor, launch_tensor, true},
+    {Variant::fft, launch_fft, true},
+}};
+
+/// `variant`'s row of kVariantLaunchers; nullptr for the host ones (auto, opencv).
+[[nodiscard]] constexpr const VariantLauncher* find_launcher(Variant variant) noexcept {
+  for (const VariantLauncher& launcher : kVariantLaunchers)
+    if (launcher.variant == variant) return &launcher;
+  return nullptr;
+}
+
+/// Variants that filter interleaved rows in place; the others get one plane per channel.
+[[nodiscard]] constexpr bool filters_interleaved(Variant variant) noexcept {
+  const VariantLauncher* launcher = find_launcher(variant);
+  return launcher != nullptr && launcher->interleaved;
+}
 
 /// Side (a power of two) of the tiles `fft` uses along an image side for a filter side k.
 [[nodiscard]] int fft_tile_side(int k, int image_side);

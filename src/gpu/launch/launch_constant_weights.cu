@@ -46,8 +46,8 @@ std::mutex& constant_filter_mutex() {
 template <class KernelFor, class... Extra>
 void launch_tiles(const LaunchArgs& a, const TileLaunch& shape, KernelFor kernel_for, const Extra&... extra) {
   const std::lock_guard lock(constant_filter_mutex());
-  CUCONV_CUDA_TRY(kernels::upload_constant_filter(a.host_weights, a.params.kw * a.params.kh, a.stream));
-  dispatch_types(a.src_type, a.dst_type, [&](auto pair) {
+  CUCONV_CUDA_TRY(kernels::upload_constant_filter(a.weights.host, a.params.kw * a.params.kh, a.stream));
+  dispatch_types(a.src.type, a.dst.type, [&](auto pair) {
     using Pair = decltype(pair);
     dispatch_radius(a.params.kw, a.params.kh, [&](auto radius) {
       auto* kernel = kernel_for(pair, radius);

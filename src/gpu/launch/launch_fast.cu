@@ -17,7 +17,7 @@ bool launch_compiled_for(const LaunchArgs& a) {
   using Out = typename Pair::out;
   if constexpr (std::is_same_v<In, Out>) {
     if (launch_fast_wide(a)) return true;
-    if (a.fits_float_rank1 && a.separable_horizontal != nullptr && a.separable_vertical != nullptr &&
+    if (a.rank1.fits_float_rank1 && a.rank1.horizontal != nullptr && a.rank1.vertical != nullptr &&
         launch_fast_compiled<In, Out, true>(a))
       return true;
     return launch_fast_compiled<In, Out, false>(a);
@@ -32,14 +32,14 @@ void launch_fast(const LaunchArgs& a) {
   using namespace kernels;
   if (a.channels != 1 && a.channels != 3 && a.channels != 4)
     throw Error(ErrorKind::internal, "fast: unsupported channel count " + std::to_string(a.channels));
-  dispatch_types(a.src_type, a.dst_type, [&](auto pair) {
+  dispatch_types(a.src.type, a.dst.type, [&](auto pair) {
     using Pair = decltype(pair);
     if (launch_compiled_for<Pair>(a)) return;
     const int row_elems = a.width * a.channels;
     const dim3 block(kFastGenericBlockX, kFastGenericBlockY);
     const dim3 grid = tile_grid(row_elems, a.height, kFastGenericBlockX, kFastGenericBlockY);
     fast_generic_kernel<typename Pair::in, typename Pair::out><<<grid, block, 0, a.stream>>>(
-        source_view<Pair>(a), destination_view<Pair>(a), a.params, a.channels, a.device_weights,
+        source_view<Pair>(a), destination_view<Pair>(a), a.params, a.channels, a.weights.device,
         a.keep_alpha);
     CUCONV_CHECK_LAUNCH();
   });

@@ -27,10 +27,10 @@ bool launch_fast_compiled(const LaunchArgs& a) {
         constexpr int K = 2 * R + 1;
         FilterTaps<Separable ? 2 * K : K * K> taps{};
         if constexpr (Separable) {
-          for (int j = 0; j < K; ++j) taps.w[j] = a.separable_horizontal[j];
-          for (int i = 0; i < K; ++i) taps.w[K + i] = a.separable_vertical[i];
+          for (int j = 0; j < K; ++j) taps.w[j] = a.rank1.horizontal[j];
+          for (int i = 0; i < K; ++i) taps.w[K + i] = a.rank1.vertical[i];
         } else {
-          for (int t = 0; t < K * K; ++t) taps.w[t] = a.host_weights[t];
+          for (int t = 0; t < K * K; ++t) taps.w[t] = a.weights.host[t];
         }
         constexpr auto kernel = fast_kernel<In, Out, channels.value, R, Separable>;
         const int column_blocks = fast_column_blocks<In, R>(a.width * channels.value);
@@ -39,10 +39,10 @@ bool launch_fast_compiled(const LaunchArgs& a) {
         const dim3 block(kFastBlockX, kFastBlockY);
         const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
         // Vector loads and stores need 16-byte aligned rows (plane_pitch and cudaMallocPitch give 512).
-        const bool aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0 &&
-                             reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
-        kernels::PlaneView<const In> src{static_cast<const In*>(a.src), a.src_pitch, a.width, a.height};
-        kernels::PlaneView<Out> dst{static_cast<Out*>(a.dst), a.dst_pitch, a.width, a.height};
+        const bool aligned = reinterpret_cast<std::uintptr_t>(a.src.data) % 16 == 0 && a.src.pitch % 16 == 0 &&
+                             reinterpret_cast<std::uintptr_t>(a.dst.data) % 16 == 0 && a.dst.pitch % 16 == 0;
+        kernels::PlaneView<const In> src{static_cast<const In*>(a.src.data), a.src.pitch, a.width, a.height};
+        kernels::PlaneView<Out> dst{static_cast<Out*>(a.dst.data), a.dst.pitch, a.width, a.height};
         const SumRange sum_range = fast_sum_range<In, R, Separable>(taps, a.params.delta);
         kernel<<<grid, block, 0, a.stream>>>(src, dst, a.params, taps, a.keep_alpha, aligned, strip_rows, sum_range);
         CUCONV_CHECK_LAUNCH();

@@ -28,16 +28,16 @@ template <int K>
 void launch_wide(const LaunchArgs& a) {
   using namespace kernels;
   WideTaps<K> taps{};
-  for (int j = 0; j < a.params.kw; ++j) taps.horizontal[j] = a.wide_horizontal[j];
-  for (int i = 0; i < a.params.kh; ++i) taps.vertical[i] = a.wide_vertical[i];
-  taps.delta = a.wide_delta;
+  for (int j = 0; j < a.params.kw; ++j) taps.horizontal[j] = a.rank1.horizontal_wide[j];
+  for (int i = 0; i < a.params.kh; ++i) taps.vertical[i] = a.rank1.vertical_wide[i];
+  taps.delta = a.rank1.wide_delta;
   constexpr auto kernel = fast_wide_kernel<std::uint16_t, std::uint16_t, K>;
   const int row_elems = a.width * a.channels;
   const int column_blocks = div_up(row_elems, kWideThreads);
   const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident_blocks<kernel>(kWideThreads));
   const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
-  PlaneView<const std::uint16_t> src{static_cast<const std::uint16_t*>(a.src), a.src_pitch, a.width, a.height};
-  PlaneView<std::uint16_t> dst{static_cast<std::uint16_t*>(a.dst), a.dst_pitch, a.width, a.height};
+  PlaneView<const std::uint16_t> src{static_cast<const std::uint16_t*>(a.src.data), a.src.pitch, a.width, a.height};
+  PlaneView<std::uint16_t> dst{static_cast<std::uint16_t*>(a.dst.data), a.dst.pitch, a.width, a.height};
   kernel<<<grid, dim3(kWideThreads), 0, a.stream>>>(src, dst, a.params, taps, a.channels, a.keep_alpha, strip_rows);
   CUCONV_CHECK_LAUNCH();
   notify_launch(KernelPath::fast_double_rank1);
@@ -47,8 +47,8 @@ void launch_wide(const LaunchArgs& a) {
 
 bool launch_fast_wide(const LaunchArgs& a) {
   const int side = std::max(a.params.kw, a.params.kh);
-  if (a.src_type != PixelType::u16 || a.dst_type != PixelType::u16 || !a.fits_double_rank1 ||
-      a.wide_horizontal == nullptr || a.wide_vertical == nullptr || side < kWideMinSide || side > kWideMaxSide ||
+  if (a.src.type != PixelType::u16 || a.dst.type != PixelType::u16 || !a.rank1.fits_double_rank1 ||
+      a.rank1.horizontal_wide == nullptr || a.rank1.vertical_wide == nullptr || side < kWideMinSide || side > kWideMaxSide ||
       a.channels < 1 || a.channels > kernels::kWideMaxChannels)
     return false;
   return []<int... K>(const LaunchArgs& args, int s, std::integer_sequence<int, K...>) {

@@ -77,7 +77,7 @@ const cuFloatComplex* cached_filter_spectrum(const CufftApi& api, const LaunchAr
   const std::size_t taps = static_cast<std::size_t>(a.params.kw) * static_cast<std::size_t>(a.params.kh);
   const auto found = std::find_if(entries.begin(), entries.end(), [&](const std::unique_ptr<Entry>& e) {
     return e->device == device && e->kw == a.params.kw && e->kh == a.params.kh && e->fft_w == t.fft_w &&
-           e->fft_h == t.fft_h && std::memcmp(e->weights.data(), a.host_weights, sizeof(float) * taps) == 0;
+           e->fft_h == t.fft_h && std::memcmp(e->weights.data(), a.weights.host, sizeof(float) * taps) == 0;
   });
   if (found != entries.end()) {
     std::rotate(found, found + 1, entries.end());  // now the most recently used
@@ -89,9 +89,9 @@ const cuFloatComplex* cached_filter_spectrum(const CufftApi& api, const LaunchAr
   std::vector<float> padded(tile_floats, 0.0f);
   for (int i = 0; i < a.params.kh; ++i)
     for (int j = 0; j < a.params.kw; ++j)
-      padded[static_cast<std::size_t>(i) * t.real_pitch + j] = a.host_weights[i * a.params.kw + j];
+      padded[static_cast<std::size_t>(i) * t.real_pitch + j] = a.weights.host[i * a.params.kw + j];
   auto entry = std::make_unique<Entry>(Entry{device, a.params.kw, a.params.kh, t.fft_w, t.fft_h,
-                                             std::vector<float>(a.host_weights, a.host_weights + taps),
+                                             std::vector<float>(a.weights.host, a.weights.host + taps),
                                              DeviceBuffer(sizeof(float) * tile_floats), CudaEvent()});
   // `padded` is pageable host memory: cudaMemcpyAsync has copied it before returning.
   CUCONV_CUDA_TRY(cudaMemcpyAsync(entry->spectrum.data(), padded.data(), sizeof(float) * tile_floats,
@@ -150,7 +150,7 @@ void launch_fft(const LaunchArgs& a) {
   const cuFloatComplex* filter_spectrum = cached_filter_spectrum(*api, a, t);
   // Results this close to a rounding tie are summed again directly (src/gpu/fft_ties.hpp).
   const auto tie_margin = static_cast<float>(fft_tie_margin(
-      a.src_type, a.dst_type, a.host_weights, static_cast<std::size_t>(a.params.kw) * static_cast<std::size_t>(a.params.kh)));
+      a.src.type, a.dst.type, a.weights.host, static_cast<std::size_t>(a.params.kw) * static_cast<std::size_t>(a.params.kh)));
   // Outputs of one batch that fall in the margin, for fft_repair_ties.
   const long long batch_outputs = static_cast<long long>(t.valid_x) * t.valid_y * batch;
   const long long repair_capacity = tie_margin > 0.0f ? fft_repair_capacity(batch_outputs) : 0;
@@ -171,7 +171,7 @@ void launch_fft(const LaunchArgs& a) {
   const long long bins_per_tile = static_cast<long long>(t.fft_h) * (t.fft_w / 2 + 1);
   const float scale = 1.0f / (static_cast<float>(t.fft_w) * static_cast<float>(t.fft_h));
 
-  dispatch_types(a.src_type, a.dst_type, [&](auto pair) {
+  dispatch_types(a.src.type, a.dst.type, [&](auto pair) {
     using Pair = decltype(pair);
     const auto src = source_view<Pair>(a);
     const auto dst = destination_view<Pair>(a);
@@ -190,14 +190,14 @@ void launch_fft(const LaunchArgs& a) {
       if (repair_capacity > 0)
         CUCONV_CUDA_TRY(cudaMemsetAsync(repairs.count, 0, sizeof(unsigned long long), a.stream));
       fft_scatter_tiles<In, Out><<<grid_for(batch_outputs), kFftThreads, 0, a.stream>>>(
-          real, src, dst, a.params, t, first, static_cast<int>(batch), a.keep_alpha, a.device_weights, tie_margin,
+          real, src, dst, a.params, t, first, static_cast<int>(batch), a.keep_alpha, a.weights.device, tie_margin,
           repairs);
       CUCONV_CHECK_LAUNCH();
       if constexpr (std::is_integral_v<Out>) {
         if (repair_capacity == 0) continue;
         // The list's length is on the device: a grid that fills the GPU once, each thread striding.
         const int blocks = std::min(resident_blocks<fft_repair_ties<In, Out>>(kFftThreads), grid_for(repair_capacity));
-        fft_repair_ties<In, Out><<<blocks, kFftThreads, 0, a.stream>>>(src, dst, a.params, t, first, a.device_weights,
+        fft_repair_ties<In, Out><<<blocks, kFftThreads, 0, a.stream>>>(src, dst, a.params, t, first, a.weights.device,
                                                                       repairs);
         CUCONV_CHECK_LAUNCH();
       }

@@ -76,7 +76,7 @@ unsigned short half_bits(int v) {
 /// sum |w| of the filter's kh x kw weights.
 double weights_magnitude(const LaunchArgs& a) {
   double sum = 0.0;
-  for (int i = 0; i < a.params.kw * a.params.kh; ++i) sum += std::abs(static_cast<double>(a.host_weights[i]));
+  for (int i = 0; i < a.params.kw * a.params.kh; ++i) sum += std::abs(static_cast<double>(a.weights.host[i]));
   return sum;
 }
 
@@ -88,7 +88,7 @@ void launch_tensor_kernel(const LaunchArgs& a, const TensorSplit& split) {
   for (int j = 0; j < K; ++j) {
     taps.hi[j] = half_bits(split.high[static_cast<std::size_t>(j)]);
     taps.lo[j] = half_bits(split.low[static_cast<std::size_t>(j)]);
-    taps.vertical[j] = std::ldexp(a.separable_vertical[j], -split.exponent);
+    taps.vertical[j] = std::ldexp(a.rank1.vertical[j], -split.exponent);
   }
   constexpr auto kernel = tensor_separable_kernel<C, R, Warps>;
   constexpr int kShared = tensor_shared_bytes(Warps, C, R);
@@ -99,12 +99,12 @@ void launch_tensor_kernel(const LaunchArgs& a, const TensorSplit& split) {
   const int resident = resident_blocks<kernel>(kThreads, kShared);
   const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident);
   const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
-  const bool aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0 &&
-                       reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
+  const bool aligned = reinterpret_cast<std::uintptr_t>(a.src.data) % 16 == 0 && a.src.pitch % 16 == 0 &&
+                       reinterpret_cast<std::uintptr_t>(a.dst.data) % 16 == 0 && a.dst.pitch % 16 == 0;
   // Sums of 8-bit pixels below -2^22 need the low clamp before the rounding addition.
   const bool clamp_low = 255.0 * weights_magnitude(a) + std::abs(static_cast<double>(a.params.delta)) >= 4194304.0;
-  PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};
-  PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst), a.dst_pitch, a.width, a.height};
+  PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src.data), a.src.pitch, a.width, a.height};
+  PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst.data), a.dst.pitch, a.width, a.height};
   kernel<<<grid, dim3(kThreads), kShared, a.stream>>>(src, dst, a.params, taps, aligned, strip_rows, clamp_low);
   CUCONV_CHECK_LAUNCH();
   notify_launch(KernelPath::tensor_rank1);
@@ -122,7 +122,7 @@ void launch_tensor_mma_kernel(const LaunchArgs& a, const TensorSplit& split, con
     const auto u = static_cast<std::size_t>(j);
     taps.bits[j] = fp16_bits(std::ldexp(split.high[u], 11 - scales.sigma));
     taps.bits[K + j] = fp16_bits(std::ldexp(split.low[u], -scales.sigma));
-    const double v = std::ldexp(static_cast<double>(a.separable_vertical[j]), scales.tau);
+    const double v = std::ldexp(static_cast<double>(a.rank1.vertical[j]), scales.tau);
     const __half hi = __double2half(v);
     taps.bits[2 * K + j] = __half_as_ushort(hi);
     taps.bits[3 * K + j] = fp16_bits(v - static_cast<double>(__half2float(hi)));
@@ -140,10 +140,10 @@ void launch_tensor_mma_kernel(const LaunchArgs& a, const TensorSplit& split, con
     const int resident = resident_blocks<kernel>(kThreads, kShared);
     const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident);
     const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
-    const bool aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0;
-    const bool vector_store = reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
-    PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};
-    PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst), a.dst_pitch, a.width, a.height};
+    const bool aligned = reinterpret_cast<std::uintptr_t>(a.src.data) % 16 == 0 && a.src.pitch % 16 == 0;
+    const bool vector_store = reinterpret_cast<std::uintptr_t>(a.dst.data) % 16 == 0 && a.dst.pitch % 16 == 0;
+    PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src.data), a.src.pitch, a.width, a.height};
+    PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst.data), a.dst.pitch, a.width, a.height};
     kernel<<<grid, dim3(kThreads), kShared, a.stream>>>(src, dst, a.params, taps, aligned, vector_store, strip_rows,
                                                         static_cast<float>(delta + 12582912.0));
     CUCONV_CHECK_LAUNCH();
@@ -174,10 +174,10 @@ void launch_dense_kernel(const LaunchArgs& a, const DenseTensorSplit& split) {
       resident_blocks<kernel>(kThreads, static_cast<std::size_t>(dense_shared_bytes(C, Chunks, kDenseMaxSide)));
   const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident);
   const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
-  const bool word_aligned = reinterpret_cast<std::uintptr_t>(a.src) % 4 == 0 && a.src_pitch % 4 == 0;
-  const bool vector_aligned = reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
-  PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};
-  PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst), a.dst_pitch, a.width, a.height};
+  const bool word_aligned = reinterpret_cast<std::uintptr_t>(a.src.data) % 4 == 0 && a.src.pitch % 4 == 0;
+  const bool vector_aligned = reinterpret_cast<std::uintptr_t>(a.dst.data) % 16 == 0 && a.dst.pitch % 16 == 0;
+  PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src.data), a.src.pitch, a.width, a.height};
+  PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst.data), a.dst.pitch, a.width, a.height};
   kernel<<<grid, dim3(kThreads), static_cast<std::size_t>(shared), a.stream>>>(src, dst, a.params, taps, word_aligned,
                                                                                vector_aligned, strip_rows);
   CUCONV_CHECK_LAUNCH();
@@ -185,14 +185,14 @@ void launch_dense_kernel(const LaunchArgs& a, const DenseTensorSplit& split) {
 }
 
 bool rank_one_applies(const LaunchArgs& a) {
-  return a.separable_horizontal != nullptr && a.separable_vertical != nullptr && a.params.kw == a.params.kh &&
+  return a.rank1.horizontal != nullptr && a.rank1.vertical != nullptr && a.params.kw == a.params.kh &&
          a.params.kw % 2 == 1 && a.params.anchor_x == a.params.kw / 2 && a.params.anchor_y == a.params.kh / 2 &&
-         tensor_separable_supported(a.params.kw / 2, a.fits_tensor_split, a.fits_tensor_mma_split);
+         tensor_separable_supported(a.params.kw / 2, a.rank1.fits_tensor_split, a.rank1.fits_tensor_mma_split);
 }
 
 /// 8-bit in and out, 1, 3 or 4 channels, no kept alpha, a GPU with MMA.
 bool tensor_types_apply(const LaunchArgs& a) {
-  return a.src_type == PixelType::u8 && a.dst_type == PixelType::u8 && !a.keep_alpha &&
+  return a.src.type == PixelType::u8 && a.dst.type == PixelType::u8 && !a.keep_alpha &&
          (a.channels == 1 || a.channels == 3 || a.channels == 4) && device_has_mma();
 }
 
@@ -212,14 +212,14 @@ bool tensor_dense_applies(const LaunchArgs& a) {
 
 void launch_tensor(const LaunchArgs& a) {
   if (tensor_applies(a)) {
-    const std::vector<float> horizontal(a.separable_horizontal, a.separable_horizontal + a.params.kw);
+    const std::vector<float> horizontal(a.rank1.horizontal, a.rank1.horizontal + a.params.kw);
     if (const std::optional<TensorSplit> split = tensor_split(horizontal)) {
       bool launched = false;
       dispatch_channels(a.channels, [&](auto channels) {
         dispatch_radius<SeparableRadii>(a.params.kw, a.params.kh, [&](auto radius) {
           if constexpr (radius.value >= kTensorMmaMinRadius && radius.value <= kTensorMmaMaxRadius) {
-            if (a.fits_tensor_mma_split) {
-              const std::vector<float> vertical(a.separable_vertical, a.separable_vertical + a.params.kh);
+            if (a.rank1.fits_tensor_mma_split) {
+              const std::vector<float> vertical(a.rank1.vertical, a.rank1.vertical + a.params.kh);
               if (const std::optional<TensorMmaScales> scales = tensor_mma_scales(*split, vertical)) {
                 launch_tensor_mma_kernel<channels.value, radius.value>(a, *split, *scales);
                 launched = true;
@@ -228,7 +228,7 @@ void launch_tensor(const LaunchArgs& a) {
             }
           }
           if constexpr (radius.value != kernels::kRuntimeRadius && in_tensor_radii(radius.value)) {
-            if (a.fits_tensor_split) {
+            if (a.rank1.fits_tensor_split) {
               launch_tensor_kernel<channels.value, radius.value, kTensorWarps>(a, *split);
               launched = true;
             }

@@ -48,11 +48,11 @@ void launch_dense_planes_kernel(const LaunchArgs& a, const DenseTensorSplit& spl
   const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident);
   const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
   const bool vector_aligned =
-      a.channels == 1 && reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
-  PlaneView<const Pixel> src{static_cast<const Pixel*>(a.src), a.src_pitch, a.width, a.height};
-  PlaneView<Pixel> dst{static_cast<Pixel*>(a.dst), a.dst_pitch, a.width, a.height};
+      a.channels == 1 && reinterpret_cast<std::uintptr_t>(a.dst.data) % 16 == 0 && a.dst.pitch % 16 == 0;
+  PlaneView<const Pixel> src{static_cast<const Pixel*>(a.src.data), a.src.pitch, a.width, a.height};
+  PlaneView<Pixel> dst{static_cast<Pixel*>(a.dst.data), a.dst.pitch, a.width, a.height};
   kernel<<<grid, dim3(kThreads), static_cast<std::size_t>(shared), a.stream>>>(
-      src, dst, a.channels, a.params, taps, a.device_weights, vector_aligned, strip_rows);
+      src, dst, a.channels, a.params, taps, a.weights.device, vector_aligned, strip_rows);
   CUCONV_CHECK_LAUNCH();
   notify_launch(std::is_same_v<Pixel, float>           ? KernelPath::tensor_planes_f32
                 : std::is_same_v<Pixel, std::uint16_t> ? KernelPath::tensor_planes_u16
@@ -82,9 +82,9 @@ void launch_for_size(const LaunchArgs& a, const DenseTensorSplit& split) {
 
 bool tensor_dense_planes_applies(const LaunchArgs& a) {
   const bool past_8bit_kernel = std::max(a.params.kw, a.params.kh) > kTensorDenseMaxSide;
-  const bool types = (a.src_type == PixelType::f32 && a.dst_type == PixelType::f32) ||
-                     (a.src_type == PixelType::u16 && a.dst_type == PixelType::u16) ||
-                     (a.src_type == PixelType::u8 && a.dst_type == PixelType::u8 && past_8bit_kernel);
+  const bool types = (a.src.type == PixelType::f32 && a.dst.type == PixelType::f32) ||
+                     (a.src.type == PixelType::u16 && a.dst.type == PixelType::u16) ||
+                     (a.src.type == PixelType::u8 && a.dst.type == PixelType::u8 && past_8bit_kernel);
   return a.dense_tensor != nullptr && a.dense_tensor->holds && types && !a.keep_alpha &&
          (a.channels == 1 || a.channels == 3 || a.channels == 4) && a.params.kw <= kTensorDensePlanesMaxSide &&
          a.params.kh <= kTensorDensePlanesMaxSide && device_has_mma();
@@ -92,9 +92,9 @@ bool tensor_dense_planes_applies(const LaunchArgs& a) {
 
 bool launch_tensor_dense_planes(const LaunchArgs& a) {
   if (!tensor_dense_planes_applies(a)) return false;
-  if (a.src_type == PixelType::f32) {
+  if (a.src.type == PixelType::f32) {
     launch_for_size<float>(a, *a.dense_tensor);
-  } else if (a.src_type == PixelType::u16) {
+  } else if (a.src.type == PixelType::u16) {
     launch_for_size<std::uint16_t>(a, *a.dense_tensor);
   } else {
     launch_for_size<std::uint8_t>(a, *a.dense_tensor);

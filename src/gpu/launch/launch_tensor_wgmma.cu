@@ -50,21 +50,21 @@ bool launch_tensor_dense_wgmma(const LaunchArgs& a, const DenseTensorSplit& spli
   using namespace kernels;
   const int kw = a.params.kw;
   const int kh = a.params.kh;
-  const bool rows_aligned = reinterpret_cast<std::uintptr_t>(a.src) % 16 == 0 && a.src_pitch % 16 == 0;
+  const bool rows_aligned = reinterpret_cast<std::uintptr_t>(a.src.data) % 16 == 0 && a.src.pitch % 16 == 0;
   if (!launch_allowed(KernelPath::tensor_dense_wgmma) || a.channels != 1 || kw > kWgmmaMaxSide || kh > kWgmmaMaxSide ||
       !rows_aligned || !device_runs_wgmma())
     return false;
   CUtensorMap map{};
-  if (!wgmma_source_map(map, a.src, a.src_pitch, a.width, a.height, kh)) return false;
+  if (!wgmma_source_map(map, a.src.data, a.src.pitch, a.width, a.height, kh)) return false;
 
   const TensorDenseTaps taps = dense_taps_for(split, kw, kh);
   const WgmmaKernel kernel = kWgmmaKernels[static_cast<std::size_t>((wgmma_shifted(a.params.anchor_x) ? kWgmmaMaxSide : 0) + kh - 1)];
   const int shared = wgmma_shared_bytes(kh);
   reserve_shared_memory(kernel, static_cast<std::size_t>(shared), "tensor", kw, kh);
   const dim3 grid = wgmma_grid(a.width, a.height);
-  const bool vector_aligned = reinterpret_cast<std::uintptr_t>(a.dst) % 16 == 0 && a.dst_pitch % 16 == 0;
-  PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src), a.src_pitch, a.width, a.height};
-  PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst), a.dst_pitch, a.width, a.height};
+  const bool vector_aligned = reinterpret_cast<std::uintptr_t>(a.dst.data) % 16 == 0 && a.dst.pitch % 16 == 0;
+  PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src.data), a.src.pitch, a.width, a.height};
+  PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst.data), a.dst.pitch, a.width, a.height};
   kernel<<<grid, dim3(kWgmmaThreads), static_cast<std::size_t>(shared), a.stream>>>(src, dst, a.params, taps, map,
                                                                          vector_aligned);
   CUCONV_CHECK_LAUNCH();
