@@ -168,3 +168,43 @@ TEST_CASE("gpu cli: --compare's check fails a GPU result outside the tolerance")
   CHECK(spoiled.stats.max_abs_difference >= 3.0);
   CHECK(spoiled.stats.max_abs_difference <= 4.0);
 }
+
+TEST_CASE("gpu serve: a served JPEG takes the warm nvJPEG pipeline and equals --codec gpu in-process, a PNG equals in-process bytes") {
+  TempDir dir;
+  const cv::Mat photo = cv::imread(sample("astronaut.png"), cv::IMREAD_COLOR);
+  REQUIRE(cv::imwrite(dir.file("in.jpg"), photo, {cv::IMWRITE_JPEG_QUALITY, 90}));
+  // In-process first: the GPU codec of a process of its own.
+  const auto own = run_cuconv({"--server", "never", dir.file("in.jpg"), dir.file("own.jpg"), "-f", "gauss5", "--codec", "gpu"});
+  REQUIRE(own.exit_code == 0);
+
+  const cuconv::test::Server server(dir);
+  const auto served = run_cuconv({"--server", "always", dir.file("in.jpg"), dir.file("served.jpg"), "-f", "gauss5", "-v"}, "",
+                                 server.setup());
+  REQUIRE(served.exit_code == 0);
+  CHECK(served.err.find("decoder nvjpeg") != std::string::npos);  // --codec auto took the warm codec
+  CHECK(served.err.find("encoder nvjpeg") != std::string::npos);
+  CHECK(cuconv::test::read_file(dir.file("served.jpg")) == cuconv::test::read_file(dir.file("own.jpg")));
+
+  // Sixteen at once share the pipeline's batches; each output is the same bytes.
+  std::string many;
+  for (int i = 0; i < 16; ++i)
+    many += "cuconv --server always " + dir.file("in.jpg") + " " + dir.file("m" + std::to_string(i) + ".jpg") +
+            " -f gauss5 & ";
+  const auto all = run_cuconv({"--version"}, "", server.setup() + "; export PATH=" +
+                                                     fs::path(cuconv::test::cuconv_binary()).parent_path().string() +
+                                                     ":$PATH; " + many + "wait");
+  REQUIRE(all.exit_code == 0);
+  for (int i = 0; i < 16; ++i)
+    CHECK(cuconv::test::read_file(dir.file("m" + std::to_string(i) + ".jpg")) == cuconv::test::read_file(dir.file("own.jpg")));
+
+  // A PNG through the host route on the server's device: the same bytes as in-process with the same variant.
+  const auto png_own = run_cuconv({"--server", "never", sample("coffee.png"), dir.file("own.png"), "-f", "gauss7", "--variant", "tiled"});
+  const auto png_served = run_cuconv({"--server", "always", sample("coffee.png"), dir.file("served.png"), "-f", "gauss7",
+                                      "--variant", "tiled"}, "", server.setup());
+  REQUIRE(png_own.exit_code == 0);
+  REQUIRE(png_served.exit_code == 0);
+  CHECK(cuconv::test::read_file(dir.file("served.png")) == cuconv::test::read_file(dir.file("own.png")));
+  const std::string log = cuconv::test::read_file(dir.file("server.log"));
+  CHECK(log.find("GPU ready") != std::string::npos);
+  CHECK(log.find("JPEG codec nvJPEG, warm") != std::string::npos);
+}

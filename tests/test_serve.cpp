@@ -252,7 +252,8 @@ bool have_root() { return ::geteuid() == 0; }
 
 TEST_CASE("serve protocol: every message survives encode and decode") {
   const std::vector<Message> messages{
-      Hello{}, Request{{"cuconv", "in.png", "out.png", "-f", "gauss5"}, "/home/u", true},
+      Hello{}, Request{{"cuconv", "in.png", "out.png", "-f", "gauss5"}, "/home/u", true, {"CUCONV_NO_GPU_WARNING=1", "TMPDIR=/t"},
+              (std::uint64_t{1} << 40) + 8192},
       Reply{2, "No such file or directory", 1, ".cuconv-tmp-out.png.abc123", {"a", "b", ""}, true},
       Welcome{1, 4242, 5000}, Queued{3, 5000}, Refused{RefusalReason::other_user, "no"}, OpenInput{"in.png"},
       KindQuery{"out", true}, SameFile{"a", "b"}, ListDirectory{"photos"}, CreateTemp{"out/x.jpg"},

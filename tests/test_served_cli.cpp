@@ -121,7 +121,7 @@ TEST_CASE("served cli: a warm GPU codec takes a single JPEG, a cold one waits fo
   CHECK_FALSE(choose_gpu_codec(request, "a.jpg", "b.jpg", usable));  // the CPU was asked for
 }
 
-TEST_CASE("served cli: a server without a GPU serves on the CPU; --devices naming a missing device refuses to start") {
+TEST_CASE("served cli: a server without a GPU serves on the CPU, and --devices naming a missing device refuses to start") {
   std::string reason;
   if (cuconv::cuda_device_available(&reason)) {
     MESSAGE("a CUDA device is here: the no-GPU server is tested on the CPU machine");

@@ -274,7 +274,7 @@ class Pipeline {
         // Kept with its item until the pipeline is done with it (gpu_codec_done); the pipeline
         // reads its bytes.
         Work& kept = states_[item].at_gpu_codec.emplace(std::move(*work));
-        jpeg_pipelines_[lane]->submit(item, kept.loaded.bytes);
+        jpeg_pipelines_[lane]->submit(item, kept.loaded.bytes, std::move(kept.loaded.jpeg_markers));
         continue;
       }
       const bool filtered =

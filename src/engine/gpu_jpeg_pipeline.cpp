@@ -126,7 +126,7 @@ struct JpegPipeline::State {
     }
   }
 
-  JpegPlan plan(std::span<const std::uint8_t> file) {
+  JpegPlan plan(std::span<const std::uint8_t> file, std::optional<JpegMarkers> markers) {
     std::unique_ptr<GpuJpegCodec> planner;
     {
       const std::lock_guard lock(planners_mutex);
@@ -136,7 +136,7 @@ struct JpegPipeline::State {
       }
     }
     if (!planner) planner = std::make_unique<GpuJpegCodec>(device);
-    JpegPlan p = planner->plan(file);
+    JpegPlan p = markers ? planner->plan(file, std::move(*markers)) : planner->plan(file);
     const std::lock_guard lock(planners_mutex);
     planners.push_back(std::move(planner));
     return p;
@@ -244,7 +244,7 @@ struct JpegPipeline::State {
       JpegJobResult result;
       try {
         if (!codec) set_up_encoder(codec, workspace, stream);
-        const JpegMarkers markers = read_jpeg_markers(d->entry.file);
+        const JpegMarkers& markers = d->entry.plan.markers;  // walked once, before the decode
         JpegJobSettings job = *d->entry.job;
         job.options.device = device;
         if (!d->image.not_supported.empty()) {
@@ -371,15 +371,16 @@ JpegPipeline::JpegPipeline(int device, const Filter* filter, const ConvolveOptio
 
 JpegPipeline::~JpegPipeline() { finish(); }
 
-void JpegPipeline::submit(std::size_t id, std::span<const std::uint8_t> file) {
-  submit(id, file, state_->defaults);
+void JpegPipeline::submit(std::size_t id, std::span<const std::uint8_t> file, std::optional<JpegMarkers> markers) {
+  submit(id, file, state_->defaults, std::move(markers));
 }
 
-void JpegPipeline::submit(std::size_t id, std::span<const std::uint8_t> file, const JpegJobSettings& job) {
+void JpegPipeline::submit(std::size_t id, std::span<const std::uint8_t> file, const JpegJobSettings& job,
+                          std::optional<JpegMarkers> markers) {
   State& s = *state_;
   Entry entry{id, file, &job, {}};
   try {
-    entry.plan = s.plan(file);
+    entry.plan = s.plan(file, std::move(markers));
   } catch (const Error& e) {
     s.finish_with(id, failed(e));
     return;
@@ -436,13 +437,15 @@ JpegFilterJob::JpegFilterJob(int device, const Filter* filter, const ConvolveOpt
 
 JpegFilterJob::~JpegFilterJob() = default;
 
-std::vector<JpegJobResult> JpegFilterJob::run(const std::vector<std::span<const std::uint8_t>>& files) {
+std::vector<JpegJobResult> JpegFilterJob::run(const std::vector<std::span<const std::uint8_t>>& files,
+                                              std::vector<JpegMarkers> markers) {
   if (!pipeline_) throw Error(ErrorKind::internal, "JpegFilterJob::run: called twice");
   {
     const std::lock_guard lock(mutex_);
     results_.assign(files.size(), JpegJobResult{});
   }
-  for (std::size_t i = 0; i < files.size(); ++i) pipeline_->submit(i, files[i]);
+  for (std::size_t i = 0; i < files.size(); ++i)
+    pipeline_->submit(i, files[i], markers.size() == files.size() ? std::optional(std::move(markers[i])) : std::nullopt);
   pipeline_->finish();
   pipeline_.reset();
   const std::lock_guard lock(mutex_);
@@ -484,7 +487,8 @@ WarmJpeg::WarmJpeg(const std::vector<int>& devices) {
 
 WarmJpeg::~WarmJpeg() = default;
 
-JpegJobResult WarmJpeg::run(int device, std::span<const std::uint8_t> file, const JpegJobSettings& job) {
+JpegJobResult WarmJpeg::run(int device, std::span<const std::uint8_t> file, const JpegJobSettings& job,
+                            std::optional<JpegMarkers> markers) {
   const auto at = std::find_if(devices_.begin(), devices_.end(),
                                [&](const std::unique_ptr<Device>& d) { return d->device_index == device; });
   if (at == devices_.end())
@@ -497,7 +501,7 @@ JpegJobResult WarmJpeg::run(int device, std::span<const std::uint8_t> file, cons
     id = d.next_id++;
     result = d.waiting[id].get_future();
   }
-  d.pipeline.submit(id, file, job);
+  d.pipeline.submit(id, file, job, std::move(markers));
   return result.get();
 }
 

@@ -55,8 +55,4 @@ bool choose_gpu_codec(const CodecRequest& request, const std::string& input, con
   return true;
 }
 
-std::vector<std::uint8_t> read_jpeg_file(const std::string& path, std::uint64_t max_pixels) {
-  return read_walked_jpeg_file(path, max_pixels).bytes;
-}
-
 }  // namespace cuconv::codec

@@ -5,6 +5,7 @@
 // OpenCV instead and says why. The one place that decides whether a job takes this path is
 // choose_gpu_codec() (jpeg_filter.cpp); the pipeline (JpegPipeline, JpegFilterJob) is in
 // jpeg_pipeline.cpp. No CUDA headers (pimpl): the batch engine and the CLI include it.
+#include "codec/jpeg_markers.hpp"
 #include "common/codec_names.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -137,10 +138,12 @@ class JpegPipeline {
   JpegPipeline& operator=(const JpegPipeline&) = delete;
 
   /// Queues `file` (its bytes must stay valid until done(id)); waits while the pipeline is full.
-  void submit(std::size_t id, std::span<const std::uint8_t> file);
+  /// `markers`: the file's, walked already by its reader (else walked here).
+  void submit(std::size_t id, std::span<const std::uint8_t> file, std::optional<JpegMarkers> markers = std::nullopt);
   /// The same with the file's own job (filter, options: a server's pipeline serves many commands);
   /// `job` must stay valid until done(id). Its options' device is the pipeline's.
-  void submit(std::size_t id, std::span<const std::uint8_t> file, const JpegJobSettings& job);
+  void submit(std::size_t id, std::span<const std::uint8_t> file, const JpegJobSettings& job,
+              std::optional<JpegMarkers> markers = std::nullopt);
   /// Waits until every submitted file is done and the threads have ended. Never throws.
   void finish() noexcept;
   /// Where the threads spent their time; complete after finish().
@@ -162,9 +165,10 @@ class JpegFilterJob {
   JpegFilterJob(const JpegFilterJob&) = delete;
   JpegFilterJob& operator=(const JpegFilterJob&) = delete;
 
-  /// Decodes, filters and encodes `files` (once per job). Per-file failures come back in the
-  /// results.
-  [[nodiscard]] std::vector<JpegJobResult> run(const std::vector<std::span<const std::uint8_t>>& files);
+  /// Decodes, filters and encodes `files` (once per job), with their walked markers when
+  /// `markers` holds one per file. Per-file failures come back in the results.
+  [[nodiscard]] std::vector<JpegJobResult> run(const std::vector<std::span<const std::uint8_t>>& files,
+                                               std::vector<JpegMarkers> markers = {});
 
  private:
   std::vector<JpegJobResult> results_;
@@ -185,7 +189,8 @@ class WarmJpeg {
   WarmJpeg& operator=(const WarmJpeg&) = delete;
 
   /// Decodes, filters and encodes `file` on `device` (one of the constructor's) with `job`.
-  [[nodiscard]] JpegJobResult run(int device, std::span<const std::uint8_t> file, const JpegJobSettings& job);
+  [[nodiscard]] JpegJobResult run(int device, std::span<const std::uint8_t> file, const JpegJobSettings& job,
+                                  std::optional<JpegMarkers> markers = std::nullopt);
 
   struct Device;
 
@@ -193,9 +198,5 @@ class WarmJpeg {
   std::vector<std::unique_ptr<Device>> devices_;
 };
 
-/// The whole file at `path` (Error{bad_input} naming it when it cannot be read), after the checks
-/// read_image makes before decoding: a truncated or corrupt structure, more pixels than
-/// `max_pixels`.
-[[nodiscard]] std::vector<std::uint8_t> read_jpeg_file(const std::string& path, std::uint64_t max_pixels);
 
 }  // namespace cuconv::codec

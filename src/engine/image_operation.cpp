@@ -1,6 +1,7 @@
 // The per-image operation (image_operation.hpp): each stage once, for every mode.
 #include "engine/image_operation.hpp"
 
+#include "codec/image_header.hpp"
 #include "engine/cpu_or_gpu.hpp"
 
 #include <opencv2/imgcodecs.hpp>
@@ -98,7 +99,9 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
   if (route == Route::gpu_jpeg) {
     naming_all(names, [&] {
       check_output_format(output, CV_8U, 3);
-      loaded.bytes = codec::read_jpeg_file(path, settings.read_limits.max_pixels);
+      codec::JpegFile file = codec::read_walked_jpeg_file(path, settings.read_limits.max_pixels);
+      loaded.bytes = std::move(file.bytes);  // a moved vector keeps its buffer: the markers stay valid
+      loaded.jpeg_markers = std::move(file.markers);
     });
     report.input_bytes = loaded.bytes.size();
     report.times.read_ms = ms_since(start);
@@ -202,9 +205,11 @@ std::vector<std::uint8_t> run_gpu_jpeg(const ImageTask& task, const RunSettings&
   const std::span<const std::uint8_t> file(loaded.bytes);
   std::vector<codec::JpegJobResult> results;
   if (own) {
-    results = own->run({file});
+    std::vector<codec::JpegMarkers> markers;
+    markers.push_back(std::move(loaded.jpeg_markers));
+    results = own->run({file}, std::move(markers));
   } else {
-    results.push_back(settings.warm_jpeg->run(settings.convolve.device, file, job));
+    results.push_back(settings.warm_jpeg->run(settings.convolve.device, file, job, std::move(loaded.jpeg_markers)));
   }
   codec::JpegJobResult& r = results.front();
   if (r.error) throw Error(r.error->kind(), shown_input(task) + ": " + r.error->what());

@@ -109,6 +109,7 @@ struct LoadedImage {
   cv::Mat image;                   ///< the input, then the filtered result
   ImageMetadata metadata;          ///< what the output keeps (none with --strip)
   std::vector<std::uint8_t> bytes; ///< GPU route: the input file, then the encoded output
+  codec::JpegMarkers jpeg_markers; ///< GPU route: the input's markers, walked by its reader (they point into `bytes`)
 };
 
 /// Which route `task` takes (the codec choice, once per image). Throws Error{usage} or Error{gpu}

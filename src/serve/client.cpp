@@ -16,6 +16,7 @@
 #include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/resource.h>
 #include <set>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -423,6 +424,8 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
   request.argv.assign(argv, argv + argc);
   request.cwd = ::getcwd(cwd, sizeof cwd) != nullptr ? cwd : "";
   request.err_is_terminal = ::isatty(2) == 1;
+  if (rlimit limit{}; ::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+    request.file_size_limit = std::max<std::uint64_t>(limit.rlim_cur, 1);
   for (char** variable = environ; *variable != nullptr; ++variable) {
     const std::string_view entry(*variable);
     if (forwarded_variable(entry.substr(0, entry.find('=')))) request.environment.emplace_back(entry);

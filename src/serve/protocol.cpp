@@ -16,6 +16,10 @@ class Writer {
     for (int i = 0; i < 4; ++i) bytes_.push_back(static_cast<std::uint8_t>(v >> (8 * i)));
   }
   void i32(std::int32_t v) { u32(static_cast<std::uint32_t>(v)); }
+  void u64(std::uint64_t v) {
+    u32(static_cast<std::uint32_t>(v));
+    u32(static_cast<std::uint32_t>(v >> 32));
+  }
   void boolean(bool v) { u8(v ? 1 : 0); }
   void string(const std::string& s) {
     if (s.size() > kMaxString) throw std::length_error("cuconv serve: a string of " + std::to_string(s.size()) +
@@ -40,6 +44,7 @@ void put(Writer& w, const Request& m) {
   w.string(m.cwd);
   w.strings(m.argv);
   w.strings(m.environment);
+  w.u64(m.file_size_limit);
 }
 void put(Writer& w, const Reply& m) {
   w.i32(m.error); w.string(m.message); w.u32(m.value); w.string(m.name); w.strings(m.names); w.boolean(m.more);
@@ -92,6 +97,12 @@ class Reader {
     v = 0;
     for (int i = 0; i < 4; ++i) v |= std::uint32_t{bytes_[at_ + i]} << (8 * i);
     at_ += 4;
+    return true;
+  }
+  bool u64(std::uint64_t& v) {
+    std::uint32_t low = 0, high = 0;
+    if (!u32(low) || !u32(high)) return false;
+    v = std::uint64_t{high} << 32 | low;
     return true;
   }
   bool i32(std::int32_t& v) {
@@ -149,7 +160,7 @@ class Reader {
 
 bool get(Reader& r, Hello& m) { return r.u32(m.magic) && r.u32(m.version); }
 bool get(Reader& r, Request& m) {
-  return r.boolean(m.err_is_terminal) && r.string(m.cwd) && r.strings(m.argv) && r.strings(m.environment);
+  return r.boolean(m.err_is_terminal) && r.string(m.cwd) && r.strings(m.argv) && r.strings(m.environment) && r.u64(m.file_size_limit);
 }
 bool get(Reader& r, Reply& m) {
   return r.i32(m.error) && r.string(m.message) && r.u32(m.value) && r.string(m.name) && r.strings(m.names) &&

@@ -72,6 +72,8 @@ struct Request {
   std::string cwd;
   bool err_is_terminal = false;
   std::vector<std::string> environment;
+  /// The client's RLIMIT_FSIZE in bytes (`ulimit -f`); 0: none. Its outputs are held to it.
+  std::uint64_t file_size_limit = 0;
   bool operator==(const Request&) const = default;
 };
 /// The answer to one file operation. `error` is 0 or an errno value, `message` the client's text

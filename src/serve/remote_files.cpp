@@ -131,6 +131,10 @@ bool RemoteFiles::write_output(const std::string& output, std::span<const unsign
   TempOutput temp = create_temp(output);
   const unsigned char* data = bytes.data();
   std::size_t left = bytes.size();
+  if (file_size_limit_ > 0 && left > file_size_limit_) {
+    discard(temp);
+    throw Error(ErrorKind::output, output + ": write failed: " + std::strerror(EFBIG));
+  }
   while (left > 0) {
     const ssize_t n = ::write(temp.file.fd(), data, left);
     if (n < 0 && errno == EINTR) continue;

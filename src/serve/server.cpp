@@ -127,8 +127,8 @@ void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Handle
     return;
   }
   Request& asked = std::get<Request>(request.message);
-  ClientRequest client{std::move(asked.argv), std::move(asked.cwd), std::move(asked.environment), asked.err_is_terminal,
-                       peer.pid, peer.uid};
+  ClientRequest client{std::move(asked.argv), std::move(asked.cwd), std::move(asked.environment),
+                       asked.file_size_limit, asked.err_is_terminal, peer.pid, peer.uid};
   UniqueFd in = channel.take_fd(), out = channel.take_fd(), err = channel.take_fd();
   channel.drop_fds();
   if (!in || !out || !err || client.argv.empty()) {
@@ -139,7 +139,7 @@ void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Handle
   const auto start = clock_type::now();
   int code = 1;
   {
-    ClientSession session(channel, std::move(in), std::move(out), std::move(err));
+    ClientSession session(channel, std::move(in), std::move(out), std::move(err), client.file_size_limit);
     try {
       code = handler(client, session);
     } catch (const std::exception& e) {

@@ -10,6 +10,7 @@
 #include <cuconv/error.hpp>
 
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -38,6 +39,7 @@ struct ClientRequest {
   std::vector<std::string> argv;  ///< argv[0] is the client's program name
   std::string cwd;                ///< the client's working folder (for logs only)
   std::vector<std::string> environment;  ///< the client's forwarded variables, "NAME=value"
+  std::uint64_t file_size_limit = 0;      ///< the client's RLIMIT_FSIZE in bytes; 0: none
   bool err_is_terminal = false;
   long pid = -1;  ///< the client's process (SO_PEERCRED)
   long uid = -1;
@@ -48,7 +50,10 @@ struct ClientRequest {
 /// threads (one operation at a time goes over the socket).
 class RemoteFiles final : public engine::Files {
  public:
-  explicit RemoteFiles(Channel& channel) : channel_(channel) {}
+  /// `file_size_limit`: the client's RLIMIT_FSIZE (0: none); a longer output fails as a write
+  /// of the client's own would (EFBIG).
+  explicit RemoteFiles(Channel& channel, std::uint64_t file_size_limit = 0)
+      : channel_(channel), file_size_limit_(file_size_limit) {}
   [[nodiscard]] engine::OpenedFile open_input(const std::string& path) override;
   [[nodiscard]] engine::FileKind kind(const std::string& path, bool follow_links) override;
   [[nodiscard]] bool same_file(const std::string& a, const std::string& b) override;
@@ -76,14 +81,16 @@ class RemoteFiles final : public engine::Files {
   Reply ask(const Message& question, const std::string& path, ErrorKind error_kind);
   std::mutex mutex_;
   Channel& channel_;
+  std::uint64_t file_size_limit_ = 0;
   bool lost_ = false;
 };
 
 /// What a handler gets for one client: its descriptors (owned by the session) and its files.
 class ClientSession {
  public:
-  ClientSession(Channel& channel, UniqueFd in, UniqueFd out, UniqueFd err)
-      : channel_(channel), in_(std::move(in)), out_(std::move(out)), err_(std::move(err)), files_(channel) {}
+  ClientSession(Channel& channel, UniqueFd in, UniqueFd out, UniqueFd err, std::uint64_t file_size_limit = 0)
+      : channel_(channel), in_(std::move(in)), out_(std::move(out)), err_(std::move(err)),
+        files_(channel, file_size_limit) {}
   [[nodiscard]] int in_fd() const noexcept { return in_.get(); }
   [[nodiscard]] int out_fd() const noexcept { return out_.get(); }
   [[nodiscard]] int err_fd() const noexcept { return err_.get(); }
