@@ -13,7 +13,9 @@
 #   scripts/mutation-check.sh gpu-pack BUNDLE.tar.xz [MUTATION...]   (here: a build machine)
 #     builds cuconv_gpu_tests and cuconv once per GPU mutation and once unmutated ("baseline"),
 #     and packs them with the bundle's lib/ and samples/ (scripts/bundle.sh of the same tree)
-#     into dist/gpu-mutants.tar.xz;
+#     into $PACK (default dist/gpu-mutants.tar.xz): the libraries take about 51 MB packed, the
+#     first mutant about 7.5 and each more one about 0.4, so a device call that carries at most
+#     64 MiB takes the seven mutants in two packs;
 #   scripts/mutation-check.sh gpu-run dist/gpu-mutants.tar.xz [MUTATION...]   (the GPU node)
 #     runs each packed mutant's GPU suite (baseline: the unmutated one; name it to run it) and
 #     prints the table. ABORT_AFTER=1 stops a suite at its first failed assertion (a mutant is
@@ -212,12 +214,13 @@ if [[ "$which" == gpu-pack ]]; then
   cmake --build "$build" -j2 --target cuconv_gpu_tests >/dev/null 2>&1 || true
   mkdir -p dist
   # One large dictionary: the mutants share nearly all their bytes (the device code).
-  tar -C "$(dirname "$stage")" -cf - gpu-mutants | xz -T2 --lzma2=preset=6,dict=256MiB >dist/gpu-mutants.tar.xz
+  pack_out="${PACK:-dist/gpu-mutants.tar.xz}"
+  tar -C "$(dirname "$stage")" -cf - gpu-mutants | xz -T2 --lzma2=preset=6,dict=256MiB >"$pack_out"
   rm -rf "$(dirname "$stage")"
   echo "| mutation | packed |"
   echo "|---|---|"
   printf '%s\n' "${table[@]}"
-  ls -l dist/gpu-mutants.tar.xz
+  ls -l "$pack_out"
   exit $(( missed > 0 ? 1 : 0 ))
 fi
 
