@@ -7,11 +7,30 @@
 #   scripts/mutation-check.sh [cpu|gpu|all] [MUTATION...]   (default: cpu, every CPU mutation)
 #   BUILD=build/ci (configured with the ci preset); TESTS='-tce=batch signals*' (one doctest option) narrows the run.
 # The GPU mutations need a CUDA device (cuconv_gpu_tests exits 77 without one: "not run").
+#
+# A GPU node that cannot build cuconv (no OpenCV or libjpeg headers there) runs mutants built
+# elsewhere, in two steps:
+#   scripts/mutation-check.sh gpu-pack BUNDLE.tar.xz [MUTATION...]   (here: a build machine)
+#     builds cuconv_gpu_tests and cuconv once per GPU mutation and once unmutated ("baseline"),
+#     and packs them with the bundle's lib/ and samples/ (scripts/bundle.sh of the same tree)
+#     into $PACK (default dist/gpu-mutants.tar.xz): the libraries take about 51 MB packed, the
+#     first mutant about 7.5 and each more one about 0.4, so a device call that carries at most
+#     64 MiB takes the seven mutants in two packs;
+#   scripts/mutation-check.sh gpu-run dist/gpu-mutants.tar.xz [MUTATION...]   (the GPU node)
+#     runs each packed mutant's GPU suite (baseline: the unmutated one; name it to run it) and
+#     prints the table. ABORT_AFTER=1 stops a suite at its first failed assertion (a mutant is
+#     caught sooner); MUTANT_TIMEOUT=S (default 240) ends a suite after S seconds ("timed out",
+#     neither caught nor missed); TESTS as above. Logs go to $OUT when set.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 build="${BUILD:-build/ci}"
 which="${1:-cpu}"
 shift || true
+tarball=""
+if [[ "$which" == gpu-pack || "$which" == gpu-run ]]; then
+  tarball="${1:?usage: mutation-check.sh $which TARBALL [MUTATION...]}"
+  shift
+fi
 declare -A only=()
 for name in "$@"; do only[$name]=1; done
 
@@ -60,13 +79,6 @@ mutation gpu-nan-one-pixel gpu "$gpu_file" '    launch_variant(variant, launch.a
 mutation gpu-dropped-channel gpu "$gpu_file" '  for (int c = 0; c < (keep_alpha ? 3 : in.channels); ++c) {' \
   '  for (int c = 0; c < (keep_alpha ? 3 : in.channels) - 1; ++c) {'
 
-restore() { git checkout -- "$cpu_file" "$gpu_file" "$round_file"; }
-trap restore EXIT
-if ! git diff --quiet -- "$cpu_file" "$gpu_file" "$round_file"; then
-  echo "mutation-check: $cpu_file, $gpu_file or $round_file has uncommitted changes; commit them first" >&2
-  exit 2
-fi
-
 # failing_cases LOG: the test cases of a doctest console log with an ERROR (a block between two
 # separator lines names its case; MESSAGE blocks have no ERROR).
 failing_cases() {
@@ -76,12 +88,84 @@ failing_cases() {
        END { if (name != "" && failed) print name }' "$1" | sort -u
 }
 
+if [[ "$which" == gpu-run ]]; then
+  # The packed mutants on this node: no build, no git; the bundle's libraries and samples.
+  logs="${OUT:-$PWD/mutation-out}"
+  mkdir -p "$logs"
+  work="$(mktemp -d /tmp/cuconv-mutants.XXXXXX)"
+  tar -xJf "$tarball" -C "$work"
+  pack="$work/gpu-mutants"
+  export LD_LIBRARY_PATH="$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUCONV_SAMPLES="$pack/samples"
+  run_names=()
+  for i in "${!names[@]}"; do
+    name="${names[$i]}"
+    [[ "${suites[$i]}" == gpu && -d "$pack/mutants/$name" ]] || continue
+    (( ${#only[@]} == 0 )) || [[ -n "${only[$name]:-}" ]] || continue
+    run_names+=("$name")
+  done
+  [[ -n "${only[baseline]:-}" ]] && run_names=(baseline "${run_names[@]}")
+  table=()
+  missed=0
+  for name in "${run_names[@]}"; do
+    dir="$pack/mutants/$name"
+    log="$logs/mutation-$name.log"
+    echo "==== mutation-check: $name"
+    set +e
+    CUCONV_BIN="$dir/cuconv" timeout "${MUTANT_TIMEOUT:-240}" "$dir/cuconv_gpu_tests" ${TESTS:+"$TESTS"} \
+      ${ABORT_AFTER:+"--abort-after=$ABORT_AFTER"} --no-version --minimal >"$log" 2>&1
+    rc=$?
+    set -e
+    failing=$(failing_cases "$log" | head -5 | paste -sd ';' -)
+    if [[ $rc -eq 77 ]]; then
+      table+=("| $name | not run (no CUDA device) | |")
+    elif [[ $rc -eq 124 ]]; then
+      table+=("| $name | timed out after ${MUTANT_TIMEOUT:-240} s${failing:+ (failed so far: $failing)} | |")
+    elif [[ "$name" == baseline ]]; then
+      table+=("| baseline | $([[ $rc -eq 0 ]] && echo "passed (unmutated)" || echo "FAILED unmutated (exit $rc)") | $failing |")
+    elif [[ $rc -ne 0 ]]; then
+      table+=("| $name | caught | ${failing:-exit $rc} |")
+    else
+      table+=("| $name | MISSED | |")
+      missed=$((missed + 1))
+    fi
+  done
+  echo "| mutation | result | failing test cases (first 5) |"
+  echo "|---|---|---|"
+  printf '%s\n' "${table[@]}" | tee "$logs/mutation-table.md"
+  rm -rf "$work"
+  exit $(( missed > 0 ? 1 : 0 ))
+fi
+
+restore() { git checkout -- "$cpu_file" "$gpu_file" "$round_file"; }
+trap restore EXIT
+if ! git diff --quiet -- "$cpu_file" "$gpu_file" "$round_file"; then
+  echo "mutation-check: $cpu_file, $gpu_file or $round_file has uncommitted changes; commit them first" >&2
+  exit 2
+fi
+
+if [[ "$which" == gpu-pack ]]; then
+  # The bundle's lib/ and samples/ beside one directory per mutant (and the unmutated build).
+  [[ -f "$tarball" ]] || { echo "mutation-check: no bundle $tarball (scripts/bundle.sh $build)" >&2; exit 2; }
+  stage="$(mktemp -d /tmp/cuconv-mutants.XXXXXX)/gpu-mutants"
+  mkdir -p "$stage/mutants"
+  tar -xJf "$tarball" -C "$(dirname "$stage")"
+  mv "$(dirname "$stage")"/cuconv-*/lib "$(dirname "$stage")"/cuconv-*/samples "$stage/"
+  rm -rf "$(dirname "$stage")"/cuconv-*
+  keep_binaries() {  # DIR: this build's GPU suite and CLI, host symbols stripped
+    mkdir -p "$1"
+    cp "$build/tests/cuconv_gpu_tests" "$build/cuconv" "$1/"
+    strip --strip-unneeded "$1/cuconv_gpu_tests" "$1/cuconv" 2>/dev/null || true
+  }
+  cmake --build "$build" -j2 --target cuconv_gpu_tests cuconv >"$build/mutation-baseline.build.log" 2>&1
+  keep_binaries "$stage/mutants/baseline"
+fi
+
 export CCACHE_BASEDIR="${CCACHE_BASEDIR:-$PWD}"
 table=()
 missed=0
 for i in "${!names[@]}"; do
   name="${names[$i]}" suite="${suites[$i]}" file="${files[$i]}" text="${texts[$i]}" replacement="${replacements[$i]}"
-  [[ "$which" == all || "$which" == "$suite" ]] || continue
+  [[ "$which" == all || "$which" == "$suite" || ( "$which" == gpu-pack && "$suite" == gpu ) ]] || continue
   (( ${#only[@]} == 0 )) || [[ -n "${only[$name]:-}" ]] || continue
   TEXT="$text" REPLACEMENT="$replacement" python3 - "$file" <<'PY'
 import os, sys
@@ -93,11 +177,18 @@ if source.count(text) != 1:
 open(path, "w").write(source.replace(text, replacement))
 PY
   echo "==== mutation-check: $name ($file)"
+  if [[ "$which" == gpu-pack && "$suite" != gpu ]]; then continue; fi
   if [[ "$suite" == cpu ]]; then target=cuconv_tests; else target=cuconv_gpu_tests; fi
   if ! cmake --build "$build" -j2 --target "$target" cuconv >"$build/mutation-$name.build.log" 2>&1; then
     table+=("| $name | build failed (see $build/mutation-$name.build.log) | |")
     restore
     missed=$((missed + 1))
+    continue
+  fi
+  if [[ "$which" == gpu-pack ]]; then
+    keep_binaries "$stage/mutants/$name"
+    table+=("| $name | built |")
+    restore
     continue
   fi
   log="$build/mutation-$name.log"
@@ -119,6 +210,19 @@ done
 restore
 # The unmutated build again, so the tree and the binaries agree.
 cmake --build "$build" -j2 --target cuconv_tests cuconv >/dev/null 2>&1 || true
+if [[ "$which" == gpu-pack ]]; then
+  cmake --build "$build" -j2 --target cuconv_gpu_tests >/dev/null 2>&1 || true
+  mkdir -p dist
+  # One large dictionary: the mutants share nearly all their bytes (the device code).
+  pack_out="${PACK:-dist/gpu-mutants.tar.xz}"
+  tar -C "$(dirname "$stage")" -cf - gpu-mutants | xz -T2 --lzma2=preset=6,dict=256MiB >"$pack_out"
+  rm -rf "$(dirname "$stage")"
+  echo "| mutation | packed |"
+  echo "|---|---|"
+  printf '%s\n' "${table[@]}"
+  ls -l "$pack_out"
+  exit $(( missed > 0 ? 1 : 0 ))
+fi
 
 echo "| mutation | result | failing test cases (first 5) |"
 echo "|---|---|---|"

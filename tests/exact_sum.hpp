@@ -2,6 +2,7 @@
 // The exact correlation sum of filter2D's definition (double precision, rounded half to even) and
 // the README's pass rules against it (integer and 32F), for the GPU suites of the separable and
 // tensor paths.
+#include "filter/job.hpp"  // stored_border_value
 #include "gpu_seams.hpp"
 #include "test_support.hpp"
 
@@ -33,14 +34,16 @@ inline double saturate(double v, int depth) {
 }
 
 /// The correlation sum of filter2D's definition in double, not rounded (CV_64F, the channels of
-/// `src`).
+/// `src`). The constant border pads with `border_value` as `src`'s type stores it (saturated
+/// for 8U and 16U, as every variant pads), not with the option's value.
 inline cv::Mat exact_sum_double(const cv::Mat& src, const Filter& f, int anchor_x, int anchor_y, Border border,
                                 double border_value, double delta) {
   cv::Mat wide;
   src.convertTo(wide, CV_MAKETYPE(CV_64F, src.channels()));
   cv::Mat padded;
   cv::copyMakeBorder(wide, padded, anchor_y, f.height - 1 - anchor_y, anchor_x, f.width - 1 - anchor_x,
-                     cuconv::test::opencv_border_code(border), cv::Scalar::all(border_value));
+                     cuconv::test::opencv_border_code(border),
+                     cv::Scalar::all(detail::stored_border_value(border_value, src.depth())));
   const int channels = src.channels();
   cv::Mat exact(src.rows, src.cols, CV_MAKETYPE(CV_64F, channels));
   for (int y = 0; y < src.rows; ++y)
@@ -242,8 +245,8 @@ inline cv::Mat float_rule_scales(const cv::Mat& src, const Filter& f, int anchor
                                  double border_value, double delta) {
   Filter magnitudes = f;
   for (double& w : magnitudes.weights) w = std::abs(w);
-  return exact_sum_double(cv::abs(src), magnitudes, anchor_x, anchor_y, border, std::abs(border_value),
-                          std::abs(delta));
+  return exact_sum_double(cv::abs(src), magnitudes, anchor_x, anchor_y, border,
+                          std::abs(detail::stored_border_value(border_value, src.depth())), std::abs(delta));
 }
 
 /// Largest |got - exact| relative to each output's own scale (float_rule_scales). Where the exact
@@ -287,7 +290,7 @@ inline Variant check_float_rule(const cv::Mat& src, const Filter& f, ConvolveOpt
   const cv::Mat exact = exact_sum_double(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, delta);
   const double error =
       float_rule_error(got.image, exact, src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, delta,
-                       float_rule_floor(src, f, ran.delta, ran.border_value, got.variant_used));
+                       float_rule_floor(src, f, ran.delta, detail::stored_border_value(ran.border_value, src.depth()), got.variant_used));
   INFO(what << " ran " << to_string(got.variant_used) << ": relative error " << error);
   CHECK(got.image.depth() == CV_32F);
   CHECK(error <= float_rule_bound(static_cast<long long>(f.width) * f.height));

@@ -1,13 +1,17 @@
 #pragma once
 // JPEG files crafted for the GPU codec tests: OpenCV-encoded photos with EXIF, ICC and Adobe
 // segments inserted, and the byte edits that make a file 12-bit, CMYK, arithmetic-coded,
-// truncated or corrupt.
+// truncated or corrupt; and the bounds by file kind within which another decoder's pixels
+// (nvJPEG's) must lie from libjpeg-turbo's.
 #include "codec/jpeg_markers.hpp"
 
+#include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include <algorithm>
 #include <cstdint>
 #include <fstream>
+#include <sstream>
 #include <string>
 #include <vector>
 
@@ -57,6 +61,77 @@ inline std::size_t frame_offset(const Bytes& jpeg) {
     pos += 2 + ((static_cast<std::size_t>(jpeg[pos + 2]) << 8) | jpeg[pos + 3]);
   }
   return 0;
+}
+
+/// How far pixels decoded by another JPEG decoder (nvJPEG) may lie from libjpeg-turbo's (OpenCV's)
+/// for one kind of file: the largest absolute difference, the mean absolute difference over all
+/// values, and the largest mean over one block of the MCU grid (block_w x block_h pixels, all
+/// channels), which a wrong MCU row exceeds even where it moves the image's mean little.
+/// docs/testing.md, "JPEG decoders", gives each bound's reason.
+struct JpegBound {
+  const char* kind;
+  double max;
+  double mean;
+  double block_mean;
+  int block_w;
+  int block_h;
+};
+
+/// Decoded pixels (the photo at quality 90): nvJPEG upsamples chroma by replication where
+/// libjpeg-turbo interpolates, and has the same integer IDCT, so 4:4:4 and gray differ by the
+/// IDCT's rounding at most.
+inline constexpr JpegBound kDecode420{"4:2:0", 24, 0.6, 5.0, 16, 16};
+inline constexpr JpegBound kDecode422{"4:2:2", 16, 0.4, 4.0, 16, 8};
+inline constexpr JpegBound kDecode444{"4:4:4", 4, 0.1, 2.0, 8, 8};
+inline constexpr JpegBound kDecodeGray{"gray", 2, 0.05, 1.5, 8, 8};
+/// `--codec gpu` against `--codec opencv`, read back: the decode above, gauss5, and two encoders
+/// at quality 95 (4:2:0 for colour).
+inline constexpr JpegBound kOutputColour{"gauss5, encoded 4:2:0 at quality 95", 24, 1.0, 4.0, 16, 16};
+inline constexpr JpegBound kOutputGray{"gauss5, encoded gray at quality 95", 8, 0.4, 2.5, 8, 8};
+
+struct JpegDifference {
+  double max = 0;
+  double mean = 0;
+  double block_mean = 0;  ///< the largest mean over one block
+  int block_x = 0;        ///< that block's top-left pixel
+  int block_y = 0;
+};
+
+/// |got - want| of two 8-bit images of the same size and type: max, mean, and the worst block of
+/// `block_w` x `block_h` pixels on the grid from (0, 0) (the MCU grid; edge blocks are partial).
+inline JpegDifference jpeg_difference(const cv::Mat& got, const cv::Mat& want, int block_w, int block_h) {
+  CV_Assert(got.size() == want.size() && got.type() == want.type() && got.depth() == CV_8U);
+  cv::Mat diff;
+  cv::absdiff(got, want, diff);
+  const int channels = diff.channels();
+  diff = diff.reshape(1, diff.rows);  // rows x (cols * channels) values
+  JpegDifference d;
+  cv::minMaxLoc(diff, nullptr, &d.max);
+  d.mean = cv::mean(diff)[0];
+  for (int y = 0; y < got.rows; y += block_h)
+    for (int x = 0; x < got.cols; x += block_w) {
+      const cv::Rect block(x * channels, y, std::min(block_w, got.cols - x) * channels, std::min(block_h, got.rows - y));
+      const double m = cv::mean(diff(block))[0];
+      if (m > d.block_mean) {
+        d.block_mean = m;
+        d.block_x = x;
+        d.block_y = y;
+      }
+    }
+  return d;
+}
+
+inline bool within(const JpegDifference& d, const JpegBound& b) {
+  return d.max <= b.max && d.mean <= b.mean && d.block_mean <= b.block_mean;
+}
+
+/// "max M (bound), mean ..., worst WxH block at (x, y) ..." for test messages.
+inline std::string describe(const JpegDifference& d, const JpegBound& b) {
+  std::ostringstream out;
+  out << b.kind << ": max abs diff " << d.max << " (bound " << b.max << "), mean " << d.mean << " (bound " << b.mean
+      << "), worst " << b.block_w << "x" << b.block_h << " block mean " << d.block_mean << " at (" << d.block_x << ", "
+      << d.block_y << ") (bound " << b.block_mean << ")";
+  return out.str();
 }
 
 inline void write_bytes(const std::string& path, const Bytes& bytes) {

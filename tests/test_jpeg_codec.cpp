@@ -1,6 +1,7 @@
 // The GPU JPEG path's host side, on any machine: the marker walk (which files nvJPEG may
-// decode, which APP segments are copied), segment insertion, the codec choice, and the CLI's
-// fallback behaviour without a GPU (auto takes OpenCV; --codec gpu exits 5 and writes nothing).
+// decode, which APP segments are copied), segment insertion, the codec choice, the CLI's
+// fallback behaviour without a GPU (auto takes OpenCV; --codec gpu exits 5 and writes nothing),
+// and the GPU suite's decoder bounds against a decoder built like nvJPEG and planted defects.
 #include "jpeg_test_support.hpp"
 #include "test_support.hpp"
 
@@ -18,8 +19,15 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
+#include <csetjmp>
+#include <cstdio>
+#include <cstdlib>
 #include <filesystem>
+
+// jpeglib.h needs size_t and FILE declared first.
+#include <jpeglib.h>
 
 using namespace cuconv;
 using cuconv::codec::gpu_decode_obstacle;
@@ -36,6 +44,80 @@ Bytes photo_jpeg(bool progressive = false) {
 }
 
 std::string obstacle(const Bytes& jpeg) { return gpu_decode_obstacle(read_jpeg_markers(jpeg)); }
+
+struct JpegErrors {
+  jpeg_error_mgr base;  // first: libjpeg hands back a pointer to it
+  std::jmp_buf unwind;
+};
+[[noreturn]] void jpeg_failed(j_common_ptr info) { std::longjmp(reinterpret_cast<JpegErrors*>(info->err)->unwind, 1); }
+
+/// `image` (BGR or gray) as a JPEG from libjpeg at `quality`, luma sampled h x v times the chroma
+/// (2x2: 4:2:0, 2x1: 4:2:2, 1x1: 4:4:4); empty if libjpeg fails.
+Bytes libjpeg_encoded(const cv::Mat& image, int quality, int h, int v) {
+  jpeg_compress_struct info{};
+  JpegErrors errors;
+  info.err = jpeg_std_error(&errors.base);
+  errors.base.error_exit = jpeg_failed;
+  unsigned char* buffer = nullptr;
+  unsigned long size = 0;
+  if (setjmp(errors.unwind) != 0) {
+    jpeg_destroy_compress(&info);
+    std::free(buffer);
+    return {};
+  }
+  jpeg_create_compress(&info);
+  jpeg_mem_dest(&info, &buffer, &size);
+  info.image_width = static_cast<JDIMENSION>(image.cols);
+  info.image_height = static_cast<JDIMENSION>(image.rows);
+  info.input_components = image.channels();
+  info.in_color_space = image.channels() == 1 ? JCS_GRAYSCALE : JCS_EXT_BGR;
+  jpeg_set_defaults(&info);
+  jpeg_set_quality(&info, quality, TRUE);
+  if (image.channels() == 3) {
+    info.comp_info[0].h_samp_factor = h;
+    info.comp_info[0].v_samp_factor = v;
+  }
+  jpeg_start_compress(&info, TRUE);
+  while (info.next_scanline < info.image_height) {
+    JSAMPROW row = const_cast<JSAMPROW>(image.ptr<std::uint8_t>(static_cast<int>(info.next_scanline)));
+    jpeg_write_scanlines(&info, &row, 1);
+  }
+  jpeg_finish_compress(&info);
+  Bytes out(buffer, buffer + size);
+  jpeg_destroy_compress(&info);
+  std::free(buffer);
+  return out;
+}
+
+/// `jpeg` decoded by libjpeg with chroma upsampled by replication (`fancy` false, as nvJPEG
+/// does) or by libjpeg-turbo's interpolation (true, as OpenCV), with `idct`; empty on failure.
+cv::Mat libjpeg_decoded(const Bytes& jpeg, bool fancy, J_DCT_METHOD idct) {
+  jpeg_decompress_struct info{};
+  JpegErrors errors;
+  info.err = jpeg_std_error(&errors.base);
+  errors.base.error_exit = jpeg_failed;
+  cv::Mat image;
+  if (setjmp(errors.unwind) != 0) {
+    jpeg_destroy_decompress(&info);
+    return {};
+  }
+  jpeg_create_decompress(&info);
+  jpeg_mem_src(&info, jpeg.data(), static_cast<unsigned long>(jpeg.size()));
+  jpeg_read_header(&info, TRUE);
+  info.do_fancy_upsampling = fancy ? TRUE : FALSE;
+  info.dct_method = idct;
+  if (info.num_components == 3) info.out_color_space = JCS_EXT_BGR;
+  jpeg_start_decompress(&info);
+  image.create(static_cast<int>(info.output_height), static_cast<int>(info.output_width),
+               info.output_components == 1 ? CV_8UC1 : CV_8UC3);
+  while (info.output_scanline < info.output_height) {
+    JSAMPROW row = image.ptr<std::uint8_t>(static_cast<int>(info.output_scanline));
+    jpeg_read_scanlines(&info, &row, 1);
+  }
+  jpeg_finish_decompress(&info);
+  jpeg_destroy_decompress(&info);
+  return image;
+}
 
 }  // namespace
 
@@ -297,4 +379,74 @@ TEST_CASE("run-time loaders: cuFFT and nvJPEG are found and every function they 
   CHECK(c[1] == "/opt/x/libx.so.1");
   CHECK(c.back() == "/usr/local/cuda/lib64/libx.so.1");
   CHECK(cuconv::detail::open_first({"libcuconv-no-such-library.so"}) == nullptr);
+}
+
+TEST_CASE("jpeg bounds: a decoder built like nvJPEG passes each file kind's bound, a wrong MCU row fails it") {
+  // nvJPEG upsamples chroma by replication and has libjpeg-turbo's integer IDCT: libjpeg with
+  // do_fancy_upsampling off gives the GPU suite's measured nvJPEG numbers on chelsea at quality
+  // 90 (4:2:0 max 14, mean 0.306). The bounds (tests/jpeg_test_support.hpp) must let that and a
+  // float IDCT pass, and fail every MCU row that is the previous one again, mid-gray (a row never
+  // decoded) or shifted right by one MCU, wherever it lies.
+  const cv::Mat photo = cv::imread(sample("chelsea.png"), cv::IMREAD_COLOR);
+  const cv::Mat camera = cv::imread(sample("camera.png"), cv::IMREAD_GRAYSCALE);
+  cv::Mat photo_gray;
+  cv::cvtColor(photo, photo_gray, cv::COLOR_BGR2GRAY);
+  struct Kind {
+    const char* what;
+    cv::Mat image;
+    int h, v;
+    test::JpegBound bound;
+    bool every_defect;  ///< false: camera's flat sky hides a repeated or shifted row; only gray rows
+  };
+  const Kind kinds[] = {{"chelsea 4:2:0", photo, 2, 2, test::kDecode420, true},
+                        {"chelsea 4:2:2", photo, 2, 1, test::kDecode422, true},
+                        {"chelsea 4:4:4", photo, 1, 1, test::kDecode444, true},
+                        {"chelsea gray", photo_gray, 1, 1, test::kDecodeGray, true},
+                        {"camera gray", camera, 1, 1, test::kDecodeGray, false}};
+  for (const Kind& k : kinds) {
+    INFO(k.what);
+    const Bytes jpeg = libjpeg_encoded(k.image, 90, k.h, k.v);
+    REQUIRE_FALSE(jpeg.empty());
+    const cv::Mat opencv = cv::imdecode(jpeg, cv::IMREAD_UNCHANGED);
+    REQUIRE(test::bit_equal(libjpeg_decoded(jpeg, true, JDCT_ISLOW), opencv));  // the same decoder
+    for (const auto& [decoder, idct] : {std::pair{"replicated chroma", JDCT_ISLOW}, std::pair{"float IDCT", JDCT_FLOAT}}) {
+      const cv::Mat other = libjpeg_decoded(jpeg, idct == JDCT_FLOAT, idct);
+      const test::JpegDifference d = test::jpeg_difference(other, opencv, k.bound.block_w, k.bound.block_h);
+      INFO(decoder << ", " << test::describe(d, k.bound));
+      CHECK(test::within(d, k.bound));
+    }
+    const cv::Mat nvjpeg_like = libjpeg_decoded(jpeg, false, JDCT_ISLOW);
+    const int mcu_w = k.bound.block_w;
+    const int mcu_h = k.bound.block_h;
+    int rows = 0;
+    int caught_repeated = 0;
+    int caught_gray = 0;
+    int caught_shifted = 0;
+    for (int y = mcu_h; y + mcu_h <= opencv.rows; y += mcu_h) {
+      ++rows;
+      const cv::Rect row(0, y, opencv.cols, mcu_h);
+      cv::Mat repeated = nvjpeg_like.clone();
+      nvjpeg_like(row - cv::Point(0, mcu_h)).copyTo(repeated(row));
+      cv::Mat gray = nvjpeg_like.clone();
+      gray(row).setTo(cv::Scalar::all(128));
+      cv::Mat shifted = nvjpeg_like.clone();
+      nvjpeg_like(cv::Rect(0, y, opencv.cols - mcu_w, mcu_h)).copyTo(shifted(cv::Rect(mcu_w, y, opencv.cols - mcu_w, mcu_h)));
+      const auto fails = [&](const cv::Mat& m) {
+        return test::within(test::jpeg_difference(m, opencv, mcu_w, mcu_h), k.bound) ? 0 : 1;
+      };
+      caught_repeated += fails(repeated);
+      caught_gray += fails(gray);
+      caught_shifted += fails(shifted);
+      // The hole the mean alone left: the whole image's mean stays small.
+      if (y == mcu_h) CHECK(test::jpeg_difference(repeated, opencv, mcu_w, mcu_h).mean < 3.0);
+    }
+    INFO(rows << " MCU rows: repeated caught " << caught_repeated << ", gray " << caught_gray << ", shifted "
+              << caught_shifted);
+    CHECK(rows > 10);
+    CHECK(caught_gray == rows);
+    if (k.every_defect) {
+      CHECK(caught_repeated == rows);
+      CHECK(caught_shifted == rows);
+    }
+  }
 }

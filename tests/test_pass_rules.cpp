@@ -307,3 +307,60 @@ TEST_CASE("the exact-sum reference rounds exact ties half to even, every border"
     CHECK(test::bit_equal(convolve(src, gauss3, o).image, expected));
   }
 }
+
+TEST_CASE("pass rules: a constant border enters the exact sum as the input type stores it (16-bit 901.25 is 901)") {
+  // Every variant pads a 16-bit image's constant border with saturate_cast<ushort>(901.25) = 901,
+  // as cv::copyMakeBorder does; the rule's exact sum used the option's 901.25, so near the edges
+  // it rounded some values the other way and called a right value wrong wherever filter2D's
+  // float sum was off too (the GPU failures of `gpu strips`, fft, and `gpu: fast`, gaussian:11 and
+  // gaussian:15, 16U with a constant border). On a 3-row image every value is near an edge.
+  const Filter f = load_filter("gaussian:15,9.3");
+  const cv::Mat src = test::random_image(3, 2047, CV_16U, 4, 555);
+  const int ax = f.resolved_anchor_x();
+  const int ay = f.resolved_anchor_y();
+  ConvolveOptions o;
+  o.border = Border::constant;
+  o.border_value = 901.25;
+  const cv::Mat ref = reference_of(src, f, o);
+  ConvolveOptions exact = o;
+  exact.variant = Variant::opencv;
+  exact.opencv_method = OpenCvMethod::exact_sum;
+  const cv::Mat right = convolve(src, f, exact).image;  // the exact sum with 901, rounded once
+  CHECK(test::bit_equal(right, test::exact_sum(src, f, ax, ay, Border::constant, 901.25, 0, CV_16U)));
+  CHECK(test::bit_equal(right, test::exact_sum(src, f, ax, ay, Border::constant, 901.0, 0, CV_16U)));
+
+  // The rule before: values off from filter2D and from the exact sum with 901.25 were unexplained.
+  cv::Mat wide;
+  src.convertTo(wide, CV_MAKETYPE(CV_64F, src.channels()));  // a double image keeps 901.25
+  const cv::Mat sums_as_given = test::exact_sum_double(wide, f, ax, ay, Border::constant, 901.25, 0);
+  const auto unexplained_before = [&](const cv::Mat& got) {
+    std::size_t unexplained = 0;
+    const cv::Mat g = got.reshape(1);
+    const cv::Mat r = ref.reshape(1);
+    const cv::Mat s = sums_as_given.reshape(1);
+    for (int y = 0; y < g.rows; ++y)
+      for (int x = 0; x < g.cols; ++x) {
+        const double have = g.at<std::uint16_t>(y, x);
+        if (have != r.at<std::uint16_t>(y, x) && have != test::saturate(std::nearbyint(s.at<double>(y, x)), CV_16U))
+          ++unexplained;
+      }
+    return unexplained;
+  };
+  const std::size_t allowed = static_cast<std::size_t>(std::floor(kMaxDifferingFraction * static_cast<double>(right.total() * 4)));
+  INFO(unexplained_before(right) << " right values unexplained by the rule before, " << allowed << " allowed");
+  CHECK(unexplained_before(right) > allowed);  // the rule before failed the right result
+  for (Variant variant : {Variant::fast, Variant::fft}) {
+    const ComparisonStats s = compare_to_reference(right, ref, src, f, o, variant);
+    INFO(to_string(variant) << ": " << s.differing_values << " differ, " << s.exact_where_reference_differs
+                            << " equal the exact sum where filter2D differs");
+    CHECK(s.exact_where_reference_differs > allowed);  // filter2D's float sum is off on ~1% of them
+    CHECK(s.within_tolerance);
+  }
+
+  // The defect the stored value would hide if the rule used it the other way: a variant that pads
+  // with the option's 901.25 fails.
+  cv::Mat unsaturated;
+  sums_as_given.convertTo(unsaturated, src.type());  // rounded half to even and saturated
+  REQUIRE_FALSE(test::bit_equal(unsaturated, right));
+  CHECK_FALSE(compare_to_reference(unsaturated, ref, src, f, o, Variant::fast).within_tolerance);
+}

@@ -21,18 +21,17 @@
 
 namespace cuconv {
 
-namespace {
-
-bool is_gpu_variant(Variant v) { return v != Variant::automatic && v != Variant::opencv; }
-
-/// The border value as cv::copyMakeBorder stores it in the input type.
-double saturate_to_depth(double value, int depth) {
-  switch (depth) {
+double detail::stored_border_value(double value, int input_depth) {
+  switch (input_depth) {
     case CV_8U: return cv::saturate_cast<uchar>(value);
     case CV_16U: return cv::saturate_cast<ushort>(value);
     default: return static_cast<float>(value);
   }
 }
+
+namespace {
+
+bool is_gpu_variant(Variant v) { return v != Variant::automatic && v != Variant::opencv; }
 
 detail::ConvolveJob make_job(int input_depth, const Filter& filter, const ConvolveOptions& o) {
   detail::ConvolveJob job;
@@ -58,7 +57,7 @@ detail::ConvolveJob make_job(int input_depth, const Filter& filter, const Convol
   job.separable = std::move(splits.separable);
   job.dense_tensor = std::move(splits.dense_tensor);
   job.border = o.border;
-  job.border_value = saturate_to_depth(o.border_value, input_depth);
+  job.border_value = detail::stored_border_value(o.border_value, input_depth);
   if (o.device < -1) throw Error(ErrorKind::usage, "device index must be -1 (current) or >= 0");
   job.keep_alpha = o.keep_alpha;
   job.poison_output = o.poison_output;

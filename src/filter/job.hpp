@@ -35,6 +35,12 @@ struct ConvolveJob {
   [[nodiscard]] int kh() const { return kernel.rows; }
 };
 
+/// The constant border's value as the input type stores it, which is what every variant pads
+/// with: saturated and rounded half to even for 8U and 16U (cv::copyMakeBorder's
+/// cv::saturate_cast), rounded to float otherwise. The exact sum that judges a result must use
+/// this value, not the option's: 901.25 around a 16-bit image is 901.
+[[nodiscard]] double stored_border_value(double value, int input_depth);
+
 /// The cv::BORDER_* code of a border mode (BORDER_WRAP for wrap, which filter2D itself lacks).
 [[nodiscard]] int opencv_border(Border border);
 
