@@ -12,6 +12,7 @@
 #include <cuconv/filter.hpp>
 
 #include <doctest/doctest.h>
+#include <filesystem>
 #include <fcntl.h>
 #include <opencv2/core.hpp>
 #include <unistd.h>
@@ -191,7 +192,7 @@ TEST_CASE("gpu serve: a served JPEG takes the warm nvJPEG pipeline and equals --
     many += "cuconv --server always " + dir.file("in.jpg") + " " + dir.file("m" + std::to_string(i) + ".jpg") +
             " -f gauss5 & ";
   const auto all = run_cuconv({"--version"}, "", server.setup() + "; export PATH=" +
-                                                     fs::path(cuconv::test::cuconv_binary()).parent_path().string() +
+                                                     std::filesystem::path(cuconv::test::cuconv_binary()).parent_path().string() +
                                                      ":$PATH; " + many + "wait");
   REQUIRE(all.exit_code == 0);
   for (int i = 0; i < 16; ++i)
