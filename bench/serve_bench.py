@@ -7,7 +7,8 @@ Makes its own images (numpy + OpenCV's Python module): a 64x64 PNG, a 2000x2000 
 6000x4000 JPEG and 200 photos of 2000x2000 at quality 90. For each image and filter it times, in
 interleaved rounds: `--variant opencv` (CPU), in-process `auto` (`--server never`), served (CUCONV,
 the thin front end), served with the engine binary as its own client (ENGINE), and two served
-floors: `--codec opencv` (OpenCV's codec in the server) and `--no-filter` (decode and encode only),
+floors: `--codec opencv` (OpenCV's codec in the server) and the 1x1 identity filter (decode and
+encode with a trivial filter),
 while a `cuconv serve` runs on a private socket. Then 200 photos through `xargs -P16` (served,
 in-process auto, opencv) beside batch mode, and a shell loop of 20 single calls. Writes every
 sample and the medians as JSON.
@@ -87,13 +88,13 @@ def main():
               "cpus": os.cpu_count()}
     for image in ("small.png", "photo.jpg", "big.jpg"):
         for spec in ("gauss5", "gaussian:15,4"):
-            samples = {way: [] for way in list(ways) + list(floors) + ["served --no-filter (codec floor)"]}
+            samples = {way: [] for way in list(ways) + list(floors) + ["served, 1x1 identity (codec floor)"]}
             for _ in range(args.rounds):
                 out = os.path.join(work, "out-" + image)
                 for way, command in list(ways.items()) + list(floors.items()):
                     samples[way].append(timed(f"{command} {work}/{image} {out} -f {spec} --overwrite", env))
-                samples["served --no-filter (codec floor)"].append(
-                    timed(f"{cuconv} --server always {work}/{image} {out} --no-filter --overwrite", env))
+                samples["served, 1x1 identity (codec floor)"].append(
+                    timed(f"{cuconv} --server always {work}/{image} {out} -f 1x1:1 --overwrite", env))
             result["single"].append({"image": image, "filter": spec, "ms": samples,
                                      "median_ms": {w: statistics.median(v) for w, v in samples.items()}})
     photos = os.path.join(work, "photos")

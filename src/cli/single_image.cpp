@@ -165,6 +165,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   const engine::ImageReport& report = done.report;
   print_notes(report, log);
   if (!report.auto_reason.empty()) log.info("{}", report.auto_reason);
+  if (lease && lease->device() >= 0) log.info("served on device {}, the least loaded of the server's", lease->device());
   if (!warned && options.variant == Variant::automatic && report.variant_used == Variant::opencv &&
       !report.cpu_predicted_faster && report.gpu_fallback.empty() && !engine::gpu_usable(&no_gpu_reason))
     if (const auto warning = gpu_warning(session, no_gpu_reason)) log.warn("{}", *warning);
