@@ -167,3 +167,68 @@ TEST_CASE("newcomer: a folder given as the input of single-image mode is pointed
                         "OUT_DIR " + std::string(CUCONV_TEST_SAMPLES)) != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir.file("out.png")));
 }
+
+TEST_CASE("newcomer: --compare and --bench without a GPU say so first and alone, exit 5, nothing written") {
+  // Before issue 49 --compare first warned "filtering with OpenCV on the CPU", filtered the image,
+  // and only then failed with exit 5.
+  if (cuda_device_available()) return;  // a GPU: --compare works (the GPU suite covers that machine)
+  TempDir dir;
+  for (const std::vector<std::string> option : {std::vector<std::string>{"--compare"}, {"--bench", "3"}}) {
+    std::vector<std::string> args{sample("coffee.png"), dir.file("out.png"), "--filter", "box:31", "-v"};
+    args.insert(args.end(), option.begin(), option.end());
+    const auto result = run_cuconv(args);
+    INFO(result.err);
+    CHECK(result.exit_code == static_cast<int>(ExitCode::gpu));
+    CHECK(result.err.starts_with("cuconv: error: " + option.front() + " needs a GPU: "));
+    CHECK(count_of(result.err, "\n") == 1);  // that one line: no CPU warning, no "read ..." before it
+    CHECK(result.err.find("filtering with OpenCV on the CPU") == std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir.file("out.png")));
+  }
+}
+
+TEST_CASE("newcomer: samples/slurm-array.sh's four tasks run again after a time-out: the missing output is made, the rest skipped") {
+  // The job script as sbatch runs it (cuconv on PATH, the array variables set), without Slurm:
+  // each of the 4 tasks, then all of them again with one output lost as a killed task would.
+  TempDir dir;
+  std::filesystem::create_directories(dir.file("bin"));
+  std::filesystem::create_symlink(cuconv::test::cuconv_binary(), dir.file("bin/cuconv"));
+  const std::string script = std::string(CUCONV_TEST_SAMPLES) + "/slurm-array.sh";
+  const auto run_tasks = [&] {
+    int failed = 0;
+    for (int task = 0; task < 4; ++task) {
+      const std::string command = "PATH=" + cuconv::test::shell_quote(dir.file("bin")) + ":\"$PATH\" SLURM_ARRAY_TASK_ID=" +
+                                  std::to_string(task) + " SLURM_ARRAY_TASK_COUNT=4 bash " +
+                                  cuconv::test::shell_quote(script) + " " + cuconv::test::shell_quote(CUCONV_TEST_SAMPLES) +
+                                  " " + cuconv::test::shell_quote(dir.file("out")) + " >>" +
+                                  cuconv::test::shell_quote(dir.file("log")) + " 2>&1";
+      failed += std::system(command.c_str()) != 0;
+    }
+    return failed;
+  };
+  // The ok and skipped images of the four tasks' JSON summaries.
+  const auto statuses = [&] {
+    std::pair<std::size_t, std::size_t> counts{0, 0};
+    for (int task = 0; task < 4; ++task) {
+      const std::string summary = read_file(dir.file("out/summary-" + std::to_string(task) + ".json"));
+      counts.first += count_of(summary, "\"status\": \"ok\"");
+      counts.second += count_of(summary, "\"status\": \"skipped\"");
+    }
+    return counts;
+  };
+  REQUIRE(run_tasks() == 0);
+  const auto [images, none_skipped] = statuses();
+  REQUIRE(images >= 4);
+  CHECK(none_skipped == 0);
+  const std::string camera = read_file(dir.file("out/camera.png"));
+  const std::string coffee = read_file(dir.file("out/coffee.png"));
+  REQUIRE(!coffee.empty());
+  std::filesystem::remove(dir.file("out/coffee.png"));
+  const int failed = run_tasks();
+  INFO(read_file(dir.file("log")));
+  CHECK(failed == 0);
+  CHECK(read_file(dir.file("out/coffee.png")) == coffee);  // made again, the same image
+  CHECK(read_file(dir.file("out/camera.png")) == camera);
+  const auto [written, skipped] = statuses();
+  CHECK(written == 1);
+  CHECK(skipped == images - 1);
+}

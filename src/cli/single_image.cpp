@@ -141,6 +141,10 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   settings.cpu_when_faster = !session.served && !req.compare && req.bench_runs == 0 && req.gpu_memory.empty();
   const engine::Route route = engine::choose_route(task, settings);
   std::string no_gpu_reason;
+  // --compare and --bench are about the GPU's result: without a usable GPU that is said first and
+  // alone (exit 5), not after a warning that the image is filtered on the CPU.
+  if ((req.compare || req.bench_runs > 0) && !engine::gpu_usable(&no_gpu_reason))
+    throw Error(ErrorKind::gpu, std::string(req.compare ? "--compare" : "--bench") + " needs a GPU: " + no_gpu_reason);
   // Without an NVIDIA driver CUDA answers at once: say so before the work, as before any GPU use.
   bool warned = false;
   if (options.variant == Variant::automatic && route == engine::Route::host && !nvidia_driver_loaded() &&
