@@ -120,6 +120,20 @@ class Pipeline {
       reports_[i].input = items[i].input;
       reports_[i].output = items[i].output;
     }
+    // Each output is encoded with its format's share of --quality and --compression
+    // (encoder_options_for): a batch may mix JPEG and PNG outputs. One copy of the settings per
+    // distinct share; most batches need one.
+    for (const BatchItem& item : items) {
+      const WriteOptions share = encoder_options_for(item.output, settings_.write);
+      const auto same = std::find_if(encode_settings_.begin(), encode_settings_.end(), [&](const engine::RunSettings& s) {
+        return s.write.quality == share.quality && s.write.compression == share.compression;
+      });
+      encode_settings_of_.push_back(static_cast<std::size_t>(same - encode_settings_.begin()));
+      if (same == encode_settings_.end()) {
+        encode_settings_.push_back(settings_);
+        encode_settings_.back().write = share;
+      }
+    }
     // Each item's route, decided once: the caller's, or here before any work.
     routes_ = options.routes;
     if (routes_.size() != items.size()) {
@@ -308,7 +322,7 @@ class Pipeline {
       bool lost_race = kept_existing(item);  // no need to encode it
       const bool written = lost_race || attempt(item, [&] {
         const std::vector<std::uint8_t> encoded =
-            engine::encode_image(work->loaded, tasks_[item], settings_, reports_[item]);
+            engine::encode_image(work->loaded, tasks_[item], encode_settings_[encode_settings_of_[item]], reports_[item]);
         lost_race = !engine::write_image(tasks_[item], encoded, settings_, files_, reports_[item]);
       });
       work->loaded = {};
@@ -390,6 +404,8 @@ class Pipeline {
   engine::Files& files_;
   std::vector<engine::ImageTask> tasks_;
   std::vector<engine::Route> routes_;  ///< each item's, decided once
+  std::vector<engine::RunSettings> encode_settings_;  ///< settings_ with one format's share of the write options
+  std::vector<std::size_t> encode_settings_of_;       ///< each item's, an index into encode_settings_
   const ItemObserver& observer_;
   std::vector<ItemReport> reports_;
   std::vector<Clock::time_point> started_;
