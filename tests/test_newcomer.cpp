@@ -107,6 +107,11 @@ TEST_CASE("newcomer: the no-GPU warning names how to silence it, once, and CUCON
   REQUIRE(warned.exit_code == 0);
   CHECK(count_of(warned.err, "no usable CUDA device") == 1);
   CHECK(warned.err.find("CUCONV_NO_GPU_WARNING=1") != std::string::npos);
+  // -v: no estimate of the GPU's start-up against the CPU after it has been said there is no GPU.
+  const auto verbose = run_cuconv({sample("camera.png"), dir.file("v.png"), "--filter", "gauss5", "-v"});
+  CHECK(verbose.exit_code == 0);
+  CHECK(count_of(verbose.err, "no usable CUDA device") == 1);
+  CHECK(verbose.err.find("faster here than") == std::string::npos);
   const auto silent = run_cuconv({sample("camera.png"), dir.file("b.png"), "--filter", "gauss5"}, "",
                                  "export CUCONV_NO_GPU_WARNING=1");
   INFO(silent.err);

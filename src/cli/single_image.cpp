@@ -166,7 +166,8 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   engine::ImageResult done = engine::process_image(task, settings, route, files, inspect);
   const engine::ImageReport& report = done.report;
   print_notes(report, log);
-  if (!report.auto_reason.empty()) log.info("{}", report.auto_reason);
+  // Without a GPU the warning said why the CPU filters; a CPU-or-GPU estimate would only confuse.
+  if (!report.auto_reason.empty() && !warned) log.info("{}", report.auto_reason);
   if (!warned && options.variant == Variant::automatic && report.variant_used == Variant::opencv &&
       !report.cpu_predicted_faster && report.gpu_fallback.empty() && !engine::gpu_usable(&no_gpu_reason))
     if (const auto warning = gpu_warning(session, no_gpu_reason)) log.warn("{}", *warning);
