@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch mode: the planning functions and the engine directly, and `cuconv --out-dir` end to end
 // (names, input lists, directories, shards, output safety, failures, the JSON summary).
 #include "test_support.hpp"

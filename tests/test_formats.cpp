@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Output formats (issue 23): lossless TIFF for every depth and channel count, the encoder options
 // (--quality, --compression), and metadata (EXIF, ICC, XMP; --strip, --auto-orient) carried from
 // input to output, in single-image and batch mode.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU JPEG path on a real device: nvJPEG's decoded pixels against OpenCV's (libjpeg-turbo)
 // for baseline, progressive, gray and 4:2:0/4:2:2/4:4:4 files (max and mean absolute difference
 // reported); the device filter against cv::filter2D on the same decoded pixels (pass rule); the

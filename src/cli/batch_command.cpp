@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch mode of the command line: gathers the inputs, plans names and the shard, checks what can
 // be checked before any image is read, runs the batch engine and reports (log lines, a progress
 // line on a terminal, the JSON summary).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Single-image mode (`cuconv IN OUT`): the checks that need no pixels, then the engine's one
 // per-image operation, then --compare/--bench reports and the write under the interrupt guard.
 #include "cli/single_image.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // JPEG marker walk for the GPU codec (ITU-T T.81 B.1: markers FFxx, segments with a 2-byte
 // big-endian length that counts itself).
 #include "codec/jpeg_markers.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the GPU JPEG path needs from a JPEG file's markers before decoding: the frame (coding
 // process, precision, components) to tell whether nvJPEG can decode it, and the APP segments

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EXIF, ICC and XMP from input files to output files with libexiv2, and --auto-orient. EXIF
 // travels as the TIFF-structured block exiv2 encodes, so the public header needs no exiv2 type.
 #include "codec/metadata.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for read_image's header walks (src/codec/image_header.cpp): PNG chunks, JPEG
 // markers and entropy-coded scans (progressive ones included), TIFF and BigTIFF IFDs, BMP. These
 // read untrusted files before any decoder does. The walk returns nothing (not one of these
