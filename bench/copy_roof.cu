@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bandwidth roof of the benchmark: the fastest of cudaMemcpyAsync and a 16-byte-per-thread
 // grid-stride copy kernel over the same bytes. (cudaMemcpy2D between pitched planes reached
 // only about half of the bandwidth a plain copy kernel gets, so it would flatter the kernels.)

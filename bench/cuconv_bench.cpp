@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Benchmark: every GPU variant (and what `auto` picks) on the same device buffers, median kernel
 // time over many runs after warm-up (CUDA events), with in the same run the roofs it is judged
 // against: a device-to-device copy of the same bytes (memory) and the FP32 FMA peak (compute,

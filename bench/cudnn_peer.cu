@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cuDNN peer of cuconv_bench, beside bench/npp_peer.cu: a one-channel f32 convolution (cross-correlation, N=C=K=1,
 // NCHW, stride 1, padding k/2 so the output has the input's size) on the same image shapes and filter sizes, timed the
 // same way (median of CUDA events after warm-up) next to a device-to-device copy of the same bytes measured in the same

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuconv_fast_tune: times the `fast` kernel alone, launched as the product launches it, on the
 // image and filter shapes of the fast-path targets, each beside a device-to-device copy of the
 // same bytes (the roof). It needs no OpenCV, so a copy of it built from a changed tree (its

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The NPP peer of cuconv_bench: nppiFilterBorder on the same image shapes and filter sizes, timed
 // the same way (median of CUDA events after warm-up) next to a device-to-device copy of the same
 // bytes measured in the same process. Standalone (CUDA + NPP only), because NPP ships with the

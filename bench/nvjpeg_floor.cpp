@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuconv_nvjpeg_floor: nvJPEG's own decode + encode of a folder of JPEG files, with nothing of
 // cuconv's pipeline around it (no filter, no file reads or writes): the floor the GPU JPEG path is
 // measured against (scripts/jpeg-bench.sh). The files are read into memory and their headers

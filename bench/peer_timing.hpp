@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Timing shared by the standalone peers (bench/npp_peer.cu, bench/cudnn_peer.cu), which nvcc
 // builds on a GPU node from bench/ alone: median of CUDA events after warm-up, as cuconv_bench.

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Per-call wall time of cuconv served and in-process, as the shell sees whole processes.
 
     python3 bench/serve_bench.py --cuconv CUCONV [--engine CUCONV_ENGINE] --out RESULT.json [--rounds 3]

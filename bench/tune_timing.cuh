@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The timing of the kernel-tuning tools (fast_tune.cu, wgmma_tune.cu): the median of 30 CUDA-event
 // timings after 3 untimed runs. Header-only and free of OpenCV, as the tools are, so that they build

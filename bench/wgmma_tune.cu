@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuconv_wgmma_tune: times `tensor`'s warpgroup kernel (kernels/tensor_dense_wgmma.cuh) alone,
 // launched as the product launches it (src/gpu/tensor_wgmma_plan.cuh: the same tensor map and
 // grid), on one-channel 8-bit images with random weight digits, and measures the throughput of its

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Turns every file in filters/ into a string literal of a generated .cpp, so presets ship inside
 # the binary. Re-runs when a filter file is added, removed or edited (CONFIGURE_DEPENDS + the
 # files listed as configure dependencies).

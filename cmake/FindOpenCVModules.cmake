@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # OpenCV's CMake package (OpenCVConfig.cmake) ships only in Debian's libopencv-dev, which pulls in
 # every OpenCV module. We need three, from libopencv-{core,imgproc,imgcodecs}-dev, so find them
 # directly and expose one imported target, OpenCV::modules, with the headers as system headers.

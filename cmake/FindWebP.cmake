@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # libwebp (Debian libwebp-dev), for the lossless WebP encoder that keeps the colour of fully
 # transparent pixels (src/codec/image_io.cpp: OpenCV's own WebP encoder cannot). One imported
 # target, WebP::webp. Installed next to cuconvConfig.cmake, which finds it for the static library's

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The man page and the bash/zsh completions, generated at build time from the built binary's
 # --help and --list-filters (packaging/gen-man.sh with help2man, packaging/gen-completions.sh), so
 # they cannot drift from the command line. CTest `docs_match_help` checks the result.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # Install rules: the cuconv front end and its engine (component Runtime), and the library, its public headers and a
 # relocatable CMake package (component Development), so another project can write
 #   find_package(cuconv 0.1 REQUIRED)  target_link_libraries(app PRIVATE cuconv::cuconv)

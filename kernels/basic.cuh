@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file basic.cuh
 /// `basic` (PMPP Fig. 7.7): one thread per output pixel, every weight and every input pixel read

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file cached.cuh
 /// `cached` (PMPP Fig. 7.15): the block is the output tile and shared memory holds only the

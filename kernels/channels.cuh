@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file channels.cuh
 /// Moves one channel between pitched images of interleaved channels, converted as

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file common.cuh
 /// What every convolution kernel shares: plane views, the problem description, border rules

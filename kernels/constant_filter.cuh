@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file constant_filter.cuh
 /// The filter weights in __constant__ memory (PMPP Fig. 7.9): every thread of a warp reads the

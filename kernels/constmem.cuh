@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file constmem.cuh
 /// `constmem` (PMPP Fig. 7.9): `basic` with the weights in __constant__ memory.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file fast.cuh
 /// `fast`: our direct convolution, built for memory bandwidth at small filters and for FMA

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file fast_generic.cuh
 /// `fast` for the filters fast_kernel has no compiled instance of (other sizes, off-centre

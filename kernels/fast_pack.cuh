@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file fast_pack.cuh
 /// `fast` (kernels/fast.cuh): how values travel in registers and leave the kernel. The weights

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file fast_rows.cuh
 /// `fast` (kernels/fast.cuh): how a thread gets the input rows it filters. Aligned chunks of a

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file fast_taps.cuh
 /// `fast` (kernels/fast.cuh): what one input row adds to the partial output rows of the strip

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file fast_wide.cuh
 /// `fast` on rank-1 filters over 16-bit images, summed in double precision. At 16-bit magnitudes

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file fft.cuh
 /// `fft`: overlap-save convolution for large filters. The image is cut into tiles of W x H input

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file mma.cuh
 /// The warp-level tensor-core pieces the `tensor` kernels share: FP16 MMAs with FP32

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file params.hpp
 /// The plain (host- and device-usable) description of one convolution, shared by the kernels and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file tensor_dense.cuh
 /// `tensor` for dense filters (any kh x kw up to 17 x 17, any anchor) on 8-bit images with byte

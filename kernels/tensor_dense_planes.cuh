@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file tensor_dense_planes.cuh
 /// `tensor` for dense filters up to 31 x 31 on float and 16-bit pixels, and on 8-bit pixels past

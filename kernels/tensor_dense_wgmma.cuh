@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file tensor_dense_wgmma.cuh
 /// `tensor` for dense one-channel 8-bit filters (kh, kw up to 17, any anchor) on Hopper's

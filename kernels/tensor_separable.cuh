@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file tensor_separable.cuh
 /// `tensor`: separable filters on 8-bit images with the horizontal pass on tensor cores (FP16

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file tensor_separable_mma.cuh
 /// `tensor`: separable filters on 8-bit images with both passes on tensor cores (FP16 MMA, FP32

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file tensor_separable_mma_fragments.cuh
 /// Warp-level pieces of `tensor`'s both-passes kernel (tensor_separable_mma.cuh): a Toeplitz A

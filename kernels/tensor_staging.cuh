@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file tensor_staging.cuh
 /// Staging pieces the separable `tensor` kernels share: where each staged column reads at a row's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file tiled.cuh
 /// `tiled` (PMPP Fig. 7.12): the block is the input tile. Every thread loads input pixels into

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file tiled_halo.cuh
 /// `tiled-halo` (PMPP section 7.4, second strategy): the block is the output tile. Each thread

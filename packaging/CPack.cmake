@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # `cpack -G DEB` in a build folder: cuconv_<version>_amd64.deb with the binary in /usr/bin, the man
 # page, the bash and zsh completions and the presets (component Runtime; scripts/package.sh).
 # Depends comes from dpkg-shlibdeps on the binary: the OpenCV, spdlog and fmt runtime packages

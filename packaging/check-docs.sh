@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # CTest `docs_match_help`: the man page and the completions describe the binary they ship with.
 #   packaging/check-docs.sh CUCONV_BIN MAN_PAGE BASH_COMPLETION ZSH_COMPLETION ERROR_HPP
 # - every option of `cuconv --help` (long and short) is in the man page, and its sections are there;

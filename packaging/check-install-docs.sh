@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # CTest `install_docs`: what the .deb holds (the Runtime component, installed into a scratch
 # prefix) has the licence where Debian keeps it, the guides the man page points to, and a
 # machine-readable copyright file that names the parts built into the binary.

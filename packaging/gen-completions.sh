@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Writes the bash and zsh completions of cuconv from the built binary's own output, so they follow
 # every change of the command line: options and their values from `cuconv --help` (CLI11's
 # format), preset names from `cuconv --list-filters`.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Writes the man page cuconv.1 (and cuconv.1.gz) from the built binary's --help with help2man,
 # plus the sections of packaging/cuconv.h2m (filter formats, border modes, exit status, examples)
 # and BUILT-IN FILTERS, the binary's own --list-filters.

@@ -1,3 +1,4 @@
+# SPDX-License-Identifier: Apache-2.0
 # The matches zsh's completion offers for a command line, one per line, as a user would get them
 # by pressing Tab (an interactive zsh in a pseudo-terminal; packaging/check-docs.sh uses it):
 #   zsh -f packaging/zsh-matches.zsh FPATH_DIR "cuconv --border "

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Example: blur every image of a folder with cuconv, one file at a time.
 #
 #   batch-example.sh [IN_DIR] [OUT_DIR]

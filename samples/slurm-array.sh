@@ -1,4 +1,5 @@
 #!/bin/bash
+# SPDX-License-Identifier: Apache-2.0
 #SBATCH --job-name=cuconv
 #SBATCH --array=0-3
 #SBATCH --cpus-per-task=1

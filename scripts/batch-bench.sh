@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Batch-mode throughput on a GPU node, on one corpus of about 2000x2000 RGB images:
 #   (a) no-filter  decode + encode only (cuconv --no-filter): the floor the pipeline cannot beat
 #   (b) auto       --variant auto (the GPU)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Markdown tables for the README from a cuconv_bench JSON file and the NPP peer's JSON lines:
 the targets of the fast path (16384^2 f32 and 8U, 8192^2 8U RGB) next to the measured auto/fast,
 NPP and best PMPP variant, each with the copy roof measured in the same run.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Make a relocatable tarball of an existing cuconv build:
 #
 #   scripts/bundle.sh [BUILD_DIR] [--only NAME,...] [--suffix LABEL]   (default: build/h100)

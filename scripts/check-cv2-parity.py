@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 # Checks that `cuconv --variant opencv` equals cv2.filter2D(img, -1, kernel) bit for bit for a
 # preset, a plain file, a .mat file and an inline filter over the four borders filter2D has.
 # Needs python3-opencv: /usr/bin/python3 scripts/check-cv2-parity.py build/dev/cuconv samples

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Pack what bench/cudnn_peer.cu needs of cuDNN into one tarball to carry to a GPU node (which has CUDA but no cuDNN):
 #
 #   scripts/cudnn-peer-pack.sh [--set jit|legacy] [--version V] OUT_DIR

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Builds the libFuzzer targets of tests/fuzz with clang and runs them for SECONDS in all (default
 # 100), split evenly between them, each from its seed corpus in tests/fuzz:
 #   fuzz_filter_parser (corpus), fuzz_cli_options (corpus_cli), fuzz_image_header

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The whole GPU check in one call on a GPU node, from a bundle (scripts/bundle.sh):
 #   scripts/gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all|npp|batch|jpeg|profile]...
 # tests:    the full ctest suite from the bundle (CPU + GPU suites);

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Install the Debian/Ubuntu packages needed to build cuconv. Idempotent: when everything is
 # already installed it only runs dpkg-query (no apt-get update, no network).
 # CUDA is NOT installed here (it comes from NVIDIA's installer / the machine image); we only

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The GPU JPEG path against OpenCV's codec on a GPU node (issue 25), on a corpus of about
 # 2000x2000 RGB JPEGs written at quality 90:
 #   gpu-F        cuconv --codec gpu    --filter F   (nvJPEG decode, filter on the device, nvJPEG encode)

@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Markdown tables of issue 26's shapes from one cuconv_bench JSON file (`--variants
 auto,fast,tensor,fft`) and the NPP peer's JSON lines of the same device call: one table per image
 for bench/results/benchmarks.md (every path beside `auto`'s choice) and the README's table (`auto`, the

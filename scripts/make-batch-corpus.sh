@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # A benchmark corpus for batch mode: N RGB images of about 2000x2000 pixels derived from the
 # sample images (crop, flip, resize, light noise; the same images on every machine).
 #

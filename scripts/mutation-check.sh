@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Plants known defects one at a time in the CPU path (src/convolve/cpu_reference.cpp, the `opencv`
 # variant) or the GPU path (src/gpu/gpu_convolve.cpp, kernels/common.cuh), rebuilds, runs the
 # suite that should catch it, and restores the file. Each defect must make at least one test case

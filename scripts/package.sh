@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Build the Debian package: dist/cuconv_<version>_amd64.deb (cpack -G DEB; packaging/CPack.cmake).
 #   scripts/package.sh [PRESET|BUILD_DIR]
 # PRESET (default: release) is configured and built first; an existing BUILD_DIR (one holding a

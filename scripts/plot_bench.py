@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """Turns cuconv_bench JSON (and optionally the NPP peer's JSON lines) into a PNG chart: median
 time per filter for each variant, one panel per image case, log scale, with the copy roof as a
 horizontal line.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # README "command 1": install build dependencies, build the release preset, blur a sample, then
 # build the Debian package and install it, so that `cuconv`, `man cuconv` and the shell
 # completions are there (CUCONV_QUICKSTART_INSTALL=0 skips the package; the last line then says

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # CI check of `cmake --install`: installs an existing build into a fresh prefix, checks the tree
 # (binary, headers, library, CMake package, man page, completions, presets), then configures,
 # builds and runs tests/consumer against it with find_package(cuconv) and runs the installed

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # CI check of the Debian package: its contents and Depends, then `apt-get install ./cuconv_*.deb`
 # on this machine and the installed tool used as a user would: `cuconv --version`, a filter from
 # /usr/bin, `man cuconv`, the bash completion.

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs samples/slurm-array.sh on a real, single-node Slurm: starts munged, slurmctld and slurmd on
 # this machine (Debian's slurm-wlm packages, installed when missing; everything else in a scratch
 # folder: own config, key, ports, logs), submits the script as it is with sbatch (a 4-task array)

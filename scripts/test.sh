@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # README "command 2" and CI entry point: install dependencies, build a preset, run ctest.
 #   scripts/test.sh [PRESET]    PRESET: ci (default) or asan (host code under ASan + UBSan)
 # The exit status is ctest's (GPU suites report "skipped" via exit code 77 on GPU-less runners).

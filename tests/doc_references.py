@@ -1,4 +1,5 @@
 #!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
 """CTest `doc_references`: every file, section and option the docs name exists.
 
     python3 tests/doc_references.py ROOT [--cuconv BIN | --help-text FILE] [--pending FILE] [DOC...]

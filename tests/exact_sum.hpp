@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The exact correlation sum of filter2D's definition (double precision, rounded half to even) and
 // the README's pass rules against it (integer and 32F), for the GPU suites of the separable and

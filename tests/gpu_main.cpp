@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Entry point of the GPU suite: without a usable CUDA device it says why and exits 77, which
 // CTest reports as "Skipped" (SKIP_RETURN_CODE); listing test cases needs no device. A run in
 // which every case that ran skipped itself (skip.hpp: a two-device case on one device) and none

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The tests' side of the GPU seams (src/gpu/seams.hpp): a launch counter every GPU suite shares,
 // installed on first use for the whole process, which can also keep the warpgroup kernel from

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // JPEG files crafted for the GPU codec tests: OpenCV-encoded photos with EXIF, ICC and Adobe
 // segments inserted, and the byte edits that make a file 12-bit, CMYK, arithmetic-coded,

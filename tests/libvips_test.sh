@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs the CPU suite's libvips cross-check (filters/*.mat through `vips matrixload`, a doctest case
 # marked skip so the suite's own entries never pass it silently). Without the vips command it
 # exits 77, which CTest reports as Skipped; on CI (CI=true), where scripts/install-deps.sh

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // mma.sync m16n8k16 (FP16 in, FP32 accumulation) on one problem a warp: see mma_probe.hpp.
 #include "mma_probe.hpp"
 

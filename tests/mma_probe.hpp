@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One warp-level FP16 MMA with FP32 accumulation (mma.sync m16n8k16) on the device, for the test of
 // the accumulation model that tensor_mma_error_bound assumes (tests/test_gpu_tensor_mma.cpp).
 #pragma once

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # Runs every command example of a Markdown file (the README) with the built cuconv on PATH.
 #
 #   readme_examples.sh CUCONV MARKDOWN SAMPLES_DIR [REQUIRED_COMMAND...]

@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # README's benchmark table against the JSON it links: every row scripts/kernel_tables.py makes of
 # that JSON must stand in README.md as it is. Usage: readme_table.sh PYTHON (in the source tree).
 set -euo pipefail

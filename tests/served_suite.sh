@@ -1,4 +1,5 @@
 #!/usr/bin/env bash
+# SPDX-License-Identifier: Apache-2.0
 # The CPU suite's command-line test cases once more, through a server: a `cuconv serve` on a
 # private socket, and every cuconv the test cases start with CUCONV_SERVER=always, so a command
 # that did not reach the server fails (exit 5) instead of quietly running in-process. The test

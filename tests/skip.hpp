@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A GPU test case that cannot run on this machine (one CUDA device where it needs two) says why
 // and counts as skipped, instead of passing with nothing checked: skip_case() prints the reason

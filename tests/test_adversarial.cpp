@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The adversarial pass of issue 48 kept as tests: crafted files, hostile names and injected faults
 // (address-space and file-size limits, signals), one family per class of defect. Every crafted
 // file is made here (adversarial_seeds() below), and the same bytes seed the image fuzzers from

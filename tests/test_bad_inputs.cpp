@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The bad-input matrix: every way a run is refused, one table row each, through the real binary.
 // Every row checks the documented exit code, that the message names the file (or option) at
 // fault and says why, and that nothing was written: the test folder holds exactly what it held

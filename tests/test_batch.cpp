@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch mode: the planning functions and the engine directly, and `cuconv --out-dir` end to end
 // (names, input lists, directories, shards, output safety, failures, the JSON summary).
 #include "test_support.hpp"
@@ -841,4 +842,38 @@ TEST_CASE("bad input matrix (batch): missing inputs and outputs without a format
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(file_names(out) == std::set<std::string>{"raw.png"});
+}
+
+TEST_CASE("cli batch: an output folder that cannot be written or made is said once, exit 4, before any image") {
+  // Before issue 49 a folder that exists but takes no files (no write permission, /proc) let the
+  // batch filter every image and then fail each one: N errors, exit 7.
+  TempDir dir;
+  write_random_images(dir.path() / "in", 6);
+  std::ofstream(dir.file("a-file")) << "not a folder";
+  std::vector<std::pair<std::string, std::string>> folders{
+      {"/proc", "/proc: cannot write into the output folder"},  // exists, takes no files, for root too
+      {dir.file("a-file/out"), dir.file("a-file/out") + ": cannot create the output folder"}};
+  if (::geteuid() != 0) {  // root writes into a read-only folder anyway
+    fs::create_directories(dir.file("read-only"));
+    fs::permissions(dir.file("read-only"), fs::perms::owner_read | fs::perms::owner_exec);
+    folders.emplace_back(dir.file("read-only"), dir.file("read-only") + ": cannot write into the output folder");
+  }
+  for (const auto& [out, message] : folders) {
+    const std::string json = dir.file("summary.json");
+    const auto r = run_cuconv({"--out-dir", out, dir.file("in"), "--filter", "gauss5", "--variant", "opencv", "--json",
+                               json, "-v"});
+    INFO(out, ": ", r.err);
+    CHECK(r.exit_code == static_cast<int>(ExitCode::output));
+    CHECK(r.err.find(message) != std::string::npos);
+    std::size_t errors = 0;
+    for (std::size_t at = r.err.find("error:"); at != std::string::npos; at = r.err.find("error:", at + 1)) ++errors;
+    CHECK(errors == 1);
+    CHECK(r.err.find("img00.png") == std::string::npos);  // no image was read, none reported
+    CHECK_FALSE(fs::exists(json));
+  }
+  if (::geteuid() != 0) fs::permissions(dir.file("read-only"), fs::perms::owner_all);
+  // The check leaves nothing behind in a folder that takes files.
+  const auto ok = run_cuconv({"--out-dir", dir.file("out"), dir.file("in"), "--filter", "gauss5", "--variant", "opencv"});
+  CHECK(ok.exit_code == 0);
+  CHECK(file_names(dir.file("out")).size() == 6);
 }

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch mode against the outside world: SIGINT/SIGTERM at random moments, and two processes
 // writing into one output folder at once. Both run `cuconv --out-dir` on small generated images
 // with the opencv variant, so they need no GPU.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The cuconv binary end to end: success paths equal cv::filter2D bit for bit (opencv variant),
 // and every error path exits with its documented code, names the file and the problem, and
 // leaves no output file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The command-line parser in-process (src/cli/command_line.hpp): what main() runs, without files
 // or a GPU. The binary end to end is tests/test_cli.cpp's; the fuzz target
 // tests/fuzz/fuzz_cli_options.cpp throws arbitrary argv at the same function.

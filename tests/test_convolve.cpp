@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `opencv` variant against direct cv::filter2D calls and a brute-force reference for the
 // borders filter2D lacks; output-depth rules; the comparison rule; image I/O checks.
 #include "test_support.hpp"

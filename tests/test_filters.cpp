@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Filter formats, presets and their error messages (src/filter_parse.cpp).
 #include <doctest/doctest.h>
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Output formats (issue 23): lossless TIFF for every depth and channel count, the encoder options
 // (--quality, --compression), and metadata (EXIF, ICC, XMP; --strip, --auto-orient) carried from
 // input to output, in single-image and batch mode.
@@ -191,14 +192,46 @@ TEST_CASE("--compression: PNG levels and TIFF codecs change the size, never the 
   CHECK(sizes["deflate.tif"] < sizes["none.tif"]);
 }
 
-TEST_CASE("batch: --quality or --compression that does not fit an output is refused before the batch starts") {
+TEST_CASE("batch: --quality and --compression apply to the outputs whose format takes them, said once for the others") {
+  // Before issue 49 `--quality 30` on a folder of JPEG, PNG and TIFF files refused the whole batch
+  // (exit 2) because of its PNG.
   TempDir dir;
-  const std::string out_dir = dir.file("out");
-  const auto result = run_cuconv({"--out-dir", out_dir, sample("coffee.png"), sample("camera.png"), "--filter",
-                                  "gauss5", "--variant", "opencv", "--quality", "80"});
-  CHECK(result.exit_code == static_cast<int>(ExitCode::usage));
-  CHECK(result.err.find("--quality applies to JPEG and WebP outputs") != std::string::npos);
-  CHECK_FALSE(fs::exists(out_dir));
+  fs::create_directories(dir.file("in"));
+  const cv::Mat camera = cv::imread(sample("camera.png"), cv::IMREAD_UNCHANGED);
+  const cv::Mat coffee = cv::imread(sample("coffee.png"), cv::IMREAD_UNCHANGED);
+  REQUIRE(cv::imwrite(dir.file("in/a.png"), camera));
+  REQUIRE(cv::imwrite(dir.file("in/b.jpg"), coffee));
+  REQUIRE(cv::imwrite(dir.file("in/c.tif"), camera));
+  const auto batch = [&](const std::string& out, std::vector<std::string> options) {
+    std::vector<std::string> args{"--out-dir", dir.file(out), dir.file("in"), "--filter", "gauss5", "--variant", "opencv"};
+    args.insert(args.end(), options.begin(), options.end());
+    return run_cuconv(args);
+  };
+  const auto plain = batch("plain", {});
+  REQUIRE(plain.exit_code == 0);
+  const auto asked = batch("asked", {"--quality", "30", "--compression", "lzw"});
+  INFO(asked.err);
+  REQUIRE(asked.exit_code == 0);
+  const std::string quality_note = "--quality 30 applies to JPEG and WebP outputs; 2 of 3 output(s) are written without it";
+  const std::string compression_note = "--compression lzw applies to TIFF outputs; 2 of 3 output(s) are written without it";
+  for (const std::string& note : {quality_note, compression_note}) {
+    const std::size_t at = asked.err.find(note);
+    CHECK(at != std::string::npos);
+    CHECK(asked.err.find(note, at + 1) == std::string::npos);  // once, not once per output
+  }
+  CHECK(asked.err.find(dir.file("asked/a.png")) != std::string::npos);  // the note names them
+  // The JPEG took the quality (far smaller than at the default 95), the TIFF the codec (another size
+  // than the default deflate, the same pixels), the PNG neither (byte for byte the plain run's).
+  CHECK(fs::file_size(dir.file("asked/b.jpg")) * 2 < fs::file_size(dir.file("plain/b.jpg")));
+  CHECK(fs::file_size(dir.file("asked/c.tif")) != fs::file_size(dir.file("plain/c.tif")));
+  CHECK(same_bytes(cv::imread(dir.file("asked/c.tif"), cv::IMREAD_UNCHANGED),
+                   cv::imread(dir.file("plain/c.tif"), cv::IMREAD_UNCHANGED)));
+  CHECK(read_file(dir.file("asked/a.png")) == read_file(dir.file("plain/a.png")));
+  // A batch whose outputs all take the option says nothing about it.
+  const auto only_png = run_cuconv({"--out-dir", dir.file("png"), dir.file("in/a.png"), "--filter", "gauss5", "--variant",
+                                    "opencv", "--compression", "9"});
+  CHECK(only_png.exit_code == 0);
+  CHECK(only_png.err.find("written without it") == std::string::npos);
 }
 
 TEST_CASE("metadata: the ICC profile of a PNG is kept in PNG, JPEG and TIFF outputs, dropped by --strip") {

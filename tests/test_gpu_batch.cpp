@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch mode on the GPU: several filter threads per device call convolve() at once, on every
 // device (--devices all), with images of mixed type, channel count and size in flight together.
 // Every output must still match cv::filter2D under the pass rule. With two or more devices each

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cuconv IMG OUT --filter F --variant V --border B` through the real binary, for every GPU
 // variant and border, on real 8U gray/RGB/RGBA, 16U and 32F images, including 31x31 and
 // non-square filters; the written file is checked against cv::filter2D under the pass rule.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The device-image entry point: convolve() from a device view to a device view gives what the
 // host-image path gives, bit for bit, for every tested variant, layout (1, 3, 4 channels, alpha
 // kept) and depth pair, with the output poisoned first; and it refuses what it cannot do.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GPU faults: running out of device memory and a failed launch, made to happen on a healthy GPU
 // by a fault injector the tests plug into the GPU layer (src/gpu/seams.hpp, tests/gpu_seams.hpp).
 // An explicit GPU variant throws Error{gpu} naming the problem; `auto` falls back to OpenCV and

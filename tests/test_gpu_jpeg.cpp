@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU JPEG path on a real device: nvJPEG's decoded pixels against OpenCV's (libjpeg-turbo)
 // for baseline, progressive, gray and 4:2:0/4:2:2/4:4:4 files, within each kind's bounds on the
 // max and mean absolute difference and on the worst MCU block's mean (a wrong MCU row fails it;

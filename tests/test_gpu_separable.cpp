@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `fast` on rank-1 filters with integer outputs whose factors do not give exact float sums
 // (gaussian:R,SIGMA, box:3, ...) and 16-bit rank-1 filters summed in double: judged against the
 // exact sum (double precision, rounded half to even, saturated; tests/exact_sum.hpp) under the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Images larger than the GPU memory limit go through in horizontal strips (src/gpu/strips.hpp).
 // ConvolveOptions::max_strip_rows forces strips of 1, 2, 7 and 64 rows on small random images.
 // The direct variants compute every output from the same values in the same order with or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tensor`: the separable kernel (rank-1 filters, row sums on tensor cores; kernels/tensor_separable.cuh)
 // and the dense kernels (any 8-bit filter up to 17x17; kernels/tensor_dense.cuh, and on sm_90 for
 // one channel kernels/tensor_dense_wgmma.cuh, which must give the same bits), judged against

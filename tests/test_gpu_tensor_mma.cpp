@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tensor`'s both-passes kernel (kernels/tensor_separable_mma.cuh): rank-1 8-bit filters with the
 // row sums and the column sums on tensor cores. First the accumulation model its error bound
 // assumes (tensor_mma_error_bound: an MMA's FP32 result within (k + 1) 2^-23 of its largest term,

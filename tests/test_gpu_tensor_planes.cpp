@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `tensor` on float and 16-bit images, and on 8-bit ones past 17x17: the dense kernel on byte MMAs
 // over digit planes (kernels/tensor_dense_planes.cuh), judged against the exact double sum under
 // the 32F and the integer pass rules over filter sizes (every chunk count and both ring depths),

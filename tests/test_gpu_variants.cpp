@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Every GPU variant against cv::filter2D on its direct-summation path (the opencv variant with
 // OpenCvMethod::reference (direct_sum, in double for float outputs), checked against filter2D in the CPU suite) under the pass rule of include/cuconv/compare.hpp. Outputs are
 // poisoned on the device before every run, so an unwritten pixel fails.

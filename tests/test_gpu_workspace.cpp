@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GpuWorkspace (batch mode's per-thread buffers): a kept workspace must give exactly what a fresh
 // call gives, whatever came through it before (larger or smaller images, other types, variants,
 // strips), and stop allocating once it has seen the largest image. Outputs are poisoned on every

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU JPEG path's host side, on any machine: the marker walk (which files nvJPEG may
 // decode, which APP segments are copied), segment insertion, the codec choice, the CLI's
 // fallback behaviour without a GPU (auto takes OpenCV; --codec gpu exits 5 and writes nothing),

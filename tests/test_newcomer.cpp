@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Issue 49, the binary end to end: what a newcomer meets on a CPU-only machine. Names in any case
 // and other tools' words, --normalize, --skip-existing and the no-GPU warning. The library and
 // parser functions behind them are tested in test_command_line.cpp, test_filters.cpp and
@@ -13,6 +14,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include <filesystem>
+#include <set>
 #include <cctype>
 #include <cstdlib>
 #include <fstream>
@@ -107,6 +109,11 @@ TEST_CASE("newcomer: the no-GPU warning names how to silence it, once, and CUCON
   REQUIRE(warned.exit_code == 0);
   CHECK(count_of(warned.err, "no usable CUDA device") == 1);
   CHECK(warned.err.find("CUCONV_NO_GPU_WARNING=1") != std::string::npos);
+  // -v: no estimate of the GPU's start-up against the CPU after it has been said there is no GPU.
+  const auto verbose = run_cuconv({sample("camera.png"), dir.file("v.png"), "--filter", "gauss5", "-v"});
+  CHECK(verbose.exit_code == 0);
+  CHECK(count_of(verbose.err, "no usable CUDA device") == 1);
+  CHECK(verbose.err.find("faster here than") == std::string::npos);
   const auto silent = run_cuconv({sample("camera.png"), dir.file("b.png"), "--filter", "gauss5"}, "",
                                  "export CUCONV_NO_GPU_WARNING=1");
   INFO(silent.err);
@@ -166,4 +173,99 @@ TEST_CASE("newcomer: a folder given as the input of single-image mode is pointed
   CHECK(result.err.find("is a directory, not an image file (to filter every image of a folder: cuconv --out-dir "
                         "OUT_DIR " + std::string(CUCONV_TEST_SAMPLES)) != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir.file("out.png")));
+}
+
+TEST_CASE("newcomer: --compare and --bench without a GPU say so first and alone, exit 5, nothing written") {
+  // Before issue 49 --compare first warned "filtering with OpenCV on the CPU", filtered the image,
+  // and only then failed with exit 5.
+  if (cuda_device_available()) return;  // a GPU: --compare works (the GPU suite covers that machine)
+  TempDir dir;
+  for (const std::vector<std::string> option : {std::vector<std::string>{"--compare"}, {"--bench", "3"}}) {
+    std::vector<std::string> args{sample("coffee.png"), dir.file("out.png"), "--filter", "box:31", "-v"};
+    args.insert(args.end(), option.begin(), option.end());
+    const auto result = run_cuconv(args);
+    INFO(result.err);
+    CHECK(result.exit_code == static_cast<int>(ExitCode::gpu));
+    CHECK(result.err.starts_with("cuconv: error: " + option.front() + " needs a GPU: "));
+    CHECK(count_of(result.err, "\n") == 1);  // that one line: no CPU warning, no "read ..." before it
+    CHECK(result.err.find("filtering with OpenCV on the CPU") == std::string::npos);
+    CHECK_FALSE(std::filesystem::exists(dir.file("out.png")));
+  }
+}
+
+TEST_CASE("newcomer: samples/slurm-array.sh's four tasks run again after a time-out: the missing output is made, the rest skipped") {
+  // The job script as sbatch runs it (cuconv on PATH, the array variables set), without Slurm:
+  // each of the 4 tasks, then all of them again with one output lost as a killed task would.
+  TempDir dir;
+  std::filesystem::create_directories(dir.file("bin"));
+  std::filesystem::create_symlink(cuconv::test::cuconv_binary(), dir.file("bin/cuconv"));
+  const std::string script = std::string(CUCONV_TEST_SAMPLES) + "/slurm-array.sh";
+  const auto run_tasks = [&] {
+    int failed = 0;
+    for (int task = 0; task < 4; ++task) {
+      const std::string command = "PATH=" + cuconv::test::shell_quote(dir.file("bin")) + ":\"$PATH\" SLURM_ARRAY_TASK_ID=" +
+                                  std::to_string(task) + " SLURM_ARRAY_TASK_COUNT=4 bash " +
+                                  cuconv::test::shell_quote(script) + " " + cuconv::test::shell_quote(CUCONV_TEST_SAMPLES) +
+                                  " " + cuconv::test::shell_quote(dir.file("out")) + " >>" +
+                                  cuconv::test::shell_quote(dir.file("log")) + " 2>&1";
+      failed += std::system(command.c_str()) != 0;
+    }
+    return failed;
+  };
+  // The ok and skipped images of the four tasks' JSON summaries.
+  const auto statuses = [&] {
+    std::pair<std::size_t, std::size_t> counts{0, 0};
+    for (int task = 0; task < 4; ++task) {
+      const std::string summary = read_file(dir.file("out/summary-" + std::to_string(task) + ".json"));
+      counts.first += count_of(summary, "\"status\": \"ok\"");
+      counts.second += count_of(summary, "\"status\": \"skipped\"");
+    }
+    return counts;
+  };
+  REQUIRE(run_tasks() == 0);
+  const auto [images, none_skipped] = statuses();
+  REQUIRE(images >= 4);
+  CHECK(none_skipped == 0);
+  const std::string camera = read_file(dir.file("out/camera.png"));
+  const std::string coffee = read_file(dir.file("out/coffee.png"));
+  REQUIRE(!coffee.empty());
+  std::filesystem::remove(dir.file("out/coffee.png"));
+  const int failed = run_tasks();
+  INFO(read_file(dir.file("log")));
+  CHECK(failed == 0);
+  CHECK(read_file(dir.file("out/coffee.png")) == coffee);  // made again, the same image
+  CHECK(read_file(dir.file("out/camera.png")) == camera);
+  const auto [written, skipped] = statuses();
+  CHECK(written == 1);
+  CHECK(skipped == images - 1);
+}
+
+TEST_CASE("licence: every source, header, kernel, script and CMake file of the project names Apache-2.0 (SPDX)") {
+  // Issue 49: the repository had no licence. LICENSE is Apache-2.0; each file says so in its first
+  // line (the second after a #! line). third_party/ and the fuzz corpora are not the project's.
+  namespace fs = std::filesystem;
+  const fs::path root = fs::path(CUCONV_TEST_DOCS).parent_path();
+  const auto owned = [](const fs::path& path) {
+    const std::string name = path.filename().string();
+    for (const char* end : {".cpp", ".hpp", ".cu", ".cuh", ".h", ".in", ".sh", ".py", ".cmake", ".zsh"})
+      if (name.ends_with(end)) return true;
+    return name == "CMakeLists.txt";
+  };
+  std::vector<fs::path> files{root / "CMakeLists.txt"};
+  for (const char* folder : {"bench", "cmake", "include", "kernels", "packaging", "samples", "scripts", "src", "tests", "tools"})
+    for (const auto& entry : fs::recursive_directory_iterator(root / folder))
+      if (entry.is_regular_file() && owned(entry.path()) && entry.path().string().find("/fuzz/corpus") == std::string::npos)
+        files.push_back(entry.path());
+  std::size_t checked = 0;
+  for (const fs::path& file : files) {
+    std::ifstream in(file);
+    std::string line;
+    std::getline(in, line);
+    if (line.starts_with("#!")) std::getline(in, line);
+    const bool has = line == "// SPDX-License-Identifier: Apache-2.0" || line == "# SPDX-License-Identifier: Apache-2.0";
+    const std::string relative = fs::relative(file, root).string();
+    CHECK_MESSAGE(has, relative, " does not start with the SPDX line (// or # SPDX-License-Identifier: Apache-2.0)");
+    ++checked;
+  }
+  CHECK(checked > 200);
 }

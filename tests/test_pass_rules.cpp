@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pass rules judged on planted defects: each defect below passed the rule as it stood before
 // issue 50 (recomputed here from the same numbers, as the old code computed them) and fails the
 // rule now; a right result passes both. The test rule is tests/exact_sum.hpp's (the GPU suites'),

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rank-1 detection (src/separable.cpp): which filters `fast` runs as two 1-D passes, and that the
 // factors reproduce the weights (bit for bit where the weights allow it).
 #include "filter/splits.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cuconv serve`'s transport (src/serve): the protocol's bounds, the socket folder's checks, and a
 // real server (run_server, in a thread or as tests/serve_test_server.cpp's process) answering the
 // thin front end (cuconv_front) through RemoteFiles: round trip, exit codes, descriptors, another

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CLI through a `cuconv serve` and in-process: the same commands give the same exit codes,
 // messages, standard output and output bytes (issue 47: the server runs the same per-image code).
 #include "test_support.hpp"

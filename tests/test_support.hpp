@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Helpers shared by the test suites: temporary folders, running the cuconv binary, sample
 // paths and random images.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuconv_make_corpus: a benchmark corpus for batch mode. Derives N distinct RGB images of about
 // SIZE x SIZE pixels from the sample images (crop, flip, resize, light noise), deterministically
 // from the image index, so every machine that runs it gets the same corpus. Built here and

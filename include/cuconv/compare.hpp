@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file compare.hpp
 /// How close a result is to the cv::filter2D reference, and the pass rule (docs/design.md

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file convolve.hpp
 /// The library entry point: filter one decoded image with cv::filter2D semantics on the GPU or

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file device_image.hpp
 /// Images in device memory, the seam between codecs, kernels and callers: DeviceImage owns one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file error.hpp
 /// One error type for the whole library: every failure is a cuconv::Error whose kind maps to one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file filter.hpp
 /// Convolution filters: the parsed form, the text formats and the embedded presets.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file image_io.hpp
 /// Reading and writing images with OpenCV, with the checks that keep data from being lost.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch mode of the command line: gathers the inputs, plans names and the shard, checks what can
 // be checked before any image is read, runs the batch engine and reports (log lines, a progress
 // line on a terminal, the JSON summary).
@@ -16,6 +17,7 @@
 
 #include <cuconv/image_io.hpp>
 
+#include <fmt/format.h>
 #include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
 
@@ -31,6 +33,7 @@
 #include <sstream>
 #include <iostream>
 #include <optional>
+#include <random>
 #include <set>
 #include <string_view>
 #include <thread>
@@ -105,19 +108,66 @@ void check_inputs_exist(const std::vector<NamedInput>& named, engine::Files& fil
 
 /// Throws Error{output} unless every output's extension names a format cuconv writes; without an
 /// extension (an input without one, kept by a --name without one) it says so and how to name one.
-/// Throws Error{usage} when --quality or --compression does not fit an output format.
-void check_output_names(const std::vector<batch::BatchItem>& items, const WriteOptions& write) {
+void check_output_names(const std::vector<batch::BatchItem>& items) {
   std::set<std::string> checked;  // each extension once
   for (const batch::BatchItem& item : items) {
     const std::string extension = fs::path(item.output).extension().string();
     if (extension.empty())
       throw Error(ErrorKind::output, item.output + ": has no extension to pick the output format (the input " +
                                          item.input + " has none): name one with --name, e.g. --name '%s.png'");
-    if (checked.insert(extension).second) {
-      check_output_extension(item.output);
-      check_encoder_options(item.output, write);  // --quality on a PNG: refused before the batch starts
-    }
+    if (checked.insert(extension).second) check_output_extension(item.output);
   }
+}
+
+/// --quality and --compression in a batch, whose outputs may have several formats: each output
+/// is written with the share its format takes (encoder_options_for), so `--quality 90` is for the
+/// JPEG and WebP files and does not refuse the PNG files beside them (the values themselves are
+/// checked by the command line: a quality of 1-100, a PNG level or a TIFF codec). Returns one
+/// warning per option that some outputs are written without, naming a few of them.
+std::vector<std::string> encoder_option_notes(const std::vector<batch::BatchItem>& items, const WriteOptions& write) {
+  struct Ignored {
+    std::string option;
+    std::string takes;  ///< the outputs that take it
+    std::vector<std::string> outputs;
+  };
+  Ignored quality{"--quality " + (write.quality ? std::to_string(*write.quality) : std::string()), "JPEG and WebP", {}};
+  Ignored compression{"--compression " + write.compression,
+                      write.compression.size() == 1 ? "PNG" : "TIFF", {}};
+  for (const batch::BatchItem& item : items) {
+    const WriteOptions share = encoder_options_for(item.output, write);
+    if (write.quality && !share.quality) quality.outputs.push_back(item.output);
+    if (!write.compression.empty() && share.compression.empty()) compression.outputs.push_back(item.output);
+  }
+  std::vector<std::string> notes;
+  for (const Ignored& ignored : {quality, compression}) {
+    if (ignored.outputs.empty()) continue;
+    constexpr std::size_t kNamed = 3;
+    std::string named;
+    for (std::size_t i = 0; i < std::min(kNamed, ignored.outputs.size()); ++i)
+      named += (i == 0 ? "" : ", ") + ignored.outputs[i];
+    if (ignored.outputs.size() > kNamed) named += ", ...";
+    notes.push_back(ignored.option + " applies to " + ignored.takes + " outputs; " +
+                    std::to_string(ignored.outputs.size()) + " of " + std::to_string(items.size()) +
+                    " output(s) are written without it (" + named + ")");
+  }
+  return notes;
+}
+
+/// Throws Error{output} naming `out_dir` when no file can be created in it (no write permission, a
+/// read-only file system): said once, before any image is read, rather than once per image after
+/// the work. A file of a name no batch uses is written there through `files` and removed again.
+void check_output_folder_writable(const std::string& out_dir, engine::Files& files) {
+  std::random_device random;
+  const std::string probe =
+      (fs::path(out_dir) / fmt::format(".cuconv-write-check-{:08x}{:08x}", random(), random())).string();
+  try {
+    (void)files.write_output(probe, {}, false);
+  } catch (const Error& e) {
+    std::string why = e.what();
+    if (why.starts_with(probe + ": ")) why.erase(0, probe.size() + 2);
+    throw Error(ErrorKind::output, out_dir + ": cannot write into the output folder: " + why);
+  }
+  files.remove(probe);
 }
 
 /// The device check that runs beside the first decodes: its time, and why no GPU is usable.
@@ -178,7 +228,8 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
                                  : batch::slurm_array_shard([&session](const char* name) { return session.getenv(name); }).value_or(batch::Shard{});
   const std::vector<batch::BatchItem> items = batch::select_shard(all_items, shard);
   log.info("{} input(s); shard {}/{}: {} of them", all_items.size(), shard.index, shard.count, items.size());
-  check_output_names(items, request.write);
+  check_output_names(items);
+  const std::vector<std::string> option_notes = encoder_option_notes(items, request.write);
   for (const batch::BatchItem& item : items)
     if (files.same_file(item.input, item.output))
       throw Error(ErrorKind::usage, item.output + ": output is the input file; refusing to overwrite it");
@@ -241,6 +292,12 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     return interrupted_exit_code(signal);
   }
   files.make_directories(request.out_dir);
+  // Checked only where some output is to be written: a re-run whose outputs all exist skips them.
+  const bool writes_some = std::any_of(items.begin(), items.end(), [&](const batch::BatchItem& item) {
+    return request.overwrite || files.kind(item.output, false) == engine::FileKind::none;
+  });
+  if (writes_some) check_output_folder_writable(request.out_dir, files);
+  for (const std::string& note : option_notes) log.warn("{}", note);
 
   // Made before the work, so an unwritable summary path fails before any image is processed.
   const bool json_file = !request.json_path.empty() && request.json_path != "-";

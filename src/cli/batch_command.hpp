@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Batch mode of the command line (`cuconv --out-dir DIR IN...`): running the batch engine
 // (src/engine/batch_pipeline.hpp) with log lines, a progress line and the JSON summary. Its options are parsed with

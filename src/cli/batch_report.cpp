@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch mode's reporting (batch_report.hpp).
 #include "cli/batch_report.hpp"
 

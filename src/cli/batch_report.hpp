@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Batch mode's reporting: the progress line on a terminal, the closing log lines and the JSON
 // summary (docs/batch.md, "Summary").

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Command line -> GPU JPEG path settings (codec_options.hpp).
 #include "cli/codec_options.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The command line's settings for the GPU JPEG path (issue 25), in one place for both modes:
 // which codec a job takes, and the JPEG output settings.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The command line: CLI11 options into one request, the checks that need no file or GPU, and the
 // request as library options. Printing and running are main.cpp's.
 #include "cli/command_line.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The command line, parsed in-process and checked without touching files or the GPU: what main()
 // runs, and what the command-line fuzz target (tests/fuzz/fuzz_cli_options.cpp) exercises.

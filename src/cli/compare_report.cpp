@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // --bench and --compare reports of single-image mode (compare_report.hpp).
 #include "cli/compare_report.hpp"
 

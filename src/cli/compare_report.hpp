@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Single-image mode's reports on a filtered result: --bench (kernel median, bandwidth, share of
 // a device copy) and --compare (the result against cv::filter2D and the pass rule), printed to

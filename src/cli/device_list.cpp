@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `--devices` (device_list.hpp).
 #include "cli/device_list.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // `--devices all|0,1,...`, the option of batch mode and of `cuconv serve`.
 #include <string>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // SIGINT/SIGTERM recorded by an async-signal-safe handler (one lock-free atomic store).
 #include "cli/interrupt.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // SIGINT and SIGTERM while cuconv writes: the handler only records the signal, so that writes in
 // flight finish (no `.cuconv-tmp-*` file is left behind) and the caller stops at its next step,

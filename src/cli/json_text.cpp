@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Bytes that are not UTF-8 escaped as \xHH before nlohmann::json dumps them.
 #include "cli/json_text.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // JSON text from strings that are not always UTF-8: file names on Linux are bytes, and
 // nlohmann::json refuses to dump a string that is not valid UTF-8 (type_error 316), which would

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Descriptor 2 through a pipe while cuconv works: the image libraries' lines become log lines.
 #include "cli/library_messages.hpp"
 

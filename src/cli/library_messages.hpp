@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the image libraries print on their own: libpng's and libjpeg's warnings and OpenCV's
 // imread notes go straight to stderr (file descriptor 2), past cuconv's logging. While a

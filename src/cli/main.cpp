@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // cuconv's entry point: one command line in this process's own session (cli::run_command).
 // src/cli/ is the only place that knows about argv, CLI11, spdlog and exit codes.
 #include "cli/interrupt.hpp"

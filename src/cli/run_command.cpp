@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // One command line in a session (session.hpp): parse, then list, describe or filter; the same
 // code for a process of its own and for a client of `cuconv serve`.
 #include "cli/batch_command.hpp"

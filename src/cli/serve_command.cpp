@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cuconv serve` (serve_command.hpp): each client's command runs through cli::run_command in a
 // session of that client (its descriptors, its files through the socket), on the server's warm GPU.
 #include "cli/serve_command.hpp"

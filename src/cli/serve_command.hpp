@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // `cuconv serve`: the resident process that runs clients' commands (docs/serve.md).
 namespace cuconv::cli {

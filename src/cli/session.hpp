@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One command's surroundings: where its text goes and how it reaches files. main() runs a command
 // in a local session (this process's descriptors and file system); `cuconv serve` runs each

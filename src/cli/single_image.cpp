@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Single-image mode (`cuconv IN OUT`): the checks that need no pixels, then the engine's one
 // per-image operation, then --compare/--bench reports and the write under the interrupt guard.
 #include "cli/single_image.hpp"
@@ -143,6 +144,10 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   }
   const engine::Route route = engine::choose_route(task, settings);
   std::string no_gpu_reason;
+  // --compare and --bench are about the GPU's result: without a usable GPU that is said first and
+  // alone (exit 5), not after a warning that the image is filtered on the CPU.
+  if ((req.compare || req.bench_runs > 0) && !engine::gpu_usable(&no_gpu_reason))
+    throw Error(ErrorKind::gpu, std::string(req.compare ? "--compare" : "--bench") + " needs a GPU: " + no_gpu_reason);
   // Without an NVIDIA driver CUDA answers at once: say so before the work, as before any GPU use.
   bool warned = false;
   if (options.variant == Variant::automatic && route == engine::Route::host && !nvidia_driver_loaded() &&
@@ -164,7 +169,8 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   engine::ImageResult done = engine::process_image(task, settings, route, files, inspect);
   const engine::ImageReport& report = done.report;
   print_notes(report, log);
-  if (!report.auto_reason.empty()) log.info("{}", report.auto_reason);
+  // Without a GPU the warning said why the CPU filters; a CPU-or-GPU estimate would only confuse.
+  if (!report.auto_reason.empty() && !warned) log.info("{}", report.auto_reason);
   if (lease && lease->device() >= 0) log.info("served on device {}, the least loaded of the server's", lease->device());
   if (!warned && options.variant == Variant::automatic && report.variant_used == Variant::opencv &&
       !report.cpu_predicted_faster && report.gpu_fallback.empty() && !engine::gpu_usable(&no_gpu_reason))

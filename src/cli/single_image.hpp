@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Single-image mode: `cuconv IN OUT ...` through the engine's per-image operation.
 #include "cli/command_line.hpp"

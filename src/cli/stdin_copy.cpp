@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Standard input to a temporary file that no interruption leaves behind.
 #include "cli/stdin_copy.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Standard input ("-" as INPUT) copied to a private temporary file, so that read_image's checks
 // (the header's size against --max-pixels, truncation) apply to it as to any file.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // temp_directory_path with a message that says which variable to fix.
 #include "cli/temp_folder.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The folder for cuconv's own temporary files (the copy of standard input): $TMPDIR (or TMP,
 // TEMP, TEMPDIR), else /tmp, as std::filesystem::temp_directory_path has it, with an answer in

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Image headers read without decoding: the claimed size of PNG, JPEG, TIFF and BMP files, and
 // the walks that find truncated PNG and JPEG files. Layouts: PNG (ISO/IEC 15948) chunks, TIFF 6.0
 // and BigTIFF image file directories, BMP info headers; JPEG markers (ITU T.81 Annex B) are

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What an image file's own bytes say before anything is decoded: the size its header claims and
 // whether its structure is whole. read_image uses it to refuse huge and truncated files up front.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Image files in and out. Reading keeps the file's depth and channels; writing refuses formats
 // that would silently convert the data, and replaces the target atomically.
 #include <cuconv/error.hpp>

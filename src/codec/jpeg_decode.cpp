@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libjpeg with an error manager of cuconv's own: errors unwind with longjmp (libjpeg is C), and
 // the warnings that mean the data ran out are recorded and refuse the image.
 #include "codec/jpeg_decode.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // JPEG decoding with libjpeg directly, so that its warnings reach cuconv: libjpeg decodes a file
 // whose compressed data stops early (cut inside a scan, then closed with an end-of-image marker)

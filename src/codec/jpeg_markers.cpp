@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one JPEG marker walk (jpeg_markers.hpp): ITU-T T.81 B.1, markers FFxx, segments with a
 // 2-byte big-endian length that counts itself, and after each SOS entropy-coded data up to the
 // next marker that is not a stuffed 0xFF00 or a restart.

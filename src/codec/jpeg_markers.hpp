@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The one JPEG marker walk (ITU-T T.81 Annex B): markers FFxx, segments with a 2-byte big-endian
 // length that counts itself, and after each SOS entropy-coded data up to the next marker. One walk

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // EXIF, ICC and XMP from input files to output files with libexiv2, and --auto-orient. EXIF
 // travels as the TIFF-structured block exiv2 encodes, so the public header needs no exiv2 type.
 #include "codec/metadata.hpp"
@@ -185,8 +186,9 @@ std::vector<unsigned char> name_png_icc_profile(std::vector<unsigned char> png) 
     if (std::memcmp(type, "IDAT", 4) == 0) break;  // iCCP must come before the image data
     if (std::memcmp(type, "iCCP", 4) == 0 && length > 0 && png[pos + 8] == 0) {
       // Chunk: length, "iCCP", keyword, 0, compression method, compressed profile, CRC.
-      std::vector<unsigned char> chunk;
       const std::size_t data_length = kPngIccProfileName.size() + length;
+      std::vector<unsigned char> chunk;
+      chunk.reserve(data_length + 12);  // at once: grown piecemeal, GCC 12 sees a false -Wstringop-overflow
       append_be32(chunk, static_cast<std::uint32_t>(data_length));
       chunk.insert(chunk.end(), type, type + 4);
       chunk.insert(chunk.end(), kPngIccProfileName.begin(), kPngIccProfileName.end());

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Metadata into an encoded image (libexiv2); the public side is in include/cuconv/image_io.hpp.
 #include <cuconv/image_io.hpp>

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loads nvJPEG with dlopen once per process (see nvjpeg_api.hpp).
 #include "codec/nvjpeg_api.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // nvJPEG, loaded with dlopen when the GPU JPEG codec is first used, as cuFFT is (cufft_api.hpp):
 // the binary and its bundle run without it, and `--codec auto` then uses OpenCV. The functions

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // nvJPEG decode and encode for GpuJpegCodec (jpeg_codec.hpp). Baseline colour files go to the
 // GPU's JPEG engine in one batched call when the GPU has one (nvJPEG's hardware backend); the
 // others (progressive, gray, subsamplings the engine lacks) and every file on GPUs without an

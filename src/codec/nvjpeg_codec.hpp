@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The GPU JPEG codec (nvJPEG): compressed bytes in host memory -> DeviceImage (8-bit BGR
 // interleaved, or gray), and a device image -> JPEG bytes. Pixels never visit host memory.

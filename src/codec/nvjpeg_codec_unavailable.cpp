@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GpuJpegCodec for builds without nvjpeg.h (scripts/install-deps.sh fetches it): the GPU codec
 // is reported unusable, so `--codec auto` uses OpenCV and `--codec gpu` exits with the reason.
 #include "codec/nvjpeg_codec.hpp"

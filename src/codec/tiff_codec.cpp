@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // TIFF encoding through libtiff into memory. libtiff writes through client callbacks into a
 // growable byte buffer; its messages are caught per handle and become the Error's text.
 #include "codec/tiff_codec.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // TIFF encoding with libtiff directly: OpenCV's encoder writes 3-channel float with the lossy
 // SGILOG codec and cannot write 3- or 4-channel 16S, so every TIFF cuconv writes goes through here.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Enum names from the tables of names.hpp, and the "did you mean" search shared by the command
 // line (options, enum values) and the filter parser (presets). Host code only, no CUDA, so the
 // command-line fuzz target (tests/fuzz) can link it on its own.

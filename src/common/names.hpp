@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The one list of each enum's values (Variant, Border, Depth, and --codec's Codec): the name the command line
 // and the docs use, a one-line description for --help, and for variants whether they run on the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The one parser for whole numbers given as text (command-line values, filter-file fields,
 // environment variables, the digits of --gpu-memory's "512M" and of --anchor's "+3,4"). CLI11

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The one place that decides what `--variant auto` runs (docs/design.md, "How auto chooses").
 // The numbers come from one row of the tuning table (src/gpu/tuning/auto_tuning.hpp); the rules
 // below hold only what the kernels can run and the accuracy each path keeps.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What `--variant auto` runs: the one dispatcher (choose_auto) over one row of the tuning table
 // (src/gpu/tuning/auto_tuning.hpp). choose_variant and convolve() both ask it.

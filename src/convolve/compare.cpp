@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The pass rule (include/cuconv/compare.hpp): a result against filter2D's direct sum, each
 // output judged by its own footprint (the float rule's scale, the exact sum of integer outputs),
 // non-finite values matched exactly.

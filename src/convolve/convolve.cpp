@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Library entry point: validate the request, resolve it into a ConvolveJob, pick the variant
 // (choose_variant.cpp) and run it (cpu_reference.cpp for OpenCV, src/gpu/ for the GPU variants).
 #include "convolve/choose_variant.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The `opencv` variant: cv::filter2D itself, so its output is the reference by definition.
 // filter2D has no wrap border and always pads constant borders with 0; both are done here by
 // padding with cv::copyMakeBorder and filtering the padded image, whose interior then sees

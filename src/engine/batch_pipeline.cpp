@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The batch pipeline: readers, filter threads per device, writers, bounded queues; each stage is
 // the per-image operation's own (image_operation.cpp).
 #include "engine/batch_pipeline.hpp"

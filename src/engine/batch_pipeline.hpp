@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The batch pipeline: many images through the per-image operation's stages (image_operation.hpp),
 // with the stages overlapping:

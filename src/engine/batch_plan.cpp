@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Batch planning: input lists, directory expansion, output names, sharding.
 #include "engine/batch_plan.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Batch mode, before any image is read: which files are inputs, where each result goes, and which
 // share of the inputs this process takes. Everything here is deterministic, so independent

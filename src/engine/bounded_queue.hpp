@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A blocking first-in first-out queue of bounded size between two pipeline stages: producers wait
 // while it is full, so a fast stage cannot pile up decoded images in memory.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The CPU-or-GPU prediction of `auto` without a warm GPU (cpu_or_gpu.hpp).
 #include "engine/cpu_or_gpu.hpp"
 

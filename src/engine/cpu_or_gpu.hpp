@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // `auto` in a process without a warm GPU: before CUDA is touched, the CPU's time for the image
 // (cv::filter2D, from the image's size and the filter's taps) is weighed against the GPU's

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The file system of this process as engine::Files (files.hpp): what single-image and batch mode
 // use when no server runs them. Writing is the codec layer's atomic write (image_io.cpp).
 #include "engine/files.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The engine's only way to the file system: every path a command names is opened, listed, checked
 // and published through a Files object. In-process it is the file system itself (local_files());

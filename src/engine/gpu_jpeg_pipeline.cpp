@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU JPEG pipeline (jpeg_filter.hpp): per device a decode thread (batched nvJPEG decode) and
 // encoder threads (filter straight from the decoded device image on their own stream, then the
 // nvJPEG encode from the filtered one); files nvJPEG refuses take OpenCV's decoder, filter and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU JPEG path's decisions and file reading (jpeg_filter.hpp): which jobs take the GPU codec,
 // and a JPEG file's bytes after the same checks as OpenCV's path. The pipeline itself is in
 // jpeg_pipeline.cpp.

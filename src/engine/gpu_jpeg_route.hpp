@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // JPEG files in, filtered JPEG files out, on one GPU: decode (nvJPEG, batched), filter on the
 // device (convolve()'s device overload), encode (nvJPEG) and copy the input's APP segments. A

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The per-image operation (image_operation.hpp): each stage once, for every mode.
 #include "engine/image_operation.hpp"
 
@@ -173,7 +174,8 @@ std::vector<std::uint8_t> encode_image(LoadedImage& loaded, const ImageTask& tas
                                        ImageReport& report) {
   if (loaded.route == Route::gpu_jpeg) return std::move(loaded.bytes);
   const auto start = Clock::now();
-  WriteOptions write = settings.write;
+  // The output's format's share of --quality and --compression: a batch may mix JPEG and PNG.
+  WriteOptions write = encoder_options_for(task.output, settings.write);
   write.overwrite = settings.overwrite;
   write.metadata = &loaded.metadata;
   std::vector<std::uint8_t> encoded =

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The one per-image operation: read -> orient/strip -> decode -> filter -> encode -> atomic write,
 // with the GPU JPEG route (nvJPEG decode, filter on the device, nvJPEG encode) inside it and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // engine::OpenedFile's ownership of its descriptor (files.hpp). Apart from files.cpp's local file
 // system so that `cuconv serve`'s transport (cuconv_serve, libc only) links it without the engine.
 #include "engine/files.hpp"

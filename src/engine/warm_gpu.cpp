@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The server's warm GPU state (warm_gpu.hpp).
 #include "engine/warm_gpu.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What `cuconv serve` keeps warm between its clients' commands: the devices it serves, a running
 // GPU JPEG pipeline on each (codec::WarmJpeg: nvJPEG handles, states and pools set up once) and

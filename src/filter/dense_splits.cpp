@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Dense filters as `tensor`'s dense kernels feed them to byte MMAs: the weights as signed
 // base-256 digits for 8-bit, float and 16-bit images, with the error bound of each kernel's
 // arithmetic, which decides dense_tensor_for.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The preset filter files of filters/, compiled into the binary (cmake/EmbedFilters.cmake).
 #include <cstddef>

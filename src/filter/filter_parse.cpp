@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// @file filter_parse.cpp
 /// The filter formats of filter.hpp: presets, inline strings, plain matrices and libvips .mat
 /// files (parametric filters: parametric_filters.cpp). Every failure

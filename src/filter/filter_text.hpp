@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What the filter parsers share (filter_parse.cpp: files, presets, inline filters;
 // parametric_filters.cpp): where a text came from, numbers as the formats write them, and the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// @file filter_weights.cpp
 /// What a loaded filter's weights say: their sum, their normalisation (--normalize), and the
 /// grid --show-filter prints.

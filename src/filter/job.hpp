@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A convolution fully resolved from (Filter, ConvolveOptions, input depth): what both the OpenCV
 // reference and the GPU path execute. Built once in convolve.cpp.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// @file parametric_filters.cpp
 /// Parametric filters (box:N, gaussian:R,SIGMA ..., one table: kParametric): each kind's weights
 /// from its parameters, as docs/filters.md defines them. Failures are Error{bad_input} naming the

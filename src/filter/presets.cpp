@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 /// @file presets.cpp
 /// The presets compiled in from filters/ (cmake/EmbedFilters.cmake): their names and the one-line
 /// summary --list-filters prints from each file's first comment.

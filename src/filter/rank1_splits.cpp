@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Rank-1 filters: detection by exact factorisation through the largest weight (no SVD: a rank-1
 // matrix is determined by the row and column through any non-zero entry, and the largest one loses
 // least), and the error bounds of the paths that sum them (float and double on `fast`, the FP16

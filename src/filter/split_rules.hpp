@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Rules both kinds of split (rank-1: filter/rank1_splits.cpp; dense: filter/dense_splits.cpp)
 // judge themselves by: the rounding of n float or double steps, the tensor splits' scale, and

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // filter_splits: separable_for and dense_tensor_for of a request (filter/rank1_splits.cpp,
 // filter/dense_splits.cpp), answered from this thread's recent requests when it is one of them.
 #include "filter/splits.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Rank-1 (separable) filters: k[i][j] = vertical[i] * horizontal[j]. A separable kh x kw filter
 // costs kw + kh multiply-adds per output instead of kw * kh. Also the integer splits of the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Kernel timing for --bench and cuconv_bench (src/gpu/bench_timing.hpp).
 #include "gpu/bench_timing.hpp"
 

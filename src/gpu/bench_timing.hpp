@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Kernel timing for --bench and cuconv_bench: the median of CUDA-event timings of queued work.
 #include "gpu/launch/launch.hpp"

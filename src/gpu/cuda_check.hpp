@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The one CUDA error idiom: CUCONV_CUDA_TRY(call) throws cuconv::Error{gpu} carrying the call,
 // file:line and the CUDA error name and text; CUCONV_CHECK_LAUNCH() follows every kernel launch.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device selection for callers that spread work over several GPUs (batch mode, --devices).
 #include "gpu/device_select.hpp"
 

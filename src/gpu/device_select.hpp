@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Choosing the CUDA device of the calling thread (ConvolveOptions::device), and what kind of GPU
 // it is (the key of auto's tuning table, src/gpu/tuning/auto_tuning.hpp).

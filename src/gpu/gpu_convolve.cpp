@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The GPU path. Every variant filters one device image of interleaved channels into another
 // (queue_filter): `fast` and `fft` read the interleaved rows directly; the PMPP variants filter one
 // channel at a time through two one-channel scratch planes (split, filter, merge on the device).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Seams the tests plug into (the pattern of RMM's failure_callback_resource_adaptor): a fault
 // injector the GPU layer asks before each device allocation and each variant launch, and a launch

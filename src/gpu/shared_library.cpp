@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Run-time loading of CUDA libraries (see shared_library.hpp).
 #include "gpu/shared_library.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // A CUDA library loaded at run time (dlopen), so the binary starts without it: the one way
 // cufft_api.cpp and nvjpeg_api.cpp find the library and resolve its functions.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Frames over a unix stream socket with SCM_RIGHTS descriptors (see channel.hpp).
 #include "serve/channel.hpp"
 

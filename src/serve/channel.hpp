@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // One end of a serve connection: frames (protocol.hpp) sent and received over a unix stream socket,
 // with descriptors passed alongside (SCM_RIGHTS). Received descriptors wait in arrival order until

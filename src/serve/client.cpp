@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // The served client (see client.hpp): connect, hand over the command and descriptors 0, 1, 2,
 // answer the server's file operations with this process's own rights, return the exit code.
 #include "serve/client.hpp"

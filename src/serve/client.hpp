@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The client half of `cuconv serve`: hands a command line to the user's server and does the file
 // operations it asks for (with this process's rights), until the exit code comes back. When no

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cuconv`'s thin front end: hands the command to the user's server when one answers, and
 // otherwise becomes the full engine binary (execv), so a served call loads no OpenCV and no CUDA.
 // Links only cuconv_serve (libc, libstdc++, pthread).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Encoding and decoding of the serve protocol's frames (see protocol.hpp for the format).
 #include "serve/protocol.hpp"
 

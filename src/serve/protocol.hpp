@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The wire protocol between `cuconv` (client) and `cuconv serve` over a SOCK_STREAM unix socket.
 //

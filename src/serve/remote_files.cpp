@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // engine::Files answered by a served client (see server.hpp): the server sends each file
 // operation over the connection and the client performs it with its own rights; descriptors come
 // back with the answers and are read or written here as /proc/self/fd/N.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // `cuconv serve`'s listening loop and per-connection threads (see server.hpp).
 //
 // One thread accepts. It refuses other users at once, gives each admitted client a thread while

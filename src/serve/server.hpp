@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // `cuconv serve`'s transport: listens on a unix socket (its own, or the ones systemd passes with
 // LISTEN_FDS), admits only the server's own user (SO_PEERCRED), and runs each client's request on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Default socket path and the checks on its folder (see socket_path.hpp).
 #include "serve/socket_path.hpp"
 

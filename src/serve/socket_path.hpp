@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Where a user's `cuconv serve` listens: $CUCONV_SOCKET, else $XDG_RUNTIME_DIR/cuconv/socket, else
 // /tmp/cuconv-$UID/socket. A default path's folder belongs to the user alone (0700, owned by the

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Consumer of an installed cuconv: filters a synthetic image with a preset through the public API
 // (headers from the install prefix, library through cuconv::cuconv) and checks the result against
 // cv::filter2D. The `opencv` variant runs without a GPU; the GPU variant is tried when one is

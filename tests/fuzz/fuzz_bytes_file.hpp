@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The fuzzer's bytes as a file, for parsers that take a path (the header walk, exiv2): one
 // anonymous in-memory file per process (memfd), rewritten for every input and named through

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the command line: the input, split at NUL bytes and newlines, is argv
 // (after "cuconv"; at most kMaxArgs arguments) for parse_command_line, which never reads a file,
 // runs a filter or touches the GPU. A parse either comes back as a request that satisfies what

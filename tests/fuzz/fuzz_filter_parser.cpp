@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the filter parsers. The first byte picks the parser; the rest is the text.
 // A parse either throws cuconv::Error or returns a filter that satisfies every invariant the
 // kernels rely on; anything else (another exception, a crash, a sanitizer report) is a bug.

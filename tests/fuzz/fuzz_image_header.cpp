@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for read_image's header walks (src/codec/image_header.cpp): PNG chunks, JPEG
 // markers and entropy-coded scans (progressive ones included; src/codec/jpeg_markers.cpp), TIFF
 // and BigTIFF IFDs, BMP. These

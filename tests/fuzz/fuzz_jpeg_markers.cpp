@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the GPU JPEG route's marker walk (src/codec/jpeg_markers.cpp): the frame
 // header and the APP segments that are copied into the output, read from untrusted files. A valid
 // walk's segments lie inside the input and start with their marker; gpu_decode_obstacle must hold

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the metadata path (src/codec/metadata.cpp, libexiv2): EXIF, ICC and XMP
 // read from an untrusted input file, its orientation taken, --auto-orient's rewrite of the EXIF
 // block, and the metadata written into a small encoded PNG, JPEG and TIFF as an output would

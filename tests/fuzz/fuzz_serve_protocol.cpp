@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // libFuzzer target for the serve protocol (src/serve/protocol.cpp): the input is a byte stream as
 // a server or client would read it from the socket, cut into frames by parse_header and decoded by
 // decode, exactly as serve::Channel does. A frame either is refused (over the bounds, unknown type,

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Writes the seed corpora of the image-file fuzz targets from samples/ (built with them by
 // tests/fuzz/CMakeLists.txt; not a fuzzer). Each seed is a small real file (a few KiB: libFuzzer
 // runs with -max_len=4096), so the fuzzer starts from every structure the parsers walk:

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Loads cuFFT with dlopen once per process (see cufft_api.hpp).
 #include "gpu/launch/cufft_api.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // cuFFT, loaded when the `fft` variant first runs: the library is large (hundreds of MB), part of
 // every CUDA toolkit on GPU nodes, and needed by no other path, so the binary and its bundle do

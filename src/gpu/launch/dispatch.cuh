@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Run-time values to compile-time template arguments, each from ONE list:
 //  - SupportedRadii: square (2R+1)^2 filters that get a fully unrolled instantiation; any other

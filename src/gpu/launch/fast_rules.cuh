@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Host-side rules of the `fast` launch (kernels/fast.cuh): how many blocks span a row, how long a
 // strip each block walks, and what is known of the output sums' range. Compiled by nvcc only

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 /// @file fft_ties.hpp
 /// `fft` on integer outputs: which results it sums again directly (host side; no CUDA headers).

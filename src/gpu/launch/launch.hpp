@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Host-side interface to the kernel launchers (one .cu file per variant). Compiled by both g++
 // (gpu_convolve.cpp) and nvcc (the launchers): only the CUDA runtime API, no device code.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launcher of the `basic` variant (kernels/basic.cuh): run-time filter size only, by design.
 #include "gpu/launch/dispatch.cuh"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launcher of the channel move (kernels/channels.cuh) between device images.
 #include "gpu/launch/dispatch.cuh"
 

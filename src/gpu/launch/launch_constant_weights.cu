@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launchers of the four PMPP variants that read their weights from __constant__ memory: constmem,
 // cached, tiled and tiled-halo (kernels/<variant>.cuh). They share one launch: upload the weights
 // into this unit's constant filter, then one instantiation per (pixel-type pair, radius) on a

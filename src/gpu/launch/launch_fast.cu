@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launcher of the `fast` variant (kernels/fast.cuh): the double-precision separable kernel for
 // 16-bit rank-1 filters where it applies (launch_fast_wide.cu); the compiled, unrolled kernel when
 // the filter is a centred (2R+1)^2 with R in the radius list (separable filters: SeparableRadii)

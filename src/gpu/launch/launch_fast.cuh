@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The compiled `fast` kernels for one (In, Out, Separable): included by the launch_fast_*.cu
 // files, each of which instantiates one combination (parallel builds). The grid is one block of

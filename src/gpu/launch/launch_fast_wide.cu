@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launcher of `fast`'s double-precision separable kernel (kernels/fast_wide.cuh) for 16-bit
 // rank-1 filters from 15 to 31 taps a side: one instance per odd K, a filter of kw x kh taking
 // the smallest K that holds both sides (weights past them zero).

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launcher of the `fft` variant (kernels/fft.cuh): overlap-save tiles, batched cuFFT transforms.
 // Device memory beyond input and output: one batch of tiles, sized to at most the input's own
 // bytes in float (and at least one tile), stream-ordered; cuFFT's work area; and the spectra of

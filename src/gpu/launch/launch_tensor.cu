@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launcher of the `tensor` variant, on a GPU with MMA (sm_80 and newer), no kept alpha. 8-bit in
 // and out: a rank-1 filter whose split meets the pass rule (centred square) on
 // kernels/tensor_separable_mma.cuh for radii 4-15 where its bound holds, else on

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launcher of `tensor`'s dense planes kernel (kernels/tensor_dense_planes.cuh): float in and out or
 // 16-bit in and out with sides up to 31, 8-bit in and out with a side past the 8-bit kernel's 17
 // (launch_tensor.cu) and up to 31; 1, 3 or 4 channels, no kept alpha, a split within the pass

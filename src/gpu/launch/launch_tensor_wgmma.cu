@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Launcher of `tensor`'s dense kernel on Hopper's warpgroup MMAs (kernels/tensor_dense_wgmma.cuh):
 // one-channel 8-bit images with sides up to 17, on a GPU of compute capability 9.0 (the kernel is
 // built for sm_90a only), input rows 16-byte aligned (the tensor memory accelerator's rule). The

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How many blocks of a kernel fit on the current device at once, and the grids of kernels whose
 // blocks walk strips of rows.

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The 8-bit dense split as the dense tensor kernels take it (kernels/tensor_dense.cuh's
 // TensorDenseTaps): shared by the mma.sync launcher (launch_tensor.cu) and the warpgroup one

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // How `tensor`'s warpgroup kernel (kernels/tensor_dense_wgmma.cuh) is launched: the input as a
 // tensor map for the box copies, and the grid. Shared by its launcher (launch_tensor_wgmma.cu) and

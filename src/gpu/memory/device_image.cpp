@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // DeviceImage: the owning pitched device image (include/cuconv/device_image.hpp).
 #include "gpu/memory/device_memory.hpp"
 

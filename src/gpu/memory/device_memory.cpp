@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Device allocations with errors that say how much memory was needed; a test's fault injector
 // (gpu/seams.hpp) is asked before each one.
 #include "gpu/memory/device_memory.hpp"

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // RAII owners for device resources: move-only, destructors never throw. Images have their own
 // owner and views (include/cuconv/device_image.hpp); these are the buffers, streams and events.

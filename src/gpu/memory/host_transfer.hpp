@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Moving a strip of a host image (cv::Mat, interleaved) into a device image and its filtered rows
 // back: pageable copies for a call's own state, or staged through the workspace's pinned buffers

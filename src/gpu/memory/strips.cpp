@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // Horizontal strips (see strips.hpp).
 #include "gpu/memory/strips.hpp"
 

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Horizontal strips: how an image that does not fit the device memory limit is cut, which input
 // rows each strip needs, and where rows outside the image come from. Host code only (no CUDA), so

@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 // GpuWorkspace: buffers kept between convolve() calls of one thread (batch mode).
 #include "gpu/memory/workspace.hpp"
 

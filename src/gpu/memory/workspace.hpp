@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // GpuWorkspace's state (detail::WorkspaceState, opaque in the public header): the stream, timing events, device planes and pinned staging buffers one
 // convolve() call uses. A call without a workspace makes a fresh state (`kept` false) that lives

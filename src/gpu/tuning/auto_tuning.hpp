@@ -1,3 +1,4 @@
+// SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The numbers behind `--variant auto`, one row per kind of GPU (the pattern of CUB's
 // dispatch/tuning/tuning_*.cuh). The one dispatcher, choose_auto (src/convolve/choose_variant.cpp),
