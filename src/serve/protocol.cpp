@@ -286,6 +286,8 @@ const char* type_name(std::uint8_t type) noexcept {
     case MessageType::discard: return "discard";
     case MessageType::exit: return "exit";
     case MessageType::ping: return "ping";
+    case MessageType::make_directories: return "make_directories";
+    case MessageType::remove_file: return "remove_file";
   }
   return "unknown";
 }
