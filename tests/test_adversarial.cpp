@@ -389,6 +389,58 @@ TEST_CASE("adversarial: a write beyond the file size limit is a write error (exi
   CHECK(cuconv::test::file_names(dir.path()).empty());
 }
 
+TEST_CASE("adversarial: cuconv under ulimit -f reports the write error naming the output, in both modes and for standard input, and leaves nothing") {
+  // The shell runs cuconv with the disposition this process has: the default, which kills.
+  struct sigaction current {};
+  REQUIRE(::sigaction(SIGXFSZ, nullptr, &current) == 0);
+  REQUIRE_MESSAGE((current.sa_handler == SIG_DFL), "SIGXFSZ is not at its default disposition in the test runner");
+  const std::string limit = "ulimit -f 16";  // 8 or 16 KiB (the shell's block), below the outputs here
+  TempDir dir;
+  const cv::Mat noise = cuconv::test::random_image(256, 256, CV_8U, 3, 11);  // ~200 KB as PNG
+  fs::create_directories(dir.path() / "in");
+  REQUIRE(cv::imwrite(dir.file("in/a.png"), noise));
+  REQUIRE(cv::imwrite(dir.file("in/b.png"), noise));
+  const std::string says = "write failed: File too large (the process's file size limit, ulimit -f)";
+  const std::vector<std::string> filter = {"-f", "box:3", "--variant", "opencv"};
+  const auto with_filter = [&](std::vector<std::string> args) {
+    args.insert(args.end(), filter.begin(), filter.end());
+    return args;
+  };
+
+  // Single-image mode: exit 4 naming the output; no output, no temporary file.
+  fs::create_directories(dir.path() / "single");
+  const auto single = run_cuconv(with_filter({dir.file("in/a.png"), dir.file("single/out.png")}), "", limit);
+  INFO(single.err);
+  CHECK(single.signal == 0);
+  CHECK(single.exit_code == static_cast<int>(ExitCode::output));
+  CHECK(single.err.find(dir.file("single/out.png") + ": " + says) != std::string::npos);
+  CHECK(cuconv::test::file_names(dir.path() / "single").empty());
+
+  // Batch mode: each input fails naming its output (exit 7 for two, 4 for one alone), nothing left.
+  const auto batch = run_cuconv(with_filter({"--out-dir", dir.file("batch"), dir.file("in")}), "", limit);
+  INFO(batch.err);
+  CHECK(batch.signal == 0);
+  CHECK(batch.exit_code == static_cast<int>(ExitCode::some_inputs_failed));
+  CHECK(batch.err.find(dir.file("batch/a.png") + ": " + says) != std::string::npos);
+  CHECK(batch.err.find(dir.file("batch/b.png") + ": " + says) != std::string::npos);
+  CHECK(cuconv::test::file_names(dir.path() / "batch").empty());
+  const auto alone = run_cuconv(with_filter({"--out-dir", dir.file("alone"), dir.file("in/a.png")}), "", limit);
+  CHECK(alone.exit_code == static_cast<int>(ExitCode::output));
+  CHECK(cuconv::test::file_names(dir.path() / "alone").empty());
+
+  // Standard input copied to TMPDIR beyond the limit: exit 3 naming standard input, no copy left.
+  fs::create_directories(dir.path() / "tmp");
+  const auto piped = run_cuconv(with_filter({"-", dir.file("single/piped.png")}), dir.file("in/a.png"),
+                                limit + "\nexport TMPDIR=" + cuconv::test::shell_quote(dir.file("tmp")));
+  INFO(piped.err);
+  CHECK(piped.signal == 0);
+  CHECK(piped.exit_code == static_cast<int>(ExitCode::bad_input));
+  CHECK(piped.err.find("standard input") != std::string::npos);
+  CHECK(piped.err.find("File too large") != std::string::npos);
+  CHECK(cuconv::test::file_names(dir.path() / "tmp").empty());
+  CHECK(cuconv::test::file_names(dir.path() / "single").empty());
+}
+
 TEST_CASE("adversarial: SIGINT or SIGTERM while standard input is copied leaves no temporary copy") {
   for (const int signal : {SIGINT, SIGTERM}) {
     CAPTURE(signal);
@@ -476,6 +528,18 @@ TEST_CASE("adversarial: output names up to NAME_MAX get a temporary name that fi
   // No output may look like a temporary file: later runs would skip it and clean-ups delete it.
   CHECK(error_of([] { cuconv::batch::check_name_template(".cuconv-tmp-%s", 2); }).first == ErrorKind::usage);
   CHECK(error_of([] { (void)cuconv::batch::plan_outputs({"in/.cuconv-tmp-x.png"}, "out", "%s"); }).first == ErrorKind::usage);
+  CHECK(cuconv::is_temp_file_name("out/.cuconv-tmp-x.png"));
+  CHECK(cuconv::is_temp_file_name(".cuconv-tmp-x.png"));
+  CHECK_FALSE(cuconv::is_temp_file_name(".cuconv-tmp-dir/x.png"));  // the file's own name counts
+  CHECK_FALSE(cuconv::is_temp_file_name("x.cuconv-tmp-.png"));
+  // Single-image mode too: exit 2 naming the output, before anything is read or written.
+  fs::create_directories(dir.path() / "named");
+  const std::string temp_like = dir.file("named/.cuconv-tmp-out.png");
+  const auto refused = run_cuconv({dir.file("in.png"), temp_like, "-f", "box:3", "--variant", "opencv"});
+  INFO(refused.err);
+  CHECK(refused.exit_code == static_cast<int>(ExitCode::usage));
+  CHECK(refused.err.find(temp_like + ": names starting with '.cuconv-tmp-' mark unfinished files") != std::string::npos);
+  CHECK(cuconv::test::file_names(dir.path() / "named").empty());
 }
 
 TEST_CASE("adversarial: hostile --name values get messages about the name") {
