@@ -251,6 +251,14 @@ TEST_CASE("adversarial: a damaged ICC profile is dropped with a warning, the EXI
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(cuconv::exif_orientation(cuconv::read_metadata(dir.file("out.jpg"))) == 6);
+  const std::string warned = "cuconv: warning: " + dir.file("in.jpg") + ": ICC profile dropped: not a valid profile";
+  CHECK(r.err.find(warned) != std::string::npos);
+  // Batch mode: the same line, the input named once.
+  const auto b = run_cuconv({"--out-dir", dir.file("batch"), dir.file("in.jpg"), "-f", "box:3", "--variant", "opencv"});
+  INFO(b.err);
+  REQUIRE(b.exit_code == 0);
+  CHECK(b.err.find(warned) != std::string::npos);
+  CHECK(cuconv::exif_orientation(cuconv::read_metadata(dir.file("batch/in.jpg"))) == 6);
 }
 
 // ---- 5. infinite weights: finite after the division, in float ------------------------------------
