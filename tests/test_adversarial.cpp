@@ -303,6 +303,19 @@ TEST_CASE("adversarial: file names that are not UTF-8 survive the JSON summary a
   CHECK(cuconv::cli::json_safe("\xED\xA0\x80") == "\\xED\\xA0\\x80");  // a surrogate
   CHECK(cuconv::cli::json_safe("\xF4\x90\x80\x80") == "\\xF4\\x90\\x80\\x80");  // above U+10FFFF
   CHECK(cuconv::cli::json_safe("end\xE2\x82") == "end\\xE2\\x82");     // cut short
+
+  // End to end: a batch over a Latin-1 name writes its image and a JSON summary that parses.
+  TempDir dir;
+  fs::create_directories(dir.path() / "in");
+  REQUIRE(cv::imwrite(dir.file("in/caf\xE9.png"), cuconv::test::random_image(8, 8, CV_8U, 3, 12)));
+  const auto r = run_cuconv({"--out-dir", dir.file("out"), "-f", "box:3", "--variant", "opencv", "--json",
+                             dir.file("summary.json"), dir.file("in")});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(dir.file("out/caf\xE9.png")));
+  const nlohmann::json written = nlohmann::json::parse(read_file(dir.file("summary.json")));
+  CHECK(written["files"][0]["input"] == dir.file("in/caf") + "\\xE9.png");
+  CHECK(written["files"][0]["status"] == "ok");
 }
 
 TEST_CASE("adversarial: TMPDIR naming no folder is an answer naming TMPDIR, not an internal error") {
@@ -320,6 +333,15 @@ TEST_CASE("adversarial: TMPDIR naming no folder is an answer naming TMPDIR, not 
   CHECK(message.find("TMPDIR") != std::string::npos);
   CHECK(message.find(dir.file("missing")) != std::string::npos);
   CHECK(good == dir.path());
+
+  // End to end: standard input with TMPDIR naming no folder is exit 3 naming TMPDIR, nothing written.
+  write_bytes(dir.file("in.png"), read_file(cuconv::test::sample("camera_crop_40x48.png")));
+  const auto r = run_cuconv({"-", dir.file("out.png"), "-f", "box:3", "--variant", "opencv"}, dir.file("in.png"),
+                            "export TMPDIR=" + cuconv::test::shell_quote(dir.file("missing")));
+  INFO(r.err);
+  CHECK(r.exit_code == static_cast<int>(ExitCode::bad_input));
+  CHECK(r.err.find("TMPDIR='" + dir.file("missing") + "'") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.file("out.png")));
 }
 
 TEST_CASE("adversarial: out of memory while decoding or filtering names the file, with a documented code") {
@@ -364,6 +386,23 @@ TEST_CASE("adversarial: out of memory while decoding or filtering names the file
     }
   });
   CHECK_MESSAGE((WIFEXITED(filter_status) && WEXITSTATUS(filter_status) == 0), describe_status(filter_status));
+
+  // End to end under `ulimit -v` (cuconv itself starts within a few hundred MB): a 16384x16384
+  // image does not fit beside it, in either mode; exit 3 naming the file, nothing written.
+  write_bytes(dir.file("huge.png"), big_gray_png(16384));
+  const std::string cap = "ulimit -v 600000";
+  for (const bool batch : {false, true}) {
+    CAPTURE(batch);
+    const std::vector<std::string> args =
+        batch ? std::vector<std::string>{"--out-dir", dir.file("outs"), dir.file("huge.png"), "-f", "box:3", "--variant", "opencv"}
+              : std::vector<std::string>{dir.file("huge.png"), dir.file("huge-out.png"), "-f", "box:3", "--variant", "opencv"};
+    const auto r = run_cuconv(args, "", cap);
+    INFO(r.err);
+    CHECK(r.exit_code == static_cast<int>(ExitCode::bad_input));
+    CHECK(r.err.find("cuconv: error: " + dir.file("huge.png") + ": not enough memory to ") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir.file("huge-out.png")));
+    if (batch) CHECK(cuconv::test::file_names(dir.path() / "outs").empty());
+  }
 }
 
 // ---- 7. litter after faults ----------------------------------------------------------------------
