@@ -625,11 +625,11 @@ TEST_CASE("bad input matrix: outputs that cannot be written exit 4") {
       // The file size limit with SIGXFSZ at its default disposition, which would kill the process
       // mid-write and leave its temporary file: cuconv ignores the signal, so the write fails.
       {.what = "file size limit (ulimit -f), SIGXFSZ not ignored by the caller", .code = output,
-       .reason = "write failed: File too large (the process's file size limit, ulimit -f)", .names = "@out.png",
+       .reason = "write failed: File too large", .names = "@out.png",
        .shell_setup = "ulimit -f 16"},
       {.what = "batch: file size limit (ulimit -f), SIGXFSZ not ignored by the caller", .input = "@camera.png",
        .options = {"--filter", "gauss5", "--variant", "opencv", "--out-dir", "@.", "--name", "%s_big"}, .code = output,
-       .reason = "write failed: File too large (the process's file size limit, ulimit -f)",
+       .reason = "write failed: File too large",
        .names = "@camera_big.png", .output = "", .shell_setup = "ulimit -f 16"},
       {.what = "float result to PNG", .options = {"--filter", "gauss5", "--variant", "opencv", "--depth", "32f"},
        .code = output, .reason = ".png cannot hold 32F", .names = "@out.png"},
