@@ -36,10 +36,25 @@ inline Bytes app_segment(int n, const std::string& payload) {
   return s;
 }
 
-/// A minimal EXIF APP1 (big-endian TIFF header, no entries) and an ICC APP2 chunk with a fake
-/// profile: their bytes are copied, never interpreted.
+/// A minimal EXIF APP1 (big-endian TIFF header, no entries): its bytes are copied, never interpreted.
 inline Bytes exif_segment() { return app_segment(1, std::string("Exif\0\0MM\0\x2a\0\0\0\x08\0\0", 16)); }
-inline Bytes icc_segment() { return app_segment(2, std::string("ICC_PROFILE\0\x01\x01", 14) + "not-a-real-profile"); }
+
+/// The smallest profile whose header codec::icc_profile_defect accepts: `size` bytes (at least
+/// 132: the 128-byte header and a tag count of 0), the size in its first field, "acsp" at 36.
+inline std::string minimal_icc_profile(std::size_t size = 132) {
+  std::string profile(size, '\0');
+  for (int i = 0; i < 4; ++i) profile[static_cast<std::size_t>(i)] = static_cast<char>(size >> (24 - 8 * i));
+  profile.replace(36, 4, "acsp");
+  return profile;
+}
+
+/// APP2 chunk `number` of `count` holding `data` (ICC.1 Annex B.4).
+inline Bytes icc_chunk(int number, int count, const std::string& data) {
+  return app_segment(2, std::string("ICC_PROFILE\0", 12) + static_cast<char>(number) + static_cast<char>(count) + data);
+}
+
+/// A sound profile (minimal_icc_profile) in one APP2 chunk: copied into the output on both routes.
+inline Bytes icc_segment() { return icc_chunk(1, 1, minimal_icc_profile()); }
 /// Adobe APP14 with colour transform `transform` (0: RGB or CMYK coded, 1: YCbCr, 2: YCCK).
 inline Bytes adobe_segment(int transform) {
   return app_segment(14, std::string("Adobe\0\x64\0\0\0\0", 11) + static_cast<char>(transform));

@@ -252,6 +252,14 @@ TEST_CASE("adversarial: a damaged ICC profile is dropped with a warning, the EXI
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(cuconv::exif_orientation(cuconv::read_metadata(dir.file("out.jpg"))) == 6);
+  const std::string warned = "cuconv: warning: " + dir.file("in.jpg") + ": ICC profile dropped: not a valid profile";
+  CHECK(r.err.find(warned) != std::string::npos);
+  // Batch mode: the same line, the input named once.
+  const auto b = run_cuconv({"--out-dir", dir.file("batch"), dir.file("in.jpg"), "-f", "box:3", "--variant", "opencv"});
+  INFO(b.err);
+  REQUIRE(b.exit_code == 0);
+  CHECK(b.err.find(warned) != std::string::npos);
+  CHECK(cuconv::exif_orientation(cuconv::read_metadata(dir.file("batch/in.jpg"))) == 6);
 }
 
 // ---- 5. infinite weights: finite after the division, in float ------------------------------------
@@ -296,6 +304,19 @@ TEST_CASE("adversarial: file names that are not UTF-8 survive the JSON summary a
   CHECK(cuconv::cli::json_safe("\xED\xA0\x80") == "\\xED\\xA0\\x80");  // a surrogate
   CHECK(cuconv::cli::json_safe("\xF4\x90\x80\x80") == "\\xF4\\x90\\x80\\x80");  // above U+10FFFF
   CHECK(cuconv::cli::json_safe("end\xE2\x82") == "end\\xE2\\x82");     // cut short
+
+  // End to end: a batch over a Latin-1 name writes its image and a JSON summary that parses.
+  TempDir dir;
+  fs::create_directories(dir.path() / "in");
+  REQUIRE(cv::imwrite(dir.file("in/caf\xE9.png"), cuconv::test::random_image(8, 8, CV_8U, 3, 12)));
+  const auto r = run_cuconv({"--out-dir", dir.file("out"), "-f", "box:3", "--variant", "opencv", "--json",
+                             dir.file("summary.json"), dir.file("in")});
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  CHECK(fs::exists(dir.file("out/caf\xE9.png")));
+  const nlohmann::json written = nlohmann::json::parse(read_file(dir.file("summary.json")));
+  CHECK(written["files"][0]["input"] == dir.file("in/caf") + "\\xE9.png");
+  CHECK(written["files"][0]["status"] == "ok");
 }
 
 TEST_CASE("adversarial: TMPDIR naming no folder is an answer naming TMPDIR, not an internal error") {
@@ -313,6 +334,15 @@ TEST_CASE("adversarial: TMPDIR naming no folder is an answer naming TMPDIR, not 
   CHECK(message.find("TMPDIR") != std::string::npos);
   CHECK(message.find(dir.file("missing")) != std::string::npos);
   CHECK(good == dir.path());
+
+  // End to end: standard input with TMPDIR naming no folder is exit 3 naming TMPDIR, nothing written.
+  write_bytes(dir.file("in.png"), read_file(cuconv::test::sample("camera_crop_40x48.png")));
+  const auto r = run_cuconv({"-", dir.file("out.png"), "-f", "box:3", "--variant", "opencv"}, dir.file("in.png"),
+                            "export TMPDIR=" + cuconv::test::shell_quote(dir.file("missing")));
+  INFO(r.err);
+  CHECK(r.exit_code == static_cast<int>(ExitCode::bad_input));
+  CHECK(r.err.find("TMPDIR='" + dir.file("missing") + "'") != std::string::npos);
+  CHECK_FALSE(fs::exists(dir.file("out.png")));
 }
 
 TEST_CASE("adversarial: out of memory while decoding or filtering names the file, with a documented code") {
@@ -357,6 +387,27 @@ TEST_CASE("adversarial: out of memory while decoding or filtering names the file
     }
   });
   CHECK_MESSAGE((WIFEXITED(filter_status) && WEXITSTATUS(filter_status) == 0), describe_status(filter_status));
+
+  // End to end under `ulimit -v` (cuconv itself starts within a few hundred MB): a 16384x16384
+  // image does not fit beside it, in either mode; exit 3 naming the file, nothing written. In this
+  // process (--server never): the limit is the caller's own, not a server's. A batch whose threads'
+  // stacks do not all fit runs with those that do (it was an internal error, exit 1).
+  write_bytes(dir.file("huge.png"), big_gray_png(16384));
+  const std::string cap = "ulimit -v 600000";
+  for (const bool batch : {false, true}) {
+    CAPTURE(batch);
+    const std::vector<std::string> args =
+        batch ? std::vector<std::string>{"--out-dir", dir.file("outs"), dir.file("huge.png"), "-f", "box:3", "--variant",
+                                         "opencv", "--server", "never", "--jobs", "64"}  // more stacks than fit
+              : std::vector<std::string>{dir.file("huge.png"), dir.file("huge-out.png"), "-f", "box:3", "--variant", "opencv",
+                                         "--server", "never"};
+    const auto r = run_cuconv(args, "", cap);
+    INFO(r.err);
+    CHECK(r.exit_code == static_cast<int>(ExitCode::bad_input));
+    CHECK(r.err.find("cuconv: error: " + dir.file("huge.png") + ": not enough memory to ") != std::string::npos);
+    CHECK_FALSE(fs::exists(dir.file("huge-out.png")));
+    if (batch) CHECK(cuconv::test::file_names(dir.path() / "outs").empty());
+  }
 }
 
 // ---- 7. litter after faults ----------------------------------------------------------------------
@@ -388,6 +439,66 @@ TEST_CASE("adversarial: a write beyond the file size limit is a write error (exi
   const int status = attempt(true);
   CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == static_cast<int>(ExitCode::output)), describe_status(status));
   CHECK(cuconv::test::file_names(dir.path()).empty());
+}
+
+TEST_CASE("adversarial: cuconv under ulimit -f reports the write error naming the output, in both modes and for standard input, and leaves nothing") {
+  // The shell runs cuconv with the disposition this process has: the default, which kills.
+  struct sigaction current {};
+  REQUIRE(::sigaction(SIGXFSZ, nullptr, &current) == 0);
+  REQUIRE_MESSAGE((current.sa_handler == SIG_DFL), "SIGXFSZ is not at its default disposition in the test runner");
+  const std::string limit = "ulimit -f 16";  // 8 or 16 KiB (the shell's block), below the outputs here
+  TempDir dir;
+  const cv::Mat noise = cuconv::test::random_image(256, 256, CV_8U, 3, 11);  // ~200 KB as PNG
+  fs::create_directories(dir.path() / "in");
+  REQUIRE(cv::imwrite(dir.file("in/a.png"), noise));
+  REQUIRE(cv::imwrite(dir.file("in/b.png"), noise));
+  // Served (cuconv serve), the client's limit holds its outputs too (serve/remote_files.cpp).
+  const std::string says = "write failed: File too large";
+  const std::vector<std::string> filter = {"-f", "box:3", "--variant", "opencv"};
+  const auto with_filter = [&](std::vector<std::string> args) {
+    args.insert(args.end(), filter.begin(), filter.end());
+    return args;
+  };
+
+  // Single-image mode: exit 4 naming the output; no output, no temporary file.
+  fs::create_directories(dir.path() / "single");
+  const auto single = run_cuconv(with_filter({dir.file("in/a.png"), dir.file("single/out.png")}), "", limit);
+  INFO(single.err);
+  CHECK(single.signal == 0);
+  CHECK(single.exit_code == static_cast<int>(ExitCode::output));
+  CHECK(single.err.find(dir.file("single/out.png") + ": " + says) != std::string::npos);
+  CHECK(cuconv::test::file_names(dir.path() / "single").empty());
+  // In this process the message says which limit it met.
+  const auto here = run_cuconv(with_filter({dir.file("in/a.png"), dir.file("single/here.png"), "--server", "never"}), "", limit);
+  CHECK(here.exit_code == static_cast<int>(ExitCode::output));
+  CHECK(here.err.find(dir.file("single/here.png") + ": " + says + " (the process's file size limit, ulimit -f)") !=
+        std::string::npos);
+  CHECK(cuconv::test::file_names(dir.path() / "single").empty());
+
+  // Batch mode: each input fails naming its output (exit 7 for two, 4 for one alone), nothing left.
+  const auto batch = run_cuconv(with_filter({"--out-dir", dir.file("batch"), dir.file("in")}), "", limit);
+  INFO(batch.err);
+  CHECK(batch.signal == 0);
+  CHECK(batch.exit_code == static_cast<int>(ExitCode::some_inputs_failed));
+  CHECK(batch.err.find(dir.file("batch/a.png") + ": " + says) != std::string::npos);
+  CHECK(batch.err.find(dir.file("batch/b.png") + ": " + says) != std::string::npos);
+  CHECK(cuconv::test::file_names(dir.path() / "batch").empty());
+  const auto alone = run_cuconv(with_filter({"--out-dir", dir.file("alone"), dir.file("in/a.png")}), "", limit);
+  CHECK(alone.exit_code == static_cast<int>(ExitCode::output));
+  CHECK(cuconv::test::file_names(dir.path() / "alone").empty());
+
+  // Standard input copied to TMPDIR beyond the limit: exit 3 naming standard input, no copy left
+  // (in this process: a server copies standard input into a folder of its own).
+  fs::create_directories(dir.path() / "tmp");
+  const auto piped = run_cuconv(with_filter({"-", dir.file("single/piped.png"), "--server", "never"}), dir.file("in/a.png"),
+                                limit + "\nexport TMPDIR=" + cuconv::test::shell_quote(dir.file("tmp")));
+  INFO(piped.err);
+  CHECK(piped.signal == 0);
+  CHECK(piped.exit_code == static_cast<int>(ExitCode::bad_input));
+  CHECK(piped.err.find("standard input") != std::string::npos);
+  CHECK(piped.err.find("File too large") != std::string::npos);
+  CHECK(cuconv::test::file_names(dir.path() / "tmp").empty());
+  CHECK(cuconv::test::file_names(dir.path() / "single").empty());
 }
 
 TEST_CASE("adversarial: SIGINT or SIGTERM while standard input is copied leaves no temporary copy") {
@@ -477,6 +588,18 @@ TEST_CASE("adversarial: output names up to NAME_MAX get a temporary name that fi
   // No output may look like a temporary file: later runs would skip it and clean-ups delete it.
   CHECK(error_of([] { cuconv::batch::check_name_template(".cuconv-tmp-%s", 2); }).first == ErrorKind::usage);
   CHECK(error_of([] { (void)cuconv::batch::plan_outputs({"in/.cuconv-tmp-x.png"}, "out", "%s"); }).first == ErrorKind::usage);
+  CHECK(cuconv::is_temp_file_name("out/.cuconv-tmp-x.png"));
+  CHECK(cuconv::is_temp_file_name(".cuconv-tmp-x.png"));
+  CHECK_FALSE(cuconv::is_temp_file_name(".cuconv-tmp-dir/x.png"));  // the file's own name counts
+  CHECK_FALSE(cuconv::is_temp_file_name("x.cuconv-tmp-.png"));
+  // Single-image mode too: exit 2 naming the output, before anything is read or written.
+  fs::create_directories(dir.path() / "named");
+  const std::string temp_like = dir.file("named/.cuconv-tmp-out.png");
+  const auto refused = run_cuconv({dir.file("in.png"), temp_like, "-f", "box:3", "--variant", "opencv"});
+  INFO(refused.err);
+  CHECK(refused.exit_code == static_cast<int>(ExitCode::usage));
+  CHECK(refused.err.find(temp_like + ": names starting with '.cuconv-tmp-' mark unfinished files") != std::string::npos);
+  CHECK(cuconv::test::file_names(dir.path() / "named").empty());
 }
 
 TEST_CASE("adversarial: hostile --name values get messages about the name") {

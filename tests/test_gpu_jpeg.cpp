@@ -5,6 +5,7 @@
 // jpeg_test_support.hpp, docs/testing.md); the device filter against cv::filter2D on the same decoded pixels (pass rule); the
 // encoder's PSNR against OpenCV's at the same quality; and the CLI end to end: --codec gpu, files
 // that fall back to OpenCV, truncated and corrupt files (no output), EXIF/ICC kept, mixed batches.
+#include "adversarial_files.hpp"
 #include "jpeg_test_support.hpp"
 #include "test_support.hpp"
 
@@ -16,6 +17,7 @@
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
+#include <cuconv/image_io.hpp>
 
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
@@ -304,6 +306,37 @@ TEST_CASE("gpu jpeg cli: EXIF and ICC segments are kept, files nvJPEG refuses go
   CHECK(r.err.find("Adobe transform 0") != std::string::npos);
   const std::string kept = cuconv::test::read_file(dir.file("rgb-out.jpg"));
   CHECK(codec::read_jpeg_markers(Bytes(kept.begin(), kept.end())).copied_segments.size() == 1);
+}
+
+TEST_CASE("gpu jpeg cli: a damaged ICC profile is dropped with the host route's warning, the EXIF beside it kept") {
+  TempDir dir;
+  const std::string in = dir.file("bad-icc.jpg");
+  const std::string seed = cuconv::test::crafted::adversarial_seeds().at("jpeg-good-exif-bad-icc.jpg");
+  cuconv::test::write_bytes(in, Bytes(seed.begin(), seed.end()));
+  const std::string warned = "cuconv: warning: " + in +
+                             ": ICC profile dropped: not a valid profile (its header declares 1094795585 bytes, it holds 200)";
+  // Both codecs, both modes: the same warning naming the input, the EXIF kept, no ICC segment out.
+  const auto check_output = [](const std::string& out) {
+    const std::string written = cuconv::test::read_file(out);
+    const codec::JpegMarkers markers = codec::read_jpeg_markers(Bytes(written.begin(), written.end()));
+    REQUIRE(markers.valid);
+    for (const auto& segment : markers.copied_segments) CHECK_FALSE(codec::is_icc_segment(segment));
+    CHECK(exif_orientation(read_metadata(out)) == 6);
+  };
+  for (const std::string codec : {"gpu", "opencv"}) {
+    CAPTURE(codec);
+    const std::string out = dir.file("out-" + codec + ".jpg");
+    const auto r = run_cuconv({in, out, "-f", "gauss5", "--codec", codec});
+    INFO(r.err);
+    REQUIRE(r.exit_code == 0);
+    CHECK(r.err.find(warned) != std::string::npos);
+    check_output(out);
+    const auto batch = run_cuconv({"--out-dir", dir.file("batch-" + codec), in, "-f", "gauss5", "--codec", codec});
+    INFO(batch.err);
+    REQUIRE(batch.exit_code == 0);
+    CHECK(batch.err.find(warned) != std::string::npos);
+    check_output(dir.file("batch-" + codec + "/bad-icc.jpg"));
+  }
 }
 
 TEST_CASE("gpu jpeg cli: truncated and corrupt files fail with exit 3 naming the file, and write nothing") {

@@ -3,6 +3,7 @@
 // decode, which APP segments are copied), segment insertion, the codec choice, the CLI's
 // fallback behaviour without a GPU (auto takes OpenCV; --codec gpu exits 5 and writes nothing),
 // and the GPU suite's decoder bounds against a decoder built like nvJPEG and planted defects.
+#include "adversarial_files.hpp"
 #include "jpeg_test_support.hpp"
 #include "test_support.hpp"
 
@@ -18,6 +19,8 @@
 #include <cuconv/image_io.hpp>
 
 #include <doctest/doctest.h>
+#include <fmt/format.h>
+#include <fmt/ranges.h>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
@@ -241,6 +244,85 @@ TEST_CASE("jpeg markers: one walk gives read_image's header check and the GPU ro
                        read_image_says.c_str(), Error);
   CHECK(read_jpeg_markers(cut).valid);
   CHECK(codec::walk_jpeg(cut).defect == read_image_says.substr(read_image_says.find("the file ends")));
+}
+
+TEST_CASE("jpeg markers: an ICC profile is copied when its chunks and header are sound, else dropped with the host route's warning") {
+  using cuconv::test::icc_chunk;
+  using cuconv::test::minimal_icc_profile;
+  const std::string profile = minimal_icc_profile(300);
+  const Bytes c1 = icc_chunk(1, 3, profile.substr(0, 100));
+  const Bytes c2 = icc_chunk(2, 3, profile.substr(100, 100));
+  const Bytes c3 = icc_chunk(3, 3, profile.substr(200));
+  std::string no_acsp = profile;
+  no_acsp.replace(36, 4, "xxxx");
+  struct Row {
+    const char* what;
+    std::vector<Bytes> icc;
+    std::string defect;  ///< "": sound, copied
+  };
+  const std::vector<Row> rows = {
+      {"one chunk", {icc_chunk(1, 1, profile)}, ""},
+      {"three chunks", {c1, c2, c3}, ""},
+      {"one chunk padded after the profile", {icc_chunk(1, 1, profile + std::string(40, '\0'))}, ""},
+      {"a header of garbage (the adversarial pass's file)", {icc_chunk(1, 1, std::string(200, 'A'))},
+       "its header declares 1094795585 bytes, it holds 200"},
+      {"cut short", {icc_chunk(1, 1, profile.substr(0, 200))}, "its header declares 300 bytes, it holds 200"},
+      {"shorter than a header", {icc_chunk(1, 1, profile.substr(0, 100))}, "100 bytes, shorter than an ICC profile's 128-byte header"},
+      {"no 'acsp'", {icc_chunk(1, 1, no_acsp)}, "no 'acsp' signature in its header"},
+      {"a chunk missing", {c1, c3}, "chunk 3 of 3 where chunk 2 belongs"},
+      {"the last chunk missing", {c1, c2}, "chunk 3 of 3 is missing"},
+      {"a chunk twice", {c1, c1, c2, c3}, "chunk 1 of 3 where chunk 2 belongs"},
+      {"chunks out of order", {c2, c1, c3}, "chunk 2 of 3 where chunk 1 belongs"},
+      {"counts that disagree", {c1, icc_chunk(2, 2, profile.substr(100))}, "its chunks disagree on their count (3 and 2)"},
+      {"chunk number 0", {icc_chunk(0, 1, profile)}, "chunk number 0 of 1"},
+      {"a count of 0", {icc_chunk(1, 0, profile)}, "chunk number 1 of 0"},
+      {"a chunk of 2 bytes", {c1, c2, icc_chunk(3, 3, "ab")}, "chunk 3 of 3 holds fewer than 4 bytes"},
+      {"no number nor count", {cuconv::test::app_segment(2, std::string("ICC_PROFILE\0", 12))},
+       "an ICC_PROFILE segment without its chunk number and count"},
+  };
+  const Bytes exif = cuconv::test::app_segment(1, std::string("Exif\0\0", 6) + cuconv::test::crafted::exif_with_orientation(6));
+  const Bytes xmp = cuconv::test::app_segment(1, std::string("http://ns.adobe.com/xap/1.0/\0<x:xmpmeta/>", 41));
+  TempDir dir;
+  for (const Row& row : rows) {
+    INFO(std::string(row.what));
+    std::vector<Bytes> segments{exif};
+    segments.insert(segments.end(), row.icc.begin(), row.icc.end());
+    segments.push_back(xmp);
+    const Bytes input = cuconv::test::with_segments(photo_jpeg(), segments);
+    const codec::JpegMarkers m = read_jpeg_markers(input);
+    REQUIRE(m.valid);
+    CHECK(codec::jpeg_icc_defect(m) == row.defect);
+    std::vector<std::string> warnings;
+    const auto kept = codec::jpeg_segments_to_copy(m, &warnings);
+    std::vector<Bytes> kept_bytes;
+    for (const auto& segment : kept) kept_bytes.emplace_back(segment.begin(), segment.end());
+    if (row.defect.empty()) {
+      CHECK(kept_bytes == segments);
+      CHECK(warnings.empty());
+    } else {
+      CHECK(kept_bytes == std::vector<Bytes>{exif, xmp});  // the EXIF and XMP beside it stay
+      REQUIRE(warnings.size() == 1);
+      CHECK(warnings.front() == "ICC profile dropped: not a valid profile (" + row.defect + ")");
+    }
+    // The host route (exiv2) judges the same file alike, in the same words.
+    const std::string path = dir.file("icc.jpg");
+    cuconv::test::write_bytes(path, input);
+    const ImageMetadata host = read_metadata(path);
+    CHECK(exif_orientation(host) == 6);
+    CHECK(host.xmp == "<x:xmpmeta/>");  // read past a malformed chunk, too
+    CHECK(host.icc.empty() == !row.defect.empty());
+    INFO("host: ", fmt::format("{}", fmt::join(host.warnings, " | ")));
+    CHECK(host.warnings == warnings);
+  }
+  // A CMYK file's profile does not describe the BGR output: dropped, sound or not, without a warning.
+  Bytes cmyk = cuconv::test::with_segments(photo_jpeg(), {exif, icc_chunk(1, 1, profile)});
+  cmyk[cuconv::test::frame_offset(cmyk) + 9] = 4;
+  std::vector<std::string> warnings;
+  const auto kept = codec::jpeg_segments_to_copy(read_jpeg_markers(cmyk), &warnings);
+  REQUIRE(kept.size() == 1);
+  CHECK(Bytes(kept[0].begin(), kept[0].end()) == exif);
+  CHECK(warnings.empty());
+  CHECK(codec::jpeg_segments_to_copy(read_jpeg_markers(cmyk), nullptr).size() == 1);
 }
 
 TEST_CASE("codec choice: JPEG -> JPEG only, auto takes the GPU codec for large batches, gpu without a GPU is exit 5") {

@@ -65,11 +65,16 @@ void check_output_extension(const std::string& path);
 /// a process killed while writing (SIGKILL) can leave one behind, later runs ignore them.
 inline constexpr std::string_view kTempFilePrefix = ".cuconv-tmp-";
 
+/// Whether the file name of `path` (its last component) starts with kTempFilePrefix: a file
+/// batch mode never takes as an input, and a name no output may have (later runs would skip it
+/// and the documented clean-up would delete it).
+[[nodiscard]] bool is_temp_file_name(const std::string& path);
+
 /// The mkstemp template (ending in XXXXXX) of write_image_atomic's temporary file for an output
 /// file named `output_name`: kTempFilePrefix + the name + ".XXXXXX", the name cut short (at a
 /// character boundary) where the whole would pass NAME_MAX (255 bytes), so every output name a
-/// file system takes gets a temporary name it takes too. Batch mode refuses output names that
-/// start with kTempFilePrefix, so a temporary name never equals an output's.
+/// file system takes gets a temporary name it takes too. Both modes refuse output names that
+/// start with kTempFilePrefix (is_temp_file_name), so a temporary name never equals an output's.
 [[nodiscard]] std::string temp_file_name(const std::string& output_name);
 
 /// JPEG quality when none is asked for.

@@ -311,8 +311,8 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
                                                           : spdlog::level::warn;
     if (log.should_log(level) || !item.notes.empty()) {
       progress.clear();
-      for (const engine::ImageNote& note : item.notes) {
-        if (note.level == engine::ImageNote::Level::warning) log.warn("{}: {}", item.input, note.text);
+      for (const engine::ImageNote& note : item.notes) {  // each names its file already
+        if (note.level == engine::ImageNote::Level::warning) log.warn("{}", note.text);
       }
       if (!item.gpu_fallback.empty())
         log.warn("{}: {}; filtered with OpenCV on the CPU instead", item.input, item.gpu_fallback);

@@ -78,6 +78,10 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   if (!to_stdout.empty() && (req.compare || req.bench_runs > 0))
     throw Error(ErrorKind::usage, "--compare and --bench print to standard output; write the image to a file");
   if (to_stdout.empty()) {
+    if (is_temp_file_name(req.output))
+      throw Error(ErrorKind::usage, req.output + ": names starting with '" + std::string(kTempFilePrefix) +
+                                        "' mark unfinished files, which later runs skip and clean-ups delete; "
+                                        "choose another name");
     if (req.input != "-" && files.same_file(req.input, req.output))
       throw Error(ErrorKind::usage, req.output + ": output is the input file; refusing to overwrite it");
     // An existing output file is never replaced without --overwrite, as in batch mode (a folder

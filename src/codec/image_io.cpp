@@ -453,6 +453,10 @@ void write_image_atomic(const std::string& path, const cv::Mat& image, const Wri
   write_encoded_atomic(path, encode_image(path, image, options), options.overwrite);
 }
 
+bool is_temp_file_name(const std::string& path) {
+  return fs::path(path).filename().string().starts_with(kTempFilePrefix);
+}
+
 std::string temp_file_name(const std::string& output_name) {
   // mkstemp's suffix; the prefix and the suffix cost 19 bytes, so a long output name is cut (at a
   // UTF-8 character boundary, so the name stays readable) to keep the whole within NAME_MAX.

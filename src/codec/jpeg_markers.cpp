@@ -8,6 +8,7 @@
 #include <array>
 #include <cstdio>
 #include <cstring>
+#include <string_view>
 #include <utility>
 
 namespace cuconv::codec {
@@ -32,6 +33,11 @@ std::string hex_marker(int code) {
   std::snprintf(text, sizeof text, "FF%02X", code & 0xFF);
   return text;
 }
+
+/// An ICC chunk: FF E2, length, "ICC_PROFILE\0", the chunk's number (1-based), the count, data.
+constexpr std::string_view kIccTag("ICC_PROFILE\0", 12);
+constexpr std::size_t kIccTagAt = 4;
+constexpr std::size_t kIccDataAt = kIccTagAt + kIccTag.size() + 2;
 
 std::string hex_byte(int byte) { return hex_marker(byte).substr(2); }
 
@@ -223,6 +229,74 @@ std::string gpu_decode_obstacle(const JpegMarkers& m) {
   if (m.components != 1 && m.components != 3) return std::to_string(m.components) + " colour components";
   if (m.components == 3 && m.adobe_transform == 0) return "RGB-coded colour (Adobe transform 0)";
   return {};
+}
+
+std::string icc_profile_defect(std::span<const std::uint8_t> profile) {
+  constexpr std::size_t kHeaderBytes = 128;
+  if (profile.size() < kHeaderBytes)
+    return std::to_string(profile.size()) + " bytes, shorter than an ICC profile's 128-byte header";
+  const std::uint64_t declared = std::uint64_t{profile[0]} << 24 | std::uint64_t{profile[1]} << 16 |
+                                 std::uint64_t{profile[2]} << 8 | profile[3];
+  if (declared != profile.size())
+    return "its header declares " + std::to_string(declared) + " bytes, it holds " + std::to_string(profile.size());
+  if (std::string_view(reinterpret_cast<const char*>(profile.data()) + 36, 4) != "acsp")
+    return "no 'acsp' signature in its header";
+  return {};
+}
+
+std::string icc_dropped_warning(const std::string& defect) {
+  return "ICC profile dropped: not a valid profile (" + defect + ")";
+}
+
+bool is_icc_segment(std::span<const std::uint8_t> segment) {
+  return segment.size() >= kIccTagAt + kIccTag.size() && segment[1] == 0xE2 &&
+         std::string_view(reinterpret_cast<const char*>(segment.data()) + kIccTagAt, kIccTag.size()) == kIccTag;
+}
+
+std::string jpeg_icc_defect(const JpegMarkers& markers) {
+  // The profile is joined as exiv2 joins it on the host route, so both routes keep the same
+  // profiles: chunks in file order, which must be number order (as writers put them; libjpeg's
+  // reader joins by number, so the two agree); a lone chunk may hold padding after the profile.
+  std::vector<std::uint8_t> profile;
+  std::size_t count = 0;
+  std::size_t joined = 0;
+  for (const auto& segment : markers.copied_segments) {
+    if (!is_icc_segment(segment)) continue;
+    if (segment.size() < kIccDataAt) return "an ICC_PROFILE segment without its chunk number and count";
+    const std::size_t number = segment[kIccDataAt - 2];
+    const std::size_t total = segment[kIccDataAt - 1];
+    if (joined == 0) count = total;
+    if (total != count)
+      return "its chunks disagree on their count (" + std::to_string(count) + " and " + std::to_string(total) + ")";
+    if (number < 1 || number > count) return "chunk number " + std::to_string(number) + " of " + std::to_string(count);
+    if (number != joined + 1)
+      return "chunk " + std::to_string(number) + " of " + std::to_string(count) + " where chunk " +
+             std::to_string(joined + 1) + " belongs";
+    if (segment.size() < kIccDataAt + 4)  // exiv2 refuses a chunk this short
+      return "chunk " + std::to_string(number) + " of " + std::to_string(count) + " holds fewer than 4 bytes";
+    profile.insert(profile.end(), segment.begin() + static_cast<std::ptrdiff_t>(kIccDataAt), segment.end());
+    ++joined;
+  }
+  if (joined == 0) return {};
+  if (joined < count) return "chunk " + std::to_string(joined + 1) + " of " + std::to_string(count) + " is missing";
+  if (count == 1) {
+    const std::size_t declared = std::size_t{profile[0]} << 24 | std::size_t{profile[1]} << 16 |
+                                 std::size_t{profile[2]} << 8 | profile[3];
+    if (declared < profile.size()) profile.resize(declared);  // the padding is not the profile's
+  }
+  return icc_profile_defect(profile);
+}
+
+std::vector<std::span<const std::uint8_t>> jpeg_segments_to_copy(const JpegMarkers& markers,
+                                                                 std::vector<std::string>* warnings) {
+  const bool cmyk = markers.components == 4;
+  const std::string defect = cmyk ? std::string() : jpeg_icc_defect(markers);
+  const bool drop_icc = cmyk || !defect.empty();
+  if (!defect.empty() && warnings != nullptr) warnings->push_back(icc_dropped_warning(defect));
+  std::vector<std::span<const std::uint8_t>> kept;
+  for (const auto& segment : markers.copied_segments)
+    if (!drop_icc || !is_icc_segment(segment)) kept.push_back(segment);
+  return kept;
 }
 
 std::vector<std::uint8_t> insert_app_segments(std::span<const std::uint8_t> encoded,

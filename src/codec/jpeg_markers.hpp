@@ -5,7 +5,9 @@
 // over a file's bytes in memory gives both what read_image's header check needs (the size the
 // frame header claims, whether the file is whole: detail::inspect_jpeg) and what the GPU JPEG
 // route needs before decoding (the frame, to tell whether nvJPEG can decode it, and the APP
-// segments (EXIF, ICC profile, XMP ...) to copy into the output). Host code, no CUDA.
+// segments (EXIF, ICC profile, XMP ...) to copy into the output). Also the one judgement of an ICC
+// profile, which the host route (read_metadata) and the GPU route (jpeg_segments_to_copy) share,
+// so both drop the same damaged profiles with the same warning. Host code, no CUDA.
 #include <cstddef>
 #include <cstdint>
 #include <span>
@@ -62,6 +64,32 @@ struct JpegStructure {
 /// Why nvJPEG cannot decode this file into 8-bit BGR or gray pixels as OpenCV would (lossless or
 /// arithmetic coding, not 8-bit, CMYK/YCCK, RGB-coded ...); empty when it can.
 [[nodiscard]] std::string gpu_decode_obstacle(const JpegMarkers& markers);
+
+/// Why `profile` is not an ICC profile (ICC.1 section 7.2: a 128-byte header whose first field is
+/// the profile's size and whose bytes 36-39 are "acsp"), or "" when its header is sound.
+[[nodiscard]] std::string icc_profile_defect(std::span<const std::uint8_t> profile);
+
+/// The warning for a profile dropped for `defect` (icc_profile_defect, jpeg_icc_defect): one
+/// wording on every route. "ICC profile dropped: not a valid profile (...)".
+[[nodiscard]] std::string icc_dropped_warning(const std::string& defect);
+
+/// Whether `segment` (marker and length bytes included) is an APP2 "ICC_PROFILE" chunk.
+[[nodiscard]] bool is_icc_segment(std::span<const std::uint8_t> segment);
+
+/// Why the ICC profile that `markers`' APP2 chunks hold is not a sound one: a chunk without its
+/// number and count or with fewer than 4 bytes, chunks that disagree on the count, a number out
+/// of order, repeated, missing or beyond the count (ICC.1 Annex B.4), or icc_profile_defect of
+/// the profile they make (a lone chunk may be padded after the profile its header sizes); "" when
+/// sound, or when the file holds no ICC profile. The same rules as exiv2's on the host route.
+[[nodiscard]] std::string jpeg_icc_defect(const JpegMarkers& markers);
+
+/// The APP segments of `markers` to copy into a JPEG output, in file order: all of
+/// copied_segments except the ICC profile's chunks when the profile is of a CMYK file (it does
+/// not describe the BGR result; dropped silently) or damaged (jpeg_icc_defect; dropped with an
+/// icc_dropped_warning line appended to `warnings`, when not nullptr). The EXIF, XMP and other
+/// segments beside a damaged profile are kept, as on the host route.
+[[nodiscard]] std::vector<std::span<const std::uint8_t>> jpeg_segments_to_copy(const JpegMarkers& markers,
+                                                                               std::vector<std::string>* warnings);
 
 /// `encoded` (a JPEG stream from an encoder) with `segments` inserted after its SOI and, when
 /// there is one, its JFIF APP0 segment (the order JFIF and EXIF readers expect).

@@ -15,6 +15,7 @@
 #include <fstream>
 #include <iterator>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string_view>
 
@@ -73,20 +74,6 @@ void append_be32(std::vector<unsigned char>& out, std::uint32_t value) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<unsigned char>(value >> shift));
 }
 
-/// Why `icc` is not an ICC profile (ICC.1 section 7.2: a 128-byte header whose first field is the
-/// profile's size and whose bytes 36-39 are "acsp"), or "" when its header is sound.
-std::string icc_defect(const std::vector<unsigned char>& icc) {
-  constexpr std::size_t kHeaderBytes = 128;
-  if (icc.size() < kHeaderBytes)
-    return std::to_string(icc.size()) + " bytes, shorter than an ICC profile's 128-byte header";
-  const std::uint64_t declared = std::uint64_t{icc[0]} << 24 | std::uint64_t{icc[1]} << 16 | std::uint64_t{icc[2]} << 8 | icc[3];
-  if (declared != icc.size())
-    return "its header declares " + std::to_string(declared) + " bytes, it holds " + std::to_string(icc.size());
-  if (std::string_view(reinterpret_cast<const char*>(icc.data()) + 36, 4) != "acsp")
-    return "no 'acsp' signature in its header";
-  return {};
-}
-
 /// The blocks `image` (read already, perhaps only in part) holds, each taken on its own: one that
 /// cannot be taken is left out with a line in `metadata.warnings`.
 ImageMetadata take_blocks(Exiv2::Image& image) {
@@ -107,9 +94,9 @@ ImageMetadata take_blocks(Exiv2::Image& image) {
   if (image.iccProfileDefined()) {
     const Exiv2::DataBuf* icc = image.iccProfile();
     metadata.icc.assign(icc->pData_, icc->pData_ + icc->size_);
-    if (const std::string defect = icc_defect(metadata.icc); !defect.empty()) {
+    if (const std::string defect = codec::icc_profile_defect(metadata.icc); !defect.empty()) {
       metadata.icc.clear();
-      metadata.warnings.push_back("ICC profile dropped: not a valid profile (" + defect + ")");
+      metadata.warnings.push_back(codec::icc_dropped_warning(defect));
     }
   }
   try {
@@ -123,13 +110,10 @@ ImageMetadata take_blocks(Exiv2::Image& image) {
 /// `jpeg` without its APP2 ICC_PROFILE segments; empty when it has none.
 std::vector<unsigned char> without_icc_segments(const std::vector<unsigned char>& jpeg) {
   const codec::JpegMarkers markers = codec::read_jpeg_markers(jpeg);
-  constexpr std::string_view kIccTag("ICC_PROFILE\0", 12);
   std::vector<unsigned char> kept;
   std::size_t from = 0;
   for (const std::span<const std::uint8_t> segment : markers.copied_segments) {
-    const bool icc = segment.size() >= 4 + kIccTag.size() && segment[1] == 0xE2 &&
-                     std::string_view(reinterpret_cast<const char*>(segment.data()) + 4, kIccTag.size()) == kIccTag;
-    if (!icc) continue;
+    if (!codec::is_icc_segment(segment)) continue;
     const auto at = static_cast<std::size_t>(segment.data() - jpeg.data());
     kept.insert(kept.end(), jpeg.begin() + static_cast<std::ptrdiff_t>(from), jpeg.begin() + static_cast<std::ptrdiff_t>(at));
     from = at + segment.size();
@@ -145,21 +129,43 @@ std::vector<unsigned char> file_bytes(const std::string& path) {
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
 }
 
+/// The first bytes of the JPEG at `path` up to its first scan (its markers and metadata, not the
+/// image data), read in growing pieces; the whole file when its markers end no earlier.
+std::vector<unsigned char> jpeg_head(const std::string& path) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<unsigned char> head;
+  for (std::size_t piece = std::size_t{64} << 10; in; piece *= 4) {
+    const std::size_t had = head.size();
+    head.resize(had + piece);
+    in.read(reinterpret_cast<char*>(head.data() + had), static_cast<std::streamsize>(piece));
+    head.resize(had + static_cast<std::size_t>(in.gcount()));
+    if (codec::read_jpeg_markers(head).valid) break;
+  }
+  return head;
+}
+
+/// The blocks of the JPEG file `jpeg` read without its ICC profile's segments; nullopt when it
+/// has none, or when exiv2 refuses the rest too.
+std::optional<ImageMetadata> blocks_without_icc(const std::vector<unsigned char>& jpeg) {
+  const std::vector<unsigned char> rest = without_icc_segments(jpeg);
+  if (rest.empty()) return std::nullopt;
+  try {
+    const Exiv2::Image::AutoPtr image = Exiv2::ImageFactory::open(rest.data(), static_cast<long>(rest.size()));
+    image->readMetadata();
+    return take_blocks(*image);
+  } catch (const Exiv2::AnyError&) {
+    return std::nullopt;
+  }
+}
+
 /// After exiv2 refused `image`'s metadata as a whole (`reason`): the blocks that are sound. A JPEG
 /// is read again without its ICC profile (the block exiv2 validates, and the one a damaged file
 /// most often carries); otherwise, or when that fails too, what exiv2 had read before it stopped.
 ImageMetadata salvage_blocks(const std::string& path, Exiv2::Image& image, const std::string& reason) {
   if (image.imageType() == Exiv2::ImageType::jpeg) {
-    if (const std::vector<unsigned char> rest = without_icc_segments(file_bytes(path)); !rest.empty()) {
-      try {
-        const Exiv2::Image::AutoPtr again = Exiv2::ImageFactory::open(rest.data(), static_cast<long>(rest.size()));
-        again->readMetadata();
-        ImageMetadata metadata = take_blocks(*again);
-        metadata.warnings.insert(metadata.warnings.begin(), "ICC profile dropped: " + reason);
-        return metadata;
-      } catch (const Exiv2::AnyError&) {
-        // not the ICC profile, or not only it: keep what the first reading got
-      }
+    if (std::optional<ImageMetadata> metadata = blocks_without_icc(file_bytes(path))) {
+      metadata->warnings.insert(metadata->warnings.begin(), "ICC profile dropped: " + reason);
+      return *metadata;
     }
   }
   ImageMetadata metadata = take_blocks(image);
@@ -214,16 +220,35 @@ ImageMetadata read_metadata(const std::string& path) {
   } catch (const Exiv2::AnyError&) {
     return {};  // a format exiv2 does not know, or a file it cannot open: no metadata
   }
+  // A JPEG's ICC chunks are judged as the GPU route judges them (codec::jpeg_segments_to_copy):
+  // a damaged profile is dropped with the same warning on both routes, and the blocks beside it
+  // are read without it (exiv2 may stop at a malformed chunk and lose the segments after it).
+  std::string icc_warning;
+  if (image->imageType() == Exiv2::ImageType::jpeg) {
+    if (const std::string defect = codec::jpeg_icc_defect(codec::read_jpeg_markers(jpeg_head(path))); !defect.empty()) {
+      icc_warning = codec::icc_dropped_warning(defect);
+      if (std::optional<ImageMetadata> metadata = blocks_without_icc(file_bytes(path))) {
+        metadata->warnings.insert(metadata->warnings.begin(), icc_warning);
+        return *metadata;
+      }
+    }
+  }
+  ImageMetadata metadata;
   try {
     image->readMetadata();
+    metadata = take_blocks(*image);
   } catch (const Exiv2::AnyError& e) {
     try {
-      return salvage_blocks(path, *image, e.what());
+      metadata = salvage_blocks(path, *image, e.what());
     } catch (const Exiv2::AnyError&) {
       return {};
     }
   }
-  return take_blocks(*image);
+  if (!icc_warning.empty()) {  // the other blocks are damaged too: what exiv2 read, without the profile
+    metadata.icc.clear();
+    metadata.warnings.insert(metadata.warnings.begin(), icc_warning);
+  }
+  return metadata;
 }
 
 int exif_orientation(const ImageMetadata& metadata) {

@@ -18,6 +18,7 @@
 #include <filesystem>
 #include <memory>
 #include <mutex>
+#include <system_error>
 #include <thread>
 #include <utility>
 
@@ -35,6 +36,23 @@ using Clock = std::chrono::steady_clock;
 
 double ms_since(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
+}
+
+/// Starts up to `count` threads running `body` into `threads`: fewer when the process cannot start
+/// more (each thread's stack is a mapping, which an address-space limit, `ulimit -v`, refuses).
+/// When `required` and none starts: Error{bad_input}, as the other out-of-memory failures of an
+/// input are (docs/usage.md, exit 3).
+template <class Body>
+void start_threads(std::vector<std::jthread>& threads, std::size_t count, const Body& body, bool required) {
+  for (std::size_t i = 0; i < count; ++i) {
+    try {
+      threads.emplace_back(body);
+    } catch (const std::system_error& e) {
+      if (!required) return;
+      throw Error(ErrorKind::bad_input, std::string("not enough memory to start a thread (") + e.what() +
+                                            "; free memory or raise the address-space limit, ulimit -v)");
+    }
+  }
 }
 
 /// Nice levels the decode and encode threads step down while filter threads run beside them.
@@ -187,11 +205,16 @@ class Pipeline {
               settings_.jpeg_output, options_.jpeg_pipeline,
               [this](std::size_t item, codec::JpegJobResult result) { gpu_codec_done(item, std::move(result)); }));
         }
-      for (std::size_t i = 0; i < jobs_; ++i) readers.emplace_back([this] { read_loop(); });
-      if (settings_.apply_filter || gpu_codec_)
-        for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
-          for (std::size_t t = 0; t < threads_per_lane_; ++t) filters.emplace_back([this, lane] { filter_loop(lane); });
-      for (std::size_t i = 0; i < jobs_; ++i) writers.emplace_back([this] { write_loop(); });
+      // One thread of each stage (and lane) first, then the others, which the stages can do
+      // without when the address space runs out; readers last in each round, so that no image has
+      // taken the memory the other stacks need yet.
+      for (const bool first : {true, false}) {
+        if (settings_.apply_filter || gpu_codec_)
+          for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
+            start_threads(filters, first ? 1 : threads_per_lane_ - 1, [this, lane] { filter_loop(lane); }, first);
+        start_threads(writers, first ? 1 : jobs_ - 1, [this] { write_loop(); }, first);
+        start_threads(readers, first ? 1 : jobs_ - 1, [this] { read_loop(); }, first);
+      }
     } catch (...) {
       // A thread could not start: unblock the others so the jthreads can join, then report.
       stopping_ = true;

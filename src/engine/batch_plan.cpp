@@ -28,8 +28,6 @@ bool is_blank(std::string_view line) {
   return std::all_of(line.begin(), line.end(), [](unsigned char c) { return std::isspace(c) != 0; });
 }
 
-bool is_temp_file(const fs::path& path) { return path.filename().string().starts_with(kTempFilePrefix); }
-
 /// Text after the last `%s` of a template (all of it when there is none): where an extension
 /// of the template's own would be.
 std::string_view template_tail(std::string_view name_template) {
@@ -70,7 +68,7 @@ std::vector<std::string> collect_inputs(const std::vector<std::string>& paths, b
     for (const std::string& name : access.list_directory(dir.string())) {
       const fs::path path = dir / name;
       const engine::FileKind kind = access.kind(path.string(), true);
-      if (kind == engine::FileKind::regular && has_image_extension(path.string()) && !is_temp_file(path))
+      if (kind == engine::FileKind::regular && has_image_extension(path.string()) && !is_temp_file_name(path.string()))
         files.push_back(path.lexically_normal().string());
       else if (recursive && kind == engine::FileKind::directory &&
                access.kind(path.string(), false) == engine::FileKind::directory)
@@ -146,7 +144,7 @@ std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs, cons
   std::map<std::string, const std::string*> input_of_output;
   for (const std::string& input : inputs) {
     std::string output = (fs::path(out_dir) / output_name(name_template, input)).lexically_normal().string();
-    if (fs::path(output).filename().string().starts_with(kTempFilePrefix))
+    if (is_temp_file_name(output))
       throw Error(ErrorKind::usage, input + ": its output " + output + " would start with '" +
                                         std::string(kTempFilePrefix) + "', the mark of unfinished files; "
                                         "rename the input or choose another --name");
