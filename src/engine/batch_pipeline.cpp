@@ -317,6 +317,8 @@ class Pipeline {
     report.decoder_fallback = r.decoder_fallback;
     report.variant_used = r.variant_used;
     report.gpu_fallback = r.gpu_fallback;
+    for (const std::string& warning : r.warnings)
+      report.notes.push_back({engine::ImageNote::Level::warning, report.input + ": " + warning});
     report.times.read_ms += r.decode_ms;  // read and decode, as on OpenCV's path
     report.times.filter_ms = r.filter_ms;
     report.times.write_ms = r.encode_ms;  // encode; the writer adds the write

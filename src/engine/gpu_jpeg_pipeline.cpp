@@ -28,22 +28,6 @@ double ms_since(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
 }
 
-/// APP segments worth copying into an output of `channels` colour channels decoded from a file
-/// with these markers: an ICC profile of a CMYK file does not describe the BGR result.
-std::vector<std::span<const std::uint8_t>> segments_to_copy(const JpegMarkers& markers) {
-  std::vector<std::span<const std::uint8_t>> kept;
-  for (const auto& segment : markers.copied_segments) {
-    const bool icc = segment.size() >= 16 && segment[1] == 0xE2 &&
-                     std::equal(segment.begin() + 4, segment.begin() + 15, "ICC_PROFILE");
-    if (icc && markers.components == 4) continue;
-    kept.push_back(segment);
-  }
-  return kept;
-}
-
-}  // namespace
-
-namespace {
 
 /// A submitted file on its way to the decoder.
 struct Entry {
@@ -312,7 +296,7 @@ struct JpegPipeline::State {
     const auto e = Clock::now();
     JpegEncodeOptions encode_options;
     encode_options.quality = output.quality;
-    if (output.keep_metadata) encode_options.app_segments = segments_to_copy(markers);
+    if (output.keep_metadata) encode_options.app_segments = jpeg_segments_to_copy(markers, &result.warnings);
     try {
       result.encoded = codec.encode(filter != nullptr ? filtered_view : source, encode_options, stream);
     } catch (...) {
@@ -351,7 +335,8 @@ struct JpegPipeline::State {
     if (!cv::imencode(".jpg", image, encoded, {cv::IMWRITE_JPEG_QUALITY, output.quality}))
       throw Error(ErrorKind::output, "cannot encode image as JPEG");
     result.encoder = "opencv";
-    result.encoded = output.keep_metadata ? insert_app_segments(encoded, segments_to_copy(markers)) : std::move(encoded);
+    result.encoded =
+        output.keep_metadata ? insert_app_segments(encoded, jpeg_segments_to_copy(markers, &result.warnings)) : std::move(encoded);
     result.encode_ms = ms_since(e);
   }
 };

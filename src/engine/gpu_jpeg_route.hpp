@@ -86,6 +86,7 @@ struct JpegJobResult {
   std::string decoder_fallback;        ///< why OpenCV decoded it; empty when nvJPEG did
   std::optional<Variant> variant_used; ///< unset without a filter (--no-filter)
   std::string gpu_fallback;            ///< ConvolveResult::fallback_reason on the OpenCV decode path
+  std::vector<std::string> warnings;   ///< input blocks not copied into the output and why ("ICC profile dropped: ..."), one line each
   int width = 0;
   int height = 0;
   int channels = 0;

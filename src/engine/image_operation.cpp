@@ -220,6 +220,7 @@ std::vector<std::uint8_t> run_gpu_jpeg(const ImageTask& task, const RunSettings&
   report.decoder_fallback = r.decoder_fallback;
   report.variant_used = r.variant_used;
   report.gpu_fallback = r.gpu_fallback;
+  for (const std::string& warning : r.warnings) note(report, ImageNote::Level::warning, shown_input(task) + ": " + warning);
   report.width = r.width;
   report.height = r.height;
   report.channels = r.channels;

@@ -134,7 +134,8 @@ bool RemoteFiles::write_output(const std::string& output, std::span<const unsign
   std::size_t left = bytes.size();
   if (file_size_limit_ > 0 && left > file_size_limit_) {
     discard(temp);
-    throw Error(ErrorKind::output, output + ": write failed: " + std::strerror(EFBIG));
+    throw Error(ErrorKind::output, output + ": write failed: " + std::strerror(EFBIG) +
+                                       " (the process's file size limit, ulimit -f)");
   }
   while (left > 0) {
     const ssize_t n = ::write(temp.file.fd(), data, left);
