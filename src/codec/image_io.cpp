@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Image files in and out. Reading keeps the file's depth and channels; writing refuses formats
-// that would silently convert the data, and replaces the target atomically.
+// Image files in and out. Reading keeps the file's depth and channels; encoding refuses formats
+// that would silently convert the data. The atomic write of the result is in atomic_write.cpp.
 #include <cuconv/error.hpp>
 #include <cuconv/image_io.hpp>
 
@@ -110,39 +110,6 @@ std::string channels_text(int channels) {
   }
 }
 
-
-/// The process umask, read once during static initialisation (before main starts threads):
-/// umask() can only be read by setting it, which would race with files other threads create.
-const mode_t kProcessUmask = [] {
-  const mode_t mask = ::umask(0);
-  ::umask(mask);
-  return mask;
-}();
-
-/// Moves the finished temporary file to `target` without replacing an existing file:
-/// renameat2(RENAME_NOREPLACE), or link() + unlink() where the file system lacks it. Returns
-/// false with errno set (EEXIST when `target` exists).
-bool rename_no_replace(const std::string& temp, const std::string& target) {
-  if (::renameat2(AT_FDCWD, temp.c_str(), AT_FDCWD, target.c_str(), RENAME_NOREPLACE) == 0) return true;
-  if (errno != EINVAL && errno != ENOSYS) return false;
-  if (::link(temp.c_str(), target.c_str()) != 0) return false;
-  ::unlink(temp.c_str());
-  return true;
-}
-
-/// Writes all bytes to fd; false on error (errno set).
-bool write_all(int fd, const unsigned char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
 
 /// Whether `e` is OpenCV's out-of-memory error (a cv::Mat it could not allocate).
 bool is_out_of_memory(const cv::Exception& e) { return e.code == cv::Error::StsNoMem; }
@@ -447,55 +414,6 @@ std::vector<unsigned char> encode_image(const std::string& path, const cv::Mat& 
     if (!kept.empty()) encoded = detail::embed_metadata(path, std::move(encoded), kept);
   }
   return encoded;
-}
-
-void write_image_atomic(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
-  write_encoded_atomic(path, encode_image(path, image, options), options.overwrite);
-}
-
-bool is_temp_file_name(const std::string& path) {
-  return fs::path(path).filename().string().starts_with(kTempFilePrefix);
-}
-
-std::string temp_file_name(const std::string& output_name) {
-  // mkstemp's suffix; the prefix and the suffix cost 19 bytes, so a long output name is cut (at a
-  // UTF-8 character boundary, so the name stays readable) to keep the whole within NAME_MAX.
-  constexpr std::string_view kSuffix = ".XXXXXX";
-  constexpr std::size_t kNameMax = 255;  // NAME_MAX of Linux file systems
-  const std::size_t room = kNameMax - kTempFilePrefix.size() - kSuffix.size();
-  std::size_t kept = std::min(output_name.size(), room);
-  while (kept > 0 && kept < output_name.size() && (static_cast<unsigned char>(output_name[kept]) & 0xC0) == 0x80)
-    --kept;  // output_name[kept] continues a character: cut before the character starts
-  return std::string(kTempFilePrefix) + output_name.substr(0, kept) + std::string(kSuffix);
-}
-
-void write_encoded_atomic(const std::string& path, std::span<const unsigned char> encoded, bool overwrite) {
-  // Temporary file next to the target, so the final rename stays on one file system.
-  const fs::path target(path);
-  const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string temp = (dir / temp_file_name(target.filename().string())).string();
-  const int fd = ::mkstemp(temp.data());
-  if (fd < 0) throw Error(ErrorKind::output, path + ": cannot create a file in " + dir.string() + ": " + errno_text());
-  // mkstemp creates 0600; a finished image gets the permissions any new file would get.
-  const bool written = ::fchmod(fd, 0666 & ~kProcessUmask) == 0 &&
-                       write_all(fd, encoded.data(), encoded.size()) && ::fsync(fd) == 0;
-  const std::string write_error = written ? "" : errno_text();
-  if (::close(fd) != 0 || !written) {
-    const int write_errno = written ? errno : 0;
-    ::unlink(temp.c_str());
-    std::string reason = written ? std::strerror(write_errno) : write_error;
-    // With SIGXFSZ ignored (cli::ignore_file_size_signal), the file size limit is an EFBIG here.
-    if (reason == std::strerror(EFBIG)) reason += " (the process's file size limit, ulimit -f)";
-    throw Error(ErrorKind::output, path + ": write failed: " + reason);
-  }
-  const bool moved = overwrite ? ::rename(temp.c_str(), path.c_str()) == 0 : rename_no_replace(temp, path);
-  if (!moved) {
-    const int move_errno = errno;
-    ::unlink(temp.c_str());
-    if (!overwrite && move_errno == EEXIST)
-      throw Error(ErrorKind::output, path + ": exists; not replaced (overwrite is off)");
-    throw Error(ErrorKind::output, path + ": cannot move the finished file into place: " + std::strerror(move_errno));
-  }
 }
 
 }  // namespace cuconv

@@ -100,14 +100,6 @@ WarmGpu::Lease WarmGpu::take() {
   return Lease(this, devices_[load_.take()]);
 }
 
-unsigned WarmGpu::in_flight(int device) {
-  wait_ready();
-  const std::lock_guard lock(mutex_);
-  for (std::size_t i = 0; i < devices_.size(); ++i)
-    if (devices_[i] == device) return load_.load(i);
-  return 0;
-}
-
 WarmGpu::Lease::~Lease() {
   if (owner_ == nullptr) return;
   const std::lock_guard lock(owner_->mutex_);

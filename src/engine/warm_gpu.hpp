@@ -67,8 +67,6 @@ class WarmGpu {
   };
   /// Waits for the set-up; a lease on no device (-1) when none is served.
   [[nodiscard]] Lease take();
-  /// Images in flight on `device` now (tests, logs).
-  [[nodiscard]] unsigned in_flight(int device);
 
  private:
   void set_up(std::vector<int> asked);
