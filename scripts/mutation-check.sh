@@ -111,6 +111,12 @@ if [[ "$which" == gpu-run ]]; then
     dir="$pack/mutants/$name"
     log="$logs/mutation-$name.log"
     echo "==== mutation-check: $name"
+    # A mutant that cannot run a plain command is a broken pack, not a caught defect.
+    if ! "$dir/cuconv" "$pack/samples/camera.png" "$work/sanity-$name.png" -f gauss5 --server never >"$log" 2>&1; then
+      table+=("| $name | BROKEN: the packed cuconv cannot filter one image (see $log) | |")
+      missed=$((missed + 1))
+      continue
+    fi
     set +e
     CUCONV_BIN="$dir/cuconv" timeout "${MUTANT_TIMEOUT:-240}" "$dir/cuconv_gpu_tests" ${TESTS:+"$TESTS"} \
       ${ABORT_AFTER:+"--abort-after=$ABORT_AFTER"} --no-version --minimal >"$log" 2>&1
@@ -152,12 +158,12 @@ if [[ "$which" == gpu-pack ]]; then
   tar -xJf "$tarball" -C "$(dirname "$stage")"
   mv "$(dirname "$stage")"/cuconv-*/lib "$(dirname "$stage")"/cuconv-*/samples "$stage/"
   rm -rf "$(dirname "$stage")"/cuconv-*
-  keep_binaries() {  # DIR: this build's GPU suite and CLI, host symbols stripped
+  keep_binaries() {  # DIR: this build's GPU suite and CLI (front end and engine), host symbols stripped
     mkdir -p "$1"
-    cp "$build/tests/cuconv_gpu_tests" "$build/cuconv" "$1/"
-    strip --strip-unneeded "$1/cuconv_gpu_tests" "$1/cuconv" 2>/dev/null || true
+    cp "$build/tests/cuconv_gpu_tests" "$build/cuconv" "$build/cuconv-engine" "$1/"
+    strip --strip-unneeded "$1/cuconv_gpu_tests" "$1/cuconv" "$1/cuconv-engine" 2>/dev/null || true
   }
-  cmake --build "$build" -j2 --target cuconv_gpu_tests cuconv >"$build/mutation-baseline.build.log" 2>&1
+  cmake --build "$build" -j2 --target cuconv_gpu_tests cuconv cuconv-engine >"$build/mutation-baseline.build.log" 2>&1
   keep_binaries "$stage/mutants/baseline"
 fi
 
@@ -180,7 +186,8 @@ PY
   echo "==== mutation-check: $name ($file)"
   if [[ "$which" == gpu-pack && "$suite" != gpu ]]; then continue; fi
   if [[ "$suite" == cpu ]]; then target=cuconv_tests; else target=cuconv_gpu_tests; fi
-  if ! cmake --build "$build" -j2 --target "$target" cuconv >"$build/mutation-$name.build.log" 2>&1; then
+  # The CLI tests run the engine the front end finds beside itself: it is rebuilt with the mutation.
+  if ! cmake --build "$build" -j2 --target "$target" cuconv cuconv-engine >"$build/mutation-$name.build.log" 2>&1; then
     table+=("| $name | build failed (see $build/mutation-$name.build.log) | |")
     restore
     missed=$((missed + 1))
@@ -210,7 +217,7 @@ PY
 done
 restore
 # The unmutated build again, so the tree and the binaries agree.
-cmake --build "$build" -j2 --target cuconv_tests cuconv >/dev/null 2>&1 || true
+cmake --build "$build" -j2 --target cuconv_tests cuconv cuconv-engine >/dev/null 2>&1 || true
 if [[ "$which" == gpu-pack ]]; then
   cmake --build "$build" -j2 --target cuconv_gpu_tests >/dev/null 2>&1 || true
   mkdir -p dist

@@ -280,6 +280,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   }
   batch_options.files = &files;
   batch_options.fail_fast = request.fail_fast;
+  batch_options.process_exits_after = !session.served;  // served: the server goes on
   batch_options.jobs = request.jobs > 0 ? request.jobs : std::max(1U, std::thread::hardware_concurrency());
   if (request.gpu_threads > 0) batch_options.filter_threads_per_device = request.gpu_threads;
   batch_options.devices = parse_devices(request.devices, uses_gpu || any_gpu_codec);

@@ -129,6 +129,7 @@ nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int
               {"files", summary.gpu_jpeg.files},
               {"setup_ms", summary.gpu_jpeg.setup_ms},
               {"decode_ms", summary.gpu_jpeg.decode_ms},
+              {"decode_submit_ms", summary.gpu_jpeg.decode_submit_ms},
               {"decoder_waiting_ms", summary.gpu_jpeg.decoder_waiting_ms},
               {"decoder_blocked_ms", summary.gpu_jpeg.decoder_blocked_ms},
               {"encode_ms", summary.gpu_jpeg.encode_ms},
@@ -164,9 +165,9 @@ void log_outcome(const BatchSummary& summary, bool fail_fast, int signal, spdlog
   log.info("batch: {} ok, {} failed, {} skipped in {:.2f} s ({:.1f} images/s)", summary.ok, summary.failed,
                summary.skipped, seconds, seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0);
   if (const auto& j = summary.gpu_jpeg; j.batches > 0)
-    log.info("GPU JPEG: set-up {:.0f} ms; {} files in {} decode calls; decoder busy {:.0f} ms, waiting for files "
+    log.info("GPU JPEG: set-up {:.0f} ms; {} files in {} decode calls; decoder busy {:.0f} ms ({:.0f} in the engine's batched call), waiting for files "
                  "{:.0f} ms, for encoders {:.0f} ms; encoder threads busy {:.0f} ms, waiting {:.0f} ms (summed)",
-                 j.setup_ms, j.files, j.batches, j.decode_ms, j.decoder_waiting_ms, j.decoder_blocked_ms, j.encode_ms,
+                 j.setup_ms, j.files, j.batches, j.decode_ms, j.decode_submit_ms, j.decoder_waiting_ms, j.decoder_blocked_ms, j.encode_ms,
                  j.encoders_waiting_ms);
 }
 

@@ -109,7 +109,7 @@ std::vector<CLI::Option*> add_batch_options(CLI::App& app, BatchRequest& request
                      "filter threads per GPU, each with its own stream and buffers (default: 2)")
           ->check(CLI::Range(1, 64))
           ->group(group),
-      app.add_option("--devices", request.devices, "all, or CUDA device indices 0,1,...: images dealt round-robin")
+      app.add_option("--devices", request.devices, "all, or CUDA device indices 0,1,...: each image to the device with the least work in hand")
           ->group(group),
       app.add_option("--shard", request.shard,
                      "I/N: take the inputs whose sorted position is I modulo N (default: from "

@@ -18,6 +18,7 @@
 
 #include <opencv2/core/hal/interface.h>
 
+#include <chrono>
 #include <map>
 #include <mutex>
 #include <utility>
@@ -83,40 +84,48 @@ unsigned char* bytes_of(const std::byte* data) {
 
 /// The nvJPEG library handles of one device. `primary` is the hardware backend's where the GPU
 /// has a JPEG engine (A100, H100 ...), else the default backend's; `cuda` is the default
-/// backend's, for nvjpegDecode (the same handle as `primary` without an engine).
+/// backend's, for nvjpegDecode (the same handle as `primary` without an engine). Each device has
+/// its own lock, so the devices of a process make their handles at the same time.
 struct DeviceHandles {
+  std::mutex mutex;  ///< guards making the handles
+  bool made = false;
   nvjpegHandle_t primary = nullptr;
   bool hardware = false;
   nvjpegHandle_t cuda = nullptr;
 };
 
-std::mutex& handles_mutex() {
-  static std::mutex mutex;
-  return mutex;
-}
-
 /// The handles of `device`, the primary one made on first use. They live until the process ends
 /// and are never destroyed: at exit the CUDA context they belong to may already be gone. nvJPEG
 /// handles are thread-safe; the states made from them are per codec.
 DeviceHandles& device_handles(const NvjpegApi& api, int device) {
-  static auto* const handles = new std::map<int, DeviceHandles>;
-  const std::lock_guard lock(handles_mutex());
-  if (const auto it = handles->find(device); it != handles->end()) return it->second;
-  DeviceHandles made;
-  // The hardware backend exists only on GPUs with a JPEG engine; elsewhere its creation fails.
-  if (api.create_ex(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &made.primary) == NVJPEG_STATUS_SUCCESS) {
-    made.hardware = true;
-  } else {
-    made.primary = nullptr;
-    CUCONV_NVJPEG_TRY(api.create_ex(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &made.primary));
-    made.cuda = made.primary;
+  static auto* const handles = new std::map<int, std::unique_ptr<DeviceHandles>>;
+  static std::mutex map_mutex;
+  DeviceHandles* mine = nullptr;
+  {
+    const std::lock_guard lock(map_mutex);
+    std::unique_ptr<DeviceHandles>& slot = (*handles)[device];
+    if (!slot) slot = std::make_unique<DeviceHandles>();
+    mine = slot.get();
   }
-  return handles->emplace(device, made).first->second;
+  const std::lock_guard lock(mine->mutex);
+  if (mine->made) return *mine;
+  // The hardware backend exists only on GPUs with a JPEG engine; elsewhere its creation fails.
+  nvjpegHandle_t made = nullptr;
+  if (api.create_ex(NVJPEG_BACKEND_HARDWARE, nullptr, nullptr, 0, &made) == NVJPEG_STATUS_SUCCESS) {
+    mine->hardware = true;
+  } else {
+    made = nullptr;
+    CUCONV_NVJPEG_TRY(api.create_ex(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &made));
+    mine->cuda = made;
+  }
+  mine->primary = made;
+  mine->made = true;
+  return *mine;
 }
 
 /// The default-backend handle of `device` (made on first use).
 nvjpegHandle_t cuda_handle(const NvjpegApi& api, DeviceHandles& handles) {
-  const std::lock_guard lock(handles_mutex());
+  const std::lock_guard lock(handles.mutex);
   if (handles.cuda == nullptr) CUCONV_NVJPEG_TRY(api.create_ex(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &handles.cuda));
   return handles.cuda;
 }
@@ -287,16 +296,29 @@ JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t> file, JpegMarkers mark
 
 std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const std::uint8_t>>& files,
                                               StreamHandle stream, DeviceImagePool* pool, std::vector<JpegPlan> plans) {
+  return finish_decode(start_decode(files, stream, pool, std::move(plans)));
+}
+
+GpuJpegCodec::InFlight GpuJpegCodec::start_decode(const std::vector<std::span<const std::uint8_t>>& files,
+                                                  StreamHandle stream, DeviceImagePool* pool,
+                                                  std::vector<JpegPlan> plans) {
   State& s = *state_;
   const NvjpegApi& api = *s.api;
   if (plans.empty())
     for (const auto& file : files) plans.push_back(plan(file));
   if (plans.size() != files.size()) throw Error(ErrorKind::internal, "GpuJpegCodec::decode: one plan per file");
-  std::vector<DecodedJpeg> out(files.size());
+  InFlight flight;
+  flight.files = files;
+  flight.stream = stream;
+  flight.pool = pool;
+  std::vector<DecodedJpeg>& out = flight.images;
+  out.resize(files.size());
   std::vector<nvjpegImage_t> destinations(files.size(), nvjpegImage_t{});
-  std::vector<std::size_t> hardware, cuda;  // files for the JPEG engine's batch, and for nvjpegDecode
+  std::vector<std::size_t> hardware;  // files for the JPEG engine's batch
+  std::vector<std::size_t>& cuda = flight.cuda;  // and for nvjpegDecode
   for (std::size_t i = 0; i < files.size(); ++i) {
     const JpegPlan& p = plans[i];
+    flight.channels.push_back(p.channels);
     if (!p.decodable()) {
       out[i].not_supported = p.not_supported;
       out[i].bad_file = p.bad_file;
@@ -327,9 +349,11 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
                                       NVJPEG_OUTPUT_BGRI);
       if (status == NVJPEG_STATUS_SUCCESS) s.hw_batch_size = hardware.size();
     }
+    const auto submit = std::chrono::steady_clock::now();
     if (status == NVJPEG_STATUS_SUCCESS)
       status = api.decode_batched(s.handle(), s.hw_state.get(), data.data(), lengths.data(),
                                   batch_destinations.data(), stream);
+    flight.submit_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - submit).count();
     if (status == NVJPEG_STATUS_SUCCESS) {
       for (const std::size_t i : hardware) out[i].hardware = true;
     } else {
@@ -340,14 +364,23 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
       cuda.insert(cuda.end(), hardware.begin(), hardware.end());
     }
   }
-  for (const std::size_t i : cuda) {
-    s.decode_one(files[i], plans[i].channels, destinations[i], out[i], stream);
+  return flight;
+}
+
+std::vector<DecodedJpeg> GpuJpegCodec::finish_decode(InFlight flight) {
+  State& s = *state_;
+  std::vector<DecodedJpeg>& out = flight.images;
+  for (const std::size_t i : flight.cuda) {
+    nvjpegImage_t destination{};
+    destination.channel[0] = bytes_of(out[i].view.data);
+    destination.pitch[0] = out[i].view.pitch;
+    s.decode_one(flight.files[i], flight.channels[i], destination, out[i], flight.stream);
     if (out[i].view.data != nullptr) continue;
-    if (pool != nullptr) pool->give(std::move(out[i].image));
+    if (flight.pool != nullptr) flight.pool->give(std::move(out[i].image));
     out[i].image = DeviceImage();
   }
-  CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));
-  return out;
+  CUCONV_CUDA_TRY(cudaStreamSynchronize(flight.stream));
+  return std::move(out);
 }
 
 std::vector<std::uint8_t> GpuJpegCodec::encode(ConstDeviceImageView image, const JpegEncodeOptions& options,

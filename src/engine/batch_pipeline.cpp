@@ -128,6 +128,7 @@ struct ItemState {
   ItemReport report;
   Clock::time_point started{};
   std::optional<Work> at_gpu_codec;
+  std::size_t lane = 0;  ///< the device lane that took it
 };
 
 class Pipeline {
@@ -143,6 +144,7 @@ class Pipeline {
     lane_devices_ = options.devices.empty() ? std::vector<int>{settings_.convolve.device} : options.devices;
     const std::size_t per_lane = options.filter_threads_per_device == 0 ? 1 : options.filter_threads_per_device;
     threads_per_lane_ = per_lane;
+    lane_load_.assign(lane_devices_.size(), 0);
     for (std::size_t i = 0; i < items.size(); ++i) {
       ItemState& state = states_[i];
       state.task.input = state.report.input = items[i].input;
@@ -159,6 +161,13 @@ class Pipeline {
     // Room for one finished image per filter thread: writers take them as soon as they are free.
     write_queue_ = std::make_unique<BoundedQueue<Work>>(per_lane * lane_devices_.size());
   }
+
+  ~Pipeline() {
+    if (options_.process_exits_after)
+      for (auto& pipeline : jpeg_pipelines_) static_cast<void>(pipeline.release());  // finished; exit frees it
+  }
+  Pipeline(const Pipeline&) = delete;
+  Pipeline& operator=(const Pipeline&) = delete;
 
   BatchSummary run() {
     const auto start = Clock::now();
@@ -256,13 +265,42 @@ class Pipeline {
         work.loaded = engine::load_image(state.task, settings_, state.route, files_, state.report);
       });
       if (!loaded) continue;
-      // Round-robin over the devices by position, so the assignment does not depend on timing.
-      const std::size_t lane = position % lane_devices_.size();
       const bool to_gpu = settings_.apply_filter || work.loaded.route == engine::Route::gpu_jpeg;
-      if (to_gpu) state.report.device = lane_devices_[lane];
-      BoundedQueue<Work>& next = to_gpu ? *filter_queues_[lane] : *write_queue_;
-      if (!next.push(std::move(work))) skip_stopped(item);
+      if (!to_gpu) {
+        if (!write_queue_->push(std::move(work))) skip_stopped(item);
+        continue;
+      }
+      // Dealt by progress: the device with the fewest images in its hands takes the next one, so
+      // a device that finishes early takes more.
+      const std::size_t lane = take_lane();
+      state.lane = lane;
+      state.report.device = lane_devices_[lane];
+      if (work.loaded.route == engine::Route::gpu_jpeg) {
+        // Straight to the device's JPEG pipeline: its headers are read here, on a reader thread.
+        // Kept with its item until the pipeline is done with it (gpu_codec_done).
+        Work& kept = state.at_gpu_codec.emplace(std::move(work));
+        jpeg_pipelines_[lane]->submit(item, kept.loaded.bytes, std::move(kept.loaded.jpeg_markers));
+        continue;
+      }
+      if (!filter_queues_[lane]->push(std::move(work))) {
+        leave_lane(lane);
+        skip_stopped(item);
+      }
     }
+  }
+
+  /// The lane (device) with the fewest images in its hands, which takes one more.
+  std::size_t take_lane() {
+    const std::lock_guard lock(lanes_mutex_);
+    std::size_t best = 0;
+    for (std::size_t lane = 1; lane < lane_load_.size(); ++lane)
+      if (lane_load_[lane] < lane_load_[best]) best = lane;
+    ++lane_load_[best];
+    return best;
+  }
+  void leave_lane(std::size_t lane) {
+    const std::lock_guard lock(lanes_mutex_);
+    --lane_load_[lane];
   }
 
   void filter_loop(std::size_t lane) {
@@ -291,18 +329,13 @@ class Pipeline {
     while (auto work = filter_queues_[lane]->pop()) {
       const std::size_t item = work->item;
       if (halted()) {
+        leave_lane(lane);
         skip_stopped(item);
-        continue;
-      }
-      if (work->loaded.route == engine::Route::gpu_jpeg) {
-        // Kept with its item until the pipeline is done with it (gpu_codec_done); the pipeline
-        // reads its bytes.
-        Work& kept = states_[item].at_gpu_codec.emplace(std::move(*work));
-        jpeg_pipelines_[lane]->submit(item, kept.loaded.bytes, std::move(kept.loaded.jpeg_markers));
         continue;
       }
       const bool filtered =
           attempt(item, [&] { (void)engine::filter_image(work->loaded, settings, &workspace, states_[item].report); });
+      leave_lane(lane);
       if (filtered && !write_queue_->push(std::move(*work))) skip_stopped(item);
     }
   }
@@ -311,6 +344,7 @@ class Pipeline {
   void gpu_codec_done(std::size_t item, codec::JpegJobResult r) {
     Work w = std::move(*states_[item].at_gpu_codec);
     states_[item].at_gpu_codec.reset();
+    leave_lane(states_[item].lane);
     ItemReport& report = states_[item].report;
     report.decoder = r.decoder.empty() ? report.decoder : r.decoder;
     report.encoder = r.encoder.empty() ? report.encoder : r.encoder;
@@ -430,6 +464,8 @@ class Pipeline {
   std::size_t jobs_;
   std::size_t threads_per_lane_ = 1;
   std::vector<int> lane_devices_;
+  std::vector<std::size_t> lane_load_;  ///< per lane: images taken and not yet filtered or back from the pipeline
+  std::mutex lanes_mutex_;
   std::vector<std::size_t> todo_;  ///< items to process (existing outputs already skipped)
   std::atomic<std::size_t> existing_outputs_{0};
   std::atomic<std::size_t> lost_races_{0};

@@ -41,7 +41,7 @@ struct BatchOptions {
   /// before any work (a --codec gpu refusal is then thrown by run_batch).
   std::vector<engine::Route> routes;
   engine::Files* files = nullptr;     ///< the file system, or a client's; nullptr: engine::local_files()
-  std::vector<int> devices;           ///< CUDA devices, images dealt round-robin; empty: run.convolve.device
+  std::vector<int> devices;           ///< CUDA devices, images dealt by progress (the least busy takes the next); empty: run.convolve.device
   std::size_t jobs = 1;               ///< reader threads, and as many writer threads
   std::size_t filter_threads_per_device = 2;  ///< --gpu-threads; two, so one image's copies overlap another's kernel
   bool fail_fast = false;             ///< stop scheduling work at the first failure
@@ -54,6 +54,9 @@ struct BatchOptions {
   /// finished are reported as skipped, counted in BatchSummary::not_started. Unset: never.
   std::function<bool()> stop_requested;
   codec::JpegPipelineOptions jpeg_pipeline;  ///< GPU route: batch size and encoder threads per device
+  /// The caller's process ends after the batch: the GPU JPEG pipelines' device resources (nvJPEG
+  /// states, image pools, streams) are left to the operating system instead of torn down one by one.
+  bool process_exits_after = false;
 };
 
 using ItemStatus = engine::ImageStatus;

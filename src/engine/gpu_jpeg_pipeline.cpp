@@ -14,6 +14,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <deque>
 #include <future>
 #include <map>
 #include <thread>
@@ -128,15 +129,34 @@ struct JpegPipeline::State {
   }
 
   /// Batches of queued files through nvJPEG's decoder; bad files end here, the rest go on.
-  void decode_loop() {
+  /// A thread's nvJPEG states, workspace and stream. They outlive the thread and go with the
+  /// pipeline, so finishing a batch does not wait for their teardown (a process that ends right
+  /// after may leave them to the operating system: JpegPipeline::leave_to_exit).
+  struct Kit {
     std::optional<GpuJpegCodec> codec;
+    std::optional<GpuWorkspace> workspace;
     std::optional<detail::CudaStream> stream;
+  };
+  std::mutex kits_mutex;
+  std::deque<Kit> kits;  ///< one per thread; a deque keeps each thread's reference valid
+
+  Kit& new_kit() {
+    const std::lock_guard lock(kits_mutex);
+    return kits.emplace_back();
+  }
+
+  void decode_loop() {
+    Kit& kit = new_kit();
+    std::optional<GpuJpegCodec>& codec = kit.codec;
+    std::optional<detail::CudaStream>& stream = kit.stream;
     std::optional<Error> setup_error;
     const auto set_up = [&] {
       try {
         codec.emplace(device);
         codec->prepare_decoder();
-        stream.emplace();
+        // Ahead of the encoder threads' kernels: what the engine decodes is converted and
+        // handed on first, so the engine is never left waiting for its next batch.
+        stream.emplace(detail::CudaStream::high_priority);
         const std::vector<std::uint8_t> tiny = warm_up_jpeg();
         for (DecodedJpeg& d : codec->decode({std::span<const std::uint8_t>(tiny)}, stream->get(), &pool))
           pool.give(std::move(d.image));
@@ -180,7 +200,9 @@ struct JpegPipeline::State {
       std::vector<DecodedJpeg> images;
       t = Clock::now();
       try {
-        images = codec->decode(files, stream->get(), &pool, std::move(plans));
+        GpuJpegCodec::InFlight flight = codec->start_decode(files, stream->get(), &pool, std::move(plans));
+        mine.decode_submit_ms += flight.submit_ms;
+        images = codec->finish_decode(std::move(flight));
         mine.decode_ms += ms_since(t);
         ++mine.batches;
       } catch (const std::exception& e) {
@@ -210,9 +232,10 @@ struct JpegPipeline::State {
 
   /// Decoded images through the filter and nvJPEG's encoder; files for OpenCV through OpenCV.
   void encode_loop() {
-    std::optional<GpuJpegCodec> codec;
-    std::optional<GpuWorkspace> workspace;
-    std::optional<detail::CudaStream> stream;
+    Kit& kit = new_kit();
+    std::optional<GpuJpegCodec>& codec = kit.codec;
+    std::optional<GpuWorkspace>& workspace = kit.workspace;
+    std::optional<detail::CudaStream>& stream = kit.stream;
     JpegPipelineStats mine;
     try {
       set_up_encoder(codec, workspace, stream);  // before the first image; a failure is met again then
@@ -401,6 +424,7 @@ JpegPipelineStats& JpegPipelineStats::operator+=(const JpegPipelineStats& other)
   decode_ms += other.decode_ms;
   decoder_waiting_ms += other.decoder_waiting_ms;
   decoder_blocked_ms += other.decoder_blocked_ms;
+  decode_submit_ms += other.decode_submit_ms;
   encode_ms += other.encode_ms;
   encoders_waiting_ms += other.encoders_waiting_ms;
   first_result_ms = first_result_ms == 0 ? other.first_result_ms

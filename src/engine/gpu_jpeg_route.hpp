@@ -98,11 +98,12 @@ struct JpegJobResult {
 /// Sizes of one device's GPU JPEG pipeline.
 struct JpegPipelineOptions {
   /// Most files per decode call: the JPEG engine is fastest with large batches.
-  std::size_t batch = 64;
+  std::size_t batch = 128;
   /// Most decoded bytes per decode call (large images make smaller batches).
-  std::size_t batch_bytes = std::size_t{768} << 20;
+  std::size_t batch_bytes = std::size_t{1536} << 20;
   /// Filter-and-encode threads, each with its own stream and nvJPEG encoder.
   std::size_t encoders = 4;
+
 };
 
 /// Where a pipeline's threads spent their time (milliseconds; encoder figures summed over the
@@ -111,7 +112,8 @@ struct JpegPipelineStats {
   std::size_t batches = 0;          ///< decode calls
   std::size_t files = 0;            ///< files decoded by nvJPEG
   double setup_ms = 0;              ///< from construction until the decoder's nvJPEG states were ready
-  double decode_ms = 0;             ///< the decode thread in nvJPEG's decode
+  double decode_ms = 0;             ///< the decode thread in nvJPEG's decode (queueing a batch, waiting for one)
+  double decode_submit_ms = 0;      ///< of which inside the JPEG engine's batched call (nvJPEG's host work)
   double decoder_waiting_ms = 0;    ///< the decode thread waiting for files (after set-up)
   double decoder_blocked_ms = 0;    ///< the decode thread waiting for an encoder thread to take an image
   double encode_ms = 0;             ///< encoder threads filtering and encoding

@@ -105,6 +105,14 @@ class OwnedHandle {
 class CudaStream : public OwnedHandle<cudaStream_t, cudaStreamDestroy> {
  public:
   CudaStream() { CUCONV_CUDA_TRY(cudaStreamCreateWithFlags(&handle_, cudaStreamNonBlocking)); }
+  /// A stream whose work the device schedules before that of ordinary streams.
+  struct HighPriority {};
+  static constexpr HighPriority high_priority{};
+  explicit CudaStream(HighPriority) {
+    int least = 0, greatest = 0;
+    CUCONV_CUDA_TRY(cudaDeviceGetStreamPriorityRange(&least, &greatest));
+    CUCONV_CUDA_TRY(cudaStreamCreateWithPriority(&handle_, cudaStreamNonBlocking, greatest));
+  }
 };
 
 /// A timing event.

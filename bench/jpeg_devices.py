@@ -1,0 +1,119 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The GPU JPEG batch on one GPU and on every GPU of the host, whole processes as the shell times them.
+
+    python3 bench/jpeg_devices.py --bin BIN_DIR --out RESULT.json [--rounds 3] [--photos 200]
+
+BIN_DIR: an unpacked bundle's bin/ (cuconv, cuconv_make_corpus, cuconv_nvjpeg_floor). Makes the
+corpus of scripts/make-batch-corpus.sh (PHOTOS JPEGs of about 2000x2000 at quality 90), and the
+same photos 5 and 10 times over under other names (hard links): three sizes, so the start-up and
+the steady rate separate. In the same call: nvJPEG's own decode of the files (cuconv_nvjpeg_floor,
+the pipeline's batch size and stream priority, the corpus 5 times over), then ROUNDS interleaved
+rounds of `cuconv --out-dir OUT CORPUS -f gauss5 --codec gpu --devices D --json` for D = 0 and
+all, each size. Per run: the shell's wall time, the summary's own times (start-up, set-up, first
+and last result), the steady rate (files between the first and last result over that time) and
+how many files each device took. Writes every run and the medians as JSON.
+"""
+import argparse
+import collections
+import json
+import os
+import statistics
+import subprocess
+import tempfile
+import time
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+
+
+def run_batch(cuconv, corpus, devices, out_dir, summary, env):
+    subprocess.run(["rm", "-rf", out_dir], check=True)
+    os.makedirs(out_dir)
+    start = time.perf_counter()
+    done = subprocess.run([cuconv, "--out-dir", out_dir, corpus, "-f", "gauss5", "--codec", "gpu", "--devices", devices,
+                           "--json", summary], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    shell_s = time.perf_counter() - start
+    if done.returncode != 0:
+        raise SystemExit(f"cuconv failed ({done.returncode}) on {corpus}: {done.stderr.decode(errors='replace')}")
+    with open(summary) as f:
+        d = json.load(f)
+    totals, jpeg = d["totals"], d["totals"]["gpu_jpeg"]
+    span_ms = jpeg["last_result_ms"] - jpeg["first_result_ms"]
+    per_device = collections.Counter(str(item["device"]) for item in d["files"])
+    return {"shell_s": shell_s, "ok": totals["ok"], "wall_ms": totals["wall_ms"], "startup_ms": totals["startup_ms"],
+            "setup_ms": jpeg["setup_ms"], "first_result_ms": jpeg["first_result_ms"],
+            "last_result_ms": jpeg["last_result_ms"],
+            "steady_images_per_s": (jpeg["files"] - 1) / (span_ms / 1e3) if span_ms > 0 else None,
+            "per_device": dict(per_device), "gpu_jpeg": jpeg}
+
+
+def median_of(runs, key):
+    values = [r[key] for r in runs if r[key] is not None]
+    return statistics.median(values) if values else None
+
+
+def main():
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--bin", required=True)
+    parser.add_argument("--out", required=True)
+    parser.add_argument("--rounds", type=int, default=3)
+    parser.add_argument("--photos", type=int, default=200)
+    args = parser.parse_args()
+    bin_dir = os.path.abspath(args.bin)
+    cuconv = os.path.join(bin_dir, "cuconv")
+    env = dict(os.environ, CUCONV_SERVER="never")
+    work = tempfile.mkdtemp(prefix="cuconv-jpeg-devices-")
+    corpus = os.path.join(work, f"corpus-{args.photos}")
+    subprocess.run(["bash", os.path.join(HERE, "..", "scripts", "make-batch-corpus.sh"), str(args.photos), corpus, bin_dir],
+                   env=dict(env, EXT=".jpg", QUALITY="90"), check=True, stdout=subprocess.DEVNULL)
+    photos = sorted(p for p in os.listdir(corpus) if p.endswith(".jpg"))
+    corpora = {args.photos: corpus}
+    for times in (5, 10):
+        folder = f"{corpus}-x{times}"
+        os.makedirs(folder)
+        for copy in range(times):
+            for p in photos:
+                os.link(os.path.join(corpus, p), os.path.join(folder, f"c{copy}_{p}"))
+        corpora[args.photos * times] = folder
+    gpus = subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip().splitlines()
+    floor = json.loads(subprocess.run([os.path.join(bin_dir, "cuconv_nvjpeg_floor"), corpus, "--batch", "128",
+                                       "--high-priority", "--repeat", "5"], env=env, capture_output=True, text=True,
+                                      check=True).stdout)
+    runs = []
+    for round_ in range(args.rounds):
+        for devices in ("0", "all"):
+            for size, folder in corpora.items():
+                r = run_batch(cuconv, folder, devices, os.path.join(work, "out"), os.path.join(work, "summary.json"), env)
+                r.update(round=round_, devices=devices, photos=size)
+                runs.append(r)
+                print(f"{size:5d} photos --devices {devices:3s}: {r['shell_s']:.3f} s, set-up {r['setup_ms']:.0f} ms, "
+                      f"steady {r['steady_images_per_s'] or 0:.0f}/s, per device {r['per_device']}", flush=True)
+    medians = {}
+    for devices in ("0", "all"):
+        for size in corpora:
+            group = [r for r in runs if r["devices"] == devices and r["photos"] == size]
+            medians[f"{size}-{devices}"] = {k: median_of(group, k) for k in
+                                            ("shell_s", "wall_ms", "startup_ms", "setup_ms", "first_result_ms",
+                                             "steady_images_per_s")}
+    big = max(corpora)
+    one, two = medians[f"{big}-0"], medians[f"{big}-all"]
+    thousand = args.photos * 5
+    result = {
+        "gpus": gpus, "cores": os.cpu_count(), "photos": args.photos, "rounds": args.rounds,
+        "nvjpeg_floor": floor, "runs": runs, "medians": medians,
+        "targets": {
+            "one_gpu_steady_images_per_s": one["steady_images_per_s"],
+            "floor_decode_over_one_gpu_steady": floor["decode_images_per_s"] / one["steady_images_per_s"],
+            "one_gpu_1000_shell_s": medians[f"{thousand}-0"]["shell_s"],
+            "two_gpu_steady_over_one": two["steady_images_per_s"] / one["steady_images_per_s"],
+            "two_gpu_1000_shell_s": medians[f"{thousand}-all"]["shell_s"],
+            "setup_two_over_one": medians[f"{thousand}-all"]["setup_ms"] / medians[f"{thousand}-0"]["setup_ms"],
+        },
+    }
+    with open(args.out, "w") as f:
+        json.dump(result, f, indent=1)
+    print(json.dumps(result["targets"], indent=1))
+
+
+if __name__ == "__main__":
+    main()
