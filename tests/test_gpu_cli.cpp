@@ -206,6 +206,20 @@ TEST_CASE("gpu serve: a served JPEG takes the warm nvJPEG pipeline and equals --
   REQUIRE(png_own.exit_code == 0);
   REQUIRE(png_served.exit_code == 0);
   CHECK(cuconv::test::read_file(dir.file("served.png")) == cuconv::test::read_file(dir.file("own.png")));
+  // The host route keeps its workspace between commands: the same image again allocates nothing.
+  const auto allocations = [&](const std::string& out) {
+    const auto r = run_cuconv({"--server", "always", sample("coffee.png"), dir.file(out), "-f", "gauss7", "--variant", "tiled",
+                               "-v"}, "", server.setup());
+    REQUIRE(r.exit_code == 0);
+    const std::string key = "its kept workspace has made ";
+    const std::size_t at = r.err.find(key);
+    REQUIRE_MESSAGE(at != std::string::npos, r.err);
+    return std::stoi(r.err.substr(at + key.size()));
+  };
+  const int first = allocations("again1.png");
+  CHECK(first > 0);
+  CHECK(allocations("again2.png") == first);
+  CHECK(cuconv::test::read_file(dir.file("again2.png")) == cuconv::test::read_file(dir.file("own.png")));
   const std::string log = cuconv::test::read_file(dir.file("server.log"));
   CHECK(log.find("GPU ready") != std::string::npos);
   CHECK(log.find("JPEG codec nvJPEG, warm") != std::string::npos);

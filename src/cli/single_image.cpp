@@ -147,6 +147,8 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
     }
   }
   const engine::Route route = engine::choose_route(task, settings);
+  // The host route filters in one of the device's kept workspaces: nothing allocated per image.
+  if (lease && route == engine::Route::host) settings.workspace = lease->workspace();
   std::string no_gpu_reason;
   // --compare and --bench are about the GPU's result: without a usable GPU that is said first and
   // alone (exit 5), not after a warning that the image is filtered on the CPU.
@@ -175,7 +177,12 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   print_notes(report, log);
   // Without a GPU the warning said why the CPU filters; a CPU-or-GPU estimate would only confuse.
   if (!report.auto_reason.empty() && !warned) log.info("{}", report.auto_reason);
-  if (lease && lease->device() >= 0) log.info("served on device {}, the least loaded of the server's", lease->device());
+  if (lease && lease->device() >= 0)
+    log.info("served on device {}, the least loaded of the server's{}", lease->device(),
+             settings.workspace == nullptr
+                 ? std::string()
+                 : fmt::format("; its kept workspace has made {} device allocation(s) so far",
+                               settings.workspace->allocations()));
   if (!warned && options.variant == Variant::automatic && report.variant_used == Variant::opencv &&
       !report.cpu_predicted_faster && report.gpu_fallback.empty() && !engine::gpu_usable(&no_gpu_reason))
     if (const auto warning = gpu_warning(session, no_gpu_reason)) log.warn("{}", *warning);

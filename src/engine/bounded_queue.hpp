@@ -51,20 +51,6 @@ class BoundedQueue {
     return value;
   }
 
-  /// Up to `most` items without waiting, but only when at least `least` are queued (or the queue
-  /// is closed): how a consumer with work in flight takes a next batch only when it is full.
-  std::vector<T> try_pop_some(std::size_t most, std::size_t least) {
-    std::vector<T> taken;
-    std::unique_lock lock(mutex_);
-    if (items_.empty() || (items_.size() < least && !closed_)) return taken;
-    while (taken.size() < most && !items_.empty()) {
-      taken.push_back(std::move(items_.front()));
-      items_.pop_front();
-    }
-    not_full_.notify_all();
-    return taken;
-  }
-
   /// Waits for a first item, then takes up to `most` items, waiting up to `linger` for more while
   /// fewer are queued (how a consumer fills a batch without stalling on a slow producer). Empty
   /// when the queue is closed and drained.

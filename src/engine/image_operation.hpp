@@ -45,6 +45,9 @@ struct RunSettings {
   /// A server's running GPU JPEG pipelines: the GPU route hands its file to them (on
   /// convolve.device) instead of setting up its own; nullptr: its own (JpegFilterJob).
   codec::WarmJpeg* warm_jpeg = nullptr;
+  /// A workspace kept between images (a server's, per device), for the host route's filter;
+  /// nullptr: the image makes its own.
+  GpuWorkspace* workspace = nullptr;
 };
 
 /// One image: where it comes from and where its result goes.

@@ -51,6 +51,8 @@ void WarmGpu::set_up(std::vector<int> asked) {
   for (int d : asked)
     if (d >= 0 && d < count) devices_.push_back(d);
   load_ = LeastLoaded(devices_.size());
+  free_workspaces_.resize(devices_.size());
+  workspaces_made_.assign(devices_.size(), 0);
   // Each device's context and the kernels of the common filters, all devices at once: a small
   // image through `auto` on each.
   std::vector<std::thread> warming;
@@ -100,11 +102,43 @@ WarmGpu::Lease WarmGpu::take() {
   return Lease(this, devices_[load_.take()]);
 }
 
+GpuWorkspace* WarmGpu::Lease::workspace() {
+  if (owner_ == nullptr || device_ < 0) return nullptr;
+  if (workspace_) return workspace_.get();
+  {
+    const std::lock_guard lock(owner_->mutex_);
+    for (std::size_t i = 0; i < owner_->devices_.size(); ++i) {
+      auto& spare = owner_->free_workspaces_[i];
+      if (owner_->devices_[i] == device_ && !spare.empty()) {
+        workspace_ = std::move(spare.back());
+        spare.pop_back();
+      }
+    }
+  }
+  if (!workspace_) {
+    workspace_ = std::make_unique<GpuWorkspace>();
+    workspace_->prepare(device_);
+    // Room for it among the spares now, so that ~Lease gives it back without allocating.
+    const std::lock_guard lock(owner_->mutex_);
+    for (std::size_t i = 0; i < owner_->devices_.size(); ++i)
+      if (owner_->devices_[i] == device_) owner_->free_workspaces_[i].reserve(++owner_->workspaces_made_[i]);
+  }
+  return workspace_.get();
+}
+
 WarmGpu::Lease::~Lease() {
   if (owner_ == nullptr) return;
   const std::lock_guard lock(owner_->mutex_);
-  for (std::size_t i = 0; i < owner_->devices_.size(); ++i)
-    if (owner_->devices_[i] == device_) owner_->load_.give(i);
+  for (std::size_t i = 0; i < owner_->devices_.size(); ++i) {
+    if (owner_->devices_[i] != device_) continue;
+    owner_->load_.give(i);
+    if (!workspace_) continue;
+    try {
+      owner_->free_workspaces_[i].push_back(std::move(workspace_));  // room reserved by workspace()
+    } catch (...) {
+      // Not kept: the workspace goes with this lease, and the next image makes another.
+    }
+  }
 }
 
 }  // namespace cuconv::engine

@@ -7,6 +7,8 @@
 // from construction; what needs it waits for it, what does not (--help, a parse error) never does.
 #include "engine/gpu_jpeg_route.hpp"
 
+#include <cuconv/convolve.hpp>
+
 #include <cstddef>
 #include <cstdint>
 #include <future>
@@ -53,17 +55,24 @@ class WarmGpu {
   class Lease {
    public:
     Lease() = default;
-    Lease(Lease&& other) noexcept : owner_(other.owner_), device_(other.device_) { other.owner_ = nullptr; }
+    Lease(Lease&& other) noexcept
+        : owner_(other.owner_), device_(other.device_), workspace_(std::move(other.workspace_)) {
+      other.owner_ = nullptr;
+    }
     Lease& operator=(Lease&&) = delete;
     Lease(const Lease&) = delete;
     ~Lease();
     [[nodiscard]] int device() const noexcept { return device_; }
+    /// One of the device's kept workspaces (stream, device planes, pinned staging, grown to the
+    /// largest image so far), this lease's alone until it ends; nullptr on no device.
+    [[nodiscard]] GpuWorkspace* workspace();
 
    private:
     friend class WarmGpu;
     Lease(WarmGpu* owner, int device) : owner_(owner), device_(device) {}
     WarmGpu* owner_ = nullptr;
     int device_ = -1;
+    std::unique_ptr<GpuWorkspace> workspace_;
   };
   /// Waits for the set-up; a lease on no device (-1) when none is served.
   [[nodiscard]] Lease take();
@@ -79,6 +88,11 @@ class WarmGpu {
   std::shared_future<void> ready_;
   std::mutex mutex_;
   LeastLoaded load_;  ///< per entry of devices_
+  /// Per entry of devices_: workspaces no lease holds now. Kept between commands, so an image
+  /// allocates device memory only when it is larger than every one before it (cudaFree would
+  /// wait for the whole device, stalling the other clients' images).
+  std::vector<std::vector<std::unique_ptr<GpuWorkspace>>> free_workspaces_;
+  std::vector<std::size_t> workspaces_made_;  ///< per entry of devices_: all there are, held or spare
 };
 
 /// The limit an image of a served command gets: the command's own (`asked`, 0: none) within the
