@@ -3,6 +3,7 @@
 """Per-call wall time of cuconv served and in-process, as the shell sees whole processes.
 
     python3 bench/serve_bench.py --cuconv CUCONV [--engine CUCONV_ENGINE] --out RESULT.json [--rounds 3]
+                                 [--parts single,xargs,loop]
 
 Makes its own images (numpy + OpenCV's Python module): a 64x64 PNG, a 2000x2000 JPEG, a
 6000x4000 JPEG and 200 photos of 2000x2000 at quality 90. For each image and filter it times, in
@@ -60,7 +61,9 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--photos", type=int, default=200)
+    parser.add_argument("--parts", default="single,xargs,loop", help="which parts to time (comma-separated)")
     args = parser.parse_args()
+    parts = set(args.parts.split(","))
     work = tempfile.mkdtemp(prefix="cuconv-serve-bench-")
     make_images(work, args.photos)
     socket = os.path.join(work, "socket")
@@ -87,7 +90,7 @@ def main():
     result = {"single": [], "xargs": [], "loop": [], "rounds": args.rounds,
               "gpu": subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip(),
               "cpus": os.cpu_count()}
-    for image in ("small.png", "photo.jpg", "big.jpg"):
+    for image in ("small.png", "photo.jpg", "big.jpg") if "single" in parts else ():
         for spec in ("gauss5", "gaussian:15,4"):
             samples = {way: [] for way in list(ways) + list(floors) + ["served, 1x1 identity (codec floor)"]}
             for _ in range(args.rounds):
@@ -106,11 +109,11 @@ def main():
     loop = {way: f"for i in $(seq 20); do {command} {work}/photo.jpg {work}/l/o$i.jpg -f gauss5; done"
             for way, command in ways.items()}
     for _ in range(args.rounds):
-        for way, command in xargs.items():
+        for way, command in xargs.items() if "xargs" in parts else ():
             shutil.rmtree(os.path.join(work, "x"), ignore_errors=True)
             os.makedirs(os.path.join(work, "x"))
             result["xargs"].append({"way": way, "ms": timed(command, env)})
-        for way, command in loop.items():
+        for way, command in loop.items() if "loop" in parts else ():
             shutil.rmtree(os.path.join(work, "l"), ignore_errors=True)
             os.makedirs(os.path.join(work, "l"))
             result["loop"].append({"way": way, "ms": timed(command, env)})

@@ -8,6 +8,7 @@
 
 #include <opencv2/core/mat.hpp>
 
+#include <array>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -23,6 +24,31 @@ namespace cuconv {
 /// there, other 8-bit ones up to 17x17 and float ones up to 31x31 densely (else as `fast`);
 /// `opencv` is the CPU reference. New values are added at the end.
 enum class Variant { automatic, opencv, basic, constmem, tiled, tiled_halo, cached, fast, fft, tensor };
+
+/// A variant's row in kVariantList: its command-line name, one line of help, whether it runs a
+/// CUDA kernel.
+struct VariantInfo {
+  Variant value;
+  std::string_view name;  ///< as typed on the command line (lower case; parsing ignores case)
+  std::string_view help;  ///< one line for --help and docs/cli.md
+  bool gpu = false;
+};
+
+/// Every variant, in the order --help and the docs list them: the one list that parsing, --help,
+/// gpu_variants(), the GPU launchers' check, the benchmark and the test sweeps read. A new variant
+/// is its enumerator above and its row here.
+inline constexpr std::array<VariantInfo, 10> kVariantList{{
+    {Variant::automatic, "auto", "a GPU variant picked per filter and image, OpenCV without a GPU"},
+    {Variant::opencv, "opencv", "cv::filter2D on the CPU (the reference)"},
+    {Variant::basic, "basic", "one thread per output pixel, filter in global memory", true},
+    {Variant::constmem, "constmem", "as basic, filter in constant memory", true},
+    {Variant::tiled, "tiled", "block = input tile in shared memory; all threads load, the inner ones compute", true},
+    {Variant::tiled_halo, "tiled-halo", "block = output tile; each thread loads its pixel, the block loads the halo", true},
+    {Variant::cached, "cached", "output tile in shared memory; halo read from global memory through L1", true},
+    {Variant::fast, "fast", "several adjacent outputs per thread from vector loads", true},
+    {Variant::tensor, "tensor", "filters on tensor cores: 8-bit separable row sums; dense filters up to 31x31 (8-bit, 16-bit, float); else as fast", true},
+    {Variant::fft, "fft", "cuFFT overlap-save, for large filters", true},
+}};
 /// Border modes; `wrap` is not in cv::filter2D, the opencv variant emulates it by padding.
 enum class Border { reflect101, reflect, replicate, constant, wrap };
 /// Output depth; `same` keeps the input depth. Allowed pairs are those of cv::filter2D.

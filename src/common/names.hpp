@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The one list of each enum's values (Variant, Border, Depth, and --codec's Codec): the name the command line
-// and the docs use, a one-line description for --help, and for variants whether they run on the
-// GPU. to_string/parse_*, gpu_variants(), the CLI validators and the tests all read these
-// tables, so a new value is added here and nowhere else. Host code only, no CUDA.
+// The one list of each enum's values (Border, Depth, and --codec's Codec; Variant's is
+// cuconv::kVariantList, beside its enum in the public header): the name the command line and the
+// docs use and a one-line description for --help. to_string/parse_*, gpu_variants(), the CLI
+// validators and the tests all read these tables, so a new value is added there and nowhere
+// else. Host code only, no CUDA.
 #include "common/codec_names.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -21,21 +22,10 @@ struct Entry {
   Enum value;
   std::string_view name;  ///< as typed on the command line (lower case; parsing ignores case)
   std::string_view help;  ///< one line for --help and docs/cli.md
-  bool gpu = false;       ///< variants: runs a CUDA kernel
 };
 
-inline constexpr std::array<Entry<Variant>, 10> kVariants{{
-    {Variant::automatic, "auto", "a GPU variant picked per filter and image, OpenCV without a GPU"},
-    {Variant::opencv, "opencv", "cv::filter2D on the CPU (the reference)"},
-    {Variant::basic, "basic", "one thread per output pixel, filter in global memory", true},
-    {Variant::constmem, "constmem", "as basic, filter in constant memory", true},
-    {Variant::tiled, "tiled", "block = input tile in shared memory; all threads load, the inner ones compute", true},
-    {Variant::tiled_halo, "tiled-halo", "block = output tile; each thread loads its pixel, the block loads the halo", true},
-    {Variant::cached, "cached", "output tile in shared memory; halo read from global memory through L1", true},
-    {Variant::fast, "fast", "several adjacent outputs per thread from vector loads", true},
-    {Variant::tensor, "tensor", "filters on tensor cores: 8-bit separable row sums; dense filters up to 31x31 (8-bit, 16-bit, float); else as fast", true},
-    {Variant::fft, "fft", "cuFFT overlap-save, for large filters", true},
-}};
+/// The variants' list lives in the public header, beside the enum (cuconv::kVariantList).
+inline constexpr const auto& kVariants = kVariantList;
 
 inline constexpr std::array<Entry<Border>, 5> kBorders{{
     {Border::reflect101, "reflect101", "gfedcb|abcdefgh|gfedcba (OpenCV's default)"},
@@ -63,7 +53,7 @@ template <class Enum>
 struct Table;
 template <>
 struct Table<Variant> {
-  static constexpr std::span<const Entry<Variant>> entries{kVariants};
+  static constexpr std::span<const VariantInfo> entries{kVariantList};
   static constexpr std::string_view what = "variant";
 };
 template <>
@@ -87,7 +77,7 @@ struct Table<codec::Codec> {
 template <class Enum>
 std::vector<std::string> all_names() {
   std::vector<std::string> out;
-  for (const Entry<Enum>& e : Table<Enum>::entries) out.emplace_back(e.name);
+  for (const auto& e : Table<Enum>::entries) out.emplace_back(e.name);
   return out;
 }
 

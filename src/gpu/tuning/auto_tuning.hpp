@@ -68,12 +68,13 @@ inline constexpr AutoTuning kSm90H100{
     .tiled_halo_max_shared_bytes = 48 * 1024,
 };
 
-/// Compute capability 9.0 on the H200: the H100's values until they are measured here (more
-/// memory bandwidth moves the size rules first).
+/// Compute capability 9.0 on the H200: the H100's values, the small-radius rank-1 rule measured
+/// here (bench/results/h200-rank1-small-*.json); the other rules are the H100's until measured.
 inline constexpr AutoTuning kSm90H200 = [] {
   AutoTuning row = kSm90H100;
   row.gpu = "compute capability 9.0 (H200)";
-  // TO MEASURE on the H200: fast vs tensor for 8-bit gauss5 on large images (0 pixels would send every size).
+  // 3x3 and 5x5 rank-1 filters: no image size from which tensor stays ahead of fast (one channel
+  // never, three channels only at some middle sizes).
   row.tensor_rank1_small_min_pixels = kNever;
   return row;
 }();
