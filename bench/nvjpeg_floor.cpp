@@ -242,7 +242,7 @@ nlohmann::json accuracy(const std::vector<Bytes>& files, const std::string& filt
 int main(int argc, char** argv) {
   std::string dir;
   int encoders = 4;
-  int batch = 64;
+  int batch = 128;  // the pipeline's JpegPipelineOptions::batch
   int quality = 95;
   int device = 0;
   int states = 1;

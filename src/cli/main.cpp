@@ -31,8 +31,7 @@ int main(int argc, char** argv) {
   session.err_fd = ::fileno(cuconv::cli::terminal_stderr());
   session.err_is_terminal = ::isatty(session.err_fd) != 0;
   const int code = cuconv::cli::run_command(args, session);
-  std::fflush(stdout);
-  std::fflush(stderr);
+  std::fflush(nullptr);  // every open output stream, the terminal's own descriptor's included
 #if defined(__SANITIZE_ADDRESS__)
   return code;  // the sanitizers' checks run at exit
 #else
