@@ -4,6 +4,7 @@
 #include "engine/batch_pipeline.hpp"
 
 #include "engine/bounded_queue.hpp"
+#include "engine/least_loaded.hpp"
 
 #include <cuconv/image_io.hpp>
 
@@ -144,7 +145,7 @@ class Pipeline {
     lane_devices_ = options.devices.empty() ? std::vector<int>{settings_.convolve.device} : options.devices;
     const std::size_t per_lane = options.filter_threads_per_device == 0 ? 1 : options.filter_threads_per_device;
     threads_per_lane_ = per_lane;
-    lane_load_.assign(lane_devices_.size(), 0);
+    lane_load_ = engine::LeastLoaded(lane_devices_.size());
     for (std::size_t i = 0; i < items.size(); ++i) {
       ItemState& state = states_[i];
       state.task.input = state.report.input = items[i].input;
@@ -166,8 +167,6 @@ class Pipeline {
     if (options_.process_exits_after)
       for (auto& pipeline : jpeg_pipelines_) static_cast<void>(pipeline.release());  // finished; exit frees it
   }
-  Pipeline(const Pipeline&) = delete;
-  Pipeline& operator=(const Pipeline&) = delete;
 
   BatchSummary run() {
     const auto start = Clock::now();
@@ -289,18 +288,15 @@ class Pipeline {
     }
   }
 
-  /// The lane (device) with the fewest images in its hands, which takes one more.
+  /// The lane (device) with the fewest images in its hands, which takes one more; the server
+  /// deals its commands the same way (engine::LeastLoaded).
   std::size_t take_lane() {
     const std::lock_guard lock(lanes_mutex_);
-    std::size_t best = 0;
-    for (std::size_t lane = 1; lane < lane_load_.size(); ++lane)
-      if (lane_load_[lane] < lane_load_[best]) best = lane;
-    ++lane_load_[best];
-    return best;
+    return lane_load_.take();
   }
   void leave_lane(std::size_t lane) {
     const std::lock_guard lock(lanes_mutex_);
-    --lane_load_[lane];
+    lane_load_.give(lane);
   }
 
   void filter_loop(std::size_t lane) {
@@ -464,7 +460,7 @@ class Pipeline {
   std::size_t jobs_;
   std::size_t threads_per_lane_ = 1;
   std::vector<int> lane_devices_;
-  std::vector<std::size_t> lane_load_;  ///< per lane: images taken and not yet filtered or back from the pipeline
+  engine::LeastLoaded lane_load_;  ///< per lane: images taken and not yet filtered or back from the pipeline
   std::mutex lanes_mutex_;
   std::vector<std::size_t> todo_;  ///< items to process (existing outputs already skipped)
   std::atomic<std::size_t> existing_outputs_{0};

@@ -15,8 +15,6 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
-#include <future>
-#include <map>
 #include <thread>
 
 namespace cuconv::codec {
@@ -460,59 +458,6 @@ std::vector<JpegJobResult> JpegFilterJob::run(const std::vector<std::span<const 
   pipeline_.reset();
   const std::lock_guard lock(mutex_);
   return std::move(results_);
-}
-
-}  // namespace cuconv::codec
-
-namespace cuconv::codec {
-
-/// One device's running pipeline and the callers waiting on it, by id.
-struct WarmJpeg::Device {
-  explicit Device(int device)
-      : pipeline(device, nullptr, ConvolveOptions{}, JpegOutputOptions{}, JpegPipelineOptions{},
-                 [this](std::size_t id, JpegJobResult result) {
-                   std::promise<JpegJobResult> promise;
-                   {
-                     const std::lock_guard lock(mutex);
-                     const auto at = waiting.find(id);
-                     if (at == waiting.end()) return;
-                     promise = std::move(at->second);
-                     waiting.erase(at);
-                   }
-                   promise.set_value(std::move(result));
-                 }) {}
-  int device_index = -1;
-  std::mutex mutex;
-  std::size_t next_id = 0;
-  std::map<std::size_t, std::promise<JpegJobResult>> waiting;
-  JpegPipeline pipeline;  ///< last: its threads stop (finish) before the map goes
-};
-
-WarmJpeg::WarmJpeg(const std::vector<int>& devices) {
-  for (int device : devices) {
-    devices_.push_back(std::make_unique<Device>(device));
-    devices_.back()->device_index = device;
-  }
-}
-
-WarmJpeg::~WarmJpeg() = default;
-
-JpegJobResult WarmJpeg::run(int device, std::span<const std::uint8_t> file, const JpegJobSettings& job,
-                            std::optional<JpegMarkers> markers) {
-  const auto at = std::find_if(devices_.begin(), devices_.end(),
-                               [&](const std::unique_ptr<Device>& d) { return d->device_index == device; });
-  if (at == devices_.end())
-    throw Error(ErrorKind::internal, "WarmJpeg::run: device " + std::to_string(device) + " is not served");
-  Device& d = **at;
-  std::future<JpegJobResult> result;
-  std::size_t id = 0;
-  {
-    const std::lock_guard lock(d.mutex);
-    id = d.next_id++;
-    result = d.waiting[id].get_future();
-  }
-  d.pipeline.submit(id, file, job, std::move(markers));
-  return result.get();
 }
 
 }  // namespace cuconv::codec

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// The server's warm GPU state (warm_gpu.hpp).
+// The server's warm GPU state (warm_gpu.hpp), and its running GPU JPEG pipelines (codec::WarmJpeg,
+// gpu_jpeg_route.hpp): one per device, each file's caller waiting on its own result.
 #include "engine/warm_gpu.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -9,20 +10,12 @@
 #include <opencv2/core.hpp>
 
 #include <algorithm>
+#include <future>
+#include <map>
+#include <mutex>
 #include <thread>
 
 namespace cuconv::engine {
-
-std::size_t LeastLoaded::take() {
-  if (load_.empty()) throw Error(ErrorKind::internal, "LeastLoaded::take: no slots");
-  const auto least = std::min_element(load_.begin(), load_.end());
-  ++*least;
-  return static_cast<std::size_t>(least - load_.begin());
-}
-
-void LeastLoaded::give(std::size_t slot) noexcept {
-  if (slot < load_.size() && load_[slot] > 0) --load_[slot];
-}
 
 std::uint64_t served_memory_limit(std::uint64_t asked, std::uint64_t server) noexcept {
   if (server == 0) return asked;
@@ -142,3 +135,56 @@ WarmGpu::Lease::~Lease() {
 }
 
 }  // namespace cuconv::engine
+
+namespace cuconv::codec {
+
+/// One device's running pipeline and the callers waiting on it, by id.
+struct WarmJpeg::Device {
+  explicit Device(int device)
+      : pipeline(device, nullptr, ConvolveOptions{}, JpegOutputOptions{}, JpegPipelineOptions{},
+                 [this](std::size_t id, JpegJobResult result) {
+                   std::promise<JpegJobResult> promise;
+                   {
+                     const std::lock_guard lock(mutex);
+                     const auto at = waiting.find(id);
+                     if (at == waiting.end()) return;
+                     promise = std::move(at->second);
+                     waiting.erase(at);
+                   }
+                   promise.set_value(std::move(result));
+                 }) {}
+  int device_index = -1;
+  std::mutex mutex;
+  std::size_t next_id = 0;
+  std::map<std::size_t, std::promise<JpegJobResult>> waiting;
+  JpegPipeline pipeline;  ///< last: its threads stop (finish) before the map goes
+};
+
+WarmJpeg::WarmJpeg(const std::vector<int>& devices) {
+  for (int device : devices) {
+    devices_.push_back(std::make_unique<Device>(device));
+    devices_.back()->device_index = device;
+  }
+}
+
+WarmJpeg::~WarmJpeg() = default;
+
+JpegJobResult WarmJpeg::run(int device, std::span<const std::uint8_t> file, const JpegJobSettings& job,
+                            std::optional<JpegMarkers> markers) {
+  const auto at = std::find_if(devices_.begin(), devices_.end(),
+                               [&](const std::unique_ptr<Device>& d) { return d->device_index == device; });
+  if (at == devices_.end())
+    throw Error(ErrorKind::internal, "WarmJpeg::run: device " + std::to_string(device) + " is not served");
+  Device& d = **at;
+  std::future<JpegJobResult> result;
+  std::size_t id = 0;
+  {
+    const std::lock_guard lock(d.mutex);
+    id = d.next_id++;
+    result = d.waiting[id].get_future();
+  }
+  d.pipeline.submit(id, file, job, std::move(markers));
+  return result.get();
+}
+
+}  // namespace cuconv::codec

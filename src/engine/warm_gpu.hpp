@@ -6,6 +6,7 @@
 // The set-up (CUDA contexts, kernels of the common filters, nvJPEG) runs on a thread of its own
 // from construction; what needs it waits for it, what does not (--help, a parse error) never does.
 #include "engine/gpu_jpeg_route.hpp"
+#include "engine/least_loaded.hpp"
 
 #include <cuconv/convolve.hpp>
 
@@ -18,19 +19,6 @@
 #include <vector>
 
 namespace cuconv::engine {
-
-/// Work in flight per slot (a device): take() counts one more on the least loaded slot (ties: the
-/// lowest) and returns it; give() counts one off. Not thread-safe by itself (WarmGpu locks).
-class LeastLoaded {
- public:
-  explicit LeastLoaded(std::size_t slots = 0) : load_(slots, 0) {}
-  [[nodiscard]] std::size_t take();
-  void give(std::size_t slot) noexcept;
-  [[nodiscard]] unsigned load(std::size_t slot) const noexcept { return load_.at(slot); }
-
- private:
-  std::vector<unsigned> load_;
-};
 
 class WarmGpu {
  public:
