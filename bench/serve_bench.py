@@ -7,7 +7,8 @@
 
 Makes its own images (numpy + OpenCV's Python module): a 64x64 PNG, a 2000x2000 JPEG, a
 6000x4000 JPEG and 200 photos of 2000x2000 at quality 90. For each image and filter it times, in
-interleaved rounds: `--variant opencv` (CPU), in-process `auto` (`--server never`), served (CUCONV,
+interleaved rounds (each round in a new seeded order; in-process auto against opencv is also
+given as the median of the rounds' ratios): `--variant opencv` (CPU), in-process `auto` (`--server never`), served (CUCONV,
 the thin front end), served with the engine binary as its own client (ENGINE), and two served
 floors: `--codec opencv` (OpenCV's codec in the server) and the 1x1 identity filter (decode and
 encode with a trivial filter),
@@ -18,6 +19,7 @@ sample and the medians as JSON.
 import argparse
 import json
 import os
+import random
 import shutil
 import statistics
 import subprocess
@@ -64,6 +66,7 @@ def main():
     parser.add_argument("--parts", default="single,xargs,loop", help="which parts to time (comma-separated)")
     args = parser.parse_args()
     parts = set(args.parts.split(","))
+    shuffle = random.Random(11)
     work = tempfile.mkdtemp(prefix="cuconv-serve-bench-")
     make_images(work, args.photos)
     socket = os.path.join(work, "socket")
@@ -95,12 +98,19 @@ def main():
             samples = {way: [] for way in list(ways) + list(floors) + ["served, 1x1 identity (codec floor)"]}
             for _ in range(args.rounds):
                 out = os.path.join(work, "out-" + image)
-                for way, command in list(ways.items()) + list(floors.items()):
+                # A new order each round, so that no way always runs first (or right after another).
+                order = list(ways.items()) + list(floors.items())
+                shuffle.shuffle(order)
+                for way, command in order:
                     samples[way].append(timed(f"{command} {work}/{image} {out} -f {spec} --overwrite", env))
                 samples["served, 1x1 identity (codec floor)"].append(
                     timed(f"{cuconv} --server always {work}/{image} {out} -f 1x1:1 --overwrite", env))
+            # In-process auto against opencv round by round (the same round's conditions): the
+            # median of the ratios, beside the ratio of the medians.
+            paired = statistics.median(a / o for a, o in zip(samples["in-process auto"], samples["opencv"]))
             result["single"].append({"image": image, "filter": spec, "ms": samples,
-                                     "median_ms": {w: statistics.median(v) for w, v in samples.items()}})
+                                     "median_ms": {w: statistics.median(v) for w, v in samples.items()},
+                                     "auto_over_opencv_paired_median": paired})
     photos = os.path.join(work, "photos")
     xargs = {way: f"ls {photos} | xargs -P16 -I{{}} {command} {photos}/{{}} {work}/x/{{}} -f gauss5"
              for way, command in ways.items()}
@@ -124,7 +134,8 @@ def main():
     with open(args.out, "w") as f:
         json.dump(result, f, indent=1)
     for row in result["single"]:
-        print(row["image"], row["filter"], {w: round(v, 1) for w, v in row["median_ms"].items()})
+        print(row["image"], row["filter"], {w: round(v, 1) for w, v in row["median_ms"].items()},
+              "auto/opencv paired", round(row["auto_over_opencv_paired_median"], 3))
     for kind in ("xargs", "loop"):
         by_way = {}
         for row in result[kind]:
