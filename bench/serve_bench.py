@@ -91,7 +91,8 @@ def main():
     if args.engine:
         floors["served (engine binary as client)"] = f"{args.engine} --server always"
     result = {"single": [], "xargs": [], "loop": [], "rounds": args.rounds,
-              "gpu": subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip(),
+              "gpu": (subprocess.run(["nvidia-smi", "-L"], capture_output=True, text=True).stdout.strip()
+                      if shutil.which("nvidia-smi") else "none"),
               "cpus": os.cpu_count()}
     for image in ("small.png", "photo.jpg", "big.jpg") if "single" in parts else ():
         for spec in ("gauss5", "gaussian:15,4"):
