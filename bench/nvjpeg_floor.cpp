@@ -52,23 +52,17 @@ cudaStream_t make_stream(bool high_priority = false) {
   int least = 0, greatest = 0;
   if (cudaDeviceGetStreamPriorityRange(&least, &greatest) != cudaSuccess ||
       cudaStreamCreateWithPriority(&stream, cudaStreamNonBlocking, high_priority ? greatest : least) != cudaSuccess)
-    throw cuconv::Error(cuconv::ErrorKind::gpu, "cudaStreamCreateWithFlags failed");
+    throw cuconv::Error(cuconv::ErrorKind::gpu, "cudaStreamCreateWithPriority failed");
   return stream;
 }
 
 /// Seconds to take every file through `work` (each codec and stream made, and warmed up on one
 /// file, before the clock starts).
-double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, int quality, int device, int states,
+double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, int quality, int device,
            bool high_priority) {
   cuconv::codec::DeviceImagePool pool;
-  std::vector<cuconv::codec::GpuJpegCodec> decoders;
-  std::vector<cudaStream_t> decode_streams;
-  for (int i = 0; i < states; ++i) {
-    decoders.emplace_back(device);
-    decode_streams.push_back(make_stream(high_priority));
-  }
-  cuconv::codec::GpuJpegCodec& decoder = decoders.front();
-  const cudaStream_t decode_stream = decode_streams.front();
+  cuconv::codec::GpuJpegCodec decoder(device);
+  const cudaStream_t decode_stream = make_stream(high_priority);
   std::vector<cuconv::codec::JpegPlan> plans;  // header reads: the pipeline makes them on other threads
   for (const Bytes& file : files) plans.push_back(decoder.plan(file));
   std::vector<cuconv::codec::GpuJpegCodec> codecs;
@@ -82,8 +76,6 @@ double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, 
   // Warm-up, and the encode-only input: the first file decoded once.
   std::vector<cuconv::codec::DecodedJpeg> first = decoder.decode({std::span<const std::uint8_t>(files.front())}, decode_stream);
   if (first.front().image.empty()) throw cuconv::Error(cuconv::ErrorKind::bad_input, "nvJPEG cannot decode the first file");
-  for (int i = 1; i < states; ++i)
-    (void)decoders[static_cast<std::size_t>(i)].decode({std::span<const std::uint8_t>(files.front())}, decode_streams[static_cast<std::size_t>(i)]);
   for (int t = 0; t < encoders; ++t) (void)codecs[static_cast<std::size_t>(t)].encode(first.front().view, options, streams[static_cast<std::size_t>(t)]);
 
   std::mutex mutex;
@@ -97,24 +89,14 @@ double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, 
   if (work != Work::encode) {
     threads.emplace_back([&] {
       try {
-        // Up to `states` batches on the engine at once, one per decoder (the pipeline's decode thread).
-        std::deque<std::pair<std::size_t, cuconv::codec::GpuJpegCodec::InFlight>> flying;
-        std::size_t slot = 0;
-        for (std::size_t at = 0; at < files.size() || !flying.empty(); at += static_cast<std::size_t>(batch)) {
-          if (at < files.size()) {
-            std::vector<std::span<const std::uint8_t>> spans;
-            std::vector<cuconv::codec::JpegPlan> batch_plans;
-            for (std::size_t i = at; i < std::min(files.size(), at + static_cast<std::size_t>(batch)); ++i) {
-              spans.emplace_back(files[i]);
-              batch_plans.push_back(plans[i]);
-            }
-            flying.emplace_back(slot, decoders[slot].start_decode(spans, decode_streams[slot], &pool, std::move(batch_plans)));
-            slot = (slot + 1) % decoders.size();
-            if (flying.size() < decoders.size() && at + static_cast<std::size_t>(batch) < files.size()) continue;
+        for (std::size_t at = 0; at < files.size(); at += static_cast<std::size_t>(batch)) {
+          std::vector<std::span<const std::uint8_t>> spans;
+          std::vector<cuconv::codec::JpegPlan> batch_plans;
+          for (std::size_t i = at; i < std::min(files.size(), at + static_cast<std::size_t>(batch)); ++i) {
+            spans.emplace_back(files[i]);
+            batch_plans.push_back(plans[i]);
           }
-          auto [from, flight] = std::move(flying.front());
-          flying.pop_front();
-          std::vector<cuconv::codec::DecodedJpeg> decoded = decoders[from].finish_decode(std::move(flight));
+          std::vector<cuconv::codec::DecodedJpeg> decoded = decoder.decode(spans, decode_stream, &pool, std::move(batch_plans));
           for (auto& d : decoded) {
             if (d.image.empty()) throw cuconv::Error(cuconv::ErrorKind::bad_input, "a file nvJPEG could not decode: " + d.not_supported + d.bad_file);
             if (work == Work::decode) {
@@ -167,7 +149,7 @@ double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, 
   }
   threads.clear();  // joins
   const double seconds = std::chrono::duration<double>(Clock::now() - start).count();
-  for (cudaStream_t s : decode_streams) cudaStreamDestroy(s);
+  cudaStreamDestroy(decode_stream);
   for (cudaStream_t s : streams) cudaStreamDestroy(s);
   if (failed) throw cuconv::Error(cuconv::ErrorKind::gpu, "a worker failed");
   return seconds;
@@ -245,7 +227,6 @@ int main(int argc, char** argv) {
   int batch = 128;  // the pipeline's JpegPipelineOptions::batch
   int quality = 95;
   int device = 0;
-  int states = 1;
   int repeat = 1;
   CLI::App app{"cuconv_nvjpeg_floor: nvJPEG decode + encode of a folder of JPEG files (the GPU JPEG path's floor)"};
   app.add_option("DIR", dir, "folder of .jpg files")->required();
@@ -253,8 +234,6 @@ int main(int argc, char** argv) {
   app.add_option("--batch", batch, "files per decode call")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--quality", quality, "encode quality")->check(CLI::Range(1, 100))->capture_default_str();
   app.add_option("--device", device, "CUDA device")->capture_default_str();
-  app.add_option("--states", states, "decode calls on the engine at once (a decoder each), as the pipeline's decode_states")
-      ->check(CLI::Range(1, 8))->capture_default_str();
   bool high_priority = false;
   app.add_flag("--high-priority", high_priority, "decode on a high-priority stream, as the pipeline does");
   app.add_option("--repeat", repeat, "take the folder's files this many times over")->check(CLI::Range(1, 100))->capture_default_str();
@@ -290,15 +269,14 @@ int main(int argc, char** argv) {
       return 0;
     }
     const double n = static_cast<double>(files.size());
-    const double decode_s = run(files, Work::decode, encoders, batch, quality, device, states, high_priority);
-    const double encode_s = run(files, Work::encode, encoders, batch, quality, device, states, high_priority);
-    const double both_s = run(files, Work::both, encoders, batch, quality, device, states, high_priority);
+    const double decode_s = run(files, Work::decode, encoders, batch, quality, device, high_priority);
+    const double encode_s = run(files, Work::encode, encoders, batch, quality, device, high_priority);
+    const double both_s = run(files, Work::both, encoders, batch, quality, device, high_priority);
     const std::string backend(cuconv::codec::GpuJpegCodec(device).backend());
     const nlohmann::json report = {{"images", files.size()},
                                    {"input_bytes", bytes},
                                    {"encoders", encoders},
                                    {"batch", batch},
-                                   {"states", states},
                                    {"high_priority_decode", high_priority},
                                    {"quality", quality},
                                    {"decode_backend", backend},

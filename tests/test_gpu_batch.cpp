@@ -43,6 +43,39 @@ std::vector<std::string> write_mixed_images(const TempDir& dir) {
   return names;
 }
 
+/// The CUDA devices there are, or 0 after the case is skipped, saying why, with fewer than two.
+int devices_to_deal_to(const std::string& what) {
+  const int device_count = cuda_device_count();
+  if (device_count >= 2) return device_count;
+  cuconv::test::skip_case(what + " needs two CUDA devices; this machine has " + std::to_string(device_count) +
+                          " (run it on a two-GPU machine)");
+  return 0;
+}
+
+/// A `--devices all` batch's summary against the inputs `names`: every input exactly once, each
+/// ok, and every one of the `device_count` devices dealt some (dealt by progress: a faster device
+/// takes more, but none stands idle); `one`, the `--devices 0` run's, all on device 0.
+void check_dealt(const nlohmann::json& all, const nlohmann::json& one, const std::vector<std::string>& names,
+                 int device_count) {
+  std::map<std::string, int> seen;
+  std::map<int, int> per_device;
+  for (const auto& file : all["files"]) {
+    CHECK(file["status"] == "ok");
+    ++seen[std::filesystem::path(file["input"].get<std::string>()).filename().string()];
+    ++per_device[file["device"].get<int>()];
+  }
+  CHECK(all["files"].size() == names.size());
+  for (const std::string& name : names) CHECK_MESSAGE(seen[name] == 1, name);
+  CHECK(static_cast<int>(per_device.size()) == device_count);
+  for (const auto& [device, count] : per_device) {
+    INFO("device ", device, ": ", count, " images");
+    CHECK(device >= 0);
+    CHECK(device < device_count);
+    CHECK(count >= 1);
+  }
+  for (const auto& file : one["files"]) CHECK(file["device"].get<int>() == 0);
+}
+
 }  // namespace
 
 TEST_CASE("gpu batch: concurrent filtering on all devices matches cv::filter2D for every image") {
@@ -126,12 +159,8 @@ TEST_CASE("gpu batch: the JSON summary names the variant each image ran with, an
 }
 
 TEST_CASE("gpu batch: with two or more devices each gets work, every file once, outputs equal to one device's") {
-  const int device_count = cuda_device_count();
-  if (device_count < 2) {
-    cuconv::test::skip_case("dealing images to several devices needs two CUDA devices; this machine has " +
-                            std::to_string(device_count) + " (run it on a two-GPU machine)");
-    return;
-  }
+  const int device_count = devices_to_deal_to("dealing images to several devices");
+  if (device_count == 0) return;
   TempDir dir;
   const std::vector<std::string> names = write_mixed_images(dir);
   // Named variants (auto may choose by device), whose sums run in one fixed order on any device;
@@ -153,24 +182,7 @@ TEST_CASE("gpu batch: with two or more devices each gets work, every file once, 
       const auto one = run("0", one_out);
       INFO(tag);
 
-      // Every input exactly once, each ok, and the work spread over every device.
-      std::map<std::string, int> seen;
-      std::map<int, int> per_device;
-      for (const auto& file : all["files"]) {
-        CHECK(file["status"] == "ok");
-        ++seen[std::filesystem::path(file["input"].get<std::string>()).filename().string()];
-        ++per_device[file["device"].get<int>()];
-      }
-      CHECK(all["files"].size() == names.size());
-      for (const std::string& name : names) CHECK_MESSAGE(seen[name] == 1, name);
-      CHECK(static_cast<int>(per_device.size()) == device_count);  // 18 images: each device dealt some
-      for (const auto& [device, count] : per_device) {
-        INFO("device ", device, ": ", count, " images");
-        CHECK(device >= 0);
-        CHECK(device < device_count);
-        CHECK(count >= 1);  // dealt by progress: a faster device takes more, but none stands idle
-      }
-      for (const auto& file : one["files"]) CHECK(file["device"].get<int>() == 0);
+      check_dealt(all, one, names, device_count);
 
       // The same files written, each equal bit for bit to the one-device run's.
       std::size_t written = 0;
@@ -189,12 +201,8 @@ TEST_CASE("gpu batch: with two or more devices each gets work, every file once, 
 }
 
 TEST_CASE("gpu batch: the GPU JPEG route on two or more devices: each gets work, every file once, outputs equal to one device's") {
-  const int device_count = cuda_device_count();
-  if (device_count < 2) {
-    cuconv::test::skip_case("dealing JPEG files to several devices' pipelines needs two CUDA devices; this machine has " +
-                            std::to_string(device_count) + " (run it on a two-GPU machine)");
-    return;
-  }
+  const int device_count = devices_to_deal_to("dealing JPEG files to several devices' pipelines");
+  if (device_count == 0) return;
   TempDir dir;
   std::filesystem::create_directories(dir.file("in"));
   std::vector<std::string> names;
@@ -213,23 +221,9 @@ TEST_CASE("gpu batch: the GPU JPEG route on two or more devices: each gets work,
   };
   const auto all = run("all", dir.file("all"));
   const auto one = run("0", dir.file("one"));
-  std::map<std::string, int> seen;
-  std::map<int, int> per_device;
-  for (const auto& file : all["files"]) {
-    CHECK(file["status"] == "ok");
-    CHECK(file["decoder"].get<std::string>().starts_with("nvjpeg"));
-    ++seen[std::filesystem::path(file["input"].get<std::string>()).filename().string()];
-    ++per_device[file["device"].get<int>()];
-  }
-  CHECK(all["files"].size() == names.size());
-  for (const std::string& name : names) CHECK_MESSAGE(seen[name] == 1, name);
-  CHECK(static_cast<int>(per_device.size()) == device_count);
-  for (const auto& [device, count] : per_device) {
-    INFO("device ", device, ": ", count, " files");
-    CHECK(count >= 1);
-  }
+  check_dealt(all, one, names, device_count);
+  for (const auto& file : all["files"]) CHECK(file["decoder"].get<std::string>().starts_with("nvjpeg"));
   CHECK(all["totals"]["gpu_jpeg"]["files"] == static_cast<int>(names.size()));
-  for (const auto& file : one["files"]) CHECK(file["device"].get<int>() == 0);
   for (const std::string& name : names) {
     INFO(name);
     CHECK(cuconv::test::read_file(dir.file("all/" + name)) == cuconv::test::read_file(dir.file("one/" + name)));

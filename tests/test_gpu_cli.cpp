@@ -19,6 +19,7 @@
 #include <unistd.h>
 #include <nlohmann/json.hpp>
 #include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
 
 using namespace cuconv;
 using cuconv::test::run_cuconv;
@@ -206,19 +207,26 @@ TEST_CASE("gpu serve: a served JPEG takes the warm nvJPEG pipeline and equals --
   REQUIRE(png_own.exit_code == 0);
   REQUIRE(png_served.exit_code == 0);
   CHECK(cuconv::test::read_file(dir.file("served.png")) == cuconv::test::read_file(dir.file("own.png")));
-  // The host route keeps its workspace between commands: the same image again allocates nothing.
-  const auto allocations = [&](const std::string& out) {
-    const auto r = run_cuconv({"--server", "always", sample("coffee.png"), dir.file(out), "-f", "gauss7", "--variant", "tiled",
-                               "-v"}, "", server.setup());
+  // The host route keeps its workspace between commands. Its count of device allocations is the
+  // workspace's own, so a larger image adds to it, and the first image again adds nothing; a
+  // workspace made afresh per command would show each image's own count instead.
+  cv::Mat larger;
+  cv::resize(cv::imread(sample("coffee.png"), cv::IMREAD_COLOR), larger, {}, 2.0, 2.0);
+  REQUIRE(cv::imwrite(dir.file("larger.png"), larger));
+  const auto allocations = [&](const std::string& in, const std::string& out) {
+    const auto r = run_cuconv({"--server", "always", in, dir.file(out), "-f", "gauss7", "--variant", "tiled", "-v"}, "",
+                              server.setup());
     REQUIRE(r.exit_code == 0);
     const std::string key = "its kept workspace has made ";
     const std::size_t at = r.err.find(key);
     REQUIRE_MESSAGE(at != std::string::npos, r.err);
     return std::stoi(r.err.substr(at + key.size()));
   };
-  const int first = allocations("again1.png");
-  CHECK(first > 0);
-  CHECK(allocations("again2.png") == first);
+  const int small = allocations(sample("coffee.png"), "again1.png");
+  const int grown = allocations(dir.file("larger.png"), "larger-out.png");
+  CHECK(small > 0);
+  CHECK(grown > small);
+  CHECK(allocations(sample("coffee.png"), "again2.png") == grown);
   CHECK(cuconv::test::read_file(dir.file("again2.png")) == cuconv::test::read_file(dir.file("own.png")));
   const std::string log = cuconv::test::read_file(dir.file("server.log"));
   CHECK(log.find("GPU ready") != std::string::npos);

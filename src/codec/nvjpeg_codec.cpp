@@ -295,30 +295,18 @@ JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t> file, JpegMarkers mark
 }
 
 std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const std::uint8_t>>& files,
-                                              StreamHandle stream, DeviceImagePool* pool, std::vector<JpegPlan> plans) {
-  return finish_decode(start_decode(files, stream, pool, std::move(plans)));
-}
-
-GpuJpegCodec::InFlight GpuJpegCodec::start_decode(const std::vector<std::span<const std::uint8_t>>& files,
-                                                  StreamHandle stream, DeviceImagePool* pool,
-                                                  std::vector<JpegPlan> plans) {
+                                              StreamHandle stream, DeviceImagePool* pool, std::vector<JpegPlan> plans,
+                                              double* engine_call_ms) {
   State& s = *state_;
   const NvjpegApi& api = *s.api;
   if (plans.empty())
     for (const auto& file : files) plans.push_back(plan(file));
   if (plans.size() != files.size()) throw Error(ErrorKind::internal, "GpuJpegCodec::decode: one plan per file");
-  InFlight flight;
-  flight.files = files;
-  flight.stream = stream;
-  flight.pool = pool;
-  std::vector<DecodedJpeg>& out = flight.images;
-  out.resize(files.size());
+  std::vector<DecodedJpeg> out(files.size());
   std::vector<nvjpegImage_t> destinations(files.size(), nvjpegImage_t{});
-  std::vector<std::size_t> hardware;  // files for the JPEG engine's batch
-  std::vector<std::size_t>& cuda = flight.cuda;  // and for nvjpegDecode
+  std::vector<std::size_t> hardware, cuda;  // files for the JPEG engine's batch, and for nvjpegDecode
   for (std::size_t i = 0; i < files.size(); ++i) {
     const JpegPlan& p = plans[i];
-    flight.channels.push_back(p.channels);
     if (!p.decodable()) {
       out[i].not_supported = p.not_supported;
       out[i].bad_file = p.bad_file;
@@ -349,11 +337,12 @@ GpuJpegCodec::InFlight GpuJpegCodec::start_decode(const std::vector<std::span<co
                                       NVJPEG_OUTPUT_BGRI);
       if (status == NVJPEG_STATUS_SUCCESS) s.hw_batch_size = hardware.size();
     }
-    const auto submit = std::chrono::steady_clock::now();
+    const auto call = std::chrono::steady_clock::now();
     if (status == NVJPEG_STATUS_SUCCESS)
       status = api.decode_batched(s.handle(), s.hw_state.get(), data.data(), lengths.data(),
                                   batch_destinations.data(), stream);
-    flight.submit_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - submit).count();
+    if (engine_call_ms != nullptr)
+      *engine_call_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - call).count();
     if (status == NVJPEG_STATUS_SUCCESS) {
       for (const std::size_t i : hardware) out[i].hardware = true;
     } else {
@@ -364,23 +353,14 @@ GpuJpegCodec::InFlight GpuJpegCodec::start_decode(const std::vector<std::span<co
       cuda.insert(cuda.end(), hardware.begin(), hardware.end());
     }
   }
-  return flight;
-}
-
-std::vector<DecodedJpeg> GpuJpegCodec::finish_decode(InFlight flight) {
-  State& s = *state_;
-  std::vector<DecodedJpeg>& out = flight.images;
-  for (const std::size_t i : flight.cuda) {
-    nvjpegImage_t destination{};
-    destination.channel[0] = bytes_of(out[i].view.data);
-    destination.pitch[0] = out[i].view.pitch;
-    s.decode_one(flight.files[i], flight.channels[i], destination, out[i], flight.stream);
+  for (const std::size_t i : cuda) {
+    s.decode_one(files[i], plans[i].channels, destinations[i], out[i], stream);
     if (out[i].view.data != nullptr) continue;
-    if (flight.pool != nullptr) flight.pool->give(std::move(out[i].image));
+    if (pool != nullptr) pool->give(std::move(out[i].image));
     out[i].image = DeviceImage();
   }
-  CUCONV_CUDA_TRY(cudaStreamSynchronize(flight.stream));
-  return std::move(out);
+  CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));
+  return out;
 }
 
 std::vector<std::uint8_t> GpuJpegCodec::encode(ConstDeviceImageView image, const JpegEncodeOptions& options,

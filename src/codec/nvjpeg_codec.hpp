@@ -107,28 +107,11 @@ class GpuJpegCodec {
   /// subsampling) on `stream`, and waits for it: the JPEG engine's files in one batched call, the
   /// others one by one. `plans` (from plan(), by any codec of the device) are found here when
   /// empty. Per-file problems come back in the result; CUDA/nvJPEG failures throw Error{gpu}.
-  /// Images come from `pool` when given.
+  /// Images come from `pool` when given; `engine_call_ms`, when given, gets the host time spent
+  /// inside the JPEG engine's batched call (nvJPEG's host work on the batch).
   [[nodiscard]] std::vector<DecodedJpeg> decode(const std::vector<std::span<const std::uint8_t>>& files,
                                                 StreamHandle stream, DeviceImagePool* pool = nullptr,
-                                                std::vector<JpegPlan> plans = {});
-
-  /// decode() in two halves, so that one thread can keep two batches on the JPEG engine (two
-  /// codecs, two streams): start_decode() queues the engine's batch on `stream` and returns once
-  /// nvJPEG has taken it; finish_decode() decodes the files the engine does not take and waits for
-  /// the stream. A codec holds one batch in flight at a time; the files' bytes must stay alive
-  /// until finish_decode() returns.
-  struct InFlight {
-    std::vector<DecodedJpeg> images;
-    std::vector<std::span<const std::uint8_t>> files;
-    std::vector<int> channels;      ///< per file, for the CUDA decoder's output format
-    std::vector<std::size_t> cuda;  ///< the files for nvjpegDecode, one by one in finish_decode()
-    StreamHandle stream = nullptr;
-    DeviceImagePool* pool = nullptr;
-    double submit_ms = 0;           ///< host time inside the engine's batched call
-  };
-  [[nodiscard]] InFlight start_decode(const std::vector<std::span<const std::uint8_t>>& files, StreamHandle stream,
-                                      DeviceImagePool* pool = nullptr, std::vector<JpegPlan> plans = {});
-  [[nodiscard]] std::vector<DecodedJpeg> finish_decode(InFlight batch);
+                                                std::vector<JpegPlan> plans = {}, double* engine_call_ms = nullptr);
 
   /// Encodes `image` (CV_8U, 3 channels BGR or 1 gray, on this codec's device) after the work
   /// queued on `stream`, and waits for it; the bytes come back through page-locked memory.

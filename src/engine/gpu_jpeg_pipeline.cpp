@@ -27,7 +27,6 @@ double ms_since(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
 }
 
-
 /// A submitted file on its way to the decoder.
 struct Entry {
   std::size_t id = 0;
@@ -126,10 +125,9 @@ struct JpegPipeline::State {
     return p;
   }
 
-  /// Batches of queued files through nvJPEG's decoder; bad files end here, the rest go on.
   /// A thread's nvJPEG states, workspace and stream. They outlive the thread and go with the
   /// pipeline, so finishing a batch does not wait for their teardown (a process that ends right
-  /// after may leave them to the operating system: JpegPipeline::leave_to_exit).
+  /// after may leave them to the operating system: BatchOptions::process_exits_after).
   struct Kit {
     std::optional<GpuJpegCodec> codec;
     std::optional<GpuWorkspace> workspace;
@@ -143,6 +141,7 @@ struct JpegPipeline::State {
     return kits.emplace_back();
   }
 
+  /// Batches of queued files through nvJPEG's decoder; bad files end here, the rest go on.
   void decode_loop() {
     Kit& kit = new_kit();
     std::optional<GpuJpegCodec>& codec = kit.codec;
@@ -198,9 +197,9 @@ struct JpegPipeline::State {
       std::vector<DecodedJpeg> images;
       t = Clock::now();
       try {
-        GpuJpegCodec::InFlight flight = codec->start_decode(files, stream->get(), &pool, std::move(plans));
-        mine.decode_submit_ms += flight.submit_ms;
-        images = codec->finish_decode(std::move(flight));
+        double engine_call_ms = 0;
+        images = codec->decode(files, stream->get(), &pool, std::move(plans), &engine_call_ms);
+        mine.decode_submit_ms += engine_call_ms;
         mine.decode_ms += ms_since(t);
         ++mine.batches;
       } catch (const std::exception& e) {

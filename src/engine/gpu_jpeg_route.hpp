@@ -103,7 +103,6 @@ struct JpegPipelineOptions {
   std::size_t batch_bytes = std::size_t{1536} << 20;
   /// Filter-and-encode threads, each with its own stream and nvJPEG encoder.
   std::size_t encoders = 4;
-
 };
 
 /// Where a pipeline's threads spent their time (milliseconds; encoder figures summed over the

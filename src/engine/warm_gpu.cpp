@@ -92,7 +92,8 @@ WarmGpu::Lease WarmGpu::take() {
   wait_ready();
   if (devices_.empty()) return {};
   const std::lock_guard lock(mutex_);
-  return Lease(this, devices_[load_.take()]);
+  const std::size_t slot = load_.take();
+  return Lease(this, slot, devices_[slot]);
 }
 
 GpuWorkspace* WarmGpu::Lease::workspace() {
@@ -100,38 +101,26 @@ GpuWorkspace* WarmGpu::Lease::workspace() {
   if (workspace_) return workspace_.get();
   {
     const std::lock_guard lock(owner_->mutex_);
-    for (std::size_t i = 0; i < owner_->devices_.size(); ++i) {
-      auto& spare = owner_->free_workspaces_[i];
-      if (owner_->devices_[i] == device_ && !spare.empty()) {
-        workspace_ = std::move(spare.back());
-        spare.pop_back();
-      }
+    auto& spare = owner_->free_workspaces_[slot_];
+    if (!spare.empty()) {
+      workspace_ = std::move(spare.back());
+      spare.pop_back();
+      return workspace_.get();
     }
+    // Room among the spares first: ~Lease then gives the new one back without allocating.
+    spare.reserve(++owner_->workspaces_made_[slot_]);
   }
-  if (!workspace_) {
-    workspace_ = std::make_unique<GpuWorkspace>();
-    workspace_->prepare(device_);
-    // Room for it among the spares now, so that ~Lease gives it back without allocating.
-    const std::lock_guard lock(owner_->mutex_);
-    for (std::size_t i = 0; i < owner_->devices_.size(); ++i)
-      if (owner_->devices_[i] == device_) owner_->free_workspaces_[i].reserve(++owner_->workspaces_made_[i]);
-  }
+  auto made = std::make_unique<GpuWorkspace>();
+  made->prepare(device_);
+  workspace_ = std::move(made);
   return workspace_.get();
 }
 
 WarmGpu::Lease::~Lease() {
   if (owner_ == nullptr) return;
   const std::lock_guard lock(owner_->mutex_);
-  for (std::size_t i = 0; i < owner_->devices_.size(); ++i) {
-    if (owner_->devices_[i] != device_) continue;
-    owner_->load_.give(i);
-    if (!workspace_) continue;
-    try {
-      owner_->free_workspaces_[i].push_back(std::move(workspace_));  // room reserved by workspace()
-    } catch (...) {
-      // Not kept: the workspace goes with this lease, and the next image makes another.
-    }
-  }
+  owner_->load_.give(slot_);
+  if (workspace_) owner_->free_workspaces_[slot_].push_back(std::move(workspace_));  // within the reserved room
 }
 
 }  // namespace cuconv::engine

@@ -44,7 +44,7 @@ class WarmGpu {
    public:
     Lease() = default;
     Lease(Lease&& other) noexcept
-        : owner_(other.owner_), device_(other.device_), workspace_(std::move(other.workspace_)) {
+        : owner_(other.owner_), slot_(other.slot_), device_(other.device_), workspace_(std::move(other.workspace_)) {
       other.owner_ = nullptr;
     }
     Lease& operator=(Lease&&) = delete;
@@ -57,8 +57,9 @@ class WarmGpu {
 
    private:
     friend class WarmGpu;
-    Lease(WarmGpu* owner, int device) : owner_(owner), device_(device) {}
+    Lease(WarmGpu* owner, std::size_t slot, int device) : owner_(owner), slot_(slot), device_(device) {}
     WarmGpu* owner_ = nullptr;
+    std::size_t slot_ = 0;  ///< the device's entry in devices_
     int device_ = -1;
     std::unique_ptr<GpuWorkspace> workspace_;
   };
@@ -79,8 +80,10 @@ class WarmGpu {
   /// Per entry of devices_: workspaces no lease holds now. Kept between commands, so an image
   /// allocates device memory only when it is larger than every one before it (cudaFree would
   /// wait for the whole device, stalling the other clients' images).
+  /// Room is reserved for every workspace made (spare or held), so a lease gives its back without
+  /// allocating.
   std::vector<std::vector<std::unique_ptr<GpuWorkspace>>> free_workspaces_;
-  std::vector<std::size_t> workspaces_made_;  ///< per entry of devices_: all there are, held or spare
+  std::vector<std::size_t> workspaces_made_;  ///< per entry of devices_
 };
 
 /// The limit an image of a served command gets: the command's own (`asked`, 0: none) within the
