@@ -3,10 +3,12 @@
 // handler that exercises RemoteFiles the way the engine does, without the engine (no OpenCV, no
 // CUDA). Commands (argv after the program name):
 //   --version                      prints a version line
-//   copy IN OUT [--overwrite] [--slow-ms N]
+//   copy IN OUT [--overwrite] [--slow-ms N] [--stoppable]
 //                                  open_input, kind, create_temp, write through /proc/self/fd/N,
 //                                  "temp written" on stderr, sleep N ms, publish; exit 4 when OUT
-//                                  exists and --overwrite is not given
+//                                  exists and --overwrite is not given. --stoppable: the sleep
+//                                  ends at the client's forwarded signal, which discards the
+//                                  temporary file, says "stopped by signal N", and exits 128 + N
 //   list DIR                       the folder's names, sorted, one a line
 //   cat                            copies the client's stdin to its stdout
 //   exit N                         exits N
@@ -53,8 +55,10 @@ int copy(const std::vector<std::string>& args, serve::ClientSession& session) {
   const std::string& output = args[3];
   bool overwrite = false;
   int slow_ms = 0;
+  bool stoppable = false;
   for (std::size_t i = 4; i < args.size(); ++i) {
     if (args[i] == "--overwrite") overwrite = true;
+    if (args[i] == "--stoppable") stoppable = true;
     if (args[i] == "--slow-ms" && i + 1 < args.size()) slow_ms = std::atoi(args[++i].c_str());
   }
   auto& files = session.files();
@@ -72,7 +76,15 @@ int copy(const std::vector<std::string>& args, serve::ClientSession& session) {
   }
   ::close(out);
   print(session.err_fd(), "temp written\n");
-  if (slow_ms > 0) std::this_thread::sleep_for(std::chrono::milliseconds(slow_ms));
+  const auto wake = std::chrono::steady_clock::now() + std::chrono::milliseconds(slow_ms);
+  while (std::chrono::steady_clock::now() < wake) {
+    std::this_thread::sleep_for(std::chrono::milliseconds(stoppable ? 5 : slow_ms));
+    if (const int signal = stoppable ? session.interrupt_signal() : 0; signal != 0) {
+      files.discard(temp);
+      print(session.err_fd(), "stopped by signal " + std::to_string(signal) + "\n");
+      return 128 + signal;
+    }
+  }
   if (!files.publish(temp, output, overwrite)) {
     print(session.err_fd(), output + ": exists (not replaced)\n");
     return 4;

@@ -12,6 +12,7 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <random>
@@ -150,6 +151,45 @@ TEST_CASE("batch signals: SIGINT or SIGTERM at 50 random moments leave no tempor
           interrupted_midway, " with part of the set written, ", finished, " finished; a clean run took ", start_us,
           " us to start and ", work_us, " us to work");
   CHECK(interrupted_midway > 0);  // the signals really landed inside the batch
+}
+
+TEST_CASE("batch signals: SIGINT stops a served batch as it stops one in-process: finished outputs kept, the rest not started") {
+  TempDir dir;
+  constexpr std::size_t kImages = 64;
+  const auto expected = expected_outputs(cuconv::test::write_random_images(dir.path() / "in", kImages, 512));
+  const cuconv::test::Server server(dir);
+  for (const bool served : {false, true}) {
+    CAPTURE(served);
+    const std::string out = served ? "served" : "local";
+    // One image at a time, so the signal lands with most of the set still to do.
+    CuconvProcess process({"--server", served ? "always" : "never", "--out-dir", dir.file(out), "--filter", kFilter,
+                           "--variant", "opencv", "--jobs", "1", "--json", dir.file(out + ".json"), dir.file("in")},
+                          "", server.setup());
+    const auto deadline = std::chrono::steady_clock::now() + std::chrono::seconds(20);
+    const auto some_finished = [&] {
+      if (!fs::exists(dir.file(out))) return false;
+      const auto names = file_names(dir.path() / out);
+      // An output under its own name (not a temporary file, not the folder's write check).
+      return std::any_of(names.begin(), names.end(), [&](const std::string& name) { return expected.contains(name); });
+    };
+    while (!some_finished() && std::chrono::steady_clock::now() < deadline)
+      std::this_thread::sleep_for(std::chrono::microseconds(200));
+    ::kill(process.pid(), SIGINT);
+    const CommandResult r = process.wait();
+    INFO(r.err);
+    CHECK(r.exit_code == 128 + SIGINT);
+    CHECK(r.err.find("interrupted by SIGINT") != std::string::npos);
+    // The command stopped itself: not the client giving up on a server that went on.
+    CHECK(r.err.find("outputs the server had not finished") == std::string::npos);
+    const std::size_t written = check_outputs(dir.path() / out, expected);
+    CHECK(written > 0);
+    CHECK(written < kImages);
+    const auto summary = read_json(dir.file(out + ".json"));
+    CHECK(summary["exit_code"] == 128 + SIGINT);
+    CHECK(summary["totals"]["ok"] == written);
+    CHECK(summary["totals"]["ok"].get<std::size_t>() + summary["totals"]["not_started"].get<std::size_t>() == kImages);
+    CHECK(r.err.find(std::to_string(written) + " written") != std::string::npos);
+  }
 }
 
 TEST_CASE("batch signals: single-image mode interrupted at random moments leaves no temporary file") {

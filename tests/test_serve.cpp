@@ -258,7 +258,8 @@ TEST_CASE("serve protocol: every message survives encode and decode") {
       Reply{2, "No such file or directory", 1, ".cuconv-tmp-out.png.abc123", {"a", "b", ""}, true},
       Welcome{1, 4242, 5000}, Queued{3, 5000}, Refused{RefusalReason::other_user, "no"}, OpenInput{"in.png"},
       KindQuery{"out", true}, SameFile{"a", "b"}, ListDirectory{"photos"}, CreateTemp{"out/x.jpg"},
-      Publish{".cuconv-tmp-x", "x", true}, Discard{".cuconv-tmp-x"}, Exit{-3}, Ping{}};
+      Publish{".cuconv-tmp-x", "x", true}, Discard{".cuconv-tmp-x"}, Exit{-3}, Ping{}, MakeDirectories{"out/a"},
+      RemoveFile{"out/summary.json"}, Interrupt{2}};
   for (const Message& message : messages) {
     const auto frame = encode(message);
     std::string error;
@@ -617,16 +618,44 @@ TEST_CASE("serve: a queued client waits while the server pings it") {
   CHECK(server.wait() == 0);
 }
 
-TEST_CASE("serve: a client interrupted mid-request removes its temporary file") {
+TEST_CASE("serve: a client's SIGINT reaches its command, which stops and answers with its exit code") {
   Folder folder;
   Child server_process = spawn({kTestServer, "--socket", folder / "slow", "--idle", "0"}, folder.path(), "server");
   REQUIRE(wait_for([&] { return fs::exists(folder / "slow"); }));
   write_file(folder / "in", "data");
+  Child client = spawn(front({"copy", folder / "in", folder / "out", "--slow-ms", "20000", "--stoppable"}),
+                       folder.path(), "client", served_by(folder / "slow"));
+  REQUIRE(wait_for([&] { return client.stderr_text().find("temp written") != std::string::npos; }));
+  const auto sent = std::chrono::steady_clock::now();
+  ::kill(client.pid, SIGINT);
+  CHECK(client.wait() == 128 + SIGINT);
+  CHECK(std::chrono::steady_clock::now() - sent < std::chrono::milliseconds(kInterruptGraceMs / 2));
+  // The command's own words, not the client's: the signal went through, and back came its code.
+  CHECK(client.stderr_text().find("stopped by signal " + std::to_string(SIGINT)) != std::string::npos);
+  CHECK(client.stderr_text().find("outputs the server had not finished were removed") == std::string::npos);
+  CHECK(temporaries_in(folder.path()).empty());
+  CHECK_FALSE(fs::exists(folder / "out"));
+  ::kill(server_process.pid, SIGTERM);
+  CHECK(server_process.wait() == 0);
+  CHECK(server_process.stderr_text().find("-> exit " + std::to_string(128 + SIGINT)) != std::string::npos);
+}
+
+TEST_CASE("serve: a second signal ends a client whose command does not stop, removing its temporary file") {
+  Folder folder;
+  Child server_process = spawn({kTestServer, "--socket", folder / "slow", "--idle", "0"}, folder.path(), "server");
+  REQUIRE(wait_for([&] { return fs::exists(folder / "slow"); }));
+  write_file(folder / "in", "data");
+  // Without --stoppable the command sleeps through the forwarded signal.
   Child client = spawn(front({"copy", folder / "in", folder / "out", "--slow-ms", "20000"}), folder.path(), "client",
                        served_by(folder / "slow"));
   REQUIRE(wait_for([&] { return client.stderr_text().find("temp written") != std::string::npos; }));
   ::kill(client.pid, SIGINT);
+  std::this_thread::sleep_for(200ms);
+  const auto second = std::chrono::steady_clock::now();
+  ::kill(client.pid, SIGINT);
   CHECK(client.wait() == 128 + SIGINT);
+  CHECK(std::chrono::steady_clock::now() - second < 2s);
+  CHECK(client.stderr_text().find("outputs the server had not finished were removed") != std::string::npos);
   CHECK(temporaries_in(folder.path()).empty());
   CHECK_FALSE(fs::exists(folder / "out"));
   ::kill(server_process.pid, SIGKILL);

@@ -207,7 +207,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
 
   // From here on SIGINT and SIGTERM only set a flag: the batch stops taking images, lets the
   // writes in flight finish (no temporary file is left), reports, and exits 130 or 143. A served
-  // command's signals reach its client, not the server.
+  // command's signals reach its client, which forwards them (Session::interrupt_signal).
   std::optional<InterruptGuard> interrupts;
   if (!session.served) interrupts.emplace();
 
@@ -288,7 +288,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     batch_options.devices = session.warm->devices();  // served: every device the server has
   if (uses_gpu) batch_options.wait_for_gpu = [gpu_check] { gpu_check.get(); };
 
-  if (const int signal = received_signal(); signal != 0) {
+  if (const int signal = session.interrupt_signal(); signal != 0) {
     log.warn("interrupted by {} before any work; nothing written", signal_name(signal));
     return interrupted_exit_code(signal);
   }
@@ -327,7 +327,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     }
     progress.update(done);
   };
-  batch_options.stop_requested = [] { return received_signal() != 0; };
+  batch_options.stop_requested = [&session] { return session.interrupt_signal() != 0; };
   const auto pipeline_start = std::chrono::steady_clock::now();
   const BatchSummary summary = [&] {
     try {
@@ -340,7 +340,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   }();
   progress.finish();
   // A signal that came after the last image still ends the process as interrupted.
-  const int signal = received_signal();
+  const int signal = session.interrupt_signal();
   const ExitCode exit_code = signal != 0 ? interrupted_exit_code(signal) : summary.exit_code;
   log_outcome(summary, request.fail_fast, signal, log);
 

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Descriptor 2 through a pipe while cuconv works: the image libraries' lines become log lines.
+// Descriptor 2 through a pipe, or a served command's threads' stderr, while cuconv works: the
+// image libraries' lines become log lines.
 #include "cli/library_messages.hpp"
 
 #include <spdlog/spdlog.h>
@@ -68,7 +69,14 @@ bool is_library_message(std::string_view line) {
          line.find(' ') > line.find(':');
 }
 
-LibraryMessages::LibraryMessages(bool show_each, spdlog::logger& log) : show_each_(show_each), log_(log) {
+LibraryMessages::LibraryMessages(bool show_each, spdlog::logger& log, LibraryCapture how, int passthrough_fd)
+    : show_each_(show_each), log_(log), passthrough_fd_(passthrough_fd) {
+  if (how == LibraryCapture::this_thread) {
+    if (!common::stderr_routed_by_thread()) return;  // then the lines reach descriptor 2 as before
+    bound_.emplace(static_cast<common::StderrSink*>(this));
+    active_ = true;
+    return;
+  }
   std::FILE* terminal = terminal_stderr();
   if (terminal == stderr) return;
   send_sanitizer_reports_to(::fileno(terminal));
@@ -89,29 +97,52 @@ LibraryMessages::LibraryMessages(bool show_each, spdlog::logger& log) : show_eac
 LibraryMessages::~LibraryMessages() {
   if (!active_) return;
   try {
+    if (bound_) {
+      bound_.reset();  // hands on this thread's unfinished line; the threads it started have ended
+      summarise();
+      return;
+    }
     std::fflush(stderr);
     std::cerr.flush();
     // Descriptor 2 back to the terminal closes the pipe's last write end: the reader sees its end.
     ::dup2(::fileno(terminal_stderr()), STDERR_FILENO);
     reader_.join();
-    if (!show_each_ && count_ > 0)
-      log_.warn("{} message(s) from the image libraries, the first: '{}' (-v shows them all)", count_, first_);
+    summarise();
   } catch (...) {  // a destructor never throws; the summary is lost, nothing else
   }
+}
+
+void LibraryMessages::summarise() {
+  if (!show_each_ && count_ > 0)
+    log_.warn("{} message(s) from the image libraries, the first: '{}' (-v shows them all)", count_, first_);
+}
+
+void LibraryMessages::line(std::string_view text) {
+  if (text.empty()) return;
+  if (!is_library_message(text)) {  // not the libraries': passed on unchanged
+    if (passthrough_fd_ < 0) {
+      std::fprintf(terminal_stderr(), "%.*s\n", static_cast<int>(text.size()), text.data());
+      return;
+    }
+    std::string whole(text);
+    whole += '\n';
+    for (std::string_view rest = whole; !rest.empty();) {
+      const ssize_t n = ::write(passthrough_fd_, rest.data(), rest.size());
+      if (n < 0 && errno == EINTR) continue;
+      if (n <= 0) break;
+      rest.remove_prefix(static_cast<std::size_t>(n));
+    }
+    return;
+  }
+  const std::lock_guard lock(mutex_);
+  if (count_++ == 0) first_ = text;
+  if (show_each_) log_.info("image library: {}", text);
 }
 
 void LibraryMessages::read_lines(int fd) {
   std::string pending;
   std::array<char, 4096> buffer{};
-  const auto take = [this](const std::string& line) {
-    if (line.empty()) return;
-    if (!is_library_message(line)) {  // not the libraries': the terminal gets it unchanged
-      std::fprintf(terminal_stderr(), "%s\n", line.c_str());
-      return;
-    }
-    if (count_++ == 0) first_ = line;
-    if (show_each_) log_.info("image library: {}", line);
-  };
+  const auto take = [this](const std::string& text) { line(text); };
   while (true) {
     const ssize_t n = ::read(fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;

@@ -4,6 +4,7 @@
 #include "cli/batch_command.hpp"
 #include "cli/codec_options.hpp"
 #include "cli/command_line.hpp"
+#include "cli/interrupt.hpp"
 #include "cli/library_messages.hpp"
 #include "cli/session.hpp"
 #include "cli/single_image.hpp"
@@ -74,10 +75,13 @@ ExitCode dispatch(const ParsedCommand& command, Session& session) {
       return ExitCode::ok;
     case Action::filter_batch:
     case Action::filter_image: {
-      // The image libraries' own lines on descriptor 2 become log lines: only where descriptor 2
-      // is this command's (a served command's libraries print into the server's log).
+      // The image libraries' own lines become log lines: from descriptor 2 in a process of its
+      // own, from the command's threads when served (the server's descriptor 2 is its log).
       std::optional<LibraryMessages> library_messages;
-      if (!session.served) library_messages.emplace(req.verbose, session.log());
+      if (session.served)
+        library_messages.emplace(req.verbose, session.log(), LibraryCapture::this_thread, session.err_fd);
+      else
+        library_messages.emplace(req.verbose, session.log());
       if (command.action == Action::filter_image) return run_single_image(req, command.options, session);
       const BatchRequest& batch = command.batch;
       const Filter filter =
@@ -102,6 +106,8 @@ void write_all(int fd, std::string_view text) {
 }  // namespace
 
 void Session::print(std::string_view text) const { write_all(out_fd, text); }
+
+int Session::interrupt_signal() const { return interrupted ? interrupted() : received_signal(); }
 
 const char* Session::getenv(const char* name) const {
   if (!environment) return std::getenv(name);

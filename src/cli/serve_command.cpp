@@ -6,6 +6,7 @@
 #include "cli/command_line.hpp"
 #include "cli/device_list.hpp"
 #include "cli/session.hpp"
+#include "common/thread_stderr.hpp"
 #include "engine/warm_gpu.hpp"
 #include "serve/server.hpp"
 
@@ -86,6 +87,8 @@ int run_serve_command(int argc, const char* const* argv) {
     [[maybe_unused]] const ssize_t n = ::write(options.log_fd, line.data(), line.size());
     return static_cast<int>(exit_code_for(e.kind()));
   }
+  // Each command's threads print into its own client's messages (library_messages.hpp).
+  common::route_stderr_by_thread();
   // The GPU warms beside the socket's set-up and the first accepts; commands that need it wait
   // for it, as they would for CUDA's own initialisation in a process of their own.
   const auto start = std::chrono::steady_clock::now();
@@ -100,6 +103,7 @@ int run_serve_command(int argc, const char* const* argv) {
     session.files = &client.files();
     session.served = true;
     session.warm = &warm;
+    session.interrupted = [&client] { return client.interrupt_signal(); };
     session.environment.emplace();
     for (const std::string& entry : request.environment) {
       const std::size_t equals = entry.find('=');

@@ -42,6 +42,9 @@ struct Session {
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
   /// "cuconv: level: message" lines on err_fd; made by run_command when unset.
   std::shared_ptr<spdlog::logger> logger;
+  /// A served command's stop signal (serve::ClientSession::interrupt_signal: the client's
+  /// forwarded SIGINT/SIGTERM/SIGHUP); unset: this process's own (cli::received_signal).
+  std::function<int()> interrupted;
   /// Test seam: called with each filtered result before --compare judges it, so a test can plant
   /// a wrong result and watch the mismatch path (exit 6, nothing written). Unset in the product.
   std::function<void(ConvolveResult&)> before_compare;
@@ -50,6 +53,8 @@ struct Session {
   [[nodiscard]] engine::Files& file_access() { return files != nullptr ? *files : engine::local_files(); }
   /// Writes `text` to the command's standard output; Error{output} when it cannot.
   void print(std::string_view text) const;
+  /// The signal that stops the command at its next step (see `interrupted`), or 0.
+  [[nodiscard]] int interrupt_signal() const;
   /// The command's environment variable `name` (nullptr when unset), as std::getenv answers.
   [[nodiscard]] const char* getenv(const char* name) const;
 };

@@ -205,6 +205,12 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
     log.info("wrote {} ({}) to standard output in {:.2f} ms", to_stdout, req.output, elapsed_ms(t));
     return ExitCode::ok;
   }
+  // Served, the client's signal arrives as a message: stop before the write as a process of its
+  // own would have stopped (in-process the signal has ended the process before this point).
+  if (const int signal = session.interrupt_signal(); signal != 0 && session.served) {
+    log.warn("interrupted by {}; {} was not written", signal_name(signal), req.output);
+    return interrupted_exit_code(signal);
+  }
   engine::ImageTask write_task = task;
   write_task.output = req.output;
   bool written = false;
@@ -215,7 +221,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   }
   if (!written) throw Error(ErrorKind::output, req.output + ": exists; not replaced (overwrite is off)");
   log.info("wrote {} in {:.2f} ms", req.output, elapsed_ms(t));
-  if (const int signal = received_signal(); signal != 0) {
+  if (const int signal = session.interrupt_signal(); signal != 0) {
     log.warn("interrupted by {} while writing {}; the file was finished", signal_name(signal), req.output);
     return interrupted_exit_code(signal);
   }

@@ -10,6 +10,7 @@
 #include <algorithm>
 #include <cerrno>
 #include <filesystem>
+#include <optional>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
@@ -143,6 +144,10 @@ class SignalGuard {
   SignalGuard(const SignalGuard&) = delete;
   SignalGuard& operator=(const SignalGuard&) = delete;
   [[nodiscard]] int read_fd() const noexcept { return read_.get(); }
+  /// Empties the pipe, so that the next signal wakes the channel's wait again.
+  void rearm() const noexcept {
+    for (char bytes[64]; ::read(read_.get(), bytes, sizeof bytes) > 0;) continue;
+  }
 
  private:
   UniqueFd read_, write_;
@@ -447,19 +452,37 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
         " --server never to run it in this process");
     return kServerFailedExit;
   };
+  // After a forwarded signal: when the command must have stopped by.
+  using Clock = std::chrono::steady_clock;
+  std::optional<Clock::time_point> grace_end;
+  const auto give_up = [&] {
+    servant.remove_temporaries();
+    const int signal = static_cast<int>(g_signal);
+    say(std::string("warning: interrupted by ") + (signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGHUP") +
+        "; outputs the server had not finished were removed, finished ones stay; run the same command again to finish");
+    return 128 + signal;
+  };
   for (;;) {
-    Received received = channel.receive(silence_ms);
+    int wait_ms = silence_ms;
+    if (grace_end) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*grace_end - Clock::now()).count();
+      wait_ms = static_cast<int>(std::clamp<std::int64_t>(left, 0, wait_ms < 0 ? kInterruptGraceMs : wait_ms));
+    }
+    Received received = channel.receive(wait_ms);
     switch (received.status) {
       case Received::Status::message: break;
       case Received::Status::interrupted: {
-        servant.remove_temporaries();
-        const int signal = static_cast<int>(g_signal);
-        say(std::string("warning: interrupted by ") + (signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGHUP") +
-            "; outputs the server had not finished were removed, finished ones stay; run the same command again to finish");
-        return 128 + signal;
+        // The first signal goes to the command, which stops at its next step; a second one, or
+        // a server that cannot take it, ends the wait here.
+        if (grace_end || !channel.send(Interrupt{static_cast<std::int32_t>(g_signal)})) return give_up();
+        signals.rearm();
+        grace_end = Clock::now() + std::chrono::milliseconds(kInterruptGraceMs);
+        continue;
       }
       case Received::Status::closed: return lost("stopped");
-      case Received::Status::timeout: return lost("stopped answering (silent for " + std::to_string(silence_ms) + " ms)");
+      case Received::Status::timeout:
+        if (grace_end && Clock::now() >= *grace_end) return give_up();
+        return lost("stopped answering (silent for " + std::to_string(silence_ms) + " ms)");
       case Received::Status::bad: return lost("broke the protocol (" + received.error + ")");
     }
     if (const auto* exit = std::get_if<Exit>(&received.message)) return exit->code;

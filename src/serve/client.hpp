@@ -33,6 +33,10 @@ struct ClientOptions {
 /// taken for stopped (SIGSTOP, a frozen machine): the client cleans up and exits 5.
 inline constexpr int kSilentPings = 6;
 
+/// How long a client waits, after forwarding a signal, for the command to stop by itself (its
+/// images in flight finish, as in-process).
+inline constexpr int kInterruptGraceMs = 10'000;
+
 /// The exit code of a command that the server began but could not finish.
 inline constexpr int kServerFailedExit = 5;
 
@@ -40,8 +44,10 @@ inline constexpr int kServerFailedExit = 5;
 /// policy allows running in-process (mode automatic; never returns nullopt at once). Under
 /// `always` without a server it prints why and returns kServerFailedExit. When the server stops
 /// mid-request the temporary files this client made are removed, a message says what happened and
-/// kServerFailedExit is returned (also when it stays silent for kSilentPings ping intervals); SIGINT/SIGTERM/SIGHUP during a request remove them too and
-/// return 128 + the signal.
+/// kServerFailedExit is returned (also when it stays silent for kSilentPings ping intervals). The
+/// first SIGINT/SIGTERM/SIGHUP during a request is forwarded (Interrupt): the command stops at its
+/// next step as a process of its own would, and its exit code is returned. A second signal, or no
+/// Exit within kInterruptGraceMs, removes the unfinished outputs and returns 128 + the signal.
 [[nodiscard]] std::optional<int> run_served(int argc, const char* const* argv, const ServerPolicy& policy,
                                             const ClientOptions& options = {});
 

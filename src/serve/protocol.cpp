@@ -64,6 +64,7 @@ void put(Writer& w, const Exit& m) { w.i32(m.code); }
 void put(Writer&, const Ping&) {}
 void put(Writer& w, const MakeDirectories& m) { w.string(m.path); }
 void put(Writer& w, const RemoveFile& m) { w.string(m.path); }
+void put(Writer& w, const Interrupt& m) { w.i32(m.signal); }
 
 template <class T> constexpr MessageType type_of();
 template <> constexpr MessageType type_of<Hello>() { return MessageType::hello; }
@@ -83,6 +84,7 @@ template <> constexpr MessageType type_of<Exit>() { return MessageType::exit; }
 template <> constexpr MessageType type_of<Ping>() { return MessageType::ping; }
 template <> constexpr MessageType type_of<MakeDirectories>() { return MessageType::make_directories; }
 template <> constexpr MessageType type_of<RemoveFile>() { return MessageType::remove_file; }
+template <> constexpr MessageType type_of<Interrupt>() { return MessageType::interrupt; }
 
 // ---- reading: every read checks what is left, so a short or lying payload fails cleanly -------
 class Reader {
@@ -188,6 +190,7 @@ bool get(Reader& r, Publish& m) { return r.string(m.temp_name) && r.string(m.out
 bool get(Reader& r, Discard& m) { return r.string(m.temp_name); }
 bool get(Reader& r, Exit& m) { return r.i32(m.code); }
 bool get(Reader&, Ping&) { return true; }
+bool get(Reader& r, Interrupt& m) { return r.i32(m.signal); }
 bool get(Reader& r, MakeDirectories& m) { return r.string(m.path); }
 bool get(Reader& r, RemoveFile& m) { return r.string(m.path); }
 
@@ -261,6 +264,7 @@ std::optional<Message> decode(std::uint8_t type, std::span<const std::uint8_t> p
       case MessageType::ping: return decode_as<Ping>(payload, error);
       case MessageType::make_directories: return decode_as<MakeDirectories>(payload, error);
       case MessageType::remove_file: return decode_as<RemoveFile>(payload, error);
+      case MessageType::interrupt: return decode_as<Interrupt>(payload, error);
     }
     error = "unknown message type " + std::to_string(type);
   } catch (const std::bad_alloc&) {
@@ -288,6 +292,7 @@ const char* type_name(std::uint8_t type) noexcept {
     case MessageType::ping: return "ping";
     case MessageType::make_directories: return "make_directories";
     case MessageType::remove_file: return "remove_file";
+    case MessageType::interrupt: return "interrupt";
   }
   return "unknown";
 }

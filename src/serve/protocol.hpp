@@ -14,6 +14,8 @@
 //   client: Hello                     server: Welcome | Queued.. Welcome | Refused (then closes)
 //   client: Request + fds 0,1,2       server: file operations, each answered by one Reply,
 //                                             then Exit (then closes)
+//   client: Interrupt, at any time after Request: the command stops at its next step, as a
+//   process of its own does on that signal, and still ends with Exit.
 // While a request runs the server also sends Ping every Welcome::ping_interval_ms, so a client
 // can tell a stopped server (no Ping) from a busy one; Ping needs no answer.
 // File operations come from the server; the client performs them with its own rights and answers
@@ -29,7 +31,7 @@
 namespace cuconv::serve {
 
 inline constexpr std::uint32_t kProtocolMagic = 0x43564355;  // "UCVC" on the wire: "cuconv"'s tag
-inline constexpr std::uint32_t kProtocolVersion = 2;
+inline constexpr std::uint32_t kProtocolVersion = 3;
 inline constexpr std::size_t kHeaderSize = 5;
 inline constexpr std::size_t kMaxPayload = std::size_t{4} << 20;
 inline constexpr std::size_t kMaxString = std::size_t{128} << 10;
@@ -43,6 +45,7 @@ enum class MessageType : std::uint8_t {
   hello = 1,
   request = 2,
   reply = 3,
+  interrupt = 4,
   // server -> client
   welcome = 20,
   queued = 21,
@@ -153,9 +156,14 @@ struct Exit {
 struct Ping {
   bool operator==(const Ping&) const = default;
 };
+/// The client got `signal` (SIGINT, SIGTERM, SIGHUP) while its command ran.
+struct Interrupt {
+  std::int32_t signal = 0;
+  bool operator==(const Interrupt&) const = default;
+};
 
 using Message = std::variant<Hello, Request, Reply, Welcome, Queued, Refused, OpenInput, KindQuery, SameFile,
-                             ListDirectory, CreateTemp, Publish, Discard, Exit, Ping, MakeDirectories, RemoveFile>;
+                             ListDirectory, CreateTemp, Publish, Discard, Exit, Ping, MakeDirectories, RemoveFile, Interrupt>;
 
 /// How many descriptors travel with `message` (0, 1 or 3).
 [[nodiscard]] std::size_t fds_carried(const Message& message);

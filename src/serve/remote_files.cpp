@@ -5,6 +5,7 @@
 #include "serve/server.hpp"
 
 #include <cerrno>
+#include <csignal>
 #include <cstring>
 #include <poll.h>
 #include <unistd.h>
@@ -22,7 +23,7 @@ Reply RemoteFiles::ask(const Message& question, const std::string& path, ErrorKi
   // descriptor left by an earlier answer that should have had none must not pass for this one's.
   channel_.drop_fds();
   if (!lost_ && channel_.send(question)) {
-    Received answer = channel_.receive();
+    Received answer = receive_answer();
     if (answer.status == Received::Status::message && std::holds_alternative<Reply>(answer.message)) {
       return std::get<Reply>(std::move(answer.message));
     }
@@ -75,7 +76,7 @@ std::vector<std::string> RemoteFiles::list_directory(const std::string& path) {
     if (reply.error != 0) throw Error(ErrorKind::bad_input, path + ": cannot list the folder: " + reply.message);
     names.insert(names.end(), std::make_move_iterator(reply.names.begin()), std::make_move_iterator(reply.names.end()));
     if (!reply.more) return names;
-    Received next = channel_.receive();
+    Received next = receive_answer();
     if (next.status != Received::Status::message || !std::holds_alternative<Reply>(next.message)) {
       lost_ = true;
       throw Error(ErrorKind::bad_input, path + ": the client went away while listing the folder");
@@ -160,9 +161,40 @@ void RemoteFiles::remove(const std::string& path) noexcept {
   }
 }
 
-bool ClientSession::client_gone() const noexcept {
-  pollfd p{channel_.fd(), POLLRDHUP, 0};
-  return ::poll(&p, 1, 0) > 0 && (p.revents & (POLLRDHUP | POLLHUP | POLLERR)) != 0;
+Received RemoteFiles::receive_answer(int timeout_ms) {
+  for (;;) {
+    Received received = channel_.receive(timeout_ms);
+    const auto* interrupt = received.status == Received::Status::message ? std::get_if<Interrupt>(&received.message)
+                                                                        : nullptr;
+    if (interrupt == nullptr) return received;
+    int none = 0;
+    signal_.compare_exchange_strong(none, interrupt->signal > 0 ? interrupt->signal : SIGINT);
+  }
+}
+
+int RemoteFiles::interrupt_signal() noexcept {
+  if (const int signal = signal_.load(); signal != 0) return signal;
+  // A file operation in flight holds the lock and reads the connection itself.
+  std::unique_lock lock(mutex_, std::try_to_lock);
+  if (!lock.owns_lock()) return signal_.load();
+  int none = 0;
+  if (lost_) {
+    signal_.compare_exchange_strong(none, SIGHUP);
+    return signal_.load();
+  }
+  // Between file operations the client says nothing but Interrupt; anything else, or its end,
+  // means it is gone.
+  pollfd p{channel_.fd(), POLLIN | POLLRDHUP, 0};
+  if (::poll(&p, 1, 0) <= 0) return 0;
+  try {
+    const Received received = receive_answer(0);
+    if (received.status != Received::Status::timeout) {
+      lost_ = true;
+      signal_.compare_exchange_strong(none, SIGHUP);
+    }
+  } catch (...) {  // out of memory reading a frame: the next file operation fails on its own
+  }
+  return signal_.load();
 }
 
 }  // namespace cuconv::serve

@@ -12,6 +12,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <atomic>
 #include <functional>
 #include <mutex>
 #include <string>
@@ -76,14 +77,22 @@ class RemoteFiles final : public engine::Files {
   [[nodiscard]] bool publish(TempOutput& temp, const std::string& output, bool overwrite);
   void discard(TempOutput& temp) noexcept;
 
+  /// The signal the client forwarded (Interrupt), SIGHUP once it has hung up, else 0; looks at
+  /// the connection without waiting (and without waiting for a file operation in flight, which
+  /// notices an Interrupt itself). Any thread.
+  [[nodiscard]] int interrupt_signal() noexcept;
+
  private:
   /// Sends `question` and waits for its Reply; throws Error{kind} naming `path` when the client is
   /// gone or answers out of turn.
   Reply ask(const Message& question, const std::string& path, ErrorKind error_kind);
+  /// The next message that is not an Interrupt (which is recorded), waiting up to `timeout_ms`.
+  Received receive_answer(int timeout_ms = -1);
   std::mutex mutex_;
   Channel& channel_;
   std::uint64_t file_size_limit_ = 0;
   bool lost_ = false;
+  std::atomic<int> signal_{0};
 };
 
 /// What a handler gets for one client: its descriptors (owned by the session) and its files.
@@ -96,8 +105,9 @@ class ClientSession {
   [[nodiscard]] int out_fd() const noexcept { return out_.get(); }
   [[nodiscard]] int err_fd() const noexcept { return err_.get(); }
   [[nodiscard]] RemoteFiles& files() noexcept { return files_; }
-  /// Whether the client has hung up (checked without waiting): a long request may stop early.
-  [[nodiscard]] bool client_gone() const noexcept;
+  /// The signal that should stop the command, as one would stop a process of its own: the
+  /// client's forwarded SIGINT/SIGTERM/SIGHUP, or SIGHUP once the client has gone; 0 while none.
+  [[nodiscard]] int interrupt_signal() noexcept { return files_.interrupt_signal(); }
 
  private:
   Channel& channel_;

@@ -1,0 +1,107 @@
+// SPDX-License-Identifier: Apache-2.0
+// stderr and std::cerr routed by thread (thread_stderr.hpp). Both streams are unbuffered, so each
+// write reaches route() on the thread that made it; a thread's partial line waits in its own
+// buffer until its newline.
+#include "common/thread_stderr.hpp"
+
+#include <unistd.h>
+
+#include <atomic>
+#include <cerrno>
+#include <cstdio>
+#include <iostream>
+#include <mutex>
+#include <streambuf>
+#include <string>
+
+namespace cuconv::common {
+
+namespace {
+
+thread_local StderrSink* t_sink = nullptr;
+thread_local std::string t_pending;
+std::atomic<bool> g_routed{false};
+
+void write_descriptor_2(const char* data, std::size_t size) noexcept {
+  while (size > 0) {
+    const ssize_t n = ::write(STDERR_FILENO, data, size);
+    if (n < 0 && errno == EINTR) continue;
+    if (n <= 0) return;  // nowhere else to say it
+    data += n;
+    size -= static_cast<std::size_t>(n);
+  }
+}
+
+/// Hands the calling thread's complete lines to its sink, or the text to descriptor 2.
+void route(const char* data, std::size_t size) {
+  if (t_sink == nullptr) {
+    write_descriptor_2(data, size);
+    return;
+  }
+  t_pending.append(data, size);
+  std::size_t start = 0;
+  for (std::size_t end; (end = t_pending.find('\n', start)) != std::string::npos; start = end + 1)
+    t_sink->line(std::string_view(t_pending).substr(start, end - start));
+  t_pending.erase(0, start);
+}
+
+ssize_t cookie_write(void*, const char* data, std::size_t size) {
+  try {
+    route(data, size);
+  } catch (...) {  // a sink that throws loses the line, never the writer
+  }
+  return static_cast<ssize_t>(size);
+}
+
+/// std::cerr's buffer: no put area, so every character or block goes to route() at once.
+class RoutingBuffer final : public std::streambuf {
+ protected:
+  int_type overflow(int_type c) override {
+    if (traits_type::eq_int_type(c, traits_type::eof())) return traits_type::not_eof(c);
+    const char byte = traits_type::to_char_type(c);
+    cookie_write(nullptr, &byte, 1);
+    return c;
+  }
+  std::streamsize xsputn(const char* data, std::streamsize size) override {
+    cookie_write(nullptr, data, static_cast<std::size_t>(size));
+    return size;
+  }
+};
+
+}  // namespace
+
+void route_stderr_by_thread() {
+  static std::once_flag once;
+  std::call_once(once, [] {
+    std::fflush(stderr);
+    std::cerr.flush();
+    static RoutingBuffer buffer;
+    std::cerr.rdbuf(&buffer);
+    cookie_io_functions_t functions{};
+    functions.write = cookie_write;
+    if (std::FILE* routed = ::fopencookie(nullptr, "w", functions); routed != nullptr) {
+      std::setvbuf(routed, nullptr, _IONBF, 0);
+      stderr = routed;  // what libpng's and libjpeg's fprintf(stderr, ...) now reach
+    }
+    g_routed = true;
+  });
+}
+
+bool stderr_routed_by_thread() noexcept { return g_routed.load(); }
+
+StderrSink* thread_stderr_sink() noexcept { return t_sink; }
+
+ThreadStderrSink::ThreadStderrSink(StderrSink* sink) noexcept : previous_(t_sink) { t_sink = sink; }
+
+ThreadStderrSink::~ThreadStderrSink() {
+  if (t_sink != nullptr && !t_pending.empty()) {
+    try {
+      t_sink->line(t_pending);
+    } catch (...) {  // a destructor never throws: the unfinished line is lost
+    }
+  }
+  t_pending.clear();
+  t_sink = previous_;
+}
+
+}  // namespace cuconv::common

@@ -1,0 +1,45 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// What libraries print to stderr, sorted by the thread that printed it. A resident server runs
+// many clients' commands at once in one process, so descriptor 2 cannot be any one client's; the
+// image libraries print their warnings through C's `stderr` and std::cerr from the thread that
+// decodes. route_stderr_by_thread() replaces both by streams that hand each line to the sink bound
+// to the writing thread (ThreadStderrSink), and pass the text of threads without one to
+// descriptor 2 unchanged.
+#include <string_view>
+
+namespace cuconv::common {
+
+/// Receives whole lines (without the newline) written to stderr on threads bound to it; called
+/// on those threads, so implementations serialise themselves.
+class StderrSink {
+ public:
+  virtual ~StderrSink() = default;
+  virtual void line(std::string_view text) = 0;
+};
+
+/// Replaces C's `stderr` (glibc lets a program assign it) and std::cerr's buffer by the routing
+/// streams; once per process, before threads that print start. Idempotent.
+void route_stderr_by_thread();
+
+/// Whether route_stderr_by_thread() has run.
+[[nodiscard]] bool stderr_routed_by_thread() noexcept;
+
+/// The sink bound to the calling thread; nullptr when none.
+[[nodiscard]] StderrSink* thread_stderr_sink() noexcept;
+
+/// Binds `sink` to the calling thread while alive (nullptr: none), restoring the previous binding
+/// after handing on the thread's unfinished last line. Threads a command starts bind their
+/// starter's sink, so their libraries' lines reach the same command.
+class ThreadStderrSink {
+ public:
+  explicit ThreadStderrSink(StderrSink* sink) noexcept;
+  ~ThreadStderrSink();
+  ThreadStderrSink(const ThreadStderrSink&) = delete;
+  ThreadStderrSink& operator=(const ThreadStderrSink&) = delete;
+
+ private:
+  StderrSink* previous_;
+};
+
+}  // namespace cuconv::common
