@@ -12,9 +12,12 @@ foreach(module core imgproc imgcodecs)
 endforeach()
 find_package_handle_standard_args(OpenCVModules REQUIRED_VARS OpenCVModules_INCLUDE_DIR ${_cuconv_opencv_libs})
 
+# OpenCV::imgproc is core and imgproc alone: imgcodecs, with its ~120 dependencies, is for the
+# programs that read and write images through OpenCV (src/codec/opencv_codecs.hpp).
 if(OpenCVModules_FOUND AND NOT TARGET OpenCV::modules)
+  add_library(OpenCV::imgproc INTERFACE IMPORTED)
+  set_target_properties(OpenCV::imgproc PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${OpenCVModules_INCLUDE_DIR}")
+  target_link_libraries(OpenCV::imgproc INTERFACE ${OpenCVModules_imgproc_LIBRARY} ${OpenCVModules_core_LIBRARY})
   add_library(OpenCV::modules INTERFACE IMPORTED)
-  set_target_properties(OpenCV::modules PROPERTIES INTERFACE_INCLUDE_DIRECTORIES "${OpenCVModules_INCLUDE_DIR}")
-  target_link_libraries(OpenCV::modules INTERFACE
-    ${OpenCVModules_imgcodecs_LIBRARY} ${OpenCVModules_imgproc_LIBRARY} ${OpenCVModules_core_LIBRARY})
+  target_link_libraries(OpenCV::modules INTERFACE ${OpenCVModules_imgcodecs_LIBRARY} OpenCV::imgproc)
 endif()

@@ -13,6 +13,8 @@ set(CUCONV_INSTALL_FILTERDIR "${CMAKE_INSTALL_DATADIR}/cuconv/filters" CACHE STR
 install(TARGETS cuconv RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR} COMPONENT Runtime)
 # The engine the front end execs when no server answers: not a command of its own, so off PATH.
 install(TARGETS cuconv-engine RUNTIME DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/cuconv COMPONENT Runtime)
+# OpenCV's image codecs as a module the engine loads from beside itself (src/codec/opencv_codecs.hpp).
+install(TARGETS cuconv_opencv_codecs_module LIBRARY DESTINATION ${CMAKE_INSTALL_LIBEXECDIR}/cuconv COMPONENT Runtime)
 # The presets are compiled into the binary; the files are installed for reading and for other
 # tools (libvips `matrixload` reads the same .mat format).
 file(GLOB cuconv_preset_files CONFIGURE_DEPENDS "${PROJECT_SOURCE_DIR}/filters/*.mat")
@@ -38,7 +40,7 @@ endif()
 
 # The library: a static archive (device code compiled without relocatable device code, so a
 # consumer links it with its host linker and needs no CUDA language of its own).
-install(TARGETS cuconv_core EXPORT cuconvTargets
+install(TARGETS cuconv_core cuconv_opencv_codecs EXPORT cuconvTargets
         ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR} COMPONENT Development)
 install(DIRECTORY "${PROJECT_SOURCE_DIR}/include/cuconv" DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}
         COMPONENT Development FILES_MATCHING PATTERN "*.hpp")
@@ -51,7 +53,7 @@ install(EXPORT cuconvTargets NAMESPACE cuconv:: DESTINATION ${CUCONV_INSTALL_CMA
         COMPONENT Development)
 # The static library passes the libraries it links on to its users, so the config must find each
 # imported target it links: a find_dependency() line for every one the build really links (the
-# table: target, package). OpenCV::modules, WebP::webp, CUDA::* and Threads are always found by the config.
+# table: target, package). OpenCV::modules and ::imgproc, WebP::webp, CUDA::* and Threads are always found by the config.
 set(CUCONV_CONFIG_DEPENDENCIES "")
 get_target_property(cuconv_core_links cuconv_core LINK_LIBRARIES)
 foreach(entry IN ITEMS "JPEG::JPEG JPEG" "TIFF::TIFF TIFF" "exiv2lib exiv2")
@@ -64,7 +66,7 @@ foreach(entry IN ITEMS "JPEG::JPEG JPEG" "TIFF::TIFF TIFF" "exiv2lib exiv2")
   endif()
 endforeach()
 foreach(link IN LISTS cuconv_core_links)
-  if(TARGET "${link}" AND NOT link MATCHES "^(OpenCV::modules|WebP::webp|CUDA::.*|Threads::Threads)$")
+  if(TARGET "${link}" AND NOT link MATCHES "^(OpenCV::modules|OpenCV::imgproc|WebP::webp|CUDA::.*|Threads::Threads)$")
     message(WARNING "cuconv_core links ${link}: add its package to the find_dependency table in "
                     "cmake/cuconvInstall.cmake, or find_package(cuconv) fails for users")
   endif()

@@ -77,7 +77,8 @@ mkdir -p "$stage"/{bin,lib,licenses,test}
 
 # ---- binaries ----------------------------------------------------------------------------------
 # Paths relative to the build dir; the bundle puts them all flat in bin/.
-candidates=(cuconv cuconv-engine tests/cuconv_tests tests/cuconv_gpu_tests bench/cuconv_bench bench/cuconv_fast_tune bench/cuconv_wgmma_tune cuconv_make_corpus
+# libcuconv-opencv-codecs.so: OpenCV's image codecs, which the engine loads from beside itself.
+candidates=(cuconv cuconv-engine libcuconv-opencv-codecs.so tests/cuconv_tests tests/cuconv_gpu_tests bench/cuconv_bench bench/cuconv_fast_tune bench/cuconv_wgmma_tune cuconv_make_corpus
             bench/cuconv_nvjpeg_floor)
 if [[ -n "$only" ]]; then
   known=",$(printf '%s,' "${candidates[@]##*/}")"
@@ -92,22 +93,24 @@ fi
 bins=()
 declare -A bin_src=()   # bundled name -> file in the build dir
 for rel in "${candidates[@]}"; do
-  if [[ -n "$only" && "$rel" != cuconv && "$rel" != cuconv-engine && ",$only," != *",$(basename "$rel"),"* ]]; then
+  always=0
+  [[ "$rel" == cuconv || "$rel" == cuconv-engine || "$rel" == libcuconv-opencv-codecs.so ]] && always=1
+  if [[ -n "$only" ]] && (( ! always )) && [[ ",$only," != *",$(basename "$rel"),"* ]]; then
     continue   # not asked for (--only)
   fi
   if [[ -f "$build_dir/$rel" && -x "$build_dir/$rel" ]]; then
     cp "$build_dir/$rel" "$stage/bin/"
     bins+=("$(basename "$rel")")
     bin_src[$(basename "$rel")]="$build_dir/$rel"
-  elif [[ -n "$only" && "$rel" != cuconv && "$rel" != cuconv-engine ]]; then
+  elif [[ -n "$only" ]] && (( ! always )); then
     echo "bundle: --only: $build_dir/$rel was asked for but is not built" >&2
     exit 1
   else
     warn "$build_dir/$rel not found, not bundled"
   fi
 done
-if [[ ! -f "$stage/bin/cuconv" || ! -f "$stage/bin/cuconv-engine" ]]; then
-  echo "bundle: $build_dir/cuconv or $build_dir/cuconv-engine is missing; nothing useful to bundle" >&2
+if [[ ! -f "$stage/bin/cuconv" || ! -f "$stage/bin/cuconv-engine" || ! -f "$stage/bin/libcuconv-opencv-codecs.so" ]]; then
+  echo "bundle: $build_dir/cuconv, cuconv-engine or libcuconv-opencv-codecs.so is missing; nothing useful to bundle" >&2
   exit 1
 fi
 log "binaries: ${bins[*]}"

@@ -158,9 +158,9 @@ if [[ "$which" == gpu-pack ]]; then
   tar -xJf "$tarball" -C "$(dirname "$stage")"
   mv "$(dirname "$stage")"/cuconv-*/lib "$(dirname "$stage")"/cuconv-*/samples "$stage/"
   rm -rf "$(dirname "$stage")"/cuconv-*
-  keep_binaries() {  # DIR: this build's GPU suite and CLI (front end and engine), host symbols stripped
+  keep_binaries() {  # DIR: this build's GPU suite and CLI (front end, engine and its codec module), host symbols stripped
     mkdir -p "$1"
-    cp "$build/tests/cuconv_gpu_tests" "$build/cuconv" "$build/cuconv-engine" "$1/"
+    cp "$build/tests/cuconv_gpu_tests" "$build/cuconv" "$build/cuconv-engine" "$build/libcuconv-opencv-codecs.so" "$1/"
     strip --strip-unneeded "$1/cuconv_gpu_tests" "$1/cuconv" "$1/cuconv-engine" 2>/dev/null || true
   }
   cmake --build "$build" -j2 --target cuconv_gpu_tests cuconv cuconv-engine >"$build/mutation-baseline.build.log" 2>&1

@@ -16,11 +16,12 @@ work="$(mktemp -d "${TMPDIR:-/tmp}/cuconv-install.XXXXXX")"
 trap 'rm -rf "$work"' EXIT
 prefix="$work/prefix"
 
-cmake --build "$build_dir" -j"$(nproc)" --target cuconv cuconv_core cuconv_docs
+cmake --build "$build_dir" -j"$(nproc)" --target cuconv cuconv_core cuconv_opencv_codecs cuconv_docs
 cmake --install "$build_dir" --prefix "$prefix" >"$work/install.log"
 
 fail=0
-for f in bin/cuconv include/cuconv/convolve.hpp include/cuconv/filter.hpp include/cuconv/version.hpp \
+for f in bin/cuconv libexec/cuconv/cuconv-engine libexec/cuconv/libcuconv-opencv-codecs.so lib/libcuconv_opencv_codecs.a \
+         include/cuconv/convolve.hpp include/cuconv/filter.hpp include/cuconv/version.hpp \
          lib/libcuconv.a lib/cmake/cuconv/cuconvConfig.cmake lib/cmake/cuconv/cuconvConfigVersion.cmake \
          lib/cmake/cuconv/cuconvTargets.cmake lib/cmake/cuconv/FindOpenCVModules.cmake \
          share/man/man1/cuconv.1.gz share/bash-completion/completions/cuconv \

@@ -48,28 +48,35 @@ done
 "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall "$deb" >/dev/null
 [[ "$(command -v cuconv)" == /usr/bin/cuconv ]] || fail "cuconv on PATH is '$(command -v cuconv || true)', not /usr/bin/cuconv"
 
-# Every library the installed engine loads comes from a package in Depends, by name or by what
-# it Provides (libspdlog1.10 provides libspdlog1.10-fmt9): dpkg-shlibdeps's work checked from the
-# other side. No CUDA library: cudart is linked statically. The front end /usr/bin/cuconv loads
-# nothing beyond libc's family, so a served call loads no OpenCV and no CUDA.
+# Every library the installed engine and its codec module load comes from a package in Depends, by
+# name or by what it Provides (libspdlog1.10 provides libspdlog1.10-fmt9): dpkg-shlibdeps's work
+# checked from the other side. No CUDA library: cudart is linked statically. The front end
+# /usr/bin/cuconv loads nothing beyond libc's family, so a served call loads no OpenCV and no CUDA;
+# the engine loads no imgcodecs until the module does.
 engine=/usr/libexec/cuconv/cuconv-engine
+module=/usr/libexec/cuconv/libcuconv-opencv-codecs.so
 checked_libs=0
 depend_names="$(tr ',|' '\n\n' <<<"$depends" | sed -E 's/\(.*\)//; s/:.*//; s/^ +//; s/ +$//')"
+if objdump -p "$engine" | awk '$1 == "NEEDED" { print $2 }' | grep -q imgcodecs; then
+  fail "$engine links imgcodecs itself (it is the module's)"
+fi
+for object in "$engine" "$module"; do
 while read -r path; do
   owner="$(dpkg-query -S "$path" 2>/dev/null || dpkg-query -S "/usr$path" 2>/dev/null || true)"
   owner="${owner%%:*}"
   checked_libs=$((checked_libs + 1))
   if [[ -z "$owner" ]]; then
-    fail "$engine needs $path, which no package owns"
+    fail "$object needs $path, which no package owns"
     continue
   fi
   provides="$(dpkg-query -W -f='${Provides}' "$owner" | tr ',' '\n' | sed -E 's/\(.*\)//; s/^ +//; s/ +$//')"
   if ! grep -qxF -f <(printf '%s\n' "$owner" $provides) <<<"$depend_names"; then
-    fail "$engine needs $path from $owner, which is not in Depends"
+    fail "$object needs $path from $owner, which is not in Depends"
   fi
-done < <(objdump -p "$engine" | awk '$1 == "NEEDED" { print $2 }' |
-         while read -r soname; do ldd "$engine" | awk -v s="$soname" '$1 == s { print $3 }'; done)
-(( checked_libs >= 4 )) || fail "only $checked_libs libraries of $engine checked against Depends"
+done < <(objdump -p "$object" | awk '$1 == "NEEDED" { print $2 }' |
+         while read -r soname; do ldd "$object" | awk -v s="$soname" '$1 == s { print $3 }'; done)
+done
+(( checked_libs >= 8 )) || fail "only $checked_libs libraries of $engine and $module checked against Depends"
 if ldd "$engine" | grep -q 'libcudart'; then fail "$engine links libcudart dynamically"; fi
 front_libs="$(objdump -p /usr/bin/cuconv | awk '$1 == "NEEDED" { print $2 }' | grep -vE '^(libc|libm|ld-linux[^ ]*)\.so' || true)"
 [[ -z "$front_libs" ]] || fail "/usr/bin/cuconv (the front end) loads more than libc: $front_libs"

@@ -6,11 +6,13 @@
 
 #include "codec/image_header.hpp"
 #include "codec/jpeg_decode.hpp"
+#include "codec/jpeg_encode.hpp"
 #include "codec/metadata.hpp"
+#include "codec/opencv_codecs.hpp"
 #include "codec/tiff_codec.hpp"
 
 #include <opencv2/core.hpp>
-#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgcodecs.hpp>  // the IMREAD_/IMWRITE_ constants only (opencv_codecs.hpp)
 #include <webp/encode.h>
 
 #include <sys/stat.h>
@@ -160,8 +162,14 @@ std::vector<unsigned char> encode(const std::string& path, const cv::Mat& image,
   }
   if (ext == ".webp" && !options.quality && image.channels() == 4) return encode_webp_lossless_exact(path, image);
   std::vector<int> params;
-  if (ext == ".jpg" || ext == ".jpeg" || ext == ".jpe")
+  if (ext == ".jpg" || ext == ".jpeg" || ext == ".jpe") {
     params = {cv::IMWRITE_JPEG_QUALITY, options.quality.value_or(kDefaultJpegQuality)};
+    try {
+      if (auto encoded = detail::encode_jpeg(image, params[1])) return std::move(*encoded);
+    } catch (const Error& e) {
+      throw Error(ErrorKind::output, path + ": " + e.what());
+    }
+  }
   if (ext == ".webp" && options.quality) params = {cv::IMWRITE_WEBP_QUALITY, *options.quality};  // unset: lossless
   if (format != nullptr && format->compression == CompressionKind::zlib_level && !options.compression.empty()) {
     // OpenCV's own default pairs level 1 with the RLE strategy; a chosen level gets zlib's default
@@ -172,7 +180,7 @@ std::vector<unsigned char> encode(const std::string& path, const cv::Mat& image,
   std::vector<unsigned char> encoded;
   bool ok = false;
   try {
-    ok = cv::imencode(ext, image, encoded, params);
+    ok = detail::opencv_imencode(ext, image, encoded, params);
   } catch (const cv::Exception& e) {
     if (is_out_of_memory(e)) throw out_of_memory(path, "encode the image", ErrorKind::output);
     throw Error(ErrorKind::output, path + ": cannot encode image: " + e.what());
@@ -304,7 +312,7 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
   cv::Mat image;
   try {
     if (header && header->format == "JPEG") image = detail::decode_jpeg(path).value_or(cv::Mat());
-    if (image.empty()) image = cv::imread(path, cv::IMREAD_UNCHANGED);
+    if (image.empty()) image = detail::opencv_imread(path, cv::IMREAD_UNCHANGED);
   } catch (const std::bad_alloc&) {
     throw out_of_memory(path, "decode the image", ErrorKind::bad_input);
   } catch (const cv::Exception& e) {
@@ -339,7 +347,11 @@ void check_output_extension(const std::string& path) {
   const std::string ext = lower_extension(path);
   if (ext.empty())
     throw Error(ErrorKind::output, path + ": has no extension to pick the output format (add .png, .tif, .jpg ...)");
-  if (find_format(ext) == nullptr || !cv::haveImageWriter(path)) {
+  // JPEG and TIFF are written by libjpeg and libtiff; the rest by OpenCV, if its build can.
+  const FormatCapability* format = find_format(ext);
+  const bool own_encoder = ext == ".jpg" || ext == ".jpeg" || ext == ".jpe" ||
+                           (format != nullptr && format->compression == CompressionKind::tiff_codec);
+  if (format == nullptr || (!own_encoder && !detail::opencv_have_writer(path))) {
     throw Error(ErrorKind::output, path + ": cannot write '" + ext +
                                        "' files (use .png, .tif, .jpg, .bmp, .webp, .pgm/.ppm, .exr or .pfm)");
   }

@@ -9,8 +9,10 @@
 #include "codec/jpeg_markers.hpp"
 #include "gpu/memory/device_memory.hpp"
 #include "codec/nvjpeg_codec.hpp"
+#include "codec/jpeg_encode.hpp"
+#include "codec/opencv_codecs.hpp"
 
-#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgcodecs.hpp>  // the IMREAD_/IMWRITE_ constants only (codec/opencv_codecs.hpp)
 
 #include <algorithm>
 #include <chrono>
@@ -60,9 +62,7 @@ JpegJobResult failed(const Error& error) {
 /// the first files, so that the JPEG engine's first use is not paid by the first batch.
 std::vector<std::uint8_t> warm_up_jpeg() {
   const cv::Mat image(16, 16, CV_8UC3, cv::Scalar(64, 128, 192));
-  std::vector<std::uint8_t> bytes;
-  cv::imencode(".jpg", image, bytes, {cv::IMWRITE_JPEG_QUALITY, 90});
-  return bytes;
+  return detail::encode_jpeg(image, 90).value();
 }
 
 struct JpegPipeline::State {
@@ -334,8 +334,7 @@ struct JpegPipeline::State {
     const Filter* filter = job.filter;
     const JpegOutputOptions& output = job.output;
     const auto t = Clock::now();
-    const cv::Mat bytes(1, static_cast<int>(file.size()), CV_8U, const_cast<std::uint8_t*>(file.data()));
-    cv::Mat image = cv::imdecode(bytes, cv::IMREAD_UNCHANGED);
+    cv::Mat image = detail::opencv_imdecode(file, cv::IMREAD_UNCHANGED);
     if (image.empty()) throw Error(ErrorKind::bad_input, "cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
     result.decode_ms = ms_since(t);
     result.decoder = "opencv";
@@ -352,7 +351,9 @@ struct JpegPipeline::State {
     }
     const auto e = Clock::now();
     std::vector<std::uint8_t> encoded;
-    if (!cv::imencode(".jpg", image, encoded, {cv::IMWRITE_JPEG_QUALITY, output.quality}))
+    if (auto bytes = detail::encode_jpeg(image, output.quality))
+      encoded = std::move(*bytes);
+    else if (!detail::opencv_imencode(".jpg", image, encoded, {cv::IMWRITE_JPEG_QUALITY, output.quality}))
       throw Error(ErrorKind::output, "cannot encode image as JPEG");
     result.encoder = "opencv";
     result.encoded =
