@@ -75,8 +75,9 @@ void route_stderr_by_thread() {
   std::call_once(once, [] {
     std::fflush(stderr);
     std::cerr.flush();
-    static RoutingBuffer buffer;
-    std::cerr.rdbuf(&buffer);
+    // Never destroyed: std::cerr is flushed after static destructors have run (ios_base::Init).
+    static RoutingBuffer* const buffer = new RoutingBuffer;
+    std::cerr.rdbuf(buffer);
     cookie_io_functions_t functions{};
     functions.write = cookie_write;
     if (std::FILE* routed = ::fopencookie(nullptr, "w", functions); routed != nullptr) {

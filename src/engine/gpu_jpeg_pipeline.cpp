@@ -16,7 +16,9 @@
 
 #include <algorithm>
 #include <chrono>
+#include <condition_variable>
 #include <deque>
+#include <numeric>
 #include <thread>
 
 namespace cuconv::codec {
@@ -42,6 +44,7 @@ struct Decoded {
   Entry entry;
   DecodedJpeg image;
   double decode_ms = 0;
+  std::size_t held = 0;  ///< its pixel bytes as counted by State::hold
 };
 
 /// The pixel bytes a plan decodes to.
@@ -94,6 +97,28 @@ struct JpegPipeline::State {
   std::thread decoder;
   std::vector<std::thread> encoders;
   bool finished = false;
+  // Pixel bytes of decoded images not yet given back to the pool. The decoded queue is bounded by
+  // count, so without this large photos could hold many batches' worth of device memory.
+  std::mutex held_mutex;
+  std::condition_variable held_room;
+  std::size_t held_bytes = 0;
+
+  /// Waits until `bytes` more fit in twice a decode call's bytes (or nothing is held), then counts them.
+  void hold(std::size_t bytes) {
+    std::unique_lock lock(held_mutex);
+    const std::size_t limit = 2 * std::max<std::size_t>(sizes.batch_bytes, 1);
+    held_room.wait(lock, [&] { return held_bytes == 0 || held_bytes + bytes <= limit; });
+    held_bytes += bytes;
+    const std::lock_guard stats_lock(stats_mutex);
+    stats.peak_decoded_bytes = std::max(stats.peak_decoded_bytes, held_bytes);
+  }
+  void release(std::size_t bytes) noexcept {
+    {
+      const std::lock_guard lock(held_mutex);
+      held_bytes -= std::min(bytes, held_bytes);
+    }
+    held_room.notify_all();
+  }
 
   void finish_with(std::size_t id, JpegJobResult result) noexcept {
     {
@@ -185,15 +210,21 @@ struct JpegPipeline::State {
       }
       std::vector<std::span<const std::uint8_t>> files;
       std::vector<JpegPlan> plans;
-      for (const Entry& e : batch) {
+      std::vector<std::size_t> held(batch.size(), 0);
+      for (std::size_t i = 0; i < batch.size(); ++i) {
+        const Entry& e = batch[i];
         files.push_back(e.file);
         plans.push_back(e.plan);
         if (e.plan.decodable()) {  // large images make the next batches smaller
-          const std::size_t bytes = std::max<std::size_t>(decoded_bytes(e.plan), 1);
-          full = std::clamp<std::size_t>(sizes.batch_bytes / bytes, 1, std::max<std::size_t>(sizes.batch, 1));
+          held[i] = std::max<std::size_t>(decoded_bytes(e.plan), 1);
+          full = std::clamp<std::size_t>(sizes.batch_bytes / held[i], 1, std::max<std::size_t>(sizes.batch, 1));
         }
       }
       most = std::min(full, most * 2);
+      const std::size_t batch_held = std::accumulate(held.begin(), held.end(), std::size_t{0});
+      t = Clock::now();
+      hold(batch_held);
+      mine.decoder_blocked_ms += ms_since(t);
       std::vector<DecodedJpeg> images;
       t = Clock::now();
       try {
@@ -207,6 +238,7 @@ struct JpegPipeline::State {
         stream.reset();
         const auto* error = dynamic_cast<const Error*>(&e);
         const Error why = error != nullptr ? *error : Error(ErrorKind::internal, std::string("internal error: ") + e.what());
+        release(batch_held);
         for (Entry& entry : batch) finish_with(entry.id, failed(why));
         continue;
       }
@@ -214,11 +246,12 @@ struct JpegPipeline::State {
       t = Clock::now();
       for (std::size_t i = 0; i < batch.size(); ++i) {
         if (!images[i].bad_file.empty()) {
+          release(held[i]);
           finish_with(batch[i].id, failed(Error(ErrorKind::bad_input, images[i].bad_file)));
           continue;
         }
         mine.files += images[i].view.data != nullptr;
-        Decoded d{std::move(batch[i]), std::move(images[i]), share};
+        Decoded d{std::move(batch[i]), std::move(images[i]), share, held[i]};
         if (!decoded.push(std::move(d))) break;  // not reached: closed only after this thread ends
       }
       mine.decoder_blocked_ms += ms_since(t);
@@ -273,6 +306,7 @@ struct JpegPipeline::State {
       }
       if (result.error) result.encoded.clear();
       pool.give(std::move(d->image.image));
+      release(d->held);
       mine.encode_ms += ms_since(t);
       finish_with(id, std::move(result));
     }
@@ -429,6 +463,7 @@ JpegPipelineStats& JpegPipelineStats::operator+=(const JpegPipelineStats& other)
                     : other.first_result_ms == 0 ? first_result_ms
                                                  : std::min(first_result_ms, other.first_result_ms);
   last_result_ms = std::max(last_result_ms, other.last_result_ms);
+  peak_decoded_bytes = std::max(peak_decoded_bytes, other.peak_decoded_bytes);
   return *this;
 }
 
