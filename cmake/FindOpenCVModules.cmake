@@ -12,7 +12,7 @@ foreach(module core imgproc imgcodecs)
 endforeach()
 find_package_handle_standard_args(OpenCVModules REQUIRED_VARS OpenCVModules_INCLUDE_DIR ${_cuconv_opencv_libs})
 
-# OpenCV::imgproc is core and imgproc alone: imgcodecs, with its ~120 dependencies, is for the
+# OpenCV::imgproc is core and imgproc alone: imgcodecs, with its dependencies (GDAL, GDCM ...), is for the
 # programs that read and write images through OpenCV (src/codec/opencv_codecs.hpp).
 if(OpenCVModules_FOUND AND NOT TARGET OpenCV::modules)
   add_library(OpenCV::imgproc INTERFACE IMPORTED)

@@ -3,6 +3,8 @@
 // image libraries' lines become log lines.
 #include "cli/library_messages.hpp"
 
+#include "common/write_all.hpp"
+
 #include <spdlog/spdlog.h>
 
 #include <fcntl.h>
@@ -124,14 +126,7 @@ void LibraryMessages::line(std::string_view text) {
       std::fprintf(terminal_stderr(), "%.*s\n", static_cast<int>(text.size()), text.data());
       return;
     }
-    std::string whole(text);
-    whole += '\n';
-    for (std::string_view rest = whole; !rest.empty();) {
-      const ssize_t n = ::write(passthrough_fd_, rest.data(), rest.size());
-      if (n < 0 && errno == EINTR) continue;
-      if (n <= 0) break;
-      rest.remove_prefix(static_cast<std::size_t>(n));
-    }
+    static_cast<void>(common::write_all(passthrough_fd_, std::string(text) + '\n'));  // best effort, as a print
     return;
   }
   const std::lock_guard lock(mutex_);
@@ -142,16 +137,15 @@ void LibraryMessages::line(std::string_view text) {
 void LibraryMessages::read_lines(int fd) {
   std::string pending;
   std::array<char, 4096> buffer{};
-  const auto take = [this](const std::string& text) { line(text); };
   while (true) {
     const ssize_t n = ::read(fd, buffer.data(), buffer.size());
     if (n < 0 && errno == EINTR) continue;
     if (n <= 0) break;
     pending.append(buffer.data(), static_cast<std::size_t>(n));
     for (std::size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1))
-      take(pending.substr(0, end));
+      line(std::string_view(pending).substr(0, end));
   }
-  take(pending);
+  line(pending);
   ::close(fd);
 }
 

@@ -8,6 +8,7 @@
 #include "cli/library_messages.hpp"
 #include "cli/session.hpp"
 #include "cli/single_image.hpp"
+#include "common/write_all.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
@@ -94,18 +95,11 @@ ExitCode dispatch(const ParsedCommand& command, Session& session) {
   return static_cast<ExitCode>(command.exit_code);
 }
 
-void write_all(int fd, std::string_view text) {
-  while (!text.empty()) {
-    const ssize_t n = ::write(fd, text.data(), text.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) throw Error(ErrorKind::output, "cannot write to standard output");
-    text.remove_prefix(static_cast<std::size_t>(n));
-  }
-}
-
 }  // namespace
 
-void Session::print(std::string_view text) const { write_all(out_fd, text); }
+void Session::print(std::string_view text) const {
+  if (!common::write_all(out_fd, text)) throw Error(ErrorKind::output, "cannot write to standard output");
+}
 
 int Session::interrupt_signal() const { return interrupted ? interrupted() : received_signal(); }
 
@@ -144,8 +138,9 @@ int run_command(const std::vector<std::string>& args, Session& session) noexcept
     for (const std::string& arg : args) argv.push_back(arg.c_str());
     const ParsedCommand command = parse_command_line(static_cast<int>(argv.size()), argv.data());
     if (command.action == Action::exit_now) {  // --help, or why the command line does not parse
-      write_all(session.out_fd, command.stdout_text);
-      write_all(session.err_fd, command.stderr_text);
+      session.print(command.stdout_text);
+      if (!common::write_all(session.err_fd, command.stderr_text))
+        throw Error(ErrorKind::output, "cannot write to standard error");
       return command.exit_code;
     }
     return static_cast<int>(dispatch(command, session));

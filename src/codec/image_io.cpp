@@ -40,6 +40,10 @@ namespace {
 /// What --compression takes for a format.
 enum class CompressionKind { none, zlib_level, tiff_codec };
 
+/// Who writes a format: OpenCV's codecs (loaded on first use, opencv_codecs.hpp) or a library of
+/// our own call (jpeg_encode.hpp, tiff_codec.hpp).
+enum class Encoder { opencv, libjpeg, libtiff };
+
 /// Which metadata blocks a format keeps (written with libexiv2).
 struct MetadataKept {
   bool exif, icc, xmp;
@@ -62,12 +66,14 @@ struct FormatCapability {
   MetadataKept metadata;
   std::string_view instead;     ///< PNM: what to use for the channel counts it cannot hold
   bool two_level = false;       ///< PBM: every value must be 0 or 255 (check_two_level)
+  Encoder encoder = Encoder::opencv;
 };
 constexpr std::array<int, 3> kAnyChannels{1, 3, 4};
 constexpr std::array<int, 3> kNoAlpha{1, 3, -1};
 constexpr std::array<FormatCapability, 11> kFormats{{
     {".png", {CV_8U, CV_16U, -1, -1}, kAnyChannels, false, CompressionKind::zlib_level, kAllMetadata, {}},
-    {".jpg .jpeg .jpe", {CV_8U, -1, -1, -1}, kNoAlpha, true, CompressionKind::none, kAllMetadata, {}},
+    {".jpg .jpeg .jpe", {CV_8U, -1, -1, -1}, kNoAlpha, true, CompressionKind::none, kAllMetadata, {}, false,
+     Encoder::libjpeg},
     {".bmp .dib", {CV_8U, -1, -1, -1}, kAnyChannels, false, CompressionKind::none, kNoMetadata, {}},
     {".webp", {CV_8U, -1, -1, -1}, kAnyChannels, true, CompressionKind::none, {true, false, true}, {}},
     {".pgm", {CV_8U, CV_16U, -1, -1}, {1, -1, -1}, false, CompressionKind::none, kNoMetadata,
@@ -77,7 +83,8 @@ constexpr std::array<FormatCapability, 11> kFormats{{
     {".pnm", {CV_8U, CV_16U, -1, -1}, kNoAlpha, false, CompressionKind::none, kNoMetadata, {}},
     {".pbm", {CV_8U, -1, -1, -1}, {1, -1, -1}, false, CompressionKind::none, kNoMetadata,
      "it holds black and white only; use .pgm for gray, .ppm for colour", true},
-    {".tif .tiff", {CV_8U, CV_16U, CV_16S, CV_32F}, kAnyChannels, false, CompressionKind::tiff_codec, kAllMetadata, {}},
+    {".tif .tiff", {CV_8U, CV_16U, CV_16S, CV_32F}, kAnyChannels, false, CompressionKind::tiff_codec, kAllMetadata, {},
+     false, Encoder::libtiff},
     {".exr", {CV_32F, -1, -1, -1}, kAnyChannels, false, CompressionKind::none, kNoMetadata, {}},
     {".pfm", {CV_32F, -1, -1, -1}, kNoAlpha, false, CompressionKind::none, kNoMetadata, {}},
 }};
@@ -155,14 +162,14 @@ std::vector<unsigned char> encode_webp_lossless_exact(const std::string& path, c
 std::vector<unsigned char> encode(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
   const std::string ext = lower_extension(path);
   const FormatCapability* format = find_format(ext);
-  if (format != nullptr && format->compression == CompressionKind::tiff_codec) {
+  if (format != nullptr && format->encoder == Encoder::libtiff) {
     detail::TiffCompression codec = detail::TiffCompression::deflate;
     if (!options.compression.empty()) detail::parse_tiff_compression(options.compression, codec);
     return detail::encode_tiff(path, image, codec);
   }
   if (ext == ".webp" && !options.quality && image.channels() == 4) return encode_webp_lossless_exact(path, image);
   std::vector<int> params;
-  if (ext == ".jpg" || ext == ".jpeg" || ext == ".jpe") {
+  if (format != nullptr && format->encoder == Encoder::libjpeg) {
     params = {cv::IMWRITE_JPEG_QUALITY, options.quality.value_or(kDefaultJpegQuality)};
     try {
       if (auto encoded = detail::encode_jpeg(image, params[1])) return std::move(*encoded);
@@ -347,11 +354,8 @@ void check_output_extension(const std::string& path) {
   const std::string ext = lower_extension(path);
   if (ext.empty())
     throw Error(ErrorKind::output, path + ": has no extension to pick the output format (add .png, .tif, .jpg ...)");
-  // JPEG and TIFF are written by libjpeg and libtiff; the rest by OpenCV, if its build can.
   const FormatCapability* format = find_format(ext);
-  const bool own_encoder = ext == ".jpg" || ext == ".jpeg" || ext == ".jpe" ||
-                           (format != nullptr && format->compression == CompressionKind::tiff_codec);
-  if (format == nullptr || (!own_encoder && !detail::opencv_have_writer(path))) {
+  if (format == nullptr || (format->encoder == Encoder::opencv && !detail::opencv_have_writer(path))) {
     throw Error(ErrorKind::output, path + ": cannot write '" + ext +
                                        "' files (use .png, .tif, .jpg, .bmp, .webp, .pgm/.ppm, .exr or .pfm)");
   }

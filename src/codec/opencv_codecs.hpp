@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// OpenCV's image codecs (imgcodecs) behind four calls. Linked directly, imgcodecs brings about
-// 120 more shared libraries (GDAL, GDCM, OpenEXR ...) whose loading and start-up cost a process of
-// its own most of a tenth of a second before main, even when it only reads and writes JPEG
-// (which libjpeg does, codec/jpeg_decode.hpp and codec/jpeg_encode.hpp). So there are two
+// OpenCV's image codecs (imgcodecs) behind four calls. Linked directly, imgcodecs brings its
+// dependencies (GDAL, GDCM, OpenEXR ...), whose loading dominates a short process's start-up, even
+// when it only reads and writes JPEG (which libjpeg does, codec/jpeg_decode.hpp and
+// codec/jpeg_encode.hpp); the figures are in bench/results/benchmarks.md. So there are two
 // definitions, chosen when a program is linked: opencv_codecs.cpp calls imgcodecs (the library
 // for other programs, the tests), and opencv_codecs_lazy.cpp, linked by the cuconv-engine binary,
 // loads the module libcuconv-opencv-codecs.so (opencv_codecs.cpp in a shared object of its own,

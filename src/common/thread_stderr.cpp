@@ -4,10 +4,11 @@
 // buffer until its newline.
 #include "common/thread_stderr.hpp"
 
+#include "common/write_all.hpp"
+
 #include <unistd.h>
 
 #include <atomic>
-#include <cerrno>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
@@ -22,20 +23,10 @@ thread_local StderrSink* t_sink = nullptr;
 thread_local std::string t_pending;
 std::atomic<bool> g_routed{false};
 
-void write_descriptor_2(const char* data, std::size_t size) noexcept {
-  while (size > 0) {
-    const ssize_t n = ::write(STDERR_FILENO, data, size);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) return;  // nowhere else to say it
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-}
-
 /// Hands the calling thread's complete lines to its sink, or the text to descriptor 2.
 void route(const char* data, std::size_t size) {
   if (t_sink == nullptr) {
-    write_descriptor_2(data, size);
+    static_cast<void>(write_all(STDERR_FILENO, std::string_view(data, size)));  // nowhere else to say it
     return;
   }
   t_pending.append(data, size);

@@ -99,8 +99,7 @@ class RemoteFiles final : public engine::Files {
 class ClientSession {
  public:
   ClientSession(Channel& channel, UniqueFd in, UniqueFd out, UniqueFd err, std::uint64_t file_size_limit = 0)
-      : channel_(channel), in_(std::move(in)), out_(std::move(out)), err_(std::move(err)),
-        files_(channel, file_size_limit) {}
+      : in_(std::move(in)), out_(std::move(out)), err_(std::move(err)), files_(channel, file_size_limit) {}
   [[nodiscard]] int in_fd() const noexcept { return in_.get(); }
   [[nodiscard]] int out_fd() const noexcept { return out_.get(); }
   [[nodiscard]] int err_fd() const noexcept { return err_.get(); }
@@ -110,7 +109,6 @@ class ClientSession {
   [[nodiscard]] int interrupt_signal() noexcept { return files_.interrupt_signal(); }
 
  private:
-  Channel& channel_;
   UniqueFd in_, out_, err_;
   RemoteFiles files_;
 };
