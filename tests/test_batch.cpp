@@ -6,6 +6,7 @@
 #include "engine/batch_plan.hpp"
 #include "engine/batch_pipeline.hpp"
 #include "engine/bounded_queue.hpp"
+#include "engine/byte_budget.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
@@ -876,4 +877,29 @@ TEST_CASE("cli batch: an output folder that cannot be written or made is said on
   const auto ok = run_cuconv({"--out-dir", dir.file("out"), dir.file("in"), "--filter", "gauss5", "--variant", "opencv"});
   CHECK(ok.exit_code == 0);
   CHECK(file_names(dir.file("out")).size() == 6);
+}
+
+TEST_CASE("byte budget: takers wait for room, the peak stays within the limit, an oversized item passes alone") {
+  cuconv::batch::ByteBudget budget(100);
+  budget.take(250);  // more than the limit, but nothing else is taken
+  CHECK(budget.peak() == 250);
+  budget.give(250);
+  std::atomic<int> inside{0};
+  std::atomic<int> most_inside{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&] {
+      for (int i = 0; i < 200; ++i) {
+        budget.take(40);  // at most two fit in 100
+        const int now = ++inside;
+        int seen = most_inside.load();
+        while (now > seen && !most_inside.compare_exchange_weak(seen, now)) {
+        }
+        --inside;
+        budget.give(40);
+      }
+    });
+  for (std::thread& thread : threads) thread.join();
+  CHECK(most_inside.load() <= 2);
+  CHECK(budget.peak() == 250);  // the oversized one; the takers stayed within 80
 }

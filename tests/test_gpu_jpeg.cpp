@@ -142,31 +142,42 @@ TEST_CASE("gpu jpeg pipeline: each file comes back once, as one codec alone make
   names.emplace_back("corrupt");
   // What one codec makes of each decodable file: decode, filter, encode.
   std::vector<Bytes> expected(files.size());
+  std::size_t largest = 0;  // pixel bytes of the largest decoded file
   for (std::size_t i = 0; i < rgb_coded; ++i) {
     std::vector<codec::DecodedJpeg> decoded = codec.decode({std::span<const std::uint8_t>(files[i])}, nullptr);
     REQUIRE_FALSE(decoded[0].image.empty());
     const DeviceImageView in = decoded[0].view;
+    largest = std::max(largest, static_cast<std::size_t>(in.width) * static_cast<std::size_t>(in.height) *
+                                    static_cast<std::size_t>(in.channels));
     const DeviceImage out(in.width, in.height, in.channels, CV_8U);
     static_cast<void>(convolve(in, out.view(), filter, options, workspace, nullptr));
     codec::JpegEncodeOptions encode_options;
     encode_options.quality = output.quality;
     expected[i] = codec.encode(out.view(), encode_options, nullptr);
   }
-  for (const auto [batch, encoders] : {std::pair<std::size_t, std::size_t>{1, 1}, {3, 3}, {64, 4}}) {
+  // The last: decode calls of one largest file's bytes, so decoded images may hold at most two
+  // (one encoder is slower than the JPEG engine: without the bound the decoder runs far ahead).
+  for (const auto [batch, encoders, bytes] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 0}, {3, 3, 0},
+                                              {64, 4, 0}, {64, 1, largest}}) {
     CAPTURE(batch);
     CAPTURE(encoders);
+    CAPTURE(bytes);
     std::mutex mutex;
     std::vector<std::vector<codec::JpegJobResult>> results(files.size());
     {
       codec::JpegPipelineOptions sizes;
       sizes.batch = batch;
       sizes.encoders = encoders;
+      if (bytes > 0) sizes.batch_bytes = bytes;
       codec::JpegPipeline pipeline(0, &filter, options, output, sizes, [&](std::size_t id, codec::JpegJobResult r) {
         const std::lock_guard lock(mutex);
         results.at(id).push_back(std::move(r));
       });
       for (std::size_t i = 0; i < files.size(); ++i) pipeline.submit(i, files[i]);
       pipeline.finish();
+      const std::size_t peak = pipeline.stats().peak_decoded_bytes;
+      CHECK(peak >= largest);
+      CHECK(peak <= 2 * sizes.batch_bytes);
     }
     for (std::size_t i = 0; i < files.size(); ++i) {
       CAPTURE(names[i]);

@@ -6,6 +6,7 @@
 #include "engine/gpu_jpeg_route.hpp"
 
 #include "engine/bounded_queue.hpp"
+#include "engine/byte_budget.hpp"
 #include "codec/jpeg_markers.hpp"
 #include "gpu/memory/device_memory.hpp"
 #include "codec/nvjpeg_codec.hpp"
@@ -42,6 +43,7 @@ struct Decoded {
   Entry entry;
   DecodedJpeg image;
   double decode_ms = 0;
+  std::size_t held = 0;  ///< its pixel bytes as taken from State::held_bytes
 };
 
 /// The pixel bytes a plan decodes to.
@@ -75,7 +77,8 @@ struct JpegPipeline::State {
         input(std::max<std::size_t>(sizes_.batch, 1) * 2),
         // Room for a whole decoded batch: the decoder goes on to the next batch at once, while the
         // encoder threads work through this one.
-        decoded(std::max<std::size_t>(sizes_.batch, 1) + std::max<std::size_t>(sizes_.encoders, 1) * 2) {
+        decoded(std::max<std::size_t>(sizes_.batch, 1) + std::max<std::size_t>(sizes_.encoders, 1) * 2),
+        held_bytes(2 * sizes_.batch_bytes) {
     defaults.options.device = device;
   }
 
@@ -94,6 +97,8 @@ struct JpegPipeline::State {
   std::thread decoder;
   std::vector<std::thread> encoders;
   bool finished = false;
+  /// Pixel bytes of decoded images not yet given back to the pool: at most two decode calls' worth.
+  batch::ByteBudget held_bytes;
 
   void finish_with(std::size_t id, JpegJobResult result) noexcept {
     {
@@ -175,53 +180,70 @@ struct JpegPipeline::State {
     std::size_t full = std::max<std::size_t>(sizes.batch, 1);
     while (true) {
       auto t = Clock::now();
-      std::vector<Entry> batch = input.pop_some(most, std::chrono::milliseconds(2));
+      std::vector<Entry> popped = input.pop_some(most, std::chrono::milliseconds(2));
       mine.decoder_waiting_ms += ms_since(t);
-      if (batch.empty()) break;
-      if (!codec) set_up();
-      if (!codec) {
-        for (Entry& e : batch) finish_with(e.id, failed(*setup_error));
-        continue;
-      }
-      std::vector<std::span<const std::uint8_t>> files;
-      std::vector<JpegPlan> plans;
-      for (const Entry& e : batch) {
-        files.push_back(e.file);
-        plans.push_back(e.plan);
-        if (e.plan.decodable()) {  // large images make the next batches smaller
-          const std::size_t bytes = std::max<std::size_t>(decoded_bytes(e.plan), 1);
-          full = std::clamp<std::size_t>(sizes.batch_bytes / bytes, 1, std::max<std::size_t>(sizes.batch, 1));
-        }
+      if (popped.empty()) break;
+      std::vector<std::size_t> bytes(popped.size(), 0);
+      for (std::size_t i = 0; i < popped.size(); ++i) {
+        if (!popped[i].plan.decodable()) continue;  // large images make the next batches smaller
+        bytes[i] = std::max<std::size_t>(decoded_bytes(popped[i].plan), 1);
+        full = std::clamp<std::size_t>(sizes.batch_bytes / bytes[i], 1, std::max<std::size_t>(sizes.batch, 1));
       }
       most = std::min(full, most * 2);
-      std::vector<DecodedJpeg> images;
-      t = Clock::now();
-      try {
-        double engine_call_ms = 0;
-        images = codec->decode(files, stream->get(), &pool, std::move(plans), &engine_call_ms);
-        mine.decode_submit_ms += engine_call_ms;
-        mine.decode_ms += ms_since(t);
-        ++mine.batches;
-      } catch (const std::exception& e) {
-        codec.reset();  // the device failed as a whole: this batch fails, the next starts afresh
-        stream.reset();
-        const auto* error = dynamic_cast<const Error*>(&e);
-        const Error why = error != nullptr ? *error : Error(ErrorKind::internal, std::string("internal error: ") + e.what());
-        for (Entry& entry : batch) finish_with(entry.id, failed(why));
-        continue;
-      }
-      const double share = ms_since(t) / static_cast<double>(batch.size());
-      t = Clock::now();
-      for (std::size_t i = 0; i < batch.size(); ++i) {
-        if (!images[i].bad_file.empty()) {
-          finish_with(batch[i].id, failed(Error(ErrorKind::bad_input, images[i].bad_file)));
+      // Decode calls of at most batch_bytes (at least one file each): what was popped may be split.
+      for (std::size_t first = 0, last = 0; first < popped.size(); first = last) {
+        std::size_t batch_held = 0;
+        while (last < popped.size() && (last == first || batch_held + bytes[last] <= sizes.batch_bytes))
+          batch_held += bytes[last++];
+        std::vector<Entry> batch(std::make_move_iterator(popped.begin() + static_cast<std::ptrdiff_t>(first)),
+                                 std::make_move_iterator(popped.begin() + static_cast<std::ptrdiff_t>(last)));
+        const std::vector<std::size_t> held(bytes.begin() + static_cast<std::ptrdiff_t>(first),
+                                            bytes.begin() + static_cast<std::ptrdiff_t>(last));
+        if (!codec) set_up();
+        if (!codec) {  // no device: these files fail, the next call tries again
+          for (Entry& e : batch) finish_with(e.id, failed(*setup_error));
           continue;
         }
-        mine.files += images[i].view.data != nullptr;
-        Decoded d{std::move(batch[i]), std::move(images[i]), share};
-        if (!decoded.push(std::move(d))) break;  // not reached: closed only after this thread ends
+        std::vector<std::span<const std::uint8_t>> files;
+        std::vector<JpegPlan> plans;
+        for (const Entry& e : batch) {
+          files.push_back(e.file);
+          plans.push_back(e.plan);
+        }
+        t = Clock::now();
+        held_bytes.take(batch_held);
+        mine.decoder_blocked_ms += ms_since(t);
+        std::vector<DecodedJpeg> images;
+        t = Clock::now();
+        try {
+          double engine_call_ms = 0;
+          images = codec->decode(files, stream->get(), &pool, std::move(plans), &engine_call_ms);
+          mine.decode_submit_ms += engine_call_ms;
+          mine.decode_ms += ms_since(t);
+          ++mine.batches;
+        } catch (const std::exception& e) {
+          codec.reset();  // the device failed as a whole: this batch fails, the next starts afresh
+          stream.reset();
+          const auto* error = dynamic_cast<const Error*>(&e);
+          const Error why = error != nullptr ? *error : Error(ErrorKind::internal, std::string("internal error: ") + e.what());
+          held_bytes.give(batch_held);
+          for (Entry& entry : batch) finish_with(entry.id, failed(why));
+          continue;
+        }
+        const double share = ms_since(t) / static_cast<double>(batch.size());
+        t = Clock::now();
+        for (std::size_t i = 0; i < batch.size(); ++i) {
+          if (!images[i].bad_file.empty()) {
+            held_bytes.give(held[i]);
+            finish_with(batch[i].id, failed(Error(ErrorKind::bad_input, images[i].bad_file)));
+            continue;
+          }
+          mine.files += images[i].view.data != nullptr;
+          Decoded d{std::move(batch[i]), std::move(images[i]), share, held[i]};
+          if (!decoded.push(std::move(d))) break;  // not reached: closed only after this thread ends
+        }
+        mine.decoder_blocked_ms += ms_since(t);
       }
-      mine.decoder_blocked_ms += ms_since(t);
     }
     const std::lock_guard lock(stats_mutex);
     stats += mine;
@@ -273,6 +295,7 @@ struct JpegPipeline::State {
       }
       if (result.error) result.encoded.clear();
       pool.give(std::move(d->image.image));
+      held_bytes.give(d->held);
       mine.encode_ms += ms_since(t);
       finish_with(id, std::move(result));
     }
@@ -412,7 +435,9 @@ void JpegPipeline::finish() noexcept {
 
 JpegPipelineStats JpegPipeline::stats() const {
   const std::lock_guard lock(state_->stats_mutex);
-  return state_->stats;
+  JpegPipelineStats stats = state_->stats;
+  stats.peak_decoded_bytes = state_->held_bytes.peak();
+  return stats;
 }
 
 JpegPipelineStats& JpegPipelineStats::operator+=(const JpegPipelineStats& other) noexcept {
@@ -429,6 +454,7 @@ JpegPipelineStats& JpegPipelineStats::operator+=(const JpegPipelineStats& other)
                     : other.first_result_ms == 0 ? first_result_ms
                                                  : std::min(first_result_ms, other.first_result_ms);
   last_result_ms = std::max(last_result_ms, other.last_result_ms);
+  peak_decoded_bytes = std::max(peak_decoded_bytes, other.peak_decoded_bytes);
   return *this;
 }
 

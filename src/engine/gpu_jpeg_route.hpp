@@ -99,7 +99,8 @@ struct JpegJobResult {
 struct JpegPipelineOptions {
   /// Most files per decode call: the JPEG engine is fastest with large batches.
   std::size_t batch = 128;
-  /// Most decoded bytes per decode call (large images make smaller batches).
+  /// Most decoded bytes per decode call (large images make smaller batches); decoded images
+  /// waiting for an encoder hold at most twice this (the decoder waits for room).
   std::size_t batch_bytes = std::size_t{1536} << 20;
   /// Filter-and-encode threads, each with its own stream and nvJPEG encoder.
   std::size_t encoders = 4;
@@ -119,6 +120,7 @@ struct JpegPipelineStats {
   double encoders_waiting_ms = 0;   ///< encoder threads waiting for decoded images
   double first_result_ms = 0;       ///< from construction until the first file was done
   double last_result_ms = 0;        ///< from construction until the last file was done
+  std::size_t peak_decoded_bytes = 0;  ///< most pixel bytes of decoded images held at once
   JpegPipelineStats& operator+=(const JpegPipelineStats& other) noexcept;
 };
 
