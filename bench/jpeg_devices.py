@@ -37,14 +37,14 @@ def run_batch(cuconv, corpus, devices, out_dir, summary, env):
         raise SystemExit(f"cuconv failed ({done.returncode}) on {corpus}: {done.stderr.decode(errors='replace')}")
     with open(summary) as f:
         d = json.load(f)
-    totals, jpeg = d["totals"], d["totals"]["gpu_jpeg"]
+    totals, jpeg = d["totals"], d["totals"]["gpu_codec"]
     span_ms = jpeg["last_result_ms"] - jpeg["first_result_ms"]
     per_device = collections.Counter(str(item["device"]) for item in d["files"])
     return {"shell_s": shell_s, "ok": totals["ok"], "wall_ms": totals["wall_ms"], "startup_ms": totals["startup_ms"],
             "setup_ms": jpeg["setup_ms"], "first_result_ms": jpeg["first_result_ms"],
             "last_result_ms": jpeg["last_result_ms"],
             "steady_images_per_s": (jpeg["files"] - 1) / (span_ms / 1e3) if span_ms > 0 else None,
-            "per_device": dict(per_device), "gpu_jpeg": jpeg}
+            "per_device": dict(per_device), "gpu_codec": jpeg}
 
 
 def median_of(runs, key):

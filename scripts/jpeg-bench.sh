@@ -90,8 +90,8 @@ try:
     run["pipeline_images_per_s"] = s["totals"]["images_per_s"]
     run["decoders"] = dict(collections.Counter(f["decoder"] for f in s["files"]))
     run["images"] = int(images)
-    if s["totals"].get("gpu_jpeg", {}).get("batches"):
-        run["gpu_jpeg"] = s["totals"]["gpu_jpeg"]
+    if s["totals"].get("gpu_codec", {}).get("batches"):
+        run["gpu_codec"] = s["totals"]["gpu_codec"]
 except Exception as e:  # a failed run may have no summary
     run["summary_error"] = str(e)
 print(json.dumps(run))

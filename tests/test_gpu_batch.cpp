@@ -223,7 +223,7 @@ TEST_CASE("gpu batch: the GPU JPEG route on two or more devices: each gets work,
   const auto one = run("0", dir.file("one"));
   check_dealt(all, one, names, device_count);
   for (const auto& file : all["files"]) CHECK(file["decoder"].get<std::string>().starts_with("nvjpeg"));
-  CHECK(all["totals"]["gpu_jpeg"]["files"] == static_cast<int>(names.size()));
+  CHECK(all["totals"]["gpu_codec"]["files"] == static_cast<int>(names.size()));
   for (const std::string& name : names) {
     INFO(name);
     CHECK(cuconv::test::read_file(dir.file("all/" + name)) == cuconv::test::read_file(dir.file("one/" + name)));

@@ -230,5 +230,5 @@ TEST_CASE("gpu serve: a served JPEG takes the warm nvJPEG pipeline and equals --
   CHECK(cuconv::test::read_file(dir.file("again2.png")) == cuconv::test::read_file(dir.file("own.png")));
   const std::string log = cuconv::test::read_file(dir.file("server.log"));
   CHECK(log.find("GPU ready") != std::string::npos);
-  CHECK(log.find("JPEG codec nvJPEG, warm") != std::string::npos);
+  CHECK(log.find("GPU codecs: nvjpeg, warm") != std::string::npos);
 }

@@ -11,7 +11,7 @@
 
 #include "codec/jpeg_markers.hpp"
 #include "codec/nvjpeg_codec.hpp"
-#include "engine/gpu_jpeg_route.hpp"
+#include "engine/gpu_codec_route.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
@@ -122,7 +122,7 @@ TEST_CASE("gpu jpeg pipeline: each file comes back once, as one codec alone make
   ConvolveOptions options;
   options.device = 0;
   options.poison_output = true;
-  codec::JpegOutputOptions output;
+  codec::GpuOutputOptions output;
   output.quality = 90;
   // Every kind of decodable file twice, one for OpenCV (RGB-coded) and one corrupt file.
   std::vector<Bytes> files;
@@ -163,13 +163,13 @@ TEST_CASE("gpu jpeg pipeline: each file comes back once, as one codec alone make
     CAPTURE(encoders);
     CAPTURE(bytes);
     std::mutex mutex;
-    std::vector<std::vector<codec::JpegJobResult>> results(files.size());
+    std::vector<std::vector<codec::GpuJobResult>> results(files.size());
     {
-      codec::JpegPipelineOptions sizes;
+      codec::GpuPipelineOptions sizes;
       sizes.batch = batch;
       sizes.encoders = encoders;
       if (bytes > 0) sizes.batch_bytes = bytes;
-      codec::JpegPipeline pipeline(0, &filter, options, output, sizes, [&](std::size_t id, codec::JpegJobResult r) {
+      codec::GpuCodecPipeline pipeline(*codec::gpu_codec_for("a.jpg", "b.jpg"), 0, &filter, options, output, sizes, [&](std::size_t id, codec::GpuJobResult r) {
         const std::lock_guard lock(mutex);
         results.at(id).push_back(std::move(r));
       });
@@ -182,7 +182,7 @@ TEST_CASE("gpu jpeg pipeline: each file comes back once, as one codec alone make
     for (std::size_t i = 0; i < files.size(); ++i) {
       CAPTURE(names[i]);
       REQUIRE(results[i].size() == 1);
-      const codec::JpegJobResult& r = results[i].front();
+      const codec::GpuJobResult& r = results[i].front();
       if (i == corrupt) {
         REQUIRE(r.error.has_value());
         CHECK(r.error->kind() == ErrorKind::bad_input);
@@ -440,6 +440,6 @@ TEST_CASE("gpu jpeg cli: --codec auto takes the GPU codec from 16 JPEG -> JPEG f
       CHECK(file["decoder"].get<std::string>().starts_with(enough ? "nvjpeg" : "opencv"));
       CHECK(file["encoder"] == (enough ? "nvjpeg" : "opencv"));
     }
-    CHECK(summary["totals"]["gpu_jpeg"]["files"] == (enough ? 64 : 0));
+    CHECK(summary["totals"]["gpu_codec"]["files"] == (enough ? 64 : 0));
   }
 }

@@ -11,7 +11,7 @@
 #include "gpu/launch/cufft_api.hpp"
 #include "codec/image_header.hpp"
 #include "codec/nvjpeg_codec.hpp"
-#include "engine/gpu_jpeg_route.hpp"
+#include "engine/gpu_codec_route.hpp"
 #include "gpu/shared_library.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -328,8 +328,8 @@ TEST_CASE("jpeg markers: an ICC profile is copied when its chunks and header are
 TEST_CASE("codec choice: JPEG -> JPEG only, auto takes the GPU codec for large batches, gpu without a GPU is exit 5") {
   using codec::Codec;
   int asked = 0;
-  const auto usable = [&asked] { ++asked; return std::string(); };
-  const auto unusable = [&asked] { ++asked; return std::string("no usable CUDA device (test)"); };
+  const auto usable = [&asked](const codec::GpuCodecFormat&) { ++asked; return std::string(); };
+  const auto unusable = [&asked](const codec::GpuCodecFormat&) { ++asked; return std::string("no usable CUDA device (test)"); };
   codec::CodecRequest request;
   // auto: OpenCV's codec for fewer JPEG -> JPEG jobs than 16 per CPU thread (at least 64), without
   // asking for a GPU; from there the GPU codec when it is usable, and OpenCV's quietly when not.
@@ -338,14 +338,15 @@ TEST_CASE("codec choice: JPEG -> JPEG only, auto takes the GPU codec for large b
   CHECK(codec::auto_gpu_codec_threshold(0) >= 64);
   CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable));  // one job: single-image mode
   request.cpu_threads = 16;
-  request.jpeg_jobs = 255;
+  request.gpu_codec_jobs = 255;
   CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable));
   CHECK(asked == 0);
-  request.jpeg_jobs = 256;
-  CHECK(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable));
+  request.gpu_codec_jobs = 256;
+  CHECK(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable) == codec::gpu_codec_for("x.jpeg", "y.jpg"));
+  CHECK(codec::gpu_codec_for("x.jpeg", "y.jpg")->name == "nvjpeg");
   CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", unusable));  // no throw under auto
   CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.png", usable));
-  request.jpeg_jobs = 1;
+  request.gpu_codec_jobs = 1;
   request.codec = Codec::gpu;
   CHECK(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable));
   CHECK_FALSE(codec::choose_gpu_codec(request, "a.png", "b.jpg", usable));
@@ -428,9 +429,9 @@ TEST_CASE("batch engine: GPU JPEG items whose codec cannot start fail with a GPU
   batch::BatchOptions options;
   options.run.filter = load_filter("gauss5");
   options.jobs = 2;
-  options.jpeg_pipeline.batch = 2;
+  options.gpu_pipeline.batch = 2;
   for (const batch::BatchItem& item : items)
-    options.routes.push_back(codec::is_jpeg_path(item.output) ? engine::Route::gpu_jpeg : engine::Route::host);
+    options.routes.push_back(engine::Route{codec::gpu_codec_for(item.input, item.output)});
   const batch::BatchSummary summary = batch::run_batch(items, options);
   REQUIRE(summary.items.size() == 4);
   for (const batch::ItemReport& item : summary.items) {

@@ -3,7 +3,7 @@
 // messages, standard output and output bytes (issue 47: the server runs the same per-image code).
 #include "test_support.hpp"
 
-#include "engine/gpu_jpeg_route.hpp"
+#include "engine/gpu_codec_route.hpp"
 #include "engine/warm_gpu.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -115,12 +115,12 @@ TEST_CASE("served cli: each image goes to the least loaded device, within the se
 TEST_CASE("served cli: a warm GPU codec takes a single JPEG, a cold one waits for a run worth its set-up") {
   using namespace cuconv::codec;
   CodecRequest request;
-  const auto usable = [] { return std::string(); };
+  const auto usable = [](const GpuCodecFormat&) { return std::string(); };
   CHECK_FALSE(choose_gpu_codec(request, "a.jpg", "b.jpg", usable));  // one job, set-up to pay
   request.gpu_codec_warm = true;
   CHECK(choose_gpu_codec(request, "a.jpg", "b.jpg", usable));
   CHECK_FALSE(choose_gpu_codec(request, "a.png", "b.jpg", usable));  // JPEG -> JPEG only
-  CHECK_FALSE(choose_gpu_codec(request, "a.jpg", "b.jpg", [] { return std::string("no device"); }));
+  CHECK_FALSE(choose_gpu_codec(request, "a.jpg", "b.jpg", [](const GpuCodecFormat&) { return std::string("no device"); }));
   request.variant = cuconv::Variant::opencv;
   CHECK_FALSE(choose_gpu_codec(request, "a.jpg", "b.jpg", usable));  // the CPU was asked for
 }
@@ -133,7 +133,7 @@ TEST_CASE("served cli: a server without a GPU serves on the CPU, and --devices n
   }
   cuconv::engine::WarmGpu warm({}, 0);
   CHECK(warm.devices().empty());
-  CHECK(warm.jpeg() == nullptr);
+  CHECK(warm.gpu_codecs() == nullptr);
   CHECK(warm.setup_note().find("no usable CUDA device") != std::string::npos);
   CHECK(warm.take().device() == -1);
 

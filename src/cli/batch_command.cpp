@@ -32,6 +32,7 @@
 #include <future>
 #include <sstream>
 #include <iostream>
+#include <map>
 #include <optional>
 #include <random>
 #include <set>
@@ -194,7 +195,7 @@ GpuCheck check_gpu(Variant variant, const Session& session, spdlog::logger& log)
 }  // namespace
 
 ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, const ConvolveOptions& options,
-                           const codec::CodecRequest& codec_in, const codec::JpegOutputOptions& jpeg_output,
+                           const codec::CodecRequest& codec_in, const codec::GpuOutputOptions& gpu_output,
                            Session& session) {
   spdlog::logger& log = session.log();
   engine::Files& files = session.file_access();
@@ -246,37 +247,39 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   run.overwrite = request.overwrite;
   run.strip_metadata = request.strip_metadata;
   run.auto_orient = request.auto_orient;
-  run.jpeg_output = jpeg_output;
-  // JPEG -> JPEG items take the GPU codec when it is usable (asked once, and only if some item is
-  // JPEG -> JPEG); --codec auto weighs their number against OpenCV's codec threads (--jobs);
-  // --codec gpu without it stops here, before any work (exit 5).
+  run.gpu_output = gpu_output;
+  // Items a GPU codec can take (JPEG -> JPEG) take it when it is usable (asked once per codec,
+  // and only if some item is such); --codec auto weighs their number against OpenCV's codec
+  // threads (--jobs); --codec gpu without it stops here, before any work (exit 5).
   run.codec = codec_in;
-  run.codec.jpeg_jobs = static_cast<std::size_t>(std::count_if(items.begin(), items.end(), [](const batch::BatchItem& item) {
-    return codec::is_jpeg_path(item.input) && codec::is_jpeg_path(item.output);
-  }));
+  run.codec.gpu_codec_jobs = static_cast<std::size_t>(std::count_if(
+      items.begin(), items.end(), [](const batch::BatchItem& item) { return codec::gpu_codec_for(item.input, item.output); }));
   run.codec.cpu_threads = request.jobs;
-  auto gpu_codec_reason = std::make_shared<std::optional<std::string>>();
-  run.gpu_codec_unusable = [gpu_codec_reason] {
-    if (!*gpu_codec_reason) *gpu_codec_reason = codec::gpu_codec_unusable_reason();
-    return **gpu_codec_reason;
+  auto gpu_codec_reasons = std::make_shared<std::map<const codec::GpuCodecFormat*, std::string>>();
+  run.gpu_codec_unusable = [gpu_codec_reasons](const codec::GpuCodecFormat& gpu_codec) {
+    const auto [at, asked] = gpu_codec_reasons->try_emplace(&gpu_codec);
+    if (asked) at->second = codec::gpu_codec_unusable_reason(gpu_codec);
+    return at->second;
   };
   // Each item's route, once: the pipeline takes them as they are.
   bool any_gpu_codec = false;
   for (const batch::BatchItem& item : items) {
     batch_options.routes.push_back(engine::choose_route({item.input, item.output, {}, {}, false}, run));
-    any_gpu_codec = any_gpu_codec || batch_options.routes.back() == engine::Route::gpu_jpeg;
+    any_gpu_codec = any_gpu_codec || batch_options.routes.back().on_gpu_codec();
   }
-  if (run.codec.jpeg_jobs > 0 && run.codec.codec == codec::Codec::automatic) {
+  if (run.codec.gpu_codec_jobs > 0 && run.codec.codec == codec::Codec::automatic) {
+    const std::size_t jobs = run.codec.gpu_codec_jobs;
     const std::size_t threshold = codec::auto_gpu_codec_threshold(run.codec.cpu_threads);
+    std::string why_not;
+    for (const auto& [gpu_codec, reason] : *gpu_codec_reasons)
+      if (!reason.empty()) why_not += ": " + std::string(gpu_codec->format) + ": " + reason;
     if (any_gpu_codec)
-      log.info("{} JPEG -> JPEG file(s): GPU codec (--codec auto takes it from {} such files)", run.codec.jpeg_jobs,
-               threshold);
-    else if (run.codec.jpeg_jobs < threshold)
-      log.info("{} JPEG -> JPEG file(s): OpenCV's codec (--codec auto takes the GPU codec from {} such files, "
-               "where its set-up pays off)", run.codec.jpeg_jobs, threshold);
+      log.info("{} file(s) a GPU codec can take: GPU codec (--codec auto takes it from {} such files)", jobs, threshold);
+    else if (jobs < threshold)
+      log.info("{} file(s) a GPU codec can take: OpenCV's codec (--codec auto takes the GPU codec from {} such files, "
+               "where its set-up pays off)", jobs, threshold);
     else
-      log.info("{} JPEG -> JPEG file(s): OpenCV's codec (the GPU codec is not usable here{})", run.codec.jpeg_jobs,
-               *gpu_codec_reason && !(*gpu_codec_reason)->empty() ? ": " + **gpu_codec_reason : std::string());
+      log.info("{} file(s) a GPU codec can take: OpenCV's codec (the GPU codec is not usable here{})", jobs, why_not);
   }
   batch_options.files = &files;
   batch_options.fail_fast = request.fail_fast;

@@ -5,7 +5,7 @@
 // the others in cli/command_line.cpp.
 #include "cli/command_line.hpp"
 #include "cli/session.hpp"
-#include "engine/gpu_jpeg_route.hpp"
+#include "engine/gpu_codec_route.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
@@ -18,9 +18,9 @@ namespace cuconv::cli {
 /// Runs a batch; `filter` is unused with --no-filter. Returns the process exit code; throws
 /// cuconv::Error for problems found before any image is written (usage, no inputs, name clashes,
 /// no usable GPU for an explicit variant). `session.started` gives the JSON summary's startup_ms.
-/// `codec` and `jpeg_output` steer the GPU JPEG path (cli/codec_options.hpp).
+/// `codec` and `gpu_output` steer the GPU codec route (cli/codec_options.hpp).
 [[nodiscard]] ExitCode run_batch_command(const BatchRequest& request, const Filter& filter,
                                          const ConvolveOptions& options, const codec::CodecRequest& codec,
-                                         const codec::JpegOutputOptions& jpeg_output, Session& session);
+                                         const codec::GpuOutputOptions& gpu_output, Session& session);
 
 }  // namespace cuconv::cli

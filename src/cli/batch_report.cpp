@@ -124,18 +124,18 @@ nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int
             {"gpu_init_ms", startup.gpu_init_ms},
             {"gpu_setup_ms", summary.gpu_setup_ms},
             {"peak_images_held", summary.peak_images_held},
-            {"gpu_jpeg",
-             {{"batches", summary.gpu_jpeg.batches},
-              {"files", summary.gpu_jpeg.files},
-              {"setup_ms", summary.gpu_jpeg.setup_ms},
-              {"decode_ms", summary.gpu_jpeg.decode_ms},
-              {"decode_submit_ms", summary.gpu_jpeg.decode_submit_ms},
-              {"decoder_waiting_ms", summary.gpu_jpeg.decoder_waiting_ms},
-              {"decoder_blocked_ms", summary.gpu_jpeg.decoder_blocked_ms},
-              {"encode_ms", summary.gpu_jpeg.encode_ms},
-              {"encoders_waiting_ms", summary.gpu_jpeg.encoders_waiting_ms},
-              {"first_result_ms", summary.gpu_jpeg.first_result_ms},
-              {"last_result_ms", summary.gpu_jpeg.last_result_ms}}},
+            {"gpu_codec",
+             {{"batches", summary.gpu_codec.batches},
+              {"files", summary.gpu_codec.files},
+              {"setup_ms", summary.gpu_codec.setup_ms},
+              {"decode_ms", summary.gpu_codec.decode_ms},
+              {"decode_submit_ms", summary.gpu_codec.decode_submit_ms},
+              {"decoder_waiting_ms", summary.gpu_codec.decoder_waiting_ms},
+              {"decoder_blocked_ms", summary.gpu_codec.decoder_blocked_ms},
+              {"encode_ms", summary.gpu_codec.encode_ms},
+              {"encoders_waiting_ms", summary.gpu_codec.encoders_waiting_ms},
+              {"first_result_ms", summary.gpu_codec.first_result_ms},
+              {"last_result_ms", summary.gpu_codec.last_result_ms}}},
             {"images_per_s", seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0}}},
           {"exit_code", static_cast<int>(exit_code)},
           {"interrupted_by", signal != 0 ? nlohmann::json(signal_name(signal)) : nlohmann::json()},
@@ -164,8 +164,8 @@ void log_outcome(const BatchSummary& summary, bool fail_fast, int signal, spdlog
   const double seconds = summary.wall_ms / 1000.0;
   log.info("batch: {} ok, {} failed, {} skipped in {:.2f} s ({:.1f} images/s)", summary.ok, summary.failed,
                summary.skipped, seconds, seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0);
-  if (const auto& j = summary.gpu_jpeg; j.batches > 0)
-    log.info("GPU JPEG: set-up {:.0f} ms; {} files in {} decode calls; decoder busy {:.0f} ms ({:.0f} in the engine's batched call), waiting for files "
+  if (const auto& j = summary.gpu_codec; j.batches > 0)
+    log.info("GPU codec: set-up {:.0f} ms; {} files in {} decode calls; decoder busy {:.0f} ms ({:.0f} in the library's batched call), waiting for files "
                  "{:.0f} ms, for encoders {:.0f} ms; encoder threads busy {:.0f} ms, waiting {:.0f} ms (summed)",
                  j.setup_ms, j.files, j.batches, j.decode_ms, j.decode_submit_ms, j.decoder_waiting_ms, j.decoder_blocked_ms, j.encode_ms,
                  j.encoders_waiting_ms);

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Command line -> GPU JPEG path settings (codec_options.hpp).
+// Command line -> GPU codec route settings (codec_options.hpp).
 #include "cli/codec_options.hpp"
 
 #include <cuconv/image_io.hpp>
@@ -12,15 +12,15 @@ codec::CodecRequest codec_request(const CliRequest& req, const ConvolveOptions& 
   request.variant = options.variant;
   request.depth = options.depth;
   request.host_features = req.compare || req.bench_runs > 0;
-  // The GPU path does not rotate, so --auto-orient sends JPEG jobs to OpenCV.
+  // The GPU codec route does not rotate, so --auto-orient sends its jobs to OpenCV.
   request.auto_orient = req.auto_orient;
   return request;
 }
 
-codec::JpegOutputOptions jpeg_output_options(const CliRequest& req) {
-  codec::JpegOutputOptions output;
+codec::GpuOutputOptions gpu_output_options(const CliRequest& req) {
+  codec::GpuOutputOptions output;
   output.quality = req.quality.value_or(kDefaultJpegQuality);
-  output.keep_metadata = !req.strip_metadata;  // --strip drops the APP segments
+  output.keep_metadata = !req.strip_metadata;  // --strip drops the input's metadata
   return output;
 }
 

@@ -1,16 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The command line's settings for the GPU JPEG path (issue 25), in one place for both modes:
-// which codec a job takes, and the JPEG output settings.
+// The command line's settings for the GPU codec route, in one place for both modes: which codec
+// a job takes, and what its output keeps.
 #include "cli/command_line.hpp"
-#include "engine/gpu_jpeg_route.hpp"
+#include "engine/gpu_codec_route.hpp"
 
 namespace cuconv::cli {
 
-/// What decides whether a JPEG -> JPEG job takes the GPU codec.
+/// What decides whether a job takes a GPU codec.
 [[nodiscard]] codec::CodecRequest codec_request(const CliRequest& req, const ConvolveOptions& options);
 
-/// Quality and metadata of the JPEG path's output.
-[[nodiscard]] codec::JpegOutputOptions jpeg_output_options(const CliRequest& req);
+/// Quality and metadata of the GPU codec route's output.
+[[nodiscard]] codec::GpuOutputOptions gpu_output_options(const CliRequest& req);
 
 }  // namespace cuconv::cli

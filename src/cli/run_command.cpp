@@ -88,7 +88,7 @@ ExitCode dispatch(const ParsedCommand& command, Session& session) {
       const Filter filter =
           batch.no_filter ? Filter{} : load_filter_through(session.file_access(), req.filter_spec, filter_load_options_of(req));
       return run_batch_command(batch, filter, command.options, codec_request(req, command.options),
-                               jpeg_output_options(req), session);
+                               gpu_output_options(req), session);
     }
     case Action::exit_now: break;
   }

@@ -33,8 +33,11 @@ void log_when_ready(engine::WarmGpu& warm, int log_fd, std::chrono::steady_clock
   if (devices.empty()) {
     line = fmt::format("cuconv serve: {}\n", warm.setup_note());
   } else {
-    line = fmt::format("cuconv serve: GPU ready in {:.0f} ms: device(s) {}; JPEG codec {}\n", ms, fmt::join(devices, ","),
-                       warm.jpeg() != nullptr ? "nvJPEG, warm" : warm.setup_note());
+    const codec::WarmGpuCodecs* codecs = warm.gpu_codecs();
+    const std::string warm_codecs = codecs != nullptr ? codecs->names() + ", warm" : std::string();
+    const std::string& off = warm.setup_note();
+    line = fmt::format("cuconv serve: GPU ready in {:.0f} ms: device(s) {}; GPU codecs: {}{}{}\n", ms,
+                       fmt::join(devices, ","), warm_codecs, warm_codecs.empty() || off.empty() ? "" : "; ", off);
   }
   [[maybe_unused]] const ssize_t n = ::write(log_fd, line.data(), line.size());
 }

@@ -105,13 +105,13 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   settings.strip_metadata = req.strip_metadata;
   settings.auto_orient = req.auto_orient;
   settings.codec = codec_request(req, options);
-  settings.jpeg_output = jpeg_output_options(req);
+  settings.gpu_output = gpu_output_options(req);
   const std::string output_format = format_path(req.output);
   engine::naming(output_format, req.output, [&] { check_encoder_options(output_format, settings.write); });
   // The GPU codec reads and writes files; standard input and output go through OpenCV.
   const bool files_only = req.input != "-" && to_stdout.empty();
   if (!files_only && settings.codec.codec == codec::Codec::gpu)
-    throw Error(ErrorKind::usage, "--codec gpu reads and writes JPEG files, not standard input or output");
+    throw Error(ErrorKind::usage, "--codec gpu reads and writes files, not standard input or output");
   if (!files_only) settings.codec.codec = codec::Codec::opencv;
 
   engine::ImageTask task;
@@ -133,8 +133,8 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   // for --compare and --bench, which are about the GPU's result, nor under --gpu-memory, which
   // asks for the GPU within a limit.
   settings.cpu_when_faster = !session.served && !req.compare && req.bench_runs == 0 && req.gpu_memory.empty();
-  // Served: the image goes to the server's least loaded device, and a JPEG to its running nvJPEG
-  // pipeline there (no set-up left to weigh, so `--codec auto` takes it).
+  // Served: the image goes to the server's least loaded device, and a file a GPU codec takes to
+  // its running pipeline there (no set-up left to weigh, so `--codec auto` takes it).
   std::optional<engine::WarmGpu::Lease> lease;
   if (session.warm != nullptr && options.variant != Variant::opencv) {
     lease.emplace(session.warm->take());
@@ -142,13 +142,13 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
         engine::served_memory_limit(settings.convolve.gpu_memory_limit, session.warm->gpu_memory());
     if (lease->device() >= 0) {
       settings.convolve.device = lease->device();
-      settings.warm_jpeg = session.warm->jpeg();
-      settings.codec.gpu_codec_warm = settings.warm_jpeg != nullptr;
+      settings.warm_codecs = session.warm->gpu_codecs();
+      settings.codec.gpu_codec_warm = settings.warm_codecs != nullptr;
     }
   }
   const engine::Route route = engine::choose_route(task, settings);
   // The host route filters in one of the device's kept workspaces: nothing allocated per image.
-  if (lease && route == engine::Route::host) settings.workspace = lease->workspace();
+  if (lease && !route.on_gpu_codec()) settings.workspace = lease->workspace();
   std::string no_gpu_reason;
   // --compare and --bench are about the GPU's result: without a usable GPU that is said first and
   // alone (exit 5), not after a warning that the image is filtered on the CPU.
@@ -156,7 +156,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
     throw Error(ErrorKind::gpu, std::string(req.compare ? "--compare" : "--bench") + " needs a GPU: " + no_gpu_reason);
   // Without an NVIDIA driver CUDA answers at once: say so before the work, as before any GPU use.
   bool warned = false;
-  if (options.variant == Variant::automatic && route == engine::Route::host && !nvidia_driver_loaded() &&
+  if (options.variant == Variant::automatic && !route.on_gpu_codec() && !nvidia_driver_loaded() &&
       !engine::gpu_usable(&no_gpu_reason)) {
     if (const auto warning = gpu_warning(session, no_gpu_reason)) log.warn("{}", *warning);
     warned = true;

@@ -211,39 +211,6 @@ void GpuJpegCodec::prepare_decoder() {
   else static_cast<void>(state_->ensure_cuda_state());
 }
 
-namespace {
-constexpr int kPoolTile = 256;
-int round_to_tile(int n) { return (n + kPoolTile - 1) / kPoolTile * kPoolTile; }
-}  // namespace
-
-DeviceImage DeviceImagePool::take(int width, int height, int channels) {
-  {
-    const std::lock_guard lock(mutex_);
-    for (auto it = free_.begin(); it != free_.end(); ++it) {
-      const DeviceImageView v = it->view();
-      if (v.width >= width && v.height >= height && v.channels == channels && v.depth == CV_8U) {
-        DeviceImage image = std::move(*it);
-        free_.erase(it);
-        return image;
-      }
-    }
-  }
-  return DeviceImage(round_to_tile(width), round_to_tile(height), channels, CV_8U);
-}
-
-void DeviceImagePool::give(DeviceImage image) {
-  if (image.empty()) return;
-  const std::lock_guard lock(mutex_);
-  free_.push_back(std::move(image));
-}
-
-DeviceImageView fit(const DeviceImage& image, int width, int height) noexcept {
-  DeviceImageView v = image.view();
-  v.width = width;
-  v.height = height;
-  return v;
-}
-
 JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t> file) { return plan(file, read_jpeg_markers(file)); }
 
 JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t> file, JpegMarkers markers) {

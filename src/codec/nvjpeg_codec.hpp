@@ -3,13 +3,13 @@
 // The GPU JPEG codec (nvJPEG): compressed bytes in host memory -> DeviceImage (8-bit BGR
 // interleaved, or gray), and a device image -> JPEG bytes. Pixels never visit host memory.
 // No CUDA or nvJPEG headers here (pimpl), so the batch engine and the CLI can include it.
+#include "codec/gpu_codec.hpp"
 #include "codec/jpeg_markers.hpp"
 
 #include <cuconv/device_image.hpp>
 
 #include <cstdint>
 #include <memory>
-#include <mutex>
 #include <span>
 #include <string>
 #include <string_view>
@@ -45,21 +45,6 @@ struct JpegPlan {
   [[nodiscard]] bool decodable() const noexcept { return not_supported.empty() && bad_file.empty(); }
 };
 
-/// Device images of one device, given back after use and handed out again (thread-safe), so a
-/// stream of similar images allocates only at its start: cudaMalloc and cudaFree would wait for
-/// the whole device. Sizes are rounded up to whole tiles of 256 x 256 pixels, so images of
-/// nearby sizes share them. Nothing is freed before the pool goes.
-class DeviceImagePool {
- public:
-  /// A CV_8U image of `channels` channels at least `width` x `height` (on the current device).
-  [[nodiscard]] DeviceImage take(int width, int height, int channels);
-  void give(DeviceImage image);
-
- private:
-  std::mutex mutex_;
-  std::vector<DeviceImage> free_;
-};
-
 /// Chroma subsampling of a colour encoding.
 enum class Chroma { s420, s422, s444 };
 
@@ -70,9 +55,6 @@ struct JpegEncodeOptions {
   /// APP segments (marker and length included) to insert after SOI / JFIF APP0.
   std::vector<std::span<const std::uint8_t>> app_segments;
 };
-
-/// The top-left `width` x `height` pixels of `image`.
-[[nodiscard]] DeviceImageView fit(const DeviceImage& image, int width, int height) noexcept;
 
 /// nvJPEG decoder and encoder states for one CUDA device, for one thread (not thread-safe; one
 /// codec per thread). The nvJPEG library handle is made once per device and shared; the states

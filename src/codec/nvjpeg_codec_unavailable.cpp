@@ -23,14 +23,11 @@ GpuJpegCodec::~GpuJpegCodec() = default;
 GpuJpegCodec::GpuJpegCodec(GpuJpegCodec&&) noexcept = default;
 GpuJpegCodec& GpuJpegCodec::operator=(GpuJpegCodec&&) noexcept = default;
 std::string_view GpuJpegCodec::backend() const noexcept { return "none"; }
-DeviceImage DeviceImagePool::take(int, int, int) { throw Error(ErrorKind::gpu, kReason); }
-void DeviceImagePool::give(DeviceImage) {}
-DeviceImageView fit(const DeviceImage& image, int, int) noexcept { return image.view(); }
 void GpuJpegCodec::prepare_decoder() { throw Error(ErrorKind::gpu, kReason); }
 JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t>) { throw Error(ErrorKind::gpu, kReason); }
 JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t>, JpegMarkers) { throw Error(ErrorKind::gpu, kReason); }
 std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const std::uint8_t>>&, StreamHandle,
-                                              DeviceImagePool*, std::vector<JpegPlan>) {
+                                              DeviceImagePool*, std::vector<JpegPlan>, double*) {
   throw Error(ErrorKind::gpu, kReason);
 }
 std::vector<std::uint8_t> GpuJpegCodec::encode(ConstDeviceImageView, const JpegEncodeOptions&, StreamHandle) {

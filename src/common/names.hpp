@@ -45,7 +45,7 @@ inline constexpr std::array<Entry<Depth>, 5> kDepths{{
 
 inline constexpr std::array<Entry<codec::Codec>, 3> kCodecs{{
     {codec::Codec::automatic, "auto", "OpenCV's codecs while they are the faster ones (docs/gpu-jpeg.md)"},
-    {codec::Codec::gpu, "gpu", "nvJPEG on the GPU for JPEG -> JPEG (exit 5 without it)"},
+    {codec::Codec::gpu, "gpu", "the GPU codec of the files' format, on the GPU (exit 5 without it)"},
     {codec::Codec::opencv, "opencv", "OpenCV's codecs on the CPU"},
 }};
 

@@ -78,12 +78,12 @@ struct Work {
 };
 
 /// One item of the batch and what the pipeline keeps of it between stages: its task, its route
-/// (decided once), its report, when its work started, and its image while the device's GPU JPEG
+/// (decided once), its report, when its work started, and its image while the device's GPU codec
 /// pipeline decodes, filters and encodes it (that pipeline reads the bytes in place and hands back
 /// only the item's number).
 struct ItemState {
   engine::ImageTask task;
-  engine::Route route = engine::Route::host;
+  engine::Route route;
   ItemReport report;
   Clock::time_point started{};
   std::optional<Work> at_gpu_codec;
@@ -110,11 +110,14 @@ class Pipeline {
       state.task.output = state.report.output = items[i].output;
       // Each item's route, decided once: the caller's, or here before any work.
       state.route = options.routes.size() == items.size() ? options.routes[i] : engine::choose_route(state.task, settings_);
-      gpu_codec_ = gpu_codec_ || state.route == engine::Route::gpu_jpeg;
+      if (const codec::GpuCodecFormat* used = state.route.gpu_codec;
+          used != nullptr && std::find(codecs_used_.begin(), codecs_used_.end(), used) == codecs_used_.end())
+        codecs_used_.push_back(used);
     }
-    // GPU route items pass through the filter queue as compressed bytes on their way to the
-    // device's JPEG pipeline, which batches them: room for a batch keeps the readers going.
-    const std::size_t queued = gpu_codec_ ? per_lane + std::max<std::size_t>(options.jpeg_pipeline.batch, 1) : per_lane;
+    gpu_codec_ = !codecs_used_.empty();
+    // GPU codec items pass through the filter queue as compressed bytes on their way to the
+    // device's codec pipeline, which batches them: room for a batch keeps the readers going.
+    const std::size_t queued = gpu_codec_ ? per_lane + std::max<std::size_t>(options.gpu_pipeline.batch, 1) : per_lane;
     for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
       filter_queues_.push_back(std::make_unique<BoundedQueue<Work>>(queued));
     // Room for one finished image per filter thread: writers take them as soon as they are free.
@@ -123,7 +126,7 @@ class Pipeline {
 
   ~Pipeline() {
     if (options_.process_exits_after)
-      for (auto& pipeline : jpeg_pipelines_) static_cast<void>(pipeline.release());  // finished; exit frees it
+      for (auto& pipeline : codec_pipelines_) static_cast<void>(pipeline.release());  // finished; exit frees it
   }
 
   BatchSummary run() {
@@ -149,8 +152,8 @@ class Pipeline {
     summary.not_started = not_started_;
     summary.stop_requested = stop_requested_;
     summary.wall_ms = ms_since(start);
-    summary.gpu_setup_ms = std::max(gpu_setup_ms_, jpeg_stats_.setup_ms);
-    summary.gpu_jpeg = jpeg_stats_;
+    summary.gpu_setup_ms = std::max(gpu_setup_ms_, codec_stats_.setup_ms);
+    summary.gpu_codec = codec_stats_;
     summary.peak_images_held = peak_held_images_.load();
     summary.first_failure = first_failure_;
     summary.exit_code = batch_exit_code(summary, options_.fail_fast);
@@ -161,15 +164,16 @@ class Pipeline {
   void run_stages() {
     std::vector<std::jthread> readers, filters, writers;
     try {
-      // Each device's JPEG pipeline starts its nvJPEG set-up now, while the readers load files.
-      if (gpu_codec_)
+      // Each device's pipeline of each GPU codec used starts its set-up now, while the readers
+      // load files: codec_pipelines_[codec's place in codecs_used_ * lanes + lane].
+      for (const codec::GpuCodecFormat* used : codecs_used_)
         for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane) {
           ConvolveOptions convolve_options = settings_.convolve;
           convolve_options.device = lane_devices_[lane];
-          jpeg_pipelines_.push_back(std::make_unique<codec::JpegPipeline>(
-              lane_devices_[lane], settings_.apply_filter ? &settings_.filter : nullptr, convolve_options,
-              settings_.jpeg_output, options_.jpeg_pipeline,
-              [this](std::size_t item, codec::JpegJobResult result) { gpu_codec_done(item, std::move(result)); }));
+          codec_pipelines_.push_back(std::make_unique<codec::GpuCodecPipeline>(
+              *used, lane_devices_[lane], settings_.apply_filter ? &settings_.filter : nullptr, convolve_options,
+              settings_.gpu_output, options_.gpu_pipeline,
+              [this](std::size_t item, codec::GpuJobResult result) { gpu_codec_done(item, std::move(result)); }));
         }
       // One thread of each stage (and lane) first, then the others, which the stages can do
       // without when the address space runs out; readers last in each round, so that no image has
@@ -185,7 +189,7 @@ class Pipeline {
       // A thread could not start: unblock the others so the jthreads can join, then report.
       stopping_ = true;
       for (auto& queue : filter_queues_) queue->close();
-      for (auto& pipeline : jpeg_pipelines_) pipeline->finish();
+      for (auto& pipeline : codec_pipelines_) pipeline->finish();
       write_queue_->close();
       throw;
     }
@@ -193,16 +197,16 @@ class Pipeline {
     for (auto& t : readers) t.join();
     for (auto& queue : filter_queues_) queue->close();
     for (auto& t : filters) t.join();
-    for (auto& pipeline : jpeg_pipelines_) {
+    for (auto& pipeline : codec_pipelines_) {
       pipeline->finish();
-      jpeg_stats_ += pipeline->stats();
+      codec_stats_ += pipeline->stats();
     }
     write_queue_->close();
     for (auto& t : writers) t.join();
   }
 
   /// Reader: load_image (read, decode, orient, checks) for the host route, the file's bytes for
-  /// the GPU route; then to the item's device's filter queue (or straight to the writers).
+  /// the GPU codec route; then to the item's device's filter queue (or straight to the writers).
   void read_loop() {
     if (settings_.apply_filter) lower_thread_priority(kCodecNiceSteps);
     while (!halted()) {
@@ -222,7 +226,7 @@ class Pipeline {
         work.loaded = engine::load_image(state.task, settings_, state.route, files_, state.report);
       });
       if (!loaded) continue;
-      const bool to_gpu = settings_.apply_filter || work.loaded.route == engine::Route::gpu_jpeg;
+      const bool to_gpu = settings_.apply_filter || work.loaded.route.on_gpu_codec();
       if (!to_gpu) {
         if (!write_queue_->push(std::move(work))) skip_stopped(item);
         continue;
@@ -232,11 +236,14 @@ class Pipeline {
       const std::size_t lane = take_lane();
       state.lane = lane;
       state.report.device = lane_devices_[lane];
-      if (work.loaded.route == engine::Route::gpu_jpeg) {
-        // Straight to the device's JPEG pipeline: its headers are read here, on a reader thread.
+      if (const codec::GpuCodecFormat* used = work.loaded.route.gpu_codec) {
+        // Straight to the device's codec pipeline: its headers are read here, on a reader thread.
         // Kept with its item until the pipeline is done with it (gpu_codec_done).
+        const auto place = static_cast<std::size_t>(std::find(codecs_used_.begin(), codecs_used_.end(), used) -
+                                                    codecs_used_.begin());
         Work& kept = state.at_gpu_codec.emplace(std::move(work));
-        jpeg_pipelines_[lane]->submit(item, kept.loaded.bytes, std::move(kept.loaded.jpeg_markers));
+        codec_pipelines_[place * lane_devices_.size() + lane]->submit(item, kept.loaded.bytes,
+                                                                      std::move(kept.loaded.walk));
         continue;
       }
       if (!filter_queues_[lane]->push(std::move(work))) {
@@ -294,8 +301,8 @@ class Pipeline {
     }
   }
 
-  /// A GPU JPEG item back from its pipeline (on a pipeline thread): to the writers, or failed.
-  void gpu_codec_done(std::size_t item, codec::JpegJobResult r) {
+  /// A GPU codec item back from its pipeline (on a pipeline thread): to the writers, or failed.
+  void gpu_codec_done(std::size_t item, codec::GpuJobResult r) {
     Work w = std::move(*states_[item].at_gpu_codec);
     states_[item].at_gpu_codec.reset();
     leave_lane(states_[item].lane);
@@ -426,13 +433,14 @@ class Pipeline {
   std::atomic<std::size_t> not_started_{0};
   std::atomic<std::size_t> next_todo_{0};
   std::atomic<bool> stopping_{false};
-  bool gpu_codec_ = false;  ///< some item takes the GPU route
+  bool gpu_codec_ = false;  ///< some item takes a GPU codec's route
+  std::vector<const codec::GpuCodecFormat*> codecs_used_;  ///< the GPU codecs some item takes
   std::atomic<bool> stop_requested_{false};  ///< BatchOptions::stop_requested returned true
   std::atomic<std::size_t> held_images_{0};       ///< images being decoded, queued, filtered or encoded
   std::atomic<std::size_t> peak_held_images_{0};
   std::vector<std::unique_ptr<BoundedQueue<Work>>> filter_queues_;  ///< one per device
-  std::vector<std::unique_ptr<codec::JpegPipeline>> jpeg_pipelines_;  ///< one per device, with use_gpu_codec
-  codec::JpegPipelineStats jpeg_stats_;
+  std::vector<std::unique_ptr<codec::GpuCodecPipeline>> codec_pipelines_;  ///< per codec used and device
+  codec::GpuPipelineStats codec_stats_;
   std::unique_ptr<BoundedQueue<Work>> write_queue_;
   std::mutex mutex_;  ///< guards finishing: status, counters, the observer call
   std::size_t done_ = 0;

@@ -5,7 +5,7 @@
 //
 //   readers (jobs) --queue per device--> filter threads (per device) --queue--> writers (jobs)
 //   load_image: read, decode, orient      filter_image, or the device's        encode_image, write_image
-//                                         GPU JPEG pipeline (GPU route)
+//                                         GPU codec pipeline (GPU codec route)
 //
 // Reading and encoding run on CPU threads; each filter thread calls cuconv::convolve() with a
 // GpuWorkspace of its own (stream, device planes, pinned staging kept between images), so one
@@ -19,7 +19,7 @@
 // decides what to print.
 #include "engine/batch_plan.hpp"
 #include "engine/files.hpp"
-#include "engine/gpu_jpeg_route.hpp"
+#include "engine/gpu_codec_route.hpp"
 #include "engine/image_operation.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -53,8 +53,8 @@ struct BatchOptions {
   /// is started and none is filtered or written any more; writes in progress finish. Those not
   /// finished are reported as skipped, counted in BatchSummary::not_started. Unset: never.
   std::function<bool()> stop_requested;
-  codec::JpegPipelineOptions jpeg_pipeline;  ///< GPU route: batch size and encoder threads per device
-  /// The caller's process ends after the batch: the GPU JPEG pipelines' device resources (nvJPEG
+  codec::GpuPipelineOptions gpu_pipeline;  ///< GPU codec route: batch size and encoder threads per device
+  /// The caller's process ends after the batch: the GPU codec pipelines' device resources (codec
   /// states, image pools, streams) are left to the operating system instead of torn down one by one.
   bool process_exits_after = false;
 };
@@ -80,7 +80,7 @@ struct BatchSummary {
   /// 2 x jobs + 3 x (filter threads), however many inputs there are.
   std::size_t peak_images_held = 0;
   double gpu_setup_ms = 0;  ///< longest time a filter thread spent in wait_for_gpu and creating its context and stream
-  codec::JpegPipelineStats gpu_jpeg;  ///< the GPU JPEG pipelines' threads, summed over devices
+  codec::GpuPipelineStats gpu_codec;  ///< the GPU codec pipelines' threads, summed over codecs and devices
   ExitCode first_failure = ExitCode::ok;  ///< exit code of the failure that happened first
   ExitCode exit_code = ExitCode::ok;      ///< batch_exit_code()
 };

@@ -74,9 +74,10 @@ bool gpu_usable(std::string* reason) {
 }
 
 Route choose_route(const ImageTask& task, const RunSettings& settings) {
-  const auto unusable = settings.gpu_codec_unusable ? settings.gpu_codec_unusable
-                                                    : std::function<std::string()>(codec::gpu_codec_unusable_reason);
-  return codec::choose_gpu_codec(settings.codec, task.input, task.output, unusable) ? Route::gpu_jpeg : Route::host;
+  using Unusable = std::function<std::string(const codec::GpuCodecFormat&)>;
+  const Unusable unusable = settings.gpu_codec_unusable ? settings.gpu_codec_unusable
+                                                        : Unusable(codec::gpu_codec_unusable_reason);
+  return Route{codec::choose_gpu_codec(settings.codec, task.input, task.output, unusable)};
 }
 
 LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route route, Files& files,
@@ -97,12 +98,12 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
   const std::string& path = input.local_path();
   const auto names = {std::pair<const std::string&, const std::string&>{path, shown_input(task)},
                       std::pair<const std::string&, const std::string&>{output, shown_output(task)}};
-  if (route == Route::gpu_jpeg) {
+  if (route.on_gpu_codec()) {
     naming_all(names, [&] {
       check_output_format(output, CV_8U, 3);
-      codec::JpegFile file = codec::read_walked_jpeg_file(path, settings.read_limits.max_pixels);
-      loaded.bytes = std::move(file.bytes);  // a moved vector keeps its buffer: the markers stay valid
-      loaded.jpeg_markers = std::move(file.markers);
+      codec::GpuCodecFile file = route.gpu_codec->read(path, settings.read_limits.max_pixels);
+      loaded.bytes = std::move(file.bytes);  // a moved vector keeps its buffer: the walk stays valid
+      loaded.walk = std::move(file.walk);
     });
     report.input_bytes = loaded.bytes.size();
     report.times.read_ms = ms_since(start);
@@ -172,7 +173,7 @@ ConvolveResult filter_image(LoadedImage& loaded, const RunSettings& settings, Gp
 
 std::vector<std::uint8_t> encode_image(LoadedImage& loaded, const ImageTask& task, const RunSettings& settings,
                                        ImageReport& report) {
-  if (loaded.route == Route::gpu_jpeg) return std::move(loaded.bytes);
+  if (loaded.route.on_gpu_codec()) return std::move(loaded.bytes);
   const auto start = Clock::now();
   // The output's format's share of --quality and --compression: a batch may mix JPEG and PNG.
   WriteOptions write = encoder_options_for(task.output, settings.write);
@@ -195,25 +196,20 @@ bool write_image(const ImageTask& task, std::span<const std::uint8_t> encoded, c
 
 namespace {
 
-/// The GPU JPEG route for one image: decode, filter and encode on the device, through a server's
-/// warm pipeline or a pipeline of its own, whose nvJPEG set-up runs while the file is read.
-std::vector<std::uint8_t> run_gpu_jpeg(const ImageTask& task, const RunSettings& settings, Files& files,
-                                       ImageReport& report) {
-  const codec::JpegJobSettings job{settings.apply_filter ? &settings.filter : nullptr, settings.convolve,
-                                   settings.jpeg_output};
-  std::optional<codec::JpegFilterJob> own;
-  if (settings.warm_jpeg == nullptr) own.emplace(settings.convolve.device, job.filter, job.options, job.output);
-  LoadedImage loaded = load_image(task, settings, Route::gpu_jpeg, files, report);
+/// The GPU codec route for one image: decode, filter and encode on the device, through a server's
+/// warm pipeline or a pipeline of its own, whose set-up runs while the file is read.
+std::vector<std::uint8_t> run_gpu_codec(const ImageTask& task, const RunSettings& settings, Route route, Files& files,
+                                        ImageReport& report) {
+  const codec::GpuCodecFormat& format = *route.gpu_codec;
+  const codec::GpuJobSettings job{settings.apply_filter ? &settings.filter : nullptr, settings.convolve,
+                                  settings.gpu_output};
+  const bool warm = settings.warm_codecs != nullptr && settings.warm_codecs->serves(format);
+  std::optional<codec::GpuFilterJob> own;
+  if (!warm) own.emplace(format, settings.convolve.device, job.filter, job.options, job.output);
+  LoadedImage loaded = load_image(task, settings, route, files, report);
   const std::span<const std::uint8_t> file(loaded.bytes);
-  std::vector<codec::JpegJobResult> results;
-  if (own) {
-    std::vector<codec::JpegMarkers> markers;
-    markers.push_back(std::move(loaded.jpeg_markers));
-    results = own->run({file}, std::move(markers));
-  } else {
-    results.push_back(settings.warm_jpeg->run(settings.convolve.device, file, job, std::move(loaded.jpeg_markers)));
-  }
-  codec::JpegJobResult& r = results.front();
+  codec::GpuJobResult r = own ? own->run(file, std::move(loaded.walk))
+                              : settings.warm_codecs->run(format, settings.convolve.device, file, job, std::move(loaded.walk));
   if (r.error) throw Error(r.error->kind(), shown_input(task) + ": " + r.error->what());
   report.decoder = r.decoder;
   report.encoder = r.encoder;
@@ -240,8 +236,8 @@ ImageResult process_image(const ImageTask& task, const RunSettings& settings, Ro
   report.input = shown_input(task);
   report.output = shown_output(task);
   std::vector<std::uint8_t> encoded;
-  if (route == Route::gpu_jpeg) {
-    encoded = run_gpu_jpeg(task, settings, files, report);
+  if (route.on_gpu_codec()) {
+    encoded = run_gpu_codec(task, settings, route, files, report);
   } else {
     LoadedImage loaded = load_image(task, settings, route, files, report);
     const cv::Mat input = loaded.image;  // shares the pixels; filtering makes a new image

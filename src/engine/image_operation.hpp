@@ -1,13 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The one per-image operation: read -> orient/strip -> decode -> filter -> encode -> atomic write,
-// with the GPU JPEG route (nvJPEG decode, filter on the device, nvJPEG encode) inside it and the
-// route chosen once per image. Single-image mode runs process_image(); batch mode and the server
+// with the GPU codec route (decode on the device, filter there, encode from there: nvJPEG for
+// JPEG) inside it and the route chosen once per image. Single-image mode runs process_image();
+// batch mode and the server
 // run the same stages (load_image, filter_image, encode_image, write_image) on the threads of the
 // batch pipeline, so every feature of the per-image path is written once. No logging here: each
 // stage fills the image's ImageReport (times, choices and notes) and the caller reports.
 #include "engine/files.hpp"
-#include "engine/gpu_jpeg_route.hpp"
+#include "engine/gpu_codec_route.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
@@ -18,6 +19,7 @@
 
 #include <cstdint>
 #include <functional>
+#include <memory>
 #include <optional>
 #include <string>
 #include <vector>
@@ -34,17 +36,17 @@ struct RunSettings {
   bool overwrite = false;         ///< replace existing outputs
   bool strip_metadata = false;    ///< --strip: outputs get no EXIF, ICC or XMP
   bool auto_orient = false;       ///< --auto-orient: pixels rotated upright by EXIF Orientation before filtering
-  codec::CodecRequest codec;      ///< which JPEG -> JPEG images take the GPU codec (jpeg_jobs: of the whole run)
-  codec::JpegOutputOptions jpeg_output;
+  codec::CodecRequest codec;      ///< which images take a GPU codec (gpu_codec_jobs: of the whole run)
+  codec::GpuOutputOptions gpu_output;
   /// `auto` weighs the CPU against the GPU's start-up per image (cpu_or_gpu.hpp): for a process
   /// whose GPU is not warm yet (single-image mode without a server).
   bool cpu_when_faster = false;
-  /// Why the GPU codec cannot be used (empty: it can); asked at most once per run, only for a
-  /// JPEG -> JPEG image. Unset: codec::gpu_codec_unusable_reason.
-  std::function<std::string()> gpu_codec_unusable;
-  /// A server's running GPU JPEG pipelines: the GPU route hands its file to them (on
-  /// convolve.device) instead of setting up its own; nullptr: its own (JpegFilterJob).
-  codec::WarmJpeg* warm_jpeg = nullptr;
+  /// Why a GPU codec cannot be used (empty: it can); asked only for an image it could take.
+  /// Unset: codec::gpu_codec_unusable_reason.
+  std::function<std::string(const codec::GpuCodecFormat&)> gpu_codec_unusable;
+  /// A server's running GPU codec pipelines: the GPU route hands its file to them (on
+  /// convolve.device) instead of setting up its own; nullptr: its own (GpuFilterJob).
+  codec::WarmGpuCodecs* warm_codecs = nullptr;
   /// A workspace kept between images (a server's, per device), for the host route's filter;
   /// nullptr: the image makes its own.
   GpuWorkspace* workspace = nullptr;
@@ -93,8 +95,8 @@ struct ImageReport {
   int strips = 1;                     ///< horizontal strips the GPU filtered it in
   std::string auto_reason;            ///< RunSettings::cpu_when_faster: which of CPU and GPU `auto` took, and why
   bool cpu_predicted_faster = false;  ///< ... and it took the CPU
-  std::string decoder = "opencv";     ///< "nvjpeg-hardware", "nvjpeg-cuda" or "opencv"
-  std::string encoder = "opencv";     ///< "nvjpeg" or "opencv"
+  std::string decoder = "opencv";     ///< GpuDecoded::decoder ("nvjpeg-hardware" ...) or "opencv"
+  std::string encoder = "opencv";     ///< GpuCodecFormat::encoder ("nvjpeg") or "opencv"
   std::string decoder_fallback;       ///< GPU codec images: why OpenCV decoded it
   int width = 0;
   int height = 0;
@@ -104,16 +106,21 @@ struct ImageReport {
   std::vector<ImageNote> notes;       ///< in the order they arose
 };
 
-enum class Route { host, gpu_jpeg };
+/// Which way an image goes: the host route (OpenCV's codecs, any filter variant) or a GPU
+/// codec's (decode, filter and encode on the device).
+struct Route {
+  const codec::GpuCodecFormat* gpu_codec = nullptr;  ///< nullptr: the host route
+  [[nodiscard]] bool on_gpu_codec() const noexcept { return gpu_codec != nullptr; }
+};
 
-/// An image between the stages: decoded pixels and metadata (host route) or the JPEG file's
-/// bytes (GPU route, which decodes on the device).
+/// An image between the stages: decoded pixels and metadata (host route) or the file's bytes
+/// (GPU codec route, which decodes on the device).
 struct LoadedImage {
-  Route route = Route::host;
+  Route route;
   cv::Mat image;                   ///< the input, then the filtered result
   ImageMetadata metadata;          ///< what the output keeps (none with --strip)
-  std::vector<std::uint8_t> bytes; ///< GPU route: the input file, then the encoded output
-  codec::JpegMarkers jpeg_markers; ///< GPU route: the input's markers, walked by its reader (they point into `bytes`)
+  std::vector<std::uint8_t> bytes; ///< GPU codec route: the input file, then the encoded output
+  std::unique_ptr<codec::FileWalk> walk;  ///< GPU codec route: what its reader found (points into `bytes`)
 };
 
 /// Which route `task` takes (the codec choice, once per image). Throws Error{usage} or Error{gpu}
@@ -155,7 +162,7 @@ struct ImageResult {
 };
 
 /// The whole operation for one image on `route` (choose_route's answer): the stages in order, or
-/// the GPU JPEG route. Throws Error for the image's failure (naming it).
+/// the GPU codec route. Throws Error for the image's failure (naming it).
 [[nodiscard]] ImageResult process_image(const ImageTask& task, const RunSettings& settings, Route route, Files& files,
                                         const InspectResult& inspect = {});
 

@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
-// The server's warm GPU state (warm_gpu.hpp), and its running GPU JPEG pipelines (codec::WarmJpeg,
-// gpu_jpeg_route.hpp): one per device, each file's caller waiting on its own result.
+// The server's warm GPU state (warm_gpu.hpp), and its running GPU codec pipelines
+// (codec::WarmGpuCodecs, gpu_codec_route.hpp): one per codec and device, each file's caller
+// waiting on its own result.
 #include "engine/warm_gpu.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -64,11 +65,14 @@ void WarmGpu::set_up(std::vector<int> asked) {
     });
   }
   for (std::thread& t : warming) t.join();
-  if (const std::string why = codec::gpu_codec_unusable_reason(); why.empty()) {
-    jpeg_ = std::make_unique<codec::WarmJpeg>(devices_);
-  } else {
-    setup_note_ = "the GPU JPEG codec is off: " + why;
+  std::vector<const codec::GpuCodecFormat*> usable;
+  for (const codec::GpuCodecFormat& codec : codec::gpu_codecs()) {
+    if (const std::string why = codec::gpu_codec_unusable_reason(codec); why.empty())
+      usable.push_back(&codec);
+    else
+      setup_note_ += std::string(setup_note_.empty() ? "" : "; ") + "the GPU " + std::string(codec.format) + " codec is off: " + why;
   }
+  if (!usable.empty()) gpu_codecs_ = std::make_unique<codec::WarmGpuCodecs>(usable, devices_);
 }
 
 void WarmGpu::wait_ready() { ready_.wait(); }
@@ -83,9 +87,9 @@ const std::string& WarmGpu::setup_note() {
   return setup_note_;
 }
 
-codec::WarmJpeg* WarmGpu::jpeg() {
+codec::WarmGpuCodecs* WarmGpu::gpu_codecs() {
   wait_ready();
-  return jpeg_.get();
+  return gpu_codecs_.get();
 }
 
 WarmGpu::Lease WarmGpu::take() {
@@ -127,12 +131,14 @@ WarmGpu::Lease::~Lease() {
 
 namespace cuconv::codec {
 
-/// One device's running pipeline and the callers waiting on it, by id.
-struct WarmJpeg::Device {
-  explicit Device(int device)
-      : pipeline(device, nullptr, ConvolveOptions{}, JpegOutputOptions{}, JpegPipelineOptions{},
-                 [this](std::size_t id, JpegJobResult result) {
-                   std::promise<JpegJobResult> promise;
+/// One codec's running pipeline on one device and the callers waiting on it, by id.
+struct WarmGpuCodecs::Pipeline {
+  Pipeline(const GpuCodecFormat& codec_, int device_)
+      : codec(&codec_),
+        device(device_),
+        pipeline(codec_, device_, nullptr, ConvolveOptions{}, GpuOutputOptions{}, GpuPipelineOptions{},
+                 [this](std::size_t id, GpuJobResult result) {
+                   std::promise<GpuJobResult> promise;
                    {
                      const std::lock_guard lock(mutex);
                      const auto at = waiting.find(id);
@@ -142,37 +148,50 @@ struct WarmJpeg::Device {
                    }
                    promise.set_value(std::move(result));
                  }) {}
-  int device_index = -1;
+  const GpuCodecFormat* codec;
+  int device;
   std::mutex mutex;
   std::size_t next_id = 0;
-  std::map<std::size_t, std::promise<JpegJobResult>> waiting;
-  JpegPipeline pipeline;  ///< last: its threads stop (finish) before the map goes
+  std::map<std::size_t, std::promise<GpuJobResult>> waiting;
+  GpuCodecPipeline pipeline;  ///< last: its threads stop (finish) before the map goes
 };
 
-WarmJpeg::WarmJpeg(const std::vector<int>& devices) {
-  for (int device : devices) {
-    devices_.push_back(std::make_unique<Device>(device));
-    devices_.back()->device_index = device;
-  }
+WarmGpuCodecs::WarmGpuCodecs(const std::vector<const GpuCodecFormat*>& codecs, const std::vector<int>& devices) {
+  for (const GpuCodecFormat* codec : codecs)
+    for (int device : devices) pipelines_.push_back(std::make_unique<Pipeline>(*codec, device));
 }
 
-WarmJpeg::~WarmJpeg() = default;
+WarmGpuCodecs::~WarmGpuCodecs() = default;
 
-JpegJobResult WarmJpeg::run(int device, std::span<const std::uint8_t> file, const JpegJobSettings& job,
-                            std::optional<JpegMarkers> markers) {
-  const auto at = std::find_if(devices_.begin(), devices_.end(),
-                               [&](const std::unique_ptr<Device>& d) { return d->device_index == device; });
-  if (at == devices_.end())
-    throw Error(ErrorKind::internal, "WarmJpeg::run: device " + std::to_string(device) + " is not served");
-  Device& d = **at;
-  std::future<JpegJobResult> result;
+bool WarmGpuCodecs::serves(const GpuCodecFormat& codec) const noexcept {
+  return std::any_of(pipelines_.begin(), pipelines_.end(),
+                     [&](const std::unique_ptr<Pipeline>& p) { return p->codec == &codec; });
+}
+
+std::string WarmGpuCodecs::names() const {
+  std::string names;
+  for (const auto& p : pipelines_)
+    if (names.find(p->codec->name) == std::string::npos) names += (names.empty() ? "" : ", ") + std::string(p->codec->name);
+  return names;
+}
+
+GpuJobResult WarmGpuCodecs::run(const GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file,
+                                const GpuJobSettings& job, std::unique_ptr<FileWalk> walk) {
+  const auto at = std::find_if(pipelines_.begin(), pipelines_.end(), [&](const std::unique_ptr<Pipeline>& p) {
+    return p->codec == &codec && p->device == device;
+  });
+  if (at == pipelines_.end())
+    throw Error(ErrorKind::internal, "WarmGpuCodecs::run: " + std::string(codec.name) + " on device " +
+                                         std::to_string(device) + " is not served");
+  Pipeline& p = **at;
+  std::future<GpuJobResult> result;
   std::size_t id = 0;
   {
-    const std::lock_guard lock(d.mutex);
-    id = d.next_id++;
-    result = d.waiting[id].get_future();
+    const std::lock_guard lock(p.mutex);
+    id = p.next_id++;
+    result = p.waiting[id].get_future();
   }
-  d.pipeline.submit(id, file, job, std::move(markers));
+  p.pipeline.submit(id, file, job, std::move(walk));
   return result.get();
 }
 

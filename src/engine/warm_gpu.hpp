@@ -1,11 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What `cuconv serve` keeps warm between its clients' commands: the devices it serves, a running
-// GPU JPEG pipeline on each (codec::WarmJpeg: nvJPEG handles, states and pools set up once) and
-// each device's images in flight, so that the next image is dealt to the least loaded device.
-// The set-up (CUDA contexts, kernels of the common filters, nvJPEG) runs on a thread of its own
-// from construction; what needs it waits for it, what does not (--help, a parse error) never does.
-#include "engine/gpu_jpeg_route.hpp"
+// pipeline of each GPU codec on each (codec::WarmGpuCodecs: handles, states and pools set up
+// once) and each device's images in flight, so that the next image is dealt to the least loaded
+// device. The set-up (CUDA contexts, kernels of the common filters, the GPU codecs) runs on a
+// thread of its own from construction; what needs it waits for it, what does not (--help, a
+// parse error) never does.
+#include "engine/gpu_codec_route.hpp"
 #include "engine/least_loaded.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -34,8 +35,8 @@ class WarmGpu {
   [[nodiscard]] const std::vector<int>& devices();
   /// After the set-up: why no device is served (empty when some are), one line for the log.
   [[nodiscard]] const std::string& setup_note();
-  /// After the set-up: the GPU JPEG pipelines; nullptr when the GPU codec cannot be used.
-  [[nodiscard]] codec::WarmJpeg* jpeg();
+  /// After the set-up: the GPU codecs' pipelines; nullptr when no GPU codec can be used.
+  [[nodiscard]] codec::WarmGpuCodecs* gpu_codecs();
   [[nodiscard]] std::uint64_t gpu_memory() const noexcept { return gpu_memory_; }
 
   /// A device for one image, the one with the fewest images in flight (ties: the lowest index),
@@ -73,7 +74,7 @@ class WarmGpu {
   std::uint64_t gpu_memory_ = 0;
   std::vector<int> devices_;
   std::string setup_note_;
-  std::unique_ptr<codec::WarmJpeg> jpeg_;
+  std::unique_ptr<codec::WarmGpuCodecs> gpu_codecs_;
   std::shared_future<void> ready_;
   std::mutex mutex_;
   LeastLoaded load_;  ///< per entry of devices_

@@ -1,19 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
-// The GPU JPEG pipeline (jpeg_filter.hpp): per device a decode thread (batched nvJPEG decode) and
-// encoder threads (filter straight from the decoded device image on their own stream, then the
-// nvJPEG encode from the filtered one); files nvJPEG refuses take OpenCV's decoder, filter and
-// encoder on an encoder thread.
-#include "engine/gpu_jpeg_route.hpp"
+// The GPU codec pipeline (gpu_codec_route.hpp): per device a decode thread (the codec's batched
+// decode) and encoder threads (filter straight from the decoded device image on their own
+// stream, then the codec's encode from the filtered one); files the codec refuses take OpenCV's
+// decoder, the filter and the codec's host encoder on an encoder thread.
+#include "engine/gpu_codec_route.hpp"
 
 #include "engine/bounded_queue.hpp"
 #include "engine/byte_budget.hpp"
-#include "codec/jpeg_markers.hpp"
 #include "gpu/memory/device_memory.hpp"
-#include "codec/nvjpeg_codec.hpp"
-#include "codec/jpeg_encode.hpp"
 #include "codec/opencv_codecs.hpp"
 
-#include <opencv2/imgcodecs.hpp>  // the IMREAD_/IMWRITE_ constants only (codec/opencv_codecs.hpp)
+#include <opencv2/imgcodecs.hpp>  // the IMREAD_ constants only (codec/opencv_codecs.hpp)
 
 #include <algorithm>
 #include <chrono>
@@ -34,43 +31,37 @@ double ms_since(Clock::time_point since) {
 struct Entry {
   std::size_t id = 0;
   std::span<const std::uint8_t> file;
-  const JpegJobSettings* job = nullptr;  ///< the submitter's, or the pipeline's defaults
-  JpegPlan plan;
+  const GpuJobSettings* job = nullptr;  ///< the submitter's, or the pipeline's defaults
+  GpuPlan plan;
 };
 
 /// A decoded file (or one for OpenCV) on its way to an encoder thread.
 struct Decoded {
   Entry entry;
-  DecodedJpeg image;
+  GpuDecoded image;
   double decode_ms = 0;
   std::size_t held = 0;  ///< its pixel bytes as taken from State::held_bytes
 };
 
 /// The pixel bytes a plan decodes to.
-std::size_t decoded_bytes(const JpegPlan& plan) {
+std::size_t decoded_bytes(const GpuPlan& plan) {
   return static_cast<std::size_t>(plan.width) * static_cast<std::size_t>(plan.height) *
          static_cast<std::size_t>(std::max(plan.channels, 1));
 }
 
-JpegJobResult failed(const Error& error) {
-  JpegJobResult r;
+GpuJobResult failed(const Error& error) {
+  GpuJobResult r;
   r.error = error;
   return r;
 }
 
 }  // namespace
 
-/// A small baseline 4:2:0 colour JPEG: what the decode thread decodes once while the readers load
-/// the first files, so that the JPEG engine's first use is not paid by the first batch.
-std::vector<std::uint8_t> warm_up_jpeg() {
-  const cv::Mat image(16, 16, CV_8UC3, cv::Scalar(64, 128, 192));
-  return detail::encode_jpeg(image, 90).value();
-}
-
-struct JpegPipeline::State {
-  State(int device_, const Filter* filter_, const ConvolveOptions& options_, const JpegOutputOptions& output_,
-        const JpegPipelineOptions& sizes_, Done done_)
-      : device(device_),
+struct GpuCodecPipeline::State {
+  State(const GpuCodecFormat& format_, int device_, const Filter* filter_, const ConvolveOptions& options_,
+        const GpuOutputOptions& output_, const GpuPipelineOptions& sizes_, Done done_)
+      : format(format_),
+        device(device_),
         defaults{filter_, options_, output_},
         sizes(sizes_),
         done(std::move(done_)),
@@ -82,25 +73,26 @@ struct JpegPipeline::State {
     defaults.options.device = device;
   }
 
+  const GpuCodecFormat& format;
   int device;
-  JpegJobSettings defaults;  ///< the job of files submitted without their own
-  JpegPipelineOptions sizes;
+  GpuJobSettings defaults;  ///< the job of files submitted without their own
+  GpuPipelineOptions sizes;
   Done done;
   const Clock::time_point started = Clock::now();
   mutable std::mutex stats_mutex;
-  JpegPipelineStats stats;
+  GpuPipelineStats stats;
   batch::BoundedQueue<Entry> input;
   batch::BoundedQueue<Decoded> decoded;
   DeviceImagePool pool;
   std::mutex planners_mutex;
-  std::vector<std::unique_ptr<GpuJpegCodec>> planners;  ///< header readers for submit(), one per caller at a time
+  std::vector<std::unique_ptr<GpuCodec>> planners;  ///< header readers for submit(), one per caller at a time
   std::thread decoder;
   std::vector<std::thread> encoders;
   bool finished = false;
   /// Pixel bytes of decoded images not yet given back to the pool: at most two decode calls' worth.
   batch::ByteBudget held_bytes;
 
-  void finish_with(std::size_t id, JpegJobResult result) noexcept {
+  void finish_with(std::size_t id, GpuJobResult result) noexcept {
     {
       const double now = ms_since(started);
       const std::lock_guard lock(stats_mutex);
@@ -114,8 +106,8 @@ struct JpegPipeline::State {
     }
   }
 
-  JpegPlan plan(std::span<const std::uint8_t> file, std::optional<JpegMarkers> markers) {
-    std::unique_ptr<GpuJpegCodec> planner;
+  GpuPlan plan(std::span<const std::uint8_t> file, std::unique_ptr<FileWalk> walk) {
+    std::unique_ptr<GpuCodec> planner;
     {
       const std::lock_guard lock(planners_mutex);
       if (!planners.empty()) {
@@ -123,18 +115,18 @@ struct JpegPipeline::State {
         planners.pop_back();
       }
     }
-    if (!planner) planner = std::make_unique<GpuJpegCodec>(device);
-    JpegPlan p = markers ? planner->plan(file, std::move(*markers)) : planner->plan(file);
+    if (!planner) planner = format.make(device);
+    GpuPlan p = planner->plan(file, std::move(walk));
     const std::lock_guard lock(planners_mutex);
     planners.push_back(std::move(planner));
     return p;
   }
 
-  /// A thread's nvJPEG states, workspace and stream. They outlive the thread and go with the
+  /// A thread's codec states, workspace and stream. They outlive the thread and go with the
   /// pipeline, so finishing a batch does not wait for their teardown (a process that ends right
   /// after may leave them to the operating system: BatchOptions::process_exits_after).
   struct Kit {
-    std::optional<GpuJpegCodec> codec;
+    std::unique_ptr<GpuCodec> codec;
     std::optional<GpuWorkspace> workspace;
     std::optional<detail::CudaStream> stream;
   };
@@ -146,21 +138,22 @@ struct JpegPipeline::State {
     return kits.emplace_back();
   }
 
-  /// Batches of queued files through nvJPEG's decoder; bad files end here, the rest go on.
+  /// Batches of queued files through the codec's decoder; bad files end here, the rest go on.
   void decode_loop() {
     Kit& kit = new_kit();
-    std::optional<GpuJpegCodec>& codec = kit.codec;
+    std::unique_ptr<GpuCodec>& codec = kit.codec;
     std::optional<detail::CudaStream>& stream = kit.stream;
     std::optional<Error> setup_error;
     const auto set_up = [&] {
       try {
-        codec.emplace(device);
+        codec = format.make(device);
         codec->prepare_decoder();
         // Ahead of the encoder threads' kernels: what the engine decodes is converted and
         // handed on first, so the engine is never left waiting for its next batch.
         stream.emplace(detail::CudaStream::high_priority);
-        const std::vector<std::uint8_t> tiny = warm_up_jpeg();
-        for (DecodedJpeg& d : codec->decode({std::span<const std::uint8_t>(tiny)}, stream->get(), &pool))
+        const std::vector<std::uint8_t> tiny = format.warm_up_file();
+        const std::span<const std::uint8_t> file(tiny);
+        for (GpuDecoded& d : codec->decode({file}, {codec->plan(file, nullptr)}, stream->get(), pool, nullptr))
           pool.give(std::move(d.image));
         setup_error.reset();
       } catch (const Error& e) {
@@ -172,7 +165,7 @@ struct JpegPipeline::State {
       }
     };
     set_up();
-    JpegPipelineStats mine;
+    GpuPipelineStats mine;
     mine.setup_ms = ms_since(started);
     // The first batches are small, so that the encoder threads start early; then full size.
     constexpr std::size_t kFirstBatch = 8;
@@ -205,7 +198,7 @@ struct JpegPipeline::State {
           continue;
         }
         std::vector<std::span<const std::uint8_t>> files;
-        std::vector<JpegPlan> plans;
+        std::vector<GpuPlan> plans;
         for (const Entry& e : batch) {
           files.push_back(e.file);
           plans.push_back(e.plan);
@@ -213,11 +206,11 @@ struct JpegPipeline::State {
         t = Clock::now();
         held_bytes.take(batch_held);
         mine.decoder_blocked_ms += ms_since(t);
-        std::vector<DecodedJpeg> images;
+        std::vector<GpuDecoded> images;
         t = Clock::now();
         try {
           double engine_call_ms = 0;
-          images = codec->decode(files, stream->get(), &pool, std::move(plans), &engine_call_ms);
+          images = codec->decode(files, std::move(plans), stream->get(), pool, &engine_call_ms);
           mine.decode_submit_ms += engine_call_ms;
           mine.decode_ms += ms_since(t);
           ++mine.batches;
@@ -249,13 +242,14 @@ struct JpegPipeline::State {
     stats += mine;
   }
 
-  /// Decoded images through the filter and nvJPEG's encoder; files for OpenCV through OpenCV.
+  /// Decoded images through the filter and the codec's encoder; files for OpenCV through OpenCV
+  /// and the codec's host encoder.
   void encode_loop() {
     Kit& kit = new_kit();
-    std::optional<GpuJpegCodec>& codec = kit.codec;
+    std::unique_ptr<GpuCodec>& codec = kit.codec;
     std::optional<GpuWorkspace>& workspace = kit.workspace;
     std::optional<detail::CudaStream>& stream = kit.stream;
-    JpegPipelineStats mine;
+    GpuPipelineStats mine;
     try {
       set_up_encoder(codec, workspace, stream);  // before the first image; a failure is met again then
     } catch (const Error&) {
@@ -268,18 +262,18 @@ struct JpegPipeline::State {
       if (!d) break;
       t = Clock::now();
       const std::size_t id = d->entry.id;
-      JpegJobResult result;
+      GpuJobResult result;
       try {
         if (!codec) set_up_encoder(codec, workspace, stream);
-        const JpegMarkers& markers = d->entry.plan.markers;  // walked once, before the decode
-        JpegJobSettings job = *d->entry.job;
+        const GpuPlan& plan = d->entry.plan;  // the file was walked once, before the decode
+        GpuJobSettings job = *d->entry.job;
         job.options.device = device;
         if (!d->image.not_supported.empty()) {
-          result.decoder_fallback = "nvJPEG cannot decode it: " + d->image.not_supported;
-          run_on_opencv(d->entry.file, markers, job, *workspace, result);
+          result.decoder_fallback = std::string(format.name) + " cannot decode it: " + d->image.not_supported;
+          run_on_opencv(d->entry.file, plan, job, *codec, *workspace, result);
         } else {
           result.decode_ms = d->decode_ms;
-          filter_and_encode(d->image, markers, job, *codec, *workspace, stream->get(), result);
+          filter_and_encode(d->image, plan, job, *codec, *workspace, stream->get(), result);
         }
       } catch (const Error& e) {
         if (e.kind() == ErrorKind::gpu) {  // the device as a whole: new states for the next image
@@ -305,9 +299,9 @@ struct JpegPipeline::State {
 
   /// An encoder thread's codec, workspace and stream, and one small encode: the encoder's first
   /// use is paid while the decoder sets up.
-  void set_up_encoder(std::optional<GpuJpegCodec>& codec, std::optional<GpuWorkspace>& workspace,
+  void set_up_encoder(std::unique_ptr<GpuCodec>& codec, std::optional<GpuWorkspace>& workspace,
                       std::optional<detail::CudaStream>& stream) {
-    codec.emplace(device);
+    codec = format.make(device);
     workspace.emplace();
     workspace->prepare(device);
     stream.emplace();
@@ -315,14 +309,14 @@ struct JpegPipeline::State {
     const DeviceImageView v = tiny.view();
     CUCONV_CUDA_TRY(cudaMemset2DAsync(v.data, v.pitch, 0, static_cast<std::size_t>(v.width) * 3,
                                       static_cast<std::size_t>(v.height), stream->get()));
-    static_cast<void>(codec->encode(v, JpegEncodeOptions{}, stream->get()));
+    std::vector<std::string> warnings;
+    static_cast<void>(codec->encode(v, GpuOutputOptions{}, GpuPlan{}, stream->get(), warnings));
   }
 
-  void filter_and_encode(const DecodedJpeg& in, const JpegMarkers& markers, const JpegJobSettings& job,
-                         GpuJpegCodec& codec, GpuWorkspace& workspace, StreamHandle stream, JpegJobResult& result) {
+  void filter_and_encode(const GpuDecoded& in, const GpuPlan& plan, const GpuJobSettings& job, GpuCodec& codec,
+                         GpuWorkspace& workspace, StreamHandle stream, GpuJobResult& result) {
     const Filter* filter = job.filter;
-    const JpegOutputOptions& output = job.output;
-    result.decoder = in.hardware ? "nvjpeg-hardware" : "nvjpeg-cuda";
+    result.decoder = in.decoder;
     const DeviceImageView source = in.view;
     result.width = source.width;
     result.height = source.height;
@@ -337,25 +331,21 @@ struct JpegPipeline::State {
       result.filter_ms = ms_since(f);
     }
     const auto e = Clock::now();
-    JpegEncodeOptions encode_options;
-    encode_options.quality = output.quality;
-    if (output.keep_metadata) encode_options.app_segments = jpeg_segments_to_copy(markers, &result.warnings);
     try {
-      result.encoded = codec.encode(filter != nullptr ? filtered_view : source, encode_options, stream);
+      result.encoded = codec.encode(filter != nullptr ? filtered_view : source, job.output, plan, stream, result.warnings);
     } catch (...) {
       pool.give(std::move(filtered));
       throw;
     }
     pool.give(std::move(filtered));  // the encode waited for the stream: the image is free
-    result.encoder = "nvjpeg";
+    result.encoder = format.encoder;
     result.encode_ms = ms_since(e);
   }
 
-  /// OpenCV's decode, filter and encode for a file nvJPEG refused.
-  void run_on_opencv(std::span<const std::uint8_t> file, const JpegMarkers& markers, const JpegJobSettings& job,
-                     GpuWorkspace& workspace, JpegJobResult& result) {
+  /// OpenCV's decode, the filter and the codec's host encode for a file the codec refused.
+  void run_on_opencv(std::span<const std::uint8_t> file, const GpuPlan& plan, const GpuJobSettings& job,
+                     GpuCodec& codec, GpuWorkspace& workspace, GpuJobResult& result) {
     const Filter* filter = job.filter;
-    const JpegOutputOptions& output = job.output;
     const auto t = Clock::now();
     cv::Mat image = detail::opencv_imdecode(file, cv::IMREAD_UNCHANGED);
     if (image.empty()) throw Error(ErrorKind::bad_input, "cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
@@ -373,21 +363,16 @@ struct JpegPipeline::State {
       result.filter_ms = ms_since(f);
     }
     const auto e = Clock::now();
-    std::vector<std::uint8_t> encoded;
-    if (auto bytes = detail::encode_jpeg(image, output.quality))
-      encoded = std::move(*bytes);
-    else if (!detail::opencv_imencode(".jpg", image, encoded, {cv::IMWRITE_JPEG_QUALITY, output.quality}))
-      throw Error(ErrorKind::output, "cannot encode image as JPEG");
     result.encoder = "opencv";
-    result.encoded =
-        output.keep_metadata ? insert_app_segments(encoded, jpeg_segments_to_copy(markers, &result.warnings)) : std::move(encoded);
+    result.encoded = codec.encode_host(image, job.output, plan, result.warnings);
     result.encode_ms = ms_since(e);
   }
 };
 
-JpegPipeline::JpegPipeline(int device, const Filter* filter, const ConvolveOptions& options,
-                           const JpegOutputOptions& output, const JpegPipelineOptions& sizes, Done done)
-    : state_(std::make_unique<State>(device, filter, options, output, sizes, std::move(done))) {
+GpuCodecPipeline::GpuCodecPipeline(const GpuCodecFormat& codec, int device, const Filter* filter,
+                                   const ConvolveOptions& options, const GpuOutputOptions& output,
+                                   const GpuPipelineOptions& sizes, Done done)
+    : state_(std::make_unique<State>(codec, device, filter, options, output, sizes, std::move(done))) {
   State& s = *state_;
   try {
     s.decoder = std::thread([&s] { s.decode_loop(); });
@@ -399,18 +384,18 @@ JpegPipeline::JpegPipeline(int device, const Filter* filter, const ConvolveOptio
   }
 }
 
-JpegPipeline::~JpegPipeline() { finish(); }
+GpuCodecPipeline::~GpuCodecPipeline() { finish(); }
 
-void JpegPipeline::submit(std::size_t id, std::span<const std::uint8_t> file, std::optional<JpegMarkers> markers) {
-  submit(id, file, state_->defaults, std::move(markers));
+void GpuCodecPipeline::submit(std::size_t id, std::span<const std::uint8_t> file, std::unique_ptr<FileWalk> walk) {
+  submit(id, file, state_->defaults, std::move(walk));
 }
 
-void JpegPipeline::submit(std::size_t id, std::span<const std::uint8_t> file, const JpegJobSettings& job,
-                          std::optional<JpegMarkers> markers) {
+void GpuCodecPipeline::submit(std::size_t id, std::span<const std::uint8_t> file, const GpuJobSettings& job,
+                              std::unique_ptr<FileWalk> walk) {
   State& s = *state_;
   Entry entry{id, file, &job, {}};
   try {
-    entry.plan = s.plan(file, std::move(markers));
+    entry.plan = s.plan(file, std::move(walk));
   } catch (const Error& e) {
     s.finish_with(id, failed(e));
     return;
@@ -419,10 +404,10 @@ void JpegPipeline::submit(std::size_t id, std::span<const std::uint8_t> file, co
     return;
   }
   if (!s.input.push(std::move(entry)))
-    s.finish_with(id, failed(Error(ErrorKind::internal, "the GPU JPEG pipeline has finished")));
+    s.finish_with(id, failed(Error(ErrorKind::internal, "the GPU codec pipeline has finished")));
 }
 
-void JpegPipeline::finish() noexcept {
+void GpuCodecPipeline::finish() noexcept {
   State& s = *state_;
   if (s.finished) return;
   s.finished = true;
@@ -433,14 +418,14 @@ void JpegPipeline::finish() noexcept {
     if (t.joinable()) t.join();
 }
 
-JpegPipelineStats JpegPipeline::stats() const {
+GpuPipelineStats GpuCodecPipeline::stats() const {
   const std::lock_guard lock(state_->stats_mutex);
-  JpegPipelineStats stats = state_->stats;
+  GpuPipelineStats stats = state_->stats;
   stats.peak_decoded_bytes = state_->held_bytes.peak();
   return stats;
 }
 
-JpegPipelineStats& JpegPipelineStats::operator+=(const JpegPipelineStats& other) noexcept {
+GpuPipelineStats& GpuPipelineStats::operator+=(const GpuPipelineStats& other) noexcept {
   batches += other.batches;
   files += other.files;
   setup_ms = std::max(setup_ms, other.setup_ms);
@@ -458,32 +443,22 @@ JpegPipelineStats& JpegPipelineStats::operator+=(const JpegPipelineStats& other)
   return *this;
 }
 
-JpegFilterJob::JpegFilterJob(int device, const Filter* filter, const ConvolveOptions& options,
-                             const JpegOutputOptions& output) {
-  JpegPipelineOptions sizes;
+GpuFilterJob::GpuFilterJob(const GpuCodecFormat& codec, int device, const Filter* filter,
+                           const ConvolveOptions& options, const GpuOutputOptions& output) {
+  GpuPipelineOptions sizes;
   sizes.encoders = 1;
-  pipeline_ = std::make_unique<JpegPipeline>(device, filter, options, output, sizes,
-                                             [this](std::size_t id, JpegJobResult result) {
-                                               const std::lock_guard lock(mutex_);
-                                               results_.at(id) = std::move(result);
-                                             });
+  pipeline_ = std::make_unique<GpuCodecPipeline>(codec, device, filter, options, output, sizes,
+                                                 [this](std::size_t, GpuJobResult result) { result_ = std::move(result); });
 }
 
-JpegFilterJob::~JpegFilterJob() = default;
+GpuFilterJob::~GpuFilterJob() = default;
 
-std::vector<JpegJobResult> JpegFilterJob::run(const std::vector<std::span<const std::uint8_t>>& files,
-                                              std::vector<JpegMarkers> markers) {
-  if (!pipeline_) throw Error(ErrorKind::internal, "JpegFilterJob::run: called twice");
-  {
-    const std::lock_guard lock(mutex_);
-    results_.assign(files.size(), JpegJobResult{});
-  }
-  for (std::size_t i = 0; i < files.size(); ++i)
-    pipeline_->submit(i, files[i], markers.size() == files.size() ? std::optional(std::move(markers[i])) : std::nullopt);
-  pipeline_->finish();
+GpuJobResult GpuFilterJob::run(std::span<const std::uint8_t> file, std::unique_ptr<FileWalk> walk) {
+  if (!pipeline_) throw Error(ErrorKind::internal, "GpuFilterJob::run: called twice");
+  pipeline_->submit(0, file, std::move(walk));
+  pipeline_->finish();  // done() ran on a pipeline thread that finish() joined
   pipeline_.reset();
-  const std::lock_guard lock(mutex_);
-  return std::move(results_);
+  return std::move(result_);
 }
 
 }  // namespace cuconv::codec
