@@ -2,7 +2,7 @@
 # SPDX-License-Identifier: Apache-2.0
 """The GPU JPEG batch on one GPU and on every GPU of the host, whole processes as the shell times them.
 
-    python3 bench/jpeg_devices.py --bin BIN_DIR --out RESULT.json [--rounds 3] [--photos 200]
+    python3 bench/jpeg_devices.py --bin BIN_DIR --out RESULT.json [--rounds 3] [--photos 200] [--served]
 
 BIN_DIR: an unpacked bundle's bin/ (cuconv, cuconv_make_corpus, cuconv_nvjpeg_floor). Makes the
 corpus of scripts/make-batch-corpus.sh (PHOTOS JPEGs of about 2000x2000 at quality 90), and the
@@ -12,7 +12,10 @@ the pipeline's batch size and stream priority, the corpus 5 times over), then RO
 rounds of `cuconv --out-dir OUT CORPUS -f gauss5 --codec gpu --devices D --json` for D = 0 and
 all, each size. Per run: the shell's wall time, the summary's own times (start-up, set-up, first
 and last result), the steady rate (files between the first and last result over that time) and
-how many files each device took. Writes every run and the medians as JSON.
+how many files each device took. --served: each round also runs the same commands through a warm
+`cuconv-engine serve` started here (`--server always`; devices "served-0" and "served-all"),
+whose GPU codec pipelines are set up before the first command. Writes every run and the medians
+as JSON.
 """
 import argparse
 import collections
@@ -26,11 +29,12 @@ import time
 HERE = os.path.dirname(os.path.abspath(__file__))
 
 
-def run_batch(cuconv, corpus, devices, out_dir, summary, env):
+def run_batch(cuconv, corpus, devices, out_dir, summary, env, served=False):
     subprocess.run(["rm", "-rf", out_dir], check=True)
     os.makedirs(out_dir)
     start = time.perf_counter()
-    done = subprocess.run([cuconv, "--out-dir", out_dir, corpus, "-f", "gauss5", "--codec", "gpu", "--devices", devices,
+    done = subprocess.run([cuconv] + (["--server", "always"] if served else []) +
+                          ["--out-dir", out_dir, corpus, "-f", "gauss5", "--codec", "gpu", "--devices", devices,
                            "--json", summary], env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
     shell_s = time.perf_counter() - start
     if done.returncode != 0:
@@ -58,6 +62,7 @@ def main():
     parser.add_argument("--out", required=True)
     parser.add_argument("--rounds", type=int, default=3)
     parser.add_argument("--photos", type=int, default=200)
+    parser.add_argument("--served", action="store_true")
     args = parser.parse_args()
     bin_dir = os.path.abspath(args.bin)
     cuconv = os.path.join(bin_dir, "cuconv")
@@ -79,17 +84,35 @@ def main():
     floor = json.loads(subprocess.run([os.path.join(bin_dir, "cuconv_nvjpeg_floor"), corpus, "--batch", "128",
                                        "--high-priority", "--repeat", "5"], env=env, capture_output=True, text=True,
                                       check=True).stdout)
+    modes = [("0", False), ("all", False)]
+    server = None
+    served_env = dict(env, CUCONV_SERVER="always", CUCONV_SOCKET=os.path.join(work, "socket", "cuconv.sock"))
+    if args.served:
+        os.makedirs(os.path.dirname(served_env["CUCONV_SOCKET"]), mode=0o700)
+        server = subprocess.Popen([os.path.join(bin_dir, "cuconv-engine"), "serve", "--idle-exit", "0"], env=served_env,
+                                  stdout=subprocess.DEVNULL, stderr=open(os.path.join(work, "server.log"), "w"))
+        while not os.path.exists(served_env["CUCONV_SOCKET"]):
+            time.sleep(0.05)
+        # The first GPU command waits for the server's set-up; the runs measure a warm server.
+        subprocess.run([cuconv, os.path.join(corpus, photos[0]), os.path.join(work, "warm.jpg"), "-f", "gauss5",
+                        "--codec", "gpu"], env=served_env, check=True, stdout=subprocess.DEVNULL)
+        modes += [("0", True), ("all", True)]
     runs = []
     for round_ in range(args.rounds):
-        for devices in ("0", "all"):
+        for devices, served in modes:
             for size, folder in corpora.items():
-                r = run_batch(cuconv, folder, devices, os.path.join(work, "out"), os.path.join(work, "summary.json"), env)
-                r.update(round=round_, devices=devices, photos=size)
+                r = run_batch(cuconv, folder, devices, os.path.join(work, "out"), os.path.join(work, "summary.json"),
+                              served_env if served else env, served)
+                devices_label = ("served-" if served else "") + devices
+                r.update(round=round_, devices=devices_label, photos=size)
                 runs.append(r)
-                print(f"{size:5d} photos --devices {devices:3s}: {r['shell_s']:.3f} s, set-up {r['setup_ms']:.0f} ms, "
+                print(f"{size:5d} photos --devices {devices_label:10s}: {r['shell_s']:.3f} s, set-up {r['setup_ms']:.0f} ms, "
                       f"steady {r['steady_images_per_s'] or 0:.0f}/s, per device {r['per_device']}", flush=True)
+    if server is not None:
+        server.terminate()
+        server.wait()
     medians = {}
-    for devices in ("0", "all"):
+    for devices in [("served-" if served else "") + d for d, served in modes]:
         for size in corpora:
             group = [r for r in runs if r["devices"] == devices and r["photos"] == size]
             medians[f"{size}-{devices}"] = {k: median_of(group, k) for k in
@@ -108,6 +131,8 @@ def main():
             "two_gpu_steady_over_one": two["steady_images_per_s"] / one["steady_images_per_s"],
             "two_gpu_1000_shell_s": medians[f"{thousand}-all"]["shell_s"],
             "setup_two_over_one": medians[f"{thousand}-all"]["setup_ms"] / medians[f"{thousand}-0"]["setup_ms"],
+            "one_gpu_1000_served_shell_s": medians[f"{thousand}-served-0"]["shell_s"] if args.served else None,
+            "two_gpu_1000_served_shell_s": medians[f"{thousand}-served-all"]["shell_s"] if args.served else None,
         },
     }
     with open(args.out, "w") as f:

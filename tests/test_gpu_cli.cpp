@@ -13,6 +13,7 @@
 #include <cuconv/filter.hpp>
 
 #include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
 #include <filesystem>
 #include <fcntl.h>
 #include <opencv2/core.hpp>
@@ -199,6 +200,23 @@ TEST_CASE("gpu serve: a served JPEG takes the warm nvJPEG pipeline and equals --
   REQUIRE(all.exit_code == 0);
   for (int i = 0; i < 16; ++i)
     CHECK(cuconv::test::read_file(dir.file("m" + std::to_string(i) + ".jpg")) == cuconv::test::read_file(dir.file("own.jpg")));
+
+  // A served batch hands its JPEGs to the same warm pipeline (no pipeline of its own: its summary
+  // counts no decode call of its own); each output is the same bytes.
+  std::filesystem::create_directories(dir.file("batch-in"));
+  for (int i = 0; i < 6; ++i)
+    std::filesystem::copy_file(dir.file("in.jpg"), dir.file("batch-in/b" + std::to_string(i) + ".jpg"));
+  const auto batch = run_cuconv({"--server", "always", "--out-dir", dir.file("batch-out"), dir.file("batch-in"), "-f",
+                                 "gauss5", "--codec", "gpu", "--json", dir.file("batch.json")}, "", server.setup());
+  REQUIRE_MESSAGE(batch.exit_code == 0, batch.err);
+  const nlohmann::json summary = nlohmann::json::parse(cuconv::test::read_file(dir.file("batch.json")));
+  CHECK(summary["totals"]["ok"] == 6);
+  CHECK(summary["totals"]["gpu_codec"]["batches"] == 0);
+  for (const auto& file : summary["files"]) {
+    CHECK(file["decoder"].get<std::string>().starts_with("nvjpeg"));
+    CHECK(file["encoder"] == "nvjpeg");
+    CHECK(cuconv::test::read_file(file["output"].get<std::string>()) == cuconv::test::read_file(dir.file("own.jpg")));
+  }
 
   // A PNG through the host route on the server's device: the same bytes as in-process with the same variant.
   const auto png_own = run_cuconv({"--server", "never", sample("coffee.png"), dir.file("own.png"), "-f", "gauss7", "--variant", "tiled"});

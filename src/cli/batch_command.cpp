@@ -289,6 +289,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   batch_options.devices = parse_devices(request.devices, uses_gpu || any_gpu_codec);
   if (session.warm != nullptr && request.devices.empty() && (uses_gpu || any_gpu_codec))
     batch_options.devices = session.warm->devices();  // served: every device the server has
+  if (session.warm != nullptr && any_gpu_codec) run.warm_codecs = session.warm->gpu_codecs();  // set up already
   if (uses_gpu) batch_options.wait_for_gpu = [gpu_check] { gpu_check.get(); };
 
   if (const int signal = session.interrupt_signal(); signal != 0) {

@@ -90,6 +90,15 @@ struct ItemState {
   std::size_t lane = 0;  ///< the device lane that took it
 };
 
+/// Waits until a counter of work handed to others falls to zero: now (wait()) and when it goes.
+struct WarmWait {
+  std::atomic<std::size_t>& in_flight;
+  void wait() const noexcept {
+    for (std::size_t n = in_flight.load(); n != 0; n = in_flight.load()) in_flight.wait(n);
+  }
+  ~WarmWait() { wait(); }
+};
+
 class Pipeline {
  public:
   Pipeline(const std::vector<BatchItem>& items, const BatchOptions& options, const ItemObserver& observer)
@@ -162,17 +171,27 @@ class Pipeline {
 
  private:
   void run_stages() {
+    // Last out: no warm pipeline's callback may reach this batch after it has gone.
+    const WarmWait warm_wait{warm_in_flight_};
     std::vector<std::jthread> readers, filters, writers;
     try {
       // Each device's pipeline of each GPU codec used starts its set-up now, while the readers
-      // load files: codec_pipelines_[codec's place in codecs_used_ * lanes + lane].
+      // load files: codec_pipelines_[codec's place in codecs_used_ * lanes + lane]. A server's
+      // warm pipeline (set up already) takes the place of one of its own (left empty).
+      for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane) {
+        ConvolveOptions convolve_options = settings_.convolve;
+        convolve_options.device = lane_devices_[lane];
+        lane_jobs_.push_back({settings_.apply_filter ? &settings_.filter : nullptr, convolve_options, settings_.gpu_output});
+      }
       for (const codec::GpuCodecFormat* used : codecs_used_)
         for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane) {
-          ConvolveOptions convolve_options = settings_.convolve;
-          convolve_options.device = lane_devices_[lane];
+          if (settings_.warm_codecs != nullptr && settings_.warm_codecs->serves(*used, lane_devices_[lane])) {
+            codec_pipelines_.emplace_back();
+            continue;
+          }
+          const codec::GpuJobSettings& job = lane_jobs_[lane];
           codec_pipelines_.push_back(std::make_unique<codec::GpuCodecPipeline>(
-              *used, lane_devices_[lane], settings_.apply_filter ? &settings_.filter : nullptr, convolve_options,
-              settings_.gpu_output, options_.gpu_pipeline,
+              *used, lane_devices_[lane], job.filter, job.options, job.output, options_.gpu_pipeline,
               [this](std::size_t item, codec::GpuJobResult result) { gpu_codec_done(item, std::move(result)); }));
         }
       // One thread of each stage (and lane) first, then the others, which the stages can do
@@ -189,7 +208,9 @@ class Pipeline {
       // A thread could not start: unblock the others so the jthreads can join, then report.
       stopping_ = true;
       for (auto& queue : filter_queues_) queue->close();
-      for (auto& pipeline : codec_pipelines_) pipeline->finish();
+      for (auto& pipeline : codec_pipelines_)
+        if (pipeline) pipeline->finish();
+      warm_wait.wait();
       write_queue_->close();
       throw;
     }
@@ -198,9 +219,11 @@ class Pipeline {
     for (auto& queue : filter_queues_) queue->close();
     for (auto& t : filters) t.join();
     for (auto& pipeline : codec_pipelines_) {
+      if (!pipeline) continue;
       pipeline->finish();
       codec_stats_ += pipeline->stats();
     }
+    warm_wait.wait();  // the server's pipelines are done with this batch's files
     write_queue_->close();
     for (auto& t : writers) t.join();
   }
@@ -242,8 +265,16 @@ class Pipeline {
         const auto place = static_cast<std::size_t>(std::find(codecs_used_.begin(), codecs_used_.end(), used) -
                                                     codecs_used_.begin());
         Work& kept = state.at_gpu_codec.emplace(std::move(work));
-        codec_pipelines_[place * lane_devices_.size() + lane]->submit(item, kept.loaded.bytes,
-                                                                      std::move(kept.loaded.walk));
+        if (const auto& own = codec_pipelines_[place * lane_devices_.size() + lane]) {
+          own->submit(item, kept.loaded.bytes, std::move(kept.loaded.walk));
+          continue;
+        }
+        ++warm_in_flight_;
+        settings_.warm_codecs->submit(*used, lane_devices_[lane], kept.loaded.bytes, lane_jobs_[lane],
+                                      std::move(kept.loaded.walk), [this, item](codec::GpuJobResult result) {
+                                        gpu_codec_done(item, std::move(result));
+                                        if (--warm_in_flight_ == 0) warm_in_flight_.notify_all();
+                                      });
         continue;
       }
       if (!filter_queues_[lane]->push(std::move(work))) {
@@ -439,7 +470,9 @@ class Pipeline {
   std::atomic<std::size_t> held_images_{0};       ///< images being decoded, queued, filtered or encoded
   std::atomic<std::size_t> peak_held_images_{0};
   std::vector<std::unique_ptr<BoundedQueue<Work>>> filter_queues_;  ///< one per device
-  std::vector<std::unique_ptr<codec::GpuCodecPipeline>> codec_pipelines_;  ///< per codec used and device
+  std::vector<std::unique_ptr<codec::GpuCodecPipeline>> codec_pipelines_;  ///< per codec used and device; empty: warm
+  std::vector<codec::GpuJobSettings> lane_jobs_;  ///< per device: the job of its files
+  std::atomic<std::size_t> warm_in_flight_{0};    ///< files in a server's warm pipelines
   codec::GpuPipelineStats codec_stats_;
   std::unique_ptr<BoundedQueue<Work>> write_queue_;
   std::mutex mutex_;  ///< guards finishing: status, counters, the observer call

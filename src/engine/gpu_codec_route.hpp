@@ -183,13 +183,17 @@ class WarmGpuCodecs {
   WarmGpuCodecs(const WarmGpuCodecs&) = delete;
   WarmGpuCodecs& operator=(const WarmGpuCodecs&) = delete;
 
-  /// Whether `codec` runs here.
-  [[nodiscard]] bool serves(const GpuCodecFormat& codec) const noexcept;
+  /// Whether `codec` runs here (on `device`; -1: on any device).
+  [[nodiscard]] bool serves(const GpuCodecFormat& codec, int device = -1) const noexcept;
   /// The codecs' names, for the log ("nvjpeg").
   [[nodiscard]] std::string names() const;
   /// Decodes, filters and encodes `file` with `codec` on `device` (one of the constructor's).
   [[nodiscard]] GpuJobResult run(const GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file,
                                  const GpuJobSettings& job, std::unique_ptr<FileWalk> walk = nullptr);
+  /// The same without waiting: `done` gets the result on a pipeline thread. `file` and `job`
+  /// must stay valid until then (a served batch's files go in as their readers load them).
+  void submit(const GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file, const GpuJobSettings& job,
+              std::unique_ptr<FileWalk> walk, std::function<void(GpuJobResult)> done);
 
   struct Pipeline;
 

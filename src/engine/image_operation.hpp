@@ -44,8 +44,8 @@ struct RunSettings {
   /// Why a GPU codec cannot be used (empty: it can); asked only for an image it could take.
   /// Unset: codec::gpu_codec_unusable_reason.
   std::function<std::string(const codec::GpuCodecFormat&)> gpu_codec_unusable;
-  /// A server's running GPU codec pipelines: the GPU route hands its file to them (on
-  /// convolve.device) instead of setting up its own; nullptr: its own (GpuFilterJob).
+  /// A server's running GPU codec pipelines: the GPU codec route (one image, or a batch's files)
+  /// hands its files to them instead of setting up its own; nullptr: its own.
   codec::WarmGpuCodecs* warm_codecs = nullptr;
   /// A workspace kept between images (a server's, per device), for the host route's filter;
   /// nullptr: the image makes its own.

@@ -131,28 +131,30 @@ WarmGpu::Lease::~Lease() {
 
 namespace cuconv::codec {
 
-/// One codec's running pipeline on one device and the callers waiting on it, by id.
+/// One codec's running pipeline on one device and what each file's caller wants done with its
+/// result, by id.
 struct WarmGpuCodecs::Pipeline {
+  using Done = std::function<void(GpuJobResult)>;
   Pipeline(const GpuCodecFormat& codec_, int device_)
       : codec(&codec_),
         device(device_),
         pipeline(codec_, device_, nullptr, ConvolveOptions{}, GpuOutputOptions{}, GpuPipelineOptions{},
                  [this](std::size_t id, GpuJobResult result) {
-                   std::promise<GpuJobResult> promise;
+                   Done done;
                    {
                      const std::lock_guard lock(mutex);
                      const auto at = waiting.find(id);
                      if (at == waiting.end()) return;
-                     promise = std::move(at->second);
+                     done = std::move(at->second);
                      waiting.erase(at);
                    }
-                   promise.set_value(std::move(result));
+                   done(std::move(result));
                  }) {}
   const GpuCodecFormat* codec;
   int device;
   std::mutex mutex;
   std::size_t next_id = 0;
-  std::map<std::size_t, std::promise<GpuJobResult>> waiting;
+  std::map<std::size_t, Done> waiting;
   GpuCodecPipeline pipeline;  ///< last: its threads stop (finish) before the map goes
 };
 
@@ -163,9 +165,10 @@ WarmGpuCodecs::WarmGpuCodecs(const std::vector<const GpuCodecFormat*>& codecs, c
 
 WarmGpuCodecs::~WarmGpuCodecs() = default;
 
-bool WarmGpuCodecs::serves(const GpuCodecFormat& codec) const noexcept {
-  return std::any_of(pipelines_.begin(), pipelines_.end(),
-                     [&](const std::unique_ptr<Pipeline>& p) { return p->codec == &codec; });
+bool WarmGpuCodecs::serves(const GpuCodecFormat& codec, int device) const noexcept {
+  return std::any_of(pipelines_.begin(), pipelines_.end(), [&](const std::unique_ptr<Pipeline>& p) {
+    return p->codec == &codec && (device < 0 || p->device == device);
+  });
 }
 
 std::string WarmGpuCodecs::names() const {
@@ -177,22 +180,30 @@ std::string WarmGpuCodecs::names() const {
 
 GpuJobResult WarmGpuCodecs::run(const GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file,
                                 const GpuJobSettings& job, std::unique_ptr<FileWalk> walk) {
+  std::promise<GpuJobResult> promise;
+  std::future<GpuJobResult> result = promise.get_future();
+  submit(codec, device, file, job, std::move(walk),
+         [&promise](GpuJobResult r) { promise.set_value(std::move(r)); });
+  return result.get();
+}
+
+void WarmGpuCodecs::submit(const GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file,
+                           const GpuJobSettings& job, std::unique_ptr<FileWalk> walk,
+                           std::function<void(GpuJobResult)> done) {
   const auto at = std::find_if(pipelines_.begin(), pipelines_.end(), [&](const std::unique_ptr<Pipeline>& p) {
     return p->codec == &codec && p->device == device;
   });
   if (at == pipelines_.end())
-    throw Error(ErrorKind::internal, "WarmGpuCodecs::run: " + std::string(codec.name) + " on device " +
+    throw Error(ErrorKind::internal, "WarmGpuCodecs::submit: " + std::string(codec.name) + " on device " +
                                          std::to_string(device) + " is not served");
   Pipeline& p = **at;
-  std::future<GpuJobResult> result;
   std::size_t id = 0;
   {
     const std::lock_guard lock(p.mutex);
     id = p.next_id++;
-    result = p.waiting[id].get_future();
+    p.waiting.emplace(id, std::move(done));
   }
   p.pipeline.submit(id, file, job, std::move(walk));
-  return result.get();
 }
 
 }  // namespace cuconv::codec
