@@ -5,7 +5,6 @@
 
 #include "common/names.hpp"
 #include "common/whole_number.hpp"
-#include "engine/gpu_codec_route.hpp"
 
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
@@ -360,14 +359,10 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   app.add_option("--bench", req.bench_runs,
                  "also time the GPU kernel N more times: median ms, GB/s and % of a device-to-device copy")
       ->check(CLI::Range(1, 100000));
-  std::string gpu_codecs;  // "JPEG -> JPEG with nvjpeg", one per GPU codec
-  for (const codec::GpuCodecFormat& c : codec::gpu_codecs())
-    gpu_codecs += std::string(gpu_codecs.empty() ? "" : ", ") + std::string(c.format) + " -> " + std::string(c.format) +
-                  " with " + std::string(c.name);
   app.add_option("--codec", req.codec,
-                 "files a GPU codec takes (" + gpu_codecs + "): decode and encode on the GPU (gpu) or with OpenCV "
-                 "(opencv); auto: the GPU's for batches of at least 16 such files per --jobs thread (64 or more), "
-                 "where its set-up pays off, else OpenCV's (docs/gpu-jpeg.md)")
+                 "files a GPU codec takes (JPEG -> JPEG, nvJPEG): decode and encode on the GPU (gpu) or with "
+                 "OpenCV (opencv); auto: the GPU's for batches of at least 16 such files per --jobs thread (64 or "
+                 "more), where its set-up pays off, else OpenCV's (docs/gpu-jpeg.md)")
       ->transform(one_of_table<codec::Codec>())
       ->capture_default_str();
   auto* overwrite = app.add_flag("--overwrite", req.overwrite,
