@@ -107,7 +107,7 @@ class GpuCodec {
 
 /// A GPU codec as the engine finds it: one row per codec in gpu_codecs.cpp.
 struct GpuCodecFormat {
-  std::string_view name;    ///< the codec, in reports: "nvjpeg"
+  std::string_view name;    ///< the codec, in reports and as its encoder's name: "nvjpeg"
   std::string_view format;  ///< the format, in messages: "JPEG"
   /// Whether `path` names a file of the format (by its extension).
   bool (*takes)(std::string_view path);
@@ -120,8 +120,6 @@ struct GpuCodecFormat {
   std::vector<std::uint8_t> (*warm_up_file)();
   /// A decoder and encoder on `device`; throws Error{gpu} when it cannot be made.
   std::unique_ptr<GpuCodec> (*make)(int device);
-  /// What its encoder reports ("nvjpeg"; "opencv" is the host encoder's name).
-  std::string_view encoder;
 };
 
 /// Every GPU codec this build has.

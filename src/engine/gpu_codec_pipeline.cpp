@@ -338,7 +338,7 @@ struct GpuCodecPipeline::State {
       throw;
     }
     pool.give(std::move(filtered));  // the encode waited for the stream: the image is free
-    result.encoder = format.encoder;
+    result.encoder = format.name;
     result.encode_ms = ms_since(e);
   }
 

@@ -75,7 +75,7 @@ struct GpuJobResult {
   std::vector<std::uint8_t> encoded;   ///< the output file's bytes; empty on failure
   std::optional<Error> error;          ///< the file's failure (bad_input: not a decodable file; gpu ...)
   std::string decoder;                 ///< GpuDecoded::decoder, or "opencv"
-  std::string encoder;                 ///< GpuCodecFormat::encoder, or "opencv"
+  std::string encoder;                 ///< GpuCodecFormat::name, or "opencv"
   std::string decoder_fallback;        ///< why OpenCV decoded it; empty when the codec did
   std::optional<Variant> variant_used; ///< unset without a filter (--no-filter)
   std::string gpu_fallback;            ///< ConvolveResult::fallback_reason on the OpenCV decode path
@@ -183,8 +183,8 @@ class WarmGpuCodecs {
   WarmGpuCodecs(const WarmGpuCodecs&) = delete;
   WarmGpuCodecs& operator=(const WarmGpuCodecs&) = delete;
 
-  /// Whether `codec` runs here (on `device`; -1: on any device).
-  [[nodiscard]] bool serves(const GpuCodecFormat& codec, int device = -1) const noexcept;
+  /// Whether `codec` runs here on `device`.
+  [[nodiscard]] bool serves(const GpuCodecFormat& codec, int device) const noexcept;
   /// The codecs' names, for the log ("nvjpeg").
   [[nodiscard]] std::string names() const;
   /// Decodes, filters and encodes `file` with `codec` on `device` (one of the constructor's).

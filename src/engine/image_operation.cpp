@@ -203,7 +203,7 @@ std::vector<std::uint8_t> run_gpu_codec(const ImageTask& task, const RunSettings
   const codec::GpuCodecFormat& format = *route.gpu_codec;
   const codec::GpuJobSettings job{settings.apply_filter ? &settings.filter : nullptr, settings.convolve,
                                   settings.gpu_output};
-  const bool warm = settings.warm_codecs != nullptr && settings.warm_codecs->serves(format);
+  const bool warm = settings.warm_codecs != nullptr && settings.warm_codecs->serves(format, settings.convolve.device);
   std::optional<codec::GpuFilterJob> own;
   if (!warm) own.emplace(format, settings.convolve.device, job.filter, job.options, job.output);
   LoadedImage loaded = load_image(task, settings, route, files, report);

@@ -96,7 +96,7 @@ struct ImageReport {
   std::string auto_reason;            ///< RunSettings::cpu_when_faster: which of CPU and GPU `auto` took, and why
   bool cpu_predicted_faster = false;  ///< ... and it took the CPU
   std::string decoder = "opencv";     ///< GpuDecoded::decoder ("nvjpeg-hardware" ...) or "opencv"
-  std::string encoder = "opencv";     ///< GpuCodecFormat::encoder ("nvjpeg") or "opencv"
+  std::string encoder = "opencv";     ///< GpuCodecFormat::name ("nvjpeg") or "opencv"
   std::string decoder_fallback;       ///< GPU codec images: why OpenCV decoded it
   int width = 0;
   int height = 0;

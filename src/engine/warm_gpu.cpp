@@ -167,14 +167,17 @@ WarmGpuCodecs::~WarmGpuCodecs() = default;
 
 bool WarmGpuCodecs::serves(const GpuCodecFormat& codec, int device) const noexcept {
   return std::any_of(pipelines_.begin(), pipelines_.end(), [&](const std::unique_ptr<Pipeline>& p) {
-    return p->codec == &codec && (device < 0 || p->device == device);
+    return p->codec == &codec && p->device == device;
   });
 }
 
 std::string WarmGpuCodecs::names() const {
   std::string names;
-  for (const auto& p : pipelines_)
-    if (names.find(p->codec->name) == std::string::npos) names += (names.empty() ? "" : ", ") + std::string(p->codec->name);
+  const GpuCodecFormat* last = nullptr;
+  for (const auto& p : pipelines_) {  // codec by codec (the constructor's order)
+    if (p->codec != last) names += (names.empty() ? "" : ", ") + std::string(p->codec->name);
+    last = p->codec;
+  }
   return names;
 }
 
