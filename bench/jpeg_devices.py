@@ -14,8 +14,9 @@ all, each size. Per run: the shell's wall time, the summary's own times (start-u
 and last result), the steady rate (files between the first and last result over that time) and
 how many files each device took. --served: each round also runs the same commands through a warm
 `cuconv-engine serve` started here (`--server always`; devices "served-0" and "served-all"),
-whose GPU codec pipelines are set up before the first command. Writes every run and the medians
-as JSON.
+whose GPU codec pipelines are set up before the first command. Also the set-up's phases in three
+processes of their own (cuconv_nvjpeg_floor --setup-probe). Writes every run and the medians as
+JSON.
 """
 import argparse
 import collections
@@ -45,6 +46,8 @@ def run_batch(cuconv, corpus, devices, out_dir, summary, env, served=False):
     span_ms = jpeg["last_result_ms"] - jpeg["first_result_ms"]
     per_device = collections.Counter(str(item["device"]) for item in d["files"])
     return {"shell_s": shell_s, "ok": totals["ok"], "wall_ms": totals["wall_ms"], "startup_ms": totals["startup_ms"],
+            # the process outside the summary's clocks: loading before main, the summary, exit
+            "outside_ms": shell_s * 1e3 - totals["wall_ms"] - totals["startup_ms"],
             "setup_ms": jpeg["setup_ms"], "first_result_ms": jpeg["first_result_ms"],
             "last_result_ms": jpeg["last_result_ms"],
             "steady_images_per_s": (jpeg["files"] - 1) / (span_ms / 1e3) if span_ms > 0 else None,
@@ -84,6 +87,15 @@ def main():
     floor = json.loads(subprocess.run([os.path.join(bin_dir, "cuconv_nvjpeg_floor"), corpus, "--batch", "128",
                                        "--high-priority", "--repeat", "5"], env=env, capture_output=True, text=True,
                                       check=True).stdout)
+    # The set-up's phases, each in a process of its own (cuconv_nvjpeg_floor --setup-probe), and
+    # that process as the shell times it: what is left is loading before main and exit.
+    setup_phases = []
+    for _ in range(3):
+        start = time.perf_counter()
+        probe = json.loads(subprocess.run([os.path.join(bin_dir, "cuconv_nvjpeg_floor"), corpus, "--setup-probe"],
+                                          env=env, capture_output=True, text=True, check=True).stdout)
+        probe["shell_ms"] = (time.perf_counter() - start) * 1e3
+        setup_phases.append(probe)
     modes = [("0", False), ("all", False)]
     server = None
     served_env = dict(env, CUCONV_SERVER="always", CUCONV_SOCKET=os.path.join(work, "socket", "cuconv.sock"))
@@ -116,14 +128,14 @@ def main():
         for size in corpora:
             group = [r for r in runs if r["devices"] == devices and r["photos"] == size]
             medians[f"{size}-{devices}"] = {k: median_of(group, k) for k in
-                                            ("shell_s", "wall_ms", "startup_ms", "setup_ms", "first_result_ms",
-                                             "steady_images_per_s")}
+                                            ("shell_s", "wall_ms", "startup_ms", "outside_ms", "setup_ms",
+                                             "first_result_ms", "steady_images_per_s")}
     big = max(corpora)
     one, two = medians[f"{big}-0"], medians[f"{big}-all"]
     thousand = args.photos * 5
     result = {
         "gpus": gpus, "cores": os.cpu_count(), "photos": args.photos, "rounds": args.rounds,
-        "nvjpeg_floor": floor, "runs": runs, "medians": medians,
+        "nvjpeg_floor": floor, "setup_phases": setup_phases, "runs": runs, "medians": medians,
         "targets": {
             "one_gpu_steady_images_per_s": one["steady_images_per_s"],
             "floor_decode_over_one_gpu_steady": floor["decode_images_per_s"] / one["steady_images_per_s"],

@@ -6,7 +6,9 @@
 // thread takes batches of BATCH files to the decoder (the JPEG engine where there is one: more
 // threads only contend for it). Encode: ENCODERS threads, each with its own codec and stream,
 // encode decoded images at QUALITY, 4:2:0. Both: the decode thread hands each batch to the
-// encoder threads, as the pipeline does. Prints one JSON object: images/s of each.
+// encoder threads, as the pipeline does. Prints one JSON object: images/s of each, and the host
+// time spent inside the engine's batched calls. --setup-probe instead times the set-up's phases
+// (context, library handle, decoder state, first decode, first encode) in a fresh process.
 // --accuracy instead measures, per file: nvJPEG's decoded pixels against OpenCV's (libjpeg-turbo's),
 // the device filter against cv::filter2D on the same decoded pixels (the pass rule), and the PSNR
 // of nvJPEG's and OpenCV's encodings of the filtered pixels at the same quality.
@@ -59,7 +61,7 @@ cudaStream_t make_stream(bool high_priority = false) {
 /// Seconds to take every file through `work` (each codec and stream made, and warmed up on one
 /// file, before the clock starts).
 double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, int quality, int device,
-           bool high_priority) {
+           bool high_priority, double* engine_call_ms_total = nullptr) {
   cuconv::codec::DeviceImagePool pool;
   cuconv::codec::GpuJpegCodec decoder(device);
   const cudaStream_t decode_stream = make_stream(high_priority);
@@ -96,7 +98,10 @@ double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, 
             spans.emplace_back(files[i]);
             batch_plans.push_back(plans[i]);
           }
-          std::vector<cuconv::codec::DecodedJpeg> decoded = decoder.decode(spans, decode_stream, &pool, std::move(batch_plans));
+          double call_ms = 0;
+          std::vector<cuconv::codec::DecodedJpeg> decoded =
+              decoder.decode(spans, decode_stream, &pool, std::move(batch_plans), &call_ms);
+          if (engine_call_ms_total != nullptr) *engine_call_ms_total += call_ms;
           for (auto& d : decoded) {
             if (d.image.empty()) throw cuconv::Error(cuconv::ErrorKind::bad_input, "a file nvJPEG could not decode: " + d.not_supported + d.bad_file);
             if (work == Work::decode) {
@@ -153,6 +158,37 @@ double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, 
   for (cudaStream_t s : streams) cudaStreamDestroy(s);
   if (failed) throw cuconv::Error(cuconv::ErrorKind::gpu, "a worker failed");
   return seconds;
+}
+
+/// The set-up's phases in this process, in milliseconds (see --setup-probe): CUDA's context, the
+/// JPEG engine's library handle, its decoder state, the first decode and the first encode.
+nlohmann::json setup_phases(const std::string& dir, int device) {
+  const auto since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  const auto start = Clock::now();
+  if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess)
+    throw cuconv::Error(cuconv::ErrorKind::gpu, "cannot make a CUDA context");
+  const double context_ms = since(start);
+  auto t = Clock::now();
+  cuconv::codec::GpuJpegCodec codec(device);
+  const double handle_ms = since(t);
+  t = Clock::now();
+  codec.prepare_decoder();
+  const double state_ms = since(t);
+  fs::path first;
+  for (const auto& entry : fs::directory_iterator(dir))
+    if (entry.path().extension() == ".jpg" && (first.empty() || entry.path() < first)) first = entry.path();
+  std::ifstream in(first, std::ios::binary);
+  const Bytes file((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  t = Clock::now();
+  const std::vector<cuconv::codec::DecodedJpeg> decoded = codec.decode({std::span<const std::uint8_t>(file)}, nullptr);
+  const double decode_ms = since(t);
+  if (decoded.front().image.empty()) throw cuconv::Error(cuconv::ErrorKind::bad_input, first.string() + ": nvJPEG cannot decode it");
+  t = Clock::now();
+  cuconv::codec::GpuJpegCodec encoder(device);
+  (void)encoder.encode(decoded.front().view, cuconv::codec::JpegEncodeOptions{}, nullptr);
+  const double encode_ms = since(t);
+  return {{"context_ms", context_ms}, {"handle_ms", handle_ms},      {"decoder_state_ms", state_ms},
+          {"first_decode_ms", decode_ms}, {"first_encode_ms", encode_ms}, {"total_ms", since(start)}};
 }
 
 /// nvJPEG against OpenCV on every file (see the file comment): one JSON object.
@@ -241,8 +277,16 @@ int main(int argc, char** argv) {
   std::string filter_spec = "gauss5";
   app.add_flag("--accuracy", measure_accuracy, "measure nvJPEG against OpenCV on every file instead of speed");
   app.add_option("--filter", filter_spec, "filter for --accuracy")->capture_default_str();
+  bool decode_only = false;
+  app.add_flag("--decode-only", decode_only, "measure decode alone");
+  bool setup_probe = false;
+  app.add_flag("--setup-probe", setup_probe, "time the set-up's phases in this process instead (one JSON object)");
   CLI11_PARSE(app, argc, argv);
   try {
+    if (setup_probe) {
+      std::cout << setup_phases(dir, device).dump() << '\n';
+      return 0;
+    }
     // cudaGetDeviceCount directly: cuda_device_available() would link every kernel into this tool.
     int devices = 0;
     if (const cudaError_t status = cudaGetDeviceCount(&devices); status != cudaSuccess || devices == 0)
@@ -269,21 +313,25 @@ int main(int argc, char** argv) {
       return 0;
     }
     const double n = static_cast<double>(files.size());
-    const double decode_s = run(files, Work::decode, encoders, batch, quality, device, high_priority);
-    const double encode_s = run(files, Work::encode, encoders, batch, quality, device, high_priority);
-    const double both_s = run(files, Work::both, encoders, batch, quality, device, high_priority);
-    const std::string backend(cuconv::codec::GpuJpegCodec(device).backend());
-    const nlohmann::json report = {{"images", files.size()},
-                                   {"input_bytes", bytes},
-                                   {"encoders", encoders},
-                                   {"batch", batch},
-                                   {"high_priority_decode", high_priority},
-                                   {"quality", quality},
-                                   {"decode_backend", backend},
-                                   {"decode_images_per_s", n / decode_s},
-                                   {"encode_images_per_s", n / encode_s},
-                                   {"decode_encode_images_per_s", n / both_s},
-                                   {"decode_encode_s", both_s}};
+    double engine_call_ms = 0;
+    const double decode_s = run(files, Work::decode, encoders, batch, quality, device, high_priority, &engine_call_ms);
+    nlohmann::json report = {{"images", files.size()},
+                             {"input_bytes", bytes},
+                             {"batch", batch},
+                             {"high_priority_decode", high_priority},
+                             {"decode_backend", std::string(cuconv::codec::GpuJpegCodec(device).backend())},
+                             {"decode_images_per_s", n / decode_s},
+                             {"decode_engine_call_ms", engine_call_ms},
+                             {"decode_s", decode_s}};
+    if (!decode_only) {
+      const double encode_s = run(files, Work::encode, encoders, batch, quality, device, high_priority);
+      const double both_s = run(files, Work::both, encoders, batch, quality, device, high_priority);
+      report["encoders"] = encoders;
+      report["quality"] = quality;
+      report["encode_images_per_s"] = n / encode_s;
+      report["decode_encode_images_per_s"] = n / both_s;
+      report["decode_encode_s"] = both_s;
+    }
     std::cout << report.dump() << '\n';
   } catch (const cuconv::Error& e) {
     std::fprintf(stderr, "cuconv_nvjpeg_floor: %s\n", e.what());

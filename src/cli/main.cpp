@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // cuconv's entry point: one command line in this process's own session (cli::run_command).
 // src/cli/ is the only place that knows about argv, CLI11, spdlog and exit codes.
+#include "cli/exit_handoff.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/library_messages.hpp"
 #include "cli/serve_command.hpp"
@@ -36,8 +37,8 @@ int main(int argc, char** argv) {
   return code;  // the sanitizers' checks run at exit
 #else
   // Everything the command made is written and closed: what is left (the CUDA contexts, nvJPEG's
-  // handles, the loaded libraries) is the operating system's to take back, which it does at once,
-  // where tearing it down here would take a noticeable part of a second.
-  std::_Exit(code);
+  // handles, the loaded libraries) is the operating system's to take back, and the driver's
+  // teardown of the contexts is left to a keeper process (exit_handoff.hpp), not waited for here.
+  cuconv::cli::exit_leaving_teardown(code);
 #endif
 }
