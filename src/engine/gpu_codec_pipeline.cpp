@@ -15,7 +15,6 @@
 #include <algorithm>
 #include <chrono>
 #include <deque>
-#include <future>
 #include <thread>
 
 namespace cuconv::codec {
@@ -90,11 +89,6 @@ struct GpuCodecPipeline::State {
   std::thread decoder;
   std::vector<std::thread> encoders;
   bool finished = false;
-  /// Ready once the decode thread's set-up has ended (made or failed): the encoder threads set
-  /// themselves up after it, so that theirs does not lengthen the decoder's, which comes first on
-  /// the way to the first result.
-  std::promise<void> decoder_set_up;
-  std::shared_future<void> decoder_set_up_done = decoder_set_up.get_future().share();
   /// Pixel bytes of decoded images not yet given back to the pool: at most two decode calls' worth.
   batch::ByteBudget held_bytes;
 
@@ -171,7 +165,6 @@ struct GpuCodecPipeline::State {
       }
     };
     set_up();
-    decoder_set_up.set_value();
     GpuPipelineStats mine;
     mine.setup_ms = ms_since(started);
     // The first batches are small, so that the encoder threads start early; then full size.
@@ -257,7 +250,6 @@ struct GpuCodecPipeline::State {
     std::optional<GpuWorkspace>& workspace = kit.workspace;
     std::optional<detail::CudaStream>& stream = kit.stream;
     GpuPipelineStats mine;
-    decoder_set_up_done.wait();
     try {
       set_up_encoder(codec, workspace, stream);  // before the first image; a failure is met again then
     } catch (const Error&) {
@@ -306,7 +298,7 @@ struct GpuCodecPipeline::State {
   }
 
   /// An encoder thread's codec, workspace and stream, and one small encode: the encoder's first
-  /// use is paid while the decoder takes its first batch.
+  /// use is paid while the decoder sets up.
   void set_up_encoder(std::unique_ptr<GpuCodec>& codec, std::optional<GpuWorkspace>& workspace,
                       std::optional<detail::CudaStream>& stream) {
     codec = format.make(device);
