@@ -277,8 +277,6 @@ int main(int argc, char** argv) {
   std::string filter_spec = "gauss5";
   app.add_flag("--accuracy", measure_accuracy, "measure nvJPEG against OpenCV on every file instead of speed");
   app.add_option("--filter", filter_spec, "filter for --accuracy")->capture_default_str();
-  bool decode_only = false;
-  app.add_flag("--decode-only", decode_only, "measure decode alone");
   bool setup_probe = false;
   app.add_flag("--setup-probe", setup_probe, "time the set-up's phases in this process instead (one JSON object)");
   CLI11_PARSE(app, argc, argv);
@@ -315,23 +313,21 @@ int main(int argc, char** argv) {
     const double n = static_cast<double>(files.size());
     double engine_call_ms = 0;
     const double decode_s = run(files, Work::decode, encoders, batch, quality, device, high_priority, &engine_call_ms);
-    nlohmann::json report = {{"images", files.size()},
-                             {"input_bytes", bytes},
-                             {"batch", batch},
-                             {"high_priority_decode", high_priority},
-                             {"decode_backend", std::string(cuconv::codec::GpuJpegCodec(device).backend())},
-                             {"decode_images_per_s", n / decode_s},
-                             {"decode_engine_call_ms", engine_call_ms},
-                             {"decode_s", decode_s}};
-    if (!decode_only) {
-      const double encode_s = run(files, Work::encode, encoders, batch, quality, device, high_priority);
-      const double both_s = run(files, Work::both, encoders, batch, quality, device, high_priority);
-      report["encoders"] = encoders;
-      report["quality"] = quality;
-      report["encode_images_per_s"] = n / encode_s;
-      report["decode_encode_images_per_s"] = n / both_s;
-      report["decode_encode_s"] = both_s;
-    }
+    const double encode_s = run(files, Work::encode, encoders, batch, quality, device, high_priority);
+    const double both_s = run(files, Work::both, encoders, batch, quality, device, high_priority);
+    const nlohmann::json report = {{"images", files.size()},
+                                   {"input_bytes", bytes},
+                                   {"encoders", encoders},
+                                   {"batch", batch},
+                                   {"high_priority_decode", high_priority},
+                                   {"quality", quality},
+                                   {"decode_backend", std::string(cuconv::codec::GpuJpegCodec(device).backend())},
+                                   {"decode_images_per_s", n / decode_s},
+                                   {"decode_engine_call_ms", engine_call_ms},
+                                   {"decode_s", decode_s},
+                                   {"encode_images_per_s", n / encode_s},
+                                   {"decode_encode_images_per_s", n / both_s},
+                                   {"decode_encode_s", both_s}};
     std::cout << report.dump() << '\n';
   } catch (const cuconv::Error& e) {
     std::fprintf(stderr, "cuconv_nvjpeg_floor: %s\n", e.what());

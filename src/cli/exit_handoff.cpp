@@ -33,6 +33,15 @@ std::vector<int> open_descriptors() {
   return found;
 }
 
+/// Reads `fd` until end of file (EINTR retried), discarding what comes: async-signal-safe.
+void read_to_end(int fd) noexcept {
+  char byte = 0;
+  for (;;) {
+    const ssize_t got = ::read(fd, &byte, 1);
+    if (got == 0 || (got < 0 && errno != EINTR)) return;
+  }
+}
+
 }  // namespace
 
 std::vector<int> open_files_under(std::string_view prefix) {
@@ -69,23 +78,11 @@ bool hand_to_keeper(const std::vector<int>& keep) {
   if (pid == 0) {
     for (const int fd : to_close) ::close(fd);  // the pipes' other ends and the standard streams too
     ::setsid();
-    char byte = 0;
-    for (;;) {
-      const ssize_t got = ::read(parent_alive[0], &byte, 1);
-      if (got > 0 || (got < 0 && errno == EINTR)) continue;
-      break;  // end of file: the parent has exited
-    }
+    read_to_end(parent_alive[0]);  // end of file: the parent has exited
     ::_exit(0);
   }
   ::close(closed[1]);
-  if (pid > 0) {
-    char byte = 0;
-    for (;;) {
-      const ssize_t got = ::read(closed[0], &byte, 1);
-      if (got > 0 || (got < 0 && errno == EINTR)) continue;
-      break;
-    }
-  }
+  if (pid > 0) read_to_end(closed[0]);
   ::close(closed[0]);
   ::close(parent_alive[0]);
   if (pid < 0) ::close(parent_alive[1]);
