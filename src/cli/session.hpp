@@ -33,6 +33,9 @@ struct Session {
   bool err_is_terminal = false;  ///< colours in messages
   engine::Files* files = nullptr;  ///< nullptr: engine::local_files()
   bool served = false;       ///< run by `cuconv serve` for a client
+  /// A served command's server, for -v and --json: "pid 123, socket /run/..., build ..., up 5 s".
+  /// Empty in a process of its own.
+  std::string server_description;
   /// The server's devices, JPEG pipelines and load (served commands); nullptr in a process of its own.
   engine::WarmGpu* warm = nullptr;
   /// A served command's environment: its client's variables that cuconv reads
