@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The whole GPU check in one call on a GPU node, from a bundle (scripts/bundle.sh):
-#   scripts/gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all|npp|batch|jpeg|profile]...
+#   scripts/gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all|npp|batch|jpeg|served|profile]...
 # tests:    the full ctest suite from the bundle (CPU + GPU suites);
 # sanitize: compute-sanitizer memcheck, racecheck, initcheck and synccheck over the GPU suite
 #           (every CUCONV_SANITIZE_STRIDE-th sweep case, default 4; initcheck, which is about 10x
@@ -15,12 +15,16 @@
 # jpeg:     the GPU JPEG codec (docs/gpu-jpeg.md): its GPU tests under compute-sanitizer memcheck,
 #           scripts/jpeg-bench.sh on CUCONV_BATCH_N JPEGs, and one 24-megapixel JPEG through
 #           `--codec gpu` and `--codec opencv` (3 runs each);
-# profile:  ncu on three `fast` kernels (batch, jpeg and profile are not part of "all"; "all" runs
-#           the NPP peer as part of bench).
+# served:   the warm server: compute-sanitizer memcheck of `cuconv-engine serve` started in another
+#           folder while clients run single images, standard input and output, a --codec gpu JPEG
+#           and a batch (relative paths); bench/serve_bench.py (single calls and `xargs -P16`, 5
+#           rounds) and bench/serve_soak.py (16 clients for CUCONV_SOAK_SECONDS, default 120);
+# profile:  ncu on three `fast` kernels (batch, jpeg, served and profile are not part of "all";
+#           "all" runs the NPP peer as part of bench).
 # Logs go to $OUT (the device tool's folder) or ./gpu-check-out; CUCONV_PACK_OUT=1 packs them into
 # one gpu-check-out.tar.gz (the device tool returns at most 8 files).
 set -uo pipefail
-tarball="${1:?usage: gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all|npp|batch|jpeg|profile]...}"
+tarball="${1:?usage: gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all|npp|batch|jpeg|served|profile]...}"
 shift
 steps=("${@:-all}")
 out="${OUT:-$PWD/gpu-check-out}"
@@ -211,6 +215,37 @@ if [[ " ${steps[*]} " == *" jpeg "* ]]; then  # not part of "all": minutes of im
         | tee -a "$out/jpeg-24mp.txt"
     done
   done
+fi
+
+if [[ " ${steps[*]} " == *" served "* ]]; then  # not part of "all": minutes of whole processes
+  echo "== served: memcheck of a server, serve_bench, soak"
+  served="$work/served"
+  mkdir -p "$served/work/sub" "$served/srv" "$served/batch"
+  mkdir -m 700 "$served/s"
+  "$bundle/bin/cuconv_make_corpus" --count 3 --out "$served/batch" --samples "$bundle/samples" --size 2000 \
+    --ext .jpg --quality 90 > /dev/null
+  cp "$bundle/samples/coffee.png" "$served/work/in.png"
+  cp "$(ls "$served"/batch/*.jpg | head -n 1)" "$served/work/photo.jpg"
+  (cd "$served/srv" && exec compute-sanitizer --tool memcheck --error-exitcode 99 "$bundle/bin/cuconv-engine" serve \
+     --socket "$served/s/socket" --idle-exit 0) > "$out/served-memcheck.log" 2>&1 &
+  sanitized=$!
+  for _ in $(seq 600); do CUCONV_SOCKET="$served/s/socket" "$bundle/bin/cuconv" --server always --version > /dev/null 2>&1 && break; sleep 0.1; done
+  rc=0
+  (cd "$served/work" && export CUCONV_SOCKET="$served/s/socket" CUCONV_SERVER=always &&
+     "$bundle/bin/cuconv" in.png sub/a.png -f gauss5 && "$bundle/bin/cuconv" in.png sub/b.jpg -f box:7 -v &&
+     "$bundle/bin/cuconv" photo.jpg sub/c.jpg -f gauss5 --codec gpu && "$bundle/bin/cuconv" - png:- -f sharpen < in.png > sub/d.png &&
+     "$bundle/bin/cuconv" --out-dir out --codec gpu -f gauss5 ../batch/ && "$bundle/bin/cuconv" --out-dir out2 -f gauss5 in.png) \
+     >> "$out/served-clients.log" 2>&1 || rc=$?
+  CUCONV_SOCKET="$served/s/socket" "$bundle/bin/cuconv" serve --stop >> "$out/served-clients.log" 2>&1 || kill "$sanitized"
+  wait "$sanitized"; server_rc=$?
+  echo "served memcheck: clients exit $rc, server exit $server_rc; $(grep -E 'ERROR SUMMARY' "$out/served-memcheck.log")"
+  (( rc == 0 && server_rc == 0 )) || status=1
+  python3 bench/serve_bench.py --cuconv "$bundle/bin/cuconv" --engine "$bundle/bin/cuconv-engine" --rounds 5 \
+    --parts single,xargs --out "$out/serve-bench.json" > "$out/serve-bench.log" 2>&1 || status=1
+  tail -n 25 "$out/serve-bench.log"
+  python3 bench/serve_soak.py --cuconv "$bundle/bin/cuconv" --seconds "${CUCONV_SOAK_SECONDS:-120}" \
+    --out "$out/serve-soak.json" > "$out/serve-soak.log" 2>&1 || status=1
+  tail -n 3 "$out/serve-soak.log"
 fi
 
 if [[ " ${steps[*]} " == *" profile "* ]]; then  # not part of "all": ncu replays kernels
