@@ -39,7 +39,14 @@ class Writer {
   std::vector<std::uint8_t> bytes_;
 };
 
-void put(Writer& w, const Hello& m) { w.u32(m.magic); w.u32(m.version); }
+void put(Writer& w, const Hello& m) {
+  w.u32(m.magic);
+  w.u32(m.version);
+  if (m.version != kProtocolVersion) return;  // another version's Hello: what every version sends
+  w.u8(static_cast<std::uint8_t>(m.purpose));
+  w.string(m.build);
+  w.string(m.engine_identity);
+}
 void put(Writer& w, const Request& m) {
   w.boolean(m.err_is_terminal);
   w.string(m.cwd);
@@ -50,7 +57,15 @@ void put(Writer& w, const Request& m) {
 void put(Writer& w, const Reply& m) {
   w.i32(m.error); w.string(m.message); w.u32(m.value); w.string(m.name); w.strings(m.names); w.boolean(m.more);
 }
-void put(Writer& w, const Welcome& m) { w.u32(m.version); w.u32(m.server_pid); w.u32(m.ping_interval_ms); }
+void put(Writer& w, const Welcome& m) {
+  w.u32(m.version); w.u32(m.server_pid); w.u32(m.ping_interval_ms); w.string(m.build);
+}
+void put(Writer& w, const Status& m) {
+  w.u32(m.pid); w.string(m.build); w.string(m.executable); w.string(m.socket); w.u64(m.uptime_ms);
+  w.u64(m.requests_served); w.u32(m.clients_now); w.u32(m.clients_waiting); w.string(m.devices);
+  w.u64(m.gpu_memory_held); w.boolean(m.executable_replaced);
+}
+void put(Writer& w, const CreateScratch& m) { w.string(m.folder); }
 void put(Writer& w, const Queued& m) { w.u32(m.ahead); w.u32(m.ping_interval_ms); }
 void put(Writer& w, const Refused& m) { w.u8(static_cast<std::uint8_t>(m.reason)); w.string(m.message); }
 void put(Writer& w, const OpenInput& m) { w.string(m.path); }
@@ -85,6 +100,8 @@ template <> constexpr MessageType type_of<Ping>() { return MessageType::ping; }
 template <> constexpr MessageType type_of<MakeDirectories>() { return MessageType::make_directories; }
 template <> constexpr MessageType type_of<RemoveFile>() { return MessageType::remove_file; }
 template <> constexpr MessageType type_of<Interrupt>() { return MessageType::interrupt; }
+template <> constexpr MessageType type_of<Status>() { return MessageType::status; }
+template <> constexpr MessageType type_of<CreateScratch>() { return MessageType::create_scratch; }
 
 // ---- reading: every read checks what is left, so a short or lying payload fails cleanly -------
 class Reader {
@@ -142,6 +159,7 @@ class Reader {
     }
     return true;
   }
+  bool refuse(std::string why) { return fail(std::move(why)); }
   bool finish() {
     if (at_ != bytes_.size()) return fail(std::to_string(bytes_.size() - at_) + " bytes after the message");
     return true;
@@ -161,7 +179,16 @@ class Reader {
   std::size_t at_ = 0;
 };
 
-bool get(Reader& r, Hello& m) { return r.u32(m.magic) && r.u32(m.version); }
+bool get(Reader& r, Hello& m) {
+  std::uint8_t purpose = 0;
+  if (!r.u32(m.magic) || !r.u32(m.version)) return false;
+  // An older client's Hello ends here: the server answers it with a version refusal it can read.
+  if (m.version != kProtocolVersion) return true;
+  if (!r.u8(purpose)) return false;
+  if (purpose < 1 || purpose > 4) return r.refuse("unknown hello purpose " + std::to_string(purpose));
+  m.purpose = static_cast<HelloPurpose>(purpose);
+  return r.string(m.build) && r.string(m.engine_identity);
+}
 bool get(Reader& r, Request& m) {
   return r.boolean(m.err_is_terminal) && r.string(m.cwd) && r.strings(m.argv) && r.strings(m.environment) && r.u64(m.file_size_limit);
 }
@@ -169,15 +196,20 @@ bool get(Reader& r, Reply& m) {
   return r.i32(m.error) && r.string(m.message) && r.u32(m.value) && r.string(m.name) && r.strings(m.names) &&
          r.boolean(m.more);
 }
-bool get(Reader& r, Welcome& m) { return r.u32(m.version) && r.u32(m.server_pid) && r.u32(m.ping_interval_ms); }
+bool get(Reader& r, Welcome& m) {
+  return r.u32(m.version) && r.u32(m.server_pid) && r.u32(m.ping_interval_ms) && r.string(m.build);
+}
+bool get(Reader& r, Status& m) {
+  return r.u32(m.pid) && r.string(m.build) && r.string(m.executable) && r.string(m.socket) && r.u64(m.uptime_ms) &&
+         r.u64(m.requests_served) && r.u32(m.clients_now) && r.u32(m.clients_waiting) && r.string(m.devices) &&
+         r.u64(m.gpu_memory_held) && r.boolean(m.executable_replaced);
+}
+bool get(Reader& r, CreateScratch& m) { return r.string(m.folder); }
 bool get(Reader& r, Queued& m) { return r.u32(m.ahead) && r.u32(m.ping_interval_ms); }
 bool get(Reader& r, Refused& m) {
   std::uint8_t reason = 0;
   if (!r.u8(reason)) return false;
-  if (reason < 1 || reason > 5) {
-    r.error = "unknown refusal reason " + std::to_string(reason);
-    return false;
-  }
+  if (reason < 1 || reason > kLastRefusalReason) return r.refuse("unknown refusal reason " + std::to_string(reason));
   m.reason = static_cast<RefusalReason>(reason);
   return r.string(m.message);
 }
@@ -265,6 +297,8 @@ std::optional<Message> decode(std::uint8_t type, std::span<const std::uint8_t> p
       case MessageType::make_directories: return decode_as<MakeDirectories>(payload, error);
       case MessageType::remove_file: return decode_as<RemoveFile>(payload, error);
       case MessageType::interrupt: return decode_as<Interrupt>(payload, error);
+      case MessageType::status: return decode_as<Status>(payload, error);
+      case MessageType::create_scratch: return decode_as<CreateScratch>(payload, error);
     }
     error = "unknown message type " + std::to_string(type);
   } catch (const std::bad_alloc&) {
@@ -293,6 +327,8 @@ const char* type_name(std::uint8_t type) noexcept {
     case MessageType::make_directories: return "make_directories";
     case MessageType::remove_file: return "remove_file";
     case MessageType::interrupt: return "interrupt";
+    case MessageType::status: return "status";
+    case MessageType::create_scratch: return "create_scratch";
   }
   return "unknown";
 }

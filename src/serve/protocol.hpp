@@ -12,6 +12,8 @@
 //
 // A conversation (docs/serve.md):
 //   client: Hello                     server: Welcome | Queued.. Welcome | Refused (then closes)
+//   (Hello's purpose status, stop or stop_when_idle: the server answers Status instead of
+//   Welcome; after stop it drains and closes the connection when it has stopped)
 //   client: Request + fds 0,1,2       server: file operations, each answered by one Reply,
 //                                             then Exit (then closes)
 //   client: Interrupt, at any time after Request: the command stops at its next step, as a
@@ -31,7 +33,7 @@
 namespace cuconv::serve {
 
 inline constexpr std::uint32_t kProtocolMagic = 0x43564355;  // "UCVC" on the wire: "cuconv"'s tag
-inline constexpr std::uint32_t kProtocolVersion = 3;
+inline constexpr std::uint32_t kProtocolVersion = 4;
 inline constexpr std::size_t kHeaderSize = 5;
 inline constexpr std::size_t kMaxPayload = std::size_t{4} << 20;
 inline constexpr std::size_t kMaxString = std::size_t{128} << 10;
@@ -61,11 +63,25 @@ enum class MessageType : std::uint8_t {
   ping = 31,
   make_directories = 32,
   remove_file = 33,
+  status = 34,
+  create_scratch = 35,
 };
 
+/// Why a client connects: to run a command, to ask how the server is, to stop it (drain and
+/// exit, as SIGTERM), or to have it exit once its last request has ended (a client of another
+/// build found it).
+enum class HelloPurpose : std::uint8_t { command = 1, status = 2, stop = 3, stop_when_idle = 4 };
+/// A Hello of another protocol version is encoded as magic and version only (what every version
+/// sends first), so that a server of any version can refuse it in words.
 struct Hello {
   std::uint32_t magic = kProtocolMagic;
   std::uint32_t version = kProtocolVersion;
+  HelloPurpose purpose = HelloPurpose::command;
+  /// The client's build, for messages: "cuconv VERSION, commit C, BUILDTYPE build, CUDA X.Y".
+  std::string build;
+  /// The engine binary the client would exec ("dev:inode:size:mtime_ns", file_identity()); a
+  /// server whose own executable differs refuses a command (RefusalReason::build). Empty: unchecked.
+  std::string engine_identity;
   bool operator==(const Hello&) const = default;
 };
 /// The command: argv (argv[0] the program name), the client's working folder (for logs; the
@@ -97,6 +113,7 @@ struct Welcome {
   std::uint32_t version = kProtocolVersion;
   std::uint32_t server_pid = 0;
   std::uint32_t ping_interval_ms = 0;  ///< 0: the server sends no Ping
+  std::string build;                   ///< the server's build (Hello::build's form)
   bool operator==(const Welcome&) const = default;
 };
 /// The server is at its client limit; a Welcome follows when a place frees.
@@ -105,11 +122,37 @@ struct Queued {
   std::uint32_t ping_interval_ms = 0;  ///< waiting clients are pinged too; 0: no Ping
   bool operator==(const Queued&) const = default;
 };
-enum class RefusalReason : std::uint8_t { other_user = 1, version = 2, busy = 3, shutting_down = 4, bad_message = 5 };
+/// build: the server runs another cuconv build than the client's engine; environment: the command
+/// needs something of the caller's the server cannot reproduce (the client runs it in-process).
+enum class RefusalReason : std::uint8_t {
+  other_user = 1,
+  version = 2,
+  busy = 3,
+  shutting_down = 4,
+  bad_message = 5,
+  build = 6,
+  environment = 7,
+};
+inline constexpr std::uint8_t kLastRefusalReason = 7;
 struct Refused {
   RefusalReason reason = RefusalReason::bad_message;
   std::string message;
   bool operator==(const Refused&) const = default;
+};
+/// The server's answer to a Hello of purpose status, stop or stop_when_idle.
+struct Status {
+  std::uint32_t pid = 0;
+  std::string build;
+  std::string executable;  ///< the server's executable (as it was at start)
+  std::string socket;      ///< what it listens on ("N socket(s) from systemd" when activated)
+  std::uint64_t uptime_ms = 0;
+  std::uint64_t requests_served = 0;
+  std::uint32_t clients_now = 0;      ///< requests running
+  std::uint32_t clients_waiting = 0;  ///< clients queued for a place
+  std::string devices;                ///< the GPUs it serves on, in words
+  std::uint64_t gpu_memory_held = 0;  ///< bytes of device memory it holds
+  bool executable_replaced = false;   ///< its executable was replaced (an upgrade) since it started
+  bool operator==(const Status&) const = default;
 };
 struct OpenInput {
   std::string path;
@@ -131,6 +174,11 @@ struct ListDirectory {
 struct CreateTemp {
   std::string output;
   bool operator==(const CreateTemp&) const = default;
+};
+/// A scratch file in the client's `folder` (answered by a Reply carrying one descriptor).
+struct CreateScratch {
+  std::string folder;
+  bool operator==(const CreateScratch&) const = default;
 };
 struct Publish {
   std::string temp_name, output;
@@ -163,7 +211,8 @@ struct Interrupt {
 };
 
 using Message = std::variant<Hello, Request, Reply, Welcome, Queued, Refused, OpenInput, KindQuery, SameFile,
-                             ListDirectory, CreateTemp, Publish, Discard, Exit, Ping, MakeDirectories, RemoveFile, Interrupt>;
+                             ListDirectory, CreateTemp, Publish, Discard, Exit, Ping, MakeDirectories, RemoveFile, Interrupt,
+                             Status, CreateScratch>;
 
 /// How many descriptors travel with `message` (0, 1 or 3).
 [[nodiscard]] std::size_t fds_carried(const Message& message);
