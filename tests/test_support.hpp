@@ -94,9 +94,12 @@ class CuconvProcess {
  public:
   /// `shell_setup` runs first in the same shell: resource limits (`ulimit -v 1000000`), `umask`,
   /// `export VAR=value`, a background writer into a FIFO that `stdin_file` names.
+  /// Without CUCONV_SERVER in the environment (the suite run by hand, not by ctest) the command
+  /// says `never`, so it cannot reach a user's server; `shell_setup` may say otherwise.
   explicit CuconvProcess(const std::vector<std::string>& args, const std::string& stdin_file = "",
                          const std::string& shell_setup = "") {
-    std::string cmd = (shell_setup.empty() ? "" : shell_setup + "\n") + "exec " + shell_quote(cuconv_binary());
+    std::string cmd = std::getenv("CUCONV_SERVER") == nullptr ? "export CUCONV_SERVER=never\n" : "";
+    cmd += (shell_setup.empty() ? "" : shell_setup + "\n") + "exec " + shell_quote(cuconv_binary());
     for (const auto& a : args) cmd += " " + shell_quote(a);
     cmd += " >" + shell_quote(capture_.file("out")) + " 2>" + shell_quote(capture_.file("err"));
     if (!stdin_file.empty()) cmd += " <" + shell_quote(stdin_file);
@@ -303,14 +306,18 @@ inline bool bit_equal(const cv::Mat& a, const cv::Mat& b) {
   return true;
 }
 
-/// A `cuconv serve` on a private socket for the life of the object (its log: server.log in `dir`);
-/// setup() is the shell line that points a command at it.
+/// A `cuconv serve` on a private socket for the life of the object, started in a folder of its
+/// own (server-home in `dir`, not the caller's folder; its log: server.log in `dir`); setup() is
+/// the shell line that points a command at it.
 class Server {
  public:
   explicit Server(const TempDir& dir, const std::string& serve_options = "")
       : socket_(dir.file("socket")), pid_file_(dir.file("server.pid")) {
-    const std::string command = "CUCONV_SOCKET=" + socket_ + " " + cuconv_binary() + " serve --idle-exit 120 " +
-                                serve_options + " >" + dir.file("server.log") + " 2>&1 & echo $! >" + pid_file_;
+    fs::create_directories(dir.path() / "server-home");
+    const std::string command = "cd " + shell_quote(dir.file("server-home")) + " && CUCONV_SOCKET=" +
+                                shell_quote(socket_) + " exec " + shell_quote(cuconv_binary()) +
+                                " serve --idle-exit 120 " + serve_options + " >" + shell_quote(dir.file("server.log")) +
+                                " 2>&1 & echo $! >" + shell_quote(pid_file_);
     REQUIRE(std::system(command.c_str()) == 0);
     for (int i = 0; i < 100; ++i) {
       if (run_cuconv({"--server", "always", "--version"}, "", setup()).exit_code == 0) return;
