@@ -5,63 +5,48 @@
 
 #include <opencv2/imgcodecs.hpp>
 
-#include <cstring>
+#include <malloc.h>
+
+#include <mutex>
 
 namespace cuconv::detail {
 
 namespace {
 
-thread_local bool t_decoding = false;
-
-/// OpenCV's default allocator, except that an image allocated on a thread while it decodes
-/// starts zeroed. A decoder may leave part of its image unwritten (OpenCV 4.6 fills a third of a
-/// planar 16-bit RGB TIFF), and the heap hands out memory an earlier image used: in a server,
-/// another request's. Zeroed, the unwritten part reads 0 in a server as in a process of its own.
-class ZeroedDecodeAllocator final : public cv::MatAllocator {
+/// While any thread decodes, the heap hands out zeroed memory (glibc's M_PERTURB with 0xFF: new
+/// blocks are filled with 0x00, freed ones with 0xFF). OpenCV's decoders may leave part of their
+/// buffers and images unwritten (OpenCV 4.6 reads one plane of a planar 16-bit RGB TIFF into a
+/// buffer sized for three), and the heap reuses memory an earlier image held: in a server,
+/// another request's. Blocks of up to 1032 bytes come from glibc's per-thread cache, which
+/// M_PERTURB does not reach. Other allocators (AddressSanitizer's) ignore the setting.
+class ZeroedHeapWhileDecoding {
  public:
-  explicit ZeroedDecodeAllocator(cv::MatAllocator* next) : next_(next) {}
-  cv::UMatData* allocate(int dims, const int* sizes, int type, void* data, size_t* step, cv::AccessFlag flags,
-                         cv::UMatUsageFlags usage) const override {
-    cv::UMatData* u = next_->allocate(dims, sizes, type, data, step, flags, usage);
-    if (t_decoding && data == nullptr && u != nullptr && u->data != nullptr) std::memset(u->data, 0, u->size);
-    return u;
+  ZeroedHeapWhileDecoding() {
+    const std::lock_guard lock(mutex_);
+    if (decoders_++ == 0) ::mallopt(M_PERTURB, 0xFF);
   }
-  bool allocate(cv::UMatData* u, cv::AccessFlag flags, cv::UMatUsageFlags usage) const override {
-    return next_->allocate(u, flags, usage);
+  ~ZeroedHeapWhileDecoding() {
+    const std::lock_guard lock(mutex_);
+    if (--decoders_ == 0) ::mallopt(M_PERTURB, 0);
   }
-  void deallocate(cv::UMatData* u) const override { next_->deallocate(u); }
+  ZeroedHeapWhileDecoding(const ZeroedHeapWhileDecoding&) = delete;
+  ZeroedHeapWhileDecoding& operator=(const ZeroedHeapWhileDecoding&) = delete;
 
  private:
-  cv::MatAllocator* next_;
-};
-
-/// Marks this thread as decoding for its lifetime; the allocator is installed on first use
-/// (never removed: images allocated through it may outlive any one decode).
-class ZeroedDecode {
- public:
-  ZeroedDecode() {
-    static const bool installed = [] {
-      cv::Mat::setDefaultAllocator(new ZeroedDecodeAllocator(cv::Mat::getDefaultAllocator()));
-      return true;
-    }();
-    static_cast<void>(installed);
-    t_decoding = true;
-  }
-  ~ZeroedDecode() { t_decoding = false; }
-  ZeroedDecode(const ZeroedDecode&) = delete;
-  ZeroedDecode& operator=(const ZeroedDecode&) = delete;
+  static inline std::mutex mutex_;
+  static inline int decoders_ = 0;
 };
 
 }  // namespace
 
 cv::Mat opencv_imread(const std::string& path, int flags) {
-  const ZeroedDecode zeroed;
+  const ZeroedHeapWhileDecoding zeroed;
   return cv::imread(path, flags);
 }
 
 cv::Mat opencv_imdecode(std::span<const unsigned char> bytes, int flags) {
   const cv::Mat wrapped(1, static_cast<int>(bytes.size()), CV_8U, const_cast<unsigned char*>(bytes.data()));
-  const ZeroedDecode zeroed;
+  const ZeroedHeapWhileDecoding zeroed;
   return cv::imdecode(wrapped, flags);
 }
 
