@@ -18,6 +18,7 @@ enum class ExitCode : int {
   gpu = 5,               ///< GPU variant requested without a usable device, or a CUDA failure
   compare_mismatch = 6,  ///< --compare: the GPU result is outside the documented tolerance
   some_inputs_failed = 7,  ///< batch mode: at least one input failed, the others were still attempted
+  not_started = 8,  ///< `cuconv serve`: cannot start (another server on the socket, an unsafe socket path or folder)
 };
 
 /// What went wrong, in the terms the exit code reports.

@@ -11,6 +11,7 @@
 #include <opencv2/core.hpp>
 
 #include <algorithm>
+#include <chrono>
 #include <future>
 #include <map>
 #include <mutex>
@@ -98,6 +99,16 @@ WarmGpu::Lease WarmGpu::take() {
   const std::lock_guard lock(mutex_);
   const std::size_t slot = load_.take();
   return Lease(this, slot, devices_[slot]);
+}
+
+std::uint64_t WarmGpu::kept_workspace_bytes() {
+  if (ready_.wait_for(std::chrono::seconds(0)) != std::future_status::ready) return 0;  // set_up sizes the lists
+  const std::lock_guard lock(mutex_);
+  std::uint64_t bytes = 0;
+  for (const auto& spare : free_workspaces_) {
+    for (const auto& workspace : spare) bytes += workspace->device_bytes();
+  }
+  return bytes;
 }
 
 GpuWorkspace* WarmGpu::Lease::workspace() {

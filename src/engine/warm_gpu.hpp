@@ -38,6 +38,9 @@ class WarmGpu {
   /// After the set-up: the GPU codecs' pipelines; nullptr when no GPU codec can be used.
   [[nodiscard]] codec::WarmGpuCodecs* gpu_codecs();
   [[nodiscard]] std::uint64_t gpu_memory() const noexcept { return gpu_memory_; }
+  /// Device memory of the workspaces kept between images (all of them while no image is in
+  /// flight), in bytes; 0 before the set-up is done (`cuconv serve --status`). Never waits.
+  [[nodiscard]] std::uint64_t kept_workspace_bytes();
 
   /// A device for one image, the one with the fewest images in flight (ties: the lowest index),
   /// counted as busy until the lease ends.

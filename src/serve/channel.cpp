@@ -2,12 +2,15 @@
 // Frames over a unix stream socket with SCM_RIGHTS descriptors (see channel.hpp).
 #include "serve/channel.hpp"
 
+#include <algorithm>
 #include <cerrno>
 #include <chrono>
 #include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
+#include <sys/un.h>
+#include <thread>
 #include <unistd.h>
 
 namespace cuconv::serve {
@@ -20,6 +23,41 @@ UniqueFd& UniqueFd::operator=(UniqueFd&& other) noexcept {
 void UniqueFd::reset(int fd) noexcept {
   if (fd_ >= 0) ::close(fd_);
   fd_ = fd;
+}
+
+namespace {
+
+/// One sendmsg of `bytes` (with `fds` on the first byte); the bytes sent, or -1 and errno.
+ssize_t send_some(int socket, std::span<const std::uint8_t> bytes, std::span<const int> fds, int flags) {
+  iovec iov{const_cast<std::uint8_t*>(bytes.data()), bytes.size()};
+  msghdr header{};
+  header.msg_iov = &iov;
+  header.msg_iovlen = 1;
+  alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
+  if (!fds.empty()) {
+    header.msg_control = control;
+    header.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
+    cmsghdr* cmsg = CMSG_FIRSTHDR(&header);
+    cmsg->cmsg_level = SOL_SOCKET;
+    cmsg->cmsg_type = SCM_RIGHTS;
+    cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
+    std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
+  }
+  return ::sendmsg(socket, &header, MSG_NOSIGNAL | flags);
+}
+
+}  // namespace
+
+bool Channel::flush_pending(bool wait) {
+  while (!pending_.empty()) {
+    const ssize_t n = send_some(socket_.get(), pending_, {}, wait ? 0 : MSG_DONTWAIT);
+    if (n < 0) {
+      if (errno == EINTR) continue;
+      return false;
+    }
+    pending_.erase(pending_.begin(), pending_.begin() + n);
+  }
+  return true;
 }
 
 bool Channel::send(const Message& message, std::span<const int> fds) {
@@ -35,23 +73,11 @@ bool Channel::send(const Message& message, std::span<const int> fds) {
     return false;
   }
   std::lock_guard lock(send_mutex_);
+  if (!flush_pending(true)) return false;
   std::size_t sent = 0;
   while (sent < frame.size()) {
-    iovec iov{frame.data() + sent, frame.size() - sent};
-    msghdr header{};
-    header.msg_iov = &iov;
-    header.msg_iovlen = 1;
-    alignas(cmsghdr) char control[CMSG_SPACE(sizeof(int) * kMaxFds)];
-    if (sent == 0 && !fds.empty()) {  // the descriptors ride on the frame's first byte
-      header.msg_control = control;
-      header.msg_controllen = CMSG_SPACE(sizeof(int) * fds.size());
-      cmsghdr* cmsg = CMSG_FIRSTHDR(&header);
-      cmsg->cmsg_level = SOL_SOCKET;
-      cmsg->cmsg_type = SCM_RIGHTS;
-      cmsg->cmsg_len = CMSG_LEN(sizeof(int) * fds.size());
-      std::memcpy(CMSG_DATA(cmsg), fds.data(), sizeof(int) * fds.size());
-    }
-    const ssize_t n = ::sendmsg(socket_.get(), &header, MSG_NOSIGNAL);
+    // The descriptors ride on the frame's first byte.
+    const ssize_t n = send_some(socket_.get(), std::span(frame).subspan(sent), sent == 0 ? fds : std::span<const int>{}, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       return false;
@@ -61,14 +87,28 @@ bool Channel::send(const Message& message, std::span<const int> fds) {
   return true;
 }
 
-Received::Status Channel::fill(int timeout_ms, std::string& error) {
-  using clock = std::chrono::steady_clock;
-  const auto deadline = clock::now() + std::chrono::milliseconds(timeout_ms < 0 ? 0 : timeout_ms);
+bool Channel::try_send(const Message& message) noexcept {
+  try {
+    std::unique_lock lock(send_mutex_, std::try_to_lock);
+    if (!lock.owns_lock() || !flush_pending(false)) return false;
+    const std::vector<std::uint8_t> frame = encode(message);
+    ssize_t n = -1;
+    do n = send_some(socket_.get(), frame, {}, MSG_DONTWAIT);
+    while (n < 0 && errno == EINTR);
+    if (n <= 0) return false;
+    pending_.assign(frame.begin() + n, frame.end());  // the next send finishes the frame first
+    return true;
+  } catch (...) {
+    return false;
+  }
+}
+
+Received::Status Channel::fill(std::optional<clock_type::time_point> deadline, std::string& error) {
   for (;;) {
     int wait = -1;
-    if (timeout_ms >= 0) {
-      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock::now()).count();
-      wait = left > 0 ? static_cast<int>(left) : 0;
+    if (deadline) {
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(*deadline - clock_type::now()).count();
+      wait = left > 0 ? static_cast<int>(std::min<long long>(left, 1'000'000'000)) : 0;
     }
     pollfd p[2] = {{socket_.get(), POLLIN, 0}, {interrupt_fd_, POLLIN, 0}};
     const int ready = ::poll(p, interrupt_fd_ >= 0 ? 2 : 1, wait);
@@ -115,6 +155,9 @@ Received::Status Channel::fill(int timeout_ms, std::string& error) {
 }
 
 Received Channel::receive(int timeout_ms) {
+  // One deadline for the whole message: a peer dripping a byte at a time gains nothing.
+  std::optional<clock_type::time_point> deadline;
+  if (timeout_ms >= 0) deadline = clock_type::now() + std::chrono::milliseconds(timeout_ms);
   Received result;
   for (;;) {
     if (buffer_.size() >= kHeaderSize) {
@@ -136,7 +179,7 @@ Received Channel::receive(int timeout_ms) {
         return result;
       }
     }
-    const auto status = fill(timeout_ms, result.error);
+    const auto status = fill(deadline, result.error);
     if (status != Received::Status::message) {
       if (status == Received::Status::closed && !buffer_.empty()) {
         result.error = "the connection closed in the middle of a message";
@@ -159,6 +202,38 @@ PeerCredentials peer_credentials(int socket_fd) {
   socklen_t size = sizeof cred;
   if (::getsockopt(socket_fd, SOL_SOCKET, SO_PEERCRED, &cred, &size) != 0) return {};
   return PeerCredentials{cred.pid, static_cast<long>(cred.uid)};
+}
+
+Connect connect_socket(const std::string& path, int timeout_ms, UniqueFd& socket, std::string& why) {
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  if (path.size() >= sizeof address.sun_path) {
+    why = path + ": the socket path is too long";
+    return Connect::failed;
+  }
+  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(timeout_ms);
+  for (;;) {
+    socket.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
+    if (socket && socket.get() <= 2) socket.reset(::fcntl(socket.get(), F_DUPFD_CLOEXEC, 3));  // closes the low one
+    if (!socket) {
+      why = std::string("socket: ") + std::strerror(errno);
+      return Connect::failed;
+    }
+    if (::connect(socket.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) break;
+    if (errno == ENOENT || errno == ECONNREFUSED || errno == ENOTDIR) return Connect::absent;
+    if (errno != EAGAIN && errno != EINTR) {
+      why = path + ": " + std::strerror(errno);
+      return Connect::failed;
+    }
+    if (std::chrono::steady_clock::now() >= deadline) {
+      why = path + ": the server accepts no connection (its queue is full)";
+      return Connect::failed;
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+  ::fcntl(socket.get(), F_SETFL, ::fcntl(socket.get(), F_GETFL) & ~O_NONBLOCK);
+  return Connect::ok;
 }
 
 }  // namespace cuconv::serve

@@ -5,8 +5,10 @@
 // the message that carries them takes them, so a frame split across reads keeps its descriptors.
 #include "serve/protocol.hpp"
 
+#include <chrono>
 #include <deque>
 #include <mutex>
+#include <optional>
 #include <span>
 #include <string>
 #include <vector>
@@ -53,11 +55,17 @@ class Channel {
   explicit Channel(UniqueFd socket, int interrupt_fd = -1) : socket_(std::move(socket)), interrupt_fd_(interrupt_fd) {}
 
   /// Sends one message with `fds` attached; false (and errno) when the peer is gone or the
-  /// message is over the bounds. Never raises SIGPIPE. Safe beside another thread's send (the
-  /// server's Ping); receiving is for one thread at a time.
+  /// message is over the bounds. Never raises SIGPIPE. Safe beside other threads' sends: frames
+  /// never interleave. Receiving is for one thread at a time.
   bool send(const Message& message, std::span<const int> fds = {});
 
-  /// Waits up to `timeout_ms` (-1: no limit) for one whole message.
+  /// Sends `message` only if that blocks nobody: not while another thread is sending, not into a
+  /// full socket buffer (the server's Ping). A frame the socket took in part is finished by the
+  /// next send. False when nothing was sent.
+  bool try_send(const Message& message) noexcept;
+
+  /// Waits up to `timeout_ms` (-1: no limit) for one whole message: the time counts from the
+  /// call, however the bytes trickle in.
   [[nodiscard]] Received receive(int timeout_ms = -1);
 
   /// The oldest received descriptor not yet taken; an empty UniqueFd when none came.
@@ -68,11 +76,17 @@ class Channel {
   [[nodiscard]] int fd() const noexcept { return socket_.get(); }
 
  private:
-  /// Reads what is there into buffer_ (and descriptors into fds_); false at end, error or limit.
-  Received::Status fill(int timeout_ms, std::string& error);
+  using clock_type = std::chrono::steady_clock;
+  /// Reads what is there into buffer_ (and descriptors into fds_), waiting until `deadline`
+  /// (none: no limit); message when some bytes came, else why not.
+  Received::Status fill(std::optional<clock_type::time_point> deadline, std::string& error);
+  /// Sends the rest of a frame try_send left; under send_mutex_. False when the peer is gone, or
+  /// (`wait` false) when the socket would block.
+  bool flush_pending(bool wait);
 
   UniqueFd socket_;
   std::mutex send_mutex_;
+  std::vector<std::uint8_t> pending_;  ///< the unsent end of a frame try_send began
   int interrupt_fd_;
   std::vector<std::uint8_t> buffer_;
   std::deque<UniqueFd> fds_;
@@ -84,5 +98,13 @@ struct PeerCredentials {
   long uid = -1;
 };
 [[nodiscard]] PeerCredentials peer_credentials(int socket_fd);
+
+/// How connect_socket went: connected, nobody there (no socket, or nobody listening), or failed.
+enum class Connect { ok, absent, failed };
+
+/// Connects to the unix socket at `path` within `timeout_ms` (a server whose backlog is full is
+/// retried, not waited on forever); the socket is blocking and close-on-exec, and never takes
+/// descriptor 0, 1 or 2 (a caller with one of them closed keeps it closed). `why` says why not.
+[[nodiscard]] Connect connect_socket(const std::string& path, int timeout_ms, UniqueFd& socket, std::string& why);
 
 }  // namespace cuconv::serve

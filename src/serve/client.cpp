@@ -3,8 +3,13 @@
 // answer the server's file operations with this process's own rights, return the exit code.
 #include "serve/client.hpp"
 
+#include "serve/build_identity.hpp"
 #include "serve/channel.hpp"
+#include "serve/control.hpp"
 #include "serve/socket_path.hpp"
+
+#include "common/anonymous_file.hpp"
+#include "engine/files.hpp"
 
 #include <array>
 #include <algorithm>
@@ -19,6 +24,7 @@
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
+#include <map>
 #include <set>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -46,41 +52,7 @@ bool parse_mode(const std::string& value, ServerPolicy& policy) {
   return true;
 }
 
-// ---- connecting ---------------------------------------------------------------------------------
-enum class Connect { ok, absent, failed };
-
-/// Connects to `path` within `timeout_ms` (a server whose backlog is full is retried, not waited
-/// on forever). absent: no socket there or nobody listening.
-Connect connect_to(const std::string& path, int timeout_ms, UniqueFd& socket, std::string& why) {
-  sockaddr_un address{};
-  address.sun_family = AF_UNIX;
-  if (path.size() >= sizeof address.sun_path) {
-    why = path + ": the socket path is too long";
-    return Connect::failed;
-  }
-  std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
-  const auto deadline = clock_type::now() + std::chrono::milliseconds(timeout_ms);
-  for (;;) {
-    socket.reset(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0));
-    if (!socket) {
-      why = std::string("socket: ") + std::strerror(errno);
-      return Connect::failed;
-    }
-    if (::connect(socket.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) break;
-    if (errno == ENOENT || errno == ECONNREFUSED || errno == ENOTDIR) return Connect::absent;
-    if (errno != EAGAIN && errno != EINTR) {
-      why = path + ": " + std::strerror(errno);
-      return Connect::failed;
-    }
-    if (clock_type::now() >= deadline) {
-      why = path + ": the server accepts no connection (its queue is full)";
-      return Connect::failed;
-    }
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  }
-  ::fcntl(socket.get(), F_SETFL, ::fcntl(socket.get(), F_GETFL) & ~O_NONBLOCK);
-  return Connect::ok;
-}
+// ---- connecting (connect_socket, channel.hpp) ----------------------------------------------------
 
 /// Starts `command` detached (own session, no terminal; stderr to serve.log in the socket's folder).
 void spawn_server(const std::vector<std::string>& command, const std::string& folder) {
@@ -120,8 +92,9 @@ extern "C" void note_signal(int signal) {
   errno = saved;
 }
 
-/// Catches SIGINT, SIGTERM and SIGHUP for the length of a request (so temporary files go away),
-/// restoring the caller's handlers afterwards; read_fd() becomes readable when one arrives.
+/// Catches SIGINT, SIGTERM and SIGHUP (those not ignored) for the length of a request, so the
+/// command hears of them, restoring the caller's handlers afterwards; read_fd() becomes readable
+/// when one arrives.
 class SignalGuard {
  public:
   SignalGuard() {
@@ -135,10 +108,17 @@ class SignalGuard {
     struct sigaction action {};
     action.sa_handler = note_signal;
     sigemptyset(&action.sa_mask);
-    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &action, &old_[i]);
+    // A signal ignored when the client started (nohup, a background job of a non-interactive
+    // shell) stays ignored, as it does for a command in a process of its own.
+    for (std::size_t i = 0; i < kSignals.size(); ++i) {
+      struct sigaction current {};
+      if (::sigaction(kSignals[i], nullptr, &current) != 0 || current.sa_handler == SIG_IGN) continue;
+      installed_[i] = ::sigaction(kSignals[i], &action, &old_[i]) == 0;
+    }
   }
   ~SignalGuard() {
-    for (std::size_t i = 0; i < kSignals.size(); ++i) ::sigaction(kSignals[i], &old_[i], nullptr);
+    for (std::size_t i = 0; i < kSignals.size(); ++i)
+      if (installed_[i]) ::sigaction(kSignals[i], &old_[i], nullptr);
     g_signal_pipe = -1;
   }
   SignalGuard(const SignalGuard&) = delete;
@@ -153,19 +133,34 @@ class SignalGuard {
   UniqueFd read_, write_;
   static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
   std::array<struct sigaction, 3> old_{};
+  std::array<bool, 3> installed_{};
 };
 
 std::string errno_text(int error) { return std::strerror(error); }
 
+/// The folder of `output` and the name pattern of a temporary file beside it. A long output name
+/// is cut so the temporary name stays within NAME_MAX.
+std::pair<std::string, std::string> temp_pattern(const std::string& output) {
+  const auto slash = output.find_last_of('/');
+  std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : output.substr(0, slash);
+  const std::string base = (slash == std::string::npos ? output : output.substr(slash + 1)).substr(0, 200);
+  std::string pattern = (folder == "/" ? "" : folder) + "/.cuconv-tmp-" + base + ".XXXXXX";
+  return {std::move(folder), std::move(pattern)};
+}
+
 /// The client's side of the file operations: the paths are this process's, relative ones from its
-/// working folder; temporary files it made are remembered until published or discarded.
+/// working folder. It creates, publishes, removes and discards only files of this command: its
+/// temporary files (anonymous where the file system allows, so a client killed at any moment
+/// leaves none) until published or discarded, and the outputs it published; a server asking for
+/// anything else is refused, whatever it says.
 class FileServant {
  public:
   FileServant() : umask_(::umask(0)) { ::umask(umask_); }  // read once, before any thread could race
   ~FileServant() { remove_temporaries(); }
 
   void remove_temporaries() noexcept {
-    for (const auto& name : temporaries_) ::unlink(name.c_str());
+    for (const auto& [name, temp] : temporaries_)
+      if (!temp.path.empty()) ::unlink(temp.path.c_str());
     temporaries_.clear();
   }
 
@@ -177,14 +172,16 @@ class FileServant {
       UniqueFd fd(::open(m->path.c_str(), O_RDONLY | O_CLOEXEC | O_NOCTTY | O_NONBLOCK));
       if (!fd) return channel.send(failure(errno));
       ::fcntl(fd.get(), F_SETFL, ::fcntl(fd.get(), F_GETFL) & ~O_NONBLOCK);
-      const int raw = fd.get();
-      return channel.send(Reply{}, std::span<const int>(&raw, 1));
+      return send_fd(channel, Reply{}, fd.get());
     }
     if (const auto* m = std::get_if<KindQuery>(&message)) {
       struct stat st {};
       const int rc = m->follow_links ? ::stat(m->path.c_str(), &st) : ::lstat(m->path.c_str(), &st);
       Reply reply;
       reply.value = rc != 0 ? 0u : S_ISREG(st.st_mode) ? 1u : S_ISDIR(st.st_mode) ? 2u : S_ISLNK(st.st_mode) ? 3u : 4u;
+      // Files::status: why the path cannot be reached, or the file's identity ("DEV:INODE").
+      if (rc != 0) reply.error = errno == 0 ? EIO : errno;
+      else reply.name = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
       return channel.send(reply);
     }
     if (const auto* m = std::get_if<SameFile>(&message)) {
@@ -196,6 +193,13 @@ class FileServant {
     }
     if (const auto* m = std::get_if<ListDirectory>(&message)) return list(channel, m->path);
     if (const auto* m = std::get_if<CreateTemp>(&message)) return create_temp(channel, m->output);
+    if (const auto* m = std::get_if<CreateScratch>(&message)) {
+      // The copy of standard input, in the caller's temporary folder: anonymous, so nothing of it
+      // outlives the command, whoever is killed.
+      const UniqueFd fd(engine::make_scratch_file(m->folder));
+      if (!fd) return channel.send(failure(errno));
+      return send_fd(channel, Reply{}, fd.get());
+    }
     if (const auto* m = std::get_if<Publish>(&message)) return channel.send(publish(*m));
     if (const auto* m = std::get_if<MakeDirectories>(&message)) {
       std::error_code ec;
@@ -205,24 +209,43 @@ class FileServant {
       return channel.send(Reply{});
     }
     if (const auto* m = std::get_if<RemoveFile>(&message)) {
-      // Only a regular file (the summary a failed batch leaves empty), never a folder.
+      // Only an output this command published (the summary a failed batch leaves empty).
+      if (published_.erase(m->path) == 0) return channel.send(refusal(m->path + " is not an output of this command"));
       struct stat st {};
       if (::lstat(m->path.c_str(), &st) == 0 && S_ISREG(st.st_mode)) ::unlink(m->path.c_str());
       return channel.send(Reply{});
     }
     if (const auto* m = std::get_if<Discard>(&message)) {
-      if (temporaries_.erase(m->temp_name) == 1) ::unlink(m->temp_name.c_str());
+      const auto temp = temporaries_.find(m->temp_name);
+      if (temp == temporaries_.end()) return channel.send(refusal(m->temp_name + " is not a temporary file of this command"));
+      if (!temp->second.path.empty()) ::unlink(temp->second.path.c_str());
+      temporaries_.erase(temp);
       return channel.send(Reply{});
     }
     return false;
   }
 
  private:
+  /// A temporary file of this command: its descriptor, and its path when it has one (a file
+  /// system without O_TMPFILE); an anonymous one goes with its descriptor.
+  struct Temp {
+    UniqueFd fd;
+    std::string path;
+  };
+
   static Reply failure(int error) {
     Reply reply;
     reply.error = error == 0 ? EIO : error;
     reply.message = errno_text(reply.error);
     return reply;
+  }
+  static Reply refusal(std::string why) {
+    Reply reply = failure(EPERM);
+    reply.message = std::move(why);
+    return reply;
+  }
+  static bool send_fd(Channel& channel, const Reply& reply, int fd) {
+    return channel.send(reply, std::span<const int>(&fd, 1));
   }
 
   static bool list(Channel& channel, const std::string& path) {
@@ -254,57 +277,56 @@ class FileServant {
   }
 
   bool create_temp(Channel& channel, const std::string& output) {
-    const auto slash = output.find_last_of('/');
-    const std::string folder = slash == std::string::npos ? "." : slash == 0 ? "/" : output.substr(0, slash);
-    // A long output name is cut so the temporary name stays within NAME_MAX.
-    const std::string base = (slash == std::string::npos ? output : output.substr(slash + 1)).substr(0, 200);
-    std::string name = (folder == "/" ? "" : folder) + "/.cuconv-tmp-" + base + ".XXXXXX";
-    std::vector<char> buffer(name.begin(), name.end());
-    buffer.push_back('\0');
-    UniqueFd fd(::mkostemp(buffer.data(), O_CLOEXEC));
-    if (!fd) return channel.send(failure(errno));
-    name = buffer.data();
-    temporaries_.insert(name);  // 0600 (mkstemp) while the server writes it; publish sets the mode
+    auto [folder, pattern] = temp_pattern(output);
+    Temp temp;
+    temp.fd.reset(common::open_anonymous(folder));
+    // The server knows a temporary file by a name: an anonymous one's says which it is.
+    std::string name = folder + "/(anonymous temporary file " + std::to_string(++anonymous_count_) + ")";
+    if (!temp.fd && common::anonymous_unsupported(errno)) {
+      temp.fd.reset(::mkostemp(pattern.data(), O_CLOEXEC));
+      temp.path = name = pattern;
+    }
+    if (!temp.fd) return channel.send(failure(errno));
+    const int raw = temp.fd.get();
+    // 0600 while the server writes it; publish gives it the mode a new file of the user's gets.
+    temporaries_.emplace(name, std::move(temp));
     Reply reply;
     reply.name = name;
-    const int raw = fd.get();
-    return channel.send(reply, std::span<const int>(&raw, 1));
+    return send_fd(channel, reply, raw);
   }
 
   Reply publish(const Publish& m) {
-    if (temporaries_.count(m.temp_name) == 0) {
-      Reply reply = failure(EPERM);
-      reply.message = m.temp_name + " is not a temporary file of this command";
-      return reply;
-    }
+    const auto found = temporaries_.find(m.temp_name);
+    if (found == temporaries_.end()) return refusal(m.temp_name + " is not a temporary file of this command");
+    Temp& temp = found->second;
     // An output gets the mode any new file of the user's would (umask), as in-process.
-    ::chmod(m.temp_name.c_str(), 0666 & ~umask_);
-    Reply reply;
-    if (m.overwrite) {
-      if (::rename(m.temp_name.c_str(), m.output.c_str()) != 0) return failure(errno);
-      reply.value = 1;
-    } else if (::renameat2(AT_FDCWD, m.temp_name.c_str(), AT_FDCWD, m.output.c_str(), RENAME_NOREPLACE) == 0) {
-      reply.value = 1;
-    } else if (errno == EEXIST) {
-      ::unlink(m.temp_name.c_str());
-      reply.value = 0;
-    } else if (errno == EINVAL || errno == ENOSYS) {
+    ::fchmod(temp.fd.get(), 0666 & ~umask_);
+    int error = 0;
+    if (temp.path.empty()) {
+      error = m.overwrite ? common::replace_with_anonymous(temp.fd.get(), m.output, temp_pattern(m.output).second)
+                          : common::link_anonymous(temp.fd.get(), m.output);
+    } else if (m.overwrite) {
+      if (::rename(temp.path.c_str(), m.output.c_str()) != 0) error = errno;
+    } else if (::renameat2(AT_FDCWD, temp.path.c_str(), AT_FDCWD, m.output.c_str(), RENAME_NOREPLACE) != 0) {
+      error = errno;
       // A file system without RENAME_NOREPLACE: link() refuses an existing name just as atomically.
-      if (::link(m.temp_name.c_str(), m.output.c_str()) == 0) {
-        reply.value = 1;
-      } else if (errno != EEXIST) {
-        return failure(errno);
-      }
-      ::unlink(m.temp_name.c_str());
-    } else {
-      return failure(errno);
+      if (error == EINVAL || error == ENOSYS) error = ::link(temp.path.c_str(), m.output.c_str()) == 0 ? 0 : errno;
+      if (error == 0 || error == EEXIST) ::unlink(temp.path.c_str());
     }
-    temporaries_.erase(m.temp_name);
+    // Without overwrite an existing output stays (value 0); any other failure keeps the temporary
+    // file for remove_temporaries.
+    if (error != 0 && (error != EEXIST || m.overwrite)) return failure(error);
+    Reply reply;
+    reply.value = error == 0 ? 1 : 0;
+    if (error == 0) published_.insert(m.output);
+    temporaries_.erase(found);
     return reply;
   }
 
   mode_t umask_;
-  std::set<std::string> temporaries_;
+  std::map<std::string, Temp> temporaries_;
+  std::set<std::string> published_;  ///< outputs this command published (RemoveFile may name them)
+  unsigned anonymous_count_ = 0;
 };
 
 /// A descriptor to hand over for `fd`: itself when open, else /dev/null (a closed stdin).
@@ -314,6 +336,18 @@ UniqueFd usable(int fd) {
 }
 
 }  // namespace
+
+void occupy_closed_standard_descriptors() noexcept {
+  for (const int fd : {0, 1, 2}) {
+    if (::fcntl(fd, F_GETFD) >= 0 || errno != EBADF) continue;
+    // Not close-on-exec: the engine the front end execs sees the same closed descriptor.
+    const int null = ::open("/dev/null", fd == 0 ? O_WRONLY : O_RDONLY);
+    if (null >= 0 && null != fd) {
+      ::dup2(null, fd);
+      ::close(null);
+    }
+  }
+}
 
 ServerPolicy read_server_policy(int argc, const char* const* argv) {
   ServerPolicy policy;
@@ -355,25 +389,33 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
     return std::nullopt;
   };
 
+  // Memory limits apply to a whole process: the server cannot hold one request to them.
+  for (const auto& [resource, name] : {std::pair{RLIMIT_AS, "RLIMIT_AS (ulimit -v)"}, std::pair{RLIMIT_DATA, "RLIMIT_DATA (ulimit -d)"}}) {
+    if (rlimit limit{}; ::getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
+      return no_server(std::string("this process has a memory limit, ") + name + ", that a server cannot apply to one command", false);
+  }
+
   const SocketPath where = options.socket_path.empty() ? default_socket_path() : explicit_socket_path(options.socket_path);
-  if (!where.from_environment) {
+  {
     struct stat st {};
-    if (::lstat(where.folder.c_str(), &st) != 0 && !policy.spawn) return no_server("no server runs (" + where.path + ")", false);
+    if (::lstat(where.folder.c_str(), &st) != 0 && (!policy.spawn || where.from_environment))
+      return no_server("no server runs (" + where.path + ")", false);
     if (::lstat(where.folder.c_str(), &st) == 0) {
       // A folder someone else could have made or entered may hold their socket, not our server.
-      if (const std::string why = check_private_folder(where.folder); !why.empty()) return no_server(why, true);
+      const std::string why = where.from_environment ? check_socket_folder(where.folder) : check_private_folder(where.folder);
+      if (!why.empty()) return no_server(why, true);
     }
   }
 
   UniqueFd socket;
   std::string why;
-  Connect connected = connect_to(where.path, options.connect_timeout_ms, socket, why);
+  Connect connected = connect_socket(where.path, options.connect_timeout_ms, socket, why);
   if (connected == Connect::absent && policy.spawn) {
     spawn_server(options.spawn_command, where.folder);
     const auto deadline = clock_type::now() + std::chrono::milliseconds(options.spawn_wait_ms);
     while (connected == Connect::absent && clock_type::now() < deadline) {
       std::this_thread::sleep_for(std::chrono::milliseconds(20));
-      connected = connect_to(where.path, options.connect_timeout_ms, socket, why);
+      connected = connect_socket(where.path, options.connect_timeout_ms, socket, why);
     }
   }
   if (connected == Connect::absent) return no_server("no server runs (" + where.path + ")", false);
@@ -386,7 +428,9 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
 
   SignalGuard signals;  // before the request: from then on an interruption must clean up
   Channel channel(std::move(socket), signals.read_fd());
-  if (!channel.send(Hello{})) return no_server(where.path + ": " + errno_text(errno), true);
+  const std::string build = options.build.empty() ? build_description() : options.build;
+  if (!channel.send(Hello{kProtocolMagic, kProtocolVersion, HelloPurpose::command, build, options.engine_identity}))
+    return no_server(where.path + ": " + errno_text(errno), true);
 
   // The first answer must come soon; after Queued, the server is alive and this client waits.
   std::uint32_t server_pid = 0;
@@ -417,7 +461,13 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
     }
     if (std::holds_alternative<Ping>(first.message)) continue;
     if (const auto* refused = std::get_if<Refused>(&first.message)) {
-      const bool quiet = refused->reason == RefusalReason::busy || refused->reason == RefusalReason::shutting_down;
+      if (refused->reason == RefusalReason::build) {
+        // A server of another build (an upgrade, a rebuilt tree) serves no command of this one:
+        // it is asked to exit once its last request ends, so the next call starts this build's.
+        (void)ask_server(where.path, HelloPurpose::stop_when_idle, options.connect_timeout_ms);
+      }
+      const bool quiet = refused->reason == RefusalReason::busy || refused->reason == RefusalReason::shutting_down ||
+                         refused->reason == RefusalReason::build;
       return no_server(refused->message, !quiet);
     }
     return no_server(where.path + ": the server answered out of turn", true);
@@ -432,10 +482,9 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
   request.err_is_terminal = ::isatty(2) == 1;
   if (rlimit limit{}; ::getrlimit(RLIMIT_FSIZE, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
     request.file_size_limit = std::max<std::uint64_t>(limit.rlim_cur, 1);
-  for (char** variable = environ; *variable != nullptr; ++variable) {
-    const std::string_view entry(*variable);
-    if (forwarded_variable(entry.substr(0, entry.find('=')))) request.environment.emplace_back(entry);
-  }
+  // The whole environment: the server takes what the command reads (forwarded_variable) and
+  // refuses the request when a variable its libraries read once per process differs.
+  for (char** variable = environ; *variable != nullptr; ++variable) request.environment.emplace_back(*variable);
   const UniqueFd in = usable(0), out = usable(1), err = usable(2);
   const int fds[3] = {in.get(), out.get(), err.get()};
   if (!channel.send(request, fds)) {
@@ -489,6 +538,8 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
     if (std::holds_alternative<Ping>(received.message)) continue;
     if (const auto* refused = std::get_if<Refused>(&received.message)) {
       servant.remove_temporaries();
+      // Nothing has run: what the server cannot run as a process of its own runs here.
+      if (refused->reason == RefusalReason::environment) return no_server(refused->message, false);
       say(refused->message);
       return kServerFailedExit;
     }

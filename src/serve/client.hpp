@@ -17,6 +17,13 @@ struct ServerPolicy {
   std::string error;    ///< a value neither knows; mode is then never (the in-process CLI says why)
 };
 
+/// Makes each of descriptors 0, 1 and 2 that is closed refer to /dev/null, opened the way that
+/// keeps it closed to the command: 0 write-only (a read fails with EBADF), 1 and 2 read-only (a
+/// write fails with EBADF). Then no socket, pipe or file the process opens later becomes a
+/// standard descriptor that the command would read or write. Call first in main, in both the
+/// front end and the engine.
+void occupy_closed_standard_descriptors() noexcept;
+
 /// Reads the policy: `--server X` or `--server=X` among argv (before a `--`), else $CUCONV_SERVER,
 /// else auto.
 [[nodiscard]] ServerPolicy read_server_policy(int argc, const char* const* argv);
@@ -27,6 +34,11 @@ struct ClientOptions {
   /// The command that starts a server (ServerPolicy::spawn), e.g. {"/usr/bin/cuconv", "serve"}.
   std::vector<std::string> spawn_command;
   int spawn_wait_ms = 5000;         ///< how long a spawned server has to answer
+  /// This client's build, told to the server (build_description(); tests set another).
+  std::string build;
+  /// file_identity() of the engine this client would exec; a server running another refuses it
+  /// (the command then runs in-process, and the server is asked to exit once idle). Empty: unchecked.
+  std::string engine_identity;
 };
 
 /// A server silent for this many of its ping intervals (Welcome::ping_interval_ms) mid-request is

@@ -2,6 +2,7 @@
 // `cuconv`'s thin front end: hands the command to the user's server when one answers, and
 // otherwise becomes the full engine binary (execv), so a served call loads no OpenCV and no CUDA.
 // Links only cuconv_serve (libc, libstdc++, pthread).
+#include "serve/build_identity.hpp"
 #include "serve/client.hpp"
 
 #include <cerrno>
@@ -33,6 +34,7 @@ std::string engine_path() {
 
 int main(int argc, char** argv) {
   using namespace cuconv::serve;
+  occupy_closed_standard_descriptors();  // before anything here opens a descriptor
   const std::string engine = engine_path();
   // `cuconv serve` is the server itself; a bad --server value is the engine's CLI to report.
   const bool serve_command = argc > 1 && std::strcmp(argv[1], "serve") == 0;
@@ -40,6 +42,7 @@ int main(int argc, char** argv) {
   if (!serve_command && policy.error.empty()) {
     ClientOptions options;
     if (policy.spawn) options.spawn_command = {engine, "serve"};
+    options.engine_identity = file_identity(engine);  // a server of another build runs no command of this one
     if (const auto code = run_served(argc, argv, policy, options)) return *code;
   }
   ::execv(engine.c_str(), argv);

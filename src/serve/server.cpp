@@ -6,6 +6,7 @@
 // when their client is done. It also watches the stop signals and the idle clock.
 #include "serve/server.hpp"
 
+#include "serve/build_identity.hpp"
 #include "serve/socket_path.hpp"
 
 #include <algorithm>
@@ -18,11 +19,15 @@
 #include <cstring>
 #include <deque>
 #include <fcntl.h>
+#include <linux/sockios.h>
+#include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <poll.h>
 #include <pthread.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -68,19 +73,45 @@ std::string describe_argv(const std::vector<std::string>& argv) {
 struct State {
   std::mutex mutex;
   std::condition_variable changed;
-  unsigned active = 0;                 // connection threads running
-  std::deque<UniqueFd> waiting;        // admitted clients without a thread yet
+  unsigned connections = 0;            // connection threads running (from accept to close)
+  unsigned active = 0;                 // requests holding one of max_clients' places
+  std::deque<std::uint64_t> queue;     // tickets of clients waiting for a place, oldest first
+  std::uint64_t next_ticket = 0;
   bool stopping = false;
+  std::string stop_asked;              // why a client asked the server to stop; empty: none did
+  std::string exit_when_idle;          // why it exits once idle (a client of another build); empty: no
+  bool executable_replaced = false;
+  clock_type::time_point started = clock_type::now();
   clock_type::time_point last_activity = clock_type::now();
-  std::set<Channel*> live;             // connections past Welcome, pinged while they run
+  std::uint64_t requests_served = 0;
+  /// Answered connections, pinged while they wait or run; for each, since when the client has
+  /// left bytes unread (a stopped client), and whether it was dropped for that.
+  struct Watch {
+    std::optional<clock_type::time_point> unread_since;
+    bool dropped = false;
+  };
+  std::map<Channel*, Watch> live;
+  std::vector<UniqueFd> stop_waiters;  // `serve --stop` clients: they see their end as the server ends
+  UniqueFd wake_read, wake_write;      // a byte here wakes the accepting thread
+  void wake() const noexcept {
+    const char byte = 1;
+    [[maybe_unused]] const ssize_t n = ::write(wake_write.get(), &byte, 1);
+  }
 };
 
-/// Keeps `channel` in state.live for its scope.
+/// What every connection needs to know of the server.
+struct ServerInfo {
+  const ServerOptions& options;
+  const Handler& handler;
+  std::string socket_text;  // what it listens on, in words
+};
+
+/// Keeps `channel` in state.live (pinged, watched for a stall) for its scope.
 class LiveChannel {
  public:
   LiveChannel(State& state, Channel& channel) : state_(state), channel_(channel) {
     std::lock_guard lock(state_.mutex);
-    state_.live.insert(&channel_);
+    state_.live.emplace(&channel_, State::Watch{});
   }
   ~LiveChannel() {
     std::lock_guard lock(state_.mutex);
@@ -94,42 +125,172 @@ class LiveChannel {
   Channel& channel_;
 };
 
-/// One client from Hello to Exit.
-void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Handler& handler, int log_fd, State& state,
-                      unsigned ping_interval_ms) {
-  Channel channel(std::move(socket));
-  const LiveChannel live(state, channel);
-  Received hello = channel.receive(10'000);
-  if (hello.status != Received::Status::message || !std::holds_alternative<Hello>(hello.message)) {
-    if (hello.status == Received::Status::bad) {
-      (void)channel.send(Refused{RefusalReason::bad_message, "cuconv serve: " + hello.error});
-      log_line(log_fd, "pid " + std::to_string(peer.pid) + ": refused: " + hello.error);
+/// A request's place among max_clients for its scope: waits in line (Queued, then Welcome) when
+/// all are taken. held() is false when the server is stopping or the line is full.
+class Place {
+ public:
+  /// Takes a place at once or joins the line; `queued` is called (without the lock) with the
+  /// number of clients ahead when it has to wait.
+  Place(State& state, const ServerOptions& options, const std::function<void(std::uint32_t)>& queued) : state_(state) {
+    std::unique_lock lock(state_.mutex);
+    const unsigned max_clients = std::max(options.max_clients, 1U);
+    if (state_.stopping) return;
+    if (state_.active < max_clients && state_.queue.empty()) {
+      ++state_.active;
+      held_ = true;
+      return;
     }
-    return;
+    if (state_.queue.size() >= options.max_waiting) {
+      busy_ = true;
+      return;
+    }
+    const std::uint64_t ticket = state_.next_ticket++;
+    state_.queue.push_back(ticket);
+    const auto ahead = static_cast<std::uint32_t>(state_.queue.size() - 1);
+    lock.unlock();
+    queued(ahead);
+    lock.lock();
+    state_.changed.wait(lock, [&] {
+      return state_.stopping || (state_.queue.front() == ticket && state_.active < max_clients);
+    });
+    state_.queue.erase(std::find(state_.queue.begin(), state_.queue.end(), ticket));
+    if (state_.stopping) {
+      state_.changed.notify_all();
+      return;
+    }
+    ++state_.active;
+    held_ = true;
+    state_.changed.notify_all();  // the next in line may fit too
   }
-  const Hello& h = std::get<Hello>(hello.message);
+  ~Place() {
+    if (!held_) return;
+    std::lock_guard lock(state_.mutex);
+    --state_.active;
+    state_.last_activity = clock_type::now();
+    state_.changed.notify_all();
+  }
+  Place(const Place&) = delete;
+  Place& operator=(const Place&) = delete;
+  [[nodiscard]] bool held() const noexcept { return held_; }
+  [[nodiscard]] bool busy() const noexcept { return busy_; }
+
+ private:
+  State& state_;
+  bool held_ = false;
+  bool busy_ = false;
+};
+
+std::string seconds_text(clock_type::duration d) {
+  return std::to_string(std::chrono::duration_cast<std::chrono::seconds>(d).count()) + " s";
+}
+
+/// The server as `cuconv serve --status` shows it.
+Status status_of(State& state, const ServerInfo& info) {
+  Status status;
+  status.pid = static_cast<std::uint32_t>(::getpid());
+  status.build = info.options.build;
+  status.executable = info.options.executable;
+  status.socket = info.socket_text;
+  {
+    std::lock_guard lock(state.mutex);
+    status.uptime_ms = static_cast<std::uint64_t>(
+        std::chrono::duration_cast<std::chrono::milliseconds>(clock_type::now() - state.started).count());
+    status.requests_served = state.requests_served;
+    status.clients_now = state.active;
+    status.clients_waiting = static_cast<std::uint32_t>(state.queue.size());
+    status.executable_replaced = state.executable_replaced;
+  }
+  if (info.options.describe) info.options.describe(status);
+  return status;
+}
+
+/// The `what` (a T) the client must send next, whole within message_deadline_ms; otherwise the
+/// client is refused (unless it hung up: then nobody is told) and nothing is returned.
+template <class T>
+std::optional<T> expect(Channel& channel, const char* what, const ServerOptions& options, const std::string& who) {
+  Received received = channel.receive(static_cast<int>(options.message_deadline_ms));
+  if (received.status == Received::Status::message && std::holds_alternative<T>(received.message)) {
+    return std::get<T>(std::move(received.message));
+  }
+  if (received.status == Received::Status::closed) return std::nullopt;
+  const std::string why = received.status == Received::Status::timeout
+                              ? "no whole " + std::string(what) + " within " + std::to_string(options.message_deadline_ms) + " ms"
+                          : received.error.empty() ? "expected a " + std::string(what)
+                                                   : received.error;
+  (void)channel.try_send(Refused{RefusalReason::bad_message, "cuconv serve: " + why});  // it may read nothing
+  log_line(options.log_fd, who + ": refused: " + why);
+  return std::nullopt;
+}
+
+/// One client from Hello to Exit (or to its Status, for a status or stop request).
+void serve_connection(UniqueFd socket, const PeerCredentials& peer, const ServerInfo& info, State& state) {
+  const ServerOptions& options = info.options;
+  const int log_fd = options.log_fd;
+  const std::string who = "pid " + std::to_string(peer.pid);
+  Channel channel(std::move(socket));
+  const std::optional<Hello> hello = expect<Hello>(channel, "hello", options, who);
+  channel.drop_fds();  // a Hello carries none
+  if (!hello) return;
+  const Hello& h = *hello;
   if (h.magic != kProtocolMagic || h.version != kProtocolVersion) {
     (void)channel.send(Refused{RefusalReason::version,
                                "cuconv serve: this server speaks protocol version " + std::to_string(kProtocolVersion) +
                                    ", the client " + std::to_string(h.version) +
                                    " (a server from another cuconv release is running: restart it)"});
-    log_line(log_fd, "pid " + std::to_string(peer.pid) + ": refused: protocol version " + std::to_string(h.version));
+    log_line(log_fd, who + ": refused: protocol version " + std::to_string(h.version));
     return;
   }
-  if (!channel.send(Welcome{kProtocolVersion, static_cast<std::uint32_t>(::getpid()), ping_interval_ms})) return;
+  switch (h.purpose) {
+    case HelloPurpose::command: break;
+    case HelloPurpose::status: (void)channel.send(status_of(state, info)); return;
+    case HelloPurpose::stop: {
+      (void)channel.send(status_of(state, info));
+      std::lock_guard lock(state.mutex);
+      if (state.stop_asked.empty()) state.stop_asked = "asked to stop by " + who;
+      state.stop_waiters.emplace_back(::fcntl(channel.fd(), F_DUPFD_CLOEXEC, 3));
+      state.wake();
+      return;
+    }
+    case HelloPurpose::stop_when_idle: {
+      (void)channel.send(status_of(state, info));
+      std::lock_guard lock(state.mutex);
+      if (state.exit_when_idle.empty()) state.exit_when_idle = who + " of another build (" + printable(h.build) + ") asked it to exit once idle";
+      state.wake();
+      return;
+    }
+  }
+  if (!options.identity.empty() && !h.engine_identity.empty() && h.engine_identity != options.identity) {
+    const std::string why = "this server runs another cuconv build (" + options.build + ", " + options.executable +
+                            ") than the client's (" + printable(h.build) + ")";
+    (void)channel.send(Refused{RefusalReason::build, "cuconv serve: " + why});
+    log_line(log_fd, who + ": refused: " + why);
+    return;
+  }
 
-  Received request = channel.receive(10'000);
-  if (request.status != Received::Status::message || !std::holds_alternative<Request>(request.message)) {
-    if (request.status == Received::Status::bad || request.status == Received::Status::message) {
-      const std::string why = request.error.empty() ? "expected a request" : request.error;
-      (void)channel.send(Refused{RefusalReason::bad_message, "cuconv serve: " + why});
-      log_line(log_fd, "pid " + std::to_string(peer.pid) + ": refused: " + why);
+  const LiveChannel live(state, channel);
+  const Place place(state, options, [&](std::uint32_t ahead) {
+    (void)channel.send(Queued{ahead, options.ping_interval_ms});
+  });
+  if (!place.held()) {
+    if (place.busy()) {
+      (void)channel.send(Refused{RefusalReason::busy, "cuconv serve: " + std::to_string(options.max_clients) +
+                                                          " clients running and " + std::to_string(options.max_waiting) +
+                                                          " waiting"});
+    } else {
+      (void)channel.send(Refused{RefusalReason::shutting_down, "cuconv serve: the server is stopping"});
     }
     return;
   }
-  Request& asked = std::get<Request>(request.message);
+  if (!channel.send(Welcome{kProtocolVersion, static_cast<std::uint32_t>(::getpid()), options.ping_interval_ms, options.build}))
+    return;
+
+  std::optional<Request> request = expect<Request>(channel, "request", options, who);
+  if (!request) return;
+  Request& asked = *request;
   ClientRequest client{std::move(asked.argv), std::move(asked.cwd), std::move(asked.environment),
-                       asked.file_size_limit, asked.err_is_terminal, peer.pid, peer.uid};
+                       asked.file_size_limit, asked.err_is_terminal, peer.pid, peer.uid,
+                       "pid " + std::to_string(::getpid()) + ", socket " + info.socket_text + ", " + options.build +
+                           ", up " + seconds_text(clock_type::now() - state.started)};
   UniqueFd in = channel.take_fd(), out = channel.take_fd(), err = channel.take_fd();
   channel.drop_fds();
   if (!in || !out || !err || client.argv.empty()) {
@@ -139,10 +300,13 @@ void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Handle
 
   const auto start = clock_type::now();
   int code = 1;
+  std::optional<Refusal> refused;
   {
     ClientSession session(channel, std::move(in), std::move(out), std::move(err), client.file_size_limit);
     try {
-      code = handler(client, session);
+      code = info.handler(client, session);
+    } catch (Refusal& refusal) {  // nothing has run: the client runs the command itself
+      refused = std::move(refusal);
     } catch (const std::exception& e) {
       const std::string text = "cuconv: internal error in the server: " + std::string(e.what()) + "\n";
       [[maybe_unused]] const ssize_t n = ::write(session.err_fd(), text.data(), text.size());
@@ -151,6 +315,15 @@ void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Handle
       [[maybe_unused]] const ssize_t n = ::write(session.err_fd(), text.data(), text.size());
     }
   }  // the client's descriptors close before it learns the exit code, so its pipes see their end
+  if (refused) {
+    (void)channel.send(Refused{refused->reason, refused->message});
+    log_line(log_fd, "pid " + std::to_string(peer.pid) + ": refused: " + refused->message);
+    return;
+  }
+  {
+    std::lock_guard lock(state.mutex);
+    ++state.requests_served;
+  }
   const bool told = channel.send(Exit{code});
   const double ms = std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
   char took[32];
@@ -159,13 +332,13 @@ void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Handle
                        " -> exit " + std::to_string(code) + " in " + took + (told ? "" : " (the client had gone)"));
 }
 
-/// Binds and listens on `path`; the lock file beside it keeps a second server off the socket.
-/// Returns the listening socket or an empty UniqueFd with `error` set.
+/// Binds and listens on `where`; the lock file beside it keeps a second server off the socket.
+/// Only a stale socket of this user is ever replaced there: a file, a link, a folder, another
+/// user's socket or a socket that answers is left alone and named in `error`. Returns the
+/// listening socket or an empty UniqueFd with `error` set.
 UniqueFd bind_socket(const SocketPath& where, UniqueFd& lock, std::string& error) {
-  if (!where.from_environment) {
-    error = prepare_private_folder(where.folder);
-    if (!error.empty()) return {};
-  }
+  error = where.from_environment ? check_socket_folder(where.folder) : prepare_private_folder(where.folder);
+  if (!error.empty()) return {};
   sockaddr_un address{};
   address.sun_family = AF_UNIX;
   if (where.path.size() >= sizeof address.sun_path) {
@@ -173,10 +346,17 @@ UniqueFd bind_socket(const SocketPath& where, UniqueFd& lock, std::string& error
     return {};
   }
   std::memcpy(address.sun_path, where.path.c_str(), where.path.size() + 1);
+  // The lock: never through a link someone planted, and only a regular file of ours.
   const std::string lock_path = where.path + ".lock";
-  lock.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC, 0600));
+  lock.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0600));
   if (!lock) {
-    error = lock_path + ": " + std::strerror(errno);
+    error = lock_path + ": " + (errno == ELOOP ? std::string("a symbolic link; not following it") : std::strerror(errno));
+    return {};
+  }
+  struct stat lock_stat {};
+  if (::fstat(lock.get(), &lock_stat) != 0 || !S_ISREG(lock_stat.st_mode) || lock_stat.st_uid != ::getuid()) {
+    error = lock_path + ": not a regular file of this user; not using it as the server's lock";
+    lock.reset();
     return {};
   }
   if (::flock(lock.get(), LOCK_EX | LOCK_NB) != 0) {
@@ -188,15 +368,21 @@ UniqueFd bind_socket(const SocketPath& where, UniqueFd& lock, std::string& error
     error = std::string("socket: ") + std::strerror(errno);
     return {};
   }
-  // A socket that still answers belongs to a server without our lock: one started by systemd's
-  // cuconv.socket (the socket is systemd's). Only a dead socket is replaced.
-  UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
-  if (probe && ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
-    error = where.path + ": something already listens there (systemd's cuconv.socket?); not replacing it";
-    return {};
+  if (struct stat there {}; ::lstat(where.path.c_str(), &there) == 0) {
+    if (!S_ISSOCK(there.st_mode) || there.st_uid != ::getuid()) {
+      error = where.path + ": " + (S_ISSOCK(there.st_mode) ? "another user's socket" : "exists and is not a socket") +
+              "; not replacing it (choose another --socket)";
+      return {};
+    }
+    // A socket that still answers belongs to a server without our lock: one started by systemd's
+    // cuconv.socket (the socket is systemd's). Only a dead socket is replaced.
+    UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+    if (probe && ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
+      error = where.path + ": something already listens there (systemd's cuconv.socket?); not replacing it";
+      return {};
+    }
+    ::unlink(where.path.c_str());  // a socket left by a server that died
   }
-  probe.reset();
-  ::unlink(where.path.c_str());  // a socket left by a server that died
   const mode_t old_mask = ::umask(077);
   const int bound = ::bind(listener.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address);
   const int bind_errno = errno;
@@ -239,7 +425,9 @@ std::vector<int> systemd_listen_fds() {
   return fds;
 }
 
-int run_server(const ServerOptions& options, const Handler& handler) {
+int run_server(const ServerOptions& given, const Handler& handler) {
+  ServerOptions options = given;
+  if (options.build.empty()) options.build = build_description();
   const int log_fd = options.log_fd;
   struct sigaction ignore {};
   ignore.sa_handler = SIG_IGN;
@@ -257,11 +445,14 @@ int run_server(const ServerOptions& options, const Handler& handler) {
     own_listener = bind_socket(where, lock, error);
     if (!own_listener) {
       log_line(log_fd, error);
-      return 1;
+      return static_cast<int>(ExitCode::not_started);
     }
     ::stat(where.path.c_str(), &own_socket);
     listeners.push_back(own_listener.get());
   }
+  // Nothing depends on the server's folder any more (paths are the clients'; the socket's path
+  // is absolute): holding it would keep a caller's folder busy for the server's life.
+  if (options.leave_working_folder && ::chdir("/") != 0) log_line(log_fd, std::string("chdir /: ") + std::strerror(errno));
   for (int fd : listeners) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
 
   sigset_t stop_signals, old_mask;
@@ -274,76 +465,105 @@ int run_server(const ServerOptions& options, const Handler& handler) {
     signals.reset(::signalfd(-1, &stop_signals, SFD_CLOEXEC | SFD_NONBLOCK));
   }
 
-  log_line(log_fd, "pid " + std::to_string(::getpid()) + " listening on " +
-                       (activated ? std::to_string(listeners.size()) + " socket(s) from systemd" : where.path) +
+  const std::string socket_text = activated ? std::to_string(listeners.size()) + " socket(s) from systemd" : where.path;
+  log_line(log_fd, "pid " + std::to_string(::getpid()) + " (" + options.build + ") listening on " + socket_text +
                        "; idle exit " +
                        (options.idle_exit_seconds == 0 ? std::string("never") : std::to_string(options.idle_exit_seconds) + " s") +
                        ", " + std::to_string(options.max_clients) + " clients at once");
 
   auto state = std::make_shared<State>();
-  const unsigned max_clients = options.max_clients == 0 ? 1 : options.max_clients;
-  auto start_thread = [&](UniqueFd socket, PeerCredentials peer) {
-    std::thread([state, &handler, log_fd, ping = options.ping_interval_ms](UniqueFd connection, PeerCredentials who) {
-      for (;;) {
-        serve_connection(std::move(connection), who, handler, log_fd, *state, ping);
-        std::lock_guard lock_state(state->mutex);
-        state->last_activity = clock_type::now();
-        if (!state->waiting.empty() && !state->stopping) {
-          connection = std::move(state->waiting.front());
-          state->waiting.pop_front();
-          who = peer_credentials(connection.get());
-          continue;
-        }
-        --state->active;
-        state->changed.notify_all();
-        return;
+  if (int ends[2]; ::pipe2(ends, O_CLOEXEC | O_NONBLOCK) == 0) {
+    state->wake_read.reset(ends[0]);
+    state->wake_write.reset(ends[1]);
+  }
+  const ServerInfo info{options, handler, socket_text};
+  // The executable as it was at start: a replaced one (an upgrade) makes the server exit when idle.
+  const std::string executable_identity = file_identity(options.executable);
+  auto replaced = [&] {
+    if (options.executable.empty()) return false;
+    const std::string now = own_executable();
+    return now.ends_with(" (deleted)") || file_identity(options.executable) != executable_identity;
+  };
+  auto next_look = clock_type::now();
+  const std::size_t max_connections = std::size_t{std::max(options.max_clients, 1U)} + options.max_waiting + 16;
+
+  // Pings go out without waiting: a client whose socket buffer is full misses them, and one that
+  // leaves bytes unread for stall_ms is dropped (its connection shut: its command stops as on a
+  // hang-up). Nothing here blocks, so holding the lock is brief.
+  auto ping_all = [&](std::unique_lock<std::mutex>&) {
+    const auto now = clock_type::now();
+    for (auto& [channel, watch] : state->live) {
+      if (watch.dropped) continue;
+      int unread = 0;
+      if (::ioctl(channel->fd(), SIOCOUTQ, &unread) != 0) unread = 0;
+      if (unread <= 0) {
+        watch.unread_since.reset();
+      } else if (!watch.unread_since) {
+        watch.unread_since = now;
+      } else if (now - *watch.unread_since >= std::chrono::milliseconds(options.stall_ms)) {
+        watch.dropped = true;
+        ::shutdown(channel->fd(), SHUT_RDWR);
+        log_line(log_fd, "a client left " + std::to_string(unread) + " bytes unread for " +
+                             seconds_text(now - *watch.unread_since) + " (stopped?): dropped as gone");
+        continue;
       }
-    }, std::move(socket), peer).detach();
+      (void)channel->try_send(Ping{});
+    }
   };
 
   auto next_ping = clock_type::now() + std::chrono::milliseconds(options.ping_interval_ms);
   const std::string why_stopped = [&]() -> std::string {
     for (;;) {
-      if (options.ping_interval_ms > 0 && clock_type::now() >= next_ping) {
-        // A Ping is 5 bytes into a socket buffer the client keeps reading: it does not block.
-        std::lock_guard lock_state(state->mutex);
-        for (Channel* channel : state->live) (void)channel->send(Ping{});
-        static const std::vector<std::uint8_t> ping = encode(Ping{});
-        for (const UniqueFd& waiting : state->waiting) {  // nothing else is sent on these yet
-          (void)::send(waiting.get(), ping.data(), ping.size(), MSG_NOSIGNAL | MSG_DONTWAIT);
-        }
-        next_ping = clock_type::now() + std::chrono::milliseconds(options.ping_interval_ms);
-      }
-      std::vector<pollfd> polls;
-      for (int fd : listeners) polls.push_back({fd, POLLIN, 0});
-      if (signals) polls.push_back({signals.get(), POLLIN, 0});
-      if (options.stop_fd >= 0) polls.push_back({options.stop_fd, POLLIN, 0});
       int wait_ms = -1;
-      if (options.idle_exit_seconds > 0) {
-        std::lock_guard lock_state(state->mutex);
-        if (state->active == 0 && state->waiting.empty()) {
+      {
+        std::unique_lock lock_state(state->mutex);
+        if (options.ping_interval_ms > 0 && clock_type::now() >= next_ping) {
+          ping_all(lock_state);
+          next_ping = clock_type::now() + std::chrono::milliseconds(options.ping_interval_ms);
+        }
+        if (!state->stop_asked.empty()) return state->stop_asked;
+        const bool idle = state->active == 0 && state->queue.empty();
+        if (!options.executable.empty() && clock_type::now() >= next_look) {
+          if (!state->executable_replaced && replaced()) {
+            state->executable_replaced = true;
+            log_line(log_fd, options.executable + " was replaced (an upgrade?): exiting once idle");
+          }
+          next_look = clock_type::now() + std::chrono::seconds(1);
+        }
+        if (idle && state->executable_replaced) return "its executable was replaced";
+        if (idle && !state->exit_when_idle.empty()) return state->exit_when_idle;
+        if (options.idle_exit_seconds > 0 && idle && state->connections == 0) {
           const auto deadline = state->last_activity + std::chrono::seconds(options.idle_exit_seconds);
           const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
           if (left <= 0) return "idle for " + std::to_string(options.idle_exit_seconds) + " s";
           wait_ms = static_cast<int>(std::min<long long>(left, 60'000)) + 1;
-        } else {
+        } else if (options.idle_exit_seconds > 0 || !state->exit_when_idle.empty()) {
           wait_ms = 1000;  // a client may finish: look at the idle clock again soon after
         }
+        if (!options.executable.empty()) wait_ms = wait_ms < 0 ? 1000 : std::min(wait_ms, 1000);
       }
       if (options.ping_interval_ms > 0) {
         const auto to_ping = std::chrono::duration_cast<std::chrono::milliseconds>(next_ping - clock_type::now()).count();
         const int ping_wait = static_cast<int>(std::max<long long>(to_ping, 0)) + 1;
         wait_ms = wait_ms < 0 ? ping_wait : std::min(wait_ms, ping_wait);
       }
+      std::vector<pollfd> polls;
+      for (int fd : listeners) polls.push_back({fd, POLLIN, 0});
+      polls.push_back({state->wake_read.get(), POLLIN, 0});
+      if (signals) polls.push_back({signals.get(), POLLIN, 0});
+      if (options.stop_fd >= 0) polls.push_back({options.stop_fd, POLLIN, 0});
       const int ready = ::poll(polls.data(), polls.size(), wait_ms);
       if (ready < 0 && errno != EINTR) return std::string("poll: ") + std::strerror(errno);
       if (ready <= 0) continue;
       std::size_t at = listeners.size();
+      if (polls[at++].revents != 0) {
+        for (char bytes[64]; ::read(state->wake_read.get(), bytes, sizeof bytes) > 0;) continue;
+      }
       if (signals) {
         if (polls[at].revents != 0) {
-          signalfd_siginfo info{};
-          if (::read(signals.get(), &info, sizeof info) == static_cast<ssize_t>(sizeof info)) {
-            return info.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT";
+          signalfd_siginfo signal_info{};
+          if (::read(signals.get(), &signal_info, sizeof signal_info) == static_cast<ssize_t>(sizeof signal_info)) {
+            return signal_info.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT";
           }
         }
         ++at;
@@ -353,34 +573,38 @@ int run_server(const ServerOptions& options, const Handler& handler) {
         if ((polls[i].revents & POLLIN) == 0) continue;
         UniqueFd connection(::accept4(listeners[i], nullptr, nullptr, SOCK_CLOEXEC));
         if (!connection) continue;
-        // Accepted sockets inherit nothing from the listener's O_NONBLOCK on Linux: blocking I/O.
+        // Accepted sockets inherit nothing from the listener's O_NONBLOCK on Linux: blocking I/O
+        // for the connection's own thread; what this thread sends never waits.
+        if (options.socket_buffer_bytes > 0) {
+          ::setsockopt(connection.get(), SOL_SOCKET, SO_SNDBUF, &options.socket_buffer_bytes, sizeof(int));
+        }
         const PeerCredentials peer = peer_credentials(connection.get());
         if (peer.uid != static_cast<long>(::getuid())) {
           Channel refusal(std::move(connection));
-          (void)refusal.send(Refused{RefusalReason::other_user,
-                                     "cuconv serve: this server belongs to uid " + std::to_string(::getuid()) +
-                                         "; uid " + std::to_string(peer.uid) +
-                                         " may not use it (each user runs their own: unset CUCONV_SOCKET or point it at yours)"});
+          (void)refusal.try_send(Refused{RefusalReason::other_user,
+                                         "cuconv serve: this server belongs to uid " + std::to_string(::getuid()) +
+                                             "; uid " + std::to_string(peer.uid) +
+                                             " may not use it (each user runs their own: unset CUCONV_SOCKET or point it at yours)"});
           log_line(log_fd, "refused pid " + std::to_string(peer.pid) + ": uid " + std::to_string(peer.uid) +
                                " is not the server's user");
           continue;
         }
         std::unique_lock lock_state(state->mutex);
-        state->last_activity = clock_type::now();
-        if (state->active < max_clients) {
-          ++state->active;
+        if (state->connections >= max_connections) {
           lock_state.unlock();
-          start_thread(std::move(connection), peer);
-        } else if (state->waiting.size() < options.max_waiting) {
-          Channel queued(std::move(connection));
-          (void)queued.send(Queued{static_cast<std::uint32_t>(state->waiting.size()), options.ping_interval_ms});
-          // The channel has read nothing yet, so the socket is handed on as it stands.
-          state->waiting.emplace_back(::dup(queued.fd()));
-        } else {
           Channel refusal(std::move(connection));
-          (void)refusal.send(Refused{RefusalReason::busy, "cuconv serve: " + std::to_string(max_clients) + " clients running and " +
-                                                               std::to_string(options.max_waiting) + " waiting"});
+          (void)refusal.try_send(Refused{RefusalReason::busy, "cuconv serve: " + std::to_string(max_connections) +
+                                                                  " connections open"});
+          continue;
         }
+        ++state->connections;
+        lock_state.unlock();
+        std::thread([state, &info](UniqueFd socket, PeerCredentials peer_of) {
+          serve_connection(std::move(socket), peer_of, info, *state);
+          std::lock_guard lock_end(state->mutex);
+          --state->connections;
+          state->changed.notify_all();
+        }, std::move(connection), peer).detach();
       }
     }
   }();
@@ -395,16 +619,11 @@ int run_server(const ServerOptions& options, const Handler& handler) {
   }
   std::unique_lock lock_state(state->mutex);
   state->stopping = true;
-  const unsigned in_flight = state->active;
-  for (auto& waiting : state->waiting) {
-    Channel refusal(std::move(waiting));
-    (void)refusal.send(Refused{RefusalReason::shutting_down, "cuconv serve: the server is stopping"});
-  }
-  state->waiting.clear();
-  log_line(log_fd, "stopping (" + why_stopped + "); " + std::to_string(in_flight) + " request(s) in flight");
-  while (state->active > 0) {
+  state->changed.notify_all();
+  log_line(log_fd, "stopping (" + why_stopped + "); " + std::to_string(state->active) + " request(s) in flight");
+  while (state->connections > 0) {
     if (options.ping_interval_ms > 0 && clock_type::now() >= next_ping) {  // the drain may be long
-      for (Channel* channel : state->live) (void)channel->send(Ping{});
+      ping_all(lock_state);
       next_ping = clock_type::now() + std::chrono::milliseconds(options.ping_interval_ms);
     }
     if (signals) {
@@ -423,6 +642,8 @@ int run_server(const ServerOptions& options, const Handler& handler) {
   lock_state.unlock();
   if (options.handle_signals) ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   log_line(log_fd, "stopped");
+  std::lock_guard lock_end(state->mutex);
+  state->stop_waiters.clear();  // `serve --stop` sees its connection end: the server has stopped
   return 0;
 }
 

@@ -15,6 +15,7 @@
 #include <atomic>
 #include <functional>
 #include <mutex>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -34,6 +35,27 @@ struct ServerOptions {
   /// While a request runs, a Ping this often tells its client the server lives (a client that
   /// hears nothing for several intervals gives up with exit 5); 0: none.
   unsigned ping_interval_ms = 5000;
+  /// A client that leaves what the server sent it unread this long (stopped with Ctrl-Z, frozen)
+  /// is taken for gone: its connection is shut, so its command stops as on a hang-up (SIGHUP).
+  unsigned stall_ms = 600'000;
+  /// Hello, and then Request, must each arrive whole within this long (however they trickle in).
+  unsigned message_deadline_ms = 10'000;
+  /// This server's build, for Welcome and Status (build_description()).
+  std::string build;
+  /// The identity (file_identity()) a client's engine must have to be served; a client naming
+  /// another is refused (RefusalReason::build). Empty: any (tests' servers).
+  std::string identity;
+  /// The executable watched for replacement (an upgrade): once replaced, the server exits when
+  /// idle. Empty: not watched.
+  std::string executable;
+  /// chdir("/") once the socket is bound, so the server holds no caller's folder (the product's
+  /// servers; not a test that runs the server in its own process).
+  bool leave_working_folder = false;
+  /// SO_SNDBUF of each client's connection; 0: the system's default (a test seam: a small one
+  /// fills with the Pings a stopped client does not read).
+  int socket_buffer_bytes = 0;
+  /// Adds what the transport does not know to a Status: the devices served, GPU memory held.
+  std::function<void(Status&)> describe;
 };
 
 /// A client's command as it arrived.
@@ -45,6 +67,8 @@ struct ClientRequest {
   bool err_is_terminal = false;
   long pid = -1;  ///< the client's process (SO_PEERCRED)
   long uid = -1;
+  /// The server, for -v and --json: "pid N, socket S, BUILD, up T".
+  std::string server_description;
 };
 
 /// engine::Files answered by the client over the connection: every path is the client's to open,
@@ -58,6 +82,7 @@ class RemoteFiles final : public engine::Files {
       : channel_(channel), file_size_limit_(file_size_limit) {}
   [[nodiscard]] engine::OpenedFile open_input(const std::string& path) override;
   [[nodiscard]] engine::FileKind kind(const std::string& path, bool follow_links) override;
+  [[nodiscard]] engine::FileStatus status(const std::string& path) override;
   [[nodiscard]] bool same_file(const std::string& a, const std::string& b) override;
   [[nodiscard]] std::vector<std::string> list_directory(const std::string& path) override;
   void make_directories(const std::string& path) override;
@@ -66,6 +91,9 @@ class RemoteFiles final : public engine::Files {
   [[nodiscard]] bool write_output(const std::string& output, std::span<const unsigned char> bytes,
                                   bool overwrite) override;
   void remove(const std::string& path) noexcept override;
+  /// An anonymous file the client makes in its `folder` (CreateScratch); open_input of its
+  /// local_path() then reads it here, without asking the client.
+  [[nodiscard]] engine::OpenedFile create_scratch(const std::string& folder) override;
 
   /// write_output's steps, apart for tests that stop a server between them.
   /// A temporary file beside an output, open for writing, as the client named it.
@@ -93,6 +121,7 @@ class RemoteFiles final : public engine::Files {
   std::uint64_t file_size_limit_ = 0;
   bool lost_ = false;
   std::atomic<int> signal_{0};
+  std::set<std::string> scratch_paths_;  ///< create_scratch's local paths (under mutex_)
 };
 
 /// What a handler gets for one client: its descriptors (owned by the session) and its files.
@@ -113,15 +142,26 @@ class ClientSession {
   RemoteFiles files_;
 };
 
+/// Thrown by a Handler before it has run anything: the server answers Refused{reason, message}
+/// instead of Exit, and the client runs the command in-process (or, under --server always, says
+/// why and exits 5).
+struct Refusal {
+  RefusalReason reason = RefusalReason::environment;
+  std::string message;
+};
+
 /// Runs one request; returns its exit code. An exception becomes exit code 1 with its message on
 /// the client's stderr.
 using Handler = std::function<int(const ClientRequest&, ClientSession&)>;
 
-/// Serves until idle for idle_exit_seconds, or a stop (signal, stop_fd). Returns 0 after a clean
-/// stop, 1 when it cannot start (the reason on log_fd): socket folder not private, another server
-/// already on the socket, bind failure. Ignores SIGPIPE for the whole process (a client's pipe may
-/// close under a write). Call it before other threads start when handle_signals is set: it blocks
-/// SIGTERM and SIGINT in its thread and the threads it starts, and reads them from a signalfd.
+/// Serves until idle for idle_exit_seconds, or a stop (signal, stop_fd, a client's Hello of
+/// purpose stop), or once idle after a client of another build asked so or the executable was
+/// replaced. Returns 0 after a clean stop, ExitCode::not_started when it cannot start (the reason
+/// on log_fd): socket folder not private, another server already on the socket, something that is
+/// not a stale socket of this user at the socket's path, bind failure. Ignores SIGPIPE for the
+/// whole process (a client's pipe may close under a write). Call it before other threads start
+/// when handle_signals is set: it blocks SIGTERM and SIGINT in its thread and the threads it
+/// starts, and reads them from a signalfd.
 [[nodiscard]] int run_server(const ServerOptions& options, const Handler& handler);
 
 /// The listening sockets systemd passed (sd_listen_fds(3): LISTEN_PID is this process, LISTEN_FDS
