@@ -758,6 +758,7 @@ TEST_CASE("cuconv: an exception it does not classify exits 1 with 'internal erro
     engine::OpenedFile open_input(const std::string& path) override { return engine::local_files().open_input(path); }
     engine::FileKind kind(const std::string& path, bool follow) override { return engine::local_files().kind(path, follow); }
     bool same_file(const std::string& a, const std::string& b) override { return engine::local_files().same_file(a, b); }
+    engine::FileStatus status(const std::string& path) override { return engine::local_files().status(path); }
     std::vector<std::string> list_directory(const std::string& p) override { return engine::local_files().list_directory(p); }
     void make_directories(const std::string& p) override { engine::local_files().make_directories(p); }
     bool write_output(const std::string&, std::span<const unsigned char>, bool) override {

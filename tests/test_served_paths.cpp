@@ -1,3 +1,151 @@
 // SPDX-License-Identifier: Apache-2.0
-// (being written)
-#include <doctest/doctest.h>
+// A served command's paths are its caller's: every case runs twice from a fresh work folder, once
+// in-process and once through a server started in another, empty folder (so a path resolved in
+// the server's folder would name nothing, or something else), and compares exit codes, messages
+// and outputs (docs/serve.md, "Served or in-process: the rule").
+#include "test_support.hpp"
+
+#include <sys/stat.h>
+
+#include <functional>
+
+using namespace cuconv::test;
+
+namespace {
+
+/// One mode's run of a case: what cuconv said and did, and the work folder it left.
+struct Outcome {
+  CommandResult result;
+  std::map<std::string, std::string> files;  ///< every regular file under the work folder: bytes
+};
+
+/// Every regular file under `root` by its relative path, with its bytes.
+std::map<std::string, std::string> files_under(const fs::path& root) {
+  std::map<std::string, std::string> found;
+  std::error_code ec;
+  for (auto it = fs::recursive_directory_iterator(root); it != fs::recursive_directory_iterator(); ++it)
+    if (it->is_symlink(ec) == false && it->is_regular_file(ec))
+      found[fs::relative(it->path(), root).string()] = read_file(it->path());
+  return found;
+}
+
+/// A command line for a work folder (some name it by its absolute path, as "$PWD/..." would).
+using ArgsFor = std::function<std::vector<std::string>(const fs::path& work)>;
+
+/// The command run in a fresh work folder made by `prepare`, in-process and then served by a
+/// server started in a folder of its own (Server starts it in an empty one); both outcomes.
+std::pair<Outcome, Outcome> run_both(const std::function<void(const fs::path&)>& prepare, const ArgsFor& args) {
+  TempDir dir;
+  const Server server(dir);
+  Outcome outcomes[2];
+  for (int served = 0; served < 2; ++served) {
+    TempDir work;
+    prepare(work.path());
+    const std::string setup = "cd " + shell_quote(work.path().string()) + " && " +
+                              (served ? server.setup() + " && export CUCONV_SERVER=always" : "export CUCONV_SERVER=never");
+    outcomes[served].result = run_cuconv(args(work.path()), "", setup + " && export CUCONV_NO_GPU_WARNING=1");
+    outcomes[served].files = files_under(work.path());
+  }
+  return {outcomes[0], outcomes[1]};
+}
+std::pair<Outcome, Outcome> run_both(const std::function<void(const fs::path&)>& prepare,
+                                     const std::vector<std::string>& args) {
+  return run_both(prepare, [&args](const fs::path&) { return args; });
+}
+
+/// The same exit code, messages and files both ways.
+void check_same(const Outcome& in_process, const Outcome& served) {
+  INFO("in-process stderr: " << in_process.result.err);
+  INFO("served stderr: " << served.result.err);
+  CHECK(served.result.exit_code == in_process.result.exit_code);
+  CHECK(served.result.err == in_process.result.err);
+  CHECK(served.result.out == in_process.result.out);
+  CHECK(served.files == in_process.files);
+}
+
+void copy_sample(const std::string& name, const fs::path& to) {
+  fs::create_directories(to.parent_path());
+  fs::copy_file(sample(name), to);
+}
+
+}  // namespace
+
+TEST_CASE("served paths: a relative output folder is the caller's (single image)") {
+  const auto [in_process, served] = run_both(
+      [](const fs::path& work) {
+        copy_sample("camera_crop_40x48.png", work / "in.png");
+        fs::create_directories(work / "sub");
+      },
+      {"in.png", "sub/o.png", "-f", "gauss5"});
+  CHECK(in_process.result.exit_code == 0);
+  CHECK(in_process.files.count("sub/o.png") == 1);
+  check_same(in_process, served);
+}
+
+TEST_CASE("served paths: a missing output folder is said as in-process") {
+  const auto [in_process, served] =
+      run_both([](const fs::path& work) { copy_sample("camera_crop_40x48.png", work / "in.png"); },
+               {"in.png", "nowhere/o.png", "-f", "gauss5"});
+  CHECK(in_process.result.exit_code == 4);
+  CHECK(in_process.result.err.find("folder nowhere does not exist") != std::string::npos);
+  check_same(in_process, served);
+}
+
+TEST_CASE("served paths: a batch's relative --out-dir is the caller's") {
+  const auto [in_process, served] = run_both(
+      [](const fs::path& work) {
+        copy_sample("camera_crop_40x48.png", work / "in.png");
+        copy_sample("camera_crop_40x48.png", work / "photo.png");
+      },
+      {"--out-dir", "out", "in.png", "photo.png", "-f", "gauss5", "--jobs", "1"});
+  CHECK(in_process.result.exit_code == 0);
+  CHECK(in_process.files.count("out/in.png") == 1);
+  CHECK(in_process.files.count("out/photo.png") == 1);
+  check_same(in_process, served);
+}
+
+TEST_CASE("served paths: a batch whose output is another of its inputs is refused (absolute or linked --out-dir)") {
+  const auto prepare = [](const fs::path& work) {
+    copy_sample("camera_crop_40x48.png", work / "d6" / "a.png");
+    copy_sample("coffee.png", work / "d6" / "a_b.png");
+    fs::create_directory_symlink("d6", work / "link");
+  };
+  // --out-dir "$PWD/d6" (the absolute path the shell gives) or a link to d6, beside the relative
+  // input folder d6/: d6/a.png's output d6/a_b.png is the input a_b.png, which must stay.
+  for (const bool linked : {false, true}) {
+    CAPTURE(linked);
+    const auto [in_process, served] = run_both(prepare, [linked](const fs::path& work) {
+      return std::vector<std::string>{"--out-dir", linked ? "link" : (work / "d6").string(), "--name", "%s_b",
+                                      "--overwrite", "--jobs", "1", "-f", "box:3", "d6/"};
+    });
+    CHECK(in_process.result.exit_code == 2);
+    CHECK(in_process.files.at("d6/a_b.png") == read_file(sample("coffee.png")));
+    CHECK(served.result.exit_code == 2);
+    CHECK(served.files.at("d6/a_b.png") == read_file(sample("coffee.png")));
+    CHECK(served.files == in_process.files);
+  }
+}
+
+TEST_CASE("served paths: a symbolic link loop named in a batch is said as in-process") {
+  const auto [in_process, served] = run_both(
+      [](const fs::path& work) {
+        fs::create_symlink("l2", work / "l1");
+        fs::create_symlink("l1", work / "l2");
+      },
+      {"--out-dir", "o", "l1", "-f", "gauss5"});
+  CHECK(in_process.result.exit_code == 3);
+  CHECK(in_process.result.err.find("input 'l1' is a symbolic link loop") != std::string::npos);
+  check_same(in_process, served);
+}
+
+TEST_CASE("served paths: a FIFO as the filter file is not a regular file, as in-process") {
+  const auto [in_process, served] = run_both(
+      [](const fs::path& work) {
+        copy_sample("camera_crop_40x48.png", work / "in.png");
+        REQUIRE(::mkfifo((work / "f.txt").c_str(), 0600) == 0);
+      },
+      {"in.png", "o.png", "-f", "f.txt"});
+  CHECK(in_process.result.exit_code == 3);
+  CHECK(in_process.result.err.find("filter file 'f.txt' is not a regular file") != std::string::npos);
+  check_same(in_process, served);
+}

@@ -12,6 +12,7 @@
 ///    numbers, result = sum/scale + offset) or a plain matrix (any other name: rows of numbers
 ///    separated by spaces, commas or tabs; `#` starts a comment).
 #include <span>
+#include <functional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -45,9 +46,16 @@ struct FilterLoadOptions {
   /// --normalize: divide every weight by the weights' sum where that sum is not 0, as ImageMagick's
   /// -convolve does, so `5x1:1,1,1,1,1` is a 5-tap mean; a filter summing to 0 (edges) is kept.
   bool normalize = false;
-  /// Non-empty: `spec` is a file to read (a descriptor's /proc/self/fd/N path, say) whose name is
-  /// this one: its extension picks the format (.mat: libvips's) and messages name it.
-  std::string file_name;
+  /// How a filter file is reached; unset functions: this process's file system. cuconv's commands
+  /// ask their engine::Files, so a served command's filter file is its client's.
+  struct FileAccess {
+    enum class Kind { none, regular, directory, other };
+    /// What is at `path`, links followed.
+    std::function<Kind(const std::string& path)> kind;
+    /// A path this process reads `path`'s bytes at (the path itself, or the /proc/self/fd/N of a
+    /// descriptor the caller keeps open until load_filter returns); called for regular files only.
+    std::function<std::string(const std::string& path)> open;
+  } files;
 };
 
 /// Resolves what the user gave to --filter: a preset, a parametric filter (`gaussian:R,SIGMA` ...),

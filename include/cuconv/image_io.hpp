@@ -34,10 +34,11 @@ struct ReadLimits {
 /// pixels than `limits` allow. Used by the GPU JPEG path, which decodes the bytes itself.
 void check_image_header(const std::string& path, const ReadLimits& limits = {});
 
-/// Throws Error{output} when `path` cannot receive the result: it is a directory or another
-/// non-regular file, its folder does not exist, or its format cannot hold an image of this depth
-/// and channel count (a float result to PNG, alpha to JPEG, colour to .pgm, gray to .ppm, anything
-/// but one 8-bit channel to .pbm ...). Runs before any work.
+/// Throws Error{output} when `path`'s format cannot hold an image of this depth and channel count
+/// (a float result to PNG, alpha to JPEG, colour to .pgm, gray to .ppm, anything but one 8-bit
+/// channel to .pbm ...) or no encoder handles its extension. Looks at the name only, never at the
+/// file system: what is at the path and whether its folder exists are the caller's to ask (the
+/// engine asks the command's engine::Files, so a served command asks its client). Runs before any work.
 void check_output_format(const std::string& path, int depth, int channels);
 
 /// Whether `image` is one 8-bit channel of 0s and 255s only: what a PBM file (one bit per pixel)

@@ -102,7 +102,7 @@ void check_inputs_exist(const std::vector<NamedInput>& named, engine::Files& fil
   }
   if (first == nullptr) return;
   std::string message = "input '" + first->path + "'" + (first->list.empty() ? "" : " (listed in " + first->list + ")") +
-                        " " + batch::why_unreachable(first->path);
+                        " " + batch::why_unreachable(first->path, files);
   if (missing > 1) message += "; " + std::to_string(missing - 1) + " more named input(s) do not exist either";
   throw Error(ErrorKind::bad_input, message);
 }
@@ -223,7 +223,8 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   if (inputs.empty()) throw Error(ErrorKind::bad_input, "no images found in the directories given");
 
   batch::check_name_template(request.name_template, inputs.size());
-  const std::vector<batch::BatchItem> all_items = batch::plan_outputs(inputs, request.out_dir, request.name_template);
+  const std::vector<batch::BatchItem> all_items =
+      batch::plan_outputs(inputs, request.out_dir, request.name_template, {files, session.caller_folder()});
   const batch::Shard shard = !request.shard.empty()
                                  ? batch::parse_shard(request.shard)
                                  : batch::slurm_array_shard([&session](const char* name) { return session.getenv(name); }).value_or(batch::Shard{});

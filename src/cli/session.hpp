@@ -33,6 +33,9 @@ struct Session {
   bool err_is_terminal = false;  ///< colours in messages
   engine::Files* files = nullptr;  ///< nullptr: engine::local_files()
   bool served = false;       ///< run by `cuconv serve` for a client
+  /// A served command's working folder: its client's (absolute; empty when the client could not
+  /// tell). Unused in a process of its own, whose folder is engine::working_folder().
+  std::string working_folder;
   /// A served command's server, for -v and --json: "pid 123, socket /run/..., build ..., up 5 s".
   /// Empty in a process of its own.
   std::string server_description;
@@ -54,6 +57,9 @@ struct Session {
 
   [[nodiscard]] spdlog::logger& log() { return *logger; }
   [[nodiscard]] engine::Files& file_access() { return files != nullptr ? *files : engine::local_files(); }
+  /// The folder the command's relative paths start from: its client's when served, else this
+  /// process's.
+  [[nodiscard]] std::string caller_folder() const { return served ? working_folder : engine::working_folder(); }
   /// Writes `text` to the command's standard output; Error{output} when it cannot.
   void print(std::string_view text) const;
   /// The signal that stops the command at its next step (see `interrupted`), or 0.

@@ -59,13 +59,24 @@ void print_notes(const engine::ImageReport& report, spdlog::logger& log) {
 }  // namespace
 
 Filter load_filter_through(engine::Files& files, const std::string& spec, const FilterLoadOptions& options) {
-  // A filter file is opened through the session's file access (a client's, when served); presets,
-  // parametric and inline filters are no paths.
-  if (files.kind(spec, true) != engine::FileKind::regular) return load_filter(spec, options);
-  const engine::OpenedFile file = files.open_input(spec);
-  FilterLoadOptions named = options;
-  named.file_name = spec;  // a descriptor's path has no extension: the format comes from the name given
-  return engine::naming(file.local_path(), spec, [&] { return load_filter(file.local_path(), named); });
+  // A filter file is looked at and opened through the session's file access (a client's, when
+  // served); presets, parametric and inline filters are no paths.
+  using Kind = FilterLoadOptions::FileAccess::Kind;
+  std::optional<engine::OpenedFile> opened;  // open until the filter is read
+  FilterLoadOptions through = options;
+  through.files.kind = [&files](const std::string& path) {
+    switch (files.kind(path, true)) {
+      case engine::FileKind::none: return Kind::none;
+      case engine::FileKind::regular: return Kind::regular;
+      case engine::FileKind::directory: return Kind::directory;
+      default: return Kind::other;
+    }
+  };
+  through.files.open = [&files, &opened](const std::string& path) {
+    opened.emplace(files.open_input(path));
+    return opened->local_path();
+  };
+  return load_filter(spec, through);
 }
 
 ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options, Session& session) {
@@ -120,7 +131,13 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   task.keep_encoded = true;  // written below, under the interrupt guard, or to standard output
   std::optional<StdinCopy> stdin_copy;
   if (req.input == "-") {
-    stdin_copy.emplace(session.in_fd, temp_folder(session), !session.served);
+    stdin_copy.emplace(session.in_fd, temp_folder(session), !session.served, session.file_access());
+    // Served, a signal during the copy arrives as the client's Interrupt: stop as in-process.
+    if (const int signal = session.interrupt_signal(); signal != 0 && session.served) {
+      log.warn("interrupted by {} while working on standard input (its temporary copy was removed); nothing was "
+               "written", signal_name(signal));
+      return interrupted_exit_code(signal);
+    }
     task.input = stdin_copy->path();
     task.input_shown = std::string(kStdinName);
   } else {

@@ -364,13 +364,6 @@ void check_output_extension(const std::string& path) {
 bool has_image_extension(const std::string& path) { return find_format(lower_extension(path)) != nullptr; }
 
 void check_output_format(const std::string& path, int depth, int channels) {
-  std::error_code ec;
-  const auto status = fs::status(path, ec);
-  if (fs::is_directory(status))
-    throw Error(ErrorKind::output, path + ": is a directory; give the output a file name");
-  // The final rename would replace a device, FIFO or socket rather than write to it.
-  if (fs::exists(status) && !fs::is_regular_file(status))
-    throw Error(ErrorKind::output, path + ": exists and is not a regular file; refusing to replace it");
   check_output_extension(path);
   const std::string ext = lower_extension(path);
   const FormatCapability* format = find_format(ext);
@@ -386,9 +379,6 @@ void check_output_format(const std::string& path, int depth, int channels) {
                                          std::string(format->instead) + ")");
     throw Error(ErrorKind::output, path + ": " + ext + " cannot store an alpha channel; use .png or .tif");
   }
-  const fs::path folder = fs::path(path).parent_path();
-  if (!folder.empty() && !fs::is_directory(folder, ec))
-    throw Error(ErrorKind::output, path + ": folder " + folder.string() + " does not exist");
 }
 
 bool is_two_level(const cv::Mat& image) {

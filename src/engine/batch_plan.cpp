@@ -11,11 +11,13 @@
 
 #include <algorithm>
 #include <cctype>
+#include <cerrno>
+#include <cstdint>
+#include <system_error>
 #include <filesystem>
 #include <functional>
 #include <istream>
 #include <map>
-#include <sys/stat.h>
 #include <utility>
 
 namespace cuconv::batch {
@@ -84,14 +86,16 @@ std::vector<std::string> collect_inputs(const std::vector<std::string>& paths, b
   return files;
 }
 
-std::string why_unreachable(const std::string& path) {
-  std::error_code ec;
-  const fs::file_status status = fs::status(path, ec);
-  if (!ec && fs::exists(status)) return {};
-  if (!ec || ec == std::errc::no_such_file_or_directory || ec == std::errc::not_a_directory) return "does not exist";
-  if (ec == std::errc::too_many_symbolic_link_levels) return "is a symbolic link loop (" + ec.message() + ")";
-  return "cannot be reached: " + ec.message();
+std::string why_unreachable(const std::string& path, engine::Files& files) {
+  const engine::FileStatus status = files.status(path);
+  if (status.error == 0) return {};
+  const std::string why = std::generic_category().message(status.error);
+  if (status.error == ENOENT || status.error == ENOTDIR) return "does not exist";
+  if (status.error == ELOOP) return "is a symbolic link loop (" + why + ")";
+  return "cannot be reached: " + why;
 }
+
+std::string why_unreachable(const std::string& path) { return why_unreachable(path, engine::local_files()); }
 
 void check_name_template(std::string_view name_template, std::size_t input_count) {
   const std::string quoted = "--name '" + std::string(name_template) + "'";
@@ -139,6 +143,11 @@ std::string output_name(std::string_view name_template, const std::string& input
 
 std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs, const std::string& out_dir,
                                     std::string_view name_template) {
+  return plan_outputs(inputs, out_dir, name_template, PathContext{engine::local_files(), engine::working_folder()});
+}
+
+std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs, const std::string& out_dir,
+                                    std::string_view name_template, const PathContext& where) {
   std::vector<BatchItem> items;
   items.reserve(inputs.size());
   std::map<std::string, const std::string*> input_of_output;
@@ -154,40 +163,43 @@ std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs, cons
                                         "; choose a --name that keeps them apart, or run them separately");
     items.push_back({input, std::move(output)});
   }
-  check_outputs_not_inputs(items);
+  check_outputs_not_inputs(items, where);
   return items;
 }
 
 namespace {
 
-/// `path` absolute and in lexically normal form: how two spellings of one path compare equal.
-std::string normal_absolute(const std::string& path) {
-  std::error_code ec;
-  const fs::path absolute = fs::absolute(path, ec);
-  return (ec ? fs::path(path) : absolute).lexically_normal().string();
+/// `path` absolute (from `working_folder`) and in lexically normal form: how two spellings of
+/// one path compare equal.
+std::string normal_absolute(const std::string& path, const std::string& working_folder) {
+  const fs::path given(path);
+  return (given.is_absolute() || working_folder.empty() ? given : fs::path(working_folder) / given)
+      .lexically_normal()
+      .string();
 }
 
 /// Device and inode of the file at `path` (links followed), or nullopt when nothing is there.
-std::optional<std::pair<dev_t, ino_t>> file_identity(const std::string& path) {
-  struct stat info {};
-  if (::stat(path.c_str(), &info) != 0) return std::nullopt;
-  return std::pair{info.st_dev, info.st_ino};
+std::optional<std::pair<std::uint64_t, std::uint64_t>> file_identity(const std::string& path, engine::Files& files) {
+  const engine::FileStatus status = files.status(path);
+  if (status.error != 0) return std::nullopt;
+  return std::pair{status.device, status.inode};
 }
 
 }  // namespace
 
-void check_outputs_not_inputs(const std::vector<BatchItem>& items) {
+void check_outputs_not_inputs(const std::vector<BatchItem>& items, const PathContext& where) {
   std::map<std::string, const std::string*> input_by_path;
-  std::map<std::pair<dev_t, ino_t>, const std::string*> input_by_file;
+  std::map<std::pair<std::uint64_t, std::uint64_t>, const std::string*> input_by_file;
   for (const BatchItem& item : items) {
-    input_by_path.emplace(normal_absolute(item.input), &item.input);
-    if (const auto identity = file_identity(item.input)) input_by_file.emplace(*identity, &item.input);
+    input_by_path.emplace(normal_absolute(item.input, where.working_folder), &item.input);
+    if (const auto identity = file_identity(item.input, where.files)) input_by_file.emplace(*identity, &item.input);
   }
   for (const BatchItem& item : items) {
     const std::string* input = nullptr;
-    if (const auto it = input_by_path.find(normal_absolute(item.output)); it != input_by_path.end()) input = it->second;
+    if (const auto it = input_by_path.find(normal_absolute(item.output, where.working_folder)); it != input_by_path.end())
+      input = it->second;
     if (input == nullptr) {
-      if (const auto identity = file_identity(item.output))
+      if (const auto identity = file_identity(item.output, where.files))
         if (const auto it = input_by_file.find(*identity); it != input_by_file.end()) input = it->second;
     }
     if (input == nullptr) continue;

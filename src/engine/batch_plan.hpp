@@ -42,10 +42,12 @@ struct BatchItem {
 [[nodiscard]] std::vector<std::string> collect_inputs(const std::vector<std::string>& paths, bool recursive,
                                                       engine::Files& files);
 
-/// Why nothing can be read at `path`: "" when something is there (a file, a folder ...), "does
-/// not exist", or the error itself ("is a symbolic link loop (Too many levels of symbolic
-/// links)", "cannot be reached: Permission denied"): what a check that inputs exist reports.
-[[nodiscard]] std::string why_unreachable(const std::string& path);
+/// Why nothing can be read at `path`, asked of `files` (the caller's, when served): "" when
+/// something is there (a file, a folder ...), "does not exist", or the error itself ("is a symbolic
+/// link loop (Too many levels of symbolic links)", "cannot be reached: Permission denied"): what a
+/// check that inputs exist reports.
+[[nodiscard]] std::string why_unreachable(const std::string& path, engine::Files& files);
+[[nodiscard]] std::string why_unreachable(const std::string& path);  ///< this process's files
 
 /// Throws Error{usage} unless `name_template` is a usable --name for `input_count` inputs:
 /// a file name (no '/', not `.` or `..`, not starting with kTempFilePrefix, which marks
@@ -61,18 +63,31 @@ void check_name_template(std::string_view name_template, std::size_t input_count
 /// Whether the template picks the output format itself (see output_name).
 [[nodiscard]] bool template_has_extension(std::string_view name_template);
 
+/// Where a plan's paths are: the command's file access and the working folder its relative
+/// paths start from (a served command's are its client's; empty folder: relative paths are
+/// compared as they are).
+struct PathContext {
+  engine::Files& files;
+  std::string working_folder;
+};
+
 /// Pairs every input with `out_dir`/output_name(...). Throws Error{usage} naming both inputs
 /// when two of them map to the same output file, when an output name starts with
 /// kTempFilePrefix, or when an output is another input of the plan (check_outputs_not_inputs).
 [[nodiscard]] std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs,
+                                                  const std::string& out_dir, std::string_view name_template,
+                                                  const PathContext& where);
+/// The same in this process's files and working folder.
+[[nodiscard]] std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs,
                                                   const std::string& out_dir, std::string_view name_template);
 
 /// Throws Error{usage} naming both files when an item's output is the input of an item (its own
-/// or another's): the same path in lexically normal absolute form, or, for files that exist, the
-/// same file (device and inode, through symbolic and hard links and bind mounts). Otherwise one
-/// item could replace another's input before it is read, with or without --overwrite. Called by
-/// plan_outputs for the whole plan, before sharding, so no shard writes another's input.
-void check_outputs_not_inputs(const std::vector<BatchItem>& items);
+/// or another's): the same path in lexically normal absolute form (from `where`'s working
+/// folder), or, for files that exist, the same file (device and inode, through symbolic and hard
+/// links and bind mounts, asked of `where`'s files). Otherwise one item could replace another's
+/// input before it is read, with or without --overwrite. Called by plan_outputs for the whole
+/// plan, before sharding, so no shard writes another's input.
+void check_outputs_not_inputs(const std::vector<BatchItem>& items, const PathContext& where);
 
 /// This process's share of the inputs: the items whose position in the sorted list is
 /// `index` modulo `count`.

@@ -41,6 +41,13 @@ class LocalFiles final : public Files {
     }
   }
 
+  FileStatus status(const std::string& path) override {
+    struct stat info {};
+    if (::stat(path.c_str(), &info) != 0) return FileStatus{errno == 0 ? EIO : errno};
+    return FileStatus{0, file_kind_of(info.st_mode), static_cast<std::uint64_t>(info.st_dev),
+                      static_cast<std::uint64_t>(info.st_ino)};
+  }
+
   bool same_file(const std::string& a, const std::string& b) override {
     std::error_code ec;
     return fs::exists(a, ec) && fs::exists(b, ec) && fs::equivalent(a, b, ec) && !ec;
@@ -80,6 +87,12 @@ class LocalFiles final : public Files {
 };
 
 }  // namespace
+
+std::string working_folder() {
+  std::error_code ec;
+  std::string folder = fs::current_path(ec).string();
+  return ec ? std::string() : folder;
+}
 
 Files& local_files() {
   static LocalFiles files;

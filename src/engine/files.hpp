@@ -12,10 +12,26 @@
 #include <string>
 #include <vector>
 
+#include <sys/stat.h>
+
 namespace cuconv::engine {
 
 /// What is at a path, without following a final symbolic link unless asked.
 enum class FileKind { none, regular, directory, symlink, other };
+
+/// The FileKind of a stat(2) st_mode.
+[[nodiscard]] inline FileKind file_kind_of(unsigned int mode) noexcept {
+  return S_ISREG(mode) ? FileKind::regular : S_ISDIR(mode) ? FileKind::directory
+                       : S_ISLNK(mode) ? FileKind::symlink : FileKind::other;
+}
+
+/// What stat(2) says of a path, links followed (Files::status).
+struct FileStatus {
+  int error = 0;  ///< 0: it is there; else stat's errno (ENOENT, ENOTDIR, ELOOP, EACCES ...)
+  FileKind kind = FileKind::none;
+  std::uint64_t device = 0;  ///< with `inode`, the file's identity (through links and bind mounts)
+  std::uint64_t inode = 0;
+};
 
 /// A file opened for the engine: a descriptor it owns and a path the engine's readers can open
 /// (the path itself in-process, /proc/self/fd/N when the descriptor came from a client).
@@ -43,6 +59,8 @@ class Files {
   /// `path` opened for reading; Error{bad_input} naming `path` when it cannot be.
   [[nodiscard]] virtual OpenedFile open_input(const std::string& path) = 0;
   [[nodiscard]] virtual FileKind kind(const std::string& path, bool follow_links) = 0;
+  /// stat(2) of `path`, links followed: why it cannot be reached, or its kind and identity.
+  [[nodiscard]] virtual FileStatus status(const std::string& path) = 0;
   /// Whether two existing paths are the same file (device and inode).
   [[nodiscard]] virtual bool same_file(const std::string& a, const std::string& b) = 0;
   /// The names (not paths) in a directory, unsorted; Error{bad_input} when it cannot be listed.
@@ -60,5 +78,9 @@ class Files {
 
 /// The file system of this process.
 [[nodiscard]] Files& local_files();
+
+/// This process's working folder (getcwd), where local_files() starts relative paths; empty when
+/// it cannot be had (removed, too long).
+[[nodiscard]] std::string working_folder();
 
 }  // namespace cuconv::engine

@@ -8,6 +8,7 @@
 #include <opencv2/imgcodecs.hpp>
 
 #include <chrono>
+#include <filesystem>
 #include <mutex>
 #include <utility>
 
@@ -43,6 +44,14 @@ auto naming_all(std::initializer_list<std::pair<const std::string&, const std::s
 
 void note(ImageReport& report, ImageNote::Level level, std::string text) {
   report.notes.push_back({level, std::move(text)});
+}
+
+/// Throws Error{output} when the output's folder is not there, asked of the command's `files`
+/// (the caller's, relative to its working folder, when served).
+void check_output_folder(const ImageTask& task, Files& files) {
+  const std::string folder = std::filesystem::path(task.output).parent_path().string();  // the name alone
+  if (!folder.empty() && files.kind(folder, true) != FileKind::directory)
+    throw Error(ErrorKind::output, shown_output(task) + ": folder " + folder + " does not exist");
 }
 
 }  // namespace
@@ -101,6 +110,7 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
   if (route.on_gpu_codec()) {
     naming_all(names, [&] {
       check_output_format(output, CV_8U, 3);
+      check_output_folder(task, files);
       codec::GpuCodecFile file = route.gpu_codec->read(path, settings.read_limits.max_pixels);
       loaded.bytes = std::move(file.bytes);  // a moved vector keeps its buffer: the walk stays valid
       loaded.walk = std::move(file.walk);
@@ -136,6 +146,7 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
   const int depth =
       settings.apply_filter ? resolve_output_depth(image.depth(), settings.convolve.depth) : image.depth();
   naming_all(names, [&] { check_output_format(output, depth, image.channels()); });
+  check_output_folder(task, files);
   report.times.read_ms = ms_since(start);
   return loaded;
 }

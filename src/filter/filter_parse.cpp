@@ -318,21 +318,40 @@ std::optional<Filter> load_preset(std::string_view name) {
   return std::nullopt;
 }
 
-/// nullopt when nothing exists at `spec`, so load_filter can report "not a filter" instead.
-std::optional<Filter> load_file(std::string_view spec, std::string_view name = {}) {
-  const std::string path(spec);
-  if (name.empty()) name = spec;
+/// What is at `path` in this process's file system (FilterLoadOptions::files' default).
+FilterLoadOptions::FileAccess::Kind local_kind(const std::string& path) {
+  using Kind = FilterLoadOptions::FileAccess::Kind;
   std::error_code error;
   const std::filesystem::file_status status = std::filesystem::status(path, error);
-  if (error || !std::filesystem::exists(status)) return std::nullopt;
-  if (std::filesystem::is_directory(status)) {
+  if (error || !std::filesystem::exists(status)) return Kind::none;
+  if (std::filesystem::is_directory(status)) return Kind::directory;
+  return std::filesystem::is_regular_file(status) ? Kind::regular : Kind::other;
+}
+
+/// nullopt when nothing exists at `spec`, so load_filter can report "not a filter" instead.
+std::optional<Filter> load_file(std::string_view spec, const FilterLoadOptions::FileAccess& files) {
+  using Kind = FilterLoadOptions::FileAccess::Kind;
+  const std::string path(spec);
+  const Kind kind = files.kind ? files.kind(path) : local_kind(path);
+  if (kind == Kind::none) return std::nullopt;
+  if (kind == Kind::directory) {
     throw_bad_input("filter file '" + path + "' is a directory");
   }
   // Only regular files: a FIFO or device could block forever or never end.
-  if (!std::filesystem::is_regular_file(status)) {
+  if (kind != Kind::regular) {
     throw_bad_input("filter file '" + path + "' is not a regular file");
   }
-  return parse_by_extension(name, read_filter_file(path), name);
+  const std::string local = files.open ? files.open(path) : path;
+  std::string text;
+  try {
+    text = read_filter_file(local);
+  } catch (const Error& e) {
+    std::string message = e.what();
+    for (std::size_t at = message.find(local); local != path && at != std::string::npos; at = message.find(local, at))
+      message.replace(at, local.size(), path);
+    throw Error(e.kind(), message);
+  }
+  return parse_by_extension(path, text, path);  // the name given: its extension picks the format
 }
 
 /// Whether `spec` reads as a file path rather than a name: a folder part or an extension.
@@ -465,25 +484,18 @@ Filter parse_inline_filter(std::string_view text) {
 
 namespace {
 
-Filter load_unchanged(std::string_view spec) {
+Filter load_unchanged(std::string_view spec, const FilterLoadOptions::FileAccess& files) {
   if (std::optional<Filter> preset = load_preset(spec)) return std::move(*preset);
   if (std::optional<Filter> parametric = load_parametric(spec)) return std::move(*parametric);
   if (split_inline(spec)) return parse_inline_filter(spec);
-  if (std::optional<Filter> file = load_file(spec)) return std::move(*file);
+  if (std::optional<Filter> file = load_file(spec, files)) return std::move(*file);
   throw_bad_input(not_a_filter_message(spec));
 }
 
 }  // namespace
 
 Filter load_filter(std::string_view spec, const FilterLoadOptions& options) {
-  Filter filter;
-  if (options.file_name.empty()) {
-    filter = load_unchanged(spec);
-  } else {
-    std::optional<Filter> read = load_file(spec, options.file_name);
-    if (!read) throw_bad_input("filter file '" + printable(options.file_name) + "': no such file");
-    filter = std::move(*read);
-  }
+  Filter filter = load_unchanged(spec, options.files);
   if (options.normalize) normalize_weights(filter);
   return filter;
 }

@@ -8,6 +8,7 @@
 #include <csignal>
 #include <cstring>
 #include <poll.h>
+#include <stdexcept>
 #include <unistd.h>
 
 namespace cuconv::serve {
@@ -61,6 +62,26 @@ engine::FileKind RemoteFiles::kind(const std::string& path, bool follow_links) {
     throw Error(ErrorKind::bad_input, path + ": the client answered an unknown file kind");
   }
   return static_cast<engine::FileKind>(reply.value);
+}
+
+engine::FileStatus RemoteFiles::status(const std::string& path) {
+  std::lock_guard lock(mutex_);
+  // A Kind query following links: the client answers stat's errno, the kind and "DEV:INODE".
+  const Reply reply = ask(KindQuery{path, true}, path, ErrorKind::bad_input);
+  if (reply.error != 0) return engine::FileStatus{reply.error};
+  engine::FileStatus status;
+  if (reply.value > static_cast<std::uint32_t>(engine::FileKind::other))
+    throw Error(ErrorKind::bad_input, path + ": the client answered an unknown file kind");
+  status.kind = static_cast<engine::FileKind>(reply.value);
+  const std::size_t colon = reply.name.find(':');
+  try {
+    if (colon == std::string::npos) throw std::invalid_argument(reply.name);
+    status.device = std::stoull(reply.name.substr(0, colon));
+    status.inode = std::stoull(reply.name.substr(colon + 1));
+  } catch (const std::logic_error&) {
+    throw Error(ErrorKind::bad_input, path + ": the client answered no file identity");
+  }
+  return status;
 }
 
 bool RemoteFiles::same_file(const std::string& a, const std::string& b) {
