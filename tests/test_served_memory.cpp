@@ -21,7 +21,6 @@ using cuconv::test::crafted::little_endian;
 using cuconv::test::run_cuconv;
 using cuconv::test::TempDir;
 
-constexpr int kWidth = 37, kHeight = 29;
 constexpr std::uint16_t kPlanarValue = 1000;  // every sample of the TIFF
 constexpr std::uint16_t kSecret = 12345;      // every sample of the other request's image
 
@@ -62,7 +61,7 @@ std::string planar_rgb16_tiff(int width, int height, std::uint16_t value) {
 /// How many values of `image` cannot come from the probe file: all its samples are kPlanarValue,
 /// unwritten ones read 0, and a blur keeps them in that range. AddressSanitizer's allocator
 /// ignores M_PERTURB and fills new blocks with 0xBE bytes, so under it only the other image's
-/// own value counts.
+/// value counts.
 int foreign_values(const cv::Mat& image) {
   int count = 0;
   const cv::Mat flat = image.reshape(1);
@@ -78,14 +77,19 @@ int foreign_values(const cv::Mat& image) {
   return count;
 }
 
+/// The probe's size: its plane buffer (6438 bytes) comes from the heap, not from the small-block
+/// cache or the stack.
+constexpr int kWidth = 37, kHeight = 29;
+
 }  // namespace
 
 TEST_CASE("served memory: a decoder's unwritten samples never hold another request's image") {
   TempDir dir;
   const cuconv::test::Server server(dir);
-  std::ofstream(dir.file("planar16.tif"), std::ios::binary) << planar_rgb16_tiff(kWidth, kHeight, kPlanarValue);
+  const std::string planar = dir.file("planar16.tif"), own = dir.file("own.tif");
+  std::ofstream(planar, std::ios::binary) << planar_rgb16_tiff(kWidth, kHeight, kPlanarValue);
   REQUIRE(cv::imwrite(dir.file("secret.png"), cv::Mat(kHeight, kWidth, CV_16UC3, cv::Scalar::all(kSecret))));
-  const auto in_process = run_cuconv({"--server", "never", dir.file("planar16.tif"), dir.file("own.tif"), "-f", "gauss5"});
+  const auto in_process = run_cuconv({"--server", "never", planar, own, "-f", "gauss5"});
   // Several rounds: the heap need not hand the freed image to the very next request.
   for (int round = 0; round < 4; ++round) {
     CAPTURE(round);
@@ -93,20 +97,21 @@ TEST_CASE("served memory: a decoder's unwritten samples never hold another reque
     const std::string b = dir.file("b" + std::to_string(round) + ".tif");
     const auto first = run_cuconv({"--server", "always", dir.file("secret.png"), a, "-f", "gauss5"}, "", server.setup());
     REQUIRE_MESSAGE(first.exit_code == 0, first.err);
-    const auto second = run_cuconv({"--server", "always", dir.file("planar16.tif"), b, "-f", "gauss5"}, "", server.setup());
+    const auto second = run_cuconv({"--server", "always", planar, b, "-f", "gauss5"}, "", server.setup());
     INFO("served: ", second.err, "\nin-process: ", in_process.err);
     CHECK(second.exit_code == in_process.exit_code);
     if (second.exit_code != 0) continue;  // refused, as in-process: nothing to leak
     const cv::Mat output = cv::imread(b, cv::IMREAD_UNCHANGED);
     REQUIRE(output.type() == CV_16UC3);
     CHECK(foreign_values(output) == 0);
-    CHECK(cuconv::test::read_file(b) == cuconv::test::read_file(dir.file("own.tif")));
+    CHECK(cuconv::test::read_file(b) == cuconv::test::read_file(own));
   }
 }
 
 TEST_CASE("served memory: an image read after another one's memory was freed holds none of its values") {
   TempDir dir;
-  std::ofstream(dir.file("planar16.tif"), std::ios::binary) << planar_rgb16_tiff(kWidth, kHeight, kPlanarValue);
+  const std::string planar = dir.file("planar16.tif");
+  std::ofstream(planar, std::ios::binary) << planar_rgb16_tiff(kWidth, kHeight, kPlanarValue);
   for (int round = 0; round < 4; ++round) {
     CAPTURE(round);
     {
@@ -115,7 +120,7 @@ TEST_CASE("served memory: an image read after another one's memory was freed hol
     }
     cv::Mat image;
     try {
-      image = cuconv::read_image(dir.file("planar16.tif"));
+      image = cuconv::read_image(planar);
     } catch (const cuconv::Error&) {
       continue;  // refused: nothing to leak
     }

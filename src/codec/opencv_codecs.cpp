@@ -17,8 +17,9 @@ namespace {
 /// blocks are filled with 0x00, freed ones with 0xFF). OpenCV's decoders may leave part of their
 /// buffers and images unwritten (OpenCV 4.6 reads one plane of a planar 16-bit RGB TIFF into a
 /// buffer sized for three), and the heap reuses memory an earlier image held: in a server,
-/// another request's. Blocks of up to 1032 bytes come from glibc's per-thread cache, which
-/// M_PERTURB does not reach. Other allocators (AddressSanitizer's) ignore the setting.
+/// another request's. Not reached: blocks of up to 1032 bytes that glibc's per-thread cache hands
+/// back as they were, buffers a decoder keeps on its stack (cv::AutoBuffer, up to 1 KB), and
+/// other allocators (AddressSanitizer's ignores M_PERTURB).
 class ZeroedHeapWhileDecoding {
  public:
   ZeroedHeapWhileDecoding() {
