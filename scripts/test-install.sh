@@ -7,6 +7,9 @@
 # builds no tests, benchmarks or tools.
 #   scripts/test-install.sh [BUILD_DIR]     (default build/ci; build it first: scripts/test.sh)
 set -euo pipefail
+# The installed cuconv runs in-process: a user's `cuconv serve` on the default socket (another
+# build) must not answer for it.
+export CUCONV_SERVER=never
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 build_dir="${1:-$repo_root/build/ci}"

@@ -9,6 +9,9 @@
 #   scripts/test-slurm.sh [CUCONV_BIN]   (default: cuconv on PATH, else build/ci/cuconv)
 # Needs root (slurmd runs jobs as their user); re-runs itself with sudo otherwise.
 set -euo pipefail
+# The installed cuconv runs in-process: a user's `cuconv serve` on the default socket (another
+# build) must not answer for it.
+export CUCONV_SERVER=never
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 if (( EUID != 0 )); then
