@@ -282,6 +282,11 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
     out[i].image = pool != nullptr ? pool->take(p.width, p.height, p.channels)
                                    : DeviceImage(p.width, p.height, p.channels, CV_8U);
     out[i].view = fit(out[i].image, p.width, p.height);
+    // A pooled (or reallocated) image holds an earlier decode's pixels: in a server, another
+    // request's. Cleared on the stream first, whatever part of it a decoder leaves unwritten
+    // reads 0; a device memset of an image takes microseconds.
+    CUCONV_CUDA_TRY(cudaMemset2DAsync(out[i].view.data, out[i].view.pitch, 0, out[i].view.row_bytes(),
+                                      static_cast<std::size_t>(p.height), stream));
     destinations[i].channel[0] = bytes_of(out[i].view.data);
     destinations[i].pitch[0] = out[i].view.pitch;
     (p.hardware ? hardware : cuda).push_back(i);
