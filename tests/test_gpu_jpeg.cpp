@@ -437,8 +437,8 @@ TEST_CASE("gpu jpeg cli: --codec auto takes the GPU codec from 16 JPEG -> JPEG f
     REQUIRE(summary["files"].size() == (enough ? 64U : 63U));
     for (const auto& file : summary["files"]) {
       CHECK(file["status"] == "ok");
-      CHECK(file["decoder"].get<std::string>().starts_with(enough ? "nvjpeg" : "opencv"));
-      CHECK(file["encoder"] == (enough ? "nvjpeg" : "opencv"));
+      CHECK(file["decoder"].get<std::string>().starts_with(enough ? "nvjpeg" : "libjpeg"));
+      CHECK(file["encoder"] == (enough ? "nvjpeg" : "libjpeg"));
     }
     CHECK(summary["totals"]["gpu_codec"]["files"] == (enough ? 64 : 0));
   }

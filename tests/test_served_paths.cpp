@@ -7,7 +7,10 @@
 
 #include <sys/stat.h>
 
+#include <nlohmann/json.hpp>
+
 #include <functional>
+#include <sstream>
 
 using namespace cuconv::test;
 
@@ -53,12 +56,23 @@ std::pair<Outcome, Outcome> run_both(const std::function<void(const fs::path&)>&
   return run_both(prepare, [&args](const fs::path&) { return args; });
 }
 
+/// `err` without -v's line that says where the command ran (the one line that differs on purpose).
+std::string without_where(const std::string& err) {
+  std::string kept;
+  std::istringstream lines(err);
+  for (std::string line; std::getline(lines, line);)
+    if (line.find("info: running in this process") == std::string::npos &&
+        line.find("info: served by cuconv serve") == std::string::npos)
+      kept += line + "\n";
+  return kept;
+}
+
 /// The same exit code, messages and files both ways.
 void check_same(const Outcome& in_process, const Outcome& served) {
   INFO("in-process stderr: " << in_process.result.err);
   INFO("served stderr: " << served.result.err);
   CHECK(served.result.exit_code == in_process.result.exit_code);
-  CHECK(served.result.err == in_process.result.err);
+  CHECK(without_where(served.result.err) == without_where(in_process.result.err));
   CHECK(served.result.out == in_process.result.out);
   CHECK(served.files == in_process.files);
 }
@@ -148,4 +162,43 @@ TEST_CASE("served paths: a FIFO as the filter file is not a regular file, as in-
   CHECK(in_process.result.exit_code == 3);
   CHECK(in_process.result.err.find("filter file 'f.txt' is not a regular file") != std::string::npos);
   check_same(in_process, served);
+}
+
+TEST_CASE("served paths: the image libraries' own lines name the file the user gave, not a descriptor") {
+  // OpenCV's note on a truncated BMP quotes the path it opened (imread_('...')): served, that is
+  // the client's descriptor, /proc/self/fd/N.
+  const auto [in_process, served] = run_both(
+      [](const fs::path& work) {
+        const std::string bmp = [] {
+          std::vector<unsigned char> bytes;
+          cv::imencode(".bmp", cv::Mat(16, 16, CV_8UC3, cv::Scalar(10, 20, 30)), bytes);
+          return std::string(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(bytes.size() * 2 / 3));
+        }();
+        std::ofstream(work / "t.bmp", std::ios::binary) << bmp;
+      },
+      {"-v", "t.bmp", "o.png", "-f", "gauss5"});
+  CHECK(in_process.result.exit_code == 3);
+  CHECK(in_process.result.err.find("imread_('t.bmp')") != std::string::npos);
+  CHECK(served.result.err.find("/proc/self/fd") == std::string::npos);
+  check_same(in_process, served);
+}
+
+TEST_CASE("served paths: -v and --json say whether the command was served, and by which server") {
+  const auto [in_process, served] = run_both(
+      [](const fs::path& work) { copy_sample("camera_crop_40x48.png", work / "in.png"); },
+      {"-v", "--out-dir", "out", "in.png", "-f", "gauss5", "--json", "s.json"});
+  REQUIRE(in_process.result.exit_code == 0);
+  REQUIRE(served.result.exit_code == 0);
+  CHECK(in_process.result.err.find("info: running in this process (pid ") != std::string::npos);
+  CHECK(served.result.err.find("info: served by cuconv serve: pid ") != std::string::npos);
+  const nlohmann::json alone = nlohmann::json::parse(in_process.files.at("s.json"));
+  const nlohmann::json by_server = nlohmann::json::parse(served.files.at("s.json"));
+  CHECK(alone["served"] == false);
+  CHECK(alone["server"].is_null());
+  CHECK(by_server["served"] == true);
+  CHECK(by_server["server"].get<std::string>().find("pid ") != std::string::npos);
+  // Both name the libraries that decoded and encoded each file.
+  CHECK(alone["files"][0]["decoder"] == "opencv");
+  CHECK(by_server["files"][0]["encoder"] == "opencv");
+  CHECK(served.files.at("out/in.png") == in_process.files.at("out/in.png"));
 }

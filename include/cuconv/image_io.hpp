@@ -28,6 +28,9 @@ struct ReadLimits {
 /// header of PNG, JPEG, TIFF and BMP files before decoding), or of an unsupported depth/channel
 /// count.
 [[nodiscard]] cv::Mat read_image(const std::string& path, const ReadLimits& limits = {});
+/// The same, setting `decoder` to the library that decoded it: "libjpeg" (JPEG files it takes)
+/// or "opencv" (every other file), for -v and --json.
+[[nodiscard]] cv::Mat read_image(const std::string& path, const ReadLimits& limits, std::string& decoder);
 
 /// The checks read_image makes on a file's header before decoding it (PNG, JPEG, TIFF, BMP):
 /// Error{bad_input} naming the file when its structure is truncated or corrupt or it has more
@@ -149,6 +152,10 @@ inline void write_image_atomic(const std::string& path, const cv::Mat& image, bo
   options.overwrite = overwrite;
   write_image_atomic(path, image, options);
 }
+
+/// The library encode_image writes `image` to `path` with (its extension picks the format):
+/// "libjpeg", "libtiff", "libwebp" (lossless WebP with alpha) or "opencv", for -v and --json.
+[[nodiscard]] std::string encoder_of(const std::string& path, const cv::Mat& image, const WriteOptions& options);
 
 /// write_image_atomic for an image already encoded (the GPU JPEG codec's output): the same
 /// temporary file, fsync, rename and no-replace rules.

@@ -354,6 +354,8 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     startup.startup_ms = std::chrono::duration<double, std::milli>(pipeline_start - session.started).count();
     if (gpu_check.valid()) startup.gpu_init_ms = gpu_check.get().ms;
     startup.no_gpu_reason = gpu_check.valid() ? gpu_check.get().no_gpu_reason : std::string();
+    startup.served = session.served;
+    startup.server = session.server_description;
     const std::string text = json_dump(summary_json(summary, exit_code, signal, shard, batch_options, startup), 2) + "\n";
     if (request.json_path == "-") {
       session.print(text);

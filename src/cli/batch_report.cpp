@@ -138,6 +138,8 @@ nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int
               {"last_result_ms", summary.gpu_codec.last_result_ms}}},
             {"images_per_s", seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0}}},
           {"exit_code", static_cast<int>(exit_code)},
+          {"served", startup.served},
+          {"server", startup.served ? nlohmann::json(startup.server) : nlohmann::json()},
           {"interrupted_by", signal != 0 ? nlohmann::json(signal_name(signal)) : nlohmann::json()},
           {"shard", std::to_string(shard.index) + "/" + std::to_string(shard.count)},
           {"filter", !options.run.apply_filter ? nlohmann::json("none (--no-filter)")

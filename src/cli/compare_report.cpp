@@ -64,7 +64,9 @@ ExitCode report_bench_and_compare(const CliRequest& req, const cv::Mat& input, c
   const ConvolveResult& result = session.before_compare ? planted : result_in;
   const ReferenceCheck check = check_against_reference(input, filter, options, result.image, result.variant_used);
   const ComparisonStats& stats = check.stats;
-  const nlohmann::json report = comparison_json(stats, result, check.reference_kernel_ms);
+  nlohmann::json report = comparison_json(stats, result, check.reference_kernel_ms);
+  report["served"] = session.served;
+  report["server"] = session.served ? nlohmann::json(session.server_description) : nlohmann::json();
   if (req.json) {
     session.print(json_dump(report, 2) + "\n");
   } else {

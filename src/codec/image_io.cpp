@@ -296,6 +296,11 @@ codec::JpegFile codec::read_walked_jpeg_file(const std::string& path, std::uint6
 }
 
 cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
+  std::string decoder;
+  return read_image(path, limits, decoder);
+}
+
+cv::Mat read_image(const std::string& path, const ReadLimits& limits, std::string& decoder) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
   // ENOENT and ENOTDIR mean "not there"; anything else (a symbolic link loop,
@@ -319,6 +324,7 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
   cv::Mat image;
   try {
     if (header && header->format == "JPEG") image = detail::decode_jpeg(path).value_or(cv::Mat());
+    decoder = image.empty() ? "opencv" : "libjpeg";
     if (image.empty()) image = detail::opencv_imread(path, cv::IMREAD_UNCHANGED);
   } catch (const std::bad_alloc&) {
     throw out_of_memory(path, "decode the image", ErrorKind::bad_input);
@@ -399,6 +405,17 @@ void check_not_same_file(const std::string& input, const std::string& output) {
   std::error_code ec;
   if (fs::exists(output, ec) && fs::equivalent(input, output, ec) && !ec)
     throw Error(ErrorKind::usage, output + ": output is the input file; refusing to overwrite it");
+}
+
+std::string encoder_of(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
+  const std::string ext = lower_extension(path);
+  const FormatCapability* format = find_format(ext);
+  if (format != nullptr && format->encoder == Encoder::libtiff) return "libtiff";
+  if (ext == ".webp" && !options.quality && image.channels() == 4) return "libwebp";
+  // encode_jpeg's own condition; check_output_format leaves JPEG outputs no other image.
+  if (format != nullptr && format->encoder == Encoder::libjpeg && image.depth() == CV_8U && !image.empty())
+    return "libjpeg";
+  return "opencv";
 }
 
 std::vector<unsigned char> encode_image(const std::string& path, const cv::Mat& image, const WriteOptions& options) {

@@ -9,17 +9,21 @@
 #include <unistd.h>
 
 #include <atomic>
+#include <cctype>
 #include <cstdio>
 #include <iostream>
 #include <mutex>
 #include <streambuf>
 #include <string>
+#include <utility>
+#include <vector>
 
 namespace cuconv::common {
 
 namespace {
 
 thread_local StderrSink* t_sink = nullptr;
+thread_local std::vector<std::pair<std::string, std::string>> t_shown;  ///< local path -> shown, innermost last
 thread_local std::string t_pending;
 std::atomic<bool> g_routed{false};
 
@@ -31,8 +35,11 @@ void route(const char* data, std::size_t size) {
   }
   t_pending.append(data, size);
   std::size_t start = 0;
-  for (std::size_t end; (end = t_pending.find('\n', start)) != std::string::npos; start = end + 1)
-    t_sink->line(std::string_view(t_pending).substr(start, end - start));
+  for (std::size_t end; (end = t_pending.find('\n', start)) != std::string::npos; start = end + 1) {
+    const std::string_view line = std::string_view(t_pending).substr(start, end - start);
+    if (t_shown.empty()) t_sink->line(line);
+    else t_sink->line(shown_paths(std::string(line)));
+  }
   t_pending.erase(0, start);
 }
 
@@ -80,6 +87,30 @@ void route_stderr_by_thread() {
 }
 
 bool stderr_routed_by_thread() noexcept { return g_routed.load(); }
+
+ThreadShownPath::ThreadShownPath(std::string local, std::string shown) {
+  t_shown.emplace_back(std::move(local), std::move(shown));
+}
+
+ThreadShownPath::~ThreadShownPath() { t_shown.pop_back(); }
+
+std::string shown_paths(std::string text) {
+  for (auto it = t_shown.rbegin(); it != t_shown.rend(); ++it) {
+    const auto& [local, shown] = *it;
+    if (local.empty() || local == shown) continue;
+    for (std::size_t at = text.find(local); at != std::string::npos;) {
+      // /proc/self/fd/1 is no part of /proc/self/fd/12.
+      const std::size_t end = at + local.size();
+      if (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])) != 0) {
+        at = text.find(local, end);
+        continue;
+      }
+      text.replace(at, local.size(), shown);
+      at = text.find(local, at + shown.size());
+    }
+  }
+  return text;
+}
 
 StderrSink* thread_stderr_sink() noexcept { return t_sink; }
 

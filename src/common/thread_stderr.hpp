@@ -6,6 +6,7 @@
 // decodes. route_stderr_by_thread() replaces both by streams that hand each line to the sink bound
 // to the writing thread (ThreadStderrSink), and pass the text of threads without one to
 // descriptor 2 unchanged.
+#include <string>
 #include <string_view>
 
 namespace cuconv::common {
@@ -41,5 +42,19 @@ class ThreadStderrSink {
  private:
   StderrSink* previous_;
 };
+
+/// While alive, the calling thread's lines name `shown` wherever they name `local`: a served
+/// command reads its client's files at /proc/self/fd/N, and the libraries (OpenCV's imread notes,
+/// libtiff's warnings) name the path they opened; the user gave another. Nested ones apply too.
+class ThreadShownPath {
+ public:
+  ThreadShownPath(std::string local, std::string shown);
+  ~ThreadShownPath();
+  ThreadShownPath(const ThreadShownPath&) = delete;
+  ThreadShownPath& operator=(const ThreadShownPath&) = delete;
+};
+
+/// `text` with every path of the calling thread's ThreadShownPath named as the user gave it.
+[[nodiscard]] std::string shown_paths(std::string text);
 
 }  // namespace cuconv::common

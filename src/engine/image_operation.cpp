@@ -3,6 +3,7 @@
 #include "engine/image_operation.hpp"
 
 #include "codec/image_header.hpp"
+#include "common/thread_stderr.hpp"
 #include "engine/cpu_or_gpu.hpp"
 
 #include <opencv2/imgcodecs.hpp>
@@ -105,6 +106,8 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
   loaded.route = route;
   const OpenedFile input = files.open_input(task.input);
   const std::string& path = input.local_path();
+  // What the libraries print about the file names it as the user did (not /proc/self/fd/N).
+  const common::ThreadShownPath shown_path(path, shown_input(task));
   const auto names = {std::pair<const std::string&, const std::string&>{path, shown_input(task)},
                       std::pair<const std::string&, const std::string&>{output, shown_output(task)}};
   if (route.on_gpu_codec()) {
@@ -120,7 +123,7 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
     return loaded;
   }
   naming_all(names, [&] {
-    loaded.image = read_image(path, settings.read_limits);
+    loaded.image = read_image(path, settings.read_limits, report.decoder);
     loaded.metadata = read_metadata(path);
   });
   for (const std::string& warning : loaded.metadata.warnings)
@@ -190,6 +193,7 @@ std::vector<std::uint8_t> encode_image(LoadedImage& loaded, const ImageTask& tas
   WriteOptions write = encoder_options_for(task.output, settings.write);
   write.overwrite = settings.overwrite;
   write.metadata = &loaded.metadata;
+  report.encoder = encoder_of(task.output, loaded.image, write);
   std::vector<std::uint8_t> encoded =
       naming(task.output, shown_output(task), [&] { return cuconv::encode_image(task.output, loaded.image, write); });
   loaded.image.release();

@@ -95,8 +95,8 @@ struct ImageReport {
   int strips = 1;                     ///< horizontal strips the GPU filtered it in
   std::string auto_reason;            ///< RunSettings::cpu_when_faster: which of CPU and GPU `auto` took, and why
   bool cpu_predicted_faster = false;  ///< ... and it took the CPU
-  std::string decoder = "opencv";     ///< GpuDecoded::decoder ("nvjpeg-hardware" ...) or "opencv"
-  std::string encoder = "opencv";     ///< GpuCodecFormat::name ("nvjpeg") or "opencv"
+  std::string decoder = "opencv";     ///< GpuDecoded::decoder ("nvjpeg-hardware" ...), "libjpeg" or "opencv"
+  std::string encoder = "opencv";     ///< GpuCodecFormat::name ("nvjpeg"), encoder_of's "libjpeg", "libtiff" ... or "opencv"
   std::string decoder_fallback;       ///< GPU codec images: why OpenCV decoded it
   int width = 0;
   int height = 0;
