@@ -1,6 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// SIGINT/SIGTERM recorded by an async-signal-safe handler (one lock-free atomic store).
+// SIGINT/SIGTERM/SIGHUP recorded by an async-signal-safe handler (one lock-free atomic store).
 #include "cli/interrupt.hpp"
+
+#include "cli/library_messages.hpp"
 
 #include <algorithm>
 #include <atomic>
@@ -14,7 +16,7 @@ namespace cuconv::cli {
 
 namespace {
 
-constexpr int kSignals[] = {SIGINT, SIGTERM};
+constexpr int kSignals[] = {SIGINT, SIGTERM, SIGHUP};
 
 std::atomic<int> g_received{0};
 static_assert(std::atomic<int>::is_always_lock_free, "the signal handler needs a lock-free store");
@@ -34,6 +36,9 @@ std::atomic<std::size_t> g_remove_length{0};
 static_assert(std::atomic<std::size_t>::is_always_lock_free, "the signal handler needs a lock-free load");
 char g_remove_line[256] = {};  // the line printed on a signal, made when the guard starts
 std::size_t g_remove_line_length = 0;
+// The real standard error: descriptor 2 may be the image libraries' capture pipe, whose reader
+// thread would not relay the line before the process ends.
+int g_remove_message_fd = STDERR_FILENO;
 struct sigaction g_remove_previous[std::size(kSignals)];
 bool g_remove_installed[std::size(kSignals)] = {};
 
@@ -42,11 +47,11 @@ extern "C" void remove_and_exit(int signal) {
   if (g_remove_length.load() != 0) (void)::unlink(g_remove_path);
   char line[sizeof g_remove_line + 64];  // the prefix, the signal's name and the line
   std::size_t length = 0;
-  const char* name = signal == SIGINT ? "SIGINT" : "SIGTERM";
+  const char* name = signal_name(signal);
   for (const char* p = "cuconv: warning: interrupted by "; *p != '\0';) line[length++] = *p++;
   for (const char* p = name; *p != '\0';) line[length++] = *p++;
   for (std::size_t i = 0; i < g_remove_line_length; ++i) line[length++] = g_remove_line[i];
-  (void)!::write(STDERR_FILENO, line, length);
+  (void)!::write(g_remove_message_fd, line, length);
   ::_exit(128 + signal);
 }
 
@@ -54,6 +59,7 @@ extern "C" void remove_and_exit(int signal) {
 
 RemoveOnSignal::RemoveOnSignal(const char* what) {
   const std::string line = std::string(" while ") + what + "; nothing was written\n";
+  g_remove_message_fd = ::fileno(terminal_stderr());
   g_remove_line_length = std::min(line.size(), sizeof g_remove_line);
   std::memcpy(g_remove_line, line.data(), g_remove_line_length);
   for (std::size_t i = 0; i < std::size(kSignals); ++i) {
@@ -107,6 +113,7 @@ const char* signal_name(int signal) noexcept {
   switch (signal) {
     case SIGINT: return "SIGINT";
     case SIGTERM: return "SIGTERM";
+    case SIGHUP: return "SIGHUP";
     default: return "a signal";
   }
 }

@@ -1,15 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// SIGINT and SIGTERM while cuconv writes: the handler only records the signal, so that writes in
-// flight finish (no `.cuconv-tmp-*` file is left behind) and the caller stops at its next step,
-// says what was done, and exits 128 + the signal number (130 for SIGINT, 143 for SIGTERM).
+// SIGINT, SIGTERM and SIGHUP (a closed terminal or ssh session) while cuconv writes: the handler
+// only records the signal, so that writes in flight finish and the caller stops at its next step,
+// says what was done, and exits 128 + the signal number (130 SIGINT, 143 SIGTERM, 129 SIGHUP).
 #include <cuconv/error.hpp>
 
 #include <string>
 
 namespace cuconv::cli {
 
-/// While alive, SIGINT and SIGTERM set a flag instead of ending the process; the previous
+/// While alive, SIGINT, SIGTERM and SIGHUP set a flag instead of ending the process; the previous
 /// handlers come back when it ends. A signal that was ignored when the process started (a
 /// background job of a non-interactive shell, nohup) stays ignored. One at a time.
 class InterruptGuard {
@@ -20,7 +20,7 @@ class InterruptGuard {
   InterruptGuard& operator=(const InterruptGuard&) = delete;
 };
 
-/// While alive, SIGINT and SIGTERM remove the file named with remove_on_signal (if any) and end
+/// While alive, SIGINT, SIGTERM and SIGHUP remove the file named with remove_on_signal (if any) and end
 /// the process at once with 128 + the signal number, after one line on standard error: for work
 /// that holds a temporary file and cannot stop at a step of its own (a blocking read of standard
 /// input). An InterruptGuard made while one is alive takes precedence until it ends. A signal
@@ -47,7 +47,7 @@ void ignore_file_size_signal() noexcept;
 /// The signal received while an InterruptGuard was alive (the first one), or 0.
 [[nodiscard]] int received_signal() noexcept;
 
-/// "SIGINT", "SIGTERM".
+/// "SIGINT", "SIGTERM", "SIGHUP"; async-signal-safe.
 [[nodiscard]] const char* signal_name(int signal) noexcept;
 
 /// The exit code after `signal`: 128 + its number, as a shell reports a process it ended.

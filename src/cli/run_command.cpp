@@ -24,6 +24,7 @@
 #include <cstdlib>
 #include <fcntl.h>
 #include <optional>
+#include <sys/stat.h>
 #include <unistd.h>
 
 namespace cuconv::cli {
@@ -107,6 +108,18 @@ ExitCode dispatch(const ParsedCommand& command, Session& session) {
 }  // namespace
 
 void Session::print(std::string_view text) const {
+  // Served, a regular file as standard output is held to the client's `ulimit -f` as the kernel
+  // holds a process of its own: what fits is written, then the write fails.
+  const std::uint64_t limit = files != nullptr ? files->file_size_limit() : 0;
+  struct stat st {};
+  if (limit > 0 && ::fstat(out_fd, &st) == 0 && S_ISREG(st.st_mode)) {
+    const off_t at = ::lseek(out_fd, 0, SEEK_CUR);
+    const std::uint64_t room = at < 0 || static_cast<std::uint64_t>(at) >= limit ? 0 : limit - static_cast<std::uint64_t>(at);
+    if (text.size() > room) {
+      (void)common::write_all(out_fd, text.substr(0, room));
+      throw Error(ErrorKind::output, "cannot write to standard output");
+    }
+  }
   if (!common::write_all(out_fd, text)) throw Error(ErrorKind::output, "cannot write to standard output");
 }
 

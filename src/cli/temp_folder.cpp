@@ -20,6 +20,12 @@ namespace {
                                         " to a folder or unset it");
 }
 
+/// The refusal when no variable is set and /tmp is no folder.
+[[noreturn]] void refuse_default(const std::string& why) {
+  throw Error(ErrorKind::bad_input,
+              "/tmp: not an existing folder (" + why + "), so no temporary file can be made there; set TMPDIR to a folder");
+}
+
 }  // namespace
 
 std::filesystem::path temp_folder() {
@@ -32,21 +38,29 @@ std::filesystem::path temp_folder() {
     if (value == nullptr) continue;
     refuse(name, value, ec.message());
   }
-  throw Error(ErrorKind::bad_input, "/tmp: not an existing folder (" + ec.message() +
-                                        "), so no temporary file can be made there; set TMPDIR to a folder");
+  refuse_default(ec.message());
 }
 
 std::filesystem::path temp_folder(Session& session) {
   if (!session.served) return temp_folder();
-  for (const char* name : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"}) {
-    const char* value = session.getenv(name);
-    if (value == nullptr) continue;
-    // libstdc++'s check of the first variable set, asked of the client's file system.
-    if (session.file_access().kind(value, true) != engine::FileKind::directory)
-      refuse(name, value, std::make_error_code(std::errc::not_a_directory).message());
-    break;
+  // libstdc++'s choice and check (temp_directory_path), made with the client's variables and
+  // asked of the client's file system: the folder is the caller's, relative to its folder.
+  const char* name = nullptr;
+  const char* value = nullptr;
+  for (const char* candidate : {"TMPDIR", "TMP", "TEMP", "TEMPDIR"}) {
+    if ((value = session.getenv(candidate)) != nullptr) {
+      name = candidate;
+      break;
+    }
   }
-  return temp_folder();
+  const std::string folder = value != nullptr ? value : "/tmp";
+  const engine::FileKind kind = session.file_access().kind(folder, true);
+  if (kind == engine::FileKind::directory) return folder;
+  const std::string why = std::make_error_code(kind == engine::FileKind::none ? std::errc::no_such_file_or_directory
+                                                                              : std::errc::not_a_directory)
+                              .message();
+  if (name != nullptr) refuse(name, value, why);
+  refuse_default(why);
 }
 
 }  // namespace cuconv::cli

@@ -13,9 +13,9 @@ namespace cuconv::cli {
 [[nodiscard]] std::filesystem::path temp_folder();
 
 struct Session;
-/// The command's temporary folder: temp_folder() in a process of its own. Served, the copy is the
-/// server's to make in its own temporary folder, but the client's TMPDIR (TMP, TEMP, TEMPDIR)
-/// is checked as in-process, so a command that fails there fails served with the same words.
+/// The command's temporary folder: temp_folder() in a process of its own. Served, the caller's:
+/// chosen from the client's TMPDIR (TMP, TEMP, TEMPDIR) as libstdc++ chooses, checked through the
+/// client's file system, with temp_folder()'s words when it is no folder there.
 [[nodiscard]] std::filesystem::path temp_folder(Session& session);
 
 }  // namespace cuconv::cli

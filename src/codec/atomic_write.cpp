@@ -1,8 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// The atomic write of an encoded image (image_io.hpp): a temporary file beside the target, its
-// bytes synced, then renamed into place (no replace unless asked), so a reader never sees half a file.
+// The atomic write of an encoded image (image_io.hpp): an anonymous temporary file beside the
+// target, its bytes synced, then linked into place (no replace unless asked), so a reader never
+// sees half a file and a killed process leaves none.
 #include <cuconv/error.hpp>
 #include <cuconv/image_io.hpp>
+
+#include "common/anonymous_file.hpp"
 
 #include <sys/stat.h>
 
@@ -80,28 +83,41 @@ std::string temp_file_name(const std::string& output_name) {
 }
 
 void write_encoded_atomic(const std::string& path, std::span<const unsigned char> encoded, bool overwrite) {
-  // Temporary file next to the target, so the final rename stays on one file system.
+  // Temporary file next to the target, so the final link or rename stays on one file system. An
+  // anonymous one where the file system has them: a process killed while writing leaves nothing.
   const fs::path target(path);
   const fs::path dir = target.has_parent_path() ? target.parent_path() : fs::path(".");
-  std::string temp = (dir / temp_file_name(target.filename().string())).string();
-  const int fd = ::mkstemp(temp.data());
+  const std::string pattern = (dir / temp_file_name(target.filename().string())).string();
+  std::string temp;  // the fallback's named temporary file; empty for an anonymous one
+  int fd = common::open_anonymous(dir.string());
+  if (fd < 0 && common::anonymous_unsupported(errno)) {
+    temp = pattern;
+    fd = ::mkostemp(temp.data(), O_CLOEXEC);
+  }
   if (fd < 0) throw Error(ErrorKind::output, path + ": cannot create a file in " + dir.string() + ": " + errno_text());
-  // mkstemp creates 0600; a finished image gets the permissions any new file would get.
+  // The file is made 0600; a finished image gets the permissions any new file would get.
   const bool written = ::fchmod(fd, 0666 & ~kProcessUmask) == 0 &&
                        write_all(fd, encoded.data(), encoded.size()) && ::fsync(fd) == 0;
-  const std::string write_error = written ? "" : errno_text();
-  if (::close(fd) != 0 || !written) {
-    const int write_errno = written ? errno : 0;
-    ::unlink(temp.c_str());
-    std::string reason = written ? std::strerror(write_errno) : write_error;
+  const int write_errno = written ? 0 : errno;
+  int move_errno = 0;
+  if (written && temp.empty()) {
+    move_errno = overwrite ? common::replace_with_anonymous(fd, path, pattern) : common::link_anonymous(fd, path);
+  }
+  const bool closed = ::close(fd) == 0;
+  if (!written || (!temp.empty() && !closed)) {
+    const int failure = written ? errno : write_errno;
+    if (!temp.empty()) ::unlink(temp.c_str());
+    std::string reason = std::strerror(failure);
     // With SIGXFSZ ignored (cli::ignore_file_size_signal), the file size limit is an EFBIG here.
-    if (reason == std::strerror(EFBIG)) reason += " (the process's file size limit, ulimit -f)";
+    if (failure == EFBIG) reason += " (the process's file size limit, ulimit -f)";
     throw Error(ErrorKind::output, path + ": write failed: " + reason);
   }
-  const bool moved = overwrite ? ::rename(temp.c_str(), path.c_str()) == 0 : rename_no_replace(temp, path);
-  if (!moved) {
-    const int move_errno = errno;
-    ::unlink(temp.c_str());
+  if (!temp.empty()) {
+    const bool moved = overwrite ? ::rename(temp.c_str(), path.c_str()) == 0 : rename_no_replace(temp, path);
+    move_errno = moved ? 0 : errno;
+    if (!moved) ::unlink(temp.c_str());
+  }
+  if (move_errno != 0) {
     if (!overwrite && move_errno == EEXIST)
       throw Error(ErrorKind::output, path + ": exists; not replaced (overwrite is off)");
     throw Error(ErrorKind::output, path + ": cannot move the finished file into place: " + std::strerror(move_errno));

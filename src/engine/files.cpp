@@ -3,6 +3,8 @@
 // use when no server runs them. Writing is the codec layer's atomic write (image_io.cpp).
 #include "engine/files.hpp"
 
+#include "common/anonymous_file.hpp"
+
 #include <cuconv/error.hpp>
 #include <cuconv/image_io.hpp>
 
@@ -83,6 +85,12 @@ class LocalFiles final : public Files {
   void remove(const std::string& path) noexcept override {
     std::error_code ignored;
     fs::remove(path, ignored);
+  }
+
+  OpenedFile create_scratch(const std::string& folder) override {
+    const int fd = make_scratch_file(folder);
+    if (fd < 0) throw Error(ErrorKind::bad_input, "cannot make a temporary copy in " + folder + ": " + std::strerror(errno));
+    return OpenedFile(fd, common::descriptor_path(fd));
   }
 };
 

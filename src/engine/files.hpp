@@ -74,6 +74,15 @@ class Files {
                                           bool overwrite) = 0;
   /// Removes the file `path` if it exists; never throws.
   virtual void remove(const std::string& path) noexcept = 0;
+  /// A temporary file without a name in `folder` (O_TMPFILE, or made and unlinked at once), open
+  /// for reading and writing: the copy of standard input, which nothing can leave behind, not
+  /// even a killed process. Error{bad_input} "cannot make a temporary copy in FOLDER: why". The
+  /// base has none to give (a test's stand-in); the local and the client's file systems do.
+  [[nodiscard]] virtual OpenedFile create_scratch(const std::string& folder);
+  /// The caller's file size limit (RLIMIT_FSIZE, `ulimit -f`) in bytes where this process's kernel
+  /// does not apply it, for what the command writes on the caller's behalf (the copy of standard
+  /// input, standard output): a served command's client's; 0 in-process, where the kernel does.
+  [[nodiscard]] virtual std::uint64_t file_size_limit() const noexcept { return 0; }
 };
 
 /// The file system of this process.
@@ -82,5 +91,8 @@ class Files {
 /// This process's working folder (getcwd), where local_files() starts relative paths; empty when
 /// it cannot be had (removed, too long).
 [[nodiscard]] std::string working_folder();
+
+/// create_scratch's file in this process's file system: its descriptor, or -1 with errno set.
+[[nodiscard]] int make_scratch_file(const std::string& folder) noexcept;
 
 }  // namespace cuconv::engine

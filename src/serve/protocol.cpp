@@ -334,7 +334,9 @@ const char* type_name(std::uint8_t type) noexcept {
 }
 
 bool forwarded_variable(std::string_view name) noexcept {
-  return name.starts_with("CUCONV_") || name.starts_with("SLURM_") || name == "TMPDIR";
+  return name.starts_with("CUCONV_") || name.starts_with("SLURM_") || name.starts_with("OPENCV_") ||
+         name.starts_with("LC_") || name == "LANG" || name == "TMPDIR" || name == "TMP" || name == "TEMP" ||
+         name == "TEMPDIR";
 }
 
 }  // namespace cuconv::serve

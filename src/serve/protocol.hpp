@@ -238,9 +238,10 @@ struct FrameHeader {
 /// The name of a message type, for logs and errors.
 [[nodiscard]] const char* type_name(std::uint8_t type) noexcept;
 
-/// Whether the client sends environment variable `name` with its Request: the ones a command
-/// reads (CUCONV_*, Slurm's SLURM_*, the temporary folder's TMPDIR), so a served command sees
-/// the caller's, not the server's.
+/// Whether a served command sees the client's value of environment variable `name` (the client
+/// sends its whole environment): the ones the product and its libraries read (CUCONV_*, Slurm's
+/// SLURM_*, OpenCV's OPENCV_*, the temporary folder's TMPDIR, TMP, TEMP and TEMPDIR, the locale's
+/// LANG and LC_*), so a served command sees the caller's, not the server's.
 [[nodiscard]] bool forwarded_variable(std::string_view name) noexcept;
 
 }  // namespace cuconv::serve

@@ -4,6 +4,8 @@
 // back with the answers and are read or written here as /proc/self/fd/N.
 #include "serve/server.hpp"
 
+#include "common/anonymous_file.hpp"
+
 #include <cerrno>
 #include <csignal>
 #include <cstring>
@@ -12,12 +14,6 @@
 #include <unistd.h>
 
 namespace cuconv::serve {
-
-namespace {
-
-std::string proc_path(int fd) { return "/proc/self/fd/" + std::to_string(fd); }
-
-}  // namespace
 
 Reply RemoteFiles::ask(const Message& question, const std::string& path, ErrorKind error_kind) {
   // Called with mutex_ held: one question and its answer at a time on the connection. A
@@ -42,6 +38,8 @@ Reply RemoteFiles::ask(const Message& question, const std::string& path, ErrorKi
 
 engine::OpenedFile RemoteFiles::open_input(const std::string& path) {
   std::lock_guard lock(mutex_);
+  // The copy of standard input is this server's already (create_scratch): read where it is.
+  if (scratch_paths_.count(path) != 0) return engine::OpenedFile(-1, path);
   const Reply reply = ask(OpenInput{path}, path, ErrorKind::bad_input);
   // The words read_image uses for the same failures in a process of its own.
   if (reply.error == ENOENT || reply.error == ENOTDIR) throw Error(ErrorKind::bad_input, path + ": no such file");
@@ -52,7 +50,7 @@ engine::OpenedFile RemoteFiles::open_input(const std::string& path) {
   UniqueFd fd = channel_.take_fd();
   if (!fd) throw Error(ErrorKind::bad_input, path + ": the client sent no descriptor for it");
   const int raw = fd.release();
-  return engine::OpenedFile(raw, proc_path(raw));
+  return engine::OpenedFile(raw, common::descriptor_path(raw));
 }
 
 engine::FileKind RemoteFiles::kind(const std::string& path, bool follow_links) {
@@ -118,7 +116,7 @@ RemoteFiles::TempOutput RemoteFiles::create_temp(const std::string& output) {
   UniqueFd fd = channel_.take_fd();
   if (!fd) throw Error(ErrorKind::output, output + ": the client sent no descriptor for its temporary file");
   const int raw = fd.release();
-  return TempOutput{engine::OpenedFile(raw, proc_path(raw)), reply.name};
+  return TempOutput{engine::OpenedFile(raw, common::descriptor_path(raw)), reply.name};
 }
 
 bool RemoteFiles::publish(TempOutput& temp, const std::string& output, bool overwrite) {
@@ -142,6 +140,18 @@ void RemoteFiles::discard(TempOutput& temp) noexcept {
   } catch (...) {
     // The client removes its own temporary files when the connection ends; nothing to add here.
   }
+}
+
+engine::OpenedFile RemoteFiles::create_scratch(const std::string& folder) {
+  std::lock_guard lock(mutex_);
+  const Reply reply = ask(CreateScratch{folder}, folder, ErrorKind::bad_input);
+  if (reply.error != 0) throw Error(ErrorKind::bad_input, "cannot make a temporary copy in " + folder + ": " + reply.message);
+  UniqueFd fd = channel_.take_fd();
+  if (!fd) throw Error(ErrorKind::bad_input, folder + ": the client sent no descriptor for its temporary file");
+  const int raw = fd.release();
+  engine::OpenedFile file(raw, common::descriptor_path(raw));
+  scratch_paths_.insert(file.local_path());
+  return file;
 }
 
 void RemoteFiles::make_directories(const std::string& path) {

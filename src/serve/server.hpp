@@ -94,6 +94,7 @@ class RemoteFiles final : public engine::Files {
   /// An anonymous file the client makes in its `folder` (CreateScratch); open_input of its
   /// local_path() then reads it here, without asking the client.
   [[nodiscard]] engine::OpenedFile create_scratch(const std::string& folder) override;
+  [[nodiscard]] std::uint64_t file_size_limit() const noexcept override { return file_size_limit_; }
 
   /// write_output's steps, apart for tests that stop a server between them.
   /// A temporary file beside an output, open for writing, as the client named it.
