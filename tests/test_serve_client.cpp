@@ -131,7 +131,7 @@ TEST_CASE("serve client: a closed standard output or input stays closed to the c
   CHECK(run_cuconv({"--server", "always", "--version"}, "", server.setup()).exit_code == 0);
 }
 
-TEST_CASE("serve client: a signal ignored at the start stays ignored; SIGHUP ends a batch like SIGINT") {
+TEST_CASE("serve client: a signal ignored at the start stays ignored, and SIGHUP ends a batch like SIGINT") {
   TempDir dir;
   constexpr std::size_t kImages = 48;
   (void)cuconv::test::write_random_images(dir.path() / "in", kImages, 512);
