@@ -4,6 +4,7 @@
 // tests/fuzz/fuzz_cli_options.cpp throws arbitrary argv at the same function.
 #include "cli/command_line.hpp"
 #include "common/names.hpp"
+#include "engine/files.hpp"
 
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
@@ -347,14 +348,14 @@ TEST_CASE("--skip-existing: parsed for single-image mode, refused with --overwri
   std::ofstream(existing) << "x";
   cli::CliRequest request = command.request;
   request.output = existing;
-  CHECK(cli::skipped_existing_output(request) == existing + " exists; skipped (--skip-existing)");
+  CHECK(cli::skipped_existing_output(request, engine::local_files()) == existing + " exists; skipped (--skip-existing)");
   request.skip_existing = false;
-  CHECK_FALSE(cli::skipped_existing_output(request).has_value());
+  CHECK_FALSE(cli::skipped_existing_output(request, engine::local_files()).has_value());
   request.skip_existing = true;
   std::filesystem::remove(existing);
-  CHECK_FALSE(cli::skipped_existing_output(request).has_value());
+  CHECK_FALSE(cli::skipped_existing_output(request, engine::local_files()).has_value());
   request.output = std::filesystem::temp_directory_path().string();  // a folder: check_output_format's error, not a skip
-  CHECK_FALSE(cli::skipped_existing_output(request).has_value());
+  CHECK_FALSE(cli::skipped_existing_output(request, engine::local_files()).has_value());
 }
 
 TEST_CASE("the no-GPU warning says how to silence it, and CUCONV_NO_GPU_WARNING=1 does") {

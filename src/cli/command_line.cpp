@@ -3,6 +3,8 @@
 // request as library options. Printing and running are main.cpp's.
 #include "cli/command_line.hpp"
 
+#include "engine/files.hpp"
+
 #include "common/names.hpp"
 #include "common/whole_number.hpp"
 
@@ -217,11 +219,10 @@ FilterLoadOptions filter_load_options_of(const CliRequest& request) {
   return options;
 }
 
-std::optional<std::string> skipped_existing_output(const CliRequest& request) {
+std::optional<std::string> skipped_existing_output(const CliRequest& request, engine::Files& files) {
   if (!request.skip_existing || request.output.ends_with(":-")) return std::nullopt;
-  std::error_code ec;
-  const auto status = std::filesystem::symlink_status(request.output, ec);
-  if (!std::filesystem::is_regular_file(status) && !std::filesystem::is_symlink(status)) return std::nullopt;
+  const engine::FileKind existing = files.kind(request.output, false);
+  if (existing != engine::FileKind::regular && existing != engine::FileKind::symlink) return std::nullopt;
   return request.output + " exists; skipped (--skip-existing)";
 }
 
@@ -262,7 +263,7 @@ std::string no_gpu_warning(std::string_view reason) {
 
 std::optional<std::string> no_gpu_warning_once(std::string_view reason) {
   static std::atomic<bool> given{false};
-  if (!no_gpu_warning_wanted(std::getenv(kNoGpuWarningVariable)) || given.exchange(true)) return std::nullopt;
+  if (given.exchange(true)) return std::nullopt;
   return no_gpu_warning(reason);
 }
 

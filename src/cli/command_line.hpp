@@ -14,6 +14,10 @@
 #include <optional>
 #include <string>
 #include <string_view>
+
+namespace cuconv::engine {
+class Files;
+}
 #include <vector>
 
 namespace cuconv::cli {
@@ -63,8 +67,9 @@ struct CliRequest {
 /// Single-image mode with --skip-existing: the line to print ("OUTPUT exists; skipped
 /// (--skip-existing)") when the output file exists (a regular file or a link, as the refusal
 /// without --overwrite has it), so the run ends there with exit 0 before the input is read;
-/// nullopt when the run goes on (no --skip-existing, no such file, or standard output).
-[[nodiscard]] std::optional<std::string> skipped_existing_output(const CliRequest& request);
+/// nullopt when the run goes on (no --skip-existing, no such file, or standard output). Asks
+/// `files` (the command's: its client's when served).
+[[nodiscard]] std::optional<std::string> skipped_existing_output(const CliRequest& request, engine::Files& files);
 
 /// The warning for a result filtered with weights that sum to neither 0 nor 1 when most of its
 /// values (over half) sit at the output type's limits (0 or 255 for 8U ...): a white or black
@@ -88,9 +93,9 @@ inline constexpr const char* kNoGpuWarningVariable = "CUCONV_NO_GPU_WARNING";
 /// --variant opencv, or kNoGpuWarningVariable=1. Printed once per process.
 [[nodiscard]] std::string no_gpu_warning(std::string_view reason);
 
-/// no_gpu_warning(reason) the first time it is asked for in this process while the environment
-/// does not silence it (no_gpu_warning_wanted of kNoGpuWarningVariable's value); nullopt after
-/// that, or when silenced. Thread-safe: batch mode and the single-image flow call it alike.
+/// no_gpu_warning(reason) the first time it is asked for in this process; nullopt after that.
+/// Whether the command's environment silences it is the caller's to ask (gpu_warning, through
+/// the session's environment). Thread-safe: batch mode and the single-image flow call it alike.
 [[nodiscard]] std::optional<std::string> no_gpu_warning_once(std::string_view reason);
 
 /// The batch options as parsed from argv.

@@ -132,9 +132,8 @@ const char* Session::getenv(const char* name) const {
 }
 
 std::optional<std::string> gpu_warning(const Session& session, std::string_view reason) {
-  if (!session.served) return no_gpu_warning_once(reason);
   if (!no_gpu_warning_wanted(session.getenv(kNoGpuWarningVariable))) return std::nullopt;
-  return no_gpu_warning(reason);
+  return session.served ? no_gpu_warning(reason) : no_gpu_warning_once(reason);
 }
 
 std::shared_ptr<spdlog::logger> make_session_logger(int fd, bool) {

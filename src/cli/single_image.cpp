@@ -95,14 +95,14 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
                                         "choose another name");
     if (req.input != "-" && files.same_file(req.input, req.output))
       throw Error(ErrorKind::usage, req.output + ": output is the input file; refusing to overwrite it");
-    // An existing output file is never replaced without --overwrite, as in batch mode (a folder
-    // or a device at that name gets check_output_format's own message).
-    const engine::FileKind existing = files.kind(req.output, false);
-    const bool exists = existing == engine::FileKind::regular || existing == engine::FileKind::symlink;
-    if (exists && req.skip_existing) {  // a re-run: the output is there, nothing to do
-      log.warn("{} exists; skipped (--skip-existing)", req.output);
+    if (const auto skipped = skipped_existing_output(req, files)) {  // a re-run: nothing to do
+      log.warn("{}", *skipped);
       return ExitCode::ok;
     }
+    // An existing output file is never replaced without --overwrite, as in batch mode (a folder
+    // or a device at that name gets load_image's own message).
+    const engine::FileKind existing = files.kind(req.output, false);
+    const bool exists = existing == engine::FileKind::regular || existing == engine::FileKind::symlink;
     if (!req.overwrite && exists)
       throw Error(ErrorKind::output, req.output + ": exists; left unchanged (use --overwrite to replace it)");
   }
