@@ -12,8 +12,11 @@
 //   list DIR                       the folder's names, sorted, one a line
 //   cat                            copies the client's stdin to its stdout
 //   exit N                         exits N
-// Options: --socket PATH, --idle SECONDS, --max-clients N, --ping-ms N (socket activation when
-// LISTEN_FDS is set).
+// Options: --socket PATH, --idle SECONDS, --max-clients N, --ping-ms N, --stall-ms N, --sndbuf
+// BYTES (each connection's SO_SNDBUF), --identity ID (the engine identity a client must name),
+// --build TEXT, --watch FILE (exit once idle when FILE is replaced); socket activation when
+// LISTEN_FDS is set. Like the product's server it leaves its working folder for / once bound.
+//   pwd                            prints the server's working folder
 // `--probe SOCKET` instead is a bare client that skips the client's own checks: it sends Hello and
 // prints the server's first answer (the test of the server's uid check runs it as another user).
 #include "serve/server.hpp"
@@ -116,11 +119,16 @@ int handle(const serve::ClientRequest& request, serve::ClientSession& session) {
       return 0;
     }
     if (args.size() == 3 && args[1] == "exit") return std::atoi(args[2].c_str());
+    if (args.size() == 2 && args[1] == "pwd") {
+      char cwd[4096];
+      print(session.out_fd(), std::string(::getcwd(cwd, sizeof cwd) != nullptr ? cwd : "?") + "\n");
+      return 0;
+    }
   } catch (const Error& e) {
     print(session.err_fd(), std::string("cuconv: ") + e.what() + "\n");
     return static_cast<int>(exit_code_for(e.kind()));
   }
-  print(session.err_fd(), "usage: copy IN OUT | list DIR | cat | exit N | --version\n");
+  print(session.err_fd(), "usage: copy IN OUT | list DIR | cat | exit N | pwd | --version\n");
   return 2;
 }
 
@@ -160,6 +168,12 @@ int main(int argc, char** argv) {
     else if (option == "--idle") options.idle_exit_seconds = static_cast<unsigned>(std::atoi(argv[i + 1]));
     else if (option == "--max-clients") options.max_clients = static_cast<unsigned>(std::atoi(argv[i + 1]));
     else if (option == "--ping-ms") options.ping_interval_ms = static_cast<unsigned>(std::atoi(argv[i + 1]));
+    else if (option == "--stall-ms") options.stall_ms = static_cast<unsigned>(std::atoi(argv[i + 1]));
+    else if (option == "--sndbuf") options.socket_buffer_bytes = std::atoi(argv[i + 1]);
+    else if (option == "--identity") options.identity = argv[i + 1];
+    else if (option == "--build") options.build = argv[i + 1];
+    else if (option == "--watch") options.executable = argv[i + 1];
   }
+  options.leave_working_folder = true;  // as the product's server: nothing depends on its folder
   return serve::run_server(options, handle);
 }
