@@ -7,13 +7,15 @@ set(cuconv_docs_dir "${PROJECT_BINARY_DIR}/docs")
 set(cuconv_docs_outputs "${cuconv_docs_dir}/cuconv.bash" "${cuconv_docs_dir}/_cuconv")
 add_custom_command(
   OUTPUT "${cuconv_docs_dir}/cuconv.bash" "${cuconv_docs_dir}/_cuconv"
-  COMMAND bash "${PROJECT_SOURCE_DIR}/packaging/gen-completions.sh" "$<TARGET_FILE:cuconv>" "${cuconv_docs_dir}"
+  COMMAND ${CMAKE_COMMAND} -E env CUCONV_SERVER=never  # this build's help, not a running server's
+          bash "${PROJECT_SOURCE_DIR}/packaging/gen-completions.sh" "$<TARGET_FILE:cuconv>" "${cuconv_docs_dir}"
   DEPENDS cuconv "${PROJECT_SOURCE_DIR}/packaging/gen-completions.sh"
   COMMENT "Generating bash and zsh completions from cuconv --help" VERBATIM)
 if(CUCONV_HELP2MAN)
   add_custom_command(
     OUTPUT "${cuconv_docs_dir}/cuconv.1" "${cuconv_docs_dir}/cuconv.1.gz"
-    COMMAND bash "${PROJECT_SOURCE_DIR}/packaging/gen-man.sh" "$<TARGET_FILE:cuconv>" "${PROJECT_VERSION}" "${cuconv_docs_dir}"
+    COMMAND ${CMAKE_COMMAND} -E env CUCONV_SERVER=never
+            bash "${PROJECT_SOURCE_DIR}/packaging/gen-man.sh" "$<TARGET_FILE:cuconv>" "${PROJECT_VERSION}" "${cuconv_docs_dir}"
     DEPENDS cuconv "${PROJECT_SOURCE_DIR}/packaging/gen-man.sh" "${PROJECT_SOURCE_DIR}/packaging/cuconv.h2m"
     COMMENT "Generating the man page cuconv.1 from cuconv --help (help2man)" VERBATIM)
   list(APPEND cuconv_docs_outputs "${cuconv_docs_dir}/cuconv.1" "${cuconv_docs_dir}/cuconv.1.gz")
@@ -37,5 +39,6 @@ if(CUCONV_BUILD_TESTS)
            COMMAND bash "${PROJECT_SOURCE_DIR}/packaging/check-docs.sh" "$<TARGET_FILE:cuconv>"
                    "${cuconv_docs_dir}/cuconv.1" "${cuconv_docs_dir}/cuconv.bash" "${cuconv_docs_dir}/_cuconv"
                    "${PROJECT_SOURCE_DIR}/include/cuconv/error.hpp")
-  set_tests_properties(docs_match_help PROPERTIES LABELS cpu)
+  # In-process, under the decoy of tests/CMakeLists.txt like every test.
+  set_tests_properties(docs_match_help PROPERTIES LABELS cpu ENVIRONMENT CUCONV_SERVER=never FIXTURES_REQUIRED decoy)
 endif()

@@ -2,14 +2,18 @@
 // A decoy on the default socket while ctest runs (tests/CMakeLists.txt, fixture `decoy`): every
 // test must use `--server never` or a private socket of a server it started, so a command that
 // reaches the socket a user's `cuconv serve` would hold is a defect of the suite. The decoy
-// accepts, logs the caller (pid, working folder, command line) and closes without a word, so the
-// command fails or runs in-process; `check` then fails the run if anything was logged.
+// accepts, logs the caller (pid, working folder, command line), says "cuconv-decoy" and closes,
+// so the command fails or runs in-process; `check` then fails the run if anything was logged.
 //   cuconv_decoy_server start STATE_DIR   takes the default socket (default_socket_path(): the
 //                                          environment ctest gives the tests) and returns once
-//                                          it listens; the decoy ends by itself after 4 hours
+//                                          it listens; the decoy ends with the ctest run that
+//                                          started it (its parent), or after 4 hours
 //   cuconv_decoy_server check STATE_DIR   stops it; exit 1 when it logged a connection, could not
-//                                          take the socket (a server answers there) or died early
-// Knows nothing of the protocol, so it holds whatever the handshake becomes.
+//                                          take the socket (a server answers there) or died
+//                                          early; 77 (skipped) when another ctest run's decoy
+//                                          held the socket (that one logs this run's commands)
+// Each ctest run keeps its state in STATE_DIR/run-<ctest's pid>. Knows nothing of the protocol,
+// so it holds whatever the handshake becomes.
 #include "serve/socket_path.hpp"
 
 #include <cerrno>
@@ -50,13 +54,25 @@ sockaddr_un address_of(const std::string& path) {
   return address;
 }
 
-/// Whether something accepts connections at `path`.
-bool answers(const std::string& path) {
+constexpr char kBanner[] = "cuconv-decoy\n";
+
+enum class Occupant { none, decoy, other };
+
+/// What accepts connections at `path`: nothing, a decoy (it says its banner at once), or
+/// something else (a server waits for the client's Hello).
+Occupant occupant(const std::string& path) {
   const int fd = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const sockaddr_un address = address_of(path);
-  const bool ok = ::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+  Occupant found = Occupant::none;
+  if (::connect(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0) {
+    found = Occupant::other;
+    pollfd p{fd, POLLIN, 0};
+    char said[sizeof kBanner] = {};
+    if (::poll(&p, 1, 500) == 1 && ::read(fd, said, sizeof said - 1) > 0 && std::string(said) == kBanner)
+      found = Occupant::decoy;
+  }
   ::close(fd);
-  return ok;
+  return found;
 }
 
 /// The caller's pid, working folder and command line, read before its connection closes.
@@ -75,15 +91,16 @@ std::string describe_peer(int connection) {
 }
 
 int serve(int listener, const std::string& state, const std::string& socket_path, ino_t socket_inode,
-          bool made_folder, const std::string& folder) {
+          bool made_folder, const std::string& folder, pid_t ctest) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::hours(4);
   std::ofstream log(state + "/connections.log", std::ios::app);
-  while (g_stop == 0 && std::chrono::steady_clock::now() < deadline) {
+  while (g_stop == 0 && std::chrono::steady_clock::now() < deadline && ::kill(ctest, 0) == 0) {
     pollfd p{listener, POLLIN, 0};
     if (::poll(&p, 1, 1000) <= 0) continue;
     const int connection = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (connection < 0) continue;
     log << "connection from " << describe_peer(connection) << std::endl;
+    [[maybe_unused]] const ssize_t n = ::send(connection, kBanner, sizeof kBanner - 1, MSG_NOSIGNAL);
     ::close(connection);
   }
   // Remove the socket only if it is still this decoy's (nothing replaced it meanwhile).
@@ -94,15 +111,27 @@ int serve(int listener, const std::string& state, const std::string& socket_path
   return 0;
 }
 
-int start(const std::string& state) {
+/// This ctest run's state folder in `base`: the run is the parent of both start and check.
+std::string run_folder(const std::string& base) { return base + "/run-" + std::to_string(::getppid()); }
+
+int start(const std::string& base) {
+  ::mkdir(base.c_str(), 0700);
+  const std::string state = run_folder(base);
   ::mkdir(state.c_str(), 0700);
-  for (const char* name : {"/pid", "/occupied", "/connections.log", "/decoy.err"}) ::unlink((state + name).c_str());
+  for (const char* name : {"/pid", "/occupied", "/shared", "/connections.log", "/decoy.err"}) ::unlink((state + name).c_str());
   const cuconv::serve::SocketPath where = cuconv::serve::default_socket_path();
-  if (answers(where.path)) {
-    write_text(state + "/occupied", "something answers on " + where.path + " (a cuconv serve of this user?): the decoy "
-                                    "could not take its place, so the suite was not checked against it\n");
-    std::cout << "decoy: " << where.path << " is taken; the check will fail\n";
-    return 0;
+  switch (occupant(where.path)) {
+    case Occupant::none: break;
+    case Occupant::decoy:
+      write_text(state + "/shared", "another ctest run's decoy holds " + where.path + ": it logs (and fails) that run "
+                                    "for any command of this one that reaches it\n");
+      std::cout << "decoy: another run's decoy holds " << where.path << "\n";
+      return 0;
+    case Occupant::other:
+      write_text(state + "/occupied", "something answers on " + where.path + " (a cuconv serve of this user?): the decoy "
+                                      "could not take its place, so the suite was not checked against it\n");
+      std::cout << "decoy: " << where.path << " is taken; the check will fail\n";
+      return 0;
   }
   struct stat before {};
   const bool made_folder = ::stat(where.folder.c_str(), &before) != 0;
@@ -128,6 +157,7 @@ int start(const std::string& state) {
   }
   struct stat bound {};
   ::lstat(where.path.c_str(), &bound);
+  const pid_t ctest = ::getppid();
   const pid_t child = ::fork();
   if (child < 0) return 1;
   if (child > 0) {
@@ -145,13 +175,20 @@ int start(const std::string& state) {
   std::signal(SIGINT, on_term);
   std::signal(SIGHUP, SIG_IGN);
   std::signal(SIGPIPE, SIG_IGN);
-  ::_exit(serve(listener, state, where.path, bound.st_ino, made_folder && !where.from_environment, where.folder));
+  ::_exit(serve(listener, state, where.path, bound.st_ino, made_folder && !where.from_environment, where.folder, ctest));
 }
 
-int check(const std::string& state) {
+int check(const std::string& base) {
+  const std::string state = run_folder(base);
   if (const std::string occupied = slurp(state + "/occupied"); !occupied.empty()) {
     std::cout << "decoy: FAIL: " << occupied;
     return 1;
+  }
+  if (const std::string shared = slurp(state + "/shared"); !shared.empty()) {
+    std::cout << "decoy: not checked here: " << shared;
+    ::unlink((state + "/shared").c_str());
+    ::rmdir(state.c_str());
+    return 77;
   }
   const std::string pid_text = slurp(state + "/pid");
   if (pid_text.empty()) {
@@ -173,6 +210,8 @@ int check(const std::string& state) {
     std::cout << "decoy: FAIL: the decoy was gone before the suite ended:\n" << slurp(state + "/decoy.err");
     return 1;
   }
+  for (const char* name : {"/connections.log", "/decoy.err"}) ::unlink((state + name).c_str());
+  ::rmdir(state.c_str());
   std::cout << "decoy: no test command reached the default socket\n";
   return 0;
 }

@@ -325,9 +325,23 @@ class Server {
     }
     FAIL("cuconv serve did not answer");
   }
+  /// Stops the server (SIGTERM, up to 10 s) and checks that its log reports no internal error
+  /// and no sanitizer finding.
   ~Server() {
     const std::string pid = read_file(pid_file_);
-    if (!pid.empty()) ::kill(std::stoi(pid), SIGTERM);
+    if (pid.empty()) return;
+    const pid_t server = std::stoi(pid);
+    ::kill(server, SIGTERM);
+    // Not this process's child: gone, or a zombie where nothing reaps it.
+    const auto running = [&] {
+      const std::string stat = read_file("/proc/" + std::to_string(server) + "/stat");
+      const std::size_t close = stat.rfind(") ");
+      return !stat.empty() && close != std::string::npos && stat.compare(close + 2, 1, "Z") != 0;
+    };
+    for (int i = 0; i < 200 && running(); ++i) std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    const std::string log = read_file(fs::path(pid_file_).parent_path() / "server.log");
+    for (const char* finding : {"internal error", "ERROR: AddressSanitizer", "ERROR: LeakSanitizer", "runtime error:"})
+      CHECK_MESSAGE(log.find(finding) == std::string::npos, "the server's log says '", finding, "':\n", log);
   }
   Server(const Server&) = delete;
   Server& operator=(const Server&) = delete;
