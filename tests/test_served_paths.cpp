@@ -202,3 +202,13 @@ TEST_CASE("served paths: -v and --json say whether the command was served, and b
   CHECK(by_server["files"][0]["encoder"] == "opencv");
   CHECK(served.files.at("out/in.png") == in_process.files.at("out/in.png"));
 }
+
+TEST_CASE("served paths: an output name the file system refuses is said as in-process") {
+  // 252 + 4 bytes: the temporary file's name is cut to fit, the output's own is too long.
+  const auto [in_process, served] =
+      run_both([](const fs::path& work) { copy_sample("camera_crop_40x48.png", work / "in.png"); },
+               {"in.png", std::string(252, 'a') + ".png", "-f", "gauss5"});
+  CHECK(in_process.result.exit_code == 4);
+  CHECK(in_process.result.err.find(": cannot move the finished file into place: File name too long") != std::string::npos);
+  check_same(in_process, served);
+}

@@ -129,7 +129,8 @@ bool RemoteFiles::publish(TempOutput& temp, const std::string& output, bool over
   }
   std::lock_guard lock(mutex_);
   const Reply reply = ask(Publish{temp.name, output, overwrite}, output, ErrorKind::output);
-  if (reply.error != 0) throw Error(ErrorKind::output, output + ": " + reply.message);
+  // In-process words (write_encoded_atomic), e.g. for a name the file system refuses.
+  if (reply.error != 0) throw Error(ErrorKind::output, output + ": cannot move the finished file into place: " + reply.message);
   return reply.value != 0;
 }
 
