@@ -75,19 +75,24 @@ Occupant occupant(const std::string& path) {
   return found;
 }
 
-/// The caller's pid, working folder and command line, read before its connection closes.
+std::string link_target(const std::string& path) {
+  char target[4096] = {};
+  const ssize_t n = ::readlink(path.c_str(), target, sizeof target - 1);
+  return n > 0 ? std::string(target, static_cast<std::size_t>(n)) : "?";
+}
+
+/// The caller's pid, working folder and command line, read before its connection closes; empty
+/// for another decoy's look at the socket (start, in a second ctest run).
 std::string describe_peer(int connection) {
   ucred peer{};
   socklen_t size = sizeof peer;
   if (::getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0) return "an unknown process";
   const std::string proc = "/proc/" + std::to_string(peer.pid);
+  if (link_target(proc + "/exe") == link_target("/proc/self/exe")) return {};
   std::string command = slurp(proc + "/cmdline");
   for (char& c : command)
     if (c == '\0') c = ' ';
-  char folder[4096] = {};
-  const ssize_t n = ::readlink((proc + "/cwd").c_str(), folder, sizeof folder - 1);
-  return "pid " + std::to_string(peer.pid) + " in " + (n > 0 ? std::string(folder, static_cast<std::size_t>(n)) : "?") +
-         ": " + command;
+  return "pid " + std::to_string(peer.pid) + " in " + link_target(proc + "/cwd") + ": " + command;
 }
 
 int serve(int listener, const std::string& state, const std::string& socket_path, ino_t socket_inode,
@@ -99,7 +104,7 @@ int serve(int listener, const std::string& state, const std::string& socket_path
     if (::poll(&p, 1, 1000) <= 0) continue;
     const int connection = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (connection < 0) continue;
-    log << "connection from " << describe_peer(connection) << std::endl;
+    if (const std::string peer = describe_peer(connection); !peer.empty()) log << "connection from " << peer << std::endl;
     [[maybe_unused]] const ssize_t n = ::send(connection, kBanner, sizeof kBanner - 1, MSG_NOSIGNAL);
     ::close(connection);
   }
