@@ -6,6 +6,7 @@
 #include "serve/protocol.hpp"
 #include "test_support.hpp"
 
+#include <cuconv/error.hpp>
 #include <cuconv/version.hpp>
 
 #include <doctest/doctest.h>
@@ -13,6 +14,7 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <fcntl.h>
 #include <filesystem>
 #include <fstream>
@@ -22,6 +24,7 @@
 #include <string>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <thread>
 #include <unistd.h>
@@ -305,4 +308,122 @@ TEST_CASE("serve daemon: a Hello dripped one byte at a time is refused once 10 s
   REQUIRE(answer.status == Received::Status::message);
   REQUIRE(std::holds_alternative<Refused>(answer.message));
   CHECK(std::get<Refused>(answer.message).message.find("no whole hello within 10000 ms") != std::string::npos);
+}
+
+TEST_CASE("serve daemon: the socket's path replaces nothing but a stale socket of this user") {
+  const TempDir dir;
+  const fs::path folder = private_folder(dir, "folder");
+  const auto refused = static_cast<int>(cuconv::ExitCode::not_started);
+
+  SUBCASE("a regular file (cuconv serve, a relative --socket)") {
+    std::ofstream(folder / "notes.txt") << "my notes\n";
+    Process serve({cuconv::test::cuconv_binary(), "serve", "--socket", "notes.txt", "--idle-exit", "1"}, folder, "serve");
+    CHECK(serve.wait() == refused);
+    CHECK(serve.err().find("notes.txt: exists and is not a socket; not replacing it") != std::string::npos);
+    CHECK(read_file(folder / "notes.txt") == "my notes\n");
+  }
+  SUBCASE("a symbolic link planted at SOCKET.lock is not followed") {
+    fs::create_symlink(folder / "target", folder / "socket.lock");
+    Process server({kTestServer, "--socket", (folder / "socket").string()}, folder, "server");
+    CHECK(server.wait() == refused);
+    CHECK(server.err().find("socket.lock: a symbolic link; not following it") != std::string::npos);
+    CHECK_FALSE(fs::exists(folder / "target"));
+    CHECK_FALSE(fs::exists(folder / "socket"));
+  }
+  SUBCASE("a folder others may write to") {
+    const fs::path open = dir.path() / "open";
+    fs::create_directories(open);
+    fs::permissions(open, fs::perms::all);
+    Process server({kTestServer, "--socket", (open / "socket").string()}, folder, "server");
+    CHECK(server.wait() == refused);
+    CHECK(server.err().find("mode 0777 lets other users put files in it") != std::string::npos);
+    CHECK_FALSE(fs::exists(open / "socket"));
+    CHECK_FALSE(fs::exists(open / "socket.lock"));
+  }
+  SUBCASE("a folder that is a symbolic link") {
+    fs::create_directory_symlink(folder, dir.path() / "link");
+    Process server({kTestServer, "--socket", (dir.path() / "link" / "socket").string()}, folder, "server");
+    CHECK(server.wait() == refused);
+    CHECK(server.err().find("link: a symbolic link; the socket's folder must be a real directory") != std::string::npos);
+    CHECK_FALSE(fs::exists(folder / "socket"));
+  }
+  SUBCASE("a stale socket of this user is replaced") {
+    {
+      UniqueFd stale(::socket(AF_UNIX, SOCK_STREAM, 0));
+      sockaddr_un address{};
+      address.sun_family = AF_UNIX;
+      const std::string path = (folder / "socket").string();
+      std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+      REQUIRE(::bind(stale.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+    }  // closed without listening: nobody answers there
+    auto server = start_test_server(dir, (folder / "socket").string(), "server");
+    CHECK(client((folder / "socket").string(), folder, "always", {"exit", "4"}).exit_code == 4);
+  }
+}
+
+TEST_CASE("serve daemon: cuconv serve --status and --stop; a spawned server leaves its caller's folder") {
+  const TempDir dir;
+  const fs::path caller = private_folder(dir, "caller");
+  const std::string socket = (private_folder(dir, "sock") / "socket").string();
+  const std::string setup = "export CUCONV_SOCKET=" + shell_quote(socket) + "\ncd " + shell_quote(caller.string());
+
+  const CommandResult none = run_cuconv({"serve", "--status"}, "", setup);
+  CHECK(none.exit_code == 3);
+  CHECK(none.out.find("running: no") != std::string::npos);
+  CHECK(run_cuconv({"serve", "--stop"}, "", setup).exit_code == 0);  // nothing to stop
+
+  // CUCONV_SERVER=spawn starts a server for the first call, from the caller's folder.
+  const CommandResult first = run_cuconv({"--version"}, "", setup + "\nexport CUCONV_SERVER=spawn");
+  CHECK(first.exit_code == 0);
+  const CommandResult status = run_cuconv({"serve", "--status"}, "", setup);
+  REQUIRE(status.exit_code == 0);
+  CHECK(status.out.find("running: yes") != std::string::npos);
+  CHECK(status.out.find("build: " + build_description()) != std::string::npos);
+  CHECK(status.out.find("socket: " + socket) != std::string::npos);
+  CHECK(status.out.find("requests served: 1\n") != std::string::npos);
+  CHECK(status.out.find("clients now: 0 running, 0 waiting") != std::string::npos);
+  const auto pid_at = status.out.find("pid: ");
+  REQUIRE(pid_at != std::string::npos);
+  const long pid = std::stol(status.out.substr(pid_at + 5));
+  // Nothing of the server's depends on its folder: it holds none of its callers'.
+  CHECK(fs::read_symlink("/proc/" + std::to_string(pid) + "/cwd") == "/");
+
+  const CommandResult stopped = run_cuconv({"serve", "--stop"}, "", setup);
+  CHECK(stopped.exit_code == 0);
+  CHECK(stopped.out.find("has stopped") != std::string::npos);
+  CHECK_FALSE(fs::exists(socket));
+  CHECK(wait_for([&] { return ::kill(static_cast<pid_t>(pid), 0) != 0; }, 10s));
+  CHECK(run_cuconv({"serve", "--status"}, "", setup).exit_code == 3);
+}
+
+TEST_CASE("serve daemon: a server whose executable is replaced exits once idle") {
+  const TempDir dir;
+  const fs::path watched = dir.path() / "engine";
+  std::ofstream(watched) << "version 1";
+  const std::string socket = (private_folder(dir, "sock") / "socket").string();
+  auto server = start_test_server(dir, socket, "server", {"--watch", watched.string()});
+  CHECK(client(socket, dir.path(), "always", {"exit", "0"}).exit_code == 0);
+  CHECK(server->wait(1500ms) == -1);  // unchanged: it serves on
+  // An upgrade installs a new file under the same name.
+  std::ofstream(dir.path() / "engine.new") << "version 2, longer";
+  fs::rename(dir.path() / "engine.new", watched);
+  CHECK(server->wait(5s) == 0);
+  CHECK(server->err().find("was replaced") != std::string::npos);
+  CHECK(server->err().find("stopping (its executable was replaced)") != std::string::npos);
+}
+
+TEST_CASE("serve daemon: cuconv serve --stop lets the requests in flight finish and returns once the server has stopped") {
+  const TempDir dir;
+  const fs::path home = private_folder(dir, "home");
+  std::ofstream(home / "in") << "data";
+  const std::string socket = (private_folder(dir, "sock") / "socket").string();
+  auto server = start_test_server(dir, socket, "server");
+  Process slow({cuconv::test::cuconv_binary(), "copy", "in", "out", "--slow-ms", "1500"}, home, "slow",
+               {"CUCONV_SOCKET=" + socket, "CUCONV_SERVER=always"});
+  REQUIRE(wait_for([&] { return slow.err().find("temp written") != std::string::npos; }));
+  const CommandResult stopped = run_cuconv({"serve", "--stop"}, "", "export CUCONV_SOCKET=" + shell_quote(socket));
+  CHECK(stopped.exit_code == 0);
+  CHECK(server->wait(0ms) == 0);  // gone by the time --stop returned
+  CHECK(slow.wait() == 0);        // its request finished
+  CHECK(read_file(home / "out") == "data");
 }

@@ -5,10 +5,34 @@
 #include "serve/build_identity.hpp"
 
 #include <cerrno>
+#include <chrono>
+#include <csignal>
 #include <cstring>
+#include <fstream>
+#include <thread>
 #include <unistd.h>
 
 namespace cuconv::serve {
+
+namespace {
+
+/// Whether process `pid` is gone (or a zombie: it has exited) within `limit_ms`.
+bool process_ends(std::uint32_t pid, int limit_ms) {
+  const auto deadline = std::chrono::steady_clock::now() + std::chrono::milliseconds(limit_ms);
+  const std::string stat_path = "/proc/" + std::to_string(pid) + "/stat";
+  for (;;) {
+    if (::kill(static_cast<pid_t>(pid), 0) != 0 && errno == ESRCH) return true;
+    std::ifstream stat(stat_path);
+    std::string line;
+    std::getline(stat, line);
+    const auto paren = line.rfind(')');
+    if (!stat || (paren != std::string::npos && line.compare(paren, 3, ") Z") == 0)) return true;
+    if (std::chrono::steady_clock::now() >= deadline) return false;
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  }
+}
+
+}  // namespace
 
 ServerAnswer ask_server(const std::string& socket_path, HelloPurpose purpose, int timeout_ms, int stop_wait_ms) {
   ServerAnswer answer;
@@ -51,7 +75,7 @@ ServerAnswer ask_server(const std::string& socket_path, HelloPurpose purpose, in
   for (;;) {
     const Received received = channel.receive(stop_wait_ms);
     if (received.status == Received::Status::message) continue;  // a Ping, or whatever: wait for the end
-    answer.ended = received.status == Received::Status::closed;
+    answer.ended = received.status == Received::Status::closed && process_ends(answer.status->pid, 10'000);
     if (!answer.ended) answer.why = "the server (pid " + std::to_string(answer.status->pid) + ") has not stopped yet";
     return answer;
   }

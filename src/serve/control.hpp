@@ -21,8 +21,8 @@ struct ServerAnswer {
 
 /// Connects to `socket_path`, says Hello with `purpose` (status, stop or stop_when_idle) and
 /// reads the Status, waiting up to `timeout_ms` for each. With purpose stop it then waits up to
-/// `stop_wait_ms` (-1: no limit) for the server to stop (its end of the connection closes once it
-/// has drained; ended is then true).
+/// `stop_wait_ms` (-1: no limit) for the server to stop: its end of the connection closes once it
+/// has drained, and then its process ends (ended is true once both have happened, within 10 s).
 [[nodiscard]] ServerAnswer ask_server(const std::string& socket_path, HelloPurpose purpose, int timeout_ms,
                                       int stop_wait_ms = -1);
 
