@@ -5,10 +5,13 @@
 // and outputs (docs/serve.md, "Served or in-process: the rule").
 #include "test_support.hpp"
 
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 
 #include <nlohmann/json.hpp>
 
+#include <cstring>
 #include <functional>
 #include <sstream>
 
@@ -210,5 +213,24 @@ TEST_CASE("served paths: an output name the file system refuses is said as in-pr
                {"in.png", std::string(252, 'a') + ".png", "-f", "gauss5"});
   CHECK(in_process.result.exit_code == 4);
   CHECK(in_process.result.err.find(": cannot move the finished file into place: File name too long") != std::string::npos);
+  check_same(in_process, served);
+}
+
+TEST_CASE("served paths: a socket as the input is not a regular file, as in-process, and is never opened") {
+  const auto [in_process, served] = run_both(
+      [](const fs::path& work) {
+        sockaddr_un address{};
+        address.sun_family = AF_UNIX;
+        const std::string path = (work / "in.png").string();
+        REQUIRE(path.size() < sizeof address.sun_path);
+        std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+        const int fd = ::socket(AF_UNIX, SOCK_STREAM, 0);
+        REQUIRE(fd >= 0);
+        REQUIRE(::bind(fd, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+        ::close(fd);  // the socket file stays, with nobody listening
+      },
+      {"in.png", "o.png", "-f", "gauss5"});
+  CHECK(in_process.result.exit_code == 3);
+  CHECK(in_process.result.err.find("in.png: not a regular file") != std::string::npos);
   check_same(in_process, served);
 }

@@ -64,6 +64,15 @@ struct JpegFile {
   JpegFile& operator=(const JpegFile&) = delete;
 };
 
+/// What is at an input's path, as stat(2) with links followed tells.
+enum class InputKind { none, regular, directory, other };
+
+/// read_image's refusals of an input by what is at its path, before anything opens it: stat's
+/// `stat_error` (0, or its errno: "no such file", "cannot open: ... (a symbolic link loop)"), a
+/// folder, or anything but a regular file (a FIFO, a socket, a device). Throws Error{bad_input}.
+/// The engine asks its Files (a served command's client) and calls this with the answer.
+void check_input_file(const std::string& path, int stat_error, InputKind kind);
+
 /// `path`'s bytes, refused as read_image refuses a file and with its messages (missing, a folder,
 /// unreadable, empty, truncated or corrupt, over `max_pixels`), and its markers from the same walk
 /// (detail::inspect_jpeg). Throws Error{bad_input}. Defined in image_io.cpp, beside read_image.

@@ -28,6 +28,7 @@
 #include <iterator>
 #include <new>
 #include <string_view>
+#include <system_error>
 #include <unistd.h>
 #include <vector>
 
@@ -300,21 +301,28 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits) {
   return read_image(path, limits, decoder);
 }
 
+void codec::check_input_file(const std::string& path, int stat_error, InputKind kind) {
+  // ENOENT and ENOTDIR mean "not there"; anything else (a symbolic link loop,
+  // a name too long, a folder in the path that cannot be searched) is said as it is.
+  if (stat_error != 0 && stat_error != ENOENT && stat_error != ENOTDIR)
+    throw Error(ErrorKind::bad_input, path + ": cannot open: " + std::generic_category().message(stat_error) +
+                                          (stat_error == ELOOP ? " (a symbolic link loop)" : ""));
+  if (stat_error != 0 || kind == InputKind::none) throw Error(ErrorKind::bad_input, path + ": no such file");
+  if (kind == InputKind::directory)
+    throw Error(ErrorKind::bad_input, path + ": is a directory, not an image file (to filter every image of a "
+                                          "folder: cuconv --out-dir OUT_DIR " + path + " --filter ...)");
+  if (kind != InputKind::regular) throw Error(ErrorKind::bad_input, path + ": not a regular file");
+}
+
 cv::Mat read_image(const std::string& path, const ReadLimits& limits, std::string& decoder) {
   std::error_code ec;
   const auto status = fs::status(path, ec);
-  // ENOENT and ENOTDIR mean "not there"; anything else (a symbolic link loop,
-  // a name too long, a folder in the path that cannot be searched) is said as it is.
-  if (ec && ec != std::errc::no_such_file_or_directory && ec != std::errc::not_a_directory)
-    throw Error(ErrorKind::bad_input, path + ": cannot open: " + ec.message() +
-                                          (ec == std::errc::too_many_symbolic_link_levels ? " (a symbolic link loop)" : ""));
-  if (ec || !fs::exists(status))
-    throw Error(ErrorKind::bad_input, path + ": no such file");
-  if (fs::is_directory(status))
-    throw Error(ErrorKind::bad_input, path + ": is a directory, not an image file (to filter every image of a "
-                                          "folder: cuconv --out-dir OUT_DIR " + path + " --filter ...)");
-  if (!fs::is_regular_file(status))
-    throw Error(ErrorKind::bad_input, path + ": not a regular file");
+  using codec::InputKind;
+  codec::check_input_file(path, ec ? ec.value() : 0,
+                          !fs::exists(status)          ? InputKind::none
+                          : fs::is_directory(status)    ? InputKind::directory
+                          : fs::is_regular_file(status) ? InputKind::regular
+                                                        : InputKind::other);
   if (::access(path.c_str(), R_OK) != 0)
     throw Error(ErrorKind::bad_input, path + ": cannot read: " + errno_text());
   if (fs::file_size(path, ec) == 0)

@@ -104,6 +104,16 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
   const auto start = Clock::now();
   LoadedImage loaded;
   loaded.route = route;
+  // What is at a path the user named is asked before it is opened, as read_image asks (a FIFO, a
+  // socket or a device is never opened); served, the client answers. An input with a stand-in
+  // name (the copy of standard input) is a file the command made.
+  if (task.input_shown.empty()) {
+    const FileStatus input_status = files.status(task.input);
+    codec::check_input_file(task.input, input_status.error,
+                            input_status.kind == FileKind::regular     ? codec::InputKind::regular
+                            : input_status.kind == FileKind::directory ? codec::InputKind::directory
+                                                                       : codec::InputKind::other);
+  }
   const OpenedFile input = files.open_input(task.input);
   const std::string& path = input.local_path();
   // What the libraries print about the file names it as the user did (not /proc/self/fd/N).
