@@ -16,6 +16,7 @@
 #include <chrono>
 #include <csignal>
 #include <fcntl.h>
+#include <poll.h>
 #include <string>
 #include <sys/stat.h>
 #include <thread>
@@ -414,4 +415,74 @@ TEST_CASE("serve client: the client removes, discards and renames only files of 
   CHECK(r.exit_code == 0);
   CHECK(read_file(dir.file("precious.txt")) == "my notes");
   CHECK_FALSE(fs::exists(dir.file("precious.txt.moved")));
+}
+
+TEST_CASE("serve client: standard output into a closed pipe ends the command with SIGPIPE, served and in-process") {
+  TempDir dir;
+  const TempDir server_dir;
+  const Server server(server_dir);
+  for (const char* mode : kModes) {
+    CAPTURE(std::string(mode));
+    // The shell reports cuconv's status from inside the pipeline; head reads 10 bytes and leaves.
+    const CommandResult r = run_script(from(dir.path(), server) + "\n{ " + shell_quote(cuconv::test::cuconv_binary()) +
+                                       " --server " + mode + " " + shell_quote(cuconv::test::sample("astronaut.png")) +
+                                       " png:- -f gauss5; echo $? >code.txt; } | head -c 10 >/dev/null");
+    CHECK(r.exit_code == 0);
+    CHECK(std::stoi(read_file(dir.file("code.txt"))) == 128 + SIGPIPE);
+  }
+}
+
+TEST_CASE("serve client: a stopped server does not hold the caller's pipes once the client gave up") {
+  TempDir dir;
+  ::chmod(dir.path().c_str(), 0700);
+  const std::string socket = dir.file("socket");
+  // The transport's test server pings every 100 ms: its client gives up after 6 silent intervals.
+  const pid_t server = ::fork();
+  REQUIRE(server >= 0);
+  if (server == 0) {
+    const int null = ::open("/dev/null", O_RDWR);
+    ::dup2(null, 0);
+    ::dup2(null, 1);
+    ::dup2(null, 2);
+    ::execl(CUCONV_TEST_SERVE_SERVER, CUCONV_TEST_SERVE_SERVER, "--socket", socket.c_str(), "--idle", "0", "--ping-ms",
+            "100", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  wait_until([&] { return fs::exists(socket); }, 10s);
+  // `cat` copies the client's standard input (a FIFO nobody writes) to its standard output (a
+  // pipe this test reads to its end, as a shell's $(...) does).
+  const std::string fifo = dir.file("fifo");
+  REQUIRE(::mkfifo(fifo.c_str(), 0600) == 0);
+  int out[2];
+  REQUIRE(::pipe(out) == 0);
+  const pid_t client = ::fork();
+  REQUIRE(client >= 0);
+  if (client == 0) {
+    ::setenv("CUCONV_SOCKET", socket.c_str(), 1);
+    ::setenv("CUCONV_SERVER", "always", 1);
+    const int in = ::open(fifo.c_str(), O_RDWR);  // open without a writer, never at its end
+    ::dup2(in, 0);
+    ::dup2(out[1], 1);
+    ::close(out[0]);
+    ::execl(cuconv::test::cuconv_binary().c_str(), "cuconv", "cat", static_cast<char*>(nullptr));
+    ::_exit(127);
+  }
+  ::close(out[1]);
+  std::this_thread::sleep_for(500ms);  // the request is running: the server reads the FIFO
+  REQUIRE(::kill(server, SIGSTOP) == 0);
+  int status = 0;
+  const auto start = Clock::now();
+  wait_until([&] { return ::waitpid(client, &status, WNOHANG) == client; }, 10s);
+  CHECK(WIFEXITED(status));
+  CHECK(WEXITSTATUS(status) == 5);
+  // The pipe ends with the client, while the server is still stopped.
+  pollfd p{out[0], POLLIN, 0};
+  CHECK(::poll(&p, 1, 3000) == 1);
+  char byte = 0;
+  CHECK(::read(out[0], &byte, 1) == 0);
+  CHECK(Clock::now() - start < 8s);
+  ::close(out[0]);
+  ::kill(server, SIGKILL);
+  ::kill(server, SIGCONT);
+  ::waitpid(server, &status, 0);
 }
