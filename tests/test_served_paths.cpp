@@ -40,7 +40,8 @@ using ArgsFor = std::function<std::vector<std::string>(const fs::path& work)>;
 
 /// The command run in a fresh work folder made by `prepare`, in-process and then served by a
 /// server started in a folder of its own (Server starts it in an empty one); both outcomes.
-std::pair<Outcome, Outcome> run_both(const std::function<void(const fs::path&)>& prepare, const ArgsFor& args) {
+std::pair<Outcome, Outcome> run_both(const std::function<void(const fs::path&)>& prepare, const ArgsFor& args,
+                                     const std::string& stdin_name = "") {
   TempDir dir;
   const Server server(dir);
   Outcome outcomes[2];
@@ -49,14 +50,15 @@ std::pair<Outcome, Outcome> run_both(const std::function<void(const fs::path&)>&
     prepare(work.path());
     const std::string setup = "cd " + shell_quote(work.path().string()) + " && " +
                               (served ? server.setup() + " && export CUCONV_SERVER=always" : "export CUCONV_SERVER=never");
-    outcomes[served].result = run_cuconv(args(work.path()), "", setup + " && export CUCONV_NO_GPU_WARNING=1");
+    const std::string stdin_file = stdin_name.empty() ? "" : (work.path() / stdin_name).string();
+    outcomes[served].result = run_cuconv(args(work.path()), stdin_file, setup + " && export CUCONV_NO_GPU_WARNING=1");
     outcomes[served].files = files_under(work.path());
   }
   return {outcomes[0], outcomes[1]};
 }
 std::pair<Outcome, Outcome> run_both(const std::function<void(const fs::path&)>& prepare,
-                                     const std::vector<std::string>& args) {
-  return run_both(prepare, [&args](const fs::path&) { return args; });
+                                     const std::vector<std::string>& args, const std::string& stdin_name = "") {
+  return run_both(prepare, [&args](const fs::path&) { return args; }, stdin_name);
 }
 
 /// `err` without -v's line that says where the command ran (the one line that differs on purpose).
@@ -169,21 +171,23 @@ TEST_CASE("served paths: a FIFO as the filter file is not a regular file, as in-
 
 TEST_CASE("served paths: the image libraries' own lines name the file the user gave, not a descriptor") {
   // OpenCV's note on a truncated BMP quotes the path it opened (imread_('...')): served, that is
-  // the client's descriptor, /proc/self/fd/N.
-  const auto [in_process, served] = run_both(
-      [](const fs::path& work) {
-        const std::string bmp = [] {
-          std::vector<unsigned char> bytes;
-          cv::imencode(".bmp", cv::Mat(16, 16, CV_8UC3, cv::Scalar(10, 20, 30)), bytes);
-          return std::string(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(bytes.size() * 2 / 3));
-        }();
-        std::ofstream(work / "t.bmp", std::ios::binary) << bmp;
-      },
-      {"-v", "t.bmp", "o.png", "-f", "gauss5"});
-  CHECK(in_process.result.exit_code == 3);
-  CHECK(in_process.result.err.find("imread_('t.bmp')") != std::string::npos);
-  CHECK(served.result.err.find("/proc/self/fd") == std::string::npos);
-  check_same(in_process, served);
+  // the client's descriptor, /proc/self/fd/N; for standard input, the copy's.
+  const auto truncated_bmp = [](const fs::path& work) {
+    std::vector<unsigned char> bytes;
+    cv::imencode(".bmp", cv::Mat(16, 16, CV_8UC3, cv::Scalar(10, 20, 30)), bytes);
+    std::ofstream(work / "t.bmp", std::ios::binary)
+        << std::string(bytes.begin(), bytes.begin() + static_cast<std::ptrdiff_t>(bytes.size() * 2 / 3));
+  };
+  for (const bool from_stdin : {false, true}) {
+    CAPTURE(from_stdin);
+    const auto [in_process, served] = run_both(truncated_bmp,
+                                               {"-v", from_stdin ? "-" : "t.bmp", "o.png", "-f", "gauss5"},
+                                               from_stdin ? "t.bmp" : "");
+    CHECK(in_process.result.exit_code == 3);
+    CHECK(in_process.result.err.find(from_stdin ? "imread_('standard input')" : "imread_('t.bmp')") != std::string::npos);
+    CHECK(served.result.err.find("/proc/self/fd") == std::string::npos);
+    check_same(in_process, served);
+  }
 }
 
 TEST_CASE("served paths: -v and --json say whether the command was served, and by which server") {

@@ -119,8 +119,12 @@ void LibraryMessages::summarise() {
     log_.warn("{} message(s) from the image libraries, the first: '{}' (-v shows them all)", count_, first_);
 }
 
-void LibraryMessages::line(std::string_view text) {
-  if (text.empty()) return;
+void LibraryMessages::line(std::string_view raw) {
+  if (raw.empty()) return;
+  // Routed by thread, the line names the user's paths already (common::shown_paths); read from
+  // descriptor 2, the process runs one command, whose paths are every thread's.
+  const std::string named = bound_ ? std::string(raw) : common::process_shown_paths(std::string(raw));
+  const std::string_view text = named;
   if (!is_library_message(text)) {  // not the libraries': passed on unchanged
     if (passthrough_fd_ < 0) {
       std::fprintf(terminal_stderr(), "%.*s\n", static_cast<int>(text.size()), text.data());

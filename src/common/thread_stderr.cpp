@@ -23,7 +23,29 @@ namespace cuconv::common {
 namespace {
 
 thread_local StderrSink* t_sink = nullptr;
-thread_local std::vector<std::pair<std::string, std::string>> t_shown;  ///< local path -> shown, innermost last
+using ShownPaths = std::vector<std::pair<std::string, std::string>>;  ///< local path -> shown, innermost last
+thread_local ShownPaths t_shown;
+std::mutex g_shown_mutex;
+ShownPaths g_shown;  ///< for process_shown_paths: kept, since the pipe's reader sees a line later
+
+/// `text` with the paths of `shown` named as the user gave them.
+std::string renamed_paths(std::string text, const ShownPaths& shown) {
+  for (auto it = shown.rbegin(); it != shown.rend(); ++it) {
+    const auto& [local, name] = *it;
+    if (local.empty() || local == name) continue;
+    for (std::size_t at = text.find(local); at != std::string::npos;) {
+      // /proc/self/fd/1 is no part of /proc/self/fd/12.
+      const std::size_t end = at + local.size();
+      if (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])) != 0) {
+        at = text.find(local, end);
+        continue;
+      }
+      text.replace(at, local.size(), name);
+      at = text.find(local, at + name.size());
+    }
+  }
+  return text;
+}
 thread_local std::string t_pending;
 std::atomic<bool> g_routed{false};
 
@@ -89,27 +111,23 @@ void route_stderr_by_thread() {
 bool stderr_routed_by_thread() noexcept { return g_routed.load(); }
 
 ThreadShownPath::ThreadShownPath(std::string local, std::string shown) {
-  t_shown.emplace_back(std::move(local), std::move(shown));
+  if (local.empty() || local == shown) return;
+  kept_ = true;
+  t_shown.emplace_back(local, shown);
+  if (g_routed.load()) return;  // a server: its lines are renamed on the thread that prints them
+  const std::lock_guard lock(g_shown_mutex);
+  g_shown.emplace_back(std::move(local), std::move(shown));
 }
 
-ThreadShownPath::~ThreadShownPath() { t_shown.pop_back(); }
+ThreadShownPath::~ThreadShownPath() {
+  if (kept_) t_shown.pop_back();
+}
 
-std::string shown_paths(std::string text) {
-  for (auto it = t_shown.rbegin(); it != t_shown.rend(); ++it) {
-    const auto& [local, shown] = *it;
-    if (local.empty() || local == shown) continue;
-    for (std::size_t at = text.find(local); at != std::string::npos;) {
-      // /proc/self/fd/1 is no part of /proc/self/fd/12.
-      const std::size_t end = at + local.size();
-      if (end < text.size() && std::isdigit(static_cast<unsigned char>(text[end])) != 0) {
-        at = text.find(local, end);
-        continue;
-      }
-      text.replace(at, local.size(), shown);
-      at = text.find(local, at + shown.size());
-    }
-  }
-  return text;
+std::string shown_paths(std::string text) { return renamed_paths(std::move(text), t_shown); }
+
+std::string process_shown_paths(std::string text) {
+  const std::lock_guard lock(g_shown_mutex);
+  return renamed_paths(std::move(text), g_shown);
 }
 
 StderrSink* thread_stderr_sink() noexcept { return t_sink; }

@@ -46,15 +46,25 @@ class ThreadStderrSink {
 /// While alive, the calling thread's lines name `shown` wherever they name `local`: a served
 /// command reads its client's files at /proc/self/fd/N, and the libraries (OpenCV's imread notes,
 /// libtiff's warnings) name the path they opened; the user gave another. Nested ones apply too.
+/// A process of its own, which hears the libraries on descriptor 2 (no thread to tell them by,
+/// and later than they printed), keeps the names for its life: see process_shown_paths.
 class ThreadShownPath {
  public:
   ThreadShownPath(std::string local, std::string shown);
   ~ThreadShownPath();
   ThreadShownPath(const ThreadShownPath&) = delete;
   ThreadShownPath& operator=(const ThreadShownPath&) = delete;
+
+ private:
+  bool kept_ = false;  ///< `local` differs from `shown`: this thread's lines are renamed
 };
 
 /// `text` with every path of the calling thread's ThreadShownPath named as the user gave it.
 [[nodiscard]] std::string shown_paths(std::string text);
+
+/// `text` with the paths of every ThreadShownPath this process has had named as the user gave
+/// them: for a process of its own (stderr not routed by thread), which runs one command; its
+/// only renamed path is its copy of standard input (its other paths are the user's own).
+[[nodiscard]] std::string process_shown_paths(std::string text);
 
 }  // namespace cuconv::common
