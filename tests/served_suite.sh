@@ -1,18 +1,18 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
-# The CPU suite's command-line test cases once more, through a server that shares nothing with
-# them but its socket: a `cuconv serve` started in an empty folder of its own, with umask 077 and
-# a TMPDIR of its own, and (as root, where `unshare -m` works) in a mount namespace of its own in
-# which the tests' temporary folders and the samples are hidden under empty tmpfs mounts, so a
-# command passes only if the server reaches every file through its client. Every cuconv the test
-# cases start says CUCONV_SERVER=always, so a command that did not reach the server fails (exit 5)
-# instead of quietly running in-process. The test cases are the same as in-process (they check
+# The CPU suite's command-line test cases once more, through a server that shares nothing with them
+# but its socket: a `cuconv serve` started in an empty folder of its own, with umask 077 and a
+# TMPDIR of its own, and (as root, where `unshare -m` works) in a mount namespace of its own in
+# which the tests' temporary folders, the samples and filters/ are hidden under empty tmpfs mounts,
+# so a command passes only if the server reaches every file through its client. Every cuconv the
+# test cases start says CUCONV_SERVER=always, so a command that did not reach the server fails (exit
+# 5) instead of quietly running in-process. The test cases are the same as in-process (they check
 # outputs, messages and exit codes), so served and in-process answers are held to one standard.
-# Passes when the suite passes, the server's log shows at least MIN_SERVED commands and no
-# internal error or sanitizer report, and the server exits 0 on SIGTERM.
+# Passes when the suite passes, the server's log shows at least MIN_SERVED commands and no internal
+# error or sanitizer report, and the server exits 0 on SIGTERM.
 #   tests/served_suite.sh CUCONV CUCONV_TESTS MIN_SERVED [doctest options...]
 # CUCONV_SERVED_HIDE: extra folders to hide from the server (colon-separated), beside the tests'
-# temporary root and the samples (CUCONV_SAMPLES or samples/ beside this folder).
+# temporary root, the samples (CUCONV_SAMPLES or samples/) and filters/.
 set -uo pipefail
 cuconv="$(realpath "$1")" tests="$(realpath "$2")" min_served="$3"
 shift 3
@@ -28,8 +28,9 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "served suite: $*" >&2; [[ -s "$work/serve.log" ]] && tail -30 "$work/serve.log" >&2; exit 1; }
 
-samples="${CUCONV_SAMPLES:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../samples" && pwd)}"
-hidden=("$work/tests-tmp" "$samples")
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+samples="${CUCONV_SAMPLES:-$root/samples}"
+hidden=("$work/tests-tmp" "$samples" "$root/filters")
 IFS=: read -r -a extra <<<"${CUCONV_SERVED_HIDE:-}"
 for folder in "${extra[@]}"; do [[ -n "$folder" ]] && hidden+=("$folder"); done
 
