@@ -4,7 +4,8 @@
 # 100), split evenly between them, each from its seed corpus in tests/fuzz:
 #   fuzz_filter_parser (corpus), fuzz_cli_options (corpus_cli), fuzz_image_header
 #   (corpus_image_header), fuzz_jpeg_markers (corpus_jpeg_markers), fuzz_metadata (corpus_metadata),
-#   fuzz_serve_protocol (corpus_serve).
+#   fuzz_serve_protocol (corpus_serve), fuzz_serve_session (corpus_serve: a real server driven by a
+#   client's fuzzed session).
 # A crash leaves crash-* in build/fuzz/findings, prints the command that replays it, and fails.
 #   scripts/fuzz.sh --seeds   rewrites the image seed corpora from samples/ (tests/fuzz/make_seeds.cpp)
 #   scripts/fuzz.sh 60 fuzz_metadata   one target only
@@ -43,7 +44,7 @@ run() {
 }
 targets=(fuzz_filter_parser:corpus fuzz_cli_options:corpus_cli fuzz_image_header:corpus_image_header
          fuzz_jpeg_markers:corpus_jpeg_markers fuzz_metadata:corpus_metadata
-         fuzz_serve_protocol:corpus_serve)
+         fuzz_serve_protocol:corpus_serve fuzz_serve_session:corpus_serve)
 [[ -n "$only" ]] && targets=("$(printf '%s\n' "${targets[@]}" | grep "^$only:")")
 each=$(( seconds / ${#targets[@]} > 0 ? seconds / ${#targets[@]} : 1 ))
 for entry in "${targets[@]}"; do
