@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 # CI check of the Debian package: its contents and Depends, then `apt-get install ./cuconv_*.deb`
 # on this machine and the installed tool used as a user would: `cuconv --version`, a filter from
-# /usr/bin, `man cuconv`, the bash completion.
+# /usr/bin, `man cuconv`, the bash completion; then an upgrade while a server runs (the next call
+# runs the new engine, the old server exits).
 #   scripts/test-package.sh [DEB]     (default: the one in dist/, made by scripts/package.sh)
 # Leaves the package installed (CI's machine is thrown away; `apt-get remove cuconv` undoes it).
 set -euo pipefail
@@ -101,6 +102,33 @@ else
 fi
 offered="$(bash -c 'source /usr/share/bash-completion/completions/cuconv; COMP_WORDS=(cuconv --border ""); COMP_CWORD=2; _cuconv; echo "${COMPREPLY[*]}"')"
 [[ "$offered" == *reflect101* ]] || fail "installed bash completion offers '$offered' for --border"
+
+# ---- an upgrade while a server runs -----------------------------------------------------------
+# A server started from the installed package, then the package installed again as a new version
+# (the same files repacked: dpkg puts a new engine file in place, as any upgrade does). The server
+# sees its executable replaced and exits once idle; a call in between is refused by it (another
+# build) and runs in its own process. Either way the next call runs the new engine.
+export CUCONV_SOCKET="$work/serve/socket"
+mkdir -m 700 "$work/serve"
+(cd "$work" && exec cuconv serve --idle-exit 0 >"$work/serve.log" 2>&1) &
+old_server=$!
+for _ in $(seq 100); do [[ -S "$CUCONV_SOCKET" ]] && break; sleep 0.1; done
+(cd "$work" && cuconv --server always --version >/dev/null) || fail "the installed server did not serve --server always"
+cuconv serve --status | grep -q '^requests served: 1$' || fail "cuconv serve --status does not count the served call"
+dpkg-deb -R "$deb" "$work/repack"
+sed -i "s/^Version: .*/Version: ${version}+upgrade1/" "$work/repack/DEBIAN/control"
+dpkg-deb -b "$work/repack" "$work/cuconv_${version}+upgrade1_amd64.deb" >/dev/null
+"${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$work/cuconv_${version}+upgrade1_amd64.deb" >/dev/null
+[[ "$(dpkg-query -W -f='${Version}' cuconv)" == "${version}+upgrade1" ]] || fail "the repacked package did not install"
+(cd "$work" && cuconv --server auto --version >/dev/null) || fail "cuconv --version failed after the upgrade"
+if ! timeout 10 tail --pid="$old_server" -f /dev/null; then
+  fail "the old server (pid $old_server) still runs 10 s after the upgrade"
+  kill "$old_server" 2>/dev/null || true
+fi
+grep -q 'was replaced' "$work/serve.log" || fail "the old server's log does not say its executable was replaced: $(cat "$work/serve.log")"
+if cuconv serve --status >/dev/null; then fail "a server still answers on $CUCONV_SOCKET after the upgrade"; fi
+(cd "$work" && cuconv --server always --version >/dev/null 2>&1) && fail "--server always was served with no server running"
+unset CUCONV_SOCKET
 
 if (( failures > 0 )); then
   echo "test-package: $failures problem(s)" >&2

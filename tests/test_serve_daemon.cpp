@@ -224,7 +224,7 @@ TEST_CASE("serve daemon: a client of another build is not served, and the server
                                     {"--identity", "1:2:3:4", "--build", "cuconv 9.9.9, commit other"});
     const CommandResult refused = client(socket, home, "always", {"--version"});
     CHECK(refused.exit_code == 5);
-    CHECK(refused.err.find("this server runs another cuconv build (cuconv 9.9.9, commit other") != std::string::npos);
+    CHECK(refused.err.find("this server runs another cuconv build or binary (cuconv 9.9.9, commit other") != std::string::npos);
     CHECK(refused.out.empty());
     CHECK(server->wait(5s) == 0);  // asked to exit once idle: it was idle
     CHECK(server->err().find("of another build") != std::string::npos);

@@ -260,8 +260,9 @@ void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Server
     }
   }
   if (!options.identity.empty() && !h.engine_identity.empty() && h.engine_identity != options.identity) {
-    const std::string why = "this server runs another cuconv build (" + options.build + ", " + options.executable +
-                            ") than the client's (" + printable(h.build) + ")";
+    const std::string why = "this server runs another cuconv build or binary (" + options.build + ", " +
+                            options.executable + ") than the client's engine (" + printable(h.build) +
+                            "): upgraded or rebuilt since the server started";
     (void)channel.send(Refused{RefusalReason::build, "cuconv serve: " + why});
     log_line(log_fd, who + ": refused: " + why);
     return;
