@@ -361,7 +361,7 @@ TEST_CASE("serve daemon: the socket's path replaces nothing but a stale socket o
   }
 }
 
-TEST_CASE("serve daemon: cuconv serve --status and --stop; a spawned server leaves its caller's folder") {
+TEST_CASE("serve daemon: cuconv serve --status and --stop, and a spawned server leaves its caller's folder") {
   const TempDir dir;
   const fs::path caller = private_folder(dir, "caller");
   const std::string socket = (private_folder(dir, "sock") / "socket").string();
