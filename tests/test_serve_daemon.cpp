@@ -344,7 +344,7 @@ TEST_CASE("serve daemon: the socket's path replaces nothing but a stale socket o
     fs::create_directory_symlink(folder, dir.path() / "link");
     Process server({kTestServer, "--socket", (dir.path() / "link" / "socket").string()}, folder, "server");
     CHECK(server.wait() == refused);
-    CHECK(server.err().find("link: a symbolic link; the socket's folder must be a real directory") != std::string::npos);
+    CHECK(server.err().find("link: not a directory but a symbolic link; the socket's folder must be a real one") != std::string::npos);
     CHECK_FALSE(fs::exists(folder / "socket"));
   }
   SUBCASE("a stale socket of this user is replaced") {

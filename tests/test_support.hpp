@@ -314,6 +314,8 @@ class Server {
   explicit Server(const TempDir& dir, const std::string& serve_options = "")
       : socket_(dir.file("socket")), pid_file_(dir.file("server.pid")) {
     fs::create_directories(dir.path() / "server-home");
+    // The socket's folder: the server refuses one that group or others may write to (any umask).
+    fs::permissions(dir.path(), fs::perms::owner_all);
     const std::string command = "cd " + shell_quote(dir.file("server-home")) + " && CUCONV_SOCKET=" +
                                 shell_quote(socket_) + " exec " + shell_quote(cuconv_binary()) +
                                 " serve --idle-exit 120 " + serve_options + " >" + shell_quote(dir.file("server.log")) +

@@ -61,7 +61,7 @@ namespace {
 std::string check_folder(const std::string& folder, unsigned forbidden, const char* rule) {
   struct stat st {};
   if (::lstat(folder.c_str(), &st) != 0) return folder + ": " + std::strerror(errno);
-  if (S_ISLNK(st.st_mode)) return folder + ": a symbolic link; the socket's folder must be a real directory";
+  if (S_ISLNK(st.st_mode)) return folder + ": not a directory but a symbolic link; the socket's folder must be a real one";
   if (!S_ISDIR(st.st_mode)) return folder + ": not a directory (a private folder for the socket is needed)";
   if (st.st_uid != ::getuid()) {
     return folder + ": owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
