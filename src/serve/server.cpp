@@ -1,9 +1,12 @@
 // SPDX-License-Identifier: Apache-2.0
 // `cuconv serve`'s listening loop and per-connection threads (see server.hpp).
 //
-// One thread accepts. It refuses other users at once, gives each admitted client a thread while
-// fewer than max_clients run, and queues the rest (told so with Queued) for the threads to take
-// when their client is done. It also watches the stop signals and the idle clock.
+// One thread accepts. It refuses other users at once and gives each admitted client a thread of
+// its own, which reads the Hello (within its deadline), answers status and stop requests, and
+// takes one of max_clients' places for a command or waits in line for one (told so with Queued).
+// The accepting thread also pings the clients without ever waiting on one, drops a client that
+// leaves its bytes unread too long, and watches the stop signals, the idle clock and the
+// server's own executable.
 #include "serve/server.hpp"
 
 #include "serve/build_identity.hpp"
