@@ -332,6 +332,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     }
     progress.update(done);
   };
+  log.info("{}", where_it_runs(session));
   batch_options.stop_requested = [&session] { return session.interrupt_signal() != 0; };
   const auto pipeline_start = std::chrono::steady_clock::now();
   const BatchSummary summary = [&] {

@@ -69,15 +69,6 @@ std::string version_text() {
 ExitCode dispatch(const ParsedCommand& command, Session& session) {
   const CliRequest& req = command.request;
   session.log().set_level(req.quiet ? spdlog::level::err : req.verbose ? spdlog::level::info : spdlog::level::warn);
-  // -v says where the command runs: a served one names its server (a server of another build
-  // never runs it), so outputs can be told apart from an in-process run's (docs/serve.md).
-  if (command.action == Action::filter_image || command.action == Action::filter_batch) {
-    if (session.served)
-      session.log().info("served by cuconv serve: {}", session.server_description.empty() ? "(no description)"
-                                                                                          : session.server_description);
-    else
-      session.log().info("running in this process (pid {})", ::getpid());
-  }
   switch (command.action) {
     case Action::list_filters: session.print(list_filters()); return ExitCode::ok;
     case Action::version: session.print(version_text()); return ExitCode::ok;
@@ -121,6 +112,12 @@ void Session::print(std::string_view text) const {
     }
   }
   if (!common::write_all(out_fd, text)) throw Error(ErrorKind::output, "cannot write to standard output");
+}
+
+std::string where_it_runs(const Session& session) {
+  if (!session.served) return fmt::format("running in this process (pid {})", ::getpid());
+  return "served by cuconv serve: " +
+         (session.server_description.empty() ? std::string("(no description)") : session.server_description);
 }
 
 int Session::interrupt_signal() const { return interrupted ? interrupted() : received_signal(); }

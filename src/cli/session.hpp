@@ -73,6 +73,11 @@ struct Session {
 /// commands are processes of their own to their users).
 [[nodiscard]] std::optional<std::string> gpu_warning(const Session& session, std::string_view reason);
 
+/// Where the command runs, for -v once its checks have passed (so a refusal stays alone): "served
+/// by cuconv serve: pid N, socket S, BUILD, up T" or "running in this process (pid N)"
+/// (docs/serve.md, "Served or in-process: the rule").
+[[nodiscard]] std::string where_it_runs(const Session& session);
+
 /// The logger of a session writing to `fd` (colours when `terminal`), at warnings.
 [[nodiscard]] std::shared_ptr<spdlog::logger> make_session_logger(int fd, bool terminal);
 

@@ -179,6 +179,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
     warned = true;
   }
 
+  log.info("{}", where_it_runs(session));
   ExitCode code = ExitCode::ok;
   const auto start = std::chrono::steady_clock::now();
   const engine::InspectResult inspect = [&](const cv::Mat& input, const ConvolveResult& result) {
