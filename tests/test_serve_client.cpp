@@ -477,9 +477,10 @@ TEST_CASE("serve client: a stopped server does not hold the caller's pipes once 
   CHECK(WEXITSTATUS(status) == 5);
   // The pipe ends with the client, while the server is still stopped.
   pollfd p{out[0], POLLIN, 0};
-  CHECK(::poll(&p, 1, 3000) == 1);
+  const bool ended = ::poll(&p, 1, 3000) == 1;
+  CHECK(ended);
   char byte = 0;
-  CHECK(::read(out[0], &byte, 1) == 0);
+  if (ended) CHECK(::read(out[0], &byte, 1) == 0);
   CHECK(Clock::now() - start < 8s);
   ::close(out[0]);
   ::kill(server, SIGKILL);
