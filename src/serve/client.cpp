@@ -332,6 +332,12 @@ class FileServant {
   unsigned anonymous_count_ = 0;
 };
 
+/// A descriptor to hand over for `fd`: itself when open, else /dev/null (a closed stdin).
+UniqueFd usable(int fd) {
+  if (::fcntl(fd, F_GETFD) >= 0) return UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
+  return UniqueFd(::open("/dev/null", O_RDWR | O_CLOEXEC));
+}
+
 /// Standard output and error handed to the server through pipes that this client copies
 /// (splice(2), no copy through user memory) to its own descriptors, where those are pipes or
 /// sockets: then only the client holds the caller's pipes, so a `$(cuconv ...)` ends when the
@@ -355,10 +361,9 @@ class OutputRelay {
   /// a duplicate of `target` itself. Call for each before start().
   UniqueFd for_server(int target) {
     struct stat st {};
-    if (::fstat(target, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode)))
-      return UniqueFd(::fcntl(target, F_DUPFD_CLOEXEC, 3));
+    if (::fstat(target, &st) != 0 || !(S_ISFIFO(st.st_mode) || S_ISSOCK(st.st_mode))) return usable(target);
     int ends[2] = {-1, -1};
-    if (::pipe2(ends, O_CLOEXEC) != 0) return UniqueFd(::fcntl(target, F_DUPFD_CLOEXEC, 3));
+    if (::pipe2(ends, O_CLOEXEC) != 0) return usable(target);
     state_->sources.push_back({UniqueFd(ends[0]), target});
     return UniqueFd(ends[1]);
   }
@@ -426,12 +431,6 @@ class OutputRelay {
   std::shared_ptr<State> state_;
   std::thread thread_;
 };
-
-/// A descriptor to hand over for `fd`: itself when open, else /dev/null (a closed stdin).
-UniqueFd usable(int fd) {
-  if (::fcntl(fd, F_GETFD) >= 0) return UniqueFd(::fcntl(fd, F_DUPFD_CLOEXEC, 3));
-  return UniqueFd(::open("/dev/null", O_RDWR | O_CLOEXEC));
-}
 
 }  // namespace
 
