@@ -238,3 +238,16 @@ TEST_CASE("served paths: a socket as the input is not a regular file, as in-proc
   CHECK(in_process.result.err.find("in.png: not a regular file") != std::string::npos);
   check_same(in_process, served);
 }
+
+TEST_CASE("served paths: FORMAT:- writes standard output whatever the caller's folder holds") {
+  // The format's stand-in file name is no path: a folder of that name changes nothing.
+  const auto [in_process, served] = run_both(
+      [](const fs::path& work) {
+        copy_sample("camera_crop_40x48.png", work / "in.png");
+        fs::create_directories(work / "cuconv-stdout.png");
+      },
+      {"in.png", "png:-", "-f", "gauss5"});
+  CHECK(in_process.result.exit_code == 0);
+  CHECK(in_process.result.out.starts_with("\x89PNG"));
+  check_same(in_process, served);
+}

@@ -93,8 +93,10 @@ Route choose_route(const ImageTask& task, const RunSettings& settings) {
 LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route route, Files& files,
                        ImageReport& report) {
   const std::string& output = task.output;
-  // What is at the output's name and its extension need no pixels: checked before reading.
-  const FileKind existing = files.kind(output, true);
+  // What is at the output's name and its extension need no pixels: checked before reading. A
+  // stand-in name (FORMAT:- on standard output) is no file.
+  const bool output_is_file = task.output_shown.empty() || task.output_shown == output;
+  const FileKind existing = output_is_file ? files.kind(output, true) : FileKind::none;
   if (existing == FileKind::directory)
     throw Error(ErrorKind::output, shown_output(task) + ": is a directory; give the output a file name");
   // The final rename would replace a device, FIFO or socket rather than write to it.
@@ -123,7 +125,7 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
   if (route.on_gpu_codec()) {
     naming_all(names, [&] {
       check_output_format(output, CV_8U, 3);
-      check_output_folder(task, files);
+      if (output_is_file) check_output_folder(task, files);
       codec::GpuCodecFile file = route.gpu_codec->read(path, settings.read_limits.max_pixels);
       loaded.bytes = std::move(file.bytes);  // a moved vector keeps its buffer: the walk stays valid
       loaded.walk = std::move(file.walk);
@@ -159,7 +161,7 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
   const int depth =
       settings.apply_filter ? resolve_output_depth(image.depth(), settings.convolve.depth) : image.depth();
   naming_all(names, [&] { check_output_format(output, depth, image.channels()); });
-  check_output_folder(task, files);
+  if (output_is_file) check_output_folder(task, files);
   report.times.read_ms = ms_since(start);
   return loaded;
 }
