@@ -82,6 +82,9 @@ TEST_CASE("gpu cli: --compare reports the difference and timing, --json is one o
   CHECK(report.at("total_values").get<std::size_t>() == 600u * 400u * 3u);
   CHECK(report.at("opencv_ms").get<double>() > 0);
   CHECK(report.at("kernel_ms").get<double>() > 0);
+  CHECK(report.at("decoder") == "opencv");  // a PNG, read and written by OpenCV
+  CHECK(report.at("encoder") == "opencv");
+  CHECK(report.at("served").is_boolean());  // false here; true where a suite runs it through a server
 }
 
 TEST_CASE("gpu cli: explicit variants run on the GPU and -v shows event-timed stages") {

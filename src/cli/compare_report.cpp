@@ -50,7 +50,7 @@ void print_bench(const cv::Mat& input, const ConvolveResult& result, const std::
 
 ExitCode report_bench_and_compare(const CliRequest& req, const cv::Mat& input, const ConvolveResult& result_in,
                                   const Filter& filter, const ConvolveOptions& options,
-                                  const std::string& no_gpu_reason, Session& session) {
+                                  const std::string& no_gpu_reason, const Codecs& codecs, Session& session) {
   if (req.bench_runs > 0) print_bench(input, result_in, no_gpu_reason, session);
   if (!req.compare) return ExitCode::ok;
   if (result_in.variant_used == Variant::opencv)
@@ -65,6 +65,8 @@ ExitCode report_bench_and_compare(const CliRequest& req, const cv::Mat& input, c
   const ReferenceCheck check = check_against_reference(input, filter, options, result.image, result.variant_used);
   const ComparisonStats& stats = check.stats;
   nlohmann::json report = comparison_json(stats, result, check.reference_kernel_ms);
+  report["decoder"] = codecs.decoder;
+  report["encoder"] = codecs.encoder;
   report["served"] = session.served;
   report["server"] = session.served ? nlohmann::json(session.server_description) : nlohmann::json();
   if (req.json) {

@@ -16,11 +16,19 @@
 
 namespace cuconv::cli {
 
+/// The libraries that read the input and will write the output ("libjpeg", "opencv" ...), for
+/// --compare --json's report.
+struct Codecs {
+  std::string decoder;
+  std::string encoder;
+};
+
 /// Prints --bench's line and --compare's report for `result` (filtered from `input`); returns
 /// ExitCode::compare_mismatch when --compare finds it outside the rule, else ok. Throws
 /// Error{gpu} when they need a GPU result and `result` came from OpenCV (`no_gpu_reason` says why).
 [[nodiscard]] ExitCode report_bench_and_compare(const CliRequest& req, const cv::Mat& input, const ConvolveResult& result,
                                                 const Filter& filter, const ConvolveOptions& options,
-                                                const std::string& no_gpu_reason, Session& session);
+                                                const std::string& no_gpu_reason, const Codecs& codecs,
+                                                Session& session);
 
 }  // namespace cuconv::cli

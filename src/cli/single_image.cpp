@@ -182,12 +182,15 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   log.info("{}", where_it_runs(session));
   ExitCode code = ExitCode::ok;
   const auto start = std::chrono::steady_clock::now();
-  const engine::InspectResult inspect = [&](const cv::Mat& input, const ConvolveResult& result) {
+  const engine::InspectResult inspect = [&](const cv::Mat& input, const ConvolveResult& result,
+                                            const engine::ImageReport& so_far) {
     log.info("read {} ({}x{}, {} channel(s), {})", task.input_shown.empty() ? task.input : task.input_shown,
              input.cols, input.rows, input.channels(), depth_name(input.depth()));
     if (!result.fallback_reason.empty()) no_gpu_reason = result.fallback_reason;
     if (const auto warning = unnormalized_filter_warning(filter, result.image)) log.warn("{}", *warning);
-    code = report_bench_and_compare(req, input, result, filter, options, no_gpu_reason, session);
+    const Codecs codecs{so_far.decoder, encoder_of(task.output, result.image,
+                                                   encoder_options_for(task.output, settings.write))};
+    code = report_bench_and_compare(req, input, result, filter, options, no_gpu_reason, codecs, session);
     return code == ExitCode::ok;
   };
   engine::ImageResult done = engine::process_image(task, settings, route, files, inspect);

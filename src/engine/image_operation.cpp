@@ -269,7 +269,7 @@ ImageResult process_image(const ImageTask& task, const RunSettings& settings, Ro
     LoadedImage loaded = load_image(task, settings, route, files, report);
     const cv::Mat input = loaded.image;  // shares the pixels; filtering makes a new image
     const ConvolveResult filtered = filter_image(loaded, settings, settings.workspace, report);
-    if (inspect && !inspect(input, filtered)) {
+    if (inspect && !inspect(input, filtered, report)) {
       report.status = ImageStatus::skipped;
       return result;
     }

@@ -150,9 +150,10 @@ ConvolveResult filter_image(LoadedImage& loaded, const RunSettings& settings, Gp
 [[nodiscard]] bool write_image(const ImageTask& task, std::span<const std::uint8_t> encoded, const RunSettings& settings,
                                Files& files, ImageReport& report);
 
-/// Called between filtering and encoding with the input and the result (single-image mode's
-/// --compare and --bench); returning false leaves the output unwritten.
-using InspectResult = std::function<bool(const cv::Mat& input, const ConvolveResult& result)>;
+/// Called between filtering and encoding with the input, the result and the image's report so far
+/// (single-image mode's --compare and --bench); returning false leaves the output unwritten.
+using InspectResult =
+    std::function<bool(const cv::Mat& input, const ConvolveResult& result, const ImageReport& report)>;
 
 /// What process_image returns besides the report.
 struct ImageResult {
