@@ -117,7 +117,7 @@ for _ in $(seq 100); do [[ -S "$CUCONV_SOCKET" ]] && break; sleep 0.1; done
 cuconv serve --status | grep -q '^requests served: 1$' || fail "cuconv serve --status does not count the served call"
 dpkg-deb -R "$deb" "$work/repack"
 sed -i "s/^Version: .*/Version: ${version}+upgrade1/" "$work/repack/DEBIAN/control"
-dpkg-deb -b "$work/repack" "$work/cuconv_${version}+upgrade1_amd64.deb" >/dev/null
+dpkg-deb --root-owner-group -b "$work/repack" "$work/cuconv_${version}+upgrade1_amd64.deb" >/dev/null
 "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq "$work/cuconv_${version}+upgrade1_amd64.deb" >/dev/null
 [[ "$(dpkg-query -W -f='${Version}' cuconv)" == "${version}+upgrade1" ]] || fail "the repacked package did not install"
 (cd "$work" && cuconv --server auto --version >/dev/null) || fail "cuconv --version failed after the upgrade"
