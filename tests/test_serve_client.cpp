@@ -52,8 +52,8 @@ CommandResult run_script(const std::string& script, std::chrono::seconds limit =
   REQUIRE(pid >= 0);
   if (pid == 0) {
     ::setpgid(0, 0);
-    std::signal(SIGINT, SIG_DFL);
-    std::signal(SIGTERM, SIG_DFL);
+    // A shell's defaults, whatever this process set (a server thread here ignores SIGPIPE).
+    for (const int signal : {SIGINT, SIGTERM, SIGPIPE}) std::signal(signal, SIG_DFL);
     const int fd = ::open(err.c_str(), O_WRONLY | O_CREAT | O_TRUNC, 0600);
     ::dup2(fd, 2);
     ::execl("/bin/sh", "sh", "-c", script.c_str(), static_cast<char*>(nullptr));
