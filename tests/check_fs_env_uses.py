@@ -93,6 +93,10 @@ ALLOWED = [
     ("cli/run_command.cpp", "Session::getenv(const char* name)", "Session::getenv, the command's environment"),
     ("cli/run_command.cpp", "if (!environment) return std::getenv(name)",
      "Session::getenv in a process of its own: its environment is its caller's"),
+    ("cli/main.cpp", "std::getenv(cuconv::serve::kNotServedVariable)",
+     "the engine's start: the front end's note why the command was not served (process start, never served)"),
+    ("cli/main.cpp", "::unsetenv(cuconv::serve::kNotServedVariable)",
+     "the engine's start removes that note at once, so nothing it starts inherits it"),
     ("cli/serve_command.cpp", "for (char** variable = environ;",
      "the server's own variables that its libraries read once per process, compared with a caller's "
      "to refuse what it cannot run as the caller's own process would"),

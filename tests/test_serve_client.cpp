@@ -15,10 +15,13 @@
 #include <algorithm>
 #include <chrono>
 #include <csignal>
+#include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <string>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <thread>
 #include <unistd.h>
 #include <vector>
@@ -486,4 +489,46 @@ TEST_CASE("serve client: a stopped server does not hold the caller's pipes once 
   ::kill(server, SIGKILL);
   ::kill(server, SIGCONT);
   ::waitpid(server, &status, 0);
+}
+
+TEST_CASE("serve client: the server is asked once, and -v says why a command runs in this process") {
+  TempDir dir;
+  const std::string in = cuconv::test::sample("astronaut.png");
+  // A socket that listens but never answers: the front end waits its 2 s and runs the command
+  // in-process; the engine it execs must not ask (and wait) a second time.
+  const TempDir socket_dir;
+  ::chmod(socket_dir.path().c_str(), 0700);
+  const std::string socket = socket_dir.file("socket");
+  const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  REQUIRE(listener >= 0);
+  sockaddr_un address{};
+  address.sun_family = AF_UNIX;
+  REQUIRE(socket.size() < sizeof address.sun_path);
+  std::memcpy(address.sun_path, socket.c_str(), socket.size() + 1);
+  REQUIRE(::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
+  REQUIRE(::listen(listener, 16) == 0);
+  const std::string setup = "export CUCONV_SOCKET=" + shell_quote(socket) + "\ncd " + shell_quote(dir.path().string());
+  const auto start = Clock::now();
+  CommandResult r = run_cuconv({"--server", "auto", "-v", in, "a.png", "-f", "gauss5"}, "", setup);
+  const auto took = Clock::now() - start;
+  ::close(listener);
+  INFO(r.err);
+  CHECK(r.exit_code == 0);
+  std::size_t asked = 0;
+  for (std::size_t at = r.err.find("not using the server"); at != std::string::npos;
+       at = r.err.find("not using the server", at + 1))
+    ++asked;
+  CHECK(asked == 1);
+  CHECK(took < 3900ms);  // one 2 s wait, not two
+  CHECK(r.err.find("running in this process (pid ") != std::string::npos);
+  CHECK(r.err.find("the server did not answer within 2000 ms") != r.err.rfind("the server did not answer within 2000 ms"));
+  // No server at all, and --server never: -v names the reason too.
+  r = run_cuconv({"--server", "auto", "-v", in, "b.png", "-f", "gauss5"}, "",
+                 "export CUCONV_SOCKET=" + shell_quote(socket_dir.file("none")) + "\ncd " + shell_quote(dir.path().string()));
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("running in this process (pid ") != std::string::npos);
+  CHECK(r.err.find("): no server runs (") != std::string::npos);
+  r = run_cuconv({"--server", "never", "-v", in, "c.png", "-f", "gauss5"}, "", "cd " + shell_quote(dir.path().string()));
+  CHECK(r.exit_code == 0);
+  CHECK(r.err.find("): --server never") != std::string::npos);
 }

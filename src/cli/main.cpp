@@ -9,6 +9,7 @@
 #include "serve/client.hpp"
 
 #include <cstring>
+#include <optional>
 
 #include <cstdio>
 #include <cstdlib>
@@ -21,14 +22,22 @@ int main(int argc, char** argv) {
   cuconv::cli::ignore_file_size_signal();  // a write past `ulimit -f` is a write error, not a kill
   if (argc > 1 && std::strcmp(argv[1], "serve") == 0) return cuconv::cli::run_serve_command(argc, argv);
   // A user's server runs the command when one answers (--server, $CUCONV_SERVER); else this process.
+  // The front end (`cuconv`) has asked the server already when it execs this engine, and says why
+  // the command was not served; the variable goes at once, so nothing this command starts sees it.
+  std::optional<std::string> not_served;
+  if (const char* why = std::getenv(cuconv::serve::kNotServedVariable); why != nullptr) not_served = why;
+  ::unsetenv(cuconv::serve::kNotServedVariable);
   const cuconv::serve::ServerPolicy policy = cuconv::serve::read_server_policy(argc, argv);
-  if (policy.error.empty()) {
+  if (policy.error.empty() && !not_served) {
     cuconv::serve::ClientOptions client;
     if (policy.spawn) client.spawn_command = {"/proc/self/exe", "serve"};
-    if (const auto code = cuconv::serve::run_served(argc, argv, policy, client)) return *code;
+    std::string why_not;
+    if (const auto code = cuconv::serve::run_served(argc, argv, policy, client, &why_not)) return *code;
+    not_served = std::move(why_not);
   }
   std::vector<std::string> args(argv, argv + argc);
   cuconv::cli::Session session;
+  if (not_served) session.not_served_why = std::move(*not_served);
   // Messages go to the terminal's own descriptor, which stays put while LibraryMessages captures 2.
   session.err_fd = ::fileno(cuconv::cli::terminal_stderr());
   session.err_is_terminal = ::isatty(session.err_fd) != 0;

@@ -115,7 +115,10 @@ void Session::print(std::string_view text) const {
 }
 
 std::string where_it_runs(const Session& session) {
-  if (!session.served) return fmt::format("running in this process (pid {})", ::getpid());
+  if (!session.served) {
+    return fmt::format("running in this process (pid {}){}{}", ::getpid(), session.not_served_why.empty() ? "" : ": ",
+                       session.not_served_why);
+  }
   return "served by cuconv serve: " +
          (session.server_description.empty() ? std::string("(no description)") : session.server_description);
 }

@@ -39,6 +39,9 @@ struct Session {
   /// A served command's server, for -v and --json: "pid 123, socket /run/..., build ..., up 5 s".
   /// Empty in a process of its own.
   std::string server_description;
+  /// In a process of its own: why the command was not served ("no server runs (SOCKET)", a
+  /// server's refusal ...), for -v; empty when nobody asked (a library caller, a test).
+  std::string not_served_why;
   /// The server's devices, JPEG pipelines and load (served commands); nullptr in a process of its own.
   engine::WarmGpu* warm = nullptr;
   /// A served command's environment: its client's variables that cuconv reads
@@ -74,7 +77,7 @@ struct Session {
 [[nodiscard]] std::optional<std::string> gpu_warning(const Session& session, std::string_view reason);
 
 /// Where the command runs, for -v once its checks have passed (so a refusal stays alone): "served
-/// by cuconv serve: pid N, socket S, BUILD, up T" or "running in this process (pid N)"
+/// by cuconv serve: pid N, socket S, BUILD, up T" or "running in this process (pid N): WHY"
 /// (docs/serve.md, "Served or in-process: the rule").
 [[nodiscard]] std::string where_it_runs(const Session& session);
 

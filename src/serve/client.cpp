@@ -474,8 +474,11 @@ ServerPolicy read_server_policy(int argc, const char* const* argv) {
 }
 
 std::optional<int> run_served(int argc, const char* const* argv, const ServerPolicy& policy,
-                              const ClientOptions& options) {
-  if (policy.mode == ServerMode::never || argc < 1) return std::nullopt;
+                              const ClientOptions& options, std::string* why_not) {
+  if (policy.mode == ServerMode::never || argc < 1) {
+    if (why_not != nullptr) *why_not = "--server never (or CUCONV_SERVER=never)";
+    return std::nullopt;
+  }
   const bool always = policy.mode == ServerMode::always;
   auto no_server = [&](const std::string& why, bool tell) -> std::optional<int> {
     if (always) {
@@ -483,6 +486,7 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
       return kServerFailedExit;
     }
     if (tell) say("not using the server: " + why);
+    if (why_not != nullptr) *why_not = why;
     return std::nullopt;
   };
 

@@ -60,7 +60,14 @@ inline constexpr int kServerFailedExit = 5;
 /// first SIGINT/SIGTERM/SIGHUP during a request is forwarded (Interrupt): the command stops at its
 /// next step as a process of its own would, and its exit code is returned. A second signal, or no
 /// Exit within kInterruptGraceMs, removes the unfinished outputs and returns 128 + the signal.
+/// When it returns nullopt, `why_not` (if given) says why the command was not served, in the words
+/// -v gives it ("no server runs (SOCKET)", the server's refusal ...).
 [[nodiscard]] std::optional<int> run_served(int argc, const char* const* argv, const ServerPolicy& policy,
-                                            const ClientOptions& options = {});
+                                            const ClientOptions& options = {}, std::string* why_not = nullptr);
+
+/// The variable through which the front end, having asked the server itself, tells the engine it
+/// execs why the command was not served: the engine then asks no server a second time and -v says
+/// why it runs in-process. The engine removes it from its environment at once (engine_note()).
+inline constexpr const char* kNotServedVariable = "CUCONV_NOT_SERVED";
 
 }  // namespace cuconv::serve

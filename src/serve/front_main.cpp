@@ -43,7 +43,10 @@ int main(int argc, char** argv) {
     ClientOptions options;
     if (policy.spawn) options.spawn_command = {engine, "serve"};
     options.engine_identity = file_identity(engine);  // a server of another build runs no command of this one
-    if (const auto code = run_served(argc, argv, policy, options)) return *code;
+    std::string why_not;
+    if (const auto code = run_served(argc, argv, policy, options, &why_not)) return *code;
+    // The engine asks no server again, and its -v says why this command runs in-process.
+    ::setenv(kNotServedVariable, why_not.c_str(), 1);
   }
   ::execv(engine.c_str(), argv);
   const std::string message = "cuconv: cannot run the engine " + engine + ": " + std::strerror(errno) + "\n";
