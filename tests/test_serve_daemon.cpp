@@ -356,7 +356,17 @@ TEST_CASE("serve daemon: the socket's path replaces nothing but a stale socket o
       std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
       REQUIRE(::bind(stale.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
     }  // closed without listening: nobody answers there
-    auto server = start_test_server(dir, (folder / "socket").string(), "server");
+    // The path exists before the server starts: wait until something listens there.
+    Process server({kTestServer, "--socket", (folder / "socket").string(), "--idle", "0"}, private_folder(dir, "server-home"),
+                   "server");
+    REQUIRE(wait_for([&] {
+      UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
+      sockaddr_un address{};
+      address.sun_family = AF_UNIX;
+      const std::string path = (folder / "socket").string();
+      std::memcpy(address.sun_path, path.c_str(), path.size() + 1);
+      return ::connect(probe.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0;
+    }));
     CHECK(client((folder / "socket").string(), folder, "always", {"exit", "4"}).exit_code == 4);
   }
 }
