@@ -292,6 +292,10 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
     (p.hardware ? hardware : cuda).push_back(i);
   }
   if (!hardware.empty()) {
+    // The JPEG engine's batched decode has been reported to write its outputs when called, not
+    // in stream order (a public report, nvJPEG 12.3-13.2): the clears above must be done before
+    // it is called, or one could land on a decoded image. One wait per batch.
+    CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));
     s.ensure_hw_state();
     std::vector<const unsigned char*> data;
     std::vector<std::size_t> lengths;
