@@ -19,6 +19,7 @@
 #include <optional>
 #include <chrono>
 #include <csignal>
+#include <pthread.h>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
@@ -373,7 +374,15 @@ class OutputRelay {
     if (::pipe2(ends, O_CLOEXEC) != 0) return;  // no relay: the server's writes block, as to a stalled reader
     state_->stop_read.reset(ends[0]);
     state_->stop_write.reset(ends[1]);
+    // The relay thread never takes SIGINT, SIGTERM or SIGHUP: delivered to the main thread, a
+    // signal is handled before that thread looks at the server's next message (see run_served's
+    // loop). SIGPIPE stays: a closed reader of the caller's pipe ends this process as in-process.
+    sigset_t relay_blocks, old;
+    sigemptyset(&relay_blocks);
+    for (const int signal : {SIGINT, SIGTERM, SIGHUP}) sigaddset(&relay_blocks, signal);
+    ::pthread_sigmask(SIG_BLOCK, &relay_blocks, &old);
     thread_ = std::thread([state = state_] { copy(*state); });
+    ::pthread_sigmask(SIG_SETMASK, &old, nullptr);
   }
   /// Waits until the server has closed its ends (it does before it sends Exit) and all is copied.
   void finish() {
@@ -654,6 +663,14 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
       return kServerFailedExit;
     }
     channel.drop_fds();  // the server sends no descriptors
+    // A signal handled while this message was read goes to the command before its answer: after
+    // Ctrl-C the server's next question (the one that follows a truncated standard input, for
+    // one) must find the Interrupt ahead of the Reply, as a process of its own would have stopped.
+    if (g_signal != 0 && !grace_end) {
+      if (!channel.send(Interrupt{static_cast<std::int32_t>(g_signal)})) return give_up();
+      signals.rearm();
+      grace_end = Clock::now() + std::chrono::milliseconds(kInterruptGraceMs);
+    }
     if (!servant.answer(channel, received.message)) return lost("stopped");
   }
 }
