@@ -3,8 +3,6 @@
 // request as library options. Printing and running are main.cpp's.
 #include "cli/command_line.hpp"
 
-#include "engine/files.hpp"
-
 #include "common/names.hpp"
 #include "common/whole_number.hpp"
 
@@ -217,13 +215,6 @@ FilterLoadOptions filter_load_options_of(const CliRequest& request) {
   FilterLoadOptions options;
   options.normalize = request.normalize;
   return options;
-}
-
-std::optional<std::string> skipped_existing_output(const CliRequest& request, engine::Files& files) {
-  if (!request.skip_existing || request.output.ends_with(":-")) return std::nullopt;
-  const engine::FileKind existing = files.kind(request.output, false);
-  if (existing != engine::FileKind::regular && existing != engine::FileKind::symlink) return std::nullopt;
-  return request.output + " exists; skipped (--skip-existing)";
 }
 
 double saturated_fraction(const cv::Mat& image) {

@@ -15,9 +15,6 @@
 #include <string>
 #include <string_view>
 
-namespace cuconv::engine {
-class Files;
-}
 #include <vector>
 
 namespace cuconv::cli {
@@ -63,13 +60,6 @@ struct CliRequest {
 /// How `request` asks load_filter to treat the weights (--normalize); every load_filter call of
 /// the command line (single image, batch, --show-filter) takes these.
 [[nodiscard]] FilterLoadOptions filter_load_options_of(const CliRequest& request);
-
-/// Single-image mode with --skip-existing: the line to print ("OUTPUT exists; skipped
-/// (--skip-existing)") when the output file exists (a regular file or a link, as the refusal
-/// without --overwrite has it), so the run ends there with exit 0 before the input is read;
-/// nullopt when the run goes on (no --skip-existing, no such file, or standard output). Asks
-/// `files` (the command's: its client's when served).
-[[nodiscard]] std::optional<std::string> skipped_existing_output(const CliRequest& request, engine::Files& files);
 
 /// The warning for a result filtered with weights that sum to neither 0 nor 1 when most of its
 /// values (over half) sit at the output type's limits (0 or 255 for 8U ...): a white or black

@@ -79,6 +79,13 @@ Filter load_filter_through(engine::Files& files, const std::string& spec, const 
   return load_filter(spec, through);
 }
 
+std::optional<std::string> skipped_existing_output(const CliRequest& request, engine::Files& files) {
+  if (!request.skip_existing || request.output.ends_with(":-")) return std::nullopt;
+  const engine::FileKind existing = files.kind(request.output, false);
+  if (existing != engine::FileKind::regular && existing != engine::FileKind::symlink) return std::nullopt;
+  return request.output + " exists; skipped (--skip-existing)";
+}
+
 ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options, Session& session) {
   spdlog::logger& log = session.log();
   engine::Files& files = session.file_access();
