@@ -7,6 +7,7 @@
 // (cli::run_command) is the handler's business, not this file's.
 #include "engine/files.hpp"
 #include "serve/channel.hpp"
+#include "serve/listen_socket.hpp"
 
 #include <cuconv/error.hpp>
 
@@ -165,8 +166,5 @@ using Handler = std::function<int(const ClientRequest&, ClientSession&)>;
 /// starts, and reads them from a signalfd.
 [[nodiscard]] int run_server(const ServerOptions& options, const Handler& handler);
 
-/// The listening sockets systemd passed (sd_listen_fds(3): LISTEN_PID is this process, LISTEN_FDS
-/// descriptors from 3), marked close-on-exec; the three variables are removed from the environment.
-[[nodiscard]] std::vector<int> systemd_listen_fds();
 
 }  // namespace cuconv::serve
