@@ -282,20 +282,16 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
     out[i].image = pool != nullptr ? pool->take(p.width, p.height, p.channels)
                                    : DeviceImage(p.width, p.height, p.channels, CV_8U);
     out[i].view = fit(out[i].image, p.width, p.height);
-    // A pooled (or reallocated) image holds an earlier decode's pixels: in a server, another
-    // request's. Cleared on the stream first, whatever part of it a decoder leaves unwritten
-    // reads 0; a device memset of an image takes microseconds.
-    CUCONV_CUDA_TRY(cudaMemset2DAsync(out[i].view.data, out[i].view.pitch, 0, out[i].view.row_bytes(),
-                                      static_cast<std::size_t>(p.height), stream));
     destinations[i].channel[0] = bytes_of(out[i].view.data);
     destinations[i].pitch[0] = out[i].view.pitch;
     (p.hardware ? hardware : cuda).push_back(i);
   }
+  // A pooled (or reallocated) image holds an earlier decode's pixels: in a server, another
+  // request's. The JPEG engine writes every pixel of a file it accepted (batched_supported) and is
+  // not cleared for: it has been reported to write when called rather than in stream order, so a
+  // clear queued on the stream could land after it. The CUDA decoder's targets are cleared on the
+  // stream first, so whatever part of one it leaves unwritten reads 0.
   if (!hardware.empty()) {
-    // The JPEG engine's batched decode has been reported to write its outputs when called, not
-    // in stream order (a public report, nvJPEG 12.3-13.2): the clears above must be done before
-    // it is called, or one could land on a decoded image. One wait per batch.
-    CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));
     s.ensure_hw_state();
     std::vector<const unsigned char*> data;
     std::vector<std::size_t> lengths;
@@ -330,6 +326,8 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
     }
   }
   for (const std::size_t i : cuda) {
+    CUCONV_CUDA_TRY(cudaMemset2DAsync(out[i].view.data, out[i].view.pitch, 0, out[i].view.row_bytes(),
+                                      static_cast<std::size_t>(plans[i].height), stream));
     s.decode_one(files[i], plans[i].channels, destinations[i], out[i], stream);
     if (out[i].view.data != nullptr) continue;
     if (pool != nullptr) pool->give(std::move(out[i].image));
