@@ -40,7 +40,7 @@ sudo_cmd=()
 if [[ "${CUCONV_QUICKSTART_INSTALL:-1}" != 0 ]] && { (( EUID == 0 )) || command -v sudo >/dev/null 2>&1; }; then
   bash scripts/package.sh build/release
   deb="$(ls build/release/cuconv_*.deb)"
-  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall "./$deb" >/dev/null
+  "${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall --allow-downgrades "./$deb" >/dev/null
   echo "cuconv is installed as $(command -v cuconv) (package $(basename "$deb")): try 'cuconv --help' or 'man cuconv'"
 else
   echo "cuconv is not installed; run it as $repo_root/build/release/cuconv (or: bash scripts/package.sh && sudo apt-get install ./dist/cuconv_*.deb)"

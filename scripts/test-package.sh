@@ -5,7 +5,7 @@
 # /usr/bin, `man cuconv`, the bash completion; then an upgrade while a server runs (the next call
 # runs the new engine, the old server exits).
 #   scripts/test-package.sh [DEB]     (default: the one in dist/, made by scripts/package.sh)
-# Leaves the package installed (CI's machine is thrown away; `apt-get remove cuconv` undoes it).
+# Leaves the package under test installed (CI's machine is thrown away; `apt-get remove cuconv` undoes it).
 set -euo pipefail
 
 repo_root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -46,7 +46,10 @@ for pkg in libopencv-core libopencv-imgproc libopencv-imgcodecs; do
 done
 
 # ---- install it --------------------------------------------------------------------------------
-"${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall "$deb" >/dev/null
+# --allow-downgrades: a machine that ran this script before holds its repacked +upgrade1 version
+# (CI failed on such a machine with "Packages were downgraded and -y was used").
+"${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --reinstall --allow-downgrades "$deb" >/dev/null
+[[ "$(dpkg-query -W -f='${Version}' cuconv)" == "$version" ]] || fail "cuconv $version did not install (dpkg has $(dpkg-query -W -f='${Version}' cuconv))"
 [[ "$(command -v cuconv)" == /usr/bin/cuconv ]] || fail "cuconv on PATH is '$(command -v cuconv || true)', not /usr/bin/cuconv"
 
 # Every library the installed engine and its codec module load comes from a package in Depends, by
@@ -129,6 +132,10 @@ grep -q 'was replaced' "$work/serve.log" || fail "the old server's log does not 
 if cuconv serve --status >/dev/null; then fail "a server still answers on $CUCONV_SOCKET after the upgrade"; fi
 (cd "$work" && cuconv --server always --version >/dev/null 2>&1) && fail "--server always was served with no server running"
 unset CUCONV_SOCKET
+# The package under test goes back in place of the repack, so the next run starts where a user's
+# machine would.
+"${sudo_cmd[@]}" env DEBIAN_FRONTEND=noninteractive apt-get install -y -qq --allow-downgrades "$deb" >/dev/null
+[[ "$(dpkg-query -W -f='${Version}' cuconv)" == "$version" ]] || fail "cuconv $version did not go back in place of the repack"
 
 if (( failures > 0 )); then
   echo "test-package: $failures problem(s)" >&2
