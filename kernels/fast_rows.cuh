@@ -10,7 +10,34 @@
 
 #include <cstring>
 
+// Whether this pass compiles device code for an architecture before sm_80 (see read_only_chunk).
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ < 800
+#define CUCONV_BEFORE_SM80 1
+#else
+#define CUCONV_BEFORE_SM80 0
+#endif
+
 namespace cuconv::kernels {
+
+/// Device code for sm_75 (the oldest architecture a build without a GPU targets) has no L2 hints
+/// and no cp.async, both sm_80 PTX: there the loads below are plain read-only loads and the staging
+/// copies are synchronous, which keeps every result bit for bit and costs only speed.
+
+/// An aligned chunk through the read-only path without hints (the pre-sm_80 form of load_chunk).
+template <class Chunk>
+__device__ __forceinline__ Chunk read_only_chunk(const Chunk* address) {
+  Chunk chunk;
+  if constexpr (sizeof(Chunk) == 16) {
+    const uint4 bits = __ldg(reinterpret_cast<const uint4*>(address));
+    memcpy(&chunk, &bits, sizeof(Chunk));
+  } else if constexpr (sizeof(Chunk) == 8) {
+    const uint2 bits = __ldg(reinterpret_cast<const uint2*>(address));
+    memcpy(&chunk, &bits, sizeof(Chunk));
+  } else {
+    chunk = *address;
+  }
+  return chunk;
+}
 
 /// How long L2 should keep the lines of a row the direct path loads (createpolicy operands).
 enum class RowReuse {
@@ -20,7 +47,12 @@ enum class RowReuse {
 };
 
 /// A 64-bit L2 cache policy for ld.global's cache_hint: evict_last or evict_first on all lines.
+/// Before sm_80 (no createpolicy) there is no policy to give: 0, which load_chunk ignores there.
 __device__ __forceinline__ unsigned long long l2_policy(RowReuse reuse) {
+#if CUCONV_BEFORE_SM80
+  (void)reuse;
+  return 0;
+#else
   unsigned long long policy;
   if (reuse == RowReuse::again) {
     asm("createpolicy.fractional.L2::evict_last.b64 %0, 1.0;" : "=l"(policy));
@@ -28,11 +60,17 @@ __device__ __forceinline__ unsigned long long l2_policy(RowReuse reuse) {
     asm("createpolicy.fractional.L2::evict_first.b64 %0, 1.0;" : "=l"(policy));
   }
   return policy;
+#endif
 }
 
-/// load_chunk with an L2 eviction policy (l2_policy) on the lines it reads.
+/// load_chunk with an L2 eviction policy (l2_policy) on the lines it reads; before sm_80 (no
+/// cache hints, no L2 prefetch size) a plain read-only load.
 template <class Chunk>
 __device__ __forceinline__ Chunk load_chunk(const Chunk* address, unsigned long long policy) {
+#if CUCONV_BEFORE_SM80
+  (void)policy;
+  return read_only_chunk(address);
+#else
   Chunk chunk;
   if constexpr (sizeof(Chunk) == 16) {
     uint4 bits;
@@ -50,6 +88,7 @@ __device__ __forceinline__ Chunk load_chunk(const Chunk* address, unsigned long 
     chunk = *address;
   }
   return chunk;
+#endif
 }
 
 /// One aligned chunk of an input row. 8- and 16-byte chunks load through the read-only path with
@@ -57,6 +96,9 @@ __device__ __forceinline__ Chunk load_chunk(const Chunk* address, unsigned long 
 /// 'Loads').
 template <class Chunk>
 __device__ __forceinline__ Chunk load_chunk(const Chunk* address) {
+#if CUCONV_BEFORE_SM80
+  return read_only_chunk(address);
+#else
   Chunk chunk;
   if constexpr (sizeof(Chunk) == 16) {
     uint4 bits;
@@ -72,6 +114,7 @@ __device__ __forceinline__ Chunk load_chunk(const Chunk* address) {
     chunk = *address;
   }
   return chunk;
+#endif
 }
 
 /// Element e (any integer) of a row of `width` interleaved pixels, mapped into the row by the
@@ -158,6 +201,9 @@ __host__ __device__ constexpr bool fast_stages_rows() {
 template <class Chunk>
 __device__ __forceinline__ void copy_async(Chunk* shared_destination, const Chunk* global_source) {
   static_assert(sizeof(Chunk) == 4 || sizeof(Chunk) == 8 || sizeof(Chunk) == 16, "cp.async copies 4, 8 or 16 bytes");
+#if CUCONV_BEFORE_SM80
+  *shared_destination = read_only_chunk(global_source);  // synchronous: commit and wait have nothing to do
+#else
   const auto destination = static_cast<unsigned>(__cvta_generic_to_shared(shared_destination));
   if constexpr (sizeof(Chunk) == 16) {
     asm volatile("cp.async.cg.shared.global.L2::256B [%0], [%1], 16;" ::"r"(destination), "l"(global_source)
@@ -167,15 +213,22 @@ __device__ __forceinline__ void copy_async(Chunk* shared_destination, const Chun
                  "n"(sizeof(Chunk))
                  : "memory");
   }
+#endif
 }
 
 /// Closes this thread's group of cp.async copies issued since the last commit.
-__device__ __forceinline__ void copy_async_commit() { asm volatile("cp.async.commit_group;" ::: "memory"); }
+__device__ __forceinline__ void copy_async_commit() {
+#if !CUCONV_BEFORE_SM80
+  asm volatile("cp.async.commit_group;" ::: "memory");
+#endif
+}
 
 /// Waits until at most `Pending` of this thread's committed cp.async groups are still in flight.
 template <int Pending>
 __device__ __forceinline__ void copy_async_wait() {
+#if !CUCONV_BEFORE_SM80
   asm volatile("cp.async.wait_group %0;" ::"n"(Pending) : "memory");
+#endif
 }
 
 }  // namespace cuconv::kernels
