@@ -23,6 +23,7 @@ packages=(
   dpkg-dev file  # cpack -G DEB: dpkg-shlibdeps works out the package's Depends
   zsh         # the zsh completion is tested by running it (ctest docs_match_help)
   libvips-tools  # the vips command: ctest libvips_matrixload loads filters/*.mat in libvips
+  imagemagick python3-opencv  # ctest coming_from: docs/coming-from.md's rows against convert and cv2
 )
 
 # Collect the packages that are not fully installed ("install ok installed").
