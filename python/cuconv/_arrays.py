@@ -1,0 +1,192 @@
+# SPDX-License-Identifier: Apache-2.0
+"""How cuconv sees the arrays it is given: host (NumPy) or CUDA (``__cuda_array_interface__`` or
+DLPack), their images (one (H, W, C) image or a batch), and how an output of the same kind is
+made. The engine itself is reached through ``_cuconv``; nothing here filters."""
+from __future__ import annotations
+
+import numpy as np
+
+from . import _cuconv
+
+# Element types as OpenCV depths (cv2.CV_8U ...), and back.
+DEPTHS = {np.dtype(np.uint8): 0, np.dtype(np.uint16): 2, np.dtype(np.int16): 3, np.dtype(np.float32): 5}
+DTYPES = {depth: dtype for dtype, depth in DEPTHS.items()}
+INPUT_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))
+_DLPACK_CUDA = 2  # kDLCUDA in DLPack's device types
+
+
+def is_cuda_array(obj) -> bool:
+    """Whether ``obj`` lives in CUDA device memory (PyTorch, CuPy, JAX, Numba ...)."""
+    if hasattr(obj, "__cuda_array_interface__"):
+        return True
+    dlpack_device = getattr(obj, "__dlpack_device__", None)
+    if dlpack_device is None or isinstance(obj, np.ndarray):
+        return False
+    return dlpack_device()[0] == _DLPACK_CUDA
+
+
+def image_shape(shape: tuple, batch: bool | None, what: str = "src") -> tuple[int, int, int, int]:
+    """(N, H, W, C) of an array shape: (H, W) and (H, W, C) as cv2 reads them, (N, H, W, C) a batch;
+    with ``batch=True`` the first axis always counts images, so (N, H, W) is a batch of gray ones."""
+    ndim = len(shape)
+    if batch:
+        if ndim == 3:
+            shape = (*shape, 1)
+        elif ndim != 4:
+            raise ValueError(f"{what}: a batch is (N, H, W) or (N, H, W, C), got shape {tuple(shape)}")
+    elif ndim == 2:
+        shape = (1, *shape, 1)
+    elif ndim == 3:
+        shape = (1, *shape)
+    elif ndim != 4:
+        raise ValueError(f"{what}: expected (H, W), (H, W, C) or a batch (N, H, W, C), got shape {tuple(shape)}")
+    n, h, w, c = (int(x) for x in shape)
+    if c not in (1, 3, 4):
+        raise ValueError(f"{what}: unsupported channel count {c} (supported: 1, 3, 4)")
+    if n == 0 or h == 0 or w == 0:
+        raise ValueError(f"{what}: the image is empty (0 pixels)")
+    return n, h, w, c
+
+
+def check_input_dtype(dtype) -> np.dtype:
+    dtype = np.dtype(dtype)
+    if dtype not in INPUT_DTYPES:
+        raise TypeError(f"src: unsupported dtype {dtype} (supported: uint8, uint16, float32)")
+    return dtype
+
+
+def pixels_contiguous(strides: tuple, itemsize: int, channels: int) -> bool:
+    """Whether an (H, W, C) image's pixels are packed (rows may be any distance apart, not backwards)."""
+    row, pixel, value = strides
+    return (channels == 1 or value == itemsize) and pixel == channels * itemsize and row >= 0
+
+
+# ---- host (NumPy) -----------------------------------------------------------------------------------
+
+def host_images(array: np.ndarray, shape4: tuple) -> np.ndarray:
+    """``array`` viewed as (N, H, W, C) without a copy."""
+    return array.reshape(shape4) if array.ndim != 4 else array
+
+
+def packed_host_image(image: np.ndarray) -> np.ndarray:
+    """``image`` (H, W, C) itself when cv::Mat can wrap it, else a packed copy."""
+    if pixels_contiguous(image.strides, image.itemsize, image.shape[2]):
+        return image
+    return np.ascontiguousarray(image)
+
+
+# ---- CUDA arrays --------------------------------------------------------------------------------------
+
+class CudaArray:
+    """What the engine needs of a CUDA array: pointer, shape, byte strides, dtype, device, and the
+    stream its producer named (``__cuda_array_interface__`` v3), from whichever protocol it speaks."""
+
+    def __init__(self, obj, what: str):
+        self.obj = obj
+        self.stream = None
+        if hasattr(obj, "__cuda_array_interface__"):
+            if _is_torch(obj) and obj.requires_grad:
+                obj = obj.detach()
+            cai = obj.__cuda_array_interface__
+            self.ptr = int(cai["data"][0])
+            self.readonly = bool(cai["data"][1])
+            self.shape = tuple(int(x) for x in cai["shape"])
+            self.dtype = np.dtype(cai["typestr"])
+            strides = cai.get("strides")
+            if strides is None:
+                strides = tuple(int(np.prod(self.shape[i + 1:], dtype=np.int64)) * self.dtype.itemsize
+                                for i in range(len(self.shape)))
+            self.strides = tuple(int(s) for s in strides)
+            self.stream = cai.get("stream")
+            self.device = _cai_device(obj)
+        else:
+            ptr, shape, strides, code, bits, device = _cuconv.dlpack_array(obj)
+            self.ptr, self.shape, self.device, self.readonly = ptr, tuple(shape), device, False
+            kind = {0: "i", 1: "u", 2: "f"}.get(code, "?")
+            self.dtype = np.dtype(f"{kind}{bits // 8}") if kind != "?" else np.dtype("V")
+            self.strides = tuple(s * self.dtype.itemsize for s in strides)
+        self.what = what
+
+    def image(self, shape4: tuple, batch_axis: bool, index: int):
+        """(pointer, row pitch in bytes) of image ``index`` of the (N, H, W, C) view, or None when
+        its pixels are not packed (the caller then works on a packed copy)."""
+        strides = strides4(self.strides, self.dtype.itemsize, batch_axis)
+        if not pixels_contiguous(strides[1:], self.dtype.itemsize, shape4[3]):
+            return None
+        return self.ptr + index * strides[0], strides[1]
+
+
+def strides4(strides: tuple, itemsize: int, batch_axis: bool) -> tuple:
+    """Byte strides of the (N, H, W, C) view of an array with ``strides``; ``batch_axis``: its
+    first axis counts images."""
+    if len(strides) == 4:
+        return tuple(strides)
+    if len(strides) == 2:
+        return (0, *strides, itemsize)
+    return (*strides, itemsize) if batch_axis else (0, *strides)
+
+
+def _is_torch(obj) -> bool:
+    return type(obj).__module__.startswith("torch")
+
+
+def _is_cupy(obj) -> bool:
+    return type(obj).__module__.startswith("cupy")
+
+
+def _cai_device(obj) -> int:
+    device = getattr(obj, "device", None)
+    index = getattr(device, "index", None)  # torch.device
+    if index is not None:
+        return int(index)
+    identifier = getattr(device, "id", None)  # cupy.cuda.Device
+    if identifier is not None:
+        return int(identifier)
+    return -1  # the calling thread's current device
+
+
+def stream_handle(stream, src) -> int:
+    """The cudaStream_t to queue on: ``stream`` (an integer, or an object with ``cuda_stream`` as
+    torch.cuda.Stream has, or ``ptr`` as cupy.cuda.Stream has), else the framework's current stream
+    for ``src``'s device, else the stream its ``__cuda_array_interface__`` names, else the legacy
+    default stream (0)."""
+    if stream is not None:
+        for attribute in ("cuda_stream", "ptr"):
+            if hasattr(stream, attribute):
+                return int(getattr(stream, attribute))
+        return int(stream)
+    if _is_torch(src.obj):
+        import torch
+        return int(torch.cuda.current_stream(src.obj.device).cuda_stream)
+    if _is_cupy(src.obj):
+        import cupy
+        return int(cupy.cuda.get_current_stream().ptr)
+    if src.stream not in (None, 1, 2):  # 1 and 2: the legacy and per-thread default streams
+        return int(src.stream)
+    return 0
+
+
+def empty_like_cuda(src, shape: tuple, dtype: np.dtype):
+    """An uninitialised CUDA array of ``src``'s kind (PyTorch or CuPy) on its device."""
+    if _is_torch(src.obj):
+        import torch
+        torch_dtype = {np.dtype(np.uint8): torch.uint8, np.dtype(np.uint16): torch.uint16,
+                       np.dtype(np.int16): torch.int16, np.dtype(np.float32): torch.float32}[dtype]
+        return torch.empty(shape, dtype=torch_dtype, device=src.obj.device)
+    if _is_cupy(src.obj):
+        import cupy
+        with cupy.cuda.Device(src.obj.device.id):
+            return cupy.empty(shape, dtype=dtype)
+    raise TypeError(f"{src.what}: cuconv makes outputs for PyTorch tensors and CuPy arrays; for a "
+                    f"{type(src.obj).__name__}, pass out= (a CUDA array of the output's shape and dtype)")
+
+
+def packed_cuda_copy(obj):
+    """A packed copy of a CUDA array made by its own framework."""
+    if _is_torch(obj):
+        return obj.contiguous()
+    if _is_cupy(obj):
+        import cupy
+        return cupy.ascontiguousarray(obj)
+    raise ValueError(f"{type(obj).__name__}: the pixels are not packed (a channel or column stride), "
+                     "and cuconv cannot copy this kind of array; pass a contiguous one")

@@ -1,0 +1,262 @@
+// SPDX-License-Identifier: Apache-2.0
+// cuconv._cuconv: the extension module under the Python package (python/cuconv/__init__.py holds
+// the cv2-style API). It binds the public library only: convolve() on host images (NumPy) and on
+// device images (CUDA arrays through DLPack), the filter parsers and the device queries. Array
+// layout checks that need Python (shapes, framework allocation) are the package's; this layer
+// wraps the caller's memory without copies, releases the GIL while the engine works and turns
+// cuconv::Error into Python exceptions.
+#include <cuconv/convolve.hpp>
+#include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
+#include <cuconv/version.hpp>
+
+#include <nanobind/nanobind.h>
+#include <nanobind/ndarray.h>
+#include <nanobind/stl/string.h>
+#include <nanobind/stl/pair.h>
+#include <nanobind/stl/vector.h>
+
+#include <opencv2/core.hpp>
+
+#include <cmath>
+#include <cstdint>
+#include <limits>
+#include <map>
+#include <string>
+#include <utility>
+
+namespace nb = nanobind;
+
+namespace {
+
+PyObject* g_error_type = nullptr;  // cuconv.Error, made at import
+
+/// The OpenCV depth of an array's element type; -1 for types the engine has no use for.
+int cv_depth(const nb::dlpack::dtype& t) {
+  if (t == nb::dtype<std::uint8_t>()) return CV_8U;
+  if (t == nb::dtype<std::uint16_t>()) return CV_16U;
+  if (t == nb::dtype<std::int16_t>()) return CV_16S;
+  if (t == nb::dtype<float>()) return CV_32F;
+  if (t == nb::dtype<double>()) return CV_64F;
+  return -1;
+}
+
+/// `cv::filter2D`'s ddepth (-1: the input's) as the library's Depth.
+cuconv::Depth depth_from_ddepth(int ddepth) {
+  switch (ddepth) {
+    case -1: return cuconv::Depth::same;
+    case CV_8U: return cuconv::Depth::u8;
+    case CV_16U: return cuconv::Depth::u16;
+    case CV_16S: return cuconv::Depth::s16;
+    case CV_32F: return cuconv::Depth::f32;
+    default:
+      throw cuconv::Error(cuconv::ErrorKind::usage,
+                          "ddepth " + std::to_string(ddepth) +
+                              " is not available (cuconv writes CV_8U, CV_16U, CV_16S or CV_32F; -1: the input's)");
+  }
+}
+
+/// What a Python call sets, as the library's options.
+cuconv::ConvolveOptions make_options(const std::string& variant, const std::string& border, double border_value,
+                                     int anchor_x, int anchor_y, double delta, int ddepth) {
+  cuconv::ConvolveOptions o;
+  const auto v = cuconv::parse_variant(variant);
+  if (!v) {
+    std::string names;
+    for (const auto& entry : cuconv::kVariantList) names += (names.empty() ? "" : ", ") + std::string(entry.name);
+    throw cuconv::Error(cuconv::ErrorKind::usage, "unknown variant '" + variant + "' (one of: " + names + ")");
+  }
+  const auto b = cuconv::parse_border(border);
+  if (!b)
+    throw cuconv::Error(cuconv::ErrorKind::usage, "unknown border '" + border +
+                                                      "' (one of: reflect101, reflect, replicate, constant, wrap)");
+  o.variant = *v;
+  o.border = *b;
+  o.border_value = border_value;
+  o.anchor_x = anchor_x;
+  o.anchor_y = anchor_y;
+  o.delta = delta;
+  o.depth = depth_from_ddepth(ddepth);
+  return o;
+}
+
+/// A Filter from a 2-D float64 C-contiguous kernel, refused as the parsers refuse a filter file's
+/// weights: over kMaxFilterSide on a side, or a weight that is not a finite float.
+cuconv::Filter filter_from_kernel(nb::ndarray<const double, nb::ndim<2>, nb::c_contig, nb::device::cpu> kernel) {
+  const auto height = kernel.shape(0), width = kernel.shape(1);
+  if (width == 0 || height == 0) throw cuconv::Error(cuconv::ErrorKind::usage, "kernel is empty");
+  if (width > cuconv::kMaxFilterSide || height > cuconv::kMaxFilterSide)
+    throw cuconv::Error(cuconv::ErrorKind::usage, "kernel is " + std::to_string(width) + "x" + std::to_string(height) +
+                                                      ", the maximum side is " +
+                                                      std::to_string(cuconv::kMaxFilterSide));
+  cuconv::Filter filter;
+  filter.width = static_cast<int>(width);
+  filter.height = static_cast<int>(height);
+  filter.origin = "kernel";
+  filter.weights.assign(kernel.data(), kernel.data() + width * height);
+  for (std::size_t i = 0; i < filter.weights.size(); ++i) {
+    const double w = filter.weights[i];
+    if (std::isfinite(w) && std::abs(w) <= static_cast<double>(std::numeric_limits<float>::max())) continue;
+    char text[32];
+    std::snprintf(text, sizeof text, "%.9g", w);
+    throw cuconv::Error(cuconv::ErrorKind::usage,
+                        "kernel weight " + std::string(text) + " at row " + std::to_string(i / width) + ", column " +
+                            std::to_string(i % width) +
+                            " is not a finite float (the kernels compute in float: every weight must be finite "
+                            "and within +-3.4e38)");
+  }
+  return filter;
+}
+
+/// An (H, W, C) array whose pixels are contiguous (rows may be strided): cv::Mat's layout.
+template <class Array>
+void check_pixel_layout(const Array& a, const char* what) {
+  if (a.ndim() != 3 || (a.shape(2) != 1 && a.stride(2) != 1) || a.stride(1) != static_cast<std::int64_t>(a.shape(2)) ||
+      a.stride(0) < 0)
+    throw nb::type_error((std::string(what) + ": expected an (H, W, C) array with contiguous pixels").c_str());
+}
+
+/// One workspace per thread and stream: a workspace must not serve another stream while work
+/// queued with it is pending, and must never be shared by two threads.
+cuconv::GpuWorkspace& thread_workspace(int device, std::uintptr_t stream) {
+  thread_local std::map<std::pair<int, std::uintptr_t>, cuconv::GpuWorkspace> workspaces;
+  return workspaces[{device, stream}];
+}
+
+/// Filters the host image `src` into `dst` (both (H, W, C), C-contiguous pixels). The result is
+/// written into `dst` only when filtering succeeded. Returns (variant used, why no GPU when
+/// `auto` filtered on the CPU for want of one, the GPU failure `auto` fell back from).
+nb::tuple convolve_host(nb::ndarray<nb::ro, nb::device::cpu> src, nb::ndarray<nb::device::cpu> dst,
+                        const cuconv::Filter& filter, const std::string& variant, const std::string& border,
+                        double border_value, int anchor_x, int anchor_y, double delta, int ddepth) {
+  check_pixel_layout(src, "src");
+  check_pixel_layout(dst, "dst");
+  const cuconv::ConvolveOptions options =
+      make_options(variant, border, border_value, anchor_x, anchor_y, delta, ddepth);
+  const int in_depth = cv_depth(src.dtype()), out_depth = cv_depth(dst.dtype());
+  const int channels = static_cast<int>(src.shape(2));
+  if (in_depth < 0 || in_depth == CV_64F)
+    throw nb::type_error("src: unsupported dtype (supported: uint8, uint16, float32)");
+  if (dst.shape(0) != src.shape(0) || dst.shape(1) != src.shape(1) || dst.shape(2) != src.shape(2))
+    throw nb::value_error("dst must have src's shape");
+  const int rows = static_cast<int>(src.shape(0)), cols = static_cast<int>(src.shape(1));
+  const cv::Mat in(rows, cols, CV_MAKETYPE(in_depth, channels), const_cast<void*>(src.data()),
+                   static_cast<std::size_t>(src.stride(0)) * src.itemsize());
+  std::string no_gpu_reason;
+  std::string variant_used;
+  std::string fallback;
+  {
+    nb::gil_scoped_release release;
+    cuconv::ConvolveResult result = cuconv::convolve(in, filter, options, thread_workspace(-1, 0));
+    if (result.image.depth() != out_depth)
+      throw cuconv::Error(cuconv::ErrorKind::usage, "dst's dtype does not match the output depth");
+    cv::Mat out(rows, cols, result.image.type(), dst.data(), static_cast<std::size_t>(dst.stride(0)) * dst.itemsize());
+    result.image.copyTo(out);
+    variant_used = std::string(cuconv::to_string(result.variant_used));
+    fallback = std::move(result.fallback_reason);
+    const bool auto_on_cpu = options.variant == cuconv::Variant::automatic &&
+                             result.variant_used == cuconv::Variant::opencv && fallback.empty();
+    if (!auto_on_cpu || cuconv::cuda_device_available(&no_gpu_reason)) no_gpu_reason.clear();
+  }
+  return nb::make_tuple(variant_used, no_gpu_reason, fallback);
+}
+
+/// Filters the device image at `src` into the one at `dst` (CUDA memory on `device`, -1: the
+/// current one; `height` rows of `width` packed pixels of `channels` values, rows `*_pitch` bytes
+/// apart; element types as NumPy type characters), queued on `stream` (a cudaStream_t as an
+/// integer; 0: the legacy default stream), no wait. The package reads these from the arrays'
+/// __cuda_array_interface__ or DLPack (dlpack_array). Returns the variant queued.
+std::string convolve_device(std::uintptr_t src, std::size_t src_pitch, std::uintptr_t dst, std::size_t dst_pitch,
+                            int height, int width, int channels, int in_depth, int out_depth, int device,
+                            const cuconv::Filter& filter, const std::string& variant, const std::string& border,
+                            double border_value, int anchor_x, int anchor_y, double delta, int ddepth,
+                            std::uintptr_t stream) {
+  cuconv::ConvolveOptions options = make_options(variant, border, border_value, anchor_x, anchor_y, delta, ddepth);
+  options.device = device;
+  const cuconv::ConstDeviceImageView in{reinterpret_cast<const std::byte*>(src), src_pitch, width, height, channels,
+                                        in_depth};
+  const cuconv::DeviceImageView out{reinterpret_cast<std::byte*>(dst), dst_pitch, width, height, channels, out_depth};
+  nb::gil_scoped_release release;
+  const cuconv::Variant used = cuconv::convolve(in, out, filter, options, thread_workspace(device, stream),
+                                                reinterpret_cast<cuconv::StreamHandle>(stream));
+  return std::string(cuconv::to_string(used));
+}
+
+/// (pointer, shape, strides in elements, DLPack type code, bits, device) of a CUDA array that
+/// speaks DLPack only; the caller keeps the array alive.
+nb::tuple dlpack_array(nb::ndarray<nb::device::cuda> a) {
+  std::vector<std::int64_t> shape, strides;
+  for (std::size_t i = 0; i < a.ndim(); ++i) {
+    shape.push_back(static_cast<std::int64_t>(a.shape(i)));
+    strides.push_back(a.stride(i));
+  }
+  return nb::make_tuple(reinterpret_cast<std::uintptr_t>(a.data()), shape, strides, a.dtype().code, a.dtype().bits,
+                        a.device_id());
+}
+
+/// (available, reason): whether a CUDA device can be used, and why not.
+std::pair<bool, std::string> device_available() {
+  std::string reason;
+  const bool ok = cuconv::cuda_device_available(&reason);
+  return {ok, reason};
+}
+
+/// Device memory the calling thread's workspaces hold, in bytes (the memory-growth test).
+std::uint64_t thread_workspace_bytes() {
+  std::uint64_t total = 0;
+  for (int device = -1; device < cuconv::cuda_device_count(); ++device)
+    total += thread_workspace(device, 0).device_bytes();
+  return total;
+}
+
+}  // namespace
+
+NB_MODULE(_cuconv, m) {
+  m.doc() = "cuconv's extension module; use the cuconv package (docs/python.md).";
+  g_error_type = PyErr_NewExceptionWithDoc("cuconv.Error",
+                                           "A failure of the engine that is not a bad argument: a CUDA failure, "
+                                           "a GPU variant without a device, an internal error.",
+                                           PyExc_RuntimeError, nullptr);
+  m.attr("Error") = nb::handle(g_error_type);
+  // Bad arguments and inputs are ValueErrors; the rest cuconv.Error; std::bad_alloc is nanobind's
+  // MemoryError. Messages are the engine's, as the CLI prints them.
+  nb::register_exception_translator([](const std::exception_ptr& p, void*) {
+    try {
+      std::rethrow_exception(p);
+    } catch (const cuconv::Error& e) {
+      const bool argument = e.kind() == cuconv::ErrorKind::usage || e.kind() == cuconv::ErrorKind::bad_input;
+      const bool memory = e.kind() == cuconv::ErrorKind::bad_input && std::string_view(e.what()).starts_with("not enough memory");
+      PyErr_SetString(memory ? PyExc_MemoryError : argument ? PyExc_ValueError : g_error_type, e.what());
+    } catch (const cv::Exception& e) {
+      PyErr_SetString(g_error_type, e.what());
+    }
+  });
+
+  nb::class_<cuconv::Filter>(m, "Filter", "A parsed filter: weights (row-major, float64), size, anchor, offset.")
+      .def_ro("width", &cuconv::Filter::width)
+      .def_ro("height", &cuconv::Filter::height)
+      .def_ro("anchor_x", &cuconv::Filter::anchor_x)
+      .def_ro("anchor_y", &cuconv::Filter::anchor_y)
+      .def_ro("offset", &cuconv::Filter::offset)
+      .def_ro("origin", &cuconv::Filter::origin)
+      .def_prop_ro("weights", [](const cuconv::Filter& f) { return f.weights; })
+      .def("__repr__", [](const cuconv::Filter& f) { return cuconv::describe_filter(f); });
+
+  m.def("load_filter",
+        [](const std::string& spec, bool normalize) {
+          cuconv::FilterLoadOptions options;
+          options.normalize = normalize;
+          return cuconv::load_filter(spec, options);
+        },
+        nb::arg("spec"), nb::arg("normalize") = false,
+        "A filter as the CLI's --filter takes it: preset, parametric, inline or file path.");
+  m.def("filter_from_kernel", &filter_from_kernel, nb::arg("kernel"), "A filter from a 2-D float64 array.");
+  m.def("preset_names", &cuconv::preset_names, "Names of the embedded presets, sorted.");
+  m.def("convolve_host", &convolve_host);
+  m.def("convolve_device", &convolve_device);
+  m.def("dlpack_array", &dlpack_array);
+  m.def("device_available", &device_available);
+  m.def("cuda_device_count", &cuconv::cuda_device_count);
+  m.def("thread_workspace_bytes", &thread_workspace_bytes);
+  m.attr("__version__") = CUCONV_VERSION;
+}
