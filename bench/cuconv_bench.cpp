@@ -37,7 +37,8 @@
 #include <vector>
 
 using namespace cuconv;
-using namespace cuconv::detail;
+using namespace cuconv::gpu;
+using namespace cuconv::filter;
 
 namespace {
 

@@ -29,9 +29,9 @@
 namespace {
 
 using namespace cuconv::kernels;
-using cuconv::detail::fast_column_blocks;
-using cuconv::detail::fast_strip_rows_for;
-using cuconv::detail::fast_sum_range;
+using cuconv::gpu::fast_column_blocks;
+using cuconv::gpu::fast_strip_rows_for;
+using cuconv::gpu::fast_sum_range;
 using cuconv::tune::median_ms;
 
 const char* only_case = nullptr;

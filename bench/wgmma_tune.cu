@@ -98,11 +98,11 @@ void run_case(const Case& c, int grid_y) {
   CUCONV_CUDA_TRY(cudaMemcpy(src, host.data(), bytes, cudaMemcpyHostToDevice));
   CUCONV_CUDA_TRY(cudaMemset(dst, 0xA5, bytes));
   CUtensorMap map{};
-  if (!cuconv::detail::wgmma_source_map(map, src, static_cast<std::size_t>(c.width), c.width, c.height, c.side)) {
+  if (!cuconv::gpu::wgmma_source_map(map, src, static_cast<std::size_t>(c.width), c.width, c.height, c.side)) {
     std::printf("%-12s the driver cannot encode the tensor map\n", c.label.c_str());
     std::exit(1);
   }
-  dim3 grid = cuconv::detail::wgmma_grid(c.width, c.height);
+  dim3 grid = cuconv::gpu::wgmma_grid(c.width, c.height);
   if (grid_y > 0) grid.y = static_cast<unsigned>(grid_y);
   const PlaneView<const std::uint8_t> in{src, static_cast<std::size_t>(c.width), c.width, c.height};
   const PlaneView<std::uint8_t> out{dst, static_cast<std::size_t>(c.width), c.width, c.height};

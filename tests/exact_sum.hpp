@@ -3,7 +3,7 @@
 // The exact correlation sum of filter2D's definition (double precision, rounded half to even) and
 // the README's pass rules against it (integer and 32F), for the GPU suites of the separable and
 // tensor paths.
-#include "filter/job.hpp"  // stored_border_value
+#include "convolve/cpu_reference.hpp"  // stored_border_value
 #include "gpu_seams.hpp"
 #include "test_support.hpp"
 
@@ -44,7 +44,7 @@ inline cv::Mat exact_sum_double(const cv::Mat& src, const Filter& f, int anchor_
   cv::Mat padded;
   cv::copyMakeBorder(wide, padded, anchor_y, f.height - 1 - anchor_y, anchor_x, f.width - 1 - anchor_x,
                      cuconv::test::opencv_border_code(border),
-                     cv::Scalar::all(detail::stored_border_value(border_value, src.depth())));
+                     cv::Scalar::all(convolution::stored_border_value(border_value, src.depth())));
   const int channels = src.channels();
   cv::Mat exact(src.rows, src.cols, CV_MAKETYPE(CV_64F, channels));
   for (int y = 0; y < src.rows; ++y)
@@ -247,7 +247,7 @@ inline cv::Mat float_rule_scales(const cv::Mat& src, const Filter& f, int anchor
   Filter magnitudes = f;
   for (double& w : magnitudes.weights) w = std::abs(w);
   return exact_sum_double(cv::abs(src), magnitudes, anchor_x, anchor_y, border,
-                          std::abs(detail::stored_border_value(border_value, src.depth())), std::abs(delta));
+                          std::abs(convolution::stored_border_value(border_value, src.depth())), std::abs(delta));
 }
 
 /// Largest |got - exact| relative to each output's own scale (float_rule_scales). Where the exact
@@ -291,7 +291,7 @@ inline Variant check_float_rule(const cv::Mat& src, const Filter& f, ConvolveOpt
   const cv::Mat exact = exact_sum_double(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, delta);
   const double error =
       float_rule_error(got.image, exact, src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, delta,
-                       float_rule_floor(src, f, ran.delta, detail::stored_border_value(ran.border_value, src.depth()), got.variant_used));
+                       float_rule_floor(src, f, ran.delta, convolution::stored_border_value(ran.border_value, src.depth()), got.variant_used));
   INFO(what << " ran " << to_string(got.variant_used) << ": relative error " << error);
   CHECK(got.image.depth() == CV_32F);
   CHECK(error <= float_rule_bound(static_cast<long long>(f.width) * f.height));

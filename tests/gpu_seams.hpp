@@ -14,12 +14,12 @@ namespace cuconv::test {
 
 /// Counts the launches of each kernel path (from the moment it is installed) and answers which
 /// paths may run.
-class LaunchCounter final : public detail::LaunchObserver {
+class LaunchCounter final : public gpu::LaunchObserver {
  public:
-  [[nodiscard]] bool allows(detail::KernelPath path) noexcept override {
-    return path != detail::KernelPath::tensor_dense_wgmma || wgmma_allowed_.load(std::memory_order_relaxed);
+  [[nodiscard]] bool allows(gpu::KernelPath path) noexcept override {
+    return path != gpu::KernelPath::tensor_dense_wgmma || wgmma_allowed_.load(std::memory_order_relaxed);
   }
-  void launched(detail::KernelPath path) noexcept override {
+  void launched(gpu::KernelPath path) noexcept override {
     if (paused_.load(std::memory_order_relaxed) == 0)
       counts_[static_cast<std::size_t>(path)].fetch_add(1, std::memory_order_relaxed);
   }
@@ -35,13 +35,13 @@ class LaunchCounter final : public detail::LaunchObserver {
    private:
     LaunchCounter& counter_;
   };
-  [[nodiscard]] std::uint64_t count(detail::KernelPath path) const noexcept {
+  [[nodiscard]] std::uint64_t count(gpu::KernelPath path) const noexcept {
     return counts_[static_cast<std::size_t>(path)].load(std::memory_order_relaxed);
   }
   void allow_wgmma(bool allowed) noexcept { wgmma_allowed_.store(allowed, std::memory_order_relaxed); }
 
  private:
-  std::array<std::atomic<std::uint64_t>, detail::kKernelPaths> counts_{};
+  std::array<std::atomic<std::uint64_t>, gpu::kKernelPaths> counts_{};
   std::atomic<bool> wgmma_allowed_{true};
   std::atomic<int> paused_{0};
 };
@@ -51,36 +51,36 @@ class LaunchCounter final : public detail::LaunchObserver {
 inline LaunchCounter& launch_counter() {
   static LaunchCounter* const counter = [] {
     auto* made = new LaunchCounter;
-    detail::set_launch_observer(made);
+    gpu::set_launch_observer(made);
     return made;
   }();
   return *counter;
 }
 
 /// Launches of `path` since the counter was installed (compare two readings).
-inline std::uint64_t launches(detail::KernelPath path) { return launch_counter().count(path); }
+inline std::uint64_t launches(gpu::KernelPath path) { return launch_counter().count(path); }
 
 /// launches(Path) as a function of no arguments, for helpers that take a counter.
-template <detail::KernelPath Path>
+template <gpu::KernelPath Path>
 std::uint64_t launches_of() noexcept {
   return launch_counter().count(Path);
 }
 
 /// Launches of `tensor`'s rank-1 kernels, either kind (the both-passes one included).
 inline std::uint64_t rank1_tensor_launches() {
-  return launches(detail::KernelPath::tensor_rank1) + launches(detail::KernelPath::tensor_rank1_mma);
+  return launches(gpu::KernelPath::tensor_rank1) + launches(gpu::KernelPath::tensor_rank1_mma);
 }
 
 /// Installs `injector` for the life of this object (the one before comes back after).
 class ScopedFaultInjector {
  public:
-  explicit ScopedFaultInjector(detail::FaultInjector& injector) : previous_(detail::set_fault_injector(&injector)) {}
-  ~ScopedFaultInjector() { detail::set_fault_injector(previous_); }
+  explicit ScopedFaultInjector(gpu::FaultInjector& injector) : previous_(gpu::set_fault_injector(&injector)) {}
+  ~ScopedFaultInjector() { gpu::set_fault_injector(previous_); }
   ScopedFaultInjector(const ScopedFaultInjector&) = delete;
   ScopedFaultInjector& operator=(const ScopedFaultInjector&) = delete;
 
  private:
-  detail::FaultInjector* previous_;
+  gpu::FaultInjector* previous_;
 };
 
 }  // namespace cuconv::test

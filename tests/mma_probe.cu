@@ -46,8 +46,8 @@ __global__ void mma_probe_kernel(const std::uint16_t* a, const std::uint16_t* b,
 
 /// A device copy of `host`.
 template <class T>
-detail::DeviceBuffer device_copy(const std::vector<T>& host) {
-  detail::DeviceBuffer buffer(host.size() * sizeof(T));
+gpu::DeviceBuffer device_copy(const std::vector<T>& host) {
+  gpu::DeviceBuffer buffer(host.size() * sizeof(T));
   CUCONV_CUDA_TRY(cudaMemcpy(buffer.data(), host.data(), buffer.size(), cudaMemcpyHostToDevice));
   return buffer;
 }
@@ -58,10 +58,10 @@ std::vector<float> mma_f16_f32_on_device(const std::vector<std::uint16_t>& a, co
                                          const std::vector<float>& c, int count) {
   const auto n = static_cast<std::size_t>(count);
   if (a.size() != 256 * n || b.size() != 128 * n || c.size() != 128 * n) throw std::invalid_argument("mma probe sizes");
-  const detail::DeviceBuffer da = device_copy(a);
-  const detail::DeviceBuffer db = device_copy(b);
-  const detail::DeviceBuffer dc = device_copy(c);
-  const detail::DeviceBuffer dd(128 * n * sizeof(float));
+  const gpu::DeviceBuffer da = device_copy(a);
+  const gpu::DeviceBuffer db = device_copy(b);
+  const gpu::DeviceBuffer dc = device_copy(c);
+  const gpu::DeviceBuffer dd(128 * n * sizeof(float));
   mma_probe_kernel<<<(count + 3) / 4, 128>>>(static_cast<const std::uint16_t*>(da.data()),
                                              static_cast<const std::uint16_t*>(db.data()),
                                              static_cast<const float*>(dc.data()), static_cast<float*>(dd.data()), count);

@@ -137,13 +137,13 @@ TEST_CASE("adversarial: a batch output that is another input is refused before a
 
   // The plan itself: a.png's output is a_b.png, another input.
   const auto [kind, message] =
-      error_of([&] { (void)cuconv::batch::plan_outputs({(in / "a.png").string(), (in / "a_b.png").string()}, in.string(), "%s_b"); });
+      error_of([&] { (void)cuconv::engine::plan_outputs({(in / "a.png").string(), (in / "a_b.png").string()}, in.string(), "%s_b"); });
   CHECK(kind == ErrorKind::usage);
   CHECK(message.find((in / "a_b.png").string()) != std::string::npos);
   CHECK(message.find("is the input") != std::string::npos);
   // Spelled differently (./, ..): the same path.
   CHECK(error_of([&] {
-          (void)cuconv::batch::plan_outputs({(in / "a.png").string(), (in / "x" / ".." / "a_b.png").string()},
+          (void)cuconv::engine::plan_outputs({(in / "a.png").string(), (in / "x" / ".." / "a_b.png").string()},
                                             (in / ".").string(), "%s_b");
         }).first == ErrorKind::usage);
   // Through a symbolic link and a hard link to another input: the same file.
@@ -151,19 +151,19 @@ TEST_CASE("adversarial: a batch output that is another input is refused before a
   fs::create_symlink(in / "a_b.png", dir.path() / "out" / "c.png");
   REQUIRE(cv::imwrite((in / "c.png").string(), cuconv::test::random_image(8, 8, CV_8U, 3, 3)));
   CHECK(error_of([&] {
-          (void)cuconv::batch::plan_outputs({(in / "a_b.png").string(), (in / "c.png").string()},
+          (void)cuconv::engine::plan_outputs({(in / "a_b.png").string(), (in / "c.png").string()},
                                             (dir.path() / "out").string(), "%s");
         }).first == ErrorKind::usage);
   fs::remove(dir.path() / "out" / "c.png");
   fs::create_hard_link(in / "a_b.png", dir.path() / "out" / "c.png");
   CHECK(error_of([&] {
-          (void)cuconv::batch::plan_outputs({(in / "a_b.png").string(), (in / "c.png").string()},
+          (void)cuconv::engine::plan_outputs({(in / "a_b.png").string(), (in / "c.png").string()},
                                             (dir.path() / "out").string(), "%s");
         }).first == ErrorKind::usage);
   fs::remove(dir.path() / "out" / "c.png");
   fs::remove(in / "c.png");
   // Apart from the inputs: planned as before.
-  CHECK(cuconv::batch::plan_outputs({(in / "a.png").string(), (in / "a_b.png").string()}, (dir.path() / "out").string(),
+  CHECK(cuconv::engine::plan_outputs({(in / "a.png").string(), (in / "a_b.png").string()}, (dir.path() / "out").string(),
                                     "%s_b").size() == 2);
 
   // End to end: exit 2, nothing written, the other input intact.
@@ -186,7 +186,7 @@ TEST_CASE("adversarial: a batch output that is another input is refused before a
 
 TEST_CASE("adversarial: a --from line holding a NUL byte is refused naming the line") {
   std::istringstream list(std::string("d/zero.png\nd/one.png\0d/two.png\n", 31));
-  const auto [kind, message] = error_of([&] { (void)cuconv::batch::read_path_list(list, "paths.txt"); });
+  const auto [kind, message] = error_of([&] { (void)cuconv::engine::read_path_list(list, "paths.txt"); });
   CHECK(kind == ErrorKind::bad_input);
   CHECK(message.find("paths.txt") != std::string::npos);
   CHECK(message.find("line 2") != std::string::npos);
@@ -593,8 +593,8 @@ TEST_CASE("adversarial: output names up to NAME_MAX get a temporary name that fi
   CHECK(r.exit_code == 0);
   CHECK(fs::exists(longest));
   // No output may look like a temporary file: later runs would skip it and clean-ups delete it.
-  CHECK(error_of([] { cuconv::batch::check_name_template(".cuconv-tmp-%s", 2); }).first == ErrorKind::usage);
-  CHECK(error_of([] { (void)cuconv::batch::plan_outputs({"in/.cuconv-tmp-x.png"}, "out", "%s"); }).first == ErrorKind::usage);
+  CHECK(error_of([] { cuconv::engine::check_name_template(".cuconv-tmp-%s", 2); }).first == ErrorKind::usage);
+  CHECK(error_of([] { (void)cuconv::engine::plan_outputs({"in/.cuconv-tmp-x.png"}, "out", "%s"); }).first == ErrorKind::usage);
   CHECK(cuconv::is_temp_file_name("out/.cuconv-tmp-x.png"));
   CHECK(cuconv::is_temp_file_name(".cuconv-tmp-x.png"));
   CHECK_FALSE(cuconv::is_temp_file_name(".cuconv-tmp-dir/x.png"));  // the file's own name counts
@@ -617,7 +617,7 @@ TEST_CASE("adversarial: hostile --name values get messages about the name") {
   for (const Row& row : {Row{"..", "names a folder"}, Row{".", "names a folder"},
                          Row{".cuconv-tmp-%s", "mark unfinished files"}}) {
     CAPTURE(row.name);
-    const auto [kind, message] = error_of([&] { cuconv::batch::check_name_template(row.name, 1); });
+    const auto [kind, message] = error_of([&] { cuconv::engine::check_name_template(row.name, 1); });
     CHECK(kind == ErrorKind::usage);
     CHECK(message.find(row.says) != std::string::npos);
   }
@@ -659,9 +659,9 @@ TEST_CASE("adversarial: a symbolic link loop is reported as a loop, not as a mis
   CHECK(kind == ErrorKind::bad_input);
   CHECK(message.find("symbolic link loop") != std::string::npos);
   CHECK(message.find("no such file") == std::string::npos);
-  CHECK(cuconv::batch::why_unreachable(dir.file("loop-a.png")).find("symbolic link loop") != std::string::npos);
-  CHECK(cuconv::batch::why_unreachable(dir.file("nothing.png")) == "does not exist");
-  CHECK(cuconv::batch::why_unreachable(dir.path().string()).empty());
+  CHECK(cuconv::engine::why_unreachable(dir.file("loop-a.png")).find("symbolic link loop") != std::string::npos);
+  CHECK(cuconv::engine::why_unreachable(dir.file("nothing.png")) == "does not exist");
+  CHECK(cuconv::engine::why_unreachable(dir.path().string()).empty());
   const auto r = run_cuconv({dir.file("loop-a.png"), dir.file("out.png"), "-f", "box:3"});
   CHECK(r.exit_code == static_cast<int>(ExitCode::bad_input));
   CHECK(r.err.find("symbolic link loop") != std::string::npos);

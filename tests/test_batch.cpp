@@ -31,7 +31,7 @@
 #include <unistd.h>
 
 using namespace cuconv;
-using namespace cuconv::batch;
+using namespace cuconv::engine;
 using cuconv::test::bit_equal;
 using cuconv::test::file_names;
 using cuconv::test::is_temp_name;
@@ -880,7 +880,7 @@ TEST_CASE("cli batch: an output folder that cannot be written or made is said on
 }
 
 TEST_CASE("byte budget: takers wait for room, the peak stays within the limit, an oversized item passes alone") {
-  cuconv::batch::ByteBudget budget(100);
+  cuconv::engine::ByteBudget budget(100);
   budget.take(250);  // more than the limit, but nothing else is taken
   CHECK(budget.peak() == 250);
   budget.give(250);

@@ -66,7 +66,7 @@ TEST_CASE("jpeg encode: the same bytes as OpenCV's imencode for gray, BGR and BG
         CAPTURE(quality);
         std::vector<unsigned char> theirs;
         REQUIRE(cv::imencode(".jpg", image, theirs, {cv::IMWRITE_JPEG_QUALITY, quality}));
-        const auto ours = cuconv::detail::encode_jpeg(image, quality);
+        const auto ours = cuconv::codec::encode_jpeg(image, quality);
         REQUIRE(ours.has_value());
         CHECK(*ours == theirs);
         ++compared;
@@ -75,8 +75,8 @@ TEST_CASE("jpeg encode: the same bytes as OpenCV's imencode for gray, BGR and BG
   }
   CHECK(compared == 75);
   // Depths and channel counts it does not take are left to OpenCV.
-  CHECK_FALSE(cuconv::detail::encode_jpeg(random_image(8, 8, CV_16U, 3, 1), 90).has_value());
-  CHECK_FALSE(cuconv::detail::encode_jpeg(random_image(8, 8, CV_8U, 2, 1), 90).has_value());
+  CHECK_FALSE(cuconv::codec::encode_jpeg(random_image(8, 8, CV_16U, 3, 1), 90).has_value());
+  CHECK_FALSE(cuconv::codec::encode_jpeg(random_image(8, 8, CV_8U, 2, 1), 90).has_value());
 }
 
 TEST_CASE("codec loading: the engine links no imgcodecs, a JPEG run loads none of it, a PNG run loads it as a module") {

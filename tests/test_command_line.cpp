@@ -185,24 +185,24 @@ TEST_CASE("command line: enum values in any letter case become the table's spell
   CHECK(c.request.border == "constant");
   CHECK(parse({"in.png", "out.png", "--filter", "box3", "--border", "REPLICATE"}).options.border == Border::replicate);
   // Every name of every table parses, in upper case too, and prints back as it is listed.
-  for (const auto& e : names::kVariants) {
+  for (const auto& e : common::kVariants) {
     CHECK(to_string(e.value) == e.name);
     std::string upper(e.name);
     for (char& ch : upper) ch = static_cast<char>(std::toupper(static_cast<unsigned char>(ch)));
     CHECK(parse_variant(upper) == e.value);
     CHECK(parse({"i.png", "o.png", "-f", "box3", "--variant", upper}).options.variant == e.value);
   }
-  for (const auto& e : names::kBorders) CHECK(parse({"i.png", "o.png", "-f", "box3", "--border", std::string(e.name)}).options.border == e.value);
-  for (const auto& e : names::kDepths) CHECK(parse({"i.png", "o.png", "-f", "box3", "--depth", std::string(e.name)}).options.depth == e.value);
+  for (const auto& e : common::kBorders) CHECK(parse({"i.png", "o.png", "-f", "box3", "--border", std::string(e.name)}).options.border == e.value);
+  for (const auto& e : common::kDepths) CHECK(parse({"i.png", "o.png", "-f", "box3", "--depth", std::string(e.name)}).options.depth == e.value);
 }
 
 TEST_CASE("command line: the variant, border and depth tables are the one list") {
   // gpu_variants() is the table's GPU rows, in table order.
   std::vector<Variant> gpu;
-  for (const auto& e : names::kVariants)
+  for (const auto& e : common::kVariants)
     if (e.gpu) gpu.push_back(e.value);
   CHECK(gpu == gpu_variants());
-  CHECK(gpu.size() == names::kVariants.size() - 2);  // all but auto and opencv
+  CHECK(gpu.size() == common::kVariants.size() - 2);  // all but auto and opencv
   // --help and docs/cli.md list every name of every table.
   const std::string help = parse({"--help"}).stdout_text;
   std::ifstream docs_file(std::string(CUCONV_TEST_DOCS) + "/cli.md");
@@ -219,9 +219,9 @@ TEST_CASE("command line: the variant, border and depth tables are the one list")
     REQUIRE_MESSAGE(at != std::string::npos, name, " not in the --help footer");
     CHECK(help.substr(at, help.find('\n', at + 1) - at).find(std::string(description)) != std::string::npos);
   };
-  for (const auto& e : names::kVariants) check_listed(e.name, e.help);
-  for (const auto& e : names::kBorders) check_listed(e.name, e.help);
-  for (const auto& e : names::kDepths) check_listed(e.name, e.help);
+  for (const auto& e : common::kVariants) check_listed(e.name, e.help);
+  for (const auto& e : common::kBorders) check_listed(e.name, e.help);
+  for (const auto& e : common::kDepths) check_listed(e.name, e.help);
   for (const ParametricFilter& kind : parametric_filters())
     CHECK_MESSAGE(help.find(std::string(kind.syntax)) != std::string::npos, kind.syntax, " not in --help");
 }
@@ -281,10 +281,10 @@ TEST_CASE("command line: other tools' words get cuconv's names as suggestions") 
   CHECK(parse({"a.png", "b.png", "-f", "box3", "--codec", "gpu"}).action == Action::filter_image);
   // Every foreign word maps to a name cuconv has ("gpu" is also a --codec value, "edge" a preset:
   // the mapping serves only where the word is not a value).
-  for (const names::ForeignWord& foreign : names::kForeignWords) {
+  for (const common::ForeignWord& foreign : common::kForeignWords) {
     const std::string ours(foreign.ours);
-    std::vector<std::string> all = names::all_names<Variant>();
-    for (const auto& more : {names::all_names<Border>(), names::all_names<Depth>(), names::all_names<codec::Codec>(),
+    std::vector<std::string> all = common::all_names<Variant>();
+    for (const auto& more : {common::all_names<Border>(), common::all_names<Depth>(), common::all_names<common::Codec>(),
                              preset_names()})
       all.insert(all.end(), more.begin(), more.end());
     const bool parametric = ours.ends_with(":N");

@@ -455,14 +455,14 @@ TEST_CASE("auto: dense 8-bit 5x5 on one channel takes tensor only on large image
   CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 3) == Variant::tensor);
   // From 4096^2 it depends on the device: a compute capability 9.0 GPU (on a machine without one,
   // as CI's, `fast`).
-  const bool wgmma = cuda_device_count() > 0 && detail::device_runs_wgmma();
+  const bool wgmma = cuda_device_count() > 0 && gpu::device_runs_wgmma();
   for (long long pixels : {4096LL * 4096, 6000LL * 4000, 8192LL * 8192})
     CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 1, pixels) ==
           (wgmma ? Variant::tensor : Variant::fast));
 }
 
 TEST_CASE("auto's tuning table: one row per kind of GPU, each size rule one entry the dispatcher reads") {
-  using namespace detail::tuning;
+  using namespace gpu::tuning;
   // Rows by compute capability, and by product where two share one; everything else is generic.
   CHECK(&auto_tuning_for({9, 0, "NVIDIA H200"}) == &kSm90H200);
   CHECK(&auto_tuning_for({9, 0, "NVIDIA H100 80GB HBM3"}) == &kSm90H100);
@@ -471,10 +471,10 @@ TEST_CASE("auto's tuning table: one row per kind of GPU, each size rule one entr
   CHECK(kGeneric.dense_u8_large_min_pixels == kNever);  // the warpgroup kernel runs on 9.0 only
 
   const auto choose = [](const Filter& f, int channels, long long pixels, const AutoTuning& row, bool wgmma) {
-    const detail::FilterSplits splits = detail::filter_splits(f.weights, f.width, f.height, CV_8U, CV_8U, 0.0);
+    const filter::FilterSplits splits = filter::filter_splits(f.weights, f.width, f.height, CV_8U, CV_8U, 0.0);
     const ConvolveOptions options;
     bool (*runs)() = wgmma ? +[] { return true; } : +[] { return false; };
-    return detail::choose_auto({f, options, splits.separable, splits.dense_tensor, CV_8U, CV_8U, channels, pixels},
+    return convolution::choose_auto({f, options, splits.separable, splits.dense_tensor, CV_8U, CV_8U, channels, pixels},
                                {true, &row, runs});
   };
   // The warpgroup size rule: a dense one-channel 5x5 takes tensor from the row's size, where the
@@ -500,31 +500,31 @@ TEST_CASE("auto's tuning table: one row per kind of GPU, each size rule one entr
   CHECK(choose(load_filter("box:5"), 1, big, measured, true) == Variant::tensor);  // any rank-1 whose split holds
   CHECK(choose(gauss5, 1, big, kSm90H100, true) == Variant::fast);  // the H100's row has no such rule
   // No GPU: OpenCV, whatever the row.
-  const detail::FilterSplits splits = detail::filter_splits(f5.weights, 5, 5, CV_8U, CV_8U, 0.0);
+  const filter::FilterSplits splits = filter::filter_splits(f5.weights, 5, 5, CV_8U, CV_8U, 0.0);
   const ConvolveOptions options;
-  CHECK(detail::choose_auto({f5, options, splits.separable, splits.dense_tensor, CV_8U, CV_8U, 1, large}, {}) ==
+  CHECK(convolution::choose_auto({f5, options, splits.separable, splits.dense_tensor, CV_8U, CV_8U, 1, large}, {}) ==
         Variant::opencv);
 }
 
 TEST_CASE("fft tie margin: on for 8-bit outputs of usual filters, off where it would cover over 1% of results") {
-  using detail::PixelType;
+  using gpu::PixelType;
   const std::vector<double> box31(31 * 31, 1.0 / 961.0);
   // 2^-19 x 255 x sum|w| (1) + 256 x 2^-22
-  const double box_margin = detail::fft_tie_margin(PixelType::u8, PixelType::u8, box31.data(), box31.size());
+  const double box_margin = gpu::fft_tie_margin(PixelType::u8, PixelType::u8, box31.data(), box31.size());
   CHECK(box_margin == doctest::Approx(255.0 / 524288.0 + 256.0 / 4194304.0));
-  CHECK(box_margin < detail::kFftMaxTieMargin);
-  CHECK(detail::fft_tie_margin(PixelType::u8, PixelType::f32, box31.data(), box31.size()) == 0.0);
-  CHECK(detail::fft_tie_margin(PixelType::f32, PixelType::f32, box31.data(), box31.size()) == 0.0);
+  CHECK(box_margin < gpu::kFftMaxTieMargin);
+  CHECK(gpu::fft_tie_margin(PixelType::u8, PixelType::f32, box31.data(), box31.size()) == 0.0);
+  CHECK(gpu::fft_tie_margin(PixelType::f32, PixelType::f32, box31.data(), box31.size()) == 0.0);
   // 16-bit outputs: float spacing alone passes the cap (8U -> 16S, 8U -> 16U, 16U -> 16U).
-  CHECK(detail::fft_tie_margin(PixelType::u8, PixelType::s16, box31.data(), box31.size()) == 0.0);
-  CHECK(detail::fft_tie_margin(PixelType::u8, PixelType::u16, box31.data(), box31.size()) == 0.0);
-  CHECK(detail::fft_tie_margin(PixelType::u16, PixelType::u16, box31.data(), box31.size()) == 0.0);
+  CHECK(gpu::fft_tie_margin(PixelType::u8, PixelType::s16, box31.data(), box31.size()) == 0.0);
+  CHECK(gpu::fft_tie_margin(PixelType::u8, PixelType::u16, box31.data(), box31.size()) == 0.0);
+  CHECK(gpu::fft_tie_margin(PixelType::u16, PixelType::u16, box31.data(), box31.size()) == 0.0);
   // sum|w| of 300: 255 x 300 x 2^-19 = 0.146, off; NaN weights: off.
   std::vector<double> large(box31);
   large[0] = 300.0;
-  CHECK(detail::fft_tie_margin(PixelType::u8, PixelType::u8, large.data(), large.size()) == 0.0);
+  CHECK(gpu::fft_tie_margin(PixelType::u8, PixelType::u8, large.data(), large.size()) == 0.0);
   large[0] = std::nan("");
-  CHECK(detail::fft_tie_margin(PixelType::u8, PixelType::u8, large.data(), large.size()) == 0.0);
+  CHECK(gpu::fft_tie_margin(PixelType::u8, PixelType::u8, large.data(), large.size()) == 0.0);
 }
 
 TEST_CASE("auto sends large dense filters to tensor where their splits hold, else fft or direct sums") {
@@ -534,7 +534,7 @@ TEST_CASE("auto sends large dense filters to tensor where their splits hold, els
   cv::RNG rng(5);
   for (double& w : dense.weights) w = rng.uniform(-0.3, 1.0) / 961.0;
   dense.origin = "random 31x31";
-  const Variant large_filter_path = detail::cufft_api() != nullptr ? Variant::fft : Variant::tiled_halo;
+  const Variant large_filter_path = gpu::cufft_api() != nullptr ? Variant::fft : Variant::tiled_halo;
   // Float: `tensor` where its split holds, from 256 taps up to 31x31; fft past 31 or where it does not hold.
   CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_32F, CV_32F) == Variant::tensor);
   Filter rectangle = dense;

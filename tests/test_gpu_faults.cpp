@@ -30,7 +30,7 @@ using cuconv::test::TempDir;
 namespace {
 
 /// The next device allocation fails as out of memory (once), or every variant launch fails.
-class PlantedFault final : public detail::FaultInjector {
+class PlantedFault final : public gpu::FaultInjector {
  public:
   enum class Kind { alloc, launch };
   explicit PlantedFault(Kind kind) : kind_(kind) {}

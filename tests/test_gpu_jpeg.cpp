@@ -163,13 +163,13 @@ TEST_CASE("gpu jpeg pipeline: each file comes back once, as one codec alone make
     CAPTURE(encoders);
     CAPTURE(bytes);
     std::mutex mutex;
-    std::vector<std::vector<codec::GpuJobResult>> results(files.size());
+    std::vector<std::vector<engine::GpuJobResult>> results(files.size());
     {
-      codec::GpuPipelineOptions sizes;
+      engine::GpuPipelineOptions sizes;
       sizes.batch = batch;
       sizes.encoders = encoders;
       if (bytes > 0) sizes.batch_bytes = bytes;
-      codec::GpuCodecPipeline pipeline(*codec::gpu_codec_for("a.jpg", "b.jpg"), 0, &filter, options, output, sizes, [&](std::size_t id, codec::GpuJobResult r) {
+      engine::GpuCodecPipeline pipeline(*codec::gpu_codec_for("a.jpg", "b.jpg"), 0, &filter, options, output, sizes, [&](std::size_t id, engine::GpuJobResult r) {
         const std::lock_guard lock(mutex);
         results.at(id).push_back(std::move(r));
       });
@@ -182,7 +182,7 @@ TEST_CASE("gpu jpeg pipeline: each file comes back once, as one codec alone make
     for (std::size_t i = 0; i < files.size(); ++i) {
       CAPTURE(names[i]);
       REQUIRE(results[i].size() == 1);
-      const codec::GpuJobResult& r = results[i].front();
+      const engine::GpuJobResult& r = results[i].front();
       if (i == corrupt) {
         REQUIRE(r.error.has_value());
         CHECK(r.error->kind() == ErrorKind::bad_input);

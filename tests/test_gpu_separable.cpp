@@ -40,7 +40,7 @@ using cuconv::test::sample;
 namespace {
 
 bool takes_separable(const Filter& f, int in_depth, int out_depth, double delta) {
-  return detail::separable_for(f.weights, f.width, f.height, in_depth, out_depth, delta).has_value();
+  return filter::separable_for(f.weights, f.width, f.height, in_depth, out_depth, delta).has_value();
 }
 
 Depth depth_option(int depth) {
@@ -149,11 +149,11 @@ TEST_CASE("gpu wide: 16-bit rank-1 filters summed in double meet the pass rule a
   const char* specs[] = {"gaussian:7,3",  "gaussian:8,3.5", "gaussian:9,3", "gaussian:10,4", "gaussian:11,4",
                          "gaussian:12,4", "gaussian:13,5",  "gaussian:14,5", "gaussian:15,5", "box:16",
                          "box:15",        "box:31"};
-  const std::uint64_t launches_before = cuconv::test::launches(detail::KernelPath::fast_double_rank1);
+  const std::uint64_t launches_before = cuconv::test::launches(gpu::KernelPath::fast_double_rank1);
   int index = 0;
   for (const char* spec : specs) {
     const Filter f = load_filter(spec);
-    const auto factors = detail::separable_for(f.weights, f.width, f.height, CV_16U, CV_16U, f.offset);
+    const auto factors = filter::separable_for(f.weights, f.width, f.height, CV_16U, CV_16U, f.offset);
     REQUIRE(factors.has_value());
     REQUIRE(factors->fits_double_rank1);
     for (int channels : {1, 3, 4}) {
@@ -200,7 +200,7 @@ TEST_CASE("gpu wide: 16-bit rank-1 filters summed in double meet the pass rule a
     }
   }
   // Every filter above is rank 1 within the bound: every run launched the double-precision kernel.
-  CHECK(cuconv::test::launches(detail::KernelPath::fast_double_rank1) - launches_before == static_cast<std::uint64_t>(index));
+  CHECK(cuconv::test::launches(gpu::KernelPath::fast_double_rank1) - launches_before == static_cast<std::uint64_t>(index));
 }
 
 TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto up to 31x31, and ties left dense") {
@@ -214,21 +214,21 @@ TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto up to 31x31, and tie
   for (const char* spec : {"gaussian:7,3", "gaussian:11,4", "gaussian:15,5", "box:15"}) {
     const Filter f = load_filter(spec);
     for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &flat}) {
-      const std::uint64_t before = cuconv::test::launches(detail::KernelPath::fast_double_rank1);
+      const std::uint64_t before = cuconv::test::launches(gpu::KernelPath::fast_double_rank1);
       ConvolveOptions o;
       CHECK(check_exact(*image, f, o, std::string(spec) + " on " + std::to_string(image->cols) + "x" +
                                           std::to_string(image->rows)) == Variant::fast);
-      CHECK(cuconv::test::launches(detail::KernelPath::fast_double_rank1) - before == 1u);
+      CHECK(cuconv::test::launches(gpu::KernelPath::fast_double_rank1) - before == 1u);
     }
   }
   // Below 15 taps a side fast keeps its float kernels (filter2D's own results): no double sums.
   for (const char* spec : {"gauss5", "gaussian:6,2.5"}) {
-    const std::uint64_t before = cuconv::test::launches(detail::KernelPath::fast_double_rank1);
+    const std::uint64_t before = cuconv::test::launches(gpu::KernelPath::fast_double_rank1);
     ConvolveOptions o;
     o.poison_output = true;
     const ConvolveResult got = convolve(photo, load_filter(spec), o);
     CHECK(got.variant_used == Variant::fast);
-    CHECK(cuconv::test::launches(detail::KernelPath::fast_double_rank1) == before);
+    CHECK(cuconv::test::launches(gpu::KernelPath::fast_double_rank1) == before);
     CHECK(cuconv::test::compare_with_filter2d(got.image, photo, load_filter(spec), o).within_tolerance);
   }
   // A delta that puts every flat area on a tie: no double sums; auto sums densely, as filter2D does
@@ -238,9 +238,9 @@ TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto up to 31x31, and tie
   ConvolveOptions tie;
   tie.delta = 0.5;
   tie.poison_output = true;
-  const std::uint64_t before = cuconv::test::launches(detail::KernelPath::fast_double_rank1);
+  const std::uint64_t before = cuconv::test::launches(gpu::KernelPath::fast_double_rank1);
   const ConvolveResult got = convolve(flat, box, tie);
-  CHECK(cuconv::test::launches(detail::KernelPath::fast_double_rank1) == before);
+  CHECK(cuconv::test::launches(gpu::KernelPath::fast_double_rank1) == before);
   const ComparisonStats s = cuconv::test::compare_with_filter2d(got.image, flat, box, tie);
   INFO("auto ran ", to_string(got.variant_used), ": max diff ", s.max_abs_difference, ", ", s.differing_values, "/",
        s.total_values, " differ");

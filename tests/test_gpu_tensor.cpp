@@ -50,7 +50,7 @@ struct WgmmaOff {
 
 /// Launches of either dense 8-bit kernel (one channel runs the warpgroup one on sm_90).
 std::uint64_t dense_launches() {
-  return cuconv::test::launches(detail::KernelPath::tensor_dense) + cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma);
+  return cuconv::test::launches(gpu::KernelPath::tensor_dense) + cuconv::test::launches(gpu::KernelPath::tensor_dense_wgmma);
 }
 
 }  // namespace
@@ -68,7 +68,7 @@ TEST_CASE("gpu tensor: tensor-core row sums meet the pass rule against the exact
   int tensor_runs = 0;
   for (const char* spec : specs) {
     const Filter f = load_filter(spec);
-    const auto factors = detail::separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, f.offset);
+    const auto factors = filter::separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, f.offset);
     REQUIRE(factors.has_value());
     for (int channels : {1, 3, 4}) {
       for (Border border : kAllBorders) {
@@ -163,7 +163,7 @@ TEST_CASE("gpu tensor dense: tensor-core sums of dense filters meet the pass rul
         o.border_value = border == Border::constant ? 77 : 0;
         cuconv::test::cycle_anchor(o, index, kw, kh);
         if (index % 9 == 0) o.delta = 2.7;
-        const auto split = detail::dense_tensor_split(f.weights, kw, kh, o.delta);
+        const auto split = filter::dense_tensor_split(f.weights, kw, kh, o.delta);
         REQUIRE(split.has_value());
         REQUIRE(split->holds);
         const std::string what = f.origin + " " + std::to_string(cols) + "x" + std::to_string(rows) + "x" +
@@ -234,7 +234,7 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   GpuWorkspace workspace;
   for (int channels : {1, 3, 4})
     cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, channels, 61 + static_cast<std::uint64_t>(channels)),
-                                       cuconv::test::random_filter(11, 7, 62), cuconv::test::launches_of<detail::KernelPath::tensor_dense>,
+                                       cuconv::test::random_filter(11, 7, 62), cuconv::test::launches_of<gpu::KernelPath::tensor_dense>,
                                        workspace, "dense 11x7");
 
   // Left to fast: a kept alpha channel, 16-bit input, and a filter whose split misses the rule (a
@@ -258,7 +258,7 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   halves.weights[12] = 0.5;
   halves.weights[0] = 1e-9;  // lost to the integers: the split is not exact, and flat areas sit at ties
   halves.origin = "0.5 at the centre";
-  CHECK_FALSE(detail::dense_tensor_split(halves.weights, 5, 5, 0.0)->holds);
+  CHECK_FALSE(filter::dense_tensor_split(halves.weights, 5, 5, 0.0)->holds);
   CHECK(convolve(flat, halves, o16).variant_used == Variant::tensor);
   CHECK(dense_launches() == none_before);
   ConvolveOptions automatic;
@@ -270,7 +270,7 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
 }
 
 TEST_CASE("gpu tensor dense wgmma: the warpgroup kernel gives tensor_dense.cuh's bits and meets the pass rule") {
-  if (!detail::device_runs_wgmma()) {
+  if (!gpu::device_runs_wgmma()) {
     MESSAGE("skipped: the warpgroup kernel needs a GPU of compute capability 9.0 (this one runs tensor_dense.cuh)");
     return;
   }
@@ -283,8 +283,8 @@ TEST_CASE("gpu tensor dense wgmma: the warpgroup kernel gives tensor_dense.cuh's
                                        {1000, 130}, {2100, 700}};
   const std::pair<int, int> shapes[] = {{1, 1}, {3, 3}, {4, 4}, {5, 5}, {7, 3}, {3, 7}, {9, 9}, {9, 16},
                                         {16, 9}, {13, 5}, {15, 15}, {17, 17}, {17, 1}, {1, 17}, {2, 11}};
-  const std::uint64_t wgmma_before = cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma);
-  const std::uint64_t dense_before = cuconv::test::launches(detail::KernelPath::tensor_dense);
+  const std::uint64_t wgmma_before = cuconv::test::launches(gpu::KernelPath::tensor_dense_wgmma);
+  const std::uint64_t dense_before = cuconv::test::launches(gpu::KernelPath::tensor_dense);
   int index = 0;
   for (const auto& [kw, kh] : shapes) {
     const Filter f = cuconv::test::random_filter(kw, kh, 1700 + static_cast<std::uint64_t>(kw * 32 + kh));
@@ -299,7 +299,7 @@ TEST_CASE("gpu tensor dense wgmma: the warpgroup kernel gives tensor_dense.cuh's
       o.anchor_x = anchors[index % 5];
       o.anchor_y = (index / 5) % 2 == 0 ? kh / 2 : (index % 3 == 0 ? 0 : kh - 1);
       if (index % 7 == 0) o.delta = -2.7;
-      const auto split = detail::dense_tensor_split(f.weights, kw, kh, o.delta);
+      const auto split = filter::dense_tensor_split(f.weights, kw, kh, o.delta);
       REQUIRE(split.has_value());
       REQUIRE(split->holds);
       const std::string what = f.origin + " " + std::to_string(cols) + "x" + std::to_string(rows) + " " +
@@ -317,20 +317,20 @@ TEST_CASE("gpu tensor dense wgmma: the warpgroup kernel gives tensor_dense.cuh's
     }
   }
   // Two warpgroup runs and one tensor_dense.cuh run a case: nothing fell back.
-  CHECK(cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma) - wgmma_before == 2u * static_cast<std::uint64_t>(index));
-  CHECK(cuconv::test::launches(detail::KernelPath::tensor_dense) - dense_before == static_cast<std::uint64_t>(index));
+  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_dense_wgmma) - wgmma_before == 2u * static_cast<std::uint64_t>(index));
+  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_dense) - dense_before == static_cast<std::uint64_t>(index));
 
   // auto takes 5x5 on one channel to it from 4096^2 pixels (dense_u8_large_min_pixels in src/gpu/tuning/auto_tuning.hpp), and leaves
   // smaller images to fast.
   const Filter f5 = cuconv::test::random_filter(5, 5, 79);
-  const std::uint64_t auto_before = cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma);
+  const std::uint64_t auto_before = cuconv::test::launches(gpu::KernelPath::tensor_dense_wgmma);
   CHECK(convolve(random_image(4096, 4096, CV_8U, 1, 80), f5, ConvolveOptions{}).variant_used == Variant::tensor);
-  CHECK(cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma) - auto_before == 1u);
+  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_dense_wgmma) - auto_before == 1u);
   CHECK(convolve(random_image(4096, 4095, CV_8U, 1, 81), f5, ConvolveOptions{}).variant_used == Variant::fast);
 
   // Three channels stay on tensor_dense.cuh.
-  const std::uint64_t colour_before = cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma);
+  const std::uint64_t colour_before = cuconv::test::launches(gpu::KernelPath::tensor_dense_wgmma);
   check_exact(random_image(70, 200, CV_8U, 3, 77), cuconv::test::random_filter(5, 5, 78), ConvolveOptions{}, "RGB 5x5",
               Variant::tensor);
-  CHECK(cuconv::test::launches(detail::KernelPath::tensor_dense_wgmma) == colour_before);
+  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_dense_wgmma) == colour_before);
 }

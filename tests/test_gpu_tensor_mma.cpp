@@ -84,7 +84,7 @@ Filter rank_one(int radius, std::uint64_t seed) {
 }  // namespace
 
 TEST_CASE("gpu tensor mma: the tensor cores' FP32 accumulation stays within the bound's model") {
-  REQUIRE(detail::device_has_mma());
+  REQUIRE(gpu::device_has_mma());
   constexpr int kProblems = 2048;
   std::mt19937_64 rng(2611);
   // Operand shapes: signs and exponents spread over 2^24; a large C; one large product beside small
@@ -157,7 +157,7 @@ TEST_CASE("gpu tensor mma: both passes on tensor cores meet the pass rule agains
     filters.push_back(load_filter(spec));
   for (int radius : {4, 6, 8, 10, 15}) filters.push_back(rank_one(radius, 90 + static_cast<std::uint64_t>(radius)));
   const std::uint64_t tensor_before = cuconv::test::rank1_tensor_launches();
-  const std::uint64_t mma_before = cuconv::test::launches(detail::KernelPath::tensor_rank1_mma);
+  const std::uint64_t mma_before = cuconv::test::launches(gpu::KernelPath::tensor_rank1_mma);
   int index = 0;
   cuconv::test::RuleCount total;
   for (const Filter& f : filters) {
@@ -171,18 +171,18 @@ TEST_CASE("gpu tensor mma: both passes on tensor cores meet the pass rule agains
         o.border_value = border == Border::constant ? 201 : 0;
         if (index % 7 == 0) o.delta = -3.25;  // the general epilogue (a fraction in delta)
         if (index % 7 == 3) o.delta = 3;      // one rounding with an integral delta
-        const auto factors = detail::separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, o.delta + f.offset);
+        const auto factors = filter::separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, o.delta + f.offset);
         REQUIRE(factors.has_value());
         CAPTURE(f.origin);
         REQUIRE(factors->fits_tensor_mma_split);
         const std::string what = f.origin + " " + std::to_string(cols) + "x" + std::to_string(rows) + "x" +
                                  std::to_string(channels) + " " + std::string(to_string(border)) + " delta " +
                                  std::to_string(o.delta);
-        const auto split = detail::tensor_split(factors->horizontal);
+        const auto split = filter::tensor_split(factors->horizontal);
         REQUIRE(split.has_value());
-        const auto scales = detail::tensor_mma_scales(*split, factors->vertical);
+        const auto scales = filter::tensor_mma_scales(*split, factors->vertical);
         REQUIRE(scales.has_value());
-        const double bound = detail::tensor_mma_error_bound(*factors, *split, *scales, f.weights, o.delta + f.offset);
+        const double bound = filter::tensor_mma_error_bound(*factors, *split, *scales, f.weights, o.delta + f.offset);
         CHECK(check_within_bound(src, f, o, what, Variant::tensor, bound, total) == Variant::tensor);
       }
     }
@@ -191,7 +191,7 @@ TEST_CASE("gpu tensor mma: both passes on tensor cores meet the pass rule agains
   INFO(total.off_by_one << " of " << total.values << " values off by one");
   CHECK(static_cast<double>(total.off_by_one) <= 0.001 * static_cast<double>(total.values));
   // Every run took the both-passes kernel.
-  CHECK(cuconv::test::launches(detail::KernelPath::tensor_rank1_mma) - mma_before == static_cast<std::uint64_t>(index));
+  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_rank1_mma) - mma_before == static_cast<std::uint64_t>(index));
   CHECK(cuconv::test::rank1_tensor_launches() - tensor_before == static_cast<std::uint64_t>(index));
 }
 
@@ -202,7 +202,7 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
   cv::extractChannel(photo, gray, 1);
   cv::Mat flat(16 * 20, 16 * 20, CV_8UC1);
   for (int v = 0; v < 256; ++v) flat(cv::Rect((v % 16) * 20, (v / 16) * 20, 20, 20)).setTo(v);
-  const std::uint64_t mma_before = cuconv::test::launches(detail::KernelPath::tensor_rank1_mma);
+  const std::uint64_t mma_before = cuconv::test::launches(gpu::KernelPath::tensor_rank1_mma);
   int runs = 0;
   for (const char* spec : {"gaussian:7,2.5", "gaussian:4,1.8", "box:15", "gaussian:15,5"}) {
     const Filter f = load_filter(spec);
@@ -214,7 +214,7 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
       ++runs;
     }
   }
-  CHECK(cuconv::test::launches(detail::KernelPath::tensor_rank1_mma) - mma_before == static_cast<std::uint64_t>(runs));
+  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_rank1_mma) - mma_before == static_cast<std::uint64_t>(runs));
 
   // Rows off a 16-byte boundary (the staging through the column map, byte stores) give the aligned
   // path's result bit for bit.
@@ -222,23 +222,23 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
   for (int channels : {1, 3, 4}) {
     for (const char* spec : {"gaussian:6,2.5", "gaussian:12,4"})
       cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, channels, 81 + static_cast<std::uint64_t>(channels)),
-                                         load_filter(spec), cuconv::test::launches_of<detail::KernelPath::tensor_rank1_mma>, workspace, spec);
+                                         load_filter(spec), cuconv::test::launches_of<gpu::KernelPath::tensor_rank1_mma>, workspace, spec);
   }
 
   // Left to the float column sums (kernels/tensor_separable.cuh): radii below 4, and a sharp
   // gaussian whose largest weight makes the tensor cores' accumulation bound pass the rule.
   for (const char* spec : {"gaussian:3,1.4", "gaussian:4,0.9"}) {
     const Filter f = load_filter(spec);
-    const auto factors = detail::separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, f.offset);
+    const auto factors = filter::separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, f.offset);
     REQUIRE(factors.has_value());
     CHECK(factors->fits_tensor_split);
     const std::uint64_t tensor_before = cuconv::test::rank1_tensor_launches();
-    const std::uint64_t before = cuconv::test::launches(detail::KernelPath::tensor_rank1_mma);
+    const std::uint64_t before = cuconv::test::launches(gpu::KernelPath::tensor_rank1_mma);
     ConvolveOptions o;
     CHECK(check_exact(photo, f, o, spec, Variant::tensor) == Variant::tensor);
     CHECK(cuconv::test::rank1_tensor_launches() - tensor_before == 1u);
-    CHECK(cuconv::test::launches(detail::KernelPath::tensor_rank1_mma) == before);
+    CHECK(cuconv::test::launches(gpu::KernelPath::tensor_rank1_mma) == before);
   }
   const Filter sharp = load_filter("gaussian:4,0.9");
-  CHECK_FALSE(detail::separable_for(sharp.weights, 9, 9, CV_8U, CV_8U, 0.0)->fits_tensor_mma_split);
+  CHECK_FALSE(filter::separable_for(sharp.weights, 9, 9, CV_8U, CV_8U, 0.0)->fits_tensor_mma_split);
 }

@@ -83,7 +83,7 @@ void check_dyadic_ties(int kw, int kh, double denominator, std::uint64_t seed, i
   for (int k = 0; k < kw * kh; ++k) total += static_cast<int>(dyadic.weights.emplace_back(rng.uniform(-20, 60)));
   for (double& w : dyadic.weights) w /= denominator;
   INFO("weights sum " << total << " / " << denominator);
-  const auto split = detail::dense_tensor_for(dyadic.weights, kw, kh, depth, depth, 0.5);
+  const auto split = filter::dense_tensor_for(dyadic.weights, kw, kh, depth, depth, 0.5);
   REQUIRE(split.has_value());
   CHECK(split->bound == 0.0);
   const cv::Mat src = random_image(90, 333, depth, 3, seed + 1) / (total > denominator ? 2 : 1);
@@ -166,16 +166,16 @@ int sweep(std::uint64_t filter_seed, Split&& split, Check&& check, int past_side
 }  // namespace
 
 TEST_CASE("gpu tensor dense float: block floating point sums meet the 32F rule against the exact sum") {
-  const std::uint64_t launches_before = cuconv::test::launches(detail::KernelPath::tensor_planes_f32);
+  const std::uint64_t launches_before = cuconv::test::launches(gpu::KernelPath::tensor_planes_f32);
   const int runs = sweep(
-      1900, [](const Filter& f) { return detail::dense_tensor_split_float(f.weights, f.width, f.height); },
+      1900, [](const Filter& f) { return filter::dense_tensor_split_float(f.weights, f.width, f.height); },
       [](const Filter& f, cv::Size size, int channels, ConvolveOptions o, int index) {
         const int kind = index % 4;
         const cv::Mat src = float_image(size.height, size.width, channels, kind, 9100 + static_cast<std::uint64_t>(index));
         o.border_value = o.border == Border::constant ? (kind == 1 ? 3e-31 : -41.5) : 0;
         CHECK(check_float_rule(src, f, o, describe(f, src, o.border, o, kind), Variant::tensor) == Variant::tensor);
       });
-  CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_f32) - launches_before == static_cast<std::uint64_t>(runs));
+  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_f32) - launches_before == static_cast<std::uint64_t>(runs));
 }
 
 TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales, unaligned rows, refused filters") {
@@ -187,9 +187,9 @@ TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales,
     src.at<float>(40, 100) = std::numeric_limits<float>::quiet_NaN();
     src.at<float>(200, 500) = std::numeric_limits<float>::infinity();
     ConvolveOptions o;
-    const std::uint64_t before = cuconv::test::launches(detail::KernelPath::tensor_planes_f32);
+    const std::uint64_t before = cuconv::test::launches(gpu::KernelPath::tensor_planes_f32);
     CHECK(check_float_rule(src, f, o, "NaN and infinity", Variant::tensor) == Variant::tensor);
-    CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_f32) - before == 1u);
+    CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_f32) - before == 1u);
   }
   // Left half about 1e6, right half about 1e-3: each block scales its own window.
   {
@@ -211,31 +211,31 @@ TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales,
     CHECK(check_float_rule(zero, f, o, "one tiny pixel", Variant::tensor) == Variant::tensor);
   }
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
-  cuconv::test::check_unaligned_rows(float_image(45, 301, 1, 0, 81), f, cuconv::test::launches_of<detail::KernelPath::tensor_planes_f32>,
+  cuconv::test::check_unaligned_rows(float_image(45, 301, 1, 0, 81), f, cuconv::test::launches_of<gpu::KernelPath::tensor_planes_f32>,
                                      "float planes");
   // Refused: a spike among many small weights (the dropped low products pass the limit), a side
   // past 31, and a kept alpha channel: `tensor` runs `fast` for them.
   {
     const Filter spike = spike_filter();
-    CHECK_FALSE(detail::dense_tensor_split_float(spike.weights, 31, 31)->holds);
+    CHECK_FALSE(filter::dense_tensor_split_float(spike.weights, 31, 31)->holds);
     const cv::Mat src = float_image(40, 90, 4, 0, 82);
-    const std::uint64_t before = cuconv::test::launches(detail::KernelPath::tensor_planes_f32);
+    const std::uint64_t before = cuconv::test::launches(gpu::KernelPath::tensor_planes_f32);
     ConvolveOptions o;
     check_float_rule(src, spike, o, "spike", Variant::tensor);
     check_float_rule(src, cuconv::test::random_filter(33, 33, 83), o, "33x33", Variant::tensor);
     o.keep_alpha = true;
     o.variant = Variant::tensor;
     CHECK(convolve(src, f, o).variant_used == Variant::tensor);
-    CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_f32) == before);
+    CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_f32) == before);
   }
 }
 
 TEST_CASE("gpu tensor dense 16-bit: sums of the weights' digits meet the integer rule against the exact sum") {
   // Full-range random pixels (normalised random filters keep most results inside 0..65535), a
   // constant border value near the top.
-  const std::uint64_t launches_before = cuconv::test::launches(detail::KernelPath::tensor_planes_u16);
+  const std::uint64_t launches_before = cuconv::test::launches(gpu::KernelPath::tensor_planes_u16);
   const int runs = sweep(
-      2900, [](const Filter& f) { return detail::dense_tensor_split_u16(f.weights, f.width, f.height, 0.0); },
+      2900, [](const Filter& f) { return filter::dense_tensor_split_u16(f.weights, f.width, f.height, 0.0); },
       [](const Filter& f, cv::Size size, int channels, ConvolveOptions o, int index) {
         const cv::Mat src =
             random_image(size.height, size.width, CV_16U, channels, 9600 + static_cast<std::uint64_t>(index));
@@ -243,17 +243,17 @@ TEST_CASE("gpu tensor dense 16-bit: sums of the weights' digits meet the integer
         CHECK(cuconv::test::check_exact(src, f, o, describe(f, src, o.border, o, 0), Variant::tensor) ==
               Variant::tensor);
       });
-  CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_u16) - launches_before == static_cast<std::uint64_t>(runs));
+  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_u16) - launches_before == static_cast<std::uint64_t>(runs));
 }
 
 TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, unaligned rows, refused filters") {
   // Dyadic weights: about one output in 256 is a tie here.
-  check_dyadic_ties(7, 5, 256.0, 301, CV_16U, 1234, cuconv::test::launches_of<detail::KernelPath::tensor_planes_u16>);
+  check_dyadic_ties(7, 5, 256.0, 301, CV_16U, 1234, cuconv::test::launches_of<gpu::KernelPath::tensor_planes_u16>);
   // A 31x31 box (centre doubled) on white: the chains' largest sums, past 2^53 in the double join.
-  check_saturation(CV_16U, cuconv::test::random_filter(17, 17, 303), 304, cuconv::test::launches_of<detail::KernelPath::tensor_planes_u16>);
+  check_saturation(CV_16U, cuconv::test::random_filter(17, 17, 303), 304, cuconv::test::launches_of<gpu::KernelPath::tensor_planes_u16>);
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
   cuconv::test::check_unaligned_rows(random_image(45, 301, CV_16U, 1, 306), cuconv::test::random_filter(21, 13, 305),
-                                     cuconv::test::launches_of<detail::KernelPath::tensor_planes_u16>, "16-bit planes");
+                                     cuconv::test::launches_of<gpu::KernelPath::tensor_planes_u16>, "16-bit planes");
   // Flat areas of many values under a filter whose weights sum to 1/pi: some flat values sum to
   // within the bound of a tie, so the split emulates the kernel on those flat values and holds only
   // where each rounds as the exact sum (the first such filter of a few seeds is taken). Every
@@ -263,7 +263,7 @@ TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, un
     for (std::uint64_t seed = 310; seed < 330 && odd.weights.empty(); ++seed) {
       Filter f = cuconv::test::random_filter(15, 15, seed);
       for (double& w : f.weights) w *= 0.3183098861837907;
-      if (detail::dense_tensor_split_u16(f.weights, 15, 15, 0.0)->holds) odd = f;
+      if (filter::dense_tensor_split_u16(f.weights, 15, 15, 0.0)->holds) odd = f;
     }
     REQUIRE_FALSE(odd.weights.empty());
     cv::Mat src(256, 512, CV_16UC1);
@@ -290,11 +290,11 @@ TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, un
   // limit), a side past 31, a kept alpha channel, 16-bit input to float output. `auto` takes the
   // kernel for a 17x17 random filter (no `fast` kernel there) and leaves the refused ones.
   {
-    const std::uint64_t before = cuconv::test::launches(detail::KernelPath::tensor_planes_u16);
+    const std::uint64_t before = cuconv::test::launches(gpu::KernelPath::tensor_planes_u16);
     const cv::Mat src = random_image(40, 90, CV_16U, 4, 307);
     ConvolveOptions o;
     const Filter spike = spike_filter();
-    CHECK_FALSE(detail::dense_tensor_split_u16(spike.weights, 31, 31, 0.0)->holds);
+    CHECK_FALSE(filter::dense_tensor_split_u16(spike.weights, 31, 31, 0.0)->holds);
     o.variant = Variant::tensor;
     CHECK(convolve(src, spike, o).variant_used == Variant::tensor);
     CHECK(convolve(src, cuconv::test::random_filter(33, 33, 308), o).variant_used == Variant::tensor);
@@ -304,20 +304,20 @@ TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, un
     o.keep_alpha = false;
     o.depth = Depth::f32;
     CHECK(convolve(src, f17, o).image.depth() == CV_32F);
-    CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_u16) == before);
+    CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_u16) == before);
     ConvolveOptions automatic;
     CHECK(cuconv::test::check_exact(src, f17, automatic, "auto 17x17") == Variant::tensor);
-    CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_u16) == before + 1);
+    CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_u16) == before + 1);
     CHECK(choose_variant(spike, automatic, true, CV_16U, CV_16U) != Variant::tensor);
   }
 }
 
 TEST_CASE("gpu tensor dense 8-bit planes: filters past 17x17 meet the integer rule against the exact sum") {
   // The sweep's shapes with a side past 17 (the 8-bit kernel's limit), full-range pixels.
-  const std::uint64_t launches_before = cuconv::test::launches(detail::KernelPath::tensor_planes_u8);
-  const std::uint64_t small_before = cuconv::test::launches(detail::KernelPath::tensor_dense);
+  const std::uint64_t launches_before = cuconv::test::launches(gpu::KernelPath::tensor_planes_u8);
+  const std::uint64_t small_before = cuconv::test::launches(gpu::KernelPath::tensor_dense);
   const int runs = sweep(
-      3100, [](const Filter& f) { return detail::dense_tensor_for(f.weights, f.width, f.height, CV_8U, CV_8U, 0.0); },
+      3100, [](const Filter& f) { return filter::dense_tensor_for(f.weights, f.width, f.height, CV_8U, CV_8U, 0.0); },
       [](const Filter& f, cv::Size size, int channels, ConvolveOptions o, int index) {
         const cv::Mat src =
             random_image(size.height, size.width, CV_8U, channels, 9900 + static_cast<std::uint64_t>(index));
@@ -325,28 +325,28 @@ TEST_CASE("gpu tensor dense 8-bit planes: filters past 17x17 meet the integer ru
         CHECK(cuconv::test::check_exact(src, f, o, describe(f, src, o.border, o, 0), Variant::tensor) ==
               Variant::tensor);
       },
-      detail::kTensorDenseMaxSide);
+      filter::kTensorDenseMaxSide);
   CHECK(runs > 0);
-  CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_u8) - launches_before == static_cast<std::uint64_t>(runs));
-  CHECK(cuconv::test::launches(detail::KernelPath::tensor_dense) == small_before);
+  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_u8) - launches_before == static_cast<std::uint64_t>(runs));
+  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_dense) == small_before);
 }
 
 TEST_CASE("gpu tensor dense 8-bit planes: exact ties, saturation, unaligned rows, refused filters, auto") {
   // Dyadic weights: about one output in 1024 is a tie here.
-  check_dyadic_ties(19, 5, 1024.0, 401, CV_8U, 77, cuconv::test::launches_of<detail::KernelPath::tensor_planes_u8>);
-  check_saturation(CV_8U, cuconv::test::random_filter(23, 19, 403), 404, cuconv::test::launches_of<detail::KernelPath::tensor_planes_u8>);
+  check_dyadic_ties(19, 5, 1024.0, 401, CV_8U, 77, cuconv::test::launches_of<gpu::KernelPath::tensor_planes_u8>);
+  check_saturation(CV_8U, cuconv::test::random_filter(23, 19, 403), 404, cuconv::test::launches_of<gpu::KernelPath::tensor_planes_u8>);
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
   cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, 1, 406), cuconv::test::random_filter(29, 21, 405),
-                                     cuconv::test::launches_of<detail::KernelPath::tensor_planes_u8>, "8-bit planes");
+                                     cuconv::test::launches_of<gpu::KernelPath::tensor_planes_u8>, "8-bit planes");
   // Refused: a spike among 960 small weights (their rounding passes the limit), a side past 31, a
   // kept alpha channel, 8-bit input to 16-bit output; 17x17 stays on the 8-bit kernel. `auto`
   // takes the planes kernel for a random 31x31 filter (before it: `fft`).
   {
-    const std::uint64_t before = cuconv::test::launches(detail::KernelPath::tensor_planes_u8);
+    const std::uint64_t before = cuconv::test::launches(gpu::KernelPath::tensor_planes_u8);
     const cv::Mat src = random_image(40, 90, CV_8U, 4, 407);
     ConvolveOptions o;
     const Filter spike = spike_filter();
-    CHECK_FALSE(detail::dense_tensor_for(spike.weights, 31, 31, CV_8U, CV_8U, 0.0)->holds);
+    CHECK_FALSE(filter::dense_tensor_for(spike.weights, 31, 31, CV_8U, CV_8U, 0.0)->holds);
     o.variant = Variant::tensor;
     CHECK(convolve(src, spike, o).variant_used == Variant::tensor);
     CHECK(convolve(src, cuconv::test::random_filter(33, 33, 408), o).variant_used == Variant::tensor);
@@ -358,10 +358,10 @@ TEST_CASE("gpu tensor dense 8-bit planes: exact ties, saturation, unaligned rows
     CHECK(convolve(src, f31, o).image.depth() == CV_16U);
     o.depth = Depth::same;
     CHECK(convolve(src, cuconv::test::random_filter(17, 17, 410), o).variant_used == Variant::tensor);
-    CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_u8) == before);
+    CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_u8) == before);
     ConvolveOptions automatic;
     CHECK(cuconv::test::check_exact(src, f31, automatic, "auto 31x31") == Variant::tensor);
-    CHECK(cuconv::test::launches(detail::KernelPath::tensor_planes_u8) == before + 1);
+    CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_u8) == before + 1);
     CHECK(choose_variant(spike, automatic, true, CV_8U, CV_8U) != Variant::tensor);
   }
 }

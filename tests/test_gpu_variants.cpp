@@ -27,8 +27,8 @@
 using namespace cuconv;
 
 // The pass rule's fft tie band (include/cuconv/compare.hpp) is the product's tie margin.
-static_assert(kFftRelativeErrorBound == detail::kFftRelativeError);
-static_assert(kFftMaxRepairedMargin == detail::kFftMaxTieMargin);
+static_assert(kFftRelativeErrorBound == gpu::kFftRelativeError);
+static_assert(kFftMaxRepairedMargin == gpu::kFftMaxTieMargin);
 using cuconv::test::random_filter;
 using cuconv::test::kAllBorders;
 using cuconv::test::random_image;
@@ -291,11 +291,11 @@ TEST_CASE("gpu: fft with more ties than its repair list holds sums the rest in p
       // The lists of all passes together, however the tiles are batched: one list per pass, sized
       // to its batch of whole tiles; at most `tiles` passes of equal batches, which together hold
       // fewer than 2 x tiles tiles (launch_fft.cu; fft_repair_capacity is linear plus a constant).
-      const long long tile_w = cuconv::detail::fft_tile_side(shape.k, shape.cols) - shape.k + 1;
-      const long long tile_h = cuconv::detail::fft_tile_side(shape.k, shape.rows) - shape.k + 1;
+      const long long tile_w = cuconv::gpu::fft_tile_side(shape.k, shape.cols) - shape.k + 1;
+      const long long tile_h = cuconv::gpu::fft_tile_side(shape.k, shape.rows) - shape.k + 1;
       const long long tiles = ((shape.cols + tile_w - 1) / tile_w) * ((shape.rows + tile_h - 1) / tile_h) * shape.channels;
-      const long long capacity = cuconv::detail::fft_repair_capacity(tile_w * tile_h * (2 * tiles - 1)) +
-                                 (tiles - 1) * cuconv::detail::fft_repair_capacity(0);
+      const long long capacity = cuconv::gpu::fft_repair_capacity(tile_w * tile_h * (2 * tiles - 1)) +
+                                 (tiles - 1) * cuconv::gpu::fft_repair_capacity(0);
       long long ties = 0;  // odd values give n + 1/2 at delta 0, even ones at delta 0.5
       for (int y = 0; y < src.rows; ++y)
         for (int i = 0; i < src.cols * shape.channels; ++i) ties += (src.ptr<uchar>(y)[i] % 2 == 1) == (delta == 0.0);
@@ -318,7 +318,7 @@ TEST_CASE("gpu: fft transforms a filter once and a changed filter again, never a
   ConvolveOptions o;
   o.variant = Variant::fft;
   o.poison_output = true;
-  const auto built = [] { return cuconv::test::launches(cuconv::detail::KernelPath::fft_filter_spectrum); };
+  const auto built = [] { return cuconv::test::launches(cuconv::gpu::KernelPath::fft_filter_spectrum); };
   const auto before = built();
   const ConvolveResult first = convolve(src, f, o);
   REQUIRE(first.variant_used == Variant::fft);
@@ -342,7 +342,7 @@ TEST_CASE("gpu: fft transforms a filter once and a changed filter again, never a
 
   // Another image size with another tile size: a new spectrum too.
   const cv::Mat large = random_image(700, 650, CV_8U, 1, 4244);
-  REQUIRE(cuconv::detail::fft_tile_side(17, 650) != cuconv::detail::fft_tile_side(17, 131));
+  REQUIRE(cuconv::gpu::fft_tile_side(17, 650) != cuconv::gpu::fft_tile_side(17, 131));
   check_variant(Variant::fft, large, f, o, "fft, larger tiles");
   CHECK(built() == after_first + 2);
   // And the first filter on the first size again: still kept (the cache holds a few).

@@ -123,9 +123,9 @@ TEST_CASE("gpu workspace: a kept workspace gives fresh calls' results bit for bi
 
   // Small staging chunks: every image, strip and channel plane now goes through several chunks
   // (the default 4 MiB chunks leave most of them in one); results must not change.
-  const std::size_t default_chunks = detail::set_staging_chunk_bytes(3000);
+  const std::size_t default_chunks = gpu::set_staging_chunk_bytes(3000);
   run_all(workspace, variants);
-  detail::set_staging_chunk_bytes(default_chunks);
+  gpu::set_staging_chunk_bytes(default_chunks);
 
   // A moved-from workspace starts afresh; the moved-to one keeps the buffers.
   GpuWorkspace moved = std::move(workspace);

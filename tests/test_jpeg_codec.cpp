@@ -215,7 +215,7 @@ TEST_CASE("jpeg markers: one walk gives read_image's header check and the GPU ro
   CHECK(segment.data() > moved.bytes.data());
   CHECK(segment.data() + segment.size() < moved.bytes.data() + moved.bytes.size());
   CHECK(Bytes(segment.begin(), segment.end()) == exif);
-  const auto header = detail::inspect_image_file(path);
+  const auto header = codec::inspect_image_file(path);
   REQUIRE(header);
   CHECK(header->format == "JPEG");
   CHECK(header->width == 451);
@@ -326,57 +326,57 @@ TEST_CASE("jpeg markers: an ICC profile is copied when its chunks and header are
 }
 
 TEST_CASE("codec choice: JPEG -> JPEG only, auto takes the GPU codec for large batches, gpu without a GPU is exit 5") {
-  using codec::Codec;
+  using common::Codec;
   int asked = 0;
   const auto usable = [&asked](const codec::GpuCodecFormat&) { ++asked; return std::string(); };
   const auto unusable = [&asked](const codec::GpuCodecFormat&) { ++asked; return std::string("no usable CUDA device (test)"); };
-  codec::CodecRequest request;
+  engine::CodecRequest request;
   // auto: OpenCV's codec for fewer JPEG -> JPEG jobs than 16 per CPU thread (at least 64), without
   // asking for a GPU; from there the GPU codec when it is usable, and OpenCV's quietly when not.
-  CHECK(codec::auto_gpu_codec_threshold(2) == 64);
-  CHECK(codec::auto_gpu_codec_threshold(16) == 256);
-  CHECK(codec::auto_gpu_codec_threshold(0) >= 64);
-  CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable));  // one job: single-image mode
+  CHECK(engine::auto_gpu_codec_threshold(2) == 64);
+  CHECK(engine::auto_gpu_codec_threshold(16) == 256);
+  CHECK(engine::auto_gpu_codec_threshold(0) >= 64);
+  CHECK_FALSE(engine::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable));  // one job: single-image mode
   request.cpu_threads = 16;
   request.gpu_codec_jobs = 255;
-  CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable));
+  CHECK_FALSE(engine::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable));
   CHECK(asked == 0);
   request.gpu_codec_jobs = 256;
-  CHECK(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable) == codec::gpu_codec_for("x.jpeg", "y.jpg"));
+  CHECK(engine::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable) == codec::gpu_codec_for("x.jpeg", "y.jpg"));
   CHECK(codec::gpu_codec_for("x.jpeg", "y.jpg")->name == "nvjpeg");
-  CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", unusable));  // no throw under auto
-  CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.png", usable));
+  CHECK_FALSE(engine::choose_gpu_codec(request, "a.jpg", "b.JPEG", unusable));  // no throw under auto
+  CHECK_FALSE(engine::choose_gpu_codec(request, "a.jpg", "b.png", usable));
   request.gpu_codec_jobs = 1;
   request.codec = Codec::gpu;
-  CHECK(codec::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable));
-  CHECK_FALSE(codec::choose_gpu_codec(request, "a.png", "b.jpg", usable));
-  CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.png", usable));
+  CHECK(engine::choose_gpu_codec(request, "a.jpg", "b.JPEG", usable));
+  CHECK_FALSE(engine::choose_gpu_codec(request, "a.png", "b.jpg", usable));
+  CHECK_FALSE(engine::choose_gpu_codec(request, "a.jpg", "b.png", usable));
   asked = 0;
   request.codec = Codec::opencv;
-  CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.jpg", usable));
+  CHECK_FALSE(engine::choose_gpu_codec(request, "a.jpg", "b.jpg", usable));
   CHECK(asked == 0);  // --codec opencv never looks for a GPU
   request.codec = Codec::gpu;
-  CHECK(codec::choose_gpu_codec(request, "a.jpg", "b.jpg", usable));
-  CHECK_FALSE(codec::choose_gpu_codec(request, "a.png", "b.png", unusable));  // mixed batches: others keep OpenCV
+  CHECK(engine::choose_gpu_codec(request, "a.jpg", "b.jpg", usable));
+  CHECK_FALSE(engine::choose_gpu_codec(request, "a.png", "b.png", unusable));  // mixed batches: others keep OpenCV
   try {
-    (void)codec::choose_gpu_codec(request, "a.jpg", "b.jpg", unusable);
+    (void)engine::choose_gpu_codec(request, "a.jpg", "b.jpg", unusable);
     FAIL("--codec gpu without a GPU must throw");
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::gpu);
     CHECK(std::string(e.what()).find("no usable CUDA device (test)") != std::string::npos);
   }
   request.variant = Variant::opencv;
-  CHECK_THROWS_AS((void)codec::choose_gpu_codec(request, "a.jpg", "b.jpg", usable), Error);
+  CHECK_THROWS_AS((void)engine::choose_gpu_codec(request, "a.jpg", "b.jpg", usable), Error);
   request.codec = Codec::automatic;
-  CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.jpg", usable));
+  CHECK_FALSE(engine::choose_gpu_codec(request, "a.jpg", "b.jpg", usable));
   request.variant = Variant::automatic;
   request.auto_orient = true;
-  CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.jpg", usable));
+  CHECK_FALSE(engine::choose_gpu_codec(request, "a.jpg", "b.jpg", usable));
   request.auto_orient = false;
   request.host_features = true;
-  CHECK_FALSE(codec::choose_gpu_codec(request, "a.jpg", "b.jpg", usable));
-  CHECK(codec::parse_codec("gpu") == Codec::gpu);
-  CHECK_FALSE(codec::parse_codec("nvjpeg").has_value());
+  CHECK_FALSE(engine::choose_gpu_codec(request, "a.jpg", "b.jpg", usable));
+  CHECK(common::parse_codec("gpu") == Codec::gpu);
+  CHECK_FALSE(common::parse_codec("nvjpeg").has_value());
 }
 
 TEST_CASE("cli without a GPU: --codec auto uses OpenCV, --codec gpu exits 5 and writes nothing") {
@@ -420,29 +420,29 @@ TEST_CASE("batch engine: GPU JPEG items whose codec cannot start fail with a GPU
     return;
   }
   TempDir dir;
-  std::vector<batch::BatchItem> items;
+  std::vector<engine::BatchItem> items;
   for (const char* name : {"a", "b", "c"}) {
     const std::string in = dir.file(std::string(name) + ".jpg");
     cuconv::test::write_bytes(in, photo_jpeg(std::string(name) == "b"));
     items.push_back({in, dir.file(std::string("out-") + name + ".jpg")});
   }
   items.push_back({sample("camera.png"), dir.file("out-camera.png")});
-  batch::BatchOptions options;
+  engine::BatchOptions options;
   options.run.filter = load_filter("gauss5");
   options.jobs = 2;
   options.gpu_pipeline.batch = 2;
-  for (const batch::BatchItem& item : items)
+  for (const engine::BatchItem& item : items)
     options.routes.push_back(engine::Route{codec::gpu_codec_for(item.input, item.output)});
-  const batch::BatchSummary summary = batch::run_batch(items, options);
+  const engine::BatchSummary summary = engine::run_batch(items, options);
   REQUIRE(summary.items.size() == 4);
-  for (const batch::ItemReport& item : summary.items) {
+  for (const engine::ItemReport& item : summary.items) {
     CAPTURE(item.input);
     if (item.input.ends_with(".png")) {
-      CHECK(item.status == batch::ItemStatus::ok);
+      CHECK(item.status == engine::ItemStatus::ok);
       CHECK(std::filesystem::exists(item.output));
       CHECK(item.decoder == "opencv");
     } else {
-      CHECK(item.status == batch::ItemStatus::failed);
+      CHECK(item.status == engine::ItemStatus::failed);
       CHECK(item.exit_code == ExitCode::gpu);
       CHECK_FALSE(std::filesystem::exists(item.output));
     }
@@ -454,16 +454,16 @@ TEST_CASE("run-time loaders: cuFFT and nvJPEG are found and every function they 
   // pinned wheel) and the CUDA toolkit libcufft, so both must load here; a missing symbol or a
   // search path that misses the library fails with the loader's own reason.
   std::string reason;
-  CHECK_MESSAGE(cuconv::detail::cufft_api(&reason) != nullptr, reason);
+  CHECK_MESSAGE(cuconv::gpu::cufft_api(&reason) != nullptr, reason);
   reason.clear();
   CHECK_MESSAGE(codec::nvjpeg_available(&reason), reason);
   // The search order: the loader's own paths first, then the given folders, then the toolkit.
-  const std::vector<std::string> c = cuconv::detail::library_candidates("libx.so.1", {"/opt/x"});
+  const std::vector<std::string> c = cuconv::gpu::library_candidates("libx.so.1", {"/opt/x"});
   REQUIRE(c.size() >= 3);
   CHECK(c.front() == "libx.so.1");
   CHECK(c[1] == "/opt/x/libx.so.1");
   CHECK(c.back() == "/usr/local/cuda/lib64/libx.so.1");
-  CHECK(cuconv::detail::open_first({"libcuconv-no-such-library.so"}) == nullptr);
+  CHECK(cuconv::gpu::open_first({"libcuconv-no-such-library.so"}) == nullptr);
 }
 
 TEST_CASE("jpeg bounds: a decoder built like nvJPEG passes each file kind's bound, a wrong MCU row fails it") {

@@ -17,12 +17,12 @@
 #include <thread>
 #include <vector>
 
-using cuconv::detail::factor_separable;
+using cuconv::filter::factor_separable;
 
 namespace {
 
 /// Largest |vertical[i] * horizontal[j] - k[i][j]| over the filter.
-double reconstruction_error(const cuconv::Filter& f, const cuconv::detail::SeparableFactors& s) {
+double reconstruction_error(const cuconv::Filter& f, const cuconv::filter::SeparableFactors& s) {
   double worst = 0;
   for (int i = 0; i < f.height; ++i)
     for (int j = 0; j < f.width; ++j)
@@ -83,7 +83,7 @@ TEST_CASE("separable: rank 2 and random filters are refused") {
 }
 
 TEST_CASE("separable: fast uses the factors for float outputs, and for integer ones within the pass rule") {
-  using cuconv::detail::separable_for;
+  using cuconv::filter::separable_for;
   const auto usable = [](const char* spec, int in, int out, double delta = 0.0) {
     const cuconv::Filter f = cuconv::load_filter(spec);
     const auto factors = separable_for(f.weights, f.width, f.height, in, out, delta);
@@ -107,25 +107,25 @@ TEST_CASE("separable: fast uses the factors for float outputs, and for integer o
 }
 
 TEST_CASE("separable: the error bound grows with the filter's gain and stays under the limit for normalised blurs") {
-  using cuconv::detail::factor_separable;
-  using cuconv::detail::separable_error_bound;
+  using cuconv::filter::factor_separable;
+  using cuconv::filter::separable_error_bound;
   const cuconv::Filter small = cuconv::load_filter("gaussian:1,0.8");
   const cuconv::Filter large = cuconv::load_filter("gaussian:7,3");
   const double b_small = separable_error_bound(*factor_separable(small.weights, 3, 3), small.weights, 255, 0);
   const double b_large = separable_error_bound(*factor_separable(large.weights, 15, 15), large.weights, 255, 0);
   CHECK(b_small > 0);
   CHECK(b_small < b_large);
-  CHECK(b_large < cuconv::detail::kSeparableErrorLimit);
+  CHECK(b_large < cuconv::filter::kSeparableErrorLimit);
   // A blur scaled by 1000 (its outputs saturate) has a bound far above the limit: dense.
   std::vector<double> loud = large.weights;
   for (double& w : loud) w *= 1000;
-  CHECK(separable_error_bound(*factor_separable(loud, 15, 15), loud, 255, 0) > cuconv::detail::kSeparableErrorLimit);
-  CHECK_FALSE(cuconv::detail::separable_for(loud, 15, 15, CV_8U, CV_8U, 0.0).has_value());
+  CHECK(separable_error_bound(*factor_separable(loud, 15, 15), loud, 255, 0) > cuconv::filter::kSeparableErrorLimit);
+  CHECK_FALSE(cuconv::filter::separable_for(loud, 15, 15, CV_8U, CV_8U, 0.0).has_value());
 }
 
 TEST_CASE("separable: tensor's split is exact for dyadic presets and its bound admits blurs fast's does not") {
-  using cuconv::detail::separable_for;
-  using cuconv::detail::tensor_split;
+  using cuconv::filter::separable_for;
+  using cuconv::filter::tensor_split;
   const auto factors = [](const char* spec, double delta = 0.0) {
     const cuconv::Filter f = cuconv::load_filter(spec);
     return separable_for(f.weights, f.width, f.height, CV_8U, CV_8U, delta);
@@ -142,7 +142,7 @@ TEST_CASE("separable: tensor's split is exact for dyadic presets and its bound a
   // weight within half a unit.
   for (const char* spec : {"gaussian:7,3", "gaussian:3,1.5", "box:5", "sobel-x", "gaussian:8,3.5"}) {
     const cuconv::Filter f = cuconv::load_filter(spec);
-    const auto s = cuconv::detail::factor_separable(f.weights, f.width, f.height);
+    const auto s = cuconv::filter::factor_separable(f.weights, f.width, f.height);
     REQUIRE(s.has_value());
     const auto split = tensor_split(s->horizontal);
     REQUIRE(split.has_value());
@@ -172,11 +172,11 @@ TEST_CASE("separable: tensor's split is exact for dyadic presets and its bound a
 }
 
 TEST_CASE("separable: the both-passes tensor kernel's scales are exact in FP16 and its bound admits the blurs") {
-  using cuconv::detail::exact_in_half;
-  using cuconv::detail::separable_for;
-  using cuconv::detail::tensor_mma_error_bound;
-  using cuconv::detail::tensor_mma_scales;
-  using cuconv::detail::tensor_split;
+  using cuconv::filter::exact_in_half;
+  using cuconv::filter::separable_for;
+  using cuconv::filter::tensor_mma_error_bound;
+  using cuconv::filter::tensor_mma_scales;
+  using cuconv::filter::tensor_split;
   // binary16: 11 significant bits, normal down to 2^-14, subnormal grid 2^-24, largest 65504.
   for (double v : {1.0, -65504.0, 2047.0, 0.5 + std::ldexp(1.0, -11), std::ldexp(1.0, -24), std::ldexp(3.0, -24),
                    std::ldexp(1023.0, -24), 0.0})
@@ -213,7 +213,7 @@ TEST_CASE("separable: the both-passes tensor kernel's scales are exact in FP16 a
     // The bound stays under the limit, and above the part every split shares (the factorisation's
     // and the rounding of the weights) by at least the row sums' FP16 split.
     const double bound = tensor_mma_error_bound(*factors, *split, *scales, f.weights, 0.0);
-    CHECK(bound < cuconv::detail::kSeparableErrorLimit);
+    CHECK(bound < cuconv::filter::kSeparableErrorLimit);
     double magnitude_h = 0.0;
     double magnitude_v = 0.0;
     for (float h : factors->horizontal) magnitude_h += std::abs(static_cast<double>(h));
@@ -231,7 +231,7 @@ TEST_CASE("separable: the both-passes tensor kernel's scales are exact in FP16 a
   const cuconv::Filter box = cuconv::load_filter("box:9");
   std::vector<double> tiny = box.weights;
   for (double& w : tiny) w *= 1e-34;
-  const auto tiny_factors = cuconv::detail::factor_separable(tiny, 9, 9);
+  const auto tiny_factors = cuconv::filter::factor_separable(tiny, 9, 9);
   REQUIRE(tiny_factors.has_value());
   const auto tiny_split = tensor_split(tiny_factors->horizontal);
   REQUIRE(tiny_split.has_value());
@@ -242,10 +242,10 @@ TEST_CASE("separable: the both-passes tensor kernel's scales are exact in FP16 a
 }
 
 TEST_CASE("separable: the both-passes tensor kernel's arithmetic, emulated, stays within its bound") {
-  using cuconv::detail::separable_for;
-  using cuconv::detail::tensor_mma_error_bound;
-  using cuconv::detail::tensor_mma_scales;
-  using cuconv::detail::tensor_split;
+  using cuconv::filter::separable_for;
+  using cuconv::filter::tensor_mma_error_bound;
+  using cuconv::filter::tensor_mma_scales;
+  using cuconv::filter::tensor_split;
   // binary16 rounding to nearest, ties to even: 11 significant bits, the subnormal grid 2^-24.
   const auto to_half = [](double v) {
     if (v == 0.0) return 0.0;
@@ -347,8 +347,8 @@ TEST_CASE("separable: the both-passes tensor kernel's arithmetic, emulated, stay
 }
 
 TEST_CASE("separable: 16-bit outputs take the double sums where their bound and the flat areas allow") {
-  using cuconv::detail::separable_for;
-  using cuconv::detail::wide_error_bound;
+  using cuconv::filter::separable_for;
+  using cuconv::filter::wide_error_bound;
   const auto wide = [](const char* spec, double delta = 0.0) {
     const cuconv::Filter f = cuconv::load_filter(spec);
     const auto factors = separable_for(f.weights, f.width, f.height, CV_16U, CV_16U, delta);
@@ -375,13 +375,13 @@ TEST_CASE("separable: 16-bit outputs take the double sums where their bound and 
   std::vector<double> nudged = g.weights;
   const double pivot = *std::max_element(g.weights.begin(), g.weights.end());
   for (int i = 0; i < 10; ++i) nudged[static_cast<std::size_t>(i) * 31] += 0.5e-6 * pivot;
-  REQUIRE(cuconv::detail::factor_separable(nudged, 31, 31).has_value());
+  REQUIRE(cuconv::filter::factor_separable(nudged, 31, 31).has_value());
   CHECK_FALSE(separable_for(nudged, 31, 31, CV_16U, CV_16U, 0.0).has_value());
   CHECK(separable_for(nudged, 31, 31, CV_16U, CV_32F, 0.0).has_value());  // float outputs keep the float path
 }
 
 TEST_CASE("separable: tensor's dense split keeps its digit sums exact and its arithmetic within the bound") {
-  using cuconv::detail::dense_tensor_split;
+  using cuconv::filter::dense_tensor_split;
   // Random dense filters (weights in [-0.3, 1) summing to 1), a box, a gaussian treated densely and
   // a filter with one huge and many tiny weights: every side from 1 to 17, square and not.
   struct Case {
@@ -408,7 +408,7 @@ TEST_CASE("separable: tensor's dense split keeps its digit sums exact and its ar
     const auto split = dense_tensor_split(c.weights, c.kw, c.kh, 0.0);
     REQUIRE(split.has_value());
     CHECK(split->holds);
-    CHECK(split->bound < cuconv::detail::kSeparableErrorLimit);
+    CHECK(split->bound < cuconv::filter::kSeparableErrorLimit);
     // Signed-byte digits rebuilding H within half a unit of the scaled weight, and every digit's
     // chain over the whole filter below 2^24, so 8-bit sums are exact 32-bit integers that convert
     // to float exactly.
@@ -464,7 +464,7 @@ TEST_CASE("separable: tensor's dense split keeps its digit sums exact and its ar
   spiky[40] = 1.0;
   const auto spike = dense_tensor_split(spiky, 9, 9, 0.0);
   REQUIRE(spike.has_value());
-  CHECK(spike->bound > cuconv::detail::kSeparableErrorLimit);
+  CHECK(spike->bound > cuconv::filter::kSeparableErrorLimit);
   CHECK_FALSE(spike->holds);
   // A flat area at a tie of an inexact split (1/2 plus a little that the integers lose: odd pixel
   // values sum to n + 1/2 within the bound) fails the rule; a delta moves the flat areas away.
@@ -511,7 +511,7 @@ std::vector<SplitCase> split_cases(cv::RNG& rng, std::initializer_list<std::pair
 }  // namespace
 
 TEST_CASE("separable: tensor's float split bounds the block floating point arithmetic") {
-  using cuconv::detail::dense_tensor_split_float;
+  using cuconv::filter::dense_tensor_split_float;
   // The kernel's arithmetic (kernels/tensor_dense_float.cuh) emulated on random windows: the scale
   // 2^s from the window's largest magnitude M, pixels rounded to v = x 2^s as three signed digits,
   // the six digit products of weight 2^16 and more in three integer chains, the float epilogue.
@@ -564,7 +564,7 @@ TEST_CASE("separable: tensor's float split bounds the block floating point arith
       worst = std::max(worst, std::abs(static_cast<double>(got) - exact) / (weight_sum * largest + std::abs(delta)));
     }
     CHECK(worst <= split->bound);
-    CHECK(split->bound <= cuconv::detail::kDenseFloatErrorLimit);
+    CHECK(split->bound <= cuconv::filter::kDenseFloatErrorLimit);
   }
   // A spike among 960 weights of 1e-3: each small weight keeps only its low digit, whose products
   // with the pixels' low digits are dropped, so the bound passes the limit and `tensor` leaves it.
@@ -572,25 +572,25 @@ TEST_CASE("separable: tensor's float split bounds the block floating point arith
   spike[480] = 1.0;
   const auto refused = dense_tensor_split_float(spike, 31, 31);
   REQUIRE(refused.has_value());
-  CHECK(refused->bound > cuconv::detail::kDenseFloatErrorLimit);
+  CHECK(refused->bound > cuconv::filter::kDenseFloatErrorLimit);
   CHECK_FALSE(refused->holds);
   CHECK_FALSE(dense_tensor_split_float(std::vector<double>(9, 0.0), 3, 3).has_value());
   CHECK_FALSE(dense_tensor_split_float({1.0, std::nan("")}, 2, 1).has_value());
   // dense_tensor_for: 8-bit, float and 16-bit up to 31 (8-bit past 17 on the planes kernel),
   // nothing for other depths.
   const std::vector<double> box19(19 * 19, 1.0 / 361);
-  CHECK(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_8U, CV_8U, 0.0)->digits.size() == 3);
-  CHECK_FALSE(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_8U, CV_16U, 0.0).has_value());
-  CHECK(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_32F, CV_32F, 0.0).has_value());
-  CHECK(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_16U, CV_16U, 0.0)->digits.size() == 4);
-  CHECK_FALSE(cuconv::detail::dense_tensor_for(box19, 19, 19, CV_16U, CV_32F, 0.0).has_value());
+  CHECK(cuconv::filter::dense_tensor_for(box19, 19, 19, CV_8U, CV_8U, 0.0)->digits.size() == 3);
+  CHECK_FALSE(cuconv::filter::dense_tensor_for(box19, 19, 19, CV_8U, CV_16U, 0.0).has_value());
+  CHECK(cuconv::filter::dense_tensor_for(box19, 19, 19, CV_32F, CV_32F, 0.0).has_value());
+  CHECK(cuconv::filter::dense_tensor_for(box19, 19, 19, CV_16U, CV_16U, 0.0)->digits.size() == 4);
+  CHECK_FALSE(cuconv::filter::dense_tensor_for(box19, 19, 19, CV_16U, CV_32F, 0.0).has_value());
   const std::vector<double> box33(33 * 33, 1.0 / 1089);
-  CHECK_FALSE(cuconv::detail::dense_tensor_for(box33, 33, 33, CV_16U, CV_16U, 0.0).has_value());
-  CHECK_FALSE(cuconv::detail::dense_tensor_for(box33, 33, 33, CV_8U, CV_8U, 0.0).has_value());
+  CHECK_FALSE(cuconv::filter::dense_tensor_for(box33, 33, 33, CV_16U, CV_16U, 0.0).has_value());
+  CHECK_FALSE(cuconv::filter::dense_tensor_for(box33, 33, 33, CV_8U, CV_8U, 0.0).has_value());
 }
 
 TEST_CASE("separable: tensor's 16-bit split bounds the kernel's arithmetic and is exact on dyadic weights") {
-  using cuconv::detail::dense_tensor_split_u16;
+  using cuconv::filter::dense_tensor_split_u16;
   // The kernel's arithmetic (kernels/tensor_dense_planes.cuh) emulated on random 16-bit windows:
   // pixel bytes lo, hi times the four weight digits, the eight products in five integer chains
   // (2^32, 2^24, 2^16, 2^8, 1) joined by double FMAs, scaled by 2^-e with the float delta added.
@@ -608,7 +608,7 @@ TEST_CASE("separable: tensor's 16-bit split bounds the kernel's arithmetic and i
     REQUIRE(split.has_value());
     CHECK(split->holds);
     CHECK(split->bound > 0.0);
-    CHECK(split->bound <= cuconv::detail::kSeparableErrorLimit);
+    CHECK(split->bound <= cuconv::filter::kSeparableErrorLimit);
     long double scaled_sum = 0.0L;
     long long whole_sum = 0;
     for (std::size_t k = 0; k < weights.size(); ++k) {
@@ -670,7 +670,7 @@ TEST_CASE("separable: tensor's 16-bit split bounds the kernel's arithmetic and i
   spike[480] = 1.0;
   const auto refused = dense_tensor_split_u16(spike, 31, 31, 0.0);
   REQUIRE(refused.has_value());
-  CHECK(refused->bound > cuconv::detail::kSeparableErrorLimit);
+  CHECK(refused->bound > cuconv::filter::kSeparableErrorLimit);
   CHECK_FALSE(refused->holds);
   // Sums that may pass int's range (cvRound's INT_MIN in filter2D) are left to `fast`, even exact ones.
   std::vector<double> centre(9, 0.0);
@@ -683,7 +683,7 @@ TEST_CASE("separable: tensor's 16-bit split bounds the kernel's arithmetic and i
 }
 
 TEST_CASE("separable: filter_splits answers a repeated request from the kept ones, bit for bit") {
-  using namespace cuconv::detail;
+  using namespace cuconv::filter;
   // A rank-1 blur with non-dyadic weights: 8-bit requests get both the factors and the dense split.
   const cuconv::Filter blur = cuconv::load_filter("gaussian:2,0.937");
   const std::vector<double>& w = blur.weights;

@@ -113,6 +113,7 @@ TEST_CASE("served cli: each image goes to the least loaded device, within the se
 }
 
 TEST_CASE("served cli: a warm GPU codec takes a single JPEG, a cold one waits for a run worth its set-up") {
+  using namespace cuconv::engine;
   using namespace cuconv::codec;
   CodecRequest request;
   const auto usable = [](const GpuCodecFormat&) { return std::string(); };

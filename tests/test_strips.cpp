@@ -17,9 +17,9 @@
 #include <vector>
 
 using namespace cuconv;
-using cuconv::detail::MemoryModel;
-using cuconv::detail::StripPlan;
-using cuconv::detail::StripRows;
+using cuconv::gpu::MemoryModel;
+using cuconv::gpu::StripPlan;
+using cuconv::gpu::StripRows;
 using cuconv::test::bit_equal;
 using cuconv::test::random_filter;
 using cuconv::test::kAllBorders;
@@ -33,7 +33,7 @@ namespace {
 cv::Mat extended_rows(const cv::Mat& image, int begin, int end, Border border, double border_value) {
   cv::Mat rows(end - begin, image.cols, image.type());
   for (int y = begin; y < end; ++y) {
-    const int from = detail::source_row(y, image.rows, border);
+    const int from = gpu::source_row(y, image.rows, border);
     if (from < 0)
       rows.row(y - begin).setTo(cv::Scalar::all(border_value));
     else
@@ -47,30 +47,30 @@ cv::Mat extended_rows(const cv::Mat& image, int begin, int end, Border border, d
 TEST_CASE("strips: the whole image when it fits, as many rows as fit otherwise, an error when one row does not") {
   const MemoryModel model{1000, 100};  // 1000 bytes fixed, 100 a row
   // 50 rows need 6000 bytes.
-  StripPlan plan = detail::plan_strips(10, 50, 5, model, 6000, 0);
+  StripPlan plan = gpu::plan_strips(10, 50, 5, model, 6000, 0);
   CHECK(plan.count == 1);
   CHECK(plan.rows_per_strip == 50);
   // 5999 bytes: 49 input rows fit, of which 4 are the halo of a 5-row filter.
-  plan = detail::plan_strips(10, 50, 5, model, 5999, 0);
+  plan = gpu::plan_strips(10, 50, 5, model, 5999, 0);
   CHECK(plan.rows_per_strip == 45);
   CHECK(plan.count == 2);
   CHECK(model.bytes_for(45 + 4) <= 5999);
   CHECK(model.bytes_for(46 + 4) > 5999);
   // Forced: at most 7 rows a strip even though the image fits; a force at or above the height
   // changes nothing.
-  plan = detail::plan_strips(10, 50, 5, model, 1'000'000, 7);
+  plan = gpu::plan_strips(10, 50, 5, model, 1'000'000, 7);
   CHECK(plan.rows_per_strip == 7);
   CHECK(plan.count == 8);
-  CHECK(detail::plan_strips(10, 50, 5, model, 1'000'000, 50).count == 1);
-  CHECK(detail::plan_strips(10, 50, 5, model, 1'000'000, 51).count == 1);
+  CHECK(gpu::plan_strips(10, 50, 5, model, 1'000'000, 50).count == 1);
+  CHECK(gpu::plan_strips(10, 50, 5, model, 1'000'000, 51).count == 1);
   // The memory limit wins over a larger forced height.
-  plan = detail::plan_strips(10, 50, 5, model, 2000, 40);
+  plan = gpu::plan_strips(10, 50, 5, model, 2000, 40);
   CHECK(plan.rows_per_strip == 6);
   CHECK(plan.count == 9);
   // Exactly one output row (5 input rows, 1500 bytes) fits; one byte less does not.
-  CHECK(detail::plan_strips(10, 50, 5, model, 1500, 0).rows_per_strip == 1);
+  CHECK(gpu::plan_strips(10, 50, 5, model, 1500, 0).rows_per_strip == 1);
   try {
-    (void)detail::plan_strips(10, 50, 5, model, 1499, 0);
+    (void)gpu::plan_strips(10, 50, 5, model, 1499, 0);
     FAIL("expected Error{gpu}");
   } catch (const Error& e) {
     CHECK(e.kind() == ErrorKind::gpu);
@@ -78,7 +78,7 @@ TEST_CASE("strips: the whole image when it fits, as many rows as fit otherwise, 
     CHECK(message.find("10x50 image does not fit the GPU memory limit of 1499 bytes") != std::string::npos);
     CHECK(message.find("needs 1500 bytes") != std::string::npos);
   }
-  CHECK_THROWS_AS((void)detail::plan_strips(10, 50, 5, model, 999, 0), Error);  // below the fixed part
+  CHECK_THROWS_AS((void)gpu::plan_strips(10, 50, 5, model, 999, 0), Error);  // below the fixed part
 }
 
 TEST_CASE("strips: every output row in exactly one strip, each strip's input is its rows plus the halo") {
@@ -89,7 +89,7 @@ TEST_CASE("strips: every output row in exactly one strip, each strip's input is 
         INFO("height ", height, " rows ", rows_per_strip, " kh ", kh, " anchor ", anchor_y);
         int next = 0;
         for (int i = 0; i < plan.count; ++i) {
-          const StripRows s = detail::strip_rows(plan, i, height, kh, anchor_y);
+          const StripRows s = gpu::strip_rows(plan, i, height, kh, anchor_y);
           CHECK(s.out_begin == next);
           CHECK(s.output_rows() >= 1);
           CHECK(s.output_rows() <= rows_per_strip);
@@ -158,7 +158,7 @@ TEST_CASE("strips: each strip filtered as an image of its own gives the whole im
           const StripPlan plan{rows_per_strip, (height + rows_per_strip - 1) / rows_per_strip};
           cv::Mat striped(whole.size(), whole.type(), cv::Scalar::all(-1));
           for (int i = 0; i < plan.count; ++i) {
-            const StripRows s = detail::strip_rows(plan, i, height, shape.kh, anchor_y);
+            const StripRows s = gpu::strip_rows(plan, i, height, shape.kh, anchor_y);
             const cv::Mat strip = extended_rows(image, s.in_begin, s.in_end, border, o.border_value);
             const cv::Mat filtered = convolve(strip, filter, o).image;
             filtered.rowRange(s.first_valid, s.first_valid + s.output_rows()).copyTo(striped.rowRange(s.out_begin, s.out_end));

@@ -145,10 +145,10 @@ struct ConvolveResult {
 [[nodiscard]] ConvolveResult convolve(const cv::Mat& src, const Filter& filter,
                                       const ConvolveOptions& options);
 
-namespace detail {
+namespace gpu {
 struct WorkspaceState;   // src/gpu/memory/workspace.hpp (CUDA types)
 struct WorkspaceAccess;  // the library's way in
-}  // namespace detail
+}  // namespace gpu
 
 /// What a thread that filters many images keeps between convolve() calls: its CUDA stream, its
 /// device planes and its pinned host staging buffers. Buffers grow to the largest image seen and
@@ -182,8 +182,8 @@ class GpuWorkspace {
 
 
  private:
-  friend struct detail::WorkspaceAccess;
-  std::unique_ptr<detail::WorkspaceState> state_;
+  friend struct gpu::WorkspaceAccess;
+  std::unique_ptr<gpu::WorkspaceState> state_;
 };
 
 /// convolve() reusing `workspace`'s stream and buffers (the GPU variants; `opencv` ignores it).

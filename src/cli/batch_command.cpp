@@ -44,9 +44,9 @@ namespace cuconv::cli {
 namespace {
 
 namespace fs = std::filesystem;
-using batch::BatchSummary;
-using batch::ItemReport;
-using batch::ItemStatus;
+using engine::BatchSummary;
+using engine::ItemReport;
+using engine::ItemStatus;
 
 /// A path the user named: on the command line, or in a --from list.
 struct NamedInput {
@@ -76,14 +76,14 @@ std::vector<NamedInput> named_inputs(const BatchRequest& request, Session& sessi
     std::vector<std::string> paths;
     if (list == "-") {
       std::istringstream in(read_all(session.in_fd));
-      paths = batch::read_path_list(in, "standard input");
+      paths = engine::read_path_list(in, "standard input");
     } else {
       if (files.kind(list, true) == engine::FileKind::directory)
         throw Error(ErrorKind::bad_input, "--from " + list + ": is a directory, not a list of paths");
       const engine::OpenedFile file = files.open_input(list);
       std::ifstream in(file.local_path());
       if (!in) throw Error(ErrorKind::bad_input, "--from " + list + ": cannot read the list of paths");
-      paths = batch::read_path_list(in, list);
+      paths = engine::read_path_list(in, list);
     }
     for (std::string& path : paths) named.push_back({std::move(path), list == "-" ? "standard input" : list});
   }
@@ -102,16 +102,16 @@ void check_inputs_exist(const std::vector<NamedInput>& named, engine::Files& fil
   }
   if (first == nullptr) return;
   std::string message = "input '" + first->path + "'" + (first->list.empty() ? "" : " (listed in " + first->list + ")") +
-                        " " + batch::why_unreachable(first->path, files);
+                        " " + engine::why_unreachable(first->path, files);
   if (missing > 1) message += "; " + std::to_string(missing - 1) + " more named input(s) do not exist either";
   throw Error(ErrorKind::bad_input, message);
 }
 
 /// Throws Error{output} unless every output's extension names a format cuconv writes; without an
 /// extension (an input without one, kept by a --name without one) it says so and how to name one.
-void check_output_names(const std::vector<batch::BatchItem>& items) {
+void check_output_names(const std::vector<engine::BatchItem>& items) {
   std::set<std::string> checked;  // each extension once
-  for (const batch::BatchItem& item : items) {
+  for (const engine::BatchItem& item : items) {
     const std::string extension = fs::path(item.output).extension().string();
     if (extension.empty())
       throw Error(ErrorKind::output, item.output + ": has no extension to pick the output format (the input " +
@@ -125,7 +125,7 @@ void check_output_names(const std::vector<batch::BatchItem>& items) {
 /// JPEG and WebP files and does not refuse the PNG files beside them (the values themselves are
 /// checked by the command line: a quality of 1-100, a PNG level or a TIFF codec). Returns one
 /// warning per option that some outputs are written without, naming a few of them.
-std::vector<std::string> encoder_option_notes(const std::vector<batch::BatchItem>& items, const WriteOptions& write) {
+std::vector<std::string> encoder_option_notes(const std::vector<engine::BatchItem>& items, const WriteOptions& write) {
   struct Ignored {
     std::string option;
     std::string takes;  ///< the outputs that take it
@@ -134,7 +134,7 @@ std::vector<std::string> encoder_option_notes(const std::vector<batch::BatchItem
   Ignored quality{"--quality " + (write.quality ? std::to_string(*write.quality) : std::string()), "JPEG and WebP", {}};
   Ignored compression{"--compression " + write.compression,
                       write.compression.size() == 1 ? "PNG" : "TIFF", {}};
-  for (const batch::BatchItem& item : items) {
+  for (const engine::BatchItem& item : items) {
     const WriteOptions share = encoder_options_for(item.output, write);
     if (write.quality && !share.quality) quality.outputs.push_back(item.output);
     if (!write.compression.empty() && share.compression.empty()) compression.outputs.push_back(item.output);
@@ -195,7 +195,7 @@ GpuCheck check_gpu(Variant variant, const Session& session, spdlog::logger& log)
 }  // namespace
 
 ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, const ConvolveOptions& options,
-                           const codec::CodecRequest& codec_in, const codec::GpuOutputOptions& gpu_output,
+                           const engine::CodecRequest& codec_in, const codec::GpuOutputOptions& gpu_output,
                            Session& session) {
   spdlog::logger& log = session.log();
   engine::Files& files = session.file_access();
@@ -219,24 +219,24 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   check_inputs_exist(named, files);
   std::vector<std::string> named_paths;
   for (const NamedInput& input : named) named_paths.push_back(input.path);
-  const std::vector<std::string> inputs = batch::collect_inputs(named_paths, request.recursive, files);
+  const std::vector<std::string> inputs = engine::collect_inputs(named_paths, request.recursive, files);
   if (inputs.empty()) throw Error(ErrorKind::bad_input, "no images found in the directories given");
 
-  batch::check_name_template(request.name_template, inputs.size());
-  const std::vector<batch::BatchItem> all_items =
-      batch::plan_outputs(inputs, request.out_dir, request.name_template, {files, session.caller_folder()});
-  const batch::Shard shard = !request.shard.empty()
-                                 ? batch::parse_shard(request.shard)
-                                 : batch::slurm_array_shard([&session](const char* name) { return session.getenv(name); }).value_or(batch::Shard{});
-  const std::vector<batch::BatchItem> items = batch::select_shard(all_items, shard);
+  engine::check_name_template(request.name_template, inputs.size());
+  const std::vector<engine::BatchItem> all_items =
+      engine::plan_outputs(inputs, request.out_dir, request.name_template, {files, session.caller_folder()});
+  const engine::Shard shard = !request.shard.empty()
+                                 ? engine::parse_shard(request.shard)
+                                 : engine::slurm_array_shard([&session](const char* name) { return session.getenv(name); }).value_or(engine::Shard{});
+  const std::vector<engine::BatchItem> items = engine::select_shard(all_items, shard);
   log.info("{} input(s); shard {}/{}: {} of them", all_items.size(), shard.index, shard.count, items.size());
   check_output_names(items);
   const std::vector<std::string> option_notes = encoder_option_notes(items, request.write);
-  for (const batch::BatchItem& item : items)
+  for (const engine::BatchItem& item : items)
     if (files.same_file(item.input, item.output))
       throw Error(ErrorKind::usage, item.output + ": output is the input file; refusing to overwrite it");
 
-  batch::BatchOptions batch_options;
+  engine::BatchOptions batch_options;
   engine::RunSettings& run = batch_options.run;
   run.filter = filter;
   run.apply_filter = !request.no_filter;
@@ -254,23 +254,23 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   // threads (--jobs); --codec gpu without it stops here, before any work (exit 5).
   run.codec = codec_in;
   run.codec.gpu_codec_jobs = static_cast<std::size_t>(std::count_if(
-      items.begin(), items.end(), [](const batch::BatchItem& item) { return codec::gpu_codec_for(item.input, item.output); }));
+      items.begin(), items.end(), [](const engine::BatchItem& item) { return codec::gpu_codec_for(item.input, item.output); }));
   run.codec.cpu_threads = request.jobs;
   auto gpu_codec_reasons = std::make_shared<std::map<const codec::GpuCodecFormat*, std::string>>();
   run.gpu_codec_unusable = [gpu_codec_reasons](const codec::GpuCodecFormat& gpu_codec) {
     const auto [at, asked] = gpu_codec_reasons->try_emplace(&gpu_codec);
-    if (asked) at->second = codec::gpu_codec_unusable_reason(gpu_codec);
+    if (asked) at->second = engine::gpu_codec_unusable_reason(gpu_codec);
     return at->second;
   };
   // Each item's route, once: the pipeline takes them as they are.
   bool any_gpu_codec = false;
-  for (const batch::BatchItem& item : items) {
+  for (const engine::BatchItem& item : items) {
     batch_options.routes.push_back(engine::choose_route({item.input, item.output, {}, {}, false}, run));
     any_gpu_codec = any_gpu_codec || batch_options.routes.back().on_gpu_codec();
   }
-  if (run.codec.gpu_codec_jobs > 0 && run.codec.codec == codec::Codec::automatic) {
+  if (run.codec.gpu_codec_jobs > 0 && run.codec.codec == common::Codec::automatic) {
     const std::size_t jobs = run.codec.gpu_codec_jobs;
-    const std::size_t threshold = codec::auto_gpu_codec_threshold(run.codec.cpu_threads);
+    const std::size_t threshold = engine::auto_gpu_codec_threshold(run.codec.cpu_threads);
     std::string why_not;
     for (const auto& [gpu_codec, reason] : *gpu_codec_reasons)
       if (!reason.empty()) why_not += ": " + std::string(gpu_codec->format) + ": " + reason;
@@ -299,7 +299,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   }
   files.make_directories(request.out_dir);
   // Checked only where some output is to be written: a re-run whose outputs all exist skips them.
-  const bool writes_some = std::any_of(items.begin(), items.end(), [&](const batch::BatchItem& item) {
+  const bool writes_some = std::any_of(items.begin(), items.end(), [&](const engine::BatchItem& item) {
     return request.overwrite || files.kind(item.output, false) == engine::FileKind::none;
   });
   if (writes_some) check_output_folder_writable(request.out_dir, files);
@@ -311,7 +311,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     throw Error(ErrorKind::output, request.json_path + ": cannot write the JSON summary");
 
   ProgressLine progress(!request.quiet && ::isatty(session.err_fd) != 0, items.size(), session.err_fd);
-  const batch::ItemObserver report_item = [&](const ItemReport& item, std::size_t done, std::size_t) {
+  const engine::ItemObserver report_item = [&](const ItemReport& item, std::size_t done, std::size_t) {
     const auto level = item.status == ItemStatus::failed ? spdlog::level::err
                        : item.gpu_fallback.empty()        ? spdlog::level::info
                                                           : spdlog::level::warn;
@@ -337,7 +337,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   const auto pipeline_start = std::chrono::steady_clock::now();
   const BatchSummary summary = [&] {
     try {
-      return batch::run_batch(items, batch_options, report_item);
+      return engine::run_batch(items, batch_options, report_item);
     } catch (...) {
       // The batch did not run (no usable GPU, or a thread could not start): leave no empty summary.
       if (json_file) files.remove(request.json_path);

@@ -20,7 +20,7 @@ namespace cuconv::cli {
 /// no usable GPU for an explicit variant). `session.started` gives the JSON summary's startup_ms.
 /// `codec` and `gpu_output` steer the GPU codec route (cli/codec_options.hpp).
 [[nodiscard]] ExitCode run_batch_command(const BatchRequest& request, const Filter& filter,
-                                         const ConvolveOptions& options, const codec::CodecRequest& codec,
+                                         const ConvolveOptions& options, const engine::CodecRequest& codec,
                                          const codec::GpuOutputOptions& gpu_output, Session& session);
 
 }  // namespace cuconv::cli

@@ -11,8 +11,8 @@
 
 namespace cuconv::cli {
 
-using batch::BatchSummary;
-using batch::ItemReport;
+using engine::BatchSummary;
+using engine::ItemReport;
 using Clock = std::chrono::steady_clock;
 
 void ProgressLine::update(std::size_t done) {
@@ -85,8 +85,8 @@ std::string variant_reason(const ItemReport& item, Variant requested, const std:
 
 }  // namespace
 
-nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int signal, const batch::Shard& shard,
-                            const batch::BatchOptions& options, const StartupTimes& startup) {
+nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int signal, const engine::Shard& shard,
+                            const engine::BatchOptions& options, const StartupTimes& startup) {
   nlohmann::json files = nlohmann::json::array();
   for (const ItemReport& item : summary.items) {
     files.push_back({{"input", item.input},

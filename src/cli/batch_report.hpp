@@ -51,11 +51,11 @@ struct StartupTimes {
 };
 
 /// The JSON summary of a finished batch.
-[[nodiscard]] nlohmann::json summary_json(const batch::BatchSummary& summary, ExitCode exit_code, int signal,
-                                          const batch::Shard& shard, const batch::BatchOptions& options,
+[[nodiscard]] nlohmann::json summary_json(const engine::BatchSummary& summary, ExitCode exit_code, int signal,
+                                          const engine::Shard& shard, const engine::BatchOptions& options,
                                           const StartupTimes& startup);
 
 /// The closing lines: outputs kept, an interruption, failures, the rate and the GPU JPEG stages.
-void log_outcome(const batch::BatchSummary& summary, bool fail_fast, int signal, spdlog::logger& log);
+void log_outcome(const engine::BatchSummary& summary, bool fail_fast, int signal, spdlog::logger& log);
 
 }  // namespace cuconv::cli

@@ -6,9 +6,9 @@
 
 namespace cuconv::cli {
 
-codec::CodecRequest codec_request(const CliRequest& req, const ConvolveOptions& options) {
-  codec::CodecRequest request;
-  request.codec = *codec::parse_codec(req.codec);  // CLI11 checked membership
+engine::CodecRequest codec_request(const CliRequest& req, const ConvolveOptions& options) {
+  engine::CodecRequest request;
+  request.codec = *common::parse_codec(req.codec);  // CLI11 checked membership
   request.variant = options.variant;
   request.depth = options.depth;
   request.host_features = req.compare || req.bench_runs > 0;

@@ -8,7 +8,7 @@
 namespace cuconv::cli {
 
 /// What decides whether a job takes a GPU codec.
-[[nodiscard]] codec::CodecRequest codec_request(const CliRequest& req, const ConvolveOptions& options);
+[[nodiscard]] engine::CodecRequest codec_request(const CliRequest& req, const ConvolveOptions& options);
 
 /// Quality and metadata of the GPU codec route's output.
 [[nodiscard]] codec::GpuOutputOptions gpu_output_options(const CliRequest& req);

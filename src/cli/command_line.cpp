@@ -35,29 +35,29 @@ CLI::Validator one_of(std::vector<std::string> names, std::string what) {
   return CLI::Validator(
       [names, what](std::string& text) -> std::string {
         for (const std::string& name : names) {
-          if (names::equal_ignoring_case(name, text)) {
+          if (common::equal_ignoring_case(name, text)) {
             text = name;
             return {};
           }
         }
         std::string message = "'" + text + "' is not a " + what;
-        const std::vector<std::string> nearest = names::nearest_names(text, names);
-        if (!nearest.empty()) message += "; did you mean " + names::quoted_alternatives(nearest) + "?";
-        return message + " (one of " + names::quoted_alternatives(names) + ")";
+        const std::vector<std::string> nearest = common::nearest_names(text, names);
+        if (!nearest.empty()) message += "; did you mean " + common::quoted_alternatives(nearest) + "?";
+        return message + " (one of " + common::quoted_alternatives(names) + ")";
       },
       "{" + listed + "}");
 }
 
 template <class Enum>
 CLI::Validator one_of_table() {
-  return one_of(names::all_names<Enum>(), std::string(names::Table<Enum>::what));
+  return one_of(common::all_names<Enum>(), std::string(common::Table<Enum>::what));
 }
 
 /// One integer of --anchor: blanks and a '+' before it allowed, as sscanf's %d has it, but a
 /// value beyond int is refused rather than undefined.
 std::optional<int> read_anchor_int(std::string_view text) {
   while (!text.empty() && (text.front() == ' ' || text.front() == '\t')) text.remove_prefix(1);
-  return detail::parse_signed_whole_number<int>(text);
+  return common::parse_signed_whole_number<int>(text);
 }
 
 /// "X,Y" -> anchor; Error{usage} otherwise.
@@ -155,7 +155,7 @@ CLI::Validator by_hand(Accepts accepts, std::string expected, std::string type_n
 template <class Enum>
 std::string table_help(const std::string& title) {
   std::string text = title + ":\n";
-  for (const auto& e : names::Table<Enum>::entries) {
+  for (const auto& e : common::Table<Enum>::entries) {
     std::string name(e.name);
     name.resize(std::max<std::size_t>(name.size() + 2, 14), ' ');
     text += "  " + name + std::string(e.help) + "\n";
@@ -196,8 +196,8 @@ std::string unexpected_argument_message(const CLI::App& app, const std::string& 
     return "unexpected argument '" + argument + "' (single-image mode takes INPUT OUTPUT; several inputs need --out-dir DIR)";
   const std::string name = argument.substr(0, argument.find('='));
   std::string message = "unknown option '" + name + "'";
-  const std::vector<std::string> nearest = names::nearest_names(name, long_option_names(app));
-  if (!nearest.empty()) message += "; did you mean " + names::quoted_alternatives(nearest) + "?";
+  const std::vector<std::string> nearest = common::nearest_names(name, long_option_names(app));
+  if (!nearest.empty()) message += "; did you mean " + common::quoted_alternatives(nearest) + "?";
   return message;
 }
 
@@ -269,7 +269,7 @@ bool is_batch_invocation(int argc, const char* const* argv) {
 
 std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
   const std::size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
-  const std::optional<std::uint64_t> value = detail::parse_whole_number<std::uint64_t>(text.substr(0, digits));
+  const std::optional<std::uint64_t> value = common::parse_whole_number<std::uint64_t>(text.substr(0, digits));
   if (!value || *value == 0) return std::nullopt;
   // The unit: K, M, G or T, alone or followed by B or iB; B alone for bytes. All binary.
   std::string unit(text.substr(digits));
@@ -325,7 +325,7 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
   app.add_option("--max-pixels", req.max_pixels, "refuse larger images (PNG/JPEG/TIFF/BMP: from the header, before decoding)")
       ->check(by_hand(
           [](const std::string& text) {
-            const std::optional<std::uint64_t> value = detail::parse_whole_number<std::uint64_t>(text);
+            const std::optional<std::uint64_t> value = common::parse_whole_number<std::uint64_t>(text);
             return value && *value > 0;
           },
           "expected a whole number from 1 to 2^64-1", "PIXELS"))
@@ -355,7 +355,7 @@ ParsedCommand parse_command_line(int argc, const char* const* argv) {
                  "files a GPU codec takes (JPEG -> JPEG, nvJPEG): decode and encode on the GPU (gpu) or with "
                  "OpenCV (opencv); auto: the GPU's for batches of at least 16 such files per --jobs thread (64 or "
                  "more), where its set-up pays off, else OpenCV's (docs/gpu-jpeg.md)")
-      ->transform(one_of_table<codec::Codec>())
+      ->transform(one_of_table<common::Codec>())
       ->capture_default_str();
   auto* overwrite = app.add_flag("--overwrite", req.overwrite,
                                  "replace an existing output (default: never; one image: refused, exit 4; batch: skipped)");

@@ -26,7 +26,7 @@ std::vector<int> parse_devices(const std::string& text, bool uses_gpu) {
   while (true) {
     const auto comma = rest.find(',');
     const std::string_view field = rest.substr(0, comma);
-    const std::optional<int> parsed = detail::parse_whole_number<int>(field);
+    const std::optional<int> parsed = common::parse_whole_number<int>(field);
     if (!parsed || *parsed < 0)
       throw Error(ErrorKind::usage, "--devices '" + text + "': expected 'all' or device indices like 0,1");
     const int device = *parsed;

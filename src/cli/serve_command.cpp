@@ -43,7 +43,7 @@ void log_when_ready(engine::WarmGpu& warm, int log_fd, std::chrono::steady_clock
   if (devices.empty()) {
     line = fmt::format("cuconv serve: {}\n", warm.setup_note());
   } else {
-    const codec::WarmGpuCodecs* codecs = warm.gpu_codecs();
+    const engine::WarmGpuCodecs* codecs = warm.gpu_codecs();
     const std::string warm_codecs = codecs != nullptr ? codecs->names() + ", warm" : std::string();
     const std::string& off = warm.setup_note();
     line = fmt::format("cuconv serve: GPU ready in {:.0f} ms: device(s) {}; GPU codecs: {}{}{}\n", ms,

@@ -128,9 +128,9 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   engine::naming(output_format, req.output, [&] { check_encoder_options(output_format, settings.write); });
   // The GPU codec reads and writes files; standard input and output go through OpenCV.
   const bool files_only = req.input != "-" && to_stdout.empty();
-  if (!files_only && settings.codec.codec == codec::Codec::gpu)
+  if (!files_only && settings.codec.codec == common::Codec::gpu)
     throw Error(ErrorKind::usage, "--codec gpu reads and writes files, not standard input or output");
-  if (!files_only) settings.codec.codec = codec::Codec::opencv;
+  if (!files_only) settings.codec.codec = common::Codec::opencv;
 
   engine::ImageTask task;
   task.output = output_format;

@@ -20,7 +20,7 @@
 #include <utility>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::codec {
 namespace {
 
 /// Sequential reads from a file, with the offsets the messages name.
@@ -272,4 +272,4 @@ std::optional<ImageHeader> inspect_image_file(const std::string& path) {
   return std::nullopt;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::codec

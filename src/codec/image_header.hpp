@@ -12,7 +12,7 @@
 #include <string>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::codec {
 
 /// The header of a PNG, JPEG, TIFF or BMP file, read without decoding any pixels.
 struct ImageHeader {
@@ -48,7 +48,7 @@ void check_header(const std::string& path, const ImageHeader& header, const Read
 /// the GPU JPEG route needs, with the file's bytes walked once.
 [[nodiscard]] ImageHeader inspect_jpeg(std::span<const std::uint8_t> bytes, codec::JpegMarkers* markers = nullptr);
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::codec
 
 namespace cuconv::codec {
 
@@ -75,7 +75,7 @@ void check_input_file(const std::string& path, int stat_error, InputKind kind);
 
 /// `path`'s bytes, refused as read_image refuses a file and with its messages (missing, a folder,
 /// unreadable, empty, truncated or corrupt, over `max_pixels`), and its markers from the same walk
-/// (detail::inspect_jpeg). Throws Error{bad_input}. Defined in image_io.cpp, beside read_image.
+/// (codec::inspect_jpeg). Throws Error{bad_input}. Defined in image_io.cpp, beside read_image.
 [[nodiscard]] JpegFile read_walked_jpeg_file(const std::string& path, std::uint64_t max_pixels);
 
 }  // namespace cuconv::codec

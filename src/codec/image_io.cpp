@@ -164,16 +164,16 @@ std::vector<unsigned char> encode(const std::string& path, const cv::Mat& image,
   const std::string ext = lower_extension(path);
   const FormatCapability* format = find_format(ext);
   if (format != nullptr && format->encoder == Encoder::libtiff) {
-    detail::TiffCompression codec = detail::TiffCompression::deflate;
-    if (!options.compression.empty()) detail::parse_tiff_compression(options.compression, codec);
-    return detail::encode_tiff(path, image, codec);
+    codec::TiffCompression codec = codec::TiffCompression::deflate;
+    if (!options.compression.empty()) codec::parse_tiff_compression(options.compression, codec);
+    return codec::encode_tiff(path, image, codec);
   }
   if (ext == ".webp" && !options.quality && image.channels() == 4) return encode_webp_lossless_exact(path, image);
   std::vector<int> params;
   if (format != nullptr && format->encoder == Encoder::libjpeg) {
     params = {cv::IMWRITE_JPEG_QUALITY, options.quality.value_or(kDefaultJpegQuality)};
     try {
-      if (auto encoded = detail::encode_jpeg(image, params[1])) return std::move(*encoded);
+      if (auto encoded = codec::encode_jpeg(image, params[1])) return std::move(*encoded);
     } catch (const Error& e) {
       throw Error(ErrorKind::output, path + ": " + e.what());
     }
@@ -188,7 +188,7 @@ std::vector<unsigned char> encode(const std::string& path, const cv::Mat& image,
   std::vector<unsigned char> encoded;
   bool ok = false;
   try {
-    ok = detail::opencv_imencode(ext, image, encoded, params);
+    ok = codec::opencv_imencode(ext, image, encoded, params);
   } catch (const cv::Exception& e) {
     if (is_out_of_memory(e)) throw out_of_memory(path, "encode the image", ErrorKind::output);
     throw Error(ErrorKind::output, path + ": cannot encode image: " + e.what());
@@ -211,7 +211,7 @@ void check_encoder_options(const std::string& path, const WriteOptions& options)
   }
   if (options.compression.empty()) return;
   const std::string& value = options.compression;
-  detail::TiffCompression codec{};
+  codec::TiffCompression codec{};
   switch (format->compression) {
     case CompressionKind::none:
       throw Error(ErrorKind::usage, path + ": --compression applies to PNG (0-9) and TIFF (none, lzw, deflate) "
@@ -221,7 +221,7 @@ void check_encoder_options(const std::string& path, const WriteOptions& options)
         throw Error(ErrorKind::usage, path + ": --compression '" + value + "' for PNG: expected a level from 0 to 9");
       break;
     case CompressionKind::tiff_codec:
-      if (!detail::parse_tiff_compression(value, codec))
+      if (!codec::parse_tiff_compression(value, codec))
         throw Error(ErrorKind::usage, path + ": --compression '" + value + "' for TIFF: expected none, lzw or deflate");
       break;
   }
@@ -233,10 +233,10 @@ WriteOptions encoder_options_for(const std::string& path, WriteOptions options) 
   if (!format->quality) options.quality.reset();
   if (!options.compression.empty()) {
     const std::string& value = options.compression;
-    detail::TiffCompression codec{};
+    codec::TiffCompression codec{};
     const bool fits = format->compression == CompressionKind::zlib_level
                           ? value.size() == 1 && value[0] >= '0' && value[0] <= '9'
-                          : format->compression == CompressionKind::tiff_codec && detail::parse_tiff_compression(value, codec);
+                          : format->compression == CompressionKind::tiff_codec && codec::parse_tiff_compression(value, codec);
     if (!fits) options.compression.clear();
   }
   return options;
@@ -267,7 +267,7 @@ std::string depth_name(int depth) {
 }
 
 void check_image_header(const std::string& path, const ReadLimits& limits) {
-  if (const auto header = detail::inspect_image_file(path)) detail::check_header(path, *header, limits);
+  if (const auto header = codec::inspect_image_file(path)) codec::check_header(path, *header, limits);
 }
 
 codec::JpegFile codec::read_walked_jpeg_file(const std::string& path, std::uint64_t max_pixels) {
@@ -288,7 +288,7 @@ codec::JpegFile codec::read_walked_jpeg_file(const std::string& path, std::uint6
   // The header check read_image makes, on the bytes in memory; another format named .jpg is
   // checked as read_image checks it (the GPU codec then hands it to OpenCV).
   if (file.bytes.size() >= 3 && file.bytes[0] == 0xFF && file.bytes[1] == 0xD8 && file.bytes[2] == 0xFF)
-    detail::check_header(path, detail::inspect_jpeg(file.bytes, &file.markers), {max_pixels});
+    codec::check_header(path, codec::inspect_jpeg(file.bytes, &file.markers), {max_pixels});
   else {
     check_image_header(path, {max_pixels});
     file.markers = read_jpeg_markers(file.bytes);  // says why it is no JPEG stream
@@ -327,13 +327,13 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits, std::strin
     throw Error(ErrorKind::bad_input, path + ": cannot read: " + errno_text());
   if (fs::file_size(path, ec) == 0)
     throw Error(ErrorKind::bad_input, path + ": empty file");
-  const auto header = detail::inspect_image_file(path);
-  if (header) detail::check_header(path, *header, limits);
+  const auto header = codec::inspect_image_file(path);
+  if (header) codec::check_header(path, *header, limits);
   cv::Mat image;
   try {
-    if (header && header->format == "JPEG") image = detail::decode_jpeg(path).value_or(cv::Mat());
+    if (header && header->format == "JPEG") image = codec::decode_jpeg(path).value_or(cv::Mat());
     decoder = image.empty() ? "opencv" : "libjpeg";
-    if (image.empty()) image = detail::opencv_imread(path, cv::IMREAD_UNCHANGED);
+    if (image.empty()) image = codec::opencv_imread(path, cv::IMREAD_UNCHANGED);
   } catch (const std::bad_alloc&) {
     throw out_of_memory(path, "decode the image", ErrorKind::bad_input);
   } catch (const cv::Exception& e) {
@@ -351,7 +351,7 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits, std::strin
   if (image.empty())
     throw Error(ErrorKind::bad_input, path + ": cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
   // Formats whose header is not read above meet the limit here, after decoding.
-  detail::check_pixel_count(path, "image has", static_cast<std::uint64_t>(image.cols),
+  codec::check_pixel_count(path, "image has", static_cast<std::uint64_t>(image.cols),
                             static_cast<std::uint64_t>(image.rows), limits);
   const int depth = image.depth();
   if (depth != CV_8U && depth != CV_16U && depth != CV_32F)
@@ -369,7 +369,7 @@ void check_output_extension(const std::string& path) {
   if (ext.empty())
     throw Error(ErrorKind::output, path + ": has no extension to pick the output format (add .png, .tif, .jpg ...)");
   const FormatCapability* format = find_format(ext);
-  if (format == nullptr || (format->encoder == Encoder::opencv && !detail::opencv_have_writer(path))) {
+  if (format == nullptr || (format->encoder == Encoder::opencv && !codec::opencv_have_writer(path))) {
     throw Error(ErrorKind::output, path + ": cannot write '" + ext +
                                        "' files (use .png, .tif, .jpg, .bmp, .webp, .pgm/.ppm, .exr or .pfm)");
   }
@@ -442,7 +442,7 @@ std::vector<unsigned char> encode_image(const std::string& path, const cv::Mat& 
     if (keeps.exif) kept.exif = options.metadata->exif;
     if (keeps.icc) kept.icc = options.metadata->icc;
     if (keeps.xmp) kept.xmp = options.metadata->xmp;
-    if (!kept.empty()) encoded = detail::embed_metadata(path, std::move(encoded), kept);
+    if (!kept.empty()) encoded = codec::embed_metadata(path, std::move(encoded), kept);
   }
   return encoded;
 }

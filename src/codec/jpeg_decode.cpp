@@ -15,7 +15,7 @@
 #include <jerror.h>
 #include <jpeglib.h>
 
-namespace cuconv::detail {
+namespace cuconv::codec {
 
 namespace {
 
@@ -85,4 +85,4 @@ std::optional<cv::Mat> decode_jpeg(const std::string& path) {
   return image;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::codec

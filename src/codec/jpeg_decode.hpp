@@ -8,7 +8,7 @@
 #include <optional>
 #include <string>
 
-namespace cuconv::detail {
+namespace cuconv::codec {
 
 /// The JPEG at `path` decoded as OpenCV's imread(IMREAD_UNCHANGED) decodes it (8-bit gray, or
 /// BGR from YCbCr/RGB; same DCT and upsampling), or nullopt for colour spaces left to OpenCV
@@ -16,4 +16,4 @@ namespace cuconv::detail {
 /// the compressed data ends before the image does ("premature end of data segment").
 [[nodiscard]] std::optional<cv::Mat> decode_jpeg(const std::string& path);
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::codec

@@ -15,7 +15,7 @@
 #include <jerror.h>
 #include <jpeglib.h>
 
-namespace cuconv::detail {
+namespace cuconv::codec {
 
 namespace {
 
@@ -110,4 +110,4 @@ std::optional<std::vector<unsigned char>> encode_jpeg(const cv::Mat& image, int 
   return bytes;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::codec

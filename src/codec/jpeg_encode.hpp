@@ -8,11 +8,11 @@
 #include <optional>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::codec {
 
 /// `image` (8-bit gray, BGR or BGRA, alpha dropped) as OpenCV 4's imencode(".jpg", image,
 /// {IMWRITE_JPEG_QUALITY, quality}) writes it; nullopt for other depths and channel counts, which
 /// the caller leaves to OpenCV. Throws Error{output} when libjpeg fails.
 [[nodiscard]] std::optional<std::vector<unsigned char>> encode_jpeg(const cv::Mat& image, int quality);
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::codec

@@ -3,7 +3,7 @@
 // The one JPEG marker walk (ITU-T T.81 Annex B): markers FFxx, segments with a 2-byte big-endian
 // length that counts itself, and after each SOS entropy-coded data up to the next marker. One walk
 // over a file's bytes in memory gives both what read_image's header check needs (the size the
-// frame header claims, whether the file is whole: detail::inspect_jpeg) and what the GPU JPEG
+// frame header claims, whether the file is whole: codec::inspect_jpeg) and what the GPU JPEG
 // route needs before decoding (the frame, to tell whether nvJPEG can decode it, and the APP
 // segments (EXIF, ICC profile, XMP ...) to copy into the output). Also the one judgement of an ICC
 // profile, which the host route (read_metadata) and the GPU route (jpeg_segments_to_copy) share,

@@ -180,7 +180,7 @@ ImageMetadata salvage_blocks(const std::string& path, Exiv2::Image& image, const
 
 }  // namespace
 
-namespace detail {
+namespace codec {
 
 std::vector<unsigned char> name_png_icc_profile(std::vector<unsigned char> png) {
   constexpr std::size_t kSignature = 8;
@@ -210,7 +210,7 @@ std::vector<unsigned char> name_png_icc_profile(std::vector<unsigned char> png) 
   return png;
 }
 
-}  // namespace detail
+}  // namespace codec
 
 ImageMetadata read_metadata(const std::string& path) {
   init_exiv2();
@@ -281,7 +281,7 @@ void auto_orient(cv::Mat& image, ImageMetadata& metadata) {
   metadata.exif = encode_exif(exif);
 }
 
-namespace detail {
+namespace codec {
 
 std::vector<unsigned char> embed_metadata(const std::string& path, std::vector<unsigned char> encoded,
                                           const ImageMetadata& metadata) {
@@ -316,5 +316,5 @@ std::vector<unsigned char> embed_metadata(const std::string& path, std::vector<u
   }
 }
 
-}  // namespace detail
+}  // namespace codec
 }  // namespace cuconv

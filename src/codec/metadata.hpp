@@ -7,7 +7,7 @@
 #include <string_view>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::codec {
 
 /// `encoded` (a whole PNG, JPEG, WebP or TIFF file) with `metadata`'s EXIF, ICC and XMP added.
 /// The encoder's own tags win where both have one (a TIFF's size and layout). Throws
@@ -22,4 +22,4 @@ inline constexpr std::string_view kPngIccProfileName = "ICC profile";
 /// kPngIccProfileName, its CRC recomputed; any other file comes back unchanged.
 [[nodiscard]] std::vector<unsigned char> name_png_icc_profile(std::vector<unsigned char> png);
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::codec

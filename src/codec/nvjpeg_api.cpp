@@ -6,7 +6,7 @@
 
 #include "gpu/shared_library.hpp"
 
-namespace cuconv::detail {
+namespace cuconv::codec {
 
 namespace {
 
@@ -23,14 +23,14 @@ LoadedNvjpeg load() {
 #ifdef CUCONV_NVJPEG_BUILD_LIBDIR
   extra_folders.emplace_back(CUCONV_NVJPEG_BUILD_LIBDIR);
 #endif
-  void* library = open_first(library_candidates(kSoname, extra_folders));
+  void* library = gpu::open_first(gpu::library_candidates(kSoname, extra_folders));
   if (library == nullptr) {
     loaded.reason = "nvJPEG (libnvjpeg.so.13, from the CUDA toolkit or the nvidia-nvjpeg wheel) was not found; "
                     "add its folder to LD_LIBRARY_PATH";
     return loaded;
   }
   bool all = true;
-#define CUCONV_NVJPEG_RESOLVE(member, symbol) all = resolve_symbol(library, "libnvjpeg", #symbol, loaded.api.member, loaded.reason) && all;
+#define CUCONV_NVJPEG_RESOLVE(member, symbol) all = gpu::resolve_symbol(library, "libnvjpeg", #symbol, loaded.api.member, loaded.reason) && all;
   CUCONV_NVJPEG_FUNCTIONS(CUCONV_NVJPEG_RESOLVE)
 #undef CUCONV_NVJPEG_RESOLVE
   loaded.ok = all;
@@ -68,4 +68,4 @@ void check_nvjpeg(nvjpegStatus_t status, const char* call) {
                                     std::to_string(static_cast<int>(status)) + ") in " + call);
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::codec

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace cuconv::detail {
+namespace cuconv::codec {
 
 // X(member, symbol) for every nvJPEG function cuconv calls.
 #define CUCONV_NVJPEG_FUNCTIONS(X)                                    \
@@ -51,7 +51,7 @@ struct NvjpegApi {
 /// Throws Error{gpu} naming the call and the nvJPEG status when `status` is not success.
 void check_nvjpeg(nvjpegStatus_t status, const char* call);
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::codec
 
 /// The nvJPEG form of CUCONV_CUDA_TRY: throws Error{gpu} with the call's text and status.
-#define CUCONV_NVJPEG_TRY(call) ::cuconv::detail::check_nvjpeg((call), #call)
+#define CUCONV_NVJPEG_TRY(call) ::cuconv::codec::check_nvjpeg((call), #call)

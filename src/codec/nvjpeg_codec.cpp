@@ -25,10 +25,10 @@
 
 namespace cuconv::codec {
 
-using detail::check_nvjpeg;
-using detail::NvjpegApi;
+using codec::check_nvjpeg;
+using codec::NvjpegApi;
 
-bool nvjpeg_available(std::string* reason) { return detail::nvjpeg_api(reason) != nullptr; }
+bool nvjpeg_available(std::string* reason) { return codec::nvjpeg_api(reason) != nullptr; }
 
 namespace {
 
@@ -146,7 +146,7 @@ struct GpuJpegCodec::State {
   NvjpegOwned<nvjpegJpegStream_t> parser;     ///< plan(): the engine's support check
   NvjpegOwned<nvjpegEncoderParams_t> params;
   NvjpegOwned<nvjpegEncoderState_t> encoder;
-  detail::PinnedBuffer bitstream;  ///< the encoder's output, copied out at the link's speed
+  gpu::PinnedBuffer bitstream;  ///< the encoder's output, copied out at the link's speed
   std::size_t hw_batch_size = 0;   ///< the batch size hw_state is initialised for; 0: none
 
   [[nodiscard]] nvjpegHandle_t handle() const noexcept { return handles->primary; }
@@ -182,7 +182,7 @@ struct GpuJpegCodec::State {
     // The state's staging buffers serve the next file: let this one's device work finish first.
     CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));
     if (outcome == Outcome::decoded) return;
-    const std::string why = std::string("nvJPEG: ") + detail::nvjpeg_status_name(status);
+    const std::string why = std::string("nvJPEG: ") + codec::nvjpeg_status_name(status);
     if (outcome == Outcome::not_supported) result.not_supported = why;
     else result.bad_file = "cannot decode JPEG: truncated or corrupt (" + why + ")";
     result.view = {};  // the caller takes `result.image` back
@@ -192,7 +192,7 @@ struct GpuJpegCodec::State {
 GpuJpegCodec::GpuJpegCodec(int device) : state_(std::make_unique<State>()) {
   State& s = *state_;
   std::string reason;
-  s.api = detail::nvjpeg_api(&reason);
+  s.api = codec::nvjpeg_api(&reason);
   if (s.api == nullptr) throw Error(ErrorKind::gpu, reason);
   if (device >= 0) CUCONV_CUDA_TRY(cudaSetDevice(device));
   int current = 0;
@@ -237,7 +237,7 @@ JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t> file, JpegMarkers mark
   const nvjpegStatus_t info =
       api.get_image_info(s.handle(), file.data(), file.size(), &components, &subsampling, widths, heights);
   if (info != NVJPEG_STATUS_SUCCESS) {
-    p.bad_file = std::string("cannot decode JPEG: nvJPEG cannot read its header (") + detail::nvjpeg_status_name(info) + ")";
+    p.bad_file = std::string("cannot decode JPEG: nvJPEG cannot read its header (") + codec::nvjpeg_status_name(info) + ")";
     return p;
   }
   if (components == 3 && subsampling == NVJPEG_CSS_UNKNOWN) {
@@ -367,7 +367,7 @@ std::vector<std::uint8_t> GpuJpegCodec::encode(ConstDeviceImageView image, const
   CUCONV_NVJPEG_TRY(api.encode_retrieve_bitstream(s.handle(), s.encoder.get(), nullptr, &length, stream));
   if (s.bitstream.size() < length) {
     constexpr std::size_t kStep = std::size_t{1} << 20;  // grown in whole MiB: few reallocations
-    s.bitstream = detail::PinnedBuffer((length + kStep - 1) / kStep * kStep);
+    s.bitstream = gpu::PinnedBuffer((length + kStep - 1) / kStep * kStep);
   }
   CUCONV_NVJPEG_TRY(api.encode_retrieve_bitstream(s.handle(), s.encoder.get(), s.bitstream.data(), &length, stream));
   CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));

@@ -50,7 +50,7 @@ GpuCodecFile read(const std::string& path, std::uint64_t max_pixels) {
 /// A small baseline 4:2:0 colour JPEG: the JPEG engine's first use, paid at set-up.
 std::vector<std::uint8_t> warm_up_file() {
   const cv::Mat image(16, 16, CV_8UC3, cv::Scalar(64, 128, 192));
-  return detail::encode_jpeg(image, 90).value();
+  return codec::encode_jpeg(image, 90).value();
 }
 
 /// The APP segments of `source`'s file that `options` keeps in the output.
@@ -109,9 +109,9 @@ class NvjpegGpuCodec final : public GpuCodec {
   std::vector<std::uint8_t> encode_host(const cv::Mat& image, const GpuOutputOptions& options, const GpuPlan& source,
                                         std::vector<std::string>& warnings) override {
     std::vector<std::uint8_t> encoded;
-    if (auto bytes = detail::encode_jpeg(image, options.quality))
+    if (auto bytes = codec::encode_jpeg(image, options.quality))
       encoded = std::move(*bytes);
-    else if (!detail::opencv_imencode(".jpg", image, encoded, {cv::IMWRITE_JPEG_QUALITY, options.quality}))
+    else if (!codec::opencv_imencode(".jpg", image, encoded, {cv::IMWRITE_JPEG_QUALITY, options.quality}))
       throw Error(ErrorKind::output, "cannot encode image as JPEG");
     if (!options.keep_metadata) return encoded;
     return insert_app_segments(encoded, segments(options, source, warnings));

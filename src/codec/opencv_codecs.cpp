@@ -9,7 +9,7 @@
 
 #include <mutex>
 
-namespace cuconv::detail {
+namespace cuconv::codec {
 
 namespace {
 
@@ -58,12 +58,12 @@ bool opencv_imencode(const std::string& ext, const cv::Mat& image, std::vector<u
 
 bool opencv_have_writer(const std::string& path) { return cv::haveImageWriter(path); }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::codec
 
 #ifdef CUCONV_OPENCV_CODECS_MODULE
-extern "C" __attribute__((visibility("default"))) const cuconv::detail::OpenCvCodecs* cuconv_opencv_codecs_v1() {
-  static const cuconv::detail::OpenCvCodecs table{&cuconv::detail::opencv_imread, &cuconv::detail::opencv_imdecode,
-                                                  &cuconv::detail::opencv_imencode, &cuconv::detail::opencv_have_writer};
+extern "C" __attribute__((visibility("default"))) const cuconv::codec::OpenCvCodecs* cuconv_opencv_codecs_v1() {
+  static const cuconv::codec::OpenCvCodecs table{&cuconv::codec::opencv_imread, &cuconv::codec::opencv_imdecode,
+                                                  &cuconv::codec::opencv_imencode, &cuconv::codec::opencv_have_writer};
   return &table;
 }
 #endif

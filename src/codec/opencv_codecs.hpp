@@ -14,7 +14,7 @@
 #include <string>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::codec {
 
 /// cv::imread(path, flags).
 [[nodiscard]] cv::Mat opencv_imread(const std::string& path, int flags);
@@ -37,4 +37,4 @@ struct OpenCvCodecs {
 inline constexpr const char* kOpenCvCodecsModule = "libcuconv-opencv-codecs.so";
 inline constexpr const char* kOpenCvCodecsSymbol = "cuconv_opencv_codecs_v1";
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::codec

@@ -12,7 +12,7 @@
 #include <mutex>
 #include <string>
 
-namespace cuconv::detail {
+namespace cuconv::codec {
 
 namespace {
 
@@ -56,4 +56,4 @@ bool opencv_imencode(const std::string& ext, const cv::Mat& image, std::vector<u
 
 bool opencv_have_writer(const std::string& path) { return codecs().have_writer(path); }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::codec

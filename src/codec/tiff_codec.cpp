@@ -15,7 +15,7 @@
 #include <cstring>
 #include <memory>
 
-namespace cuconv::detail {
+namespace cuconv::codec {
 
 namespace {
 
@@ -168,4 +168,4 @@ std::vector<unsigned char> encode_tiff(const std::string& path, const cv::Mat& i
   return std::move(file.bytes);
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::codec

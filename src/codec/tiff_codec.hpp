@@ -8,7 +8,7 @@
 #include <string_view>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::codec {
 
 /// TIFF compression codecs cuconv writes; all lossless.
 enum class TiffCompression { none, lzw, deflate };
@@ -23,4 +23,4 @@ bool parse_tiff_compression(std::string_view text, TiffCompression& out);
 [[nodiscard]] std::vector<unsigned char> encode_tiff(const std::string& path, const cv::Mat& image,
                                                      TiffCompression compression);
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::codec

@@ -6,10 +6,10 @@
 #include <string>
 #include <string_view>
 
-namespace cuconv::codec {
+namespace cuconv::common {
 
 enum class Codec { automatic, gpu, opencv };
 [[nodiscard]] std::string_view to_string(Codec codec) noexcept;
 [[nodiscard]] std::optional<Codec> parse_codec(std::string_view text) noexcept;
 
-}  // namespace cuconv::codec
+}  // namespace cuconv::common

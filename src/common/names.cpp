@@ -18,14 +18,14 @@ namespace {
 
 template <class Enum>
 std::string_view name_of(Enum value) {
-  for (const auto& e : names::Table<Enum>::entries)
+  for (const auto& e : common::Table<Enum>::entries)
     if (e.value == value) return e.name;
   return "?";
 }
 template <class Enum>
 std::optional<Enum> value_of(std::string_view name) {
-  for (const auto& e : names::Table<Enum>::entries)
-    if (names::equal_ignoring_case(e.name, name)) return e.value;
+  for (const auto& e : common::Table<Enum>::entries)
+    if (common::equal_ignoring_case(e.name, name)) return e.value;
   return std::nullopt;
 }
 
@@ -56,7 +56,7 @@ std::optional<Variant> parse_variant(std::string_view s) noexcept { return value
 std::optional<Border> parse_border(std::string_view s) noexcept { return value_of<Border>(s); }
 std::optional<Depth> parse_depth(std::string_view s) noexcept { return value_of<Depth>(s); }
 
-namespace names {
+namespace common {
 
 bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept {
   return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
@@ -100,11 +100,11 @@ std::string quoted_alternatives(const std::vector<std::string>& names) {
   return out;
 }
 
-}  // namespace names
+}  // namespace common
 
-namespace codec {
+namespace common {
 std::string_view to_string(Codec c) noexcept { return name_of(c); }
 std::optional<Codec> parse_codec(std::string_view s) noexcept { return value_of<Codec>(s); }
-}  // namespace codec
+}  // namespace common
 
 }  // namespace cuconv

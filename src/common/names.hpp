@@ -15,7 +15,7 @@
 #include <string_view>
 #include <vector>
 
-namespace cuconv::names {
+namespace cuconv::common {
 
 template <class Enum>
 struct Entry {
@@ -43,10 +43,10 @@ inline constexpr std::array<Entry<Depth>, 5> kDepths{{
     {Depth::f32, "32f", "32-bit float, not rounded"},
 }};
 
-inline constexpr std::array<Entry<codec::Codec>, 3> kCodecs{{
-    {codec::Codec::automatic, "auto", "OpenCV's codecs while they are the faster ones (docs/gpu-jpeg.md)"},
-    {codec::Codec::gpu, "gpu", "the GPU codec of the files' format, on the GPU (exit 5 without it)"},
-    {codec::Codec::opencv, "opencv", "OpenCV's codecs on the CPU"},
+inline constexpr std::array<Entry<common::Codec>, 3> kCodecs{{
+    {common::Codec::automatic, "auto", "OpenCV's codecs while they are the faster ones (docs/gpu-jpeg.md)"},
+    {common::Codec::gpu, "gpu", "the GPU codec of the files' format, on the GPU (exit 5 without it)"},
+    {common::Codec::opencv, "opencv", "OpenCV's codecs on the CPU"},
 }};
 
 template <class Enum>
@@ -68,8 +68,8 @@ struct Table<Depth> {
 };
 
 template <>
-struct Table<codec::Codec> {
-  static constexpr std::span<const Entry<codec::Codec>> entries{kCodecs};
+struct Table<common::Codec> {
+  static constexpr std::span<const Entry<common::Codec>> entries{kCodecs};
   static constexpr std::string_view what = "codec";
 };
 
@@ -149,4 +149,4 @@ inline constexpr std::array<ForeignWord, 34> kForeignWords{{
 /// "'a'", "'a' or 'b'", "'a', 'b' or 'c'".
 [[nodiscard]] std::string quoted_alternatives(const std::vector<std::string>& names);
 
-}  // namespace cuconv::names
+}  // namespace cuconv::common

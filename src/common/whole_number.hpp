@@ -8,7 +8,7 @@
 #include <string_view>
 #include <system_error>
 
-namespace cuconv::detail {
+namespace cuconv::common {
 
 /// `text` as a T when all of it is one decimal integer within T's range: no blanks, sign '+' or
 /// suffix ('-' only for signed T); nullopt otherwise, the empty text included.
@@ -28,4 +28,4 @@ std::optional<T> parse_signed_whole_number(std::string_view text) {
   return parse_whole_number<T>(text);
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::common

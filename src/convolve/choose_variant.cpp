@@ -9,7 +9,7 @@
 #include "gpu/launch/fft_ties.hpp"
 #include "gpu/launch/launch.hpp"
 
-namespace cuconv::detail {
+namespace cuconv::convolution {
 
 namespace {
 
@@ -24,17 +24,17 @@ bool runs_wgmma(const AutoDevice& device) { return device.runs_wgmma != nullptr 
 
 AutoDevice current_auto_device(bool gpu_present) {
   if (!gpu_present) return {};
-  const tuning::GpuKind kind = current_gpu_kind();
+  const gpu::tuning::GpuKind kind = gpu::current_gpu_kind();
   // No device to ask (a caller that says a GPU is present on a machine without one): the
   // generic row, and no warpgroup kernel.
-  if (kind.major == 0) return {true, &tuning::kGeneric, nullptr};
-  return {true, &tuning::auto_tuning_for(kind), &device_runs_wgmma};
+  if (kind.major == 0) return {true, &gpu::tuning::kGeneric, nullptr};
+  return {true, &gpu::tuning::auto_tuning_for(kind), &gpu::device_runs_wgmma};
 }
 
 Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
   // No usable GPU: OpenCV on the CPU is the only path (the CLI warns about it).
   if (!device.present) return Variant::opencv;
-  const tuning::AutoTuning& t = *device.tuning;
+  const gpu::tuning::AutoTuning& t = *device.tuning;
   const Filter& filter = r.filter;
   const int anchor_x = r.options.anchor_x >= 0 ? r.options.anchor_x : filter.resolved_anchor_x();
   const bool centred_square = filter.width == filter.height && filter.width % 2 == 1 && anchor_x == filter.width / 2;
@@ -53,7 +53,7 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
   // images from the row's size.
   if (fast_compiled && r.separable && r.input_depth == CV_8U && !keep_alpha &&
       (radius >= t.tensor_rank1_min_radius || r.pixels >= t.tensor_rank1_small_min_pixels) &&
-      tensor_separable_supported(radius, r.separable->fits_tensor_split, r.separable->fits_tensor_mma_split))
+      gpu::tensor_separable_supported(radius, r.separable->fits_tensor_split, r.separable->fits_tensor_mma_split))
     return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= kFastRank1MaxRadius && rank_one) return Variant::fast;
 
@@ -85,15 +85,15 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
   // filters), so ties round as in filter2D's direct sums; 16-bit outputs stay on direct sums
   // (src/gpu/launch/fft_ties.hpp).
   const bool fft_rounds_ties =
-      r.output_depth == CV_32F || fft_tie_margin(pixel_type_for_depth(r.input_depth),
-                                                 pixel_type_for_depth(r.output_depth), filter.weights.data(),
+      r.output_depth == CV_32F || gpu::fft_tie_margin(gpu::pixel_type_for_depth(r.input_depth),
+                                                 gpu::pixel_type_for_depth(r.output_depth), filter.weights.data(),
                                                  filter.weights.size()) > 0.0;
-  if (fft_rounds_ties && taps >= t.fft_min_taps && cufft_api() != nullptr) return Variant::fft;
+  if (fft_rounds_ties && taps >= t.fft_min_taps && gpu::cufft_api() != nullptr) return Variant::fft;
 
   // Other shapes: tiled-halo's shared tile reads fewer global values per output than the generic
   // fast kernel; it grows with the filter, and cached needs no more shared memory.
-  if (shared_bytes_tiled_halo(filter.width, filter.height) > t.tiled_halo_max_shared_bytes) return Variant::cached;
+  if (gpu::shared_bytes_tiled_halo(filter.width, filter.height) > t.tiled_halo_max_shared_bytes) return Variant::cached;
   return Variant::tiled_halo;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::convolution

@@ -10,7 +10,7 @@
 
 #include <optional>
 
-namespace cuconv::detail {
+namespace cuconv::convolution {
 
 /// One request as auto sees it: the filter, the options, the filter's splits (separable_for and
 /// dense_tensor_for for these depths) and the image (pixels = width * height; 0: not known, taken
@@ -18,8 +18,8 @@ namespace cuconv::detail {
 struct AutoRequest {
   const Filter& filter;
   const ConvolveOptions& options;
-  const std::optional<SeparableFactors>& separable;
-  const std::optional<DenseTensorSplit>& dense;
+  const std::optional<filter::SeparableFactors>& separable;
+  const std::optional<filter::DenseTensorSplit>& dense;
   int input_depth = 0;
   int output_depth = 0;
   int channels = 1;
@@ -30,7 +30,7 @@ struct AutoRequest {
 /// table and whether it runs the warpgroup (sm_90a) kernels, asked only where a rule needs it.
 struct AutoDevice {
   bool present = false;
-  const tuning::AutoTuning* tuning = &tuning::kGeneric;
+  const gpu::tuning::AutoTuning* tuning = &gpu::tuning::kGeneric;
   bool (*runs_wgmma)() = nullptr;  ///< nullptr: it does not
 };
 
@@ -41,4 +41,4 @@ struct AutoDevice {
 /// The variant `--variant auto` runs for `request` on `device`.
 [[nodiscard]] Variant choose_auto(const AutoRequest& request, const AutoDevice& device);
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::convolution

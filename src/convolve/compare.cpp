@@ -5,7 +5,8 @@
 #include <cuconv/compare.hpp>
 #include <cuconv/error.hpp>
 
-#include "filter/job.hpp"  // opencv_border, stored_border_value
+#include "common/opencv_border.hpp"
+#include "convolve/cpu_reference.hpp"  // stored_border_value
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
@@ -57,7 +58,7 @@ cv::Mat footprint_sums(const cv::Mat& image, const cv::Mat& kernel, int anchor_x
   const int left = anchor_x + 1;
   cv::Mat padded;
   cv::copyMakeBorder(image, padded, top, kernel.rows - 1 - anchor_y, left, kernel.cols - 1 - anchor_x,
-                     detail::opencv_border(border) | cv::BORDER_ISOLATED, cv::Scalar::all(border_value));
+                     common::opencv_border(border) | cv::BORDER_ISOLATED, cv::Scalar::all(border_value));
   const cv::Mat view = padded(cv::Rect(left, top, image.cols, image.rows));
   cv::Mat sums;
   cv::filter2D(view, sums, CV_64F, kernel, cv::Point(anchor_x, anchor_y), delta, cv::BORDER_CONSTANT);
@@ -97,7 +98,7 @@ ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& refer
   // The value every variant pads with (saturated to the input type), not the option's: with the
   // option's 901.25 around a 16-bit image the exact sum would judge right values as wrong.
   const double border_value =
-      options.border == Border::constant ? detail::stored_border_value(options.border_value, input.depth()) : 0.0;
+      options.border == Border::constant ? convolution::stored_border_value(options.border_value, input.depth()) : 0.0;
   const int channels = input.channels();
   const bool keep_alpha = options.keep_alpha && channels == 4;
 

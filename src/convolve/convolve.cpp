@@ -5,7 +5,8 @@
 #include "gpu/device_select.hpp"
 #include "gpu/launch/launch.hpp"
 #include "gpu/memory/workspace.hpp"  // workspace_state
-#include "filter/job.hpp"
+#include "convolve/cpu_reference.hpp"
+#include "gpu/gpu_convolve.hpp"
 #include "common/names.hpp"
 #include "filter/splits.hpp"
 
@@ -22,20 +23,12 @@
 
 namespace cuconv {
 
-double detail::stored_border_value(double value, int input_depth) {
-  switch (input_depth) {
-    case CV_8U: return cv::saturate_cast<uchar>(value);
-    case CV_16U: return cv::saturate_cast<ushort>(value);
-    default: return static_cast<float>(value);
-  }
-}
-
 namespace {
 
 bool is_gpu_variant(Variant v) { return v != Variant::automatic && v != Variant::opencv; }
 
-detail::ConvolveJob make_job(int input_depth, const Filter& filter, const ConvolveOptions& o) {
-  detail::ConvolveJob job;
+gpu::ConvolveJob make_job(int input_depth, const Filter& filter, const ConvolveOptions& o) {
+  gpu::ConvolveJob job;
   job.kernel = cv::Mat(filter.height, filter.width, CV_64F);
   for (int r = 0; r < filter.height; ++r)
     for (int c = 0; c < filter.width; ++c) job.kernel.at<double>(r, c) = filter.at(r, c);
@@ -53,12 +46,12 @@ detail::ConvolveJob make_job(int input_depth, const Filter& filter, const Convol
   job.delta = o.delta + filter.offset;
   if (!std::isfinite(job.delta) || !std::isfinite(o.border_value))
     throw Error(ErrorKind::usage, "--delta and --border-value must be finite numbers");
-  detail::FilterSplits splits =
-      detail::filter_splits(filter.weights, filter.width, filter.height, input_depth, job.output_depth, job.delta);
+  filter::FilterSplits splits =
+      filter::filter_splits(filter.weights, filter.width, filter.height, input_depth, job.output_depth, job.delta);
   job.separable = std::move(splits.separable);
   job.dense_tensor = std::move(splits.dense_tensor);
   job.border = o.border;
-  job.border_value = detail::stored_border_value(o.border_value, input_depth);
+  job.border_value = convolution::stored_border_value(o.border_value, input_depth);
   if (o.device < -1) throw Error(ErrorKind::usage, "device index must be -1 (current) or >= 0");
   job.keep_alpha = o.keep_alpha;
   job.poison_output = o.poison_output;
@@ -85,7 +78,7 @@ void validate_input(bool empty, int depth, int channels) {
 const std::vector<Variant>& gpu_variants() noexcept {
   static const std::vector<Variant> variants = [] {
     std::vector<Variant> gpu;
-    for (const auto& entry : names::kVariants)
+    for (const auto& entry : common::kVariants)
       if (entry.gpu) gpu.push_back(entry.value);
     return gpu;
   }();
@@ -113,11 +106,11 @@ int resolve_output_depth(int input_depth, Depth requested) {
 
 Variant choose_variant(const Filter& filter, const ConvolveOptions& options, bool gpu_present, int input_depth,
                        int output_depth, int channels, long long pixels) {
-  const detail::FilterSplits splits = detail::filter_splits(filter.weights, filter.width, filter.height, input_depth,
+  const filter::FilterSplits splits = filter::filter_splits(filter.weights, filter.width, filter.height, input_depth,
                                                             output_depth, options.delta + filter.offset);
-  return detail::choose_auto({filter, options, splits.separable, splits.dense_tensor, input_depth, output_depth,
+  return convolution::choose_auto({filter, options, splits.separable, splits.dense_tensor, input_depth, output_depth,
                               channels, pixels},
-                             detail::current_auto_device(gpu_present));
+                             convolution::current_auto_device(gpu_present));
 }
 
 namespace {
@@ -133,19 +126,19 @@ Error out_of_host_memory(const cv::Mat& src) {
 
 /// convolve() with the caller's kept workspace, or none (the GPU path then makes its own).
 ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
-                             detail::WorkspaceState* kept_workspace) {
+                             gpu::WorkspaceState* kept_workspace) {
   validate_input(src.empty(), src.depth(), src.channels());
-  const detail::ConvolveJob job = make_job(src.depth(), filter, options);
+  const gpu::ConvolveJob job = make_job(src.depth(), filter, options);
 
   std::string no_gpu_reason;
   std::string fallback_reason;
   const bool needs_gpu_check = options.variant == Variant::automatic || is_gpu_variant(options.variant);
   const bool gpu_present = needs_gpu_check && cuda_device_available(&no_gpu_reason);
   const Variant variant = options.variant == Variant::automatic
-                              ? detail::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth(),
+                              ? convolution::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth(),
                                                      job.output_depth, src.channels(),
                                                      static_cast<long long>(src.cols) * src.rows},
-                                                    detail::current_auto_device(gpu_present))
+                                                    convolution::current_auto_device(gpu_present))
                               : options.variant;
   if (is_gpu_variant(variant)) {
     if (!gpu_present)
@@ -153,8 +146,8 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
                                       "' needs a CUDA device: " + no_gpu_reason +
                                       " (use --variant opencv or auto)");
     try {
-      if (options.device >= 0) detail::select_device(options.device);
-      return detail::convolve_gpu(src, job, variant, kept_workspace);
+      if (options.device >= 0) gpu::select_device(options.device);
+      return gpu::convolve_gpu(src, job, variant, kept_workspace);
     } catch (const Error& e) {
       // `auto` promises a result: a GPU failure (out of memory, a failed launch, a lost device)
       // costs speed, not the image. An explicit variant reports it instead (exit 5).
@@ -167,7 +160,7 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
   result.fallback_reason = std::move(fallback_reason);
   const auto start = std::chrono::steady_clock::now();
   try {
-    result.image = detail::convolve_opencv(src, job, options.opencv_method);
+    result.image = convolution::convolve_opencv(src, job, options.opencv_method);
   } catch (const std::bad_alloc&) {
     throw out_of_host_memory(src);
   } catch (const cv::Exception& e) {
@@ -188,13 +181,13 @@ ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const Convolve
 
 ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
                         GpuWorkspace& workspace) {
-  return convolve_with(src, filter, options, &detail::workspace_state(workspace));
+  return convolve_with(src, filter, options, &gpu::workspace_state(workspace));
 }
 
 Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& filter, const ConvolveOptions& options,
                  GpuWorkspace& workspace, StreamHandle stream) {
   validate_input(src.data == nullptr || src.width <= 0 || src.height <= 0, src.depth, src.channels);
-  const detail::ConvolveJob job = make_job(src.depth, filter, options);
+  const gpu::ConvolveJob job = make_job(src.depth, filter, options);
   if (dst.data == nullptr || dst.width != src.width || dst.height != src.height || dst.channels != src.channels ||
       dst.depth != job.output_depth)
     throw Error(ErrorKind::usage, "convolve: the output device image must have the input's width, height and "
@@ -202,14 +195,14 @@ Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& fi
   if (options.variant == Variant::opencv)
     throw Error(ErrorKind::usage, "convolve: device images need a GPU variant (not opencv)");
   if (options.bench_runs > 0) throw Error(ErrorKind::usage, "convolve: --bench needs a host image");
-  if (options.device >= 0) detail::select_device(options.device);
+  if (options.device >= 0) gpu::select_device(options.device);
   const Variant variant = options.variant == Variant::automatic
-                              ? detail::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth,
+                              ? convolution::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth,
                                                      job.output_depth, src.channels,
                                                      static_cast<long long>(src.width) * src.height},
-                                                    detail::current_auto_device(true))
+                                                    convolution::current_auto_device(true))
                               : options.variant;
-  detail::convolve_device(src, dst, job, variant, detail::workspace_state(workspace), stream);
+  gpu::convolve_device(src, dst, job, variant, gpu::workspace_state(workspace), stream);
   return variant;
 }
 

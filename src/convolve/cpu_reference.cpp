@@ -12,14 +12,16 @@
 // error (~1e-5 relative) flips integer results, so a correct direct convolution would
 // differ from it in far more than 0.1% of 16-bit pixels. Calling filter2D on a view that is not
 // at offset (0, 0) of its parent disables the DFT path; the view's neighbours are the padding.
-#include "filter/job.hpp"
+#include "convolve/cpu_reference.hpp"
+
+#include "common/opencv_border.hpp"
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
 
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::convolution {
 
 namespace {
 
@@ -34,7 +36,7 @@ cv::Mat filter_all_channels(const cv::Mat& src, const ConvolveJob& job, OpenCvMe
   cv::Mat dst;
   if (!needs_padding(job, method)) {
     cv::filter2D(src, dst, job.output_depth, job.kernel, anchor, job.delta,
-                 opencv_border(job.border) | cv::BORDER_ISOLATED);
+                 common::opencv_border(job.border) | cv::BORDER_ISOLATED);
     return dst;
   }
   // One extra pixel on the top-left keeps the view off offset (0, 0) (see direct_sum above).
@@ -43,7 +45,7 @@ cv::Mat filter_all_channels(const cv::Mat& src, const ConvolveJob& job, OpenCvMe
   const int bottom = job.kh() - 1 - job.anchor_y;
   const int right = job.kw() - 1 - job.anchor_x;
   cv::Mat padded;
-  cv::copyMakeBorder(src, padded, top, bottom, left, right, opencv_border(job.border) | cv::BORDER_ISOLATED,
+  cv::copyMakeBorder(src, padded, top, bottom, left, right, common::opencv_border(job.border) | cv::BORDER_ISOLATED,
                      cv::Scalar::all(job.border_value));
   const cv::Mat view = padded(cv::Rect(left, top, src.cols, src.rows));
   if (method != OpenCvMethod::as_called) {
@@ -59,15 +61,12 @@ cv::Mat filter_all_channels(const cv::Mat& src, const ConvolveJob& job, OpenCvMe
 
 }  // namespace
 
-int opencv_border(Border border) {
-  switch (border) {
-    case Border::reflect101: return cv::BORDER_REFLECT_101;
-    case Border::reflect: return cv::BORDER_REFLECT;
-    case Border::replicate: return cv::BORDER_REPLICATE;
-    case Border::constant: return cv::BORDER_CONSTANT;
-    case Border::wrap: return cv::BORDER_WRAP;
+double stored_border_value(double value, int input_depth) {
+  switch (input_depth) {
+    case CV_8U: return cv::saturate_cast<uchar>(value);
+    case CV_16U: return cv::saturate_cast<ushort>(value);
+    default: return static_cast<float>(value);
   }
-  return cv::BORDER_REFLECT_101;
 }
 
 cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method) {
@@ -97,4 +96,4 @@ cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod
   return dst;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::convolution

@@ -22,7 +22,7 @@
 #include <thread>
 #include <utility>
 
-namespace cuconv::batch {
+namespace cuconv::engine {
 
 namespace {
 
@@ -189,10 +189,10 @@ class Pipeline {
             codec_pipelines_.emplace_back();
             continue;
           }
-          const codec::GpuJobSettings& job = lane_jobs_[lane];
-          codec_pipelines_.push_back(std::make_unique<codec::GpuCodecPipeline>(
+          const engine::GpuJobSettings& job = lane_jobs_[lane];
+          codec_pipelines_.push_back(std::make_unique<engine::GpuCodecPipeline>(
               *used, lane_devices_[lane], job.filter, job.options, job.output, options_.gpu_pipeline,
-              [this](std::size_t item, codec::GpuJobResult result) { gpu_codec_done(item, std::move(result)); }));
+              [this](std::size_t item, engine::GpuJobResult result) { gpu_codec_done(item, std::move(result)); }));
         }
       // One thread of each stage (and lane) first, then the others, which the stages can do
       // without when the address space runs out; readers last in each round, so that no image has
@@ -271,7 +271,7 @@ class Pipeline {
         }
         ++warm_in_flight_;
         settings_.warm_codecs->submit(*used, lane_devices_[lane], kept.loaded.bytes, lane_jobs_[lane],
-                                      std::move(kept.loaded.walk), [this, item](codec::GpuJobResult result) {
+                                      std::move(kept.loaded.walk), [this, item](engine::GpuJobResult result) {
                                         gpu_codec_done(item, std::move(result));
                                         if (--warm_in_flight_ == 0) warm_in_flight_.notify_all();
                                       });
@@ -333,7 +333,7 @@ class Pipeline {
   }
 
   /// A GPU codec item back from its pipeline (on a pipeline thread): to the writers, or failed.
-  void gpu_codec_done(std::size_t item, codec::GpuJobResult r) {
+  void gpu_codec_done(std::size_t item, engine::GpuJobResult r) {
     Work w = std::move(*states_[item].at_gpu_codec);
     states_[item].at_gpu_codec.reset();
     leave_lane(states_[item].lane);
@@ -470,10 +470,10 @@ class Pipeline {
   std::atomic<std::size_t> held_images_{0};       ///< images being decoded, queued, filtered or encoded
   std::atomic<std::size_t> peak_held_images_{0};
   std::vector<std::unique_ptr<BoundedQueue<Work>>> filter_queues_;  ///< one per device
-  std::vector<std::unique_ptr<codec::GpuCodecPipeline>> codec_pipelines_;  ///< per codec used and device; empty: warm
-  std::vector<codec::GpuJobSettings> lane_jobs_;  ///< per device: the job of its files
+  std::vector<std::unique_ptr<engine::GpuCodecPipeline>> codec_pipelines_;  ///< per codec used and device; empty: warm
+  std::vector<engine::GpuJobSettings> lane_jobs_;  ///< per device: the job of its files
   std::atomic<std::size_t> warm_in_flight_{0};    ///< files in a server's warm pipelines
-  codec::GpuPipelineStats codec_stats_;
+  engine::GpuPipelineStats codec_stats_;
   std::unique_ptr<BoundedQueue<Work>> write_queue_;
   std::mutex mutex_;  ///< guards finishing: status, counters, the observer call
   std::size_t done_ = 0;
@@ -495,4 +495,4 @@ BatchSummary run_batch(const std::vector<BatchItem>& items, const BatchOptions& 
   return Pipeline(items, options, on_item_done).run();
 }
 
-}  // namespace cuconv::batch
+}  // namespace cuconv::engine

@@ -31,7 +31,7 @@
 #include <string>
 #include <vector>
 
-namespace cuconv::batch {
+namespace cuconv::engine {
 
 struct BatchOptions {
   /// What every image shares (filter, convolve options, codec, write options); `convolve.device`
@@ -53,7 +53,7 @@ struct BatchOptions {
   /// is started and none is filtered or written any more; writes in progress finish. Those not
   /// finished are reported as skipped, counted in BatchSummary::not_started. Unset: never.
   std::function<bool()> stop_requested;
-  codec::GpuPipelineOptions gpu_pipeline;  ///< GPU codec route: batch size and encoder threads per device
+  engine::GpuPipelineOptions gpu_pipeline;  ///< GPU codec route: batch size and encoder threads per device
   /// The caller's process ends after the batch: the GPU codec pipelines' device resources (codec
   /// states, image pools, streams) are left to the operating system instead of torn down one by one.
   bool process_exits_after = false;
@@ -80,7 +80,7 @@ struct BatchSummary {
   /// 2 x jobs + 3 x (filter threads), however many inputs there are.
   std::size_t peak_images_held = 0;
   double gpu_setup_ms = 0;  ///< longest time a filter thread spent in wait_for_gpu and creating its context and stream
-  codec::GpuPipelineStats gpu_codec;  ///< the GPU codec pipelines' threads, summed over codecs and devices
+  engine::GpuPipelineStats gpu_codec;  ///< the GPU codec pipelines' threads, summed over codecs and devices
   ExitCode first_failure = ExitCode::ok;  ///< exit code of the failure that happened first
   ExitCode exit_code = ExitCode::ok;      ///< batch_exit_code()
 };
@@ -104,4 +104,4 @@ using ItemObserver = std::function<void(const ItemReport& item, std::size_t done
 /// failure's own code; when only one item was attempted, its own code; else some_inputs_failed.
 [[nodiscard]] ExitCode batch_exit_code(const BatchSummary& summary, bool fail_fast);
 
-}  // namespace cuconv::batch
+}  // namespace cuconv::engine

@@ -20,7 +20,7 @@
 #include <map>
 #include <utility>
 
-namespace cuconv::batch {
+namespace cuconv::engine {
 
 namespace fs = std::filesystem;
 
@@ -39,7 +39,7 @@ std::string_view template_tail(std::string_view name_template) {
 
 /// An environment variable or option value as a whole number; unset (nullptr) gives nullopt.
 std::optional<long long> parse_integer(const char* text) {
-  return text == nullptr ? std::nullopt : detail::parse_whole_number<long long>(text);
+  return text == nullptr ? std::nullopt : common::parse_whole_number<long long>(text);
 }
 
 }  // namespace
@@ -245,4 +245,4 @@ std::optional<Shard> slurm_array_shard(const EnvironmentLookup& env) {
   return Shard{static_cast<std::size_t>((*id - *min) / *step), static_cast<std::size_t>(*count)};
 }
 
-}  // namespace cuconv::batch
+}  // namespace cuconv::engine

@@ -15,7 +15,7 @@ namespace cuconv::engine {
 class Files;
 }
 
-namespace cuconv::batch {
+namespace cuconv::engine {
 
 /// One input and the file its result goes to.
 struct BatchItem {
@@ -116,4 +116,4 @@ template <class T>
   return mine;
 }
 
-}  // namespace cuconv::batch
+}  // namespace cuconv::engine

@@ -11,7 +11,7 @@
 #include <vector>
 #include <utility>
 
-namespace cuconv::batch {
+namespace cuconv::engine {
 
 template <class T>
 class BoundedQueue {
@@ -95,4 +95,4 @@ class BoundedQueue {
   bool closed_ = false;
 };
 
-}  // namespace cuconv::batch
+}  // namespace cuconv::engine

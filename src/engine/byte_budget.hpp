@@ -8,7 +8,7 @@
 #include <cstddef>
 #include <mutex>
 
-namespace cuconv::batch {
+namespace cuconv::engine {
 
 class ByteBudget {
  public:
@@ -43,4 +43,4 @@ class ByteBudget {
   std::size_t peak_ = 0;
 };
 
-}  // namespace cuconv::batch
+}  // namespace cuconv::engine

@@ -17,7 +17,7 @@
 #include <deque>
 #include <thread>
 
-namespace cuconv::codec {
+namespace cuconv::engine {
 
 namespace {
 
@@ -32,19 +32,19 @@ struct Entry {
   std::size_t id = 0;
   std::span<const std::uint8_t> file;
   const GpuJobSettings* job = nullptr;  ///< the submitter's, or the pipeline's defaults
-  GpuPlan plan;
+  codec::GpuPlan plan;
 };
 
 /// A decoded file (or one for OpenCV) on its way to an encoder thread.
 struct Decoded {
   Entry entry;
-  GpuDecoded image;
+  codec::GpuDecoded image;
   double decode_ms = 0;
   std::size_t held = 0;  ///< its pixel bytes as taken from State::held_bytes
 };
 
 /// The pixel bytes a plan decodes to.
-std::size_t decoded_bytes(const GpuPlan& plan) {
+std::size_t decoded_bytes(const codec::GpuPlan& plan) {
   return static_cast<std::size_t>(plan.width) * static_cast<std::size_t>(plan.height) *
          static_cast<std::size_t>(std::max(plan.channels, 1));
 }
@@ -58,8 +58,8 @@ GpuJobResult failed(const Error& error) {
 }  // namespace
 
 struct GpuCodecPipeline::State {
-  State(const GpuCodecFormat& format_, int device_, const Filter* filter_, const ConvolveOptions& options_,
-        const GpuOutputOptions& output_, const GpuPipelineOptions& sizes_, Done done_)
+  State(const codec::GpuCodecFormat& format_, int device_, const Filter* filter_, const ConvolveOptions& options_,
+        const codec::GpuOutputOptions& output_, const GpuPipelineOptions& sizes_, Done done_)
       : format(format_),
         device(device_),
         defaults{filter_, options_, output_},
@@ -73,7 +73,7 @@ struct GpuCodecPipeline::State {
     defaults.options.device = device;
   }
 
-  const GpuCodecFormat& format;
+  const codec::GpuCodecFormat& format;
   int device;
   GpuJobSettings defaults;  ///< the job of files submitted without their own
   GpuPipelineOptions sizes;
@@ -81,16 +81,16 @@ struct GpuCodecPipeline::State {
   const Clock::time_point started = Clock::now();
   mutable std::mutex stats_mutex;
   GpuPipelineStats stats;
-  batch::BoundedQueue<Entry> input;
-  batch::BoundedQueue<Decoded> decoded;
-  DeviceImagePool pool;
+  engine::BoundedQueue<Entry> input;
+  engine::BoundedQueue<Decoded> decoded;
+  codec::DeviceImagePool pool;
   std::mutex planners_mutex;
-  std::vector<std::unique_ptr<GpuCodec>> planners;  ///< header readers for submit(), one per caller at a time
+  std::vector<std::unique_ptr<codec::GpuCodec>> planners;  ///< header readers for submit(), one per caller at a time
   std::thread decoder;
   std::vector<std::thread> encoders;
   bool finished = false;
   /// Pixel bytes of decoded images not yet given back to the pool: at most two decode calls' worth.
-  batch::ByteBudget held_bytes;
+  engine::ByteBudget held_bytes;
 
   void finish_with(std::size_t id, GpuJobResult result) noexcept {
     {
@@ -106,8 +106,8 @@ struct GpuCodecPipeline::State {
     }
   }
 
-  GpuPlan plan(std::span<const std::uint8_t> file, std::unique_ptr<FileWalk> walk) {
-    std::unique_ptr<GpuCodec> planner;
+  codec::GpuPlan plan(std::span<const std::uint8_t> file, std::unique_ptr<codec::FileWalk> walk) {
+    std::unique_ptr<codec::GpuCodec> planner;
     {
       const std::lock_guard lock(planners_mutex);
       if (!planners.empty()) {
@@ -116,7 +116,7 @@ struct GpuCodecPipeline::State {
       }
     }
     if (!planner) planner = format.make(device);
-    GpuPlan p = planner->plan(file, std::move(walk));
+    codec::GpuPlan p = planner->plan(file, std::move(walk));
     const std::lock_guard lock(planners_mutex);
     planners.push_back(std::move(planner));
     return p;
@@ -126,9 +126,9 @@ struct GpuCodecPipeline::State {
   /// pipeline, so finishing a batch does not wait for their teardown (a process that ends right
   /// after may leave them to the operating system: BatchOptions::process_exits_after).
   struct Kit {
-    std::unique_ptr<GpuCodec> codec;
+    std::unique_ptr<codec::GpuCodec> codec;
     std::optional<GpuWorkspace> workspace;
-    std::optional<detail::CudaStream> stream;
+    std::optional<gpu::CudaStream> stream;
   };
   std::mutex kits_mutex;
   std::deque<Kit> kits;  ///< one per thread; a deque keeps each thread's reference valid
@@ -141,8 +141,8 @@ struct GpuCodecPipeline::State {
   /// Batches of queued files through the codec's decoder; bad files end here, the rest go on.
   void decode_loop() {
     Kit& kit = new_kit();
-    std::unique_ptr<GpuCodec>& codec = kit.codec;
-    std::optional<detail::CudaStream>& stream = kit.stream;
+    std::unique_ptr<codec::GpuCodec>& codec = kit.codec;
+    std::optional<gpu::CudaStream>& stream = kit.stream;
     std::optional<Error> setup_error;
     const auto set_up = [&] {
       try {
@@ -150,10 +150,10 @@ struct GpuCodecPipeline::State {
         codec->prepare_decoder();
         // Ahead of the encoder threads' kernels: what the engine decodes is converted and
         // handed on first, so the engine is never left waiting for its next batch.
-        stream.emplace(detail::CudaStream::high_priority);
+        stream.emplace(gpu::CudaStream::high_priority);
         const std::vector<std::uint8_t> tiny = format.warm_up_file();
         const std::span<const std::uint8_t> file(tiny);
-        for (GpuDecoded& d : codec->decode({file}, {codec->plan(file, nullptr)}, stream->get(), pool, nullptr))
+        for (codec::GpuDecoded& d : codec->decode({file}, {codec->plan(file, nullptr)}, stream->get(), pool, nullptr))
           pool.give(std::move(d.image));
         setup_error.reset();
       } catch (const Error& e) {
@@ -198,7 +198,7 @@ struct GpuCodecPipeline::State {
           continue;
         }
         std::vector<std::span<const std::uint8_t>> files;
-        std::vector<GpuPlan> plans;
+        std::vector<codec::GpuPlan> plans;
         for (const Entry& e : batch) {
           files.push_back(e.file);
           plans.push_back(e.plan);
@@ -206,7 +206,7 @@ struct GpuCodecPipeline::State {
         t = Clock::now();
         held_bytes.take(batch_held);
         mine.decoder_blocked_ms += ms_since(t);
-        std::vector<GpuDecoded> images;
+        std::vector<codec::GpuDecoded> images;
         t = Clock::now();
         try {
           double engine_call_ms = 0;
@@ -246,9 +246,9 @@ struct GpuCodecPipeline::State {
   /// and the codec's host encoder.
   void encode_loop() {
     Kit& kit = new_kit();
-    std::unique_ptr<GpuCodec>& codec = kit.codec;
+    std::unique_ptr<codec::GpuCodec>& codec = kit.codec;
     std::optional<GpuWorkspace>& workspace = kit.workspace;
-    std::optional<detail::CudaStream>& stream = kit.stream;
+    std::optional<gpu::CudaStream>& stream = kit.stream;
     GpuPipelineStats mine;
     try {
       set_up_encoder(codec, workspace, stream);  // before the first image; a failure is met again then
@@ -265,7 +265,7 @@ struct GpuCodecPipeline::State {
       GpuJobResult result;
       try {
         if (!codec) set_up_encoder(codec, workspace, stream);
-        const GpuPlan& plan = d->entry.plan;  // the file was walked once, before the decode
+        const codec::GpuPlan& plan = d->entry.plan;  // the file was walked once, before the decode
         GpuJobSettings job = *d->entry.job;
         job.options.device = device;
         if (!d->image.not_supported.empty()) {
@@ -299,8 +299,8 @@ struct GpuCodecPipeline::State {
 
   /// An encoder thread's codec, workspace and stream, and one small encode: the encoder's first
   /// use is paid while the decoder sets up.
-  void set_up_encoder(std::unique_ptr<GpuCodec>& codec, std::optional<GpuWorkspace>& workspace,
-                      std::optional<detail::CudaStream>& stream) {
+  void set_up_encoder(std::unique_ptr<codec::GpuCodec>& codec, std::optional<GpuWorkspace>& workspace,
+                      std::optional<gpu::CudaStream>& stream) {
     codec = format.make(device);
     workspace.emplace();
     workspace->prepare(device);
@@ -310,10 +310,10 @@ struct GpuCodecPipeline::State {
     CUCONV_CUDA_TRY(cudaMemset2DAsync(v.data, v.pitch, 0, static_cast<std::size_t>(v.width) * 3,
                                       static_cast<std::size_t>(v.height), stream->get()));
     std::vector<std::string> warnings;
-    static_cast<void>(codec->encode(v, GpuOutputOptions{}, GpuPlan{}, stream->get(), warnings));
+    static_cast<void>(codec->encode(v, codec::GpuOutputOptions{}, codec::GpuPlan{}, stream->get(), warnings));
   }
 
-  void filter_and_encode(const GpuDecoded& in, const GpuPlan& plan, const GpuJobSettings& job, GpuCodec& codec,
+  void filter_and_encode(const codec::GpuDecoded& in, const codec::GpuPlan& plan, const GpuJobSettings& job, codec::GpuCodec& codec,
                          GpuWorkspace& workspace, StreamHandle stream, GpuJobResult& result) {
     const Filter* filter = job.filter;
     result.decoder = in.decoder;
@@ -326,7 +326,7 @@ struct GpuCodecPipeline::State {
     if (filter != nullptr) {
       const auto f = Clock::now();
       filtered = pool.take(source.width, source.height, source.channels);
-      filtered_view = fit(filtered, source.width, source.height);
+      filtered_view = codec::fit(filtered, source.width, source.height);
       result.variant_used = convolve(source, filtered_view, *filter, job.options, workspace, stream);
       result.filter_ms = ms_since(f);
     }
@@ -343,11 +343,11 @@ struct GpuCodecPipeline::State {
   }
 
   /// OpenCV's decode, the filter and the codec's host encode for a file the codec refused.
-  void run_on_opencv(std::span<const std::uint8_t> file, const GpuPlan& plan, const GpuJobSettings& job,
-                     GpuCodec& codec, GpuWorkspace& workspace, GpuJobResult& result) {
+  void run_on_opencv(std::span<const std::uint8_t> file, const codec::GpuPlan& plan, const GpuJobSettings& job,
+                     codec::GpuCodec& codec, GpuWorkspace& workspace, GpuJobResult& result) {
     const Filter* filter = job.filter;
     const auto t = Clock::now();
-    cv::Mat image = detail::opencv_imdecode(file, cv::IMREAD_UNCHANGED);
+    cv::Mat image = codec::opencv_imdecode(file, cv::IMREAD_UNCHANGED);
     if (image.empty()) throw Error(ErrorKind::bad_input, "cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
     result.decode_ms = ms_since(t);
     result.decoder = "opencv";
@@ -369,8 +369,8 @@ struct GpuCodecPipeline::State {
   }
 };
 
-GpuCodecPipeline::GpuCodecPipeline(const GpuCodecFormat& codec, int device, const Filter* filter,
-                                   const ConvolveOptions& options, const GpuOutputOptions& output,
+GpuCodecPipeline::GpuCodecPipeline(const codec::GpuCodecFormat& codec, int device, const Filter* filter,
+                                   const ConvolveOptions& options, const codec::GpuOutputOptions& output,
                                    const GpuPipelineOptions& sizes, Done done)
     : state_(std::make_unique<State>(codec, device, filter, options, output, sizes, std::move(done))) {
   State& s = *state_;
@@ -386,12 +386,12 @@ GpuCodecPipeline::GpuCodecPipeline(const GpuCodecFormat& codec, int device, cons
 
 GpuCodecPipeline::~GpuCodecPipeline() { finish(); }
 
-void GpuCodecPipeline::submit(std::size_t id, std::span<const std::uint8_t> file, std::unique_ptr<FileWalk> walk) {
+void GpuCodecPipeline::submit(std::size_t id, std::span<const std::uint8_t> file, std::unique_ptr<codec::FileWalk> walk) {
   submit(id, file, state_->defaults, std::move(walk));
 }
 
 void GpuCodecPipeline::submit(std::size_t id, std::span<const std::uint8_t> file, const GpuJobSettings& job,
-                              std::unique_ptr<FileWalk> walk) {
+                              std::unique_ptr<codec::FileWalk> walk) {
   State& s = *state_;
   Entry entry{id, file, &job, {}};
   try {
@@ -443,8 +443,8 @@ GpuPipelineStats& GpuPipelineStats::operator+=(const GpuPipelineStats& other) no
   return *this;
 }
 
-GpuFilterJob::GpuFilterJob(const GpuCodecFormat& codec, int device, const Filter* filter,
-                           const ConvolveOptions& options, const GpuOutputOptions& output) {
+GpuFilterJob::GpuFilterJob(const codec::GpuCodecFormat& codec, int device, const Filter* filter,
+                           const ConvolveOptions& options, const codec::GpuOutputOptions& output) {
   GpuPipelineOptions sizes;
   sizes.encoders = 1;
   pipeline_ = std::make_unique<GpuCodecPipeline>(codec, device, filter, options, output, sizes,
@@ -453,7 +453,7 @@ GpuFilterJob::GpuFilterJob(const GpuCodecFormat& codec, int device, const Filter
 
 GpuFilterJob::~GpuFilterJob() = default;
 
-GpuJobResult GpuFilterJob::run(std::span<const std::uint8_t> file, std::unique_ptr<FileWalk> walk) {
+GpuJobResult GpuFilterJob::run(std::span<const std::uint8_t> file, std::unique_ptr<codec::FileWalk> walk) {
   if (!pipeline_) throw Error(ErrorKind::internal, "GpuFilterJob::run: called twice");
   pipeline_->submit(0, file, std::move(walk));
   pipeline_->finish();  // done() ran on a pipeline thread that finish() joined
@@ -461,4 +461,4 @@ GpuJobResult GpuFilterJob::run(std::span<const std::uint8_t> file, std::unique_p
   return std::move(result_);
 }
 
-}  // namespace cuconv::codec
+}  // namespace cuconv::engine

@@ -8,9 +8,9 @@
 #include <algorithm>
 #include <thread>
 
-namespace cuconv::codec {
+namespace cuconv::engine {
 
-std::string gpu_codec_unusable_reason(const GpuCodecFormat& codec) {
+std::string gpu_codec_unusable_reason(const codec::GpuCodecFormat& codec) {
   std::string reason;
   if (!cuda_device_available(&reason)) return "no usable CUDA device (" + reason + ")";
   return codec.unusable_reason();
@@ -21,12 +21,12 @@ std::size_t auto_gpu_codec_threshold(std::size_t cpu_threads) {
   return std::max<std::size_t>(64, 16 * cpu_threads);
 }
 
-const GpuCodecFormat* choose_gpu_codec(const CodecRequest& request, const std::string& input, const std::string& output,
-                                       const std::function<std::string(const GpuCodecFormat&)>& gpu_unusable_reason) {
-  if (request.codec == Codec::opencv) return nullptr;
-  const GpuCodecFormat* codec = gpu_codec_for(input, output);
+const codec::GpuCodecFormat* choose_gpu_codec(const CodecRequest& request, const std::string& input, const std::string& output,
+                                       const std::function<std::string(const codec::GpuCodecFormat&)>& gpu_unusable_reason) {
+  if (request.codec == common::Codec::opencv) return nullptr;
+  const codec::GpuCodecFormat* codec = codec::gpu_codec_for(input, output);
   if (codec == nullptr) return nullptr;
-  if (request.codec == Codec::automatic && !request.gpu_codec_warm &&
+  if (request.codec == common::Codec::automatic && !request.gpu_codec_warm &&
       request.gpu_codec_jobs < auto_gpu_codec_threshold(request.cpu_threads))
     return nullptr;
   const std::string format(codec->format);
@@ -36,15 +36,15 @@ const GpuCodecFormat* choose_gpu_codec(const CodecRequest& request, const std::s
   else if (request.host_features) why_not = "--compare and --bench work on host images";
   else if (request.auto_orient) why_not = "--auto-orient is applied on the OpenCV path";
   if (!why_not.empty()) {
-    if (request.codec == Codec::gpu) throw Error(ErrorKind::usage, "--codec gpu: " + why_not + "; use --codec opencv");
+    if (request.codec == common::Codec::gpu) throw Error(ErrorKind::usage, "--codec gpu: " + why_not + "; use --codec opencv");
     return nullptr;
   }
   if (const std::string reason = gpu_unusable_reason(*codec); !reason.empty()) {
-    if (request.codec == Codec::gpu)
+    if (request.codec == common::Codec::gpu)
       throw Error(ErrorKind::gpu, "--codec gpu: the GPU " + format + " codec cannot be used: " + reason);
     return nullptr;
   }
   return codec;
 }
 
-}  // namespace cuconv::codec
+}  // namespace cuconv::engine

@@ -24,11 +24,11 @@
 #include <string_view>
 #include <vector>
 
-namespace cuconv::codec {
+namespace cuconv::engine {
 
 /// What decides the codec for a job besides the file names.
 struct CodecRequest {
-  Codec codec = Codec::automatic;
+  common::Codec codec = common::Codec::automatic;
   Variant variant = Variant::automatic;  ///< --variant opencv filters on the CPU
   Depth depth = Depth::same;
   bool host_features = false;  ///< --compare or --bench: they work on host images
@@ -56,18 +56,18 @@ struct CodecRequest {
 /// and the codec's library can be used, else why not (gpu_codec_unusable_reason in production, a
 /// fixed answer in tests). Throws Error{gpu} (exit 5) for Codec::gpu when the codec cannot be
 /// used, and Error{usage} for Codec::gpu with a job it cannot do (--variant opencv ...).
-[[nodiscard]] const GpuCodecFormat* choose_gpu_codec(
+[[nodiscard]] const codec::GpuCodecFormat* choose_gpu_codec(
     const CodecRequest& request, const std::string& input, const std::string& output,
-    const std::function<std::string(const GpuCodecFormat&)>& gpu_unusable_reason);
+    const std::function<std::string(const codec::GpuCodecFormat&)>& gpu_unusable_reason);
 
 /// Empty when a CUDA device and `codec`'s library can be used, else why not.
-[[nodiscard]] std::string gpu_codec_unusable_reason(const GpuCodecFormat& codec);
+[[nodiscard]] std::string gpu_codec_unusable_reason(const codec::GpuCodecFormat& codec);
 
 /// One file's job: its filter (nullptr: none, --no-filter), convolve options and output options.
 struct GpuJobSettings {
   const Filter* filter = nullptr;
   ConvolveOptions options;
-  GpuOutputOptions output;
+  codec::GpuOutputOptions output;
 };
 
 /// What happened to one file.
@@ -129,19 +129,19 @@ class GpuCodecPipeline {
   using Done = std::function<void(std::size_t id, GpuJobResult result)>;
   /// Starts the threads; the decoder's set-up runs at once, beside whatever the caller does next.
   /// `filter` nullptr: no filter (--no-filter). `codec` and `filter` must outlive the pipeline.
-  GpuCodecPipeline(const GpuCodecFormat& codec, int device, const Filter* filter, const ConvolveOptions& options,
-                   const GpuOutputOptions& output, const GpuPipelineOptions& sizes, Done done);
+  GpuCodecPipeline(const codec::GpuCodecFormat& codec, int device, const Filter* filter, const ConvolveOptions& options,
+                   const codec::GpuOutputOptions& output, const GpuPipelineOptions& sizes, Done done);
   ~GpuCodecPipeline();  ///< finish()
   GpuCodecPipeline(const GpuCodecPipeline&) = delete;
   GpuCodecPipeline& operator=(const GpuCodecPipeline&) = delete;
 
   /// Queues `file` (its bytes must stay valid until done(id)); waits while the pipeline is full.
   /// `walk`: what the file's reader found (GpuCodecFormat::read), else nullptr (walked here).
-  void submit(std::size_t id, std::span<const std::uint8_t> file, std::unique_ptr<FileWalk> walk = nullptr);
+  void submit(std::size_t id, std::span<const std::uint8_t> file, std::unique_ptr<codec::FileWalk> walk = nullptr);
   /// The same with the file's own job (filter, options: a server's pipeline serves many commands);
   /// `job` must stay valid until done(id). Its options' device is the pipeline's.
   void submit(std::size_t id, std::span<const std::uint8_t> file, const GpuJobSettings& job,
-              std::unique_ptr<FileWalk> walk = nullptr);
+              std::unique_ptr<codec::FileWalk> walk = nullptr);
   /// Waits until every submitted file is done and the threads have ended. Never throws.
   void finish() noexcept;
   /// Where the threads spent their time; complete after finish().
@@ -157,14 +157,14 @@ class GpuCodecPipeline {
 class GpuFilterJob {
  public:
   /// Starts the codec's set-up at once; a failure comes back from run().
-  GpuFilterJob(const GpuCodecFormat& codec, int device, const Filter* filter, const ConvolveOptions& options,
-               const GpuOutputOptions& output);
+  GpuFilterJob(const codec::GpuCodecFormat& codec, int device, const Filter* filter, const ConvolveOptions& options,
+               const codec::GpuOutputOptions& output);
   ~GpuFilterJob();
   GpuFilterJob(const GpuFilterJob&) = delete;
   GpuFilterJob& operator=(const GpuFilterJob&) = delete;
 
   /// Decodes, filters and encodes `file` (once per job) with its reader's `walk`.
-  [[nodiscard]] GpuJobResult run(std::span<const std::uint8_t> file, std::unique_ptr<FileWalk> walk);
+  [[nodiscard]] GpuJobResult run(std::span<const std::uint8_t> file, std::unique_ptr<codec::FileWalk> walk);
 
  private:
   GpuJobResult result_;
@@ -178,22 +178,22 @@ class GpuFilterJob {
 class WarmGpuCodecs {
  public:
   /// Starts a pipeline of each of `codecs` on each of `devices` (their set-up runs at once).
-  WarmGpuCodecs(const std::vector<const GpuCodecFormat*>& codecs, const std::vector<int>& devices);
+  WarmGpuCodecs(const std::vector<const codec::GpuCodecFormat*>& codecs, const std::vector<int>& devices);
   ~WarmGpuCodecs();
   WarmGpuCodecs(const WarmGpuCodecs&) = delete;
   WarmGpuCodecs& operator=(const WarmGpuCodecs&) = delete;
 
   /// Whether `codec` runs here on `device`.
-  [[nodiscard]] bool serves(const GpuCodecFormat& codec, int device) const noexcept;
+  [[nodiscard]] bool serves(const codec::GpuCodecFormat& codec, int device) const noexcept;
   /// The codecs' names, for the log ("nvjpeg").
   [[nodiscard]] std::string names() const;
   /// Decodes, filters and encodes `file` with `codec` on `device` (one of the constructor's).
-  [[nodiscard]] GpuJobResult run(const GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file,
-                                 const GpuJobSettings& job, std::unique_ptr<FileWalk> walk = nullptr);
+  [[nodiscard]] GpuJobResult run(const codec::GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file,
+                                 const GpuJobSettings& job, std::unique_ptr<codec::FileWalk> walk = nullptr);
   /// The same without waiting: `done` gets the result on a pipeline thread. `file` and `job`
   /// must stay valid until then (a served batch's files go in as their readers load them).
-  void submit(const GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file, const GpuJobSettings& job,
-              std::unique_ptr<FileWalk> walk, std::function<void(GpuJobResult)> done);
+  void submit(const codec::GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file, const GpuJobSettings& job,
+              std::unique_ptr<codec::FileWalk> walk, std::function<void(GpuJobResult)> done);
 
   struct Pipeline;
 
@@ -201,4 +201,4 @@ class WarmGpuCodecs {
   std::vector<std::unique_ptr<Pipeline>> pipelines_;
 };
 
-}  // namespace cuconv::codec
+}  // namespace cuconv::engine

@@ -86,8 +86,8 @@ bool gpu_usable(std::string* reason) {
 Route choose_route(const ImageTask& task, const RunSettings& settings) {
   using Unusable = std::function<std::string(const codec::GpuCodecFormat&)>;
   const Unusable unusable = settings.gpu_codec_unusable ? settings.gpu_codec_unusable
-                                                        : Unusable(codec::gpu_codec_unusable_reason);
-  return Route{codec::choose_gpu_codec(settings.codec, task.input, task.output, unusable)};
+                                                        : Unusable(engine::gpu_codec_unusable_reason);
+  return Route{engine::choose_gpu_codec(settings.codec, task.input, task.output, unusable)};
 }
 
 LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route route, Files& files,
@@ -228,14 +228,14 @@ namespace {
 std::vector<std::uint8_t> run_gpu_codec(const ImageTask& task, const RunSettings& settings, Route route, Files& files,
                                         ImageReport& report) {
   const codec::GpuCodecFormat& format = *route.gpu_codec;
-  const codec::GpuJobSettings job{settings.apply_filter ? &settings.filter : nullptr, settings.convolve,
+  const engine::GpuJobSettings job{settings.apply_filter ? &settings.filter : nullptr, settings.convolve,
                                   settings.gpu_output};
   const bool warm = settings.warm_codecs != nullptr && settings.warm_codecs->serves(format, settings.convolve.device);
-  std::optional<codec::GpuFilterJob> own;
+  std::optional<engine::GpuFilterJob> own;
   if (!warm) own.emplace(format, settings.convolve.device, job.filter, job.options, job.output);
   LoadedImage loaded = load_image(task, settings, route, files, report);
   const std::span<const std::uint8_t> file(loaded.bytes);
-  codec::GpuJobResult r = own ? own->run(file, std::move(loaded.walk))
+  engine::GpuJobResult r = own ? own->run(file, std::move(loaded.walk))
                               : settings.warm_codecs->run(format, settings.convolve.device, file, job, std::move(loaded.walk));
   if (r.error) throw Error(r.error->kind(), shown_input(task) + ": " + r.error->what());
   report.decoder = r.decoder;

@@ -36,17 +36,17 @@ struct RunSettings {
   bool overwrite = false;         ///< replace existing outputs
   bool strip_metadata = false;    ///< --strip: outputs get no EXIF, ICC or XMP
   bool auto_orient = false;       ///< --auto-orient: pixels rotated upright by EXIF Orientation before filtering
-  codec::CodecRequest codec;      ///< which images take a GPU codec (gpu_codec_jobs: of the whole run)
+  engine::CodecRequest codec;      ///< which images take a GPU codec (gpu_codec_jobs: of the whole run)
   codec::GpuOutputOptions gpu_output;
   /// `auto` weighs the CPU against the GPU's start-up per image (cpu_or_gpu.hpp): for a process
   /// whose GPU is not warm yet (single-image mode without a server).
   bool cpu_when_faster = false;
   /// Why a GPU codec cannot be used (empty: it can); asked only for an image it could take.
-  /// Unset: codec::gpu_codec_unusable_reason.
+  /// Unset: engine::gpu_codec_unusable_reason.
   std::function<std::string(const codec::GpuCodecFormat&)> gpu_codec_unusable;
   /// A server's running GPU codec pipelines: the GPU codec route (one image, or a batch's files)
   /// hands its files to them instead of setting up its own; nullptr: its own.
-  codec::WarmGpuCodecs* warm_codecs = nullptr;
+  engine::WarmGpuCodecs* warm_codecs = nullptr;
   /// A workspace kept between images (a server's, per device), for the host route's filter;
   /// nullptr: the image makes its own.
   GpuWorkspace* workspace = nullptr;

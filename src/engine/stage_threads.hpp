@@ -20,7 +20,7 @@
 #include <unistd.h>
 #endif
 
-namespace cuconv::batch {
+namespace cuconv::engine {
 
 /// Starts up to `count` threads running `body` into `threads`: fewer when the process cannot start
 /// more (each thread's stack is a mapping, which an address-space limit, `ulimit -v`, refuses).
@@ -62,4 +62,4 @@ inline void lower_thread_priority(int steps) noexcept {
 #endif
 }
 
-}  // namespace cuconv::batch
+}  // namespace cuconv::engine

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // The server's warm GPU state (warm_gpu.hpp), and its running GPU codec pipelines
-// (codec::WarmGpuCodecs, gpu_codec_route.hpp): one per codec and device, each file's caller
+// (engine::WarmGpuCodecs, gpu_codec_route.hpp): one per codec and device, each file's caller
 // waiting on its own result.
 #include "engine/warm_gpu.hpp"
 
@@ -68,12 +68,12 @@ void WarmGpu::set_up(std::vector<int> asked) {
   for (std::thread& t : warming) t.join();
   std::vector<const codec::GpuCodecFormat*> usable;
   for (const codec::GpuCodecFormat& codec : codec::gpu_codecs()) {
-    if (const std::string why = codec::gpu_codec_unusable_reason(codec); why.empty())
+    if (const std::string why = engine::gpu_codec_unusable_reason(codec); why.empty())
       usable.push_back(&codec);
     else
       setup_note_ += std::string(setup_note_.empty() ? "" : "; ") + "the GPU " + std::string(codec.format) + " codec is off: " + why;
   }
-  if (!usable.empty()) gpu_codecs_ = std::make_unique<codec::WarmGpuCodecs>(usable, devices_);
+  if (!usable.empty()) gpu_codecs_ = std::make_unique<engine::WarmGpuCodecs>(usable, devices_);
 }
 
 void WarmGpu::wait_ready() { ready_.wait(); }
@@ -88,7 +88,7 @@ const std::string& WarmGpu::setup_note() {
   return setup_note_;
 }
 
-codec::WarmGpuCodecs* WarmGpu::gpu_codecs() {
+engine::WarmGpuCodecs* WarmGpu::gpu_codecs() {
   wait_ready();
   return gpu_codecs_.get();
 }
@@ -140,16 +140,16 @@ WarmGpu::Lease::~Lease() {
 
 }  // namespace cuconv::engine
 
-namespace cuconv::codec {
+namespace cuconv::engine {
 
 /// One codec's running pipeline on one device and what each file's caller wants done with its
 /// result, by id.
 struct WarmGpuCodecs::Pipeline {
   using Done = std::function<void(GpuJobResult)>;
-  Pipeline(const GpuCodecFormat& codec_, int device_)
+  Pipeline(const codec::GpuCodecFormat& codec_, int device_)
       : codec(&codec_),
         device(device_),
-        pipeline(codec_, device_, nullptr, ConvolveOptions{}, GpuOutputOptions{}, GpuPipelineOptions{},
+        pipeline(codec_, device_, nullptr, ConvolveOptions{}, codec::GpuOutputOptions{}, GpuPipelineOptions{},
                  [this](std::size_t id, GpuJobResult result) {
                    Done done;
                    {
@@ -161,7 +161,7 @@ struct WarmGpuCodecs::Pipeline {
                    }
                    done(std::move(result));
                  }) {}
-  const GpuCodecFormat* codec;
+  const codec::GpuCodecFormat* codec;
   int device;
   std::mutex mutex;
   std::size_t next_id = 0;
@@ -169,14 +169,14 @@ struct WarmGpuCodecs::Pipeline {
   GpuCodecPipeline pipeline;  ///< last: its threads stop (finish) before the map goes
 };
 
-WarmGpuCodecs::WarmGpuCodecs(const std::vector<const GpuCodecFormat*>& codecs, const std::vector<int>& devices) {
-  for (const GpuCodecFormat* codec : codecs)
+WarmGpuCodecs::WarmGpuCodecs(const std::vector<const codec::GpuCodecFormat*>& codecs, const std::vector<int>& devices) {
+  for (const codec::GpuCodecFormat* codec : codecs)
     for (int device : devices) pipelines_.push_back(std::make_unique<Pipeline>(*codec, device));
 }
 
 WarmGpuCodecs::~WarmGpuCodecs() = default;
 
-bool WarmGpuCodecs::serves(const GpuCodecFormat& codec, int device) const noexcept {
+bool WarmGpuCodecs::serves(const codec::GpuCodecFormat& codec, int device) const noexcept {
   return std::any_of(pipelines_.begin(), pipelines_.end(), [&](const std::unique_ptr<Pipeline>& p) {
     return p->codec == &codec && p->device == device;
   });
@@ -184,7 +184,7 @@ bool WarmGpuCodecs::serves(const GpuCodecFormat& codec, int device) const noexce
 
 std::string WarmGpuCodecs::names() const {
   std::string names;
-  const GpuCodecFormat* last = nullptr;
+  const codec::GpuCodecFormat* last = nullptr;
   for (const auto& p : pipelines_) {  // codec by codec (the constructor's order)
     if (p->codec != last) names += (names.empty() ? "" : ", ") + std::string(p->codec->name);
     last = p->codec;
@@ -192,8 +192,8 @@ std::string WarmGpuCodecs::names() const {
   return names;
 }
 
-GpuJobResult WarmGpuCodecs::run(const GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file,
-                                const GpuJobSettings& job, std::unique_ptr<FileWalk> walk) {
+GpuJobResult WarmGpuCodecs::run(const codec::GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file,
+                                const GpuJobSettings& job, std::unique_ptr<codec::FileWalk> walk) {
   std::promise<GpuJobResult> promise;
   std::future<GpuJobResult> result = promise.get_future();
   submit(codec, device, file, job, std::move(walk),
@@ -201,8 +201,8 @@ GpuJobResult WarmGpuCodecs::run(const GpuCodecFormat& codec, int device, std::sp
   return result.get();
 }
 
-void WarmGpuCodecs::submit(const GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file,
-                           const GpuJobSettings& job, std::unique_ptr<FileWalk> walk,
+void WarmGpuCodecs::submit(const codec::GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file,
+                           const GpuJobSettings& job, std::unique_ptr<codec::FileWalk> walk,
                            std::function<void(GpuJobResult)> done) {
   const auto at = std::find_if(pipelines_.begin(), pipelines_.end(), [&](const std::unique_ptr<Pipeline>& p) {
     return p->codec == &codec && p->device == device;
@@ -220,4 +220,4 @@ void WarmGpuCodecs::submit(const GpuCodecFormat& codec, int device, std::span<co
   p.pipeline.submit(id, file, job, std::move(walk));
 }
 
-}  // namespace cuconv::codec
+}  // namespace cuconv::engine

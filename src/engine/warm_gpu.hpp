@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // What `cuconv serve` keeps warm between its clients' commands: the devices it serves, a running
-// pipeline of each GPU codec on each (codec::WarmGpuCodecs: handles, states and pools set up
+// pipeline of each GPU codec on each (engine::WarmGpuCodecs: handles, states and pools set up
 // once) and each device's images in flight, so that the next image is dealt to the least loaded
 // device. The set-up (CUDA contexts, kernels of the common filters, the GPU codecs) runs on a
 // thread of its own from construction; what needs it waits for it, what does not (--help, a
@@ -36,7 +36,7 @@ class WarmGpu {
   /// After the set-up: why no device is served (empty when some are), one line for the log.
   [[nodiscard]] const std::string& setup_note();
   /// After the set-up: the GPU codecs' pipelines; nullptr when no GPU codec can be used.
-  [[nodiscard]] codec::WarmGpuCodecs* gpu_codecs();
+  [[nodiscard]] engine::WarmGpuCodecs* gpu_codecs();
   [[nodiscard]] std::uint64_t gpu_memory() const noexcept { return gpu_memory_; }
   /// Device memory of the workspaces kept between images (all of them while no image is in
   /// flight), in bytes; 0 before the set-up is done (`cuconv serve --status`). Never waits.
@@ -77,7 +77,7 @@ class WarmGpu {
   std::uint64_t gpu_memory_ = 0;
   std::vector<int> devices_;
   std::string setup_note_;
-  std::unique_ptr<codec::WarmGpuCodecs> gpu_codecs_;
+  std::unique_ptr<engine::WarmGpuCodecs> gpu_codecs_;
   std::shared_future<void> ready_;
   std::mutex mutex_;
   LeastLoaded load_;  ///< per entry of devices_

@@ -12,7 +12,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::filter {
 
 namespace {
 
@@ -248,4 +248,4 @@ std::optional<DenseTensorSplit> dense_tensor_for(const std::vector<double>& weig
   return std::nullopt;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::filter

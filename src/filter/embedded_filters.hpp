@@ -4,7 +4,7 @@
 #include <cstddef>
 #include <string_view>
 
-namespace cuconv::detail {
+namespace cuconv::filter {
 
 struct EmbeddedFilter {
   std::string_view name;       ///< file stem: the preset name
@@ -15,4 +15,4 @@ struct EmbeddedFilter {
 extern const EmbeddedFilter kEmbeddedFilters[];
 extern const std::size_t kEmbeddedFilterCount;
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::filter

@@ -29,7 +29,7 @@
 #include "common/whole_number.hpp"
 
 namespace cuconv {
-namespace filter_text {
+namespace filter {
 
 /// A filter file is a few KiB at most; the cap stops an image passed by mistake from being
 /// read whole just to report that its first bytes are not a number.
@@ -253,8 +253,8 @@ std::optional<InlineHeader> split_inline(std::string_view text) {
 
 /// Applies +X+Y, which must name a cell of the filter (a negative anchor would mean "centre").
 void set_inline_anchor(Filter& filter, const InlineHeader& header, const Source& source) {
-  const std::optional<int> x = detail::parse_signed_whole_number<int>(header.anchor_x);
-  const std::optional<int> y = detail::parse_signed_whole_number<int>(header.anchor_y);
+  const std::optional<int> x = common::parse_signed_whole_number<int>(header.anchor_x);
+  const std::optional<int> y = common::parse_signed_whole_number<int>(header.anchor_y);
   if (!x || !y || *x < 0 || *x >= filter.width || *y < 0 || *y >= filter.height) {
     source.fail(0, "anchor " + std::string(header.anchor_x) + std::string(header.anchor_y) +
                        " is outside the " + size_text(filter.width, filter.height) + " filter");
@@ -263,11 +263,11 @@ void set_inline_anchor(Filter& filter, const InlineHeader& header, const Source&
   filter.anchor_y = *y;
 }
 
-}  // namespace filter_text
+}  // namespace filter
 
 namespace {
 
-using namespace filter_text;
+using namespace filter;
 
 // ---- files and presets ------------------------------------------------------------------------
 
@@ -309,9 +309,9 @@ std::string read_filter_file(const std::string& path) {
 }
 
 std::optional<Filter> load_preset(std::string_view name) {
-  for (std::size_t i = 0; i < detail::kEmbeddedFilterCount; ++i) {
-    const detail::EmbeddedFilter& preset = detail::kEmbeddedFilters[i];
-    if (names::equal_ignoring_case(preset.name, name)) {  // GAUSS5 and Sobel-X too
+  for (std::size_t i = 0; i < filter::kEmbeddedFilterCount; ++i) {
+    const filter::EmbeddedFilter& preset = filter::kEmbeddedFilters[i];
+    if (common::equal_ignoring_case(preset.name, name)) {  // GAUSS5 and Sobel-X too
       return parse_by_extension(preset.file_name, preset.text, "preset " + std::string(preset.name));
     }
   }
@@ -374,13 +374,13 @@ std::string not_a_filter_message(std::string_view spec) {
   } else {
     candidates = preset_names();
   }
-  std::vector<std::string> nearest = names::nearest_names(word, candidates);
+  std::vector<std::string> nearest = common::nearest_names(word, candidates);
   if (colon != std::string_view::npos) {
     for (std::string& name : nearest) name += ':';
   } else {
     // Other tools' words for a filter ("blur"): the presets and parametric filters they mean first.
     std::vector<std::string> meant;
-    for (const std::string& name : names::names_for_foreign_word(word)) {
+    for (const std::string& name : common::names_for_foreign_word(word)) {
       const std::string_view kind = std::string_view(name).substr(0, name.find(':'));
       const auto kinds = parametric_filters();
       const bool parametric =
@@ -391,7 +391,7 @@ std::string not_a_filter_message(std::string_view spec) {
   }
   std::string message = "filter '" + printable(spec) + "' is not a preset, a parametric filter (box:N, gaussian:R,SIGMA, ...), "
                         "an inline WxH:... filter or a file";
-  if (!nearest.empty()) message += "; did you mean " + names::quoted_alternatives(nearest) + "?";
+  if (!nearest.empty()) message += "; did you mean " + common::quoted_alternatives(nearest) + "?";
   return message + " (see --list-filters)";
 }
 
@@ -461,8 +461,8 @@ Filter parse_inline_filter(std::string_view text) {
   const std::optional<InlineHeader> header = split_inline(text);
   if (!header) source.fail(0, "expected WxH[+X+Y]:v,v,... or N[+X+Y]:v,v,...");
 
-  const std::optional<int> width = detail::parse_whole_number<int>(header->width);
-  const std::optional<int> height = detail::parse_whole_number<int>(header->height);
+  const std::optional<int> width = common::parse_whole_number<int>(header->width);
+  const std::optional<int> height = common::parse_whole_number<int>(header->height);
   if (!width || !height || *width > kMaxFilterSide || *height > kMaxFilterSide) {
     source.fail(0, too_large_problem(std::string(header->width) + "x" +
                                      std::string(header->height)));

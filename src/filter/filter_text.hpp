@@ -11,7 +11,7 @@
 #include <string_view>
 #include <vector>
 
-namespace cuconv::filter_text {
+namespace cuconv::filter {
 
 [[noreturn]] inline void throw_bad_input(const std::string& message) { throw Error(ErrorKind::bad_input, message); }
 
@@ -44,4 +44,4 @@ struct Source {
 /// (parametric_filters.cpp).
 [[nodiscard]] std::optional<Filter> load_parametric(std::string_view spec);
 
-}  // namespace cuconv::filter_text
+}  // namespace cuconv::filter

@@ -14,7 +14,7 @@
 namespace cuconv {
 namespace {
 
-using namespace filter_text;
+using namespace filter;
 
 /// A sum this close to 0 or 1, relative to the weights' magnitude, is 0 or 1 written in decimals
 /// (0.111 x 9) or rounded (a Gaussian's weights).

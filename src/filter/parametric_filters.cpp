@@ -23,7 +23,7 @@
 namespace cuconv {
 namespace {
 
-using namespace filter_text;
+using namespace filter;
 
 // ---- parametric filters -----------------------------------------------------------------------
 // Each kind's weights are defined in docs/filters.md; the formulas there and below are the same.
@@ -43,7 +43,7 @@ struct Params {
     return value;
   }
   int whole(std::size_t i, std::string_view what, int low, int high) const {
-    const std::optional<int> value = detail::parse_whole_number<int>(fields[i]);
+    const std::optional<int> value = common::parse_whole_number<int>(fields[i]);
     if (!value || *value < low || *value > high) {
       source.fail(0, std::string(what) + " must be an integer from " + std::to_string(low) + " to " +
                          std::to_string(high));
@@ -208,12 +208,12 @@ constexpr ParametricKind kParametric[] = {
 /// "NAME:PARAMS" as a parametric filter (NAME in any letter case); nullopt for another NAME.
 }  // namespace
 
-std::optional<Filter> filter_text::load_parametric(std::string_view spec) {
+std::optional<Filter> filter::load_parametric(std::string_view spec) {
   const std::size_t colon = spec.find(':');
   if (colon == std::string_view::npos) return std::nullopt;
   const std::string_view name = spec.substr(0, colon);
   for (const ParametricKind& kind : kParametric) {
-    if (!names::equal_ignoring_case(name, kind.info.name)) continue;
+    if (!common::equal_ignoring_case(name, kind.info.name)) continue;
     const Source source{"filter '" + printable(spec) + "'"};
     Params params{source, {}};
     std::string_view rest = spec.substr(colon + 1);

@@ -14,11 +14,11 @@
 
 namespace cuconv {
 
-using filter_text::is_blank;
+using filter::is_blank;
 
 std::string preset_summary(std::string_view name) {
-  for (std::size_t i = 0; i < detail::kEmbeddedFilterCount; ++i) {
-    const detail::EmbeddedFilter& preset = detail::kEmbeddedFilters[i];
+  for (std::size_t i = 0; i < filter::kEmbeddedFilterCount; ++i) {
+    const filter::EmbeddedFilter& preset = filter::kEmbeddedFilters[i];
     if (preset.name != name) continue;
     // The first comment line, "# NAME: what it does.", without the name and the closing mark.
     const std::string prefix = "# " + std::string(name) + ": ";
@@ -35,8 +35,8 @@ std::string preset_summary(std::string_view name) {
 
 std::vector<std::string> preset_names() {
   std::vector<std::string> names;
-  for (std::size_t i = 0; i < detail::kEmbeddedFilterCount; ++i) {
-    names.emplace_back(detail::kEmbeddedFilters[i].name);
+  for (std::size_t i = 0; i < filter::kEmbeddedFilterCount; ++i) {
+    names.emplace_back(filter::kEmbeddedFilters[i].name);
   }
   std::sort(names.begin(), names.end());
   return names;

@@ -13,7 +13,7 @@
 #include <cstddef>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::filter {
 
 namespace {
 
@@ -279,4 +279,4 @@ std::optional<SeparableFactors> separable_for(const std::vector<double>& weights
   return factors;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::filter

@@ -8,7 +8,7 @@
 #include <cmath>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::filter {
 
 /// gamma_n of n rounding steps of unit roundoff 2^-bits (Higham, "Accuracy and Stability", 3.1):
 /// float by default, double for the wide path.
@@ -40,4 +40,4 @@ inline bool integer_results_hold(const std::vector<double>& weights, double delt
   return true;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::filter

@@ -8,7 +8,7 @@
 #include <cstring>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::filter {
 
 namespace {
 
@@ -46,4 +46,4 @@ FilterSplits filter_splits(const std::vector<double>& weights, int kw, int kh, i
 
 std::uint64_t filter_split_computations() noexcept { return split_computations.load(std::memory_order_relaxed); }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::filter

@@ -11,7 +11,7 @@
 #include <optional>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::filter {
 
 struct SeparableFactors {
   std::vector<float> horizontal;  ///< kw weights, applied along each row first
@@ -191,4 +191,4 @@ inline constexpr std::size_t kFilterSplitsKept = 8;
 /// How many requests filter_splits has computed rather than answered from the kept ones (all threads).
 [[nodiscard]] std::uint64_t filter_split_computations() noexcept;
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::filter

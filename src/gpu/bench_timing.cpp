@@ -6,7 +6,7 @@
 
 #include <algorithm>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 double median(std::vector<double> values) {
   if (values.empty()) return 0;
@@ -54,4 +54,4 @@ void time_variant(Variant variant, const std::vector<VariantLaunch>& launches, i
   times.kernel_median_ms = time_median_ms(stream, {runs}, launch_all);
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -8,7 +8,7 @@
 #include <functional>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 /// The median of `values` (the mean of the middle two for an even count); 0 for none.
 [[nodiscard]] double median(std::vector<double> values);
@@ -30,4 +30,4 @@ struct TimingRuns {
 void time_variant(Variant variant, const std::vector<VariantLaunch>& launches, int runs, cudaStream_t stream,
                   StageTimes& times);
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -8,7 +8,7 @@
 
 #include <string>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 [[noreturn]] inline void throw_cuda_error(cudaError_t status, const char* call, const char* file,
                                           int line) {
@@ -18,13 +18,13 @@ namespace cuconv::detail {
                                   ":" + std::to_string(line));
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu
 
 #define CUCONV_CUDA_TRY(call)                                                        \
   do {                                                                               \
     const cudaError_t cuconv_status_ = (call);                                       \
     if (cuconv_status_ != cudaSuccess)                                               \
-      ::cuconv::detail::throw_cuda_error(cuconv_status_, #call, __FILE__, __LINE__); \
+      ::cuconv::gpu::throw_cuda_error(cuconv_status_, #call, __FILE__, __LINE__); \
   } while (0)
 
 #ifdef CUCONV_DEBUG_SYNC

@@ -24,7 +24,7 @@ int cuda_device_count() noexcept {
   return count;
 }
 
-namespace detail {
+namespace gpu {
 
 void select_device(int device) { CUCONV_CUDA_TRY(cudaSetDevice(device)); }
 
@@ -55,5 +55,5 @@ tuning::GpuKind current_gpu_kind() {
   return {known[slot]->major, known[slot]->minor, known[slot]->product};
 }
 
-}  // namespace detail
+}  // namespace gpu
 }  // namespace cuconv

@@ -4,7 +4,7 @@
 // it is (the key of auto's tuning table, src/gpu/tuning/auto_tuning.hpp).
 #include "gpu/tuning/auto_tuning.hpp"
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 /// Makes `device` the calling thread's current CUDA device. Throws Error{gpu} (through
 /// CUCONV_CUDA_TRY) when the index does not name a usable device.
@@ -14,4 +14,4 @@ void select_device(int device);
 /// major 0 when there is no usable device. The product name lives as long as the process.
 [[nodiscard]] tuning::GpuKind current_gpu_kind();
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

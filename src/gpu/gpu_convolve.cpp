@@ -14,7 +14,7 @@
 #include "gpu/launch/launch.hpp"
 #include "gpu/memory/strips.hpp"
 #include "gpu/memory/workspace.hpp"
-#include "filter/job.hpp"
+#include "gpu/gpu_convolve.hpp"
 
 #include <opencv2/core.hpp>
 
@@ -96,7 +96,7 @@ std::vector<std::string> describe_gpus(std::string* reason) {
   return gpus;
 }
 
-namespace detail {
+namespace gpu {
 
 PixelType pixel_type_for_depth(int depth) {
   switch (depth) {
@@ -212,7 +212,7 @@ MemoryModel memory_model(const ConvolveJob& job, Variant variant, int width, int
 /// cuFFT's plans and other processes. What a kept workspace holds counts as free: it is reused, or
 /// freed before a larger buffer is allocated (fit_planes). A kept workspace asks the device once
 /// (and again after a failure, convolve_gpu), not for every image.
-std::uint64_t memory_limit(const ConvolveJob& job, detail::WorkspaceState& workspace) {
+std::uint64_t memory_limit(const ConvolveJob& job, gpu::WorkspaceState& workspace) {
   if (job.gpu_memory_limit > 0) return job.gpu_memory_limit;
   if (workspace.kept && workspace.automatic_limit > 0) return workspace.automatic_limit;
   std::size_t free_bytes = 0;
@@ -233,7 +233,7 @@ void add_times(const StageTimes& strip, StageTimes& total) {
 
 /// A host image through the device in strips: upload, queue_filter, download, strip by strip.
 ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Variant variant,
-                                 detail::WorkspaceState& workspace) {
+                                 gpu::WorkspaceState& workspace) {
   const int width = src.cols;
   const int height = src.rows;
   const int channels = src.channels();
@@ -300,14 +300,14 @@ ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Var
 // GCC does not take a pointer's comparison with nullptr as a constant expression.
 static_assert([] {
   std::size_t gpu_names = 0;
-  for (const auto& entry : names::kVariants) {
+  for (const auto& entry : common::kVariants) {
     const bool launched = std::any_of(kVariantLaunchers.begin(), kVariantLaunchers.end(),
                                       [&](const VariantLauncher& launcher) { return launcher.variant == entry.value; });
     if (entry.gpu != launched) return false;
     gpu_names += entry.gpu;
   }
   return gpu_names == kVariantLaunchers.size();
-}(), "names::kVariants' GPU variants and kVariantLaunchers must list the same variants");
+}(), "common::kVariants' GPU variants and kVariantLaunchers must list the same variants");
 
 void launch_variant(Variant variant, const LaunchArgs& args) {
   // A test's fault injector (gpu/seams.hpp): fail exactly as a faulting launch reports itself.
@@ -319,9 +319,9 @@ void launch_variant(Variant variant, const LaunchArgs& args) {
 }
 
 ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant,
-                            detail::WorkspaceState* kept_workspace) {
-  std::optional<detail::WorkspaceState> call_workspace;
-  detail::WorkspaceState& workspace = kept_workspace != nullptr ? *kept_workspace : call_workspace.emplace(false);
+                            gpu::WorkspaceState* kept_workspace) {
+  std::optional<gpu::WorkspaceState> call_workspace;
+  gpu::WorkspaceState& workspace = kept_workspace != nullptr ? *kept_workspace : call_workspace.emplace(false);
   workspace.bind_to_current_device();
   try {
     return filter_host_image(src, job, variant, workspace);
@@ -339,7 +339,7 @@ ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant 
 }
 
 void convolve_device(const ConstDeviceImageView& src, const DeviceImageView& dst, const ConvolveJob& job,
-                     Variant variant, detail::WorkspaceState& workspace, cudaStream_t stream) {
+                     Variant variant, gpu::WorkspaceState& workspace, cudaStream_t stream) {
   workspace.bind_to_current_device();
   const float* device_weights = workspace.upload_weights(job.weights, stream);
   std::optional<ChannelPlanes> planes;
@@ -349,5 +349,5 @@ void convolve_device(const ConstDeviceImageView& src, const DeviceImageView& dst
   static_cast<void>(queue_filter(src, dst, planes, job, variant, device_weights, stream));
 }
 
-}  // namespace detail
+}  // namespace gpu
 }  // namespace cuconv

@@ -13,7 +13,7 @@
 #include <atomic>
 #include <cstddef>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 /// Kernel paths a launch observer hears of: those a variant may take or leave silently (the
 /// tests check which one ran), and the filter spectra `fft` computes (its cache of them).
@@ -98,4 +98,4 @@ inline void notify_launch(KernelPath path) noexcept {
   if (LaunchObserver* observer = seams::launch_observer.load(std::memory_order_acquire)) observer->launched(path);
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -4,7 +4,7 @@
 
 #include <cstdlib>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 std::vector<std::string> library_candidates(const std::string& soname, const std::vector<std::string>& extra_folders) {
   std::vector<std::string> candidates{soname};
@@ -21,4 +21,4 @@ void* open_first(const std::vector<std::string>& candidates) {
   return nullptr;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -7,7 +7,7 @@
 #include <string>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 /// Where to look for `soname`: the loader's own search (LD_LIBRARY_PATH, RUNPATH, ldconfig),
 /// then `extra_folders` in order, then $CUDA_HOME/lib64 and /usr/local/cuda/lib64.
@@ -27,4 +27,4 @@ bool resolve_symbol(void* library, const char* library_name, const char* symbol,
   return fn != nullptr;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -16,7 +16,7 @@
 extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size) {
   const std::string& path = cuconv::fuzz::as_file(data, size);
   try {
-    const auto header = cuconv::detail::inspect_image_file(path);
+    const auto header = cuconv::codec::inspect_image_file(path);
     if (header) {
       const bool known = header->format == "PNG" || header->format == "JPEG" || header->format == "TIFF" ||
                          header->format == "BMP";

@@ -38,7 +38,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   cuconv::auto_orient(image, metadata);
   for (const char* extension : {".png", ".jpg", ".tif"}) {
     try {
-      const std::vector<unsigned char> out = cuconv::detail::embed_metadata(std::string("out") + extension,
+      const std::vector<unsigned char> out = cuconv::codec::embed_metadata(std::string("out") + extension,
                                                                             tiny(extension), metadata);
       if (out.empty()) std::abort();
     } catch (const cuconv::Error& e) {

@@ -6,7 +6,7 @@
 
 #include "gpu/shared_library.hpp"
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 namespace {
 
@@ -48,4 +48,4 @@ void check_cufft(cufftResult status, const char* call) {
     throw Error(ErrorKind::gpu, std::string("cuFFT error ") + std::to_string(static_cast<int>(status)) + " in " + call);
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

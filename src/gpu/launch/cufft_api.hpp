@@ -7,7 +7,7 @@
 
 #include <string>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 struct CufftApi {
   decltype(&cufftPlanMany) plan_many;
@@ -24,4 +24,4 @@ struct CufftApi {
 /// Throws Error{gpu} naming the call and the cuFFT status when `status` is not CUFFT_SUCCESS.
 void check_cufft(cufftResult status, const char* call);
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

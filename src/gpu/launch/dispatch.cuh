@@ -17,7 +17,7 @@
 #include <type_traits>
 #include <utility>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 /// Radii with an unrolled instantiation: 3x3 .. 15x15.
 using SupportedRadii = std::integer_sequence<int, 1, 2, 3, 4, 5, 6, 7>;
@@ -134,4 +134,4 @@ void reserve_shared_memory(Kernel kernel, std::size_t bytes, const char* variant
                                        static_cast<int>(bytes)));
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

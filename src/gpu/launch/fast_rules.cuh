@@ -9,7 +9,7 @@
 #include <limits>
 #include <type_traits>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 using kernels::div_up;
 using kernels::FilterTaps;
@@ -127,4 +127,4 @@ SumRange fast_sum_range(const FilterTaps<Count>& taps, float delta) {
   }
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -16,7 +16,7 @@
 #include <cmath>
 #include <cstddef>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 /// Error assumed for the transform, relative to (input maximum x sum|w|): 2^-19 = 1.9e-6, about
 /// eight times the largest error measured (bench/results/kernel-notes/fft.md, 'Tie margin'); the GPU tests
@@ -52,4 +52,4 @@ template <class Weight>
   return batch_outputs / 32 + 1024;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -14,7 +14,7 @@
 #include <cstddef>
 #include <cstdint>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 /// Element types of device planes.
 enum class PixelType { u8, u16, s16, f32 };
@@ -58,7 +58,7 @@ struct Rank1Weights {
 };
 
 /// `factors` as a launch takes them, with the filter's `delta`.
-[[nodiscard]] inline Rank1Weights rank1_weights(const SeparableFactors& factors, double delta) {
+[[nodiscard]] inline Rank1Weights rank1_weights(const filter::SeparableFactors& factors, double delta) {
   return {.horizontal = factors.horizontal.data(),
           .vertical = factors.vertical.data(),
           .horizontal_wide = factors.horizontal_wide.data(),
@@ -83,7 +83,7 @@ struct LaunchArgs {
   int channels = 1;          ///< interleaved channels per pixel (fast only)
   bool keep_alpha = false;   ///< channels == 4: copy channel 3 instead of filtering
   Rank1Weights rank1{};      ///< the rank-1 factors, when the filter has them
-  const DenseTensorSplit* dense_tensor = nullptr;  ///< ConvolveJob::dense_tensor (8-bit, 16-bit or float in and out)
+  const filter::DenseTensorSplit* dense_tensor = nullptr;  ///< ConvolveJob::dense_tensor (8-bit, 16-bit or float in and out)
 };
 
 /// One launch of a variant with the device images it reads and writes (what --bench times and
@@ -128,7 +128,7 @@ bool launch_fast_wide(const LaunchArgs& args);
 /// 8-bit image with 16-byte aligned rows on a compute capability 9.0 GPU; false (nothing
 /// launched) otherwise, and the 8-bit dense kernel runs it. A launch observer (gpu/seams.hpp)
 /// may turn it off, so the tests compare the two kernels.
-bool launch_tensor_dense_wgmma(const LaunchArgs& args, const DenseTensorSplit& split);
+bool launch_tensor_dense_wgmma(const LaunchArgs& args, const filter::DenseTensorSplit& split);
 /// Whether the current device runs the sm_90a kernels: compute capability 9.0 and a kernel image
 /// in this build, asked once per device.
 [[nodiscard]] bool device_runs_wgmma();
@@ -157,7 +157,7 @@ struct VariantLauncher {
 };
 
 /// The one list of GPU variants' launchers: launch_variant and filters_interleaved read it, and
-/// gpu_convolve.cpp checks at compile time that every GPU variant of names::kVariants has a row.
+/// gpu_convolve.cpp checks at compile time that every GPU variant of common::kVariants has a row.
 inline constexpr std::array<VariantLauncher, 8> kVariantLaunchers{{
     {Variant::basic, launch_basic, false},
     {Variant::constmem, launch_constmem, false},
@@ -196,4 +196,4 @@ bool launch_fast_compiled(const LaunchArgs& args);
 [[nodiscard]] std::size_t shared_bytes_tiled(int kw, int kh);
 [[nodiscard]] std::size_t shared_bytes_tiled_halo(int kw, int kh);
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -4,7 +4,7 @@
 
 #include <kernels/basic.cuh>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 void launch_basic(const LaunchArgs& a) {
   using namespace kernels;
@@ -18,4 +18,4 @@ void launch_basic(const LaunchArgs& a) {
   });
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

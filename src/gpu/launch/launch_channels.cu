@@ -4,7 +4,7 @@
 
 #include <kernels/channels.cuh>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 namespace {
 
@@ -36,4 +36,4 @@ void launch_copy_channel(ConstDeviceImageView src, int from_channel, DeviceImage
   });
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

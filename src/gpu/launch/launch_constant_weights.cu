@@ -15,7 +15,7 @@
 #include <cstddef>
 #include <mutex>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 namespace {
 
@@ -114,4 +114,4 @@ std::size_t shared_bytes_tiled(int kw, int kh) {
 
 std::size_t shared_bytes_tiled_halo(int kw, int kh) { return kernels::tiled_halo_shared_bytes(kw, kh); }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

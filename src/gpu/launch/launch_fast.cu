@@ -8,7 +8,7 @@
 #include <kernels/fast.cuh>
 #include <kernels/fast_generic.cuh>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 namespace {
 
@@ -46,4 +46,4 @@ void launch_fast(const LaunchArgs& a) {
   });
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -13,7 +13,7 @@
 #include <algorithm>
 #include <cstdint>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 template <class In, class Out, bool Separable>
 bool launch_fast_compiled(const LaunchArgs& a) {
@@ -54,4 +54,4 @@ bool launch_fast_compiled(const LaunchArgs& a) {
   return launched;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

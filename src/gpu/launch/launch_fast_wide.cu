@@ -13,7 +13,7 @@
 #include <cstdint>
 #include <utility>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 namespace {
 
@@ -57,4 +57,4 @@ bool launch_fast_wide(const LaunchArgs& a) {
   }(a, side, WideSides{});
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -21,7 +21,7 @@
 #include <memory>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 namespace {
 
@@ -206,4 +206,4 @@ void launch_fft(const LaunchArgs& a) {
   });
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -27,11 +27,11 @@
 #include <type_traits>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 namespace {
 
-static_assert(kTensorDenseMaxSide == kernels::kDenseMaxSide);
+static_assert(filter::kTensorDenseMaxSide == kernels::kDenseMaxSide);
 
 /// Warps a block: 4 (256 outputs of a row) ran faster than 2 and 8 (bench/results/kernel-notes/tensor.md, 'tensor').
 constexpr int kTensorWarps = 4;
@@ -42,11 +42,11 @@ constexpr int kTensorWarps = 4;
 /// or faster at 9x9, faster at 15x15 (bench/results/kernel-notes/tensor.md, 'Both passes on tensor cores').
 constexpr int kTensorMmaWarps = 4;
 constexpr int kTensorMmaMinRadius = 4;
-constexpr int kTensorMmaMaxRadius = kTensorMmaMaxSide / 2;
+constexpr int kTensorMmaMaxRadius = filter::kTensorMmaMaxSide / 2;
 // The error bound counts the kernel's row-sum steps (tensor_mma_row_steps in src/separable.hpp).
 static_assert([] {
   for (int r = kTensorMmaMinRadius; r <= kTensorMmaMaxRadius; ++r)
-    if (tensor_mma_row_steps(2 * r + 1) != kernels::tensor_mma_vertical_steps(r)) return false;
+    if (filter::tensor_mma_row_steps(2 * r + 1) != kernels::tensor_mma_vertical_steps(r)) return false;
   return true;
 }());
 
@@ -82,7 +82,7 @@ double weights_magnitude(const LaunchArgs& a) {
 }
 
 template <int C, int R, int Warps>
-void launch_tensor_kernel(const LaunchArgs& a, const TensorSplit& split) {
+void launch_tensor_kernel(const LaunchArgs& a, const filter::TensorSplit& split) {
   using namespace kernels;
   constexpr int K = 2 * R + 1;
   TensorSeparableTaps<K> taps{};
@@ -112,7 +112,7 @@ void launch_tensor_kernel(const LaunchArgs& a, const TensorSplit& split) {
 }
 
 template <int C, int R>
-void launch_tensor_mma_kernel(const LaunchArgs& a, const TensorSplit& split, const TensorMmaScales& scales) {
+void launch_tensor_mma_kernel(const LaunchArgs& a, const filter::TensorSplit& split, const filter::TensorMmaScales& scales) {
   using namespace kernels;
   constexpr int K = 2 * R + 1;
   TensorSeparableMmaTaps<K> taps{};
@@ -160,7 +160,7 @@ void launch_tensor_mma_kernel(const LaunchArgs& a, const TensorSplit& split, con
 }
 
 template <int C, int Chunks>
-void launch_dense_kernel(const LaunchArgs& a, const DenseTensorSplit& split) {
+void launch_dense_kernel(const LaunchArgs& a, const filter::DenseTensorSplit& split) {
   using namespace kernels;
   const int kw = a.params.kw;
   const int kh = a.params.kh;
@@ -207,21 +207,21 @@ bool tensor_separable_supported(int radius, bool fp32_columns, bool mma) {
 }
 
 bool tensor_dense_applies(const LaunchArgs& a) {
-  return a.dense_tensor != nullptr && a.dense_tensor->holds && a.params.kw <= kTensorDenseMaxSide &&
-         a.params.kh <= kTensorDenseMaxSide && tensor_types_apply(a);
+  return a.dense_tensor != nullptr && a.dense_tensor->holds && a.params.kw <= filter::kTensorDenseMaxSide &&
+         a.params.kh <= filter::kTensorDenseMaxSide && tensor_types_apply(a);
 }
 
 void launch_tensor(const LaunchArgs& a) {
   if (tensor_applies(a)) {
     const std::vector<float> horizontal(a.rank1.horizontal, a.rank1.horizontal + a.params.kw);
-    if (const std::optional<TensorSplit> split = tensor_split(horizontal)) {
+    if (const std::optional<filter::TensorSplit> split = filter::tensor_split(horizontal)) {
       bool launched = false;
       dispatch_channels(a.channels, [&](auto channels) {
         dispatch_radius<SeparableRadii>(a.params.kw, a.params.kh, [&](auto radius) {
           if constexpr (radius.value >= kTensorMmaMinRadius && radius.value <= kTensorMmaMaxRadius) {
             if (a.rank1.fits_tensor_mma_split) {
               const std::vector<float> vertical(a.rank1.vertical, a.rank1.vertical + a.params.kh);
-              if (const std::optional<TensorMmaScales> scales = tensor_mma_scales(*split, vertical)) {
+              if (const std::optional<filter::TensorMmaScales> scales = filter::tensor_mma_scales(*split, vertical)) {
                 launch_tensor_mma_kernel<channels.value, radius.value>(a, *split, *scales);
                 launched = true;
                 return;
@@ -254,4 +254,4 @@ void launch_tensor(const LaunchArgs& a) {
   launch_fast(a);
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

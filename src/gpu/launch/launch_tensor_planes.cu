@@ -17,14 +17,14 @@
 #include <string>
 #include <type_traits>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 namespace {
 
-static_assert(kTensorDensePlanesMaxSide == kernels::kDensePlanesMaxSide);
+static_assert(filter::kTensorDensePlanesMaxSide == kernels::kDensePlanesMaxSide);
 
 template <class Pixel, int Chunks, int RingRows>
-void launch_dense_planes_kernel(const LaunchArgs& a, const DenseTensorSplit& split) {
+void launch_dense_planes_kernel(const LaunchArgs& a, const filter::DenseTensorSplit& split) {
   using namespace kernels;
   static_assert(Chunks >= 2 && Chunks <= dense_planes_chunks(kDensePlanesMaxSide));
   constexpr int kDigits = DensePlanes<Pixel>::weight_digits;
@@ -62,7 +62,7 @@ void launch_dense_planes_kernel(const LaunchArgs& a, const DenseTensorSplit& spl
 
 /// The kernel instance for the filter's width (8-byte chunks a row) and height (ring rows).
 template <class Pixel, int RingRows>
-void launch_for_width(const LaunchArgs& a, const DenseTensorSplit& split) {
+void launch_for_width(const LaunchArgs& a, const filter::DenseTensorSplit& split) {
   const int chunks = kernels::dense_planes_chunks(a.params.kw);
   if (chunks <= 2) return launch_dense_planes_kernel<Pixel, 2, RingRows>(a, split);
   if (chunks == 3) return launch_dense_planes_kernel<Pixel, 3, RingRows>(a, split);
@@ -71,7 +71,7 @@ void launch_for_width(const LaunchArgs& a, const DenseTensorSplit& split) {
 }
 
 template <class Pixel>
-void launch_for_size(const LaunchArgs& a, const DenseTensorSplit& split) {
+void launch_for_size(const LaunchArgs& a, const filter::DenseTensorSplit& split) {
   if (kernels::dense_planes_ring_rows(a.params.kh) == 32) {
     launch_for_width<Pixel, 32>(a, split);
   } else {
@@ -82,13 +82,13 @@ void launch_for_size(const LaunchArgs& a, const DenseTensorSplit& split) {
 }  // namespace
 
 bool tensor_dense_planes_applies(const LaunchArgs& a) {
-  const bool past_8bit_kernel = std::max(a.params.kw, a.params.kh) > kTensorDenseMaxSide;
+  const bool past_8bit_kernel = std::max(a.params.kw, a.params.kh) > filter::kTensorDenseMaxSide;
   const bool types = (a.src.type == PixelType::f32 && a.dst.type == PixelType::f32) ||
                      (a.src.type == PixelType::u16 && a.dst.type == PixelType::u16) ||
                      (a.src.type == PixelType::u8 && a.dst.type == PixelType::u8 && past_8bit_kernel);
   return a.dense_tensor != nullptr && a.dense_tensor->holds && types && !a.keep_alpha &&
-         (a.channels == 1 || a.channels == 3 || a.channels == 4) && a.params.kw <= kTensorDensePlanesMaxSide &&
-         a.params.kh <= kTensorDensePlanesMaxSide && device_has_mma();
+         (a.channels == 1 || a.channels == 3 || a.channels == 4) && a.params.kw <= filter::kTensorDensePlanesMaxSide &&
+         a.params.kh <= filter::kTensorDensePlanesMaxSide && device_has_mma();
 }
 
 bool launch_tensor_dense_planes(const LaunchArgs& a) {
@@ -103,4 +103,4 @@ bool launch_tensor_dense_planes(const LaunchArgs& a) {
   return true;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

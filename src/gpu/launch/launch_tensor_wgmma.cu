@@ -14,11 +14,11 @@
 #include <cstdint>
 #include <utility>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 namespace {
 
-static_assert(kTensorDenseMaxSide == kernels::kWgmmaMaxSide);
+static_assert(filter::kTensorDenseMaxSide == kernels::kWgmmaMaxSide);
 
 using WgmmaKernel = void (*)(kernels::PlaneView<const std::uint8_t>, kernels::PlaneView<std::uint8_t>, kernels::ConvParams,
                              kernels::TensorDenseTaps, const CUtensorMap, bool);
@@ -47,7 +47,7 @@ bool device_runs_wgmma() {
   });
 }
 
-bool launch_tensor_dense_wgmma(const LaunchArgs& a, const DenseTensorSplit& split) {
+bool launch_tensor_dense_wgmma(const LaunchArgs& a, const filter::DenseTensorSplit& split) {
   using namespace kernels;
   const int kw = a.params.kw;
   const int kh = a.params.kh;
@@ -73,4 +73,4 @@ bool launch_tensor_dense_wgmma(const LaunchArgs& a, const DenseTensorSplit& spli
   return true;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -13,7 +13,7 @@
 #include <atomic>
 #include <cstddef>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 /// Blocks of `Kernel` (with `shared_bytes` of dynamic shared memory) that fit on the current device at once, queried once per kernel and device
 /// (the device, attribute and occupancy queries otherwise ran before every launch, host time
@@ -72,4 +72,4 @@ inline dim3 strip_grid(int column_blocks, int height, int strip_rows) {
               static_cast<unsigned>(strips < kernels::kMaxGridY ? strips : kernels::kMaxGridY));
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

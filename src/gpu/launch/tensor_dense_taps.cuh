@@ -12,11 +12,11 @@
 #include <cstddef>
 #include <string>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 /// The kh x kw weights' three digits and the scale 2^-exponent; Error{internal} for a split of
 /// another digit count (the 16-bit and float splits belong to the planes kernel).
-inline kernels::TensorDenseTaps dense_taps_for(const DenseTensorSplit& split, int kw, int kh) {
+inline kernels::TensorDenseTaps dense_taps_for(const filter::DenseTensorSplit& split, int kw, int kh) {
   kernels::TensorDenseTaps taps{};
   constexpr std::size_t kDigits = sizeof(taps.digit) / sizeof(taps.digit[0]);
   if (split.digits.size() != kDigits)
@@ -28,4 +28,4 @@ inline kernels::TensorDenseTaps dense_taps_for(const DenseTensorSplit& split, in
   return taps;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -13,7 +13,7 @@
 
 #include <cstddef>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 /// The driver's tensor-map encoder, found once through the runtime (no link to libcuda); null
 /// where the driver has none.
@@ -54,4 +54,4 @@ inline dim3 wgmma_grid(int width, int height) {
   return strip_grid(column_blocks, height, strip_rows);
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

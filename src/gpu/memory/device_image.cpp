@@ -28,7 +28,7 @@ DeviceImage::DeviceImage(int width, int height, int channels, int depth) {
     throw Error(ErrorKind::internal, "DeviceImage: invalid shape or depth");
   view_ = {nullptr, 0, width, height, channels, depth};
   std::size_t pitch = 0;
-  view_.data = static_cast<std::byte*>(detail::allocate_pitched(view_.row_bytes(), static_cast<std::size_t>(height), pitch));
+  view_.data = static_cast<std::byte*>(gpu::allocate_pitched(view_.row_bytes(), static_cast<std::size_t>(height), pitch));
   view_.pitch = pitch;
 }
 

@@ -8,7 +8,7 @@
 #include <string>
 #include <string_view>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 namespace {
 
@@ -70,4 +70,4 @@ void* allocate_pinned(std::size_t bytes) {
   return data;
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -9,7 +9,7 @@
 #include <cstddef>
 #include <utility>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 /// cudaMallocPitch / cudaMalloc that throw Error{gpu}; running out of memory says so, with the
 /// bytes needed and the bytes free ("out of device memory: needed N bytes ...").
@@ -130,4 +130,4 @@ class CudaEvent : public OwnedHandle<cudaEvent_t, cudaEventDestroy> {
   }
 };
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

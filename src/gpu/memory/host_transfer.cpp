@@ -8,7 +8,7 @@
 #include <algorithm>
 #include <cstring>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 namespace {
 
@@ -102,4 +102,4 @@ void StripCopier::download(const DeviceImageView& device, const StripRows& rows,
   }
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

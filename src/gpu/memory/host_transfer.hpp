@@ -6,18 +6,18 @@
 // moves the one before).
 #include "gpu/memory/strips.hpp"
 #include "gpu/memory/workspace.hpp"
-#include "filter/job.hpp"
+#include "gpu/gpu_convolve.hpp"
 
 #include <cuconv/device_image.hpp>
 
 #include <opencv2/core/mat.hpp>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 class StripCopier {
  public:
   /// Copies for `image` under `job`'s border rule, through `workspace`'s stream and buffers.
-  StripCopier(detail::WorkspaceState& workspace, const ConvolveJob& job, const cv::Mat& image);
+  StripCopier(gpu::WorkspaceState& workspace, const ConvolveJob& job, const cv::Mat& image);
 
   /// Input rows [rows.in_begin, rows.in_end) of the image into the first rows of `device`; rows
   /// outside the image are made by the border rule, so the strip the kernel sees is exactly the
@@ -31,10 +31,10 @@ class StripCopier {
   /// The image row (or the border-value row) that stands in row `y` of a strip.
   [[nodiscard]] const unsigned char* source_row_at(int y) const;
 
-  detail::WorkspaceState& workspace_;
+  gpu::WorkspaceState& workspace_;
   const ConvolveJob& job_;
   const cv::Mat& image_;
   cv::Mat constant_row_;  ///< the border value, only for Border::constant
 };
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -2,7 +2,7 @@
 // Horizontal strips (see strips.hpp).
 #include "gpu/memory/strips.hpp"
 
-#include "filter/job.hpp"
+#include "common/opencv_border.hpp"
 
 #include <cuconv/error.hpp>
 
@@ -11,7 +11,7 @@
 #include <algorithm>
 #include <string>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 StripPlan plan_strips(int width, int height, int kh, const MemoryModel& model, std::uint64_t limit,
                       int max_strip_rows) {
@@ -49,6 +49,6 @@ StripRows strip_rows(const StripPlan& plan, int index, int height, int kh, int a
   return s;
 }
 
-int source_row(int y, int height, Border border) { return cv::borderInterpolate(y, height, opencv_border(border)); }
+int source_row(int y, int height, Border border) { return cv::borderInterpolate(y, height, common::opencv_border(border)); }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -14,7 +14,7 @@
 
 #include <cstdint>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 /// Device bytes a run needs: a fixed part plus a part per input row held on the device at once.
 struct MemoryModel {
@@ -59,4 +59,4 @@ struct StripRows {
 /// outside the image (every pixel is the border value).
 [[nodiscard]] int source_row(int y, int height, Border border);
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

@@ -15,14 +15,14 @@ std::size_t grown(std::size_t needed) { return needed + needed / 8; }
 
 /// Bytes of a kept plane of `rows` rows of `row_bytes` (one linear allocation, pitched rows).
 std::size_t kept_plane_bytes(std::size_t row_bytes, std::size_t rows) {
-  return std::max<std::size_t>(detail::plane_pitch(row_bytes) * rows, 1);
+  return std::max<std::size_t>(gpu::plane_pitch(row_bytes) * rows, 1);
 }
 
 }  // namespace
 
-detail::WorkspaceState::~WorkspaceState() { release(); }
+gpu::WorkspaceState::~WorkspaceState() { release(); }
 
-void detail::WorkspaceState::bind_to_current_device() {
+void gpu::WorkspaceState::bind_to_current_device() {
   int current = 0;
   CUCONV_CUDA_TRY(cudaGetDevice(&current));
   if (device >= 0 && device != current) release();
@@ -30,7 +30,7 @@ void detail::WorkspaceState::bind_to_current_device() {
   device = current;
 }
 
-DeviceImageView detail::WorkspaceState::image(std::size_t slot, int width, int height, int channels, int depth) {
+DeviceImageView gpu::WorkspaceState::image(std::size_t slot, int width, int height, int channels, int depth) {
   if (!kept) {
     if (pitched_planes_.size() <= slot) pitched_planes_.resize(slot + 1);
     pitched_planes_[slot] = DeviceImage(width, height, channels, depth);
@@ -38,20 +38,20 @@ DeviceImageView detail::WorkspaceState::image(std::size_t slot, int width, int h
     return pitched_planes_[slot].view();
   }
   DeviceImageView view{nullptr, 0, width, height, channels, depth};
-  view.pitch = detail::plane_pitch(view.row_bytes());
+  view.pitch = gpu::plane_pitch(view.row_bytes());
   const std::size_t bytes = kept_plane_bytes(view.row_bytes(), static_cast<std::size_t>(height));
   if (kept_planes_.size() <= slot) kept_planes_.resize(slot + 1);
-  detail::DeviceBuffer& buffer = kept_planes_[slot];
+  gpu::DeviceBuffer& buffer = kept_planes_[slot];
   if (buffer.size() < bytes) {
-    buffer = detail::DeviceBuffer();  // free first: the old and new never need to coexist
-    buffer = detail::DeviceBuffer(bytes);
+    buffer = gpu::DeviceBuffer();  // free first: the old and new never need to coexist
+    buffer = gpu::DeviceBuffer(bytes);
     ++allocations;
   }
   view.data = static_cast<std::byte*>(buffer.data());
   return view;
 }
 
-void detail::WorkspaceState::fit_planes(const std::vector<std::size_t>& row_bytes, std::size_t rows,
+void gpu::WorkspaceState::fit_planes(const std::vector<std::size_t>& row_bytes, std::size_t rows,
                                      std::uint64_t needed, std::uint64_t limit) noexcept {
   const std::size_t slots = row_bytes.size();
   if (needed + device_bytes_from_slot(slots) > limit) {
@@ -65,11 +65,11 @@ void detail::WorkspaceState::fit_planes(const std::vector<std::size_t>& row_byte
     held_after += std::max(held_size(slot), kept_plane_bytes(row_bytes[slot], rows));
   if (held_after <= limit) return;
   for (std::size_t slot = 0; slot < slots && slot < kept_planes_.size(); ++slot) {
-    if (kept_planes_[slot].size() > kept_plane_bytes(row_bytes[slot], rows)) kept_planes_[slot] = detail::DeviceBuffer();
+    if (kept_planes_[slot].size() > kept_plane_bytes(row_bytes[slot], rows)) kept_planes_[slot] = gpu::DeviceBuffer();
   }
 }
 
-std::uint64_t detail::WorkspaceState::device_bytes_from_slot(std::size_t slots) const noexcept {
+std::uint64_t gpu::WorkspaceState::device_bytes_from_slot(std::size_t slots) const noexcept {
   std::uint64_t total = 0;
   for (std::size_t slot = slots; slot < pitched_planes_.size(); ++slot) {
     const DeviceImageView view = pitched_planes_[slot].view();
@@ -79,11 +79,11 @@ std::uint64_t detail::WorkspaceState::device_bytes_from_slot(std::size_t slots) 
   return total;
 }
 
-const float* detail::WorkspaceState::upload_weights(const std::vector<float>& weights, cudaStream_t stream) {
+const float* gpu::WorkspaceState::upload_weights(const std::vector<float>& weights, cudaStream_t stream) {
   const std::size_t bytes = sizeof(float) * std::max<std::size_t>(weights.size(), 1);
   if (weights_.size() < bytes) {
-    weights_ = detail::DeviceBuffer();
-    weights_ = detail::DeviceBuffer(bytes);
+    weights_ = gpu::DeviceBuffer();
+    weights_ = gpu::DeviceBuffer(bytes);
     ++allocations;
   }
   CUCONV_CUDA_TRY(cudaMemcpyAsync(weights_.data(), weights.data(), sizeof(float) * weights.size(),
@@ -91,43 +91,43 @@ const float* detail::WorkspaceState::upload_weights(const std::vector<float>& we
   return static_cast<const float*>(weights_.data());
 }
 
-detail::PinnedBuffer& detail::WorkspaceState::staging(std::size_t slot, std::size_t bytes) {
+gpu::PinnedBuffer& gpu::WorkspaceState::staging(std::size_t slot, std::size_t bytes) {
   if (staging_.size() <= slot) staging_.resize(slot + 1);
-  detail::PinnedBuffer& buffer = staging_[slot];
+  gpu::PinnedBuffer& buffer = staging_[slot];
   if (buffer.size() < bytes) {
-    buffer = detail::PinnedBuffer();
-    buffer = detail::PinnedBuffer(grown(bytes));
+    buffer = gpu::PinnedBuffer();
+    buffer = gpu::PinnedBuffer(grown(bytes));
     ++allocations;
   }
   return buffer;
 }
 
-detail::CudaEvent& detail::WorkspaceState::chunk_event(std::size_t index) {
+gpu::CudaEvent& gpu::WorkspaceState::chunk_event(std::size_t index) {
   while (chunk_events_.size() <= index) chunk_events_.emplace_back();
   return chunk_events_[index];
 }
 
-cudaStream_t detail::WorkspaceState::stream() {
+cudaStream_t gpu::WorkspaceState::stream() {
   if (!stream_) stream_.emplace();
   return stream_->get();
 }
 
-detail::StageEvents& detail::WorkspaceState::events() {
+gpu::StageEvents& gpu::WorkspaceState::events() {
   if (!events_) events_.emplace();
   return *events_;
 }
 
-std::uint64_t detail::WorkspaceState::device_bytes() const noexcept {
+std::uint64_t gpu::WorkspaceState::device_bytes() const noexcept {
   return weights_.size() + device_bytes_from_slot(0);
 }
 
-std::uint64_t detail::WorkspaceState::pinned_bytes() const noexcept {
+std::uint64_t gpu::WorkspaceState::pinned_bytes() const noexcept {
   std::uint64_t total = 0;
-  for (const detail::PinnedBuffer& b : staging_) total += b.size();
+  for (const gpu::PinnedBuffer& b : staging_) total += b.size();
   return total;
 }
 
-void detail::WorkspaceState::release() noexcept {
+void gpu::WorkspaceState::release() noexcept {
   // Device memory, streams and events belong to `device`; free them with it current.
   int current = -1;
   const bool switch_device = device >= 0 && cudaGetDevice(&current) == cudaSuccess && current != device &&
@@ -135,7 +135,7 @@ void detail::WorkspaceState::release() noexcept {
   if (stream_) cudaStreamSynchronize(stream_->get());  // nothing may still use the memory
   pitched_planes_.clear();
   kept_planes_.clear();
-  weights_ = detail::DeviceBuffer();
+  weights_ = gpu::DeviceBuffer();
   staging_.clear();
   chunk_events_.clear();
   events_.reset();
@@ -145,7 +145,7 @@ void detail::WorkspaceState::release() noexcept {
   device = -1;
 }
 
-GpuWorkspace::GpuWorkspace() : state_(std::make_unique<detail::WorkspaceState>(true)) {}
+GpuWorkspace::GpuWorkspace() : state_(std::make_unique<gpu::WorkspaceState>(true)) {}
 GpuWorkspace::~GpuWorkspace() = default;
 GpuWorkspace::GpuWorkspace(GpuWorkspace&&) noexcept = default;
 GpuWorkspace& GpuWorkspace::operator=(GpuWorkspace&&) noexcept = default;
@@ -162,7 +162,7 @@ void GpuWorkspace::prepare(int device) noexcept {
       cudaGetLastError();
     }
     if (selected && cudaFree(nullptr) == cudaSuccess) {
-      detail::WorkspaceState& state = detail::workspace_state(*this);
+      gpu::WorkspaceState& state = gpu::workspace_state(*this);
       state.bind_to_current_device();
       static_cast<void>(state.stream());
     }
@@ -172,7 +172,7 @@ void GpuWorkspace::prepare(int device) noexcept {
   cudaGetLastError();
 }
 
-detail::WorkspaceState& detail::WorkspaceAccess::state(GpuWorkspace& workspace) {
+gpu::WorkspaceState& gpu::WorkspaceAccess::state(GpuWorkspace& workspace) {
   if (!workspace.state_) workspace.state_ = std::make_unique<WorkspaceState>(true);  // a moved-from workspace starts afresh
   return *workspace.state_;
 }

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// GpuWorkspace's state (detail::WorkspaceState, opaque in the public header): the stream, timing events, device planes and pinned staging buffers one
+// GpuWorkspace's state (gpu::WorkspaceState, opaque in the public header): the stream, timing events, device planes and pinned staging buffers one
 // convolve() call uses. A call without a workspace makes a fresh state (`kept` false) that lives
 // for that call; a GpuWorkspace keeps one (`kept` true) whose buffers only grow.
 #include "gpu/memory/device_memory.hpp"
@@ -13,7 +13,7 @@
 #include <optional>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 /// The four points that split a GPU run into upload, kernels and download times.
 struct StageEvents {
@@ -51,13 +51,13 @@ struct WorkspaceState {
   /// `weights` on the device (copied on `stream`).
   [[nodiscard]] const float* upload_weights(const std::vector<float>& weights, cudaStream_t stream);
   /// Pinned host memory of at least `bytes` in slot `slot` (kept states only stage copies).
-  [[nodiscard]] detail::PinnedBuffer& staging(std::size_t slot, std::size_t bytes);
+  [[nodiscard]] gpu::PinnedBuffer& staging(std::size_t slot, std::size_t bytes);
   /// Event `index` of those marking chunks of a staged download.
-  [[nodiscard]] detail::CudaEvent& chunk_event(std::size_t index);
+  [[nodiscard]] gpu::CudaEvent& chunk_event(std::size_t index);
 
   [[nodiscard]] cudaStream_t stream();
   [[nodiscard]] bool has_stream() const noexcept { return stream_.has_value(); }
-  [[nodiscard]] detail::StageEvents& events();
+  [[nodiscard]] gpu::StageEvents& events();
 
   [[nodiscard]] std::uint64_t device_bytes() const noexcept;
   [[nodiscard]] std::uint64_t pinned_bytes() const noexcept;
@@ -70,16 +70,16 @@ struct WorkspaceState {
   std::uint64_t allocations = 0;
 
  private:
-  std::optional<detail::CudaStream> stream_;
-  std::optional<detail::StageEvents> events_;
-  std::vector<detail::CudaEvent> chunk_events_;
+  std::optional<gpu::CudaStream> stream_;
+  std::optional<gpu::StageEvents> events_;
+  std::vector<gpu::CudaEvent> chunk_events_;
   std::vector<DeviceImage> pitched_planes_;  ///< a call's own state
-  std::vector<detail::DeviceBuffer> kept_planes_;    ///< a kept state
+  std::vector<gpu::DeviceBuffer> kept_planes_;    ///< a kept state
 
   /// Bytes held by the images in slots from `slots` on.
   [[nodiscard]] std::uint64_t device_bytes_from_slot(std::size_t slots) const noexcept;
-  detail::DeviceBuffer weights_;
-  std::vector<detail::PinnedBuffer> staging_;
+  gpu::DeviceBuffer weights_;
+  std::vector<gpu::PinnedBuffer> staging_;
 };
 
 /// The state inside a GpuWorkspace, which the public header keeps opaque (a moved-from workspace
@@ -92,4 +92,4 @@ struct WorkspaceAccess {
   return WorkspaceAccess::state(workspace);
 }
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu

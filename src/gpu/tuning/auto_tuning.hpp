@@ -12,7 +12,7 @@
 #include <span>
 #include <string_view>
 
-namespace cuconv::detail::tuning {
+namespace cuconv::gpu::tuning {
 
 /// A size rule that never fires: no image has this many pixels.
 inline constexpr long long kNever = std::numeric_limits<long long>::max();
@@ -120,4 +120,4 @@ inline constexpr AutoTuningRow kAutoTuningRows[] = {
   return kGeneric;
 }
 
-}  // namespace cuconv::detail::tuning
+}  // namespace cuconv::gpu::tuning

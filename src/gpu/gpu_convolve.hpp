@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// A convolution fully resolved from (Filter, ConvolveOptions, input depth): what both the OpenCV
-// reference and the GPU path execute. Built once in convolve.cpp.
+// The convolve -> GPU interface: a convolution fully resolved from (Filter, ConvolveOptions, input
+// depth), which src/convolve/convolve.cpp builds once and both the OpenCV reference and the GPU
+// variants execute; and the two GPU entries (gpu_convolve.cpp).
 #include "filter/splits.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -13,13 +14,13 @@
 #include <optional>
 #include <vector>
 
-namespace cuconv::detail {
+namespace cuconv::gpu {
 
 struct ConvolveJob {
   cv::Mat kernel;              ///< CV_64F, kh x kw (the weights as cv2.filter2D would get them)
   std::vector<float> weights;  ///< the same as float, row-major: what filter2D computes with
-  std::optional<SeparableFactors> separable;  ///< set when the filter is rank 1
-  std::optional<DenseTensorSplit> dense_tensor;  ///< `tensor`'s dense split (detail::dense_tensor_for)
+  std::optional<filter::SeparableFactors> separable;  ///< set when the filter is rank 1
+  std::optional<filter::DenseTensorSplit> dense_tensor;  ///< `tensor`'s dense split (filter::dense_tensor_for)
   int anchor_x = 0;
   int anchor_y = 0;
   double delta = 0;            ///< --delta plus the filter's offset
@@ -36,28 +37,15 @@ struct ConvolveJob {
   [[nodiscard]] int kh() const { return kernel.rows; }
 };
 
-/// The constant border's value as the input type stores it, which is what every variant pads
-/// with: saturated and rounded half to even for 8U and 16U (cv::copyMakeBorder's
-/// cv::saturate_cast), rounded to float otherwise. The exact sum that judges a result must use
-/// this value, not the option's: 901.25 around a 16-bit image is 901.
-[[nodiscard]] double stored_border_value(double value, int input_depth);
-
-/// The cv::BORDER_* code of a border mode (BORDER_WRAP for wrap, which filter2D itself lacks).
-[[nodiscard]] int opencv_border(Border border);
-
-/// cv::filter2D with the job's semantics, `wrap` and non-zero constant borders by padding.
-/// Channels are filtered together (filter2D treats them independently).
-[[nodiscard]] cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method);
-
 /// The GPU path for a host image: strips of it through the workspace's device images
 /// (src/gpu/gpu_convolve.cpp). Buffers come from `kept_workspace` when given, else from this
 /// call's own.
 [[nodiscard]] ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant,
-                                          detail::WorkspaceState* kept_workspace);
+                                          WorkspaceState* kept_workspace);
 
 /// The GPU path for a device image: `variant` queued from `src` to `dst` on `stream`, scratch from
 /// `workspace`; no host copy, no synchronisation.
 void convolve_device(const ConstDeviceImageView& src, const DeviceImageView& dst, const ConvolveJob& job,
-                     Variant variant, detail::WorkspaceState& workspace, StreamHandle stream);
+                     Variant variant, WorkspaceState& workspace, StreamHandle stream);
 
-}  // namespace cuconv::detail
+}  // namespace cuconv::gpu
