@@ -252,11 +252,18 @@ NB_MODULE(_cuconv, m) {
         "A filter as the CLI's --filter takes it: preset, parametric, inline or file path.");
   m.def("filter_from_kernel", &filter_from_kernel, nb::arg("kernel"), "A filter from a 2-D float64 array.");
   m.def("preset_names", &cuconv::preset_names, "Names of the embedded presets, sorted.");
-  m.def("convolve_host", &convolve_host);
-  m.def("convolve_device", &convolve_device);
-  m.def("dlpack_array", &dlpack_array);
-  m.def("device_available", &device_available);
-  m.def("cuda_device_count", &cuconv::cuda_device_count);
-  m.def("thread_workspace_bytes", &thread_workspace_bytes);
+  m.def("convolve_host", &convolve_host, nb::arg("src"), nb::arg("dst"), nb::arg("filter"), nb::arg("variant"),
+        nb::arg("border"), nb::arg("border_value"), nb::arg("anchor_x"), nb::arg("anchor_y"), nb::arg("delta"),
+        nb::arg("ddepth"), "Filters the host image src (H, W, C) into dst; (variant used, no-GPU reason, fallback).");
+  m.def("convolve_device", &convolve_device, nb::arg("src"), nb::arg("src_pitch"), nb::arg("dst"),
+        nb::arg("dst_pitch"), nb::arg("height"), nb::arg("width"), nb::arg("channels"), nb::arg("in_depth"),
+        nb::arg("out_depth"), nb::arg("device"), nb::arg("filter"), nb::arg("variant"), nb::arg("border"),
+        nb::arg("border_value"), nb::arg("anchor_x"), nb::arg("anchor_y"), nb::arg("delta"), nb::arg("ddepth"),
+        nb::arg("stream"), "Queues the filter of a device image on stream; returns the variant queued.");
+  m.def("dlpack_array", &dlpack_array, nb::arg("array"),
+        "(pointer, shape, strides in elements, DLPack type code, bits, device) of a DLPack CUDA array.");
+  m.def("device_available", &device_available, "(whether a CUDA device can be used, why not).");
+  m.def("cuda_device_count", &cuconv::cuda_device_count, "Usable CUDA devices.");
+  m.def("thread_workspace_bytes", &thread_workspace_bytes, "Device memory the calling thread's workspaces hold.");
   m.attr("__version__") = CUCONV_VERSION;
 }
