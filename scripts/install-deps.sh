@@ -24,6 +24,7 @@ packages=(
   zsh         # the zsh completion is tested by running it (ctest docs_match_help)
   libvips-tools  # the vips command: ctest libvips_matrixload loads filters/*.mat in libvips
   imagemagick python3-opencv  # ctest coming_from: docs/coming-from.md's rows against convert and cv2
+  python3-dev python3-pip  # the Python package (python/): Python.h; its modules below come through pip
 )
 
 # Collect the packages that are not fully installed ("install ok installed").
@@ -101,4 +102,23 @@ else
   echo "$nvjpeg_wheel_version" > "$nvjpeg_dir/VERSION"
   rm -rf "$wheel_tmp"
   echo "install-deps: nvjpeg: unpacked into $nvjpeg_dir"
+fi
+
+# ---- the Python package (python/, docs/python.md) ------------------------------------------------
+# What building it (nanobind, scikit-build-core) and its pytest suite (pytest, NumPy, cv2 as the
+# reference) need, in the python3 on PATH; pip only for what that python3 lacks.
+python_missing=()
+for entry in nanobind:nanobind scikit_build_core:scikit-build-core numpy:numpy pytest:pytest cv2:opencv-python-headless; do
+  python3 -c "import ${entry%%:*}" >/dev/null 2>&1 || python_missing+=("${entry#*:}")
+done
+if (( ${#python_missing[@]} > 0 )); then
+  echo "install-deps: pip installing ${python_missing[*]} for $(command -v python3)"
+  pip_flags=(--quiet)
+  # Debian's own python3 refuses pip installs outside a virtual environment (PEP 668) unless told.
+  if python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
+    pip_flags+=(--break-system-packages)
+  fi
+  python3 -m pip install "${pip_flags[@]}" "${python_missing[@]}"
+else
+  echo "install-deps: python3 has nanobind, scikit-build-core, numpy, pytest and cv2"
 fi

@@ -3,7 +3,8 @@
 # README "command 1": install build dependencies, build the release preset, blur a sample, then
 # build the Debian package and install it, so that `cuconv`, `man cuconv` and the shell
 # completions are there (CUCONV_QUICKSTART_INSTALL=0 skips the package; the last line then says
-# how to run the built binary). Without a GPU cuconv warns and falls back to the CPU; that still
+# how to run the built binary), and install the Python package (`pip install .`, docs/python.md;
+# CUCONV_QUICKSTART_PYTHON=0 skips it). Without a GPU cuconv warns and falls back to the CPU; that still
 # counts as success here.
 set -euo pipefail
 
@@ -32,6 +33,18 @@ if [[ ! -s "$out" ]]; then
   exit 1
 fi
 echo "output: $out"
+
+# The Python package: pip builds the engine again for it (scikit-build-core, build/wheel/).
+if [[ "${CUCONV_QUICKSTART_PYTHON:-1}" != 0 ]]; then
+  pip_flags=(--quiet --no-build-isolation)  # nanobind and scikit-build-core: scripts/install-deps.sh
+  if python3 -c 'import os, sys, sysconfig; sys.exit(not os.path.exists(os.path.join(sysconfig.get_path("stdlib"), "EXTERNALLY-MANAGED")))'; then
+    pip_flags+=(--break-system-packages)  # Debian's own python3 (PEP 668)
+  fi
+  python3 -m pip install "${pip_flags[@]}" .
+  (cd /tmp && CUCONV_NO_GPU_WARNING=1 python3 -c 'import numpy as np, cuconv
+cuconv.convolve(np.zeros((4, 4), np.uint8))
+print("python: cuconv", cuconv.__version__, "is installed (docs/python.md)")')
+fi
 
 # Install: the .deb of this build (apt-get resolves its Depends; --reinstall replaces an
 # earlier build of the same version). Needs root or sudo, like install-deps.sh.

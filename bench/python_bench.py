@@ -1,0 +1,170 @@
+#!/usr/bin/env python3
+# SPDX-License-Identifier: Apache-2.0
+"""The Python package against its Python peers (issue 63, docs/python.md "Benchmark").
+
+    python3 bench/python_bench.py [--out FILE.json] [--quick] [--cpu-only]
+
+Per call (median of timed calls after warm-up, the device synchronised after each) and
+throughput (many calls queued, one synchronisation) of:
+  - cuconv.filter2D on a CUDA tensor (zero-copy) and on NumPy (upload, filter, download);
+  - torch: F.pad(mode='reflect') + conv2d (what Kornia's filter2d runs), on a CUDA tensor and
+    through NumPy (from_numpy().cuda(), conv, .cpu());
+  - cv2.filter2D on the CPU;
+  - CuPy's cupyx.scipy.ndimage.correlate (mode='mirror' is OpenCV's BORDER_REFLECT_101) and
+    CV-CUDA's conv2d, where they are installed.
+Shapes: 64x64 and 512x512 (per-call latency), 8192x8192 and 16384x16384 (kernel-bound), float32
+with 3x3 ... 15x15 filters, and 8192x8192 RGB 8-bit gauss5. Bytes moved (input + output) and GB/s
+are reported. Without a GPU only the CPU rows run (--cpu-only forces that), as a smoke test.
+"""
+import argparse
+import json
+import platform
+import statistics
+import time
+
+import numpy as np
+
+import cuconv
+
+SIZES_LATENCY = [(64, 64), (512, 512)]
+SIZES_LARGE = [(8192, 8192), (16384, 16384)]
+KSIZES = [3, 5, 9, 15]
+
+
+def median_time(call, sync, reps, warmup=3):
+    """Median seconds of one call followed by `sync` (the device's completion)."""
+    for _ in range(warmup):
+        call()
+    sync()
+    times = []
+    for _ in range(reps):
+        start = time.perf_counter()
+        call()
+        sync()
+        times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def throughput_time(call, sync, reps):
+    """Seconds per call with `reps` calls queued and one synchronisation."""
+    call()
+    sync()
+    start = time.perf_counter()
+    for _ in range(reps):
+        call()
+    sync()
+    return (time.perf_counter() - start) / reps
+
+
+def peers(args):
+    """The importable peers: name -> module (torch, cupy, cvcuda, cv2)."""
+    found = {}
+    for name in ("cv2",) + (() if args.cpu_only else ("torch", "cupy", "cvcuda")):
+        try:
+            found[name] = __import__(name)
+        except ImportError:
+            pass
+    if "torch" in found and not found["torch"].cuda.is_available():
+        del found["torch"]
+    return found
+
+
+def cases(args):
+    for h, w in SIZES_LATENCY + ([] if args.quick else SIZES_LARGE):
+        for k in KSIZES if (h, w) not in SIZES_LATENCY else (3, 5):
+            yield {"shape": (h, w), "channels": 1, "dtype": "float32", "ksize": k}
+    if not args.quick:
+        yield {"shape": (8192, 8192), "channels": 3, "dtype": "uint8", "ksize": 5, "filter": "gauss5"}
+
+
+def run_case(case, mods, args, gpu):
+    h, w = case["shape"]
+    c, k = case["channels"], case["ksize"]
+    rng = np.random.default_rng(0)
+    dtype = np.dtype(case["dtype"])
+    shape = (h, w) if c == 1 else (h, w, c)
+    host = (rng.integers(0, 256, shape) if dtype == np.uint8 else rng.random(shape)).astype(dtype)
+    kernel = (cuconv.getGaussianKernel(k, 0) @ cuconv.getGaussianKernel(k, 0).T).astype(np.float32)
+    big = h * w >= 8192 * 8192
+    reps = 20 if big else 200
+    nbytes = 2 * host.nbytes
+    rows = []
+
+    def record(peer, where, per_call, queued=None):
+        rows.append({"peer": peer, "input": where, "per_call_us": per_call * 1e6,
+                     "throughput_us": None if queued is None else queued * 1e6,
+                     "gb_per_s": nbytes / (queued or per_call) / 1e9})
+
+    none = lambda: None  # noqa: E731
+    if "cv2" in mods and not big:
+        cv2 = mods["cv2"]
+        record("cv2.filter2D (CPU)", "numpy", median_time(lambda: cv2.filter2D(host, -1, kernel), none, reps))
+    if not gpu:
+        record("cuconv (CPU path)", "numpy", median_time(lambda: cuconv.filter2D(host, -1, kernel), none, reps))
+        return rows
+    torch = mods.get("torch")
+    if torch is not None:
+        sync = torch.cuda.synchronize
+        dev = torch.from_numpy(host).cuda()
+        out = torch.empty_like(dev)
+        call = lambda: cuconv.filter2D(dev, -1, kernel, dst=out)  # noqa: E731
+        record("cuconv", "cuda tensor", median_time(call, sync, reps), throughput_time(call, sync, reps))
+        if not big:
+            record("cuconv", "numpy", median_time(lambda: cuconv.filter2D(host, -1, kernel), sync, reps))
+        weight = torch.from_numpy(np.ascontiguousarray(kernel)).cuda()[None, None].repeat(c, 1, 1, 1)
+        pad = (k // 2, k // 2, k // 2, k // 2)
+
+        def torch_conv(x):
+            planes = x.float().reshape(1, h, w, c).permute(0, 3, 1, 2)
+            y = torch.nn.functional.conv2d(torch.nn.functional.pad(planes, pad, mode="reflect"), weight, groups=c)
+            return y.permute(0, 2, 3, 1).round_().clamp_(0, 255).to(x.dtype) if x.dtype == torch.uint8 else y
+
+        call = lambda: torch_conv(dev)  # noqa: E731
+        record("torch conv2d", "cuda tensor", median_time(call, sync, reps), throughput_time(call, sync, reps))
+        if not big:
+            record("torch conv2d", "numpy", median_time(lambda: torch_conv(torch.from_numpy(host).cuda()).cpu(),
+                                                        sync, reps))
+    cupy = mods.get("cupy")
+    if cupy is not None:
+        from cupyx.scipy import ndimage
+        dev = cupy.asarray(host)
+        weights = cupy.asarray(kernel if c == 1 else kernel[:, :, None])
+        sync = cupy.cuda.Device().synchronize
+        call = lambda: ndimage.correlate(dev, weights, mode="mirror")  # noqa: E731
+        record("cupyx.scipy.ndimage.correlate", "cuda array", median_time(call, sync, reps),
+               throughput_time(call, sync, reps))
+    cvcuda = mods.get("cvcuda")
+    if cvcuda is not None and torch is not None:
+        tensor = cvcuda.as_tensor(torch.from_numpy(host).cuda().reshape(1, h, w, c), "NHWC")
+        kern = cvcuda.as_tensor(torch.from_numpy(kernel).cuda(), "HW")
+        call = lambda: cvcuda.conv2d(tensor, kern, (-1, -1), cvcuda.Border.REFLECT101)  # noqa: E731
+        record("cvcuda.conv2d", "cuda tensor", median_time(call, torch.cuda.synchronize, reps),
+               throughput_time(call, torch.cuda.synchronize, reps))
+    return rows
+
+
+def main():
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--out", help="write the results as JSON here")
+    parser.add_argument("--quick", action="store_true", help="latency shapes only")
+    parser.add_argument("--cpu-only", action="store_true", help="the CPU rows only (a smoke test)")
+    args = parser.parse_args()
+    gpu = cuconv.device_available()[0] and not args.cpu_only
+    mods = peers(args)
+    results = []
+    for case in cases(args):
+        for row in run_case(case, mods, args, gpu):
+            row.update({"shape": list(case["shape"]), "channels": case["channels"], "dtype": case["dtype"],
+                        "ksize": case["ksize"]})
+            results.append(row)
+            print(f"{case['shape'][0]}x{case['shape'][1]}x{case['channels']} {case['dtype']} {case['ksize']}x"
+                  f"{case['ksize']}  {row['peer']:32s} {row['input']:12s} {row['per_call_us']:10.1f} us/call")
+    report = {"cuconv": cuconv.__version__, "gpu": gpu, "host": platform.node(),
+              "peers": {name: getattr(mod, "__version__", "?") for name, mod in mods.items()}, "results": results}
+    if args.out:
+        with open(args.out, "w") as f:
+            json.dump(report, f, indent=1)
+
+
+if __name__ == "__main__":
+    main()
