@@ -11,6 +11,7 @@
 
 #include "codec/jpeg_markers.hpp"
 #include "codec/nvjpeg_codec.hpp"
+#include "engine/gpu_codec_pipeline.hpp"
 #include "engine/gpu_codec_route.hpp"
 
 #include <cuconv/compare.hpp>

@@ -57,6 +57,8 @@ enum class Depth { same, u8, u16, s16, f32 };
 [[nodiscard]] std::string_view to_string(Variant v) noexcept;
 [[nodiscard]] std::string_view to_string(Border b) noexcept;
 [[nodiscard]] std::string_view to_string(Depth d) noexcept;
+/// An OpenCV depth's name: "8U", "16U", "16S", "32F" ... (any CV_ depth; Depth names some).
+[[nodiscard]] std::string depth_name(int depth);
 [[nodiscard]] std::optional<Variant> parse_variant(std::string_view s) noexcept;
 [[nodiscard]] std::optional<Border> parse_border(std::string_view s) noexcept;
 [[nodiscard]] std::optional<Depth> parse_depth(std::string_view s) noexcept;

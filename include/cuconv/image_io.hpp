@@ -161,7 +161,4 @@ inline void write_image_atomic(const std::string& path, const cv::Mat& image, bo
 /// temporary file, fsync, rename and no-replace rules.
 void write_encoded_atomic(const std::string& path, std::span<const unsigned char> encoded, bool overwrite = true);
 
-/// "8U", "16U", "16S", "32F" ...
-[[nodiscard]] std::string depth_name(int depth);
-
 }  // namespace cuconv

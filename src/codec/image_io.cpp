@@ -2,6 +2,7 @@
 // Image files in and out. Reading keeps the file's depth and channels; encoding refuses formats
 // that would silently convert the data. The atomic write of the result is in atomic_write.cpp.
 #include <cuconv/error.hpp>
+#include <cuconv/convolve.hpp>  // depth_name
 #include <cuconv/image_io.hpp>
 
 #include "codec/image_header.hpp"
@@ -250,20 +251,6 @@ std::string metadata_kept_by(const std::string& path) {
                                     std::pair{format->metadata.xmp, "XMP"}})
     if (keeps) kept += (kept.empty() ? "" : ", ") + std::string(name);
   return kept;
-}
-
-std::string depth_name(int depth) {
-  switch (depth) {
-    case CV_8U: return "8U";
-    case CV_8S: return "8S";
-    case CV_16U: return "16U";
-    case CV_16S: return "16S";
-    case CV_32S: return "32S";
-    case CV_32F: return "32F";
-    case CV_64F: return "64F";
-    case CV_16F: return "16F";
-    default: return "depth#" + std::to_string(depth);
-  }
 }
 
 void check_image_header(const std::string& path, const ReadLimits& limits) {

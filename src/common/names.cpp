@@ -4,6 +4,8 @@
 // command-line fuzz target (tests/fuzz) can link it on its own.
 #include "common/names.hpp"
 
+#include <opencv2/core/hal/interface.h>
+
 #include <algorithm>
 #include <cctype>
 #include <optional>
@@ -106,5 +108,19 @@ namespace common {
 std::string_view to_string(Codec c) noexcept { return name_of(c); }
 std::optional<Codec> parse_codec(std::string_view s) noexcept { return value_of<Codec>(s); }
 }  // namespace common
+
+std::string depth_name(int depth) {
+  switch (depth) {
+    case CV_8U: return "8U";
+    case CV_8S: return "8S";
+    case CV_16U: return "16U";
+    case CV_16S: return "16S";
+    case CV_32S: return "32S";
+    case CV_32F: return "32F";
+    case CV_64F: return "64F";
+    case CV_16F: return "16F";
+    default: return "depth#" + std::to_string(depth);
+  }
+}
 
 }  // namespace cuconv

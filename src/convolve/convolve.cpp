@@ -11,7 +11,6 @@
 #include "filter/splits.hpp"
 
 #include <cuconv/error.hpp>
-#include <cuconv/image_io.hpp>
 
 #include <opencv2/core.hpp>
 

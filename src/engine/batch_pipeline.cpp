@@ -6,6 +6,7 @@
 #include "engine/bounded_queue.hpp"
 #include "engine/least_loaded.hpp"
 #include "engine/stage_threads.hpp"
+#include "engine/warm_gpu.hpp"
 
 #include <cuconv/image_io.hpp>
 
@@ -337,17 +338,7 @@ class Pipeline {
     Work w = std::move(*states_[item].at_gpu_codec);
     states_[item].at_gpu_codec.reset();
     leave_lane(states_[item].lane);
-    ItemReport& report = states_[item].report;
-    report.decoder = r.decoder.empty() ? report.decoder : r.decoder;
-    report.encoder = r.encoder.empty() ? report.encoder : r.encoder;
-    report.decoder_fallback = r.decoder_fallback;
-    report.variant_used = r.variant_used;
-    report.gpu_fallback = r.gpu_fallback;
-    for (const std::string& warning : r.warnings)
-      report.notes.push_back({engine::ImageNote::Level::warning, report.input + ": " + warning});
-    report.times.read_ms += r.decode_ms;  // read and decode, as on OpenCV's path
-    report.times.filter_ms = r.filter_ms;
-    report.times.write_ms = r.encode_ms;  // encode; the writer adds the write
+    report_gpu_result(r, states_[item].report);
     if (r.error) {
       fail(item, exit_code_for(r.error->kind()), r.error->what());
       return;

@@ -19,7 +19,7 @@
 // decides what to print.
 #include "engine/batch_plan.hpp"
 #include "engine/files.hpp"
-#include "engine/gpu_codec_route.hpp"
+#include "engine/gpu_codec_pipeline.hpp"
 #include "engine/image_operation.hpp"
 
 #include <cuconv/convolve.hpp>

@@ -1,13 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
-// The GPU codec pipeline (gpu_codec_route.hpp): per device a decode thread (the codec's batched
+// The GPU codec pipeline (gpu_codec_pipeline.hpp): per device a decode thread (the codec's batched
 // decode) and encoder threads (filter straight from the decoded device image on their own
 // stream, then the codec's encode from the filtered one); files the codec refuses take OpenCV's
 // decoder, the filter and the codec's host encoder on an encoder thread.
-#include "engine/gpu_codec_route.hpp"
+#include "engine/gpu_codec_pipeline.hpp"
 
 #include "engine/bounded_queue.hpp"
 #include "engine/byte_budget.hpp"
-#include "gpu/memory/device_memory.hpp"
+#include "codec/codec_stream.hpp"
 #include "codec/opencv_codecs.hpp"
 
 #include <opencv2/imgcodecs.hpp>  // the IMREAD_ constants only (codec/opencv_codecs.hpp)
@@ -128,7 +128,7 @@ struct GpuCodecPipeline::State {
   struct Kit {
     std::unique_ptr<codec::GpuCodec> codec;
     std::optional<GpuWorkspace> workspace;
-    std::optional<gpu::CudaStream> stream;
+    std::optional<codec::CodecStream> stream;
   };
   std::mutex kits_mutex;
   std::deque<Kit> kits;  ///< one per thread; a deque keeps each thread's reference valid
@@ -142,7 +142,7 @@ struct GpuCodecPipeline::State {
   void decode_loop() {
     Kit& kit = new_kit();
     std::unique_ptr<codec::GpuCodec>& codec = kit.codec;
-    std::optional<gpu::CudaStream>& stream = kit.stream;
+    std::optional<codec::CodecStream>& stream = kit.stream;
     std::optional<Error> setup_error;
     const auto set_up = [&] {
       try {
@@ -150,7 +150,7 @@ struct GpuCodecPipeline::State {
         codec->prepare_decoder();
         // Ahead of the encoder threads' kernels: what the engine decodes is converted and
         // handed on first, so the engine is never left waiting for its next batch.
-        stream.emplace(gpu::CudaStream::high_priority);
+        stream.emplace(codec::CodecStream::Priority::high);
         const std::vector<std::uint8_t> tiny = format.warm_up_file();
         const std::span<const std::uint8_t> file(tiny);
         for (codec::GpuDecoded& d : codec->decode({file}, {codec->plan(file, nullptr)}, stream->get(), pool, nullptr))
@@ -248,7 +248,7 @@ struct GpuCodecPipeline::State {
     Kit& kit = new_kit();
     std::unique_ptr<codec::GpuCodec>& codec = kit.codec;
     std::optional<GpuWorkspace>& workspace = kit.workspace;
-    std::optional<gpu::CudaStream>& stream = kit.stream;
+    std::optional<codec::CodecStream>& stream = kit.stream;
     GpuPipelineStats mine;
     try {
       set_up_encoder(codec, workspace, stream);  // before the first image; a failure is met again then
@@ -300,17 +300,12 @@ struct GpuCodecPipeline::State {
   /// An encoder thread's codec, workspace and stream, and one small encode: the encoder's first
   /// use is paid while the decoder sets up.
   void set_up_encoder(std::unique_ptr<codec::GpuCodec>& codec, std::optional<GpuWorkspace>& workspace,
-                      std::optional<gpu::CudaStream>& stream) {
+                      std::optional<codec::CodecStream>& stream) {
     codec = format.make(device);
     workspace.emplace();
     workspace->prepare(device);
     stream.emplace();
-    const DeviceImage tiny(16, 16, 3, CV_8U);
-    const DeviceImageView v = tiny.view();
-    CUCONV_CUDA_TRY(cudaMemset2DAsync(v.data, v.pitch, 0, static_cast<std::size_t>(v.width) * 3,
-                                      static_cast<std::size_t>(v.height), stream->get()));
-    std::vector<std::string> warnings;
-    static_cast<void>(codec->encode(v, codec::GpuOutputOptions{}, codec::GpuPlan{}, stream->get(), warnings));
+    codec::warm_up_encoder(*codec, stream->get());
   }
 
   void filter_and_encode(const codec::GpuDecoded& in, const codec::GpuPlan& plan, const GpuJobSettings& job, codec::GpuCodec& codec,

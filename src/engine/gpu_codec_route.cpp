@@ -3,7 +3,7 @@
 // itself is in gpu_codec_pipeline.cpp.
 #include "engine/gpu_codec_route.hpp"
 
-#include "gpu/memory/device_memory.hpp"
+#include <cuconv/error.hpp>
 
 #include <algorithm>
 #include <thread>

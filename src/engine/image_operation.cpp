@@ -5,6 +5,8 @@
 #include "codec/image_header.hpp"
 #include "common/thread_stderr.hpp"
 #include "engine/cpu_or_gpu.hpp"
+#include "engine/gpu_codec_pipeline.hpp"
+#include "engine/warm_gpu.hpp"
 
 #include <opencv2/imgcodecs.hpp>
 
@@ -238,22 +240,28 @@ std::vector<std::uint8_t> run_gpu_codec(const ImageTask& task, const RunSettings
   engine::GpuJobResult r = own ? own->run(file, std::move(loaded.walk))
                               : settings.warm_codecs->run(format, settings.convolve.device, file, job, std::move(loaded.walk));
   if (r.error) throw Error(r.error->kind(), shown_input(task) + ": " + r.error->what());
-  report.decoder = r.decoder;
-  report.encoder = r.encoder;
-  report.decoder_fallback = r.decoder_fallback;
-  report.variant_used = r.variant_used;
-  report.gpu_fallback = r.gpu_fallback;
-  for (const std::string& warning : r.warnings) note(report, ImageNote::Level::warning, shown_input(task) + ": " + warning);
-  report.width = r.width;
-  report.height = r.height;
-  report.channels = r.channels;
-  report.times.read_ms += r.decode_ms;
-  report.times.filter_ms = r.filter_ms;
-  report.times.write_ms = r.encode_ms;
+  report_gpu_result(r, report);
   return std::move(r.encoded);
 }
 
 }  // namespace
+
+void report_gpu_result(const GpuJobResult& result, ImageReport& report) {
+  if (!result.decoder.empty()) report.decoder = result.decoder;
+  if (!result.encoder.empty()) report.encoder = result.encoder;
+  report.decoder_fallback = result.decoder_fallback;
+  report.variant_used = result.variant_used;
+  report.gpu_fallback = result.gpu_fallback;
+  for (const std::string& warning : result.warnings) note(report, ImageNote::Level::warning, report.input + ": " + warning);
+  if (result.width > 0) {  // a file that failed before its decode leaves what the reader found
+    report.width = result.width;
+    report.height = result.height;
+    report.channels = result.channels;
+  }
+  report.times.read_ms += result.decode_ms;  // read and decode, as on OpenCV's path
+  report.times.filter_ms = result.filter_ms;
+  report.times.write_ms = result.encode_ms;  // encode; the writer adds the write
+}
 
 ImageResult process_image(const ImageTask& task, const RunSettings& settings, Route route, Files& files,
                           const InspectResult& inspect) {

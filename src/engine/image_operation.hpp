@@ -26,6 +26,9 @@
 
 namespace cuconv::engine {
 
+class WarmGpuCodecs;  // warm_gpu.hpp
+struct GpuJobResult;  // gpu_codec_pipeline.hpp
+
 /// What every image of one command shares.
 struct RunSettings {
   Filter filter;
@@ -46,7 +49,7 @@ struct RunSettings {
   std::function<std::string(const codec::GpuCodecFormat&)> gpu_codec_unusable;
   /// A server's running GPU codec pipelines: the GPU codec route (one image, or a batch's files)
   /// hands its files to them instead of setting up its own; nullptr: its own.
-  engine::WarmGpuCodecs* warm_codecs = nullptr;
+  WarmGpuCodecs* warm_codecs = nullptr;
   /// A workspace kept between images (a server's, per device), for the host route's filter;
   /// nullptr: the image makes its own.
   GpuWorkspace* workspace = nullptr;
@@ -105,6 +108,11 @@ struct ImageReport {
   std::size_t input_bytes = 0;        ///< GPU codec images: the file's size
   std::vector<ImageNote> notes;       ///< in the order they arose
 };
+
+/// Copies what a GPU codec job says of one image into its report: the decoder and encoder (when
+/// named), fallbacks, the variant, warnings (notes naming report.input), size and times (the
+/// decode joins the read, the encode is the write's). The one copy for single images and batches.
+void report_gpu_result(const GpuJobResult& result, ImageReport& report);
 
 /// Which way an image goes: the host route (OpenCV's codecs, any filter variant) or a GPU
 /// codec's (decode, filter and encode on the device).

@@ -6,6 +6,7 @@
 // device. The set-up (CUDA contexts, kernels of the common filters, the GPU codecs) runs on a
 // thread of its own from construction; what needs it waits for it, what does not (--help, a
 // parse error) never does.
+#include "engine/gpu_codec_pipeline.hpp"
 #include "engine/gpu_codec_route.hpp"
 #include "engine/least_loaded.hpp"
 
@@ -20,6 +21,36 @@
 #include <vector>
 
 namespace cuconv::engine {
+
+/// What `cuconv serve` keeps running between commands: a pipeline per device for each GPU codec
+/// that can be used, its handles, states, encoders and device pools set up once, so that one file
+/// pays no set-up. run() hands a file to a device's pipeline and waits for its result; many
+/// callers at once share the pipeline's batches.
+class WarmGpuCodecs {
+ public:
+  /// Starts a pipeline of each of `codecs` on each of `devices` (their set-up runs at once).
+  WarmGpuCodecs(const std::vector<const codec::GpuCodecFormat*>& codecs, const std::vector<int>& devices);
+  ~WarmGpuCodecs();
+  WarmGpuCodecs(const WarmGpuCodecs&) = delete;
+  WarmGpuCodecs& operator=(const WarmGpuCodecs&) = delete;
+
+  /// Whether `codec` runs here on `device`.
+  [[nodiscard]] bool serves(const codec::GpuCodecFormat& codec, int device) const noexcept;
+  /// The codecs' names, for the log ("nvjpeg").
+  [[nodiscard]] std::string names() const;
+  /// Decodes, filters and encodes `file` with `codec` on `device` (one of the constructor's).
+  [[nodiscard]] GpuJobResult run(const codec::GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file,
+                                 const GpuJobSettings& job, std::unique_ptr<codec::FileWalk> walk = nullptr);
+  /// The same without waiting: `done` gets the result on a pipeline thread. `file` and `job`
+  /// must stay valid until then (a served batch's files go in as their readers load them).
+  void submit(const codec::GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file, const GpuJobSettings& job,
+              std::unique_ptr<codec::FileWalk> walk, std::function<void(GpuJobResult)> done);
+
+  struct Pipeline;
+
+ private:
+  std::vector<std::unique_ptr<Pipeline>> pipelines_;
+};
 
 class WarmGpu {
  public:
@@ -36,7 +67,7 @@ class WarmGpu {
   /// After the set-up: why no device is served (empty when some are), one line for the log.
   [[nodiscard]] const std::string& setup_note();
   /// After the set-up: the GPU codecs' pipelines; nullptr when no GPU codec can be used.
-  [[nodiscard]] engine::WarmGpuCodecs* gpu_codecs();
+  [[nodiscard]] WarmGpuCodecs* gpu_codecs();
   [[nodiscard]] std::uint64_t gpu_memory() const noexcept { return gpu_memory_; }
   /// Device memory of the workspaces kept between images (all of them while no image is in
   /// flight), in bytes; 0 before the set-up is done (`cuconv serve --status`). Never waits.

@@ -1,5 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
-// Device selection for callers that spread work over several GPUs (batch mode, --devices).
+// The device queries: whether a usable device exists and why not, the CUDA versions, the GPUs
+// (--list-devices), and device selection for callers that spread work over several GPUs.
 #include "gpu/device_select.hpp"
 
 #include "gpu/cuda_check.hpp"
@@ -9,11 +10,82 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <cstdio>
 #include <mutex>
 #include <optional>
 #include <string>
+#include <vector>
 
 namespace cuconv {
+
+namespace {
+
+/// "12.4" from CUDA's 12040.
+std::string cuda_version_text(int version) {
+  return std::to_string(version / 1000) + "." + std::to_string(version % 1000 / 10);
+}
+
+/// Why cudaGetDeviceCount failed, in words a user can act on: no driver at all is the common
+/// case on a machine without an NVIDIA GPU, where the runtime only says the driver is
+/// "insufficient".
+std::string no_device_reason(cudaError_t status) {
+  int driver = 0;
+  int runtime = 0;
+  cudaDriverGetVersion(&driver);  // 0 when no NVIDIA driver is installed or loaded
+  cudaRuntimeGetVersion(&runtime);
+  if (driver == 0) return "no NVIDIA driver is loaded; nvidia-smi tells whether one is installed";
+  if (status == cudaErrorInsufficientDriver) {
+    return "the NVIDIA driver supports CUDA " + cuda_version_text(driver) + ", older than this build's runtime " +
+           cuda_version_text(runtime) + ": update the driver";
+  }
+  return std::string(cudaGetErrorName(status)) + ": " + cudaGetErrorString(status);
+}
+
+}  // namespace
+
+bool cuda_device_available(std::string* reason) {
+  int count = 0;
+  const cudaError_t status = cudaGetDeviceCount(&count);
+  if (status != cudaSuccess) {
+    cudaGetLastError();
+    if (reason != nullptr) *reason = no_device_reason(status);
+    return false;
+  }
+  if (count == 0) {
+    if (reason != nullptr) *reason = "no CUDA device found";
+    return false;
+  }
+  return true;
+}
+
+std::string cuda_versions() {
+  int driver = 0;
+  int runtime = 0;
+  cudaDriverGetVersion(&driver);
+  cudaRuntimeGetVersion(&runtime);
+  return "CUDA runtime " + cuda_version_text(runtime) +
+         (driver == 0 ? std::string(", no NVIDIA driver") : ", driver supports CUDA " + cuda_version_text(driver));
+}
+
+std::vector<std::string> describe_gpus(std::string* reason) {
+  std::vector<std::string> gpus;
+  if (!cuda_device_available(reason)) return gpus;
+  int count = 0;
+  cudaGetDeviceCount(&count);
+  for (int device = 0; device < count; ++device) {
+    cudaDeviceProp prop{};
+    if (cudaGetDeviceProperties(&prop, device) != cudaSuccess) {
+      cudaGetLastError();
+      gpus.push_back(std::to_string(device) + ": (properties unavailable)");
+      continue;
+    }
+    char memory[32];
+    std::snprintf(memory, sizeof memory, "%.1f GiB", static_cast<double>(prop.totalGlobalMem) / (1u << 30));
+    gpus.push_back(std::to_string(device) + ": " + prop.name + ", compute capability " + std::to_string(prop.major) +
+                   "." + std::to_string(prop.minor) + ", " + memory);
+  }
+  return gpus;
+}
 
 int cuda_device_count() noexcept {
   int count = 0;
