@@ -94,8 +94,11 @@ def _warn_no_gpu(reason: str) -> None:
 def _check_out(out, shape: tuple, dtype: np.dtype, cuda: bool):
     if cuda != _arrays.is_cuda_array(out) or not (cuda or isinstance(out, np.ndarray)):
         raise TypeError(f"dst: expected a {'CUDA' if cuda else 'NumPy'} array like src, got {type(out).__name__}")
-    out_shape = tuple(out.shape)
-    out_dtype = np.dtype(str(out.dtype).replace("torch.", "")) if cuda else out.dtype
+    if cuda:
+        target = _arrays.CudaArray(out, "dst")
+        out_shape, out_dtype = target.shape, target.dtype
+    else:
+        out_shape, out_dtype = tuple(out.shape), out.dtype
     if out_shape != shape or out_dtype != dtype:
         raise ValueError(f"dst: expected shape {shape} and dtype {dtype}, got {out_shape} and {out_dtype}")
     if not cuda and not out.flags.writeable:

@@ -68,3 +68,5 @@ def cuda_device_count() -> int:
 
 def thread_workspace_bytes() -> int:
     """Device memory the calling thread's workspaces hold."""
+
+opencv_version: str = '4.6.0'

@@ -266,4 +266,5 @@ NB_MODULE(_cuconv, m) {
   m.def("cuda_device_count", &cuconv::cuda_device_count, "Usable CUDA devices.");
   m.def("thread_workspace_bytes", &thread_workspace_bytes, "Device memory the calling thread's workspaces hold.");
   m.attr("__version__") = CUCONV_VERSION;
+  m.attr("opencv_version") = CV_VERSION;  // the OpenCV the engine links (its CPU path and reference)
 }

@@ -282,3 +282,38 @@ def test_device_memory_does_not_grow():
 def test_gpu_reason_is_visible():
     """Without a device, the GPU cases above skip with this reason (pytest -rs)."""
     assert GPU_AVAILABLE or NO_GPU_REASON
+
+
+def test_cuda_plumbing_without_a_device(monkeypatch):
+    """The CUDA path up to the engine, on host memory posing as device memory: each image's pointer
+    and row pitch (strided views need no copy), the depths, the device and the caller's stream."""
+    calls = []
+    monkeypatch.setattr(cuconv._cuconv, "convolve_device", lambda *args: calls.append(args) or "fast")
+    src = np.zeros((4, 10, 12, 3), np.uint8)
+    dst = np.zeros((4, 10, 12, 3), np.int16)
+    result = cuconv.filter2D(CaiArray(src.ctypes.data + 12 * 3 * 10, (3, 5, 12, 3), "|u1", (360, 72, 3, 1)),
+                             cuconv.CV_16S, KERNEL, dst=CaiArray(dst.ctypes.data, (3, 5, 12, 3), "<i2",
+                                                                 (720, 144, 6, 2)), stream=12345)
+    assert isinstance(result, CaiArray)
+    assert len(calls) == 3
+    for i, args in enumerate(calls):
+        src_ptr, src_pitch, dst_ptr, dst_pitch, height, width, channels, in_depth, out_depth, device = args[:10]
+        assert (src_ptr, src_pitch) == (src.ctypes.data + 360 * (i + 1), 72)
+        assert (dst_ptr, dst_pitch) == (dst.ctypes.data + 720 * i, 144)
+        assert (height, width, channels, in_depth, out_depth, device) == (5, 12, 3, cuconv.CV_8U, cuconv.CV_16S, -1)
+        assert args[-2] == cuconv.CV_16S and args[-1] == 12345
+    # A 3-D batch of gray images (batch=True): one call per image, each at its own offset.
+    calls.clear()
+    gray = np.zeros((3, 8, 16), np.float32)
+    cuconv.convolve(CaiArray(gray.ctypes.data, (3, 8, 16), "<f4"), KERNEL, batch=True,
+                    out=CaiArray(gray.ctypes.data, (3, 8, 16), "<f4"))
+    assert [args[:7] for args in calls] == [(gray.ctypes.data + 512 * i, 64, gray.ctypes.data + 512 * i, 64, 8, 16, 1)
+                                            for i in range(3)]
+    # A bare array whose pixels are not packed cannot be copied by cuconv: a clear error, no call.
+    calls.clear()
+    with pytest.raises(ValueError, match="not packed"):
+        cuconv.filter2D(CaiArray(src.ctypes.data, (10, 12), "|u1", (36, 6)), -1, KERNEL,
+                        dst=CaiArray(dst.ctypes.data, (10, 12), "|u1"))
+    with pytest.raises(TypeError, match="pass out="):
+        cuconv.filter2D(CaiArray(src.ctypes.data, (10, 12), "|u1"), -1, KERNEL)
+    assert calls == []
