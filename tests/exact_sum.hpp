@@ -250,15 +250,16 @@ inline cv::Mat float_rule_scales(const cv::Mat& src, const Filter& f, int anchor
                           std::abs(convolution::stored_border_value(border_value, src.depth())), std::abs(delta));
 }
 
-/// Largest |got - exact| relative to each output's own scale (float_rule_scales). Where the exact
+/// Largest |got - exact| relative to each output's own scale (float_rule_scales; where
+/// `block_scales` is given, the larger of it and the block's: tensor's and fft's). Where the exact
 /// sum is not finite the result must be the same NaN or infinity, and where it is finite the
 /// result must be finite too, else the error is infinite; so is any difference where the scale
 /// is 0 (a footprint of zeros and no delta).
 inline double float_rule_error(const cv::Mat& got, const cv::Mat& exact, const cv::Mat& src, const Filter& f,
                                int anchor_x, int anchor_y, Border border, double border_value, double delta,
-                               double floor_scale = 0.0) {
+                               const cv::Mat& block_scales = cv::Mat()) {
   cv::Mat scales = float_rule_scales(src, f, anchor_x, anchor_y, border, border_value, delta);
-  if (floor_scale > 0.0) cv::max(scales, cv::Scalar::all(floor_scale), scales);
+  if (!block_scales.empty()) cv::max(scales, block_scales, scales);
   const cv::Mat g = got.reshape(1);
   const cv::Mat e = exact.reshape(1);
   const cv::Mat s = scales.reshape(1);
@@ -291,7 +292,9 @@ inline Variant check_float_rule(const cv::Mat& src, const Filter& f, ConvolveOpt
   const cv::Mat exact = exact_sum_double(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, delta);
   const double error =
       float_rule_error(got.image, exact, src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, delta,
-                       float_rule_floor(src, f, ran.delta, convolution::stored_border_value(ran.border_value, src.depth()), got.variant_used));
+                       float_rule_block_scales(src, f, ran.anchor_x, ran.anchor_y, ran.border,
+                                               convolution::stored_border_value(ran.border_value, src.depth()), delta,
+                                               got.variant_used));
   INFO(what << " ran " << to_string(got.variant_used) << ": relative error " << error);
   CHECK(got.image.depth() == CV_32F);
   CHECK(error <= float_rule_bound(static_cast<long long>(f.width) * f.height));

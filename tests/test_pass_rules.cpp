@@ -227,7 +227,9 @@ TEST_CASE("pass rules: fft's integer rule fails a systematic tie error and value
     const cv::Mat ref = reference_of(src, gauss3);
     const double band = fft_tie_band(CV_16U, CV_16U, gauss3);
     REQUIRE(band > kFftMaxRepairedMargin);
-    // What fft may do: every value within the band of a tie rounded the other way.
+    // What fft may do: values within the band of a tie rounded the other way (one in four of
+    // them here, 8% of the values: its transform tips 2% of such an image's values (float DFTs)
+    // and at most 5.6% measured; the rule allows 10%).
     cv::Mat near = test::exact_sum(src, gauss3, 1, 1, Border::reflect101, 0, 0, CV_16U);
     // The defect: +1 on every 20th value that lies farther than the band from a tie.
     cv::Mat far = near.clone();
@@ -237,11 +239,11 @@ TEST_CASE("pass rules: fft's integer rule fails a systematic tie error and value
       for (int x = 0; x < sums.cols; ++x) {
         const double v = sums.at<double>(y, x);
         const double distance = std::abs(v - (std::floor(v) + 0.5));
-        if (distance <= band) {
+        if (distance <= band && (y * sums.cols + x) % 4 == 0) {
           near.at<std::uint16_t>(y, x) = static_cast<std::uint16_t>(std::nearbyint(v) == std::floor(v) ? std::ceil(v)
                                                                                                         : std::floor(v));
           ++flipped;
-        } else if ((y * sums.cols + x) % 20 == 0 && v < 65534.0) {
+        } else if (distance > band && (y * sums.cols + x) % 20 == 0 && v < 65534.0) {
           far.at<std::uint16_t>(y, x) = static_cast<std::uint16_t>(far.at<std::uint16_t>(y, x) + 1);
           ++planted;
         }

@@ -6,10 +6,13 @@
 ///  - integer outputs: max |difference| <= 1 and at most 0.1% of the values (rounded down: none
 ///    on an image of fewer than 1000 values) differ from both the reference and the exact sum;
 ///    `fft` without its tie repairs: each value off by one lies within fft_tie_band of a rounding
-///    tie of the exact sum (the transform's stated error), and no share is allowed beyond that;
-///  - float outputs: at every value, |difference| <= 1e-5 x (sum|k| |x| over that output's own
-///    footprint, through the border rule, + |delta|); a NaN or an infinity where the reference
-///    is finite (or a finite value where it is not) fails.
+///    tie of the exact sum (the transform's stated error), no other value may differ, and
+///    at most kFftMaxDifferingFraction of the values off by one (the band reaches 1/2 once
+///    sum|w| passes about 3.9 on 16-bit input, and then tells no tie apart);
+///  - float outputs: at every value, |difference| <= float_rule_bound (1e-5, or gamma_n of the
+///    filter's taps) x (sum|k| |x| over that output's own footprint, through the border rule, +
+///    |delta|; for `tensor` and `fft` the block's or tile's scale, float_rule_block_scales); a NaN
+///    or an infinity where the reference is finite (or a finite value where it is not) fails.
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
 
@@ -32,12 +35,15 @@ inline constexpr double kMaxRelativeError = 1e-5;
   return gamma > kMaxRelativeError ? gamma : kMaxRelativeError;
 }
 
-/// The least scale a 32F value of `variant` is judged against: `fft` and `tensor` round relative
-/// to a whole tile's or block's range (docs/accuracy.md), so their values are judged against the
-/// image's sum|k| x max|x| + |delta| where that exceeds their own footprint's; 0 for the variants
-/// that sum each output's own footprint.
-[[nodiscard]] double float_rule_floor(const cv::Mat& input, const Filter& filter, double delta, double border_value,
-                                      Variant variant);
+/// The scale 32F values of `variant` are judged against where it rounds relative to more than
+/// each output's own footprint: `tensor`'s float kernel scales each block of at most 128 x 128
+/// outputs by its window's largest magnitude M, and `fft` transforms tiles, its error relative to
+/// the tile's. At each output: sum|k| x M + |delta|, M the largest finite |x| (through the border
+/// rule) of every window a block or tile holding that output can read, so a block's window
+/// (`tensor` with a constant border: at least |border_value|, as its kernel counts it); the
+/// result has `input`'s channels, in CV_64F. Empty for the variants that sum each footprint.
+[[nodiscard]] cv::Mat float_rule_block_scales(const cv::Mat& input, const Filter& filter, int anchor_x, int anchor_y,
+                                              Border border, double border_value, double delta, Variant variant);
 /// `fft` on integer outputs, in the overload without the run's options only (its window and
 /// exact sum unknown): still at most 1 off, but on up to 10% of values. Its rounding relative
 /// to the tile's range tips the exact ties of dyadic filters and, for 16-bit data, values near a

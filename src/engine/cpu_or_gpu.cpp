@@ -9,22 +9,6 @@
 
 namespace cuconv::engine {
 
-namespace {
-
-// cv::filter2D on one hardware thread, per value (pixel x channel): a direct sum costs about
-// this much per tap; from 11 x 11 taps OpenCV filters through the DFT, whose cost per value does
-// not grow with the taps.
-constexpr double kCpuNsPerTap = 0.5;
-constexpr int kCpuDftFromTaps = 121;
-constexpr double kCpuDftNsPerValue = 90.0;
-// filter2D's threads speed it up by at most this factor, however many cores there are.
-constexpr unsigned kCpuEffectiveThreads = 4;
-// Creating the CUDA context and loading the kernels on the GPU nodes, and pageable copies.
-constexpr double kGpuStartupMs = 500.0;
-constexpr double kGpuCopyBytesPerMs = 10e6;
-
-}  // namespace
-
 std::string CpuOrGpu::reason() const {
   return cpu_faster() ? fmt::format("auto: the CPU (about {:.0f} ms) is faster here than the GPU's start-up and "
                                     "copies (about {:.0f} ms)", cpu_ms, gpu_ms)
@@ -33,15 +17,15 @@ std::string CpuOrGpu::reason() const {
 }
 
 CpuOrGpu predict_cpu_or_gpu(const Filter& filter, int width, int height, int channels, int bytes_per_value,
-                            unsigned cpu_threads) {
+                            unsigned cpu_threads, const CpuOrGpuCosts& costs) {
   if (cpu_threads == 0) cpu_threads = std::max(1U, std::thread::hardware_concurrency());
-  cpu_threads = std::min(cpu_threads, kCpuEffectiveThreads);
+  cpu_threads = std::min(cpu_threads, std::max(1U, costs.cpu_effective_threads));
   const double values = static_cast<double>(width) * height * channels;
   const int taps = filter.width * filter.height;
-  const double ns_per_value = taps < kCpuDftFromTaps ? kCpuNsPerTap * taps : kCpuDftNsPerValue;
+  const double ns_per_value = taps < costs.dft_from_taps ? costs.cpu_ns_per_tap * taps : costs.cpu_dft_ns_per_value;
   CpuOrGpu p;
   p.cpu_ms = values * ns_per_value * 1e-6 / cpu_threads;
-  p.gpu_ms = kGpuStartupMs + 2.0 * values * bytes_per_value / kGpuCopyBytesPerMs;
+  p.gpu_ms = costs.gpu_startup_ms + 2.0 * values * bytes_per_value / costs.gpu_copy_bytes_per_ms;
   return p;
 }
 
