@@ -20,6 +20,8 @@
 #include <filesystem>
 #include <fstream>
 #include <functional>
+#include <mutex>
+#include <condition_variable>
 #include <sstream>
 #include <string>
 #include <sys/socket.h>
@@ -768,6 +770,75 @@ TEST_CASE("serve: 100 concurrent clients (8 served at once, the rest queued)") {
     return lines == 100;
   }, 5s);
   CHECK(lines == 100);
+}
+
+TEST_CASE("serve: max_clients: handlers run at most the limit at once and reach it, a client past it is told it waits") {
+  Folder folder;
+  const std::string socket = folder / "socket";
+  constexpr int kLimit = 8;
+  std::mutex mutex;
+  std::condition_variable changed;
+  int running = 0;
+  int peak = 0;
+  bool hold = false;  // while true, handlers wait for release (the queue's part below)
+  const Handler copy = ServerThread::copy_handler();
+  const Handler counting = [&](const ClientRequest& request, ClientSession& session) {
+    {
+      std::unique_lock lock(mutex);
+      peak = std::max(peak, ++running);
+      changed.notify_all();
+      // Wait (a while) for the limit's worth of handlers beside this one: the peak is then the
+      // limit, not less, whenever enough clients are in line.
+      changed.wait_for(lock, hold ? 20s : 300ms, [&] { return running >= kLimit && !hold; });
+    }
+    const int code = copy(request, session);
+    std::lock_guard lock(mutex);
+    --running;
+    changed.notify_all();
+    return code;
+  };
+  ServerThread server(socket, kLimit, counting);
+  std::vector<Child> clients;
+  for (int i = 0; i < 40; ++i) {
+    write_file(folder / ("in" + std::to_string(i)), "data " + std::to_string(i));
+    clients.push_back(spawn(front({"copy", folder / ("in" + std::to_string(i)), folder / ("out" + std::to_string(i))}),
+                            folder.path(), "c", served_by(socket)));
+  }
+  for (auto& client : clients) CHECK(client.wait(60s) == 0);
+  {
+    std::lock_guard lock(mutex);
+    CHECK(peak == kLimit);
+    peak = 0;
+    hold = true;
+  }
+  // kLimit clients held in their handlers; one more connection is told it waits, first in line.
+  clients.clear();
+  for (int i = 0; i < kLimit; ++i)
+    clients.push_back(spawn(front({"copy", folder / "in0", folder / ("held" + std::to_string(i))}), folder.path(), "h",
+                            served_by(socket)));
+  {
+    std::unique_lock lock(mutex);
+    REQUIRE(changed.wait_for(lock, 30s, [&] { return running == kLimit; }));
+  }
+  Channel channel(connect_raw(socket));
+  REQUIRE(channel.send(Hello{}));
+  const Received answer = channel.receive(5000);
+  REQUIRE(answer.status == Received::Status::message);
+  REQUIRE(std::holds_alternative<Queued>(answer.message));
+  CHECK(std::get<Queued>(answer.message).ahead == 0);
+  {
+    std::lock_guard lock(mutex);
+    hold = false;
+    changed.notify_all();
+  }
+  // Once a place is free the waiting connection is welcomed (pings may come first).
+  Received next = channel.receive(10000);
+  while (next.status == Received::Status::message && std::holds_alternative<Ping>(next.message)) next = channel.receive(10000);
+  REQUIRE(next.status == Received::Status::message);
+  CHECK(std::holds_alternative<Welcome>(next.message));
+  for (auto& client : clients) CHECK(client.wait(60s) == 0);
+  std::lock_guard lock(mutex);
+  CHECK(peak == kLimit);
 }
 
 TEST_CASE("serve: oversized and malformed messages are refused with a message") {
