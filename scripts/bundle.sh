@@ -7,6 +7,9 @@
 #   --only NAME,...  bundle cuconv and only these of the other binaries (e.g. cuconv_bench); a
 #                    node that only filters needs none of them (each of cuconv_tests,
 #                    cuconv_gpu_tests and cuconv_bench is about 21 MB unpacked)
+#   --split          two tarballs: NAME-lib.tar.xz (lib/ and licenses/) and NAME.tar.xz (the
+#                    rest), for a GPU node that carries at most 64 MiB a call: unpack the first
+#                    in one call, the second in the next, into the same folder
 #   --suffix LABEL   name the tarball cuconv-<version>-linux-<arch>-LABEL.tar.xz (the folder in
 #                    it keeps its name)
 #
@@ -33,10 +36,12 @@ set -euo pipefail
 build_arg=build/h100
 only=""      # comma-separated binaries to bundle besides cuconv; empty: all that were built
 suffix=""
+split=0
 while (( $# > 0 )); do
   case "$1" in
     --only) only="${2:?bundle: --only needs a list of binaries}"; shift 2 ;;
     --only=*) only="${1#*=}"; shift ;;
+    --split) split=1; shift ;;
     --suffix) suffix="${2:?bundle: --suffix needs a label}"; shift 2 ;;
     --suffix=*) suffix="${1#*=}"; shift ;;
     -h | --help) sed -n '2,/^set -euo/p' "$0" | sed '$d; s/^# \{0,1\}//'; exit 0 ;;
@@ -335,9 +340,20 @@ rm -f "$tarball"
 # Numeric owner 0 so the archive does not carry this machine's user names; xz multi-threaded and
 # at its strongest setting: each binary carries every kernel (about 21 MB each), which -9e packs
 # to 55 MB where the default gave 65 MB (over the 64 MiB a GPU-node transfer may carry here).
-XZ_OPT="${XZ_OPT:--T0 -9e}" tar -C "$stage_parent" --owner=0 --group=0 --numeric-owner \
-  -cJf "$tarball.tmp" "$name"
-mv "$tarball.tmp" "$tarball"
+pack() {  # pack TARBALL [tar options and members...]
+  local to="$1"
+  shift
+  XZ_OPT="${XZ_OPT:--T0 -9e}" tar -C "$stage_parent" --owner=0 --group=0 --numeric-owner -cJf "$to.tmp" "$@"
+  mv "$to.tmp" "$to"
+}
+if (( split )); then
+  lib_tarball="${tarball%.tar.xz}-lib.tar.xz"
+  pack "$lib_tarball" "$name/lib" "$name/licenses"
+  pack "$tarball" --exclude="$name/lib" --exclude="$name/licenses" "$name"
+  log "$lib_tarball: $(numfmt --to=iec --suffix=B "$(stat -c %s "$lib_tarball")")"
+else
+  pack "$tarball" "$name"
+fi
 
 size_bytes="$(stat -c %s "$tarball")"
 log "$tarball"

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # The whole GPU check in one call on a GPU node, from a bundle (scripts/bundle.sh):
-#   scripts/gpu-check.sh BUNDLE.tar.xz [tests|sanitize|bench|all|npp|batch|jpeg|served|profile]...
+#   scripts/gpu-check.sh BUNDLE.tar.xz|BUNDLE_DIR [tests|sanitize|bench|all|npp|batch|jpeg|served|profile]...
 # tests:    the full ctest suite from the bundle (CPU + GPU suites);
 # sanitize: compute-sanitizer memcheck, racecheck, initcheck and synccheck over the GPU suite
 #           (every CUCONV_SANITIZE_STRIDE-th sweep case, default 4; initcheck, which is about 10x
@@ -29,9 +29,14 @@ shift
 steps=("${@:-all}")
 out="${OUT:-$PWD/gpu-check-out}"
 mkdir -p "$out"
-work="$(mktemp -d /tmp/cuconv-gpu-check.XXXXXX)"
-tar -xJf "$tarball" -C "$work"
-bundle="$(ls -d "$work"/cuconv-*)"
+# A folder is a bundle unpacked already (bundle.sh --split's two parts, unpacked in two calls).
+work="$(mktemp -d /tmp/cuconv-gpu-check.XXXXXX)"  # scratch, and the bundle when unpacked here
+if [[ -d "$tarball" ]]; then
+  bundle="$(cd "$tarball" && pwd)"
+else
+  tar -xJf "$tarball" -C "$work"
+  bundle="$(ls -d "$work"/cuconv-*)"
+fi
 export CUCONV_BIN="$bundle/bin/cuconv" CUCONV_SAMPLES="$bundle/samples"
 export LD_LIBRARY_PATH="$bundle/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}"
 status=0
