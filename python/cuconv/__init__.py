@@ -153,6 +153,8 @@ def _filter_cuda(array, shape4, batch_axis, out_dtype, dst, args, stream):
     target = _arrays.CudaArray(out, "dst")
     if target.readonly:
         raise ValueError("dst: the array is read-only")
+    if _arrays.overlap(src, target):  # in place, as cv2 allows: the kernels must not read what they write
+        src = _arrays.CudaArray(_arrays.packed_cuda_copy(src.obj, "src and dst overlap"), "src")
     if target.image(shape4, batch_axis, 0) is None:
         raise ValueError("dst: the pixels are not packed (a channel or column stride); pass a packed array")
     n, h, w, c = shape4

@@ -181,12 +181,22 @@ def empty_like_cuda(src, shape: tuple, dtype: np.dtype):
                     f"{type(src.obj).__name__}, pass out= (a CUDA array of the output's shape and dtype)")
 
 
-def packed_cuda_copy(obj):
+def packed_cuda_copy(obj, why: str = "the pixels are not packed (a channel or column stride)"):
     """A packed copy of a CUDA array made by its own framework."""
     if _is_torch(obj):
-        return obj.contiguous()
+        return obj.clone(memory_format=__import__("torch").contiguous_format)
     if _is_cupy(obj):
         import cupy
-        return cupy.ascontiguousarray(obj)
-    raise ValueError(f"{type(obj).__name__}: the pixels are not packed (a channel or column stride), "
-                     "and cuconv cannot copy this kind of array; pass a contiguous one")
+        return cupy.array(obj, order="C", copy=True)
+    raise ValueError(f"{type(obj).__name__}: {why}, and cuconv cannot copy this kind of array; pass "
+                     "another one")
+
+
+def overlap(a: "CudaArray", b: "CudaArray") -> bool:
+    """Whether two CUDA arrays' memory ranges (first to last byte they can reach) overlap."""
+    def span(x):
+        low = x.ptr + sum(min(0, s) * (n - 1) for s, n in zip(x.strides, x.shape))
+        high = x.ptr + sum(max(0, s) * (n - 1) for s, n in zip(x.strides, x.shape)) + x.dtype.itemsize
+        return low, high
+    (a_low, a_high), (b_low, b_high) = span(a), span(b)
+    return a.device == b.device and a_low < b_high and b_low < a_high

@@ -304,11 +304,11 @@ def test_cuda_plumbing_without_a_device(monkeypatch):
         assert args[-2] == cuconv.CV_16S and args[-1] == 12345
     # A 3-D batch of gray images (batch=True): one call per image, each at its own offset.
     calls.clear()
-    gray = np.zeros((3, 8, 16), np.float32)
+    gray, gray_out = np.zeros((3, 8, 16), np.float32), np.zeros((3, 8, 16), np.float32)
     cuconv.convolve(CaiArray(gray.ctypes.data, (3, 8, 16), "<f4"), KERNEL, batch=True,
-                    out=CaiArray(gray.ctypes.data, (3, 8, 16), "<f4"))
-    assert [args[:7] for args in calls] == [(gray.ctypes.data + 512 * i, 64, gray.ctypes.data + 512 * i, 64, 8, 16, 1)
-                                            for i in range(3)]
+                    out=CaiArray(gray_out.ctypes.data, (3, 8, 16), "<f4"))
+    assert [args[:7] for args in calls] == [(gray.ctypes.data + 512 * i, 64, gray_out.ctypes.data + 512 * i, 64, 8,
+                                             16, 1) for i in range(3)]
     # A bare array whose pixels are not packed cannot be copied by cuconv: a clear error, no call.
     calls.clear()
     with pytest.raises(ValueError, match="not packed"):
@@ -316,4 +316,15 @@ def test_cuda_plumbing_without_a_device(monkeypatch):
                         dst=CaiArray(dst.ctypes.data, (10, 12), "|u1"))
     with pytest.raises(TypeError, match="pass out="):
         cuconv.filter2D(CaiArray(src.ctypes.data, (10, 12), "|u1"), -1, KERNEL)
+    # In place (cv2 allows it): the engine must not read what it writes, so cuconv needs a copy.
+    with pytest.raises(ValueError, match="src and dst overlap"):
+        cuconv.filter2D(CaiArray(src.ctypes.data, (10, 12), "|u1"), -1, KERNEL,
+                        dst=CaiArray(src.ctypes.data + 36, (10, 12), "|u1"))
     assert calls == []
+
+
+def test_in_place_as_cv2():
+    image = random_image((30, 31, 3), np.uint8)
+    expected = cv2.filter2D(image, -1, KERNEL)
+    assert cuconv.filter2D(image, -1, KERNEL, dst=image) is image
+    np.testing.assert_array_equal(image, expected)
