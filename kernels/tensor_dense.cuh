@@ -125,6 +125,21 @@ __device__ void build_dense_fragments(uint4* fragments, Second* fragments2, cons
 /// channels, 8-bit in and out; `word_aligned`: rows 4-byte aligned (else every staged byte goes
 /// through the column map), `vector_aligned`: output rows 16-byte aligned. Chunks: 2 for
 /// kw <= 9, 3 for kw <= 17.
+/// The dense kernels' staging steps: calls body(s, r, u) for each step s of thread `tid` of
+/// kThreads, which stages row r (of 16) at unit u (of kUnits, 8 pixels each); the last step stops
+/// where the 16 x kUnits units end. Shared by tensor_dense_kernel and tensor_dense_planes_kernel.
+template <int kThreads, int kUnits, class Body>
+__device__ __forceinline__ void for_each_staging_step(int tid, Body&& body) {
+  constexpr int kSteps = (16 * kUnits + kThreads - 1) / kThreads;
+#pragma unroll
+  for (int s = 0; s < kSteps; ++s) {
+    const int idx = tid + s * kThreads;
+    if (idx >= 16 * kUnits) break;
+    const int r = idx / kUnits;
+    body(s, r, idx - r * kUnits);
+  }
+}
+
 template <int C, int Chunks>
 __global__ void __launch_bounds__(32 * kDenseWarps, 4)
     tensor_dense_kernel(PlaneView<const std::uint8_t> src, PlaneView<std::uint8_t> dst, ConvParams p,
@@ -175,15 +190,7 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
   // row's ends and in rows of a constant border it assembles the bytes themselves (offset 0).
   unsigned pending[kSteps][kWords];
   int pending_shift[kSteps];
-  const auto for_each_step = [&](auto&& body) {
-#pragma unroll
-    for (int s = 0; s < kSteps; ++s) {
-      const int idx = tid + s * kThreads;
-      if (idx >= 16 * kUnits) break;
-      const int r = idx / kUnits;
-      body(s, r, idx - r * kUnits);
-    }
-  };
+  const auto for_each_step = [&](auto&& body) { for_each_staging_step<kThreads, kUnits>(tid, body); };
   const auto load_chunk = [&](int first_row) {
     for_each_step([&](int s, int r, int u) {
       const int y = interpolate_border(first_row + r, src.height, p.border);

@@ -175,15 +175,7 @@ __global__ void __launch_bounds__(32 * kDensePlanesWarps, 2)
   // Staging: step s of this thread is staged row r, pixels 8u .. 8u + 7, loaded one chunk ahead
   // and written as digits (float: once the block's scale is known).
   Pixel pending[kSteps][8];
-  const auto for_each_step = [&](auto&& body) {
-#pragma unroll
-    for (int s = 0; s < kSteps; ++s) {
-      const int idx = tid + s * kThreads;
-      if (idx >= 16 * kUnits) break;
-      const int r = idx / kUnits;
-      body(s, r, idx - r * kUnits);
-    }
-  };
+  const auto for_each_step = [&](auto&& body) { for_each_staging_step<kThreads, kUnits>(tid, body); };
   const auto load_chunk = [&](int first_row) {
     for_each_step([&](int s, int r, int u) {
       const int y = interpolate_border(first_row + r, src.height, p.border);

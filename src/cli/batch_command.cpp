@@ -14,6 +14,7 @@
 #include "engine/warm_gpu.hpp"
 #include "engine/image_operation.hpp"
 #include "common/whole_number.hpp"
+#include "common/write_all.hpp"
 
 #include <cuconv/image_io.hpp>
 
@@ -58,13 +59,9 @@ struct NamedInput {
 std::string read_all(int fd) {
   std::string text;
   char buffer[1 << 14];
-  while (true) {
-    const ssize_t n = ::read(fd, buffer, sizeof buffer);
-    if (n < 0 && errno == EINTR) continue;
-    if (n < 0) throw Error(ErrorKind::bad_input, "--from -: cannot read standard input");
-    if (n == 0) return text;
-    text.append(buffer, static_cast<std::size_t>(n));
-  }
+  if (common::read_to_end(fd, buffer, [&](std::string_view chunk) { text += chunk; }) != 0)
+    throw Error(ErrorKind::bad_input, "--from -: cannot read standard input");
+  return text;
 }
 
 /// The named inputs plus those of every --from list (opened through the session's file access).

@@ -141,14 +141,11 @@ void LibraryMessages::line(std::string_view raw) {
 void LibraryMessages::read_lines(int fd) {
   std::string pending;
   std::array<char, 4096> buffer{};
-  while (true) {
-    const ssize_t n = ::read(fd, buffer.data(), buffer.size());
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) break;
-    pending.append(buffer.data(), static_cast<std::size_t>(n));
+  static_cast<void>(common::read_to_end(fd, buffer, [&](std::string_view chunk) {  // a failed read ends it too
+    pending += chunk;
     for (std::size_t end; (end = pending.find('\n')) != std::string::npos; pending.erase(0, end + 1))
       line(std::string_view(pending).substr(0, end));
-  }
+  }));
   line(pending);
   ::close(fd);
 }

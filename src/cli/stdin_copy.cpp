@@ -28,16 +28,12 @@ StdinCopy::StdinCopy(int fd, const std::filesystem::path& folder, bool on_signal
   const std::uint64_t limit = files.file_size_limit();
   std::uint64_t copied = 0;
   std::vector<char> buffer(1 << 16);
-  for (;;) {
-    const ssize_t count = ::read(fd, buffer.data(), buffer.size());
-    if (count < 0 && errno == EINTR) continue;
-    if (count < 0) throw Error(ErrorKind::bad_input, std::string("standard input: cannot read it: ") + std::strerror(errno));
-    if (count == 0) break;
-    if (limit > 0 && copied + static_cast<std::uint64_t>(count) > limit) throw cannot_copy(EFBIG);
-    if (!common::write_all(file_.fd(), std::string_view(buffer.data(), static_cast<std::size_t>(count))))
-      throw cannot_copy(errno);
-    copied += static_cast<std::uint64_t>(count);
-  }
+  const int read_error = common::read_to_end(fd, buffer, [&](std::string_view chunk) {
+    if (limit > 0 && copied + chunk.size() > limit) throw cannot_copy(EFBIG);
+    if (!common::write_all(file_.fd(), chunk)) throw cannot_copy(errno);
+    copied += chunk.size();
+  });
+  if (read_error != 0) throw Error(ErrorKind::bad_input, std::string("standard input: cannot read it: ") + std::strerror(read_error));
   // Served, Ctrl-C ends the producer of standard input and the client together: one round trip to
   // the client after the end of input lets the Interrupt it sends first arrive before the command
   // decodes a truncated copy (the caller then sees the interruption, as in-process).

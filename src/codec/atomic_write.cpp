@@ -6,6 +6,7 @@
 #include <cuconv/image_io.hpp>
 
 #include "common/anonymous_file.hpp"
+#include "common/write_all.hpp"
 
 #include <sys/stat.h>
 
@@ -46,20 +47,6 @@ bool rename_no_replace(const std::string& temp, const std::string& target) {
   return true;
 }
 
-/// Writes all bytes to fd; false on error (errno set).
-bool write_all(int fd, const unsigned char* data, std::size_t size) {
-  while (size > 0) {
-    const ssize_t n = ::write(fd, data, size);
-    if (n < 0) {
-      if (errno == EINTR) continue;
-      return false;
-    }
-    data += n;
-    size -= static_cast<std::size_t>(n);
-  }
-  return true;
-}
-
 }  // namespace
 
 void write_image_atomic(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
@@ -97,7 +84,7 @@ void write_encoded_atomic(const std::string& path, std::span<const unsigned char
   if (fd < 0) throw Error(ErrorKind::output, path + ": cannot create a file in " + dir.string() + ": " + errno_text());
   // The file is made 0600; a finished image gets the permissions any new file would get.
   const bool written = ::fchmod(fd, 0666 & ~kProcessUmask) == 0 &&
-                       write_all(fd, encoded.data(), encoded.size()) && ::fsync(fd) == 0;
+                       common::write_all(fd, encoded) && ::fsync(fd) == 0;
   const int write_errno = written ? 0 : errno;
   int move_errno = 0;
   if (written && temp.empty()) {

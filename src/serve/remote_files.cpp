@@ -5,6 +5,7 @@
 #include "serve/server.hpp"
 
 #include "common/anonymous_file.hpp"
+#include "common/write_all.hpp"
 
 #include <cerrno>
 #include <csignal>
@@ -163,23 +164,15 @@ void RemoteFiles::make_directories(const std::string& path) {
 
 bool RemoteFiles::write_output(const std::string& output, std::span<const unsigned char> bytes, bool overwrite) {
   TempOutput temp = create_temp(output);
-  const unsigned char* data = bytes.data();
-  std::size_t left = bytes.size();
-  if (file_size_limit_ > 0 && left > file_size_limit_) {
+  if (file_size_limit_ > 0 && bytes.size() > file_size_limit_) {
     discard(temp);
     throw Error(ErrorKind::output, output + ": write failed: " + std::strerror(EFBIG) +
                                        " (the process's file size limit, ulimit -f)");
   }
-  while (left > 0) {
-    const ssize_t n = ::write(temp.file.fd(), data, left);
-    if (n < 0 && errno == EINTR) continue;
-    if (n <= 0) {
-      const std::string why = n < 0 ? std::strerror(errno) : "no progress";
-      discard(temp);
-      throw Error(ErrorKind::output, output + ": write failed: " + why);
-    }
-    data += n;
-    left -= static_cast<std::size_t>(n);
+  if (!common::write_all(temp.file.fd(), bytes)) {
+    const std::string why = std::strerror(errno);
+    discard(temp);
+    throw Error(ErrorKind::output, output + ": write failed: " + why);
   }
   return publish(temp, output, overwrite);
 }
