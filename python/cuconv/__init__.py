@@ -136,9 +136,11 @@ def _filter(src, filt: Filter, ddepth, dst, anchor, delta, border: str, border_v
         target = outs[i]
         packed_target = target if _arrays.pixels_contiguous(target.strides, target.itemsize, shape4[3]) else None
         result = packed_target if packed_target is not None else np.empty(target.shape, out_dtype)
-        _, no_gpu_reason, _ = _cuconv.convolve_host(_arrays.packed_host_image(images[i]), result, *args)
+        _, no_gpu_reason, gpu_failure = _cuconv.convolve_host(_arrays.packed_host_image(images[i]), result, *args)
         if no_gpu_reason:
             _warn_no_gpu(no_gpu_reason)
+        if gpu_failure:  # `auto` kept the image after a GPU failure; the CLI warns the same way
+            warnings.warn(f"{gpu_failure}; filtered with OpenCV on the CPU instead", RuntimeWarning, stacklevel=3)
         if packed_target is None:
             target[...] = result
     return out
