@@ -9,14 +9,14 @@ add_custom_command(
   OUTPUT "${cuconv_docs_dir}/cuconv.bash" "${cuconv_docs_dir}/_cuconv"
   COMMAND ${CMAKE_COMMAND} -E env CUCONV_SERVER=never  # this build's help, not a running server's
           bash "${PROJECT_SOURCE_DIR}/packaging/gen-completions.sh" "$<TARGET_FILE:cuconv>" "${cuconv_docs_dir}"
-  DEPENDS cuconv "${PROJECT_SOURCE_DIR}/packaging/gen-completions.sh"
+  DEPENDS cuconv cuconv-engine "${PROJECT_SOURCE_DIR}/packaging/gen-completions.sh"  # the engine prints the help
   COMMENT "Generating bash and zsh completions from cuconv --help" VERBATIM)
 if(CUCONV_HELP2MAN)
   add_custom_command(
     OUTPUT "${cuconv_docs_dir}/cuconv.1" "${cuconv_docs_dir}/cuconv.1.gz"
     COMMAND ${CMAKE_COMMAND} -E env CUCONV_SERVER=never
             bash "${PROJECT_SOURCE_DIR}/packaging/gen-man.sh" "$<TARGET_FILE:cuconv>" "${PROJECT_VERSION}" "${cuconv_docs_dir}"
-    DEPENDS cuconv "${PROJECT_SOURCE_DIR}/packaging/gen-man.sh" "${PROJECT_SOURCE_DIR}/packaging/cuconv.h2m"
+    DEPENDS cuconv cuconv-engine "${PROJECT_SOURCE_DIR}/packaging/gen-man.sh" "${PROJECT_SOURCE_DIR}/packaging/cuconv.h2m"
     COMMENT "Generating the man page cuconv.1 from cuconv --help (help2man)" VERBATIM)
   list(APPEND cuconv_docs_outputs "${cuconv_docs_dir}/cuconv.1" "${cuconv_docs_dir}/cuconv.1.gz")
   install(FILES "${cuconv_docs_dir}/cuconv.1.gz" DESTINATION ${CMAKE_INSTALL_MANDIR}/man1 COMPONENT Runtime)

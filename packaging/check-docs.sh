@@ -6,7 +6,8 @@
 # - every --border value has an entry under BORDER MODES, every ExitCode of ERROR_HPP one under
 #   EXIT STATUS (those two sections are written by hand in packaging/cuconv.h2m);
 # - the bash completion, run as bash runs it, offers every option, every --variant/--border
-#   value, the presets for --filter and files for the positionals;
+#   value, the presets and parametric filters for --filter, files for the positionals, `serve`
+#   as the first word and serve's options after it;
 # - the zsh completion, run by an interactive zsh (when zsh is installed; else read as text),
 #   offers the same.
 # The option list is read here with its own pattern, not with the generator's parser.
@@ -22,9 +23,14 @@ for f in "$man_page" "$bash_comp" "$zsh_comp"; do
 done
 
 help="$("$bin" --help)"
-mapfile -t options < <(grep -E '^ +-' <<<"$help" | sed -E 's/^ +//; s/ .*//' | tr ',' '\n' | grep -E '^--?[A-Za-z]' | sort -u)
+# An option's line starts with two blanks and its names ("  -f, --filter SPEC   text").
+option_names() { grep -E '^  -' | sed -E 's/^  //; s/(,) /\1/; s/ .*//' | tr ',' '\n' | grep -E '^--?[A-Za-z]' | sort -u; }
+mapfile -t options < <(option_names <<<"$help")
 (( ${#options[@]} >= 10 )) || fail "only ${#options[@]} options found in --help: ${options[*]}"
-choices_of() { grep -E -- "^ +(-[a-z],)?$1 " <<<"$help" | grep -oE '\{[^}]*\}' | tr -d '{}' | tr ',' ' '; }
+# The values of an option: the rows of its table below the options ("Border modes (--border):").
+choices_of() { awk -v want="($1):" '$NF == want { on = 1; next } /^$/ { on = 0 } on && /^  [^ ]/ { print $1 }' <<<"$help"; }
+mapfile -t serve_options < <("$bin" serve --help | option_names)
+(( ${#serve_options[@]} >= 5 )) || fail "only ${#serve_options[@]} options found in serve --help: ${serve_options[*]}"
 borders="$(choices_of --border)"
 [[ -n "$borders" && -n "$(choices_of --variant)" ]] || fail "--help lists no values for --border or --variant"
 
@@ -75,6 +81,12 @@ check_completion() {
   done
   grep -qx "picture-one.png" <<<"$("$offers" pic)" || fail "$shell completion does not complete file names"
   grep -qx "picture-one.png" <<<"$("$offers" --filter pic)" || fail "$shell completion of --filter does not complete files"
+  grep -qx "serve" <<<"$("$offers" se)" || fail "$shell completion does not offer serve as the first word"
+  grep -qx "gaussian:" <<<"$("$offers" --filter gau)" || fail "$shell completion of '--filter gau' lacks gaussian:"
+  offered="$("$offers" serve -)"
+  for opt in "${serve_options[@]}"; do
+    grep -qx -- "$opt" <<<"$offered" || fail "$shell completion of 'cuconv serve' does not offer $opt"
+  done
 }
 
 bash_offers() {

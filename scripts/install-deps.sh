@@ -24,6 +24,7 @@ packages=(
   zsh         # the zsh completion is tested by running it (ctest docs_match_help)
   libvips-tools  # the vips command: ctest libvips_matrixload loads filters/*.mat in libvips
   imagemagick python3-opencv  # ctest coming_from: docs/coming-from.md's rows against convert and cv2
+  bash-completion  # ctest completion_setup: docs/install.md's lines that turn tab completion on
   python3-dev python3-pip  # the Python package (python/): Python.h; its modules below come through pip
 )
 

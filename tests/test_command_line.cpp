@@ -217,7 +217,14 @@ TEST_CASE("command line: the variant, border and depth tables are the one list")
     const std::string help_row = "  " + std::string(name);
     const std::size_t at = help.find("\n" + help_row + " ");
     REQUIRE_MESSAGE(at != std::string::npos, name, " not in the --help footer");
-    CHECK(help.substr(at, help.find('\n', at + 1) - at).find(std::string(description)) != std::string::npos);
+    // The row and the lines it wraps onto (indented 16 columns), joined again.
+    const std::string wrap = "\n" + std::string(16, ' ');
+    std::size_t end = help.find('\n', at + 1);
+    while (end != std::string::npos && help.compare(end, wrap.size(), wrap) == 0) end = help.find('\n', end + 1);
+    std::string row_text = help.substr(at, end - at);
+    for (std::size_t cut = row_text.find(wrap); cut != std::string::npos; cut = row_text.find(wrap, cut))
+      row_text.replace(cut, wrap.size(), " ");
+    CHECK(row_text.find(std::string(description)) != std::string::npos);
   };
   for (const auto& e : common::kVariants) check_listed(e.name, e.help);
   for (const auto& e : common::kBorders) check_listed(e.name, e.help);

@@ -3,6 +3,7 @@
 // (--quality, --compression), and metadata (EXIF, ICC, XMP; --strip, --auto-orient) carried from
 // input to output, in single-image and batch mode.
 #include "test_support.hpp"
+#include "text_lines.hpp"
 
 #include "cli/session.hpp"
 #include "engine/files.hpp"
@@ -33,6 +34,7 @@
 #include <opencv2/imgproc.hpp>
 
 using namespace cuconv;
+using cuconv::test::lines_of;
 using cuconv::test::random_image;
 using cuconv::test::read_file;
 using cuconv::test::run_cuconv;
@@ -380,18 +382,6 @@ TEST_CASE("batch: metadata kept, --auto-orient and --strip as in single-image mo
   REQUIRE_MESSAGE(stripped.exit_code == 0, stripped.err);
   CHECK(read_metadata(dir.file("stripped/a.png")).empty());
 }
-
-namespace {
-
-/// The lines of `text`, without their line ends.
-std::vector<std::string> lines_of(const std::string& text) {
-  std::vector<std::string> lines;
-  std::istringstream in(text);
-  for (std::string line; std::getline(in, line);) lines.push_back(line);
-  return lines;
-}
-
-}  // namespace
 
 TEST_CASE("library messages: -q silent, one cuconv line by default, each with -v") {
   // Before issue 23 libpng's "iCCP: known incorrect sRGB profile" reached stderr even with -q.

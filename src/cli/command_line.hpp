@@ -11,6 +11,7 @@
 
 #include <cstddef>
 #include <cstdint>
+#include <memory>
 #include <optional>
 #include <string>
 #include <string_view>
@@ -18,6 +19,18 @@
 #include <vector>
 
 namespace cuconv::cli {
+
+/// The widest line of cuconv's help pages, in columns.
+inline constexpr std::size_t kHelpWidth = 100;
+
+/// One entry of a help page: `head`, then `text` from column `indent` (on the next line when the
+/// head is too long), wrapped at kHelpWidth with every further line indented as much; ends in '\n'.
+[[nodiscard]] std::string help_row(std::string_view head, std::string_view text, std::size_t indent);
+
+/// A CLI11 formatter for cuconv's help pages: `usage` (the forms of the command and examples)
+/// after the description, then the option groups in the order of `groups`, each
+/// option with its placeholder (Option::option_text) and its text wrapped by help_row.
+[[nodiscard]] std::shared_ptr<CLI::Formatter> help_page(std::string usage, std::vector<std::string> groups);
 
 /// The single-image options (and those batch mode shares) as parsed from argv.
 struct CliRequest {
