@@ -107,7 +107,7 @@ inline void check_unaligned_rows(const cv::Mat& src, const Filter& f, std::uint6
                                  GpuWorkspace& workspace, const std::string& what) {
   ConvolveOptions o;
   o.variant = Variant::tensor;
-  o.poison_output = true;
+  const cuconv::test::PoisonOutputs poisoned;
   const cv::Mat aligned = convolve(src, f, o).image;
   const std::uint64_t before = launches();
   const auto [ran, shifted] = convolve_one_pixel_in(src, f, o, workspace);
@@ -141,7 +141,7 @@ inline RuleCount compare_exact(const cv::Mat& got, const cv::Mat& expected) {
   return r;
 }
 
-/// A second poison for integer outputs: bytes 0x5A (the product's poison_output writes 0xA5), so
+/// A second poison for integer outputs: bytes 0x5A (the product's, gpu::set_poison_outputs, is 0xA5), so
 /// an output the kernel never writes holds two different values in two runs, whatever value the
 /// first poison happens to equal.
 inline constexpr int kSecondPoisonByte = 0x5A;
@@ -151,7 +151,7 @@ inline constexpr int kSecondPoisonByte = 0x5A;
 inline cv::Mat convolve_second_poison(const cv::Mat& src, const Filter& f, ConvolveOptions o, Variant variant,
                                       int output_type) {
   o.variant = variant;
-  o.poison_output = false;
+  const PoisonOutputs unpoisoned(false);  // the second poison instead
   const int depth = CV_MAT_DEPTH(output_type);
   const double filler = depth == CV_8U ? kSecondPoisonByte : kSecondPoisonByte * 257;  // 0x5A5A for 16 bits
   const DeviceImage in = upload(src);
@@ -169,9 +169,9 @@ inline cv::Mat convolve_second_poison(const cv::Mat& src, const Filter& f, Convo
 inline std::pair<ConvolveResult, ConvolveOptions> run_poisoned(const cv::Mat& src, const Filter& f, ConvolveOptions o,
                                                                Variant variant) {
   o.variant = variant;
-  o.poison_output = true;
+  const cuconv::test::PoisonOutputs poisoned;
   ConvolveResult got = convolve(src, f, o);
-  if (got.image.depth() != CV_32F && got.variant_used != Variant::opencv && got.strips == 1 && o.max_strip_rows == 0 &&
+  if (got.image.depth() != CV_32F && got.variant_used != Variant::opencv && got.strips == 1 && gpu::max_strip_rows() == 0 &&
       o.gpu_memory_limit == 0) {
     const cv::Mat second = convolve_second_poison(src, f, o, got.variant_used, got.image.type());
     INFO("the same run on an output filled with 0x" << std::hex << kSecondPoisonByte << std::dec

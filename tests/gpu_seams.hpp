@@ -2,8 +2,8 @@
 #pragma once
 // The tests' side of the GPU seams (src/gpu/seams.hpp): a launch counter every GPU suite shares,
 // installed on first use for the whole process, which can also keep the warpgroup kernel from
-// running (to compare it with the dense kernel on one input); and a fault injector installed for
-// one scope.
+// running (to compare it with the dense kernel on one input); and a fault injector, poisoned
+// outputs and forced strips, each set for one scope.
 #include "gpu/seams.hpp"
 
 #include <array>
@@ -81,6 +81,31 @@ class ScopedFaultInjector {
 
  private:
   gpu::FaultInjector* previous_;
+};
+
+/// GPU outputs poisoned (or not, `poison` false) for the life of this object (gpu::set_poison_outputs).
+class PoisonOutputs {
+ public:
+  explicit PoisonOutputs(bool poison = true) : previous_(gpu::set_poison_outputs(poison)) {}
+  ~PoisonOutputs() { gpu::set_poison_outputs(previous_); }
+  PoisonOutputs(const PoisonOutputs&) = delete;
+  PoisonOutputs& operator=(const PoisonOutputs&) = delete;
+
+ private:
+  bool previous_;
+};
+
+/// Host images filtered in strips of at most `rows` output rows for the life of this object
+/// (gpu::set_max_strip_rows; 0: only the memory limit decides).
+class MaxStripRows {
+ public:
+  explicit MaxStripRows(int rows) : previous_(gpu::set_max_strip_rows(rows)) {}
+  ~MaxStripRows() { gpu::set_max_strip_rows(previous_); }
+  MaxStripRows(const MaxStripRows&) = delete;
+  MaxStripRows& operator=(const MaxStripRows&) = delete;
+
+ private:
+  int previous_;
 };
 
 }  // namespace cuconv::test

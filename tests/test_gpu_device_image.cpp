@@ -2,6 +2,7 @@
 // The device-image entry point: convolve() from a device view to a device view gives what the
 // host-image path gives, bit for bit, for every tested variant, layout (1, 3, 4 channels, alpha
 // kept) and depth pair, with the output poisoned first; and it refuses what it cannot do.
+#include "gpu_seams.hpp"
 #include "test_support.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -49,7 +50,7 @@ TEST_CASE("device images: convolve on device views equals the host-image path bi
           options.depth = pair.out;
           options.keep_alpha = keep_alpha;
           options.border = Border::reflect;
-          options.poison_output = true;
+          const cuconv::test::PoisonOutputs poisoned;
           const ConvolveResult host = convolve(src, filter, options);
 
           const DeviceImage in = upload(src);
@@ -71,7 +72,7 @@ TEST_CASE("device images: automatic picks as for a host image, and mismatched or
   const Filter filter = random_filter(3, 3, 8);
   const DeviceImage in = upload(src);
   ConvolveOptions options;
-  options.poison_output = true;
+  const cuconv::test::PoisonOutputs poisoned;
   const ConvolveResult host = convolve(src, filter, options);
   const DeviceImage out(40, 33, 3, CV_8U);
   CHECK(convolve(in.view(), out.view(), filter, options, workspace, nullptr) == host.variant_used);

@@ -5,6 +5,7 @@
 // jpeg_test_support.hpp, docs/testing.md); the device filter against cv::filter2D on the same decoded pixels (pass rule); the
 // encoder's PSNR against OpenCV's at the same quality; and the CLI end to end: --codec gpu, files
 // that fall back to OpenCV, truncated and corrupt files (no output), EXIF/ICC kept, mixed batches.
+#include "gpu_seams.hpp"
 #include "adversarial_files.hpp"
 #include "jpeg_test_support.hpp"
 #include "test_support.hpp"
@@ -122,7 +123,7 @@ TEST_CASE("gpu jpeg pipeline: each file comes back once, as one codec alone make
   const Filter filter = load_filter("gauss5");
   ConvolveOptions options;
   options.device = 0;
-  options.poison_output = true;
+  const cuconv::test::PoisonOutputs poisoned;
   codec::GpuOutputOptions output;
   output.quality = 90;
   // Every kind of decodable file twice, one for OpenCV (RGB-coded) and one corrupt file.
@@ -221,7 +222,7 @@ TEST_CASE("gpu jpeg: the filter on decoded pixels matches cv::filter2D on the sa
         const DeviceImage out(in.width, in.height, in.channels, CV_8U);
         ConvolveOptions options;
         options.variant = variant;
-        options.poison_output = true;
+        const cuconv::test::PoisonOutputs poisoned;
         const Variant ran = convolve(in, out.view(), filter, options, workspace, nullptr);
         const cv::Mat pixels = download(in);
         ConvolveOptions reference_options;

@@ -127,12 +127,11 @@ TEST_CASE("gpu separable: a delta that puts flat areas on a tie keeps the dense 
   o.delta = 0.5;
   o.border = Border::replicate;
   o.variant = Variant::automatic;
-  o.poison_output = true;
+  const cuconv::test::PoisonOutputs poisoned;
   const ConvolveResult got = convolve(flat, f, o);
   ConvolveOptions ref = o;
   ref.variant = Variant::opencv;
   ref.opencv_method = OpenCvMethod::direct_sum;
-  ref.poison_output = false;
   const ComparisonStats s = compare_to_reference(got.image, convolve(flat, f, ref).image, flat, f, o, got.variant_used);
   INFO("auto ran ", to_string(got.variant_used), ": max diff ", s.max_abs_difference, ", ", s.differing_values,
        "/", s.total_values, " differ");
@@ -178,7 +177,7 @@ TEST_CASE("gpu wide: 16-bit rank-1 filters summed in double meet the pass rule a
         }
         // A kept alpha channel is copied: colour channels against the exact sum, alpha against the input.
         o.variant = Variant::fast;
-        o.poison_output = true;
+        const cuconv::test::PoisonOutputs poisoned;
         const ConvolveResult got = convolve(src, f, o);
         const int ax = o.anchor_x >= 0 ? o.anchor_x : f.resolved_anchor_x();
         const int ay = o.anchor_y >= 0 ? o.anchor_y : f.resolved_anchor_y();
@@ -225,7 +224,7 @@ TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto up to 31x31, and tie
   for (const char* spec : {"gauss5", "gaussian:6,2.5"}) {
     const std::uint64_t before = cuconv::test::launches(gpu::KernelPath::fast_double_rank1);
     ConvolveOptions o;
-    o.poison_output = true;
+    const cuconv::test::PoisonOutputs poisoned;
     const ConvolveResult got = convolve(photo, load_filter(spec), o);
     CHECK(got.variant_used == Variant::fast);
     CHECK(cuconv::test::launches(gpu::KernelPath::fast_double_rank1) == before);
@@ -237,7 +236,7 @@ TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto up to 31x31, and tie
   CHECK_FALSE(takes_separable(box, CV_16U, CV_16U, 0.5));
   ConvolveOptions tie;
   tie.delta = 0.5;
-  tie.poison_output = true;
+  const cuconv::test::PoisonOutputs poisoned;
   const std::uint64_t before = cuconv::test::launches(gpu::KernelPath::fast_double_rank1);
   const ConvolveResult got = convolve(flat, box, tie);
   CHECK(cuconv::test::launches(gpu::KernelPath::fast_double_rank1) == before);

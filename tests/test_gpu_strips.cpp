@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // Images larger than the GPU memory limit go through in horizontal strips (src/gpu/strips.hpp).
-// ConvolveOptions::max_strip_rows forces strips of 1, 2, 7 and 64 rows on small random images.
+// A forced strip height (test::MaxStripRows, through gpu::set_max_strip_rows) makes strips of
+// 1, 2, 7 and 64 rows on small random images.
 // The direct variants compute every output from the same values in the same order with or
 // without strips, so the striped result must equal the unstriped one bit for bit; `fft`'s tile
 // grid follows the strip, so it is held to its documented rule against cv::filter2D instead.
 // Outputs are poisoned before every strip's kernel, so an unwritten row fails.
 //
 // CUCONV_TEST_STRIDE=N runs every 8N-th case of the sweep (compute-sanitizer runs).
+#include "gpu_seams.hpp"
 #include "test_support.hpp"
 
 #include <cuconv/compare.hpp>
@@ -75,7 +77,7 @@ TEST_CASE("gpu strips: forced strip heights give the unstriped result bit for bi
             o.border = border;
             o.border_value = border == Border::constant ? type.border_value : 0.0;
             o.delta = index % 3 == 0 ? 2.5 : 0.0;
-            o.poison_output = true;
+            const cuconv::test::PoisonOutputs poisoned;
             const std::string what = describe(variant, border, type, shape, cols, rows);
             const ConvolveResult whole = convolve(src, f, o);
             REQUIRE_MESSAGE(whole.strips == 1, what);
@@ -89,7 +91,7 @@ TEST_CASE("gpu strips: forced strip heights give the unstriped result bit for bi
               reference = convolve(src, f, ref_options).image;
             }
             for (const int strip_rows : kStripRows) {
-              o.max_strip_rows = strip_rows;
+              const cuconv::test::MaxStripRows forced_strips(strip_rows);
               const ConvolveResult striped = convolve(src, f, o);
               INFO(what, ", strips of ", strip_rows, " rows");
               CHECK(striped.strips == (rows + strip_rows - 1) / strip_rows);
@@ -121,7 +123,7 @@ TEST_CASE("gpu strips: a small gpu_memory_limit cuts the image by itself, --alph
       ConvolveOptions o;
       o.variant = variant;
       o.keep_alpha = keep_alpha;
-      o.poison_output = true;
+      const cuconv::test::PoisonOutputs poisoned;
       const ConvolveResult whole = convolve(src, f, o);
       o.gpu_memory_limit = variant == Variant::fft ? 1'100'000 : 64 * 1024;
       const ConvolveResult striped = convolve(src, f, o);

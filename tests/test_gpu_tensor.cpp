@@ -108,7 +108,7 @@ TEST_CASE("gpu tensor: photos, flat areas, exact presets and what it leaves to f
   for (const char* spec : {"gauss5", "gauss3", "box:4"}) {
     const Filter f = load_filter(spec);
     ConvolveOptions o;
-    o.poison_output = true;
+    const cuconv::test::PoisonOutputs poisoned;
     o.variant = Variant::tensor;
     const std::uint64_t before = cuconv::test::rank1_tensor_launches();
     const cv::Mat tensor = convolve(photo, f, o).image;
@@ -217,7 +217,7 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
     dyadic.origin = "dyadic " + std::to_string(k) + "x" + std::to_string(k);
     ConvolveOptions o;
     o.variant = Variant::tensor;
-    o.poison_output = true;
+    const cuconv::test::PoisonOutputs poisoned;
     const std::uint64_t dyadic_before = dense_launches();
     const cv::Mat got = convolve(photo, dyadic, o).image;
     CHECK(dense_launches() - dyadic_before == 1u);

@@ -93,7 +93,7 @@ void check_dyadic_ties(int kw, int kh, double denominator, std::uint64_t seed, i
     o.border_value = border_value;
     o.delta = 0.5;
     o.variant = Variant::tensor;
-    o.poison_output = true;
+    const cuconv::test::PoisonOutputs poisoned;
     const std::uint64_t before = launches();
     const ConvolveResult got = convolve(src, dyadic, o);
     CHECK(got.variant_used == Variant::tensor);
@@ -272,7 +272,7 @@ TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, un
       for (int x = 0; x < src.cols; x += 32) src(cv::Rect(x, y, 32, 32)).setTo(rng.uniform(0, 65536));
     ConvolveOptions o;
     o.variant = Variant::tensor;
-    o.poison_output = true;
+    const cuconv::test::PoisonOutputs poisoned;
     const ConvolveResult got = convolve(src, odd, o);
     CHECK(got.variant_used == Variant::tensor);
     const cv::Mat expected = cuconv::test::exact_sum(src, odd, 7, 7, o.border, 0, 0.0, CV_16U);

@@ -59,10 +59,10 @@ constexpr FilterShape kShapes[] = {{1, 1}, {2, 2}, {3, 3}, {5, 5}, {1, 7}, {7, 1
 /// Runs `variant` and the reference on `src`; checks the pass rule.
 void check_variant(Variant variant, const cv::Mat& src, const Filter& f, ConvolveOptions o, const std::string& what) {
   o.variant = variant;
-  o.poison_output = true;
+  const cuconv::test::PoisonOutputs poisoned;
   const ConvolveResult got = convolve(src, f, o);
   REQUIRE(got.variant_used == variant);
-  if (got.image.depth() != CV_32F && got.strips == 1 && o.max_strip_rows == 0 && o.gpu_memory_limit == 0) {
+  if (got.image.depth() != CV_32F && got.strips == 1 && gpu::max_strip_rows() == 0 && o.gpu_memory_limit == 0) {
     INFO(what, ": the same run on an output filled with the second poison");
     CHECK(cuconv::test::bit_equal(cuconv::test::convolve_second_poison(src, f, o, variant, got.image.type()), got.image));
   }
@@ -184,7 +184,7 @@ TEST_CASE("gpu: integer outputs round half to even and saturate bit for bit as c
           o.variant = variant;
           o.depth = c.out;
           o.delta = delta;
-          o.poison_output = true;
+          const cuconv::test::PoisonOutputs poisoned;
           const ConvolveResult got = convolve(*c.src, f, o);
           cv::Mat expected;
           const cv::Mat kernel = (cv::Mat_<float>(3, 3) << 0, 0, 0, 0, w, 0, 0, 0, 0);
@@ -228,7 +228,7 @@ TEST_CASE("gpu: fft on 8-bit outputs sums ties again: dyadic dense 31x31 filters
         o.border = border;
         o.border_value = 77;
         o.delta = delta;
-        o.poison_output = true;
+        const cuconv::test::PoisonOutputs poisoned;
         o.variant = Variant::basic;
         const cv::Mat direct = convolve(src, f, o).image;
         o.variant = Variant::fft;
@@ -280,7 +280,7 @@ TEST_CASE("gpu: fft with more ties than its repair list holds sums the rest in p
       ConvolveOptions o;
       o.variant = Variant::fft;
       o.delta = delta;
-      o.poison_output = true;
+      const cuconv::test::PoisonOutputs poisoned;
       const ConvolveResult got = convolve(src, f, o);
       // filter2D's direct path: for 31x31 filter2D itself takes a DFT whose error flips about
       // 15% of these ties (src/reference.cpp), so it is no reference for rounding.
@@ -317,7 +317,7 @@ TEST_CASE("gpu: fft transforms a filter once and a changed filter again, never a
   Filter f = random_filter(17, 17, 4243);
   ConvolveOptions o;
   o.variant = Variant::fft;
-  o.poison_output = true;
+  const cuconv::test::PoisonOutputs poisoned;
   const auto built = [] { return cuconv::test::launches(cuconv::gpu::KernelPath::fft_filter_spectrum); };
   const auto before = built();
   const ConvolveResult first = convolve(src, f, o);

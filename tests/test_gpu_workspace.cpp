@@ -3,6 +3,7 @@
 // call gives, whatever came through it before (larger or smaller images, other types, variants,
 // strips), and stop allocating once it has seen the largest image. Outputs are poisoned on every
 // run, so a stale plane or a staging chunk copied to the wrong rows fails the comparison.
+#include "gpu_seams.hpp"
 #include "test_support.hpp"
 #include "gpu/seams.hpp"
 
@@ -65,8 +66,8 @@ int run_all(GpuWorkspace& workspace, const std::vector<Variant>& variants) {
       options.variant = variant;
       options.border = border;
       options.border_value = 3.5;
-      options.poison_output = true;
-      options.max_strip_rows = c.max_strip_rows;
+      const cuconv::test::PoisonOutputs poisoned;
+      const cuconv::test::MaxStripRows forced_strips(c.max_strip_rows);
       const ConvolveResult fresh = convolve(src, filter, options);
       const ConvolveResult kept = convolve(src, filter, options, workspace);
       CHECK(kept.variant_used == variant);
@@ -90,7 +91,7 @@ std::vector<Variant> workspace_memory_variants() {
 ConvolveOptions limited_options(Variant variant) {
   ConvolveOptions options;
   options.variant = variant;
-  options.poison_output = true;
+  const cuconv::test::PoisonOutputs poisoned;
   options.gpu_memory_limit = 96 * 1024;
   return options;
 }
@@ -133,7 +134,7 @@ TEST_CASE("gpu workspace: a kept workspace gives fresh calls' results bit for bi
   const cv::Mat src = random_image(40, 50, CV_8U, 3, 5);
   ConvolveOptions options;
   options.variant = variants.front();
-  options.poison_output = true;
+  const cuconv::test::PoisonOutputs poisoned;
   const Filter filter = random_filter(3, 3, 9);
   CHECK(bit_equal(convolve(src, filter, options, workspace).image, convolve(src, filter, options).image));
   CHECK(bit_equal(convolve(src, filter, options, moved).image, convolve(src, filter, options).image));

@@ -161,9 +161,7 @@ inline ComparisonStats compare_with_filter2d(const cv::Mat& result, const cv::Ma
                                              const ConvolveOptions& o, Variant result_variant = Variant::automatic) {
   ConvolveOptions reference = o;
   reference.variant = Variant::opencv;
-  reference.poison_output = false;
   reference.opencv_method = OpenCvMethod::reference;
-  reference.max_strip_rows = 0;
   reference.gpu_memory_limit = 0;
   const cv::Mat expected = convolve(src, f, reference).image;
   return compare_to_reference(result, expected, src, f, o, result_variant);

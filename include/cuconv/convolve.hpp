@@ -83,7 +83,6 @@ struct ConvolveOptions {
   double delta = 0.0;         ///< added before rounding (on top of the filter's offset)
   Depth depth = Depth::same;
   bool keep_alpha = false;    ///< 4-channel input: pass alpha through instead of filtering it
-  bool poison_output = false; ///< testing aid: fill GPU outputs with garbage before the kernel
   OpenCvMethod opencv_method = OpenCvMethod::as_called;  ///< for Variant::opencv
   int bench_runs = 0;         ///< GPU variants: also time the kernels this many more times (--bench)
   /// CUDA device for the GPU variants; -1: the calling thread's current device. A device >= 0
@@ -94,8 +93,6 @@ struct ConvolveOptions {
   /// margin. An image whose device planes (plus the variant's scratch) need more is filtered in
   /// horizontal strips (README "Limits and errors").
   std::uint64_t gpu_memory_limit = 0;
-  /// Testing aid: at most this many output rows per strip; 0: only the memory limit decides.
-  int max_strip_rows = 0;
 };
 
 /// Wall/event times of the stages, in milliseconds (0 when a stage did not run).

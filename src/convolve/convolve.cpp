@@ -53,11 +53,8 @@ gpu::ConvolveJob make_job(int input_depth, const Filter& filter, const ConvolveO
   job.border_value = convolution::stored_border_value(o.border_value, input_depth);
   if (o.device < -1) throw Error(ErrorKind::usage, "device index must be -1 (current) or >= 0");
   job.keep_alpha = o.keep_alpha;
-  job.poison_output = o.poison_output;
   job.bench_runs = o.bench_runs;
-  if (o.max_strip_rows < 0) throw Error(ErrorKind::usage, "max_strip_rows must be >= 0 (0: no forced limit)");
   job.gpu_memory_limit = o.gpu_memory_limit;
-  job.max_strip_rows = o.max_strip_rows;
   return job;
 }
 

@@ -91,7 +91,7 @@ struct ChannelPlanes {
 std::vector<VariantLaunch> queue_filter(const ConstDeviceImageView& in, const DeviceImageView& out,
                                         const std::optional<ChannelPlanes>& planes, const ConvolveJob& job,
                                         Variant variant, const float* device_weights, cudaStream_t stream) {
-  if (job.poison_output) poison(out, stream);
+  if (poison_outputs()) poison(out, stream);
   if (!planes) {
     VariantLaunch launch = launch_for(in, out, job, device_weights, stream);
     launch_variant(variant, launch.args);
@@ -101,7 +101,7 @@ std::vector<VariantLaunch> queue_filter(const ConstDeviceImageView& in, const De
   std::vector<VariantLaunch> launches;
   for (int c = 0; c < (keep_alpha ? 3 : in.channels); ++c) {
     launch_copy_channel(in, c, planes->in, 0, stream);
-    if (job.poison_output) poison(planes->out, stream);
+    if (poison_outputs()) poison(planes->out, stream);
     launches.push_back(launch_for(planes->in, planes->out, job, device_weights, stream));
     launch_variant(variant, launches.back().args);
     launch_copy_channel(planes->out, 0, out, c, stream);
@@ -173,7 +173,7 @@ ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Var
   // (slots 0 and 1) and, for a split, the two scratch planes (slots 2 and 3).
   const MemoryModel model = memory_model(job, variant, width, height, channels, src.depth());
   const std::uint64_t limit = memory_limit(job, workspace);
-  const StripPlan plan = plan_strips(width, height, job.kh(), model, limit, job.max_strip_rows);
+  const StripPlan plan = plan_strips(width, height, job.kh(), model, limit, max_strip_rows());
   if (job.bench_runs > 0 && plan.count > 1)
     throw Error(ErrorKind::usage, "--bench times the kernel over the whole image, but this image needs " +
                                       std::to_string(plan.count) +

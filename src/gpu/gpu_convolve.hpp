@@ -28,10 +28,8 @@ struct ConvolveJob {
   double border_value = 0;     ///< saturated to the input depth, as cv::copyMakeBorder does
   int output_depth = 0;        ///< CV_8U ...
   bool keep_alpha = false;
-  bool poison_output = false;
   int bench_runs = 0;          ///< --bench: time the kernels this many more times
   std::uint64_t gpu_memory_limit = 0;  ///< bytes; 0: the device's free memory less a margin
-  int max_strip_rows = 0;      ///< testing aid: force strips of at most this many output rows
 
   [[nodiscard]] int kw() const { return kernel.cols; }
   [[nodiscard]] int kh() const { return kernel.rows; }

@@ -1,9 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // Seams the tests plug into (the pattern of RMM's failure_callback_resource_adaptor): a fault
-// injector the GPU layer asks before each device allocation and each variant launch, and a launch
+// injector the GPU layer asks before each device allocation and each variant launch, a launch
 // observer it tells which kernel path ran (and asks whether a path may run, so the tests can
-// compare two kernels on one input). The product installs none and reads nothing from the
+// compare two kernels on one input), poisoned outputs, forced strips and staging chunks. The product installs none and reads nothing from the
 // environment: without one each hook is one atomic load of a null pointer. Internal: only the
 // tests install them, for the whole process, before the work they watch.
 #include <cuconv/convolve.hpp>  // Variant
@@ -56,6 +56,8 @@ namespace seams {
 inline std::atomic<FaultInjector*> fault_injector{nullptr};
 inline std::atomic<LaunchObserver*> launch_observer{nullptr};
 inline std::atomic<std::size_t> staging_chunk_bytes{0};
+inline std::atomic<bool> poison_outputs{false};
+inline std::atomic<int> max_strip_rows{0};
 }  // namespace seams
 
 /// Installs `injector` (nullptr: none) for the process; returns the one it replaces. Tests only:
@@ -74,6 +76,20 @@ inline LaunchObserver* set_launch_observer(LaunchObserver* observer) noexcept {
 inline std::size_t set_staging_chunk_bytes(std::size_t bytes) noexcept {
   return seams::staging_chunk_bytes.exchange(bytes);
 }
+
+/// Fills every GPU output with garbage before its kernel runs (NaN for float, 0xA5 bytes
+/// otherwise), so a value a kernel never writes cannot pass; returns the previous setting. Tests only.
+inline bool set_poison_outputs(bool poison) noexcept { return seams::poison_outputs.exchange(poison); }
+
+/// Filters host images in strips of at most `rows` output rows (0: only the memory limit decides),
+/// so small images exercise the strips; returns the previous setting. Tests only.
+inline int set_max_strip_rows(int rows) noexcept { return seams::max_strip_rows.exchange(rows); }
+
+/// Whether GPU outputs are poisoned (false without a test's setting).
+[[nodiscard]] inline bool poison_outputs() noexcept { return seams::poison_outputs.load(std::memory_order_acquire); }
+
+/// The forced strip height, 0 without a test's setting.
+[[nodiscard]] inline int max_strip_rows() noexcept { return seams::max_strip_rows.load(std::memory_order_acquire); }
 
 /// The installed injector's answer before an allocation of `bytes` (cudaSuccess without one).
 [[nodiscard]] inline cudaError_t injected_allocation_fault(std::size_t bytes) noexcept {
