@@ -2,7 +2,7 @@
 // cuconv_fast_tune: times the `fast` kernel alone, launched as the product launches it, on the
 // image and filter shapes of the fast-path targets, each beside a device-to-device copy of the
 // same bytes (the roof). It needs no OpenCV, so a copy of it built from a changed tree (its
-// kernels/ and src/gpu/fast_rules.cuh: `nvcc -std=c++20 --expt-relaxed-constexpr -I TREE
+// kernels/ and src/gpu/launch/fast_rules.cuh: `nvcc -std=c++20 --expt-relaxed-constexpr -I TREE
 // -I TREE/include`) runs on any GPU node: the quick way to compare kernel variants before a full
 // bundle. bench/results/kernel-notes/fast.md keeps what it measured for each rule.
 //   cuconv_fast_tune [CASE]     all cases, or the one whose label is CASE (e.g. "u8 3x3")
@@ -67,7 +67,7 @@ void run_case(const char* label, int width, int height) {
   const PlaneView<const T> src{static_cast<const T*>(in), in_pitch, width, height};
   const PlaneView<T> dst{static_cast<T*>(out), out_pitch, width, height};
 
-  // The launch of src/gpu/launch_fast.cuh (which needs the product's headers, OpenCV's among them).
+  // The launch of src/gpu/launch/launch_fast.cuh (which needs the product's headers, OpenCV's among them).
   const auto kernel = fast_kernel<T, T, Channels, Radius, Separable>;
   const int column_blocks = fast_column_blocks<T, Radius>(width * Channels);
   int sms = 0, per_sm = 0;

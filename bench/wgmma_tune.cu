@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 // cuconv_wgmma_tune: times `tensor`'s warpgroup kernel (kernels/tensor_dense_wgmma.cuh) alone,
-// launched as the product launches it (src/gpu/tensor_wgmma_plan.cuh: the same tensor map and
+// launched as the product launches it (src/gpu/launch/tensor_wgmma_plan.cuh: the same tensor map and
 // grid), on one-channel 8-bit images with random weight digits, and measures the throughput of its
 // wgmma shape on its own. Like cuconv_fast_tune it needs no OpenCV, so a copy built from a changed
 // tree (`nvcc -std=c++20 --expt-relaxed-constexpr -arch=sm_90a -I TREE -I TREE/include -I TREE/src

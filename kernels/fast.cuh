@@ -6,7 +6,7 @@
 /// kernels/fast_rows.cuh (loading rows, cp.async staging, border positions),
 /// kernels/fast_pack.cuh (packed words, rounding, stores), kernels/fast_taps.cuh (what a row adds,
 /// dense and separable), kernels/fast_generic.cuh (any other filter), and the host rules (strip
-/// length, sum range) in src/gpu/fast_rules.cuh.
+/// length, sum range) in src/gpu/launch/fast_rules.cuh.
 ///  - Interleaved pixels (RGB, RGBA) are filtered in place: a row of W pixels x C channels is a
 ///    row of W*C elements, and tap j of element e reads element e + (j - anchor) * C. No
 ///    split/merge round trip.
@@ -66,7 +66,7 @@ __host__ __device__ constexpr int fast_min_blocks() {
 /// Thread (tx, ty) of block (bx, by) computes elements [e0, e0 + kVec) of the flattened row,
 /// e0 = ((bx * 4 + ty) * 32 + tx) * kVec, for image rows [s0, s0 + strip_rows) with
 /// s0 = by' * strip_rows, by' = by, by + gridDim.y, ... Tile of a block: 128 * kVec elements x
-/// strip_rows rows (fast_strip_rows_for, src/gpu/fast_rules.cuh). The four warps walk the same
+/// strip_rows rows (fast_strip_rows_for, src/gpu/launch/fast_rules.cuh). The four warps walk the same
 /// rows side by side, so each row is read as one contiguous span of 128 * kVec elements (DRAM
 /// pages stay open) rather than four spans far apart. A thread's window of a row is its own chunk
 /// of kVec elements and kSideVectors chunks each side, read either

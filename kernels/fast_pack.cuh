@@ -14,7 +14,7 @@
 namespace cuconv::kernels {
 
 /// What the launcher knows of every output sum of fast_kernel on 8- or 16-bit input (fast_sum_range
-/// in src/gpu/fast_rules.cuh), so that integer results round with fewer instructions.
+/// in src/gpu/launch/fast_rules.cuh), so that integer results round with fewer instructions.
 enum class SumRange : int {
   any,         ///< no bound: cvRound's out-of-range rule (INT_MIN) applies
   inside_int,  ///< |sum| < 2^30: no out-of-range rule

@@ -4,7 +4,7 @@
 /// `fast` on rank-1 filters over 16-bit images, summed in double precision. At 16-bit magnitudes
 /// float row and column sums keep too few bits below the unit for the integer pass rule (a sum
 /// near n + 1/2 rounds the wrong way too often); double keeps about 36, so results equal the exact
-/// sum's except at ties the host has already excluded (src/separable.cpp, separable_for).
+/// sum's except at ties the host has already excluded (src/filter/rank1_splits.cpp, separable_for).
 ///
 /// Thread-to-data mapping: one thread per output element of an interleaved row (width * C
 /// elements, taps C apart), a block of kWideThreads threads per kWideThreads elements, walking a

@@ -132,7 +132,7 @@ __device__ __forceinline__ FftOutput fft_output_position(const FftTiling& t, lon
 /// Integer outputs whose transform value lies within `tie_margin` of a rounding boundary n + 1/2
 /// (and could round to a value inside Out's range) are summed again directly (fft_direct_sum), so
 /// ties round half to even as in the direct variants; tie_margin = 0 turns that off
-/// (src/gpu/fft_ties.hpp). Such an output goes to `repairs` and is left unwritten here; when the
+/// (src/gpu/launch/fft_ties.hpp). Such an output goes to `repairs` and is left unwritten here; when the
 /// list is full it is summed in this thread instead.
 template <class In, class Out>
 __global__ void __launch_bounds__(kFftThreads)

@@ -3,7 +3,7 @@
 /// @file tensor_dense.cuh
 /// `tensor` for dense filters (any kh x kw up to 17 x 17, any anchor) on 8-bit images with byte
 /// MMAs: the pixels stay bytes, the weights are integers H = w * 2^e written as three signed
-/// base-256 digits (src/separable.cpp, dense_tensor_split), and each digit's sum over the whole
+/// base-256 digits (src/filter/dense_splits.cpp, dense_tensor_split), and each digit's sum over the whole
 /// filter accumulates exactly in 32-bit integers on the tensor cores (m16n8k32, u8 x s8 -> s32).
 ///  - Exactness: |digit| <= 128, so a chain stays below 255 * 128 * 289 < 2^24 and converts to
 ///    float exactly; the epilogue joins the three chains with two float FMAs and scales by the

@@ -4,7 +4,7 @@
 /// `tensor` for dense filters up to 31 x 31 on float and 16-bit pixels, and on 8-bit pixels past
 /// kernels/tensor_dense.cuh's 17 x 17, on byte MMAs: every pixel is staged as base-256 digit
 /// planes and every weight as an integer
-/// H = w 2^e in signed base-256 digits (src/separable.cpp); m16n8k32 MMAs sum each product of a
+/// H = w 2^e in signed base-256 digits (src/filter/dense_splits.cpp); m16n8k32 MMAs sum each product of a
 /// pixel digit plane and a weight digit over the whole filter in exact 32-bit chains, grouped by
 /// weight, and the epilogue joins the chains. What each pixel type stages and keeps:
 ///  - float: block floating point. Each block scales its window by 2^s chosen from the window's

@@ -9,7 +9,7 @@
 ///    e + (j - R) * C, so the band simply has a stride of C.
 ///  - Exact row sums: the host scales the horizontal weights by a power of two 2^e and rounds
 ///    them to integers H = 2048 * hi + lo with |hi| <= 2048 and |lo| <= 1024, both exact in FP16
-///    (src/separable.cpp, tensor_split). Two MMAs per block accumulate sum(x * hi) and
+///    (src/filter/rank1_splits.cpp, tensor_split). Two MMAs per block accumulate sum(x * hi) and
 ///    sum(x * lo) separately; every partial sum is an integer below 2^24, so the accumulation is
 ///    exact however the tensor core aligns and rounds. The row sum 2048 * acc_hi + acc_lo is then
 ///    rounded once to float, and the vertical weights carry the 2^-e.

@@ -19,16 +19,22 @@ given, and reports, with file:line:
     "--name" strings of src/cli/*.cpp stand in for it); and an option leading a code span
     (`--name VALUE`) that is neither cuconv's nor named in the project's own programs (scripts/,
     bench/, tools/). Another program's option is written with the program: `ncu --section X`.
+It reads the comments of the sources under src/, kernels/, include/, tests/ and bench/ too (C++
+and CUDA `//` and `/* */`, Python, shell and CMake `#`; never string literals, which may be test
+data; not tests/readme_fixtures/, whose files are wrong on purpose), or of a SOURCE given among
+the DOCs, and reports a repository path in a comment that names no file or folder.
 --pending FILE: paths (one a line, # comments) that land with the same merge and may be named
 before they exist; one that exists is reported, so the list empties itself.
 Exit 0 when nothing is found, 1 otherwise.
 """
 import argparse
 import glob
+import io
 import os
 import re
 import subprocess
 import sys
+import tokenize
 import unicodedata
 
 PREFIXES = "src|docs|scripts|tests|kernels|filters|packaging|include|cmake|bench|tools|samples"
@@ -42,6 +48,106 @@ RESULTS_QUOTING_OLD_PATHS = {"bench/results/benchmarks.md", "bench/results/gpu-t
 # What may stand before a command: nothing, a separator, a prompt, a wrapper, an environment setting.
 COMMAND_START = re.compile(r"(?:^|[|;&(`'\"$]|\b(?:sudo|time|exec|srun|xargs|parallel|nice|env)|\w+=\S*)\s*$")
 SEGMENT_END = re.compile(r"\||;|&&|\)|`|\$\(")
+
+
+# Sources whose comments are read, and how a comment starts in each.
+SOURCE_DIRS = ("src", "kernels", "include", "tests", "bench")
+C_LIKE = (".cpp", ".hpp", ".cu", ".cuh", ".h", ".c", ".cc", ".in")
+HASH_LIKE = (".sh", ".cmake", ".txt")
+RAW_PREFIX = re.compile(r"(?<!\w)(?:u8|u|U|L)?R$")
+# Files that are wrong on purpose: the checkers' own negative fixtures.
+NOT_READ = ("tests/readme_fixtures/",)
+
+
+def c_comments(text):
+    """(line number, text) of each `//` and `/* */` comment of C++ or CUDA source; string and
+    character literals (raw strings too) are skipped, so test data never counts as a comment."""
+    i, line, n = 0, 1, len(text)
+    while i < n:
+        ch = text[i]
+        if ch == "\n":
+            line += 1
+            i += 1
+        elif text.startswith("//", i):
+            end = text.find("\n", i)
+            end = n if end < 0 else end
+            yield line, text[i + 2:end]
+            i = end
+        elif text.startswith("/*", i):
+            end = text.find("*/", i + 2)
+            end = n if end < 0 else end
+            for offset, part in enumerate(text[i + 2:end].split("\n")):
+                yield line + offset, part
+            line += text.count("\n", i, end)
+            i = end + 2
+        elif ch == '"' and RAW_PREFIX.search(text[max(0, i - 4):i]):  # R"x(...)x"
+            delim = text[i + 1:text.find("(", i)]
+            end = text.find(")" + delim + '"', i)
+            end = n if end < 0 else end + len(delim) + 2
+            line += text.count("\n", i, end)
+            i = end
+        elif ch == '"' or ch == "'" and not (i > 0 and (text[i - 1].isalnum() or text[i - 1] == "_")):
+            j = i + 1  # a ' after a digit or name is a digit separator (1'000), not a literal
+            while j < n and text[j] != ch and text[j] != "\n":
+                j += 2 if text[j] == "\\" else 1
+            i = j + 1
+        else:
+            i += 1
+
+
+def hash_comments(text):
+    """(line number, text) of each `#` comment of a shell or CMake file: a # at the start of a
+    line or after a blank, outside quotes ($# and ${#x} are not comments)."""
+    for number, line in enumerate(text.splitlines(), 1):
+        quote = None
+        for i, ch in enumerate(line):
+            if quote:
+                if ch == "\\":
+                    continue
+                if ch == quote and line[i - 1] != "\\":
+                    quote = None
+            elif ch in "'\"":
+                quote = ch
+            elif ch == "#" and (i == 0 or line[i - 1] in " \t"):
+                yield number, line[i + 1:]
+                break
+
+
+def python_comments(text):
+    """(line number, text) of each `#` comment of a Python file, as Python's tokenizer sees it."""
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(text).readline):
+            if token.type == tokenize.COMMENT:
+                yield token.start[0], token.string[1:]
+    except (tokenize.TokenError, SyntaxError):
+        return
+
+
+def comments_of(rel, text):
+    if rel.endswith(".py"):
+        return python_comments(text)
+    if rel.endswith(C_LIKE):
+        return c_comments(text)
+    if rel.endswith(HASH_LIKE) or os.path.basename(rel) == "CMakeLists.txt":
+        return hash_comments(text)
+    return iter(())
+
+
+def is_source(rel):
+    return rel.endswith(C_LIKE + (".py", ".sh", ".cmake")) or os.path.basename(rel) == "CMakeLists.txt"
+
+
+def sources(root):
+    """The sources whose comments are read (a git checkout's tracked and new files; else a walk)."""
+    found = []
+    for top in SOURCE_DIRS:
+        for folder, dirs, files in os.walk(os.path.join(root, top)):
+            dirs[:] = sorted(d for d in dirs if not d.startswith(".") and d != "corpus")
+            for name in sorted(files):
+                rel = os.path.relpath(os.path.join(folder, name), root)
+                if is_source(rel) and not rel.startswith(NOT_READ):
+                    found.append(rel)
+    return found
 
 
 def slug(heading):
@@ -183,22 +289,32 @@ def main():
         if exists(rel):
             problems.append(f"{args.pending}: {rel} exists now: take it off the pending list")
 
+    def check_paths(where, line):
+        for match in PATH_RE.finditer(re.sub(r"\]\([^)]*\)", "]()", line)):
+            raw = match.group(0).rstrip(".,:;")
+            for rel in expand(raw):
+                rel = rel.rstrip(".,:;")
+                if "NAME" in rel:  # a template: kernels/NAME.cuh
+                    continue
+                if not exists(rel) and rel.rstrip("/") not in pending:
+                    problems.append(f"{where}: no such file or folder: {rel}")
+
+    code = [doc for doc in docs if is_source(doc)] if args.docs else sources(root)
+    docs = [doc for doc in docs if not is_source(doc)]
+    for source in code:
+        with open(os.path.join(root, source), encoding="utf-8", errors="replace") as f:
+            text = f.read()
+        for number, comment in comments_of(source, text):
+            check_paths(f"{source}:{number}", comment)
+
     for doc in docs:
         doc_path = os.path.join(root, doc)
         with open(doc_path, encoding="utf-8") as f:
             text = f.read()
-        check_paths = doc not in RESULTS_QUOTING_OLD_PATHS
         for number, line, in_code in split_blocks(text):
             where = f"{doc}:{number}"
-            if check_paths:
-                for match in PATH_RE.finditer(re.sub(r"\]\([^)]*\)", "]()", line)):
-                    raw = match.group(0).rstrip(".,:;")
-                    for rel in expand(raw):
-                        rel = rel.rstrip(".,:;")
-                        if "NAME" in rel:  # a template: kernels/NAME.cuh
-                            continue
-                        if not exists(rel) and rel.rstrip("/") not in pending:
-                            problems.append(f"{where}: no such file or folder: {rel}")
+            if doc not in RESULTS_QUOTING_OLD_PATHS:
+                check_paths(where, line)
             if not in_code:
                 for target in LINK_RE.findall(line):
                     if re.match(r"[a-z][a-z0-9+.-]*:", target):  # https:, mailto:
@@ -223,7 +339,7 @@ def main():
     problems = list(dict.fromkeys(problems))
     for problem in problems:
         print(problem)
-    print(f"doc_references: {len(docs)} files, {len(problems)} problem(s)")
+    print(f"doc_references: {len(docs)} docs, {len(code)} sources, {len(problems)} problem(s)")
     return 1 if problems else 0
 
 

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Filter formats, presets and their error messages (src/filter_parse.cpp).
+// Filter formats, presets and their error messages (src/filter/filter_parse.cpp).
 #include <doctest/doctest.h>
 
 #include <algorithm>

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Images larger than the GPU memory limit go through in horizontal strips (src/gpu/strips.hpp).
+// Images larger than the GPU memory limit go through in horizontal strips (src/gpu/memory/strips.hpp).
 // A forced strip height (test::MaxStripRows, through gpu::set_max_strip_rows) makes strips of
 // 1, 2, 7 and 64 rows on small random images.
 // The direct variants compute every output from the same values in the same order with or

@@ -169,7 +169,7 @@ TEST_CASE("gpu: integer outputs round half to even and saturate bit for bit as c
       for (const float w :
            {0.5f, 1.0f, -1.0f, 2.0f, -200.0f, 300.0f, -16000.0f, -60000.0f, 60000.0f, 1e30f, -1e30f}) {
         // fft's transform sums are not exact; it sums results near a tie again only for 8-bit
-        // outputs of small weights (src/gpu/fft_ties.hpp), and those must then be exact too.
+        // outputs of small weights (src/gpu/launch/fft_ties.hpp), and those must then be exact too.
         if (variant == Variant::fft && !(c.out == Depth::u8 && std::fabs(w) <= 2.0f)) continue;
         for (const double delta : {0.0, 0.5, -0.5}) {
           Filter f;
@@ -283,7 +283,7 @@ TEST_CASE("gpu: fft with more ties than its repair list holds sums the rest in p
       const cuconv::test::PoisonOutputs poisoned;
       const ConvolveResult got = convolve(src, f, o);
       // filter2D's direct path: for 31x31 filter2D itself takes a DFT whose error flips about
-      // 15% of these ties (src/reference.cpp), so it is no reference for rounding.
+      // 15% of these ties (src/convolve/cpu_reference.cpp), so it is no reference for rounding.
       ConvolveOptions reference_options = o;
       reference_options.variant = Variant::opencv;
       reference_options.opencv_method = OpenCvMethod::direct_sum;

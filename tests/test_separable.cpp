@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Rank-1 detection (src/separable.cpp): which filters `fast` runs as two 1-D passes, and that the
+// Rank-1 detection (src/filter/rank1_splits.cpp): which filters `fast` runs as two 1-D passes, and that the
 // factors reproduce the weights (bit for bit where the weights allow it).
 #include "filter/splits.hpp"
 
@@ -512,7 +512,7 @@ std::vector<SplitCase> split_cases(cv::RNG& rng, std::initializer_list<std::pair
 
 TEST_CASE("separable: tensor's float split bounds the block floating point arithmetic") {
   using cuconv::filter::dense_tensor_split_float;
-  // The kernel's arithmetic (kernels/tensor_dense_float.cuh) emulated on random windows: the scale
+  // The kernel's arithmetic (kernels/tensor_dense_planes.cuh) emulated on random windows: the scale
   // 2^s from the window's largest magnitude M, pixels rounded to v = x 2^s as three signed digits,
   // the six digit products of weight 2^16 and more in three integer chains, the float epilogue.
   // Its error against the exact sum stays within bound * (sum |w| M + |delta|).

@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Horizontal strips (src/gpu/strips.hpp) on the CPU: the plan, the rows of each strip, the rows
+// Horizontal strips (src/gpu/memory/strips.hpp) on the CPU: the plan, the rows of each strip, the rows
 // made by the border rule, and the geometry end to end with cv::filter2D standing in for the
 // kernel: filtering every strip as an image of its own and keeping its valid rows must give the
 // whole image's result bit for bit. The GPU suite checks the same with the real kernels

@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// --codec: which codec decodes and encodes JPEG -> JPEG jobs. Its names live in src/names.cpp
+// --codec: which codec decodes and encodes JPEG -> JPEG jobs. Its names live in src/common/names.cpp
 // with the other enums' (CUDA-free, so the command-line fuzz target links them alone).
 #include <optional>
 #include <string>

@@ -56,7 +56,7 @@ struct TensorMmaScales {
 
 /// Largest side of a filter that kernel takes, and the 16-row steps of row sums one 16-row output
 /// step reads for kh rows of weights (16 + kh - 1 rows: 2 up to 17, 3 up to 33); the kernel's
-/// tensor_mma_vertical_steps must agree (src/gpu/launch_tensor.cu checks it).
+/// tensor_mma_vertical_steps must agree (src/gpu/launch/launch_tensor.cu checks it).
 inline constexpr int kTensorMmaMaxSide = 31;
 [[nodiscard]] constexpr int tensor_mma_row_steps(int kh) { return kh <= 17 ? 2 : 3; }
 [[nodiscard]] std::optional<TensorMmaScales> tensor_mma_scales(const TensorSplit& split,
@@ -107,7 +107,7 @@ struct DenseTensorSplit {
                                                                  double delta);
 
 /// The split for float input and output (largest weight scaled into (2^21, 2^22]), with the bound
-/// of kernels/tensor_dense_float.cuh relative to sum |w| max |x| + |delta| (the weights' and the
+/// of kernels/tensor_dense_planes.cuh relative to sum |w| max |x| + |delta| (the weights' and the
 /// pixels' rounding, the three dropped low digit products, the epilogue) and `holds` when it is at
 /// most kDenseFloatErrorLimit. nullopt as dense_tensor_split.
 [[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_split_float(const std::vector<double>& weights, int kw,

@@ -4,7 +4,7 @@
 //  - SupportedRadii: square (2R+1)^2 filters that get a fully unrolled instantiation; any other
 //    size (rectangular, even, larger) takes the generic kRuntimeRadius instantiation;
 //  - SupportedTypePairs: the (input, output) pixel types cv::filter2D allows for our depths.
-// The launchers in src/gpu/launch_*.cu fold over these lists; nothing is tabulated by hand.
+// The launchers in src/gpu/launch/launch_*.cu fold over these lists; nothing is tabulated by hand.
 #include "gpu/cuda_check.hpp"
 #include "gpu/launch/occupancy.cuh"  // strip_grid
 #include "gpu/launch/launch.hpp"

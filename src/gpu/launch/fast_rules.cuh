@@ -2,7 +2,7 @@
 #pragma once
 // Host-side rules of the `fast` launch (kernels/fast.cuh): how many blocks span a row, how long a
 // strip each block walks, and what is known of the output sums' range. Compiled by nvcc only
-// (the types come from the kernel headers); read by src/gpu/launch_fast.cuh and
+// (the types come from the kernel headers); read by src/gpu/launch/launch_fast.cuh and
 // bench/fast_tune.cu, so the benchmark launches exactly as the product does.
 #include <kernels/fast.cuh>
 
@@ -22,7 +22,7 @@ constexpr int fast_column_blocks(int row_elems) {
 }
 
 /// Rows a thread walks for an image of `height` rows, when `column_blocks` blocks span a row and
-/// `resident_blocks` blocks fit on the GPU at once (src/gpu/occupancy.cuh, queried once per
+/// `resident_blocks` blocks fit on the GPU at once (src/gpu/launch/occupancy.cuh, queried once per
 /// device). Long strips amortise the kh - 1 rows of warm-up (partial sums of the rows above the
 /// strip), but the grid's last wave leaves SMs idle, so the grid needs enough waves, or exactly
 /// one. The rule, each number measured (bench/results/kernel-notes/fast.md, 'Strip length'):

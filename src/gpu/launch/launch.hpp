@@ -99,7 +99,7 @@ struct VariantLaunch {
 void launch_variant(Variant variant, const LaunchArgs& args);
 
 /// Channel `from_channel` of `src` into channel `to_channel` of `dst` (same width and height),
-/// converted as cv::saturate_cast does (src/gpu/launch_channels.cu).
+/// converted as cv::saturate_cast does (src/gpu/launch/launch_channels.cu).
 void launch_copy_channel(ConstDeviceImageView src, int from_channel, DeviceImageView dst, int to_channel,
                          cudaStream_t stream);
 

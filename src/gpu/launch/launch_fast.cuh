@@ -2,8 +2,8 @@
 #pragma once
 // The compiled `fast` kernels for one (In, Out, Separable): included by the launch_fast_*.cu
 // files, each of which instantiates one combination (parallel builds). The grid is one block of
-// four warps per 128 * kVec elements of a row by strips of rows (src/gpu/fast_rules.cuh); the
-// occupancy it reads is queried once per kernel and device (src/gpu/occupancy.cuh).
+// four warps per 128 * kVec elements of a row by strips of rows (src/gpu/launch/fast_rules.cuh); the
+// occupancy it reads is queried once per kernel and device (src/gpu/launch/occupancy.cuh).
 #include "gpu/launch/dispatch.cuh"
 #include "gpu/launch/fast_rules.cuh"
 #include "gpu/launch/occupancy.cuh"

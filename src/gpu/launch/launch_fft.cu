@@ -149,7 +149,7 @@ void launch_fft(const LaunchArgs& a) {
   const long long batch = div_up(t.tiles, passes);
 
   const cuFloatComplex* filter_spectrum = cached_filter_spectrum(*api, a, t);
-  // Results this close to a rounding tie are summed again directly (src/gpu/fft_ties.hpp).
+  // Results this close to a rounding tie are summed again directly (src/gpu/launch/fft_ties.hpp).
   const auto tie_margin = static_cast<float>(fft_tie_margin(
       a.src.type, a.dst.type, a.weights.host, static_cast<std::size_t>(a.params.kw) * static_cast<std::size_t>(a.params.kh)));
   // Outputs of one batch that fall in the margin, for fft_repair_ties.

@@ -43,7 +43,7 @@ constexpr int kTensorWarps = 4;
 constexpr int kTensorMmaWarps = 4;
 constexpr int kTensorMmaMinRadius = 4;
 constexpr int kTensorMmaMaxRadius = filter::kTensorMmaMaxSide / 2;
-// The error bound counts the kernel's row-sum steps (tensor_mma_row_steps in src/separable.hpp).
+// The error bound counts the kernel's row-sum steps (tensor_mma_row_steps in src/filter/splits.hpp).
 static_assert([] {
   for (int r = kTensorMmaMinRadius; r <= kTensorMmaMaxRadius; ++r)
     if (filter::tensor_mma_row_steps(2 * r + 1) != kernels::tensor_mma_vertical_steps(r)) return false;

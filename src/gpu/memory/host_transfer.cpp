@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// Strip copies between a host image and a device image (src/gpu/host_transfer.hpp).
+// Strip copies between a host image and a device image (src/gpu/memory/host_transfer.hpp).
 #include "gpu/memory/host_transfer.hpp"
 
 #include "gpu/memory/device_memory.hpp"
