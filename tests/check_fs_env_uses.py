@@ -103,13 +103,13 @@ ALLOWED = [
     ("cli/single_image.cpp", "\"/proc/driver/nvidia/version\"",
      "whether the machine the command runs on has the NVIDIA driver loaded: the machine's, not a caller's path"),
     ("cli/batch_command.cpp", "std::ifstream in(file.local_path())", LOCAL_PATH),
-    ("filter/filter_parse.cpp", "std::fopen(path.c_str(), \"rb\")",
+    ("filter/filter_load.cpp", "std::fopen(path.c_str(), \"rb\")",
      "load_filter's reader of the local path FilterLoadOptions::files gave (commands open it through Files)"),
-    ("filter/filter_parse.cpp", "std::filesystem::status(path, error)",
+    ("filter/filter_load.cpp", "std::filesystem::status(path, error)",
      "FilterLoadOptions::files' default, for programs using the library; commands pass their Files"),
-    ("filter/filter_parse.cpp", "!std::filesystem::exists(status)", "as above"),
-    ("filter/filter_parse.cpp", "std::filesystem::is_directory(status)", "as above"),
-    ("filter/filter_parse.cpp", "std::filesystem::is_regular_file(status)", "as above"),
+    ("filter/filter_load.cpp", "!std::filesystem::exists(status)", "as above"),
+    ("filter/filter_load.cpp", "std::filesystem::is_directory(status)", "as above"),
+    ("filter/filter_load.cpp", "std::filesystem::is_regular_file(status)", "as above"),
 ]
 
 

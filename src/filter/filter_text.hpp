@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// What the filter parsers share (filter_parse.cpp: files, presets, inline filters;
-// parametric_filters.cpp): where a text came from, numbers as the formats write them, and the
+// What the filter parsers share (filter_parse.cpp: inline filters and matrices; filter_load.cpp:
+// files and presets; parametric_filters.cpp): where a text came from, numbers as the formats write them, and the
 // float check of the weights. Private to src/filter/.
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
@@ -40,6 +40,10 @@ struct Source {
 [[nodiscard]] std::string size_text(int width, int height);
 /// A filter of `width` x `height` weights (row-major) from `origin`.
 [[nodiscard]] Filter make_filter(int width, int height, std::vector<double> weights, std::string origin);
+/// Whether `text` has the shape of an inline filter (WxH[+X+Y]:v,... or N[+X+Y]:v,...), its
+/// values unchecked (filter_parse.cpp).
+[[nodiscard]] bool is_inline_filter(std::string_view text);
+
 /// "NAME:PARAMS" as a parametric filter (NAME in any letter case); nullopt for another NAME
 /// (parametric_filters.cpp).
 [[nodiscard]] std::optional<Filter> load_parametric(std::string_view spec);
