@@ -12,6 +12,7 @@
 #include <opencv2/core.hpp>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <cctype>
 #include <cstdio>
@@ -279,12 +280,38 @@ std::string single_dash_long_option(const CLI::App& app, int argc, const char* c
   return {};
 }
 
-/// What to say about an argument CLI11 left over: an unknown option with the nearest names, or
-/// a positional argument too many.
+/// Options of ImageMagick, libvips, OpenCV and other tools' command lines that people type at
+/// cuconv, each with cuconv's way of saying it (docs/coming-from.md has the measured mappings).
+struct ForeignOption {
+  std::string_view name;
+  std::string_view cuconv;
+};
+constexpr std::array<ForeignOption, 14> kForeignOptions{{
+    {"-o", "the output is the second argument (cuconv INPUT OUTPUT), or --out-dir DIR for many"},
+    {"--output", "the output is the second argument: cuconv INPUT OUTPUT --filter SPEC"},
+    {"-i", "the input is the first argument: cuconv INPUT OUTPUT --filter SPEC"},
+    {"--input", "the input is the first argument: cuconv INPUT OUTPUT --filter SPEC"},
+    {"--sigma", "a Gaussian's sigma is part of the filter: --filter gaussian:0,SIGMA"},
+    {"--radius", "the radius is part of the filter: --filter gaussian:R,SIGMA (or box:N, disk:R)"},
+    {"--ksize", "the size is part of the filter: --filter gaussian:R,SIGMA or box:N"},
+    {"--kernel", "a kernel is a filter: --filter 'WxH:v,v,...' or --filter FILE"},
+    {"-blur", "ImageMagick's -blur 0xSIGMA is about --filter gaussian:0,SIGMA --border replicate"},
+    {"-gaussian-blur", "ImageMagick's -gaussian-blur 0xSIGMA is --filter gaussian:0,SIGMA --border replicate"},
+    {"-sharpen", "ImageMagick's -sharpen 0xSIGMA is about --filter unsharp:0,SIGMA,1 --border replicate"},
+    {"-unsharp", "ImageMagick's -unsharp 0xSIGMA+AMOUNT is --filter unsharp:0,SIGMA,AMOUNT --border replicate"},
+    {"-convolve", "ImageMagick's -convolve 'WxH: v,...' is --filter 'WxH:v,...' --normalize"},
+    {"-morphology", "ImageMagick's -morphology Correlate 'WxH: v,...' is --filter 'WxH:v,...'"},
+}};
+
+/// What to say about an argument CLI11 left over: another tool's option with cuconv's spelling,
+/// an unknown option with the nearest names, or a positional argument too many.
 std::string unexpected_argument_message(const CLI::App& app, const std::string& argument) {
   if (argument.size() < 2 || argument[0] != '-')
     return "unexpected argument '" + argument + "' (single-image mode takes INPUT OUTPUT; several inputs need --out-dir DIR)";
   const std::string name = argument.substr(0, argument.find('='));
+  for (const ForeignOption& foreign : kForeignOptions)
+    if (common::equal_ignoring_case(foreign.name, name))
+      return "unknown option '" + name + "': " + std::string(foreign.cuconv) + " (docs/coming-from.md)";
   std::string message = "unknown option '" + name + "'";
   const std::vector<std::string> nearest = common::nearest_names(name, long_option_names(app));
   if (!nearest.empty()) message += "; did you mean " + common::quoted_alternatives(nearest) + "?";
@@ -338,8 +365,15 @@ bool no_gpu_warning_wanted(const char* variable_value) {
 }
 
 std::string no_gpu_warning(std::string_view reason) {
-  return "no usable CUDA device (" + std::string(reason) + "); filtering with OpenCV on the CPU (--variant opencv, or " +
-         kNoGpuWarningVariable + "=1 in the environment, silences this warning)";
+  // One line of at most kHelpWidth columns as printed ("cuconv: warning: ..."): the reason up to
+  // its first ';' (what follows is advice), shortened with "..." where it would not fit.
+  constexpr std::string_view kPrinted = "cuconv: warning: ";
+  const std::string head = "no GPU (";
+  const std::string tail = "), CPU used; " + std::string(kNoGpuWarningVariable) + "=1 hides this";
+  std::string why(reason.substr(0, reason.find(';')));
+  const std::size_t room = kHelpWidth - kPrinted.size() - head.size() - tail.size();
+  if (why.size() > room) why = why.substr(0, room - 3) + "...";
+  return head + why + tail;
 }
 
 std::optional<std::string> no_gpu_warning_once(std::string_view reason) {

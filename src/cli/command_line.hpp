@@ -92,8 +92,9 @@ inline constexpr const char* kNoGpuWarningVariable = "CUCONV_NO_GPU_WARNING";
 /// (nullptr when unset): anything but "1" keeps it.
 [[nodiscard]] bool no_gpu_warning_wanted(const char* variable_value);
 
-/// The no-GPU warning for `reason` (cuda_device_available's), naming the two ways to silence it:
-/// --variant opencv, or kNoGpuWarningVariable=1. Printed once per process.
+/// The no-GPU warning for `reason` (cuda_device_available's), naming kNoGpuWarningVariable=1,
+/// which silences it: one line of at most kHelpWidth columns as printed (the reason shortened to
+/// fit). Printed once per process.
 [[nodiscard]] std::string no_gpu_warning(std::string_view reason);
 
 /// no_gpu_warning(reason) the first time it is asked for in this process; nullopt after that.
