@@ -4,6 +4,7 @@
 #include "engine/batch_pipeline.hpp"
 
 #include "engine/bounded_queue.hpp"
+#include "engine/in_flight.hpp"
 #include "engine/least_loaded.hpp"
 #include "engine/stage_threads.hpp"
 #include "engine/warm_gpu.hpp"
@@ -40,37 +41,6 @@ constexpr std::string_view kExistsReason = "output exists; left unchanged (use -
 constexpr std::string_view kAppearedReason =
     "output appeared while this image was processed (another process wrote it); left unchanged";
 
-/// Counts one image the pipeline holds, from the start of its decoding until its Work ends
-/// (written, failed or dropped); moves with the Work through the queues.
-class HeldImage {
- public:
-  HeldImage() = default;
-  HeldImage(std::atomic<std::size_t>& held, std::atomic<std::size_t>& peak) : held_(&held) {
-    const std::size_t now = held.fetch_add(1) + 1;
-    std::size_t seen = peak.load();
-    while (now > seen && !peak.compare_exchange_weak(seen, now)) {
-    }
-  }
-  HeldImage(HeldImage&& other) noexcept : held_(std::exchange(other.held_, nullptr)) {}
-  HeldImage& operator=(HeldImage&& other) noexcept {
-    if (this != &other) {
-      release();
-      held_ = std::exchange(other.held_, nullptr);
-    }
-    return *this;
-  }
-  HeldImage(const HeldImage&) = delete;
-  HeldImage& operator=(const HeldImage&) = delete;
-  ~HeldImage() { release(); }
-
- private:
-  void release() noexcept {
-    if (held_ != nullptr) held_->fetch_sub(1);
-    held_ = nullptr;
-  }
-  std::atomic<std::size_t>* held_ = nullptr;
-};
-
 /// One image on its way through the stages.
 struct Work {
   std::size_t item = 0;
@@ -89,15 +59,6 @@ struct ItemState {
   Clock::time_point started{};
   std::optional<Work> at_gpu_codec;
   std::size_t lane = 0;  ///< the device lane that took it
-};
-
-/// Waits until a counter of work handed to others falls to zero: now (wait()) and when it goes.
-struct WarmWait {
-  std::atomic<std::size_t>& in_flight;
-  void wait() const noexcept {
-    for (std::size_t n = in_flight.load(); n != 0; n = in_flight.load()) in_flight.wait(n);
-  }
-  ~WarmWait() { wait(); }
 };
 
 class Pipeline {

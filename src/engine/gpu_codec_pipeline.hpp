@@ -112,22 +112,4 @@ class GpuCodecPipeline {
   std::unique_ptr<State> state_;
 };
 
-/// The pipeline for one file (single-image mode): one device, one encoder thread.
-class GpuFilterJob {
- public:
-  /// Starts the codec's set-up at once; a failure comes back from run().
-  GpuFilterJob(const codec::GpuCodecFormat& codec, int device, const Filter* filter, const ConvolveOptions& options,
-               const codec::GpuOutputOptions& output);
-  ~GpuFilterJob();
-  GpuFilterJob(const GpuFilterJob&) = delete;
-  GpuFilterJob& operator=(const GpuFilterJob&) = delete;
-
-  /// Decodes, filters and encodes `file` (once per job) with its reader's `walk`.
-  [[nodiscard]] GpuJobResult run(std::span<const std::uint8_t> file, std::unique_ptr<codec::FileWalk> walk);
-
- private:
-  GpuJobResult result_;
-  std::unique_ptr<GpuCodecPipeline> pipeline_;
-};
-
 }  // namespace cuconv::engine

@@ -6,6 +6,7 @@
 #include "common/thread_stderr.hpp"
 #include "engine/cpu_or_gpu.hpp"
 #include "engine/gpu_codec_pipeline.hpp"
+#include "engine/gpu_filter_job.hpp"
 #include "engine/warm_gpu.hpp"
 
 #include <opencv2/imgcodecs.hpp>
