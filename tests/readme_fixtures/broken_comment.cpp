@@ -3,5 +3,7 @@
 // purpose, so doc_references does not read it in its normal run. The engine's operation is in
 // src/engine/no_such_operation.cpp.
 /* These exist: src/cli/session.hpp and kernels/. */
-const char* data = "src/engine/not_a_comment.cpp";  // a string literal is test data, not a pointer
-const char* raw = R"(// src/engine/in_a_raw_string.cpp)";
+const char* data = "// src/engine/not_a_comment.cpp";  // a string literal is test data, not a pointer
+const char* raw = R"(a raw string's lines are data too:
+// src/engine/in_a_raw_string.cpp
+)";
