@@ -5,8 +5,10 @@
 # suite that should catch it, and restores the file. Each defect must make at least one test case
 # fail; the table it prints (mutation, caught or MISSED, the failing test cases) goes in
 # docs/testing.md. Exit status: 0 when every mutation run was caught.
-#   scripts/mutation-check.sh [cpu|gpu|all] [MUTATION...]   (default: cpu, every CPU mutation)
+#   scripts/mutation-check.sh [cpu|gpu|all|ci] [MUTATION...]   (default: cpu, every CPU mutation)
 #   BUILD=build/ci (configured with the ci preset); TESTS='-tce=batch signals*' (one doctest option) narrows the run.
+#   `ci` (.ci/run's step): the CPU mutations that name the test cases meant to catch them, each run
+#   on those cases only (a rebuild of one file and a link each), so the step stays within minutes.
 # The GPU mutations need a CUDA device (cuconv_gpu_tests exits 77 without one: "not run").
 #
 # A GPU node that cannot build cuconv (no OpenCV or libjpeg headers there) runs mutants built
@@ -48,22 +50,30 @@ wrap() {  # wrap CODE: the entry, with CODE applied to its result r
 }
 
 # mutation NAME SUITE FILE TEXT REPLACEMENT: TEXT must occur once in FILE.
-names=(); suites=(); files=(); texts=(); replacements=()
-mutation() { names+=("$1"); suites+=("$2"); files+=("$3"); texts+=("$4"); replacements+=("$5"); }
+names=(); suites=(); files=(); texts=(); replacements=(); cases=()
+# An optional sixth field: the test cases (one doctest -tc pattern list) that `ci` runs for it.
+mutation() { names+=("$1"); suites+=("$2"); files+=("$3"); texts+=("$4"); replacements+=("$5"); cases+=("${6:-}"); }
 mutation cpu-skip-last-row cpu "$cpu_file" "$entry" \
-  "$(wrap 'if (r.rows > 1) r.row(r.rows - 1).setTo(cv::Scalar::all(0));')"
+  "$(wrap 'if (r.rows > 1) r.row(r.rows - 1).setTo(cv::Scalar::all(0));')" \
+  '--alpha keep passes alpha through*'
 mutation cpu-skip-last-column cpu "$cpu_file" "$entry" \
-  "$(wrap 'if (r.cols > 1) r.col(r.cols - 1).setTo(cv::Scalar::all(0));')"
+  "$(wrap 'if (r.cols > 1) r.col(r.cols - 1).setTo(cv::Scalar::all(0));')" \
+  '--alpha keep passes alpha through*'
 mutation cpu-anchor-off-by-one cpu "$cpu_file" 'const cv::Point anchor(job.anchor_x, job.anchor_y);' \
-  'const cv::Point anchor((job.anchor_x + 1) % job.kw(), job.anchor_y);'
+  'const cv::Point anchor((job.anchor_x + 1) % job.kw(), job.anchor_y);' \
+  'batch engine: every image filtered*'
 mutation cpu-tie-direction cpu "$cpu_file" \
   'convolve_opencv(wide, wide_job, OpenCvMethod::direct_sum).convertTo(result, job.output_depth);' \
-  'cv::Mat(convolve_opencv(wide, wide_job, OpenCvMethod::direct_sum) + cv::Scalar::all(job.output_depth == CV_32F ? 0.0 : 1e-9)).convertTo(result, job.output_depth);'
-mutation cpu-stale-border-value cpu "$cpu_file" 'cv::Scalar::all(job.border_value));' 'cv::Scalar::all(0));'
+  'cv::Mat(convolve_opencv(wide, wide_job, OpenCvMethod::direct_sum) + cv::Scalar::all(job.output_depth == CV_32F ? 0.0 : 1e-9)).convertTo(result, job.output_depth);' \
+  'the exact-sum reference rounds exact ties*'
+mutation cpu-stale-border-value cpu "$cpu_file" 'cv::Scalar::all(job.border_value));' 'cv::Scalar::all(0));' \
+  'pass rules: a constant border enters*,wrap and non-zero constant borders*'
 mutation cpu-nan-one-pixel cpu "$cpu_file" "$entry" \
-  "$(wrap 'if (r.depth() == CV_32F && !r.empty()) r.ptr<float>(r.rows / 2)[(r.cols / 2) * r.channels()] = std::numeric_limits<float>::quiet_NaN();')"
+  "$(wrap 'if (r.depth() == CV_32F && !r.empty()) r.ptr<float>(r.rows / 2)[(r.cols / 2) * r.channels()] = std::numeric_limits<float>::quiet_NaN();')" \
+  'opencv variant equals a direct cv::filter2D call*'
 mutation cpu-dropped-channel cpu "$cpu_file" "$entry" \
-  "$(wrap 'if (r.channels() >= 3) { std::vector<cv::Mat> p; cv::split(r, p); p[1].setTo(cv::Scalar::all(0)); cv::merge(p, r); }')"
+  "$(wrap 'if (r.channels() >= 3) { std::vector<cv::Mat> p; cv::split(r, p); p[1].setTo(cv::Scalar::all(0)); cv::merge(p, r); }')" \
+  'WebP lossless keeps the colour*'
 mutation gpu-skip-last-row gpu "$gpu_file" '                  in.height,' \
   '                  in.height > 1 ? in.height - 1 : in.height,'
 mutation gpu-skip-last-column gpu "$gpu_file" '                  in.width,' \
@@ -79,6 +89,25 @@ mutation gpu-nan-one-pixel gpu "$gpu_file" '    launch_variant(variant, launch.a
     if (out.depth == CV_32F) CUCONV_CUDA_TRY(cudaMemsetAsync(out.data + out.height / 2 * out.pitch, 0xFF, 4, stream));'
 mutation gpu-dropped-channel gpu "$gpu_file" '  for (int c = 0; c < (keep_alpha ? 3 : in.channels); ++c) {' \
   '  for (int c = 0; c < (keep_alpha ? 3 : in.channels) - 1; ++c) {'
+
+# Issue 61: the pass rule's block scales and fft share, the CPU-or-GPU model, the exit keeper.
+rule_file=src/convolve/compare.cpp
+mutation cpu-rule-tensor-block-global cpu "$rule_file" '    block_x = block_y = kTensorFloatBlock;' \
+  '    block_x = input.cols;
+    block_y = input.rows;' 'block rules*'
+mutation cpu-rule-fft-tile-global cpu "$rule_file" \
+  '    block_x = gpu::fft_tile_side(filter.width, input.cols) - filter.width + 1;' '    block_x = input.cols;' 'block rules*'
+mutation cpu-rule-fft-share-off cpu "$rule_file" '(!repairs_off || stats.off_by_one_near_tie <= near_tie_allowed)' \
+  '(!repairs_off || stats.off_by_one_near_tie <= stats.total_values)' 'block rules*,pass rules*'
+mutation cpu-rule-tensor-border-uncounted cpu "$rule_file" \
+  'if (variant == Variant::tensor && border == Border::constant) cv::max' 'if (false && border == Border::constant) cv::max' \
+  'block rules*'
+mutation cpu-cost-model-flipped cpu src/engine/cpu_or_gpu.hpp 'return cpu_ms < gpu_ms;' 'return cpu_ms > gpu_ms;' 'cpu or gpu*'
+mutation cpu-cost-model-dft-never cpu src/engine/cpu_or_gpu.cpp 'taps < costs.dft_from_taps ?' 'taps >= 0 ?' 'cpu or gpu*'
+mutation cpu-keeper-no-cloexec cpu src/cli/exit_handoff.cpp '::pipe2(parent_alive, O_CLOEXEC)' '::pipe2(parent_alive, 0)' \
+  'exit hand-off*'
+mutation cpu-keeper-keeps-the-rest cpu src/cli/exit_handoff.cpp '    close_between(next, UINT_MAX, limit);' \
+  '    (void)next;' 'exit hand-off*'
 
 # failing_cases LOG: the test cases of a doctest console log with an ERROR (a block between two
 # separator lines names its case; MESSAGE blocks have no ERROR).
@@ -143,12 +172,28 @@ if [[ "$which" == gpu-run ]]; then
   exit $(( missed > 0 ? 1 : 0 ))
 fi
 
-restore() { git checkout -- "$cpu_file" "$gpu_file" "$round_file"; }
-trap restore EXIT
-if ! git diff --quiet -- "$cpu_file" "$gpu_file" "$round_file"; then
-  echo "mutation-check: $cpu_file, $gpu_file or $round_file has uncommitted changes; commit them first" >&2
+# selected I: whether mutation I runs in this mode.
+selected() {
+  local i="$1"
+  if [[ "$which" == ci ]]; then
+    [[ "${suites[$i]}" == cpu && -n "${cases[$i]}" ]] || return 1
+  else
+    [[ "$which" == all || "$which" == "${suites[$i]}" || ( "$which" == gpu-pack && "${suites[$i]}" == gpu ) ]] || return 1
+  fi
+  (( ${#only[@]} == 0 )) || [[ -n "${only[${names[$i]}]:-}" ]]
+}
+mutated=()  # the files the selected mutations change, each once
+for i in "${!names[@]}"; do
+  selected "$i" || continue
+  [[ " ${mutated[*]} " == *" ${files[$i]} "* ]] || mutated+=("${files[$i]}")
+done
+(( ${#mutated[@]} > 0 )) || { echo "mutation-check: no mutation selected" >&2; exit 2; }
+restore() { git checkout -- "${mutated[@]}"; }
+if ! git diff --quiet -- "${mutated[@]}"; then
+  echo "mutation-check: ${mutated[*]} has uncommitted changes; commit them first" >&2
   exit 2
 fi
+trap restore EXIT
 
 if [[ "$which" == gpu-pack ]]; then
   # The bundle's lib/ and samples/ beside one directory per mutant (and the unmutated build).
@@ -172,8 +217,7 @@ table=()
 missed=0
 for i in "${!names[@]}"; do
   name="${names[$i]}" suite="${suites[$i]}" file="${files[$i]}" text="${texts[$i]}" replacement="${replacements[$i]}"
-  [[ "$which" == all || "$which" == "$suite" || ( "$which" == gpu-pack && "$suite" == gpu ) ]] || continue
-  (( ${#only[@]} == 0 )) || [[ -n "${only[$name]:-}" ]] || continue
+  selected "$i" || continue
   TEXT="$text" REPLACEMENT="$replacement" python3 - "$file" <<'PY'
 import os, sys
 path = sys.argv[1]
@@ -201,7 +245,9 @@ PY
   fi
   log="$build/mutation-$name.log"
   set +e
-  "$build/tests/$target" ${TESTS:+"$TESTS"} --no-version --minimal >"$log" 2>&1
+  filter="${TESTS:-}"
+  [[ "$which" == ci && -z "$filter" ]] && filter="-tc=${cases[$i]}"
+  "$build/tests/$target" ${filter:+"$filter"} --no-version --minimal >"$log" 2>&1
   rc=$?
   set -e
   failing=$(failing_cases "$log" | head -5 | paste -sd ';' -)
