@@ -22,7 +22,8 @@ given, and reports, with file:line:
 It reads the comments of the sources under src/, kernels/, include/, tests/ and bench/ too (C++
 and CUDA `//` and `/* */`, Python, shell and CMake `#`; never string literals, which may be test
 data; not tests/readme_fixtures/, whose files are wrong on purpose), or of a SOURCE given among
-the DOCs, and reports a repository path in a comment that names no file or folder.
+the DOCs, and reports a repository path in a comment that names no file or folder, and a cited
+section (`docs/batch.md, "Summary"`) that no heading of that page holds.
 --pending FILE: paths (one a line, # comments) that land with the same merge and may be named
 before they exist; one that exists is reported, so the list empties itself.
 Exit 0 when nothing is found, 1 otherwise.
@@ -55,6 +56,8 @@ SOURCE_DIRS = ("src", "kernels", "include", "tests", "bench")
 C_LIKE = (".cpp", ".hpp", ".cu", ".cuh", ".h", ".c", ".cc", ".in")
 HASH_LIKE = (".sh", ".cmake", ".txt")
 RAW_PREFIX = re.compile(r"(?<!\w)(?:u8|u|U|L)?R$")
+# A comment citing a page's section: `docs/batch.md, "Summary"` (the section's title or a part of it).
+CITATION_RE = re.compile(r"((?:docs|bench/results)/[\w./-]+\.md), [\"']([^\"']+)[\"']")
 # Files that are wrong on purpose: the checkers' own negative fixtures.
 NOT_READ = ("tests/readme_fixtures/",)
 
@@ -148,6 +151,15 @@ def sources(root):
                 if is_source(rel) and not rel.startswith(NOT_READ):
                     found.append(rel)
     return found
+
+
+def cited_section(path, section):
+    """Whether a heading of the markdown file holds `section` (letter case and markup aside)."""
+    with open(path, encoding="utf-8") as f:
+        headings = [re.sub(r"`|\*\*", "", line).lower() for _, line, in_code in split_blocks(f.read())
+                    if not in_code and re.match(r"#{1,6}\s", line)]
+    wanted = re.sub(r"`|\*\*", "", section).lower()
+    return any(wanted in heading for heading in headings)
 
 
 def slug(heading):
@@ -306,6 +318,9 @@ def main():
             text = f.read()
         for number, comment in comments_of(source, text):
             check_paths(f"{source}:{number}", comment)
+            for cited, section in CITATION_RE.findall(comment):
+                if os.path.exists(os.path.join(root, cited)) and not cited_section(os.path.join(root, cited), section):
+                    problems.append(f"{source}:{number}: no section \"{section}\" in {cited}")
 
     for doc in docs:
         doc_path = os.path.join(root, doc)
