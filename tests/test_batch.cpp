@@ -226,6 +226,33 @@ TEST_CASE("batch engine: pop_some takes what is queued up to its limit, waits a 
   CHECK(queue.pop_some(4, std::chrono::seconds(5)).empty());  // closed and drained: at once
 }
 
+TEST_CASE("batch engine: after a stop the observer counts finished images only, not those never started") {
+  // Issue 62: after Ctrl-C the progress line read "50/50 ... ETA 0:00:00" before "10 written,
+  // 40 not started".
+  TempDir dir;
+  const auto images = write_random_images(dir.path() / "in", 8);
+  std::vector<BatchItem> items;
+  for (const auto& [name, image] : images) items.push_back({dir.file("in/" + name), dir.file(name)});
+  BatchOptions options;
+  options.run.filter = load_filter("gauss5");
+  options.run.convolve.variant = Variant::opencv;
+  options.jobs = 1;
+  std::atomic<std::size_t> written{0};
+  options.stop_requested = [&written] { return written.load() >= 2; };
+  std::size_t reports = 0;
+  std::size_t last_done = 0;
+  const BatchSummary summary = run_batch(items, options, [&](const ItemReport& item, std::size_t done, std::size_t) {
+    ++reports;
+    if (item.status == ItemStatus::ok) ++written;
+    CHECK(done <= written.load());
+    last_done = done;
+  });
+  REQUIRE(summary.not_started > 0);
+  CHECK(reports == items.size());  // every item is still reported, the ones not started too
+  CHECK(last_done == summary.ok);
+  CHECK(last_done < items.size());
+}
+
 TEST_CASE("batch engine: every image filtered, one failure reported, observer sees each once") {
   TempDir dir;
   const auto images = write_random_images(dir.path() / "in", 7);

@@ -392,7 +392,8 @@ class Pipeline {
     ++done_;
     if (observer_) {
       try {
-        observer_(report, done_, states_.size());
+        // Finished images only: after a stop, the ones never started are reported but not counted.
+        observer_(report, done_ - not_started_, states_.size());
       } catch (...) {
         // Reporting must not take the pipeline down; the summary still has the item.
       }

@@ -86,7 +86,9 @@ struct BatchSummary {
 };
 
 /// Called once per item as it finishes (ok, failed or skipped), one call at a time, from the
-/// thread that finished it; `done` of `total` items are finished so far.
+/// thread that finished it; `done` of `total` items are finished so far (not counting those a
+/// stopped batch never started, which are reported too: a progress line then counts only
+/// finished images).
 using ItemObserver = std::function<void(const ItemReport& item, std::size_t done, std::size_t total)>;
 
 /// Processes `items`. An existing output is left alone and reported as skipped unless
