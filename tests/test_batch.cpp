@@ -226,17 +226,36 @@ TEST_CASE("batch engine: pop_some takes what is queued up to its limit, waits a 
   CHECK(queue.pop_some(4, std::chrono::seconds(5)).empty());  // closed and drained: at once
 }
 
+namespace {
+
+/// One batch item per file of `dir`/`folder` (sorted), each written to `dir` under its own name.
+std::vector<BatchItem> items_of_folder(const TempDir& dir, const std::string& folder) {
+  std::vector<fs::path> files;
+  for (const auto& entry : fs::directory_iterator(dir.path() / folder)) files.push_back(entry.path());
+  std::sort(files.begin(), files.end());
+  std::vector<BatchItem> items;
+  for (const fs::path& file : files) items.push_back({file.string(), dir.file(file.filename().string())});
+  return items;
+}
+
+/// gauss5 with cv::filter2D on `jobs` codec threads.
+BatchOptions gauss5_on_cpu(std::size_t jobs) {
+  BatchOptions options;
+  options.run.filter = load_filter("gauss5");
+  options.run.convolve.variant = Variant::opencv;
+  options.jobs = jobs;
+  return options;
+}
+
+}  // namespace
+
 TEST_CASE("batch engine: after a stop the observer counts finished images only, not those never started") {
   // Issue 62: after Ctrl-C the progress line read "50/50 ... ETA 0:00:00" before "10 written,
   // 40 not started".
   TempDir dir;
-  const auto images = write_random_images(dir.path() / "in", 8);
-  std::vector<BatchItem> items;
-  for (const auto& [name, image] : images) items.push_back({dir.file("in/" + name), dir.file(name)});
-  BatchOptions options;
-  options.run.filter = load_filter("gauss5");
-  options.run.convolve.variant = Variant::opencv;
-  options.jobs = 1;
+  write_random_images(dir.path() / "in", 8);
+  const std::vector<BatchItem> items = items_of_folder(dir, "in");
+  BatchOptions options = gauss5_on_cpu(1);
   std::atomic<std::size_t> written{0};
   options.stop_requested = [&written] { return written.load() >= 2; };
   std::size_t reports = 0;
@@ -257,13 +276,8 @@ TEST_CASE("batch engine: every image filtered, one failure reported, observer se
   TempDir dir;
   const auto images = write_random_images(dir.path() / "in", 7);
   std::ofstream(dir.file("in/img03.png"), std::ios::binary) << "not a png";  // the failing one
-  std::vector<BatchItem> items;
-  for (const auto& [name, image] : images) items.push_back({dir.file("in/" + name), dir.file(name)});
-
-  BatchOptions options;
-  options.run.filter = load_filter("gauss5");
-  options.run.convolve.variant = Variant::opencv;
-  options.jobs = 3;
+  const std::vector<BatchItem> items = items_of_folder(dir, "in");
+  const BatchOptions options = gauss5_on_cpu(3);
   std::vector<std::size_t> done_counts;
   const BatchSummary summary = run_batch(items, options, [&](const ItemReport&, std::size_t done, std::size_t total) {
     CHECK(total == items.size());
