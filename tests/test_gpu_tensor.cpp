@@ -7,6 +7,7 @@
 // unaligned rows, photos and flat areas at every byte value; filters whose sums are exact, bit for
 // bit. Outputs are poisoned on the device before every run, and launch counters show that the
 // kernel under test ran.
+#include "skip.hpp"
 #include "exact_sum.hpp"
 #include "gpu_seams.hpp"
 #include "test_support.hpp"
@@ -271,7 +272,7 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
 
 TEST_CASE("gpu tensor dense wgmma: the warpgroup kernel gives tensor_dense.cuh's bits and meets the pass rule") {
   if (!gpu::device_runs_wgmma()) {
-    MESSAGE("skipped: the warpgroup kernel needs a GPU of compute capability 9.0 (this one runs tensor_dense.cuh)");
+    cuconv::test::skip_case("the warpgroup kernel needs a GPU of compute capability 9.0 (this one runs tensor_dense.cuh)");
     return;
   }
   // Tile edges of the warpgroup kernel: 128 outputs a block (a 144-column window, 160 where

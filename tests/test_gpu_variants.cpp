@@ -4,6 +4,7 @@
 // poisoned on the device before every run, so an unwritten pixel fails.
 //
 // CUCONV_TEST_STRIDE=N runs every N-th case of the large sweep (compute-sanitizer runs).
+#include "skip.hpp"
 #include "gpu_seams.hpp"
 #include "exact_sum.hpp"
 #include "test_support.hpp"
@@ -203,7 +204,7 @@ TEST_CASE("gpu: fft on 8-bit outputs sums ties again: dyadic dense 31x31 filters
   // float, so the direct variants give the exact sum, rounded half to even; about 1 in 512 of the
   // sums is a tie n + 1/2, which fft's transform error tips either way unless it sums them again.
   if (!variant_tested(Variant::fft)) {
-    MESSAGE("skipped: CUCONV_TEST_VARIANTS leaves out fft");
+    cuconv::test::skip_case("CUCONV_TEST_VARIANTS leaves out fft");
     return;
   }
   constexpr std::pair<int, int> kFftSizes[] = {{37, 5}, {481, 61}, {482, 483}, {483, 100}, {997, 13}};
@@ -258,7 +259,7 @@ TEST_CASE("gpu: fft with more ties than its repair list holds sums the rest in p
   // far more than the list fft_scatter_tiles hands to fft_repair_ties holds, so most of them take
   // the scatter's own fallback. Both paths must round half to even as cv::filter2D's direct sum.
   if (!variant_tested(Variant::fft)) {
-    MESSAGE("skipped: CUCONV_TEST_VARIANTS leaves out fft");
+    cuconv::test::skip_case("CUCONV_TEST_VARIANTS leaves out fft");
     return;
   }
   struct Shape {
@@ -310,7 +311,7 @@ TEST_CASE("gpu: fft with more ties than its repair list holds sums the rest in p
 
 TEST_CASE("gpu: fft transforms a filter once and a changed filter again, never a stale spectrum") {
   if (!variant_tested(Variant::fft)) {
-    MESSAGE("skipped: CUCONV_TEST_VARIANTS leaves out fft");
+    cuconv::test::skip_case("CUCONV_TEST_VARIANTS leaves out fft");
     return;
   }
   const cv::Mat src = random_image(97, 131, CV_8U, 3, 4242);
@@ -399,7 +400,7 @@ TEST_CASE("gpu: --alpha keep leaves alpha untouched on every variant") {
 
 TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and separable radii of its lists") {
   if (!variant_tested(Variant::fast)) {
-    MESSAGE("skipped: CUCONV_TEST_VARIANTS leaves out fast");
+    cuconv::test::skip_case("CUCONV_TEST_VARIANTS leaves out fast");
     return;
   }
   // fast's block is 4 warps of 32 threads x kVec elements (kVec = 4..16 by type and radius) by a
@@ -445,7 +446,7 @@ TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and sepa
 
 TEST_CASE("gpu: fast rows that end inside a chunk or on its edge, inside a warp's span (photo widths)") {
   if (!variant_tested(Variant::fast)) {
-    MESSAGE("skipped: CUCONV_TEST_VARIANTS leaves out fast");
+    cuconv::test::skip_case("CUCONV_TEST_VARIANTS leaves out fast");
     return;
   }
   // On 3x3 and 5x5 (lanes pass the halo by shuffle) a row of width * channels elements that ends
