@@ -3,6 +3,7 @@
 // (names, input lists, directories, shards, output safety, failures, the JSON summary).
 #include "test_support.hpp"
 
+#include "cli/batch_report.hpp"
 #include "engine/batch_plan.hpp"
 #include "engine/batch_pipeline.hpp"
 #include "engine/bounded_queue.hpp"
@@ -270,6 +271,26 @@ TEST_CASE("batch engine: after a stop the observer counts finished images only, 
   CHECK(reports == items.size());  // every item is still reported, the ones not started too
   CHECK(last_done == summary.ok);
   CHECK(last_done < items.size());
+}
+
+TEST_CASE("batch progress line: finish shows the last count even when the redraw limit held it back") {
+  int ends[2];
+  REQUIRE(::pipe(ends) == 0);
+  {
+    cli::ProgressLine line(true, 5, ends[1]);
+    line.update(1);  // drawn
+    line.update(2);  // within 100 ms of the last drawing: held back
+    line.finish();
+  }
+  ::close(ends[1]);
+  std::string text;
+  char buffer[512];
+  for (ssize_t n; (n = ::read(ends[0], buffer, sizeof buffer)) > 0;) text.append(buffer, static_cast<std::size_t>(n));
+  ::close(ends[0]);
+  const std::size_t last = text.rfind("\r\033[K");
+  REQUIRE(last != std::string::npos);
+  CHECK(text.substr(last + 4).starts_with("2/5 images"));
+  CHECK(text.ends_with("\n"));
 }
 
 TEST_CASE("batch engine: every image filtered, one failure reported, observer sees each once") {

@@ -17,9 +17,16 @@ using Clock = std::chrono::steady_clock;
 
 void ProgressLine::update(std::size_t done) {
   if (!enabled_) return;
+  done_ = done;
+  if (done < total_ && Clock::now() - last_draw_ < std::chrono::milliseconds(100)) return;
+  redraw();
+}
+
+void ProgressLine::redraw() {
+  const std::size_t done = done_;
   const auto now = Clock::now();
-  if (done < total_ && now - last_draw_ < std::chrono::milliseconds(100)) return;
   last_draw_ = now;
+  drawn_done_ = done;
   const double seconds = std::chrono::duration<double>(now - start_).count();
   const double rate = seconds > 0 ? static_cast<double>(done) / seconds : 0.0;
   // Capped at 99:59:59 so a stalled start cannot overflow the conversion to int.
@@ -38,6 +45,7 @@ void ProgressLine::clear() {
 }
 
 void ProgressLine::finish() {
+  if (drawn_ && drawn_done_ != done_) redraw();
   if (drawn_) draw("\n");
   drawn_ = false;
 }

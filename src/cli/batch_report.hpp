@@ -27,10 +27,12 @@ class ProgressLine {
   void update(std::size_t done);
   /// Erases the line so that a log line can take its place (the next update redraws it).
   void clear();
-  /// Leaves the last state on screen.
+  /// Leaves the last state on screen: the last count given to update, drawn now if a redraw
+  /// limit held it back.
   void finish();
 
  private:
+  void redraw();
   void draw(std::string_view text) const;
 
   bool enabled_;
@@ -38,6 +40,8 @@ class ProgressLine {
   std::chrono::steady_clock::time_point start_;
   std::chrono::steady_clock::time_point last_draw_{};
   bool drawn_ = false;
+  std::size_t done_ = 0;        ///< the last count given to update
+  std::size_t drawn_done_ = 0;  ///< the count on screen
   int fd_;
 };
 
