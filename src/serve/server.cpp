@@ -44,6 +44,61 @@
 
 namespace cuconv::serve {
 
+namespace {
+
+/// Where the server listens: the sockets it was given, those systemd passed, or its own socket
+/// bound at `where` (then `lock` holds its lock and `own_socket` its identity). `error` says why
+/// its own could not be bound.
+struct Listeners {
+  std::vector<int> fds;
+  bool activated = false;  ///< given or passed by systemd: not its own
+  UniqueFd own_listener, lock;
+  SocketPath where;
+  struct stat own_socket {};
+  std::string error;
+};
+
+Listeners open_listeners(const ServerOptions& options) {
+  Listeners l;
+  l.fds = options.listen_fds;
+  if (l.fds.empty()) l.fds = systemd_listen_fds();
+  l.activated = !l.fds.empty();
+  l.where = options.socket_path.empty() ? default_socket_path() : explicit_socket_path(options.socket_path);
+  if (!l.activated) {
+    l.own_listener = bind_socket(l.where, l.lock, l.error);
+    if (!l.own_listener) return l;
+    ::stat(l.where.path.c_str(), &l.own_socket);
+    l.fds.push_back(l.own_listener.get());
+  }
+  return l;
+}
+
+/// Pings every live client without waiting (the caller holds state.mutex): a client whose socket
+/// buffer is full misses them, and one that leaves bytes unread for stall_ms is dropped (its
+/// connection shut: its command stops as on a hang-up). Nothing here blocks.
+void ping_clients(ServerState& state, const ServerOptions& options, int log_fd) {
+  const auto now = clock_type::now();
+  for (auto& [channel, watch] : state.live) {
+    if (watch.dropped) continue;
+    int unread = 0;
+    if (::ioctl(channel->fd(), SIOCOUTQ, &unread) != 0) unread = 0;
+    if (unread <= 0) {
+      watch.unread_since.reset();
+    } else if (!watch.unread_since) {
+      watch.unread_since = now;
+    } else if (now - *watch.unread_since >= std::chrono::milliseconds(options.stall_ms)) {
+      watch.dropped = true;
+      ::shutdown(channel->fd(), SHUT_RDWR);
+      log_line(log_fd, "a client left " + std::to_string(unread) + " bytes unread for " +
+                           seconds_text(now - *watch.unread_since) + " (stopped?): dropped as gone");
+      continue;
+    }
+    (void)channel->try_send(Ping{});
+  }
+}
+
+}  // namespace
+
 int run_server(const ServerOptions& given, const Handler& handler) {
   ServerOptions options = given;
   if (options.build.empty()) options.build = build_description();
@@ -52,23 +107,15 @@ int run_server(const ServerOptions& given, const Handler& handler) {
   ignore.sa_handler = SIG_IGN;
   ::sigaction(SIGPIPE, &ignore, nullptr);
 
-  // Listening sockets: given, passed by systemd, or our own.
-  std::vector<int> listeners = options.listen_fds;
-  if (listeners.empty()) listeners = systemd_listen_fds();
-  const bool activated = !listeners.empty();
-  UniqueFd own_listener, lock;
-  SocketPath where = options.socket_path.empty() ? default_socket_path() : explicit_socket_path(options.socket_path);
-  struct stat own_socket {};
-  if (!activated) {
-    std::string error;
-    own_listener = bind_socket(where, lock, error);
-    if (!own_listener) {
-      log_line(log_fd, error);
-      return static_cast<int>(ExitCode::not_started);
-    }
-    ::stat(where.path.c_str(), &own_socket);
-    listeners.push_back(own_listener.get());
+  Listeners listen = open_listeners(options);
+  if (!listen.error.empty()) {
+    log_line(log_fd, listen.error);
+    return static_cast<int>(ExitCode::not_started);
   }
+  std::vector<int>& listeners = listen.fds;
+  const bool activated = listen.activated;
+  const SocketPath& where = listen.where;
+  const struct stat& own_socket = listen.own_socket;
   // Nothing depends on the server's folder any more (paths are the clients'; the socket's path
   // is absolute): holding it would keep a caller's folder busy for the server's life.
   if (options.leave_working_folder && ::chdir("/") != 0) log_line(log_fd, std::string("chdir /: ") + std::strerror(errno));
@@ -106,30 +153,6 @@ int run_server(const ServerOptions& given, const Handler& handler) {
   auto next_look = clock_type::now();
   const std::size_t max_connections = std::size_t{std::max(options.max_clients, 1U)} + options.max_waiting + 16;
 
-  // Pings go out without waiting: a client whose socket buffer is full misses them, and one that
-  // leaves bytes unread for stall_ms is dropped (its connection shut: its command stops as on a
-  // hang-up). Nothing here blocks, so holding the lock is brief.
-  auto ping_all = [&](std::unique_lock<std::mutex>&) {
-    const auto now = clock_type::now();
-    for (auto& [channel, watch] : state->live) {
-      if (watch.dropped) continue;
-      int unread = 0;
-      if (::ioctl(channel->fd(), SIOCOUTQ, &unread) != 0) unread = 0;
-      if (unread <= 0) {
-        watch.unread_since.reset();
-      } else if (!watch.unread_since) {
-        watch.unread_since = now;
-      } else if (now - *watch.unread_since >= std::chrono::milliseconds(options.stall_ms)) {
-        watch.dropped = true;
-        ::shutdown(channel->fd(), SHUT_RDWR);
-        log_line(log_fd, "a client left " + std::to_string(unread) + " bytes unread for " +
-                             seconds_text(now - *watch.unread_since) + " (stopped?): dropped as gone");
-        continue;
-      }
-      (void)channel->try_send(Ping{});
-    }
-  };
-
   auto next_ping = clock_type::now() + std::chrono::milliseconds(options.ping_interval_ms);
   const std::string why_stopped = [&]() -> std::string {
     for (;;) {
@@ -137,7 +160,7 @@ int run_server(const ServerOptions& given, const Handler& handler) {
       {
         std::unique_lock lock_state(state->mutex);
         if (options.ping_interval_ms > 0 && clock_type::now() >= next_ping) {
-          ping_all(lock_state);
+          ping_clients(*state, options, log_fd);
           next_ping = clock_type::now() + std::chrono::milliseconds(options.ping_interval_ms);
         }
         if (!state->stop_asked.empty()) return state->stop_asked;
@@ -229,7 +252,7 @@ int run_server(const ServerOptions& given, const Handler& handler) {
   }();
 
   // Stop accepting; tell the waiting clients (they run in-process); finish the requests in flight.
-  own_listener.reset();
+  listen.own_listener.reset();
   if (!activated) {
     struct stat now {};
     if (::stat(where.path.c_str(), &now) == 0 && now.st_ino == own_socket.st_ino && now.st_dev == own_socket.st_dev) {
@@ -242,7 +265,7 @@ int run_server(const ServerOptions& given, const Handler& handler) {
   log_line(log_fd, "stopping (" + why_stopped + "); " + std::to_string(state->active) + " request(s) in flight");
   while (state->connections > 0) {
     if (options.ping_interval_ms > 0 && clock_type::now() >= next_ping) {  // the drain may be long
-      ping_all(lock_state);
+      ping_clients(*state, options, log_fd);
       next_ping = clock_type::now() + std::chrono::milliseconds(options.ping_interval_ms);
     }
     if (signals) {
