@@ -86,34 +86,35 @@ std::optional<std::string> skipped_existing_output(const CliRequest& request, en
   return request.output + " exists; skipped (--skip-existing)";
 }
 
-ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options, Session& session) {
-  spdlog::logger& log = session.log();
-  engine::Files& files = session.file_access();
-  const Filter filter = load_filter_through(files, req.filter_spec, filter_load_options_of(req));
-  const std::string to_stdout = stdout_format(req.output);
+namespace {
+
+/// The output's own checks before any work: a name standard output takes, not a temporary file's,
+/// not the input, and not an existing file without --overwrite. Returns --skip-existing's message
+/// when the output is there already (nothing to do).
+std::optional<std::string> check_output(const CliRequest& req, const std::string& to_stdout, engine::Files& files) {
   if (req.output == "-")
     throw Error(ErrorKind::usage, "OUTPUT '-': name the format of standard output, e.g. png:- or tif:-");
   if (!to_stdout.empty() && (req.compare || req.bench_runs > 0))
     throw Error(ErrorKind::usage, "--compare and --bench print to standard output; write the image to a file");
-  if (to_stdout.empty()) {
-    if (is_temp_file_name(req.output))
-      throw Error(ErrorKind::usage, req.output + ": names starting with '" + std::string(kTempFilePrefix) +
-                                        "' mark unfinished files, which later runs skip and clean-ups delete; "
-                                        "choose another name");
-    if (req.input != "-" && files.same_file(req.input, req.output))
-      throw Error(ErrorKind::usage, req.output + ": output is the input file; refusing to overwrite it");
-    if (const auto skipped = skipped_existing_output(req, files)) {  // a re-run: nothing to do
-      log.warn("{}", *skipped);
-      return ExitCode::ok;
-    }
-    // An existing output file is never replaced without --overwrite, as in batch mode (a folder
-    // or a device at that name gets load_image's own message).
-    const engine::FileKind existing = files.kind(req.output, false);
-    const bool exists = existing == engine::FileKind::regular || existing == engine::FileKind::symlink;
-    if (!req.overwrite && exists)
-      throw Error(ErrorKind::output, req.output + ": exists; left unchanged (use --overwrite to replace it)");
-  }
+  if (!to_stdout.empty()) return std::nullopt;
+  if (is_temp_file_name(req.output))
+    throw Error(ErrorKind::usage, req.output + ": names starting with '" + std::string(kTempFilePrefix) +
+                                      "' mark unfinished files, which later runs skip and clean-ups delete; "
+                                      "choose another name");
+  if (req.input != "-" && files.same_file(req.input, req.output))
+    throw Error(ErrorKind::usage, req.output + ": output is the input file; refusing to overwrite it");
+  if (auto skipped = skipped_existing_output(req, files)) return skipped;
+  // An existing output file is never replaced without --overwrite, as in batch mode (a folder
+  // or a device at that name gets load_image's own message).
+  const engine::FileKind existing = files.kind(req.output, false);
+  const bool exists = existing == engine::FileKind::regular || existing == engine::FileKind::symlink;
+  if (!req.overwrite && exists)
+    throw Error(ErrorKind::output, req.output + ": exists; left unchanged (use --overwrite to replace it)");
+  return std::nullopt;
+}
 
+/// The per-image operation's settings from the request: filter, options, limits, output and codec.
+engine::RunSettings run_settings(const CliRequest& req, const ConvolveOptions& options, const Filter& filter) {
   engine::RunSettings settings;
   settings.filter = filter;
   settings.convolve = options;
@@ -124,6 +125,21 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   settings.auto_orient = req.auto_orient;
   settings.codec = codec_request(req, options);
   settings.gpu_output = gpu_output_options(req);
+  return settings;
+}
+
+}  // namespace
+
+ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options, Session& session) {
+  spdlog::logger& log = session.log();
+  engine::Files& files = session.file_access();
+  const Filter filter = load_filter_through(files, req.filter_spec, filter_load_options_of(req));
+  const std::string to_stdout = stdout_format(req.output);
+  if (const auto skipped = check_output(req, to_stdout, files)) {  // a re-run: nothing to do
+    log.warn("{}", *skipped);
+    return ExitCode::ok;
+  }
+  engine::RunSettings settings = run_settings(req, options, filter);
   const std::string output_format = format_path(req.output);
   engine::naming(output_format, req.output, [&] { check_encoder_options(output_format, settings.write); });
   // The GPU codec reads and writes files; standard input and output go through OpenCV.
