@@ -1,8 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // `cuconv --help` teaches: the forms of the command and examples first, the options in groups
 // with placeholders instead of CLI11's type tags, no line over 100 columns (issue 62).
-#include "cli/command_line.hpp"
+#include "test_support.hpp"
 #include "text_lines.hpp"
+
+#include "cli/command_line.hpp"
 
 #include <doctest/doctest.h>
 
@@ -82,4 +84,16 @@ TEST_CASE("help page: help_row puts the text at the indent and wraps it at kHelp
     joined += line.substr(26) + " ";
   }
   CHECK(joined == words);  // every word once, in order, nothing cut
+}
+
+TEST_CASE("help page: cuconv serve --help has the same layout: usage, examples, placeholders, 100 columns") {
+  const cuconv::test::CommandResult result = cuconv::test::run_cuconv({"serve", "--help"});
+  REQUIRE(result.exit_code == 0);
+  const std::string& help = result.out;
+  for (const std::string& line : lines_of(help)) CHECK_MESSAGE(line.size() <= 100, "over 100 columns: ", line);
+  CHECK(help.find("\nUsage: cuconv serve [options]\n") != std::string::npos);
+  CHECK(help.find("\nExamples:\n") < help.find("\nOptions:\n"));
+  CHECK(help.find("  --idle-exit SECONDS ") != std::string::npos);
+  for (const char* tag : {" TEXT", " UINT", ":UINT", "=600", "=64"})
+    CHECK_MESSAGE(help.find(tag) == std::string::npos, "type tag '", tag, "' in serve --help");
 }

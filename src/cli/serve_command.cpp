@@ -127,18 +127,33 @@ int run_serve_command(int argc, const char* const* argv) {
   CLI::App app{"cuconv serve: run cuconv commands of this user's clients in one resident process (docs/serve.md)",
                "cuconv serve"};
   serve::ServerOptions options;
+  // The help page has the layout of `cuconv --help` (command_line.hpp's help_page).
+  app.formatter(help_page("Usage: cuconv serve [options]\n"
+                          "  or:  cuconv serve --status | --stop\n"
+                          "\n"
+                          "Examples:\n"
+                          "  cuconv serve &            later cuconv calls of this user run in it, without start-up\n"
+                          "  cuconv serve --status     whether one runs: pid, build, uptime, devices, requests\n"
+                          "  cuconv serve --stop       stop it; the requests in flight finish\n",
+                          {"Options"}));
+  app.get_help_ptr()->description("print this help and exit");
   app.add_option("--socket", options.socket_path,
                  "socket to listen on (default: $CUCONV_SOCKET, $XDG_RUNTIME_DIR/cuconv/socket or "
-                 "/tmp/cuconv-$UID/socket); systemd's socket activation passes its own");
-  app.add_option("--idle-exit", options.idle_exit_seconds, "exit after this many seconds without a client; 0: never")
-      ->capture_default_str();
-  app.add_option("--max-clients", options.max_clients, "commands run at once; later clients wait")
+                 "/tmp/cuconv-$UID/socket); systemd's socket activation passes its own")
+      ->option_text("PATH");
+  app.add_option("--idle-exit", options.idle_exit_seconds,
+                 "exit after this many seconds without a client; 0: never (default " +
+                     std::to_string(options.idle_exit_seconds) + ")")
+      ->option_text("SECONDS");
+  app.add_option("--max-clients", options.max_clients,
+                 "commands run at once; later clients wait (default " + std::to_string(options.max_clients) + ")")
       ->check(CLI::Range(1U, 4096U))
-      ->capture_default_str();
+      ->option_text("N");
   std::string devices_text;
   app.add_option("--devices", devices_text,
                  "all, or CUDA device indices 0,1,...: each image goes to the one with the fewest in flight "
-                 "(default: all)");
+                 "(default: all)")
+      ->option_text("LIST");
   std::string gpu_memory_text;
   app.add_option("--gpu-memory", gpu_memory_text,
                  "most device memory one image may use, e.g. 8G (a command's own --gpu-memory within it); "
@@ -147,7 +162,8 @@ int run_serve_command(int argc, const char* const* argv) {
           [](std::string& text) {
             return parse_byte_size(text) ? std::string() : "expected bytes, optionally followed by K, M, G or T";
           },
-          "BYTES"));
+          "BYTES"))
+      ->option_text("BYTES");
   bool status = false, stop = false;
   app.add_flag("--status", status,
                "say whether this user's server runs on the socket, and its pid, build, uptime, devices, GPU memory, "
