@@ -191,6 +191,39 @@ GpuCheck check_gpu(Variant variant, const Session& session, spdlog::logger& log)
 
 }  // namespace
 
+namespace {
+
+/// This task's items, each input with its output: the named inputs and --from lists (which must
+/// exist), the images found in folders, their outputs under --out-dir by the name template, and
+/// this shard's part of them (--shard, or Slurm's array task); the output names checked.
+struct PlannedItems {
+  std::vector<engine::BatchItem> items;
+  engine::Shard shard;
+};
+PlannedItems plan_items(const BatchRequest& request, Session& session) {
+  engine::Files& files = session.file_access();
+  const std::vector<NamedInput> named = named_inputs(request, session);
+  if (named.empty()) throw Error(ErrorKind::usage, "no inputs: name images or directories, or use --from FILE");
+  check_inputs_exist(named, files);
+  std::vector<std::string> named_paths;
+  for (const NamedInput& input : named) named_paths.push_back(input.path);
+  const std::vector<std::string> inputs = engine::collect_inputs(named_paths, request.recursive, files);
+  if (inputs.empty()) throw Error(ErrorKind::bad_input, "no images found in the directories given");
+
+  engine::check_name_template(request.name_template, inputs.size());
+  const std::vector<engine::BatchItem> all_items =
+      engine::plan_outputs(inputs, request.out_dir, request.name_template, {files, session.caller_folder()});
+  const engine::Shard shard = !request.shard.empty()
+                                 ? engine::parse_shard(request.shard)
+                                 : engine::slurm_array_shard([&session](const char* name) { return session.getenv(name); }).value_or(engine::Shard{});
+  const std::vector<engine::BatchItem> items = engine::select_shard(all_items, shard);
+  session.log().info("{} input(s); shard {}/{}: {} of them", all_items.size(), shard.index, shard.count, items.size());
+  check_output_names(items);
+  return {items, shard};
+}
+
+}  // namespace
+
 ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, const ConvolveOptions& options,
                            const engine::CodecRequest& codec_in, const codec::GpuOutputOptions& gpu_output,
                            Session& session) {
@@ -211,23 +244,9 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
 
   // Everything that can be checked without reading an image is checked here, before the output
   // folder or any file is created.
-  const std::vector<NamedInput> named = named_inputs(request, session);
-  if (named.empty()) throw Error(ErrorKind::usage, "no inputs: name images or directories, or use --from FILE");
-  check_inputs_exist(named, files);
-  std::vector<std::string> named_paths;
-  for (const NamedInput& input : named) named_paths.push_back(input.path);
-  const std::vector<std::string> inputs = engine::collect_inputs(named_paths, request.recursive, files);
-  if (inputs.empty()) throw Error(ErrorKind::bad_input, "no images found in the directories given");
-
-  engine::check_name_template(request.name_template, inputs.size());
-  const std::vector<engine::BatchItem> all_items =
-      engine::plan_outputs(inputs, request.out_dir, request.name_template, {files, session.caller_folder()});
-  const engine::Shard shard = !request.shard.empty()
-                                 ? engine::parse_shard(request.shard)
-                                 : engine::slurm_array_shard([&session](const char* name) { return session.getenv(name); }).value_or(engine::Shard{});
-  const std::vector<engine::BatchItem> items = engine::select_shard(all_items, shard);
-  log.info("{} input(s); shard {}/{}: {} of them", all_items.size(), shard.index, shard.count, items.size());
-  check_output_names(items);
+  const PlannedItems planned = plan_items(request, session);
+  const std::vector<engine::BatchItem>& items = planned.items;
+  const engine::Shard& shard = planned.shard;
   const std::vector<std::string> option_notes = encoder_option_notes(items, request.write);
   for (const engine::BatchItem& item : items)
     if (files.same_file(item.input, item.output))
