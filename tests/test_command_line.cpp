@@ -3,7 +3,9 @@
 // or a GPU. The binary end to end is tests/test_cli.cpp's; the fuzz target
 // tests/fuzz/fuzz_cli_options.cpp throws arbitrary argv at the same function.
 #include "cli/command_line.hpp"
+#include "cli/help_page.hpp"
 #include "cli/single_image.hpp"
+#include "cli/warnings.hpp"
 #include "common/names.hpp"
 #include "engine/files.hpp"
 

@@ -5,6 +5,7 @@
 #include "text_lines.hpp"
 
 #include "cli/command_line.hpp"
+#include "cli/help_page.hpp"
 
 #include <doctest/doctest.h>
 

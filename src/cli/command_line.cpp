@@ -3,6 +3,9 @@
 // request as library options. Printing and running are main.cpp's.
 #include "cli/command_line.hpp"
 
+#include "cli/argument_messages.hpp"
+#include "cli/help_page.hpp"
+
 #include "common/names.hpp"
 #include "common/whole_number.hpp"
 
@@ -13,7 +16,6 @@
 
 #include <algorithm>
 #include <array>
-#include <atomic>
 #include <cctype>
 #include <cstdio>
 #include <cstdlib>
@@ -27,97 +29,7 @@
 
 namespace cuconv::cli {
 
-std::string help_row(std::string_view head, std::string_view text, std::size_t indent) {
-  std::string out(head);
-  if (out.size() + 2 > indent) out += "\n" + std::string(indent, ' ');
-  else out.resize(indent, ' ');
-  std::size_t column = indent;
-  std::size_t at = 0;
-  while (at < text.size()) {
-    const std::size_t end = std::min(text.find(' ', at), text.size());
-    const std::string_view word = text.substr(at, end - at);
-    at = end + 1;
-    if (word.empty()) continue;
-    if (column > indent && column + 1 + word.size() > kHelpWidth) {
-      out += "\n" + std::string(indent, ' ');
-      column = indent;
-    } else if (column > indent) {
-      out += ' ';
-      ++column;
-    }
-    out += word;
-    column += word.size();
-  }
-  return out + "\n";
-}
-
 namespace {
-
-/// cuconv's help page in CLI11: the usage and examples given (which say what the positional
-/// arguments are), the option groups in the order given, each option as "-f, --filter SPEC" and its text wrapped at kHelpWidth columns, no type
-/// tags, defaults or exclusions (the texts say what matters of those).
-class HelpPage : public CLI::Formatter {
- public:
-  HelpPage(std::string usage, std::vector<std::string> groups) : usage_(std::move(usage)), groups_(std::move(groups)) {}
-
-  std::string make_help(const CLI::App* app, std::string, CLI::AppFormatMode) const override {
-    std::string out = app->get_description() + "\n\n" + usage_;  // the usage says what the arguments are
-    for (const std::string& group : groups_) {
-      const auto in_group = [&group](const CLI::Option* opt) { return opt->nonpositional() && opt->get_group() == group; };
-      if (const std::vector<const CLI::Option*> opts = app->get_options(in_group); !opts.empty())
-        out += make_group(group, false, opts);
-    }
-    if (!app->get_footer().empty()) out += "\n" + app->get_footer();
-    return out;
-  }
-
-  std::string make_option(const CLI::Option* opt, bool is_positional) const override {
-    std::string names = is_positional ? opt->get_name(true, false) : opt->get_name(false, true);
-    for (std::size_t comma = names.find(','); comma != std::string::npos; comma = names.find(',', comma + 2))
-      names.insert(comma + 1, " ");
-    if (!opt->get_option_text().empty()) names += " " + opt->get_option_text();
-    return help_row("  " + names, opt->get_description(), kHelpIndent);
-  }
-
- private:
-  static constexpr std::size_t kHelpIndent = 26;
-  std::string usage_;
-  std::vector<std::string> groups_;
-};
-
-}  // namespace
-
-std::shared_ptr<CLI::Formatter> help_page(std::string usage, std::vector<std::string> groups) {
-  return std::make_shared<HelpPage>(std::move(usage), std::move(groups));
-}
-
-namespace {
-
-/// A CLI11 transform for one of `names`: accepts any letter case and turns the value into the
-/// listed spelling; otherwise says what was expected, with the nearest names.
-CLI::Validator one_of(std::vector<std::string> names, std::string what) {
-  std::string listed;
-  for (const std::string& name : names) listed += (listed.empty() ? "" : ",") + name;
-  return CLI::Validator(
-      [names, what](std::string& text) -> std::string {
-        for (const std::string& name : names) {
-          if (common::equal_ignoring_case(name, text)) {
-            text = name;
-            return {};
-          }
-        }
-        std::string message = "'" + text + "' is not a " + what;
-        const std::vector<std::string> nearest = common::nearest_names(text, names);
-        if (!nearest.empty()) message += "; did you mean " + common::quoted_alternatives(nearest) + "?";
-        return message + " (one of " + common::quoted_alternatives(names) + ")";
-      },
-      "{" + listed + "}");
-}
-
-template <class Enum>
-CLI::Validator one_of_table() {
-  return one_of(common::all_names<Enum>(), std::string(common::Table<Enum>::what));
-}
 
 /// One integer of --anchor: blanks and a '+' before it allowed, as sscanf's %d has it, but a
 /// value beyond int is refused rather than undefined.
@@ -246,78 +158,6 @@ void add_output_options(CLI::App& app, CliRequest& request) {
       ->group(group);
 }
 
-/// "TITLE:\n  name   help\n..." for one table, for the --help footer.
-template <class Enum>
-std::string table_help(const std::string& title) {
-  std::string text = title + ":\n";
-  for (const auto& e : common::Table<Enum>::entries) text += help_row("  " + std::string(e.name), e.help, 16);
-  return text;
-}
-
-/// The long names of `app`'s options ("--filter" ...).
-std::vector<std::string> long_option_names(const CLI::App& app) {
-  std::vector<std::string> out;
-  for (const CLI::Option* option : app.get_options())
-    for (const std::string& name : option->get_lnames()) out.push_back("--" + name);
-  return out;
-}
-
-/// "-filter" (ImageMagick's single dash) for a long option: CLI11 would read it as -f with the
-/// value "ilter". Returns the message that explains, or "" when argv has no such argument.
-std::string single_dash_long_option(const CLI::App& app, int argc, const char* const* argv) {
-  const std::vector<std::string> long_names = long_option_names(app);
-  for (int i = 1; i < argc; ++i) {
-    const std::string_view arg = argv[i];
-    if (arg == "--") break;
-    if (arg.size() < 3 || arg[0] != '-' || arg[1] == '-' || !std::isalpha(static_cast<unsigned char>(arg[1])))
-      continue;
-    const std::string as_long = "-" + std::string(arg.substr(0, arg.find('=')));
-    if (std::find(long_names.begin(), long_names.end(), as_long) != long_names.end()) {
-      return "unknown option '" + std::string(arg) + "': long options take two dashes, '" + as_long +
-             "' (ImageMagick's single dash is not understood)";
-    }
-  }
-  return {};
-}
-
-/// Options of ImageMagick, libvips, OpenCV and other tools' command lines that people type at
-/// cuconv, each with cuconv's way of saying it (docs/coming-from.md has the measured mappings).
-struct ForeignOption {
-  std::string_view name;
-  std::string_view cuconv;
-};
-constexpr std::array<ForeignOption, 14> kForeignOptions{{
-    {"-o", "the output is the second argument (cuconv INPUT OUTPUT), or --out-dir DIR for many"},
-    {"--output", "the output is the second argument: cuconv INPUT OUTPUT --filter SPEC"},
-    {"-i", "the input is the first argument: cuconv INPUT OUTPUT --filter SPEC"},
-    {"--input", "the input is the first argument: cuconv INPUT OUTPUT --filter SPEC"},
-    {"--sigma", "a Gaussian's sigma is part of the filter: --filter gaussian:0,SIGMA"},
-    {"--radius", "the radius is part of the filter: --filter gaussian:R,SIGMA (or box:N, disk:R)"},
-    {"--ksize", "the size is part of the filter: --filter gaussian:R,SIGMA or box:N"},
-    {"--kernel", "a kernel is a filter: --filter 'WxH:v,v,...' or --filter FILE"},
-    {"-blur", "ImageMagick's -blur 0xSIGMA is about --filter gaussian:0,SIGMA --border replicate"},
-    {"-gaussian-blur", "ImageMagick's -gaussian-blur 0xSIGMA is --filter gaussian:0,SIGMA --border replicate"},
-    {"-sharpen", "ImageMagick's -sharpen 0xSIGMA is about --filter unsharp:0,SIGMA,1 --border replicate"},
-    {"-unsharp", "ImageMagick's -unsharp 0xSIGMA+AMOUNT is --filter unsharp:0,SIGMA,AMOUNT --border replicate"},
-    {"-convolve", "ImageMagick's -convolve 'WxH: v,...' is --filter 'WxH:v,...' --normalize"},
-    {"-morphology", "ImageMagick's -morphology Correlate 'WxH: v,...' is --filter 'WxH:v,...'"},
-}};
-
-/// What to say about an argument CLI11 left over: another tool's option with cuconv's spelling,
-/// an unknown option with the nearest names, or a positional argument too many.
-std::string unexpected_argument_message(const CLI::App& app, const std::string& argument) {
-  if (argument.size() < 2 || argument[0] != '-')
-    return "unexpected argument '" + argument + "' (single-image mode takes INPUT OUTPUT; several inputs need --out-dir DIR)";
-  const std::string name = argument.substr(0, argument.find('='));
-  for (const ForeignOption& foreign : kForeignOptions)
-    if (common::equal_ignoring_case(foreign.name, name))
-      return "unknown option '" + name + "': " + std::string(foreign.cuconv) + " (docs/coming-from.md)";
-  std::string message = "unknown option '" + name + "'";
-  const std::vector<std::string> nearest = common::nearest_names(name, long_option_names(app));
-  if (!nearest.empty()) message += "; did you mean " + common::quoted_alternatives(nearest) + "?";
-  return message;
-}
-
 }  // namespace
 
 WriteOptions write_options_of(const CliRequest& request) {
@@ -332,54 +172,6 @@ FilterLoadOptions filter_load_options_of(const CliRequest& request) {
   FilterLoadOptions options;
   options.normalize = request.normalize;
   return options;
-}
-
-double saturated_fraction(const cv::Mat& image) {
-  if (image.empty()) return 0.0;
-  double low = 0.0;
-  double high = 0.0;
-  switch (image.depth()) {
-    case CV_8U: high = 255; break;
-    case CV_16U: high = 65535; break;
-    case CV_16S: low = -32768; high = 32767; break;
-    default: return 0.0;  // float results hold any value
-  }
-  const cv::Mat values = image.reshape(1);
-  const auto at_limit = static_cast<double>(cv::countNonZero(values == low) + cv::countNonZero(values == high));
-  return at_limit / static_cast<double>(values.total());
-}
-
-std::optional<std::string> unnormalized_filter_warning(const Filter& filter, const cv::Mat& result) {
-  if (!sums_to_neither_zero_nor_one(filter)) return std::nullopt;
-  const double saturated = saturated_fraction(result);
-  if (saturated <= 0.5) return std::nullopt;
-  char sum[32];
-  std::snprintf(sum, sizeof sum, "%g", weight_sum(filter));
-  return "the filter's weights (" + filter.origin + ") sum to " + sum + ", not 1, and " +
-         std::to_string(static_cast<int>(saturated * 100.0)) +
-         "% of the output values are clipped at the type's limits; --normalize divides the weights by their sum";
-}
-
-bool no_gpu_warning_wanted(const char* variable_value) {
-  return variable_value == nullptr || std::string_view(variable_value) != "1";
-}
-
-std::string no_gpu_warning(std::string_view reason) {
-  // One line of at most kHelpWidth columns as printed ("cuconv: warning: ..."): the reason up to
-  // its first ';' (what follows is advice), shortened with "..." where it would not fit.
-  constexpr std::string_view kPrinted = "cuconv: warning: ";
-  const std::string head = "no GPU (";
-  const std::string tail = "), CPU used; " + std::string(kNoGpuWarningVariable) + "=1 hides this";
-  std::string why(reason.substr(0, reason.find(';')));
-  const std::size_t room = kHelpWidth - kPrinted.size() - head.size() - tail.size();
-  if (why.size() > room) why = why.substr(0, room - 3) + "...";
-  return head + why + tail;
-}
-
-std::optional<std::string> no_gpu_warning_once(std::string_view reason) {
-  static std::atomic<bool> given{false};
-  if (given.exchange(true)) return std::nullopt;
-  return no_gpu_warning(reason);
 }
 
 bool is_batch_invocation(int argc, const char* const* argv) {

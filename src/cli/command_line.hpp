@@ -20,18 +20,6 @@
 
 namespace cuconv::cli {
 
-/// The widest line of cuconv's help pages, in columns.
-inline constexpr std::size_t kHelpWidth = 100;
-
-/// One entry of a help page: `head`, then `text` from column `indent` (on the next line when the
-/// head is too long), wrapped at kHelpWidth with every further line indented as much; ends in '\n'.
-[[nodiscard]] std::string help_row(std::string_view head, std::string_view text, std::size_t indent);
-
-/// A CLI11 formatter for cuconv's help pages: `usage` (the forms of the command and examples)
-/// after the description, then the option groups in the order of `groups`, each
-/// option with its placeholder (Option::option_text) and its text wrapped by help_row.
-[[nodiscard]] std::shared_ptr<CLI::Formatter> help_page(std::string usage, std::vector<std::string> groups);
-
 /// The single-image options (and those batch mode shares) as parsed from argv.
 struct CliRequest {
   std::string input;
@@ -73,34 +61,6 @@ struct CliRequest {
 /// How `request` asks load_filter to treat the weights (--normalize); every load_filter call of
 /// the command line (single image, batch, --show-filter) takes these.
 [[nodiscard]] FilterLoadOptions filter_load_options_of(const CliRequest& request);
-
-/// The warning for a result filtered with weights that sum to neither 0 nor 1 when most of its
-/// values (over half) sit at the output type's limits (0 or 255 for 8U ...): a white or black
-/// image, which --normalize would have kept in range. nullopt when the filter sums to 0 or 1, the
-/// result is float, or it is mostly in range (an intended gain).
-[[nodiscard]] std::optional<std::string> unnormalized_filter_warning(const Filter& filter, const cv::Mat& result);
-
-/// Fraction (0-1) of `image`'s values at its type's limits: 0 or the maximum for 8U and 16U,
-/// either end for 16S; 0 for float images, which do not saturate.
-[[nodiscard]] double saturated_fraction(const cv::Mat& image);
-
-/// The environment variable that silences the no-GPU warning (documented in docs/usage.md): set
-/// to 1 on a machine that is meant to filter on the CPU.
-inline constexpr const char* kNoGpuWarningVariable = "CUCONV_NO_GPU_WARNING";
-
-/// Whether the no-GPU warning should be printed, given the value of kNoGpuWarningVariable
-/// (nullptr when unset): anything but "1" keeps it.
-[[nodiscard]] bool no_gpu_warning_wanted(const char* variable_value);
-
-/// The no-GPU warning for `reason` (cuda_device_available's), naming kNoGpuWarningVariable=1,
-/// which silences it: one line of at most kHelpWidth columns as printed (the reason shortened to
-/// fit). Printed once per process.
-[[nodiscard]] std::string no_gpu_warning(std::string_view reason);
-
-/// no_gpu_warning(reason) the first time it is asked for in this process; nullopt after that.
-/// Whether the command's environment silences it is the caller's to ask (gpu_warning, through
-/// the session's environment). Thread-safe: batch mode and the single-image flow call it alike.
-[[nodiscard]] std::optional<std::string> no_gpu_warning_once(std::string_view reason);
 
 /// The batch options as parsed from argv.
 struct BatchRequest {

@@ -8,6 +8,7 @@
 #include "cli/library_messages.hpp"
 #include "cli/session.hpp"
 #include "cli/single_image.hpp"
+#include "cli/warnings.hpp"
 #include "common/write_all.hpp"
 
 #include <cuconv/convolve.hpp>

@@ -5,6 +5,7 @@
 
 #include "cli/command_line.hpp"
 #include "cli/device_list.hpp"
+#include "cli/help_page.hpp"
 #include "cli/session.hpp"
 #include "common/thread_stderr.hpp"
 #include "engine/warm_gpu.hpp"

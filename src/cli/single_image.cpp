@@ -9,6 +9,7 @@
 #include "cli/json_text.hpp"
 #include "cli/stdin_copy.hpp"
 #include "cli/temp_folder.hpp"
+#include "cli/warnings.hpp"
 #include "engine/image_operation.hpp"
 #include "engine/warm_gpu.hpp"
 

@@ -1,0 +1,62 @@
+// SPDX-License-Identifier: Apache-2.0
+// The command's warnings (see warnings.hpp).
+#include "cli/warnings.hpp"
+
+#include "cli/help_page.hpp"
+
+#include <opencv2/core.hpp>
+
+#include <atomic>
+#include <cstdio>
+
+namespace cuconv::cli {
+
+double saturated_fraction(const cv::Mat& image) {
+  if (image.empty()) return 0.0;
+  double low = 0.0;
+  double high = 0.0;
+  switch (image.depth()) {
+    case CV_8U: high = 255; break;
+    case CV_16U: high = 65535; break;
+    case CV_16S: low = -32768; high = 32767; break;
+    default: return 0.0;  // float results hold any value
+  }
+  const cv::Mat values = image.reshape(1);
+  const auto at_limit = static_cast<double>(cv::countNonZero(values == low) + cv::countNonZero(values == high));
+  return at_limit / static_cast<double>(values.total());
+}
+
+std::optional<std::string> unnormalized_filter_warning(const Filter& filter, const cv::Mat& result) {
+  if (!sums_to_neither_zero_nor_one(filter)) return std::nullopt;
+  const double saturated = saturated_fraction(result);
+  if (saturated <= 0.5) return std::nullopt;
+  char sum[32];
+  std::snprintf(sum, sizeof sum, "%g", weight_sum(filter));
+  return "the filter's weights (" + filter.origin + ") sum to " + sum + ", not 1, and " +
+         std::to_string(static_cast<int>(saturated * 100.0)) +
+         "% of the output values are clipped at the type's limits; --normalize divides the weights by their sum";
+}
+
+bool no_gpu_warning_wanted(const char* variable_value) {
+  return variable_value == nullptr || std::string_view(variable_value) != "1";
+}
+
+std::string no_gpu_warning(std::string_view reason) {
+  // One line of at most kHelpWidth columns as printed ("cuconv: warning: ..."): the reason up to
+  // its first ';' (what follows is advice), shortened with "..." where it would not fit.
+  constexpr std::string_view kPrinted = "cuconv: warning: ";
+  const std::string head = "no GPU (";
+  const std::string tail = "), CPU used; " + std::string(kNoGpuWarningVariable) + "=1 hides this";
+  std::string why(reason.substr(0, reason.find(';')));
+  const std::size_t room = kHelpWidth - kPrinted.size() - head.size() - tail.size();
+  if (why.size() > room) why = why.substr(0, room - 3) + "...";
+  return head + why + tail;
+}
+
+std::optional<std::string> no_gpu_warning_once(std::string_view reason) {
+  static std::atomic<bool> given{false};
+  if (given.exchange(true)) return std::nullopt;
+  return no_gpu_warning(reason);
+}
+
+}  // namespace cuconv::cli
