@@ -82,13 +82,15 @@ std::string link_target(const std::string& path) {
 }
 
 /// The caller's pid, working folder and command line, read before its connection closes; empty
-/// for another decoy's look at the socket (start, in a second ctest run).
+/// for another decoy's look at the socket (start, in a second ctest run, of this build or of
+/// another checkout's: the same program name).
 std::string describe_peer(int connection) {
   ucred peer{};
   socklen_t size = sizeof peer;
   if (::getsockopt(connection, SOL_SOCKET, SO_PEERCRED, &peer, &size) != 0) return "an unknown process";
   const std::string proc = "/proc/" + std::to_string(peer.pid);
-  if (link_target(proc + "/exe") == link_target("/proc/self/exe")) return {};
+  const auto program_name = [](const std::string& exe) { return exe.substr(exe.rfind('/') + 1); };
+  if (program_name(link_target(proc + "/exe")) == program_name(link_target("/proc/self/exe"))) return {};
   std::string command = slurp(proc + "/cmdline");
   for (char& c : command)
     if (c == '\0') c = ' ';
