@@ -77,7 +77,7 @@ echo "install-deps: nvcc: $nvcc_path ($("$nvcc_path" --version | sed -n 's/.*rel
 # ---- nvJPEG: nvjpeg.h and libnvjpeg.so.13 ---------------------------------------------------------
 # CUDA 13.0 update 1's nvJPEG (the H100 toolkit's too): any 13.x library runs the code built with
 # it, and this one makes its library handle in half the time of the later 13.x wheels measured
-# (docs/gpu-jpeg.md, "Set-up").
+# (bench/results/gpu-jpeg-notes.md, "What limits it").
 nvjpeg_wheel_version=13.0.1.86
 nvjpeg_dir=third_party/nvjpeg
 cuda_root="$(dirname "$(dirname "$nvcc_path")")"
