@@ -87,8 +87,10 @@ def _warn_no_gpu(reason: str) -> None:
         if _warned or os.environ.get("CUCONV_NO_GPU_WARNING") == "1":
             return
         _warned = True
-    warnings.warn(f"no usable CUDA device ({reason}); filtering with OpenCV on the CPU (variant='opencv', or "
-                  "CUCONV_NO_GPU_WARNING=1 in the environment, silences this warning)", RuntimeWarning, stacklevel=4)
+    # The CLI's words (src/cli/warnings.cpp, no_gpu_warning): the reason up to its ';' (what follows
+    # is advice); a test compares the two.
+    why = reason.split(";")[0]
+    warnings.warn(f"no GPU ({why}), CPU used; CUCONV_NO_GPU_WARNING=1 hides this", RuntimeWarning, stacklevel=4)
 
 
 def _check_out(out, shape: tuple, dtype: np.dtype, cuda: bool):

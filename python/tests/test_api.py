@@ -202,7 +202,7 @@ def test_the_gil_is_released_while_filtering():
     assert ticks >= 50, f"the main thread ran {ticks} times in {elapsed:.3f} s"
 
 
-def test_no_gpu_warning_once_per_process():
+def test_no_gpu_warning_once_per_process(tmp_path):
     if GPU_AVAILABLE:
         pytest.skip("a CUDA device is present: no warning to see")
     code = ("import numpy as np, cuconv\n"
@@ -213,11 +213,20 @@ def test_no_gpu_warning_once_per_process():
     env = {k: v for k, v in os.environ.items() if k != "CUCONV_NO_GPU_WARNING"}
     # -W always: Python's own once-per-place filter must not be what keeps it to one.
     run = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert run.stderr.count("no usable CUDA device") == 1, run.stderr
-    assert "filtering with OpenCV on the CPU" in run.stderr
+    assert run.stderr.count("no GPU (") == 1, run.stderr
+    assert "CPU used; CUCONV_NO_GPU_WARNING=1 hides this" in run.stderr
+    cli = os.environ.get("CUCONV_TEST_CLI")
+    if cli:  # the same words as the CLI's warning (where the CLI did not shorten the reason to fit)
+        (tmp_path / "in.pgm").write_bytes(b"P5\n4 4\n255\n" + bytes(range(16)))
+        said = subprocess.run([cli, "--server", "never", str(tmp_path / "in.pgm"), str(tmp_path / "out.pgm"),
+                               "--filter", "gauss3"], capture_output=True, text=True, env=env)
+        cli_line = next((line for line in said.stderr.splitlines() if "no GPU (" in line), None)
+        assert cli_line is not None, said.stderr
+        if "..." not in cli_line:
+            assert cli_line.split("warning: ", 1)[1] in run.stderr, (cli_line, run.stderr)
     env["CUCONV_NO_GPU_WARNING"] = "1"
     quiet = subprocess.run([sys.executable, "-W", "always", "-c", code], capture_output=True, text=True, env=env, check=True)
-    assert "no usable CUDA device" not in quiet.stderr
+    assert "no GPU (" not in quiet.stderr
 
 
 class CaiArray:
