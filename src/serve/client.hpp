@@ -67,7 +67,8 @@ inline constexpr int kServerFailedExit = 5;
 
 /// The variable through which the front end, having asked the server itself, tells the engine it
 /// execs why the command was not served: the engine then asks no server a second time and -v says
-/// why it runs in-process. The engine removes it from its environment at once (engine_note()).
+/// why it runs in-process. The engine (src/cli/main.cpp) reads it and removes it from its
+/// environment at once.
 inline constexpr const char* kNotServedVariable = "CUCONV_NOT_SERVED";
 
 }  // namespace cuconv::serve
