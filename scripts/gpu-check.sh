@@ -60,8 +60,9 @@ if wants sanitize; then
   stride="${CUCONV_SANITIZE_STRIDE:-4}"
   cases="${CUCONV_SANITIZE_CASES:-*}"            # doctest -tc filter: rerun some suites only
   tools="${CUCONV_SANITIZE_TOOLS:-memcheck racecheck initcheck synccheck}"
-  # Every GPU variant, as the binary lists them: --variant's choices less auto and opencv.
-  gpu_variants="$("$CUCONV_BIN" --help | sed -n 's/^ *--variant TEXT:{\([^}]*\)}.*/\1/p' | tr ',' '\n' |
+  # Every GPU variant, as the help page's "Variants (--variant):" table lists them.
+  gpu_variants="$("$CUCONV_BIN" --help | awk '/^Variants \(--variant\):/ { on = 1; next }
+                                               on && !/^ / { exit } on && /^  [a-z]/ { print $1 }' |
                    grep -vxE 'auto|opencv' | tr '\n' ' ')"
   [[ -n "${gpu_variants// /}" ]] || { echo "gpu-check: no GPU variants in $CUCONV_BIN --help" >&2; exit 1; }
   sanitize_variants="${CUCONV_SANITIZE_VARIANTS:-$gpu_variants}"
