@@ -4,6 +4,7 @@
 // tests/fuzz/fuzz_cli_options.cpp throws arbitrary argv at the same function.
 #include "cli/command_line.hpp"
 #include "cli/help_page.hpp"
+#include "cli/option_names.hpp"
 #include "cli/single_image.hpp"
 #include "cli/warnings.hpp"
 #include "common/names.hpp"
@@ -228,9 +229,11 @@ TEST_CASE("command line: the variant, border and depth tables are the one list")
       row_text.replace(cut, wrap.size(), " ");
     CHECK(row_text.find(std::string(description)) != std::string::npos);
   };
-  for (const auto& e : common::kVariants) check_listed(e.name, e.help);
-  for (const auto& e : common::kBorders) check_listed(e.name, e.help);
-  for (const auto& e : common::kDepths) check_listed(e.name, e.help);
+  // A row names a setting as the option that sets it (`border_value` -> --border-value).
+  for (const auto& e : common::kVariants) check_listed(e.name, cli::in_cli_terms(e.help));
+  for (const auto& e : common::kBorders) check_listed(e.name, cli::in_cli_terms(e.help));
+  for (const auto& e : common::kDepths) check_listed(e.name, cli::in_cli_terms(e.help));
+  CHECK(help.find("v from --border-value") != std::string::npos);
   for (const ParametricFilter& kind : parametric_filters())
     CHECK_MESSAGE(help.find(std::string(kind.syntax)) != std::string::npos, kind.syntax, " not in --help");
 }
@@ -400,4 +403,24 @@ TEST_CASE("the no-GPU warning says how to silence it, and CUCONV_NO_GPU_WARNING=
   ::unsetenv(cli::kNoGpuWarningVariable);
   CHECK(cli::no_gpu_warning_once("no driver") == cli::no_gpu_warning("no driver"));
   CHECK_FALSE(cli::no_gpu_warning_once("no driver").has_value());
+}
+
+TEST_CASE("cli: a library message's settings are written as the options that set them") {
+  CHECK(cli::in_cli_terms("a.png: `quality` applies to JPEG and WebP outputs, not .png") ==
+        "a.png: --quality applies to JPEG and WebP outputs, not .png");
+  CHECK(cli::in_cli_terms("raise `gpu_memory_limit`, or use `variant` opencv") ==
+        "raise --gpu-memory, or use --variant opencv");
+  CHECK(cli::in_cli_terms("`name_template` 'x/%s'") == "--name 'x/%s'");
+  // A backquoted word that is no setting, an unpaired backquote and plain text stay as they are.
+  CHECK(cli::in_cli_terms("see `cuconv serve` and `") == "see `cuconv serve` and `");
+  CHECK(cli::in_cli_terms("no settings here") == "no settings here");
+  CHECK(cli::in_cli_terms("") == "");
+  // Each setting once, each written as a flag.
+  std::vector<std::string_view> seen;
+  for (const cli::OptionName& name : cli::option_names()) {
+    CHECK_MESSAGE(std::find(seen.begin(), seen.end(), name.setting) == seen.end(), name.setting, " twice");
+    seen.push_back(name.setting);
+    CHECK(name.option.starts_with("--"));
+    CHECK(cli::in_cli_terms("`" + std::string(name.setting) + "`") == name.option);
+  }
 }

@@ -604,7 +604,7 @@ TEST_CASE("load_filter errors: directory, missing file, unknown name") {
   check_error([] { return cuconv::load_filter("sharp.mat"); }, {"filter file 'sharp.mat': no such file"});
   check_error([] { return cuconv::load_filter("gauss9"); },
               {"filter 'gauss9' is not a preset", "did you mean 'gauss3', 'gauss5' or 'gauss7'?",
-               "(see --list-filters)"});
+               "(see `preset_names`)"});
   check_error([] { return cuconv::load_filter("sobelx"); }, {"did you mean 'sobel-x'"});
   check_error([] { return cuconv::load_filter("gausian:3,1"); }, {"did you mean 'gaussian:'?"});
   check_error([] { return cuconv::load_filter("zzzzzzzz"); }, {"filter 'zzzzzzzz' is not a preset"});

@@ -170,8 +170,8 @@ TEST_CASE("newcomer: a folder given as the input of single-image mode is pointed
   const auto result = run_cuconv({CUCONV_TEST_SAMPLES, dir.file("out.png"), "--filter", "gauss5"});
   INFO(result.err);
   CHECK(result.exit_code == static_cast<int>(ExitCode::bad_input));
-  CHECK(result.err.find("is a directory, not an image file (to filter every image of a folder: cuconv --out-dir "
-                        "OUT_DIR " + std::string(CUCONV_TEST_SAMPLES)) != std::string::npos);
+  CHECK(result.err.find(std::string(CUCONV_TEST_SAMPLES) + ": is a directory, not an image file (to filter every "
+                        "image of a folder, give an --out-dir and the folder as an input)") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir.file("out.png")));
 }
 

@@ -3,6 +3,7 @@
 // be checked before any image is read, runs the batch engine and reports (log lines, a progress
 // line on a terminal, the JSON summary).
 #include "cli/batch_command.hpp"
+#include "cli/option_names.hpp"
 
 #include "cli/batch_report.hpp"
 #include "cli/device_list.hpp"
@@ -334,17 +335,17 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     if (log.should_log(level) || !item.notes.empty()) {
       progress.clear();
       for (const engine::ImageNote& note : item.notes) {  // each names its file already
-        if (note.level == engine::ImageNote::Level::warning) log.warn("{}", note.text);
+        if (note.level == engine::ImageNote::Level::warning) log.warn("{}", in_cli_terms(note.text));
       }
       if (!item.gpu_fallback.empty())
-        log.warn("{}: {}; filtered with OpenCV on the CPU instead", item.input, item.gpu_fallback);
-      if (!item.decoder_fallback.empty()) log.info("{}: {}; decoded with OpenCV", item.input, item.decoder_fallback);
+        log.warn("{}: {}; filtered with OpenCV on the CPU instead", item.input, in_cli_terms(item.gpu_fallback));
+      if (!item.decoder_fallback.empty()) log.info("{}: {}; decoded with OpenCV", item.input, in_cli_terms(item.decoder_fallback));
       if (item.status == ItemStatus::failed)
-        log.error("{}: {}", item.input, item.reason);
+        log.error("{}: {}", item.input, in_cli_terms(item.reason));
       else if (item.status == ItemStatus::ok)
         log.info("{} -> {} ({:.1f} ms)", item.input, item.output, item.times.total_ms);
       else
-        log.info("{}: skipped: {}", item.input, item.reason);
+        log.info("{}: skipped: {}", item.input, in_cli_terms(item.reason));
     }
     progress.update(done);
   };

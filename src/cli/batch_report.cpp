@@ -1,6 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 // Batch mode's reporting (batch_report.hpp).
 #include "cli/batch_report.hpp"
+#include "cli/option_names.hpp"
 
 #include "cli/interrupt.hpp"
 
@@ -85,7 +86,7 @@ nlohmann::json filter_json(const Filter& filter, const ConvolveOptions& options)
 
 /// Why `item` was filtered with OpenCV although `requested` was `auto`; empty otherwise.
 std::string variant_reason(const ItemReport& item, Variant requested, const std::string& no_gpu_reason) {
-  if (!item.gpu_fallback.empty()) return item.gpu_fallback;
+  if (!item.gpu_fallback.empty()) return in_cli_terms(item.gpu_fallback);
   if (requested == Variant::automatic && item.variant_used == Variant::opencv)
     return "no usable CUDA device" + (no_gpu_reason.empty() ? std::string() : ": " + no_gpu_reason);
   return {};
@@ -100,14 +101,14 @@ nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int
     files.push_back({{"input", item.input},
                      {"output", item.output},
                      {"status", std::string(engine::to_string(item.status))},
-                     {"reason", item.reason},
+                     {"reason", in_cli_terms(item.reason)},
                      {"exit_code", static_cast<int>(item.exit_code)},
                      {"device", item.device},
                      {"variant", item.variant_used ? nlohmann::json(std::string(to_string(*item.variant_used)))
                                                    : nlohmann::json()},
                      {"variant_reason", variant_reason(item, options.run.convolve.variant, startup.no_gpu_reason)},
                      {"decoder", item.decoder},
-                     {"decoder_reason", item.decoder_fallback},
+                     {"decoder_reason", in_cli_terms(item.decoder_fallback)},
                      {"encoder", item.encoder},
                      {"timings",
                       {{"read_ms", item.times.read_ms},

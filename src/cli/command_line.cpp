@@ -2,6 +2,7 @@
 // The command line: CLI11 options into one request, the checks that need no file or GPU, and the
 // request as library options. Printing and running are main.cpp's.
 #include "cli/command_line.hpp"
+#include "cli/option_names.hpp"
 
 #include "cli/argument_messages.hpp"
 #include "cli/help_page.hpp"
@@ -377,7 +378,7 @@ std::optional<ParsedCommand> parse_into(CLI::App& app, ParsedCommand& command, i
     command.stderr_text = err.str();
     return std::move(command);
   } catch (const CLI::ParseError& e) {
-    return refused(std::move(command), e.what());
+    return refused(std::move(command), in_cli_terms(e.what()));
   }
   std::vector<std::string> extras = app.remaining();
   // CLI11 (with allow_extras) lists the end-of-options mark `--` among the leftovers; it is no

@@ -2,6 +2,7 @@
 // One command line in a session (session.hpp): parse, then list, describe or filter; the same
 // code for a process of its own and for a client of `cuconv serve`.
 #include "cli/batch_command.hpp"
+#include "cli/option_names.hpp"
 #include "cli/codec_options.hpp"
 #include "cli/command_line.hpp"
 #include "cli/interrupt.hpp"
@@ -167,10 +168,10 @@ int run_command(const std::vector<std::string>& args, Session& session) noexcept
     }
     return static_cast<int>(dispatch(command, session));
   } catch (const Error& e) {
-    log.error("{}", e.what());
+    log.error("{}", in_cli_terms(e.what()));
     return static_cast<int>(exit_code_for(e.kind()));
   } catch (const std::exception& e) {
-    log.error("internal error: {}", e.what());
+    log.error("internal error: {}", in_cli_terms(e.what()));
     return static_cast<int>(ExitCode::internal);
   }
 }

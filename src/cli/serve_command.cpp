@@ -2,6 +2,7 @@
 // `cuconv serve` (serve_command.hpp): each client's command runs through cli::run_command in a
 // session of that client (its descriptors, its files through the socket), on the server's warm GPU.
 #include "cli/serve_command.hpp"
+#include "cli/option_names.hpp"
 
 #include "cli/command_line.hpp"
 #include "cli/device_list.hpp"
@@ -191,7 +192,7 @@ int run_serve_command(int argc, const char* const* argv) {
     if (!devices_text.empty() && devices_text != "all") devices = parse_devices(devices_text, true);
     if (!gpu_memory_text.empty()) gpu_memory = *parse_byte_size(gpu_memory_text);
   } catch (const Error& e) {
-    const std::string line = std::string("cuconv serve: ") + e.what() + "\n";
+    const std::string line = std::string("cuconv serve: ") + in_cli_terms(e.what()) + "\n";
     [[maybe_unused]] const ssize_t n = ::write(options.log_fd, line.data(), line.size());
     return static_cast<int>(exit_code_for(e.kind()));
   }

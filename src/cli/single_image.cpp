@@ -2,6 +2,7 @@
 // Single-image mode (`cuconv IN OUT`): the checks that need no pixels, then the engine's one
 // per-image operation, then --compare/--bench reports and the write under the interrupt guard.
 #include "cli/single_image.hpp"
+#include "cli/option_names.hpp"
 
 #include "cli/codec_options.hpp"
 #include "cli/compare_report.hpp"
@@ -52,8 +53,8 @@ bool nvidia_driver_loaded() {
 
 void print_notes(const engine::ImageReport& report, spdlog::logger& log) {
   for (const engine::ImageNote& note : report.notes) {
-    if (note.level == engine::ImageNote::Level::warning) log.warn("{}", note.text);
-    else log.info("{}", note.text);
+    if (note.level == engine::ImageNote::Level::warning) log.warn("{}", in_cli_terms(note.text));
+    else log.info("{}", in_cli_terms(note.text));
   }
 }
 
@@ -231,8 +232,8 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   if (!warned && options.variant == Variant::automatic && report.variant_used == Variant::opencv &&
       !report.cpu_predicted_faster && report.gpu_fallback.empty() && !engine::gpu_usable(&no_gpu_reason))
     if (const auto warning = gpu_warning(session, no_gpu_reason)) log.warn("{}", *warning);
-  if (!report.decoder_fallback.empty()) log.info("{}: {}; decoded with OpenCV", req.input, report.decoder_fallback);
-  if (!report.gpu_fallback.empty()) log.warn("{}; filtered with OpenCV on the CPU instead", report.gpu_fallback);
+  if (!report.decoder_fallback.empty()) log.info("{}: {}; decoded with OpenCV", req.input, in_cli_terms(report.decoder_fallback));
+  if (!report.gpu_fallback.empty()) log.warn("{}; filtered with OpenCV on the CPU instead", in_cli_terms(report.gpu_fallback));
   if (report.variant_used)
     log.info("variant {}: decoder {}, read {:.2f} ms; upload {:.3f} ms, kernel {:.3f} ms, download {:.3f} ms, "
              "{} strip(s); encoder {}",

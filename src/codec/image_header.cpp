@@ -231,7 +231,7 @@ void check_pixel_count(const std::string& path, const std::string& what, std::ui
   if (height != 0 && width > limits.max_pixels / height) {
     throw Error(ErrorKind::bad_input, path + ": " + what + " " + std::to_string(width) + "x" + std::to_string(height) +
                                           " pixels, more than the limit of " + std::to_string(limits.max_pixels) +
-                                          " (raise it with --max-pixels)");
+                                          " (raise it with `max_pixels`)");
   }
 }
 

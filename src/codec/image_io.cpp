@@ -128,7 +128,7 @@ bool is_out_of_memory(const cv::Exception& e) { return e.code == cv::Error::StsN
 /// The Error for a decoder or encoder that ran out of host memory on `path`.
 Error out_of_memory(const std::string& path, std::string_view doing, ErrorKind kind) {
   return Error(kind, path + ": not enough memory to " + std::string(doing) +
-                         " (free memory, raise the address-space limit, ulimit -v, or lower --max-pixels)");
+                         " (free memory, raise the address-space limit, ulimit -v, or lower `max_pixels`)");
 }
 
 /// Lossless WebP of a BGRA image with libwebp itself, `exact` on: the colour of fully transparent
@@ -206,24 +206,24 @@ void check_encoder_options(const std::string& path, const WriteOptions& options)
   if (format == nullptr) return;  // check_output_extension names the problem
   if (options.quality) {
     if (!format->quality)
-      throw Error(ErrorKind::usage, path + ": --quality applies to JPEG and WebP outputs, not " + ext);
+      throw Error(ErrorKind::usage, path + ": `quality` applies to JPEG and WebP outputs, not " + ext);
     if (*options.quality < 1 || *options.quality > 100)
-      throw Error(ErrorKind::usage, "--quality " + std::to_string(*options.quality) + ": expected 1 to 100");
+      throw Error(ErrorKind::usage, "`quality` " + std::to_string(*options.quality) + ": expected 1 to 100");
   }
   if (options.compression.empty()) return;
   const std::string& value = options.compression;
   codec::TiffCompression codec{};
   switch (format->compression) {
     case CompressionKind::none:
-      throw Error(ErrorKind::usage, path + ": --compression applies to PNG (0-9) and TIFF (none, lzw, deflate) "
+      throw Error(ErrorKind::usage, path + ": `compression` applies to PNG (0-9) and TIFF (none, lzw, deflate) "
                                            "outputs, not " + ext);
     case CompressionKind::zlib_level:
       if (value.size() != 1 || value[0] < '0' || value[0] > '9')
-        throw Error(ErrorKind::usage, path + ": --compression '" + value + "' for PNG: expected a level from 0 to 9");
+        throw Error(ErrorKind::usage, path + ": `compression` '" + value + "' for PNG: expected a level from 0 to 9");
       break;
     case CompressionKind::tiff_codec:
       if (!codec::parse_tiff_compression(value, codec))
-        throw Error(ErrorKind::usage, path + ": --compression '" + value + "' for TIFF: expected none, lzw or deflate");
+        throw Error(ErrorKind::usage, path + ": `compression` '" + value + "' for TIFF: expected none, lzw or deflate");
       break;
   }
 }
@@ -297,7 +297,7 @@ void codec::check_input_file(const std::string& path, int stat_error, InputKind 
   if (stat_error != 0 || kind == InputKind::none) throw Error(ErrorKind::bad_input, path + ": no such file");
   if (kind == InputKind::directory)
     throw Error(ErrorKind::bad_input, path + ": is a directory, not an image file (to filter every image of a "
-                                          "folder: cuconv --out-dir OUT_DIR " + path + " --filter ...)");
+                                          "folder, give an `out_dir` and the folder as an input)");
   if (kind != InputKind::regular) throw Error(ErrorKind::bad_input, path + ": not a regular file");
 }
 
@@ -372,7 +372,7 @@ void check_output_format(const std::string& path, int depth, int channels) {
     throw Error(ErrorKind::output, path + ": " + ext + " cannot hold " + depth_name(depth) +
                                        " pixels without converting them; use .tif" +
                                        (depth == CV_32F ? " (or .exr/.pfm)" : "") +
-                                       " or choose --depth");
+                                       " or choose `depth`");
   }
   if (std::find(format->channels.begin(), format->channels.end(), channels) == format->channels.end()) {
     if (!format->instead.empty())

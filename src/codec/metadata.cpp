@@ -312,7 +312,7 @@ std::vector<unsigned char> embed_metadata(const std::string& path, std::vector<u
     return out;
   } catch (const Exiv2::AnyError& e) {
     throw Error(ErrorKind::output, path + ": cannot write the metadata (EXIF, ICC, XMP): " + e.what() +
-                                       " (use --strip to leave it out)");
+                                       " (use `strip_metadata` to leave it out)");
   }
 }
 

@@ -31,7 +31,7 @@ inline constexpr std::array<Entry<Border>, 5> kBorders{{
     {Border::reflect101, "reflect101", "gfedcb|abcdefgh|gfedcba (OpenCV's default)"},
     {Border::reflect, "reflect", "fedcba|abcdefgh|hgfedcb"},
     {Border::replicate, "replicate", "aaaaaa|abcdefgh|hhhhhhh"},
-    {Border::constant, "constant", "vvvvvv|abcdefgh|vvvvvvv, v from --border-value"},
+    {Border::constant, "constant", "vvvvvv|abcdefgh|vvvvvvv, v from `border_value`"},
     {Border::wrap, "wrap", "cdefgh|abcdefgh|abcdefg"},
 }};
 

@@ -44,7 +44,7 @@ gpu::ConvolveJob make_job(int input_depth, const Filter& filter, const ConvolveO
   }
   job.delta = o.delta + filter.offset;
   if (!std::isfinite(job.delta) || !std::isfinite(o.border_value))
-    throw Error(ErrorKind::usage, "--delta and --border-value must be finite numbers");
+    throw Error(ErrorKind::usage, "`delta` and `border_value` must be finite numbers");
   filter::FilterSplits splits =
       filter::filter_splits(filter.weights, filter.width, filter.height, input_depth, job.output_depth, job.delta);
   job.separable = std::move(splits.separable);
@@ -140,7 +140,7 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
     if (!gpu_present)
       throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) +
                                       "' needs a CUDA device: " + no_gpu_reason +
-                                      " (use --variant opencv or auto)");
+                                      " (use `variant` opencv or auto)");
     try {
       if (options.device >= 0) gpu::select_device(options.device);
       return gpu::convolve_gpu(src, job, variant, kept_workspace);

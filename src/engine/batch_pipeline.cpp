@@ -33,10 +33,10 @@ double ms_since(Clock::time_point since) {
   return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
 }
 
-constexpr std::string_view kStoppedReason = "not processed: the batch stopped at the first failure (--fail-fast)";
+constexpr std::string_view kStoppedReason = "not processed: the batch stopped at the first failure (`fail_fast`)";
 constexpr std::string_view kNoGpuReason = "not processed: the batch stopped, the GPU is not usable";
 constexpr std::string_view kInterruptedReason = "not processed: the batch was interrupted";
-constexpr std::string_view kExistsReason = "output exists; left unchanged (use --overwrite to replace it)";
+constexpr std::string_view kExistsReason = "output exists; left unchanged (use `overwrite` to replace it)";
 constexpr std::string_view kAppearedReason =
     "output appeared while this image was processed (another process wrote it); left unchanged";
 

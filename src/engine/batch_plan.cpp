@@ -49,7 +49,7 @@ std::vector<std::string> read_path_list(std::istream& in, std::string_view list_
   std::string line;
   for (std::size_t number = 1; std::getline(in, line); ++number) {
     if (line.find('\0') != std::string::npos)
-      throw Error(ErrorKind::bad_input, (list_name.empty() ? std::string("a --from list") : "--from " + std::string(list_name)) +
+      throw Error(ErrorKind::bad_input, (list_name.empty() ? std::string("a `input_list` list") : "`input_list` " + std::string(list_name)) +
                                             ": line " + std::to_string(number) +
                                             " holds a NUL byte, which no path can hold (a list made with "
                                             "-print0 or -z? give one path per line)");
@@ -98,10 +98,10 @@ std::string why_unreachable(const std::string& path, engine::Files& files) {
 std::string why_unreachable(const std::string& path) { return why_unreachable(path, engine::local_files()); }
 
 void check_name_template(std::string_view name_template, std::size_t input_count) {
-  const std::string quoted = "--name '" + std::string(name_template) + "'";
+  const std::string quoted = "`name_template` '" + std::string(name_template) + "'";
   if (name_template.empty()) throw Error(ErrorKind::usage, quoted + ": the name template is empty");
   if (name_template.find('/') != std::string_view::npos)
-    throw Error(ErrorKind::usage, quoted + ": a file name, not a path (outputs go to --out-dir)");
+    throw Error(ErrorKind::usage, quoted + ": a file name, not a path (outputs go to `out_dir`)");
   if (name_template == "." || name_template == "..")
     throw Error(ErrorKind::usage, quoted + ": names a folder, not a file; use e.g. '%s_out'");
   if (name_template.starts_with(kTempFilePrefix))
@@ -156,11 +156,11 @@ std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs, cons
     if (is_temp_file_name(output))
       throw Error(ErrorKind::usage, input + ": its output " + output + " would start with '" +
                                         std::string(kTempFilePrefix) + "', the mark of unfinished files; "
-                                        "rename the input or choose another --name");
+                                        "rename the input or choose another `name_template`");
     const auto [it, inserted] = input_of_output.emplace(output, &input);
     if (!inserted)
       throw Error(ErrorKind::usage, *it->second + " and " + input + " would both be written to " + output +
-                                        "; choose a --name that keeps them apart, or run them separately");
+                                        "; choose a `name_template` that keeps them apart, or run them separately");
     items.push_back({input, std::move(output)});
   }
   check_outputs_not_inputs(items, where);
@@ -207,13 +207,13 @@ void check_outputs_not_inputs(const std::vector<BatchItem>& items, const PathCon
       throw Error(ErrorKind::usage, item.output + ": output is the input file; refusing to overwrite it");
     throw Error(ErrorKind::usage, item.output + ": the output of " + item.input + " is the input file " + *input +
                                       " of the same batch, which it could replace before it is read; choose a "
-                                      "--name or --out-dir that keeps outputs apart from inputs");
+                                      "`name_template` or `out_dir` that keeps outputs apart from inputs");
   }
 }
 
 Shard parse_shard(std::string_view text) {
   const auto fail = [&] {
-    return Error(ErrorKind::usage, "--shard '" + std::string(text) + "': expected I/N with 0 <= I < N, e.g. 0/4");
+    return Error(ErrorKind::usage, "`shard` '" + std::string(text) + "': expected I/N with 0 <= I < N, e.g. 0/4");
   };
   const auto slash = text.find('/');
   if (slash == std::string_view::npos) throw fail();
@@ -240,8 +240,8 @@ std::optional<Shard> slurm_array_shard(const EnvironmentLookup& env) {
                                 (step_text ? std::string(", SLURM_ARRAY_TASK_STEP=") + step_text : "");
   if (!id || !count || !min || !step || *count < 1 || *step < 1 || *id < *min || (*id - *min) % *step != 0 ||
       (*id - *min) / *step >= *count)
-    throw Error(ErrorKind::usage, described + ": not a task of a contiguous array (--array=A-B or A-B:S); "
-                                              "give --shard I/N explicitly");
+    throw Error(ErrorKind::usage, described + ": not a task of a contiguous array (sbatch -a A-B or A-B:S); "
+                                              "give `shard` I/N explicitly");
   return Shard{static_cast<std::size_t>((*id - *min) / *step), static_cast<std::size_t>(*count)};
 }
 

@@ -31,17 +31,17 @@ const codec::GpuCodecFormat* choose_gpu_codec(const CodecRequest& request, const
     return nullptr;
   const std::string format(codec->format);
   std::string why_not;
-  if (request.variant == Variant::opencv) why_not = "--variant opencv filters on the CPU";
+  if (request.variant == Variant::opencv) why_not = "`variant` opencv filters on the CPU";
   else if (request.depth != Depth::same && request.depth != Depth::u8) why_not = format + " holds 8-bit pixels only";
-  else if (request.host_features) why_not = "--compare and --bench work on host images";
-  else if (request.auto_orient) why_not = "--auto-orient is applied on the OpenCV path";
+  else if (request.host_features) why_not = "`compare` and `bench_runs` work on host images";
+  else if (request.auto_orient) why_not = "`auto_orient` is applied on the OpenCV path";
   if (!why_not.empty()) {
-    if (request.codec == common::Codec::gpu) throw Error(ErrorKind::usage, "--codec gpu: " + why_not + "; use --codec opencv");
+    if (request.codec == common::Codec::gpu) throw Error(ErrorKind::usage, "`codec` gpu: " + why_not + "; use `codec` opencv");
     return nullptr;
   }
   if (const std::string reason = gpu_unusable_reason(*codec); !reason.empty()) {
     if (request.codec == common::Codec::gpu)
-      throw Error(ErrorKind::gpu, "--codec gpu: the GPU " + format + " codec cannot be used: " + reason);
+      throw Error(ErrorKind::gpu, "`codec` gpu: the GPU " + format + " codec cannot be used: " + reason);
     return nullptr;
   }
   return codec;

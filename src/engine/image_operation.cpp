@@ -155,8 +155,8 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
       orientation != 1 && (settings.strip_metadata || kept.find("EXIF") == std::string::npos))
     note(report, ImageNote::Level::warning,
          shown_output(task) + ": the input's EXIF Orientation " + std::to_string(orientation) +
-             " is not kept (" + (settings.strip_metadata ? "--strip" : "the format holds no EXIF") +
-             "), so the output is not shown upright; --auto-orient rotates the pixels");
+             " is not kept (" + (settings.strip_metadata ? "`strip_metadata`" : "the format holds no EXIF") +
+             "), so the output is not shown upright; `auto_orient` rotates the pixels");
   if (settings.strip_metadata) loaded.metadata = {};
   if (!loaded.metadata.empty())
     note(report, ImageNote::Level::info,

@@ -161,7 +161,7 @@ std::string not_a_filter_message(std::string_view spec) {
   std::string message = "filter '" + printable(spec) + "' is not a preset, a parametric filter (box:N, gaussian:R,SIGMA, ...), "
                         "an inline WxH:... filter or a file";
   if (!nearest.empty()) message += "; did you mean " + common::quoted_alternatives(nearest) + "?";
-  return message + " (see --list-filters)";
+  return message + " (see `preset_names`)";
 }
 
 Filter load_unchanged(std::string_view spec, const FilterLoadOptions::FileAccess& files) {

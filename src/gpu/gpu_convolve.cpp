@@ -175,9 +175,9 @@ ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Var
   const std::uint64_t limit = memory_limit(job, workspace);
   const StripPlan plan = plan_strips(width, height, job.kh(), model, limit, max_strip_rows());
   if (job.bench_runs > 0 && plan.count > 1)
-    throw Error(ErrorKind::usage, "--bench times the kernel over the whole image, but this image needs " +
+    throw Error(ErrorKind::usage, "`bench_runs` times the kernel over the whole image, but this image needs " +
                                       std::to_string(plan.count) +
-                                      " strips within the GPU memory limit (raise --gpu-memory)");
+                                      " strips within the GPU memory limit (raise `gpu_memory_limit`)");
   const int rows_held = plan.count == 1 ? height : plan.rows_per_strip + job.kh() - 1;
   const auto row_bytes = [&](int depth, int values) {
     return depth_bytes(depth) * static_cast<std::size_t>(width) * static_cast<std::size_t>(values);

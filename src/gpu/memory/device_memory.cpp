@@ -27,7 +27,7 @@ namespace {
                " bytes free";
   else
     cudaGetLastError();
-  throw Error(ErrorKind::gpu, message + " (a lower --gpu-memory filters the image in smaller strips)");
+  throw Error(ErrorKind::gpu, message + " (a lower `gpu_memory_limit` filters the image in smaller strips)");
 }
 
 }  // namespace

@@ -27,7 +27,7 @@ StripPlan plan_strips(int width, int height, int kh, const MemoryModel& model, s
                                     " bytes even in strips of one output row: such a strip holds " +
                                     std::to_string(halo + 1) + " input rows and needs " +
                                     std::to_string(model.bytes_for(halo + 1)) +
-                                    " bytes (raise --gpu-memory, or use --variant opencv)");
+                                    " bytes (raise `gpu_memory_limit`, or use `variant` opencv)");
   }
   int rows = static_cast<int>(std::min<std::uint64_t>(rows_that_fit - halo, static_cast<std::uint64_t>(height)));
   if (forced) rows = std::min(rows, max_strip_rows);
