@@ -190,6 +190,16 @@ class GpuWorkspace {
 [[nodiscard]] ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
                                       GpuWorkspace& workspace);
 
+/// convolve() writing into the caller's host image `dst` instead of a new one: the GPU path
+/// downloads into it and OpenCV filters into it, so a caller's buffer (a NumPy array, a mapped
+/// file, a view into a larger image) receives the pixels with no copy of a result. `dst` has
+/// `src`'s width, height and channels and the output depth (resolve_output_depth), any row step,
+/// and is never reallocated. It may overlap `src` (in place, as cv::filter2D allows): the input is
+/// then copied first. A refused request (Error usage or bad_input) writes nothing to `dst`. The
+/// result's `image` is `dst`.
+ConvolveResult convolve_into(const cv::Mat& src, const cv::Mat& dst, const Filter& filter,
+                             const ConvolveOptions& options, GpuWorkspace& workspace);
+
 /// A device image (on the current device) holding `src` (8U, 16U, 16S or 32F; any channel count
 /// up to 4); waits for the copy. Throws cuconv::Error{gpu} on a CUDA failure.
 [[nodiscard]] DeviceImage upload(const cv::Mat& src);

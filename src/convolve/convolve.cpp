@@ -120,9 +120,10 @@ Error out_of_host_memory(const cv::Mat& src) {
                                          "ulimit -v)");
 }
 
-/// convolve() with the caller's kept workspace, or none (the GPU path then makes its own).
+/// convolve() with the caller's kept workspace, or none (the GPU path then makes its own);
+/// `into`, when not empty, the caller's image of the result's size and type to write into.
 ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
-                             gpu::WorkspaceState* kept_workspace) {
+                             gpu::WorkspaceState* kept_workspace, const cv::Mat& into = cv::Mat()) {
   validate_input(src.empty(), src.depth(), src.channels());
   const gpu::ConvolveJob job = make_job(src.depth(), filter, options);
 
@@ -143,7 +144,7 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
                                       " (use `variant` opencv or auto)");
     try {
       if (options.device >= 0) gpu::select_device(options.device);
-      return gpu::convolve_gpu(src, job, variant, kept_workspace);
+      return gpu::convolve_gpu(src, job, variant, kept_workspace, into);
     } catch (const Error& e) {
       // `auto` promises a result: a GPU failure (out of memory, a failed launch, a lost device)
       // costs speed, not the image. An explicit variant reports it instead (exit 5).
@@ -156,7 +157,7 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
   result.fallback_reason = std::move(fallback_reason);
   const auto start = std::chrono::steady_clock::now();
   try {
-    result.image = convolution::convolve_opencv(src, job, options.opencv_method);
+    result.image = convolution::convolve_opencv(src, job, options.opencv_method, into);
   } catch (const std::bad_alloc&) {
     throw out_of_host_memory(src);
   } catch (const cv::Exception& e) {
@@ -178,6 +179,35 @@ ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const Convolve
 ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
                         GpuWorkspace& workspace) {
   return convolve_with(src, filter, options, &gpu::workspace_state(workspace));
+}
+
+namespace {
+
+/// Whether two images' bytes (first row's start to last row's end) overlap.
+bool overlaps(const cv::Mat& a, const cv::Mat& b) {
+  const auto end = [](const cv::Mat& m) { return m.ptr(m.rows - 1) + m.cols * m.elemSize(); };
+  return a.data < end(b) && b.data < end(a);
+}
+
+}  // namespace
+
+ConvolveResult convolve_into(const cv::Mat& src, const cv::Mat& dst, const Filter& filter,
+                             const ConvolveOptions& options, GpuWorkspace& workspace) {
+  validate_input(src.empty(), src.depth(), src.channels());
+  const int output_depth = resolve_output_depth(src.depth(), options.depth);
+  if (dst.dims != 2 || dst.rows != src.rows || dst.cols != src.cols || dst.channels() != src.channels() ||
+      dst.depth() != output_depth)
+    throw Error(ErrorKind::usage, "convolve_into: the output image must be " + std::to_string(src.cols) + "x" +
+                                      std::to_string(src.rows) + " with " + std::to_string(src.channels()) +
+                                      " channel(s) of depth " + depth_name(output_depth) + ", not " +
+                                      std::to_string(dst.cols) + "x" + std::to_string(dst.rows) + " with " +
+                                      std::to_string(dst.channels()) + " of " + depth_name(dst.depth()));
+  // In place: later strips (and OpenCV's row buffers) would read rows already written.
+  const cv::Mat input = overlaps(src, dst) ? src.clone() : src;
+  ConvolveResult result = convolve_with(input, filter, options, &gpu::workspace_state(workspace), dst);
+  if (result.image.data != dst.data)
+    throw Error(ErrorKind::internal, "convolve_into: the result was not written into the caller's image");
+  return result;
 }
 
 Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& filter, const ConvolveOptions& options,

@@ -31,9 +31,9 @@ bool needs_padding(const ConvolveJob& job, OpenCvMethod method) {
          (job.border == Border::constant && job.border_value != 0.0);
 }
 
-cv::Mat filter_all_channels(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method) {
+cv::Mat filter_all_channels(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method, const cv::Mat& into) {
   const cv::Point anchor(job.anchor_x, job.anchor_y);
-  cv::Mat dst;
+  cv::Mat dst = into;  // OpenCV writes into a matching image instead of allocating one
   if (!needs_padding(job, method)) {
     cv::filter2D(src, dst, job.output_depth, job.kernel, anchor, job.delta,
                  common::opencv_border(job.border) | cv::BORDER_ISOLATED);
@@ -69,7 +69,7 @@ double stored_border_value(double value, int input_depth) {
   }
 }
 
-cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method) {
+cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method, const cv::Mat& into) {
   if (method == OpenCvMethod::exact_sum || (method == OpenCvMethod::reference && job.output_depth == CV_32F)) {
     // The same filter2D direct sum in double, rounded once at the end (convertTo: half to even
     // and saturated, as cv::saturate_cast).
@@ -77,21 +77,21 @@ cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod
     src.convertTo(wide, CV_64F);
     ConvolveJob wide_job = job;
     wide_job.output_depth = CV_64F;
-    cv::Mat result;
+    cv::Mat result = into;
     convolve_opencv(wide, wide_job, OpenCvMethod::direct_sum).convertTo(result, job.output_depth);
     return result;
   }
-  if (!job.keep_alpha || src.channels() != 4) return filter_all_channels(src, job, method);
+  if (!job.keep_alpha || src.channels() != 4) return filter_all_channels(src, job, method, into);
   // --alpha keep: filter the colour channels, pass alpha through converted to the output depth.
   std::vector<cv::Mat> planes;
   cv::split(src, planes);
   cv::Mat colour;
   cv::merge(std::vector<cv::Mat>(planes.begin(), planes.begin() + 3), colour);
   std::vector<cv::Mat> out_planes;
-  cv::split(filter_all_channels(colour, job, method), out_planes);
+  cv::split(filter_all_channels(colour, job, method, cv::Mat()), out_planes);
   out_planes.emplace_back();
   planes[3].convertTo(out_planes[3], job.output_depth);
-  cv::Mat dst;
+  cv::Mat dst = into;
   cv::merge(out_planes, dst);
   return dst;
 }

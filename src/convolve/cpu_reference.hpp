@@ -18,7 +18,10 @@ using gpu::ConvolveJob;
 [[nodiscard]] double stored_border_value(double value, int input_depth);
 
 /// cv::filter2D with the job's semantics, `wrap` and non-zero constant borders by padding.
-/// Channels are filtered together (filter2D treats them independently).
-[[nodiscard]] cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method);
+/// Channels are filtered together (filter2D treats them independently). `into`, when not empty,
+/// is an image of the result's size and type (a caller's buffer, convolve_into) that filter2D
+/// writes into; the returned image is then `into` itself.
+[[nodiscard]] cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method,
+                                      const cv::Mat& into = cv::Mat());
 
 }  // namespace cuconv::convolution

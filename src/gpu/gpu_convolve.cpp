@@ -163,7 +163,7 @@ void add_times(const StageTimes& strip, StageTimes& total) {
 
 /// A host image through the device in strips: upload, queue_filter, download, strip by strip.
 ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Variant variant,
-                                 gpu::WorkspaceState& workspace) {
+                                 gpu::WorkspaceState& workspace, const cv::Mat& into) {
   const int width = src.cols;
   const int height = src.rows;
   const int channels = src.channels();
@@ -198,6 +198,7 @@ ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Var
   const StripCopier copier(workspace, job, src);
 
   ConvolveResult result;
+  result.image = into;  // a caller's image of this size and type is kept, not reallocated
   result.image.create(height, width, CV_MAKETYPE(job.output_depth, channels));
   result.strips = plan.count;
   std::vector<VariantLaunch> launches;
@@ -249,12 +250,12 @@ void launch_variant(Variant variant, const LaunchArgs& args) {
 }
 
 ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant,
-                            gpu::WorkspaceState* kept_workspace) {
+                            gpu::WorkspaceState* kept_workspace, const cv::Mat& into) {
   std::optional<gpu::WorkspaceState> call_workspace;
   gpu::WorkspaceState& workspace = kept_workspace != nullptr ? *kept_workspace : call_workspace.emplace(false);
   workspace.bind_to_current_device();
   try {
-    return filter_host_image(src, job, variant, workspace);
+    return filter_host_image(src, job, variant, workspace, into);
   } catch (...) {
     // Work queued before the failure may still read or write the kept buffers; the next call
     // must find them idle, and ask the device afresh how much memory it has. (A call's own state

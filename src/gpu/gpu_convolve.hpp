@@ -37,9 +37,10 @@ struct ConvolveJob {
 
 /// The GPU path for a host image: strips of it through the workspace's device images
 /// (src/gpu/gpu_convolve.cpp). Buffers come from `kept_workspace` when given, else from this
-/// call's own.
+/// call's own. `into`, when not empty, is an image of the result's size and type (a caller's
+/// buffer, convolve_into) that the strips are downloaded into; the result's image is then `into`.
 [[nodiscard]] ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant variant,
-                                          WorkspaceState* kept_workspace);
+                                          WorkspaceState* kept_workspace, const cv::Mat& into = cv::Mat());
 
 /// The GPU path for a device image: `variant` queued from `src` to `dst` on `stream`, scratch from
 /// `workspace`; no host copy, no synchronisation.
