@@ -2,7 +2,8 @@
 # SPDX-License-Identifier: Apache-2.0
 """The Python package against its Python peers (issue 63, docs/python.md "Benchmark").
 
-    python3 bench/python_bench.py [--out FILE.json] [--quick] [--cpu-only]
+    python3 bench/python_bench.py [--out FILE.json] [--quick] [--cpu-only] [--reps N]
+    python3 bench/python_bench.py --table FILE.json     (the Markdown table of docs/python.md)
 
 Per call (median of timed calls after warm-up, the device synchronised after each) and
 throughput (many calls queued, one synchronisation) of:
@@ -12,7 +13,7 @@ throughput (many calls queued, one synchronisation) of:
   - cv2.filter2D on the CPU;
   - CuPy's cupyx.scipy.ndimage.correlate (mode='mirror' is OpenCV's BORDER_REFLECT_101) and
     CV-CUDA's conv2d, where they are installed.
-Shapes: 64x64 and 512x512 (per-call latency), 8192x8192 and 16384x16384 (kernel-bound), float32
+Shapes: 64x64 and 512x512 (per-call latency), 2048x2048, 8192x8192 and 16384x16384, float32
 with 3x3 ... 15x15 filters, and 8192x8192 RGB 8-bit gauss5. Bytes moved (input + output) and GB/s
 are reported. Without a GPU only the CPU rows run (--cpu-only forces that), as a smoke test.
 """
@@ -24,14 +25,15 @@ import time
 
 import numpy as np
 
-import cuconv
+cuconv = None  # imported by main(): --table needs no build
 
 SIZES_LATENCY = [(64, 64), (512, 512)]
-SIZES_LARGE = [(8192, 8192), (16384, 16384)]
+SIZES_LARGE = [(2048, 2048), (8192, 8192), (16384, 16384)]
+WARMUP = 20
 KSIZES = [3, 5, 9, 15]
 
 
-def median_time(call, sync, reps, warmup=3):
+def median_time(call, sync, reps, warmup=WARMUP):
     """Median seconds of one call followed by `sync` (the device's completion)."""
     for _ in range(warmup):
         call()
@@ -71,7 +73,7 @@ def peers(args):
 
 def cases(args):
     for h, w in SIZES_LATENCY + ([] if args.quick else SIZES_LARGE):
-        for k in KSIZES if (h, w) not in SIZES_LATENCY else (3, 5):
+        for k in KSIZES if (h, w) not in SIZES_LATENCY else (3, 5, 9):
             yield {"shape": (h, w), "channels": 1, "dtype": "float32", "ksize": k}
     if not args.quick:
         yield {"shape": (8192, 8192), "channels": 3, "dtype": "uint8", "ksize": 5, "filter": "gauss5"}
@@ -86,7 +88,7 @@ def run_case(case, mods, args, gpu):
     host = (rng.integers(0, 256, shape) if dtype == np.uint8 else rng.random(shape)).astype(dtype)
     kernel = (cuconv.getGaussianKernel(k, 0) @ cuconv.getGaussianKernel(k, 0).T).astype(np.float32)
     big = h * w >= 8192 * 8192
-    reps = 20 if big else 200
+    reps = max(5, args.reps // 50) if big else args.reps
     nbytes = 2 * host.nbytes
     rows = []
 
@@ -143,12 +145,58 @@ def run_case(case, mods, args, gpu):
     return rows
 
 
+PEER_COLUMNS = [("torch conv2d", "torch conv2d"), ("cv2.filter2D (CPU)", "cv2.filter2D (CPU)"),
+                ("cupyx.scipy.ndimage.correlate", "CuPy correlate"), ("cvcuda.conv2d", "CV-CUDA conv2d")]
+
+
+def markdown_table(report) -> str:
+    """One row per shape, filter and kind of input (device or NumPy): cuconv's median per call
+    beside each peer's on the same input kind (cv2 is always NumPy), and the ratio to the fastest
+    peer measured (> 1: cuconv is faster)."""
+    groups = {}
+    for row in report["results"]:
+        kind = "numpy" if row["input"] == "numpy" else "device"
+        key = (tuple(row["shape"]), row["channels"], row["dtype"], row["ksize"])
+        groups.setdefault(key, {}).setdefault(kind, {})[row["peer"]] = row["per_call_us"]
+        if row["peer"].startswith("cv2"):  # the CPU peer stands beside both kinds
+            groups[key].setdefault("device", {})[row["peer"]] = row["per_call_us"]
+    header = ["image", "filter", "input", "cuconv us/call"] + [title for _, title in PEER_COLUMNS] + ["fastest peer / cuconv"]
+    lines = ["| " + " | ".join(header) + " |", "|" + "---|" * len(header)]
+    for (shape, channels, dtype, ksize), kinds in sorted(groups.items(), key=lambda kv: (kv[0][0][0] * kv[0][0][1], kv[0])):
+        for kind in ("device", "numpy"):
+            times = kinds.get(kind, {})
+            ours = times.get("cuconv") or times.get("cuconv (CPU path)")
+            if ours is None:
+                continue
+            peers = [times.get(peer) for peer, _ in PEER_COLUMNS]
+            measured = [t for t in peers if t is not None]
+            ratio = f"{min(measured) / ours:.2f}" if measured else "-"
+            cells = [f"{shape[0]}x{shape[1]}" + (f"x{channels}" if channels > 1 else "") + f" {dtype}", f"{ksize}x{ksize}",
+                     "CUDA tensor" if kind == "device" else "NumPy", f"{ours:.1f}"]
+            cells += ["-" if t is None else f"{t:.1f}" for t in peers] + [ratio]
+            lines.append("| " + " | ".join(cells) + " |")
+    gpu = report.get("gpu_name") or ("GPU" if report.get("gpu") else "no GPU (CPU path)")
+    lines.append("")
+    lines.append(f"Medians of per-call times with a device synchronisation after each call ({gpu}, cuconv "
+                 f"{report.get('cuconv')}, peers {', '.join(f'{k} {v}' for k, v in sorted(report.get('peers', {}).items()))}).")
+    return "\n".join(lines)
+
+
 def main():
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--out", help="write the results as JSON here")
     parser.add_argument("--quick", action="store_true", help="latency shapes only")
     parser.add_argument("--cpu-only", action="store_true", help="the CPU rows only (a smoke test)")
+    parser.add_argument("--reps", type=int, default=1000,
+                        help="timed calls per row after %d warm-up calls (large images: reps/50)" % WARMUP)
+    parser.add_argument("--table", metavar="JSON", help="print the Markdown table of a results file and exit")
     args = parser.parse_args()
+    if args.table:
+        with open(args.table) as f:
+            print(markdown_table(json.load(f)))
+        return
+    global cuconv
+    import cuconv
     gpu = cuconv.device_available()[0] and not args.cpu_only
     mods = peers(args)
     results = []
@@ -159,7 +207,9 @@ def main():
             results.append(row)
             print(f"{case['shape'][0]}x{case['shape'][1]}x{case['channels']} {case['dtype']} {case['ksize']}x"
                   f"{case['ksize']}  {row['peer']:32s} {row['input']:12s} {row['per_call_us']:10.1f} us/call")
-    report = {"cuconv": cuconv.__version__, "gpu": gpu, "host": platform.node(),
+    gpu_name = mods["torch"].cuda.get_device_name() if gpu and "torch" in mods else None
+    report = {"cuconv": cuconv.__version__, "gpu": gpu, "gpu_name": gpu_name, "host": platform.node(),
+              "reps": args.reps, "warmup": WARMUP,
               "peers": {name: getattr(mod, "__version__", "?") for name, mod in mods.items()}, "results": results}
     if args.out:
         with open(args.out, "w") as f:

@@ -136,7 +136,8 @@ def _filter(src, filt: Filter, ddepth, dst, anchor, delta, border: str, border_v
     outs = _arrays.host_images(out, shape4)
     for i in range(shape4[0]):
         target = outs[i]
-        packed_target = target if _arrays.pixels_contiguous(target.strides, target.itemsize, shape4[3]) else None
+        packed_target = target if _arrays.pixels_contiguous(target.strides, target.itemsize, shape4[3],
+                                                            shape4[2]) else None
         result = packed_target if packed_target is not None else np.empty(target.shape, out_dtype)
         _, no_gpu_reason, gpu_failure = _cuconv.convolve_host(_arrays.packed_host_image(images[i]), result, *args)
         if no_gpu_reason:

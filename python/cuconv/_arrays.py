@@ -55,10 +55,11 @@ def check_input_dtype(dtype) -> np.dtype:
     return dtype
 
 
-def pixels_contiguous(strides: tuple, itemsize: int, channels: int) -> bool:
-    """Whether an (H, W, C) image's pixels are packed (rows may be any distance apart, not backwards)."""
+def pixels_contiguous(strides: tuple, itemsize: int, channels: int, width: int) -> bool:
+    """Whether an (H, W, C) image's pixels are packed and its rows do not overlap (rows may be
+    further apart, not backwards; a broadcast row, stride 0, is copied)."""
     row, pixel, value = strides
-    return (channels == 1 or value == itemsize) and pixel == channels * itemsize and row >= 0
+    return (channels == 1 or value == itemsize) and pixel == channels * itemsize and row >= width * pixel
 
 
 # ---- host (NumPy) -----------------------------------------------------------------------------------
@@ -70,7 +71,7 @@ def host_images(array: np.ndarray, shape4: tuple) -> np.ndarray:
 
 def packed_host_image(image: np.ndarray) -> np.ndarray:
     """``image`` (H, W, C) itself when cv::Mat can wrap it, else a packed copy."""
-    if pixels_contiguous(image.strides, image.itemsize, image.shape[2]):
+    if pixels_contiguous(image.strides, image.itemsize, image.shape[2], image.shape[1]):
         return image
     return np.ascontiguousarray(image)
 
@@ -111,7 +112,7 @@ class CudaArray:
         """(pointer, row pitch in bytes) of image ``index`` of the (N, H, W, C) view, or None when
         its pixels are not packed (the caller then works on a packed copy)."""
         strides = strides4(self.strides, self.dtype.itemsize, batch_axis)
-        if not pixels_contiguous(strides[1:], self.dtype.itemsize, shape4[3]):
+        if not pixels_contiguous(strides[1:], self.dtype.itemsize, shape4[3], shape4[2]):
             return None
         return self.ptr + index * strides[0], strides[1]
 

@@ -45,6 +45,9 @@ def filter_from_kernel(kernel: Annotated[NDArray[numpy.float64], dict(shape=(Non
 def preset_names() -> list[str]:
     """Names of the embedded presets, sorted."""
 
+def gpu_variant_names() -> list[str]:
+    """The GPU variants' names, as `variant=` takes them."""
+
 def convolve_host(src: Annotated[NDArray, dict(device='cpu', writable=False)], dst: Annotated[NDArray, dict(device='cpu')], filter: Filter, variant: str, border: str, border_value: float, anchor_x: int, anchor_y: int, delta: float, ddepth: int) -> tuple:
     """
     Filters the host image src (H, W, C) into dst; (variant used, no-GPU reason, fallback).

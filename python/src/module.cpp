@@ -108,11 +108,12 @@ cuconv::Filter filter_from_kernel(nb::ndarray<const double, nb::ndim<2>, nb::c_c
   return filter;
 }
 
-/// An (H, W, C) array whose pixels are contiguous (rows may be strided): cv::Mat's layout.
+/// An (H, W, C) array whose pixels are contiguous and whose rows do not overlap (rows may be
+/// further apart): cv::Mat's layout.
 template <class Array>
 void check_pixel_layout(const Array& a, const char* what) {
   if (a.ndim() != 3 || (a.shape(2) != 1 && a.stride(2) != 1) || a.stride(1) != static_cast<std::int64_t>(a.shape(2)) ||
-      a.stride(0) < 0)
+      a.stride(0) < static_cast<std::int64_t>(a.shape(1) * a.shape(2)))
     throw nb::type_error((std::string(what) + ": expected an (H, W, C) array with contiguous pixels").c_str());
 }
 
@@ -123,9 +124,10 @@ cuconv::GpuWorkspace& thread_workspace(int device, std::uintptr_t stream) {
   return workspaces[{device, stream}];
 }
 
-/// Filters the host image `src` into `dst` (both (H, W, C), C-contiguous pixels). The result is
-/// written into `dst` only when filtering succeeded. Returns (variant used, why no GPU when
-/// `auto` filtered on the CPU for want of one, the GPU failure `auto` fell back from).
+/// Filters the host image `src` into `dst` (both (H, W, C), C-contiguous pixels) with
+/// cuconv::convolve_into: the engine writes `dst` itself, and nothing when it refuses the request.
+/// Returns (variant used, why no GPU when `auto` filtered on the CPU for want of one, the GPU
+/// failure `auto` fell back from).
 nb::tuple convolve_host(nb::ndarray<nb::ro, nb::device::cpu> src, nb::ndarray<nb::device::cpu> dst,
                         const cuconv::Filter& filter, const std::string& variant, const std::string& border,
                         double border_value, int anchor_x, int anchor_y, double delta, int ddepth) {
@@ -137,21 +139,21 @@ nb::tuple convolve_host(nb::ndarray<nb::ro, nb::device::cpu> src, nb::ndarray<nb
   const int channels = static_cast<int>(src.shape(2));
   if (in_depth < 0 || in_depth == CV_64F)
     throw nb::type_error("src: unsupported dtype (supported: uint8, uint16, float32)");
+  if (out_depth < 0 || out_depth == CV_64F)
+    throw nb::type_error("dst: unsupported dtype (supported: uint8, uint16, int16, float32)");
   if (dst.shape(0) != src.shape(0) || dst.shape(1) != src.shape(1) || dst.shape(2) != src.shape(2))
     throw nb::value_error("dst must have src's shape");
   const int rows = static_cast<int>(src.shape(0)), cols = static_cast<int>(src.shape(1));
   const cv::Mat in(rows, cols, CV_MAKETYPE(in_depth, channels), const_cast<void*>(src.data()),
                    static_cast<std::size_t>(src.stride(0)) * src.itemsize());
+  const cv::Mat out(rows, cols, CV_MAKETYPE(out_depth, channels), dst.data(),
+                    static_cast<std::size_t>(dst.stride(0)) * dst.itemsize());
   std::string no_gpu_reason;
   std::string variant_used;
   std::string fallback;
   {
     nb::gil_scoped_release release;
-    cuconv::ConvolveResult result = cuconv::convolve(in, filter, options, thread_workspace(-1, 0));
-    if (result.image.depth() != out_depth)
-      throw cuconv::Error(cuconv::ErrorKind::usage, "dst's dtype does not match the output depth");
-    cv::Mat out(rows, cols, result.image.type(), dst.data(), static_cast<std::size_t>(dst.stride(0)) * dst.itemsize());
-    result.image.copyTo(out);
+    cuconv::ConvolveResult result = cuconv::convolve_into(in, out, filter, options, thread_workspace(-1, 0));
     variant_used = std::string(cuconv::to_string(result.variant_used));
     fallback = std::move(result.fallback_reason);
     const bool auto_on_cpu = options.variant == cuconv::Variant::automatic &&
@@ -252,6 +254,14 @@ NB_MODULE(_cuconv, m) {
         "A filter as the CLI's --filter takes it: preset, parametric, inline or file path.");
   m.def("filter_from_kernel", &filter_from_kernel, nb::arg("kernel"), "A filter from a 2-D float64 array.");
   m.def("preset_names", &cuconv::preset_names, "Names of the embedded presets, sorted.");
+  m.def("gpu_variant_names",
+        [] {
+          std::vector<std::string> names;
+          for (const auto& entry : cuconv::kVariantList)
+            if (entry.gpu) names.emplace_back(entry.name);
+          return names;
+        },
+        "The GPU variants' names, as `variant=` takes them.");
   m.def("convolve_host", &convolve_host, nb::arg("src"), nb::arg("dst"), nb::arg("filter"), nb::arg("variant"),
         nb::arg("border"), nb::arg("border_value"), nb::arg("anchor_x"), nb::arg("anchor_y"), nb::arg("delta"),
         nb::arg("ddepth"), "Filters the host image src (H, W, C) into dst; (variant used, no-GPU reason, fallback).");

@@ -337,3 +337,46 @@ def test_in_place_as_cv2():
     expected = cv2.filter2D(image, -1, KERNEL)
     assert cuconv.filter2D(image, -1, KERNEL, dst=image) is image
     np.testing.assert_array_equal(image, expected)
+
+
+def test_broadcast_rows_are_read_as_rows():
+    """Rows 0 bytes apart (np.broadcast_to) are copied, not wrapped: a cv::Mat step of 0 would mean
+    'packed' and read past the one row the array holds."""
+    row = random_image((1, 40, 3), np.uint8)
+    src = np.broadcast_to(row, (30, 40, 3))
+    expected = cv2.filter2D(np.ascontiguousarray(src), -1, KERNEL)
+    np.testing.assert_array_equal(cuconv.filter2D(src, -1, KERNEL), expected)
+    overlapping = np.lib.stride_tricks.as_strided(random_image((64,), np.float32), (20, 8), (8, 4))  # rows 2 apart
+    np.testing.assert_array_equal(cuconv.filter2D(overlapping, -1, KERNEL),
+                                  cv2.filter2D(np.ascontiguousarray(overlapping), -1, KERNEL))
+
+
+def test_out_of_host_memory_is_a_memory_error():
+    """The engine's 'not enough memory' becomes MemoryError, dst untouched. The seam: a child
+    process whose address space (RLIMIT_AS) leaves too little room for the padded copy of a
+    64 MiB image that a wrap border needs."""
+    code = """if True:
+        import resource
+        import numpy as np
+        import cuconv
+        src = np.ones((4096, 4096), np.float32)
+        out = np.full_like(src, 7)
+        kernel = np.ones((3, 3), np.float32)
+        # Warm-up at full size without the limit: OpenCV's threads and buffers exist before it.
+        cuconv.filter2D(src, -1, kernel, dst=out, borderType=cuconv.BORDER_WRAP, variant="opencv")
+        out[...] = 7
+        with open("/proc/self/status") as status:
+            vm = next(int(line.split()[1]) for line in status if line.startswith("VmSize:")) * 1024
+        resource.setrlimit(resource.RLIMIT_AS, (vm + (16 << 20), resource.getrlimit(resource.RLIMIT_AS)[1]))
+        try:
+            cuconv.filter2D(src, -1, kernel, dst=out, borderType=cuconv.BORDER_WRAP, variant="opencv")
+            print("no error")
+        except MemoryError as e:
+            print("MemoryError:", e)
+        print("untouched:", out.min() == 7 == out.max())
+    """
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert "MemoryError: not enough memory to filter a 4096x4096 image of 1 channel(s) on the CPU" in run.stdout, (
+        run.stdout + run.stderr)
+    assert "untouched: True" in run.stdout

@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: Apache-2.0
+"""The CUDA path on a device (every case skips with its reason without one): PyTorch tensors and
+CuPy arrays through __cuda_array_interface__ and DLPack give the CPU path's result within the pass
+rule; the work is queued on the caller's stream (a control on the wrong stream shows the test can
+see the difference); device memory stays put over 10,000 calls; and every GPU variant x filters x
+8U/16U/32F x 1/3/4 channels passes the rule against the CPU path, through NumPy and device memory.
+
+On the GPU machine: `python3 -m pytest -q -rs python/tests/test_gpu.py` with cuconv installed
+(docs/python.md, "A wheel for other machines")."""
+import numpy as np
+import pytest
+
+import cuconv
+import pass_rule
+from conftest import needs_gpu, random_image
+
+pytestmark = needs_gpu
+
+KERNEL = np.array([[1, 2, 1], [0, 3, -1], [-2, 1, 1]], dtype=np.float32) / 4
+SWEEP_FILTERS = {"gauss5": cuconv.load_filter("gauss5"), "random 7x5": None, "box:3": cuconv.load_filter("box:3"),
+                 "17x17 (fft's size)": None}
+
+
+def _weights(name):
+    rng = np.random.default_rng(len(name))
+    if name == "random 7x5":
+        return (rng.uniform(-0.3, 1, (5, 7)) / 12).astype(np.float32)
+    if name.startswith("17x17"):
+        return (rng.uniform(-0.3, 1, (17, 17)) / 100).astype(np.float32)
+    filt = SWEEP_FILTERS[name]
+    return np.array(filt.weights, np.float32).reshape(filt.height, filt.width)
+
+
+@pytest.fixture(scope="module")
+def torch():
+    return pytest.importorskip("torch", reason="PyTorch is not installed")
+
+
+def _cpu(src, kernel, **kw):
+    return cuconv.filter2D(src, -1, kernel, variant="opencv", **kw)
+
+
+def _check(result, src, kernel, variant="auto", **kw):
+    cpu = _cpu(src, kernel, **kw)
+    exact = pass_rule.exact_sum(src, kernel, border=_BORDERS[kw.get("borderType", cuconv.BORDER_DEFAULT)])
+    pass_rule.check(result, cpu, src, kernel, exact, max_differing_fraction=0.1 if variant == "fft" else 0.001)
+
+
+_BORDERS = {cuconv.BORDER_REFLECT_101: "reflect101", cuconv.BORDER_REFLECT: "reflect",
+            cuconv.BORDER_REPLICATE: "replicate", cuconv.BORDER_WRAP: "wrap", cuconv.BORDER_CONSTANT: "constant"}
+
+
+class DlpackOnly:
+    """A CUDA array that speaks DLPack only (as JAX's arrays do): no __cuda_array_interface__."""
+
+    def __init__(self, tensor):
+        self._tensor = tensor
+
+    def __dlpack__(self, *args, **kwargs):
+        return self._tensor.__dlpack__(*args, **kwargs)
+
+    def __dlpack_device__(self):
+        return self._tensor.__dlpack_device__()
+
+
+@pytest.mark.parametrize("dtype", [np.uint8, np.uint16, np.float32])
+def test_torch_through_both_protocols_gives_the_cpu_result(torch, dtype):
+    src = random_image((61, 77, 3), dtype)
+    device_src = torch.from_numpy(src).cuda()
+    out = cuconv.filter2D(device_src, -1, KERNEL)  # __cuda_array_interface__, torch out
+    assert isinstance(out, torch.Tensor) and out.device == device_src.device
+    _check(out.cpu().numpy(), src, KERNEL)
+    target = torch.full_like(device_src, 7)
+    result = cuconv.filter2D(DlpackOnly(device_src), -1, KERNEL, dst=DlpackOnly(target))  # DLPack both ways
+    assert isinstance(result, DlpackOnly)
+    torch.cuda.synchronize()
+    _check(target.cpu().numpy(), src, KERNEL)
+    np.testing.assert_array_equal(target.cpu().numpy(), out.cpu().numpy())
+
+
+def test_cupy_through_both_protocols_gives_the_cpu_result():
+    cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
+    src = random_image((50, 64, 4), np.uint16)
+    device_src = cupy.asarray(src)
+    out = cuconv.filter2D(device_src, -1, KERNEL)
+    assert isinstance(out, cupy.ndarray)
+    _check(cupy.asnumpy(out), src, KERNEL)
+    target = cupy.zeros_like(device_src)
+    cuconv.filter2D(DlpackOnly(device_src), -1, KERNEL, dst=DlpackOnly(target))
+    cupy.cuda.Device().synchronize()
+    np.testing.assert_array_equal(cupy.asnumpy(target), cupy.asnumpy(out))
+
+
+def _busy_then_ones(torch, stream, shape):
+    """A tensor of zeros that `stream` fills with ones after about 50 ms of spinning."""
+    src = torch.zeros(shape, dtype=torch.float32, device="cuda")
+    torch.cuda.synchronize()
+    with torch.cuda.stream(stream):
+        torch.cuda._sleep(100_000_000)
+        src.fill_(1.0)
+    return src
+
+
+def test_stream_argument_orders_the_work(torch):
+    """stream= names a non-blocking torch stream while the current stream is the default one: the
+    filter must wait for the fill queued before it there, and must not make the host wait."""
+    stream = torch.cuda.Stream()
+    src = _busy_then_ones(torch, stream, (1024, 1024))
+    out = torch.empty_like(src)
+    cuconv.filter2D(src, -1, np.ones((3, 3), np.float32), dst=out, stream=stream)
+    done = torch.cuda.Event()
+    done.record(stream)
+    assert not done.query(), "the call waited for the stream (or ran elsewhere): it must only queue"
+    stream.synchronize()
+    assert out.min().item() == 9.0 and out.max().item() == 9.0
+
+
+def test_current_torch_stream_is_used(torch):
+    stream = torch.cuda.Stream()
+    src = _busy_then_ones(torch, stream, (1024, 1024))
+    with torch.cuda.stream(stream):
+        out = cuconv.filter2D(src, -1, np.ones((3, 3), np.float32))
+        total = out.sum()
+    stream.synchronize()
+    assert total.item() == 9.0 * 1024 * 1024
+
+
+def test_a_wrong_stream_would_be_seen(torch):
+    """The control: the same call queued on the legacy default stream (stream=0) does not wait for
+    the busy non-blocking stream and reads the zeros, so the two tests above can fail."""
+    stream = torch.cuda.Stream()
+    src = _busy_then_ones(torch, stream, (1024, 1024))
+    out = torch.full_like(src, -1.0)
+    cuconv.filter2D(src, -1, np.ones((3, 3), np.float32), dst=out, stream=0)
+    torch.cuda.synchronize()
+    assert out.max().item() == 0.0
+
+
+def test_device_memory_is_steady_over_10000_calls(torch):
+    src = torch.rand((64, 64, 3), device="cuda")
+    out = torch.empty_like(src)
+    host = random_image((64, 64, 3), np.uint8)
+    host_out = np.empty_like(host)
+    for _ in range(10):  # workspaces, streams and weights made
+        cuconv.filter2D(src, -1, KERNEL, dst=out)
+        cuconv.filter2D(host, -1, KERNEL, dst=host_out)
+    torch.cuda.synchronize()
+    free_before = torch.cuda.mem_get_info()[0]
+    before = (torch.cuda.memory_allocated(), cuconv._cuconv.thread_workspace_bytes())
+    for _ in range(10_000):
+        cuconv.filter2D(src, -1, KERNEL, dst=out)
+        cuconv.filter2D(host, -1, KERNEL, dst=host_out)
+    torch.cuda.synchronize()
+    assert (torch.cuda.memory_allocated(), cuconv._cuconv.thread_workspace_bytes()) == before
+    grown = free_before - torch.cuda.mem_get_info()[0]
+    assert grown <= 4 << 20, f"device free memory fell by {grown} bytes over 10,000 calls"
+
+
+@pytest.mark.parametrize("variant", cuconv._cuconv.gpu_variant_names())
+def test_gpu_parity_sweep(torch, variant):
+    """Every GPU variant x filters x 8U/16U/32F x 1/3/4 channels, through NumPy and through a
+    device tensor, against the CPU path under the pass rule."""
+    checked = 0
+    for name in SWEEP_FILTERS:
+        kernel = _weights(name)
+        for dtype in (np.uint8, np.uint16, np.float32):
+            for channels in (1, 3, 4):
+                src = random_image((45, 67, channels), dtype, seed=checked)
+                host = cuconv.filter2D(src, -1, kernel, variant=variant)
+                device = cuconv.filter2D(torch.from_numpy(src).cuda(), -1, kernel, variant=variant)
+                for result in (host, device.cpu().numpy()):
+                    try:
+                        _check(result, src, kernel, variant)
+                    except AssertionError as e:
+                        raise AssertionError(f"{variant} {name} {np.dtype(dtype)} x{channels}: {e}") from None
+                checked += 1
+    assert checked == len(SWEEP_FILTERS) * 9
