@@ -128,7 +128,7 @@ void reserve_shared_memory(Kernel kernel, std::size_t bytes, const char* variant
                 std::string("a ") + std::to_string(kw) + "x" + std::to_string(kh) +
                     " filter needs " + std::to_string(bytes) + " bytes of shared memory in variant " +
                     variant_name + "; this GPU allows " + std::to_string(optin) +
-                    " (use --variant cached or basic)");
+                    " (use `variant` cached or basic)");
   }
   CUCONV_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
                                        static_cast<int>(bytes)));

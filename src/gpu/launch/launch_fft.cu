@@ -126,7 +126,7 @@ void launch_fft(const LaunchArgs& a) {
   using namespace kernels;
   std::string reason;
   const CufftApi* api = cufft_api(&reason);
-  if (api == nullptr) throw Error(ErrorKind::gpu, "variant fft: " + reason + " (use --variant fast or auto)");
+  if (api == nullptr) throw Error(ErrorKind::gpu, "variant fft: " + reason + " (use `variant` fast or auto)");
 
   FftTiling t{};
   t.fft_w = fft_tile_side(a.params.kw, a.width);
