@@ -88,7 +88,7 @@ def run_case(case, mods, args, gpu):
     host = (rng.integers(0, 256, shape) if dtype == np.uint8 else rng.random(shape)).astype(dtype)
     kernel = (cuconv.getGaussianKernel(k, 0) @ cuconv.getGaussianKernel(k, 0).T).astype(np.float32)
     big = h * w >= 8192 * 8192
-    reps = max(5, args.reps // 50) if big else args.reps
+    reps = args.reps if h * w <= 512 * 512 else max(5, args.reps // (50 if big else 10))
     nbytes = 2 * host.nbytes
     rows = []
 
@@ -188,7 +188,8 @@ def main():
     parser.add_argument("--quick", action="store_true", help="latency shapes only")
     parser.add_argument("--cpu-only", action="store_true", help="the CPU rows only (a smoke test)")
     parser.add_argument("--reps", type=int, default=1000,
-                        help="timed calls per row after %d warm-up calls (large images: reps/50)" % WARMUP)
+                        help="timed calls per row after %d warm-up calls (2048x2048: reps/10, "
+                             "8192x8192 and up: reps/50)" % WARMUP)
     parser.add_argument("--table", metavar="JSON", help="print the Markdown table of a results file and exit")
     args = parser.parse_args()
     if args.table:

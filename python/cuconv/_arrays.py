@@ -15,9 +15,20 @@ INPUT_DTYPES = (np.dtype(np.uint8), np.dtype(np.uint16), np.dtype(np.float32))
 _DLPACK_CUDA = 2  # kDLCUDA in DLPack's device types
 
 
+def _cuda_array_interface(obj):
+    """``obj.__cuda_array_interface__``, or None where it has none or cannot describe itself there
+    (PyTorch raises for element types the interface has no code for; DLPack is used then)."""
+    if _is_torch(obj) and obj.requires_grad:
+        obj = obj.detach()
+    try:
+        return getattr(obj, "__cuda_array_interface__", None)
+    except (TypeError, KeyError, ValueError):
+        return None
+
+
 def is_cuda_array(obj) -> bool:
     """Whether ``obj`` lives in CUDA device memory (PyTorch, CuPy, JAX, Numba ...)."""
-    if hasattr(obj, "__cuda_array_interface__"):
+    if _cuda_array_interface(obj) is not None:
         return True
     dlpack_device = getattr(obj, "__dlpack_device__", None)
     if dlpack_device is None or isinstance(obj, np.ndarray):
@@ -85,10 +96,8 @@ class CudaArray:
     def __init__(self, obj, what: str):
         self.obj = obj
         self.stream = None
-        if hasattr(obj, "__cuda_array_interface__"):
-            if _is_torch(obj) and obj.requires_grad:
-                obj = obj.detach()
-            cai = obj.__cuda_array_interface__
+        cai = _cuda_array_interface(obj)
+        if cai is not None:
             self.ptr = int(cai["data"][0])
             self.readonly = bool(cai["data"][1])
             self.shape = tuple(int(x) for x in cai["shape"])

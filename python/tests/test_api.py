@@ -380,3 +380,27 @@ def test_out_of_host_memory_is_a_memory_error():
     assert "MemoryError: not enough memory to filter a 4096x4096 image of 1 channel(s) on the CPU" in run.stdout, (
         run.stdout + run.stderr)
     assert "untouched: True" in run.stdout
+
+
+def test_a_cuda_array_interface_that_raises_falls_back_to_dlpack(monkeypatch):
+    """PyTorch raises in __cuda_array_interface__ for element types it has no code for there: the
+    array is then read through DLPack (dlpack_array stands in for the device here)."""
+    class Tensor:
+        def __init__(self, host):
+            self.host = host
+
+        @property
+        def __cuda_array_interface__(self):
+            raise TypeError("dtype not supported by __cuda_array_interface__")
+
+        def __dlpack_device__(self):
+            return (2, 0)
+
+    src, dst = Tensor(np.zeros((5, 6), np.uint16)), Tensor(np.zeros((5, 6), np.uint16))
+    monkeypatch.setattr(cuconv._cuconv, "dlpack_array",
+                        lambda a: (a.host.ctypes.data, [5, 6], [6, 1], 1, 16, 0))
+    calls = []
+    monkeypatch.setattr(cuconv._cuconv, "convolve_device", lambda *args: calls.append(args) or "fast")
+    assert cuconv.filter2D(src, -1, KERNEL, dst=dst) is dst
+    assert [args[:9] for args in calls] == [(src.host.ctypes.data, 12, dst.host.ctypes.data, 12, 5, 6, 1,
+                                              cuconv.CV_16U, cuconv.CV_16U)]

@@ -70,7 +70,7 @@ def test_torch_through_both_protocols_gives_the_cpu_result(torch, dtype):
     out = cuconv.filter2D(device_src, -1, KERNEL)  # __cuda_array_interface__, torch out
     assert isinstance(out, torch.Tensor) and out.device == device_src.device
     _check(out.cpu().numpy(), src, KERNEL)
-    target = torch.full_like(device_src, 7)
+    target = torch.from_numpy(np.full_like(src, 7)).cuda()
     result = cuconv.filter2D(DlpackOnly(device_src), -1, KERNEL, dst=DlpackOnly(target))  # DLPack both ways
     assert isinstance(result, DlpackOnly)
     torch.cuda.synchronize()
