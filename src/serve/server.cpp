@@ -97,6 +97,188 @@ void ping_clients(ServerState& state, const ServerOptions& options, int log_fd) 
   }
 }
 
+/// Admits one connection accepted on `listener`: another user's is refused, one past
+/// `max_connections` told the server is busy, any other served on a thread of its own.
+void accept_client(int listener, const ServerInfo& info, const std::shared_ptr<ServerState>& state,
+                   std::size_t max_connections, int log_fd) {
+  const ServerOptions& options = info.options;
+  UniqueFd connection(::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC));
+  if (!connection) return;
+  // Accepted sockets inherit nothing from the listener's O_NONBLOCK on Linux: blocking I/O
+  // for the connection's own thread; what this thread sends never waits.
+  if (options.socket_buffer_bytes > 0) {
+    ::setsockopt(connection.get(), SOL_SOCKET, SO_SNDBUF, &options.socket_buffer_bytes, sizeof(int));
+  }
+  const PeerCredentials peer = peer_credentials(connection.get());
+  if (peer.uid != static_cast<long>(::getuid())) {
+    Channel refusal(std::move(connection));
+    (void)refusal.try_send(Refused{RefusalReason::other_user,
+                                   "cuconv serve: this server belongs to uid " + std::to_string(::getuid()) +
+                                       "; uid " + std::to_string(peer.uid) +
+                                       " may not use it (each user runs their own: unset CUCONV_SOCKET or point it at yours)"});
+    log_line(log_fd, "refused pid " + std::to_string(peer.pid) + ": uid " + std::to_string(peer.uid) +
+                         " is not the server's user");
+    return;
+  }
+  std::unique_lock lock_state(state->mutex);
+  if (state->connections >= max_connections) {
+    lock_state.unlock();
+    Channel refusal(std::move(connection));
+    (void)refusal.try_send(Refused{RefusalReason::busy, "cuconv serve: " + std::to_string(max_connections) +
+                                                            " connections open"});
+    return;
+  }
+  ++state->connections;
+  lock_state.unlock();
+  std::thread([state, &info](UniqueFd socket, PeerCredentials peer_of) {
+    serve_connection(std::move(socket), peer_of, info, *state);
+    std::lock_guard lock_end(state->mutex);
+    --state->connections;
+    state->changed.notify_all();
+  }, std::move(connection), peer).detach();
+}
+
+/// The accepting thread's timed duties: pings when due, the watch on the server's own executable
+/// (a replaced one, an upgrade, makes the server exit when idle) and the idle clock.
+class Duties {
+ public:
+  Duties(const ServerOptions& options, int log_fd)
+      : options_(options), log_fd_(log_fd), executable_identity_(file_identity(options.executable)) {}
+
+  /// Pings the clients when a ping is due (the caller holds state.mutex).
+  void ping_if_due(ServerState& state) {
+    if (options_.ping_interval_ms > 0 && clock_type::now() >= next_ping_) {
+      ping_clients(state, options_, log_fd_);
+      next_ping_ = clock_type::now() + std::chrono::milliseconds(options_.ping_interval_ms);
+    }
+  }
+
+  /// Under state.mutex: pings when due; then why the server stops now, or nullopt and in
+  /// `wait_ms` how long the accepting thread may wait for a connection (-1: no limit).
+  std::optional<std::string> why_stop(ServerState& state, int& wait_ms) {
+    ping_if_due(state);
+    if (!state.stop_asked.empty()) return state.stop_asked;
+    const bool idle = state.active == 0 && state.queue.empty();
+    if (!options_.executable.empty() && clock_type::now() >= next_look_) {
+      if (!state.executable_replaced && replaced()) {
+        state.executable_replaced = true;
+        log_line(log_fd_, options_.executable + " was replaced (an upgrade?): exiting once idle");
+      }
+      next_look_ = clock_type::now() + std::chrono::seconds(1);
+    }
+    if (idle && state.executable_replaced) return "its executable was replaced";
+    if (idle && !state.exit_when_idle.empty()) return state.exit_when_idle;
+    if (options_.idle_exit_seconds > 0 && idle && state.connections == 0) {
+      const auto deadline = state.last_activity + std::chrono::seconds(options_.idle_exit_seconds);
+      const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
+      if (left <= 0) return "idle for " + std::to_string(options_.idle_exit_seconds) + " s";
+      wait_ms = static_cast<int>(std::min<long long>(left, 60'000)) + 1;
+    } else if (options_.idle_exit_seconds > 0 || !state.exit_when_idle.empty()) {
+      wait_ms = 1000;  // a client may finish: look at the idle clock again soon after
+    }
+    if (!options_.executable.empty()) wait_ms = wait_ms < 0 ? 1000 : std::min(wait_ms, 1000);
+    return std::nullopt;
+  }
+
+  /// `wait_ms` shortened to the next ping.
+  [[nodiscard]] int until_ping(int wait_ms) const {
+    if (options_.ping_interval_ms <= 0) return wait_ms;
+    const auto to_ping = std::chrono::duration_cast<std::chrono::milliseconds>(next_ping_ - clock_type::now()).count();
+    const int ping_wait = static_cast<int>(std::max<long long>(to_ping, 0)) + 1;
+    return wait_ms < 0 ? ping_wait : std::min(wait_ms, ping_wait);
+  }
+
+ private:
+  /// Whether the executable at options.executable is no longer the one that started.
+  [[nodiscard]] bool replaced() const {
+    if (options_.executable.empty()) return false;
+    const std::string now = own_executable();
+    return now.ends_with(" (deleted)") || file_identity(options_.executable) != executable_identity_;
+  }
+
+  const ServerOptions& options_;
+  int log_fd_;
+  std::string executable_identity_;  ///< the executable as it was at start
+  clock_type::time_point next_look_ = clock_type::now();
+  clock_type::time_point next_ping_ = clock_type::now() + std::chrono::milliseconds(options_.ping_interval_ms);
+};
+
+/// Accepts connections until the server must stop, and says why: a duty's reason, a stop signal
+/// read from `signals`, options.stop_fd, or a failed poll.
+std::string accept_until_stopped(const std::vector<int>& listeners, const UniqueFd& signals, const ServerInfo& info,
+                                 const std::shared_ptr<ServerState>& state, Duties& duties, int log_fd) {
+  const ServerOptions& options = info.options;
+  const std::size_t max_connections = std::size_t{std::max(options.max_clients, 1U)} + options.max_waiting + 16;
+  for (;;) {
+    int wait_ms = -1;
+    {
+      std::unique_lock lock_state(state->mutex);
+      if (auto why = duties.why_stop(*state, wait_ms)) return *why;
+    }
+    wait_ms = duties.until_ping(wait_ms);
+    std::vector<pollfd> polls;
+    for (int fd : listeners) polls.push_back({fd, POLLIN, 0});
+    polls.push_back({state->wake_read.get(), POLLIN, 0});
+    if (signals) polls.push_back({signals.get(), POLLIN, 0});
+    if (options.stop_fd >= 0) polls.push_back({options.stop_fd, POLLIN, 0});
+    const int ready = ::poll(polls.data(), polls.size(), wait_ms);
+    if (ready < 0 && errno != EINTR) return std::string("poll: ") + std::strerror(errno);
+    if (ready <= 0) continue;
+    std::size_t at = listeners.size();
+    if (polls[at++].revents != 0) {
+      for (char bytes[64]; ::read(state->wake_read.get(), bytes, sizeof bytes) > 0;) continue;
+    }
+    if (signals) {
+      if (polls[at].revents != 0) {
+        signalfd_siginfo signal_info{};
+        if (::read(signals.get(), &signal_info, sizeof signal_info) == static_cast<ssize_t>(sizeof signal_info)) {
+          return signal_info.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT";
+        }
+      }
+      ++at;
+    }
+    if (options.stop_fd >= 0 && polls[at].revents != 0) return "asked to stop";
+    for (std::size_t i = 0; i < listeners.size(); ++i)
+      if ((polls[i].revents & POLLIN) != 0) accept_client(listeners[i], info, state, max_connections, log_fd);
+  }
+}
+
+/// Stops listening: closes its own listener and removes its socket, unless another server's
+/// socket has taken the path since.
+void stop_listening(Listeners& listen) {
+  listen.own_listener.reset();
+  if (listen.activated) return;
+  struct stat now {};
+  if (::stat(listen.where.path.c_str(), &now) == 0 && now.st_ino == listen.own_socket.st_ino &&
+      now.st_dev == listen.own_socket.st_dev) {
+    ::unlink(listen.where.path.c_str());
+  }
+}
+
+/// Tells the waiting clients the server stops (they run in-process) and finishes the requests
+/// in flight, pinging their clients; a second stop signal ends the server at once.
+void drain(ServerState& state, const UniqueFd& signals, Duties& duties, const std::string& why_stopped, int log_fd) {
+  std::unique_lock lock_state(state.mutex);
+  state.stopping = true;
+  state.changed.notify_all();
+  log_line(log_fd, "stopping (" + why_stopped + "); " + std::to_string(state.active) + " request(s) in flight");
+  while (state.connections > 0) {
+    duties.ping_if_due(state);  // the drain may be long
+    if (signals) {
+      // A second signal while draining ends the server at once (its clients fail with exit 5).
+      lock_state.unlock();
+      pollfd p{signals.get(), POLLIN, 0};
+      if (::poll(&p, 1, 100) > 0) {
+        log_line(log_fd, "second signal: exiting without waiting for the requests in flight");
+        std::_Exit(1);
+      }
+      lock_state.lock();
+    } else {
+      state.changed.wait_for(lock_state, std::chrono::milliseconds(100));
+    }
+  }
+}
+
 }  // namespace
 
 int run_server(const ServerOptions& given, const Handler& handler) {
@@ -112,14 +294,10 @@ int run_server(const ServerOptions& given, const Handler& handler) {
     log_line(log_fd, listen.error);
     return static_cast<int>(ExitCode::not_started);
   }
-  std::vector<int>& listeners = listen.fds;
-  const bool activated = listen.activated;
-  const SocketPath& where = listen.where;
-  const struct stat& own_socket = listen.own_socket;
   // Nothing depends on the server's folder any more (paths are the clients'; the socket's path
   // is absolute): holding it would keep a caller's folder busy for the server's life.
   if (options.leave_working_folder && ::chdir("/") != 0) log_line(log_fd, std::string("chdir /: ") + std::strerror(errno));
-  for (int fd : listeners) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
+  for (int fd : listen.fds) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
 
   sigset_t stop_signals, old_mask;
   sigemptyset(&stop_signals);
@@ -131,7 +309,8 @@ int run_server(const ServerOptions& given, const Handler& handler) {
     signals.reset(::signalfd(-1, &stop_signals, SFD_CLOEXEC | SFD_NONBLOCK));
   }
 
-  const std::string socket_text = activated ? std::to_string(listeners.size()) + " socket(s) from systemd" : where.path;
+  const std::string socket_text =
+      listen.activated ? std::to_string(listen.fds.size()) + " socket(s) from systemd" : listen.where.path;
   log_line(log_fd, "pid " + std::to_string(::getpid()) + " (" + options.build + ") listening on " + socket_text +
                        "; idle exit " +
                        (options.idle_exit_seconds == 0 ? std::string("never") : std::to_string(options.idle_exit_seconds) + " s") +
@@ -143,145 +322,11 @@ int run_server(const ServerOptions& given, const Handler& handler) {
     state->wake_write.reset(ends[1]);
   }
   const ServerInfo info{options, handler, socket_text};
-  // The executable as it was at start: a replaced one (an upgrade) makes the server exit when idle.
-  const std::string executable_identity = file_identity(options.executable);
-  auto replaced = [&] {
-    if (options.executable.empty()) return false;
-    const std::string now = own_executable();
-    return now.ends_with(" (deleted)") || file_identity(options.executable) != executable_identity;
-  };
-  auto next_look = clock_type::now();
-  const std::size_t max_connections = std::size_t{std::max(options.max_clients, 1U)} + options.max_waiting + 16;
+  Duties duties(options, log_fd);
+  const std::string why_stopped = accept_until_stopped(listen.fds, signals, info, state, duties, log_fd);
 
-  auto next_ping = clock_type::now() + std::chrono::milliseconds(options.ping_interval_ms);
-  const std::string why_stopped = [&]() -> std::string {
-    for (;;) {
-      int wait_ms = -1;
-      {
-        std::unique_lock lock_state(state->mutex);
-        if (options.ping_interval_ms > 0 && clock_type::now() >= next_ping) {
-          ping_clients(*state, options, log_fd);
-          next_ping = clock_type::now() + std::chrono::milliseconds(options.ping_interval_ms);
-        }
-        if (!state->stop_asked.empty()) return state->stop_asked;
-        const bool idle = state->active == 0 && state->queue.empty();
-        if (!options.executable.empty() && clock_type::now() >= next_look) {
-          if (!state->executable_replaced && replaced()) {
-            state->executable_replaced = true;
-            log_line(log_fd, options.executable + " was replaced (an upgrade?): exiting once idle");
-          }
-          next_look = clock_type::now() + std::chrono::seconds(1);
-        }
-        if (idle && state->executable_replaced) return "its executable was replaced";
-        if (idle && !state->exit_when_idle.empty()) return state->exit_when_idle;
-        if (options.idle_exit_seconds > 0 && idle && state->connections == 0) {
-          const auto deadline = state->last_activity + std::chrono::seconds(options.idle_exit_seconds);
-          const auto left = std::chrono::duration_cast<std::chrono::milliseconds>(deadline - clock_type::now()).count();
-          if (left <= 0) return "idle for " + std::to_string(options.idle_exit_seconds) + " s";
-          wait_ms = static_cast<int>(std::min<long long>(left, 60'000)) + 1;
-        } else if (options.idle_exit_seconds > 0 || !state->exit_when_idle.empty()) {
-          wait_ms = 1000;  // a client may finish: look at the idle clock again soon after
-        }
-        if (!options.executable.empty()) wait_ms = wait_ms < 0 ? 1000 : std::min(wait_ms, 1000);
-      }
-      if (options.ping_interval_ms > 0) {
-        const auto to_ping = std::chrono::duration_cast<std::chrono::milliseconds>(next_ping - clock_type::now()).count();
-        const int ping_wait = static_cast<int>(std::max<long long>(to_ping, 0)) + 1;
-        wait_ms = wait_ms < 0 ? ping_wait : std::min(wait_ms, ping_wait);
-      }
-      std::vector<pollfd> polls;
-      for (int fd : listeners) polls.push_back({fd, POLLIN, 0});
-      polls.push_back({state->wake_read.get(), POLLIN, 0});
-      if (signals) polls.push_back({signals.get(), POLLIN, 0});
-      if (options.stop_fd >= 0) polls.push_back({options.stop_fd, POLLIN, 0});
-      const int ready = ::poll(polls.data(), polls.size(), wait_ms);
-      if (ready < 0 && errno != EINTR) return std::string("poll: ") + std::strerror(errno);
-      if (ready <= 0) continue;
-      std::size_t at = listeners.size();
-      if (polls[at++].revents != 0) {
-        for (char bytes[64]; ::read(state->wake_read.get(), bytes, sizeof bytes) > 0;) continue;
-      }
-      if (signals) {
-        if (polls[at].revents != 0) {
-          signalfd_siginfo signal_info{};
-          if (::read(signals.get(), &signal_info, sizeof signal_info) == static_cast<ssize_t>(sizeof signal_info)) {
-            return signal_info.ssi_signo == SIGTERM ? "SIGTERM" : "SIGINT";
-          }
-        }
-        ++at;
-      }
-      if (options.stop_fd >= 0 && polls[at].revents != 0) return "asked to stop";
-      for (std::size_t i = 0; i < listeners.size(); ++i) {
-        if ((polls[i].revents & POLLIN) == 0) continue;
-        UniqueFd connection(::accept4(listeners[i], nullptr, nullptr, SOCK_CLOEXEC));
-        if (!connection) continue;
-        // Accepted sockets inherit nothing from the listener's O_NONBLOCK on Linux: blocking I/O
-        // for the connection's own thread; what this thread sends never waits.
-        if (options.socket_buffer_bytes > 0) {
-          ::setsockopt(connection.get(), SOL_SOCKET, SO_SNDBUF, &options.socket_buffer_bytes, sizeof(int));
-        }
-        const PeerCredentials peer = peer_credentials(connection.get());
-        if (peer.uid != static_cast<long>(::getuid())) {
-          Channel refusal(std::move(connection));
-          (void)refusal.try_send(Refused{RefusalReason::other_user,
-                                         "cuconv serve: this server belongs to uid " + std::to_string(::getuid()) +
-                                             "; uid " + std::to_string(peer.uid) +
-                                             " may not use it (each user runs their own: unset CUCONV_SOCKET or point it at yours)"});
-          log_line(log_fd, "refused pid " + std::to_string(peer.pid) + ": uid " + std::to_string(peer.uid) +
-                               " is not the server's user");
-          continue;
-        }
-        std::unique_lock lock_state(state->mutex);
-        if (state->connections >= max_connections) {
-          lock_state.unlock();
-          Channel refusal(std::move(connection));
-          (void)refusal.try_send(Refused{RefusalReason::busy, "cuconv serve: " + std::to_string(max_connections) +
-                                                                  " connections open"});
-          continue;
-        }
-        ++state->connections;
-        lock_state.unlock();
-        std::thread([state, &info](UniqueFd socket, PeerCredentials peer_of) {
-          serve_connection(std::move(socket), peer_of, info, *state);
-          std::lock_guard lock_end(state->mutex);
-          --state->connections;
-          state->changed.notify_all();
-        }, std::move(connection), peer).detach();
-      }
-    }
-  }();
-
-  // Stop accepting; tell the waiting clients (they run in-process); finish the requests in flight.
-  listen.own_listener.reset();
-  if (!activated) {
-    struct stat now {};
-    if (::stat(where.path.c_str(), &now) == 0 && now.st_ino == own_socket.st_ino && now.st_dev == own_socket.st_dev) {
-      ::unlink(where.path.c_str());
-    }
-  }
-  std::unique_lock lock_state(state->mutex);
-  state->stopping = true;
-  state->changed.notify_all();
-  log_line(log_fd, "stopping (" + why_stopped + "); " + std::to_string(state->active) + " request(s) in flight");
-  while (state->connections > 0) {
-    if (options.ping_interval_ms > 0 && clock_type::now() >= next_ping) {  // the drain may be long
-      ping_clients(*state, options, log_fd);
-      next_ping = clock_type::now() + std::chrono::milliseconds(options.ping_interval_ms);
-    }
-    if (signals) {
-      // A second signal while draining ends the server at once (its clients fail with exit 5).
-      lock_state.unlock();
-      pollfd p{signals.get(), POLLIN, 0};
-      if (::poll(&p, 1, 100) > 0) {
-        log_line(log_fd, "second signal: exiting without waiting for the requests in flight");
-        std::_Exit(1);
-      }
-      lock_state.lock();
-    } else {
-      state->changed.wait_for(lock_state, std::chrono::milliseconds(100));
-    }
-  }
-  lock_state.unlock();
+  stop_listening(listen);
+  drain(*state, signals, duties, why_stopped, log_fd);
   if (options.handle_signals) ::pthread_sigmask(SIG_SETMASK, &old_mask, nullptr);
   log_line(log_fd, "stopped");
   std::lock_guard lock_end(state->mutex);
