@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # SPDX-License-Identifier: Apache-2.0
 # Plants known defects one at a time in the CPU path (src/convolve/cpu_reference.cpp, the `opencv`
-# variant) or the GPU path (src/gpu/gpu_convolve.cpp, kernels/common.cuh), rebuilds, runs the
+# variant, the pass rule, the cost model, the keeper, the served client's file checks) or the GPU
+# path (src/gpu/gpu_convolve.cpp, kernels/common.cuh, the codec pipeline's byte bound), rebuilds, runs the
 # suite that should catch it, and restores the file. Each defect must make at least one test case
 # fail; the table it prints (mutation, caught or MISSED, the failing test cases) goes in
 # docs/testing.md. Exit status: 0 when every mutation run was caught.
@@ -108,6 +109,20 @@ mutation cpu-keeper-no-cloexec cpu src/cli/exit_handoff.cpp '::pipe2(parent_aliv
   'exit hand-off*'
 mutation cpu-keeper-keeps-the-rest cpu src/cli/exit_handoff.cpp '    close_between(next, UINT_MAX, limit);' \
   '    (void)next;' 'exit hand-off*'
+# The served client's file checks (a server may touch only the caller's own files, relative paths
+# are the caller's) and the GPU codec pipeline's byte bound (its budget; the GPU suite counts the
+# bytes held outside the pipeline: test_gpu_codec_bytes.cpp).
+servant_file=src/serve/file_servant.hpp
+mutation cpu-serve-removes-unpublished cpu "$servant_file" 'if (published_.erase(m->path) == 0) return' \
+  'if (false && published_.erase(m->path) == 0) return' 'serve file servant*'
+mutation cpu-serve-temp-outside-caller cpu "$servant_file" \
+  'std::string folder = slash == std::string::npos ? "." :' 'std::string folder = slash == std::string::npos ? "/tmp" :' \
+  'serve file servant*'
+mutation cpu-byte-budget-doubled cpu src/engine/byte_budget.hpp 'taken_ + bytes <= limit_' 'taken_ + bytes <= 2 * limit_' \
+  'byte budget*'
+pipeline_file=src/engine/gpu_codec_pipeline.cpp
+mutation gpu-pipeline-bound-raised gpu "$pipeline_file" 'held_bytes(2 * sizes_.batch_bytes)' 'held_bytes(8 * sizes_.batch_bytes)'
+mutation gpu-pipeline-no-wait gpu "$pipeline_file" '        held_bytes.take(batch_held);' '        (void)batch_held;'
 
 # failing_cases LOG: the test cases of a doctest console log with an ERROR (a block between two
 # separator lines names its case; MESSAGE blocks have no ERROR).
