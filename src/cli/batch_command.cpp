@@ -35,6 +35,7 @@
 #include <sstream>
 #include <iostream>
 #include <map>
+#include <memory>
 #include <optional>
 #include <random>
 #include <set>
@@ -223,6 +224,117 @@ PlannedItems plan_items(const BatchRequest& request, Session& session) {
   return {items, shard};
 }
 
+/// Why each GPU codec asked is not usable here (empty: usable), asked once per codec.
+using GpuCodecReasons = std::map<const codec::GpuCodecFormat*, std::string>;
+
+/// The per-image operation's settings for the batch: the filter, the options, the codecs' and
+/// the GPU codec's (asked once per codec whether it is usable, and only if some item is such).
+engine::RunSettings batch_run_settings(const BatchRequest& request, const Filter& filter, const ConvolveOptions& options,
+                                       const engine::CodecRequest& codec_in, const codec::GpuOutputOptions& gpu_output,
+                                       const std::vector<engine::BatchItem>& items, const Session& session,
+                                       const std::shared_ptr<GpuCodecReasons>& gpu_codec_reasons) {
+  engine::RunSettings run;
+  run.filter = filter;
+  run.apply_filter = !request.no_filter;
+  run.convolve = options;
+  if (session.warm != nullptr)
+    run.convolve.gpu_memory_limit = engine::served_memory_limit(options.gpu_memory_limit, session.warm->gpu_memory());
+  run.read_limits.max_pixels = request.max_pixels;
+  run.write = request.write;
+  run.overwrite = request.overwrite;
+  run.strip_metadata = request.strip_metadata;
+  run.auto_orient = request.auto_orient;
+  run.gpu_output = gpu_output;
+  // Items a GPU codec can take (JPEG -> JPEG) take it when it is usable (asked once per codec,
+  // and only if some item is such); --codec auto weighs their number against OpenCV's codec
+  // threads (--jobs); --codec gpu without it stops here, before any work (exit 5).
+  run.codec = codec_in;
+  run.codec.gpu_codec_jobs = static_cast<std::size_t>(std::count_if(
+      items.begin(), items.end(), [](const engine::BatchItem& item) { return codec::gpu_codec_for(item.input, item.output); }));
+  run.codec.cpu_threads = request.jobs;
+  run.gpu_codec_unusable = [gpu_codec_reasons](const codec::GpuCodecFormat& gpu_codec) {
+    const auto [at, asked] = gpu_codec_reasons->try_emplace(&gpu_codec);
+    if (asked) at->second = engine::gpu_codec_unusable_reason(gpu_codec);
+    return at->second;
+  };
+  return run;
+}
+
+/// Each item's route, once, into batch_options.routes (the pipeline takes them as they are), and
+/// a line on which codec the files a GPU codec can take go to and why. Whether any goes to one.
+bool choose_routes(const std::vector<engine::BatchItem>& items, engine::BatchOptions& batch_options,
+                   const GpuCodecReasons& reasons, spdlog::logger& log) {
+  bool any_gpu_codec = false;
+  for (const engine::BatchItem& item : items) {
+    batch_options.routes.push_back(engine::choose_route({item.input, item.output, {}, {}, false}, batch_options.run));
+    any_gpu_codec = any_gpu_codec || batch_options.routes.back().on_gpu_codec();
+  }
+  if (batch_options.run.codec.gpu_codec_jobs > 0 && batch_options.run.codec.codec == common::Codec::automatic) {
+    const std::size_t jobs = batch_options.run.codec.gpu_codec_jobs;
+    const std::size_t threshold = engine::auto_gpu_codec_threshold(batch_options.run.codec.cpu_threads);
+    std::string why_not;
+    for (const auto& [gpu_codec, reason] : reasons)
+      if (!reason.empty()) why_not += ": " + std::string(gpu_codec->format) + ": " + reason;
+    if (any_gpu_codec)
+      log.info("{} file(s) a GPU codec can take: GPU codec (--codec auto takes it from {} such files)", jobs, threshold);
+    else if (jobs < threshold)
+      log.info("{} file(s) a GPU codec can take: OpenCV's codec (--codec auto takes the GPU codec from {} such files, "
+               "where its set-up pays off)", jobs, threshold);
+    else
+      log.info("{} file(s) a GPU codec can take: OpenCV's codec (the GPU codec is not usable here{})", jobs, why_not);
+  }
+  return any_gpu_codec;
+}
+
+/// The observer that logs each finished item (its notes, fallbacks, failure or skip at error,
+/// warning or info level) and moves the progress line.
+engine::ItemObserver item_reporter(ProgressLine& progress, spdlog::logger& log) {
+  return [&progress, &log](const ItemReport& item, std::size_t done, std::size_t) {
+    const auto level = item.status == ItemStatus::failed ? spdlog::level::err
+                       : item.gpu_fallback.empty()        ? spdlog::level::info
+                                                          : spdlog::level::warn;
+    if (log.should_log(level) || !item.notes.empty()) {
+      progress.clear();
+      for (const engine::ImageNote& note : item.notes) {  // each names its file already
+        if (note.level == engine::ImageNote::Level::warning) log.warn("{}", in_cli_terms(note.text));
+      }
+      if (!item.gpu_fallback.empty())
+        log.warn("{}: {}; filtered with OpenCV on the CPU instead", item.input, in_cli_terms(item.gpu_fallback));
+      if (!item.decoder_fallback.empty()) log.info("{}: {}; decoded with OpenCV", item.input, in_cli_terms(item.decoder_fallback));
+      if (item.status == ItemStatus::failed)
+        log.error("{}: {}", item.input, in_cli_terms(item.reason));
+      else if (item.status == ItemStatus::ok)
+        log.info("{} -> {} ({:.1f} ms)", item.input, item.output, item.times.total_ms);
+      else
+        log.info("{}: skipped: {}", item.input, in_cli_terms(item.reason));
+    }
+    progress.update(done);
+  };
+}
+
+/// How the batch started: the time to its pipeline, the GPU check's time and finding, the server.
+StartupTimes startup_times(const Session& session, std::chrono::steady_clock::time_point pipeline_start,
+                           const std::shared_future<GpuCheck>& gpu_check) {
+  StartupTimes startup;
+  startup.startup_ms = std::chrono::duration<double, std::milli>(pipeline_start - session.started).count();
+  if (gpu_check.valid()) startup.gpu_init_ms = gpu_check.get().ms;
+  startup.no_gpu_reason = gpu_check.valid() ? gpu_check.get().no_gpu_reason : std::string();
+  startup.served = session.served;
+  startup.server = session.server_description;
+  return startup;
+}
+
+/// The JSON summary to standard output ("-") or over the file made before the work.
+void write_summary_json(const nlohmann::json& summary, const std::string& json_path, Session& session) {
+  const std::string text = json_dump(summary, 2) + "\n";
+  if (json_path == "-") {
+    session.print(text);
+  } else if (!session.file_access().write_output(
+                 json_path, std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()), true)) {
+    throw Error(ErrorKind::output, json_path + ": cannot write the JSON summary");
+  }
+}
+
 }  // namespace
 
 ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, const ConvolveOptions& options,
@@ -254,51 +366,10 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
       throw Error(ErrorKind::usage, item.output + ": output is the input file; refusing to overwrite it");
 
   engine::BatchOptions batch_options;
+  auto gpu_codec_reasons = std::make_shared<GpuCodecReasons>();
+  batch_options.run = batch_run_settings(request, filter, options, codec_in, gpu_output, items, session, gpu_codec_reasons);
   engine::RunSettings& run = batch_options.run;
-  run.filter = filter;
-  run.apply_filter = !request.no_filter;
-  run.convolve = options;
-  if (session.warm != nullptr)
-    run.convolve.gpu_memory_limit = engine::served_memory_limit(options.gpu_memory_limit, session.warm->gpu_memory());
-  run.read_limits.max_pixels = request.max_pixels;
-  run.write = request.write;
-  run.overwrite = request.overwrite;
-  run.strip_metadata = request.strip_metadata;
-  run.auto_orient = request.auto_orient;
-  run.gpu_output = gpu_output;
-  // Items a GPU codec can take (JPEG -> JPEG) take it when it is usable (asked once per codec,
-  // and only if some item is such); --codec auto weighs their number against OpenCV's codec
-  // threads (--jobs); --codec gpu without it stops here, before any work (exit 5).
-  run.codec = codec_in;
-  run.codec.gpu_codec_jobs = static_cast<std::size_t>(std::count_if(
-      items.begin(), items.end(), [](const engine::BatchItem& item) { return codec::gpu_codec_for(item.input, item.output); }));
-  run.codec.cpu_threads = request.jobs;
-  auto gpu_codec_reasons = std::make_shared<std::map<const codec::GpuCodecFormat*, std::string>>();
-  run.gpu_codec_unusable = [gpu_codec_reasons](const codec::GpuCodecFormat& gpu_codec) {
-    const auto [at, asked] = gpu_codec_reasons->try_emplace(&gpu_codec);
-    if (asked) at->second = engine::gpu_codec_unusable_reason(gpu_codec);
-    return at->second;
-  };
-  // Each item's route, once: the pipeline takes them as they are.
-  bool any_gpu_codec = false;
-  for (const engine::BatchItem& item : items) {
-    batch_options.routes.push_back(engine::choose_route({item.input, item.output, {}, {}, false}, run));
-    any_gpu_codec = any_gpu_codec || batch_options.routes.back().on_gpu_codec();
-  }
-  if (run.codec.gpu_codec_jobs > 0 && run.codec.codec == common::Codec::automatic) {
-    const std::size_t jobs = run.codec.gpu_codec_jobs;
-    const std::size_t threshold = engine::auto_gpu_codec_threshold(run.codec.cpu_threads);
-    std::string why_not;
-    for (const auto& [gpu_codec, reason] : *gpu_codec_reasons)
-      if (!reason.empty()) why_not += ": " + std::string(gpu_codec->format) + ": " + reason;
-    if (any_gpu_codec)
-      log.info("{} file(s) a GPU codec can take: GPU codec (--codec auto takes it from {} such files)", jobs, threshold);
-    else if (jobs < threshold)
-      log.info("{} file(s) a GPU codec can take: OpenCV's codec (--codec auto takes the GPU codec from {} such files, "
-               "where its set-up pays off)", jobs, threshold);
-    else
-      log.info("{} file(s) a GPU codec can take: OpenCV's codec (the GPU codec is not usable here{})", jobs, why_not);
-  }
+  const bool any_gpu_codec = choose_routes(items, batch_options, *gpu_codec_reasons, log);
   batch_options.files = &files;
   batch_options.fail_fast = request.fail_fast;
   batch_options.process_exits_after = !session.served;  // served: the server goes on
@@ -328,27 +399,7 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
     throw Error(ErrorKind::output, request.json_path + ": cannot write the JSON summary");
 
   ProgressLine progress(!request.quiet && ::isatty(session.err_fd) != 0, items.size(), session.err_fd);
-  const engine::ItemObserver report_item = [&](const ItemReport& item, std::size_t done, std::size_t) {
-    const auto level = item.status == ItemStatus::failed ? spdlog::level::err
-                       : item.gpu_fallback.empty()        ? spdlog::level::info
-                                                          : spdlog::level::warn;
-    if (log.should_log(level) || !item.notes.empty()) {
-      progress.clear();
-      for (const engine::ImageNote& note : item.notes) {  // each names its file already
-        if (note.level == engine::ImageNote::Level::warning) log.warn("{}", in_cli_terms(note.text));
-      }
-      if (!item.gpu_fallback.empty())
-        log.warn("{}: {}; filtered with OpenCV on the CPU instead", item.input, in_cli_terms(item.gpu_fallback));
-      if (!item.decoder_fallback.empty()) log.info("{}: {}; decoded with OpenCV", item.input, in_cli_terms(item.decoder_fallback));
-      if (item.status == ItemStatus::failed)
-        log.error("{}: {}", item.input, in_cli_terms(item.reason));
-      else if (item.status == ItemStatus::ok)
-        log.info("{} -> {} ({:.1f} ms)", item.input, item.output, item.times.total_ms);
-      else
-        log.info("{}: skipped: {}", item.input, in_cli_terms(item.reason));
-    }
-    progress.update(done);
-  };
+  const engine::ItemObserver report_item = item_reporter(progress, log);
   log.info("{}", where_it_runs(session));
   batch_options.stop_requested = [&session] { return session.interrupt_signal() != 0; };
   const auto pipeline_start = std::chrono::steady_clock::now();
@@ -367,21 +418,10 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   const ExitCode exit_code = signal != 0 ? interrupted_exit_code(signal) : summary.exit_code;
   log_outcome(summary, request.fail_fast, signal, log);
 
-  if (!request.json_path.empty()) {
-    StartupTimes startup;
-    startup.startup_ms = std::chrono::duration<double, std::milli>(pipeline_start - session.started).count();
-    if (gpu_check.valid()) startup.gpu_init_ms = gpu_check.get().ms;
-    startup.no_gpu_reason = gpu_check.valid() ? gpu_check.get().no_gpu_reason : std::string();
-    startup.served = session.served;
-    startup.server = session.server_description;
-    const std::string text = json_dump(summary_json(summary, exit_code, signal, shard, batch_options, startup), 2) + "\n";
-    if (request.json_path == "-") {
-      session.print(text);
-    } else if (!files.write_output(request.json_path,
-                                   std::span(reinterpret_cast<const std::uint8_t*>(text.data()), text.size()), true)) {
-      throw Error(ErrorKind::output, request.json_path + ": cannot write the JSON summary");
-    }
-  }
+  if (!request.json_path.empty())
+    write_summary_json(summary_json(summary, exit_code, signal, shard, batch_options,
+                                    startup_times(session, pipeline_start, gpu_check)),
+                       request.json_path, session);
   return exit_code;
 }
 

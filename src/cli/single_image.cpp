@@ -130,6 +130,113 @@ engine::RunSettings run_settings(const CliRequest& req, const ConvolveOptions& o
   return settings;
 }
 
+/// The task's input: req.input, or for "-" a temporary copy of standard input kept in
+/// `stdin_copy`. The exit code when a served command is interrupted during the copy.
+std::optional<ExitCode> take_input(const CliRequest& req, Session& session, engine::ImageTask& task,
+                                   std::optional<StdinCopy>& stdin_copy) {
+  if (req.input != "-") {
+    task.input = req.input;
+    return std::nullopt;
+  }
+  stdin_copy.emplace(session.in_fd, temp_folder(session), !session.served, session.file_access());
+  // Served, a signal during the copy arrives as the client's Interrupt: stop as in-process.
+  if (const int signal = session.interrupt_signal(); signal != 0 && session.served) {
+    session.log().warn("interrupted by {} while working on standard input (its temporary copy was removed); "
+                       "nothing was written", signal_name(signal));
+    return interrupted_exit_code(signal);
+  }
+  task.input = stdin_copy->path();
+  task.input_shown = std::string(kStdinName);
+  return std::nullopt;
+}
+
+/// Served: the server's least loaded device for a GPU variant, its memory limit, and its running
+/// GPU codecs in `settings`; nullopt in a process of its own or for --variant opencv.
+std::optional<engine::WarmGpu::Lease> take_lease(Session& session, const ConvolveOptions& options,
+                                                 engine::RunSettings& settings) {
+  if (session.warm == nullptr || options.variant == Variant::opencv) return std::nullopt;
+  std::optional<engine::WarmGpu::Lease> lease(session.warm->take());
+  settings.convolve.gpu_memory_limit =
+      engine::served_memory_limit(settings.convolve.gpu_memory_limit, session.warm->gpu_memory());
+  if (lease->device() >= 0) {
+    settings.convolve.device = lease->device();
+    settings.warm_codecs = session.warm->gpu_codecs();
+    settings.codec.gpu_codec_warm = settings.warm_codecs != nullptr;
+  }
+  return lease;
+}
+
+/// What report_image needs besides the report.
+struct RunContext {
+  const CliRequest& req;
+  const ConvolveOptions& options;
+  const engine::RunSettings& settings;
+  int served_device;  ///< the leased device; -1: none
+  bool warned;        ///< the no-GPU warning was given before the work
+  std::string& no_gpu_reason;
+};
+
+/// The log lines after the work: the image's notes, why `auto` chose its side, the served device,
+/// the no-GPU warning where the CPU filtered without one, fallbacks, and the variant's timings.
+void report_image(const engine::ImageReport& report, const RunContext& run, Session& session) {
+  spdlog::logger& log = session.log();
+  print_notes(report, log);
+  // Without a GPU the warning said why the CPU filters; a CPU-or-GPU estimate would only confuse.
+  if (!report.auto_reason.empty() && !run.warned) log.info("{}", report.auto_reason);
+  if (run.served_device >= 0)
+    log.info("served on device {}, the least loaded of the server's{}", run.served_device,
+             run.settings.workspace == nullptr
+                 ? std::string()
+                 : fmt::format("; its kept workspace has made {} device allocation(s) so far",
+                               run.settings.workspace->allocations()));
+  if (!run.warned && run.options.variant == Variant::automatic && report.variant_used == Variant::opencv &&
+      !report.cpu_predicted_faster && report.gpu_fallback.empty() && !engine::gpu_usable(&run.no_gpu_reason))
+    if (const auto warning = gpu_warning(session, run.no_gpu_reason)) log.warn("{}", *warning);
+  if (!report.decoder_fallback.empty())
+    log.info("{}: {}; decoded with OpenCV", run.req.input, in_cli_terms(report.decoder_fallback));
+  if (!report.gpu_fallback.empty()) log.warn("{}; filtered with OpenCV on the CPU instead", in_cli_terms(report.gpu_fallback));
+  if (report.variant_used)
+    log.info("variant {}: decoder {}, read {:.2f} ms; upload {:.3f} ms, kernel {:.3f} ms, download {:.3f} ms, "
+             "{} strip(s); encoder {}",
+             to_string(*report.variant_used), report.decoder, report.times.read_ms, report.times.upload_ms,
+             report.times.filter_ms, report.times.download_ms, report.strips, report.encoder);
+}
+
+/// Writes the encoded result: to standard output, or atomically to req.output under the
+/// interrupt guard; a served command's signal stops it before the write, as it would in-process.
+ExitCode deliver(const CliRequest& req, const std::string& to_stdout, const engine::ImageTask& task,
+                 engine::ImageResult& done, const engine::RunSettings& settings, Session& session) {
+  spdlog::logger& log = session.log();
+  engine::Files& files = session.file_access();
+  const auto t = std::chrono::steady_clock::now();
+  if (!to_stdout.empty()) {
+    session.print(std::string_view(reinterpret_cast<const char*>(done.encoded.data()), done.encoded.size()));
+    log.info("wrote {} ({}) to standard output in {:.2f} ms", to_stdout, req.output, elapsed_ms(t));
+    return ExitCode::ok;
+  }
+  // Served, the client's signal arrives as a message: stop before the write as a process of its
+  // own would have stopped (in-process the signal has ended the process before this point).
+  if (const int signal = session.interrupt_signal(); signal != 0 && session.served) {
+    log.warn("interrupted by {}; {} was not written", signal_name(signal), req.output);
+    return interrupted_exit_code(signal);
+  }
+  engine::ImageTask write_task = task;
+  write_task.output = req.output;
+  bool written = false;
+  {
+    std::optional<InterruptGuard> interrupts;
+    if (!session.served) interrupts.emplace();
+    written = engine::write_image(write_task, done.encoded, settings, files, done.report);
+  }
+  if (!written) throw Error(ErrorKind::output, req.output + ": exists; not replaced (overwrite is off)");
+  log.info("wrote {} in {:.2f} ms", req.output, elapsed_ms(t));
+  if (const int signal = session.interrupt_signal(); signal != 0) {
+    log.warn("interrupted by {} while writing {}; the file was finished", signal_name(signal), req.output);
+    return interrupted_exit_code(signal);
+  }
+  return ExitCode::ok;
+}
+
 }  // namespace
 
 ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options, Session& session) {
@@ -155,19 +262,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   task.output_shown = req.output;
   task.keep_encoded = true;  // written below, under the interrupt guard, or to standard output
   std::optional<StdinCopy> stdin_copy;
-  if (req.input == "-") {
-    stdin_copy.emplace(session.in_fd, temp_folder(session), !session.served, session.file_access());
-    // Served, a signal during the copy arrives as the client's Interrupt: stop as in-process.
-    if (const int signal = session.interrupt_signal(); signal != 0 && session.served) {
-      log.warn("interrupted by {} while working on standard input (its temporary copy was removed); nothing was "
-               "written", signal_name(signal));
-      return interrupted_exit_code(signal);
-    }
-    task.input = stdin_copy->path();
-    task.input_shown = std::string(kStdinName);
-  } else {
-    task.input = req.input;
-  }
+  if (const auto stopped = take_input(req, session, task, stdin_copy)) return *stopped;
 
   if (req.compare && options.variant == Variant::opencv)
     throw Error(ErrorKind::usage, "--compare compares a GPU variant with OpenCV; choose a GPU --variant");
@@ -177,17 +272,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   settings.cpu_when_faster = !session.served && !req.compare && req.bench_runs == 0 && req.gpu_memory.empty();
   // Served: the image goes to the server's least loaded device, and a file a GPU codec takes to
   // its running pipeline there (no set-up left to weigh, so `--codec auto` takes it).
-  std::optional<engine::WarmGpu::Lease> lease;
-  if (session.warm != nullptr && options.variant != Variant::opencv) {
-    lease.emplace(session.warm->take());
-    settings.convolve.gpu_memory_limit =
-        engine::served_memory_limit(settings.convolve.gpu_memory_limit, session.warm->gpu_memory());
-    if (lease->device() >= 0) {
-      settings.convolve.device = lease->device();
-      settings.warm_codecs = session.warm->gpu_codecs();
-      settings.codec.gpu_codec_warm = settings.warm_codecs != nullptr;
-    }
-  }
+  std::optional<engine::WarmGpu::Lease> lease = take_lease(session, options, settings);
   const engine::Route route = engine::choose_route(task, settings);
   // The host route filters in one of the device's kept workspaces: nothing allocated per image.
   if (lease && !route.on_gpu_codec()) settings.workspace = lease->workspace();
@@ -219,59 +304,13 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
     return code == ExitCode::ok;
   };
   engine::ImageResult done = engine::process_image(task, settings, route, files, inspect);
-  const engine::ImageReport& report = done.report;
-  print_notes(report, log);
-  // Without a GPU the warning said why the CPU filters; a CPU-or-GPU estimate would only confuse.
-  if (!report.auto_reason.empty() && !warned) log.info("{}", report.auto_reason);
-  if (lease && lease->device() >= 0)
-    log.info("served on device {}, the least loaded of the server's{}", lease->device(),
-             settings.workspace == nullptr
-                 ? std::string()
-                 : fmt::format("; its kept workspace has made {} device allocation(s) so far",
-                               settings.workspace->allocations()));
-  if (!warned && options.variant == Variant::automatic && report.variant_used == Variant::opencv &&
-      !report.cpu_predicted_faster && report.gpu_fallback.empty() && !engine::gpu_usable(&no_gpu_reason))
-    if (const auto warning = gpu_warning(session, no_gpu_reason)) log.warn("{}", *warning);
-  if (!report.decoder_fallback.empty()) log.info("{}: {}; decoded with OpenCV", req.input, in_cli_terms(report.decoder_fallback));
-  if (!report.gpu_fallback.empty()) log.warn("{}; filtered with OpenCV on the CPU instead", in_cli_terms(report.gpu_fallback));
-  if (report.variant_used)
-    log.info("variant {}: decoder {}, read {:.2f} ms; upload {:.3f} ms, kernel {:.3f} ms, download {:.3f} ms, "
-             "{} strip(s); encoder {}",
-             to_string(*report.variant_used), report.decoder, report.times.read_ms, report.times.upload_ms,
-             report.times.filter_ms, report.times.download_ms, report.strips, report.encoder);
+  report_image(done.report, {req, options, settings, lease ? lease->device() : -1, warned, no_gpu_reason}, session);
   if (code != ExitCode::ok) {
     log.error("{}: result differs from cv::filter2D beyond the tolerance; output not written", req.output);
     return code;
   }
   log.info("processed in {:.2f} ms", elapsed_ms(start));
-
-  const auto t = std::chrono::steady_clock::now();
-  if (!to_stdout.empty()) {
-    session.print(std::string_view(reinterpret_cast<const char*>(done.encoded.data()), done.encoded.size()));
-    log.info("wrote {} ({}) to standard output in {:.2f} ms", to_stdout, req.output, elapsed_ms(t));
-    return ExitCode::ok;
-  }
-  // Served, the client's signal arrives as a message: stop before the write as a process of its
-  // own would have stopped (in-process the signal has ended the process before this point).
-  if (const int signal = session.interrupt_signal(); signal != 0 && session.served) {
-    log.warn("interrupted by {}; {} was not written", signal_name(signal), req.output);
-    return interrupted_exit_code(signal);
-  }
-  engine::ImageTask write_task = task;
-  write_task.output = req.output;
-  bool written = false;
-  {
-    std::optional<InterruptGuard> interrupts;
-    if (!session.served) interrupts.emplace();
-    written = engine::write_image(write_task, done.encoded, settings, files, done.report);
-  }
-  if (!written) throw Error(ErrorKind::output, req.output + ": exists; not replaced (overwrite is off)");
-  log.info("wrote {} in {:.2f} ms", req.output, elapsed_ms(t));
-  if (const int signal = session.interrupt_signal(); signal != 0) {
-    log.warn("interrupted by {} while writing {}; the file was finished", signal_name(signal), req.output);
-    return interrupted_exit_code(signal);
-  }
-  return ExitCode::ok;
+  return deliver(req, to_stdout, task, done, settings, session);
 }
 
 }  // namespace cuconv::cli
