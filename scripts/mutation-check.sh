@@ -42,12 +42,12 @@ cpu_file=src/convolve/cpu_reference.cpp
 gpu_file=src/gpu/gpu_convolve.cpp
 round_file=kernels/common.cuh
 # The CPU variant's entry, wrapped so a mutation can change its result (MUTATE is replaced).
-entry='cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method) {'
+entry='cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method, const cv::Mat& into) {'
 wrap() {  # wrap CODE: the entry, with CODE applied to its result r
-  printf '%s\n' "cv::Mat convolve_opencv_planted(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method);" \
-    "cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method) {" \
-    "  cv::Mat r = convolve_opencv_planted(src, job, method);" "  $1" "  return r;" "}" \
-    "cv::Mat convolve_opencv_planted(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method) {"
+  printf '%s\n' "cv::Mat convolve_opencv_planted(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method, const cv::Mat& into);" \
+    "cv::Mat convolve_opencv(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method, const cv::Mat& into) {" \
+    "  cv::Mat r = convolve_opencv_planted(src, job, method, into);" "  $1" "  return r;" "}" \
+    "cv::Mat convolve_opencv_planted(const cv::Mat& src, const ConvolveJob& job, OpenCvMethod method, const cv::Mat& into) {"
 }
 
 # mutation NAME SUITE FILE TEXT REPLACEMENT: TEXT must occur once in FILE.
