@@ -72,7 +72,9 @@ enum class Depth { same, u8, u16, s16, f32 };
 /// tests use; or `exact_sum`: the same direct sum in double for every output depth, rounded half
 /// to even and saturated once at the end (the exact sum the pass rule is judged against; at 16
 /// bits filter2D's float sums round some values to another integer: docs/accuracy.md, "16-bit outputs: the exact sum").
-enum class OpenCvMethod { as_called, direct_sum, reference, exact_sum };
+/// `same_bits`: as_called's results bit for bit, summed separably where that provably gives the same
+/// bits (docs/accuracy.md, "The CPU's separable path"); what `auto` runs on the CPU.
+enum class OpenCvMethod { as_called, direct_sum, reference, exact_sum, same_bits };
 
 struct ConvolveOptions {
   Variant variant = Variant::automatic;

@@ -1,11 +1,13 @@
 // SPDX-License-Identifier: Apache-2.0
 // Library entry point: validate the request, resolve it into a ConvolveJob, pick the variant
-// (choose_variant.cpp) and run it (cpu_reference.cpp for OpenCV, src/gpu/ for the GPU variants).
+// (choose_variant.cpp) and run it (cpu_reference.cpp for OpenCV, cpu_separable.cpp for `auto`'s
+// separable CPU path, src/gpu/ for the GPU variants).
 #include "convolve/choose_variant.hpp"
 #include "gpu/device_select.hpp"
 #include "gpu/launch/launch.hpp"
 #include "gpu/memory/workspace.hpp"  // workspace_state
 #include "convolve/cpu_reference.hpp"
+#include "convolve/cpu_separable.hpp"
 #include "gpu/gpu_convolve.hpp"
 #include "common/names.hpp"
 #include "filter/splits.hpp"
@@ -17,6 +19,7 @@
 #include <chrono>
 #include <cmath>
 #include <new>
+#include <optional>
 #include <string>
 #include <utility>
 
@@ -157,7 +160,16 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
   result.fallback_reason = std::move(fallback_reason);
   const auto start = std::chrono::steady_clock::now();
   try {
-    result.image = convolution::convolve_opencv(src, job, options.opencv_method, into);
+    // `auto` on the CPU (or a caller that asks for same_bits, as the engine does when it picks
+    // the CPU for auto): the separable path where it gives filter2D's bits (cpu_separable.hpp).
+    // An explicit `opencv` variant runs filter2D itself.
+    const bool same_bits = options.opencv_method == OpenCvMethod::same_bits ||
+                           (options.variant == Variant::automatic && options.opencv_method == OpenCvMethod::as_called);
+    const std::optional<convolution::CpuSeparablePlan> separable =
+        same_bits ? convolution::cpu_separable_plan(job, src.depth()) : std::nullopt;
+    result.image = separable   ? convolution::convolve_cpu_separable(src, job, *separable, into)
+                   : same_bits ? convolution::convolve_opencv(src, job, OpenCvMethod::as_called, into)
+                               : convolution::convolve_opencv(src, job, options.opencv_method, into);
   } catch (const std::bad_alloc&) {
     throw out_of_host_memory(src);
   } catch (const cv::Exception& e) {

@@ -179,7 +179,10 @@ ConvolveResult filter_image(LoadedImage& loaded, const RunSettings& settings, Gp
                                           static_cast<int>(image.elemSize1()));
     report.auto_reason = p.reason();
     report.cpu_predicted_faster = p.cpu_faster();
-    if (p.cpu_faster()) options.variant = Variant::opencv;  // CUDA is never touched then
+    if (p.cpu_faster()) {
+      options.variant = Variant::opencv;  // CUDA is never touched then
+      options.opencv_method = OpenCvMethod::same_bits;  // auto's CPU path: separable where exact
+    }
   }
   ConvolveResult result;
   try {
