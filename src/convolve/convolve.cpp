@@ -232,7 +232,7 @@ Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& fi
                                   "channels and the output depth (" + depth_name(job.output_depth) + ")");
   if (options.variant == Variant::opencv)
     throw Error(ErrorKind::usage, "convolve: device images need a GPU variant (not opencv)");
-  if (options.bench_runs > 0) throw Error(ErrorKind::usage, "convolve: --bench needs a host image");
+  if (options.bench_runs > 0) throw Error(ErrorKind::usage, "convolve: `bench_runs` needs a host image");
   if (options.device >= 0) gpu::select_device(options.device);
   const Variant variant = options.variant == Variant::automatic
                               ? convolution::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth,
