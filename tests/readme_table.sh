@@ -14,3 +14,10 @@ if [[ -n $missing ]]; then
   exit 1
 fi
 echo "README.md holds the $(wc -l <<< "$rows") lines of $json's table"
+# The roofline chart the README links is drawn from the same JSON (scripts/roofline_chart.py).
+chart=$(grep -o 'bench/results/roofline-[a-z0-9]*-[0-9a-f]*\.png' README.md | head -1)
+[[ -n $chart && -f $chart ]] || { echo "README.md links no bench/results/roofline-*.png that exists"; exit 1; }
+json_commit=$(sed -E 's#.*-kernels-([0-9a-f]+)-all\.json#\1#' <<< "$json")
+chart_commit=$(sed -E 's#.*-([0-9a-f]+)\.png#\1#' <<< "$chart")
+[[ $json_commit == "$chart_commit" ]] || { echo "$chart is not drawn from $json (commit $chart_commit, not $json_commit)"; exit 1; }
+echo "$chart is drawn from the same run"
