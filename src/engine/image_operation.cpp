@@ -11,9 +11,13 @@
 
 #include <opencv2/imgcodecs.hpp>
 
+#include <algorithm>
+#include <cctype>
 #include <chrono>
 #include <filesystem>
 #include <mutex>
+#include <string>
+#include <string_view>
 #include <utility>
 
 namespace cuconv::engine {
@@ -50,12 +54,24 @@ void note(ImageReport& report, ImageNote::Level level, std::string text) {
   report.notes.push_back({level, std::move(text)});
 }
 
+/// `text` as one shell word: as it is when it holds only safe characters, else in single quotes.
+std::string shell_word(const std::string& text) {
+  const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
+    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("/._-+,:@%").find(c) != std::string_view::npos;
+  });
+  if (plain) return text;
+  std::string quoted = "'";
+  for (char c : text) quoted += c == '\'' ? std::string("'\\''") : std::string(1, c);
+  return quoted + "'";
+}
+
 /// Throws Error{output} when the output's folder is not there, asked of the command's `files`
 /// (the caller's, relative to its working folder, when served).
 void check_output_folder(const ImageTask& task, Files& files) {
   const std::string folder = std::filesystem::path(task.output).parent_path().string();  // the name alone
   if (!folder.empty() && files.kind(folder, true) != FileKind::directory)
-    throw Error(ErrorKind::output, shown_output(task) + ": folder " + folder + " does not exist");
+    throw Error(ErrorKind::output, shown_output(task) + ": folder " + folder + " does not exist (create it first: mkdir -p " +
+                                       shell_word(folder) + ")");
 }
 
 }  // namespace

@@ -128,9 +128,49 @@ bool looks_like_path(std::string_view spec) {
   return spec.find('/') != std::string_view::npos || std::filesystem::path(spec).has_extension();
 }
 
-/// load_filter's message when nothing matched: a missing file, or a name with the nearest
-/// preset and parametric names.
+/// A MATLAB-style matrix ("[1 2; 3 4]": rows split by ';', values by blanks or commas) in
+/// cuconv's inline spelling ("2x2:1,2,3,4"); "" when `spec` is not one.
+std::string matlab_spelling(std::string_view spec) {
+  while (!spec.empty() && is_blank(spec.front())) spec.remove_prefix(1);
+  while (!spec.empty() && is_blank(spec.back())) spec.remove_suffix(1);
+  if (spec.size() < 3 || spec.front() != '[' || spec.back() != ']') return {};
+  spec = spec.substr(1, spec.size() - 2);
+  std::vector<std::string> values;
+  std::size_t width = 0;
+  std::size_t height = 0;
+  while (true) {
+    const std::size_t end = std::min(spec.find(';'), spec.size());
+    std::string_view row = spec.substr(0, end);
+    std::size_t count = 0;
+    while (true) {
+      const std::size_t start = row.find_first_not_of(" \t,");
+      if (start == std::string_view::npos) break;
+      row.remove_prefix(start);
+      const std::string_view value = row.substr(0, std::min(row.find_first_of(" \t,"), row.size()));
+      double parsed = 0.0;
+      const auto [next, error] = std::from_chars(value.data(), value.data() + value.size(), parsed);
+      if (error != std::errc() || next != value.data() + value.size()) return {};
+      values.emplace_back(value);
+      ++count;
+      row.remove_prefix(value.size());
+    }
+    if (count == 0 || (height > 0 && count != width)) return {};
+    width = count;
+    ++height;
+    if (end == spec.size()) break;
+    spec.remove_prefix(end + 1);
+  }
+  std::string inline_filter = std::to_string(width) + "x" + std::to_string(height) + ":";
+  for (std::size_t k = 0; k < values.size(); ++k) inline_filter += (k > 0 ? "," : "") + values[k];
+  return inline_filter;
+}
+
+/// load_filter's message when nothing matched: a MATLAB-style matrix's inline spelling, a missing
+/// file, or a name with the nearest preset and parametric names.
 std::string not_a_filter_message(std::string_view spec) {
+  if (const std::string inline_filter = matlab_spelling(spec); !inline_filter.empty())
+    return "filter '" + printable(spec) + "' is a MATLAB-style matrix; cuconv spells it " + inline_filter +
+           " (an inline WxH:v,v,... filter, rows top to bottom; it correlates as imfilter, conv2 would flip it)";
   if (looks_like_path(spec) && spec.find(':') == std::string_view::npos) {
     return "filter file '" + printable(spec) + "': no such file";
   }
