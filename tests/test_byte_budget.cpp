@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // The byte budget that bounds the GPU codec pipeline's decoded images (src/engine/byte_budget.hpp),
 // step by step: a take that does not fit waits until enough is given back, one that fits exactly
-// does not, and the peak is what was held at once. (test_batch.cpp's threaded case hammers it;
-// its takers hold bytes so briefly that a doubled limit went unseen there.)
+// does not, and the peak is what was held at once. (test_batch_engine.cpp's threaded case hammers
+// it; its takers hold bytes so briefly that a doubled limit went unseen there.)
 #include "engine/byte_budget.hpp"
 
 #include <doctest/doctest.h>
