@@ -8,8 +8,9 @@ edges replicated) by cuconv, ImageMagick 6, libvips and OpenCV, per call and ove
 Makes N (default 20) 2000x1500 JPEG photos from samples/ (resized, so each differs), then times
 whole processes as a shell script would run them: one call per tool on one photo (median of 5
 after a warm-up), and the folder: `cuconv --out-dir`, `mogrify -path`, a shell loop of
-`vips gaussblur`, and one Python process looping over cv2.GaussianBlur. Prints a Markdown table
-and writes the numbers as JSON. Needs imagemagick, libvips-tools and python3-opencv.
+`vips gaussblur`, and one Python process looping over cv2.GaussianBlur. Then rank-1 filters per
+call (gauss5, box:11: cuconv auto's separable CPU path beside --variant opencv, vips conv and
+cv2.filter2D). Prints Markdown tables and writes the numbers as JSON. Needs imagemagick, libvips-tools and python3-opencv.
 """
 import json
 import os
@@ -77,7 +78,9 @@ def main():
         out = os.path.join(work, f"out-{tool}")
         os.makedirs(out)
         results["folder_s"][tool] = timed(argv(out), env=env)
+    results["separable"] = separable_calls(cuconv, one, work, env)
     shutil.rmtree(work, ignore_errors=True)
+    print_separable(results["separable"])
     print(f"| {count} photos, 2000x1500 JPEG, Gaussian sigma {SIGMA} | " + " | ".join(results["per_call_s"]) + " |")
     print("|---|" + "---|" * len(results["per_call_s"]))
     print("| one call (median of 5) | " + " | ".join(f"{v * 1000:.0f} ms" for v in results["per_call_s"].values()) + " |")
@@ -86,6 +89,53 @@ def main():
         with open(out_json, "w") as f:
             json.dump(results, f, indent=1)
             f.write("\n")
+
+
+def separable_calls(cuconv, one, work, env):
+    """Rank-1 filters without a GPU: cuconv `auto` (the separable CPU path where it keeps
+    filter2D's bits) beside `--variant opencv` (filter2D), `vips conv` of the same matrix and a
+    cv2.filter2D call; medians of 5 whole calls, and cuconv's own filter time (-v)."""
+    rows = {}
+    for spec, side, weights in (("gauss5", 5, [1, 4, 6, 4, 1]), ("box:11", 11, [1] * 11)):
+        mat = os.path.join(work, f"{side}.mat")
+        total = sum(weights) ** 2
+        with open(mat, "w") as f:
+            f.write(f"{side} {side} {total} 0\n")
+            for a in weights:
+                f.write(" ".join(str(a * b) for b in weights) + "\n")
+        kernel = f"np.outer({weights}, {weights}) / {total}"
+        cv2_call = ("import cv2,sys,numpy as np; i=cv2.imread(sys.argv[1]); "
+                    f"cv2.imwrite(sys.argv[2], cv2.filter2D(i, -1, {kernel}, borderType=cv2.BORDER_REPLICATE))")
+        out = os.path.join(work, f"sep-{side}.jpg")
+        calls = {
+            "cuconv auto": [cuconv, one, out, "--filter", spec, "--border", "replicate", "--overwrite"],
+            "cuconv --variant opencv": [cuconv, one, out, "--filter", spec, "--border", "replicate", "--overwrite",
+                                        "--variant", "opencv"],
+            "vips conv": ["vips", "conv", one, out, mat, "--precision", "integer"],
+            "cv2.filter2D": ["/usr/bin/python3", "-c", cv2_call, one, out],
+        }
+        row = {}
+        for tool, argv in calls.items():
+            timed(argv, env=env)
+            row[tool + " call_s"] = statistics.median(timed(argv, env=env) for _ in range(5))
+        for tool in ("cuconv auto", "cuconv --variant opencv"):
+            kernel_ms = []
+            for _ in range(5):
+                done = subprocess.run(calls[tool] + ["-v"], check=True, capture_output=True, text=True, env=env)
+                kernel_ms.append(float(done.stderr.split("kernel ")[1].split(" ms")[0]))
+            row[tool + " filter_ms"] = statistics.median(kernel_ms)
+        rows[spec] = row
+    return rows
+
+
+def print_separable(rows):
+    print("| filter | cuconv auto | cuconv --variant opencv | vips conv | cv2.filter2D |")
+    print("|---|---|---|---|---|")
+    for spec, row in rows.items():
+        print(f"| {spec} | {row['cuconv auto call_s'] * 1000:.0f} ms ({row['cuconv auto filter_ms']:.1f} ms filter) | "
+              f"{row['cuconv --variant opencv call_s'] * 1000:.0f} ms "
+              f"({row['cuconv --variant opencv filter_ms']:.1f} ms filter) | "
+              f"{row['vips conv call_s'] * 1000:.0f} ms | {row['cv2.filter2D call_s'] * 1000:.0f} ms |")
 
 
 if __name__ == "__main__":
