@@ -1,5 +1,5 @@
 // SPDX-License-Identifier: Apache-2.0
-// A stand-in for `cuconv serve` in tests/test_serve.cpp: the real transport (run_server) with a
+// A stand-in for `cuconv serve` in tests/test_serve_*.cpp: the real transport (run_server) with a
 // handler that exercises RemoteFiles the way the engine does, without the engine (no OpenCV, no
 // CUDA). Commands (argv after the program name):
 //   --version                      prints a version line
