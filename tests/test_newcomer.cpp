@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Issue 49, the binary end to end: what a newcomer meets on a CPU-only machine. Names in any case
 // and other tools' words, --normalize, --skip-existing and the no-GPU warning. The library and
-// parser functions behind them are tested in test_command_line.cpp, test_filters.cpp and
-// test_formats.cpp.
+// parser functions behind them are tested in test_command_line.cpp, test_filters.cpp,
+// test_formats_pixels.cpp and test_formats_options.cpp.
 #include "test_support.hpp"
 
 #include <cuconv/convolve.hpp>
