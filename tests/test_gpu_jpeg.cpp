@@ -115,6 +115,19 @@ TEST_CASE("gpu jpeg: nvJPEG decodes baseline, progressive, gray and 4:2:0/4:2:2/
     // rounding; swapped channels, a wrong MCU row or a shifted one, one block off by 20 or one
     // MCU off by 5 exceed the bounds (the CPU suite's "jpeg bounds" cases plant them).
     CHECK(cuconv::test::within(d, c.bound));
+    // The same defects planted in nvJPEG's own pixels, at a corner, the middle and the last
+    // whole MCU: one 8x8 block off by 20, one MCU off by 5.
+    const int mcu_w = c.bound.block_w;
+    const int mcu_h = c.bound.block_h;
+    for (const cv::Point at : {cv::Point(0, 0), cv::Point(gpu.cols / 2 / mcu_w * mcu_w, gpu.rows / 2 / mcu_h * mcu_h),
+                               cv::Point((gpu.cols / mcu_w - 1) * mcu_w, (gpu.rows / mcu_h - 1) * mcu_h)}) {
+      CAPTURE(at);
+      CHECK_FALSE(cuconv::test::within(
+          cuconv::test::jpeg_difference(cuconv::test::planted(gpu, cv::Rect(at.x, at.y, 8, 8), 20), cpu, mcu_w, mcu_h), c.bound));
+      CHECK_FALSE(cuconv::test::within(
+          cuconv::test::jpeg_difference(cuconv::test::planted(gpu, cv::Rect(at.x, at.y, mcu_w, mcu_h), 5), cpu, mcu_w, mcu_h),
+          c.bound));
+    }
     cuconv::test::take_worst(worst[kind].first, d);
     ++worst[kind].second;
     if (kind == "baseline 4:2:0" && codec.backend() == "hardware") CHECK(decoded[0].hardware);
