@@ -1,6 +1,6 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// The crafted files of the adversarial pass (issue 48), made in code: tests/test_adversarial.cpp
+// The crafted files of the adversarial pass (issue 48), made in code: tests/test_adversarial_*.cpp
 // and the bad-input matrix write them, and tests/fuzz/corpus_images/ holds the same bytes as seeds
 // for the image fuzzers (a test keeps the folder in step).
 #include "test_support.hpp"
