@@ -103,6 +103,8 @@ ALLOWED = [
     ("cli/single_image.cpp", "\"/proc/driver/nvidia/version\"",
      "whether the machine the command runs on has the NVIDIA driver loaded: the machine's, not a caller's path"),
     ("cli/batch_command.cpp", "std::ifstream in(file.local_path())", LOCAL_PATH),
+    ("cli/warnings.cpp", "std::ifstream in(\"/proc/\"",
+     "a terminal session leader's start time (the no-GPU warning's session key): the machine's, not a caller's path"),
     ("filter/filter_load.cpp", "std::fopen(path.c_str(), \"rb\")",
      "load_filter's reader of the local path FilterLoadOptions::files gave (commands open it through Files)"),
     ("filter/filter_load.cpp", "std::filesystem::status(path, error)",

@@ -109,6 +109,9 @@ class CuconvProcess {
       // The child starts with the default dispositions, whatever the test runner set.
       std::signal(SIGINT, SIG_DFL);
       std::signal(SIGTERM, SIG_DFL);
+      // A terminal session of its own: cuconv gives the no-GPU warning once per session
+      // (src/cli/warnings.hpp), and each command here is a fresh one, as before that rule.
+      ::setsid();
       ::execl("/bin/sh", "sh", "-c", cmd.c_str(), static_cast<char*>(nullptr));
       ::_exit(127);
     }

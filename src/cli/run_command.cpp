@@ -11,6 +11,7 @@
 #include "cli/single_image.hpp"
 #include "cli/warnings.hpp"
 #include "common/write_all.hpp"
+#include "serve/socket_path.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
@@ -25,7 +26,9 @@
 #include <cstdio>
 #include <cstdlib>
 #include <fcntl.h>
+#include <mutex>
 #include <optional>
+#include <set>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -133,9 +136,36 @@ const char* Session::getenv(const char* name) const {
   return at == environment->end() ? nullptr : at->second.c_str();
 }
 
+namespace {
+
+/// The user's private runtime folder for the command's markers: $XDG_RUNTIME_DIR/cuconv (where the
+/// server's socket lives too), else /tmp/cuconv-UID; made 0700 and refused (empty) when it is a
+/// link, another user's or open to others (serve::prepare_private_folder).
+std::string runtime_folder(const Session& session) {
+  const char* runtime = session.getenv("XDG_RUNTIME_DIR");
+  const std::string folder = runtime != nullptr && runtime[0] == '/' ? std::string(runtime) + "/cuconv"
+                                                                      : "/tmp/cuconv-" + std::to_string(::getuid());
+  return serve::prepare_private_folder(folder).empty() ? folder : std::string();
+}
+
+}  // namespace
+
 std::optional<std::string> gpu_warning(const Session& session, std::string_view reason) {
   if (!no_gpu_warning_wanted(session.getenv(kNoGpuWarningVariable))) return std::nullopt;
-  return session.served ? no_gpu_warning(reason) : no_gpu_warning_once(reason);
+  if (session.served) {
+    // The server remembers the client sessions it has warned, for as long as it runs.
+    static std::mutex mutex;
+    static std::set<std::string, std::less<>> warned;
+    const std::lock_guard lock(mutex);
+    if (!session.caller_session.empty() && !warned.insert(session.caller_session).second) return std::nullopt;
+    return no_gpu_warning(reason);
+  }
+  std::optional<std::string> warning = no_gpu_warning_once(reason);
+  if (!warning) return warning;
+  const std::string key = session_key(::getpid());
+  const std::string folder = key.empty() ? std::string() : runtime_folder(session);
+  if (!folder.empty() && !first_in_session(session.files != nullptr ? *session.files : engine::local_files(), folder, key)) return std::nullopt;
+  return warning;
 }
 
 std::shared_ptr<spdlog::logger> make_session_logger(int fd, bool) {

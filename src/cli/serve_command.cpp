@@ -8,6 +8,7 @@
 #include "cli/device_list.hpp"
 #include "cli/help_page.hpp"
 #include "cli/session.hpp"
+#include "cli/warnings.hpp"
 #include "common/thread_stderr.hpp"
 #include "engine/warm_gpu.hpp"
 #include "serve/build_identity.hpp"
@@ -224,6 +225,7 @@ int run_serve_command(int argc, const char* const* argv) {
     session.working_folder = request.cwd;  // where the client's relative paths start
     session.warm = &warm;
     session.interrupted = [&client] { return client.interrupt_signal(); };
+    session.caller_session = session_key(request.pid);  // the no-GPU warning: once per client session
     if (const std::string why = process_wide_difference(request.environment); !why.empty())
       throw serve::Refusal{serve::RefusalReason::environment, why};
     session.environment.emplace();

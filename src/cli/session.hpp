@@ -44,6 +44,9 @@ struct Session {
   std::string not_served_why;
   /// The server's devices, JPEG pipelines and load (served commands); nullptr in a process of its own.
   engine::WarmGpu* warm = nullptr;
+  /// A served command's client's terminal session (session_key of its pid, warnings.hpp), by
+  /// which the server gives the no-GPU warning once per client session; empty: unknown.
+  std::string caller_session;
   /// A served command's environment: its client's variables that cuconv reads
   /// (serve::forwarded_variable); unset: this process's own.
   std::optional<std::map<std::string, std::string, std::less<>>> environment;
@@ -72,8 +75,11 @@ struct Session {
 };
 
 /// The no-GPU warning for `reason` unless the command's environment silences it
-/// (CUCONV_NO_GPU_WARNING=1): once per process of its own, once per command when served (whose
-/// commands are processes of their own to their users).
+/// (CUCONV_NO_GPU_WARNING=1), once per terminal session: in a process of its own, by a marker in
+/// the user's private runtime folder ($XDG_RUNTIME_DIR/cuconv, else /tmp/cuconv-UID, mode 0700;
+/// first_in_session), made through the session's Files; served, once per server and client
+/// session (caller_session). Where neither can tell (no folder, no session), once per process or
+/// command.
 [[nodiscard]] std::optional<std::string> gpu_warning(const Session& session, std::string_view reason);
 
 /// Where the command runs, for -v once its checks have passed (so a refusal stays alone): "served

@@ -6,8 +6,14 @@
 
 #include <opencv2/core.hpp>
 
+#include <cuconv/error.hpp>
+
 #include <atomic>
 #include <cstdio>
+#include <cstdlib>
+#include <fstream>
+#include <sstream>
+#include <unistd.h>
 
 namespace cuconv::cli {
 
@@ -57,6 +63,50 @@ std::optional<std::string> no_gpu_warning_once(std::string_view reason) {
   static std::atomic<bool> given{false};
   if (given.exchange(true)) return std::nullopt;
   return no_gpu_warning(reason);
+}
+
+namespace {
+
+constexpr std::string_view kMarkerPrefix = "no-gpu-warned-";
+
+/// The start time (field 22 of /proc/PID/stat, clock ticks since boot) of process `pid`; "0" when
+/// it has gone. The fields after the name, which may hold spaces and ')', follow its last ')'.
+std::string start_time_of(long pid) {
+  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
+  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
+  const std::size_t close = text.rfind(')');
+  if (close == std::string::npos) return "0";
+  std::istringstream fields(text.substr(close + 1));
+  std::string field;
+  for (int number = 3; number <= 22 && fields >> field; ++number) {
+  }
+  return fields ? field : std::string("0");
+}
+
+}  // namespace
+
+std::string session_key(long pid) {
+  const pid_t sid = ::getsid(static_cast<pid_t>(pid));
+  if (pid <= 0 || sid <= 0) return {};
+  return std::to_string(sid) + "-" + start_time_of(sid);
+}
+
+bool first_in_session(engine::Files& files, const std::string& folder, const std::string& key) {
+  const std::string marker = folder + "/" + std::string(kMarkerPrefix) + key;
+  try {
+    if (files.kind(marker, false) != engine::FileKind::none) return false;
+    if (!files.write_output(marker, {}, false)) return false;  // another call of the session was first
+    // The markers of ended sessions go, so the folder holds one per live session.
+    for (const std::string& name : files.list_directory(folder)) {
+      if (!name.starts_with(kMarkerPrefix)) continue;
+      const std::string other = name.substr(kMarkerPrefix.size());
+      const long sid = std::atol(other.c_str());
+      if (sid > 0 && other != std::to_string(sid) + "-" + start_time_of(sid)) files.remove(folder + "/" + name);
+    }
+  } catch (const std::exception&) {
+    return true;
+  }
+  return true;
 }
 
 }  // namespace cuconv::cli

@@ -1,7 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The command's warnings that are not errors: a filter that clips most of its result, and the
-// no-GPU warning (once per process, one line).
+// no-GPU warning (one line, once per terminal session: session_key, first_in_session).
+#include "engine/files.hpp"
+
 #include <cuconv/filter.hpp>
 
 #include <opencv2/core/mat.hpp>
@@ -39,5 +41,18 @@ inline constexpr const char* kNoGpuWarningVariable = "CUCONV_NO_GPU_WARNING";
 /// Whether the command's environment silences it is the caller's to ask (gpu_warning, through
 /// the session's environment). Thread-safe: batch mode and the single-image flow call it alike.
 [[nodiscard]] std::optional<std::string> no_gpu_warning_once(std::string_view reason);
+
+/// The terminal session of process `pid` as a key no later session shares: "SID-START", the
+/// session id (getsid) and its leader's start time (/proc/SID/stat, clock ticks since boot; 0 when
+/// the leader has gone), so a session id reused after a logout is a new key. Empty when `pid`
+/// cannot be asked (gone, or outside this process's pid namespace).
+[[nodiscard]] std::string session_key(long pid);
+
+/// Whether the session `key` (session_key's) has not been warned yet, recording it if so: a marker
+/// file `no-gpu-warned-KEY` in `folder` (the user's private runtime folder), made through `files`.
+/// The first call of a session answers true, later ones false. Making a marker also removes the
+/// markers of sessions that have ended. True when the marker cannot be made (warn rather than
+/// stay silent); never throws.
+[[nodiscard]] bool first_in_session(engine::Files& files, const std::string& folder, const std::string& key);
 
 }  // namespace cuconv::cli
