@@ -90,10 +90,12 @@ struct ImageMetadata {
   std::vector<unsigned char> exif;  ///< EXIF as a TIFF-structured block (what JPEG's APP1 holds after "Exif\0\0")
   std::vector<unsigned char> icc;   ///< ICC colour profile
   std::string xmp;                  ///< XMP packet (XML)
+  /// Pixel density in dots per inch (TIFF X/YResolution, PNG pHYs, JPEG JFIF density); 0: none.
+  double dpi_x = 0, dpi_y = 0;
   /// read_metadata: blocks of the input that were dropped and why, one line each ("ICC profile
   /// dropped: ..."), for the caller to show as warnings; the other blocks are kept.
   std::vector<std::string> warnings;
-  [[nodiscard]] bool empty() const { return exif.empty() && icc.empty() && xmp.empty(); }
+  [[nodiscard]] bool empty() const { return exif.empty() && icc.empty() && xmp.empty() && dpi_x <= 0; }
 };
 
 /// How write_image_atomic encodes and publishes an image.
@@ -132,8 +134,14 @@ void check_encoder_options(const std::string& path, const WriteOptions& options)
 /// sets the Orientation of `metadata` (when it has EXIF) to 1: --auto-orient.
 void auto_orient(cv::Mat& image, ImageMetadata& metadata);
 
-/// Which of EXIF, ICC and XMP files with `path`'s extension keep: "EXIF, ICC, XMP", or "" for none.
-[[nodiscard]] std::string metadata_kept_by(const std::string& path);
+/// What of an input's metadata an output keeps, and what its format cannot hold: each a list of
+/// "EXIF", "ICC profile", "XMP" and "resolution" ("" for none).
+struct MetadataFate {
+  std::string kept, dropped;
+};
+
+/// Which blocks of `metadata` an output file at `path` keeps and which its format drops.
+[[nodiscard]] MetadataFate metadata_kept_by(const std::string& path, const ImageMetadata& metadata);
 
 /// The bytes of the file write_image_atomic writes for `path` (its extension picks the format and
 /// encoder, `options` the quality, compression and metadata): for standard output.

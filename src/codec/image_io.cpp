@@ -30,6 +30,7 @@
 #include <new>
 #include <string_view>
 #include <system_error>
+#include <tuple>
 #include <unistd.h>
 #include <vector>
 
@@ -48,10 +49,10 @@ enum class Encoder { opencv, libjpeg, libtiff };
 
 /// Which metadata blocks a format keeps (written with libexiv2).
 struct MetadataKept {
-  bool exif, icc, xmp;
+  bool exif, icc, xmp, dpi;  ///< dpi: the encoder writes a resolution (TIFF, JPEG) or encode_image adds pHYs (PNG)
 };
-constexpr MetadataKept kAllMetadata{true, true, true};
-constexpr MetadataKept kNoMetadata{false, false, false};
+constexpr MetadataKept kAllMetadata{true, true, true, true};
+constexpr MetadataKept kNoMetadata{false, false, false, false};
 
 /// What each output format stores without converting, and which encoder options and metadata it
 /// takes. Depths and alpha from the OpenCV 4.6 encoders' isFormatSupported() (anything else is
@@ -77,7 +78,7 @@ constexpr std::array<FormatCapability, 11> kFormats{{
     {".jpg .jpeg .jpe", {CV_8U, -1, -1, -1}, kNoAlpha, true, CompressionKind::none, kAllMetadata, {}, false,
      Encoder::libjpeg},
     {".bmp .dib", {CV_8U, -1, -1, -1}, kAnyChannels, false, CompressionKind::none, kNoMetadata, {}},
-    {".webp", {CV_8U, -1, -1, -1}, kAnyChannels, true, CompressionKind::none, {true, false, true}, {}},
+    {".webp", {CV_8U, -1, -1, -1}, kAnyChannels, true, CompressionKind::none, {true, false, true, false}, {}},
     {".pgm", {CV_8U, CV_16U, -1, -1}, {1, -1, -1}, false, CompressionKind::none, kNoMetadata,
      "use .ppm for colour, or .png or .tif"},
     {".ppm", {CV_8U, CV_16U, -1, -1}, {3, -1, -1}, false, CompressionKind::none, kNoMetadata,
@@ -164,17 +165,19 @@ std::vector<unsigned char> encode_webp_lossless_exact(const std::string& path, c
 std::vector<unsigned char> encode(const std::string& path, const cv::Mat& image, const WriteOptions& options) {
   const std::string ext = lower_extension(path);
   const FormatCapability* format = find_format(ext);
+  const std::pair<double, double> dpi =
+      options.metadata != nullptr ? std::pair{options.metadata->dpi_x, options.metadata->dpi_y} : std::pair{0.0, 0.0};
   if (format != nullptr && format->encoder == Encoder::libtiff) {
     codec::TiffCompression codec = codec::TiffCompression::deflate;
     if (!options.compression.empty()) codec::parse_tiff_compression(options.compression, codec);
-    return codec::encode_tiff(path, image, codec);
+    return codec::encode_tiff(path, image, codec, dpi.first, dpi.second);
   }
   if (ext == ".webp" && !options.quality && image.channels() == 4) return encode_webp_lossless_exact(path, image);
   std::vector<int> params;
   if (format != nullptr && format->encoder == Encoder::libjpeg) {
     params = {cv::IMWRITE_JPEG_QUALITY, options.quality.value_or(kDefaultJpegQuality)};
     try {
-      if (auto encoded = codec::encode_jpeg(image, params[1])) return std::move(*encoded);
+      if (auto encoded = codec::encode_jpeg(image, params[1], dpi.first, dpi.second)) return std::move(*encoded);
     } catch (const Error& e) {
       throw Error(ErrorKind::output, path + ": " + e.what());
     }
@@ -243,14 +246,18 @@ WriteOptions encoder_options_for(const std::string& path, WriteOptions options) 
   return options;
 }
 
-std::string metadata_kept_by(const std::string& path) {
+MetadataFate metadata_kept_by(const std::string& path, const ImageMetadata& metadata) {
   const FormatCapability* format = find_format(lower_extension(path));
-  if (format == nullptr) return {};
-  std::string kept;
-  for (const auto& [keeps, name] : {std::pair{format->metadata.exif, "EXIF"}, std::pair{format->metadata.icc, "ICC"},
-                                    std::pair{format->metadata.xmp, "XMP"}})
-    if (keeps) kept += (kept.empty() ? "" : ", ") + std::string(name);
-  return kept;
+  const MetadataKept keeps = format != nullptr ? format->metadata : kNoMetadata;
+  MetadataFate fate;
+  for (const auto& [has, held, name] : std::array<std::tuple<bool, bool, const char*>, 4>{
+           {{!metadata.exif.empty(), keeps.exif, "EXIF"}, {!metadata.icc.empty(), keeps.icc, "ICC profile"},
+            {!metadata.xmp.empty(), keeps.xmp, "XMP"}, {metadata.dpi_x > 0, keeps.dpi, "resolution"}}})
+    if (has) {
+      std::string& list = held ? fate.kept : fate.dropped;
+      list += (list.empty() ? "" : ", ") + std::string(name);
+    }
+  return fate;
 }
 
 void check_image_header(const std::string& path, const ReadLimits& limits) {
@@ -343,7 +350,10 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits, std::strin
   const int depth = image.depth();
   if (depth != CV_8U && depth != CV_16U && depth != CV_32F)
     throw Error(ErrorKind::bad_input, path + ": unsupported pixel depth " + depth_name(depth) +
-                                          " (supported: 8U, 16U, 32F)");
+                                          " (supported: 8U, 16U, 32F)" +
+                                          (depth == CV_16S ? "; 16S is an output depth only: to filter a result again, "
+                                                             "write it as 32F (`depth` 32f), which holds every 16S value"
+                                                           : ""));
   const int cn = image.channels();
   if (cn != 1 && cn != 3 && cn != 4)
     throw Error(ErrorKind::bad_input, path + ": unsupported channel count " + std::to_string(cn) +
@@ -429,7 +439,11 @@ std::vector<unsigned char> encode_image(const std::string& path, const cv::Mat& 
     if (keeps.exif) kept.exif = options.metadata->exif;
     if (keeps.icc) kept.icc = options.metadata->icc;
     if (keeps.xmp) kept.xmp = options.metadata->xmp;
-    if (!kept.empty()) encoded = codec::embed_metadata(path, std::move(encoded), kept);
+    if (!kept.exif.empty() || !kept.icc.empty() || !kept.xmp.empty())
+      encoded = codec::embed_metadata(path, std::move(encoded), kept);
+    // TIFF and JPEG have their density written by the encoder; PNG's pHYs is added here.
+    if (lower_extension(path) == ".png")
+      encoded = codec::with_png_density(std::move(encoded), options.metadata->dpi_x, options.metadata->dpi_y);
   }
   return encoded;
 }

@@ -7,6 +7,7 @@
 #include <cuconv/error.hpp>
 
 #include <algorithm>
+#include <cmath>
 #include <csetjmp>
 #include <cstdio>
 #include <string>
@@ -62,7 +63,7 @@ struct VectorDestination {
 
 }  // namespace
 
-std::optional<std::vector<unsigned char>> encode_jpeg(const cv::Mat& image, int quality) {
+std::optional<std::vector<unsigned char>> encode_jpeg(const cv::Mat& image, int quality, double dpi_x, double dpi_y) {
   const int channels = image.channels();
   if (image.depth() != CV_8U || (channels != 1 && channels != 3 && channels != 4) || image.empty()) return std::nullopt;
   std::vector<unsigned char> bytes;
@@ -91,6 +92,11 @@ std::optional<std::vector<unsigned char>> encode_jpeg(const cv::Mat& image, int 
   info.in_color_space = channels > 1 ? JCS_RGB : JCS_GRAYSCALE;
   jpeg_set_defaults(&info);
   jpeg_set_quality(&info, std::clamp(quality, 0, 100), TRUE);  // baseline-limited tables, as OpenCV
+  if (dpi_x > 0 && dpi_y > 0) {  // JFIF holds whole dots per inch up to 65535
+    info.density_unit = 1;
+    info.X_density = static_cast<UINT16>(std::clamp(std::lround(dpi_x), 1L, 65535L));
+    info.Y_density = static_cast<UINT16>(std::clamp(std::lround(dpi_y), 1L, 65535L));
+  }
   jpeg_start_compress(&info, TRUE);
   for (int y = 0; y < image.rows; ++y) {
     const unsigned char* pixel = image.ptr(y);

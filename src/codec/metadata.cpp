@@ -10,6 +10,7 @@
 #include <exiv2/exiv2.hpp>
 #include <opencv2/core.hpp>
 
+#include <cmath>
 #include <cstdint>
 #include <cstring>
 #include <fstream>
@@ -18,6 +19,8 @@
 #include <optional>
 #include <span>
 #include <string_view>
+#include <tuple>
+#include <utility>
 
 namespace cuconv {
 
@@ -74,6 +77,43 @@ void append_be32(std::vector<unsigned char>& out, std::uint32_t value) {
   for (int shift = 24; shift >= 0; shift -= 8) out.push_back(static_cast<unsigned char>(value >> shift));
 }
 
+constexpr double kInchesPerMetre = 1 / 0.0254;
+
+/// A TIFF's X/YResolution in dots per inch (ResolutionUnit 2: inches, the default, 3: centimetres);
+/// {0, 0} when it has none or counts in no unit (an aspect ratio only).
+std::pair<double, double> tiff_density(const Exiv2::ExifData& exif) {
+  const auto x = exif.findKey(Exiv2::ExifKey("Exif.Image.XResolution"));
+  const auto y = exif.findKey(Exiv2::ExifKey("Exif.Image.YResolution"));
+  if (x == exif.end() || y == exif.end() || x->count() == 0 || y->count() == 0) return {0, 0};
+  const auto unit = exif.findKey(Exiv2::ExifKey("Exif.Image.ResolutionUnit"));
+  const long u = unit == exif.end() || unit->count() == 0 ? 2 : unit->toLong();
+  if (u != 2 && u != 3) return {0, 0};
+  const double scale = u == 3 ? 2.54 : 1.0;
+  return {x->toFloat() * scale, y->toFloat() * scale};
+}
+
+/// A PNG's pHYs chunk in dots per inch; {0, 0} without one, or when it gives an aspect ratio only.
+std::pair<double, double> png_density(const std::vector<unsigned char>& png) {
+  for (std::size_t pos = 8; pos + 12 <= png.size();) {
+    const std::size_t length = read_be32(&png[pos]);
+    if (length > png.size() - pos - 12 || std::memcmp(&png[pos + 4], "IDAT", 4) == 0) break;
+    if (std::memcmp(&png[pos + 4], "pHYs", 4) == 0 && length == 9 && png[pos + 16] == 1)
+      return {read_be32(&png[pos + 8]) / kInchesPerMetre, read_be32(&png[pos + 12]) / kInchesPerMetre};
+    pos += 12 + length;
+  }
+  return {0, 0};
+}
+
+/// A JPEG's JFIF density (its APP0 right after SOI) in dots per inch; {0, 0} without one or in
+/// no unit (JFIF units 1: inches, 2: centimetres).
+std::pair<double, double> jfif_density(const std::vector<unsigned char>& jpeg) {
+  if (jpeg.size() < 18 || jpeg[2] != 0xFF || jpeg[3] != 0xE0 || std::memcmp(&jpeg[6], "JFIF", 5) != 0) return {0, 0};
+  const int unit = jpeg[13];
+  if (unit != 1 && unit != 2) return {0, 0};
+  const double scale = unit == 2 ? 2.54 : 1.0;
+  return {((jpeg[14] << 8) | jpeg[15]) * scale, ((jpeg[16] << 8) | jpeg[17]) * scale};
+}
+
 /// The blocks `image` (read already, perhaps only in part) holds, each taken on its own: one that
 /// cannot be taken is left out with a line in `metadata.warnings`.
 ImageMetadata take_blocks(Exiv2::Image& image) {
@@ -127,6 +167,15 @@ std::vector<unsigned char> without_icc_segments(const std::vector<unsigned char>
 std::vector<unsigned char> file_bytes(const std::string& path) {
   std::ifstream in(path, std::ios::binary);
   return {std::istreambuf_iterator<char>(in), std::istreambuf_iterator<char>()};
+}
+
+/// Up to the first `limit` bytes of the file at `path`: a PNG's chunks before its image data.
+std::vector<unsigned char> file_head(const std::string& path, std::size_t limit) {
+  std::ifstream in(path, std::ios::binary);
+  std::vector<unsigned char> head(limit);
+  in.read(reinterpret_cast<char*>(head.data()), static_cast<std::streamsize>(limit));
+  head.resize(static_cast<std::size_t>(in.gcount()));
+  return head;
 }
 
 /// The first bytes of the JPEG at `path` up to its first scan (its markers and metadata, not the
@@ -212,7 +261,11 @@ std::vector<unsigned char> name_png_icc_profile(std::vector<unsigned char> png) 
 
 }  // namespace codec
 
-ImageMetadata read_metadata(const std::string& path) {
+namespace {
+
+/// read_metadata's EXIF, ICC and XMP, and a TIFF's resolution (read here, where exiv2 has the
+/// file's own tags).
+ImageMetadata read_blocks(const std::string& path) {
   init_exiv2();
   Exiv2::Image::AutoPtr image;
   try {
@@ -237,6 +290,8 @@ ImageMetadata read_metadata(const std::string& path) {
   try {
     image->readMetadata();
     metadata = take_blocks(*image);
+    if (image->imageType() == Exiv2::ImageType::tiff)
+      std::tie(metadata.dpi_x, metadata.dpi_y) = tiff_density(image->exifData());
   } catch (const Exiv2::AnyError& e) {
     try {
       metadata = salvage_blocks(path, *image, e.what());
@@ -248,6 +303,20 @@ ImageMetadata read_metadata(const std::string& path) {
     metadata.icc.clear();
     metadata.warnings.insert(metadata.warnings.begin(), icc_warning);
   }
+  return metadata;
+}
+
+}  // namespace
+
+ImageMetadata read_metadata(const std::string& path) {
+  ImageMetadata metadata = read_blocks(path);
+  if (metadata.dpi_x <= 0) {
+    const std::vector<unsigned char> head = file_head(path, std::size_t{1} << 20);
+    const bool png = head.size() > 8 && std::memcmp(head.data(), "\x89PNG", 4) == 0;
+    const bool jpeg = head.size() > 3 && head[0] == 0xFF && head[1] == 0xD8;
+    std::tie(metadata.dpi_x, metadata.dpi_y) = png ? png_density(head) : jpeg ? jfif_density(head) : std::pair{0.0, 0.0};
+  }
+  if (metadata.dpi_x <= 0 || metadata.dpi_y <= 0) metadata.dpi_x = metadata.dpi_y = 0;
   return metadata;
 }
 
@@ -282,6 +351,21 @@ void auto_orient(cv::Mat& image, ImageMetadata& metadata) {
 }
 
 namespace codec {
+
+std::vector<unsigned char> with_png_density(std::vector<unsigned char> png, double dpi_x, double dpi_y) {
+  constexpr std::size_t kAfterIhdr = 8 + 12 + 13;  // signature, then IHDR's 13 bytes in a chunk
+  if (dpi_x <= 0 || dpi_y <= 0 || png.size() < kAfterIhdr || png_density(png).first > 0) return png;
+  std::vector<unsigned char> chunk;
+  chunk.reserve(21);
+  append_be32(chunk, 9);
+  for (const char c : std::string_view("pHYs")) chunk.push_back(static_cast<unsigned char>(c));
+  append_be32(chunk, static_cast<std::uint32_t>(std::lround(dpi_x * kInchesPerMetre)));
+  append_be32(chunk, static_cast<std::uint32_t>(std::lround(dpi_y * kInchesPerMetre)));
+  chunk.push_back(1);  // per metre
+  append_be32(chunk, png_crc(chunk.data() + 4, 13));
+  png.insert(png.begin() + static_cast<std::ptrdiff_t>(kAfterIhdr), chunk.begin(), chunk.end());
+  return png;
+}
 
 std::vector<unsigned char> embed_metadata(const std::string& path, std::vector<unsigned char> encoded,
                                           const ImageMetadata& metadata) {

@@ -22,4 +22,8 @@ inline constexpr std::string_view kPngIccProfileName = "ICC profile";
 /// kPngIccProfileName, its CRC recomputed; any other file comes back unchanged.
 [[nodiscard]] std::vector<unsigned char> name_png_icc_profile(std::vector<unsigned char> png);
 
+/// `png` (a whole PNG file) with a pHYs chunk after its IHDR saying `dpi_x` by `dpi_y` dots per inch
+/// (stored per metre, as PNG counts them); unchanged when either is not positive or it has one.
+[[nodiscard]] std::vector<unsigned char> with_png_density(std::vector<unsigned char> png, double dpi_x, double dpi_y);
+
 }  // namespace cuconv::codec

@@ -108,7 +108,8 @@ bool parse_tiff_compression(std::string_view text, TiffCompression& out) {
   return true;
 }
 
-std::vector<unsigned char> encode_tiff(const std::string& path, const cv::Mat& image, TiffCompression compression) {
+std::vector<unsigned char> encode_tiff(const std::string& path, const cv::Mat& image, TiffCompression compression,
+                                       double dpi_x, double dpi_y) {
   const SampleLayout layout = sample_layout(image.depth());
   const int channels = image.channels();
   if (layout.bits == 0 || (channels != 1 && channels != 3 && channels != 4))
@@ -153,6 +154,10 @@ std::vector<unsigned char> encode_tiff(const std::string& path, const cv::Mat& i
     // time of level 6 (docs/formats.md).
     if (ok && codec == COMPRESSION_ADOBE_DEFLATE) ok = TIFFSetField(t, TIFFTAG_ZIPQUALITY, 1);
     if (ok) ok = TIFFSetField(t, TIFFTAG_ROWSPERSTRIP, TIFFDefaultStripSize(t, 0));
+    if (ok && dpi_x > 0 && dpi_y > 0)
+      ok = TIFFSetField(t, TIFFTAG_XRESOLUTION, static_cast<float>(dpi_x)) &&
+           TIFFSetField(t, TIFFTAG_YRESOLUTION, static_cast<float>(dpi_y)) &&
+           TIFFSetField(t, TIFFTAG_RESOLUTIONUNIT, RESUNIT_INCH);
     if (!ok) throw fail("cannot set the TIFF fields");
     const cv::Mat rgb = to_rgb_order(image);
     // The predictor works in place on the row it is given: hand it a copy, never the caller's pixels.

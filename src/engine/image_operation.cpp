@@ -165,18 +165,27 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
   report.channels = image.channels();
   report.input_depth = image.depth();
   if (settings.auto_orient) auto_orient(loaded.image, loaded.metadata);
-  const std::string kept = metadata_kept_by(output);
+  const MetadataFate fate = metadata_kept_by(output, loaded.metadata);
   // A sideways photo whose Orientation tag is lost stays sideways in every viewer: say so.
   if (const int orientation = exif_orientation(loaded.metadata);
-      orientation != 1 && (settings.strip_metadata || kept.find("EXIF") == std::string::npos))
+      orientation != 1 && (settings.strip_metadata || fate.kept.find("EXIF") == std::string::npos))
     note(report, ImageNote::Level::warning,
          shown_output(task) + ": the input's EXIF Orientation " + std::to_string(orientation) +
              " is not kept (" + (settings.strip_metadata ? "`strip_metadata`" : "the format holds no EXIF") +
              "), so the output is not shown upright; `auto_orient` rotates the pixels");
   if (settings.strip_metadata) loaded.metadata = {};
-  if (!loaded.metadata.empty())
+  if (!loaded.metadata.empty()) {
+    const std::string ext = std::filesystem::path(output).extension().string();
     note(report, ImageNote::Level::info,
-         shown_output(task) + ": metadata kept: " + (kept.empty() ? "none (the format holds none)" : kept));
+         shown_output(task) + ": metadata kept: " + (fate.kept.empty() ? "none" : fate.kept) +
+             (fate.dropped.empty() ? "" : "; dropped (" + ext + " cannot hold it): " + fate.dropped));
+    // Colours shift without the profile in colour-managed viewers: worth a warning, once a command.
+    if (fate.dropped.find("ICC") != std::string::npos && !settings.icc_drop_warned->exchange(true))
+      note(report, ImageNote::Level::warning,
+           shown_output(task) + ": the input's ICC colour profile is dropped (" + ext +
+               " cannot hold one here), so colour-managed viewers may show other colours; .png, .jpg and .tif "
+               "keep it (said once per command)");
+  }
   const int depth =
       settings.apply_filter ? resolve_output_depth(image.depth(), settings.convolve.depth) : image.depth();
   naming_all(names, [&] { check_output_format(output, depth, image.channels()); });

@@ -17,6 +17,7 @@
 
 #include <opencv2/core.hpp>
 
+#include <atomic>
 #include <cstdint>
 #include <functional>
 #include <memory>
@@ -39,6 +40,9 @@ struct RunSettings {
   bool overwrite = false;         ///< replace existing outputs
   bool strip_metadata = false;    ///< --strip: outputs get no EXIF, ICC or XMP
   bool auto_orient = false;       ///< --auto-orient: pixels rotated upright by EXIF Orientation before filtering
+  /// Set by the first image whose ICC profile its output format drops: that warning comes once a
+  /// command (copies of these settings share it).
+  std::shared_ptr<std::atomic<bool>> icc_drop_warned = std::make_shared<std::atomic<bool>>(false);
   engine::CodecRequest codec;      ///< which images take a GPU codec (gpu_codec_jobs: of the whole run)
   codec::GpuOutputOptions gpu_output;
   /// `auto` weighs the CPU against the GPU's start-up per image (cpu_or_gpu.hpp): for a process
