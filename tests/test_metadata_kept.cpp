@@ -7,6 +7,7 @@
 #include "test_support.hpp"
 
 #include "codec/jpeg_encode.hpp"
+#include "codec/jpeg_markers.hpp"
 #include "codec/metadata.hpp"
 #include "codec/tiff_codec.hpp"
 
@@ -14,6 +15,7 @@
 
 #include <doctest/doctest.h>
 #include <opencv2/core.hpp>
+#include <opencv2/imgcodecs.hpp>
 
 #include <cstdlib>
 #include <filesystem>
@@ -220,4 +222,29 @@ TEST_CASE("metadata: a 16S TIFF cuconv writes is refused as an input naming --de
                                   "opencv"});
   INFO(follow.err);
   CHECK(follow.exit_code == 0);
+}
+
+TEST_CASE("with_jfif_density: the GPU codec's JPEG output takes the input's JFIF density") {
+  // nvJPEG's encoder writes no density; the GPU route patches the output's APP0 or adds one.
+  TempDir dir;
+  const cv::Mat image = random_image(16, 16, CV_8U, 3, 5);
+  const std::vector<unsigned char> source = cuconv::codec::encode_jpeg(image, 90, 300, 150).value();
+  const cuconv::codec::JpegMarkers markers = cuconv::codec::read_jpeg_markers(source);
+  const std::vector<unsigned char> with_app0 = cuconv::codec::encode_jpeg(image, 90).value();
+  REQUIRE(with_app0[3] == 0xE0);
+  std::vector<unsigned char> without_app0 = with_app0;  // SOI, then the encoder's APP0 cut out
+  without_app0.erase(without_app0.begin() + 2, without_app0.begin() + 4 + ((with_app0[4] << 8) | with_app0[5]));
+  for (const auto& [name, encoded] : {std::pair{"patched", with_app0}, std::pair{"added", without_app0}}) {
+    CAPTURE(name);
+    const std::string path = dir.file(std::string(name) + ".jpg");
+    write_bytes(path, cuconv::codec::with_jfif_density(encoded, markers));
+    CHECK(!cv::imread(path, cv::IMREAD_UNCHANGED).empty());
+    const cuconv::ImageMetadata read = cuconv::read_metadata(path);
+    CHECK(read.dpi_x == 300);
+    CHECK(read.dpi_y == 150);
+    if (!independent_reader().empty()) check_dpi(dpi_read_by_others(path, dir), {300, 150}, 1e-6);
+  }
+  // A source without a density leaves the output as it is.
+  const cuconv::codec::JpegMarkers none = cuconv::codec::read_jpeg_markers(with_app0);
+  CHECK(cuconv::codec::with_jfif_density(without_app0, none) == without_app0);
 }

@@ -191,6 +191,8 @@ JpegStructure walk(std::span<const std::uint8_t> bytes, bool whole_file) {
     }
     if (scans == 0 && whole) {
       if (code == kApp14 && body.size() >= 12 && std::memcmp(body.data(), "Adobe", 5) == 0) m.adobe_transform = body[11];
+      if (code == kApp0 && body.size() >= 12 && std::memcmp(body.data(), "JFIF", 5) == 0)
+        std::copy_n(body.data() + 7, 5, m.jfif_density.begin());  // after "JFIF\0" and the version
       // From the 0xFF just before the code: fill bytes before a marker are not part of the segment.
       if (code > kApp0 && code <= kApp15 && code != kApp14) m.copied_segments.push_back(bytes.subspan(body_at - 4, length + 2));
     }
@@ -309,6 +311,19 @@ std::vector<std::uint8_t> insert_app_segments(std::span<const std::uint8_t> enco
   for (const auto& segment : segments) out.insert(out.end(), segment.begin(), segment.end());
   out.insert(out.end(), encoded.begin() + static_cast<std::ptrdiff_t>(at), encoded.end());
   return out;
+}
+
+std::vector<std::uint8_t> with_jfif_density(std::vector<std::uint8_t> encoded, const JpegMarkers& source) {
+  const std::array<std::uint8_t, 5>& d = source.jfif_density;
+  if ((d[0] != 1 && d[0] != 2) || encoded.size() < 4) return encoded;
+  if (encoded.size() >= 18 && encoded[2] == 0xFF && encoded[3] == kApp0 && std::memcmp(&encoded[6], "JFIF", 5) == 0) {
+    std::copy(d.begin(), d.end(), encoded.begin() + 13);
+    return encoded;
+  }
+  // APP0 length 16: "JFIF\0", version 1.01, the density, no thumbnail.
+  const std::array<std::uint8_t, 18> app0{0xFF, kApp0, 0, 16, 'J', 'F', 'I', 'F', 0, 1, 1, d[0], d[1], d[2], d[3], d[4], 0, 0};
+  encoded.insert(encoded.begin() + 2, app0.begin(), app0.end());
+  return encoded;
 }
 
 }  // namespace cuconv::codec

@@ -9,6 +9,7 @@
 // profile, which the host route (read_metadata) and the GPU route (jpeg_segments_to_copy) share,
 // so both drop the same damaged profiles with the same warning. Host code, no CUDA.
 #include <cstddef>
+#include <array>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -36,6 +37,8 @@ struct JpegMarkers {
   /// copied into the output. APP0 (JFIF, written by the encoder) and APP14 (Adobe: it tells a
   /// decoder how colours were coded, which the new encoding decides) are left out.
   std::vector<std::span<const std::uint8_t>> copied_segments;
+  /// The JFIF APP0's density: units (1 inch, 2 cm, 0 none), X and Y (big-endian); all 0 without one.
+  std::array<std::uint8_t, 5> jfif_density{};
 };
 
 /// What the walk of a whole JPEG file finds: its markers up to the first scan, and whether the
@@ -95,5 +98,10 @@ struct JpegStructure {
 /// there is one, its JFIF APP0 segment (the order JFIF and EXIF readers expect).
 [[nodiscard]] std::vector<std::uint8_t> insert_app_segments(std::span<const std::uint8_t> encoded,
                                                             const std::vector<std::span<const std::uint8_t>>& segments);
+
+/// `encoded` (an encoder's JPEG) with `source`'s JFIF density: written into its JFIF APP0, or a
+/// JFIF APP0 added after SOI when it has none; unchanged when `source` gives no density in a unit.
+/// The GPU codec's route, whose encoder knows no density (the host route's libjpeg writes it).
+[[nodiscard]] std::vector<std::uint8_t> with_jfif_density(std::vector<std::uint8_t> encoded, const JpegMarkers& source);
 
 }  // namespace cuconv::codec

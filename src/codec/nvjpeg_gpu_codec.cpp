@@ -61,6 +61,14 @@ std::vector<std::span<const std::uint8_t>> segments(const GpuOutputOptions& opti
   return jpeg_segments_to_copy(plan->markers, &warnings);
 }
 
+/// `encoded` with the JFIF density of `source`'s file where `options` keep metadata.
+std::vector<std::uint8_t> with_source_density(const GpuOutputOptions& options, const GpuPlan& source,
+                                              std::vector<std::uint8_t> encoded) {
+  const auto* plan = static_cast<const JpegPlan*>(source.codec_state.get());
+  if (!options.keep_metadata || plan == nullptr) return encoded;
+  return with_jfif_density(std::move(encoded), plan->markers);
+}
+
 class NvjpegGpuCodec final : public GpuCodec {
  public:
   explicit NvjpegGpuCodec(int device) : codec_(device) {}
@@ -103,7 +111,7 @@ class NvjpegGpuCodec final : public GpuCodec {
     JpegEncodeOptions encode_options;
     encode_options.quality = options.quality;
     encode_options.app_segments = segments(options, source, warnings);
-    return codec_.encode(image, encode_options, stream);
+    return with_source_density(options, source, codec_.encode(image, encode_options, stream));
   }
 
   std::vector<std::uint8_t> encode_host(const cv::Mat& image, const GpuOutputOptions& options, const GpuPlan& source,
@@ -114,7 +122,7 @@ class NvjpegGpuCodec final : public GpuCodec {
     else if (!codec::opencv_imencode(".jpg", image, encoded, {cv::IMWRITE_JPEG_QUALITY, options.quality}))
       throw Error(ErrorKind::output, "cannot encode image as JPEG");
     if (!options.keep_metadata) return encoded;
-    return insert_app_segments(encoded, segments(options, source, warnings));
+    return with_source_density(options, source, insert_app_segments(encoded, segments(options, source, warnings)));
   }
 
  private:
