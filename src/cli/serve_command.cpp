@@ -199,6 +199,9 @@ int run_serve_command(int argc, const char* const* argv) {
   }
   // Each command's threads print into its own client's messages (library_messages.hpp).
   common::route_stderr_by_thread();
+  // SIGTERM and SIGINT (systemd's stop, Ctrl-C) drain the server: blocked before the warm GPU's
+  // and CUDA's threads start, so that those threads inherit the mask and run_server reads them.
+  if (options.handle_signals) serve::block_stop_signals();
   // The GPU warms beside the socket's set-up and the first accepts; commands that need it wait
   // for it, as they would for CUDA's own initialisation in a process of their own.
   const auto start = std::chrono::steady_clock::now();

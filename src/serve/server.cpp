@@ -281,6 +281,24 @@ void drain(ServerState& state, const UniqueFd& signals, Duties& duties, const st
 
 }  // namespace
 
+namespace {
+
+/// SIGTERM and SIGINT: the signals that drain the server.
+sigset_t stop_signal_set() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+}  // namespace
+
+void block_stop_signals() {
+  const sigset_t set = stop_signal_set();
+  ::pthread_sigmask(SIG_BLOCK, &set, nullptr);
+}
+
 int run_server(const ServerOptions& given, const Handler& handler) {
   ServerOptions options = given;
   if (options.build.empty()) options.build = build_description();
@@ -299,10 +317,8 @@ int run_server(const ServerOptions& given, const Handler& handler) {
   if (options.leave_working_folder && ::chdir("/") != 0) log_line(log_fd, std::string("chdir /: ") + std::strerror(errno));
   for (int fd : listen.fds) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
 
-  sigset_t stop_signals, old_mask;
-  sigemptyset(&stop_signals);
-  sigaddset(&stop_signals, SIGTERM);
-  sigaddset(&stop_signals, SIGINT);
+  sigset_t stop_signals = stop_signal_set();
+  sigset_t old_mask;
   UniqueFd signals;
   if (options.handle_signals) {
     ::pthread_sigmask(SIG_BLOCK, &stop_signals, &old_mask);

@@ -166,5 +166,12 @@ using Handler = std::function<int(const ClientRequest&, ClientSession&)>;
 /// starts, and reads them from a signalfd.
 [[nodiscard]] int run_server(const ServerOptions& options, const Handler& handler);
 
+/// Blocks SIGTERM and SIGINT in the calling thread, and so in every thread it starts afterwards:
+/// run_server's signalfd sees a signal only where no thread of the process leaves it unblocked (a
+/// thread that does takes it, and its default action ends the server without draining: CUDA's
+/// and the warm GPU's threads did, on a GPU node). Call it first when threads start before
+/// run_server.
+void block_stop_signals();
+
 
 }  // namespace cuconv::serve
