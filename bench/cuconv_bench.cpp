@@ -13,6 +13,7 @@
 // frame, 6000x4000. Filters: random dense 3..31 (17: `tensor`'s largest dense side on 8U), separable
 // gaussians 15x15 and 31x31, box 15x15 and sobel-x; rank-1 filters up to 15x15 are also timed
 // on `fast`'s dense path ("fast (dense path)"), the gain of the separable one.
+#include "bench_filters.hpp"
 #include "copy_roof.hpp"
 #include "gpu/bench_timing.hpp"
 #include "gpu/memory/device_memory.hpp"
@@ -97,21 +98,7 @@ std::string size_label(const ImageCase& c) {
 constexpr double kOpenCvMaxPixels = 4096.0 * 4096.0;
 constexpr double kBasicLargeFilterMaxPixels = 8192.0 * 8192.0;
 
-struct FilterCase {
-  std::string name;
-  Filter filter;
-};
-
-Filter random_dense(int k) {
-  Filter f;
-  f.width = f.height = k;
-  f.weights.resize(static_cast<std::size_t>(k) * k);
-  cv::Mat view(1, k * k, CV_64F, f.weights.data());
-  cv::randu(view, -0.3, 1.0);
-  view /= k * k;
-  f.origin = "random";
-  return f;
-}
+using bench::FilterCase;
 
 /// FP32 multiply-add peak: SMs x 128 lanes x the boost clock.
 double fma_per_ms(int device) {
@@ -175,16 +162,7 @@ int main(int argc, char** argv) {
     images.push_back(square("f32 RGB", 4096, CV_32F, 3));
   }
   std::erase_if(images, [&](const ImageCase& c) { return !selected(s.shapes, c.name + " " + size_label(c)); });
-  std::vector<FilterCase> filters;
-  for (int k : {3, 5, 9, 15, 17, 31}) filters.push_back({std::to_string(k) + "x" + std::to_string(k), random_dense(k)});
-  filters.push_back({"gauss5 5x5", load_filter("gauss5")});
-  filters.push_back({"gaussian 7x7", load_filter("gaussian:3,1.4")});
-  filters.push_back({"gaussian 9x9", load_filter("gaussian:4,1.8")});
-  filters.push_back({"gaussian 15x15", load_filter("gaussian:7,2.5")});
-  filters.push_back({"gaussian 31x31", load_filter("gaussian:15,5")});
-  // Rank-1 presets beside the gaussians: `fast` runs them separable and, for comparison, dense.
-  filters.push_back({"box 15x15", load_filter("box:15")});
-  filters.push_back({"sobel-x 3x3", load_filter("sobel-x")});
+  std::vector<FilterCase> filters = bench::bench_filters();
   std::erase_if(filters, [&](const FilterCase& f) { return !selected(s.filters, f.name); });
 
   std::vector<Variant> variants{Variant::automatic};

@@ -50,9 +50,11 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
   // 8-bit rank-1 filters whose exact integer row sums keep the pass rule: `tensor` sums the rows on
   // tensor cores, and from radius 4 the columns too where that bound holds (the only rank-1 path
   // for radii 9-15); an alpha channel kept as it is leaves them to `fast`. Small radii only on
-  // images from the row's size.
+  // images from the row's size, and colour 5x5 ones on images up to the row's size.
+  const bool colour_5x5_on_tensor =
+      radius == 2 && r.channels > 1 && r.pixels > 0 && r.pixels <= t.tensor_rank1_colour_5x5_max_pixels;
   if (fast_compiled && r.separable && r.input_depth == CV_8U && !keep_alpha &&
-      (radius >= t.tensor_rank1_min_radius || r.pixels >= t.tensor_rank1_small_min_pixels) &&
+      (radius >= t.tensor_rank1_min_radius || r.pixels >= t.tensor_rank1_small_min_pixels || colour_5x5_on_tensor) &&
       gpu::tensor_separable_supported(radius, r.separable->fits_tensor_split, r.separable->fits_tensor_mma_split))
     return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= kFastRank1MaxRadius && rank_one) return Variant::fast;
@@ -73,6 +75,11 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
   // them, several times slower).
   const bool fast_unrolled = fast_compiled && radius <= kFastDenseMaxRadius;
   if (dense_holds && r.input_depth == CV_16U && ((taps >= t.dense_u16_min_taps && r.channels == 1) || !fast_unrolled))
+    return Variant::tensor;
+  // Float filters within fast's unrolled radii on one small channel, from the row's taps:
+  // `tensor` (block floating point on tensor cores) where fast's grid leaves its last wave empty.
+  if (dense_holds && r.input_depth == CV_32F && r.channels == 1 && taps >= t.dense_f32_small_min_taps &&
+      r.pixels > 0 && r.pixels <= t.dense_f32_small_max_pixels)
     return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= kFastDenseMaxRadius) return Variant::fast;
 

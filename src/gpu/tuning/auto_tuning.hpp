@@ -26,6 +26,9 @@ struct AutoTuning {
   /// 8-bit rank-1 filters below tensor_rank1_min_radius take `tensor` on images of at least this
   /// many pixels (kNever: they stay on `fast` at every size).
   long long tensor_rank1_small_min_pixels;
+  /// 8-bit rank-1 5x5 filters on three or four channels take `tensor` on images of known size up
+  /// to this many pixels (0: no such rule).
+  long long tensor_rank1_colour_5x5_max_pixels;
   /// Dense 8-bit filters on one channel take `tensor` past this many taps.
   int dense_u8_max_fast_taps;
   /// Dense 8-bit filters on three or four channels take `tensor` past this many taps.
@@ -38,6 +41,10 @@ struct AutoTuning {
   int dense_u16_min_taps;
   /// Dense float filters take `tensor` from this many taps.
   int dense_f32_min_taps;
+  /// Dense float filters on one channel take `tensor` from dense_f32_small_min_taps taps on images
+  /// of known size up to this many pixels (0: no such rule).
+  long long dense_f32_small_max_pixels;
+  int dense_f32_small_min_taps;
   /// Other filters of this many taps or more go to `fft` (where its rounding holds).
   int fft_min_taps;
   /// `tiled-halo` while its shared tile fits this many bytes; `cached` past it.
@@ -51,6 +58,8 @@ inline constexpr AutoTuning kSm90H100{
     .tensor_rank1_min_radius = 3,
     // 3x3 and 5x5 rank-1 filters: fast was never slower, at any size measured.
     .tensor_rank1_small_min_pixels = kNever,
+    // Colour 5x5 rank-1 filters: not measured apart on this GPU; fast.
+    .tensor_rank1_colour_5x5_max_pixels = 0,
     // One channel: fast's unrolled sums keep up with tensor up to 5x5 (25 taps), not past it.
     .dense_u8_max_fast_taps = 25,
     // Three and four channels: tensor is faster from 5x5, fast only below.
@@ -62,6 +71,9 @@ inline constexpr AutoTuning kSm90H100{
     .dense_u16_min_taps = 225,
     // Float: block floating point on tensor cores beats fft from 16x16; fast below.
     .dense_f32_min_taps = 256,
+    // No small-image rule measured on this GPU.
+    .dense_f32_small_max_pixels = 0,
+    .dense_f32_small_min_taps = 256,
     // From 16x16 overlap-save, whose cost hardly grows with the filter, undercuts direct sums.
     .fft_min_taps = 256,
     // The default shared memory a block may use without opting in; cached needs no more past it.
@@ -76,6 +88,13 @@ inline constexpr AutoTuning kSm90H200 = [] {
   // 3x3 and 5x5 rank-1 filters: no image size from which tensor stays ahead of fast (one channel
   // never, three channels only at some middle sizes).
   row.tensor_rank1_small_min_pixels = kNever;
+  // Those middle sizes: 5x5 on RGB and RGBA, tensor 5-11% ahead from 4096^2 to 8192^2 (level at
+  // RGB 8192^2), 7% behind at 16384^2; 3x3 behind at every size (h200-kernels-cc289ba).
+  row.tensor_rank1_colour_5x5_max_pixels = 8192LL * 8192LL;
+  // Dense float 15x15 on one 4096^2 channel: tensor 16% ahead (fast's grid leaves the last wave
+  // half empty there); from 8192^2, and on RGB, fast is ahead (h200-kernels-cc289ba).
+  row.dense_f32_small_max_pixels = 4096LL * 4096LL;
+  row.dense_f32_small_min_taps = 225;
   return row;
 }();
 

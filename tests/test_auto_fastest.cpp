@@ -1,0 +1,119 @@
+// SPDX-License-Identifier: Apache-2.0
+// `--variant auto` takes the measured fastest path (issue 64): every row of a committed kernel
+// benchmark is judged by the path the code now chooses for it, from the tuning table's row for
+// the benchmark's GPU; that path's median must be within 3% of the row's fastest.
+#include "bench/bench_filters.hpp"
+#include "convolve/choose_variant.hpp"
+#include "filter/splits.hpp"
+#include "gpu/tuning/auto_tuning.hpp"
+
+#include <cuconv/convolve.hpp>
+
+#include <doctest/doctest.h>
+#include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
+
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <string>
+
+namespace {
+
+namespace fs = std::filesystem;
+using namespace cuconv;
+
+/// The benchmarks auto is judged by, one per tuning row measured (bench/results/README.md).
+constexpr const char* kBenchmarks[] = {"bench/results/h200-kernels-cc289ba-all.json"};
+constexpr double kTolerance = 1.03;
+
+struct Row {
+  std::string image;
+  int width = 0;
+  int height = 0;
+  std::string filter;
+  bool operator<(const Row& o) const {
+    return std::tie(image, width, height, filter) < std::tie(o.image, o.width, o.height, o.filter);
+  }
+};
+
+/// The OpenCV depth and channels of a benchmark image name ("8U RGB", "f32 1ch", "16U RGBA").
+std::pair<int, int> depth_and_channels(const std::string& image) {
+  const int depth = image.rfind("8U", 0) == 0 ? CV_8U : image.rfind("16U", 0) == 0 ? CV_16U : CV_32F;
+  const int channels = image.find("RGBA") != std::string::npos ? 4 : image.find("RGB") != std::string::npos ? 3 : 1;
+  return {depth, channels};
+}
+
+/// Rows of `results` where auto's path, as the code chooses it on `tuning`, is more than
+/// kTolerance slower than the fastest path timed; `checked` counts the rows judged.
+std::vector<std::string> slow_choices(const nlohmann::json& results, const gpu::tuning::AutoTuning& tuning,
+                                      int& checked) {
+  std::map<Row, std::map<std::string, double>> rows;
+  for (const auto& r : results)
+    rows[{r["image"], r["width"], r["height"], r["filter"]}][r["variant"]] = r["median_ms"].get<double>();
+  std::map<std::string, Filter> filters;
+  for (const bench::FilterCase& f : bench::bench_filters()) filters.emplace(f.name, f.filter);
+  const convolution::AutoDevice device{true, &tuning, [] { return true; }};  // compute capability 9.0
+  std::vector<std::string> slow;
+  checked = 0;
+  for (const auto& [row, times] : rows) {
+    const auto filter = filters.find(row.filter);
+    if (filter == filters.end()) continue;  // the copy roofs
+    const auto [depth, channels] = depth_and_channels(row.image);
+    const ConvolveOptions options;
+    const filter::FilterSplits splits = filter::filter_splits(filter->second.weights, filter->second.width,
+                                                              filter->second.height, depth, depth, 0.0);
+    const Variant chosen = convolution::choose_auto(
+        {filter->second, options, splits.separable, splits.dense_tensor, depth, depth, channels,
+         static_cast<long long>(row.width) * row.height},
+        device);
+    double best = 1e300;
+    std::string best_name;
+    for (const auto& [variant, ms] : times)
+      if (variant.rfind("auto", 0) != 0 && variant != "fast (dense path)" && ms < best) best = ms, best_name = variant;
+    const auto taken = times.find(std::string(to_string(chosen)));
+    const std::string where = row.image + " " + std::to_string(row.width) + "x" + std::to_string(row.height) + " " +
+                              row.filter + ": auto takes " + std::string(to_string(chosen));
+    ++checked;
+    if (taken == times.end()) {
+      slow.push_back(where + ", which the benchmark did not time");
+    } else if (taken->second > kTolerance * best) {
+      slow.push_back(where + " (" + std::to_string(taken->second) + " ms), " + best_name + " takes " +
+                     std::to_string(best) + " ms");
+    }
+  }
+  return slow;
+}
+
+nlohmann::json read_benchmark(const char* path) {
+  const fs::path file = fs::path(CUCONV_TEST_SOURCE_ROOT) / path;
+  std::ifstream in(file);
+  REQUIRE_MESSAGE(in.good(), "cannot read " << file);
+  return nlohmann::json::parse(in);
+}
+
+}  // namespace
+
+TEST_CASE("auto fastest: on every row of the committed benchmarks auto's path is within 3% of the fastest") {
+  for (const char* path : kBenchmarks) {
+    const nlohmann::json bench = read_benchmark(path);
+    const std::string gpu = bench["gpu"];
+    const gpu::tuning::AutoTuning& tuning = gpu::tuning::auto_tuning_for({9, 0, gpu});
+    CAPTURE(path);
+    CAPTURE(tuning.gpu);
+    int checked = 0;
+    const std::vector<std::string> slow = slow_choices(bench["results"], tuning, checked);
+    for (const std::string& s : slow) FAIL_CHECK(s);
+    CHECK(checked >= 150);  // every image x filter of the full run
+  }
+}
+
+TEST_CASE("auto fastest: a tuning row that keeps the H200's colour 5x5 filters on fast fails the check") {
+  // The planted defect: the H200's row without its measured colour 5x5 rule.
+  const nlohmann::json bench = read_benchmark(kBenchmarks[0]);
+  gpu::tuning::AutoTuning planted = gpu::tuning::kSm90H200;
+  planted.tensor_rank1_colour_5x5_max_pixels = 0;
+  int checked = 0;
+  const std::vector<std::string> slow = slow_choices(bench["results"], planted, checked);
+  CHECK(slow.size() == 3);  // RGB 4096^2, RGB 6000x4000 and RGBA 8192^2 gauss5
+}
