@@ -219,7 +219,8 @@ def test_no_gpu_warning_once_per_process(tmp_path):
     if cli:  # the same words as the CLI's warning (where the CLI did not shorten the reason to fit)
         (tmp_path / "in.pgm").write_bytes(b"P5\n4 4\n255\n" + bytes(range(16)))
         said = subprocess.run([cli, "--server", "never", str(tmp_path / "in.pgm"), str(tmp_path / "out.pgm"),
-                               "--filter", "gauss3"], capture_output=True, text=True, env=env)
+                               "--filter", "gauss3"], capture_output=True, text=True, env=env,
+                              start_new_session=True)  # the CLI warns once per terminal session
         cli_line = next((line for line in said.stderr.splitlines() if "no GPU (" in line), None)
         assert cli_line is not None, said.stderr
         if "..." not in cli_line:
