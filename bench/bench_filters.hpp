@@ -1,7 +1,7 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
 // The filters of the kernel benchmark (bench/cuconv_bench.cpp), one list, also read by the test
-// that judges `auto` against a committed benchmark (tests/test_auto_fastest.cpp): a row's filter
+// that judges `auto` against a committed benchmark (tests/cpu/test_auto_fastest.cpp): a row's filter
 // must be the same weights in both. Random dense filters come from one cv::RNG in its default
 // state, drawn in the list's order, as cv::randu drew them from a fresh process's cv::theRNG()
 // when the committed runs were made.

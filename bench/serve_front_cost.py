@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: Apache-2.0
 """The thin front end's own cost (issue 47 item 5): `cuconv_front --version` served by the test
-server (tests/serve_test_server.cpp: the real transport, no engine), against /bin/true, in
+server (tests/support/serve_test_server.cpp: the real transport, no engine), against /bin/true, in
 interleaved rounds. Wall time per call (median, p10, p90) and the CPU time of the child process.
 
   python3 bench/serve_front_cost.py build/ci/src/serve/cuconv_front build/ci/tests/cuconv_serve_test_server

@@ -8,7 +8,7 @@
 Runs, with each build first on PATH (`--server never`, so neither hands the work to a server):
   * every `sh` example of the README that readme_examples.sh runs on this machine (blocks marked
     `readme-test: skip` are not run, `readme-test: gpu` ones only where the new build finds a
-    GPU), each in a fresh copy of samples/ and photos/ (three JPEGs), as tests/readme_examples.sh
+    GPU), each in a fresh copy of samples/ and photos/ (three JPEGs), as tests/scripts/readme_examples.sh
     prepares it; the image files each example writes are compared byte for byte (JSON summaries,
     which hold timings, are not);
   * the benchmark corpus of scripts/make-batch-corpus.sh (N PNGs and N JPEGs of about 2000x2000)

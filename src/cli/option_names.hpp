@@ -16,7 +16,7 @@ struct OptionName {
   std::string_view option;   ///< the command line's spelling
 };
 
-/// Every setting the library's messages name (tests/library_flags.py checks that each `name` in
+/// Every setting the library's messages name (tests/scripts/library_flags.py checks that each `name` in
 /// a library message is here).
 [[nodiscard]] std::span<const OptionName> option_names();
 

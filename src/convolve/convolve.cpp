@@ -90,7 +90,7 @@ int resolve_output_depth(int input_depth, Depth requested) {
                      : requested == Depth::u16 ? CV_16U
                      : requested == Depth::s16 ? CV_16S
                                                : CV_32F;
-  // The pairs cv::filter2D accepts (checked against OpenCV 4.6 in tests/test_convolve.cpp).
+  // The pairs cv::filter2D accepts (checked against OpenCV 4.6 in tests/cpu/test_opencv_variant.cpp).
   const bool allowed = wanted == input_depth ||
                        (input_depth == CV_8U && (wanted == CV_16U || wanted == CV_16S || wanted == CV_32F)) ||
                        (input_depth == CV_16U && wanted == CV_32F);

@@ -69,7 +69,7 @@ inline constexpr int kTensorMmaMaxSide = 31;
 /// split's change of the weights, the row sums' float rounding and FP16 split, the vertical
 /// weights' FP16 split, the dropped product of the two low parts, the tensor cores' FP32
 /// accumulation (assumed at most (k + 1) 2^-23 of the largest of an MMA's k = 16 products and C:
-/// NVIDIA does not specify it; tests/test_gpu_tensor_mma.cpp checks it on the device), and the
+/// NVIDIA does not specify it; tests/gpu/test_gpu_tensor_mma.cpp checks it on the device), and the
 /// epilogue's additions.
 [[nodiscard]] double tensor_mma_error_bound(const SeparableFactors& f, const TensorSplit& split,
                                             const TensorMmaScales& scales, const std::vector<double>& weights,

@@ -2,7 +2,7 @@
 #pragma once
 // Horizontal strips: how an image that does not fit the device memory limit is cut, which input
 // rows each strip needs, and where rows outside the image come from. Host code only (no CUDA), so
-// the CPU suite tests it (tests/test_strips.cpp).
+// the CPU suite tests it (tests/cpu/test_strips.cpp).
 //
 // A strip of output rows [r0, r1) is filtered as a whole image of its own: input rows
 // [r0 - anchor_y, r1 + kh - 1 - anchor_y), the rows outside the image made on the host by the

@@ -1,0 +1,242 @@
+// SPDX-License-Identifier: Apache-2.0
+// Which variant auto picks (and its per-GPU tuning table), and an explicit GPU variant without a device.
+#include "test_support.hpp"
+#include "gpu/launch/cufft_api.hpp"
+#include "gpu/launch/fft_ties.hpp"
+#include "gpu/launch/launch.hpp"  // device_runs_wgmma
+#include "convolve/choose_variant.hpp"
+#include "gpu/tuning/auto_tuning.hpp"
+
+#include <cuconv/compare.hpp>
+#include <cuconv/convolve.hpp>
+#include <cuconv/error.hpp>
+#include <cuconv/filter.hpp>
+#include <cuconv/image_io.hpp>
+
+#include <doctest/doctest.h>
+#include <opencv2/imgcodecs.hpp>
+#include <opencv2/imgproc.hpp>
+
+#include <cmath>
+
+using namespace cuconv;
+using cuconv::test::random_image;
+
+TEST_CASE("an explicit GPU variant without a device is a GPU error") {
+  std::string reason;
+  if (cuda_device_available(&reason)) {
+    MESSAGE("a CUDA device is present; the no-device error cannot be provoked here");
+    return;
+  }
+  ConvolveOptions o;
+  o.variant = Variant::basic;
+  try {
+    (void)convolve(random_image(4, 4, CV_8U, 1, 1), load_filter("box3"), o);
+    FAIL("no exception");
+  } catch (const cuconv::Error& e) {
+    CHECK(e.kind() == ErrorKind::gpu);
+    CHECK(std::string(e.what()).find("needs a CUDA device") != std::string::npos);
+  }
+  o.variant = Variant::automatic;
+  CHECK(convolve(random_image(4, 4, CV_8U, 1, 1), load_filter("box3"), o).variant_used == Variant::opencv);
+}
+
+TEST_CASE("auto picks fast only where it has compiled kernels: same depth in and out") {
+  const Filter sobel = load_filter("sobel-x");
+  CHECK(choose_variant(sobel, ConvolveOptions{}, true, CV_8U, CV_8U) == Variant::fast);
+  CHECK(choose_variant(sobel, ConvolveOptions{}, true, CV_32F, CV_32F) == Variant::fast);
+  // 8U -> 16S (Sobel's usual output) and 8U -> 32F would run fast's generic kernel.
+  CHECK(choose_variant(sobel, ConvolveOptions{}, true, CV_8U, CV_16S) != Variant::fast);
+  CHECK(choose_variant(sobel, ConvolveOptions{}, true, CV_8U, CV_32F) != Variant::fast);
+  CHECK(choose_variant(sobel, ConvolveOptions{}, false, CV_8U, CV_8U) == Variant::opencv);
+}
+
+TEST_CASE("auto: dense 8-bit 5x5 on one channel takes tensor only on large images where the warpgroup kernel runs") {
+  Filter f5;
+  f5.width = f5.height = 5;
+  cv::RNG rng(6);
+  for (int i = 0; i < 25; ++i) f5.weights.push_back(rng.uniform(-0.3, 1.0) / 10.0);
+  f5.origin = "random 5x5";
+  // Without a size (and below 4096^2) `fast`; three channels take `tensor` at any size.
+  CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U) == Variant::fast);
+  CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 1, 4096LL * 4096 - 1) == Variant::fast);
+  CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 3) == Variant::tensor);
+  // From 4096^2 it depends on the device: a compute capability 9.0 GPU (on a machine without one,
+  // as CI's, `fast`).
+  const bool wgmma = cuda_device_count() > 0 && gpu::device_runs_wgmma();
+  for (long long pixels : {4096LL * 4096, 6000LL * 4000, 8192LL * 8192})
+    CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 1, pixels) ==
+          (wgmma ? Variant::tensor : Variant::fast));
+}
+
+TEST_CASE("auto's tuning table: one row per kind of GPU, each size rule one entry the dispatcher reads") {
+  using namespace gpu::tuning;
+  // Rows by compute capability, and by product where two share one; everything else is generic.
+  CHECK(&auto_tuning_for({9, 0, "NVIDIA H200"}) == &kSm90H200);
+  CHECK(&auto_tuning_for({9, 0, "NVIDIA H100 80GB HBM3"}) == &kSm90H100);
+  CHECK(&auto_tuning_for({8, 0, "NVIDIA A100-SXM4-80GB"}) == &kGeneric);
+  CHECK(&auto_tuning_for({}) == &kGeneric);
+  CHECK(kGeneric.dense_u8_large_min_pixels == kNever);  // the warpgroup kernel runs on 9.0 only
+
+  const auto choose = [](const Filter& f, int channels, long long pixels, const AutoTuning& row, bool wgmma) {
+    const filter::FilterSplits splits = filter::filter_splits(f.weights, f.width, f.height, CV_8U, CV_8U, 0.0);
+    const ConvolveOptions options;
+    bool (*runs)() = wgmma ? +[] { return true; } : +[] { return false; };
+    return convolution::choose_auto({f, options, splits.separable, splits.dense_tensor, CV_8U, CV_8U, channels, pixels},
+                               {true, &row, runs});
+  };
+  // The warpgroup size rule: a dense one-channel 5x5 takes tensor from the row's size, where the
+  // kernel runs; never on the generic row.
+  Filter f5;
+  f5.width = f5.height = 5;
+  cv::RNG rng(6);
+  for (int i = 0; i < 25; ++i) f5.weights.push_back(rng.uniform(-0.3, 1.0) / 10.0);
+  const long long large = kSm90H100.dense_u8_large_min_pixels;
+  CHECK(choose(f5, 1, large, kSm90H100, true) == Variant::tensor);
+  CHECK(choose(f5, 1, large - 1, kSm90H100, true) == Variant::fast);
+  CHECK(choose(f5, 1, large, kSm90H100, false) == Variant::fast);
+  CHECK(choose(f5, 1, 8192LL * 8192, kGeneric, true) == Variant::fast);
+  // The rank-1 size rule (the H200's entry to measure): gauss5 stays on fast until a row sets a
+  // size, then takes tensor from it on 8-bit images.
+  const Filter gauss5 = load_filter("gauss5");
+  const long long big = 16384LL * 16384;
+  CHECK(choose(gauss5, 1, big, kSm90H200, true) == Variant::fast);
+  AutoTuning measured = kSm90H200;
+  measured.tensor_rank1_small_min_pixels = big;
+  CHECK(choose(gauss5, 1, big, measured, true) == Variant::tensor);
+  CHECK(choose(gauss5, 1, big - 1, measured, true) == Variant::fast);
+  CHECK(choose(load_filter("box:5"), 1, big, measured, true) == Variant::tensor);  // any rank-1 whose split holds
+  CHECK(choose(gauss5, 1, big, kSm90H100, true) == Variant::fast);  // the H100's row has no such rule
+  // No GPU: OpenCV, whatever the row.
+  const filter::FilterSplits splits = filter::filter_splits(f5.weights, 5, 5, CV_8U, CV_8U, 0.0);
+  const ConvolveOptions options;
+  CHECK(convolution::choose_auto({f5, options, splits.separable, splits.dense_tensor, CV_8U, CV_8U, 1, large}, {}) ==
+        Variant::opencv);
+}
+
+TEST_CASE("fft tie margin: on for 8-bit outputs of usual filters, off where it would cover over 1% of results") {
+  using gpu::PixelType;
+  const std::vector<double> box31(31 * 31, 1.0 / 961.0);
+  // 2^-19 x 255 x sum|w| (1) + 256 x 2^-22
+  const double box_margin = gpu::fft_tie_margin(PixelType::u8, PixelType::u8, box31.data(), box31.size());
+  CHECK(box_margin == doctest::Approx(255.0 / 524288.0 + 256.0 / 4194304.0));
+  CHECK(box_margin < gpu::kFftMaxTieMargin);
+  CHECK(gpu::fft_tie_margin(PixelType::u8, PixelType::f32, box31.data(), box31.size()) == 0.0);
+  CHECK(gpu::fft_tie_margin(PixelType::f32, PixelType::f32, box31.data(), box31.size()) == 0.0);
+  // 16-bit outputs: float spacing alone passes the cap (8U -> 16S, 8U -> 16U, 16U -> 16U).
+  CHECK(gpu::fft_tie_margin(PixelType::u8, PixelType::s16, box31.data(), box31.size()) == 0.0);
+  CHECK(gpu::fft_tie_margin(PixelType::u8, PixelType::u16, box31.data(), box31.size()) == 0.0);
+  CHECK(gpu::fft_tie_margin(PixelType::u16, PixelType::u16, box31.data(), box31.size()) == 0.0);
+  // sum|w| of 300: 255 x 300 x 2^-19 = 0.146, off; NaN weights: off.
+  std::vector<double> large(box31);
+  large[0] = 300.0;
+  CHECK(gpu::fft_tie_margin(PixelType::u8, PixelType::u8, large.data(), large.size()) == 0.0);
+  large[0] = std::nan("");
+  CHECK(gpu::fft_tie_margin(PixelType::u8, PixelType::u8, large.data(), large.size()) == 0.0);
+}
+
+TEST_CASE("auto sends large dense filters to tensor where their splits hold, else fft or direct sums") {
+  Filter dense;
+  dense.width = dense.height = 31;
+  dense.weights.resize(31 * 31);
+  cv::RNG rng(5);
+  for (double& w : dense.weights) w = rng.uniform(-0.3, 1.0) / 961.0;
+  dense.origin = "random 31x31";
+  const Variant large_filter_path = gpu::cufft_api() != nullptr ? Variant::fft : Variant::tiled_halo;
+  // Float: `tensor` where its split holds, from 256 taps up to 31x31; fft past 31 or where it does not hold.
+  CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_32F, CV_32F) == Variant::tensor);
+  Filter rectangle = dense;
+  rectangle.width = 31;
+  rectangle.height = 9;
+  rectangle.weights.resize(31 * 9);
+  CHECK(choose_variant(rectangle, ConvolveOptions{}, true, CV_32F, CV_32F) == Variant::tensor);
+  ConvolveOptions alpha;
+  alpha.keep_alpha = true;
+  CHECK(choose_variant(dense, alpha, true, CV_32F, CV_32F) == large_filter_path);
+  Filter wider = dense;
+  wider.width = wider.height = 33;
+  wider.weights.assign(33 * 33, 1.0 / 1089);
+  CHECK(choose_variant(wider, ConvolveOptions{}, true, CV_32F, CV_32F) == large_filter_path);
+  Filter spike = dense;
+  spike.weights.assign(31 * 31, 1e-3);
+  spike.weights[480] = 1.0;
+  CHECK(choose_variant(spike, ConvolveOptions{}, true, CV_32F, CV_32F) == large_filter_path);
+  CHECK(choose_variant(load_filter("box:15"), ConvolveOptions{}, true, CV_32F, CV_32F) == Variant::fast);
+  // 8-bit: `tensor` (the planes kernel past 17x17) where the split holds; fft with a kept alpha.
+  CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_8U) == Variant::tensor);
+  CHECK(choose_variant(rectangle, ConvolveOptions{}, true, CV_8U, CV_8U) == Variant::tensor);
+  CHECK(choose_variant(dense, alpha, true, CV_8U, CV_8U) == large_filter_path);
+  CHECK(choose_variant(wider, ConvolveOptions{}, true, CV_8U, CV_8U) == large_filter_path);
+  CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_16S) == Variant::tiled_halo);
+  // 16-bit: `tensor` where its split holds (normalised filters), direct sums where it does not.
+  Filter normalised = dense;
+  double total = 0;
+  for (double w : normalised.weights) total += w;
+  for (double& w : normalised.weights) w /= total;
+  CHECK(choose_variant(normalised, ConvolveOptions{}, true, CV_16U, CV_16U) == Variant::tensor);
+  CHECK(choose_variant(spike, ConvolveOptions{}, true, CV_16U, CV_16U) == Variant::tiled_halo);
+  CHECK(choose_variant(normalised, alpha, true, CV_16U, CV_16U) == Variant::tiled_halo);
+  // A rank-1 31x31 on 16 bits: fast's double-precision separable sums.
+  CHECK(choose_variant(load_filter("gaussian:15,5"), ConvolveOptions{}, true, CV_16U, CV_16U) == Variant::fast);
+  CHECK(choose_variant(load_filter("box:31"), ConvolveOptions{}, true, CV_16U, CV_16U) == Variant::fast);
+  dense.weights[0] = 300.0;  // results near ties too many to sum again
+  CHECK(choose_variant(dense, ConvolveOptions{}, true, CV_8U, CV_8U) == Variant::tiled_halo);
+}
+
+TEST_CASE("auto sends dense 8-bit filters of more than 25 taps up to 31x31 to tensor where its split holds") {
+  const auto random_dense = [](int kw, int kh) {
+    Filter f;
+    f.width = kw;
+    f.height = kh;
+    cv::RNG rng(static_cast<std::uint64_t>(kw * 100 + kh));
+    for (int k = 0; k < kw * kh; ++k) f.weights.push_back(rng.uniform(-0.3, 1.0) / (kw * kh));
+    f.origin = "random";
+    return f;
+  };
+  const ConvolveOptions defaults;
+  CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_8U, CV_8U) == Variant::tensor);
+  CHECK(choose_variant(random_dense(17, 17), defaults, true, CV_8U, CV_8U) == Variant::tensor);
+  CHECK(choose_variant(random_dense(17, 3), defaults, true, CV_8U, CV_8U) == Variant::tensor);
+  CHECK(choose_variant(random_dense(19, 19), defaults, true, CV_8U, CV_8U) == Variant::tensor);
+  CHECK(choose_variant(random_dense(31, 5), defaults, true, CV_8U, CV_8U) == Variant::tensor);
+  // 5x5 stays on fast on one channel and takes tensor on three and four (colour images); a
+  // rank-1 5x5 stays on fast's separable path; past 31 a side, other depths and a kept alpha
+  // channel leave tensor.
+  CHECK(choose_variant(random_dense(5, 5), defaults, true, CV_8U, CV_8U) == Variant::fast);
+  CHECK(choose_variant(random_dense(5, 5), defaults, true, CV_8U, CV_8U, 3) == Variant::tensor);
+  CHECK(choose_variant(random_dense(5, 5), defaults, true, CV_8U, CV_8U, 4) == Variant::tensor);
+  CHECK(choose_variant(random_dense(3, 3), defaults, true, CV_8U, CV_8U, 3) == Variant::fast);
+  CHECK(choose_variant(load_filter("gauss5"), defaults, true, CV_8U, CV_8U, 3) == Variant::fast);
+  CHECK(choose_variant(random_dense(33, 33), defaults, true, CV_8U, CV_8U) != Variant::tensor);
+  CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_8U, CV_16S) != Variant::tensor);
+  CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_16U, CV_16U) != Variant::tensor);
+  // 16-bit: from 15x15, and off-centre filters `fast` has no kernel for, where the split holds
+  // (normalised weights).
+  const auto normalised = [&](int kw, int kh) {
+    Filter f = random_dense(kw, kh);
+    double total = 0;
+    for (double w : f.weights) total += w;
+    for (double& w : f.weights) w /= total;
+    return f;
+  };
+  CHECK(choose_variant(normalised(15, 15), defaults, true, CV_16U, CV_16U) == Variant::tensor);
+  // Colour: `fast` up to its unrolled 15x15, `tensor` past it and where `fast` has no kernel.
+  CHECK(choose_variant(normalised(15, 15), defaults, true, CV_16U, CV_16U, 3) == Variant::fast);
+  CHECK(choose_variant(normalised(15, 15), defaults, true, CV_16U, CV_16U, 4) == Variant::fast);
+  CHECK(choose_variant(random_dense(17, 17), defaults, true, CV_16U, CV_16U, 3) == Variant::tensor);
+  CHECK(choose_variant(random_dense(17, 17), defaults, true, CV_16U, CV_16U, 4) == Variant::tensor);
+  CHECK(choose_variant(normalised(4, 3), defaults, true, CV_16U, CV_16U, 3) == Variant::tensor);
+  CHECK(choose_variant(normalised(13, 13), defaults, true, CV_16U, CV_16U) == Variant::fast);
+  CHECK(choose_variant(normalised(4, 3), defaults, true, CV_16U, CV_16U) == Variant::tensor);
+  CHECK(choose_variant(normalised(15, 15), defaults, true, CV_16U, CV_32F) != Variant::tensor);
+  CHECK(choose_variant(random_dense(9, 9), defaults, true, CV_32F, CV_32F) != Variant::tensor);
+  ConvolveOptions alpha;
+  alpha.keep_alpha = true;
+  CHECK(choose_variant(random_dense(9, 9), alpha, true, CV_8U, CV_8U) != Variant::tensor);
+  // A split that misses the rule (one weight of 1 beside tiny ones lost to the integers) does too.
+  Filter spike = random_dense(9, 9);
+  for (double& w : spike.weights) w = 1e-7;
+  spike.weights[40] = 1.0;
+  CHECK(choose_variant(spike, defaults, true, CV_8U, CV_8U) != Variant::tensor);
+  CHECK(choose_variant(random_dense(9, 9), defaults, false, CV_8U, CV_8U) == Variant::opencv);
+}
