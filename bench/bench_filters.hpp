@@ -37,7 +37,8 @@ inline Filter random_dense(int k, cv::RNG& rng) {
 inline std::vector<FilterCase> bench_filters() {
   cv::RNG rng;  // the state cv::theRNG() starts from
   std::vector<FilterCase> filters;
-  for (int k : {3, 5, 9, 15, 17, 31}) filters.push_back({std::to_string(k) + "x" + std::to_string(k), random_dense(k, rng)});
+  for (int k : {3, 5, 9, 15, 17, 31})
+    filters.push_back({std::to_string(k) + "x" + std::to_string(k), random_dense(k, rng)});
   filters.push_back({"gauss5 5x5", load_filter("gauss5")});
   filters.push_back({"gaussian 7x7", load_filter("gaussian:3,1.4")});
   filters.push_back({"gaussian 9x9", load_filter("gaussian:4,1.8")});

@@ -2,8 +2,8 @@
 // Benchmark: every GPU variant (and what `auto` picks) on the same device buffers, median kernel
 // time over many runs after warm-up (CUDA events), with in the same run the roofs it is judged
 // against: a device-to-device copy of the same bytes (memory) and the FP32 FMA peak (compute,
-// the multiply-adds a filter needs at least: kw * kh, or kw + kh when separable), plus cv::filter2D on all CPU cores. The NPP peer runs from
-// bench/npp_peer.cu (scripts/gpu-check.sh merges its lines).
+// the multiply-adds a filter needs at least: kw * kh, or kw + kh when separable), plus cv::filter2D on all CPU cores.
+// The NPP peer runs from bench/npp_peer.cu (scripts/gpu-check.sh merges its lines).
 //
 //   cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b,...]
 //                [--filters "gaussian 15x15,..."] [--shapes "8U 1ch 16384,8U RGB 6000x4000,..."]
@@ -15,10 +15,10 @@
 // on `fast`'s dense path ("fast (dense path)"), the gain of the separable one.
 #include "bench_filters.hpp"
 #include "copy_roof.hpp"
-#include "gpu/bench_timing.hpp"
-#include "gpu/memory/device_memory.hpp"
-#include "gpu/launch/launch.hpp"
 #include "filter/splits.hpp"
+#include "gpu/bench_timing.hpp"
+#include "gpu/launch/launch.hpp"
+#include "gpu/memory/device_memory.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
@@ -120,18 +120,27 @@ int main(int argc, char** argv) {
   Settings s;
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--reps" && i + 1 < argc) s.reps = std::atoi(argv[++i]);
-    else if (a == "--quick") s.quick = true;
-    else if (a == "--json" && i + 1 < argc) s.json_path = argv[++i];
-    else if (a == "--csv" && i + 1 < argc) s.csv_path = argv[++i];
-    else if (a == "--no-opencv") s.opencv = false;
-    else if (a == "--variants" && i + 1 < argc) s.variants = comma_list(argv[++i]);
-    else if (a == "--filters" && i + 1 < argc) s.filters = comma_list(argv[++i]);
-    else if (a == "--shapes" && i + 1 < argc) s.shapes = comma_list(argv[++i]);
+    if (a == "--reps" && i + 1 < argc)
+      s.reps = std::atoi(argv[++i]);
+    else if (a == "--quick")
+      s.quick = true;
+    else if (a == "--json" && i + 1 < argc)
+      s.json_path = argv[++i];
+    else if (a == "--csv" && i + 1 < argc)
+      s.csv_path = argv[++i];
+    else if (a == "--no-opencv")
+      s.opencv = false;
+    else if (a == "--variants" && i + 1 < argc)
+      s.variants = comma_list(argv[++i]);
+    else if (a == "--filters" && i + 1 < argc)
+      s.filters = comma_list(argv[++i]);
+    else if (a == "--shapes" && i + 1 < argc)
+      s.shapes = comma_list(argv[++i]);
     else {
-      std::fprintf(stderr,
-                   "usage: cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b]\n"
-                   "                    [--filters \"gaussian 15x15,5x5\"] [--shapes \"8U 1ch 16384,8U RGB 6000x4000\"]\n");
+      std::fprintf(
+          stderr,
+          "usage: cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b]\n"
+          "                    [--filters \"gaussian 15x15,5x5\"] [--shapes \"8U 1ch 16384,8U RGB 6000x4000\"]\n");
       return 2;
     }
   }
@@ -147,7 +156,7 @@ int main(int argc, char** argv) {
   const double fma_rate = fma_per_ms(device);
 
   std::vector<ImageCase> images{square("f32 1ch", 4096, CV_32F, 1), square("f32 1ch", 8192, CV_32F, 1),
-                                square("8U 1ch", 4096, CV_8U, 1),   square("8U RGB", 4096, CV_8U, 3),
+                                square("8U 1ch", 4096, CV_8U, 1), square("8U RGB", 4096, CV_8U, 3),
                                 square("8U RGB", 8192, CV_8U, 3)};
   if (!s.quick) {
     images.push_back(square("f32 1ch", 16384, CV_32F, 1));
@@ -176,8 +185,9 @@ int main(int argc, char** argv) {
   CudaStream stream;
   std::printf("GPU: %s (%d SMs), median of up to %d runs after 3 warm-up runs; FP32 FMA peak %.1f TFMA/s\n\n",
               prop.name, prop.multiProcessorCount, s.reps, fma_rate * 1e-9);
-  std::printf("| image | size | filter | variant | median ms | Gpix/s | GB/s | %% of copy roof | %% of FMA roof |\n"
-              "|---|---|---|---|---|---|---|---|---|\n");
+  std::printf(
+      "| image | size | filter | variant | median ms | Gpix/s | GB/s | %% of copy roof | %% of FMA roof |\n"
+      "|---|---|---|---|---|---|---|---|---|\n");
   for (const ImageCase& c : images) {
     const int w = c.width, h = c.height;
     const std::string size = size_label(c);
@@ -196,8 +206,8 @@ int main(int argc, char** argv) {
         d.planes_in.emplace_back(w, h, 1, c.depth);
         d.planes_out.emplace_back(w, h, 1, c.depth);
         const DeviceImageView view = d.planes_in.back().view();
-        CUCONV_CUDA_TRY(cudaMemcpy2D(view.data, view.pitch, plane.data, plane.step, plane_row, h,
-                                     cudaMemcpyHostToDevice));
+        CUCONV_CUDA_TRY(
+            cudaMemcpy2D(view.data, view.pitch, plane.data, plane.step, plane_row, h, cudaMemcpyHostToDevice));
       }
     }
     const double pixels = static_cast<double>(w) * h;
@@ -210,14 +220,13 @@ int main(int argc, char** argv) {
     const double memcpy_ms = time_gpu(s, stream.get(), [&] {
       CUCONV_CUDA_TRY(cudaMemcpyAsync(out_view.data, in_view.data, copy_bytes, cudaMemcpyDeviceToDevice, stream.get()));
     });
-    const double copy_kernel_ms = time_gpu(s, stream.get(), [&] {
-      launch_copy_kernel(in_view.data, out_view.data, copy_bytes, stream.get());
-    });
+    const double copy_kernel_ms =
+        time_gpu(s, stream.get(), [&] { launch_copy_kernel(in_view.data, out_view.data, copy_bytes, stream.get()); });
     const double copy_ms = std::min(memcpy_ms, copy_kernel_ms);
     const auto report = [&](const std::string& filter, const std::string& variant, double ms, int taps) {
       const double fma_roof_ms = taps > 0 ? pixels * c.channels * taps / fma_rate : 0.0;
-      std::printf("| %s | %s | %s | %s | %.3f | %.2f | %.0f | %.0f | %s |\n", c.name.c_str(), size.c_str(), filter.c_str(),
-                  variant.c_str(), ms, pixels / ms * 1e-6, bytes / ms * 1e-6, 100.0 * copy_ms / ms,
+      std::printf("| %s | %s | %s | %s | %.3f | %.2f | %.0f | %.0f | %s |\n", c.name.c_str(), size.c_str(),
+                  filter.c_str(), variant.c_str(), ms, pixels / ms * 1e-6, bytes / ms * 1e-6, 100.0 * copy_ms / ms,
                   taps > 0 ? std::to_string(static_cast<int>(100.0 * fma_roof_ms / ms + 0.5)).c_str() : "-");
       std::fflush(stdout);
       results.push_back({{"image", c.name},
@@ -244,7 +253,8 @@ int main(int argc, char** argv) {
       std::vector<float> weights(f.weights.begin(), f.weights.end());
       DeviceBuffer device_weights(sizeof(float) * weights.size());
       CUCONV_CUDA_TRY(cudaMemcpy(device_weights.data(), weights.data(), device_weights.size(), cudaMemcpyHostToDevice));
-      const std::optional<SeparableFactors> separable = separable_for(f.weights, f.width, f.height, c.depth, c.depth, 0.0);
+      const std::optional<SeparableFactors> separable =
+          separable_for(f.weights, f.width, f.height, c.depth, c.depth, 0.0);
       const std::optional<DenseTensorSplit> dense = dense_tensor_for(f.weights, k, k, c.depth, c.depth, 0.0);
       const kernels::ConvParams params{k, k, k / 2, k / 2, 0.0f, kernels::BorderRule::reflect101, 0.0f};
       // One run of variant v over the image (per plane for the PMPP variants), with the rank-1
@@ -255,8 +265,13 @@ int main(int argc, char** argv) {
         for (int ch = 0; ch < launches; ++ch) {
           const DeviceImageView in = (interleaved ? d.interleaved_in : d.planes_in[ch]).view();
           const DeviceImageView out = (interleaved ? d.interleaved_out : d.planes_out[ch]).view();
-          LaunchArgs args{{in.data, in.pitch, type}, {out.data, out.pitch, type}, w, h, params,
-                          {static_cast<const float*>(device_weights.data()), weights.data()}, stream.get()};
+          LaunchArgs args{{in.data, in.pitch, type},
+                          {out.data, out.pitch, type},
+                          w,
+                          h,
+                          params,
+                          {static_cast<const float*>(device_weights.data()), weights.data()},
+                          stream.get()};
           args.channels = interleaved ? c.channels : 1;
           args.dense_tensor = dense ? &*dense : nullptr;
           if (separable_path) args.rank1 = rank1_weights(*separable, 0.0);
@@ -264,14 +279,13 @@ int main(int argc, char** argv) {
         }
       };
       for (Variant requested : variants) {
-        const Variant v = requested == Variant::automatic
-                              ? choose_variant(f, ConvolveOptions{}, true, c.depth, c.depth, c.channels,
-                                             static_cast<long long>(pixels))
-                              : requested;
+        const Variant v = requested == Variant::automatic ? choose_variant(f, ConvolveOptions{}, true, c.depth, c.depth,
+                                                                           c.channels, static_cast<long long>(pixels))
+                                                          : requested;
         if (requested == Variant::basic && k > 15 && pixels > kBasicLargeFilterMaxPixels) continue;
         const double ms = time_gpu(s, stream.get(), [&] { launch_case(v, separable.has_value()); });
-        const std::string name = requested == Variant::automatic ? "auto (" + std::string(to_string(v)) + ")"
-                                                                 : std::string(to_string(v));
+        const std::string name =
+            requested == Variant::automatic ? "auto (" + std::string(to_string(v)) + ")" : std::string(to_string(v));
         report(fc.name, name, ms, separable ? 2 * k : k * k);
       }
       // The separable path's gain: `fast` again with the dense path on the same filter (unrolled
@@ -296,8 +310,11 @@ int main(int argc, char** argv) {
       }
     }
   }
-  const nlohmann::json doc{{"gpu", prop.name}, {"sms", prop.multiProcessorCount}, {"reps", s.reps},
-                           {"fma_per_ms", fma_rate}, {"results", results}};
+  const nlohmann::json doc{{"gpu", prop.name},
+                           {"sms", prop.multiProcessorCount},
+                           {"reps", s.reps},
+                           {"fma_per_ms", fma_rate},
+                           {"results", results}};
   if (!s.json_path.empty()) std::ofstream(s.json_path) << doc.dump(2) << '\n';
   if (!s.csv_path.empty()) {
     std::ofstream csv(s.csv_path);

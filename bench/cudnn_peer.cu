@@ -114,25 +114,39 @@ struct Buffers {
 
 const char* fwd_algo_name(cudnnConvolutionFwdAlgo_t algo) {
   switch (algo) {
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM: return "IMPLICIT_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM: return "IMPLICIT_PRECOMP_GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM: return "GEMM";
-    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT: return "DIRECT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT: return "FFT";
-    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING: return "FFT_TILING";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD: return "WINOGRAD";
-    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED: return "WINOGRAD_NONFUSED";
-    default: return "UNKNOWN";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM:
+      return "IMPLICIT_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM:
+      return "IMPLICIT_PRECOMP_GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_GEMM:
+      return "GEMM";
+    case CUDNN_CONVOLUTION_FWD_ALGO_DIRECT:
+      return "DIRECT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT:
+      return "FFT";
+    case CUDNN_CONVOLUTION_FWD_ALGO_FFT_TILING:
+      return "FFT_TILING";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD:
+      return "WINOGRAD";
+    case CUDNN_CONVOLUTION_FWD_ALGO_WINOGRAD_NONFUSED:
+      return "WINOGRAD_NONFUSED";
+    default:
+      return "UNKNOWN";
   }
 }
 
 const char* math_name(cudnnMathType_t math) {
   switch (math) {
-    case CUDNN_DEFAULT_MATH: return "default";
-    case CUDNN_TENSOR_OP_MATH: return "tensor_op";
-    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "tensor_op_conversion";
-    case CUDNN_FMA_MATH: return "fma";
-    default: return "unknown";
+    case CUDNN_DEFAULT_MATH:
+      return "default";
+    case CUDNN_TENSOR_OP_MATH:
+      return "tensor_op";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION:
+      return "tensor_op_conversion";
+    case CUDNN_FMA_MATH:
+      return "fma";
+    default:
+      return "unknown";
   }
 }
 
@@ -170,9 +184,9 @@ Outcome run_legacy(cudnnHandle_t handle, cudaStream_t stream, const Options& opt
   PEER_TRY("cudnnSetFilter4dDescriptor",
            cudnnSetFilter4dDescriptor(d.w, CUDNN_DATA_FLOAT, CUDNN_TENSOR_NCHW, 1, 1, b.k, b.k));
   // Zero padding of k/2 on each side keeps the output at the input's size (cuDNN knows no other border).
-  PEER_TRY("cudnnSetConvolution2dDescriptor",
-           cudnnSetConvolution2dDescriptor(d.conv, b.k / 2, b.k / 2, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION,
-                                           CUDNN_DATA_FLOAT));
+  PEER_TRY(
+      "cudnnSetConvolution2dDescriptor",
+      cudnnSetConvolution2dDescriptor(d.conv, b.k / 2, b.k / 2, 1, 1, 1, 1, CUDNN_CROSS_CORRELATION, CUDNN_DATA_FLOAT));
   // CUDNN_DEFAULT_MATH would let cuDNN use TF32 tensor cores for f32 data on Ampere and later.
   PEER_TRY("cudnnSetConvolutionMathType",
            cudnnSetConvolutionMathType(d.conv, opt.tf32 ? CUDNN_DEFAULT_MATH : CUDNN_FMA_MATH));
@@ -325,8 +339,8 @@ Outcome run_graph(cudnnHandle_t handle, cudaStream_t stream, const Options& opt,
   PEER_TRY("op x", set_attr(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_X, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &x_d));
   PEER_TRY("op w", set_attr(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_W, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &w_d));
   PEER_TRY("op y", set_attr(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_Y, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &y_d));
-  PEER_TRY("op conv", set_attr(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR,
-                               1, &conv_d));
+  PEER_TRY("op conv",
+           set_attr(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_CONV_DESC, CUDNN_TYPE_BACKEND_DESCRIPTOR, 1, &conv_d));
   PEER_TRY("op alpha", set_attr(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_ALPHA, CUDNN_TYPE_FLOAT, 1, &alpha));
   PEER_TRY("op beta", set_attr(op, CUDNN_ATTR_OPERATION_CONVOLUTION_FORWARD_BETA, CUDNN_TYPE_FLOAT, 1, &beta));
   PEER_TRY("op finalize", cudnnBackendFinalize(op.get()));
@@ -490,10 +504,14 @@ bool parse(int argc, char** argv, Options& opt) {
       opt.reps = std::atoi(argv[++i]);
     } else if (std::strcmp(argv[i], "--api") == 0 && has_value) {
       const char* v = argv[++i];
-      if (std::strcmp(v, "auto") == 0) opt.api = Api::kAuto;
-      else if (std::strcmp(v, "legacy") == 0) opt.api = Api::kLegacy;
-      else if (std::strcmp(v, "graph") == 0) opt.api = Api::kGraph;
-      else return false;
+      if (std::strcmp(v, "auto") == 0)
+        opt.api = Api::kAuto;
+      else if (std::strcmp(v, "legacy") == 0)
+        opt.api = Api::kLegacy;
+      else if (std::strcmp(v, "graph") == 0)
+        opt.api = Api::kGraph;
+      else
+        return false;
     } else if (std::strcmp(argv[i], "--max-workspace-mib") == 0 && has_value) {
       opt.max_workspace = static_cast<std::size_t>(std::strtoull(argv[++i], nullptr, 10)) << 20;
     } else if (std::strcmp(argv[i], "--graph-candidates") == 0 && has_value) {
@@ -577,9 +595,10 @@ int main(int argc, char** argv) {
     const double copy_ms = time_median_ms(opt.reps, stream, [&] {
       check(cudaMemcpyAsync(b.out, b.in, plane_bytes, cudaMemcpyDeviceToDevice, stream), "copy");
     });
-    std::printf("{\"image\":\"%s\",\"size\":%d,\"filter\":0,\"variant\":\"copy (cudnn_peer)\",\"median_ms\":%.5f,"
-                "\"gbps\":%.1f}\n",
-                image, size, copy_ms, bytes / copy_ms * 1e-6);
+    std::printf(
+        "{\"image\":\"%s\",\"size\":%d,\"filter\":0,\"variant\":\"copy (cudnn_peer)\",\"median_ms\":%.5f,"
+        "\"gbps\":%.1f}\n",
+        image, size, copy_ms, bytes / copy_ms * 1e-6);
     std::fflush(stdout);
     for (int k : filter_sizes) {
       std::vector<float> host_kernel(static_cast<std::size_t>(k) * k);
@@ -597,11 +616,12 @@ int main(int argc, char** argv) {
         std::printf("{\"image\":\"%s\",\"size\":%d,\"filter\":%d,\"variant\":\"cudnn\",\"error\":\"%s\"}\n", image,
                     size, k, json_escape(o.error).c_str());
       } else {
-        std::printf("{\"image\":\"%s\",\"size\":%d,\"filter\":%d,\"variant\":\"cudnn\",\"api\":\"%s\",\"algo\":\"%s\","
-                    "\"algo_id\":%lld,\"math\":\"%s\",\"workspace_bytes\":%zu,\"median_ms\":%.5f,\"gbps\":%.1f,"
-                    "\"roof_percent\":%.1f}\n",
-                    image, size, k, o.api, o.algo.c_str(), o.algo_id, o.math, o.workspace, o.ms, bytes / o.ms * 1e-6,
-                    100.0 * copy_ms / o.ms);
+        std::printf(
+            "{\"image\":\"%s\",\"size\":%d,\"filter\":%d,\"variant\":\"cudnn\",\"api\":\"%s\",\"algo\":\"%s\","
+            "\"algo_id\":%lld,\"math\":\"%s\",\"workspace_bytes\":%zu,\"median_ms\":%.5f,\"gbps\":%.1f,"
+            "\"roof_percent\":%.1f}\n",
+            image, size, k, o.api, o.algo.c_str(), o.algo_id, o.math, o.workspace, o.ms, bytes / o.ms * 1e-6,
+            100.0 * copy_ms / o.ms);
       }
       std::fflush(stdout);
     }

@@ -74,8 +74,9 @@ void run_case(const char* label, int width, int height) {
   CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kFastThreads, 0));
   const char* forced = std::getenv("STRIP");
-  const int strip_rows =
-      forced != nullptr ? std::atoi(forced) : fast_strip_rows_for<T, Radius, Separable>(height, column_blocks, sms * per_sm);
+  const int strip_rows = forced != nullptr
+                             ? std::atoi(forced)
+                             : fast_strip_rows_for<T, Radius, Separable>(height, column_blocks, sms * per_sm);
   const dim3 block(kFastBlockX, kFastBlockY);
   const dim3 grid(column_blocks, std::min(div_up(height, strip_rows), kMaxGridY));
 
@@ -85,9 +86,8 @@ void run_case(const char* label, int width, int height) {
     CUCONV_CUDA_TRY(cudaPeekAtLastError());
   };
   const float kernel_ms = median_ms(launch);
-  const float copy_ms = median_ms([&] {
-    CUCONV_CUDA_TRY(cudaMemcpyAsync(out, in, in_pitch * height, cudaMemcpyDeviceToDevice));
-  });
+  const float copy_ms =
+      median_ms([&] { CUCONV_CUDA_TRY(cudaMemcpyAsync(out, in, in_pitch * height, cudaMemcpyDeviceToDevice)); });
   // FNV-1a hash of the result rows, written over 0xA5 bytes.
   CUCONV_CUDA_TRY(cudaMemset2D(out, out_pitch, 0xA5, row_bytes, height));
   launch();
@@ -97,9 +97,11 @@ void run_case(const char* label, int width, int height) {
   unsigned long long hash = 1469598103934665603ull;
   for (unsigned char byte : result) hash = (hash ^ byte) * 1099511628211ull;
   std::printf("hash %016llx ", hash);
-  std::printf("%-16s %5dx%-5d strip %4d grid %3dx%-4d %2d blocks/SM  kernel %8.4f ms  copy %8.4f ms  %5.1f%% of the copy roof\n",
-              label, width, height, strip_rows, column_blocks, static_cast<int>(grid.y), per_sm, kernel_ms, copy_ms,
-              100.0f * copy_ms / kernel_ms);
+  std::printf(
+      "%-16s %5dx%-5d strip %4d grid %3dx%-4d %2d blocks/SM  kernel %8.4f ms  copy %8.4f ms  %5.1f%% of the copy "
+      "roof\n",
+      label, width, height, strip_rows, column_blocks, static_cast<int>(grid.y), per_sm, kernel_ms, copy_ms,
+      100.0f * copy_ms / kernel_ms);
   CUCONV_CUDA_TRY(cudaFree(in));
   CUCONV_CUDA_TRY(cudaFree(out));
 }

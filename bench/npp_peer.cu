@@ -100,20 +100,21 @@ int main(int argc, char** argv) {
     const double bytes = 2.0 * static_cast<double>(row_bytes) * s.height;
     // The copy moves the image's rows without the pitch's padding (the same bytes as cuconv_bench's roof).
     const std::size_t copy_bytes = row_bytes * static_cast<std::size_t>(s.height);
-    const double copy_ms = time_median_ms(reps, stream, [&] {
-      check(cudaMemcpyAsync(out, in, copy_bytes, cudaMemcpyDeviceToDevice, stream), "copy");
-    });
+    const double copy_ms = time_median_ms(
+        reps, stream, [&] { check(cudaMemcpyAsync(out, in, copy_bytes, cudaMemcpyDeviceToDevice, stream), "copy"); });
     // "size" is the width (the side of square images), as in cuconv_bench's results.
-    std::printf("{\"image\":\"%s\",\"size\":%d,\"width\":%d,\"height\":%d,\"filter\":0,\"variant\":\"copy (npp_peer)\","
-                "\"median_ms\":%.5f,\"gbps\":%.1f}\n",
-                s.image, s.width, s.width, s.height, copy_ms, bytes / copy_ms * 1e-6);
+    std::printf(
+        "{\"image\":\"%s\",\"size\":%d,\"width\":%d,\"height\":%d,\"filter\":0,\"variant\":\"copy (npp_peer)\","
+        "\"median_ms\":%.5f,\"gbps\":%.1f}\n",
+        s.image, s.width, s.width, s.height, copy_ms, bytes / copy_ms * 1e-6);
     for (int k : filter_sizes) {
       if (only_image != nullptr && k != only_filter) continue;
       std::vector<float> host_kernel(static_cast<std::size_t>(k) * k);
       for (float& w : host_kernel) w = weight(rng) / (k * k);
       float* kernel = nullptr;
       check(cudaMalloc(&kernel, host_kernel.size() * sizeof(float)), "malloc");
-      check(cudaMemcpy(kernel, host_kernel.data(), host_kernel.size() * sizeof(float), cudaMemcpyHostToDevice), "upload");
+      check(cudaMemcpy(kernel, host_kernel.data(), host_kernel.size() * sizeof(float), cudaMemcpyHostToDevice),
+            "upload");
       const NppiSize size{s.width, s.height};
       const NppiSize ksize{k, k};
       const NppiPoint offset{0, 0};
@@ -125,26 +126,28 @@ int main(int argc, char** argv) {
                                                 static_cast<Npp32f*>(out), static_cast<int>(pitch), size, kernel, ksize,
                                                 anchor, NPP_BORDER_REPLICATE, ctx);
         else if (s.element == Element::u16 && s.channels == 3)
-          status = nppiFilterBorder32f_16u_C3R_Ctx(static_cast<const Npp16u*>(in), static_cast<int>(pitch), size, offset,
-                                                   static_cast<Npp16u*>(out), static_cast<int>(pitch), size, kernel, ksize,
-                                                   anchor, NPP_BORDER_REPLICATE, ctx);
+          status = nppiFilterBorder32f_16u_C3R_Ctx(static_cast<const Npp16u*>(in), static_cast<int>(pitch), size,
+                                                   offset, static_cast<Npp16u*>(out), static_cast<int>(pitch), size,
+                                                   kernel, ksize, anchor, NPP_BORDER_REPLICATE, ctx);
         else if (s.element == Element::u16)
-          status = nppiFilterBorder32f_16u_C1R_Ctx(static_cast<const Npp16u*>(in), static_cast<int>(pitch), size, offset,
-                                                   static_cast<Npp16u*>(out), static_cast<int>(pitch), size, kernel, ksize,
-                                                   anchor, NPP_BORDER_REPLICATE, ctx);
+          status = nppiFilterBorder32f_16u_C1R_Ctx(static_cast<const Npp16u*>(in), static_cast<int>(pitch), size,
+                                                   offset, static_cast<Npp16u*>(out), static_cast<int>(pitch), size,
+                                                   kernel, ksize, anchor, NPP_BORDER_REPLICATE, ctx);
         else if (s.channels == 1)
           status = nppiFilterBorder32f_8u_C1R_Ctx(static_cast<const Npp8u*>(in), static_cast<int>(pitch), size, offset,
-                                                  static_cast<Npp8u*>(out), static_cast<int>(pitch), size, kernel, ksize,
-                                                  anchor, NPP_BORDER_REPLICATE, ctx);
+                                                  static_cast<Npp8u*>(out), static_cast<int>(pitch), size, kernel,
+                                                  ksize, anchor, NPP_BORDER_REPLICATE, ctx);
         else
           status = nppiFilterBorder32f_8u_C3R_Ctx(static_cast<const Npp8u*>(in), static_cast<int>(pitch), size, offset,
-                                                  static_cast<Npp8u*>(out), static_cast<int>(pitch), size, kernel, ksize,
-                                                  anchor, NPP_BORDER_REPLICATE, ctx);
+                                                  static_cast<Npp8u*>(out), static_cast<int>(pitch), size, kernel,
+                                                  ksize, anchor, NPP_BORDER_REPLICATE, ctx);
       });
       check(cudaFree(kernel), "free");
-      std::printf("{\"image\":\"%s\",\"size\":%d,\"width\":%d,\"height\":%d,\"filter\":%d,\"variant\":\"npp\","
-                  "\"npp_status\":%d,\"median_ms\":%.5f,\"gbps\":%.1f,\"roof_percent\":%.1f}\n",
-                  s.image, s.width, s.width, s.height, k, static_cast<int>(status), ms, bytes / ms * 1e-6, 100.0 * copy_ms / ms);
+      std::printf(
+          "{\"image\":\"%s\",\"size\":%d,\"width\":%d,\"height\":%d,\"filter\":%d,\"variant\":\"npp\","
+          "\"npp_status\":%d,\"median_ms\":%.5f,\"gbps\":%.1f,\"roof_percent\":%.1f}\n",
+          s.image, s.width, s.width, s.height, k, static_cast<int>(status), ms, bytes / ms * 1e-6,
+          100.0 * copy_ms / ms);
       std::fflush(stdout);
     }
     check(cudaFree(in), "free");

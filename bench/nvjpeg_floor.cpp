@@ -19,8 +19,8 @@
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
 
-#include <CLI/CLI.hpp>
 #include <cuda_runtime_api.h>
+#include <CLI/CLI.hpp>
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
@@ -76,9 +76,12 @@ double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, 
   cuconv::codec::JpegEncodeOptions options;
   options.quality = quality;
   // Warm-up, and the encode-only input: the first file decoded once.
-  std::vector<cuconv::codec::DecodedJpeg> first = decoder.decode({std::span<const std::uint8_t>(files.front())}, decode_stream);
-  if (first.front().image.empty()) throw cuconv::Error(cuconv::ErrorKind::bad_input, "nvJPEG cannot decode the first file");
-  for (int t = 0; t < encoders; ++t) (void)codecs[static_cast<std::size_t>(t)].encode(first.front().view, options, streams[static_cast<std::size_t>(t)]);
+  std::vector<cuconv::codec::DecodedJpeg> first =
+      decoder.decode({std::span<const std::uint8_t>(files.front())}, decode_stream);
+  if (first.front().image.empty())
+    throw cuconv::Error(cuconv::ErrorKind::bad_input, "nvJPEG cannot decode the first file");
+  for (int t = 0; t < encoders; ++t)
+    (void)codecs[static_cast<std::size_t>(t)].encode(first.front().view, options, streams[static_cast<std::size_t>(t)]);
 
   std::mutex mutex;
   std::condition_variable ready;
@@ -103,7 +106,9 @@ double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, 
               decoder.decode(spans, decode_stream, &pool, std::move(batch_plans), &call_ms);
           if (engine_call_ms_total != nullptr) *engine_call_ms_total += call_ms;
           for (auto& d : decoded) {
-            if (d.image.empty()) throw cuconv::Error(cuconv::ErrorKind::bad_input, "a file nvJPEG could not decode: " + d.not_supported + d.bad_file);
+            if (d.image.empty())
+              throw cuconv::Error(cuconv::ErrorKind::bad_input,
+                                  "a file nvJPEG could not decode: " + d.not_supported + d.bad_file);
             if (work == Work::decode) {
               pool.give(std::move(d.image));
               continue;
@@ -163,7 +168,9 @@ double run(const std::vector<Bytes>& files, Work work, int encoders, int batch, 
 /// The set-up's phases in this process, in milliseconds (see --setup-probe): CUDA's context, the
 /// JPEG engine's library handle, its decoder state, the first decode and the first encode.
 nlohmann::json setup_phases(const std::string& dir, int device) {
-  const auto since = [](Clock::time_point t) { return std::chrono::duration<double, std::milli>(Clock::now() - t).count(); };
+  const auto since = [](Clock::time_point t) {
+    return std::chrono::duration<double, std::milli>(Clock::now() - t).count();
+  };
   const auto start = Clock::now();
   if (cudaSetDevice(device) != cudaSuccess || cudaFree(nullptr) != cudaSuccess)
     throw cuconv::Error(cuconv::ErrorKind::gpu, "cannot make a CUDA context");
@@ -182,12 +189,13 @@ nlohmann::json setup_phases(const std::string& dir, int device) {
   t = Clock::now();
   const std::vector<cuconv::codec::DecodedJpeg> decoded = codec.decode({std::span<const std::uint8_t>(file)}, nullptr);
   const double decode_ms = since(t);
-  if (decoded.front().image.empty()) throw cuconv::Error(cuconv::ErrorKind::bad_input, first.string() + ": nvJPEG cannot decode it");
+  if (decoded.front().image.empty())
+    throw cuconv::Error(cuconv::ErrorKind::bad_input, first.string() + ": nvJPEG cannot decode it");
   t = Clock::now();
   cuconv::codec::GpuJpegCodec encoder(device);
   (void)encoder.encode(decoded.front().view, cuconv::codec::JpegEncodeOptions{}, nullptr);
   const double encode_ms = since(t);
-  return {{"context_ms", context_ms}, {"handle_ms", handle_ms},      {"decoder_state_ms", state_ms},
+  return {{"context_ms", context_ms},     {"handle_ms", handle_ms},       {"decoder_state_ms", state_ms},
           {"first_decode_ms", decode_ms}, {"first_encode_ms", encode_ms}, {"total_ms", since(start)}};
 }
 
@@ -224,8 +232,8 @@ nlohmann::json accuracy(const std::vector<Bytes>& files, const std::string& filt
     const cuconv::Variant ran = cuconv::convolve(in, out.view(), filter, options, workspace, nullptr);
     const cv::Mat filtered = cuconv::download(out.view());
     const cuconv::ConvolveResult reference = cuconv::convolve(gpu_pixels, filter, reference_options);
-    const cuconv::ComparisonStats stats = cuconv::compare_to_reference(filtered, reference.image, gpu_pixels, filter, 0.0, 0.0,
-                                                                       cuconv::max_differing_fraction_for(ran));
+    const cuconv::ComparisonStats stats = cuconv::compare_to_reference(
+        filtered, reference.image, gpu_pixels, filter, 0.0, 0.0, cuconv::max_differing_fraction_for(ran));
     within_rule += stats.within_tolerance;
     filter_max_abs = std::max(filter_max_abs, stats.max_abs_difference);
     // Both encoders on the filtered pixels, decoded again by OpenCV.
@@ -266,13 +274,17 @@ int main(int argc, char** argv) {
   int repeat = 1;
   CLI::App app{"cuconv_nvjpeg_floor: nvJPEG decode + encode of a folder of JPEG files (the GPU JPEG path's floor)"};
   app.add_option("DIR", dir, "folder of .jpg files")->required();
-  app.add_option("--encoders", encoders, "encoder threads, each with its own codec and stream")->check(CLI::Range(1, 64))->capture_default_str();
+  app.add_option("--encoders", encoders, "encoder threads, each with its own codec and stream")
+      ->check(CLI::Range(1, 64))
+      ->capture_default_str();
   app.add_option("--batch", batch, "files per decode call")->check(CLI::Range(1, 1024))->capture_default_str();
   app.add_option("--quality", quality, "encode quality")->check(CLI::Range(1, 100))->capture_default_str();
   app.add_option("--device", device, "CUDA device")->capture_default_str();
   bool high_priority = false;
   app.add_flag("--high-priority", high_priority, "decode on a high-priority stream, as the pipeline does");
-  app.add_option("--repeat", repeat, "take the folder's files this many times over")->check(CLI::Range(1, 100))->capture_default_str();
+  app.add_option("--repeat", repeat, "take the folder's files this many times over")
+      ->check(CLI::Range(1, 100))
+      ->capture_default_str();
   bool measure_accuracy = false;
   std::string filter_spec = "gauss5";
   app.add_flag("--accuracy", measure_accuracy, "measure nvJPEG against OpenCV on every file instead of speed");

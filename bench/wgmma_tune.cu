@@ -45,12 +45,18 @@ Kernel kernel_for(int anchor_x) {
 }
 Kernel kernel_for(int kh, int anchor_x) {
   switch (kh) {
-    case 3: return kernel_for<3>(anchor_x);
-    case 5: return kernel_for<5>(anchor_x);
-    case 9: return kernel_for<9>(anchor_x);
-    case 15: return kernel_for<15>(anchor_x);
-    case 17: return kernel_for<17>(anchor_x);
-    default: return nullptr;
+    case 3:
+      return kernel_for<3>(anchor_x);
+    case 5:
+      return kernel_for<5>(anchor_x);
+    case 9:
+      return kernel_for<9>(anchor_x);
+    case 15:
+      return kernel_for<15>(anchor_x);
+    case 17:
+      return kernel_for<17>(anchor_x);
+    default:
+      return nullptr;
   }
 }
 
@@ -65,11 +71,13 @@ struct Case {
 void run_case(const Case& c, int grid_y) {
   const Kernel kernel = kernel_for(c.side, c.anchor_x);
   const int shared = wgmma_shared_bytes(c.side);
-  CUCONV_CUDA_TRY(cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
+  CUCONV_CUDA_TRY(
+      cudaFuncSetAttribute(reinterpret_cast<const void*>(kernel), cudaFuncAttributeMaxDynamicSharedMemorySize, shared));
   cudaFuncAttributes attributes{};
   CUCONV_CUDA_TRY(cudaFuncGetAttributes(&attributes, reinterpret_cast<const void*>(kernel)));
   int per_sm = 0;
-  CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reinterpret_cast<const void*>(kernel), kWgmmaThreads, shared));
+  CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, reinterpret_cast<const void*>(kernel),
+                                                                kWgmmaThreads, shared));
 
   // Rows of width bytes (a multiple of 16: the box copies' rule), pixels a hash of the position
   // with a flat band (rows 100-139) where neighbouring sums are equal.
@@ -86,7 +94,8 @@ void run_case(const Case& c, int grid_y) {
   // sums of either sign around the pixels' range, so that the outputs are not saturated.
   for (int d = 0; d < 3; ++d)
     for (int k = 0; k < c.side * c.side; ++k)
-      taps.digit[d][k] = static_cast<signed char>(d == 2 ? static_cast<int>(next() >> 30) - 1 : static_cast<int>(next() >> 24) - 128);
+      taps.digit[d][k] =
+          static_cast<signed char>(d == 2 ? static_cast<int>(next() >> 30) - 1 : static_cast<int>(next() >> 24) - 128);
   int log2_taps = 0;
   while ((1 << log2_taps) < c.side * c.side) ++log2_taps;
   taps.scale = std::ldexp(1.0f, -15 - log2_taps);
@@ -121,16 +130,18 @@ void run_case(const Case& c, int grid_y) {
 
 /// m64n48k32 and m64n24k32 (u8 x s8 -> s32) with A from registers (four words a thread: rows 16 w + g
 /// and 16 w + g + 8, bytes 4 t .. 4 t + 3 of K 0-15 and of K 16-31), B from shared memory: the
-/// shapes of a form of the kernel that was tried and not kept (bench/results/kernel-notes/tensor-wgmma.md), for the rate.
+/// shapes of a form of the kernel that was tried and not kept (bench/results/kernel-notes/tensor-wgmma.md), for the
+/// rate.
 __device__ __forceinline__ void wgmma_n48_registers(int (&acc)[24], const unsigned (&a)[4], std::uint64_t b) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
       "wgmma.mma_async.sync.aligned.m64n48k32.s32.u8.s8 "
-      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23}, {%24,%25,%26,%27}, %28, 1;\n"
-      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]), "+r"(acc[6]),
-        "+r"(acc[7]), "+r"(acc[8]), "+r"(acc[9]), "+r"(acc[10]), "+r"(acc[11]), "+r"(acc[12]), "+r"(acc[13]),
-        "+r"(acc[14]), "+r"(acc[15]), "+r"(acc[16]), "+r"(acc[17]), "+r"(acc[18]), "+r"(acc[19]), "+r"(acc[20]),
-        "+r"(acc[21]), "+r"(acc[22]), "+r"(acc[23])
+      "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23}, {%24,%25,%26,%27}, "
+      "%28, 1;\n"
+      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]), "+r"(acc[6]), "+r"(acc[7]),
+        "+r"(acc[8]), "+r"(acc[9]), "+r"(acc[10]), "+r"(acc[11]), "+r"(acc[12]), "+r"(acc[13]), "+r"(acc[14]),
+        "+r"(acc[15]), "+r"(acc[16]), "+r"(acc[17]), "+r"(acc[18]), "+r"(acc[19]), "+r"(acc[20]), "+r"(acc[21]),
+        "+r"(acc[22]), "+r"(acc[23])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 #else
   __trap();
@@ -141,8 +152,8 @@ __device__ __forceinline__ void wgmma_n24_registers(int (&acc)[12], const unsign
   asm volatile(
       "wgmma.mma_async.sync.aligned.m64n24k32.s32.u8.s8 "
       "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11}, {%12,%13,%14,%15}, %16, 1;\n"
-      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]), "+r"(acc[6]),
-        "+r"(acc[7]), "+r"(acc[8]), "+r"(acc[9]), "+r"(acc[10]), "+r"(acc[11])
+      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]), "+r"(acc[6]), "+r"(acc[7]),
+        "+r"(acc[8]), "+r"(acc[9]), "+r"(acc[10]), "+r"(acc[11])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "l"(b));
 #else
   __trap();
@@ -159,8 +170,10 @@ __global__ void __launch_bounds__(kWgmmaThreads) wgmma_rate_kernel(int groups, i
   using namespace wgmma_detail;
   __shared__ __align__(128) unsigned char a_slabs[kWgmmaBufferBytes];
   __shared__ __align__(128) unsigned char b_row[kWgmmaBBytes];
-  for (int i = static_cast<int>(threadIdx.x); i < kWgmmaBufferBytes; i += kWgmmaThreads) a_slabs[i] = static_cast<unsigned char>(i * 7);
-  for (int i = static_cast<int>(threadIdx.x); i < kWgmmaBBytes; i += kWgmmaThreads) b_row[i] = static_cast<unsigned char>(i * 3);
+  for (int i = static_cast<int>(threadIdx.x); i < kWgmmaBufferBytes; i += kWgmmaThreads)
+    a_slabs[i] = static_cast<unsigned char>(i * 7);
+  for (int i = static_cast<int>(threadIdx.x); i < kWgmmaBBytes; i += kWgmmaThreads)
+    b_row[i] = static_cast<unsigned char>(i * 3);
   fence_proxy_async();
   __syncthreads();
   const std::uint64_t a = descriptor(a_slabs, kWgmmaSlabBytes, 128);
@@ -177,7 +190,8 @@ __global__ void __launch_bounds__(kWgmmaThreads) wgmma_rate_kernel(int groups, i
       wgmma_fence();
 #pragma unroll
       for (int i = 0; i < 8; ++i) {
-        if constexpr (Form == 0) wgmma_u8s8_n48(acc[h], a + static_cast<unsigned>((i * kWgmmaSlabBytes + 16 * i) >> 4), b, true);
+        if constexpr (Form == 0)
+          wgmma_u8s8_n48(acc[h], a + static_cast<unsigned>((i * kWgmmaSlabBytes + 16 * i) >> 4), b, true);
         if constexpr (Form == 1) wgmma_n48_registers(acc[h], registers[i], b);
         if constexpr (Form == 2) wgmma_n24_registers(acc24[h], registers[i], b);
       }
@@ -222,9 +236,10 @@ void run_rate() {
       const double per_sm_wgmmas = 8.0 * kGroups * per_sm;
       // The block clock counts SM cycles while the block runs; with one block an SM it also gives the
       // clock the SMs ran at.
-      std::printf("%s, %d warpgroup(s) an SM: %.2f ns an SM a wgmma (median %.3f ms), block clock %.1f cycles a "
-                  "wgmma, %.2f GHz\n",
-                  kForms[form], per_sm, 1e6 * ms / per_sm_wgmmas, ms, mean_cycles / per_sm_wgmmas, mean_cycles / (1e6 * ms));
+      std::printf(
+          "%s, %d warpgroup(s) an SM: %.2f ns an SM a wgmma (median %.3f ms), block clock %.1f cycles a "
+          "wgmma, %.2f GHz\n",
+          kForms[form], per_sm, 1e6 * ms / per_sm_wgmmas, ms, mean_cycles / per_sm_wgmmas, mean_cycles / (1e6 * ms));
       CUCONV_CUDA_TRY(cudaFree(sink));
       CUCONV_CUDA_TRY(cudaFree(cycles));
     }
@@ -241,9 +256,9 @@ int main(int argc, char** argv) {
       return 0;
     }
     const int grid_y = std::getenv("GY") != nullptr ? std::atoi(std::getenv("GY")) : 0;
-    std::vector<Case> cases = {{"3x3 ax 1", 3, 1, 16384, 16384},   {"5x5 ax 2", 5, 2, 16384, 16384},
-                               {"5x5 ax 0", 5, 0, 16384, 16384},   {"9x9 ax 4", 9, 4, 16384, 16384},
-                               {"15x15 ax 7", 15, 7, 16384, 16384}, {"17x17 ax 8", 17, 8, 16384, 16384},
+    std::vector<Case> cases = {{"3x3 ax 1", 3, 1, 16384, 16384},     {"5x5 ax 2", 5, 2, 16384, 16384},
+                               {"5x5 ax 0", 5, 0, 16384, 16384},     {"9x9 ax 4", 9, 4, 16384, 16384},
+                               {"15x15 ax 7", 15, 7, 16384, 16384},  {"17x17 ax 8", 17, 8, 16384, 16384},
                                {"17x17 ax 16", 17, 16, 16384, 16384}};
     if (std::getenv("ODD") != nullptr) {
       constexpr std::pair<int, int> kOdd[] = {{3, 1}, {5, 2}, {5, 0}, {15, 7}, {17, 8}};  // side, anchor_x

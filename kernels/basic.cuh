@@ -18,8 +18,7 @@ inline constexpr int kBasicThreads = kBasicBlockX * kBasicBlockY;
 /// @param weights kh x kw row-major weights in global memory
 template <class In, class Out>
 __global__ void __launch_bounds__(kBasicThreads)
-    basic_kernel(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p,
-                 const float* __restrict__ weights) {
+    basic_kernel(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p, const float* __restrict__ weights) {
   const int x = blockIdx.x * kBasicBlockX + threadIdx.x;
   const int tile_rows = div_up(dst.height, kBasicBlockY);
   for (int tile_row = blockIdx.y; tile_row < tile_rows; tile_row += gridDim.y) {
@@ -28,8 +27,7 @@ __global__ void __launch_bounds__(kBasicThreads)
     float acc = p.delta;
     for (int i = 0; i < p.kh; ++i) {
       for (int j = 0; j < p.kw; ++j) {
-        acc = fmaf(weights[i * p.kw + j],
-                   load_pixel(src, y - p.anchor_y + i, x - p.anchor_x + j, p), acc);
+        acc = fmaf(weights[i * p.kw + j], load_pixel(src, y - p.anchor_y + i, x - p.anchor_x + j, p), acc);
       }
     }
     dst.row(y)[x] = saturate_from_float<Out>(acc);

@@ -57,8 +57,8 @@ __global__ void __launch_bounds__(kCachedThreads)
 #pragma unroll 1
           for (int j = 0; j < kw; ++j) {
             const int lx = tx - p.anchor_x + j;
-            const bool in_tile = ly >= 0 && ly < kCachedTileH && lx >= 0 && lx < kCachedTileW &&
-                                 y0 + ly < src.height && x0 + lx < src.width;
+            const bool in_tile = ly >= 0 && ly < kCachedTileH && lx >= 0 && lx < kCachedTileW && y0 + ly < src.height &&
+                                 x0 + lx < src.width;
             const float v = in_tile ? input_tile[ly][lx] : load_pixel(src, y0 + ly, x0 + lx, p);
             acc = fmaf(c_filter_weights[i * kw + j], v, acc);
           }

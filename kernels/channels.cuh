@@ -16,7 +16,7 @@ inline constexpr int kChannelBlockY = 8;
 /// by + gridDim.y, ...: channel `from_channel` of `src` (`from_channels` per pixel) to channel
 /// `to_channel` of `dst` (`to_channels` per pixel). The views' widths are in pixels.
 template <class From, class To>
-__global__ void __launch_bounds__(kChannelBlockX * kChannelBlockY)
+__global__ void __launch_bounds__(kChannelBlockX* kChannelBlockY)
     copy_channel_kernel(PlaneView<const From> src, int from_channels, int from_channel, PlaneView<To> dst,
                         int to_channels, int to_channel) {
   const int x = blockIdx.x * kChannelBlockX + threadIdx.x;

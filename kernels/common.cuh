@@ -26,8 +26,7 @@ struct PlaneView {
   /// Row pointer; 64-bit arithmetic because rows * pitch can pass 2^31 bytes.
   __device__ __forceinline__ T* row(int y) const {
     using Byte = std::conditional_t<std::is_const_v<T>, const unsigned char, unsigned char>;
-    return reinterpret_cast<T*>(reinterpret_cast<Byte*>(data) +
-                                static_cast<std::size_t>(y) * pitch_bytes);
+    return reinterpret_cast<T*>(reinterpret_cast<Byte*>(data) + static_cast<std::size_t>(y) * pitch_bytes);
   }
 };
 
@@ -36,11 +35,13 @@ struct PlaneView {
 __device__ __forceinline__ int interpolate_border(int p, int len, BorderRule rule) {
   if (static_cast<unsigned>(p) < static_cast<unsigned>(len)) return p;
   switch (rule) {
-    case BorderRule::replicate: return p < 0 ? 0 : len - 1;
+    case BorderRule::replicate:
+      return p < 0 ? 0 : len - 1;
     case BorderRule::wrap:
       if (p < 0) p -= ((p - len + 1) / len) * len;
       return p >= len ? p % len : p;
-    case BorderRule::constant: return -1;
+    case BorderRule::constant:
+      return -1;
     default: {  // reflect (edge pixel repeated) or reflect101 (edge pixel not repeated)
       if (len == 1) return 0;
       const int skip_edge = rule == BorderRule::reflect101 ? 1 : 0;
@@ -82,8 +83,7 @@ __device__ __forceinline__ float load_element(const PlaneView<const T>& src, int
 
 /// Input sample at (y, x) of a one-channel plane, with the border rule applied (load_element).
 template <class T>
-__device__ __forceinline__ float load_pixel(const PlaneView<const T>& src, int y, int x,
-                                            const ConvParams& p) {
+__device__ __forceinline__ float load_pixel(const PlaneView<const T>& src, int y, int x, const ConvParams& p) {
   return load_element(src, y, x, 0, 1, p);
 }
 

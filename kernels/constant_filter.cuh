@@ -14,10 +14,8 @@ static __constant__ float c_filter_weights[kMaxFilterTaps];
 static_assert(sizeof(float) * kMaxFilterTaps <= 65536, "constant memory holds 64 KiB");
 
 /// Stream-ordered copy of `count` weights (row-major) into this unit's constant filter.
-static inline cudaError_t upload_constant_filter(const float* weights, int count,
-                                                 cudaStream_t stream) {
-  return cudaMemcpyToSymbolAsync(c_filter_weights, weights, sizeof(float) * count, 0,
-                                 cudaMemcpyHostToDevice, stream);
+static inline cudaError_t upload_constant_filter(const float* weights, int count, cudaStream_t stream) {
+  return cudaMemcpyToSymbolAsync(c_filter_weights, weights, sizeof(float) * count, 0, cudaMemcpyHostToDevice, stream);
 }
 
 /// Filter extent: compile-time 2R+1 when the radius is in the supported list, else run time.

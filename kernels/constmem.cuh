@@ -31,7 +31,8 @@ __global__ void __launch_bounds__(kConstmemThreads)
       for (int i = 0; i < kh; ++i) {
         const In* in_row = src.row(y - p.anchor_y + i) + (x - p.anchor_x);
 #pragma unroll
-        for (int j = 0; j < kw; ++j) acc = fmaf(c_filter_weights[i * kw + j], static_cast<float>(__ldg(in_row + j)), acc);
+        for (int j = 0; j < kw; ++j)
+          acc = fmaf(c_filter_weights[i * kw + j], static_cast<float>(__ldg(in_row + j)), acc);
       }
     } else {
       // Near the border: every read through the border rule; kept rolled so the code stays small.
@@ -39,8 +40,7 @@ __global__ void __launch_bounds__(kConstmemThreads)
       for (int i = 0; i < kh; ++i) {
 #pragma unroll 1
         for (int j = 0; j < kw; ++j) {
-          acc = fmaf(c_filter_weights[i * kw + j],
-                     load_pixel(src, y - p.anchor_y + i, x - p.anchor_x + j, p), acc);
+          acc = fmaf(c_filter_weights[i * kw + j], load_pixel(src, y - p.anchor_y + i, x - p.anchor_x + j, p), acc);
         }
       }
     }

@@ -42,7 +42,7 @@ inline constexpr int kFastThreads = kFastBlockX * kFastBlockY;
 /// registers, narrower for wide filters.
 template <class In, int Radius>
 __host__ __device__ constexpr int fast_vector_elems() {
-  constexpr int by_bytes = 16 / static_cast<int>(sizeof(In));   // 4 f32, 8 u16, 16 u8
+  constexpr int by_bytes = 16 / static_cast<int>(sizeof(In));  // 4 f32, 8 u16, 16 u8
   // Accumulators per filter row: 16 at 3x3 (one full 16-byte u8 load), 8 up to 9x9, 4 beyond
   // (bench/results/kernel-notes/fast.md, 'Elements per thread').
   constexpr int register_cap = Radius <= 1 ? 16 : Radius <= 4 ? 8 : 4;
@@ -56,11 +56,16 @@ __host__ __device__ constexpr int fast_vector_elems() {
 /// leaves the directive out, and the allocation is the unbounded one).
 template <class In, int Channels, int Radius, bool Separable>
 __host__ __device__ constexpr int fast_min_blocks() {
-  if constexpr (Radius == 1 && Channels == 3 && sizeof(In) == 1 && !Separable) return 6;
-  else if constexpr (Radius != 2 || Channels != 1 || Separable) return 0;
-  else if constexpr (sizeof(In) == 4) return 9;
-  else if constexpr (sizeof(In) == 1) return 7;
-  else return 0;
+  if constexpr (Radius == 1 && Channels == 3 && sizeof(In) == 1 && !Separable)
+    return 6;
+  else if constexpr (Radius != 2 || Channels != 1 || Separable)
+    return 0;
+  else if constexpr (sizeof(In) == 4)
+    return 9;
+  else if constexpr (sizeof(In) == 1)
+    return 7;
+  else
+    return 0;
 }
 
 /// Thread (tx, ty) of block (bx, by) computes elements [e0, e0 + kVec) of the flattened row,
@@ -90,14 +95,14 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
                 bool keep_alpha, bool vector_aligned, int strip_rows, SumRange sum_range) {
   constexpr int K = 2 * Radius + 1;
   constexpr int kVec = fast_vector_elems<In, Radius>();
-  constexpr int kHalo = Radius * Channels;                  // elements each side
-  constexpr int kSideVectors = (kHalo + kVec - 1) / kVec;   // neighbour chunks each side
-  constexpr int kWindow = (2 * kSideVectors + 1) * kVec;    // elements a thread reads per row
-  constexpr int kFirstTap = kSideVectors * kVec - kHalo;    // window index of tap 0 of element 0
-  constexpr int kChunks = 2 * kSideVectors + 1;             // chunks a thread reads per row
+  constexpr int kHalo = Radius * Channels;                 // elements each side
+  constexpr int kSideVectors = (kHalo + kVec - 1) / kVec;  // neighbour chunks each side
+  constexpr int kWindow = (2 * kSideVectors + 1) * kVec;   // elements a thread reads per row
+  constexpr int kFirstTap = kSideVectors * kVec - kHalo;   // window index of tap 0 of element 0
+  constexpr int kChunks = 2 * kSideVectors + 1;            // chunks a thread reads per row
   constexpr bool kStaged = fast_stages_rows<Channels, Radius>();
-  constexpr int kSlotChunks = kFastBlockX + 2 * kSideVectors;  // chunks of one staged warp row
-  constexpr int kAhead = kFastStages - 2;                      // staged rows in flight
+  constexpr int kSlotChunks = kFastBlockX + 2 * kSideVectors;                     // chunks of one staged warp row
+  constexpr int kAhead = kFastStages - 2;                                         // staged rows in flight
   constexpr bool kPacksU8 = std::is_same_v<Out, unsigned char> && kVec % 4 == 0;  // round_pack_u8x4
   // Input rows a step of the strip walk adds (process_row). Separable staged filters take two:
   // the partial rows' register moves per row halve, and so do registers and instructions
@@ -190,7 +195,7 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
   if (!kStaged && e0 < row_elems && e0 + kVec > row_elems) {
 #pragma unroll
     for (int t = 0; t < kVec; ++t)
-      crossing_position[t] = e0 + t < row_elems          ? e0 + t
+      crossing_position[t] = e0 + t < row_elems           ? e0 + t
                              : e0 + t < row_elems + kHalo ? fast_border_index<Channels>(e0 + t, src.width, p.border)
                                                           : -2;
   }
@@ -212,28 +217,31 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
       }
     } else {
       if (e0 + kVec > row_elems) {  // the crossing lane (read_own runs for lanes with e0 < row_elems)
-        fast_border_loads<In, kVec>(src, yy, p, [&](int t) { return crossing_position[t]; }, into_words(chunk.v));
+        fast_border_loads<In, kVec>(
+            src, yy, p, [&](int t) { return crossing_position[t]; }, into_words(chunk.v));
       } else {
         fast_border_elements<In, Channels, kVec>(src, e0, yy, p, into_words(chunk.v));
       }
     }
   };
-  auto read_edge = [&](int yy, Word (&edge)[kEdgeWords]) {
+  auto read_edge = [&](int yy, Word(&edge)[kEdgeWords]) {
     if (edge_inside && yy >= 0) {
       const Word* from = reinterpret_cast<const Word*>(src.row(yy) + edge_first);
 #pragma unroll
       for (int w = 0; w < kEdgeWords; ++w) edge[w] = __ldg(from + w);
     } else {
-      fast_border_loads<In, kEdgeElems>(src, yy, p, [&](int t) { return edge_position[t]; }, into_words(edge));
+      fast_border_loads<In, kEdgeElems>(
+          src, yy, p, [&](int t) { return edge_position[t]; }, into_words(edge));
     }
   };
   auto load_row = [&](int y, DirectRow& row, RowReuse reuse) {
     // interpolate_border makes the same in-range test; the test stays spelled out here because
     // calling interpolate_border alone changes the generated code of every instance.
-    const int yy = static_cast<unsigned>(y) < static_cast<unsigned>(src.height) ? y
-                                                                                : interpolate_border(y, src.height, p.border);
+    const int yy =
+        static_cast<unsigned>(y) < static_cast<unsigned>(src.height) ? y : interpolate_border(y, src.height, p.border);
     if (own_past_end) {
-      fast_border_loads<In, kEdgeElems>(src, yy, p, [&](int t) { return edge_position[t]; }, into_words(row.own.v));
+      fast_border_loads<In, kEdgeElems>(
+          src, yy, p, [&](int t) { return edge_position[t]; }, into_words(row.own.v));
     } else if (own_needed) {
       read_own(yy, row.own, reuse);
     }
@@ -243,8 +251,8 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
   // Staged: input row y (any y) into this warp's slot `slot`: lane l fills chunk l, and chunk
   // 32 + l when l < 2S. Chunks past the right halo of the last lane with an output are not read
   // and are left alone (on tiny images their border-rule fill cost 10x the kernel).
-  Chunk (&ring)[kStaged ? kFastStages : 1][kStaged ? kSlotChunks : 1] = staged[kStaged ? threadIdx.y : 0];
-  const int slot_start = warp_e0 - kSideVectors * kVec;  // element of a slot's chunk 0
+  Chunk(&ring)[kStaged ? kFastStages : 1][kStaged ? kSlotChunks : 1] = staged[kStaged ? threadIdx.y : 0];
+  const int slot_start = warp_e0 - kSideVectors * kVec;                        // element of a slot's chunk 0
   constexpr int kStagePasses = (kSlotChunks + kFastBlockX - 1) / kFastBlockX;  // chunks per lane
   bool chunk_inside[kStagePasses];  // the chunk lies wholly inside the row (vector copy)
   bool chunk_needed[kStagePasses];  // some lane with an output reads it
@@ -316,7 +324,7 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
     }
 
     // Row r of the strip as float: in[t] is element e0 - kSideVectors * kVec + t of input row r.
-    auto fetch_row = [&](int r, float (&in)[kWindow]) {
+    auto fetch_row = [&](int r, float(&in)[kWindow]) {
       if constexpr (kStaged) {
         if (r + kAhead < input_rows) stage_row(first_input_row + r + kAhead, (r + kAhead) % kFastStages);
         copy_async_commit();
@@ -376,7 +384,7 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
       } else {
         fast_add_row_dense<K, Channels, kFirstTap>(taps, in, &partial[Phase]);
       }
-      const float (&finished)[kVec] = partial[Phase];
+      const float(&finished)[kVec] = partial[Phase];
 
       const int out_row = r - (K - 1);
       if (out_row >= 0 && has_output) {
@@ -387,8 +395,8 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
           const bool clamp_low = sum_range != SumRange::small;
 #pragma unroll
           for (int w = 0; w < kVec / 4; ++w) {
-            const unsigned word = round_pack_u8x4(clamp_low, finished[4 * w], finished[4 * w + 1],
-                                                  finished[4 * w + 2], finished[4 * w + 3]);
+            const unsigned word = round_pack_u8x4(clamp_low, finished[4 * w], finished[4 * w + 1], finished[4 * w + 2],
+                                                  finished[4 * w + 3]);
             memcpy(&result.v[4 * w], &word, 4);
           }
         } else if (sum_range != SumRange::any) {
@@ -402,7 +410,8 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
           const In* centre = src.row(y) + e0;
 #pragma unroll
           for (int k = 0; k < kVec; ++k)
-            if ((e0 + k) % 4 == 3 && e0 + k < row_elems) result.v[k] = saturate_from_float<Out>(static_cast<float>(centre[k]));
+            if ((e0 + k) % 4 == 3 && e0 + k < row_elems)
+              result.v[k] = saturate_from_float<Out>(static_cast<float>(centre[k]));
         }
         if (full_store) {
           store_vector(out, result);

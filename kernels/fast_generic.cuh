@@ -33,7 +33,8 @@ __global__ void __launch_bounds__(kFastGenericThreads)
     } else if (window_inside(x, y, p.kw, p.kh, src.width, src.height, p)) {
       for (int i = 0; i < p.kh; ++i) {
         const In* in = src.row(y - p.anchor_y + i) + (x - p.anchor_x) * channels + channel;
-        for (int j = 0; j < p.kw; ++j) acc = fmaf(__ldg(weights + i * p.kw + j), static_cast<float>(in[j * channels]), acc);
+        for (int j = 0; j < p.kw; ++j)
+          acc = fmaf(__ldg(weights + i * p.kw + j), static_cast<float>(in[j * channels]), acc);
       }
     } else {
       for (int i = 0; i < p.kh; ++i) {

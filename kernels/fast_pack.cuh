@@ -96,8 +96,7 @@ struct PackedElements {
       // __byte_perm picks result byte i by nibble i: 0-3 the word's bytes, 4-7 those of
       // 0x4B000000 (4-6 are zero, 7 is 0x4B, the exponent of 2^23). The result is the float
       // 2^23 + x, exact for x < 2^23; the FADD takes the 2^23 away, exactly.
-      const unsigned selector = sizeof(In) == 1 ? 0x7440u | static_cast<unsigned>(k)
-                                                : (k == 0 ? 0x7410u : 0x7432u);
+      const unsigned selector = sizeof(In) == 1 ? 0x7440u | static_cast<unsigned>(k) : (k == 0 ? 0x7410u : 0x7432u);
       return __fsub_rn(__uint_as_float(__byte_perm(w, 0x4B000000u, selector)), 8388608.0f);
     } else {
       return static_cast<float>(w);

@@ -41,9 +41,9 @@ __device__ __forceinline__ Chunk read_only_chunk(const Chunk* address) {
 
 /// How long L2 should keep the lines of a row the direct path loads (createpolicy operands).
 enum class RowReuse {
-  once,        ///< no hint: read by this strip alone
-  again,       ///< evict_last: the strip above reads this row too, usually later
-  done,        ///< evict_first: the strip below read this row already, usually earlier
+  once,   ///< no hint: read by this strip alone
+  again,  ///< evict_last: the strip above reads this row too, usually later
+  done,   ///< evict_first: the strip below read this row already, usually earlier
 };
 
 /// A 64-bit L2 cache policy for ld.global's cache_hint: evict_last or evict_first on all lines.
@@ -168,9 +168,7 @@ __device__ __forceinline__ void fast_border_elements(const PlaneView<const In>& 
     int position[kCount];
 #pragma unroll
     for (int t = 0; t < kCount; ++t)
-      position[t] = g + t < N && yy >= 0
-                        ? fast_border_index<Channels>(first + g + t, src.width, p.border)
-                        : -2;
+      position[t] = g + t < N && yy >= 0 ? fast_border_index<Channels>(first + g + t, src.width, p.border) : -2;
     fast_border_loads<In, kCount>(
         src, yy, p, [&](int t) { return position[t]; },
         [&](int t, In element) {

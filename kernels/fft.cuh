@@ -17,12 +17,12 @@ inline constexpr int kFftThreads = 256;
 
 /// Geometry of one overlap-save pass over an interleaved image.
 struct FftTiling {
-  int fft_w;        ///< tile columns (a power of two)
-  int fft_h;        ///< tile rows (a power of two)
-  int real_pitch;   ///< floats per tile row in the in-place real layout: 2 * (fft_w / 2 + 1)
-  int valid_x;      ///< outputs per tile along x: fft_w - kw + 1
-  int valid_y;      ///< ... along y: fft_h - kh + 1
-  int tiles_x;      ///< tiles per channel along x
+  int fft_w;       ///< tile columns (a power of two)
+  int fft_h;       ///< tile rows (a power of two)
+  int real_pitch;  ///< floats per tile row in the in-place real layout: 2 * (fft_w / 2 + 1)
+  int valid_x;     ///< outputs per tile along x: fft_w - kw + 1
+  int valid_y;     ///< ... along y: fft_h - kh + 1
+  int tiles_x;     ///< tiles per channel along x
   int tiles_y;
   int channels;
   long long tiles;  ///< tiles_x * tiles_y * channels
@@ -54,7 +54,8 @@ __global__ void __launch_bounds__(kFftThreads)
     if (first_tile + b < t.tiles && u < t.fft_w) {
       int channel, tx, ty;
       tile_position(t, first_tile + b, channel, tx, ty);
-      value = load_element(src, ty * t.valid_y - p.anchor_y + v, tx * t.valid_x - p.anchor_x + u, channel, t.channels, p);
+      value =
+          load_element(src, ty * t.valid_y - p.anchor_y + v, tx * t.valid_x - p.anchor_x + u, channel, t.channels, p);
     }
     tiles[i] = value;
   }
@@ -88,7 +89,8 @@ __device__ __noinline__ float fft_direct_sum(const PlaneView<const In>& src, int
       const In* in = src.row(y - p.anchor_y + i) + first_element;
       const float* row_weights = weights + i * p.kw;
 #pragma unroll 4
-      for (int j = 0; j < p.kw; ++j) acc = fmaf(__ldg(row_weights + j), static_cast<float>(__ldg(in + j * channels)), acc);
+      for (int j = 0; j < p.kw; ++j)
+        acc = fmaf(__ldg(row_weights + j), static_cast<float>(__ldg(in + j * channels)), acc);
     }
     return acc;
   }
@@ -111,8 +113,8 @@ struct FftRepairList {
 
 /// Batch-local output index i -> image position: tile b, row v < valid_y, column u < valid_x.
 struct FftOutput {
-  int b, u, v;          ///< tile of the batch, column and row in its valid part
-  int x, y, channel;    ///< image position
+  int b, u, v;        ///< tile of the batch, column and row in its valid part
+  int x, y, channel;  ///< image position
 };
 __device__ __forceinline__ FftOutput fft_output_position(const FftTiling& t, long long first_tile, long long i) {
   const long long per_tile = static_cast<long long>(t.valid_x) * t.valid_y;
@@ -137,8 +139,8 @@ __device__ __forceinline__ FftOutput fft_output_position(const FftTiling& t, lon
 template <class In, class Out>
 __global__ void __launch_bounds__(kFftThreads)
     fft_scatter_tiles(const float* __restrict__ tiles, PlaneView<const In> src, PlaneView<Out> dst, ConvParams p,
-                      FftTiling t, long long first_tile, int batch, bool keep_alpha,
-                      const float* __restrict__ weights, float tie_margin, FftRepairList repairs) {
+                      FftTiling t, long long first_tile, int batch, bool keep_alpha, const float* __restrict__ weights,
+                      float tie_margin, FftRepairList repairs) {
   // The last pass may hold fewer real tiles than the batch; the loop stops before the empty ones.
   const long long real_tiles = min(static_cast<long long>(batch), t.tiles - first_tile);
   const long long total = static_cast<long long>(t.valid_x) * t.valid_y * real_tiles;
@@ -172,8 +174,8 @@ template <class In, class Out>
 __global__ void __launch_bounds__(kFftThreads)
     fft_repair_ties(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p, FftTiling t, long long first_tile,
                     const float* __restrict__ weights, FftRepairList repairs) {
-  const long long listed = static_cast<long long>(
-      min(*repairs.count, static_cast<unsigned long long>(repairs.capacity)));
+  const long long listed =
+      static_cast<long long>(min(*repairs.count, static_cast<unsigned long long>(repairs.capacity)));
   for (long long j = static_cast<long long>(blockIdx.x) * kFftThreads + threadIdx.x; j < listed;
        j += static_cast<long long>(gridDim.x) * kFftThreads) {
     const FftOutput o = fft_output_position(t, first_tile, repairs.outputs[j]);

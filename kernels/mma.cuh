@@ -29,17 +29,19 @@ __device__ __forceinline__ void mma_f16_f32(float (&acc)[4], const unsigned (&a)
 template <bool First, bool SignedA = false>
 __device__ __forceinline__ void mma_i8(int (&acc)[4], const unsigned (&a)[4], unsigned b0, unsigned b1) {
 #if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 800
-#define CUCONV_MMA_I8(ATYPE)                                                                                    \
-  if constexpr (First) {                                                                                     \
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." ATYPE ".s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
-                 "{%10,%10,%10,%10};"                                                                        \
-                 : "=r"(acc[0]), "=r"(acc[1]), "=r"(acc[2]), "=r"(acc[3])                                    \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0));                    \
-  } else {                                                                                                   \
-    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." ATYPE ".s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, " \
-                 "{%0,%1,%2,%3};"                                                                            \
-                 : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3])                                    \
-                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));                            \
+#define CUCONV_MMA_I8(ATYPE)                                                              \
+  if constexpr (First) {                                                                  \
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." ATYPE                           \
+                 ".s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "                        \
+                 "{%10,%10,%10,%10};"                                                     \
+                 : "=r"(acc[0]), "=r"(acc[1]), "=r"(acc[2]), "=r"(acc[3])                 \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1), "r"(0)); \
+  } else {                                                                                \
+    asm volatile("mma.sync.aligned.m16n8k32.row.col.s32." ATYPE                           \
+                 ".s8.s32 {%0,%1,%2,%3}, {%4,%5,%6,%7}, {%8,%9}, "                        \
+                 "{%0,%1,%2,%3};"                                                         \
+                 : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3])                 \
+                 : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b0), "r"(b1));         \
   }
   if constexpr (SignedA) {
     CUCONV_MMA_I8("s8")

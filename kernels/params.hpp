@@ -24,11 +24,11 @@ inline constexpr int kMaxGridY = 65535;
 
 /// Everything about one convolution besides the planes and the weights.
 struct ConvParams {
-  int kw;              ///< filter columns
-  int kh;              ///< filter rows
-  int anchor_x;        ///< output (x, y) reads input columns x - anchor_x .. x - anchor_x + kw - 1
-  int anchor_y;        ///< ... and rows y - anchor_y .. y - anchor_y + kh - 1
-  float delta;         ///< added before rounding, as cv::filter2D's delta
+  int kw;        ///< filter columns
+  int kh;        ///< filter rows
+  int anchor_x;  ///< output (x, y) reads input columns x - anchor_x .. x - anchor_x + kw - 1
+  int anchor_y;  ///< ... and rows y - anchor_y .. y - anchor_y + kh - 1
+  float delta;   ///< added before rounding, as cv::filter2D's delta
   BorderRule border;
   float border_value;  ///< already saturated to the input type, as cv::copyMakeBorder does
 };

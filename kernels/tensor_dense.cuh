@@ -150,11 +150,11 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
   constexpr int kPlane = dense_plane_bytes(C);
   constexpr int kSlot = dense_slot_bytes(C, Chunks);
   constexpr int kOut = dense_out_stride(C);
-  constexpr int kUnits = kPlane / 8;                                 // 8-pixel steps of a staged row
-  constexpr int kSteps = (16 * kUnits + kThreads - 1) / kThreads;    // steps a thread and chunk
-  constexpr int kWords = 2 * C + 1;                                  // words loaded for 8C bytes
+  constexpr int kUnits = kPlane / 8;                               // 8-pixel steps of a staged row
+  constexpr int kSteps = (16 * kUnits + kThreads - 1) / kThreads;  // steps a thread and chunk
+  constexpr int kWords = 2 * C + 1;                                // words loaded for 8C bytes
   constexpr int kTilesPerPlane = kP / 8;
-  constexpr int kGroups = kP * C / 8 / 4 / kDenseWarps;              // 4 n-tiles a group
+  constexpr int kGroups = kP * C / 8 / 4 / kDenseWarps;  // 4 n-tiles a group
   static_assert(kTilesPerPlane % 4 == 0, "a group of 4 n-tiles stays in one plane");
 
   extern __shared__ __align__(16) unsigned char dense_shared[];
@@ -174,7 +174,8 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
   const int p0 = static_cast<int>(blockIdx.x) * kP;
   const int first_pixel = p0 - p.anchor_x;  // pixel of staged column 0
 
-  for (int j = tid; j < kPlane; j += kThreads) column_source[j] = interpolate_border(first_pixel + j, src.width, p.border);
+  for (int j = tid; j < kPlane; j += kThreads)
+    column_source[j] = interpolate_border(first_pixel + j, src.width, p.border);
   // The digits into shared memory (the output tile's space, unused until the first epilogue) a word
   // a thread: the fragments below index them per lane, which from kernel parameters would serialize.
   constexpr int kDigitWords = (3 * kDenseMaxSide * kDenseMaxSide + 3) / 4;
@@ -211,7 +212,8 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
 #pragma unroll
         for (int b = 0; b < 8 * C; ++b) {
           const int from = column_source[8 * u + b / C];
-          const unsigned byte = from >= 0 ? static_cast<unsigned>(__ldg(row + from * C + b % C)) : (border_bytes & 0xFFu);
+          const unsigned byte =
+              from >= 0 ? static_cast<unsigned>(__ldg(row + from * C + b % C)) : (border_bytes & 0xFFu);
           pending[s][b / 4] |= byte << (8 * (b % 4));
         }
       }
@@ -302,9 +304,9 @@ __global__ void __launch_bounds__(32 * kDenseWarps, 4)
 #pragma unroll 1
         for (int q = 1; q < mmas; ++q) mma_step(q, std::false_type{});
 
-        // Round into the output tile: C holds rows g and g + 8, pixels 2t and 2t + 1 of each n-tile.
-        // The chains convert exactly; sum * 2^-e is exact, so exact sums keep their ties; then
-        // rounded half to even and saturated to a byte.
+          // Round into the output tile: C holds rows g and g + 8, pixels 2t and 2t + 1 of each n-tile.
+          // The chains convert exactly; sum * 2^-e is exact, so exact sums keep their ties; then
+          // rounded half to even and saturated to a byte.
 #pragma unroll
         for (int n = 0; n < 4; ++n)
 #pragma unroll

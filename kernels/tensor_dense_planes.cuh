@@ -157,7 +157,8 @@ __global__ void __launch_bounds__(32 * kDensePlanesWarps, 2)
   const int first_pixel = p0 - p.anchor_x;  // pixel of staged column 0
   const int tile_pixels = min(kP, src.width - p0);
 
-  for (int j = tid; j < kPlane; j += kThreads) column_source[j] = interpolate_border(first_pixel + j, src.width, p.border);
+  for (int j = tid; j < kPlane; j += kThreads)
+    column_source[j] = interpolate_border(first_pixel + j, src.width, p.border);
   // The digits pass through the ring (unused until the first staged chunk) on their way into the fragments.
   constexpr int kDigitWords = (kDigits * kDensePlanesMaxSide * kDensePlanesMaxSide + 3) / 4;
   static_assert(4 * kDigitWords <= RingRows * kRowMajorSlot, "the digits fit the ring");
@@ -195,7 +196,7 @@ __global__ void __launch_bounds__(32 * kDensePlanesWarps, 2)
   // XOR 0x80 makes it the signed digit; 16-bit and 8-bit, the pixel itself. Staged float pixels
   // outside the window (read by no output that is stored) may be larger; their digits are garbage
   // that meets only zero weights or discarded outputs.
-  const auto store_chunk = [&](int chunk, const float (&pixel_scale)[2]) {
+  const auto store_chunk = [&](int chunk, const float(&pixel_scale)[2]) {
     for_each_step([&](int s, int r, int u) {
       unsigned v[8];
 #pragma unroll
@@ -213,10 +214,8 @@ __global__ void __launch_bounds__(32 * kDensePlanesWarps, 2)
 #pragma unroll
       for (int d = 0; d < kPlanes; ++d) {
         const unsigned pair = static_cast<unsigned>(d) | ((4u + static_cast<unsigned>(d)) << 4);  // byte d of x, of y
-        const unsigned w0 =
-            __byte_perm(__byte_perm(v[0], v[1], pair), __byte_perm(v[2], v[3], pair), 0x5410u) ^ kFlip;
-        const unsigned w1 =
-            __byte_perm(__byte_perm(v[4], v[5], pair), __byte_perm(v[6], v[7], pair), 0x5410u) ^ kFlip;
+        const unsigned w0 = __byte_perm(__byte_perm(v[0], v[1], pair), __byte_perm(v[2], v[3], pair), 0x5410u) ^ kFlip;
+        const unsigned w1 = __byte_perm(__byte_perm(v[4], v[5], pair), __byte_perm(v[6], v[7], pair), 0x5410u) ^ kFlip;
         *reinterpret_cast<unsigned*>(low + 2 * d * kPlane) = w0;
         *reinterpret_cast<unsigned*>(low + 2 * d * kPlane + 8) = w1;
         *reinterpret_cast<unsigned*>(high + 2 * d * kPlane) = w0;
@@ -231,7 +230,7 @@ __global__ void __launch_bounds__(32 * kDensePlanesWarps, 2)
     const int rows = min(strip_rows, src.height - s0);
     const int out_chunks = (rows + 15) / 16;
     const int first_row = s0 - p.anchor_y;  // input row of staged chunk 0, row 0
-    __syncthreads();  // the previous strip's tile is stored and its maximum read
+    __syncthreads();                        // the previous strip's tile is stored and its maximum read
 
     // Float: 2^s and 2^(16 - s - e) each as two factors in float's normal range (multiplying by
     // them is exact while the products stay normal). 16-bit: unused (no scaling).
@@ -263,7 +262,8 @@ __global__ void __launch_bounds__(32 * kDensePlanesWarps, 2)
         }
       }
 #pragma unroll
-      for (int offset = 16; offset > 0; offset /= 2) largest = max(largest, __shfl_xor_sync(0xFFFFFFFFu, largest, offset));
+      for (int offset = 16; offset > 0; offset /= 2)
+        largest = max(largest, __shfl_xor_sync(0xFFFFFFFFu, largest, offset));
       if (lane == 0) warp_max[warp] = largest;
       __syncthreads();
       largest = max(max(warp_max[0], warp_max[1]), max(warp_max[2], warp_max[3]));
@@ -365,7 +365,7 @@ __global__ void __launch_bounds__(32 * kDensePlanesWarps, 2)
 #pragma unroll 1
       for (int q = 1; q < mmas; ++q) mma_step(q, std::false_type{});
 
-      // C holds rows g and g + 8, pixels 2t and 2t + 1 of each n-tile.
+        // C holds rows g and g + 8, pixels 2t and 2t + 1 of each n-tile.
 #pragma unroll
       for (int n = 0; n < 4; ++n)
 #pragma unroll

@@ -73,8 +73,8 @@ __device__ __forceinline__ float join_low_chains(int high, int middle, int low) 
 /// distance (leading byte offset) and M/N-direction distance of 8-row groups (stride byte offset).
 __device__ __forceinline__ std::uint64_t descriptor(const void* smem, unsigned leading, unsigned stride) {
   const auto address = static_cast<unsigned>(__cvta_generic_to_shared(smem));
-  return static_cast<std::uint64_t>((address & 0x3FFFFu) >> 4) |
-         (static_cast<std::uint64_t>(leading >> 4) << 16) | (static_cast<std::uint64_t>(stride >> 4) << 32);
+  return static_cast<std::uint64_t>((address & 0x3FFFFu) >> 4) | (static_cast<std::uint64_t>(leading >> 4) << 16) |
+         (static_cast<std::uint64_t>(stride >> 4) << 32);
 }
 
 /// acc (64 x 48, s32) = or += A (64 x 32 u8) * B (32 x 48 s8), both from shared memory. Warp w of
@@ -86,10 +86,10 @@ __device__ __forceinline__ void wgmma_u8s8_n48(int (&acc)[24], std::uint64_t a, 
       "{\n.reg .pred p;\nsetp.ne.b32 p, %26, 0;\n"
       "wgmma.mma_async.sync.aligned.m64n48k32.s32.u8.s8 "
       "{%0,%1,%2,%3,%4,%5,%6,%7,%8,%9,%10,%11,%12,%13,%14,%15,%16,%17,%18,%19,%20,%21,%22,%23}, %24, %25, p;\n}\n"
-      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]), "+r"(acc[6]),
-        "+r"(acc[7]), "+r"(acc[8]), "+r"(acc[9]), "+r"(acc[10]), "+r"(acc[11]), "+r"(acc[12]), "+r"(acc[13]),
-        "+r"(acc[14]), "+r"(acc[15]), "+r"(acc[16]), "+r"(acc[17]), "+r"(acc[18]), "+r"(acc[19]), "+r"(acc[20]),
-        "+r"(acc[21]), "+r"(acc[22]), "+r"(acc[23])
+      : "+r"(acc[0]), "+r"(acc[1]), "+r"(acc[2]), "+r"(acc[3]), "+r"(acc[4]), "+r"(acc[5]), "+r"(acc[6]), "+r"(acc[7]),
+        "+r"(acc[8]), "+r"(acc[9]), "+r"(acc[10]), "+r"(acc[11]), "+r"(acc[12]), "+r"(acc[13]), "+r"(acc[14]),
+        "+r"(acc[15]), "+r"(acc[16]), "+r"(acc[17]), "+r"(acc[18]), "+r"(acc[19]), "+r"(acc[20]), "+r"(acc[21]),
+        "+r"(acc[22]), "+r"(acc[23])
       : "l"(a), "l"(b), "r"(accumulate ? 1 : 0));
 #else
   __trap();
@@ -143,8 +143,8 @@ __device__ __forceinline__ void barrier_wait(std::uint64_t* bar, unsigned parity
 __device__ __forceinline__ void copy_box(void* smem, const CUtensorMap* map, int column, int row, std::uint64_t* bar) {
 #if defined(__CUDA_ARCH_FEAT_SM90_ALL)
   asm volatile(
-      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], [%4];\n" ::"r"(
-          static_cast<unsigned>(__cvta_generic_to_shared(smem))),
+      "cp.async.bulk.tensor.2d.shared::cluster.global.tile.mbarrier::complete_tx::bytes [%0], [%1, {%2, %3}], "
+      "[%4];\n" ::"r"(static_cast<unsigned>(__cvta_generic_to_shared(smem))),
       "l"(reinterpret_cast<std::uint64_t>(map)), "r"(column), "r"(row),
       "r"(static_cast<unsigned>(__cvta_generic_to_shared(bar)))
       : "memory");
@@ -193,15 +193,16 @@ __global__ void __launch_bounds__(kWgmmaThreads, 4)
   const int g = lane >> 2;
   const int t = lane & 3;
   constexpr int kBlocks = kWgmmaColumnBlocks + (Shifted ? 1 : 0);  // column blocks a tile
-  constexpr int kLead = Shifted ? 16 : 0;  // output tile bytes left of the stored columns
-  const int shift = p.anchor_x % 16;       // Shifted == (shift != 0)
+  constexpr int kLead = Shifted ? 16 : 0;                          // output tile bytes left of the stored columns
+  const int shift = p.anchor_x % 16;                               // Shifted == (shift != 0)
   const int stored_first = static_cast<int>(blockIdx.x) * kWgmmaTileColumns;
-  const int x0 = stored_first - kLead + shift;          // first output of column block 0
-  const int first_pixel = x0 - p.anchor_x;              // input column of staged column 0, a multiple of 16
+  const int x0 = stored_first - kLead + shift;  // first output of column block 0
+  const int first_pixel = x0 - p.anchor_x;      // input column of staged column 0, a multiple of 16
   constexpr int kSlabsUsed = kBlocks + 1;
   const bool inside_columns = first_pixel >= 0 && first_pixel + 16 * kSlabsUsed <= src.width;
 
-  for (int j = tid; j < kStagedColumns; j += kThreads) column_source[j] = interpolate_border(first_pixel + j, src.width, p.border);
+  for (int j = tid; j < kStagedColumns; j += kThreads)
+    column_source[j] = interpolate_border(first_pixel + j, src.width, p.border);
   if (tid == 0) {
     barrier_init(&bars[0]);
     barrier_init(&bars[1]);
@@ -231,7 +232,8 @@ __global__ void __launch_bounds__(kWgmmaThreads, 4)
       unsigned w = 0;
 #pragma unroll
       for (int u = 0; u < 4; ++u)
-        if (k0 + u >= 0 && k0 + u < p.kw) w |= static_cast<unsigned>(static_cast<unsigned char>(digits[plane + i * p.kw + u])) << (8 * u);
+        if (k0 + u >= 0 && k0 + u < p.kw)
+          w |= static_cast<unsigned>(static_cast<unsigned char>(digits[plane + i * p.kw + u])) << (8 * u);
       reinterpret_cast<unsigned*>(b_rows)[i * kBWords + rest] = w;
     }
   }
@@ -288,7 +290,8 @@ __global__ void __launch_bounds__(kWgmmaThreads, 4)
   // An odd shift would put output pairs across 2-byte words: the tile then holds the outputs one
   // byte to the right, and the stores to global memory shift them back.
   const int odd = shift & 1;
-  unsigned char* out_row = out_tile + (16 * warp + g) * kWgmmaOutStride + shift + odd + 2 * t;  // this thread's first output
+  unsigned char* out_row =
+      out_tile + (16 * warp + g) * kWgmmaOutStride + shift + odd + 2 * t;  // this thread's first output
 
   int y0 = static_cast<int>(blockIdx.y) * kWgmmaTileRows;
   if (y0 >= src.height) return;
@@ -311,7 +314,7 @@ __global__ void __launch_bounds__(kWgmmaThreads, 4)
     //    the warps round). Descriptors are the buffer's and B's plus constant offsets (16-byte units).
     const std::uint64_t a_base = descriptor(buffers + buffer * kWgmmaBufferBytes, kWgmmaSlabBytes, 128);
     int acc[2][24];
-    const auto issue = [&](int j, int (&d)[24]) {
+    const auto issue = [&](int j, int(&d)[24]) {
       wgmma_fence();
 #pragma unroll
       for (int i = 0; i < Kh; ++i)
@@ -321,14 +324,15 @@ __global__ void __launch_bounds__(kWgmmaThreads, 4)
     };
     // Outputs 8 h + 2 t + u (u = 0, 1) of rows 16 warp + g + 8 q, whose digit c chain is
     // d[4 (2 c + h) + 2 q + u], rounded into the output tile as 2-byte pairs.
-    const auto round_pairs = [&](int j, int h, const int (&d)[24]) {
+    const auto round_pairs = [&](int j, int h, const int(&d)[24]) {
 #pragma unroll
       for (int q = 0; q < 2; ++q) {
         unsigned v[2];
 #pragma unroll
         for (int u = 0; u < 2; ++u) {
           const int k = 4 * h + 2 * q + u;
-          const float sum = kIntegerJoin ? join_low_chains(d[16 + k], d[8 + k], d[k]) : join_chains(d[16 + k], d[8 + k], d[k]);
+          const float sum =
+              kIntegerJoin ? join_low_chains(d[16 + k], d[8 + k], d[k]) : join_chains(d[16 + k], d[8 + k], d[k]);
           v[u] = round_to_byte(fmaf(sum, taps.scale, p.delta));
         }
         *reinterpret_cast<unsigned short*>(out_row + 8 * q * kWgmmaOutStride + 16 * j + 8 * h) =

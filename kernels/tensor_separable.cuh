@@ -32,9 +32,9 @@
 
 namespace cuconv::kernels {
 
-inline constexpr int kTensorChunkRows = 16;   ///< rows per MMA tile (m16)
-inline constexpr int kTensorRingPad = 8;      ///< floats after each row-sum row (STS.64 without conflicts)
-inline constexpr int kTensorStagePad = 8;     ///< halves after each staged row (ldmatrix without conflicts)
+inline constexpr int kTensorChunkRows = 16;  ///< rows per MMA tile (m16)
+inline constexpr int kTensorRingPad = 8;     ///< floats after each row-sum row (STS.64 without conflicts)
+inline constexpr int kTensorStagePad = 8;    ///< halves after each staged row (ldmatrix without conflicts)
 
 /// Elements of halo each side of a block's tile: R * C rounded up to a whole k-step of 16.
 __host__ __device__ constexpr int tensor_halo(int channels, int radius) { return (radius * channels + 15) / 16 * 16; }
@@ -96,8 +96,7 @@ __device__ __forceinline__ void toeplitz_fragment(const unsigned short (&w)[K], 
 template <int C, int R, int Warps>
 __global__ void __launch_bounds__(32 * Warps)
     tensor_separable_kernel(PlaneView<const std::uint8_t> src, PlaneView<std::uint8_t> dst, ConvParams p,
-                            TensorSeparableTaps<2 * R + 1> taps, bool vector_aligned, int strip_rows,
-                            bool clamp_low) {
+                            TensorSeparableTaps<2 * R + 1> taps, bool vector_aligned, int strip_rows, bool clamp_low) {
   using namespace tensor_detail;
   constexpr int K = 2 * R + 1;
   constexpr int kThreads = 32 * Warps;
@@ -106,9 +105,9 @@ __global__ void __launch_bounds__(32 * Warps)
   constexpr int kStage = tensor_stage_stride(Warps, C, R);
   constexpr int kRingStride = kTile + kTensorRingPad;
   constexpr int kStagedElems = kTile + 2 * kHalo;
-  constexpr int kVectors = kStagedElems / 16;                       // 16-element steps of a staged row
+  constexpr int kVectors = kStagedElems / 16;                                      // 16-element steps of a staged row
   constexpr int kSlots = (kTensorChunkRows * kVectors + kThreads - 1) / kThreads;  // steps a thread
-  constexpr int kKSteps = (64 + 2 * kHalo) / 16;  // k-steps of one warp's 64 outputs
+  constexpr int kKSteps = (64 + 2 * kHalo) / 16;                                   // k-steps of one warp's 64 outputs
   // Non-zero Toeplitz blocks: d in [Halo - RC - 15, Halo + RC + 7], d a multiple of 8.
   constexpr int kDLow = (kHalo - R * C - 15 + 7 + 64) / 8 - 8;  // ceil(x / 8) for x > -64
   constexpr int kDHigh = (kHalo + R * C + 7) / 8;
@@ -132,7 +131,8 @@ __global__ void __launch_bounds__(32 * Warps)
   // taps in shared memory (staging space, unused until the first chunk): indexed per lane, kernel
   // parameters would serialize.
   auto* tap_bits = reinterpret_cast<unsigned short*>(staged);
-  for (int k = static_cast<int>(threadIdx.x); k < 2 * K; k += kThreads) tap_bits[k] = k < K ? taps.hi[k] : taps.lo[k - K];
+  for (int k = static_cast<int>(threadIdx.x); k < 2 * K; k += kThreads)
+    tap_bits[k] = k < K ? taps.hi[k] : taps.lo[k - K];
   __syncthreads();
   const auto& shared_hi = *reinterpret_cast<const unsigned short(*)[K]>(tap_bits);
   const auto& shared_lo = *reinterpret_cast<const unsigned short(*)[K]>(tap_bits + K);

@@ -72,7 +72,7 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
   constexpr int kStage = tensor_mma_stage_stride(Warps, C, R);
   constexpr int kStagedPixels = kStage - 8;
   constexpr int kPlane = kTensorMmaRows * kStage;  // halves of one channel's 16 staged rows
-  constexpr int kGroups = kStagedPixels / 16;     // 16-pixel slots of a staged row
+  constexpr int kGroups = kStagedPixels / 16;      // 16-pixel slots of a staged row
   constexpr int kSlots = (kTensorMmaRows * kGroups + kThreads - 1) / kThreads;  // slots a thread
 
   extern __shared__ __align__(16) unsigned char tensor_mma_shared[];
@@ -163,7 +163,8 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
     for (int s = 0; s < kSlots; ++s) {
       if (!in_step(s)) break;
       int y = first_row + step_row[s];
-      if (static_cast<unsigned>(y) >= static_cast<unsigned>(src.height)) y = interpolate_border(y, src.height, p.border);
+      if (static_cast<unsigned>(y) >= static_cast<unsigned>(src.height))
+        y = interpolate_border(y, src.height, p.border);
 #pragma unroll
       for (int k = 0; k < C; ++k) {
         if (y < 0) {
@@ -199,17 +200,23 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
     // radius 9 `keep` and `recall` store and load a tile's fragments in the warp's history.
     unsigned prev_hi[kSharedHistory ? 1 : kTiles][2][2];
     unsigned prev_lo[kSharedHistory ? 1 : kTiles][2][2];
-    const auto keep = [&](int slot, int i, const unsigned (&hi)[2][2], const unsigned (&lo)[2][2]) {
+    const auto keep = [&](int slot, int i, const unsigned(&hi)[2][2], const unsigned(&lo)[2][2]) {
       uint4* at = history + (slot * kTiles + i) * 64 + lane;
       at[0] = make_uint4(hi[0][0], hi[0][1], hi[1][0], hi[1][1]);
       at[32] = make_uint4(lo[0][0], lo[0][1], lo[1][0], lo[1][1]);
     };
-    const auto recall = [&](int slot, int i, unsigned (&hi)[2][2], unsigned (&lo)[2][2]) {
+    const auto recall = [&](int slot, int i, unsigned(&hi)[2][2], unsigned(&lo)[2][2]) {
       const uint4* at = history + (slot * kTiles + i) * 64 + lane;
       const uint4 h = at[0];
       const uint4 l = at[32];
-      hi[0][0] = h.x; hi[0][1] = h.y; hi[1][0] = h.z; hi[1][1] = h.w;
-      lo[0][0] = l.x; lo[0][1] = l.y; lo[1][0] = l.z; lo[1][1] = l.w;
+      hi[0][0] = h.x;
+      hi[0][1] = h.y;
+      hi[1][0] = h.z;
+      hi[1][1] = h.w;
+      lo[0][0] = l.x;
+      lo[0][1] = l.y;
+      lo[1][0] = l.z;
+      lo[1][1] = l.w;
     };
     load_rows(first_row);
     const int last_step = out_steps + kVSteps - 2;  // input steps 0 .. last_step
@@ -224,11 +231,10 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
       // 2. Row sums of the step's 16 rows for tile i, R^T = T^T X^T in two n-tiles of 8 rows, as
       // B fragments of the vertical pass: n-tile nt (columns 8 nt + g) takes C elements 2 nt,
       // 2 nt + 1 of both row n-tiles.
-      const auto row_sums = [&](int i, unsigned (&hi)[2][2], unsigned (&lo)[2][2]) {
+      const auto row_sums = [&](int i, unsigned(&hi)[2][2], unsigned(&lo)[2][2]) {
         float acc_hi[2][4] = {};
         float acc_lo[2][4] = {};
-        const unsigned short* base =
-            buffer + (i % C) * kPlane + a_row * kStage + tile_first + 16 * (i / C) + a_col;
+        const unsigned short* base = buffer + (i % C) * kPlane + a_row * kStage + tile_first + 16 * (i / C) + a_col;
 #pragma unroll
         for (int ks = 0; ks < kKSteps; ++ks) {
           unsigned x[4];
@@ -244,8 +250,8 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
         for (int nt = 0; nt < 2; ++nt) {
 #pragma unroll
           for (int half = 0; half < 2; ++half) {
-            split_half2(acc_hi[half][2 * nt] + acc_lo[half][2 * nt], acc_hi[half][2 * nt + 1] + acc_lo[half][2 * nt + 1],
-                        hi[nt][half], lo[nt][half]);
+            split_half2(acc_hi[half][2 * nt] + acc_lo[half][2 * nt],
+                        acc_hi[half][2 * nt + 1] + acc_lo[half][2 * nt + 1], hi[nt][half], lo[nt][half]);
           }
         }
       };
@@ -367,7 +373,8 @@ __global__ void __launch_bounds__(32 * Warps, 16 / Warps)
             __stcs(reinterpret_cast<uint4*>(out), bytes);
           } else {
             const unsigned words[4] = {bytes.x, bytes.y, bytes.z, bytes.w};
-            for (int c = 0; c < 16 && e + c < row_elems; ++c) out[c] = static_cast<std::uint8_t>(words[c / 4] >> (8 * (c % 4)));
+            for (int c = 0; c < 16 && e + c < row_elems; ++c)
+              out[c] = static_cast<std::uint8_t>(words[c / 4] >> (8 * (c % 4)));
           }
         }
         __syncwarp();

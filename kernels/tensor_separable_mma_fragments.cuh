@@ -42,7 +42,8 @@ __device__ __forceinline__ void split_half2(float x0, float x1, unsigned& hi, un
 /// in row g + 8) interleaved back into pixel order and stored: 2C bytes at `row_g` and at
 /// `row_g8` (2C-byte aligned).
 template <int C>
-__device__ __forceinline__ void store_interleaved(const unsigned (&word)[C], std::uint8_t* row_g, std::uint8_t* row_g8) {
+__device__ __forceinline__ void store_interleaved(const unsigned (&word)[C], std::uint8_t* row_g,
+                                                  std::uint8_t* row_g8) {
   if constexpr (C == 1) {
     *reinterpret_cast<unsigned short*>(row_g) = static_cast<unsigned short>(word[0]);
     *reinterpret_cast<unsigned short*>(row_g8) = static_cast<unsigned short>(word[0] >> 16);
@@ -57,7 +58,7 @@ __device__ __forceinline__ void store_interleaved(const unsigned (&word)[C], std
     }
   } else {
     static_assert(C == 4, "1, 3 or 4 channels");
-    const unsigned first01 = __byte_perm(word[0], word[1], 0x6240u);   // pixel p: c0, c1 of rows g, g + 8
+    const unsigned first01 = __byte_perm(word[0], word[1], 0x6240u);  // pixel p: c0, c1 of rows g, g + 8
     const unsigned first23 = __byte_perm(word[2], word[3], 0x6240u);
     const unsigned second01 = __byte_perm(word[0], word[1], 0x7351u);  // pixel p + 1
     const unsigned second23 = __byte_perm(word[2], word[3], 0x7351u);

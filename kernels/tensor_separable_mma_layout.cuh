@@ -38,7 +38,8 @@ __host__ __device__ constexpr int tensor_mma_tile_pixels(int warps, int channels
 }
 __host__ __device__ constexpr int tensor_mma_staged_pixels(int warps, int channels, int radius) {
   return (tensor_mma_tile_pixels(warps, channels, radius) + tensor_mma_halo(radius) - tensor_mma_tile_halo(radius) +
-          16 * (tensor_mma_ksteps(radius) - 1) + 15) / 16 * 16;
+          16 * (tensor_mma_ksteps(radius) - 1) + 15) /
+         16 * 16;
 }
 __host__ __device__ constexpr int tensor_mma_stage_stride(int warps, int channels, int radius) {
   return tensor_mma_staged_pixels(warps, channels, radius) + 8;
@@ -54,14 +55,16 @@ __host__ __device__ constexpr int tensor_mma_out_stride(int channels, int radius
 
 /// Where the older steps' row sums wait: the previous step's in registers up to radius 8, two
 /// steps' in the warp's shared memory from radius 9 (in registers they would spill).
-__host__ __device__ constexpr bool tensor_mma_shared_history(int radius) { return tensor_mma_vertical_steps(radius) == 3; }
+__host__ __device__ constexpr bool tensor_mma_shared_history(int radius) {
+  return tensor_mma_vertical_steps(radius) == 3;
+}
 
 /// Bytes of a warp's row-sum history in shared memory: the older steps' B fragments (hi and lo,
 /// 16 bytes a lane each) for each of its tiles.
 __host__ __device__ constexpr int tensor_mma_history_bytes(int channels, int radius) {
-  return tensor_mma_shared_history(radius)
-             ? (tensor_mma_vertical_steps(radius) - 1) * tensor_mma_pixel_tiles(channels, radius) * channels * 2 * 32 * 16
-             : 0;
+  return tensor_mma_shared_history(radius) ? (tensor_mma_vertical_steps(radius) - 1) *
+                                                 tensor_mma_pixel_tiles(channels, radius) * channels * 2 * 32 * 16
+                                           : 0;
 }
 
 /// Dynamic shared memory of one block: two buffers of C planes of 16 staged FP16 rows, where each
@@ -70,7 +73,8 @@ __host__ __device__ constexpr int tensor_mma_history_bytes(int channels, int rad
 __host__ __device__ constexpr int tensor_mma_shared_bytes(int warps, int channels, int radius) {
   return 2 * channels * kTensorMmaRows * tensor_mma_stage_stride(warps, channels, radius) * 2 +
          tensor_mma_staged_pixels(warps, channels, radius) * channels * 4 +
-         warps * (kTensorMmaRows * tensor_mma_out_stride(channels, radius) + tensor_mma_history_bytes(channels, radius));
+         warps *
+             (kTensorMmaRows * tensor_mma_out_stride(channels, radius) + tensor_mma_history_bytes(channels, radius));
 }
 
 /// The weights as FP16 bits: horizontal hi * 2^(11 - sigma) and lo * 2^-sigma, vertical V' = v 2^tau

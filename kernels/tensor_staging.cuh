@@ -41,8 +41,10 @@ __device__ __forceinline__ uint4 gather_columns(const std::uint8_t* row, const i
 /// 16 bytes as 16 exact FP16 values at `out` (32-byte aligned).
 __device__ __forceinline__ void store_as_halves(unsigned short* out, uint4 in) {
   auto* vectors = reinterpret_cast<uint4*>(out);
-  vectors[0] = make_uint4(bytes_to_half2(in.x, 0), bytes_to_half2(in.x, 1), bytes_to_half2(in.y, 0), bytes_to_half2(in.y, 1));
-  vectors[1] = make_uint4(bytes_to_half2(in.z, 0), bytes_to_half2(in.z, 1), bytes_to_half2(in.w, 0), bytes_to_half2(in.w, 1));
+  vectors[0] =
+      make_uint4(bytes_to_half2(in.x, 0), bytes_to_half2(in.x, 1), bytes_to_half2(in.y, 0), bytes_to_half2(in.y, 1));
+  vectors[1] =
+      make_uint4(bytes_to_half2(in.z, 0), bytes_to_half2(in.z, 1), bytes_to_half2(in.w, 0), bytes_to_half2(in.w, 1));
 }
 
 /// 16 pixels of C interleaved channels (in[k]: bytes 16k .. 16k + 15) as exact FP16 values in C

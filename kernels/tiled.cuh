@@ -42,8 +42,7 @@ __global__ void __launch_bounds__(kTiledThreads)
       for (int cx = 0; cx < g.coarsen; ++cx) {
         const int ly = threadIdx.y + cy * kTiledBlockSide;
         const int lx = threadIdx.x + cx * kTiledBlockSide;
-        input_tile[ly * g.in_side + lx] =
-            load_pixel(src, y0 - p.anchor_y + ly, x0 - p.anchor_x + lx, p);
+        input_tile[ly * g.in_side + lx] = load_pixel(src, y0 - p.anchor_y + ly, x0 - p.anchor_x + lx, p);
       }
     }
     __syncthreads();

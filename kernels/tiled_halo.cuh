@@ -15,8 +15,7 @@ inline constexpr int kHaloThreads = kHaloTileW * kHaloTileH;
 
 /// Shared-memory bytes for a kh x kw filter: the (16 + kh - 1) x (32 + kw - 1) input tile.
 __host__ __device__ constexpr std::size_t tiled_halo_shared_bytes(int kw, int kh) {
-  return sizeof(float) * static_cast<std::size_t>(kHaloTileW + kw - 1) *
-         static_cast<std::size_t>(kHaloTileH + kh - 1);
+  return sizeof(float) * static_cast<std::size_t>(kHaloTileW + kw - 1) * static_cast<std::size_t>(kHaloTileH + kh - 1);
 }
 
 /// Thread (tx, ty) of block (bx, tile_row) computes output pixel (bx * 32 + tx,
@@ -42,8 +41,8 @@ __global__ void __launch_bounds__(kHaloThreads)
     for (int cell = thread_rank; cell < tile_w * tile_h; cell += kHaloThreads) {
       const int ly = cell / tile_w;
       const int lx = cell - ly * tile_w;
-      const bool centre = ly >= p.anchor_y && ly < p.anchor_y + kHaloTileH &&
-                          lx >= p.anchor_x && lx < p.anchor_x + kHaloTileW;
+      const bool centre =
+          ly >= p.anchor_y && ly < p.anchor_y + kHaloTileH && lx >= p.anchor_x && lx < p.anchor_x + kHaloTileW;
       if (!centre) input_tile[cell] = load_pixel(src, y0 - p.anchor_y + ly, x0 - p.anchor_x + lx, p);
     }
     __syncthreads();

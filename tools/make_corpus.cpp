@@ -37,9 +37,12 @@ std::vector<cv::Mat> load_sources(const fs::path& samples) {
     const cv::Mat image = cv::imread(file.string(), cv::IMREAD_UNCHANGED);
     if (image.empty() || image.depth() != CV_8U || std::min(image.rows, image.cols) < kMinSourceSide) continue;
     cv::Mat bgr;
-    if (image.channels() == 1) cv::cvtColor(image, bgr, cv::COLOR_GRAY2BGR);
-    else if (image.channels() == 4) cv::cvtColor(image, bgr, cv::COLOR_BGRA2BGR);
-    else bgr = image;
+    if (image.channels() == 1)
+      cv::cvtColor(image, bgr, cv::COLOR_GRAY2BGR);
+    else if (image.channels() == 4)
+      cv::cvtColor(image, bgr, cv::COLOR_BGRA2BGR);
+    else
+      bgr = image;
     sources.push_back(bgr);
   }
   return sources;
@@ -57,11 +60,14 @@ cv::Mat derive(const std::vector<cv::Mat>& sources, int index, int size) {
   const double keep = rng.uniform(0.6, 1.0);
   const int crop_w = std::max(1, static_cast<int>(source.cols * keep));
   const int crop_h = std::max(1, static_cast<int>(source.rows * keep));
-  const cv::Rect crop(rng.uniform(0, source.cols - crop_w + 1), rng.uniform(0, source.rows - crop_h + 1), crop_w, crop_h);
+  const cv::Rect crop(rng.uniform(0, source.cols - crop_w + 1), rng.uniform(0, source.rows - crop_h + 1), crop_w,
+                      crop_h);
   cv::Mat image;
   const int flip = index / static_cast<int>(sources.size()) % 4;  // 0: none, then around x, y, both
-  if (flip == 0) image = source(crop).clone();
-  else cv::flip(source(crop), image, flip == 1 ? 0 : flip == 2 ? 1 : -1);
+  if (flip == 0)
+    image = source(crop).clone();
+  else
+    cv::flip(source(crop), image, flip == 1 ? 0 : flip == 2 ? 1 : -1);
   const int width = static_cast<int>(size * rng.uniform(0.95, 1.05));
   const int height = static_cast<int>(size * rng.uniform(0.95, 1.05));
   cv::resize(image, image, cv::Size(width, height), 0, 0, cv::INTER_LINEAR);
@@ -83,11 +89,13 @@ int main(int argc, char** argv) {
   CLI::App app{"cuconv_make_corpus: N images of about SIZE x SIZE RGB derived from the samples, for batch benchmarks"};
   app.add_option("--count", count, "number of images")->required()->check(CLI::Range(1, 10000000));
   app.add_option("--out", out_dir, "output folder (created; existing images are kept)")->required();
-  app.add_option("--samples", samples, "folder of source images (8-bit, at least 256 px per side)")->capture_default_str();
+  app.add_option("--samples", samples, "folder of source images (8-bit, at least 256 px per side)")
+      ->capture_default_str();
   app.add_option("--size", size, "approximate side in pixels")->check(CLI::Range(16, 20000))->capture_default_str();
   int quality = 95;
   app.add_option("--quality", quality, "JPEG quality (.jpg only)")->check(CLI::Range(1, 100))->capture_default_str();
-  app.add_option("--ext", extension, "image format by extension")->check(CLI::IsMember({".png", ".jpg", ".tif", ".bmp"}))
+  app.add_option("--ext", extension, "image format by extension")
+      ->check(CLI::IsMember({".png", ".jpg", ".tif", ".bmp"}))
       ->capture_default_str();
   CLI11_PARSE(app, argc, argv);
 

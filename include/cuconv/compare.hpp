@@ -70,13 +70,13 @@ inline constexpr double kFftMaxRepairedMargin = 0.005;
 }
 
 struct ComparisonStats {
-  double max_abs_difference = 0;   ///< NaN against a number counts as infinite
+  double max_abs_difference = 0;     ///< NaN against a number counts as infinite
   std::size_t differing_values = 0;  ///< pixel channels that are not equal
   std::size_t total_values = 0;
   double differing_percent = 0;
-  double relative_error = 0;       ///< max |difference| over the normaliser above
+  double relative_error = 0;  ///< max |difference| over the normaliser above
   bool float_output = false;
-  double max_differing_fraction = 0;  ///< the integer rule applied (compare_to_reference's argument)
+  double max_differing_fraction = 0;              ///< the integer rule applied (compare_to_reference's argument)
   std::size_t exact_where_reference_differs = 0;  ///< values equal to the exact sum, not the reference
   /// `fft` without tie repairs: the band of fft_tie_band applied (0: the 0.1% share applied), and
   /// the differing values off by one within it of a tie of the exact sum (allowed).
@@ -114,8 +114,8 @@ struct ComparisonStats {
 /// a value equal to it is correct whatever the reference says, so it is not counted as differing
 /// (exact_where_reference_differs counts those).
 [[nodiscard]] ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& reference,
-                                                   const cv::Mat& input, const Filter& filter,
-                                                   double delta, double border_value = 0.0,
+                                                   const cv::Mat& input, const Filter& filter, double delta,
+                                                   double border_value = 0.0,
                                                    double max_differing_fraction = kMaxDifferingFraction,
                                                    const cv::Mat* exact = nullptr);
 

@@ -43,10 +43,14 @@ inline constexpr std::array<VariantInfo, 10> kVariantList{{
     {Variant::basic, "basic", "one thread per output pixel, filter in global memory", true},
     {Variant::constmem, "constmem", "as basic, filter in constant memory", true},
     {Variant::tiled, "tiled", "block = input tile in shared memory; all threads load, the inner ones compute", true},
-    {Variant::tiled_halo, "tiled-halo", "block = output tile; each thread loads its pixel, the block loads the halo", true},
+    {Variant::tiled_halo, "tiled-halo", "block = output tile; each thread loads its pixel, the block loads the halo",
+     true},
     {Variant::cached, "cached", "output tile in shared memory; halo read from global memory through L1", true},
     {Variant::fast, "fast", "several adjacent outputs per thread from vector loads", true},
-    {Variant::tensor, "tensor", "filters on tensor cores: 8-bit separable row sums; dense filters up to 31x31 (8-bit, 16-bit, float); else as fast", true},
+    {Variant::tensor, "tensor",
+     "filters on tensor cores: 8-bit separable row sums; dense filters up to 31x31 (8-bit, 16-bit, float); else as "
+     "fast",
+     true},
     {Variant::fft, "fft", "cuFFT overlap-save, for large filters", true},
 }};
 /// Border modes; `wrap` is not in cv::filter2D, the opencv variant emulates it by padding.
@@ -82,11 +86,11 @@ struct ConvolveOptions {
   double border_value = 0.0;  ///< for Border::constant, in pixel units of the input
   int anchor_x = -1;          ///< -1: the filter's own anchor
   int anchor_y = -1;
-  double delta = 0.0;         ///< added before rounding (on top of the filter's offset)
+  double delta = 0.0;  ///< added before rounding (on top of the filter's offset)
   Depth depth = Depth::same;
-  bool keep_alpha = false;    ///< 4-channel input: pass alpha through instead of filtering it
+  bool keep_alpha = false;  ///< 4-channel input: pass alpha through instead of filtering it
   OpenCvMethod opencv_method = OpenCvMethod::as_called;  ///< for Variant::opencv
-  int bench_runs = 0;         ///< GPU variants: also time the kernels this many more times (--bench)
+  int bench_runs = 0;  ///< GPU variants: also time the kernels this many more times (--bench)
   /// CUDA device for the GPU variants; -1: the calling thread's current device. A device >= 0
   /// becomes the calling thread's current device (the CUDA runtime keeps one per host thread),
   /// so threads that each own a device can call convolve() side by side.
@@ -134,17 +138,15 @@ struct ConvolveResult {
 /// interleaved channels and `pixels` = width * height (0: not known, taken as small). With a GPU
 /// the rule is the current device's (its kind of GPU may move size thresholds), as convolve's
 /// own choice is.
-[[nodiscard]] Variant choose_variant(const Filter& filter, const ConvolveOptions& options,
-                                     bool gpu_present, int input_depth, int output_depth, int channels = 1,
-                                     long long pixels = 0);
+[[nodiscard]] Variant choose_variant(const Filter& filter, const ConvolveOptions& options, bool gpu_present,
+                                     int input_depth, int output_depth, int channels = 1, long long pixels = 0);
 
 /// OpenCV depth code (CV_8U ...) of the output for a given input depth, or Error{usage} when
 /// cv::filter2D does not support the pair.
 [[nodiscard]] int resolve_output_depth(int input_depth, Depth requested);
 
 /// Filters `src` (1, 3 or 4 channels; 8U, 16U or 32F). Throws cuconv::Error.
-[[nodiscard]] ConvolveResult convolve(const cv::Mat& src, const Filter& filter,
-                                      const ConvolveOptions& options);
+[[nodiscard]] ConvolveResult convolve(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options);
 
 namespace gpu {
 struct WorkspaceState;   // src/gpu/memory/workspace.hpp (CUDA types)
@@ -180,7 +182,6 @@ class GpuWorkspace {
   /// Device allocations made so far (planes, weights and staging regrown); a batch of equal-sized
   /// images makes them for the first image only.
   [[nodiscard]] std::uint64_t allocations() const noexcept;
-
 
  private:
   friend struct gpu::WorkspaceAccess;

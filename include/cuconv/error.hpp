@@ -11,12 +11,12 @@ namespace cuconv {
 /// Process exit codes (documented in README "Exit codes").
 enum class ExitCode : int {
   ok = 0,
-  internal = 1,          ///< a bug or an unexpected exception
-  usage = 2,             ///< bad command line: unknown option, bad value, conflicting options
-  bad_input = 3,         ///< input image or filter cannot be read, parsed or is unsupported
-  output = 4,            ///< output cannot be written, or its format cannot hold the result
-  gpu = 5,               ///< GPU variant requested without a usable device, or a CUDA failure
-  compare_mismatch = 6,  ///< --compare: the GPU result is outside the documented tolerance
+  internal = 1,            ///< a bug or an unexpected exception
+  usage = 2,               ///< bad command line: unknown option, bad value, conflicting options
+  bad_input = 3,           ///< input image or filter cannot be read, parsed or is unsupported
+  output = 4,              ///< output cannot be written, or its format cannot hold the result
+  gpu = 5,                 ///< GPU variant requested without a usable device, or a CUDA failure
+  compare_mismatch = 6,    ///< --compare: the GPU result is outside the documented tolerance
   some_inputs_failed = 7,  ///< batch mode: at least one input failed, the others were still attempted
   not_started = 8,  ///< `cuconv serve`: cannot start (another server on the socket, an unsafe socket path or folder)
 };
@@ -26,11 +26,16 @@ enum class ErrorKind { usage, bad_input, output, gpu, internal };
 
 [[nodiscard]] constexpr ExitCode exit_code_for(ErrorKind kind) noexcept {
   switch (kind) {
-    case ErrorKind::usage: return ExitCode::usage;
-    case ErrorKind::bad_input: return ExitCode::bad_input;
-    case ErrorKind::output: return ExitCode::output;
-    case ErrorKind::gpu: return ExitCode::gpu;
-    case ErrorKind::internal: return ExitCode::internal;
+    case ErrorKind::usage:
+      return ExitCode::usage;
+    case ErrorKind::bad_input:
+      return ExitCode::bad_input;
+    case ErrorKind::output:
+      return ExitCode::output;
+    case ErrorKind::gpu:
+      return ExitCode::gpu;
+    case ErrorKind::internal:
+      return ExitCode::internal;
   }
   return ExitCode::internal;
 }

@@ -11,8 +11,8 @@
 ///  - a file: libvips `.mat` (extension .mat: header `W H [scale [offset]]`, then H rows of W
 ///    numbers, result = sum/scale + offset) or a plain matrix (any other name: rows of numbers
 ///    separated by spaces, commas or tabs; `#` starts a comment).
-#include <span>
 #include <functional>
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,8 +34,7 @@ struct Filter {
   std::string origin;           ///< where it came from, for messages: preset name, path or "inline"
 
   [[nodiscard]] double at(int row, int col) const {
-    return weights[static_cast<std::size_t>(row) * static_cast<std::size_t>(width) +
-                   static_cast<std::size_t>(col)];
+    return weights[static_cast<std::size_t>(row) * static_cast<std::size_t>(width) + static_cast<std::size_t>(col)];
   }
   [[nodiscard]] int resolved_anchor_x() const { return anchor_x < 0 ? width / 2 : anchor_x; }
   [[nodiscard]] int resolved_anchor_y() const { return anchor_y < 0 ? height / 2 : anchor_y; }

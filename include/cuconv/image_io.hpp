@@ -100,7 +100,7 @@ struct ImageMetadata {
 
 /// How write_image_atomic encodes and publishes an image.
 struct WriteOptions {
-  bool overwrite = true;       ///< replace an existing file at the path
+  bool overwrite = true;  ///< replace an existing file at the path
   /// JPEG and WebP quality, 1-100; unset: JPEG kDefaultJpegQuality, WebP lossless.
   std::optional<int> quality;
   /// PNG: zlib level "0".."9"; TIFF: "none", "lzw" or "deflate"; empty: the format's default

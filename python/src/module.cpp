@@ -12,8 +12,8 @@
 
 #include <nanobind/nanobind.h>
 #include <nanobind/ndarray.h>
-#include <nanobind/stl/string.h>
 #include <nanobind/stl/pair.h>
+#include <nanobind/stl/string.h>
 #include <nanobind/stl/vector.h>
 
 #include <opencv2/core.hpp>
@@ -44,11 +44,16 @@ int cv_depth(const nb::dlpack::dtype& t) {
 /// `cv::filter2D`'s ddepth (-1: the input's) as the library's Depth.
 cuconv::Depth depth_from_ddepth(int ddepth) {
   switch (ddepth) {
-    case -1: return cuconv::Depth::same;
-    case CV_8U: return cuconv::Depth::u8;
-    case CV_16U: return cuconv::Depth::u16;
-    case CV_16S: return cuconv::Depth::s16;
-    case CV_32F: return cuconv::Depth::f32;
+    case -1:
+      return cuconv::Depth::same;
+    case CV_8U:
+      return cuconv::Depth::u8;
+    case CV_16U:
+      return cuconv::Depth::u16;
+    case CV_16S:
+      return cuconv::Depth::s16;
+    case CV_32F:
+      return cuconv::Depth::f32;
     default:
       throw cuconv::Error(cuconv::ErrorKind::usage,
                           "ddepth " + std::to_string(ddepth) +
@@ -68,8 +73,8 @@ cuconv::ConvolveOptions make_options(const std::string& variant, const std::stri
   }
   const auto b = cuconv::parse_border(border);
   if (!b)
-    throw cuconv::Error(cuconv::ErrorKind::usage, "unknown border '" + border +
-                                                      "' (one of: reflect101, reflect, replicate, constant, wrap)");
+    throw cuconv::Error(cuconv::ErrorKind::usage,
+                        "unknown border '" + border + "' (one of: reflect101, reflect, replicate, constant, wrap)");
   o.variant = *v;
   o.border = *b;
   o.border_value = border_value;
@@ -175,8 +180,8 @@ std::string convolve_device(std::uintptr_t src, std::size_t src_pitch, std::uint
                             std::uintptr_t stream) {
   cuconv::ConvolveOptions options = make_options(variant, border, border_value, anchor_x, anchor_y, delta, ddepth);
   options.device = device;
-  const cuconv::ConstDeviceImageView in{reinterpret_cast<const std::byte*>(src), src_pitch, width, height, channels,
-                                        in_depth};
+  const cuconv::ConstDeviceImageView in{
+      reinterpret_cast<const std::byte*>(src), src_pitch, width, height, channels, in_depth};
   const cuconv::DeviceImageView out{reinterpret_cast<std::byte*>(dst), dst_pitch, width, height, channels, out_depth};
   nb::gil_scoped_release release;
   const cuconv::Variant used = cuconv::convolve(in, out, filter, options, thread_workspace(device, stream),
@@ -227,7 +232,8 @@ NB_MODULE(_cuconv, m) {
       std::rethrow_exception(p);
     } catch (const cuconv::Error& e) {
       const bool argument = e.kind() == cuconv::ErrorKind::usage || e.kind() == cuconv::ErrorKind::bad_input;
-      const bool memory = e.kind() == cuconv::ErrorKind::bad_input && std::string_view(e.what()).starts_with("not enough memory");
+      const bool memory =
+          e.kind() == cuconv::ErrorKind::bad_input && std::string_view(e.what()).starts_with("not enough memory");
       PyErr_SetString(memory ? PyExc_MemoryError : argument ? PyExc_ValueError : g_error_type, e.what());
     } catch (const cv::Exception& e) {
       PyErr_SetString(g_error_type, e.what());
@@ -244,32 +250,34 @@ NB_MODULE(_cuconv, m) {
       .def_prop_ro("weights", [](const cuconv::Filter& f) { return f.weights; })
       .def("__repr__", [](const cuconv::Filter& f) { return cuconv::describe_filter(f); });
 
-  m.def("load_filter",
-        [](const std::string& spec, bool normalize) {
-          cuconv::FilterLoadOptions options;
-          options.normalize = normalize;
-          return cuconv::load_filter(spec, options);
-        },
-        nb::arg("spec"), nb::arg("normalize") = false,
-        "A filter as the CLI's --filter takes it: preset, parametric, inline or file path.");
+  m.def(
+      "load_filter",
+      [](const std::string& spec, bool normalize) {
+        cuconv::FilterLoadOptions options;
+        options.normalize = normalize;
+        return cuconv::load_filter(spec, options);
+      },
+      nb::arg("spec"), nb::arg("normalize") = false,
+      "A filter as the CLI's --filter takes it: preset, parametric, inline or file path.");
   m.def("filter_from_kernel", &filter_from_kernel, nb::arg("kernel"), "A filter from a 2-D float64 array.");
   m.def("preset_names", &cuconv::preset_names, "Names of the embedded presets, sorted.");
-  m.def("gpu_variant_names",
-        [] {
-          std::vector<std::string> names;
-          for (const auto& entry : cuconv::kVariantList)
-            if (entry.gpu) names.emplace_back(entry.name);
-          return names;
-        },
-        "The GPU variants' names, as `variant=` takes them.");
+  m.def(
+      "gpu_variant_names",
+      [] {
+        std::vector<std::string> names;
+        for (const auto& entry : cuconv::kVariantList)
+          if (entry.gpu) names.emplace_back(entry.name);
+        return names;
+      },
+      "The GPU variants' names, as `variant=` takes them.");
   m.def("convolve_host", &convolve_host, nb::arg("src"), nb::arg("dst"), nb::arg("filter"), nb::arg("variant"),
         nb::arg("border"), nb::arg("border_value"), nb::arg("anchor_x"), nb::arg("anchor_y"), nb::arg("delta"),
         nb::arg("ddepth"), "Filters the host image src (H, W, C) into dst; (variant used, no-GPU reason, fallback).");
-  m.def("convolve_device", &convolve_device, nb::arg("src"), nb::arg("src_pitch"), nb::arg("dst"),
-        nb::arg("dst_pitch"), nb::arg("height"), nb::arg("width"), nb::arg("channels"), nb::arg("in_depth"),
-        nb::arg("out_depth"), nb::arg("device"), nb::arg("filter"), nb::arg("variant"), nb::arg("border"),
-        nb::arg("border_value"), nb::arg("anchor_x"), nb::arg("anchor_y"), nb::arg("delta"), nb::arg("ddepth"),
-        nb::arg("stream"), "Queues the filter of a device image on stream; returns the variant queued.");
+  m.def("convolve_device", &convolve_device, nb::arg("src"), nb::arg("src_pitch"), nb::arg("dst"), nb::arg("dst_pitch"),
+        nb::arg("height"), nb::arg("width"), nb::arg("channels"), nb::arg("in_depth"), nb::arg("out_depth"),
+        nb::arg("device"), nb::arg("filter"), nb::arg("variant"), nb::arg("border"), nb::arg("border_value"),
+        nb::arg("anchor_x"), nb::arg("anchor_y"), nb::arg("delta"), nb::arg("ddepth"), nb::arg("stream"),
+        "Queues the filter of a device image on stream; returns the variant queued.");
   m.def("dlpack_array", &dlpack_array, nb::arg("array"),
         "(pointer, shape, strides in elements, DLPack type code, bits, device) of a DLPack CUDA array.");
   m.def("device_available", &device_available, "(whether a CUDA device can be used, why not).");

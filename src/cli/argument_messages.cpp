@@ -55,7 +55,6 @@ CLI::Validator one_of(std::vector<std::string> names, std::string what) {
       "{" + listed + "}");
 }
 
-
 /// The long names of `app`'s options ("--filter" ...).
 std::vector<std::string> long_option_names(const CLI::App& app) {
   std::vector<std::string> out;
@@ -71,8 +70,7 @@ std::string single_dash_long_option(const CLI::App& app, int argc, const char* c
   for (int i = 1; i < argc; ++i) {
     const std::string_view arg = argv[i];
     if (arg == "--") break;
-    if (arg.size() < 3 || arg[0] != '-' || arg[1] == '-' || !std::isalpha(static_cast<unsigned char>(arg[1])))
-      continue;
+    if (arg.size() < 3 || arg[0] != '-' || arg[1] == '-' || !std::isalpha(static_cast<unsigned char>(arg[1]))) continue;
     const std::string as_long = "-" + std::string(arg.substr(0, arg.find('=')));
     if (std::find(long_names.begin(), long_names.end(), as_long) != long_names.end()) {
       return "unknown option '" + std::string(arg) + "': long options take two dashes, '" + as_long +
@@ -86,7 +84,8 @@ std::string single_dash_long_option(const CLI::App& app, int argc, const char* c
 /// an unknown option with the nearest names, or a positional argument too many.
 std::string unexpected_argument_message(const CLI::App& app, const std::string& argument) {
   if (argument.size() < 2 || argument[0] != '-')
-    return "unexpected argument '" + argument + "' (single-image mode takes INPUT OUTPUT; several inputs need --out-dir DIR)";
+    return "unexpected argument '" + argument +
+           "' (single-image mode takes INPUT OUTPUT; several inputs need --out-dir DIR)";
   const std::string name = argument.substr(0, argument.find('='));
   for (const ForeignOption& foreign : kForeignOptions)
     if (common::equal_ignoring_case(foreign.name, name))

@@ -10,18 +10,18 @@
 #include "cli/interrupt.hpp"
 #include "cli/json_text.hpp"
 #include "cli/library_messages.hpp"
-#include "engine/batch_plan.hpp"
-#include "engine/batch_pipeline.hpp"
-#include "engine/warm_gpu.hpp"
-#include "engine/image_operation.hpp"
 #include "common/whole_number.hpp"
 #include "common/write_all.hpp"
+#include "engine/batch_pipeline.hpp"
+#include "engine/batch_plan.hpp"
+#include "engine/image_operation.hpp"
+#include "engine/warm_gpu.hpp"
 
 #include <cuconv/image_io.hpp>
 
 #include <fmt/format.h>
-#include <nlohmann/json.hpp>
 #include <spdlog/spdlog.h>
+#include <nlohmann/json.hpp>
 
 #include <unistd.h>
 
@@ -32,13 +32,13 @@
 #include <filesystem>
 #include <fstream>
 #include <future>
-#include <sstream>
 #include <iostream>
 #include <map>
 #include <memory>
 #include <optional>
 #include <random>
 #include <set>
+#include <sstream>
 #include <string_view>
 #include <thread>
 
@@ -100,8 +100,9 @@ void check_inputs_exist(const std::vector<NamedInput>& named, engine::Files& fil
     ++missing;
   }
   if (first == nullptr) return;
-  std::string message = "input '" + first->path + "'" + (first->list.empty() ? "" : " (listed in " + first->list + ")") +
-                        " " + engine::why_unreachable(first->path, files);
+  std::string message = "input '" + first->path + "'" +
+                        (first->list.empty() ? "" : " (listed in " + first->list + ")") + " " +
+                        engine::why_unreachable(first->path, files);
   if (missing > 1) message += "; " + std::to_string(missing - 1) + " more named input(s) do not exist either";
   throw Error(ErrorKind::bad_input, message);
 }
@@ -131,8 +132,7 @@ std::vector<std::string> encoder_option_notes(const std::vector<engine::BatchIte
     std::vector<std::string> outputs;
   };
   Ignored quality{"--quality " + (write.quality ? std::to_string(*write.quality) : std::string()), "JPEG and WebP", {}};
-  Ignored compression{"--compression " + write.compression,
-                      write.compression.size() == 1 ? "PNG" : "TIFF", {}};
+  Ignored compression{"--compression " + write.compression, write.compression.size() == 1 ? "PNG" : "TIFF", {}};
   for (const engine::BatchItem& item : items) {
     const WriteOptions share = encoder_options_for(item.output, write);
     if (write.quality && !share.quality) quality.outputs.push_back(item.output);
@@ -215,9 +215,10 @@ PlannedItems plan_items(const BatchRequest& request, Session& session) {
   engine::check_name_template(request.name_template, inputs.size());
   const std::vector<engine::BatchItem> all_items =
       engine::plan_outputs(inputs, request.out_dir, request.name_template, {files, session.caller_folder()});
-  const engine::Shard shard = !request.shard.empty()
-                                 ? engine::parse_shard(request.shard)
-                                 : engine::slurm_array_shard([&session](const char* name) { return session.getenv(name); }).value_or(engine::Shard{});
+  const engine::Shard shard = !request.shard.empty() ? engine::parse_shard(request.shard)
+                                                     : engine::slurm_array_shard([&session](const char* name) {
+                                                         return session.getenv(name);
+                                                       }).value_or(engine::Shard{});
   const std::vector<engine::BatchItem> items = engine::select_shard(all_items, shard);
   session.log().info("{} input(s); shard {}/{}: {} of them", all_items.size(), shard.index, shard.count, items.size());
   check_output_names(items);
@@ -229,8 +230,9 @@ using GpuCodecReasons = std::map<const codec::GpuCodecFormat*, std::string>;
 
 /// The per-image operation's settings for the batch: the filter, the options, the codecs' and
 /// the GPU codec's (asked once per codec whether it is usable, and only if some item is such).
-engine::RunSettings batch_run_settings(const BatchRequest& request, const Filter& filter, const ConvolveOptions& options,
-                                       const engine::CodecRequest& codec_in, const codec::GpuOutputOptions& gpu_output,
+engine::RunSettings batch_run_settings(const BatchRequest& request, const Filter& filter,
+                                       const ConvolveOptions& options, const engine::CodecRequest& codec_in,
+                                       const codec::GpuOutputOptions& gpu_output,
                                        const std::vector<engine::BatchItem>& items, const Session& session,
                                        const std::shared_ptr<GpuCodecReasons>& gpu_codec_reasons) {
   engine::RunSettings run;
@@ -249,8 +251,10 @@ engine::RunSettings batch_run_settings(const BatchRequest& request, const Filter
   // and only if some item is such); --codec auto weighs their number against OpenCV's codec
   // threads (--jobs); --codec gpu without it stops here, before any work (exit 5).
   run.codec = codec_in;
-  run.codec.gpu_codec_jobs = static_cast<std::size_t>(std::count_if(
-      items.begin(), items.end(), [](const engine::BatchItem& item) { return codec::gpu_codec_for(item.input, item.output); }));
+  run.codec.gpu_codec_jobs =
+      static_cast<std::size_t>(std::count_if(items.begin(), items.end(), [](const engine::BatchItem& item) {
+        return codec::gpu_codec_for(item.input, item.output);
+      }));
   run.codec.cpu_threads = request.jobs;
   run.gpu_codec_unusable = [gpu_codec_reasons](const codec::GpuCodecFormat& gpu_codec) {
     const auto [at, asked] = gpu_codec_reasons->try_emplace(&gpu_codec);
@@ -276,10 +280,13 @@ bool choose_routes(const std::vector<engine::BatchItem>& items, engine::BatchOpt
     for (const auto& [gpu_codec, reason] : reasons)
       if (!reason.empty()) why_not += ": " + std::string(gpu_codec->format) + ": " + reason;
     if (any_gpu_codec)
-      log.info("{} file(s) a GPU codec can take: GPU codec (--codec auto takes it from {} such files)", jobs, threshold);
+      log.info("{} file(s) a GPU codec can take: GPU codec (--codec auto takes it from {} such files)", jobs,
+               threshold);
     else if (jobs < threshold)
-      log.info("{} file(s) a GPU codec can take: OpenCV's codec (--codec auto takes the GPU codec from {} such files, "
-               "where its set-up pays off)", jobs, threshold);
+      log.info(
+          "{} file(s) a GPU codec can take: OpenCV's codec (--codec auto takes the GPU codec from {} such files, "
+          "where its set-up pays off)",
+          jobs, threshold);
     else
       log.info("{} file(s) a GPU codec can take: OpenCV's codec (the GPU codec is not usable here{})", jobs, why_not);
   }
@@ -291,8 +298,8 @@ bool choose_routes(const std::vector<engine::BatchItem>& items, engine::BatchOpt
 engine::ItemObserver item_reporter(ProgressLine& progress, spdlog::logger& log) {
   return [&progress, &log](const ItemReport& item, std::size_t done, std::size_t) {
     const auto level = item.status == ItemStatus::failed ? spdlog::level::err
-                       : item.gpu_fallback.empty()        ? spdlog::level::info
-                                                          : spdlog::level::warn;
+                       : item.gpu_fallback.empty()       ? spdlog::level::info
+                                                         : spdlog::level::warn;
     if (log.should_log(level) || !item.notes.empty()) {
       progress.clear();
       for (const engine::ImageNote& note : item.notes) {  // each names its file already
@@ -300,7 +307,8 @@ engine::ItemObserver item_reporter(ProgressLine& progress, spdlog::logger& log) 
       }
       if (!item.gpu_fallback.empty())
         log.warn("{}: {}; filtered with OpenCV on the CPU instead", item.input, in_cli_terms(item.gpu_fallback));
-      if (!item.decoder_fallback.empty()) log.info("{}: {}; decoded with OpenCV", item.input, in_cli_terms(item.decoder_fallback));
+      if (!item.decoder_fallback.empty())
+        log.info("{}: {}; decoded with OpenCV", item.input, in_cli_terms(item.decoder_fallback));
       if (item.status == ItemStatus::failed)
         log.error("{}: {}", item.input, in_cli_terms(item.reason));
       else if (item.status == ItemStatus::ok)
@@ -347,7 +355,8 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
   // before any output is written.
   const bool uses_gpu = !request.no_filter && options.variant != Variant::opencv;
   std::shared_future<GpuCheck> gpu_check;
-  if (uses_gpu) gpu_check = std::async(std::launch::async, check_gpu, options.variant, std::cref(session), std::ref(log)).share();
+  if (uses_gpu)
+    gpu_check = std::async(std::launch::async, check_gpu, options.variant, std::cref(session), std::ref(log)).share();
 
   // From here on SIGINT and SIGTERM only set a flag: the batch stops taking images, lets the
   // writes in flight finish (no temporary file is left), reports, and exits 130 or 143. A served
@@ -367,7 +376,8 @@ ExitCode run_batch_command(const BatchRequest& request, const Filter& filter, co
 
   engine::BatchOptions batch_options;
   auto gpu_codec_reasons = std::make_shared<GpuCodecReasons>();
-  batch_options.run = batch_run_settings(request, filter, options, codec_in, gpu_output, items, session, gpu_codec_reasons);
+  batch_options.run =
+      batch_run_settings(request, filter, options, codec_in, gpu_output, items, session, gpu_codec_reasons);
   engine::RunSettings& run = batch_options.run;
   const bool any_gpu_codec = choose_routes(items, batch_options, *gpu_codec_reasons, log);
   batch_options.files = &files;

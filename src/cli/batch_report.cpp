@@ -73,8 +73,9 @@ nlohmann::json filter_json(const Filter& filter, const ConvolveOptions& options)
   return {{"origin", filter.origin},
           {"width", filter.width},
           {"height", filter.height},
-          {"anchor", {options.anchor_x >= 0 ? options.anchor_x : filter.resolved_anchor_x(),
-                      options.anchor_y >= 0 ? options.anchor_y : filter.resolved_anchor_y()}},
+          {"anchor",
+           {options.anchor_x >= 0 ? options.anchor_x : filter.resolved_anchor_x(),
+            options.anchor_y >= 0 ? options.anchor_y : filter.resolved_anchor_y()}},
           {"offset", filter.offset},
           {"weights", rows},
           {"border", std::string(to_string(options.border))},
@@ -98,25 +99,25 @@ nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int
                             const engine::BatchOptions& options, const StartupTimes& startup) {
   nlohmann::json files = nlohmann::json::array();
   for (const ItemReport& item : summary.items) {
-    files.push_back({{"input", item.input},
-                     {"output", item.output},
-                     {"status", std::string(engine::to_string(item.status))},
-                     {"reason", in_cli_terms(item.reason)},
-                     {"exit_code", static_cast<int>(item.exit_code)},
-                     {"device", item.device},
-                     {"variant", item.variant_used ? nlohmann::json(std::string(to_string(*item.variant_used)))
-                                                   : nlohmann::json()},
-                     {"variant_reason", variant_reason(item, options.run.convolve.variant, startup.no_gpu_reason)},
-                     {"decoder", item.decoder},
-                     {"decoder_reason", in_cli_terms(item.decoder_fallback)},
-                     {"encoder", item.encoder},
-                     {"timings",
-                      {{"read_ms", item.times.read_ms},
-                       {"filter_ms", item.times.filter_ms},
-                       {"upload_ms", item.times.upload_ms},
-                       {"download_ms", item.times.download_ms},
-                       {"write_ms", item.times.write_ms},
-                       {"total_ms", item.times.total_ms}}}});
+    files.push_back(
+        {{"input", item.input},
+         {"output", item.output},
+         {"status", std::string(engine::to_string(item.status))},
+         {"reason", in_cli_terms(item.reason)},
+         {"exit_code", static_cast<int>(item.exit_code)},
+         {"device", item.device},
+         {"variant", item.variant_used ? nlohmann::json(std::string(to_string(*item.variant_used))) : nlohmann::json()},
+         {"variant_reason", variant_reason(item, options.run.convolve.variant, startup.no_gpu_reason)},
+         {"decoder", item.decoder},
+         {"decoder_reason", in_cli_terms(item.decoder_fallback)},
+         {"encoder", item.encoder},
+         {"timings",
+          {{"read_ms", item.times.read_ms},
+           {"filter_ms", item.times.filter_ms},
+           {"upload_ms", item.times.upload_ms},
+           {"download_ms", item.times.download_ms},
+           {"write_ms", item.times.write_ms},
+           {"total_ms", item.times.total_ms}}}});
   }
   const double seconds = summary.wall_ms / 1000.0;
   return {{"files", files},
@@ -162,24 +163,26 @@ nlohmann::json summary_json(const BatchSummary& summary, ExitCode exit_code, int
 void log_outcome(const BatchSummary& summary, bool fail_fast, int signal, spdlog::logger& log) {
   if (summary.existing_outputs > 0)
     log.warn("{} output(s) already existed and were left unchanged (use --overwrite to replace them){}",
-                 summary.existing_outputs,
-                 summary.lost_races > 0
-                     ? fmt::format("; {} of them were written by another process while this one ran", summary.lost_races)
-                     : std::string());
+             summary.existing_outputs,
+             summary.lost_races > 0
+                 ? fmt::format("; {} of them were written by another process while this one ran", summary.lost_races)
+                 : std::string());
   if (signal != 0)
-    log.warn("interrupted by {}: {} written, {} not started; run the same command again to finish",
-                 signal_name(signal), summary.ok, summary.not_started);
+    log.warn("interrupted by {}: {} written, {} not started; run the same command again to finish", signal_name(signal),
+             summary.ok, summary.not_started);
   if (summary.failed > 0)
     log.error("{} of {} input(s) failed{}", summary.failed, summary.items.size(),
-                  fail_fast ? "; stopped at the first failure (--fail-fast)" : "");
+              fail_fast ? "; stopped at the first failure (--fail-fast)" : "");
   const double seconds = summary.wall_ms / 1000.0;
   log.info("batch: {} ok, {} failed, {} skipped in {:.2f} s ({:.1f} images/s)", summary.ok, summary.failed,
-               summary.skipped, seconds, seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0);
+           summary.skipped, seconds, seconds > 0 ? static_cast<double>(summary.ok) / seconds : 0.0);
   if (const auto& j = summary.gpu_codec; j.batches > 0)
-    log.info("GPU codec: set-up {:.0f} ms; {} files in {} decode calls; decoder busy {:.0f} ms ({:.0f} in the library's batched call), waiting for files "
-                 "{:.0f} ms, for encoders {:.0f} ms; encoder threads busy {:.0f} ms, waiting {:.0f} ms (summed)",
-                 j.setup_ms, j.files, j.batches, j.decode_ms, j.decode_submit_ms, j.decoder_waiting_ms, j.decoder_blocked_ms, j.encode_ms,
-                 j.encoders_waiting_ms);
+    log.info(
+        "GPU codec: set-up {:.0f} ms; {} files in {} decode calls; decoder busy {:.0f} ms ({:.0f} in the library's "
+        "batched call), waiting for files "
+        "{:.0f} ms, for encoders {:.0f} ms; encoder threads busy {:.0f} ms, waiting {:.0f} ms (summed)",
+        j.setup_ms, j.files, j.batches, j.decode_ms, j.decode_submit_ms, j.decoder_waiting_ms, j.decoder_blocked_ms,
+        j.encode_ms, j.encoders_waiting_ms);
 }
 
 }  // namespace cuconv::cli

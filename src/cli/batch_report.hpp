@@ -8,8 +8,8 @@
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
 
-#include <nlohmann/json.hpp>
 #include <spdlog/logger.h>
+#include <nlohmann/json.hpp>
 
 #include <chrono>
 #include <cstddef>
@@ -47,8 +47,8 @@ class ProgressLine {
 
 /// Where the time before the pipeline went, and what it found out.
 struct StartupTimes {
-  double startup_ms = 0;   ///< from the command's start to the pipeline's: options, filter, input listing
-  double gpu_init_ms = 0;  ///< CUDA's initialisation (the device check), beside the above and the first decodes
+  double startup_ms = 0;      ///< from the command's start to the pipeline's: options, filter, input listing
+  double gpu_init_ms = 0;     ///< CUDA's initialisation (the device check), beside the above and the first decodes
   std::string no_gpu_reason;  ///< why `auto` filters with OpenCV; empty when a GPU is usable
   bool served = false;        ///< run by `cuconv serve` for a client
   std::string server;         ///< then the server (Session::server_description)

@@ -191,8 +191,10 @@ std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
   // The unit: K, M, G or T, alone or followed by B or iB; B alone for bytes. All binary.
   std::string unit(text.substr(digits));
   for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit.ends_with("IB") && unit.size() == 3) unit.resize(1);
-  else if (unit.ends_with("B")) unit.pop_back();
+  if (unit.ends_with("IB") && unit.size() == 3)
+    unit.resize(1);
+  else if (unit.ends_with("B"))
+    unit.pop_back();
   constexpr std::string_view kUnits = "KMGT";
   int shift = 0;
   if (unit.size() == 1 && kUnits.find(unit[0]) != std::string_view::npos)
@@ -234,7 +236,8 @@ const std::vector<std::string> kGroupOrder = {"Options", "Output files and metad
 CLI::Option* add_filter_options(CLI::App& app, CliRequest& req) {
   const std::string group = kGroupOrder[0];  // the filter's options lead: "Options"
   std::string parametric;
-  for (const ParametricFilter& kind : parametric_filters()) parametric += (parametric.empty() ? "" : ", ") + std::string(kind.syntax);
+  for (const ParametricFilter& kind : parametric_filters())
+    parametric += (parametric.empty() ? "" : ", ") + std::string(kind.syntax);
   app.add_option("-f,--filter", req.filter_spec,
                  "a preset name, a parametric filter (" + parametric +
                      "), an inline WxH[+X+Y]:v,v,... or a filter file (--list-filters; docs/filters.md)")
@@ -248,7 +251,8 @@ CLI::Option* add_filter_options(CLI::App& app, CliRequest& req) {
       app.add_option("--border-value", req.border_value, "the value outside the image for --border constant")
           ->option_text("V")
           ->group(group);
-  app.add_option("--anchor", req.anchor, "the filter cell placed over the output pixel (default: the filter's own, else its centre)")
+  app.add_option("--anchor", req.anchor,
+                 "the filter cell placed over the output pixel (default: the filter's own, else its centre)")
       ->option_text("X,Y")
       ->group(group);
   app.add_option("--delta", req.delta, "a value added to every result before rounding (default 0)")
@@ -272,7 +276,8 @@ CLI::Option* add_filter_options(CLI::App& app, CliRequest& req) {
 /// Registers the options on where the command runs and what it reports besides the image.
 void add_run_options(CLI::App& app, CliRequest& req, BatchRequest& batch, bool batch_mode) {
   const std::string group = kGroupOrder[2];
-  app.add_option("--variant", req.variant, "the kernel (default auto: a GPU kernel, OpenCV without a GPU; VARIANT below)")
+  app.add_option("--variant", req.variant,
+                 "the kernel (default auto: a GPU kernel, OpenCV without a GPU; VARIANT below)")
       ->transform(one_of_table<Variant>())
       ->option_text("VARIANT")
       ->group(group);
@@ -297,14 +302,16 @@ void add_run_options(CLI::App& app, CliRequest& req, BatchRequest& batch, bool b
       ->transform(one_of_table<common::Codec>())
       ->option_text("auto|gpu|opencv")
       ->group(group);
-  app.add_flag("--compare", req.compare, "also run cv::filter2D and report the difference and the speed-up")->group(group);
+  app.add_flag("--compare", req.compare, "also run cv::filter2D and report the difference and the speed-up")
+      ->group(group);
   if (batch_mode)
     app.add_option("--json", batch.json_path, "write the batch summary as JSON to FILE, or - for stdout")
         ->option_text("FILE")
         ->group(group);
   else
-    app.add_flag("--json", req.json, "with --compare: print the report as one JSON object (with --out-dir: "
-                                     "--json FILE writes the batch summary)")
+    app.add_flag("--json", req.json,
+                 "with --compare: print the report as one JSON object (with --out-dir: "
+                 "--json FILE writes the batch summary)")
         ->group(group);
   app.add_option("--bench", req.bench_runs, "also time the GPU kernel N more times: median ms, GB/s, % of a copy")
       ->check(CLI::Range(1, 100000))
@@ -316,7 +323,8 @@ void add_run_options(CLI::App& app, CliRequest& req, BatchRequest& batch, bool b
 void add_information_options(CLI::App& app, CliRequest& req, bool& version) {
   const std::string group = kGroupOrder.back();
   app.get_help_ptr()->description("print this help and exit")->group(group);
-  app.add_flag("--version", version, "print the version, the build, OpenCV, CUDA and the GPU found, and exit")->group(group);
+  app.add_flag("--version", version, "print the version, the build, OpenCV, CUDA and the GPU found, and exit")
+      ->group(group);
   app.add_flag("--list-filters", req.list_filters, "list the built-in filters and exit")->group(group);
   app.add_option("--show-filter", req.show_filter, "print the weights of a filter (preset, file or string) and exit")
       ->option_text("SPEC")
@@ -338,7 +346,8 @@ Registered add_all_options(CLI::App& app, ParsedCommand& command, bool batch_mod
   if (batch_mode) {
     app.add_option("INPUT", batch.inputs, "input images and folders (their images)");
   } else {
-    app.add_option("INPUT", req.input, "the input image (read unchanged: depth and alpha kept), or - for standard input");
+    app.add_option("INPUT", req.input,
+                   "the input image (read unchanged: depth and alpha kept), or - for standard input");
     app.add_option("OUTPUT", req.output,
                    "the output image; its extension picks the format; FORMAT:- (e.g. png:-) writes to standard output");
   }

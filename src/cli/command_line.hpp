@@ -51,7 +51,7 @@ struct CliRequest {
   std::string compression;      ///< --compression: PNG level 0-9, TIFF none|lzw|deflate; empty: the format's default
   bool strip_metadata = false;  ///< --strip: write no EXIF, ICC or XMP
   bool auto_orient = false;     ///< --auto-orient: rotate the pixels upright by EXIF Orientation, reset the tag to 1
-  std::string codec = "auto";  ///< --codec auto|gpu|opencv (JPEG -> JPEG jobs; both modes)
+  std::string codec = "auto";   ///< --codec auto|gpu|opencv (JPEG -> JPEG jobs; both modes)
   std::string server = "auto";  ///< --server auto|always|never: where the command runs (main() acts on it)
 };
 
@@ -64,24 +64,24 @@ struct CliRequest {
 
 /// The batch options as parsed from argv.
 struct BatchRequest {
-  std::vector<std::string> inputs;      ///< images and directories named on the command line
+  std::vector<std::string> inputs;  ///< images and directories named on the command line
   std::string out_dir;
   std::string name_template = "%s";     ///< --name
   std::vector<std::string> from_lists;  ///< --from FILE|-
   bool recursive = false;
-  std::size_t jobs = 0;                 ///< 0: one per hardware thread
-  std::size_t gpu_threads = 0;          ///< filter threads per device; 0: BatchOptions' default (2)
-  std::string devices;                  ///< --devices all|0,1,...; empty: the current device
-  std::string shard;                    ///< --shard I/N; empty: from Slurm's array variables
+  std::size_t jobs = 0;         ///< 0: one per hardware thread
+  std::size_t gpu_threads = 0;  ///< filter threads per device; 0: BatchOptions' default (2)
+  std::string devices;          ///< --devices all|0,1,...; empty: the current device
+  std::string shard;            ///< --shard I/N; empty: from Slurm's array variables
   bool overwrite = false;
   bool fail_fast = false;
   bool no_filter = false;
-  std::string json_path;                ///< --json FILE|- (batch mode only)
-  bool quiet = false;                   ///< -q: no progress line
+  std::string json_path;                         ///< --json FILE|- (batch mode only)
+  bool quiet = false;                            ///< -q: no progress line
   std::uint64_t max_pixels = kDefaultMaxPixels;  ///< --max-pixels (shared with single-image mode)
-  WriteOptions write;                   ///< --quality, --compression (shared with single-image mode)
-  bool strip_metadata = false;          ///< --strip (shared)
-  bool auto_orient = false;             ///< --auto-orient (shared)
+  WriteOptions write;                            ///< --quality, --compression (shared with single-image mode)
+  bool strip_metadata = false;                   ///< --strip (shared)
+  bool auto_orient = false;                      ///< --auto-orient (shared)
 };
 
 /// What the command line asks for.

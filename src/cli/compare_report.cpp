@@ -39,11 +39,11 @@ void print_bench(const cv::Mat& input, const ConvolveResult& result, const std::
   if (result.variant_used == Variant::opencv)
     throw Error(ErrorKind::gpu, "--bench times GPU kernels, but this run used OpenCV on the CPU" +
                                     (no_gpu_reason.empty() ? std::string() : " (" + no_gpu_reason + ")"));
-  session.print(fmt::format("bench: variant {}, {}x{}, {} channel(s): kernel median {:.3f} ms over {} runs, "
-                            "{:.1f} GB/s, {:.0f}% of a device-to-device copy of the same bytes ({:.3f} ms)\n",
-                            to_string(result.variant_used), input.cols, input.rows, input.channels(),
-                            t.kernel_median_ms, t.bench_runs, t.bytes_moved / t.kernel_median_ms * 1e-6,
-                            100.0 * t.copy_roof_ms / t.kernel_median_ms, t.copy_roof_ms));
+  session.print(fmt::format(
+      "bench: variant {}, {}x{}, {} channel(s): kernel median {:.3f} ms over {} runs, "
+      "{:.1f} GB/s, {:.0f}% of a device-to-device copy of the same bytes ({:.3f} ms)\n",
+      to_string(result.variant_used), input.cols, input.rows, input.channels(), t.kernel_median_ms, t.bench_runs,
+      t.bytes_moved / t.kernel_median_ms * 1e-6, 100.0 * t.copy_roof_ms / t.kernel_median_ms, t.copy_roof_ms));
 }
 
 }  // namespace
@@ -76,14 +76,17 @@ ExitCode report_bench_and_compare(const CliRequest& req, const cv::Mat& input, c
         "variant {} vs cv::filter2D: max abs difference {:g}, {} of {} values differ ({:.4f}%), relative error {:.3g} "
         "-> {}\n",
         to_string(result.variant_used), stats.max_abs_difference, stats.differing_values, stats.total_values,
-        stats.differing_percent, stats.relative_error, stats.within_tolerance ? "within tolerance" : "OUTSIDE tolerance");
+        stats.differing_percent, stats.relative_error,
+        stats.within_tolerance ? "within tolerance" : "OUTSIDE tolerance");
     if (stats.exact_where_reference_differs > 0)
-      text += fmt::format("  ({} more values differ from cv::filter2D's float sum and equal the exact sum: not counted)\n",
-                          stats.exact_where_reference_differs);
-    text += fmt::format("time: gpu kernel {:.3f} ms ({:.3f} ms with transfers), opencv {:.3f} ms, speedup {:.1f}x "
-                        "kernel / {:.1f}x total\n",
-                        result.times.kernel_ms, report["gpu_total_ms"].get<double>(), check.reference_kernel_ms,
-                        report["speedup_kernel"].get<double>(), report["speedup_total"].get<double>());
+      text +=
+          fmt::format("  ({} more values differ from cv::filter2D's float sum and equal the exact sum: not counted)\n",
+                      stats.exact_where_reference_differs);
+    text += fmt::format(
+        "time: gpu kernel {:.3f} ms ({:.3f} ms with transfers), opencv {:.3f} ms, speedup {:.1f}x "
+        "kernel / {:.1f}x total\n",
+        result.times.kernel_ms, report["gpu_total_ms"].get<double>(), check.reference_kernel_ms,
+        report["speedup_kernel"].get<double>(), report["speedup_total"].get<double>());
     session.print(text);
   }
   return stats.within_tolerance ? ExitCode::ok : ExitCode::compare_mismatch;

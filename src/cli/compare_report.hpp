@@ -26,9 +26,9 @@ struct Codecs {
 /// Prints --bench's line and --compare's report for `result` (filtered from `input`); returns
 /// ExitCode::compare_mismatch when --compare finds it outside the rule, else ok. Throws
 /// Error{gpu} when they need a GPU result and `result` came from OpenCV (`no_gpu_reason` says why).
-[[nodiscard]] ExitCode report_bench_and_compare(const CliRequest& req, const cv::Mat& input, const ConvolveResult& result,
-                                                const Filter& filter, const ConvolveOptions& options,
-                                                const std::string& no_gpu_reason, const Codecs& codecs,
-                                                Session& session);
+[[nodiscard]] ExitCode report_bench_and_compare(const CliRequest& req, const cv::Mat& input,
+                                                const ConvolveResult& result, const Filter& filter,
+                                                const ConvolveOptions& options, const std::string& no_gpu_reason,
+                                                const Codecs& codecs, Session& session);
 
 }  // namespace cuconv::cli

@@ -40,7 +40,8 @@ std::vector<int> parse_devices(const std::string& text, bool uses_gpu) {
   for (int device : devices)
     if (device >= count)
       throw Error(ErrorKind::usage, "--devices " + text + ": there is no device " + std::to_string(device) + " (" +
-                                        std::to_string(count) + " CUDA device(s): 0.." + std::to_string(count - 1) + ")");
+                                        std::to_string(count) + " CUDA device(s): 0.." + std::to_string(count - 1) +
+                                        ")");
   return devices;
 }
 

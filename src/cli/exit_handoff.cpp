@@ -7,17 +7,17 @@
 // open descriptors after any listing, so the child closes every number but the kept ones.
 #include "cli/exit_handoff.hpp"
 
-#include <algorithm>
-#include <array>
-#include <cerrno>
-#include <cstdlib>
-#include <climits>
 #include <dirent.h>
 #include <fcntl.h>
 #include <sys/resource.h>
 #include <sys/syscall.h>
-#include <string>
 #include <unistd.h>
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <climits>
+#include <cstdlib>
+#include <string>
 
 namespace cuconv::cli {
 

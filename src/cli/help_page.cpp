@@ -9,8 +9,10 @@ namespace cuconv::cli {
 
 std::string help_row(std::string_view head, std::string_view text, std::size_t indent) {
   std::string out(head);
-  if (out.size() + 2 > indent) out += "\n" + std::string(indent, ' ');
-  else out.resize(indent, ' ');
+  if (out.size() + 2 > indent)
+    out += "\n" + std::string(indent, ' ');
+  else
+    out.resize(indent, ' ');
   std::size_t column = indent;
   std::size_t at = 0;
   while (at < text.size()) {
@@ -34,8 +36,8 @@ std::string help_row(std::string_view head, std::string_view text, std::size_t i
 namespace {
 
 /// cuconv's help page in CLI11: the usage and examples given (which say what the positional
-/// arguments are), the option groups in the order given, each option as "-f, --filter SPEC" and its text wrapped at kHelpWidth columns, no type
-/// tags, defaults or exclusions (the texts say what matters of those).
+/// arguments are), the option groups in the order given, each option as "-f, --filter SPEC" and its text wrapped at
+/// kHelpWidth columns, no type tags, defaults or exclusions (the texts say what matters of those).
 class HelpPage : public CLI::Formatter {
  public:
   HelpPage(std::string usage, std::vector<std::string> groups) : usage_(std::move(usage)), groups_(std::move(groups)) {}
@@ -43,7 +45,9 @@ class HelpPage : public CLI::Formatter {
   std::string make_help(const CLI::App* app, std::string, CLI::AppFormatMode) const override {
     std::string out = app->get_description() + "\n\n" + usage_;  // the usage says what the arguments are
     for (const std::string& group : groups_) {
-      const auto in_group = [&group](const CLI::Option* opt) { return opt->nonpositional() && opt->get_group() == group; };
+      const auto in_group = [&group](const CLI::Option* opt) {
+        return opt->nonpositional() && opt->get_group() == group;
+      };
       if (const std::vector<const CLI::Option*> opts = app->get_options(in_group); !opts.empty())
         out += make_group(group, false, opts);
     }

@@ -2,8 +2,8 @@
 #pragma once
 // How cuconv's help pages are laid out (`cuconv --help`, `cuconv serve --help`): rows wrapped at
 // one width, option groups in a given order, placeholders instead of CLI11's type tags.
-#include "common/names.hpp"
 #include "cli/option_names.hpp"
+#include "common/names.hpp"
 
 #include <CLI/CLI.hpp>
 
@@ -31,7 +31,8 @@ inline constexpr std::size_t kHelpWidth = 100;
 template <class Enum>
 std::string table_help(const std::string& title) {
   std::string text = title + ":\n";
-  for (const auto& e : common::Table<Enum>::entries) text += help_row("  " + std::string(e.name), in_cli_terms(e.help), 16);
+  for (const auto& e : common::Table<Enum>::entries)
+    text += help_row("  " + std::string(e.name), in_cli_terms(e.help), 16);
   return text;
 }
 

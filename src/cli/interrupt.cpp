@@ -4,13 +4,13 @@
 
 #include "cli/library_messages.hpp"
 
+#include <unistd.h>
 #include <algorithm>
 #include <atomic>
 #include <climits>
 #include <csignal>
 #include <cstring>
 #include <iterator>
-#include <unistd.h>
 
 namespace cuconv::cli {
 
@@ -111,10 +111,14 @@ int received_signal() noexcept { return g_received.load(); }
 
 const char* signal_name(int signal) noexcept {
   switch (signal) {
-    case SIGINT: return "SIGINT";
-    case SIGTERM: return "SIGTERM";
-    case SIGHUP: return "SIGHUP";
-    default: return "a signal";
+    case SIGINT:
+      return "SIGINT";
+    case SIGTERM:
+      return "SIGTERM";
+    case SIGHUP:
+      return "SIGHUP";
+    default:
+      return "a signal";
   }
 }
 

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include <array>
-#include <string>
 #include <cerrno>
 #include <iostream>
+#include <string>
 
 #if defined(__SANITIZE_ADDRESS__)
 #define CUCONV_UNDER_ASAN 1
@@ -36,10 +36,21 @@ namespace {
 /// output_message texts, libtiff's default handlers ("TIFFReadDirectory: Warning, ..."),
 /// OpenCV's imread_/imwrite_ notes (std::cerr) and its logger ("[ WARN:0@...]").
 constexpr std::string_view kLibraryPrefixes[] = {
-    "libpng warning:", "libpng error:",                                                  // libpng
-    "Corrupt JPEG data", "Premature end of JPEG file", "Invalid SOS parameters",         // libjpeg
-    "Inconsistent progression sequence", "Unsupported marker type", "Warning: ",
-    "imread_(", "imwrite_(", "imdecode_(", "OpenCV(", "[ WARN:", "[ INFO:", "[ERROR:",  // OpenCV
+    "libpng warning:",
+    "libpng error:",  // libpng
+    "Corrupt JPEG data",
+    "Premature end of JPEG file",
+    "Invalid SOS parameters",  // libjpeg
+    "Inconsistent progression sequence",
+    "Unsupported marker type",
+    "Warning: ",
+    "imread_(",
+    "imwrite_(",
+    "imdecode_(",
+    "OpenCV(",
+    "[ WARN:",
+    "[ INFO:",
+    "[ERROR:",  // OpenCV
 };
 
 /// Under AddressSanitizer (the asan preset) the sanitizers' reports go straight to the terminal's
@@ -67,8 +78,7 @@ bool is_library_message(std::string_view line) {
   for (std::string_view prefix : kLibraryPrefixes)
     if (line.starts_with(prefix)) return true;
   // libtiff's default handlers: "TIFFReadDirectory: ...", "TIFFFetchNormalTag: ...".
-  return line.starts_with("TIFF") && line.find(": ") != std::string_view::npos &&
-         line.find(' ') > line.find(':');
+  return line.starts_with("TIFF") && line.find(": ") != std::string_view::npos && line.find(' ') > line.find(':');
 }
 
 LibraryMessages::LibraryMessages(bool show_each, spdlog::logger& log, LibraryCapture how, int passthrough_fd)

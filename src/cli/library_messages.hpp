@@ -55,9 +55,9 @@ class LibraryMessages final : private common::StderrSink {
   spdlog::logger& log_;
   int passthrough_fd_;
   bool active_ = false;
-  std::thread reader_;                        ///< descriptor_2: the pipe's reader
+  std::thread reader_;                             ///< descriptor_2: the pipe's reader
   std::optional<common::ThreadStderrSink> bound_;  ///< this_thread: the binding
-  std::mutex mutex_;                          ///< the count and the first, from several threads
+  std::mutex mutex_;                               ///< the count and the first, from several threads
   std::size_t count_ = 0;
   std::string first_;
 };

@@ -11,15 +11,15 @@
 #include <cstring>
 #include <optional>
 
+#include <unistd.h>
 #include <cstdio>
 #include <cstdlib>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 int main(int argc, char** argv) {
   cuconv::serve::occupy_closed_standard_descriptors();  // before anything here opens a descriptor
-  cuconv::cli::ignore_file_size_signal();  // a write past `ulimit -f` is a write error, not a kill
+  cuconv::cli::ignore_file_size_signal();               // a write past `ulimit -f` is a write error, not a kill
   if (argc > 1 && std::strcmp(argv[1], "serve") == 0) return cuconv::cli::run_serve_command(argc, argv);
   // A user's server runs the command when one answers (--server, $CUCONV_SERVER); else this process.
   // The front end (`cuconv`) has asked the server already when it execs this engine, and says why

@@ -45,8 +45,8 @@ std::string in_cli_terms(std::string_view text) {
     const std::size_t close = open == std::string_view::npos ? open : text.find('`', open + 1);
     if (close == std::string_view::npos) break;
     const std::string_view name = text.substr(open + 1, close - open - 1);
-    const auto found = std::find_if(kOptionNames.begin(), kOptionNames.end(),
-                                    [&](const OptionName& o) { return o.setting == name; });
+    const auto found =
+        std::find_if(kOptionNames.begin(), kOptionNames.end(), [&](const OptionName& o) { return o.setting == name; });
     out += text.substr(0, open);
     if (found == kOptionNames.end()) {
       out += text.substr(open, close - open + 1);

@@ -2,11 +2,11 @@
 // One command line in a session (session.hpp): parse, then list, describe or filter; the same
 // code for a process of its own and for a client of `cuconv serve`.
 #include "cli/batch_command.hpp"
-#include "cli/option_names.hpp"
 #include "cli/codec_options.hpp"
 #include "cli/command_line.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/library_messages.hpp"
+#include "cli/option_names.hpp"
 #include "cli/session.hpp"
 #include "cli/single_image.hpp"
 #include "cli/warnings.hpp"
@@ -19,18 +19,18 @@
 #include <cuconv/version.hpp>
 
 #include <fmt/format.h>
-#include <opencv2/core/utility.hpp>
 #include <spdlog/sinks/ansicolor_sink.h>
+#include <opencv2/core/utility.hpp>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
-#include <fcntl.h>
 #include <mutex>
 #include <optional>
 #include <set>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace cuconv::cli {
 
@@ -40,7 +40,8 @@ namespace {
 class OwnedStreamSink final : public spdlog::sinks::ansicolor_sink<spdlog::details::console_mutex> {
  public:
   OwnedStreamSink(std::FILE* file, bool owned)
-      : spdlog::sinks::ansicolor_sink<spdlog::details::console_mutex>(file, spdlog::color_mode::automatic), file_(owned ? file : nullptr) {}
+      : spdlog::sinks::ansicolor_sink<spdlog::details::console_mutex>(file, spdlog::color_mode::automatic),
+        file_(owned ? file : nullptr) {}
   ~OwnedStreamSink() override {
     if (file_ != nullptr) std::fclose(file_);
   }
@@ -55,15 +56,16 @@ std::string list_filters() {
   std::string text = "Presets (built in, from filters/*.mat):\n";
   for (const std::string& name : preset_names()) text += fmt::format("  {:<24} {}\n", name, preset_summary(name));
   text += "Parametric (docs/filters.md defines the weights):\n";
-  for (const ParametricFilter& kind : parametric_filters()) text += fmt::format("  {:<24} {}\n", kind.syntax, kind.summary);
+  for (const ParametricFilter& kind : parametric_filters())
+    text += fmt::format("  {:<24} {}\n", kind.syntax, kind.summary);
   text += "Also: an inline WxH[+X+Y]:v,v,... filter, a libvips .mat file or a plain matrix file.\n";
   return text;
 }
 
 std::string version_text() {
-  std::string text = fmt::format("cuconv {}\ncommit {}, {} build\nOpenCV {}\n{}\n", CUCONV_VERSION, CUCONV_GIT_COMMIT,
-                                 *CUCONV_BUILD_TYPE != '\0' ? CUCONV_BUILD_TYPE : "default", cv::getVersionString(),
-                                 cuda_versions());
+  std::string text =
+      fmt::format("cuconv {}\ncommit {}, {} build\nOpenCV {}\n{}\n", CUCONV_VERSION, CUCONV_GIT_COMMIT,
+                  *CUCONV_BUILD_TYPE != '\0' ? CUCONV_BUILD_TYPE : "default", cv::getVersionString(), cuda_versions());
   std::string reason;
   const std::vector<std::string> gpus = describe_gpus(&reason);
   if (gpus.empty()) text += fmt::format("GPU: none: {}; filtering runs on the CPU (OpenCV)\n", reason);
@@ -75,10 +77,15 @@ ExitCode dispatch(const ParsedCommand& command, Session& session) {
   const CliRequest& req = command.request;
   session.log().set_level(req.quiet ? spdlog::level::err : req.verbose ? spdlog::level::info : spdlog::level::warn);
   switch (command.action) {
-    case Action::list_filters: session.print(list_filters()); return ExitCode::ok;
-    case Action::version: session.print(version_text()); return ExitCode::ok;
+    case Action::list_filters:
+      session.print(list_filters());
+      return ExitCode::ok;
+    case Action::version:
+      session.print(version_text());
+      return ExitCode::ok;
     case Action::show_filter:
-      session.print(describe_filter(load_filter_through(session.file_access(), req.show_filter, filter_load_options_of(req))));
+      session.print(
+          describe_filter(load_filter_through(session.file_access(), req.show_filter, filter_load_options_of(req))));
       return ExitCode::ok;
     case Action::filter_batch:
     case Action::filter_image: {
@@ -92,11 +99,13 @@ ExitCode dispatch(const ParsedCommand& command, Session& session) {
       if (command.action == Action::filter_image) return run_single_image(req, command.options, session);
       const BatchRequest& batch = command.batch;
       const Filter filter =
-          batch.no_filter ? Filter{} : load_filter_through(session.file_access(), req.filter_spec, filter_load_options_of(req));
+          batch.no_filter ? Filter{}
+                          : load_filter_through(session.file_access(), req.filter_spec, filter_load_options_of(req));
       return run_batch_command(batch, filter, command.options, codec_request(req, command.options),
                                gpu_output_options(req), session);
     }
-    case Action::exit_now: break;
+    case Action::exit_now:
+      break;
   }
   return static_cast<ExitCode>(command.exit_code);
 }
@@ -110,7 +119,8 @@ void Session::print(std::string_view text) const {
   struct stat st {};
   if (limit > 0 && ::fstat(out_fd, &st) == 0 && S_ISREG(st.st_mode)) {
     const off_t at = ::lseek(out_fd, 0, SEEK_CUR);
-    const std::uint64_t room = at < 0 || static_cast<std::uint64_t>(at) >= limit ? 0 : limit - static_cast<std::uint64_t>(at);
+    const std::uint64_t room =
+        at < 0 || static_cast<std::uint64_t>(at) >= limit ? 0 : limit - static_cast<std::uint64_t>(at);
     if (text.size() > room) {
       (void)common::write_all(out_fd, text.substr(0, room));
       throw Error(ErrorKind::output, "cannot write to standard output");
@@ -144,7 +154,7 @@ namespace {
 std::string runtime_folder(const Session& session) {
   const char* runtime = session.getenv("XDG_RUNTIME_DIR");
   const std::string folder = runtime != nullptr && runtime[0] == '/' ? std::string(runtime) + "/cuconv"
-                                                                      : "/tmp/cuconv-" + std::to_string(::getuid());
+                                                                     : "/tmp/cuconv-" + std::to_string(::getuid());
   return serve::prepare_private_folder(folder).empty() ? folder : std::string();
 }
 
@@ -164,7 +174,9 @@ std::optional<std::string> gpu_warning(const Session& session, std::string_view 
   if (!warning) return warning;
   const std::string key = session_key(::getpid());
   const std::string folder = key.empty() ? std::string() : runtime_folder(session);
-  if (!folder.empty() && !first_in_session(session.files != nullptr ? *session.files : engine::local_files(), folder, key)) return std::nullopt;
+  if (!folder.empty() &&
+      !first_in_session(session.files != nullptr ? *session.files : engine::local_files(), folder, key))
+    return std::nullopt;
   return warning;
 }
 

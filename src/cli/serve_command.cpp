@@ -19,16 +19,16 @@
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
 
-#include <CLI/CLI.hpp>
 #include <fmt/format.h>
 #include <fmt/ranges.h>
+#include <CLI/CLI.hpp>
 
+#include <unistd.h>
 #include <chrono>
 #include <cstdio>
+#include <iostream>
 #include <map>
 #include <string_view>
-#include <unistd.h>
-#include <iostream>
 #include <thread>
 
 namespace cuconv::cli {
@@ -116,7 +116,8 @@ int ask_running_server(const std::string& socket, bool stop) {
   } else if (answer.ended) {
     text = fmt::format("stopped: the server pid {} on {} has stopped\n", answer.status->pid, path);
   } else {
-    text = fmt::format("the server pid {} on {} was asked to stop but has not: {}\n", answer.status->pid, path, answer.why);
+    text = fmt::format("the server pid {} on {} was asked to stop but has not: {}\n", answer.status->pid, path,
+                       answer.why);
     code = static_cast<int>(ExitCode::internal);
   }
   std::fwrite(text.data(), 1, text.size(), stdout);
@@ -131,14 +132,15 @@ int run_serve_command(int argc, const char* const* argv) {
                "cuconv serve"};
   serve::ServerOptions options;
   // The help page has the layout of `cuconv --help` (command_line.hpp's help_page).
-  app.formatter(help_page("Usage: cuconv serve [options]\n"
-                          "  or:  cuconv serve --status | --stop\n"
-                          "\n"
-                          "Examples:\n"
-                          "  cuconv serve &            later cuconv calls of this user run in it, without start-up\n"
-                          "  cuconv serve --status     whether one runs: pid, build, uptime, devices, requests\n"
-                          "  cuconv serve --stop       stop it; the requests in flight finish\n",
-                          {"Options"}));
+  app.formatter(
+      help_page("Usage: cuconv serve [options]\n"
+                "  or:  cuconv serve --status | --stop\n"
+                "\n"
+                "Examples:\n"
+                "  cuconv serve &            later cuconv calls of this user run in it, without start-up\n"
+                "  cuconv serve --status     whether one runs: pid, build, uptime, devices, requests\n"
+                "  cuconv serve --stop       stop it; the requests in flight finish\n",
+                {"Options"}));
   app.get_help_ptr()->description("print this help and exit");
   app.add_option("--socket", options.socket_path,
                  "socket to listen on (default: $CUCONV_SOCKET, $XDG_RUNTIME_DIR/cuconv/socket or "
@@ -216,29 +218,30 @@ int run_serve_command(int argc, const char* const* argv) {
     status.devices = served.empty() ? warm.setup_note() : fmt::format("CUDA device(s) {}", fmt::join(served, ","));
     status.gpu_memory_held = warm.kept_workspace_bytes();
   };
-  const int code = serve::run_server(options, [&warm](const serve::ClientRequest& request, serve::ClientSession& client) {
-    Session session;
-    session.server_description = request.server_description;
-    session.in_fd = client.in_fd();
-    session.out_fd = client.out_fd();
-    session.err_fd = client.err_fd();
-    session.err_is_terminal = request.err_is_terminal;
-    session.files = &client.files();
-    session.served = true;
-    session.working_folder = request.cwd;  // where the client's relative paths start
-    session.warm = &warm;
-    session.interrupted = [&client] { return client.interrupt_signal(); };
-    session.caller_session = session_key(request.pid);  // the no-GPU warning: once per client session
-    if (const std::string why = process_wide_difference(request.environment); !why.empty())
-      throw serve::Refusal{serve::RefusalReason::environment, why};
-    session.environment.emplace();
-    for (const std::string& entry : request.environment) {
-      const std::size_t equals = entry.find('=');
-      if (equals != std::string::npos && serve::forwarded_variable(entry.substr(0, equals)))
-        session.environment->emplace(entry.substr(0, equals), entry.substr(equals + 1));
-    }
-    return run_command(request.argv, session);
-  });
+  const int code =
+      serve::run_server(options, [&warm](const serve::ClientRequest& request, serve::ClientSession& client) {
+        Session session;
+        session.server_description = request.server_description;
+        session.in_fd = client.in_fd();
+        session.out_fd = client.out_fd();
+        session.err_fd = client.err_fd();
+        session.err_is_terminal = request.err_is_terminal;
+        session.files = &client.files();
+        session.served = true;
+        session.working_folder = request.cwd;  // where the client's relative paths start
+        session.warm = &warm;
+        session.interrupted = [&client] { return client.interrupt_signal(); };
+        session.caller_session = session_key(request.pid);  // the no-GPU warning: once per client session
+        if (const std::string why = process_wide_difference(request.environment); !why.empty())
+          throw serve::Refusal{serve::RefusalReason::environment, why};
+        session.environment.emplace();
+        for (const std::string& entry : request.environment) {
+          const std::size_t equals = entry.find('=');
+          if (equals != std::string::npos && serve::forwarded_variable(entry.substr(0, equals)))
+            session.environment->emplace(entry.substr(0, equals), entry.substr(equals + 1));
+        }
+        return run_command(request.argv, session);
+      });
   ready_line.join();
   return code;
 }

@@ -27,12 +27,12 @@ class WarmGpu;
 namespace cuconv::cli {
 
 struct Session {
-  int in_fd = 0;             ///< standard input of the command
-  int out_fd = 1;            ///< standard output
-  int err_fd = 2;            ///< standard error (messages)
-  bool err_is_terminal = false;  ///< colours in messages
+  int in_fd = 0;                   ///< standard input of the command
+  int out_fd = 1;                  ///< standard output
+  int err_fd = 2;                  ///< standard error (messages)
+  bool err_is_terminal = false;    ///< colours in messages
   engine::Files* files = nullptr;  ///< nullptr: engine::local_files()
-  bool served = false;       ///< run by `cuconv serve` for a client
+  bool served = false;             ///< run by `cuconv serve` for a client
   /// A served command's working folder: its client's (absolute; empty when the client could not
   /// tell). Unused in a process of its own, whose folder is engine::working_folder().
   std::string working_folder;

@@ -18,10 +18,10 @@
 
 #include <fmt/format.h>
 
+#include <unistd.h>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
-#include <unistd.h>
 
 namespace cuconv::cli {
 
@@ -38,7 +38,8 @@ std::string stdout_format(const std::string& output) {
   return output.size() > 2 && output.ends_with(":-") ? output.substr(0, output.size() - 2) : std::string();
 }
 
-/// A file name of the output's format: `output` itself, or a stand-in for FORMAT:- (never created) that the format, encoder and metadata checks read the extension of.
+/// A file name of the output's format: `output` itself, or a stand-in for FORMAT:- (never created) that the format,
+/// encoder and metadata checks read the extension of.
 std::string format_path(const std::string& output) {
   const std::string format = stdout_format(output);
   if (format.empty()) return output;
@@ -53,8 +54,10 @@ bool nvidia_driver_loaded() {
 
 void print_notes(const engine::ImageReport& report, spdlog::logger& log) {
   for (const engine::ImageNote& note : report.notes) {
-    if (note.level == engine::ImageNote::Level::warning) log.warn("{}", in_cli_terms(note.text));
-    else log.info("{}", in_cli_terms(note.text));
+    if (note.level == engine::ImageNote::Level::warning)
+      log.warn("{}", in_cli_terms(note.text));
+    else
+      log.info("{}", in_cli_terms(note.text));
   }
 }
 
@@ -68,10 +71,14 @@ Filter load_filter_through(engine::Files& files, const std::string& spec, const 
   FilterLoadOptions through = options;
   through.files.kind = [&files](const std::string& path) {
     switch (files.kind(path, true)) {
-      case engine::FileKind::none: return Kind::none;
-      case engine::FileKind::regular: return Kind::regular;
-      case engine::FileKind::directory: return Kind::directory;
-      default: return Kind::other;
+      case engine::FileKind::none:
+        return Kind::none;
+      case engine::FileKind::regular:
+        return Kind::regular;
+      case engine::FileKind::directory:
+        return Kind::directory;
+      default:
+        return Kind::other;
     }
   };
   through.files.open = [&files, &opened](const std::string& path) {
@@ -141,8 +148,10 @@ std::optional<ExitCode> take_input(const CliRequest& req, Session& session, engi
   stdin_copy.emplace(session.in_fd, temp_folder(session), !session.served, session.file_access());
   // Served, a signal during the copy arrives as the client's Interrupt: stop as in-process.
   if (const int signal = session.interrupt_signal(); signal != 0 && session.served) {
-    session.log().warn("interrupted by {} while working on standard input (its temporary copy was removed); "
-                       "nothing was written", signal_name(signal));
+    session.log().warn(
+        "interrupted by {} while working on standard input (its temporary copy was removed); "
+        "nothing was written",
+        signal_name(signal));
     return interrupted_exit_code(signal);
   }
   task.input = stdin_copy->path();
@@ -194,12 +203,14 @@ void report_image(const engine::ImageReport& report, const RunContext& run, Sess
     if (const auto warning = gpu_warning(session, run.no_gpu_reason)) log.warn("{}", *warning);
   if (!report.decoder_fallback.empty())
     log.info("{}: {}; decoded with OpenCV", run.req.input, in_cli_terms(report.decoder_fallback));
-  if (!report.gpu_fallback.empty()) log.warn("{}; filtered with OpenCV on the CPU instead", in_cli_terms(report.gpu_fallback));
+  if (!report.gpu_fallback.empty())
+    log.warn("{}; filtered with OpenCV on the CPU instead", in_cli_terms(report.gpu_fallback));
   if (report.variant_used)
-    log.info("variant {}: decoder {}, read {:.2f} ms; upload {:.3f} ms, kernel {:.3f} ms, download {:.3f} ms, "
-             "{} strip(s); encoder {}",
-             to_string(*report.variant_used), report.decoder, report.times.read_ms, report.times.upload_ms,
-             report.times.filter_ms, report.times.download_ms, report.strips, report.encoder);
+    log.info(
+        "variant {}: decoder {}, read {:.2f} ms; upload {:.3f} ms, kernel {:.3f} ms, download {:.3f} ms, "
+        "{} strip(s); encoder {}",
+        to_string(*report.variant_used), report.decoder, report.times.read_ms, report.times.upload_ms,
+        report.times.filter_ms, report.times.download_ms, report.strips, report.encoder);
 }
 
 /// Writes the encoded result: to standard output, or atomically to req.output under the
@@ -294,12 +305,12 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   const auto start = std::chrono::steady_clock::now();
   const engine::InspectResult inspect = [&](const cv::Mat& input, const ConvolveResult& result,
                                             const engine::ImageReport& so_far) {
-    log.info("read {} ({}x{}, {} channel(s), {})", task.input_shown.empty() ? task.input : task.input_shown,
-             input.cols, input.rows, input.channels(), depth_name(input.depth()));
+    log.info("read {} ({}x{}, {} channel(s), {})", task.input_shown.empty() ? task.input : task.input_shown, input.cols,
+             input.rows, input.channels(), depth_name(input.depth()));
     if (!result.fallback_reason.empty()) no_gpu_reason = result.fallback_reason;
     if (const auto warning = unnormalized_filter_warning(filter, result.image)) log.warn("{}", *warning);
-    const Codecs codecs{so_far.decoder, encoder_of(task.output, result.image,
-                                                   encoder_options_for(task.output, settings.write))};
+    const Codecs codecs{so_far.decoder,
+                        encoder_of(task.output, result.image, encoder_options_for(task.output, settings.write))};
     code = report_bench_and_compare(req, input, result, filter, options, no_gpu_reason, codecs, session);
     return code == ExitCode::ok;
   };

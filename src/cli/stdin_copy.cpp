@@ -6,9 +6,9 @@
 
 #include <cuconv/error.hpp>
 
+#include <unistd.h>
 #include <cerrno>
 #include <cstring>
-#include <unistd.h>
 #include <vector>
 
 namespace cuconv::cli {
@@ -21,8 +21,8 @@ StdinCopy::StdinCopy(int fd, const std::filesystem::path& folder, bool on_signal
     throw Error(e.kind(), std::string("standard input: ") + e.what());
   }
   const auto cannot_copy = [&](int error) {
-    return Error(ErrorKind::bad_input,
-                 "standard input: cannot copy it to a temporary file in " + folder.string() + ": " + std::strerror(error));
+    return Error(ErrorKind::bad_input, "standard input: cannot copy it to a temporary file in " + folder.string() +
+                                           ": " + std::strerror(error));
   };
   // Served, the client's file size limit holds for the copy as the kernel holds a process of its own to it.
   const std::uint64_t limit = files.file_size_limit();
@@ -33,7 +33,8 @@ StdinCopy::StdinCopy(int fd, const std::filesystem::path& folder, bool on_signal
     if (!common::write_all(file_.fd(), chunk)) throw cannot_copy(errno);
     copied += chunk.size();
   });
-  if (read_error != 0) throw Error(ErrorKind::bad_input, std::string("standard input: cannot read it: ") + std::strerror(read_error));
+  if (read_error != 0)
+    throw Error(ErrorKind::bad_input, std::string("standard input: cannot read it: ") + std::strerror(read_error));
   // Served, Ctrl-C ends the producer of standard input and the client together: one round trip to
   // the client after the end of input lets the Interrupt it sends first arrive before the command
   // decodes a truncated copy (the caller then sees the interruption, as in-process).

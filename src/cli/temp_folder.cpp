@@ -22,8 +22,8 @@ namespace {
 
 /// The refusal when no variable is set and /tmp is no folder.
 [[noreturn]] void refuse_default(const std::string& why) {
-  throw Error(ErrorKind::bad_input,
-              "/tmp: not an existing folder (" + why + "), so no temporary file can be made there; set TMPDIR to a folder");
+  throw Error(ErrorKind::bad_input, "/tmp: not an existing folder (" + why +
+                                        "), so no temporary file can be made there; set TMPDIR to a folder");
 }
 
 }  // namespace

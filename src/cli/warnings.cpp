@@ -8,12 +8,12 @@
 
 #include <cuconv/error.hpp>
 
+#include <unistd.h>
 #include <atomic>
 #include <cstdio>
 #include <cstdlib>
 #include <fstream>
 #include <sstream>
-#include <unistd.h>
 
 namespace cuconv::cli {
 
@@ -22,10 +22,18 @@ double saturated_fraction(const cv::Mat& image) {
   double low = 0.0;
   double high = 0.0;
   switch (image.depth()) {
-    case CV_8U: high = 255; break;
-    case CV_16U: high = 65535; break;
-    case CV_16S: low = -32768; high = 32767; break;
-    default: return 0.0;  // float results hold any value
+    case CV_8U:
+      high = 255;
+      break;
+    case CV_16U:
+      high = 65535;
+      break;
+    case CV_16S:
+      low = -32768;
+      high = 32767;
+      break;
+    default:
+      return 0.0;  // float results hold any value
   }
   const cv::Mat values = image.reshape(1);
   const auto at_limit = static_cast<double>(cv::countNonZero(values == low) + cv::countNonZero(values == high));

@@ -10,15 +10,15 @@
 
 #include <sys/stat.h>
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <string>
 #include <string_view>
-#include <unistd.h>
 
 namespace cuconv {
 
@@ -83,8 +83,7 @@ void write_encoded_atomic(const std::string& path, std::span<const unsigned char
   }
   if (fd < 0) throw Error(ErrorKind::output, path + ": cannot create a file in " + dir.string() + ": " + errno_text());
   // The file is made 0600; a finished image gets the permissions any new file would get.
-  const bool written = ::fchmod(fd, 0666 & ~kProcessUmask) == 0 &&
-                       common::write_all(fd, encoded) && ::fsync(fd) == 0;
+  const bool written = ::fchmod(fd, 0666 & ~kProcessUmask) == 0 && common::write_all(fd, encoded) && ::fsync(fd) == 0;
   const int write_errno = written ? 0 : errno;
   int move_errno = 0;
   if (written && temp.empty()) {

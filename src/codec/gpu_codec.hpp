@@ -35,9 +35,9 @@ struct GpuCodecFile {
 struct GpuPlan {
   int width = 0;
   int height = 0;
-  int channels = 0;           ///< of the decoded image: 3 (BGR, OpenCV's order) or 1 (gray), CV_8U
-  std::string not_supported;  ///< why the codec cannot decode it: OpenCV decodes it instead
-  std::string bad_file;       ///< what is wrong with the bytes
+  int channels = 0;                         ///< of the decoded image: 3 (BGR, OpenCV's order) or 1 (gray), CV_8U
+  std::string not_supported;                ///< why the codec cannot decode it: OpenCV decodes it instead
+  std::string bad_file;                     ///< what is wrong with the bytes
   std::shared_ptr<const void> codec_state;  ///< the codec's own (its walk, its decoder's choice)
   [[nodiscard]] bool decodable() const noexcept { return not_supported.empty() && bad_file.empty(); }
 };
@@ -45,11 +45,11 @@ struct GpuPlan {
 /// One decoded file. Exactly one of: `image` filled; `not_supported` (decode it with OpenCV
 /// instead); `bad_file` (the bytes cannot be decoded: the file's error).
 struct GpuDecoded {
-  DeviceImage image;          ///< the allocation holding `view` (may be larger: reused between batches)
-  DeviceImageView view;       ///< the pixels, CV_8U, 3 channels BGR or 1 gray
+  DeviceImage image;     ///< the allocation holding `view` (may be larger: reused between batches)
+  DeviceImageView view;  ///< the pixels, CV_8U, 3 channels BGR or 1 gray
   std::string not_supported;
   std::string bad_file;
-  std::string decoder;        ///< what decoded it, for the report ("nvjpeg-hardware" ...)
+  std::string decoder;  ///< what decoded it, for the report ("nvjpeg-hardware" ...)
 };
 
 /// What an output of a GPU codec's format keeps.

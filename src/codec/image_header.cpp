@@ -81,8 +81,8 @@ ImageHeader inspect_png(FileReader& file) {
     const std::uint64_t start = file.offset();
     std::array<std::uint8_t, 8> length_and_type{};
     if (!file.read(length_and_type.data(), length_and_type.size())) {
-      header.defect = "the file ends after " + std::to_string(file.size()) +
-                      " bytes, before the IEND chunk that closes every PNG";
+      header.defect =
+          "the file ends after " + std::to_string(file.size()) + " bytes, before the IEND chunk that closes every PNG";
       return header;
     }
     const std::uint64_t length = big_endian(length_and_type.data(), 4);
@@ -105,9 +105,8 @@ ImageHeader inspect_png(FileReader& file) {
     }
     const std::uint64_t end = start + 8 + length + 4;  // length and type, data, CRC
     if (!file.seek(end)) {
-      header.defect = "chunk " + type + " at byte " + std::to_string(start) + " needs " +
-                      std::to_string(end - start) + " bytes, the file ends after " +
-                      std::to_string(file.size() - start);
+      header.defect = "chunk " + type + " at byte " + std::to_string(start) + " needs " + std::to_string(end - start) +
+                      " bytes, the file ends after " + std::to_string(file.size() - start);
       return header;
     }
     if (type == "IEND") return header;
@@ -245,13 +244,14 @@ void check_header(const std::string& path, const ImageHeader& header, const Read
     check_pixel_count(path, header.format + " header claims", header.width, header.height, limits);
   }
   if (!header.defect.empty())
-    throw Error(ErrorKind::bad_input, path + ": cannot decode image: truncated or corrupt " + header.format +
-                                          " file: " + header.defect);
+    throw Error(ErrorKind::bad_input,
+                path + ": cannot decode image: truncated or corrupt " + header.format + " file: " + header.defect);
   // A decoder may quietly keep the first sample of an unsupported count (OpenCV reads a gray +
   // extra-sample TIFF as gray): refuse from what the header says.
   if (header.channels != 0 && header.channels != 1 && header.channels != 3 && header.channels != 4)
     throw Error(ErrorKind::bad_input, path + ": unsupported channel count " + std::to_string(header.channels) +
-                                          " (the " + header.format + " header's samples per pixel; supported: 1, 3, 4)");
+                                          " (the " + header.format +
+                                          " header's samples per pixel; supported: 1, 3, 4)");
 }
 
 std::optional<ImageHeader> inspect_image_file(const std::string& path) {

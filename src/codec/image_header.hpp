@@ -16,12 +16,12 @@ namespace cuconv::codec {
 
 /// The header of a PNG, JPEG, TIFF or BMP file, read without decoding any pixels.
 struct ImageHeader {
-  std::string format;        ///< "PNG", "JPEG", "TIFF" or "BMP"
-  bool has_size = false;     ///< the header was whole enough to give the size
-  std::uint64_t width = 0;   ///< as the header claims it
+  std::string format;       ///< "PNG", "JPEG", "TIFF" or "BMP"
+  bool has_size = false;    ///< the header was whole enough to give the size
+  std::uint64_t width = 0;  ///< as the header claims it
   std::uint64_t height = 0;
-  int channels = 0;          ///< samples per pixel as the header claims them (TIFF, JPEG); 0: not read
-  std::string defect;        ///< why the file is truncated or corrupt; empty when no defect was found
+  int channels = 0;    ///< samples per pixel as the header claims them (TIFF, JPEG); 0: not read
+  std::string defect;  ///< why the file is truncated or corrupt; empty when no defect was found
 };
 
 /// Reads the header of the file at `path`. For PNG and JPEG it also walks the chunks or markers

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Image files in and out. Reading keeps the file's depth and channels; encoding refuses formats
 // that would silently convert the data. The atomic write of the result is in atomic_write.cpp.
-#include <cuconv/error.hpp>
 #include <cuconv/convolve.hpp>  // depth_name
+#include <cuconv/error.hpp>
 #include <cuconv/image_io.hpp>
 
 #include "codec/image_header.hpp"
@@ -12,26 +12,26 @@
 #include "codec/opencv_codecs.hpp"
 #include "codec/tiff_codec.hpp"
 
+#include <webp/encode.h>
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>  // the IMREAD_/IMWRITE_ constants only (opencv_codecs.hpp)
-#include <webp/encode.h>
 
 #include <sys/stat.h>
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <algorithm>
 #include <array>
 #include <cerrno>
 #include <cstdio>
 #include <cstring>
 #include <filesystem>
-#include <fcntl.h>
 #include <fstream>
 #include <iterator>
 #include <new>
 #include <string_view>
 #include <system_error>
 #include <tuple>
-#include <unistd.h>
 #include <vector>
 
 namespace cuconv {
@@ -67,27 +67,57 @@ struct FormatCapability {
   bool quality;                 ///< takes --quality
   CompressionKind compression;  ///< what --compression takes
   MetadataKept metadata;
-  std::string_view instead;     ///< PNM: what to use for the channel counts it cannot hold
-  bool two_level = false;       ///< PBM: every value must be 0 or 255 (check_two_level)
+  std::string_view instead;  ///< PNM: what to use for the channel counts it cannot hold
+  bool two_level = false;    ///< PBM: every value must be 0 or 255 (check_two_level)
   Encoder encoder = Encoder::opencv;
 };
 constexpr std::array<int, 3> kAnyChannels{1, 3, 4};
 constexpr std::array<int, 3> kNoAlpha{1, 3, -1};
 constexpr std::array<FormatCapability, 11> kFormats{{
     {".png", {CV_8U, CV_16U, -1, -1}, kAnyChannels, false, CompressionKind::zlib_level, kAllMetadata, {}},
-    {".jpg .jpeg .jpe", {CV_8U, -1, -1, -1}, kNoAlpha, true, CompressionKind::none, kAllMetadata, {}, false,
+    {".jpg .jpeg .jpe",
+     {CV_8U, -1, -1, -1},
+     kNoAlpha,
+     true,
+     CompressionKind::none,
+     kAllMetadata,
+     {},
+     false,
      Encoder::libjpeg},
     {".bmp .dib", {CV_8U, -1, -1, -1}, kAnyChannels, false, CompressionKind::none, kNoMetadata, {}},
     {".webp", {CV_8U, -1, -1, -1}, kAnyChannels, true, CompressionKind::none, {true, false, true, false}, {}},
-    {".pgm", {CV_8U, CV_16U, -1, -1}, {1, -1, -1}, false, CompressionKind::none, kNoMetadata,
+    {".pgm",
+     {CV_8U, CV_16U, -1, -1},
+     {1, -1, -1},
+     false,
+     CompressionKind::none,
+     kNoMetadata,
      "use .ppm for colour, or .png or .tif"},
-    {".ppm", {CV_8U, CV_16U, -1, -1}, {3, -1, -1}, false, CompressionKind::none, kNoMetadata,
+    {".ppm",
+     {CV_8U, CV_16U, -1, -1},
+     {3, -1, -1},
+     false,
+     CompressionKind::none,
+     kNoMetadata,
      "use .pgm for gray, or .png or .tif"},
     {".pnm", {CV_8U, CV_16U, -1, -1}, kNoAlpha, false, CompressionKind::none, kNoMetadata, {}},
-    {".pbm", {CV_8U, -1, -1, -1}, {1, -1, -1}, false, CompressionKind::none, kNoMetadata,
-     "it holds black and white only; use .pgm for gray, .ppm for colour", true},
-    {".tif .tiff", {CV_8U, CV_16U, CV_16S, CV_32F}, kAnyChannels, false, CompressionKind::tiff_codec, kAllMetadata, {},
-     false, Encoder::libtiff},
+    {".pbm",
+     {CV_8U, -1, -1, -1},
+     {1, -1, -1},
+     false,
+     CompressionKind::none,
+     kNoMetadata,
+     "it holds black and white only; use .pgm for gray, .ppm for colour",
+     true},
+    {".tif .tiff",
+     {CV_8U, CV_16U, CV_16S, CV_32F},
+     kAnyChannels,
+     false,
+     CompressionKind::tiff_codec,
+     kAllMetadata,
+     {},
+     false,
+     Encoder::libtiff},
     {".exr", {CV_32F, -1, -1, -1}, kAnyChannels, false, CompressionKind::none, kNoMetadata, {}},
     {".pfm", {CV_32F, -1, -1, -1}, kNoAlpha, false, CompressionKind::none, kNoMetadata, {}},
 }};
@@ -115,13 +145,16 @@ std::string errno_text() { return std::strerror(errno); }
 /// "1 channel (gray)", "3 channels (colour)", "4 channels (colour and alpha)".
 std::string channels_text(int channels) {
   switch (channels) {
-    case 1: return "1 channel (gray)";
-    case 3: return "3 channels (colour)";
-    case 4: return "4 channels (colour and alpha)";
-    default: return std::to_string(channels) + " channels";
+    case 1:
+      return "1 channel (gray)";
+    case 3:
+      return "3 channels (colour)";
+    case 4:
+      return "4 channels (colour and alpha)";
+    default:
+      return std::to_string(channels) + " channels";
   }
 }
-
 
 /// Whether `e` is OpenCV's out-of-memory error (a cv::Mat it could not allocate).
 bool is_out_of_memory(const cv::Exception& e) { return e.code == cv::Error::StsNoMem; }
@@ -218,8 +251,10 @@ void check_encoder_options(const std::string& path, const WriteOptions& options)
   codec::TiffCompression codec{};
   switch (format->compression) {
     case CompressionKind::none:
-      throw Error(ErrorKind::usage, path + ": `compression` applies to PNG (0-9) and TIFF (none, lzw, deflate) "
-                                           "outputs, not " + ext);
+      throw Error(ErrorKind::usage, path +
+                                        ": `compression` applies to PNG (0-9) and TIFF (none, lzw, deflate) "
+                                        "outputs, not " +
+                                        ext);
     case CompressionKind::zlib_level:
       if (value.size() != 1 || value[0] < '0' || value[0] > '9')
         throw Error(ErrorKind::usage, path + ": `compression` '" + value + "' for PNG: expected a level from 0 to 9");
@@ -238,9 +273,10 @@ WriteOptions encoder_options_for(const std::string& path, WriteOptions options) 
   if (!options.compression.empty()) {
     const std::string& value = options.compression;
     codec::TiffCompression codec{};
-    const bool fits = format->compression == CompressionKind::zlib_level
-                          ? value.size() == 1 && value[0] >= '0' && value[0] <= '9'
-                          : format->compression == CompressionKind::tiff_codec && codec::parse_tiff_compression(value, codec);
+    const bool fits =
+        format->compression == CompressionKind::zlib_level
+            ? value.size() == 1 && value[0] >= '0' && value[0] <= '9'
+            : format->compression == CompressionKind::tiff_codec && codec::parse_tiff_compression(value, codec);
     if (!fits) options.compression.clear();
   }
   return options;
@@ -250,9 +286,11 @@ MetadataFate metadata_kept_by(const std::string& path, const ImageMetadata& meta
   const FormatCapability* format = find_format(lower_extension(path));
   const MetadataKept keeps = format != nullptr ? format->metadata : kNoMetadata;
   MetadataFate fate;
-  for (const auto& [has, held, name] : std::array<std::tuple<bool, bool, const char*>, 4>{
-           {{!metadata.exif.empty(), keeps.exif, "EXIF"}, {!metadata.icc.empty(), keeps.icc, "ICC profile"},
-            {!metadata.xmp.empty(), keeps.xmp, "XMP"}, {metadata.dpi_x > 0, keeps.dpi, "resolution"}}})
+  for (const auto& [has, held, name] :
+       std::array<std::tuple<bool, bool, const char*>, 4>{{{!metadata.exif.empty(), keeps.exif, "EXIF"},
+                                                           {!metadata.icc.empty(), keeps.icc, "ICC profile"},
+                                                           {!metadata.xmp.empty(), keeps.xmp, "XMP"},
+                                                           {metadata.dpi_x > 0, keeps.dpi, "resolution"}}})
     if (has) {
       std::string& list = held ? fate.kept : fate.dropped;
       list += (list.empty() ? "" : ", ") + std::string(name);
@@ -303,7 +341,8 @@ void codec::check_input_file(const std::string& path, int stat_error, InputKind 
                                           (stat_error == ELOOP ? " (a symbolic link loop)" : ""));
   if (stat_error != 0 || kind == InputKind::none) throw Error(ErrorKind::bad_input, path + ": no such file");
   if (kind == InputKind::directory)
-    throw Error(ErrorKind::bad_input, path + ": is a directory, not an image file (to filter every image of a "
+    throw Error(ErrorKind::bad_input, path +
+                                          ": is a directory, not an image file (to filter every image of a "
                                           "folder, give an `out_dir` and the folder as an input)");
   if (kind != InputKind::regular) throw Error(ErrorKind::bad_input, path + ": not a regular file");
 }
@@ -313,14 +352,12 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits, std::strin
   const auto status = fs::status(path, ec);
   using codec::InputKind;
   codec::check_input_file(path, ec ? ec.value() : 0,
-                          !fs::exists(status)          ? InputKind::none
+                          !fs::exists(status)           ? InputKind::none
                           : fs::is_directory(status)    ? InputKind::directory
                           : fs::is_regular_file(status) ? InputKind::regular
                                                         : InputKind::other);
-  if (::access(path.c_str(), R_OK) != 0)
-    throw Error(ErrorKind::bad_input, path + ": cannot read: " + errno_text());
-  if (fs::file_size(path, ec) == 0)
-    throw Error(ErrorKind::bad_input, path + ": empty file");
+  if (::access(path.c_str(), R_OK) != 0) throw Error(ErrorKind::bad_input, path + ": cannot read: " + errno_text());
+  if (fs::file_size(path, ec) == 0) throw Error(ErrorKind::bad_input, path + ": empty file");
   const auto header = codec::inspect_image_file(path);
   if (header) codec::check_header(path, *header, limits);
   cv::Mat image;
@@ -335,7 +372,8 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits, std::strin
     // OpenCV reads its own limits from the environment when the library loads, so only the
     // environment can raise them.
     if (std::string_view(e.what()).find("CV_IO_MAX_IMAGE") != std::string_view::npos) {
-      throw Error(ErrorKind::bad_input, path + ": larger than OpenCV's decoder limits (by default 2^30 pixels and "
+      throw Error(ErrorKind::bad_input, path +
+                                            ": larger than OpenCV's decoder limits (by default 2^30 pixels and "
                                             "2^20 per side); raise them with the environment variables "
                                             "OPENCV_IO_MAX_IMAGE_PIXELS, OPENCV_IO_MAX_IMAGE_WIDTH and "
                                             "OPENCV_IO_MAX_IMAGE_HEIGHT");
@@ -343,21 +381,22 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits, std::strin
     throw Error(ErrorKind::bad_input, path + ": cannot decode image: " + e.what());
   }
   if (image.empty())
-    throw Error(ErrorKind::bad_input, path + ": cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
+    throw Error(ErrorKind::bad_input,
+                path + ": cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
   // Formats whose header is not read above meet the limit here, after decoding.
   codec::check_pixel_count(path, "image has", static_cast<std::uint64_t>(image.cols),
-                            static_cast<std::uint64_t>(image.rows), limits);
+                           static_cast<std::uint64_t>(image.rows), limits);
   const int depth = image.depth();
   if (depth != CV_8U && depth != CV_16U && depth != CV_32F)
-    throw Error(ErrorKind::bad_input, path + ": unsupported pixel depth " + depth_name(depth) +
-                                          " (supported: 8U, 16U, 32F)" +
-                                          (depth == CV_16S ? "; 16S is an output depth only: to filter a result again, "
-                                                             "write it as 32F (`depth` 32f), which holds every 16S value"
-                                                           : ""));
+    throw Error(ErrorKind::bad_input,
+                path + ": unsupported pixel depth " + depth_name(depth) + " (supported: 8U, 16U, 32F)" +
+                    (depth == CV_16S ? "; 16S is an output depth only: to filter a result again, "
+                                       "write it as 32F (`depth` 32f), which holds every 16S value"
+                                     : ""));
   const int cn = image.channels();
   if (cn != 1 && cn != 3 && cn != 4)
-    throw Error(ErrorKind::bad_input, path + ": unsupported channel count " + std::to_string(cn) +
-                                          " (supported: 1, 3, 4)");
+    throw Error(ErrorKind::bad_input,
+                path + ": unsupported channel count " + std::to_string(cn) + " (supported: 1, 3, 4)");
   return image;
 }
 
@@ -381,8 +420,7 @@ void check_output_format(const std::string& path, int depth, int channels) {
   if (std::find(format->depths.begin(), format->depths.end(), depth) == format->depths.end()) {
     throw Error(ErrorKind::output, path + ": " + ext + " cannot hold " + depth_name(depth) +
                                        " pixels without converting them; use .tif" +
-                                       (depth == CV_32F ? " (or .exr/.pfm)" : "") +
-                                       " or choose `depth`");
+                                       (depth == CV_32F ? " (or .exr/.pfm)" : "") + " or choose `depth`");
   }
   if (std::find(format->channels.begin(), format->channels.end(), channels) == format->channels.end()) {
     if (!format->instead.empty())
@@ -402,7 +440,8 @@ bool is_two_level(const cv::Mat& image) {
 void check_two_level(const std::string& path, const cv::Mat& image) {
   const FormatCapability* format = find_format(lower_extension(path));
   if (format == nullptr || !format->two_level || is_two_level(image)) return;
-  throw Error(ErrorKind::output, path + ": .pbm stores black and white only (one bit per pixel), but the image has "
+  throw Error(ErrorKind::output, path +
+                                     ": .pbm stores black and white only (one bit per pixel), but the image has "
                                      "values other than 0 and 255, which it would turn white; use .pgm or .png");
 }
 

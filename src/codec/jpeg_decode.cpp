@@ -25,9 +25,7 @@ struct ErrorManager {
   bool data_ran_out = false;
 };
 
-[[noreturn]] void on_error(j_common_ptr info) {
-  std::longjmp(reinterpret_cast<ErrorManager*>(info->err)->unwind, 1);
-}
+[[noreturn]] void on_error(j_common_ptr info) { std::longjmp(reinterpret_cast<ErrorManager*>(info->err)->unwind, 1); }
 
 /// Level -1 is a warning; the rest are trace messages. Nothing is printed.
 void on_message(j_common_ptr info, int level) {
@@ -80,7 +78,8 @@ std::optional<cv::Mat> decode_jpeg(const std::string& path) {
   jpeg_finish_decompress(&info);
   jpeg_destroy_decompress(&info);
   if (errors.data_ran_out)
-    throw Error(ErrorKind::bad_input, path + ": cannot decode image: truncated or corrupt JPEG file: its compressed "
+    throw Error(ErrorKind::bad_input, path +
+                                          ": cannot decode image: truncated or corrupt JPEG file: its compressed "
                                           "data ends before the image does (premature end of data segment)");
   return image;
 }

@@ -92,7 +92,7 @@ std::optional<std::vector<unsigned char>> encode_jpeg(const cv::Mat& image, int 
   info.in_color_space = channels > 1 ? JCS_RGB : JCS_GRAYSCALE;
   jpeg_set_defaults(&info);
   jpeg_set_quality(&info, std::clamp(quality, 0, 100), TRUE);  // baseline-limited tables, as OpenCV
-  if (dpi_x > 0 && dpi_y > 0) {  // JFIF holds whole dots per inch up to 65535
+  if (dpi_x > 0 && dpi_y > 0) {                                // JFIF holds whole dots per inch up to 65535
     info.density_unit = 1;
     info.X_density = static_cast<UINT16>(std::clamp(std::lround(dpi_x), 1L, 65535L));
     info.Y_density = static_cast<UINT16>(std::clamp(std::lround(dpi_y), 1L, 65535L));

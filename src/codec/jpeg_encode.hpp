@@ -14,7 +14,7 @@ namespace cuconv::codec {
 /// {IMWRITE_JPEG_QUALITY, quality}) writes it; nullopt for other depths and channel counts, which
 /// the caller leaves to OpenCV. A positive `dpi_x` and `dpi_y` go into the JFIF header as dots
 /// per inch. Throws Error{output} when libjpeg fails.
-[[nodiscard]] std::optional<std::vector<unsigned char>> encode_jpeg(const cv::Mat& image, int quality,
-                                                                    double dpi_x = 0, double dpi_y = 0);
+[[nodiscard]] std::optional<std::vector<unsigned char>> encode_jpeg(const cv::Mat& image, int quality, double dpi_x = 0,
+                                                                    double dpi_y = 0);
 
 }  // namespace cuconv::codec

@@ -70,8 +70,9 @@ class ScanCoverage {
     for (std::size_t i = 0; i < count; ++i)
       for (Component& c : components_)
         if (c.id == body[1 + 2 * i])
-          for (int k = first; k <= last; ++k) c.lowest_bit[static_cast<std::size_t>(k)] =
-              static_cast<std::uint8_t>(std::min<int>(c.lowest_bit[static_cast<std::size_t>(k)], bit));
+          for (int k = first; k <= last; ++k)
+            c.lowest_bit[static_cast<std::size_t>(k)] =
+                static_cast<std::uint8_t>(std::min<int>(c.lowest_bit[static_cast<std::size_t>(k)], bit));
   }
 
   /// Empty when every coefficient of every component was sent in full; else what is missing.
@@ -79,9 +80,9 @@ class ScanCoverage {
     for (const Component& c : components_) {
       for (std::size_t k = 0; k < c.lowest_bit.size(); ++k) {
         if (c.lowest_bit[k] == 0) continue;
-        return "its scans end before the whole image was sent (component " + std::to_string(c.id) +
-               ", coefficient " + std::to_string(k) +
-               (c.lowest_bit[k] == kNotSent ? " never sent" : " not refined to full precision") + ")";
+        return "its scans end before the whole image was sent (component " + std::to_string(c.id) + ", coefficient " +
+               std::to_string(k) + (c.lowest_bit[k] == kNotSent ? " never sent" : " not refined to full precision") +
+               ")";
       }
     }
     return {};
@@ -138,7 +139,7 @@ JpegStructure walk(std::span<const std::uint8_t> bytes, bool whole_file) {
                 ", before the end-of-image marker FFD9");
   };
   ScanCoverage coverage;
-  std::size_t pos = 2;  // past SOI
+  std::size_t pos = 2;            // past SOI
   int found_in_scan = kNoMarker;  // a marker that ended entropy-coded data, not handled yet
   while (true) {
     int code = std::exchange(found_in_scan, kNoMarker);
@@ -146,7 +147,8 @@ JpegStructure walk(std::span<const std::uint8_t> bytes, bool whole_file) {
     if (code == kNoMarker) {
       if (pos >= size) return cut_off("between segments");
       if (bytes[pos] != 0xFF)
-        return fail("expected a marker (FFxx) at byte " + std::to_string(marker_at) + ", found " + hex_byte(bytes[pos]));
+        return fail("expected a marker (FFxx) at byte " + std::to_string(marker_at) + ", found " +
+                    hex_byte(bytes[pos]));
       ++pos;
       while (pos < size && bytes[pos] == 0xFF) ++pos;  // fill bytes
       if (pos >= size) return cut_off("inside a marker");
@@ -158,7 +160,8 @@ JpegStructure walk(std::span<const std::uint8_t> bytes, bool whole_file) {
       return s;
     }
     if (has_no_segment(code)) continue;
-    if (code == 0x00 || code == kSoi) return fail("invalid marker " + hex_marker(code) + " at byte " + std::to_string(marker_at));
+    if (code == 0x00 || code == kSoi)
+      return fail("invalid marker " + hex_marker(code) + " at byte " + std::to_string(marker_at));
     if (pos + 2 > size) return cut_off("inside marker " + hex_marker(code));
     const std::size_t length = static_cast<std::size_t>(big_endian16(&bytes[pos]));  // counts itself, not the marker
     if (length < 2) {
@@ -190,14 +193,17 @@ JpegStructure walk(std::span<const std::uint8_t> bytes, bool whole_file) {
       }
     }
     if (scans == 0 && whole) {
-      if (code == kApp14 && body.size() >= 12 && std::memcmp(body.data(), "Adobe", 5) == 0) m.adobe_transform = body[11];
+      if (code == kApp14 && body.size() >= 12 && std::memcmp(body.data(), "Adobe", 5) == 0)
+        m.adobe_transform = body[11];
       if (code == kApp0 && body.size() >= 12 && std::memcmp(body.data(), "JFIF", 5) == 0)
         std::copy_n(body.data() + 7, 5, m.jfif_density.begin());  // after "JFIF\0" and the version
       // From the 0xFF just before the code: fill bytes before a marker are not part of the segment.
-      if (code > kApp0 && code <= kApp15 && code != kApp14) m.copied_segments.push_back(bytes.subspan(body_at - 4, length + 2));
+      if (code > kApp0 && code <= kApp15 && code != kApp14)
+        m.copied_segments.push_back(bytes.subspan(body_at - 4, length + 2));
     }
     if (code == kSos) coverage.add_scan(body);
-    if (!whole) return cut_off("inside segment " + hex_marker(code) + " that starts at byte " + std::to_string(marker_at));
+    if (!whole)
+      return cut_off("inside segment " + hex_marker(code) + " that starts at byte " + std::to_string(marker_at));
     pos = body_at + (length - 2);
     if (code == kSos) {
       if (scans == 0) {
@@ -221,10 +227,20 @@ JpegStructure walk_jpeg(std::span<const std::uint8_t> bytes) { return walk(bytes
 std::string gpu_decode_obstacle(const JpegMarkers& m) {
   if (!m.valid) return m.defect;
   switch (m.frame_marker) {
-    case 0xC0: case 0xC1: case 0xC2: break;  // baseline, extended and progressive Huffman
-    case 0xC3: case 0xC7: case 0xCB: case 0xCF: return "lossless JPEG";
-    case 0xC9: case 0xCA: return "arithmetic coding";
-    default: return "hierarchical or arithmetic-coded JPEG (SOF" + std::to_string(m.frame_marker - 0xC0) + ")";
+    case 0xC0:
+    case 0xC1:
+    case 0xC2:
+      break;  // baseline, extended and progressive Huffman
+    case 0xC3:
+    case 0xC7:
+    case 0xCB:
+    case 0xCF:
+      return "lossless JPEG";
+    case 0xC9:
+    case 0xCA:
+      return "arithmetic coding";
+    default:
+      return "hierarchical or arithmetic-coded JPEG (SOF" + std::to_string(m.frame_marker - 0xC0) + ")";
   }
   if (m.precision != 8) return std::to_string(m.precision) + "-bit samples";
   if (m.components == 4) return m.adobe_transform == 2 ? "YCCK colour" : "CMYK colour";
@@ -237,8 +253,8 @@ std::string icc_profile_defect(std::span<const std::uint8_t> profile) {
   constexpr std::size_t kHeaderBytes = 128;
   if (profile.size() < kHeaderBytes)
     return std::to_string(profile.size()) + " bytes, shorter than an ICC profile's 128-byte header";
-  const std::uint64_t declared = std::uint64_t{profile[0]} << 24 | std::uint64_t{profile[1]} << 16 |
-                                 std::uint64_t{profile[2]} << 8 | profile[3];
+  const std::uint64_t declared =
+      std::uint64_t{profile[0]} << 24 | std::uint64_t{profile[1]} << 16 | std::uint64_t{profile[2]} << 8 | profile[3];
   if (declared != profile.size())
     return "its header declares " + std::to_string(declared) + " bytes, it holds " + std::to_string(profile.size());
   if (std::string_view(reinterpret_cast<const char*>(profile.data()) + 36, 4) != "acsp")
@@ -282,8 +298,8 @@ std::string jpeg_icc_defect(const JpegMarkers& markers) {
   if (joined == 0) return {};
   if (joined < count) return "chunk " + std::to_string(joined + 1) + " of " + std::to_string(count) + " is missing";
   if (count == 1) {
-    const std::size_t declared = std::size_t{profile[0]} << 24 | std::size_t{profile[1]} << 16 |
-                                 std::size_t{profile[2]} << 8 | profile[3];
+    const std::size_t declared =
+        std::size_t{profile[0]} << 24 | std::size_t{profile[1]} << 16 | std::size_t{profile[2]} << 8 | profile[3];
     if (declared < profile.size()) profile.resize(declared);  // the padding is not the profile's
   }
   return icc_profile_defect(profile);
@@ -321,7 +337,8 @@ std::vector<std::uint8_t> with_jfif_density(std::vector<std::uint8_t> encoded, c
     return encoded;
   }
   // APP0 length 16: "JFIF\0", version 1.01, the density, no thumbnail.
-  const std::array<std::uint8_t, 18> app0{0xFF, kApp0, 0, 16, 'J', 'F', 'I', 'F', 0, 1, 1, d[0], d[1], d[2], d[3], d[4], 0, 0};
+  const std::array<std::uint8_t, 18> app0{0xFF, kApp0, 0,    16,   'J',  'F',  'I',  'F', 0,
+                                          1,    1,     d[0], d[1], d[2], d[3], d[4], 0,   0};
   encoded.insert(encoded.begin() + 2, app0.begin(), app0.end());
   return encoded;
 }

@@ -8,8 +8,8 @@
 // segments (EXIF, ICC profile, XMP ...) to copy into the output). Also the one judgement of an ICC
 // profile, which the host route (read_metadata) and the GPU route (jpeg_segments_to_copy) share,
 // so both drop the same damaged profiles with the same warning. Host code, no CUDA.
-#include <cstddef>
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <span>
 #include <string>
@@ -25,14 +25,14 @@ namespace cuconv::codec {
 
 /// The markers of one JPEG stream up to its first scan.
 struct JpegMarkers {
-  bool valid = false;             ///< starts with SOI and has a frame header before the first scan
-  std::string defect;             ///< why not valid
-  int frame_marker = 0;           ///< 0xC0 .. 0xCF: the SOFn code (coding process)
-  int precision = 0;              ///< bits per sample
+  bool valid = false;    ///< starts with SOI and has a frame header before the first scan
+  std::string defect;    ///< why not valid
+  int frame_marker = 0;  ///< 0xC0 .. 0xCF: the SOFn code (coding process)
+  int precision = 0;     ///< bits per sample
   int width = 0;
   int height = 0;
   int components = 0;
-  int adobe_transform = -1;       ///< APP14 "Adobe" colour transform flag; -1: no such segment
+  int adobe_transform = -1;  ///< APP14 "Adobe" colour transform flag; -1: no such segment
   /// APP1..APP13 and APP15 segments, marker and length bytes included, in file order: what is
   /// copied into the output. APP0 (JFIF, written by the encoder) and APP14 (Adobe: it tells a
   /// decoder how colours were coded, which the new encoding decides) are left out.

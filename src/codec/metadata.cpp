@@ -32,8 +32,10 @@ constexpr const char* kOrientationKey = "Exif.Image.Orientation";
 /// metadata on several threads).
 std::mutex xmp_mutex;
 void lock_xmp(void*, bool lock) {
-  if (lock) xmp_mutex.lock();
-  else xmp_mutex.unlock();
+  if (lock)
+    xmp_mutex.lock();
+  else
+    xmp_mutex.unlock();
 }
 
 /// exiv2's one-time set-up: the XMP toolkit must be initialised before threads use it, and its
@@ -155,7 +157,8 @@ std::vector<unsigned char> without_icc_segments(const std::vector<unsigned char>
   for (const std::span<const std::uint8_t> segment : markers.copied_segments) {
     if (!codec::is_icc_segment(segment)) continue;
     const auto at = static_cast<std::size_t>(segment.data() - jpeg.data());
-    kept.insert(kept.end(), jpeg.begin() + static_cast<std::ptrdiff_t>(from), jpeg.begin() + static_cast<std::ptrdiff_t>(at));
+    kept.insert(kept.end(), jpeg.begin() + static_cast<std::ptrdiff_t>(from),
+                jpeg.begin() + static_cast<std::ptrdiff_t>(at));
     from = at + segment.size();
   }
   if (from == 0) return {};
@@ -250,7 +253,8 @@ std::vector<unsigned char> name_png_icc_profile(std::vector<unsigned char> png) 
       chunk.insert(chunk.end(), png.begin() + static_cast<std::ptrdiff_t>(pos + 8),
                    png.begin() + static_cast<std::ptrdiff_t>(pos + 8 + length));
       append_be32(chunk, png_crc(chunk.data() + 4, data_length + 4));
-      png.erase(png.begin() + static_cast<std::ptrdiff_t>(pos), png.begin() + static_cast<std::ptrdiff_t>(pos + 12 + length));
+      png.erase(png.begin() + static_cast<std::ptrdiff_t>(pos),
+                png.begin() + static_cast<std::ptrdiff_t>(pos + 12 + length));
       png.insert(png.begin() + static_cast<std::ptrdiff_t>(pos), chunk.begin(), chunk.end());
       break;
     }
@@ -314,7 +318,9 @@ ImageMetadata read_metadata(const std::string& path) {
     const std::vector<unsigned char> head = file_head(path, std::size_t{1} << 20);
     const bool png = head.size() > 8 && std::memcmp(head.data(), "\x89PNG", 4) == 0;
     const bool jpeg = head.size() > 3 && head[0] == 0xFF && head[1] == 0xD8;
-    std::tie(metadata.dpi_x, metadata.dpi_y) = png ? png_density(head) : jpeg ? jfif_density(head) : std::pair{0.0, 0.0};
+    std::tie(metadata.dpi_x, metadata.dpi_y) = png    ? png_density(head)
+                                               : jpeg ? jfif_density(head)
+                                                      : std::pair{0.0, 0.0};
   }
   if (metadata.dpi_x <= 0 || metadata.dpi_y <= 0) metadata.dpi_x = metadata.dpi_y = 0;
   return metadata;
@@ -336,14 +342,30 @@ int exif_orientation(const ImageMetadata& metadata) {
 void auto_orient(cv::Mat& image, ImageMetadata& metadata) {
   // EXIF orientations: how the stored rows and columns map to the upright picture.
   switch (exif_orientation(metadata)) {
-    case 2: cv::flip(image, image, 1); break;                          // mirrored left-right
-    case 3: cv::rotate(image, image, cv::ROTATE_180); break;
-    case 4: cv::flip(image, image, 0); break;                          // mirrored top-bottom
-    case 5: cv::transpose(image, image); break;                        // mirrored along the main diagonal
-    case 6: cv::rotate(image, image, cv::ROTATE_90_CLOCKWISE); break;
-    case 7: cv::transpose(image, image); cv::flip(image, image, -1); break;  // along the other diagonal
-    case 8: cv::rotate(image, image, cv::ROTATE_90_COUNTERCLOCKWISE); break;
-    default: return;  // upright already, or no orientation: nothing to reset
+    case 2:
+      cv::flip(image, image, 1);
+      break;  // mirrored left-right
+    case 3:
+      cv::rotate(image, image, cv::ROTATE_180);
+      break;
+    case 4:
+      cv::flip(image, image, 0);
+      break;  // mirrored top-bottom
+    case 5:
+      cv::transpose(image, image);
+      break;  // mirrored along the main diagonal
+    case 6:
+      cv::rotate(image, image, cv::ROTATE_90_CLOCKWISE);
+      break;
+    case 7:
+      cv::transpose(image, image);
+      cv::flip(image, image, -1);
+      break;  // along the other diagonal
+    case 8:
+      cv::rotate(image, image, cv::ROTATE_90_COUNTERCLOCKWISE);
+      break;
+    default:
+      return;  // upright already, or no orientation: nothing to reset
   }
   Exiv2::ExifData exif = decode_exif(metadata.exif);
   exif[kOrientationKey] = std::uint16_t{1};
@@ -371,8 +393,7 @@ std::vector<unsigned char> embed_metadata(const std::string& path, std::vector<u
                                           const ImageMetadata& metadata) {
   init_exiv2();
   try {
-    const Exiv2::Image::AutoPtr image =
-        Exiv2::ImageFactory::open(encoded.data(), static_cast<long>(encoded.size()));
+    const Exiv2::Image::AutoPtr image = Exiv2::ImageFactory::open(encoded.data(), static_cast<long>(encoded.size()));
     image->readMetadata();
     if (!metadata.exif.empty()) {
       Exiv2::ExifData merged = image->exifData();  // the encoder's own tags (a TIFF's layout) win
@@ -392,7 +413,8 @@ std::vector<unsigned char> embed_metadata(const std::string& path, std::vector<u
     std::vector<unsigned char> out(written.pData_, written.pData_ + written.size_);
     // exiv2 0.27 writes a PNG's iCCP chunk with an empty profile name, which PNG forbids:
     // libvips and ImageMagick then drop the profile ("iCCP: bad keyword").
-    if (image->imageType() == Exiv2::ImageType::png && !metadata.icc.empty()) out = name_png_icc_profile(std::move(out));
+    if (image->imageType() == Exiv2::ImageType::png && !metadata.icc.empty())
+      out = name_png_icc_profile(std::move(out));
     return out;
   } catch (const Exiv2::AnyError& e) {
     throw Error(ErrorKind::output, path + ": cannot write the metadata (EXIF, ICC, XMP): " + e.what() +

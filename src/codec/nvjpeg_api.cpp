@@ -25,12 +25,14 @@ LoadedNvjpeg load() {
 #endif
   void* library = gpu::open_first(gpu::library_candidates(kSoname, extra_folders));
   if (library == nullptr) {
-    loaded.reason = "nvJPEG (libnvjpeg.so.13, from the CUDA toolkit or the nvidia-nvjpeg wheel) was not found; "
-                    "add its folder to LD_LIBRARY_PATH";
+    loaded.reason =
+        "nvJPEG (libnvjpeg.so.13, from the CUDA toolkit or the nvidia-nvjpeg wheel) was not found; "
+        "add its folder to LD_LIBRARY_PATH";
     return loaded;
   }
   bool all = true;
-#define CUCONV_NVJPEG_RESOLVE(member, symbol) all = gpu::resolve_symbol(library, "libnvjpeg", #symbol, loaded.api.member, loaded.reason) && all;
+#define CUCONV_NVJPEG_RESOLVE(member, symbol) \
+  all = gpu::resolve_symbol(library, "libnvjpeg", #symbol, loaded.api.member, loaded.reason) && all;
   CUCONV_NVJPEG_FUNCTIONS(CUCONV_NVJPEG_RESOLVE)
 #undef CUCONV_NVJPEG_RESOLVE
   loaded.ok = all;
@@ -47,17 +49,28 @@ const NvjpegApi* nvjpeg_api(std::string* reason) {
 
 const char* nvjpeg_status_name(nvjpegStatus_t status) noexcept {
   switch (status) {
-    case NVJPEG_STATUS_SUCCESS: return "NVJPEG_STATUS_SUCCESS";
-    case NVJPEG_STATUS_NOT_INITIALIZED: return "NVJPEG_STATUS_NOT_INITIALIZED";
-    case NVJPEG_STATUS_INVALID_PARAMETER: return "NVJPEG_STATUS_INVALID_PARAMETER";
-    case NVJPEG_STATUS_BAD_JPEG: return "NVJPEG_STATUS_BAD_JPEG";
-    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED: return "NVJPEG_STATUS_JPEG_NOT_SUPPORTED";
-    case NVJPEG_STATUS_ALLOCATOR_FAILURE: return "NVJPEG_STATUS_ALLOCATOR_FAILURE";
-    case NVJPEG_STATUS_EXECUTION_FAILED: return "NVJPEG_STATUS_EXECUTION_FAILED";
-    case NVJPEG_STATUS_ARCH_MISMATCH: return "NVJPEG_STATUS_ARCH_MISMATCH";
-    case NVJPEG_STATUS_INTERNAL_ERROR: return "NVJPEG_STATUS_INTERNAL_ERROR";
-    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return "NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED";
-    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM: return "NVJPEG_STATUS_INCOMPLETE_BITSTREAM";
+    case NVJPEG_STATUS_SUCCESS:
+      return "NVJPEG_STATUS_SUCCESS";
+    case NVJPEG_STATUS_NOT_INITIALIZED:
+      return "NVJPEG_STATUS_NOT_INITIALIZED";
+    case NVJPEG_STATUS_INVALID_PARAMETER:
+      return "NVJPEG_STATUS_INVALID_PARAMETER";
+    case NVJPEG_STATUS_BAD_JPEG:
+      return "NVJPEG_STATUS_BAD_JPEG";
+    case NVJPEG_STATUS_JPEG_NOT_SUPPORTED:
+      return "NVJPEG_STATUS_JPEG_NOT_SUPPORTED";
+    case NVJPEG_STATUS_ALLOCATOR_FAILURE:
+      return "NVJPEG_STATUS_ALLOCATOR_FAILURE";
+    case NVJPEG_STATUS_EXECUTION_FAILED:
+      return "NVJPEG_STATUS_EXECUTION_FAILED";
+    case NVJPEG_STATUS_ARCH_MISMATCH:
+      return "NVJPEG_STATUS_ARCH_MISMATCH";
+    case NVJPEG_STATUS_INTERNAL_ERROR:
+      return "NVJPEG_STATUS_INTERNAL_ERROR";
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED:
+      return "NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED";
+    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM:
+      return "NVJPEG_STATUS_INCOMPLETE_BITSTREAM";
   }
   return "NVJPEG_STATUS_UNKNOWN";
 }

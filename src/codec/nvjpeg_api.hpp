@@ -11,27 +11,27 @@
 namespace cuconv::codec {
 
 // X(member, symbol) for every nvJPEG function cuconv calls.
-#define CUCONV_NVJPEG_FUNCTIONS(X)                                    \
-  X(create_ex, nvjpegCreateEx)                                        \
-  X(destroy, nvjpegDestroy)                                           \
-  X(state_create, nvjpegJpegStateCreate)                              \
-  X(state_destroy, nvjpegJpegStateDestroy)                            \
-  X(get_image_info, nvjpegGetImageInfo)                               \
-  X(decode, nvjpegDecode)                                             \
-  X(batched_initialize, nvjpegDecodeBatchedInitialize)                \
-  X(decode_batched, nvjpegDecodeBatched)                              \
-  X(batched_supported, nvjpegDecodeBatchedSupported)                  \
-  X(stream_create, nvjpegJpegStreamCreate)                            \
-  X(stream_destroy, nvjpegJpegStreamDestroy)                          \
-  X(stream_parse, nvjpegJpegStreamParse)                              \
-  X(encoder_state_create, nvjpegEncoderStateCreate)                   \
-  X(encoder_state_destroy, nvjpegEncoderStateDestroy)                 \
-  X(encoder_params_create, nvjpegEncoderParamsCreate)                 \
-  X(encoder_params_destroy, nvjpegEncoderParamsDestroy)               \
-  X(encoder_params_set_quality, nvjpegEncoderParamsSetQuality)        \
+#define CUCONV_NVJPEG_FUNCTIONS(X)                                      \
+  X(create_ex, nvjpegCreateEx)                                          \
+  X(destroy, nvjpegDestroy)                                             \
+  X(state_create, nvjpegJpegStateCreate)                                \
+  X(state_destroy, nvjpegJpegStateDestroy)                              \
+  X(get_image_info, nvjpegGetImageInfo)                                 \
+  X(decode, nvjpegDecode)                                               \
+  X(batched_initialize, nvjpegDecodeBatchedInitialize)                  \
+  X(decode_batched, nvjpegDecodeBatched)                                \
+  X(batched_supported, nvjpegDecodeBatchedSupported)                    \
+  X(stream_create, nvjpegJpegStreamCreate)                              \
+  X(stream_destroy, nvjpegJpegStreamDestroy)                            \
+  X(stream_parse, nvjpegJpegStreamParse)                                \
+  X(encoder_state_create, nvjpegEncoderStateCreate)                     \
+  X(encoder_state_destroy, nvjpegEncoderStateDestroy)                   \
+  X(encoder_params_create, nvjpegEncoderParamsCreate)                   \
+  X(encoder_params_destroy, nvjpegEncoderParamsDestroy)                 \
+  X(encoder_params_set_quality, nvjpegEncoderParamsSetQuality)          \
   X(encoder_params_set_sampling, nvjpegEncoderParamsSetSamplingFactors) \
-  X(encode_image, nvjpegEncodeImage)                                  \
-  X(encode_yuv, nvjpegEncodeYUV)                                      \
+  X(encode_image, nvjpegEncodeImage)                                    \
+  X(encode_yuv, nvjpegEncodeYUV)                                        \
   X(encode_retrieve_bitstream, nvjpegEncodeRetrieveBitstream)
 
 struct NvjpegApi {

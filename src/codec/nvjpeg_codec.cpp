@@ -10,9 +10,9 @@
 #include "codec/nvjpeg_codec.hpp"
 
 #include "codec/jpeg_markers.hpp"
+#include "codec/nvjpeg_api.hpp"
 #include "gpu/cuda_check.hpp"
 #include "gpu/memory/device_memory.hpp"
-#include "codec/nvjpeg_api.hpp"
 
 #include <cuconv/error.hpp>
 
@@ -66,12 +66,16 @@ enum class Outcome { decoded, not_supported, bad_file };
 
 Outcome classify(nvjpegStatus_t status, const char* call) {
   switch (status) {
-    case NVJPEG_STATUS_SUCCESS: return Outcome::decoded;
+    case NVJPEG_STATUS_SUCCESS:
+      return Outcome::decoded;
     case NVJPEG_STATUS_JPEG_NOT_SUPPORTED:
-    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED: return Outcome::not_supported;
+    case NVJPEG_STATUS_IMPLEMENTATION_NOT_SUPPORTED:
+      return Outcome::not_supported;
     case NVJPEG_STATUS_BAD_JPEG:
-    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM: return Outcome::bad_file;
-    default: check_nvjpeg(status, call);
+    case NVJPEG_STATUS_INCOMPLETE_BITSTREAM:
+      return Outcome::bad_file;
+    default:
+      check_nvjpeg(status, call);
   }
   return Outcome::decoded;  // not reached: check_nvjpeg threw
 }
@@ -126,7 +130,8 @@ DeviceHandles& device_handles(const NvjpegApi& api, int device) {
 /// The default-backend handle of `device` (made on first use).
 nvjpegHandle_t cuda_handle(const NvjpegApi& api, DeviceHandles& handles) {
   const std::lock_guard lock(handles.mutex);
-  if (handles.cuda == nullptr) CUCONV_NVJPEG_TRY(api.create_ex(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &handles.cuda));
+  if (handles.cuda == nullptr)
+    CUCONV_NVJPEG_TRY(api.create_ex(NVJPEG_BACKEND_DEFAULT, nullptr, nullptr, 0, &handles.cuda));
   return handles.cuda;
 }
 
@@ -146,8 +151,8 @@ struct GpuJpegCodec::State {
   NvjpegOwned<nvjpegJpegStream_t> parser;     ///< plan(): the engine's support check
   NvjpegOwned<nvjpegEncoderParams_t> params;
   NvjpegOwned<nvjpegEncoderState_t> encoder;
-  gpu::PinnedBuffer bitstream;  ///< the encoder's output, copied out at the link's speed
-  std::size_t hw_batch_size = 0;   ///< the batch size hw_state is initialised for; 0: none
+  gpu::PinnedBuffer bitstream;    ///< the encoder's output, copied out at the link's speed
+  std::size_t hw_batch_size = 0;  ///< the batch size hw_state is initialised for; 0: none
 
   [[nodiscard]] nvjpegHandle_t handle() const noexcept { return handles->primary; }
 
@@ -165,26 +170,29 @@ struct GpuJpegCodec::State {
   }
   void ensure_encoder() {
     if (encoder) return;
-    params = make_owned<nvjpegEncoderParams_t>([&](auto* out) { return api->encoder_params_create(handle(), out, nullptr); },
-                                               api->encoder_params_destroy, "nvjpegEncoderParamsCreate");
-    encoder = make_owned<nvjpegEncoderState_t>([&](auto* out) { return api->encoder_state_create(handle(), out, nullptr); },
-                                               api->encoder_state_destroy, "nvjpegEncoderStateCreate");
+    params =
+        make_owned<nvjpegEncoderParams_t>([&](auto* out) { return api->encoder_params_create(handle(), out, nullptr); },
+                                          api->encoder_params_destroy, "nvjpegEncoderParamsCreate");
+    encoder =
+        make_owned<nvjpegEncoderState_t>([&](auto* out) { return api->encoder_state_create(handle(), out, nullptr); },
+                                         api->encoder_state_destroy, "nvjpegEncoderStateCreate");
   }
 
   /// nvjpegDecode of one file into `image`; records the outcome in `result`.
   void decode_one(std::span<const std::uint8_t> file, int channels, nvjpegImage_t& image, DecodedJpeg& result,
                   StreamHandle stream) {
     const nvjpegHandle_t cuda = ensure_cuda_state();
-    const nvjpegStatus_t status =
-        api->decode(cuda, cuda_state.get(), file.data(), file.size(),
-                    channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_BGRI, &image, stream);
+    const nvjpegStatus_t status = api->decode(cuda, cuda_state.get(), file.data(), file.size(),
+                                              channels == 1 ? NVJPEG_OUTPUT_Y : NVJPEG_OUTPUT_BGRI, &image, stream);
     const Outcome outcome = classify(status, "nvjpegDecode");
     // The state's staging buffers serve the next file: let this one's device work finish first.
     CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));
     if (outcome == Outcome::decoded) return;
     const std::string why = std::string("nvJPEG: ") + codec::nvjpeg_status_name(status);
-    if (outcome == Outcome::not_supported) result.not_supported = why;
-    else result.bad_file = "cannot decode JPEG: truncated or corrupt (" + why + ")";
+    if (outcome == Outcome::not_supported)
+      result.not_supported = why;
+    else
+      result.bad_file = "cannot decode JPEG: truncated or corrupt (" + why + ")";
     result.view = {};  // the caller takes `result.image` back
   }
 };
@@ -207,8 +215,10 @@ GpuJpegCodec& GpuJpegCodec::operator=(GpuJpegCodec&&) noexcept = default;
 std::string_view GpuJpegCodec::backend() const noexcept { return state_->handles->hardware ? "hardware" : "cuda"; }
 
 void GpuJpegCodec::prepare_decoder() {
-  if (state_->handles->hardware) state_->ensure_hw_state();
-  else static_cast<void>(state_->ensure_cuda_state());
+  if (state_->handles->hardware)
+    state_->ensure_hw_state();
+  else
+    static_cast<void>(state_->ensure_cuda_state());
 }
 
 JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t> file) { return plan(file, read_jpeg_markers(file)); }
@@ -237,7 +247,8 @@ JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t> file, JpegMarkers mark
   const nvjpegStatus_t info =
       api.get_image_info(s.handle(), file.data(), file.size(), &components, &subsampling, widths, heights);
   if (info != NVJPEG_STATUS_SUCCESS) {
-    p.bad_file = std::string("cannot decode JPEG: nvJPEG cannot read its header (") + codec::nvjpeg_status_name(info) + ")";
+    p.bad_file =
+        std::string("cannot decode JPEG: nvJPEG cannot read its header (") + codec::nvjpeg_status_name(info) + ")";
     return p;
   }
   if (components == 3 && subsampling == NVJPEG_CSS_UNKNOWN) {
@@ -254,9 +265,9 @@ JpegPlan GpuJpegCodec::plan(std::span<const std::uint8_t> file, JpegMarkers mark
     // nvJPEG's convention: 0 means supported. A file the engine's parser or check refuses takes
     // the CUDA decoder, which reports its own problems.
     int unsupported = 1;
-    p.hardware = api.stream_parse(s.handle(), file.data(), file.size(), 0, 0, s.parser.get()) == NVJPEG_STATUS_SUCCESS &&
-                 api.batched_supported(s.handle(), s.parser.get(), &unsupported) == NVJPEG_STATUS_SUCCESS &&
-                 unsupported == 0;
+    p.hardware =
+        api.stream_parse(s.handle(), file.data(), file.size(), 0, 0, s.parser.get()) == NVJPEG_STATUS_SUCCESS &&
+        api.batched_supported(s.handle(), s.parser.get(), &unsupported) == NVJPEG_STATUS_SUCCESS && unsupported == 0;
   }
   return p;
 }
@@ -279,8 +290,8 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
       out[i].bad_file = p.bad_file;
       continue;
     }
-    out[i].image = pool != nullptr ? pool->take(p.width, p.height, p.channels)
-                                   : DeviceImage(p.width, p.height, p.channels, CV_8U);
+    out[i].image =
+        pool != nullptr ? pool->take(p.width, p.height, p.channels) : DeviceImage(p.width, p.height, p.channels, CV_8U);
     out[i].view = fit(out[i].image, p.width, p.height);
     destinations[i].channel[0] = bytes_of(out[i].view.data);
     destinations[i].pitch[0] = out[i].view.pitch;
@@ -311,8 +322,8 @@ std::vector<DecodedJpeg> GpuJpegCodec::decode(const std::vector<std::span<const 
     }
     const auto call = std::chrono::steady_clock::now();
     if (status == NVJPEG_STATUS_SUCCESS)
-      status = api.decode_batched(s.handle(), s.hw_state.get(), data.data(), lengths.data(),
-                                  batch_destinations.data(), stream);
+      status = api.decode_batched(s.handle(), s.hw_state.get(), data.data(), lengths.data(), batch_destinations.data(),
+                                  stream);
     if (engine_call_ms != nullptr)
       *engine_call_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - call).count();
     if (status == NVJPEG_STATUS_SUCCESS) {
@@ -356,8 +367,8 @@ std::vector<std::uint8_t> GpuJpegCodec::encode(ConstDeviceImageView image, const
   source.channel[0] = bytes_of(image.data);
   source.pitch[0] = image.pitch;
   if (gray) {
-    CUCONV_NVJPEG_TRY(api.encode_yuv(s.handle(), s.encoder.get(), s.params.get(), &source, NVJPEG_CSS_GRAY,
-                                     image.width, image.height, stream));
+    CUCONV_NVJPEG_TRY(api.encode_yuv(s.handle(), s.encoder.get(), s.params.get(), &source, NVJPEG_CSS_GRAY, image.width,
+                                     image.height, stream));
   } else {
     CUCONV_NVJPEG_TRY(api.encode_image(s.handle(), s.encoder.get(), s.params.get(), &source, NVJPEG_INPUT_BGRI,
                                        image.width, image.height, stream));

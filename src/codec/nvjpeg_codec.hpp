@@ -50,7 +50,7 @@ enum class Chroma { s420, s422, s444 };
 
 /// Encoder settings.
 struct JpegEncodeOptions {
-  int quality = 95;  ///< 1..100, as OpenCV's IMWRITE_JPEG_QUALITY (default 95 there too)
+  int quality = 95;              ///< 1..100, as OpenCV's IMWRITE_JPEG_QUALITY (default 95 there too)
   Chroma chroma = Chroma::s420;  ///< colour images; 4:2:0 is what OpenCV's imwrite writes by default
   /// APP segments (marker and length included) to insert after SOI / JFIF APP0.
   std::vector<std::span<const std::uint8_t>> app_segments;

@@ -132,8 +132,10 @@ class NvjpegGpuCodec final : public GpuCodec {
 }  // namespace
 
 GpuCodecFormat nvjpeg_gpu_codec() {
-  return {"nvjpeg", "JPEG", is_jpeg_path, unusable_reason, read, warm_up_file,
-          [](int device) -> std::unique_ptr<GpuCodec> { return std::make_unique<NvjpegGpuCodec>(device); }};
+  return {
+      "nvjpeg", "JPEG", is_jpeg_path, unusable_reason, read, warm_up_file, [](int device) -> std::unique_ptr<GpuCodec> {
+        return std::make_unique<NvjpegGpuCodec>(device);
+      }};
 }
 
 }  // namespace cuconv::codec

@@ -63,7 +63,7 @@ bool opencv_have_writer(const std::string& path) { return cv::haveImageWriter(pa
 #ifdef CUCONV_OPENCV_CODECS_MODULE
 extern "C" __attribute__((visibility("default"))) const cuconv::codec::OpenCvCodecs* cuconv_opencv_codecs_v1() {
   static const cuconv::codec::OpenCvCodecs table{&cuconv::codec::opencv_imread, &cuconv::codec::opencv_imdecode,
-                                                  &cuconv::codec::opencv_imencode, &cuconv::codec::opencv_have_writer};
+                                                 &cuconv::codec::opencv_imencode, &cuconv::codec::opencv_have_writer};
   return &table;
 }
 #endif

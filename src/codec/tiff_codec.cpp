@@ -80,11 +80,16 @@ struct SampleLayout {
 };
 SampleLayout sample_layout(int depth) {
   switch (depth) {
-    case CV_8U: return {SAMPLEFORMAT_UINT, 8};
-    case CV_16U: return {SAMPLEFORMAT_UINT, 16};
-    case CV_16S: return {SAMPLEFORMAT_INT, 16};
-    case CV_32F: return {SAMPLEFORMAT_IEEEFP, 32};
-    default: return {0, 0};
+    case CV_8U:
+      return {SAMPLEFORMAT_UINT, 8};
+    case CV_16U:
+      return {SAMPLEFORMAT_UINT, 16};
+    case CV_16S:
+      return {SAMPLEFORMAT_INT, 16};
+    case CV_32F:
+      return {SAMPLEFORMAT_IEEEFP, 32};
+    default:
+      return {0, 0};
   }
 }
 
@@ -94,17 +99,22 @@ cv::Mat to_rgb_order(const cv::Mat& image) {
   cv::Mat rgb(image.size(), image.type());
   const int swap3[] = {0, 2, 1, 1, 2, 0};
   const int swap4[] = {0, 2, 1, 1, 2, 0, 3, 3};
-  cv::mixChannels(&image, 1, &rgb, 1, image.channels() == 3 ? swap3 : swap4, static_cast<std::size_t>(image.channels()));
+  cv::mixChannels(&image, 1, &rgb, 1, image.channels() == 3 ? swap3 : swap4,
+                  static_cast<std::size_t>(image.channels()));
   return rgb;
 }
 
 }  // namespace
 
 bool parse_tiff_compression(std::string_view text, TiffCompression& out) {
-  if (text == "none") out = TiffCompression::none;
-  else if (text == "lzw") out = TiffCompression::lzw;
-  else if (text == "deflate") out = TiffCompression::deflate;
-  else return false;
+  if (text == "none")
+    out = TiffCompression::none;
+  else if (text == "lzw")
+    out = TiffCompression::lzw;
+  else if (text == "deflate")
+    out = TiffCompression::deflate;
+  else
+    return false;
   return true;
 }
 
@@ -113,8 +123,8 @@ std::vector<unsigned char> encode_tiff(const std::string& path, const cv::Mat& i
   const SampleLayout layout = sample_layout(image.depth());
   const int channels = image.channels();
   if (layout.bits == 0 || (channels != 1 && channels != 3 && channels != 4))
-    throw Error(ErrorKind::output, path + ": TIFF cannot hold this image here (" + std::to_string(channels) +
-                                       " channel(s))");
+    throw Error(ErrorKind::output,
+                path + ": TIFF cannot hold this image here (" + std::to_string(channels) + " channel(s))");
   MemoryFile file;
   const std::unique_ptr<TIFFOpenOptions, OptionsFreer> options(TIFFOpenOptionsAlloc());
   TIFFOpenOptionsSetErrorHandlerExtR(options.get(), on_error, &file);
@@ -148,8 +158,8 @@ std::vector<unsigned char> encode_tiff(const std::string& path, const cv::Mat& i
     }
     // The predictor makes neighbouring values compress well; it is undone exactly when decoding.
     if (ok && codec != COMPRESSION_NONE)
-      ok = TIFFSetField(t, TIFFTAG_PREDICTOR, layout.format == SAMPLEFORMAT_IEEEFP ? PREDICTOR_FLOATINGPOINT
-                                                                                 : PREDICTOR_HORIZONTAL);
+      ok = TIFFSetField(t, TIFFTAG_PREDICTOR,
+                        layout.format == SAMPLEFORMAT_IEEEFP ? PREDICTOR_FLOATINGPOINT : PREDICTOR_HORIZONTAL);
     // zlib's fastest level, as OpenCV's PNG default: most of the size gain for a fraction of the
     // time of level 6 (docs/formats.md).
     if (ok && codec == COMPRESSION_ADOBE_DEFLATE) ok = TIFFSetField(t, TIFFTAG_ZIPQUALITY, 1);

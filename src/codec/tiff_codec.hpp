@@ -23,7 +23,6 @@ bool parse_tiff_compression(std::string_view text, TiffCompression& out);
 /// in inches (exiv2 keeps these image tags as the encoder wrote them, never from EXIF). Throws
 /// Error{output} naming `path` when libtiff fails.
 [[nodiscard]] std::vector<unsigned char> encode_tiff(const std::string& path, const cv::Mat& image,
-                                                     TiffCompression compression, double dpi_x = 0,
-                                                     double dpi_y = 0);
+                                                     TiffCompression compression, double dpi_x = 0, double dpi_y = 0);
 
 }  // namespace cuconv::codec

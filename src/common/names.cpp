@@ -61,7 +61,8 @@ std::optional<Depth> parse_depth(std::string_view s) noexcept { return value_of<
 namespace common {
 
 bool equal_ignoring_case(std::string_view a, std::string_view b) noexcept {
-  return a.size() == b.size() && std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
+  return a.size() == b.size() &&
+         std::equal(a.begin(), a.end(), b.begin(), [](char x, char y) { return lower(x) == lower(y); });
 }
 
 std::vector<std::string> names_for_foreign_word(std::string_view word) {
@@ -111,15 +112,24 @@ std::optional<Codec> parse_codec(std::string_view s) noexcept { return value_of<
 
 std::string depth_name(int depth) {
   switch (depth) {
-    case CV_8U: return "8U";
-    case CV_8S: return "8S";
-    case CV_16U: return "16U";
-    case CV_16S: return "16S";
-    case CV_32S: return "32S";
-    case CV_32F: return "32F";
-    case CV_64F: return "64F";
-    case CV_16F: return "16F";
-    default: return "depth#" + std::to_string(depth);
+    case CV_8U:
+      return "8U";
+    case CV_8S:
+      return "8S";
+    case CV_16U:
+      return "16U";
+    case CV_16S:
+      return "16S";
+    case CV_32S:
+      return "32S";
+    case CV_32F:
+      return "32F";
+    case CV_64F:
+      return "64F";
+    case CV_16F:
+      return "16F";
+    default:
+      return "depth#" + std::to_string(depth);
   }
 }
 

@@ -96,19 +96,19 @@ struct ForeignWord {
 /// parser's "did you mean" (presets). A word may map to several names, best first.
 inline constexpr std::array<ForeignWord, 34> kForeignWords{{
     // Borders: ImageMagick -virtual-pixel, libvips extend, SciPy/NumPy modes, MATLAB imfilter.
-    {"mirror", "reflect"},       // ImageMagick, libvips: the edge pixel repeated
-    {"mirror", "reflect101"},    // SciPy's 'mirror': the edge pixel not repeated
-    {"symmetric", "reflect"},    // NumPy pad, MATLAB
+    {"mirror", "reflect"},     // ImageMagick, libvips: the edge pixel repeated
+    {"mirror", "reflect101"},  // SciPy's 'mirror': the edge pixel not repeated
+    {"symmetric", "reflect"},  // NumPy pad, MATLAB
     {"reflect_101", "reflect101"},
-    {"default", "reflect101"},   // OpenCV's BORDER_DEFAULT
-    {"edge", "replicate"},       // ImageMagick, NumPy pad
-    {"nearest", "replicate"},    // SciPy
-    {"copy", "replicate"},       // libvips
+    {"default", "reflect101"},  // OpenCV's BORDER_DEFAULT
+    {"edge", "replicate"},      // ImageMagick, NumPy pad
+    {"nearest", "replicate"},   // SciPy
+    {"copy", "replicate"},      // libvips
     {"clamp", "replicate"},
     {"extend", "replicate"},
-    {"tile", "wrap"},            // ImageMagick
-    {"repeat", "wrap"},          // libvips
-    {"circular", "wrap"},        // MATLAB
+    {"tile", "wrap"},      // ImageMagick
+    {"repeat", "wrap"},    // libvips
+    {"circular", "wrap"},  // MATLAB
     {"periodic", "wrap"},
     {"black", "constant"},       // ImageMagick, libvips
     {"background", "constant"},  // ImageMagick, libvips

@@ -59,8 +59,10 @@ void route(const char* data, std::size_t size) {
   std::size_t start = 0;
   for (std::size_t end; (end = t_pending.find('\n', start)) != std::string::npos; start = end + 1) {
     const std::string_view line = std::string_view(t_pending).substr(start, end - start);
-    if (t_shown.empty()) t_sink->line(line);
-    else t_sink->line(shown_paths(std::string(line)));
+    if (t_shown.empty())
+      t_sink->line(line);
+    else
+      t_sink->line(shown_paths(std::string(line)));
   }
   t_pending.erase(0, start);
 }

@@ -78,8 +78,8 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
     return Variant::tensor;
   // Float filters within fast's unrolled radii on one small channel, from the row's taps:
   // `tensor` (block floating point on tensor cores) where fast's grid leaves its last wave empty.
-  if (dense_holds && r.input_depth == CV_32F && r.channels == 1 && taps >= t.dense_f32_small_min_taps &&
-      r.pixels > 0 && r.pixels <= t.dense_f32_small_max_pixels)
+  if (dense_holds && r.input_depth == CV_32F && r.channels == 1 && taps >= t.dense_f32_small_min_taps && r.pixels > 0 &&
+      r.pixels <= t.dense_f32_small_max_pixels)
     return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= kFastDenseMaxRadius) return Variant::fast;
 
@@ -92,9 +92,9 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
   // filters), so ties round as in filter2D's direct sums; 16-bit outputs stay on direct sums
   // (src/gpu/launch/fft_ties.hpp).
   const bool fft_rounds_ties =
-      r.output_depth == CV_32F || gpu::fft_tie_margin(gpu::pixel_type_for_depth(r.input_depth),
-                                                 gpu::pixel_type_for_depth(r.output_depth), filter.weights.data(),
-                                                 filter.weights.size()) > 0.0;
+      r.output_depth == CV_32F ||
+      gpu::fft_tie_margin(gpu::pixel_type_for_depth(r.input_depth), gpu::pixel_type_for_depth(r.output_depth),
+                          filter.weights.data(), filter.weights.size()) > 0.0;
   if (fft_rounds_ties && taps >= t.fft_min_taps && gpu::cufft_api() != nullptr) return Variant::fft;
 
   // Other shapes: tiled-halo's shared tile reads fewer global values per output than the generic

@@ -7,7 +7,7 @@
 
 #include "common/opencv_border.hpp"
 #include "convolve/cpu_reference.hpp"  // stored_border_value
-#include "gpu/launch/launch.hpp"  // fft_tile_side
+#include "gpu/launch/launch.hpp"       // fft_tile_side
 
 #include <opencv2/core.hpp>
 #include <opencv2/imgproc.hpp>
@@ -30,19 +30,27 @@ void check_shapes(const cv::Mat& result, const cv::Mat& reference) {
 
 double depth_range(int depth) {
   switch (depth) {
-    case CV_8U: return 255.0;
-    case CV_16U: return 65535.0;
-    case CV_16S: return 32768.0;
-    default: return 0.0;
+    case CV_8U:
+      return 255.0;
+    case CV_16U:
+      return 65535.0;
+    case CV_16S:
+      return 32768.0;
+    default:
+      return 0.0;
   }
 }
 
 double saturate(double v, int depth) {
   switch (depth) {
-    case CV_8U: return std::clamp(v, 0.0, 255.0);
-    case CV_16U: return std::clamp(v, 0.0, 65535.0);
-    case CV_16S: return std::clamp(v, -32768.0, 32767.0);
-    default: return v;
+    case CV_8U:
+      return std::clamp(v, 0.0, 255.0);
+    case CV_16U:
+      return std::clamp(v, 0.0, 65535.0);
+    case CV_16S:
+      return std::clamp(v, -32768.0, 32767.0);
+    default:
+      return v;
   }
 }
 
@@ -108,8 +116,7 @@ cv::Mat running_max_rows(const cv::Mat& m, int width) {
 double fft_tie_band(int input_depth, int output_depth, const Filter& filter) noexcept {
   double abs_sum = 0.0;
   for (double w : filter.weights) abs_sum += std::abs(w);
-  return kFftRelativeErrorBound * depth_range(input_depth) * abs_sum +
-         (depth_range(output_depth) + 1.0) / 4194304.0;
+  return kFftRelativeErrorBound * depth_range(input_depth) * abs_sum + (depth_range(output_depth) + 1.0) / 4194304.0;
 }
 
 ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& reference, const cv::Mat& input,
@@ -144,8 +151,8 @@ ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& refer
     per_value = footprint_sums(wide, kernel, anchor_x, anchor_y, options.border, border_value, delta);
   }
   if (stats.float_output) {
-    const cv::Mat blocks = float_rule_block_scales(input, filter, anchor_x, anchor_y, options.border, border_value,
-                                                   delta, result_variant);
+    const cv::Mat blocks =
+        float_rule_block_scales(input, filter, anchor_x, anchor_y, options.border, border_value, delta, result_variant);
     if (!blocks.empty()) cv::max(per_value, blocks, per_value);
   }
   if (keep_alpha) {  // alpha passes through: its value (float rule: its magnitude) is due
@@ -193,9 +200,9 @@ ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& refer
       ++stats.differing_values;
       stats.max_abs_difference = std::max(stats.max_abs_difference, std::abs(have - want));
       const double tie = std::floor(ps[c]) + 0.5;
-      const bool near_tie = std::abs(have - exact) == 1.0 && std::abs(ps[c] - tie) <= stats.tie_band &&
-                            (have == saturate(std::floor(ps[c]), result.depth()) ||
-                             have == saturate(std::ceil(ps[c]), result.depth()));
+      const bool near_tie =
+          std::abs(have - exact) == 1.0 && std::abs(ps[c] - tie) <= stats.tie_band &&
+          (have == saturate(std::floor(ps[c]), result.depth()) || have == saturate(std::ceil(ps[c]), result.depth()));
       if (repairs_off && near_tie)
         ++stats.off_by_one_near_tie;
       else
@@ -206,24 +213,25 @@ ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& refer
                                                     : 100.0 * static_cast<double>(stats.differing_values) /
                                                           static_cast<double>(stats.total_values);
   if (stats.float_output) {
-    stats.within_tolerance = stats.relative_error <= float_rule_bound(static_cast<long long>(filter.width) * filter.height);
+    stats.within_tolerance =
+        stats.relative_error <= float_rule_bound(static_cast<long long>(filter.width) * filter.height);
   } else {
     const auto allowed =
         static_cast<std::size_t>(std::floor(stats.max_differing_fraction * static_cast<double>(stats.total_values)));
     // fft without repairs: the band alone passes any off-by-one once it reaches 1/2 (16-bit input,
     // sum|w| from about 3.9); the transform's errors tip a small share (5.6% measured at most),
     // a truncation about half of the values.
-    const auto near_tie_allowed = static_cast<std::size_t>(
-        std::floor(kFftMaxDifferingFraction * static_cast<double>(stats.total_values)));
+    const auto near_tie_allowed =
+        static_cast<std::size_t>(std::floor(kFftMaxDifferingFraction * static_cast<double>(stats.total_values)));
     stats.within_tolerance = stats.max_abs_difference <= kMaxIntegerDifference && unexplained <= allowed &&
                              (!repairs_off || stats.off_by_one_near_tie <= near_tie_allowed);
   }
   return stats;
 }
 
-ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& reference,
-                                     const cv::Mat& input, const Filter& filter, double delta,
-                                     double border_value, double max_differing_fraction, const cv::Mat* exact) {
+ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& reference, const cv::Mat& input,
+                                     const Filter& filter, double delta, double border_value,
+                                     double max_differing_fraction, const cv::Mat* exact) {
   check_shapes(result, reference);
   if (exact != nullptr && (exact->size() != result.size() || exact->type() != result.type()))
     throw Error(ErrorKind::internal, "compare_to_reference: the exact sum differs from the result in size or type");
@@ -254,8 +262,9 @@ ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& refer
       stats.max_abs_difference = std::max(stats.max_abs_difference, diff);
     }
   }
-  stats.differing_percent =
-      stats.total_values == 0 ? 0.0 : 100.0 * static_cast<double>(stats.differing_values) / static_cast<double>(stats.total_values);
+  stats.differing_percent = stats.total_values == 0 ? 0.0
+                                                    : 100.0 * static_cast<double>(stats.differing_values) /
+                                                          static_cast<double>(stats.total_values);
 
   // The global scale over the finite inputs: an infinity among them would make every error 0.
   double max_input = std::abs(border_value);
@@ -267,24 +276,23 @@ ComparisonStats compare_to_reference(const cv::Mat& result, const cv::Mat& refer
   for (double w : filter.weights) weight_sum += std::abs(w);
   const double normaliser = weight_sum * max_input + std::abs(delta + filter.offset);
   stats.relative_error = stats.max_abs_difference == 0.0 ? 0.0
-                         : normaliser > 0.0               ? stats.max_abs_difference / normaliser
-                                                          : kInfinity;
+                         : normaliser > 0.0              ? stats.max_abs_difference / normaliser
+                                                         : kInfinity;
 
   stats.float_output = result.depth() == CV_32F || result.depth() == CV_64F;
   stats.max_differing_fraction = max_differing_fraction;
   if (stats.float_output) {
     stats.within_tolerance = stats.relative_error <= kMaxRelativeError;
   } else {
-    const auto allowed = static_cast<std::size_t>(
-        std::floor(max_differing_fraction * static_cast<double>(stats.total_values)));
-    stats.within_tolerance =
-        stats.max_abs_difference <= kMaxIntegerDifference && stats.differing_values <= allowed;
+    const auto allowed =
+        static_cast<std::size_t>(std::floor(max_differing_fraction * static_cast<double>(stats.total_values)));
+    stats.within_tolerance = stats.max_abs_difference <= kMaxIntegerDifference && stats.differing_values <= allowed;
   }
   return stats;
 }
 
-cv::Mat float_rule_block_scales(const cv::Mat& input, const Filter& filter, int anchor_x, int anchor_y,
-                                Border border, double border_value, double delta, Variant variant) {
+cv::Mat float_rule_block_scales(const cv::Mat& input, const Filter& filter, int anchor_x, int anchor_y, Border border,
+                                double border_value, double delta, Variant variant) {
   // Outputs one block or tile holds along each axis: `tensor`'s 128, `fft`'s valid part of a tile
   // (the whole image's tile side; a strip's is never larger).
   int block_x = 0;
@@ -329,7 +337,7 @@ cv::Mat float_rule_block_scales(const cv::Mat& input, const Filter& filter, int 
 }
 
 ReferenceCheck check_against_reference(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
-                                      const cv::Mat& result, Variant variant_used) {
+                                       const cv::Mat& result, Variant variant_used) {
   ConvolveOptions reference_options = options;
   reference_options.variant = Variant::opencv;
   reference_options.opencv_method = OpenCvMethod::reference;  // no DFT rounding noise

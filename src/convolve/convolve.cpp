@@ -2,15 +2,15 @@
 // Library entry point: validate the request, resolve it into a ConvolveJob, pick the variant
 // (choose_variant.cpp) and run it (cpu_reference.cpp for OpenCV, cpu_separable.cpp for `auto`'s
 // separable CPU path, src/gpu/ for the GPU variants).
+#include "common/names.hpp"
 #include "convolve/choose_variant.hpp"
-#include "gpu/device_select.hpp"
-#include "gpu/launch/launch.hpp"
-#include "gpu/memory/workspace.hpp"  // workspace_state
 #include "convolve/cpu_reference.hpp"
 #include "convolve/cpu_separable.hpp"
-#include "gpu/gpu_convolve.hpp"
-#include "common/names.hpp"
 #include "filter/splits.hpp"
+#include "gpu/device_select.hpp"
+#include "gpu/gpu_convolve.hpp"
+#include "gpu/launch/launch.hpp"
+#include "gpu/memory/workspace.hpp"  // workspace_state
 
 #include <cuconv/error.hpp>
 
@@ -40,9 +40,8 @@ gpu::ConvolveJob make_job(int input_depth, const Filter& filter, const ConvolveO
   job.anchor_x = o.anchor_x >= 0 ? o.anchor_x : filter.resolved_anchor_x();
   job.anchor_y = o.anchor_y >= 0 ? o.anchor_y : filter.resolved_anchor_y();
   if (job.anchor_x >= filter.width || job.anchor_y >= filter.height) {
-    throw Error(ErrorKind::usage, "anchor (" + std::to_string(job.anchor_x) + "," +
-                                      std::to_string(job.anchor_y) + ") is outside the " +
-                                      std::to_string(filter.width) + "x" +
+    throw Error(ErrorKind::usage, "anchor (" + std::to_string(job.anchor_x) + "," + std::to_string(job.anchor_y) +
+                                      ") is outside the " + std::to_string(filter.width) + "x" +
                                       std::to_string(filter.height) + " filter " + filter.origin);
   }
   job.delta = o.delta + filter.offset;
@@ -65,11 +64,10 @@ gpu::ConvolveJob make_job(int input_depth, const Filter& filter, const ConvolveO
 void validate_input(bool empty, int depth, int channels) {
   if (empty) throw Error(ErrorKind::bad_input, "the image is empty (0 pixels)");
   if (depth != CV_8U && depth != CV_16U && depth != CV_32F)
-    throw Error(ErrorKind::bad_input, "unsupported pixel depth " + depth_name(depth) +
-                                          " (supported: 8U, 16U, 32F)");
+    throw Error(ErrorKind::bad_input, "unsupported pixel depth " + depth_name(depth) + " (supported: 8U, 16U, 32F)");
   if (channels != 1 && channels != 3 && channels != 4)
-    throw Error(ErrorKind::bad_input, "unsupported channel count " + std::to_string(channels) +
-                                          " (supported: 1, 3, 4)");
+    throw Error(ErrorKind::bad_input,
+                "unsupported channel count " + std::to_string(channels) + " (supported: 1, 3, 4)");
 }
 
 }  // namespace
@@ -107,9 +105,9 @@ Variant choose_variant(const Filter& filter, const ConvolveOptions& options, boo
                        int output_depth, int channels, long long pixels) {
   const filter::FilterSplits splits = filter::filter_splits(filter.weights, filter.width, filter.height, input_depth,
                                                             output_depth, options.delta + filter.offset);
-  return convolution::choose_auto({filter, options, splits.separable, splits.dense_tensor, input_depth, output_depth,
-                              channels, pixels},
-                             convolution::current_auto_device(gpu_present));
+  return convolution::choose_auto(
+      {filter, options, splits.separable, splits.dense_tensor, input_depth, output_depth, channels, pixels},
+      convolution::current_auto_device(gpu_present));
 }
 
 namespace {
@@ -134,17 +132,16 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
   std::string fallback_reason;
   const bool needs_gpu_check = options.variant == Variant::automatic || is_gpu_variant(options.variant);
   const bool gpu_present = needs_gpu_check && cuda_device_available(&no_gpu_reason);
-  const Variant variant = options.variant == Variant::automatic
-                              ? convolution::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth(),
-                                                     job.output_depth, src.channels(),
-                                                     static_cast<long long>(src.cols) * src.rows},
-                                                    convolution::current_auto_device(gpu_present))
-                              : options.variant;
+  const Variant variant =
+      options.variant == Variant::automatic
+          ? convolution::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth(), job.output_depth,
+                                      src.channels(), static_cast<long long>(src.cols) * src.rows},
+                                     convolution::current_auto_device(gpu_present))
+          : options.variant;
   if (is_gpu_variant(variant)) {
     if (!gpu_present)
       throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) +
-                                      "' needs a CUDA device: " + no_gpu_reason +
-                                      " (use `variant` opencv or auto)");
+                                      "' needs a CUDA device: " + no_gpu_reason + " (use `variant` opencv or auto)");
     try {
       if (options.device >= 0) gpu::select_device(options.device);
       return gpu::convolve_gpu(src, job, variant, kept_workspace, into);
@@ -176,8 +173,7 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
     if (e.code != cv::Error::StsNoMem) throw;
     throw out_of_host_memory(src);
   }
-  result.times.kernel_ms =
-      std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
+  result.times.kernel_ms = std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - start).count();
   result.variant_used = Variant::opencv;
   return result;
 }
@@ -228,18 +224,20 @@ Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& fi
   const gpu::ConvolveJob job = make_job(src.depth, filter, options);
   if (dst.data == nullptr || dst.width != src.width || dst.height != src.height || dst.channels != src.channels ||
       dst.depth != job.output_depth)
-    throw Error(ErrorKind::usage, "convolve: the output device image must have the input's width, height and "
-                                  "channels and the output depth (" + depth_name(job.output_depth) + ")");
+    throw Error(ErrorKind::usage,
+                "convolve: the output device image must have the input's width, height and "
+                "channels and the output depth (" +
+                    depth_name(job.output_depth) + ")");
   if (options.variant == Variant::opencv)
     throw Error(ErrorKind::usage, "convolve: device images need a GPU variant (not opencv)");
   if (options.bench_runs > 0) throw Error(ErrorKind::usage, "convolve: `bench_runs` needs a host image");
   if (options.device >= 0) gpu::select_device(options.device);
-  const Variant variant = options.variant == Variant::automatic
-                              ? convolution::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth,
-                                                     job.output_depth, src.channels,
-                                                     static_cast<long long>(src.width) * src.height},
-                                                    convolution::current_auto_device(true))
-                              : options.variant;
+  const Variant variant =
+      options.variant == Variant::automatic
+          ? convolution::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth, job.output_depth,
+                                      src.channels, static_cast<long long>(src.width) * src.height},
+                                     convolution::current_auto_device(true))
+          : options.variant;
   gpu::convolve_device(src, dst, job, variant, gpu::workspace_state(workspace), stream);
   return variant;
 }

@@ -63,9 +63,12 @@ cv::Mat filter_all_channels(const cv::Mat& src, const ConvolveJob& job, OpenCvMe
 
 double stored_border_value(double value, int input_depth) {
   switch (input_depth) {
-    case CV_8U: return cv::saturate_cast<uchar>(value);
-    case CV_16U: return cv::saturate_cast<ushort>(value);
-    default: return static_cast<float>(value);
+    case CV_8U:
+      return cv::saturate_cast<uchar>(value);
+    case CV_16U:
+      return cv::saturate_cast<ushort>(value);
+    default:
+      return static_cast<float>(value);
   }
 }
 

@@ -167,8 +167,10 @@ cv::Mat convolve_cpu_separable(const cv::Mat& src, const ConvolveJob& job, const
   // to even with saturation, as filter2D's cast.
   cv::Mat row_kernel(1, job.kw(), CV_32F);
   cv::Mat column_kernel(job.kh(), 1, CV_32F);
-  for (int j = 0; j < job.kw(); ++j) row_kernel.at<float>(0, j) = static_cast<float>(plan.horizontal[static_cast<std::size_t>(j)]);
-  for (int i = 0; i < job.kh(); ++i) column_kernel.at<float>(i, 0) = static_cast<float>(plan.vertical[static_cast<std::size_t>(i)]);
+  for (int j = 0; j < job.kw(); ++j)
+    row_kernel.at<float>(0, j) = static_cast<float>(plan.horizontal[static_cast<std::size_t>(j)]);
+  for (int i = 0; i < job.kh(); ++i)
+    column_kernel.at<float>(i, 0) = static_cast<float>(plan.vertical[static_cast<std::size_t>(i)]);
   cv::Mat dst = into;  // a caller's image of this size and type is kept, not reallocated
   dst.create(src.size(), CV_MAKETYPE(job.output_depth, src.channels()));
   // Bands of rows whose float sums stay in cache (about 1 MB), filtered side by side on OpenCV's

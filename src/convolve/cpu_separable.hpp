@@ -41,7 +41,7 @@ struct CpuSeparablePlan {
 /// and rounding (convertTo); with keep_alpha
 /// on 4 channels alpha is passed through converted to the output depth. `into`, when not empty,
 /// is the caller's image of the result's size and type to write into (convolve_into).
-[[nodiscard]] cv::Mat convolve_cpu_separable(const cv::Mat& src, const ConvolveJob& job,
-                                             const CpuSeparablePlan& plan, const cv::Mat& into = cv::Mat());
+[[nodiscard]] cv::Mat convolve_cpu_separable(const cv::Mat& src, const ConvolveJob& job, const CpuSeparablePlan& plan,
+                                             const cv::Mat& into = cv::Mat());
 
 }  // namespace cuconv::convolution

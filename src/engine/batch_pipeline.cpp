@@ -79,7 +79,8 @@ class Pipeline {
       state.task.input = state.report.input = items[i].input;
       state.task.output = state.report.output = items[i].output;
       // Each item's route, decided once: the caller's, or here before any work.
-      state.route = options.routes.size() == items.size() ? options.routes[i] : engine::choose_route(state.task, settings_);
+      state.route =
+          options.routes.size() == items.size() ? options.routes[i] : engine::choose_route(state.task, settings_);
       if (const codec::GpuCodecFormat* used = state.route.gpu_codec;
           used != nullptr && std::find(codecs_used_.begin(), codecs_used_.end(), used) == codecs_used_.end())
         codecs_used_.push_back(used);
@@ -102,8 +103,10 @@ class Pipeline {
   BatchSummary run() {
     const auto start = Clock::now();
     for (std::size_t i = 0; i < items_.size(); ++i) {
-      if (kept_existing(i)) skip_existing(i, kExistsReason);
-      else todo_.push_back(i);
+      if (kept_existing(i))
+        skip_existing(i, kExistsReason);
+      else
+        todo_.push_back(i);
     }
     run_stages();
     if (batch_error_) std::rethrow_exception(batch_error_);
@@ -142,7 +145,8 @@ class Pipeline {
       for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane) {
         ConvolveOptions convolve_options = settings_.convolve;
         convolve_options.device = lane_devices_[lane];
-        lane_jobs_.push_back({settings_.apply_filter ? &settings_.filter : nullptr, convolve_options, settings_.gpu_output});
+        lane_jobs_.push_back(
+            {settings_.apply_filter ? &settings_.filter : nullptr, convolve_options, settings_.gpu_output});
       }
       for (const codec::GpuCodecFormat* used : codecs_used_)
         for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane) {
@@ -161,9 +165,12 @@ class Pipeline {
       for (const bool first : {true, false}) {
         if (settings_.apply_filter || gpu_codec_)
           for (std::size_t lane = 0; lane < lane_devices_.size(); ++lane)
-            start_threads(filters, first ? 1 : threads_per_lane_ - 1, [this, lane] { filter_loop(lane); }, first);
-        start_threads(writers, first ? 1 : jobs_ - 1, [this] { write_loop(); }, first);
-        start_threads(readers, first ? 1 : jobs_ - 1, [this] { read_loop(); }, first);
+            start_threads(
+                filters, first ? 1 : threads_per_lane_ - 1, [this, lane] { filter_loop(lane); }, first);
+        start_threads(
+            writers, first ? 1 : jobs_ - 1, [this] { write_loop(); }, first);
+        start_threads(
+            readers, first ? 1 : jobs_ - 1, [this] { read_loop(); }, first);
       }
     } catch (...) {
       // A thread could not start: unblock the others so the jthreads can join, then report.
@@ -206,9 +213,8 @@ class Pipeline {
       ItemState& state = states_[item];
       state.started = Clock::now();
       Work work{item, {}, HeldImage(held_images_, peak_held_images_)};
-      const bool loaded = attempt(item, [&] {
-        work.loaded = engine::load_image(state.task, settings_, state.route, files_, state.report);
-      });
+      const bool loaded = attempt(
+          item, [&] { work.loaded = engine::load_image(state.task, settings_, state.route, files_, state.report); });
       if (!loaded) continue;
       const bool to_gpu = settings_.apply_filter || work.loaded.route.on_gpu_codec();
       if (!to_gpu) {
@@ -223,8 +229,8 @@ class Pipeline {
       if (const codec::GpuCodecFormat* used = work.loaded.route.gpu_codec) {
         // Straight to the device's codec pipeline: its headers are read here, on a reader thread.
         // Kept with its item until the pipeline is done with it (gpu_codec_done).
-        const auto place = static_cast<std::size_t>(std::find(codecs_used_.begin(), codecs_used_.end(), used) -
-                                                    codecs_used_.begin());
+        const auto place =
+            static_cast<std::size_t>(std::find(codecs_used_.begin(), codecs_used_.end(), used) - codecs_used_.begin());
         Work& kept = state.at_gpu_codec.emplace(std::move(work));
         if (const auto& own = codec_pipelines_[place * lane_devices_.size() + lane]) {
           own->submit(item, kept.loaded.bytes, std::move(kept.loaded.walk));
@@ -322,12 +328,15 @@ class Pipeline {
         lost_race = kept_existing(item);  // no need to encode it
         if (lost_race) return;
         ItemState& state = states_[item];
-        const std::vector<std::uint8_t> encoded = engine::encode_image(work->loaded, state.task, settings_, state.report);
+        const std::vector<std::uint8_t> encoded =
+            engine::encode_image(work->loaded, state.task, settings_, state.report);
         lost_race = !engine::write_image(state.task, encoded, settings_, files_, state.report);
       });
       work->loaded = {};
-      if (lost_race) skip_existing(item, kAppearedReason, true);
-      else if (written) finish(item, ItemStatus::ok);
+      if (lost_race)
+        skip_existing(item, kAppearedReason, true);
+      else if (written)
+        finish(item, ItemStatus::ok);
     }
   }
 
@@ -416,15 +425,15 @@ class Pipeline {
   std::atomic<std::size_t> not_started_{0};
   std::atomic<std::size_t> next_todo_{0};
   std::atomic<bool> stopping_{false};
-  bool gpu_codec_ = false;  ///< some item takes a GPU codec's route
+  bool gpu_codec_ = false;                                 ///< some item takes a GPU codec's route
   std::vector<const codec::GpuCodecFormat*> codecs_used_;  ///< the GPU codecs some item takes
-  std::atomic<bool> stop_requested_{false};  ///< BatchOptions::stop_requested returned true
-  std::atomic<std::size_t> held_images_{0};       ///< images being decoded, queued, filtered or encoded
+  std::atomic<bool> stop_requested_{false};                ///< BatchOptions::stop_requested returned true
+  std::atomic<std::size_t> held_images_{0};                ///< images being decoded, queued, filtered or encoded
   std::atomic<std::size_t> peak_held_images_{0};
-  std::vector<std::unique_ptr<BoundedQueue<Work>>> filter_queues_;  ///< one per device
+  std::vector<std::unique_ptr<BoundedQueue<Work>>> filter_queues_;          ///< one per device
   std::vector<std::unique_ptr<engine::GpuCodecPipeline>> codec_pipelines_;  ///< per codec used and device; empty: warm
-  std::vector<engine::GpuJobSettings> lane_jobs_;  ///< per device: the job of its files
-  std::atomic<std::size_t> warm_in_flight_{0};    ///< files in a server's warm pipelines
+  std::vector<engine::GpuJobSettings> lane_jobs_;                           ///< per device: the job of its files
+  std::atomic<std::size_t> warm_in_flight_{0};                              ///< files in a server's warm pipelines
   engine::GpuPipelineStats codec_stats_;
   std::unique_ptr<BoundedQueue<Work>> write_queue_;
   std::mutex mutex_;  ///< guards finishing: status, counters, the observer call

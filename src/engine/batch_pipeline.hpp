@@ -40,11 +40,12 @@ struct BatchOptions {
   /// Each item's route (engine::choose_route), decided once by the caller; empty: decided here
   /// before any work (a --codec gpu refusal is then thrown by run_batch).
   std::vector<engine::Route> routes;
-  engine::Files* files = nullptr;     ///< the file system, or a client's; nullptr: engine::local_files()
-  std::vector<int> devices;           ///< CUDA devices, images dealt by progress (the least busy takes the next); empty: run.convolve.device
-  std::size_t jobs = 1;               ///< reader threads, and as many writer threads
+  engine::Files* files = nullptr;  ///< the file system, or a client's; nullptr: engine::local_files()
+  std::vector<int>
+      devices;  ///< CUDA devices, images dealt by progress (the least busy takes the next); empty: run.convolve.device
+  std::size_t jobs = 1;                       ///< reader threads, and as many writer threads
   std::size_t filter_threads_per_device = 2;  ///< --gpu-threads; two, so one image's copies overlap another's kernel
-  bool fail_fast = false;             ///< stop scheduling work at the first failure
+  bool fail_fast = false;                     ///< stop scheduling work at the first failure
   /// Called by each filter thread before its first image, while reading has begun: the caller's
   /// check that the GPU is usable (CUDA's initialisation takes a while). An exception from it stops
   /// the batch, and run_batch rethrows it after the threads have ended; no output is written.
@@ -73,14 +74,14 @@ struct BatchSummary {
   /// Of the skipped: outputs that appeared while this process worked on them (another process
   /// writing into the same folder published first); counted in existing_outputs too.
   std::size_t lost_races = 0;
-  std::size_t not_started = 0;       ///< of the skipped: left undone because the batch stopped
-  bool stop_requested = false;       ///< BatchOptions::stop_requested said stop before the end
+  std::size_t not_started = 0;  ///< of the skipped: left undone because the batch stopped
+  bool stop_requested = false;  ///< BatchOptions::stop_requested said stop before the end
   double wall_ms = 0;
   /// Most images held at once (reading, queued, filtering, writing): at most
   /// 2 x jobs + 3 x (filter threads), however many inputs there are.
   std::size_t peak_images_held = 0;
   double gpu_setup_ms = 0;  ///< longest time a filter thread spent in wait_for_gpu and creating its context and stream
-  engine::GpuPipelineStats gpu_codec;  ///< the GPU codec pipelines' threads, summed over codecs and devices
+  engine::GpuPipelineStats gpu_codec;     ///< the GPU codec pipelines' threads, summed over codecs and devices
   ExitCode first_failure = ExitCode::ok;  ///< exit code of the failure that happened first
   ExitCode exit_code = ExitCode::ok;      ///< batch_exit_code()
 };

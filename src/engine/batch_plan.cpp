@@ -13,11 +13,11 @@
 #include <cctype>
 #include <cerrno>
 #include <cstdint>
-#include <system_error>
 #include <filesystem>
 #include <functional>
 #include <istream>
 #include <map>
+#include <system_error>
 #include <utility>
 
 namespace cuconv::engine {
@@ -49,10 +49,11 @@ std::vector<std::string> read_path_list(std::istream& in, std::string_view list_
   std::string line;
   for (std::size_t number = 1; std::getline(in, line); ++number) {
     if (line.find('\0') != std::string::npos)
-      throw Error(ErrorKind::bad_input, (list_name.empty() ? std::string("a `input_list` list") : "`input_list` " + std::string(list_name)) +
-                                            ": line " + std::to_string(number) +
-                                            " holds a NUL byte, which no path can hold (a list made with "
-                                            "-print0 or -z? give one path per line)");
+      throw Error(ErrorKind::bad_input,
+                  (list_name.empty() ? std::string("a `input_list` list") : "`input_list` " + std::string(list_name)) +
+                      ": line " + std::to_string(number) +
+                      " holds a NUL byte, which no path can hold (a list made with "
+                      "-print0 or -z? give one path per line)");
     if (!line.empty() && line.back() == '\r') line.pop_back();
     if (!is_blank(line)) paths.push_back(line);
   }
@@ -78,8 +79,10 @@ std::vector<std::string> collect_inputs(const std::vector<std::string>& paths, b
     }
   };
   for (const std::string& path : paths) {
-    if (access.kind(path, true) == engine::FileKind::directory) add_folder(path);
-    else files.push_back(fs::path(path).lexically_normal().string());
+    if (access.kind(path, true) == engine::FileKind::directory)
+      add_folder(path);
+    else
+      files.push_back(fs::path(path).lexically_normal().string());
   }
   std::sort(files.begin(), files.end());
   files.erase(std::unique(files.begin(), files.end()), files.end());
@@ -117,8 +120,8 @@ void check_name_template(std::string_view name_template, std::size_t input_count
     ++i;
   }
   if (!has_stem && input_count > 1)
-    throw Error(ErrorKind::usage, quoted + ": has no %s, so all " + std::to_string(input_count) +
-                                      " inputs would be written to one file");
+    throw Error(ErrorKind::usage,
+                quoted + ": has no %s, so all " + std::to_string(input_count) + " inputs would be written to one file");
 }
 
 bool template_has_extension(std::string_view name_template) {
@@ -131,8 +134,10 @@ std::string output_name(std::string_view name_template, const std::string& input
   for (std::size_t i = 0; i < name_template.size(); ++i) {
     if (name_template[i] == '%' && i + 1 < name_template.size()) {
       ++i;
-      if (name_template[i] == 's') name += in.stem().string();
-      else name += name_template[i];  // "%%"; check_name_template refuses anything else
+      if (name_template[i] == 's')
+        name += in.stem().string();
+      else
+        name += name_template[i];  // "%%"; check_name_template refuses anything else
     } else {
       name += name_template[i];
     }
@@ -155,7 +160,8 @@ std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs, cons
     std::string output = (fs::path(out_dir) / output_name(name_template, input)).lexically_normal().string();
     if (is_temp_file_name(output))
       throw Error(ErrorKind::usage, input + ": its output " + output + " would start with '" +
-                                        std::string(kTempFilePrefix) + "', the mark of unfinished files; "
+                                        std::string(kTempFilePrefix) +
+                                        "', the mark of unfinished files; "
                                         "rename the input or choose another `name_template`");
     const auto [it, inserted] = input_of_output.emplace(output, &input);
     if (!inserted)
@@ -196,7 +202,8 @@ void check_outputs_not_inputs(const std::vector<BatchItem>& items, const PathCon
   }
   for (const BatchItem& item : items) {
     const std::string* input = nullptr;
-    if (const auto it = input_by_path.find(normal_absolute(item.output, where.working_folder)); it != input_by_path.end())
+    if (const auto it = input_by_path.find(normal_absolute(item.output, where.working_folder));
+        it != input_by_path.end())
       input = it->second;
     if (input == nullptr) {
       if (const auto identity = file_identity(item.output, where.files))
@@ -235,13 +242,15 @@ std::optional<Shard> slurm_array_shard(const EnvironmentLookup& env) {
   const char* step_text = env("SLURM_ARRAY_TASK_STEP");
   const auto min = min_text != nullptr ? parse_integer(min_text) : std::optional<long long>(0);
   const auto step = step_text != nullptr ? parse_integer(step_text) : std::optional<long long>(1);
-  const std::string described = std::string("SLURM_ARRAY_TASK_ID=") + id_text + ", SLURM_ARRAY_TASK_COUNT=" +
-                                count_text + (min_text ? std::string(", SLURM_ARRAY_TASK_MIN=") + min_text : "") +
+  const std::string described = std::string("SLURM_ARRAY_TASK_ID=") + id_text +
+                                ", SLURM_ARRAY_TASK_COUNT=" + count_text +
+                                (min_text ? std::string(", SLURM_ARRAY_TASK_MIN=") + min_text : "") +
                                 (step_text ? std::string(", SLURM_ARRAY_TASK_STEP=") + step_text : "");
   if (!id || !count || !min || !step || *count < 1 || *step < 1 || *id < *min || (*id - *min) % *step != 0 ||
       (*id - *min) / *step >= *count)
-    throw Error(ErrorKind::usage, described + ": not a task of a contiguous array (sbatch -a A-B or A-B:S); "
-                                              "give `shard` I/N explicitly");
+    throw Error(ErrorKind::usage, described +
+                                      ": not a task of a contiguous array (sbatch -a A-B or A-B:S); "
+                                      "give `shard` I/N explicitly");
   return Shard{static_cast<std::size_t>((*id - *min) / *step), static_cast<std::size_t>(*count)};
 }
 

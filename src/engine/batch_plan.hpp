@@ -74,12 +74,11 @@ struct PathContext {
 /// Pairs every input with `out_dir`/output_name(...). Throws Error{usage} naming both inputs
 /// when two of them map to the same output file, when an output name starts with
 /// kTempFilePrefix, or when an output is another input of the plan (check_outputs_not_inputs).
-[[nodiscard]] std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs,
-                                                  const std::string& out_dir, std::string_view name_template,
-                                                  const PathContext& where);
+[[nodiscard]] std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs, const std::string& out_dir,
+                                                  std::string_view name_template, const PathContext& where);
 /// The same in this process's files and working folder.
-[[nodiscard]] std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs,
-                                                  const std::string& out_dir, std::string_view name_template);
+[[nodiscard]] std::vector<BatchItem> plan_outputs(const std::vector<std::string>& inputs, const std::string& out_dir,
+                                                  std::string_view name_template);
 
 /// Throws Error{usage} naming both files when an item's output is the input of an item (its own
 /// or another's): the same path in lexically normal absolute form (from `where`'s working

@@ -8,8 +8,8 @@
 #include <deque>
 #include <mutex>
 #include <optional>
-#include <vector>
 #include <utility>
+#include <vector>
 
 namespace cuconv::engine {
 

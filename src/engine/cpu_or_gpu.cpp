@@ -10,10 +10,14 @@
 namespace cuconv::engine {
 
 std::string CpuOrGpu::reason() const {
-  return cpu_faster() ? fmt::format("auto: the CPU (about {:.0f} ms) is faster here than the GPU's start-up and "
-                                    "copies (about {:.0f} ms)", cpu_ms, gpu_ms)
-                      : fmt::format("auto: the GPU (about {:.0f} ms with its start-up) is faster here than the CPU "
-                                    "(about {:.0f} ms)", gpu_ms, cpu_ms);
+  return cpu_faster() ? fmt::format(
+                            "auto: the CPU (about {:.0f} ms) is faster here than the GPU's start-up and "
+                            "copies (about {:.0f} ms)",
+                            cpu_ms, gpu_ms)
+                      : fmt::format(
+                            "auto: the GPU (about {:.0f} ms with its start-up) is faster here than the CPU "
+                            "(about {:.0f} ms)",
+                            gpu_ms, cpu_ms);
 }
 
 CpuOrGpu predict_cpu_or_gpu(const Filter& filter, int width, int height, int channels, int bytes_per_value,

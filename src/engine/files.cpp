@@ -8,12 +8,12 @@
 #include <cuconv/error.hpp>
 #include <cuconv/image_io.hpp>
 
-#include <cerrno>
-#include <cstring>
 #include <fcntl.h>
-#include <filesystem>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstring>
+#include <filesystem>
 #include <utility>
 
 namespace cuconv::engine {
@@ -35,11 +35,16 @@ class LocalFiles final : public Files {
     const fs::file_status status = follow_links ? fs::status(path, ec) : fs::symlink_status(path, ec);
     switch (status.type()) {
       case fs::file_type::not_found:
-      case fs::file_type::none: return FileKind::none;
-      case fs::file_type::regular: return FileKind::regular;
-      case fs::file_type::directory: return FileKind::directory;
-      case fs::file_type::symlink: return FileKind::symlink;
-      default: return ec ? FileKind::none : FileKind::other;
+      case fs::file_type::none:
+        return FileKind::none;
+      case fs::file_type::regular:
+        return FileKind::regular;
+      case fs::file_type::directory:
+        return FileKind::directory;
+      case fs::file_type::symlink:
+        return FileKind::symlink;
+      default:
+        return ec ? FileKind::none : FileKind::other;
     }
   }
 
@@ -89,7 +94,8 @@ class LocalFiles final : public Files {
 
   OpenedFile create_scratch(const std::string& folder) override {
     const int fd = make_scratch_file(folder);
-    if (fd < 0) throw Error(ErrorKind::bad_input, "cannot make a temporary copy in " + folder + ": " + std::strerror(errno));
+    if (fd < 0)
+      throw Error(ErrorKind::bad_input, "cannot make a temporary copy in " + folder + ": " + std::strerror(errno));
     return OpenedFile(fd, common::descriptor_path(fd));
   }
 };

@@ -21,8 +21,10 @@ enum class FileKind { none, regular, directory, symlink, other };
 
 /// The FileKind of a stat(2) st_mode.
 [[nodiscard]] inline FileKind file_kind_of(unsigned int mode) noexcept {
-  return S_ISREG(mode) ? FileKind::regular : S_ISDIR(mode) ? FileKind::directory
-                       : S_ISLNK(mode) ? FileKind::symlink : FileKind::other;
+  return S_ISREG(mode)   ? FileKind::regular
+         : S_ISDIR(mode) ? FileKind::directory
+         : S_ISLNK(mode) ? FileKind::symlink
+                         : FileKind::other;
 }
 
 /// What stat(2) says of a path, links followed (Files::status).

@@ -5,10 +5,10 @@
 // decoder, the filter and the codec's host encoder on an encoder thread.
 #include "engine/gpu_codec_pipeline.hpp"
 
-#include "engine/bounded_queue.hpp"
-#include "engine/byte_budget.hpp"
 #include "codec/codec_stream.hpp"
 #include "codec/opencv_codecs.hpp"
+#include "engine/bounded_queue.hpp"
+#include "engine/byte_budget.hpp"
 
 #include <opencv2/imgcodecs.hpp>  // the IMREAD_ constants only (codec/opencv_codecs.hpp)
 
@@ -218,7 +218,8 @@ struct GpuCodecPipeline::State {
           codec.reset();  // the device failed as a whole: this batch fails, the next starts afresh
           stream.reset();
           const auto* error = dynamic_cast<const Error*>(&e);
-          const Error why = error != nullptr ? *error : Error(ErrorKind::internal, std::string("internal error: ") + e.what());
+          const Error why =
+              error != nullptr ? *error : Error(ErrorKind::internal, std::string("internal error: ") + e.what());
           held_bytes.give(batch_held);
           for (Entry& entry : batch) finish_with(entry.id, failed(why));
           continue;
@@ -308,8 +309,8 @@ struct GpuCodecPipeline::State {
     codec::warm_up_encoder(*codec, stream->get());
   }
 
-  void filter_and_encode(const codec::GpuDecoded& in, const codec::GpuPlan& plan, const GpuJobSettings& job, codec::GpuCodec& codec,
-                         GpuWorkspace& workspace, StreamHandle stream, GpuJobResult& result) {
+  void filter_and_encode(const codec::GpuDecoded& in, const codec::GpuPlan& plan, const GpuJobSettings& job,
+                         codec::GpuCodec& codec, GpuWorkspace& workspace, StreamHandle stream, GpuJobResult& result) {
     const Filter* filter = job.filter;
     result.decoder = in.decoder;
     const DeviceImageView source = in.view;
@@ -327,7 +328,8 @@ struct GpuCodecPipeline::State {
     }
     const auto e = Clock::now();
     try {
-      result.encoded = codec.encode(filter != nullptr ? filtered_view : source, job.output, plan, stream, result.warnings);
+      result.encoded =
+          codec.encode(filter != nullptr ? filtered_view : source, job.output, plan, stream, result.warnings);
     } catch (...) {
       pool.give(std::move(filtered));
       throw;
@@ -343,7 +345,8 @@ struct GpuCodecPipeline::State {
     const Filter* filter = job.filter;
     const auto t = Clock::now();
     cv::Mat image = codec::opencv_imdecode(file, cv::IMREAD_UNCHANGED);
-    if (image.empty()) throw Error(ErrorKind::bad_input, "cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
+    if (image.empty())
+      throw Error(ErrorKind::bad_input, "cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
     result.decode_ms = ms_since(t);
     result.decoder = "opencv";
     result.width = image.cols;
@@ -381,7 +384,8 @@ GpuCodecPipeline::GpuCodecPipeline(const codec::GpuCodecFormat& codec, int devic
 
 GpuCodecPipeline::~GpuCodecPipeline() { finish(); }
 
-void GpuCodecPipeline::submit(std::size_t id, std::span<const std::uint8_t> file, std::unique_ptr<codec::FileWalk> walk) {
+void GpuCodecPipeline::submit(std::size_t id, std::span<const std::uint8_t> file,
+                              std::unique_ptr<codec::FileWalk> walk) {
   submit(id, file, state_->defaults, std::move(walk));
 }
 
@@ -430,7 +434,7 @@ GpuPipelineStats& GpuPipelineStats::operator+=(const GpuPipelineStats& other) no
   decode_submit_ms += other.decode_submit_ms;
   encode_ms += other.encode_ms;
   encoders_waiting_ms += other.encoders_waiting_ms;
-  first_result_ms = first_result_ms == 0 ? other.first_result_ms
+  first_result_ms = first_result_ms == 0         ? other.first_result_ms
                     : other.first_result_ms == 0 ? first_result_ms
                                                  : std::min(first_result_ms, other.first_result_ms);
   last_result_ms = std::max(last_result_ms, other.last_result_ms);

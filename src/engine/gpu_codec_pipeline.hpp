@@ -31,14 +31,15 @@ struct GpuJobSettings {
 
 /// What happened to one file.
 struct GpuJobResult {
-  std::vector<std::uint8_t> encoded;   ///< the output file's bytes; empty on failure
-  std::optional<Error> error;          ///< the file's failure (bad_input: not a decodable file; gpu ...)
-  std::string decoder;                 ///< GpuDecoded::decoder, or "opencv"
-  std::string encoder;                 ///< GpuCodecFormat::name, or "opencv"
-  std::string decoder_fallback;        ///< why OpenCV decoded it; empty when the codec did
-  std::optional<Variant> variant_used; ///< unset without a filter (--no-filter)
-  std::string gpu_fallback;            ///< ConvolveResult::fallback_reason on the OpenCV decode path
-  std::vector<std::string> warnings;   ///< input blocks not copied into the output and why ("ICC profile dropped: ..."), one line each
+  std::vector<std::uint8_t> encoded;    ///< the output file's bytes; empty on failure
+  std::optional<Error> error;           ///< the file's failure (bad_input: not a decodable file; gpu ...)
+  std::string decoder;                  ///< GpuDecoded::decoder, or "opencv"
+  std::string encoder;                  ///< GpuCodecFormat::name, or "opencv"
+  std::string decoder_fallback;         ///< why OpenCV decoded it; empty when the codec did
+  std::optional<Variant> variant_used;  ///< unset without a filter (--no-filter)
+  std::string gpu_fallback;             ///< ConvolveResult::fallback_reason on the OpenCV decode path
+  std::vector<std::string>
+      warnings;  ///< input blocks not copied into the output and why ("ICC profile dropped: ..."), one line each
   int width = 0;
   int height = 0;
   int channels = 0;
@@ -61,17 +62,17 @@ struct GpuPipelineOptions {
 /// Where a pipeline's threads spent their time (milliseconds; encoder figures summed over the
 /// encoder threads): what limits it. Summed over devices for a batch.
 struct GpuPipelineStats {
-  std::size_t batches = 0;          ///< decode calls
-  std::size_t files = 0;            ///< files decoded by the GPU codec
-  double setup_ms = 0;              ///< from construction until the decoder's states were ready
-  double decode_ms = 0;             ///< the decode thread in the codec's decode (queueing a batch, waiting for one)
-  double decode_submit_ms = 0;      ///< of which inside the library's batched call (its host work)
-  double decoder_waiting_ms = 0;    ///< the decode thread waiting for files (after set-up)
-  double decoder_blocked_ms = 0;    ///< the decode thread waiting for an encoder thread to take an image
-  double encode_ms = 0;             ///< encoder threads filtering and encoding
-  double encoders_waiting_ms = 0;   ///< encoder threads waiting for decoded images
-  double first_result_ms = 0;       ///< from construction until the first file was done
-  double last_result_ms = 0;        ///< from construction until the last file was done
+  std::size_t batches = 0;             ///< decode calls
+  std::size_t files = 0;               ///< files decoded by the GPU codec
+  double setup_ms = 0;                 ///< from construction until the decoder's states were ready
+  double decode_ms = 0;                ///< the decode thread in the codec's decode (queueing a batch, waiting for one)
+  double decode_submit_ms = 0;         ///< of which inside the library's batched call (its host work)
+  double decoder_waiting_ms = 0;       ///< the decode thread waiting for files (after set-up)
+  double decoder_blocked_ms = 0;       ///< the decode thread waiting for an encoder thread to take an image
+  double encode_ms = 0;                ///< encoder threads filtering and encoding
+  double encoders_waiting_ms = 0;      ///< encoder threads waiting for decoded images
+  double first_result_ms = 0;          ///< from construction until the first file was done
+  double last_result_ms = 0;           ///< from construction until the last file was done
   std::size_t peak_decoded_bytes = 0;  ///< most pixel bytes of decoded images held at once
   GpuPipelineStats& operator+=(const GpuPipelineStats& other) noexcept;
 };

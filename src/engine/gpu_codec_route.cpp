@@ -21,8 +21,9 @@ std::size_t auto_gpu_codec_threshold(std::size_t cpu_threads) {
   return std::max<std::size_t>(64, 16 * cpu_threads);
 }
 
-const codec::GpuCodecFormat* choose_gpu_codec(const CodecRequest& request, const std::string& input, const std::string& output,
-                                       const std::function<std::string(const codec::GpuCodecFormat&)>& gpu_unusable_reason) {
+const codec::GpuCodecFormat* choose_gpu_codec(
+    const CodecRequest& request, const std::string& input, const std::string& output,
+    const std::function<std::string(const codec::GpuCodecFormat&)>& gpu_unusable_reason) {
   if (request.codec == common::Codec::opencv) return nullptr;
   const codec::GpuCodecFormat* codec = codec::gpu_codec_for(input, output);
   if (codec == nullptr) return nullptr;
@@ -31,12 +32,17 @@ const codec::GpuCodecFormat* choose_gpu_codec(const CodecRequest& request, const
     return nullptr;
   const std::string format(codec->format);
   std::string why_not;
-  if (request.variant == Variant::opencv) why_not = "`variant` opencv filters on the CPU";
-  else if (request.depth != Depth::same && request.depth != Depth::u8) why_not = format + " holds 8-bit pixels only";
-  else if (request.host_features) why_not = "`compare` and `bench_runs` work on host images";
-  else if (request.auto_orient) why_not = "`auto_orient` is applied on the OpenCV path";
+  if (request.variant == Variant::opencv)
+    why_not = "`variant` opencv filters on the CPU";
+  else if (request.depth != Depth::same && request.depth != Depth::u8)
+    why_not = format + " holds 8-bit pixels only";
+  else if (request.host_features)
+    why_not = "`compare` and `bench_runs` work on host images";
+  else if (request.auto_orient)
+    why_not = "`auto_orient` is applied on the OpenCV path";
   if (!why_not.empty()) {
-    if (request.codec == common::Codec::gpu) throw Error(ErrorKind::usage, "`codec` gpu: " + why_not + "; use `codec` opencv");
+    if (request.codec == common::Codec::gpu)
+      throw Error(ErrorKind::usage, "`codec` gpu: " + why_not + "; use `codec` opencv");
     return nullptr;
   }
   if (const std::string reason = gpu_unusable_reason(*codec); !reason.empty()) {

@@ -12,8 +12,9 @@ GpuFilterJob::GpuFilterJob(const codec::GpuCodecFormat& codec, int device, const
                            const ConvolveOptions& options, const codec::GpuOutputOptions& output) {
   GpuPipelineOptions sizes;
   sizes.encoders = 1;
-  pipeline_ = std::make_unique<GpuCodecPipeline>(codec, device, filter, options, output, sizes,
-                                                 [this](std::size_t, GpuJobResult result) { result_ = std::move(result); });
+  pipeline_ =
+      std::make_unique<GpuCodecPipeline>(codec, device, filter, options, output, sizes,
+                                         [this](std::size_t, GpuJobResult result) { result_ = std::move(result); });
 }
 
 GpuFilterJob::~GpuFilterJob() = default;

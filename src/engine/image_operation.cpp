@@ -57,7 +57,8 @@ void note(ImageReport& report, ImageNote::Level level, std::string text) {
 /// `text` as one shell word: as it is when it holds only safe characters, else in single quotes.
 std::string shell_word(const std::string& text) {
   const bool plain = std::all_of(text.begin(), text.end(), [](char c) {
-    return std::isalnum(static_cast<unsigned char>(c)) || std::string_view("/._-+,:@%").find(c) != std::string_view::npos;
+    return std::isalnum(static_cast<unsigned char>(c)) ||
+           std::string_view("/._-+,:@%").find(c) != std::string_view::npos;
   });
   if (plain) return text;
   std::string quoted = "'";
@@ -70,18 +71,22 @@ std::string shell_word(const std::string& text) {
 void check_output_folder(const ImageTask& task, Files& files) {
   const std::string folder = std::filesystem::path(task.output).parent_path().string();  // the name alone
   if (!folder.empty() && files.kind(folder, true) != FileKind::directory)
-    throw Error(ErrorKind::output, shown_output(task) + ": folder " + folder + " does not exist (create it first: mkdir -p " +
-                                       shell_word(folder) + ")");
+    throw Error(ErrorKind::output, shown_output(task) + ": folder " + folder +
+                                       " does not exist (create it first: mkdir -p " + shell_word(folder) + ")");
 }
 
 }  // namespace
 
 std::string_view to_string(ImageStatus status) noexcept {
   switch (status) {
-    case ImageStatus::pending: return "pending";
-    case ImageStatus::ok: return "ok";
-    case ImageStatus::failed: return "failed";
-    case ImageStatus::skipped: return "skipped";
+    case ImageStatus::pending:
+      return "pending";
+    case ImageStatus::ok:
+      return "ok";
+    case ImageStatus::failed:
+      return "failed";
+    case ImageStatus::skipped:
+      return "skipped";
   }
   return "?";
 }
@@ -104,8 +109,8 @@ bool gpu_usable(std::string* reason) {
 
 Route choose_route(const ImageTask& task, const RunSettings& settings) {
   using Unusable = std::function<std::string(const codec::GpuCodecFormat&)>;
-  const Unusable unusable = settings.gpu_codec_unusable ? settings.gpu_codec_unusable
-                                                        : Unusable(engine::gpu_codec_unusable_reason);
+  const Unusable unusable =
+      settings.gpu_codec_unusable ? settings.gpu_codec_unusable : Unusable(engine::gpu_codec_unusable_reason);
   return Route{engine::choose_gpu_codec(settings.codec, task.input, task.output, unusable)};
 }
 
@@ -170,8 +175,8 @@ LoadedImage load_image(const ImageTask& task, const RunSettings& settings, Route
   if (const int orientation = exif_orientation(loaded.metadata);
       orientation != 1 && (settings.strip_metadata || fate.kept.find("EXIF") == std::string::npos))
     note(report, ImageNote::Level::warning,
-         shown_output(task) + ": the input's EXIF Orientation " + std::to_string(orientation) +
-             " is not kept (" + (settings.strip_metadata ? "`strip_metadata`" : "the format holds no EXIF") +
+         shown_output(task) + ": the input's EXIF Orientation " + std::to_string(orientation) + " is not kept (" +
+             (settings.strip_metadata ? "`strip_metadata`" : "the format holds no EXIF") +
              "), so the output is not shown upright; `auto_orient` rotates the pixels");
   if (settings.strip_metadata) loaded.metadata = {};
   if (!loaded.metadata.empty()) {
@@ -205,7 +210,7 @@ ConvolveResult filter_image(LoadedImage& loaded, const RunSettings& settings, Gp
     report.auto_reason = p.reason();
     report.cpu_predicted_faster = p.cpu_faster();
     if (p.cpu_faster()) {
-      options.variant = Variant::opencv;  // CUDA is never touched then
+      options.variant = Variant::opencv;                // CUDA is never touched then
       options.opencv_method = OpenCvMethod::same_bits;  // auto's CPU path: separable where exact
     }
   }
@@ -260,14 +265,15 @@ std::vector<std::uint8_t> run_gpu_codec(const ImageTask& task, const RunSettings
                                         ImageReport& report) {
   const codec::GpuCodecFormat& format = *route.gpu_codec;
   const engine::GpuJobSettings job{settings.apply_filter ? &settings.filter : nullptr, settings.convolve,
-                                  settings.gpu_output};
+                                   settings.gpu_output};
   const bool warm = settings.warm_codecs != nullptr && settings.warm_codecs->serves(format, settings.convolve.device);
   std::optional<engine::GpuFilterJob> own;
   if (!warm) own.emplace(format, settings.convolve.device, job.filter, job.options, job.output);
   LoadedImage loaded = load_image(task, settings, route, files, report);
   const std::span<const std::uint8_t> file(loaded.bytes);
-  engine::GpuJobResult r = own ? own->run(file, std::move(loaded.walk))
-                              : settings.warm_codecs->run(format, settings.convolve.device, file, job, std::move(loaded.walk));
+  engine::GpuJobResult r =
+      own ? own->run(file, std::move(loaded.walk))
+          : settings.warm_codecs->run(format, settings.convolve.device, file, job, std::move(loaded.walk));
   if (r.error) throw Error(r.error->kind(), shown_input(task) + ": " + r.error->what());
   report_gpu_result(r, report);
   return std::move(r.encoded);
@@ -281,7 +287,8 @@ void report_gpu_result(const GpuJobResult& result, ImageReport& report) {
   report.decoder_fallback = result.decoder_fallback;
   report.variant_used = result.variant_used;
   report.gpu_fallback = result.gpu_fallback;
-  for (const std::string& warning : result.warnings) note(report, ImageNote::Level::warning, report.input + ": " + warning);
+  for (const std::string& warning : result.warnings)
+    note(report, ImageNote::Level::warning, report.input + ": " + warning);
   if (result.width > 0) {  // a file that failed before its decode leaves what the reader found
     report.width = result.width;
     report.height = result.height;

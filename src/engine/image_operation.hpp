@@ -33,17 +33,17 @@ struct GpuJobResult;  // gpu_codec_pipeline.hpp
 /// What every image of one command shares.
 struct RunSettings {
   Filter filter;
-  bool apply_filter = true;       ///< false: --no-filter (decode and encode only)
+  bool apply_filter = true;  ///< false: --no-filter (decode and encode only)
   ConvolveOptions convolve;
-  ReadLimits read_limits;         ///< --max-pixels
-  WriteOptions write;             ///< --quality, --compression; `overwrite` below and each image's metadata replace its own
-  bool overwrite = false;         ///< replace existing outputs
-  bool strip_metadata = false;    ///< --strip: outputs get no EXIF, ICC or XMP
-  bool auto_orient = false;       ///< --auto-orient: pixels rotated upright by EXIF Orientation before filtering
+  ReadLimits read_limits;  ///< --max-pixels
+  WriteOptions write;      ///< --quality, --compression; `overwrite` below and each image's metadata replace its own
+  bool overwrite = false;  ///< replace existing outputs
+  bool strip_metadata = false;  ///< --strip: outputs get no EXIF, ICC or XMP
+  bool auto_orient = false;     ///< --auto-orient: pixels rotated upright by EXIF Orientation before filtering
   /// Set by the first image whose ICC profile its output format drops: that warning comes once a
   /// command (copies of these settings share it).
   std::shared_ptr<std::atomic<bool>> icc_drop_warned = std::make_shared<std::atomic<bool>>(false);
-  engine::CodecRequest codec;      ///< which images take a GPU codec (gpu_codec_jobs: of the whole run)
+  engine::CodecRequest codec;  ///< which images take a GPU codec (gpu_codec_jobs: of the whole run)
   codec::GpuOutputOptions gpu_output;
   /// `auto` weighs the CPU against the GPU's start-up per image (cpu_or_gpu.hpp): for a process
   /// whose GPU is not warm yet (single-image mode without a server).
@@ -79,8 +79,8 @@ struct ImageTimes {
   double filter_ms = 0;  ///< ConvolveResult::times.kernel_ms: GPU kernels (CUDA events) or filter2D
   double upload_ms = 0;  ///< host to device copies (GPU variants)
   double download_ms = 0;
-  double write_ms = 0;   ///< encode, write, fsync, rename
-  double total_ms = 0;   ///< from the start of reading to the end of writing, queue waits included
+  double write_ms = 0;  ///< encode, write, fsync, rename
+  double total_ms = 0;  ///< from the start of reading to the end of writing, queue waits included
 };
 
 /// A line the caller may print for this image, at its level.
@@ -96,21 +96,22 @@ struct ImageReport {
   std::string reason;                 ///< why it failed or was skipped; empty when ok
   ExitCode exit_code = ExitCode::ok;  ///< a failure's own exit code (what cuconv IN OUT would exit with)
   ImageTimes times;
-  int device = -1;                    ///< the CUDA device it was given to (-1: current / CPU)
-  std::string gpu_fallback;           ///< ConvolveResult::fallback_reason: `auto` filtered it with OpenCV
+  int device = -1;                      ///< the CUDA device it was given to (-1: current / CPU)
+  std::string gpu_fallback;             ///< ConvolveResult::fallback_reason: `auto` filtered it with OpenCV
   std::optional<Variant> variant_used;  ///< unset when not filtered
-  int strips = 1;                     ///< horizontal strips the GPU filtered it in
-  std::string auto_reason;            ///< RunSettings::cpu_when_faster: which of CPU and GPU `auto` took, and why
-  bool cpu_predicted_faster = false;  ///< ... and it took the CPU
-  std::string decoder = "opencv";     ///< GpuDecoded::decoder ("nvjpeg-hardware" ...), "libjpeg" or "opencv"
-  std::string encoder = "opencv";     ///< GpuCodecFormat::name ("nvjpeg"), encoder_of's "libjpeg", "libtiff" ... or "opencv"
-  std::string decoder_fallback;       ///< GPU codec images: why OpenCV decoded it
+  int strips = 1;                       ///< horizontal strips the GPU filtered it in
+  std::string auto_reason;              ///< RunSettings::cpu_when_faster: which of CPU and GPU `auto` took, and why
+  bool cpu_predicted_faster = false;    ///< ... and it took the CPU
+  std::string decoder = "opencv";       ///< GpuDecoded::decoder ("nvjpeg-hardware" ...), "libjpeg" or "opencv"
+  std::string encoder =
+      "opencv";                  ///< GpuCodecFormat::name ("nvjpeg"), encoder_of's "libjpeg", "libtiff" ... or "opencv"
+  std::string decoder_fallback;  ///< GPU codec images: why OpenCV decoded it
   int width = 0;
   int height = 0;
   int channels = 0;
-  int input_depth = -1;               ///< CV_8U ...; -1 before decoding
-  std::size_t input_bytes = 0;        ///< GPU codec images: the file's size
-  std::vector<ImageNote> notes;       ///< in the order they arose
+  int input_depth = -1;          ///< CV_8U ...; -1 before decoding
+  std::size_t input_bytes = 0;   ///< GPU codec images: the file's size
+  std::vector<ImageNote> notes;  ///< in the order they arose
 };
 
 /// Copies what a GPU codec job says of one image into its report: the decoder and encoder (when
@@ -129,9 +130,9 @@ struct Route {
 /// (GPU codec route, which decodes on the device).
 struct LoadedImage {
   Route route;
-  cv::Mat image;                   ///< the input, then the filtered result
-  ImageMetadata metadata;          ///< what the output keeps (none with --strip)
-  std::vector<std::uint8_t> bytes; ///< GPU codec route: the input file, then the encoded output
+  cv::Mat image;                          ///< the input, then the filtered result
+  ImageMetadata metadata;                 ///< what the output keeps (none with --strip)
+  std::vector<std::uint8_t> bytes;        ///< GPU codec route: the input file, then the encoded output
   std::unique_ptr<codec::FileWalk> walk;  ///< GPU codec route: what its reader found (points into `bytes`)
 };
 
@@ -159,8 +160,8 @@ ConvolveResult filter_image(LoadedImage& loaded, const RunSettings& settings, Gp
 
 /// Writes `encoded` as the output through `files` (atomic; no-replace unless --overwrite). Returns
 /// false when the output exists and is kept (written meanwhile by another process).
-[[nodiscard]] bool write_image(const ImageTask& task, std::span<const std::uint8_t> encoded, const RunSettings& settings,
-                               Files& files, ImageReport& report);
+[[nodiscard]] bool write_image(const ImageTask& task, std::span<const std::uint8_t> encoded,
+                               const RunSettings& settings, Files& files, ImageReport& report);
 
 /// Called between filtering and encoding with the input, the result and the image's report so far
 /// (single-image mode's --compare and --bench); returning false leaves the output unwritten.

@@ -8,9 +8,9 @@
 
 #include <cuconv/error.hpp>
 
-#include <cstdlib>
 #include <fcntl.h>
 #include <unistd.h>
+#include <cstdlib>
 #include <utility>
 
 namespace cuconv::engine {

@@ -26,8 +26,9 @@ std::uint64_t served_memory_limit(std::uint64_t asked, std::uint64_t server) noe
 }
 
 WarmGpu::WarmGpu(std::vector<int> devices, std::uint64_t gpu_memory) : gpu_memory_(gpu_memory) {
-  ready_ = std::async(std::launch::async, [this, asked = std::move(devices)]() mutable { set_up(std::move(asked)); })
-               .share();
+  ready_ = std::async(std::launch::async, [this, asked = std::move(devices)]() mutable {
+             set_up(std::move(asked));
+           }).share();
 }
 
 WarmGpu::~WarmGpu() {
@@ -71,7 +72,8 @@ void WarmGpu::set_up(std::vector<int> asked) {
     if (const std::string why = engine::gpu_codec_unusable_reason(codec); why.empty())
       usable.push_back(&codec);
     else
-      setup_note_ += std::string(setup_note_.empty() ? "" : "; ") + "the GPU " + std::string(codec.format) + " codec is off: " + why;
+      setup_note_ += std::string(setup_note_.empty() ? "" : "; ") + "the GPU " + std::string(codec.format) +
+                     " codec is off: " + why;
   }
   if (!usable.empty()) gpu_codecs_ = std::make_unique<engine::WarmGpuCodecs>(usable, devices_);
 }
@@ -177,9 +179,8 @@ WarmGpuCodecs::WarmGpuCodecs(const std::vector<const codec::GpuCodecFormat*>& co
 WarmGpuCodecs::~WarmGpuCodecs() = default;
 
 bool WarmGpuCodecs::serves(const codec::GpuCodecFormat& codec, int device) const noexcept {
-  return std::any_of(pipelines_.begin(), pipelines_.end(), [&](const std::unique_ptr<Pipeline>& p) {
-    return p->codec == &codec && p->device == device;
-  });
+  return std::any_of(pipelines_.begin(), pipelines_.end(),
+                     [&](const std::unique_ptr<Pipeline>& p) { return p->codec == &codec && p->device == device; });
 }
 
 std::string WarmGpuCodecs::names() const {
@@ -196,8 +197,7 @@ GpuJobResult WarmGpuCodecs::run(const codec::GpuCodecFormat& codec, int device, 
                                 const GpuJobSettings& job, std::unique_ptr<codec::FileWalk> walk) {
   std::promise<GpuJobResult> promise;
   std::future<GpuJobResult> result = promise.get_future();
-  submit(codec, device, file, job, std::move(walk),
-         [&promise](GpuJobResult r) { promise.set_value(std::move(r)); });
+  submit(codec, device, file, job, std::move(walk), [&promise](GpuJobResult r) { promise.set_value(std::move(r)); });
   return result.get();
 }
 

@@ -43,8 +43,8 @@ class WarmGpuCodecs {
                                  const GpuJobSettings& job, std::unique_ptr<codec::FileWalk> walk = nullptr);
   /// The same without waiting: `done` gets the result on a pipeline thread. `file` and `job`
   /// must stay valid until then (a served batch's files go in as their readers load them).
-  void submit(const codec::GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file, const GpuJobSettings& job,
-              std::unique_ptr<codec::FileWalk> walk, std::function<void(GpuJobResult)> done);
+  void submit(const codec::GpuCodecFormat& codec, int device, std::span<const std::uint8_t> file,
+              const GpuJobSettings& job, std::unique_ptr<codec::FileWalk> walk, std::function<void(GpuJobResult)> done);
 
   struct Pipeline;
 

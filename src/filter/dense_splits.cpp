@@ -2,9 +2,9 @@
 // Dense filters as `tensor`'s dense kernels feed them to byte MMAs: the weights as signed
 // base-256 digits for 8-bit, float and 16-bit images, with the error bound of each kernel's
 // arithmetic, which decides dense_tensor_for.
+#include <opencv2/core/hal/interface.h>  // CV_8U, CV_16U, CV_32F
 #include "filter/split_rules.hpp"
 #include "filter/splits.hpp"
-#include <opencv2/core/hal/interface.h>  // CV_8U, CV_16U, CV_32F
 
 #include <algorithm>
 #include <array>
@@ -79,8 +79,7 @@ std::optional<DenseTensorSplit> dense_split_start(const std::vector<double>& wei
 
 }  // namespace
 
-std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& weights, int kw, int kh,
-                                                   double delta) {
+std::optional<DenseTensorSplit> dense_tensor_split(const std::vector<double>& weights, int kw, int kh, double delta) {
   std::optional<DenseTensorSplit> start = dense_split_start(weights, kw, kh);
   if (!start) return std::nullopt;
   DenseTensorSplit& split = *start;
@@ -204,8 +203,7 @@ std::optional<DenseTensorSplit> dense_tensor_split_u16(const std::vector<double>
   if (!start) return std::nullopt;
   DenseTensorSplit& split = *start;
   split.exponent += 8;  // the largest |H| in (2^29, 2^30]
-  const double quantization =
-      std::ldexp(to_digits(weights, split.exponent, split, /*keep_sum=*/true), -split.exponent);
+  const double quantization = std::ldexp(to_digits(weights, split.exponent, split, /*keep_sum=*/true), -split.exponent);
   // In output units, for pixels up to 65535 (lo + 256 hi, both unsigned bytes): the weights'
   // rounding; the chains joined by four double FMAs and scaled with delta added in one more, 5
   // roundings of what the digit products reach (65535 sum (|d0| + 256 |d1| + 65536 |d2| + 2^24

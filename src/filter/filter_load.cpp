@@ -22,11 +22,11 @@
 #include <system_error>
 #include <vector>
 
+#include "common/names.hpp"
+#include "common/whole_number.hpp"
 #include "cuconv/error.hpp"
 #include "filter/embedded_filters.hpp"
 #include "filter/filter_text.hpp"
-#include "common/names.hpp"
-#include "common/whole_number.hpp"
 
 namespace cuconv {
 
@@ -47,10 +47,8 @@ bool has_mat_extension(std::string_view name) {
   return extension == ".mat";
 }
 
-Filter parse_by_extension(std::string_view file_name, std::string_view text,
-                          std::string_view origin) {
-  return has_mat_extension(file_name) ? parse_vips_mat(text, origin)
-                                      : parse_plain_matrix(text, origin);
+Filter parse_by_extension(std::string_view file_name, std::string_view text, std::string_view origin) {
+  return has_mat_extension(file_name) ? parse_vips_mat(text, origin) : parse_plain_matrix(text, origin);
 }
 
 [[noreturn]] void fail_read(const std::string& path, int error) {
@@ -194,11 +192,13 @@ std::string not_a_filter_message(std::string_view spec) {
       const auto kinds = parametric_filters();
       const bool parametric =
           std::any_of(kinds.begin(), kinds.end(), [&](const ParametricFilter& k) { return k.name == kind; });
-      if (parametric || std::find(candidates.begin(), candidates.end(), name) != candidates.end()) meant.push_back(name);
+      if (parametric || std::find(candidates.begin(), candidates.end(), name) != candidates.end())
+        meant.push_back(name);
     }
     if (!meant.empty()) nearest = meant;
   }
-  std::string message = "filter '" + printable(spec) + "' is not a preset, a parametric filter (box:N, gaussian:R,SIGMA, ...), "
+  std::string message = "filter '" + printable(spec) +
+                        "' is not a preset, a parametric filter (box:N, gaussian:R,SIGMA, ...), "
                         "an inline WxH:... filter or a file";
   if (!nearest.empty()) message += "; did you mean " + common::quoted_alternatives(nearest) + "?";
   return message + " (see `preset_names`)";

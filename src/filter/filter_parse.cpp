@@ -23,11 +23,11 @@
 #include <system_error>
 #include <vector>
 
+#include "common/names.hpp"
+#include "common/whole_number.hpp"
 #include "cuconv/error.hpp"
 #include "filter/embedded_filters.hpp"
 #include "filter/filter_text.hpp"
-#include "common/names.hpp"
-#include "common/whole_number.hpp"
 
 namespace cuconv {
 namespace filter {
@@ -147,9 +147,7 @@ std::vector<ContentLine> content_lines(std::string_view text) {
   return lines;
 }
 
-std::string size_text(int width, int height) {
-  return std::to_string(width) + "x" + std::to_string(height);
-}
+std::string size_text(int width, int height) { return std::to_string(width) + "x" + std::to_string(height); }
 
 std::string too_large_problem(const std::string& size) {
   return "filter is " + size + ", the maximum side is " + std::to_string(kMaxFilterSide);
@@ -180,8 +178,7 @@ struct MatHeader {
 /// Width or height of a .mat header: a positive integer (written as a number, so "3.0" passes).
 double mat_side(double value, const Source& source, int line) {
   if (value < 1 || value != std::floor(value)) {
-    source.fail(line, "bad header: width and height must be positive integers, got '" +
-                          format_g9(value) + "'");
+    source.fail(line, "bad header: width and height must be positive integers, got '" + format_g9(value) + "'");
   }
   return value;
 }
@@ -202,7 +199,8 @@ MatHeader parse_mat_header(const ContentLine& line, const Source& source) {
   if (fields.size() > 3) header.offset = fields[3];
   if (header.scale == 0.0) source.fail(line.number, "scale must not be 0");
   if (!finite_as_float(header.offset))
-    source.fail(line.number, "offset " + format_g9(header.offset) + " is not a finite float (the kernels add it in float)");
+    source.fail(line.number,
+                "offset " + format_g9(header.offset) + " is not a finite float (the kernels add it in float)");
   return header;
 }
 
@@ -253,8 +251,8 @@ void set_inline_anchor(Filter& filter, const InlineHeader& header, const Source&
   const std::optional<int> x = common::parse_signed_whole_number<int>(header.anchor_x);
   const std::optional<int> y = common::parse_signed_whole_number<int>(header.anchor_y);
   if (!x || !y || *x < 0 || *x >= filter.width || *y < 0 || *y >= filter.height) {
-    source.fail(0, "anchor " + std::string(header.anchor_x) + std::string(header.anchor_y) +
-                       " is outside the " + size_text(filter.width, filter.height) + " filter");
+    source.fail(0, "anchor " + std::string(header.anchor_x) + std::string(header.anchor_y) + " is outside the " +
+                       size_text(filter.width, filter.height) + " filter");
   }
   filter.anchor_x = *x;
   filter.anchor_y = *y;
@@ -288,8 +286,7 @@ Filter parse_plain_matrix(std::string_view text, std::string_view origin) {
     const int line = width > kMaxFilterSide ? lines.front().number : lines[kMaxFilterSide].number;
     source.fail(line, too_large_problem(std::to_string(width) + "x" + std::to_string(height)));
   }
-  return make_filter(static_cast<int>(width), static_cast<int>(height), std::move(weights),
-                     std::string(origin));
+  return make_filter(static_cast<int>(width), static_cast<int>(height), std::move(weights), std::string(origin));
 }
 
 Filter parse_vips_mat(std::string_view text, std::string_view origin) {
@@ -300,8 +297,7 @@ Filter parse_vips_mat(std::string_view text, std::string_view origin) {
 
   const auto rows = static_cast<std::size_t>(header.height);
   if (lines.size() - 1 > rows) {
-    source.fail(lines[rows + 1].number,
-                "extra row: the header says " + std::to_string(rows) + " rows");
+    source.fail(lines[rows + 1].number, "extra row: the header says " + std::to_string(rows) + " rows");
   }
   std::vector<double> weights;
   for (std::size_t i = 1; i < lines.size(); ++i) {
@@ -311,12 +307,13 @@ Filter parse_vips_mat(std::string_view text, std::string_view origin) {
     }
     std::vector<double> divided;
     for (const double value : row) divided.push_back(value / header.scale);
-    check_float_weights(divided, source, lines[i].number, " (the value divided by the scale " + format_g9(header.scale) + ")");
+    check_float_weights(divided, source, lines[i].number,
+                        " (the value divided by the scale " + format_g9(header.scale) + ")");
     weights.insert(weights.end(), divided.begin(), divided.end());
   }
   if (lines.size() - 1 < rows) {
-    source.fail(lines.back().number, "the header says " + std::to_string(rows) +
-                                         " rows, found " + std::to_string(lines.size() - 1));
+    source.fail(lines.back().number,
+                "the header says " + std::to_string(rows) + " rows, found " + std::to_string(lines.size() - 1));
   }
   Filter filter = make_filter(header.width, header.height, std::move(weights), std::string(origin));
   filter.offset = header.offset;
@@ -331,8 +328,7 @@ Filter parse_inline_filter(std::string_view text) {
   const std::optional<int> width = common::parse_whole_number<int>(header->width);
   const std::optional<int> height = common::parse_whole_number<int>(header->height);
   if (!width || !height || *width > kMaxFilterSide || *height > kMaxFilterSide) {
-    source.fail(0, too_large_problem(std::string(header->width) + "x" +
-                                     std::string(header->height)));
+    source.fail(0, too_large_problem(std::string(header->width) + "x" + std::string(header->height)));
   }
   if (*width < 1 || *height < 1) source.fail(0, "width and height must be at least 1");
 
@@ -340,8 +336,8 @@ Filter parse_inline_filter(std::string_view text) {
   const auto expected = static_cast<std::size_t>(*width) * static_cast<std::size_t>(*height);
   if (weights.empty()) source.fail(0, "no filter values");
   if (weights.size() != expected) {
-    source.fail(0, "expected " + std::to_string(expected) + " values (" +
-                       size_text(*width, *height) + "), got " + std::to_string(weights.size()));
+    source.fail(0, "expected " + std::to_string(expected) + " values (" + size_text(*width, *height) + "), got " +
+                       std::to_string(weights.size()));
   }
   check_float_weights(weights, source, 0);
   Filter filter = make_filter(*width, *height, std::move(weights), "inline filter");

@@ -48,10 +48,9 @@ bool sums_to_neither_zero_nor_one(const Filter& filter) {
 }
 
 std::string describe_filter(const Filter& filter) {
-  std::string text = filter.origin + ": " + size_text(filter.width, filter.height) +
-                     ", anchor (" + std::to_string(filter.resolved_anchor_x()) + "," +
-                     std::to_string(filter.resolved_anchor_y()) + "), offset " +
-                     format_g9(filter.offset) + "\n";
+  std::string text = filter.origin + ": " + size_text(filter.width, filter.height) + ", anchor (" +
+                     std::to_string(filter.resolved_anchor_x()) + "," + std::to_string(filter.resolved_anchor_y()) +
+                     "), offset " + format_g9(filter.offset) + "\n";
   // Right-align each column to its widest value so the matrix reads as a grid.
   std::vector<std::size_t> column_width(static_cast<std::size_t>(filter.width), 0);
   for (int row = 0; row < filter.height; ++row) {

@@ -45,8 +45,8 @@ struct Params {
   int whole(std::size_t i, std::string_view what, int low, int high) const {
     const std::optional<int> value = common::parse_whole_number<int>(fields[i]);
     if (!value || *value < low || *value > high) {
-      source.fail(0, std::string(what) + " must be an integer from " + std::to_string(low) + " to " +
-                         std::to_string(high));
+      source.fail(
+          0, std::string(what) + " must be an integer from " + std::to_string(low) + " to " + std::to_string(high));
     }
     return *value;
   }
@@ -114,9 +114,8 @@ Filter unsharp_kind(const Params& p) {
   if (amount < 0.0) p.source.fail(0, "AMOUNT must be 0 or more");
   const int radius = radius_or_auto(p, sigma);
   std::vector<double> weights = gaussian_weights(radius, sigma);
-  for_each_cell(radius, weights, [amount](int dx, int dy, double& w) {
-    w = (dx == 0 && dy == 0 ? 1.0 + amount : 0.0) - amount * w;
-  });
+  for_each_cell(radius, weights,
+                [amount](int dx, int dy, double& w) { w = (dx == 0 && dy == 0 ? 1.0 + amount : 0.0) - amount * w; });
   return square_filter(radius, std::move(weights));
 }
 
@@ -196,12 +195,14 @@ struct ParametricKind {
 constexpr ParametricKind kParametric[] = {
     {{"box", "box:N", "N x N mean"}, 1, box_kind},
     {{"gaussian", "gaussian:R,SIGMA", "Gaussian blur, (2R+1)^2; R 0: from SIGMA as cv::GaussianBlur (also RxSIGMA)"},
-     2, gaussian_kind},
+     2,
+     gaussian_kind},
     {{"unsharp", "unsharp:R,SIGMA,AMOUNT", "sharpen: image + AMOUNT x (image - gaussian:R,SIGMA)"}, 3, unsharp_kind},
     {{"log", "log:R,SIGMA", "Laplacian of Gaussian (edges, blobs), sums to 0"}, 2, log_kind},
     {{"dog", "dog:R,SIGMA1,SIGMA2", "difference of Gaussians, gaussian:R,SIGMA1 - gaussian:R,SIGMA2"}, 3, dog_kind},
     {{"disk", "disk:R", "mean over a disc of radius R (bokeh blur)"}, 1, disk_kind},
-    {{"motion", "motion:LENGTH,ANGLE", "mean along a line of LENGTH pixels at ANGLE degrees (motion blur)"}, 2,
+    {{"motion", "motion:LENGTH,ANGLE", "mean along a line of LENGTH pixels at ANGLE degrees (motion blur)"},
+     2,
      motion_kind},
 };
 
@@ -231,7 +232,8 @@ std::optional<Filter> filter::load_parametric(std::string_view spec) {
     }
     Filter filter = kind.build(params);
     if (!std::all_of(filter.weights.begin(), filter.weights.end(), finite_as_float))
-      source.fail(0, "the weights are not all finite numbers in float, the kernels' precision (a SIGMA too close to 0?)");
+      source.fail(0,
+                  "the weights are not all finite numbers in float, the kernels' precision (a SIGMA too close to 0?)");
     filter.origin = std::string(spec);
     return filter;
   }

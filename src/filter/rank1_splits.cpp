@@ -3,9 +3,9 @@
 // matrix is determined by the row and column through any non-zero entry, and the largest one loses
 // least), and the error bounds of the paths that sum them (float and double on `fast`, the FP16
 // row split with FP32 or tensor-core columns on `tensor`), which decide separable_for.
+#include <opencv2/core/hal/interface.h>  // CV_8U, CV_16U, CV_32F
 #include "filter/split_rules.hpp"
 #include "filter/splits.hpp"
-#include <opencv2/core/hal/interface.h>  // CV_8U, CV_16U, CV_32F
 
 #include <algorithm>
 #include <array>
@@ -60,7 +60,8 @@ std::optional<SeparableFactors> factor_separable(const std::vector<double>& weig
     f.horizontal_wide.resize(static_cast<std::size_t>(kw));
     for (int i = 0; i < kh; ++i) f.vertical_wide[static_cast<std::size_t>(i)] = at(i, pivot_col) / scale;
     for (int j = 0; j < kw; ++j) f.horizontal_wide[static_cast<std::size_t>(j)] = at(pivot_row, j) * scale / pivot;
-    for (int i = 0; i < kh; ++i) f.vertical[static_cast<std::size_t>(i)] = static_cast<float>(f.vertical_wide[static_cast<std::size_t>(i)]);
+    for (int i = 0; i < kh; ++i)
+      f.vertical[static_cast<std::size_t>(i)] = static_cast<float>(f.vertical_wide[static_cast<std::size_t>(i)]);
     for (int j = 0; j < kw; ++j)
       f.horizontal[static_cast<std::size_t>(j)] = static_cast<float>(f.horizontal_wide[static_cast<std::size_t>(j)]);
     bool rank_one = true;
@@ -161,8 +162,7 @@ std::optional<TensorSplit> tensor_split(const std::vector<float>& horizontal) {
   return split;
 }
 
-double wide_error_bound(const SeparableFactors& f, const std::vector<double>& weights, double max_input,
-                        double delta) {
+double wide_error_bound(const SeparableFactors& f, const std::vector<double>& weights, double max_input, double delta) {
   const FactorChange c = factor_change(f.horizontal_wide, f.vertical_wide, weights);
   const double g = gamma_n(static_cast<int>(f.horizontal_wide.size() + f.vertical_wide.size()) + 1, 53);
   // Each difference in `factored` may itself be off by an ulp of |w|: 2^-52 sum |w| more.
@@ -183,8 +183,8 @@ bool exact_in_half(double v) {
   const double a = std::abs(v);
   if (!(a <= 65504.0)) return false;
   int e = 0;
-  std::frexp(a, &e);                          // a in [2^(e-1), 2^e)
-  const int last = std::max(e - 11, -24);     // weight of the last bit: 11 significant bits, or the subnormal grid
+  std::frexp(a, &e);                       // a in [2^(e-1), 2^e)
+  const int last = std::max(e - 11, -24);  // weight of the last bit: 11 significant bits, or the subnormal grid
   const double units = std::ldexp(a, -last);
   return units == std::nearbyint(units);
 }
@@ -228,7 +228,8 @@ std::optional<TensorMmaScales> tensor_mma_scales(const TensorSplit& split, const
 double tensor_mma_error_bound(const SeparableFactors& f, const TensorSplit& split, const TensorMmaScales& scales,
                               const std::vector<double>& weights, double delta) {
   const FactorChange c = factor_change(f, weights);
-  const double magnitude_h = std::ldexp(split_magnitude(split), -split.exponent);  // the row sums are at most 255 times it
+  const double magnitude_h =
+      std::ldexp(split_magnitude(split), -split.exponent);  // the row sums are at most 255 times it
   const double largest_v = largest_magnitude(f.vertical);
   const double sum = 255.0 * magnitude_h * c.magnitude_v;  // every partial sum of the vertical pass is below it
   const double u = std::ldexp(1.0, -24);
@@ -239,26 +240,29 @@ double tensor_mma_error_bound(const SeparableFactors& f, const TensorSplit& spli
   // (2^-25 in R' and in V' units).
   const double splits = (9.0 + (steps - 1.0)) * u * sum;
   const double r_unit = std::ldexp(1.0, scales.sigma - split.exponent);  // one R' unit in pixel-weight units
-  const double floors = std::ldexp(1.0, -25) * r_unit * c.magnitude_v +
-                        static_cast<double>(f.vertical.size()) * std::ldexp(1.0, -25) * std::ldexp(32768.0, -scales.tau) * r_unit;
+  const double floors = std::ldexp(1.0, -25) * r_unit * c.magnitude_v + static_cast<double>(f.vertical.size()) *
+                                                                            std::ldexp(1.0, -25) *
+                                                                            std::ldexp(32768.0, -scales.tau) * r_unit;
   // Tensor cores: one high x high MMA a step (C = 0, or the cross sum, far below its products)
   // and two cross MMAs a step (products and C below 2^-10 of the sum).
   // (The high parts may exceed what they stand for by 2^-11: 1.001.)
   const double accumulation = 1.001 * (steps * 17.0 * 2.0 * u * 255.0 * magnitude_h * largest_v +
                                        2.0 * steps * 17.0 * 2.0 * u * std::ldexp(sum, -10));
   // The epilogue: the scale is exact; delta (as float) with one rounding of the sum.
-  const double epilogue = u * (sum + std::abs(delta)) + std::abs(delta - static_cast<double>(static_cast<float>(delta)));
+  const double epilogue =
+      u * (sum + std::abs(delta)) + std::abs(delta - static_cast<double>(static_cast<float>(delta)));
   return 255.0 * (c.factored + split.quantization * c.magnitude_v) + splits + floors + accumulation + epilogue;
 }
 
-std::optional<SeparableFactors> separable_for(const std::vector<double>& weights, int kw, int kh,
-                                             int input_depth, int output_depth, double delta) {
+std::optional<SeparableFactors> separable_for(const std::vector<double>& weights, int kw, int kh, int input_depth,
+                                              int output_depth, double delta) {
   std::optional<SeparableFactors> factors = factor_separable(weights, kw, kh);
   if (!factors || output_depth == CV_32F) return factors;
   // 16-bit results: float keeps too few bits below the unit; double sums (fits_double_rank1) keep plenty.
   if (input_depth == CV_16U && output_depth == CV_16U) {
     factors->fits_float_rank1 = false;
-    factors->fits_double_rank1 = integer_results_hold(weights, delta, wide_error_bound(*factors, weights, 65535.0, delta), 65535);
+    factors->fits_double_rank1 =
+        integer_results_hold(weights, delta, wide_error_bound(*factors, weights, 65535.0, delta), 65535);
     return factors->fits_double_rank1 ? factors : std::nullopt;
   }
   // Inexact sums on other integer outputs: only 8-bit input, where float keeps 16 bits below the unit.
@@ -268,12 +272,15 @@ std::optional<SeparableFactors> separable_for(const std::vector<double>& weights
     factors->fits_tensor_split = split && split->quantization == 0.0;
     return factors;
   }
-  factors->fits_float_rank1 = integer_results_hold(weights, delta, separable_error_bound(*factors, weights, 255.0, delta));
-  factors->fits_tensor_split = split && integer_results_hold(weights, delta, tensor_error_bound(*factors, *split, weights, delta));
+  factors->fits_float_rank1 =
+      integer_results_hold(weights, delta, separable_error_bound(*factors, weights, 255.0, delta));
+  factors->fits_tensor_split =
+      split && integer_results_hold(weights, delta, tensor_error_bound(*factors, *split, weights, delta));
   if (split && kh <= kTensorMmaMaxSide) {
     const std::optional<TensorMmaScales> scales = tensor_mma_scales(*split, factors->vertical);
     factors->fits_tensor_mma_split =
-        scales && integer_results_hold(weights, delta, tensor_mma_error_bound(*factors, *split, *scales, weights, delta));
+        scales &&
+        integer_results_hold(weights, delta, tensor_mma_error_bound(*factors, *split, *scales, weights, delta));
   }
   if (!factors->fits_float_rank1 && !factors->fits_tensor_split && !factors->fits_tensor_mma_split) return std::nullopt;
   return factors;

@@ -37,7 +37,12 @@ FilterSplits filter_splits(const std::vector<double>& weights, int kw, int kh, i
     return recent.back().splits;
   }
   if (recent.size() == kFilterSplitsKept) recent.erase(recent.begin());
-  recent.push_back({weights, kw, kh, input_depth, output_depth, delta,
+  recent.push_back({weights,
+                    kw,
+                    kh,
+                    input_depth,
+                    output_depth,
+                    delta,
                     {separable_for(weights, kw, kh, input_depth, output_depth, delta),
                      dense_tensor_for(weights, kw, kh, input_depth, output_depth, delta)}});
   split_computations.fetch_add(1, std::memory_order_relaxed);

@@ -14,13 +14,14 @@
 namespace cuconv::filter {
 
 struct SeparableFactors {
-  std::vector<float> horizontal;  ///< kw weights, applied along each row first
-  std::vector<float> vertical;    ///< kh weights, applied down the columns
+  std::vector<float> horizontal;        ///< kw weights, applied along each row first
+  std::vector<float> vertical;          ///< kh weights, applied down the columns
   std::vector<double> horizontal_wide;  ///< the same factors before rounding to float
   std::vector<double> vertical_wide;
-  bool exact = false;                  ///< every float product equals the float weight exactly
-  bool fits_float_rank1 = true;        ///< float row and column sums (`fast`) meet the pass rule
-  bool fits_tensor_split = false;      ///< 8-bit results from the FP16 row split and FP32 column sums (tensor_split) meet it
+  bool exact = false;            ///< every float product equals the float weight exactly
+  bool fits_float_rank1 = true;  ///< float row and column sums (`fast`) meet the pass rule
+  bool fits_tensor_split =
+      false;  ///< 8-bit results from the FP16 row split and FP32 column sums (tensor_split) meet it
   bool fits_tensor_mma_split = false;  ///< the same with the column pass on tensor cores too (tensor_mma_error_bound)
   bool fits_double_rank1 = false;      ///< 16-bit results from double row and column sums (fast_wide.cuh) meet it
 };
@@ -93,7 +94,8 @@ struct DenseTensorSplit {
   int exponent = 0;
   /// kh x kw row-major each: w * 2^exponent ~ d0 + 256 d1 + 65536 d2 (+ 2^24 d3), |d| <= 128
   std::vector<std::vector<int>> digits;
-  double bound = 0.0;  ///< largest error against the exact sum: absolute for 8- and 16-bit, relative to the rule's scale for float
+  double bound =
+      0.0;  ///< largest error against the exact sum: absolute for 8- and 16-bit, relative to the rule's scale for float
   bool holds = false;  ///< results meet the pass rule
 };
 
@@ -120,8 +122,8 @@ struct DenseTensorSplit {
 /// for every flat area (one 16-bit value under the whole window), rounds each as the exact sum;
 /// never where a sum may leave int's range (65535 sum |w| + |delta| >= 2^31), where filter2D's
 /// rounding gives the lowest value. nullopt as dense_tensor_split.
-[[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_split_u16(const std::vector<double>& weights, int kw,
-                                                                     int kh, double delta);
+[[nodiscard]] std::optional<DenseTensorSplit> dense_tensor_split_u16(const std::vector<double>& weights, int kw, int kh,
+                                                                     double delta);
 
 /// The split `tensor` uses for these depths: 8-bit, float or 16-bit in and out up to
 /// kTensorDensePlanesMaxSide; nullopt for other depths and sizes.
@@ -132,8 +134,8 @@ struct DenseTensorSplit {
 /// largest weight. Among the possible scalings it prefers one whose float products reproduce the
 /// weights bit for bit (gaussian presets with power-of-two sums, Sobel, ...), so results agree
 /// with the direct sum on exactly representable sums.
-[[nodiscard]] std::optional<SeparableFactors> factor_separable(const std::vector<double>& weights, int kw,
-                                                               int kh, double relative_tolerance = 1e-6);
+[[nodiscard]] std::optional<SeparableFactors> factor_separable(const std::vector<double>& weights, int kw, int kh,
+                                                               double relative_tolerance = 1e-6);
 
 /// Largest error of the separable float evaluation (a kw-term row pass, then a kh-term column
 /// pass from `delta`) against the exact sum, for inputs in [0, max_input]: the factorisation's own
@@ -145,8 +147,8 @@ struct DenseTensorSplit {
 /// factors, kw row FMAs, kh column FMAs from `delta`) against the exact sum, for inputs in
 /// [0, max_input]: the factorisation's change of each weight plus n = kw + kh + 1 rounding steps
 /// of unit 2^-53.
-[[nodiscard]] double wide_error_bound(const SeparableFactors& f, const std::vector<double>& weights,
-                                      double max_input, double delta);
+[[nodiscard]] double wide_error_bound(const SeparableFactors& f, const std::vector<double>& weights, double max_input,
+                                      double delta);
 
 /// An integer result rounds the other way than the exact sum only when the exact sum lies within
 /// the error bound of a tie (n + 1/2). Below this bound such sums are rare enough on any image

@@ -40,7 +40,8 @@ void time_variant(Variant variant, const std::vector<VariantLaunch>& launches, i
   // A contiguous copy: cudaMemcpy2D between pitched images runs at about half the bandwidth.
   const auto copy_all = [&] {
     for (const VariantLaunch& launch : launches) {
-      const std::size_t bytes = std::min(launch.in.pitch, launch.out.pitch) * static_cast<std::size_t>(launch.in.height);
+      const std::size_t bytes =
+          std::min(launch.in.pitch, launch.out.pitch) * static_cast<std::size_t>(launch.in.height);
       CUCONV_CUDA_TRY(cudaMemcpyAsync(launch.out.data, launch.in.data, bytes, cudaMemcpyDeviceToDevice, stream));
     }
   };

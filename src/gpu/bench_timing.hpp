@@ -15,9 +15,9 @@ namespace cuconv::gpu {
 
 /// How time_median_ms repeats the work.
 struct TimingRuns {
-  int runs = 1;         ///< timed runs
-  int warm_up = 0;      ///< untimed runs first
-  double slow_ms = 0;   ///< a run slower than this ends the timing after three runs (0: never)
+  int runs = 1;        ///< timed runs
+  int warm_up = 0;     ///< untimed runs first
+  double slow_ms = 0;  ///< a run slower than this ends the timing after three runs (0: never)
 };
 
 /// Median milliseconds (CUDA events on `stream`) of `work`, which queues its GPU work on `stream`.

@@ -6,15 +6,15 @@
 // into the workspace's input image, filtered and downloaded (convolve_gpu); a caller's device
 // image is filtered straight into the caller's output (convolve_device). docs/design.md has the
 // whole pipeline.
+#include "gpu/gpu_convolve.hpp"
 #include "common/names.hpp"
 #include "gpu/bench_timing.hpp"
-#include "gpu/memory/device_memory.hpp"
-#include "gpu/seams.hpp"
-#include "gpu/memory/host_transfer.hpp"
 #include "gpu/launch/launch.hpp"
+#include "gpu/memory/device_memory.hpp"
+#include "gpu/memory/host_transfer.hpp"
 #include "gpu/memory/strips.hpp"
 #include "gpu/memory/workspace.hpp"
-#include "gpu/gpu_convolve.hpp"
+#include "gpu/seams.hpp"
 
 #include <opencv2/core.hpp>
 
@@ -30,11 +30,16 @@ namespace gpu {
 
 PixelType pixel_type_for_depth(int depth) {
   switch (depth) {
-    case CV_8U: return PixelType::u8;
-    case CV_16U: return PixelType::u16;
-    case CV_16S: return PixelType::s16;
-    case CV_32F: return PixelType::f32;
-    default: throw Error(ErrorKind::internal, "no device pixel type for this depth");
+    case CV_8U:
+      return PixelType::u8;
+    case CV_16U:
+      return PixelType::u16;
+    case CV_16S:
+      return PixelType::s16;
+    case CV_32F:
+      return PixelType::f32;
+    default:
+      throw Error(ErrorKind::internal, "no device pixel type for this depth");
   }
 }
 
@@ -119,7 +124,8 @@ MemoryModel memory_model(const ConvolveJob& job, Variant variant, int width, int
   };
   MemoryModel model;
   model.fixed_bytes = sizeof(float) * job.weights.size();
-  model.bytes_per_row = plane_pitch(row_bytes(input_depth, channels)) + plane_pitch(row_bytes(job.output_depth, channels));
+  model.bytes_per_row =
+      plane_pitch(row_bytes(input_depth, channels)) + plane_pitch(row_bytes(job.output_depth, channels));
   if (splits_channels(variant, channels))
     model.bytes_per_row += plane_pitch(row_bytes(input_depth, 1)) + plane_pitch(row_bytes(job.output_depth, 1));
   if (variant == Variant::fft) {
@@ -207,7 +213,8 @@ ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Var
     const DeviceImageView in = in_held.rows(0, rows.input_rows());
     const DeviceImageView out = out_held.rows(0, rows.input_rows());
     std::optional<ChannelPlanes> planes;
-    if (planes_held) planes = ChannelPlanes{planes_held->in.rows(0, rows.input_rows()), planes_held->out.rows(0, rows.input_rows())};
+    if (planes_held)
+      planes = ChannelPlanes{planes_held->in.rows(0, rows.input_rows()), planes_held->out.rows(0, rows.input_rows())};
     events.upload_start.record(stream);
     copier.upload(rows, in);
     events.upload_done.record(stream);
@@ -229,16 +236,19 @@ ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Var
 // Every GPU variant of the names table has a launcher, and every launcher a GPU variant's name.
 // Variants compared, not find_launcher's pointer: under -fsanitize=undefined (the asan preset)
 // GCC does not take a pointer's comparison with nullptr as a constant expression.
-static_assert([] {
-  std::size_t gpu_names = 0;
-  for (const auto& entry : common::kVariants) {
-    const bool launched = std::any_of(kVariantLaunchers.begin(), kVariantLaunchers.end(),
-                                      [&](const VariantLauncher& launcher) { return launcher.variant == entry.value; });
-    if (entry.gpu != launched) return false;
-    gpu_names += entry.gpu;
-  }
-  return gpu_names == kVariantLaunchers.size();
-}(), "common::kVariants' GPU variants and kVariantLaunchers must list the same variants");
+static_assert(
+    [] {
+      std::size_t gpu_names = 0;
+      for (const auto& entry : common::kVariants) {
+        const bool launched =
+            std::any_of(kVariantLaunchers.begin(), kVariantLaunchers.end(),
+                        [&](const VariantLauncher& launcher) { return launcher.variant == entry.value; });
+        if (entry.gpu != launched) return false;
+        gpu_names += entry.gpu;
+      }
+      return gpu_names == kVariantLaunchers.size();
+    }(),
+    "common::kVariants' GPU variants and kVariantLaunchers must list the same variants");
 
 void launch_variant(Variant variant, const LaunchArgs& args) {
   // A test's fault injector (gpu/seams.hpp): fail exactly as a faulting launch reports itself.

@@ -17,18 +17,18 @@
 namespace cuconv::gpu {
 
 struct ConvolveJob {
-  cv::Mat kernel;              ///< CV_64F, kh x kw (the weights as cv2.filter2D would get them)
-  std::vector<float> weights;  ///< the same as float, row-major: what filter2D computes with
+  cv::Mat kernel;                                     ///< CV_64F, kh x kw (the weights as cv2.filter2D would get them)
+  std::vector<float> weights;                         ///< the same as float, row-major: what filter2D computes with
   std::optional<filter::SeparableFactors> separable;  ///< set when the filter is rank 1
   std::optional<filter::DenseTensorSplit> dense_tensor;  ///< `tensor`'s dense split (filter::dense_tensor_for)
   int anchor_x = 0;
   int anchor_y = 0;
-  double delta = 0;            ///< --delta plus the filter's offset
+  double delta = 0;  ///< --delta plus the filter's offset
   Border border = Border::reflect101;
-  double border_value = 0;     ///< saturated to the input depth, as cv::copyMakeBorder does
-  int output_depth = 0;        ///< CV_8U ...
+  double border_value = 0;  ///< saturated to the input depth, as cv::copyMakeBorder does
+  int output_depth = 0;     ///< CV_8U ...
   bool keep_alpha = false;
-  int bench_runs = 0;          ///< --bench: time the kernels this many more times
+  int bench_runs = 0;                  ///< --bench: time the kernels this many more times
   std::uint64_t gpu_memory_limit = 0;  ///< bytes; 0: the device's free memory less a margin
 
   [[nodiscard]] int kw() const { return kernel.cols; }

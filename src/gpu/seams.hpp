@@ -3,8 +3,8 @@
 // Seams the tests plug into (the pattern of RMM's failure_callback_resource_adaptor): a fault
 // injector the GPU layer asks before each device allocation and each variant launch, a launch
 // observer it tells which kernel path ran (and asks whether a path may run, so the tests can
-// compare two kernels on one input), poisoned outputs, forced strips and staging chunks. The product installs none and reads nothing from the
-// environment: without one each hook is one atomic load of a null pointer. Internal: only the
+// compare two kernels on one input), poisoned outputs, forced strips and staging chunks. The product installs none and
+// reads nothing from the environment: without one each hook is one atomic load of a null pointer. Internal: only the
 // tests install them, for the whole process, before the work they watch.
 #include <cuconv/convolve.hpp>  // Variant
 

@@ -4,9 +4,9 @@
 
 #include <cuconv/version.hpp>
 
-#include <climits>
 #include <sys/stat.h>
 #include <unistd.h>
+#include <climits>
 
 #ifndef CUCONV_CUDA_VERSION
 #define CUCONV_CUDA_VERSION "unknown"

@@ -2,16 +2,16 @@
 // Frames over a unix stream socket with SCM_RIGHTS descriptors (see channel.hpp).
 #include "serve/channel.hpp"
 
-#include <algorithm>
-#include <cerrno>
-#include <chrono>
-#include <cstring>
 #include <fcntl.h>
 #include <poll.h>
 #include <sys/socket.h>
 #include <sys/un.h>
-#include <thread>
 #include <unistd.h>
+#include <algorithm>
+#include <cerrno>
+#include <chrono>
+#include <cstring>
+#include <thread>
 
 namespace cuconv::serve {
 
@@ -77,7 +77,8 @@ bool Channel::send(const Message& message, std::span<const int> fds) {
   std::size_t sent = 0;
   while (sent < frame.size()) {
     // The descriptors ride on the frame's first byte.
-    const ssize_t n = send_some(socket_.get(), std::span(frame).subspan(sent), sent == 0 ? fds : std::span<const int>{}, 0);
+    const ssize_t n =
+        send_some(socket_.get(), std::span(frame).subspan(sent), sent == 0 ? fds : std::span<const int>{}, 0);
     if (n < 0) {
       if (errno == EINTR) continue;
       return false;
@@ -169,7 +170,8 @@ Received Channel::receive(int timeout_ms) {
       if (buffer_.size() >= kHeaderSize + header->payload_size) {
         const std::span<const std::uint8_t> payload(buffer_.data() + kHeaderSize, header->payload_size);
         auto message = decode(header->type, payload, result.error);
-        buffer_.erase(buffer_.begin(), buffer_.begin() + static_cast<std::ptrdiff_t>(kHeaderSize + header->payload_size));
+        buffer_.erase(buffer_.begin(),
+                      buffer_.begin() + static_cast<std::ptrdiff_t>(kHeaderSize + header->payload_size));
         if (!message) {
           result.status = Received::Status::bad;
           return result;

@@ -14,28 +14,28 @@
 #include "common/write_all.hpp"
 #include "engine/files.hpp"
 
-#include <array>
-#include <algorithm>
-#include <cerrno>
-#include <filesystem>
-#include <optional>
-#include <chrono>
-#include <csignal>
-#include <pthread.h>
-#include <cstdio>
-#include <cstdlib>
-#include <cstring>
 #include <fcntl.h>
-#include <sys/resource.h>
-#include <memory>
 #include <poll.h>
+#include <pthread.h>
+#include <sys/resource.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
+#include <unistd.h>
+#include <algorithm>
+#include <array>
+#include <cerrno>
+#include <chrono>
+#include <csignal>
+#include <cstdio>
+#include <cstdlib>
+#include <cstring>
+#include <filesystem>
+#include <memory>
+#include <optional>
 #include <thread>
 #include <variant>
-#include <unistd.h>
 
 namespace cuconv::serve {
 
@@ -49,10 +49,14 @@ void say(const std::string& text) {
 }
 
 bool parse_mode(const std::string& value, ServerPolicy& policy) {
-  if (value == "auto") policy.mode = ServerMode::automatic;
-  else if (value == "always") policy.mode = ServerMode::always;
-  else if (value == "never") policy.mode = ServerMode::never;
-  else return false;
+  if (value == "auto")
+    policy.mode = ServerMode::automatic;
+  else if (value == "always")
+    policy.mode = ServerMode::always;
+  else if (value == "never")
+    policy.mode = ServerMode::never;
+  else
+    return false;
   return true;
 }
 
@@ -168,7 +172,8 @@ struct Fallback {
 /// The memory limit of this process a server could not apply to one command, if it has one
 /// (limits apply to a whole process).
 std::optional<std::string> memory_limit() {
-  for (const auto& [resource, name] : {std::pair{RLIMIT_AS, "RLIMIT_AS (ulimit -v)"}, std::pair{RLIMIT_DATA, "RLIMIT_DATA (ulimit -d)"}}) {
+  for (const auto& [resource, name] :
+       {std::pair{RLIMIT_AS, "RLIMIT_AS (ulimit -v)"}, std::pair{RLIMIT_DATA, "RLIMIT_DATA (ulimit -d)"}}) {
     if (rlimit limit{}; ::getrlimit(resource, &limit) == 0 && limit.rlim_cur != RLIM_INFINITY)
       return std::string("this process has a memory limit, ") + name + ", that a server cannot apply to one command";
   }
@@ -182,7 +187,8 @@ std::optional<NoServer> unusable_socket_folder(const SocketPath& where, const Se
   if (::lstat(where.folder.c_str(), &st) != 0 && (!policy.spawn || where.from_environment))
     return NoServer{"no server runs (" + where.path + ")", false};
   if (::lstat(where.folder.c_str(), &st) == 0) {
-    const std::string why = where.from_environment ? check_socket_folder(where.folder) : check_private_folder(where.folder);
+    const std::string why =
+        where.from_environment ? check_socket_folder(where.folder) : check_private_folder(where.folder);
     if (!why.empty()) return NoServer{why, true};
   }
   return std::nullopt;
@@ -218,7 +224,8 @@ Admission await_welcome(Channel& channel, const SocketPath& where, const ClientO
     if (first.status == Received::Status::timeout)
       return NoServer{where.path + ": the server did not answer within " + std::to_string(wait_ms) + " ms", true};
     if (first.status != Received::Status::message)
-      return NoServer{where.path + ": the server closed the connection" + (first.error.empty() ? "" : ": " + first.error), true};
+      return NoServer{
+          where.path + ": the server closed the connection" + (first.error.empty() ? "" : ": " + first.error), true};
     if (const auto* welcome = std::get_if<Welcome>(&first.message)) return *welcome;
     if (const auto* queued = std::get_if<Queued>(&first.message)) {
       wait_ms = queued->ping_interval_ms == 0
@@ -288,17 +295,20 @@ class ServedCommand {
     for (;;) {
       Received received = channel_.receive(wait_ms());
       switch (received.status) {
-        case Received::Status::message: break;
+        case Received::Status::message:
+          break;
         case Received::Status::interrupted:
           // The first signal goes to the command, which stops at its next step; a second one, or
           // a server that cannot take it, ends the wait here.
           if (grace_end_ || !forward_signal()) return give_up();
           continue;
-        case Received::Status::closed: return lost("stopped");
+        case Received::Status::closed:
+          return lost("stopped");
         case Received::Status::timeout:
           if (grace_end_ && Clock::now() >= *grace_end_) return give_up();
           return lost("stopped answering (silent for " + std::to_string(silence_ms_) + " ms)");
-        case Received::Status::bad: return lost("broke the protocol (" + received.error + ")");
+        case Received::Status::bad:
+          return lost("broke the protocol (" + received.error + ")");
       }
       if (const auto* exit = std::get_if<Exit>(&received.message)) {
         relay_.finish();
@@ -353,7 +363,10 @@ class ServedCommand {
   int give_up() {
     servant_.remove_temporaries();
     const int signal = static_cast<int>(g_signal);
-    say(std::string("warning: interrupted by ") + (signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "SIGHUP") +
+    say(std::string("warning: interrupted by ") +
+        (signal == SIGINT    ? "SIGINT"
+         : signal == SIGTERM ? "SIGTERM"
+                             : "SIGHUP") +
         "; outputs the server had not finished were removed, finished ones stay; run the same command again to finish");
     return 128 + signal;
   }
@@ -388,9 +401,12 @@ ServerPolicy read_server_policy(int argc, const char* const* argv) {
     const std::string arg = argv[i];
     if (arg == "--") break;
     std::string value;
-    if (arg == "--server" && i + 1 < argc) value = argv[i + 1];
-    else if (arg.rfind("--server=", 0) == 0) value = arg.substr(9);
-    else continue;
+    if (arg == "--server" && i + 1 < argc)
+      value = argv[i + 1];
+    else if (arg.rfind("--server=", 0) == 0)
+      value = arg.substr(9);
+    else
+      continue;
     if (!parse_mode(value, policy)) {
       policy.mode = ServerMode::never;
       policy.error = "--server: '" + value + "' is not one of auto, always, never";
@@ -417,7 +433,8 @@ std::optional<int> run_served(int argc, const char* const* argv, const ServerPol
   }
   const Fallback no_server{policy.mode == ServerMode::always, why_not};
   if (const auto limit = memory_limit()) return no_server({*limit, false});
-  const SocketPath where = options.socket_path.empty() ? default_socket_path() : explicit_socket_path(options.socket_path);
+  const SocketPath where =
+      options.socket_path.empty() ? default_socket_path() : explicit_socket_path(options.socket_path);
   if (const auto unsafe = unusable_socket_folder(where, policy)) return no_server(*unsafe);
 
   UniqueFd socket;

@@ -13,8 +13,8 @@ namespace cuconv::serve {
 enum class ServerMode { automatic, always, never };
 struct ServerPolicy {
   ServerMode mode = ServerMode::automatic;
-  bool spawn = false;   ///< CUCONV_SERVER=spawn: start a detached `cuconv serve` when none answers
-  std::string error;    ///< a value neither knows; mode is then never (the in-process CLI says why)
+  bool spawn = false;  ///< CUCONV_SERVER=spawn: start a detached `cuconv serve` when none answers
+  std::string error;   ///< a value neither knows; mode is then never (the in-process CLI says why)
 };
 
 /// Makes each of descriptors 0, 1 and 2 that is closed refer to /dev/null, opened the way that
@@ -29,11 +29,11 @@ void occupy_closed_standard_descriptors() noexcept;
 [[nodiscard]] ServerPolicy read_server_policy(int argc, const char* const* argv);
 
 struct ClientOptions {
-  std::string socket_path;          ///< empty: default_socket_path()
-  int connect_timeout_ms = 2000;    ///< to connect and to hear the server's first answer
+  std::string socket_path;        ///< empty: default_socket_path()
+  int connect_timeout_ms = 2000;  ///< to connect and to hear the server's first answer
   /// The command that starts a server (ServerPolicy::spawn), e.g. {"/usr/bin/cuconv", "serve"}.
   std::vector<std::string> spawn_command;
-  int spawn_wait_ms = 5000;         ///< how long a spawned server has to answer
+  int spawn_wait_ms = 5000;  ///< how long a spawned server has to answer
   /// This client's build, told to the server (build_description(); tests set another).
   std::string build;
   /// file_identity() of the engine this client would exec; a server running another refuses it

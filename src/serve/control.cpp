@@ -4,13 +4,13 @@
 
 #include "serve/build_identity.hpp"
 
+#include <unistd.h>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstring>
 #include <fstream>
 #include <thread>
-#include <unistd.h>
 
 namespace cuconv::serve {
 
@@ -54,9 +54,10 @@ ServerAnswer ask_server(const std::string& socket_path, HelloPurpose purpose, in
   for (;;) {
     Received received = channel.receive(timeout_ms);
     if (received.status != Received::Status::message) {
-      answer.why = socket_path + ": " + (received.status == Received::Status::timeout ? "the server did not answer"
-                                         : received.error.empty() ? "the server closed the connection"
-                                                                  : received.error);
+      answer.why = socket_path + ": " +
+                   (received.status == Received::Status::timeout ? "the server did not answer"
+                    : received.error.empty()                     ? "the server closed the connection"
+                                                                 : received.error);
       return answer;
     }
     if (std::holds_alternative<Ping>(received.message)) continue;
@@ -90,7 +91,8 @@ std::string describe_status(const Status& status) {
   text += "running: yes\n";
   text += "pid: " + std::to_string(status.pid) + "\n";
   text += "build: " + status.build + "\n";
-  text += "executable: " + status.executable + (status.executable_replaced ? " (replaced since it started: exits once idle)" : "") + "\n";
+  text += "executable: " + status.executable +
+          (status.executable_replaced ? " (replaced since it started: exits once idle)" : "") + "\n";
   text += "socket: " + status.socket + "\n";
   text += "uptime: " + up + "\n";
   text += "devices: " + (status.devices.empty() ? std::string("-") : status.devices) + "\n";

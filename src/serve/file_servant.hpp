@@ -9,16 +9,16 @@
 #include "common/anonymous_file.hpp"
 #include "engine/files.hpp"
 
-#include <cerrno>
-#include <cstring>
 #include <dirent.h>
 #include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
+#include <cerrno>
+#include <cstring>
 #include <filesystem>
 #include <map>
 #include <set>
 #include <string>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <utility>
 
 namespace cuconv::serve {
@@ -65,12 +65,15 @@ class FileServant {
       Reply reply;
       reply.value = rc != 0 ? 0u : S_ISREG(st.st_mode) ? 1u : S_ISDIR(st.st_mode) ? 2u : S_ISLNK(st.st_mode) ? 3u : 4u;
       // Files::status: why the path cannot be reached, or the file's identity ("DEV:INODE").
-      if (rc != 0) reply.error = errno == 0 ? EIO : errno;
-      else reply.name = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
+      if (rc != 0)
+        reply.error = errno == 0 ? EIO : errno;
+      else
+        reply.name = std::to_string(st.st_dev) + ":" + std::to_string(st.st_ino);
       return channel.send(reply);
     }
     if (const auto* m = std::get_if<SameFile>(&message)) {
-      struct stat a {}, b {};
+      struct stat a {
+      }, b{};
       Reply reply;
       reply.value = ::stat(m->a.c_str(), &a) == 0 && ::stat(m->b.c_str(), &b) == 0 && a.st_dev == b.st_dev &&
                     a.st_ino == b.st_ino;
@@ -102,7 +105,8 @@ class FileServant {
     }
     if (const auto* m = std::get_if<Discard>(&message)) {
       const auto temp = temporaries_.find(m->temp_name);
-      if (temp == temporaries_.end()) return channel.send(refusal(m->temp_name + " is not a temporary file of this command"));
+      if (temp == temporaries_.end())
+        return channel.send(refusal(m->temp_name + " is not a temporary file of this command"));
       if (!temp->second.path.empty()) ::unlink(temp->second.path.c_str());
       temporaries_.erase(temp);
       return channel.send(Reply{});

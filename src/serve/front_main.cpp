@@ -5,11 +5,11 @@
 #include "serve/build_identity.hpp"
 #include "serve/client.hpp"
 
+#include <unistd.h>
 #include <cerrno>
 #include <climits>
 #include <cstring>
 #include <string>
-#include <unistd.h>
 
 namespace {
 

@@ -2,15 +2,15 @@
 // Where `cuconv serve` listens (see listen_socket.hpp).
 #include "serve/listen_socket.hpp"
 
-#include <cerrno>
-#include <cstdlib>
-#include <cstring>
 #include <fcntl.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <unistd.h>
+#include <cerrno>
+#include <cstdlib>
+#include <cstring>
 
 namespace cuconv::serve {
 
@@ -28,7 +28,8 @@ UniqueFd bind_socket(const SocketPath& where, UniqueFd& lock, std::string& error
   const std::string lock_path = where.path + ".lock";
   lock.reset(::open(lock_path.c_str(), O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW | O_NOCTTY | O_NONBLOCK, 0600));
   if (!lock) {
-    error = lock_path + ": " + (errno == ELOOP ? std::string("a symbolic link; not following it") : std::strerror(errno));
+    error =
+        lock_path + ": " + (errno == ELOOP ? std::string("a symbolic link; not following it") : std::strerror(errno));
     return {};
   }
   struct stat lock_stat {};
@@ -46,7 +47,7 @@ UniqueFd bind_socket(const SocketPath& where, UniqueFd& lock, std::string& error
     error = std::string("socket: ") + std::strerror(errno);
     return {};
   }
-  if (struct stat there {}; ::lstat(where.path.c_str(), &there) == 0) {
+  if (struct stat there{}; ::lstat(where.path.c_str(), &there) == 0) {
     if (!S_ISSOCK(there.st_mode) || there.st_uid != ::getuid()) {
       error = where.path + ": " + (S_ISSOCK(there.st_mode) ? "another user's socket" : "exists and is not a socket") +
               "; not replacing it (choose another --socket)";

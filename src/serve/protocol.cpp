@@ -23,8 +23,9 @@ class Writer {
   }
   void boolean(bool v) { u8(v ? 1 : 0); }
   void string(const std::string& s) {
-    if (s.size() > kMaxString) throw std::length_error("cuconv serve: a string of " + std::to_string(s.size()) +
-                                                       " bytes is over the protocol's bound");
+    if (s.size() > kMaxString)
+      throw std::length_error("cuconv serve: a string of " + std::to_string(s.size()) +
+                              " bytes is over the protocol's bound");
     u32(static_cast<std::uint32_t>(s.size()));
     bytes_.insert(bytes_.end(), s.begin(), s.end());
   }
@@ -55,25 +56,57 @@ void put(Writer& w, const Request& m) {
   w.u64(m.file_size_limit);
 }
 void put(Writer& w, const Reply& m) {
-  w.i32(m.error); w.string(m.message); w.u32(m.value); w.string(m.name); w.strings(m.names); w.boolean(m.more);
+  w.i32(m.error);
+  w.string(m.message);
+  w.u32(m.value);
+  w.string(m.name);
+  w.strings(m.names);
+  w.boolean(m.more);
 }
 void put(Writer& w, const Welcome& m) {
-  w.u32(m.version); w.u32(m.server_pid); w.u32(m.ping_interval_ms); w.string(m.build);
+  w.u32(m.version);
+  w.u32(m.server_pid);
+  w.u32(m.ping_interval_ms);
+  w.string(m.build);
 }
 void put(Writer& w, const Status& m) {
-  w.u32(m.pid); w.string(m.build); w.string(m.executable); w.string(m.socket); w.u64(m.uptime_ms);
-  w.u64(m.requests_served); w.u32(m.clients_now); w.u32(m.clients_waiting); w.string(m.devices);
-  w.u64(m.gpu_memory_held); w.boolean(m.executable_replaced);
+  w.u32(m.pid);
+  w.string(m.build);
+  w.string(m.executable);
+  w.string(m.socket);
+  w.u64(m.uptime_ms);
+  w.u64(m.requests_served);
+  w.u32(m.clients_now);
+  w.u32(m.clients_waiting);
+  w.string(m.devices);
+  w.u64(m.gpu_memory_held);
+  w.boolean(m.executable_replaced);
 }
 void put(Writer& w, const CreateScratch& m) { w.string(m.folder); }
-void put(Writer& w, const Queued& m) { w.u32(m.ahead); w.u32(m.ping_interval_ms); }
-void put(Writer& w, const Refused& m) { w.u8(static_cast<std::uint8_t>(m.reason)); w.string(m.message); }
+void put(Writer& w, const Queued& m) {
+  w.u32(m.ahead);
+  w.u32(m.ping_interval_ms);
+}
+void put(Writer& w, const Refused& m) {
+  w.u8(static_cast<std::uint8_t>(m.reason));
+  w.string(m.message);
+}
 void put(Writer& w, const OpenInput& m) { w.string(m.path); }
-void put(Writer& w, const KindQuery& m) { w.string(m.path); w.boolean(m.follow_links); }
-void put(Writer& w, const SameFile& m) { w.string(m.a); w.string(m.b); }
+void put(Writer& w, const KindQuery& m) {
+  w.string(m.path);
+  w.boolean(m.follow_links);
+}
+void put(Writer& w, const SameFile& m) {
+  w.string(m.a);
+  w.string(m.b);
+}
 void put(Writer& w, const ListDirectory& m) { w.string(m.path); }
 void put(Writer& w, const CreateTemp& m) { w.string(m.output); }
-void put(Writer& w, const Publish& m) { w.string(m.temp_name); w.string(m.output); w.boolean(m.overwrite); }
+void put(Writer& w, const Publish& m) {
+  w.string(m.temp_name);
+  w.string(m.output);
+  w.boolean(m.overwrite);
+}
 void put(Writer& w, const Discard& m) { w.string(m.temp_name); }
 void put(Writer& w, const Exit& m) { w.i32(m.code); }
 void put(Writer&, const Ping&) {}
@@ -81,27 +114,88 @@ void put(Writer& w, const MakeDirectories& m) { w.string(m.path); }
 void put(Writer& w, const RemoveFile& m) { w.string(m.path); }
 void put(Writer& w, const Interrupt& m) { w.i32(m.signal); }
 
-template <class T> constexpr MessageType type_of();
-template <> constexpr MessageType type_of<Hello>() { return MessageType::hello; }
-template <> constexpr MessageType type_of<Request>() { return MessageType::request; }
-template <> constexpr MessageType type_of<Reply>() { return MessageType::reply; }
-template <> constexpr MessageType type_of<Welcome>() { return MessageType::welcome; }
-template <> constexpr MessageType type_of<Queued>() { return MessageType::queued; }
-template <> constexpr MessageType type_of<Refused>() { return MessageType::refused; }
-template <> constexpr MessageType type_of<OpenInput>() { return MessageType::open_input; }
-template <> constexpr MessageType type_of<KindQuery>() { return MessageType::kind; }
-template <> constexpr MessageType type_of<SameFile>() { return MessageType::same_file; }
-template <> constexpr MessageType type_of<ListDirectory>() { return MessageType::list_directory; }
-template <> constexpr MessageType type_of<CreateTemp>() { return MessageType::create_temp; }
-template <> constexpr MessageType type_of<Publish>() { return MessageType::publish; }
-template <> constexpr MessageType type_of<Discard>() { return MessageType::discard; }
-template <> constexpr MessageType type_of<Exit>() { return MessageType::exit; }
-template <> constexpr MessageType type_of<Ping>() { return MessageType::ping; }
-template <> constexpr MessageType type_of<MakeDirectories>() { return MessageType::make_directories; }
-template <> constexpr MessageType type_of<RemoveFile>() { return MessageType::remove_file; }
-template <> constexpr MessageType type_of<Interrupt>() { return MessageType::interrupt; }
-template <> constexpr MessageType type_of<Status>() { return MessageType::status; }
-template <> constexpr MessageType type_of<CreateScratch>() { return MessageType::create_scratch; }
+template <class T>
+constexpr MessageType type_of();
+template <>
+constexpr MessageType type_of<Hello>() {
+  return MessageType::hello;
+}
+template <>
+constexpr MessageType type_of<Request>() {
+  return MessageType::request;
+}
+template <>
+constexpr MessageType type_of<Reply>() {
+  return MessageType::reply;
+}
+template <>
+constexpr MessageType type_of<Welcome>() {
+  return MessageType::welcome;
+}
+template <>
+constexpr MessageType type_of<Queued>() {
+  return MessageType::queued;
+}
+template <>
+constexpr MessageType type_of<Refused>() {
+  return MessageType::refused;
+}
+template <>
+constexpr MessageType type_of<OpenInput>() {
+  return MessageType::open_input;
+}
+template <>
+constexpr MessageType type_of<KindQuery>() {
+  return MessageType::kind;
+}
+template <>
+constexpr MessageType type_of<SameFile>() {
+  return MessageType::same_file;
+}
+template <>
+constexpr MessageType type_of<ListDirectory>() {
+  return MessageType::list_directory;
+}
+template <>
+constexpr MessageType type_of<CreateTemp>() {
+  return MessageType::create_temp;
+}
+template <>
+constexpr MessageType type_of<Publish>() {
+  return MessageType::publish;
+}
+template <>
+constexpr MessageType type_of<Discard>() {
+  return MessageType::discard;
+}
+template <>
+constexpr MessageType type_of<Exit>() {
+  return MessageType::exit;
+}
+template <>
+constexpr MessageType type_of<Ping>() {
+  return MessageType::ping;
+}
+template <>
+constexpr MessageType type_of<MakeDirectories>() {
+  return MessageType::make_directories;
+}
+template <>
+constexpr MessageType type_of<RemoveFile>() {
+  return MessageType::remove_file;
+}
+template <>
+constexpr MessageType type_of<Interrupt>() {
+  return MessageType::interrupt;
+}
+template <>
+constexpr MessageType type_of<Status>() {
+  return MessageType::status;
+}
+template <>
+constexpr MessageType type_of<CreateScratch>() {
+  return MessageType::create_scratch;
+}
 
 // ---- reading: every read checks what is left, so a short or lying payload fails cleanly -------
 class Reader {
@@ -151,8 +245,8 @@ class Reader {
     std::uint32_t count = 0;
     if (!u32(count)) return false;
     // Each string takes at least its 4-byte length: a count the payload cannot hold is a lie.
-    if (count > kMaxStrings || count > (bytes_.size() - at_) / 4) return fail("a list of " + std::to_string(count) +
-                                                                              " strings is over the bound");
+    if (count > kMaxStrings || count > (bytes_.size() - at_) / 4)
+      return fail("a list of " + std::to_string(count) + " strings is over the bound");
     list.resize(count);
     for (auto& s : list) {
       if (!string(s)) return false;
@@ -190,7 +284,8 @@ bool get(Reader& r, Hello& m) {
   return r.string(m.build) && r.string(m.engine_identity);
 }
 bool get(Reader& r, Request& m) {
-  return r.boolean(m.err_is_terminal) && r.string(m.cwd) && r.strings(m.argv) && r.strings(m.environment) && r.u64(m.file_size_limit);
+  return r.boolean(m.err_is_terminal) && r.string(m.cwd) && r.strings(m.argv) && r.strings(m.environment) &&
+         r.u64(m.file_size_limit);
 }
 bool get(Reader& r, Reply& m) {
   return r.i32(m.error) && r.string(m.message) && r.u32(m.value) && r.string(m.name) && r.strings(m.names) &&
@@ -250,8 +345,9 @@ std::vector<std::uint8_t> encode(const Message& message) {
   std::visit([&](const auto& m) { put(w, m); }, message);
   auto& bytes = w.bytes();
   const std::size_t payload = bytes.size() - kHeaderSize;
-  if (payload > kMaxPayload) throw std::length_error("cuconv serve: a message of " + std::to_string(payload) +
-                                                     " bytes is over the protocol's bound");
+  if (payload > kMaxPayload)
+    throw std::length_error("cuconv serve: a message of " + std::to_string(payload) +
+                            " bytes is over the protocol's bound");
   for (int i = 0; i < 4; ++i) bytes[i] = static_cast<std::uint8_t>(payload >> (8 * i));
   bytes[4] = static_cast<std::uint8_t>(
       std::visit([](const auto& m) { return type_of<std::decay_t<decltype(m)>>(); }, message));
@@ -279,26 +375,46 @@ std::optional<Message> decode(std::uint8_t type, std::span<const std::uint8_t> p
       return std::nullopt;
     }
     switch (static_cast<MessageType>(type)) {
-      case MessageType::hello: return decode_as<Hello>(payload, error);
-      case MessageType::request: return decode_as<Request>(payload, error);
-      case MessageType::reply: return decode_as<Reply>(payload, error);
-      case MessageType::welcome: return decode_as<Welcome>(payload, error);
-      case MessageType::queued: return decode_as<Queued>(payload, error);
-      case MessageType::refused: return decode_as<Refused>(payload, error);
-      case MessageType::open_input: return decode_as<OpenInput>(payload, error);
-      case MessageType::kind: return decode_as<KindQuery>(payload, error);
-      case MessageType::same_file: return decode_as<SameFile>(payload, error);
-      case MessageType::list_directory: return decode_as<ListDirectory>(payload, error);
-      case MessageType::create_temp: return decode_as<CreateTemp>(payload, error);
-      case MessageType::publish: return decode_as<Publish>(payload, error);
-      case MessageType::discard: return decode_as<Discard>(payload, error);
-      case MessageType::exit: return decode_as<Exit>(payload, error);
-      case MessageType::ping: return decode_as<Ping>(payload, error);
-      case MessageType::make_directories: return decode_as<MakeDirectories>(payload, error);
-      case MessageType::remove_file: return decode_as<RemoveFile>(payload, error);
-      case MessageType::interrupt: return decode_as<Interrupt>(payload, error);
-      case MessageType::status: return decode_as<Status>(payload, error);
-      case MessageType::create_scratch: return decode_as<CreateScratch>(payload, error);
+      case MessageType::hello:
+        return decode_as<Hello>(payload, error);
+      case MessageType::request:
+        return decode_as<Request>(payload, error);
+      case MessageType::reply:
+        return decode_as<Reply>(payload, error);
+      case MessageType::welcome:
+        return decode_as<Welcome>(payload, error);
+      case MessageType::queued:
+        return decode_as<Queued>(payload, error);
+      case MessageType::refused:
+        return decode_as<Refused>(payload, error);
+      case MessageType::open_input:
+        return decode_as<OpenInput>(payload, error);
+      case MessageType::kind:
+        return decode_as<KindQuery>(payload, error);
+      case MessageType::same_file:
+        return decode_as<SameFile>(payload, error);
+      case MessageType::list_directory:
+        return decode_as<ListDirectory>(payload, error);
+      case MessageType::create_temp:
+        return decode_as<CreateTemp>(payload, error);
+      case MessageType::publish:
+        return decode_as<Publish>(payload, error);
+      case MessageType::discard:
+        return decode_as<Discard>(payload, error);
+      case MessageType::exit:
+        return decode_as<Exit>(payload, error);
+      case MessageType::ping:
+        return decode_as<Ping>(payload, error);
+      case MessageType::make_directories:
+        return decode_as<MakeDirectories>(payload, error);
+      case MessageType::remove_file:
+        return decode_as<RemoveFile>(payload, error);
+      case MessageType::interrupt:
+        return decode_as<Interrupt>(payload, error);
+      case MessageType::status:
+        return decode_as<Status>(payload, error);
+      case MessageType::create_scratch:
+        return decode_as<CreateScratch>(payload, error);
     }
     error = "unknown message type " + std::to_string(type);
   } catch (const std::bad_alloc&) {
@@ -309,26 +425,46 @@ std::optional<Message> decode(std::uint8_t type, std::span<const std::uint8_t> p
 
 const char* type_name(std::uint8_t type) noexcept {
   switch (static_cast<MessageType>(type)) {
-    case MessageType::hello: return "hello";
-    case MessageType::request: return "request";
-    case MessageType::reply: return "reply";
-    case MessageType::welcome: return "welcome";
-    case MessageType::queued: return "queued";
-    case MessageType::refused: return "refused";
-    case MessageType::open_input: return "open_input";
-    case MessageType::kind: return "kind";
-    case MessageType::same_file: return "same_file";
-    case MessageType::list_directory: return "list_directory";
-    case MessageType::create_temp: return "create_temp";
-    case MessageType::publish: return "publish";
-    case MessageType::discard: return "discard";
-    case MessageType::exit: return "exit";
-    case MessageType::ping: return "ping";
-    case MessageType::make_directories: return "make_directories";
-    case MessageType::remove_file: return "remove_file";
-    case MessageType::interrupt: return "interrupt";
-    case MessageType::status: return "status";
-    case MessageType::create_scratch: return "create_scratch";
+    case MessageType::hello:
+      return "hello";
+    case MessageType::request:
+      return "request";
+    case MessageType::reply:
+      return "reply";
+    case MessageType::welcome:
+      return "welcome";
+    case MessageType::queued:
+      return "queued";
+    case MessageType::refused:
+      return "refused";
+    case MessageType::open_input:
+      return "open_input";
+    case MessageType::kind:
+      return "kind";
+    case MessageType::same_file:
+      return "same_file";
+    case MessageType::list_directory:
+      return "list_directory";
+    case MessageType::create_temp:
+      return "create_temp";
+    case MessageType::publish:
+      return "publish";
+    case MessageType::discard:
+      return "discard";
+    case MessageType::exit:
+      return "exit";
+    case MessageType::ping:
+      return "ping";
+    case MessageType::make_directories:
+      return "make_directories";
+    case MessageType::remove_file:
+      return "remove_file";
+    case MessageType::interrupt:
+      return "interrupt";
+    case MessageType::status:
+      return "status";
+    case MessageType::create_scratch:
+      return "create_scratch";
   }
   return "unknown";
 }

@@ -118,7 +118,7 @@ struct Welcome {
 };
 /// The server is at its client limit; a Welcome follows when a place frees.
 struct Queued {
-  std::uint32_t ahead = 0;  ///< clients waiting before this one
+  std::uint32_t ahead = 0;             ///< clients waiting before this one
   std::uint32_t ping_interval_ms = 0;  ///< waiting clients are pinged too; 0: no Ping
   bool operator==(const Queued&) const = default;
 };
@@ -211,8 +211,8 @@ struct Interrupt {
 };
 
 using Message = std::variant<Hello, Request, Reply, Welcome, Queued, Refused, OpenInput, KindQuery, SameFile,
-                             ListDirectory, CreateTemp, Publish, Discard, Exit, Ping, MakeDirectories, RemoveFile, Interrupt,
-                             Status, CreateScratch>;
+                             ListDirectory, CreateTemp, Publish, Discard, Exit, Ping, MakeDirectories, RemoveFile,
+                             Interrupt, Status, CreateScratch>;
 
 /// How many descriptors travel with `message` (0, 1 or 3).
 [[nodiscard]] std::size_t fds_carried(const Message& message);

@@ -7,12 +7,12 @@
 #include "common/anonymous_file.hpp"
 #include "common/write_all.hpp"
 
+#include <poll.h>
+#include <unistd.h>
 #include <cerrno>
 #include <csignal>
 #include <cstring>
-#include <poll.h>
 #include <stdexcept>
-#include <unistd.h>
 
 namespace cuconv::serve {
 
@@ -131,7 +131,8 @@ bool RemoteFiles::publish(TempOutput& temp, const std::string& output, bool over
   std::lock_guard lock(mutex_);
   const Reply reply = ask(Publish{temp.name, output, overwrite}, output, ErrorKind::output);
   // In-process words (write_encoded_atomic), e.g. for a name the file system refuses.
-  if (reply.error != 0) throw Error(ErrorKind::output, output + ": cannot move the finished file into place: " + reply.message);
+  if (reply.error != 0)
+    throw Error(ErrorKind::output, output + ": cannot move the finished file into place: " + reply.message);
   return reply.value != 0;
 }
 
@@ -147,7 +148,8 @@ void RemoteFiles::discard(TempOutput& temp) noexcept {
 engine::OpenedFile RemoteFiles::create_scratch(const std::string& folder) {
   std::lock_guard lock(mutex_);
   const Reply reply = ask(CreateScratch{folder}, folder, ErrorKind::bad_input);
-  if (reply.error != 0) throw Error(ErrorKind::bad_input, "cannot make a temporary copy in " + folder + ": " + reply.message);
+  if (reply.error != 0)
+    throw Error(ErrorKind::bad_input, "cannot make a temporary copy in " + folder + ": " + reply.message);
   UniqueFd fd = channel_.take_fd();
   if (!fd) throw Error(ErrorKind::bad_input, folder + ": the client sent no descriptor for its temporary file");
   const int raw = fd.release();
@@ -166,8 +168,8 @@ bool RemoteFiles::write_output(const std::string& output, std::span<const unsign
   TempOutput temp = create_temp(output);
   if (file_size_limit_ > 0 && bytes.size() > file_size_limit_) {
     discard(temp);
-    throw Error(ErrorKind::output, output + ": write failed: " + std::strerror(EFBIG) +
-                                       " (the process's file size limit, ulimit -f)");
+    throw Error(ErrorKind::output,
+                output + ": write failed: " + std::strerror(EFBIG) + " (the process's file size limit, ulimit -f)");
   }
   if (!common::write_all(temp.file.fd(), bytes)) {
     const std::string why = std::strerror(errno);
@@ -189,8 +191,8 @@ void RemoteFiles::remove(const std::string& path) noexcept {
 Received RemoteFiles::receive_answer(int timeout_ms) {
   for (;;) {
     Received received = channel_.receive(timeout_ms);
-    const auto* interrupt = received.status == Received::Status::message ? std::get_if<Interrupt>(&received.message)
-                                                                        : nullptr;
+    const auto* interrupt =
+        received.status == Received::Status::message ? std::get_if<Interrupt>(&received.message) : nullptr;
     if (interrupt == nullptr) return received;
     int none = 0;
     signal_.compare_exchange_strong(none, interrupt->signal > 0 ? interrupt->signal : SIGINT);

@@ -16,6 +16,17 @@
 #include "serve/listen_socket.hpp"
 #include "serve/socket_path.hpp"
 
+#include <fcntl.h>
+#include <linux/sockios.h>
+#include <poll.h>
+#include <pthread.h>
+#include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <algorithm>
 #include <cerrno>
 #include <chrono>
@@ -25,22 +36,11 @@
 #include <cstdlib>
 #include <cstring>
 #include <deque>
-#include <fcntl.h>
-#include <linux/sockios.h>
 #include <map>
 #include <memory>
 #include <optional>
 #include <set>
-#include <poll.h>
-#include <pthread.h>
-#include <sys/file.h>
-#include <sys/ioctl.h>
-#include <sys/signalfd.h>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <thread>
-#include <unistd.h>
 
 namespace cuconv::serve {
 
@@ -112,10 +112,10 @@ void accept_client(int listener, const ServerInfo& info, const std::shared_ptr<S
   const PeerCredentials peer = peer_credentials(connection.get());
   if (peer.uid != static_cast<long>(::getuid())) {
     Channel refusal(std::move(connection));
-    (void)refusal.try_send(Refused{RefusalReason::other_user,
-                                   "cuconv serve: this server belongs to uid " + std::to_string(::getuid()) +
-                                       "; uid " + std::to_string(peer.uid) +
-                                       " may not use it (each user runs their own: unset CUCONV_SOCKET or point it at yours)"});
+    (void)refusal.try_send(Refused{
+        RefusalReason::other_user,
+        "cuconv serve: this server belongs to uid " + std::to_string(::getuid()) + "; uid " + std::to_string(peer.uid) +
+            " may not use it (each user runs their own: unset CUCONV_SOCKET or point it at yours)"});
     log_line(log_fd, "refused pid " + std::to_string(peer.pid) + ": uid " + std::to_string(peer.uid) +
                          " is not the server's user");
     return;
@@ -124,18 +124,21 @@ void accept_client(int listener, const ServerInfo& info, const std::shared_ptr<S
   if (state->connections >= max_connections) {
     lock_state.unlock();
     Channel refusal(std::move(connection));
-    (void)refusal.try_send(Refused{RefusalReason::busy, "cuconv serve: " + std::to_string(max_connections) +
-                                                            " connections open"});
+    (void)refusal.try_send(
+        Refused{RefusalReason::busy, "cuconv serve: " + std::to_string(max_connections) + " connections open"});
     return;
   }
   ++state->connections;
   lock_state.unlock();
-  std::thread([state, &info](UniqueFd socket, PeerCredentials peer_of) {
-    serve_connection(std::move(socket), peer_of, info, *state);
-    std::lock_guard lock_end(state->mutex);
-    --state->connections;
-    state->changed.notify_all();
-  }, std::move(connection), peer).detach();
+  std::thread(
+      [state, &info](UniqueFd socket, PeerCredentials peer_of) {
+        serve_connection(std::move(socket), peer_of, info, *state);
+        std::lock_guard lock_end(state->mutex);
+        --state->connections;
+        state->changed.notify_all();
+      },
+      std::move(connection), peer)
+      .detach();
 }
 
 /// The accepting thread's timed duties: pings when due, the watch on the server's own executable
@@ -314,7 +317,8 @@ int run_server(const ServerOptions& given, const Handler& handler) {
   }
   // Nothing depends on the server's folder any more (paths are the clients'; the socket's path
   // is absolute): holding it would keep a caller's folder busy for the server's life.
-  if (options.leave_working_folder && ::chdir("/") != 0) log_line(log_fd, std::string("chdir /: ") + std::strerror(errno));
+  if (options.leave_working_folder && ::chdir("/") != 0)
+    log_line(log_fd, std::string("chdir /: ") + std::strerror(errno));
   for (int fd : listen.fds) ::fcntl(fd, F_SETFL, ::fcntl(fd, F_GETFL) | O_NONBLOCK);
 
   sigset_t stop_signals = stop_signal_set();
@@ -327,10 +331,11 @@ int run_server(const ServerOptions& given, const Handler& handler) {
 
   const std::string socket_text =
       listen.activated ? std::to_string(listen.fds.size()) + " socket(s) from systemd" : listen.where.path;
-  log_line(log_fd, "pid " + std::to_string(::getpid()) + " (" + options.build + ") listening on " + socket_text +
-                       "; idle exit " +
-                       (options.idle_exit_seconds == 0 ? std::string("never") : std::to_string(options.idle_exit_seconds) + " s") +
-                       ", " + std::to_string(options.max_clients) + " clients at once");
+  log_line(
+      log_fd,
+      "pid " + std::to_string(::getpid()) + " (" + options.build + ") listening on " + socket_text + "; idle exit " +
+          (options.idle_exit_seconds == 0 ? std::string("never") : std::to_string(options.idle_exit_seconds) + " s") +
+          ", " + std::to_string(options.max_clients) + " clients at once");
 
   auto state = std::make_shared<ServerState>();
   if (int ends[2]; ::pipe2(ends, O_CLOEXEC | O_NONBLOCK) == 0) {

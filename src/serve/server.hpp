@@ -11,9 +11,9 @@
 
 #include <cuconv/error.hpp>
 
+#include <atomic>
 #include <cstddef>
 #include <cstdint>
-#include <atomic>
 #include <functional>
 #include <mutex>
 #include <set>
@@ -23,10 +23,10 @@
 namespace cuconv::serve {
 
 struct ServerOptions {
-  std::string socket_path;            ///< empty: default_socket_path()
-  unsigned idle_exit_seconds = 600;   ///< exit after this long without a client; 0: never
-  unsigned max_clients = 64;          ///< requests served at once; later clients wait (Queued)
-  std::size_t max_waiting = 1024;     ///< clients waiting beyond max_clients; more are refused (busy)
+  std::string socket_path;           ///< empty: default_socket_path()
+  unsigned idle_exit_seconds = 600;  ///< exit after this long without a client; 0: never
+  unsigned max_clients = 64;         ///< requests served at once; later clients wait (Queued)
+  std::size_t max_waiting = 1024;    ///< clients waiting beyond max_clients; more are refused (busy)
   /// Listening sockets to serve instead of binding socket_path; empty: the ones systemd passed
   /// (systemd_listen_fds()), and when there are none, bind socket_path.
   std::vector<int> listen_fds;
@@ -61,10 +61,10 @@ struct ServerOptions {
 
 /// A client's command as it arrived.
 struct ClientRequest {
-  std::vector<std::string> argv;  ///< argv[0] is the client's program name
-  std::string cwd;                ///< the client's working folder (for logs only)
+  std::vector<std::string> argv;         ///< argv[0] is the client's program name
+  std::string cwd;                       ///< the client's working folder (for logs only)
   std::vector<std::string> environment;  ///< the client's forwarded variables, "NAME=value"
-  std::uint64_t file_size_limit = 0;      ///< the client's RLIMIT_FSIZE in bytes; 0: none
+  std::uint64_t file_size_limit = 0;     ///< the client's RLIMIT_FSIZE in bytes; 0: none
   bool err_is_terminal = false;
   long pid = -1;  ///< the client's process (SO_PEERCRED)
   long uid = -1;
@@ -172,6 +172,5 @@ using Handler = std::function<int(const ClientRequest&, ClientSession&)>;
 /// and the warm GPU's threads did, on a GPU node). Call it first when threads start before
 /// run_server.
 void block_stop_signals();
-
 
 }  // namespace cuconv::serve

@@ -68,7 +68,8 @@ class Place {
  public:
   /// Takes a place at once or joins the line; `queued` is called (without the lock) with the
   /// number of clients ahead when it has to wait.
-  Place(ServerState& state, const ServerOptions& options, const std::function<void(std::uint32_t)>& queued) : state_(state) {
+  Place(ServerState& state, const ServerOptions& options, const std::function<void(std::uint32_t)>& queued)
+      : state_(state) {
     std::unique_lock lock(state_.mutex);
     const unsigned max_clients = std::max(options.max_clients, 1U);
     if (state_.stopping) return;
@@ -87,9 +88,8 @@ class Place {
     lock.unlock();
     queued(ahead);
     lock.lock();
-    state_.changed.wait(lock, [&] {
-      return state_.stopping || (state_.queue.front() == ticket && state_.active < max_clients);
-    });
+    state_.changed.wait(
+        lock, [&] { return state_.stopping || (state_.queue.front() == ticket && state_.active < max_clients); });
     state_.queue.erase(std::find(state_.queue.begin(), state_.queue.end(), ticket));
     if (state_.stopping) {
       state_.changed.notify_all();
@@ -146,10 +146,11 @@ std::optional<T> expect(Channel& channel, const char* what, const ServerOptions&
     return std::get<T>(std::move(received.message));
   }
   if (received.status == Received::Status::closed) return std::nullopt;
-  const std::string why = received.status == Received::Status::timeout
-                              ? "no whole " + std::string(what) + " within " + std::to_string(options.message_deadline_ms) + " ms"
-                          : received.error.empty() ? "expected a " + std::string(what)
-                                                   : received.error;
+  const std::string why =
+      received.status == Received::Status::timeout
+          ? "no whole " + std::string(what) + " within " + std::to_string(options.message_deadline_ms) + " ms"
+      : received.error.empty() ? "expected a " + std::string(what)
+                               : received.error;
   (void)channel.try_send(Refused{RefusalReason::bad_message, "cuconv serve: " + why});  // it may read nothing
   log_line(options.log_fd, who + ": refused: " + why);
   return std::nullopt;
@@ -175,8 +176,11 @@ void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Server
     return;
   }
   switch (h.purpose) {
-    case HelloPurpose::command: break;
-    case HelloPurpose::status: (void)channel.send(status_of(state, info)); return;
+    case HelloPurpose::command:
+      break;
+    case HelloPurpose::status:
+      (void)channel.send(status_of(state, info));
+      return;
     case HelloPurpose::stop: {
       (void)channel.send(status_of(state, info));
       std::lock_guard lock(state.mutex);
@@ -188,7 +192,8 @@ void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Server
     case HelloPurpose::stop_when_idle: {
       (void)channel.send(status_of(state, info));
       std::lock_guard lock(state.mutex);
-      if (state.exit_when_idle.empty()) state.exit_when_idle = who + " of another build (" + printable(h.build) + ") asked it to exit once idle";
+      if (state.exit_when_idle.empty())
+        state.exit_when_idle = who + " of another build (" + printable(h.build) + ") asked it to exit once idle";
       state.wake();
       return;
     }
@@ -209,27 +214,34 @@ void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Server
   if (!place.held()) {
     if (place.busy()) {
       (void)channel.send(Refused{RefusalReason::busy, "cuconv serve: " + std::to_string(options.max_clients) +
-                                                          " clients running and " + std::to_string(options.max_waiting) +
-                                                          " waiting"});
+                                                          " clients running and " +
+                                                          std::to_string(options.max_waiting) + " waiting"});
     } else {
       (void)channel.send(Refused{RefusalReason::shutting_down, "cuconv serve: the server is stopping"});
     }
     return;
   }
-  if (!channel.send(Welcome{kProtocolVersion, static_cast<std::uint32_t>(::getpid()), options.ping_interval_ms, options.build}))
+  if (!channel.send(
+          Welcome{kProtocolVersion, static_cast<std::uint32_t>(::getpid()), options.ping_interval_ms, options.build}))
     return;
 
   std::optional<Request> request = expect<Request>(channel, "request", options, who);
   if (!request) return;
   Request& asked = *request;
-  ClientRequest client{std::move(asked.argv), std::move(asked.cwd), std::move(asked.environment),
-                       asked.file_size_limit, asked.err_is_terminal, peer.pid, peer.uid,
+  ClientRequest client{std::move(asked.argv),
+                       std::move(asked.cwd),
+                       std::move(asked.environment),
+                       asked.file_size_limit,
+                       asked.err_is_terminal,
+                       peer.pid,
+                       peer.uid,
                        "pid " + std::to_string(::getpid()) + ", socket " + info.socket_text + ", " + options.build +
                            ", up " + seconds_text(clock_type::now() - state.started)};
   UniqueFd in = channel.take_fd(), out = channel.take_fd(), err = channel.take_fd();
   channel.drop_fds();
   if (!in || !out || !err || client.argv.empty()) {
-    (void)channel.send(Refused{RefusalReason::bad_message, "cuconv serve: a request needs argv and descriptors 0, 1 and 2"});
+    (void)channel.send(
+        Refused{RefusalReason::bad_message, "cuconv serve: a request needs argv and descriptors 0, 1 and 2"});
     return;
   }
 
@@ -263,8 +275,9 @@ void serve_connection(UniqueFd socket, const PeerCredentials& peer, const Server
   const double ms = std::chrono::duration<double, std::milli>(clock_type::now() - start).count();
   char took[32];
   std::snprintf(took, sizeof took, "%.1f ms", ms);
-  log_line(log_fd, "pid " + std::to_string(peer.pid) + " [" + printable(client.cwd) + "] " + describe_argv(client.argv) +
-                       " -> exit " + std::to_string(code) + " in " + took + (told ? "" : " (the client had gone)"));
+  log_line(log_fd, "pid " + std::to_string(peer.pid) + " [" + printable(client.cwd) + "] " +
+                       describe_argv(client.argv) + " -> exit " + std::to_string(code) + " in " + took +
+                       (told ? "" : " (the client had gone)"));
 }
 
 }  // namespace cuconv::serve

@@ -38,13 +38,13 @@ inline std::string seconds_text(clock_type::duration d) {
 struct ServerState {
   std::mutex mutex;
   std::condition_variable changed;
-  unsigned connections = 0;            // connection threads running (from accept to close)
-  unsigned active = 0;                 // requests holding one of max_clients' places
-  std::deque<std::uint64_t> queue;     // tickets of clients waiting for a place, oldest first
+  unsigned connections = 0;         // connection threads running (from accept to close)
+  unsigned active = 0;              // requests holding one of max_clients' places
+  std::deque<std::uint64_t> queue;  // tickets of clients waiting for a place, oldest first
   std::uint64_t next_ticket = 0;
   bool stopping = false;
-  std::string stop_asked;              // why a client asked the server to stop; empty: none did
-  std::string exit_when_idle;          // why it exits once idle (a client of another build); empty: no
+  std::string stop_asked;      // why a client asked the server to stop; empty: none did
+  std::string exit_when_idle;  // why it exits once idle (a client of another build); empty: no
   bool executable_replaced = false;
   clock_type::time_point started = clock_type::now();
   clock_type::time_point last_activity = clock_type::now();

@@ -2,12 +2,12 @@
 // Default socket path and the checks on its folder (see socket_path.hpp).
 #include "serve/socket_path.hpp"
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <cerrno>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <sys/stat.h>
-#include <unistd.h>
 
 namespace cuconv::serve {
 
@@ -61,7 +61,8 @@ namespace {
 std::string check_folder(const std::string& folder, unsigned forbidden, const char* rule) {
   struct stat st {};
   if (::lstat(folder.c_str(), &st) != 0) return folder + ": " + std::strerror(errno);
-  if (S_ISLNK(st.st_mode)) return folder + ": not a directory but a symbolic link; the socket's folder must be a real one";
+  if (S_ISLNK(st.st_mode))
+    return folder + ": not a directory but a symbolic link; the socket's folder must be a real one";
   if (!S_ISDIR(st.st_mode)) return folder + ": not a directory (a private folder for the socket is needed)";
   if (st.st_uid != ::getuid()) {
     return folder + ": owned by uid " + std::to_string(st.st_uid) + ", not by this user (uid " +
@@ -79,7 +80,8 @@ std::string check_socket_folder(const std::string& folder) {
 }
 
 std::string check_private_folder(const std::string& folder) {
-  return check_folder(folder, 077, " lets other users in; the socket's folder must be 0700 (chmod 700 it or remove it)");
+  return check_folder(folder, 077,
+                      " lets other users in; the socket's folder must be 0700 (chmod 700 it or remove it)");
 }
 
 std::string prepare_private_folder(const std::string& folder) {

@@ -9,9 +9,9 @@
 namespace cuconv::serve {
 
 struct SocketPath {
-  std::string path;        ///< the socket's path
-  std::string folder;      ///< the folder that holds it
-  bool from_environment;   ///< named by $CUCONV_SOCKET or --socket: its folder is the user's choice
+  std::string path;       ///< the socket's path
+  std::string folder;     ///< the folder that holds it
+  bool from_environment;  ///< named by $CUCONV_SOCKET or --socket: its folder is the user's choice
 };
 
 /// The socket this user's server listens on and clients connect to (reads the environment).

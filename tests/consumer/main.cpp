@@ -16,8 +16,7 @@
 
 namespace {
 
-bool same_as_filter2d(const cv::Mat& src, const cv::Mat& result, const cuconv::Filter& filter,
-                      const char* what) {
+bool same_as_filter2d(const cv::Mat& src, const cv::Mat& result, const cuconv::Filter& filter, const char* what) {
   cv::Mat kernel(filter.height, filter.width, CV_64F);
   for (int r = 0; r < filter.height; ++r)
     for (int c = 0; c < filter.width; ++c) kernel.at<double>(r, c) = filter.at(r, c);

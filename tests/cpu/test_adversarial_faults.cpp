@@ -26,9 +26,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <chrono>
 #include <csignal>
-#include <fcntl.h>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -93,7 +93,6 @@ std::uint64_t address_space_bytes() {
   return pages * static_cast<std::uint64_t>(::sysconf(_SC_PAGESIZE));
 }
 
-
 }  // namespace
 
 // ---- 6. internal errors instead of answers -------------------------------------------------------
@@ -108,10 +107,10 @@ TEST_CASE("adversarial: file names that are not UTF-8 survive the JSON summary a
   CHECK(back.contains("photos/caf\\xE9-\\xFF.png"));
   // Valid UTF-8, however exotic, is kept as it is; every malformed sequence is escaped.
   CHECK(cuconv::cli::json_safe("caf\xC3\xA9 \xF0\x9F\x93\xB7") == "caf\xC3\xA9 \xF0\x9F\x93\xB7");
-  CHECK(cuconv::cli::json_safe("\xC0\xAF") == "\\xC0\\xAF");          // overlong '/'
-  CHECK(cuconv::cli::json_safe("\xED\xA0\x80") == "\\xED\\xA0\\x80");  // a surrogate
+  CHECK(cuconv::cli::json_safe("\xC0\xAF") == "\\xC0\\xAF");                    // overlong '/'
+  CHECK(cuconv::cli::json_safe("\xED\xA0\x80") == "\\xED\\xA0\\x80");           // a surrogate
   CHECK(cuconv::cli::json_safe("\xF4\x90\x80\x80") == "\\xF4\\x90\\x80\\x80");  // above U+10FFFF
-  CHECK(cuconv::cli::json_safe("end\xE2\x82") == "end\\xE2\\x82");     // cut short
+  CHECK(cuconv::cli::json_safe("end\xE2\x82") == "end\\xE2\\x82");              // cut short
 
   // End to end: a batch over a Latin-1 name writes its image and a JSON summary that parses.
   TempDir dir;
@@ -136,8 +135,10 @@ TEST_CASE("adversarial: TMPDIR naming no folder is an answer naming TMPDIR, not 
   const auto [kind, message] = error_of([] { (void)cuconv::cli::temp_folder(); });
   ::setenv("TMPDIR", dir.path().c_str(), 1);
   const fs::path good = cuconv::cli::temp_folder();
-  if (saved != nullptr) ::setenv("TMPDIR", restore.c_str(), 1);
-  else ::unsetenv("TMPDIR");
+  if (saved != nullptr)
+    ::setenv("TMPDIR", restore.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
   CHECK(kind == ErrorKind::bad_input);
   CHECK(message.find("TMPDIR") != std::string::npos);
   CHECK(message.find(dir.file("missing")) != std::string::npos);
@@ -205,10 +206,17 @@ TEST_CASE("adversarial: out of memory while decoding or filtering names the file
   for (const bool batch : {false, true}) {
     CAPTURE(batch);
     const std::vector<std::string> args =
-        batch ? std::vector<std::string>{"--out-dir", dir.file("outs"), dir.file("huge.png"), "-f", "box:3", "--variant",
-                                         "opencv", "--server", "never", "--jobs", "64"}  // more stacks than fit
-              : std::vector<std::string>{dir.file("huge.png"), dir.file("huge-out.png"), "-f", "box:3", "--variant", "opencv",
-                                         "--server", "never"};
+        batch ? std::vector<std::string>{"--out-dir", dir.file("outs"), dir.file("huge.png"), "-f",    "box:3",
+                                         "--variant", "opencv",         "--server",           "never", "--jobs",
+                                         "64"}  // more stacks than fit
+              : std::vector<std::string>{dir.file("huge.png"),
+                                         dir.file("huge-out.png"),
+                                         "-f",
+                                         "box:3",
+                                         "--variant",
+                                         "opencv",
+                                         "--server",
+                                         "never"};
     const auto r = run_cuconv(args, "", cap);
     INFO(r.err);
     CHECK(r.exit_code == static_cast<int>(ExitCode::bad_input));
@@ -245,11 +253,14 @@ TEST_CASE("adversarial: a write beyond the file size limit is a write error (exi
   for (const auto& entry : fs::directory_iterator(dir.path())) fs::remove(entry.path());
   // ignore_file_size_signal(), as main calls it: the write fails, the temporary file goes.
   const int status = attempt(true);
-  CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == static_cast<int>(ExitCode::output)), describe_status(status));
+  CHECK_MESSAGE((WIFEXITED(status) && WEXITSTATUS(status) == static_cast<int>(ExitCode::output)),
+                describe_status(status));
   CHECK(cuconv::test::file_names(dir.path()).empty());
 }
 
-TEST_CASE("adversarial: cuconv under ulimit -f reports the write error naming the output, in both modes and for standard input, and leaves nothing") {
+TEST_CASE(
+    "adversarial: cuconv under ulimit -f reports the write error naming the output, in both modes and for standard "
+    "input, and leaves nothing") {
   // The shell runs cuconv with the disposition this process has: the default, which kills.
   struct sigaction current {};
   REQUIRE(::sigaction(SIGXFSZ, nullptr, &current) == 0);
@@ -277,7 +288,8 @@ TEST_CASE("adversarial: cuconv under ulimit -f reports the write error naming th
   CHECK(single.err.find(dir.file("single/out.png") + ": " + says) != std::string::npos);
   CHECK(cuconv::test::file_names(dir.path() / "single").empty());
   // In this process the message says which limit it met.
-  const auto here = run_cuconv(with_filter({dir.file("in/a.png"), dir.file("single/here.png"), "--server", "never"}), "", limit);
+  const auto here =
+      run_cuconv(with_filter({dir.file("in/a.png"), dir.file("single/here.png"), "--server", "never"}), "", limit);
   CHECK(here.exit_code == static_cast<int>(ExitCode::output));
   CHECK(here.err.find(dir.file("single/here.png") + ": " + says + " (the process's file size limit, ulimit -f)") !=
         std::string::npos);
@@ -298,8 +310,9 @@ TEST_CASE("adversarial: cuconv under ulimit -f reports the write error naming th
   // Standard input copied to TMPDIR beyond the limit: exit 3 naming standard input, no copy left
   // (in this process: a server copies standard input into a folder of its own).
   fs::create_directories(dir.path() / "tmp");
-  const auto piped = run_cuconv(with_filter({"-", dir.file("single/piped.png"), "--server", "never"}), dir.file("in/a.png"),
-                                limit + "\nexport TMPDIR=" + cuconv::test::shell_quote(dir.file("tmp")));
+  const auto piped =
+      run_cuconv(with_filter({"-", dir.file("single/piped.png"), "--server", "never"}), dir.file("in/a.png"),
+                 limit + "\nexport TMPDIR=" + cuconv::test::shell_quote(dir.file("tmp")));
   INFO(piped.err);
   CHECK(piped.signal == 0);
   CHECK(piped.exit_code == static_cast<int>(ExitCode::bad_input));

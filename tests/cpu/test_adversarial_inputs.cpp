@@ -27,9 +27,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include <fcntl.h>
 #include <chrono>
 #include <csignal>
-#include <fcntl.h>
 #include <cstdint>
 #include <cstdlib>
 #include <fstream>
@@ -70,15 +70,16 @@ TEST_CASE("adversarial: a batch output that is another input is refused before a
   const std::string a_b = read_file(in / "a_b.png");
 
   // The plan itself: a.png's output is a_b.png, another input.
-  const auto [kind, message] =
-      error_of([&] { (void)cuconv::engine::plan_outputs({(in / "a.png").string(), (in / "a_b.png").string()}, in.string(), "%s_b"); });
+  const auto [kind, message] = error_of([&] {
+    (void)cuconv::engine::plan_outputs({(in / "a.png").string(), (in / "a_b.png").string()}, in.string(), "%s_b");
+  });
   CHECK(kind == ErrorKind::usage);
   CHECK(message.find((in / "a_b.png").string()) != std::string::npos);
   CHECK(message.find("is the input") != std::string::npos);
   // Spelled differently (./, ..): the same path.
   CHECK(error_of([&] {
           (void)cuconv::engine::plan_outputs({(in / "a.png").string(), (in / "x" / ".." / "a_b.png").string()},
-                                            (in / ".").string(), "%s_b");
+                                             (in / ".").string(), "%s_b");
         }).first == ErrorKind::usage);
   // Through a symbolic link and a hard link to another input: the same file.
   fs::create_directories(dir.path() / "out");
@@ -86,19 +87,20 @@ TEST_CASE("adversarial: a batch output that is another input is refused before a
   REQUIRE(cv::imwrite((in / "c.png").string(), cuconv::test::random_image(8, 8, CV_8U, 3, 3)));
   CHECK(error_of([&] {
           (void)cuconv::engine::plan_outputs({(in / "a_b.png").string(), (in / "c.png").string()},
-                                            (dir.path() / "out").string(), "%s");
+                                             (dir.path() / "out").string(), "%s");
         }).first == ErrorKind::usage);
   fs::remove(dir.path() / "out" / "c.png");
   fs::create_hard_link(in / "a_b.png", dir.path() / "out" / "c.png");
   CHECK(error_of([&] {
           (void)cuconv::engine::plan_outputs({(in / "a_b.png").string(), (in / "c.png").string()},
-                                            (dir.path() / "out").string(), "%s");
+                                             (dir.path() / "out").string(), "%s");
         }).first == ErrorKind::usage);
   fs::remove(dir.path() / "out" / "c.png");
   fs::remove(in / "c.png");
   // Apart from the inputs: planned as before.
-  CHECK(cuconv::engine::plan_outputs({(in / "a.png").string(), (in / "a_b.png").string()}, (dir.path() / "out").string(),
-                                    "%s_b").size() == 2);
+  CHECK(cuconv::engine::plan_outputs({(in / "a.png").string(), (in / "a_b.png").string()},
+                                     (dir.path() / "out").string(), "%s_b")
+            .size() == 2);
 
   // End to end: exit 2, nothing written, the other input intact.
   for (const bool overwrite : {true, false}) {
@@ -132,7 +134,8 @@ TEST_CASE("adversarial: a --from line holding a NUL byte is refused naming the l
   REQUIRE(cv::imwrite(dir.file("d/one.png"), cuconv::test::random_image(8, 8, CV_8U, 3, 4)));
   REQUIRE(cv::imwrite(dir.file("d/two.png"), cuconv::test::random_image(8, 8, CV_8U, 3, 5)));
   write_bytes(dir.file("list.txt"), dir.file("d/one.png") + std::string(1, '\0') + dir.file("d/two.png") + "\n");
-  const auto r = run_cuconv({"--out-dir", dir.file("out"), "-f", "box:3", "--variant", "opencv", "--from", dir.file("list.txt")});
+  const auto r =
+      run_cuconv({"--out-dir", dir.file("out"), "-f", "box:3", "--variant", "opencv", "--from", dir.file("list.txt")});
   INFO(r.err);
   CHECK(r.exit_code == static_cast<int>(ExitCode::bad_input));
   CHECK(r.err.find("line 1") != std::string::npos);
@@ -182,7 +185,8 @@ TEST_CASE("adversarial: a damaged ICC profile is dropped with a warning, the EXI
   CHECK(cuconv::read_metadata(dir.file("plain.jpg")).warnings.empty());
 
   // End to end: the output keeps the Orientation.
-  const auto r = run_cuconv({dir.file("in.jpg"), dir.file("out.jpg"), "-f", "box:3", "--variant", "opencv", "--codec", "opencv"});
+  const auto r =
+      run_cuconv({dir.file("in.jpg"), dir.file("out.jpg"), "-f", "box:3", "--variant", "opencv", "--codec", "opencv"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(cuconv::exif_orientation(cuconv::read_metadata(dir.file("out.jpg"))) == 6);
@@ -205,8 +209,9 @@ TEST_CASE("adversarial: filters whose weights or offset are not finite floats ar
     const char* file;
     const char* says;
   };
-  for (const Row& row : {Row{"scale-1e-320.mat", "divided by the scale"}, Row{"scale-1e-40.mat", "divided by the scale 1e-40"},
-                         Row{"offset-1e39.mat", "offset 1e+39"}, Row{"weight-1e39.txt", "weight 1e+39"}}) {
+  for (const Row& row :
+       {Row{"scale-1e-320.mat", "divided by the scale"}, Row{"scale-1e-40.mat", "divided by the scale 1e-40"},
+        Row{"offset-1e39.mat", "offset 1e+39"}, Row{"weight-1e39.txt", "weight 1e+39"}}) {
     CAPTURE(row.file);
     write_bytes(dir.file(row.file), seeds.at(row.file));
     const auto [kind, message] = error_of([&] { (void)cuconv::load_filter(dir.file(row.file)); });
@@ -254,7 +259,8 @@ TEST_CASE("adversarial: output names up to NAME_MAX get a temporary name that fi
   CHECK(fs::exists(longest));
   // No output may look like a temporary file: later runs would skip it and clean-ups delete it.
   CHECK(error_of([] { cuconv::engine::check_name_template(".cuconv-tmp-%s", 2); }).first == ErrorKind::usage);
-  CHECK(error_of([] { (void)cuconv::engine::plan_outputs({"in/.cuconv-tmp-x.png"}, "out", "%s"); }).first == ErrorKind::usage);
+  CHECK(error_of([] { (void)cuconv::engine::plan_outputs({"in/.cuconv-tmp-x.png"}, "out", "%s"); }).first ==
+        ErrorKind::usage);
   CHECK(cuconv::is_temp_file_name("out/.cuconv-tmp-x.png"));
   CHECK(cuconv::is_temp_file_name(".cuconv-tmp-x.png"));
   CHECK_FALSE(cuconv::is_temp_file_name(".cuconv-tmp-dir/x.png"));  // the file's own name counts
@@ -265,7 +271,8 @@ TEST_CASE("adversarial: output names up to NAME_MAX get a temporary name that fi
   const auto refused = run_cuconv({dir.file("in.png"), temp_like, "-f", "box:3", "--variant", "opencv"});
   INFO(refused.err);
   CHECK(refused.exit_code == static_cast<int>(ExitCode::usage));
-  CHECK(refused.err.find(temp_like + ": names starting with '.cuconv-tmp-' mark unfinished files") != std::string::npos);
+  CHECK(refused.err.find(temp_like + ": names starting with '.cuconv-tmp-' mark unfinished files") !=
+        std::string::npos);
   CHECK(cuconv::test::file_names(dir.path() / "named").empty());
 }
 
@@ -274,8 +281,8 @@ TEST_CASE("adversarial: hostile --name values get messages about the name") {
     const char* name;
     const char* says;
   };
-  for (const Row& row : {Row{"..", "names a folder"}, Row{".", "names a folder"},
-                         Row{".cuconv-tmp-%s", "mark unfinished files"}}) {
+  for (const Row& row :
+       {Row{"..", "names a folder"}, Row{".", "names a folder"}, Row{".cuconv-tmp-%s", "mark unfinished files"}}) {
     CAPTURE(row.name);
     const auto [kind, message] = error_of([&] { cuconv::engine::check_name_template(row.name, 1); });
     CHECK(kind == ErrorKind::usage);
@@ -293,7 +300,8 @@ TEST_CASE("adversarial: -- ends the options, so a file name may start with '-'")
   std::vector<std::string> args{"cuconv", "-f", "box:3", "--", "-in.png", "out.png"};
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
-  const cuconv::cli::ParsedCommand command = cuconv::cli::parse_command_line(static_cast<int>(argv.size()), argv.data());
+  const cuconv::cli::ParsedCommand command =
+      cuconv::cli::parse_command_line(static_cast<int>(argv.size()), argv.data());
   CHECK(command.action == cuconv::cli::Action::filter_image);
   CHECK(command.request.input == "-in.png");
   CHECK(command.request.output == "out.png");
@@ -305,7 +313,8 @@ TEST_CASE("adversarial: -- ends the options, so a file name may start with '-'")
   CHECK(r.exit_code == 0);
   CHECK(fs::exists(dir.file("out.png")));
   // Batch mode too.
-  const auto b = run_cuconv({"--out-dir", dir.file("outs"), "-f", "box:3", "--variant", "opencv", "--", dir.file("-in.png")});
+  const auto b =
+      run_cuconv({"--out-dir", dir.file("outs"), "-f", "box:3", "--variant", "opencv", "--", dir.file("-in.png")});
   INFO(b.err);
   CHECK(b.exit_code == 0);
   CHECK(fs::exists(dir.file("outs/-in.png")));

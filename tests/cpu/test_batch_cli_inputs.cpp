@@ -10,10 +10,10 @@
 #include <doctest/doctest.h>
 #include <opencv2/imgcodecs.hpp>
 
+#include <sys/stat.h>
 #include <fstream>
 #include <map>
 #include <set>
-#include <sys/stat.h>
 
 using namespace cuconv;
 using cuconv::test::bit_equal;
@@ -33,9 +33,11 @@ TEST_CASE("cli batch: default names keep the file, --name sets name and format")
   auto r = run_cuconv({"--out-dir", dir.file("same"), "--filter", "gauss5", "--variant", "opencv", in});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
-  for (const auto& [name, image] : images) CHECK(bit_equal(cv::imread(dir.file("same/" + name), cv::IMREAD_UNCHANGED), gauss5(image)));
+  for (const auto& [name, image] : images)
+    CHECK(bit_equal(cv::imread(dir.file("same/" + name), cv::IMREAD_UNCHANGED), gauss5(image)));
 
-  r = run_cuconv({"--out-dir", dir.file("tif"), "--name", "%s_out.tif", "--filter", "gauss5", "--variant", "opencv", in});
+  r = run_cuconv(
+      {"--out-dir", dir.file("tif"), "--name", "%s_out.tif", "--filter", "gauss5", "--variant", "opencv", in});
   REQUIRE(r.exit_code == 0);
   CHECK(file_names(dir.path() / "tif") == std::set<std::string>{"img00_out.tif", "img01_out.tif", "img02_out.tif"});
   CHECK(cuconv::test::read_file(dir.file("tif/img00_out.tif")).substr(0, 2) == "II");  // TIFF, not PNG bytes
@@ -50,9 +52,9 @@ TEST_CASE("cli batch: default names keep the file, --name sets name and format")
                   dir.file("in/img02.png")});
   REQUIRE(r.exit_code == 0);
   CHECK(fs::exists(dir.file("one/result.tif")));
-  for (const std::vector<std::string>& bad : {std::vector<std::string>{"--name", "result.tif"},
-                                              std::vector<std::string>{"--name", "%s_%d.png"},
-                                              std::vector<std::string>{"--name", "sub/%s.png"}}) {
+  for (const std::vector<std::string>& bad :
+       {std::vector<std::string>{"--name", "result.tif"}, std::vector<std::string>{"--name", "%s_%d.png"},
+        std::vector<std::string>{"--name", "sub/%s.png"}}) {
     std::vector<std::string> args{"--out-dir", dir.file("bad"), "--filter", "gauss5", in};
     args.insert(args.end(), bad.begin(), bad.end());
     r = run_cuconv(args);
@@ -74,7 +76,8 @@ TEST_CASE("cli batch: --from a file and from stdin through a pipe, CRLF and blan
     std::ofstream list(dir.file("list.txt"), std::ios::binary);
     list << dir.file("in/img00.png") << "\r\n\r\n" << dir.file("in/img02.png") << "\r\n   \n";
   }
-  auto r = run_cuconv({"--out-dir", dir.file("a"), "--from", dir.file("list.txt"), "--filter", "gauss5", "--variant", "opencv"});
+  auto r = run_cuconv(
+      {"--out-dir", dir.file("a"), "--from", dir.file("list.txt"), "--filter", "gauss5", "--variant", "opencv"});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(file_names(dir.path() / "a") == std::set<std::string>{"img00.png", "img02.png"});
@@ -106,7 +109,8 @@ TEST_CASE("cli batch: a directory gives its images - --recursive descends") {
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   CHECK(file_names(dir.path() / "flat") == std::set<std::string>{"img00.png", "img01.png"});
-  r = run_cuconv({"--out-dir", dir.file("deep"), "--recursive", "--filter", "gauss5", "--variant", "opencv", dir.file("in")});
+  r = run_cuconv(
+      {"--out-dir", dir.file("deep"), "--recursive", "--filter", "gauss5", "--variant", "opencv", dir.file("in")});
   REQUIRE(r.exit_code == 0);
   CHECK(file_names(dir.path() / "deep") == std::set<std::string>{"img00.png", "img01.png", "deep.PNG"});
   // An empty directory: nothing to do is an error, not a silent success.
@@ -144,7 +148,8 @@ TEST_CASE("cli batch: shards of one list cover it exactly once (--shard and Slur
   const auto shard1 = read_json(dir.file("shard1.json"));
   CHECK(slurm["shard"] == "1/3");
   REQUIRE(slurm["files"].size() == shard1["files"].size());
-  for (std::size_t i = 0; i < shard1["files"].size(); ++i) CHECK(slurm["files"][i]["input"] == shard1["files"][i]["input"]);
+  for (std::size_t i = 0; i < shard1["files"].size(); ++i)
+    CHECK(slurm["files"][i]["input"] == shard1["files"][i]["input"]);
 }
 
 TEST_CASE("cli batch: option errors exit 2 (or 5 for a GPU variant without a GPU) before any work") {
@@ -152,17 +157,17 @@ TEST_CASE("cli batch: option errors exit 2 (or 5 for a GPU variant without a GPU
   write_random_images(dir.path() / "in", 1);
   const std::string in = dir.file("in/img00.png");
   const std::string out = dir.file("out");
-  for (const auto& args : std::vector<std::vector<std::string>>{
-           {"--out-dir", out, "--filter", "gauss5", in, "--shard", "3/3"},
-           {"--out-dir", out, "--filter", "gauss5", in, "--devices", "0,x"},
-           {"--out-dir", out, "--filter", "gauss5", in, "--devices", "1,1"},
-           {"--out-dir", out, "--filter", "gauss5", in, "--jobs", "0"},
-           {"--out-dir", out, "--filter", "gauss5", in, "--gpu-threads", "0"},
-           {"--out-dir", out, "--filter", "gauss5", in, "--compare"},
-           {"--out-dir", out, "--filter", "gauss5"},
-           {"--out-dir", out, in},
-           {in, dir.file("single.png"), "--filter", "gauss5", "--recursive"},
-           {in, dir.file("single.png"), "--filter", "gauss5", "--shard", "0/2"}}) {
+  for (const auto& args :
+       std::vector<std::vector<std::string>>{{"--out-dir", out, "--filter", "gauss5", in, "--shard", "3/3"},
+                                             {"--out-dir", out, "--filter", "gauss5", in, "--devices", "0,x"},
+                                             {"--out-dir", out, "--filter", "gauss5", in, "--devices", "1,1"},
+                                             {"--out-dir", out, "--filter", "gauss5", in, "--jobs", "0"},
+                                             {"--out-dir", out, "--filter", "gauss5", in, "--gpu-threads", "0"},
+                                             {"--out-dir", out, "--filter", "gauss5", in, "--compare"},
+                                             {"--out-dir", out, "--filter", "gauss5"},
+                                             {"--out-dir", out, in},
+                                             {in, dir.file("single.png"), "--filter", "gauss5", "--recursive"},
+                                             {in, dir.file("single.png"), "--filter", "gauss5", "--shard", "0/2"}}) {
     const auto r = run_cuconv(args);
     INFO(args[args.size() - 2], " ", args.back(), ": ", r.err);
     CHECK(r.exit_code == static_cast<int>(ExitCode::usage));
@@ -174,8 +179,8 @@ TEST_CASE("cli batch: option errors exit 2 (or 5 for a GPU variant without a GPU
     // output, and leaves no JSON summary.
     write_random_images(dir.path() / "many", 6);
     const std::string json = dir.file("summary.json");
-    const auto r = run_cuconv({"--out-dir", out, "--filter", "gauss5", "--variant", "constmem", "--json", json,
-                               dir.file("many")});
+    const auto r =
+        run_cuconv({"--out-dir", out, "--filter", "gauss5", "--variant", "constmem", "--json", json, dir.file("many")});
     INFO(r.err);
     CHECK(r.exit_code == static_cast<int>(ExitCode::gpu));
     CHECK(r.err.find("needs a CUDA device") != std::string::npos);
@@ -208,7 +213,7 @@ struct RefusedCase {
 TEST_CASE("bad input matrix (batch): missing inputs and outputs without a format are refused before any work") {
   TempDir dir;
   write_random_images(dir.path() / "in", 2);
-  fs::copy_file(dir.file("in/img00.png"), dir.file("in/raw"));    // an image without an extension
+  fs::copy_file(dir.file("in/img00.png"), dir.file("in/raw"));      // an image without an extension
   fs::copy_file(dir.file("in/img00.png"), dir.file("in/old.gif"));  // an extension cuconv does not write
   std::ofstream(dir.file("list.txt")) << dir.file("in/img01.png") << "\n" << dir.file("in/gone.png") << "\n";
   const std::string out = dir.file("out");
@@ -218,18 +223,30 @@ TEST_CASE("bad input matrix (batch): missing inputs and outputs without a format
     return args;
   };
   const std::vector<RefusedCase> cases{
-      {"missing folder", with({"--out-dir", out, dir.file("nowhere")}), ExitCode::bad_input,
+      {"missing folder",
+       with({"--out-dir", out, dir.file("nowhere")}),
+       ExitCode::bad_input,
        {"input '" + dir.file("nowhere") + "' does not exist"}},
-      {"missing file beside a good one", with({"--out-dir", out, dir.file("in/img00.png"), dir.file("in/nope.png")}),
-       ExitCode::bad_input, {"input '" + dir.file("in/nope.png") + "' does not exist"}},
-      {"missing file in a --from list", with({"--out-dir", out, "--from", dir.file("list.txt")}), ExitCode::bad_input,
+      {"missing file beside a good one",
+       with({"--out-dir", out, dir.file("in/img00.png"), dir.file("in/nope.png")}),
+       ExitCode::bad_input,
+       {"input '" + dir.file("in/nope.png") + "' does not exist"}},
+      {"missing file in a --from list",
+       with({"--out-dir", out, "--from", dir.file("list.txt")}),
+       ExitCode::bad_input,
        {"input '" + dir.file("in/gone.png") + "'", "list.txt", "does not exist"}},
-      {"input without an extension", with({"--out-dir", out, dir.file("in/raw")}), ExitCode::output,
+      {"input without an extension",
+       with({"--out-dir", out, dir.file("in/raw")}),
+       ExitCode::output,
        {dir.file("out/raw"), "no extension", "--name"}},
-      {"input whose format cuconv does not write", with({"--out-dir", out, dir.file("in/img00.png"), dir.file("in/old.gif")}),
-       ExitCode::output, {dir.file("out/old.gif"), "cannot write '.gif'"}},
-      {"single image: output without an extension", with({dir.file("in/img00.png"), dir.file("result")}),
-       ExitCode::output, {dir.file("result"), "no extension"}},
+      {"input whose format cuconv does not write",
+       with({"--out-dir", out, dir.file("in/img00.png"), dir.file("in/old.gif")}),
+       ExitCode::output,
+       {dir.file("out/old.gif"), "cannot write '.gif'"}},
+      {"single image: output without an extension",
+       with({dir.file("in/img00.png"), dir.file("result")}),
+       ExitCode::output,
+       {dir.file("result"), "no extension"}},
   };
   const auto before = snapshot(dir.path());
   for (const RefusedCase& c : cases) {
@@ -238,9 +255,9 @@ TEST_CASE("bad input matrix (batch): missing inputs and outputs without a format
     CHECK(r.exit_code == static_cast<int>(c.code));
     for (const std::string& needle : c.message) CHECK(r.err.find(needle) != std::string::npos);
     CHECK(r.err.find("cannot write ''") == std::string::npos);
-    CHECK_FALSE(fs::exists(out));  // nothing created, not even the output folder
+    CHECK_FALSE(fs::exists(out));           // nothing created, not even the output folder
     CHECK(snapshot(dir.path()) == before);  // inputs unchanged, no output, no temporary file
-    fs::remove_all(out);  // keep one case's failure out of the next
+    fs::remove_all(out);                    // keep one case's failure out of the next
   }
   // The format named with --name makes the extensionless input work.
   const auto r = run_cuconv(with({"--out-dir", out, "--name", "%s.png", dir.file("in/raw")}));

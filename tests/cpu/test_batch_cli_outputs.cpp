@@ -12,13 +12,13 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
+#include <fcntl.h>
+#include <unistd.h>
 #include <chrono>
 #include <csignal>
-#include <fcntl.h>
 #include <fstream>
 #include <set>
 #include <thread>
-#include <unistd.h>
 
 using namespace cuconv;
 using cuconv::test::bit_equal;
@@ -48,7 +48,8 @@ TEST_CASE("cli batch: existing outputs are kept unless --overwrite") {
   CHECK(summary["files"][0]["reason"].get<std::string>().find("exists") != std::string::npos);
   CHECK(summary["files"][1]["status"] == "ok");
 
-  r = run_cuconv({"--out-dir", dir.file("out"), "--filter", "gauss5", "--variant", "opencv", dir.file("in"), "--overwrite"});
+  r = run_cuconv(
+      {"--out-dir", dir.file("out"), "--filter", "gauss5", "--variant", "opencv", dir.file("in"), "--overwrite"});
   CHECK(r.exit_code == 0);
   CHECK(bit_equal(cv::imread(dir.file("out/img00.png"), cv::IMREAD_UNCHANGED), gauss5(images.at("img00.png"))));
   CHECK(file_names(dir.path() / "out") == std::set<std::string>{"img00.png", "img01.png"});
@@ -113,7 +114,8 @@ TEST_CASE("cli batch: outputs get 0666 less the umask, --no-filter copies pixels
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   for (const auto& [name, image] : images) {
-    CHECK((fs::status(dir.file("out/" + name)).permissions() & fs::perms::all) == static_cast<fs::perms>(0664));  // not mkstemp's 0600
+    CHECK((fs::status(dir.file("out/" + name)).permissions() & fs::perms::all) ==
+          static_cast<fs::perms>(0664));  // not mkstemp's 0600
     CHECK(bit_equal(cv::imread(dir.file("out/" + name), cv::IMREAD_UNCHANGED), image));
   }
 }
@@ -123,8 +125,8 @@ TEST_CASE("cli batch: a run killed with SIGKILL leaves only complete images (and
   constexpr int kImages = 40;
   const auto images = write_random_images(dir.path() / "in", kImages, 256);
   const std::string out = dir.file("out");
-  const std::vector<std::string> args{"--out-dir", out, "--filter", "box:9", "--variant", "opencv", "--jobs", "2",
-                                      dir.file("in")};
+  const std::vector<std::string> args{"--out-dir", out,      "--filter", "box:9",       "--variant",
+                                      "opencv",    "--jobs", "2",        dir.file("in")};
 
   const std::string binary = cuconv::test::cuconv_binary();
   std::vector<char*> argv{const_cast<char*>(binary.c_str())};
@@ -197,8 +199,8 @@ TEST_CASE("cli batch: an output folder that cannot be written or made is said on
   }
   for (const auto& [out, message] : folders) {
     const std::string json = dir.file("summary.json");
-    const auto r = run_cuconv({"--out-dir", out, dir.file("in"), "--filter", "gauss5", "--variant", "opencv", "--json",
-                               json, "-v"});
+    const auto r = run_cuconv(
+        {"--out-dir", out, dir.file("in"), "--filter", "gauss5", "--variant", "opencv", "--json", json, "-v"});
     INFO(out, ": ", r.err);
     CHECK(r.exit_code == static_cast<int>(ExitCode::output));
     CHECK(r.err.find(message) != std::string::npos);
@@ -210,7 +212,8 @@ TEST_CASE("cli batch: an output folder that cannot be written or made is said on
   }
   if (::geteuid() != 0) fs::permissions(dir.file("read-only"), fs::perms::owner_all);
   // The check leaves nothing behind in a folder that takes files.
-  const auto ok = run_cuconv({"--out-dir", dir.file("out"), dir.file("in"), "--filter", "gauss5", "--variant", "opencv"});
+  const auto ok =
+      run_cuconv({"--out-dir", dir.file("out"), dir.file("in"), "--filter", "gauss5", "--variant", "opencv"});
   CHECK(ok.exit_code == 0);
   CHECK(file_names(dir.file("out")).size() == 6);
 }

@@ -63,8 +63,8 @@ TEST_CASE("cli batch: a corrupt input is reported, the others are written, exit 
 TEST_CASE("cli batch: --max-pixels applies to every input, as in single-image mode") {
   TempDir dir;
   write_random_images(dir.path() / "in", 3, 48);  // 48x48, 48x49, 48x50 pixels
-  const auto r = run_cuconv({"--out-dir", dir.file("out"), "--filter", "gauss5", "--variant", "opencv",
-                             "--max-pixels", "2352", dir.file("in")});  // 48 * 49: the third is too large
+  const auto r = run_cuconv({"--out-dir", dir.file("out"), "--filter", "gauss5", "--variant", "opencv", "--max-pixels",
+                             "2352", dir.file("in")});  // 48 * 49: the third is too large
   INFO(r.err);
   CHECK(r.exit_code == static_cast<int>(ExitCode::some_inputs_failed));
   CHECK(r.err.find("img02.png") != std::string::npos);
@@ -75,8 +75,8 @@ TEST_CASE("cli batch: --max-pixels applies to every input, as in single-image mo
 TEST_CASE("cli batch: the JSON summary on stdout is valid and complete") {
   TempDir dir;
   write_random_images(dir.path() / "in", 3);
-  const auto r = run_cuconv({"--out-dir", dir.file("out"), "--filter", "gauss5", "--variant", "opencv", "--json", "-",
-                             dir.file("in")});
+  const auto r = run_cuconv(
+      {"--out-dir", dir.file("out"), "--filter", "gauss5", "--variant", "opencv", "--json", "-", dir.file("in")});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   const auto summary = nlohmann::json::parse(r.out);
@@ -86,7 +86,8 @@ TEST_CASE("cli batch: the JSON summary on stdout is valid and complete") {
     CHECK(file["reason"] == "");
     CHECK(file["exit_code"] == 0);
     CHECK(fs::exists(file["output"].get<std::string>()));
-    for (const char* timing : {"read_ms", "filter_ms", "write_ms", "total_ms"}) CHECK(file["timings"][timing].is_number());
+    for (const char* timing : {"read_ms", "filter_ms", "write_ms", "total_ms"})
+      CHECK(file["timings"][timing].is_number());
     CHECK(file["timings"]["total_ms"].get<double>() > 0);
   }
   CHECK(summary["totals"]["inputs"] == 3);
@@ -102,9 +103,17 @@ TEST_CASE("cli batch: the JSON summary on stdout is valid and complete") {
 TEST_CASE("cli batch: the JSON summary records the variant each image ran with and the full filter spec") {
   TempDir dir;
   write_random_images(dir.path() / "in", 2);
-  auto r = run_cuconv({"--out-dir", dir.file("out"), "--filter", "gauss5", "--variant", "opencv", "--border",
-                       "constant", "--border-value", "7", "--delta", "1.5", "--anchor", "1,3", "--depth", "16u",
-                       "--alpha", "keep", "--json", "-", dir.file("in")});
+  auto r = run_cuconv({"--out-dir",      dir.file("out"),
+                       "--filter",       "gauss5",
+                       "--variant",      "opencv",
+                       "--border",       "constant",
+                       "--border-value", "7",
+                       "--delta",        "1.5",
+                       "--anchor",       "1,3",
+                       "--depth",        "16u",
+                       "--alpha",        "keep",
+                       "--json",         "-",
+                       dir.file("in")});
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
   auto summary = nlohmann::json::parse(r.out);

@@ -17,14 +17,14 @@
 #include <doctest/doctest.h>
 #include <opencv2/imgcodecs.hpp>
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <fstream>
 #include <set>
-#include <sys/stat.h>
 #include <thread>
-#include <unistd.h>
 
 using namespace cuconv;
 using namespace cuconv::engine;
@@ -231,7 +231,7 @@ TEST_CASE("write_image_atomic: no-replace keeps an existing file - permissions f
   }
   CHECK(cuconv::test::read_file(target) == "keep me");
   CHECK(file_names(dir.path()) == std::set<std::string>{"t.png"});  // no temporary file left
-  write_image_atomic(target, image);                                 // overwrite: the default
+  write_image_atomic(target, image);                                // overwrite: the default
   CHECK(bit_equal(cv::imread(target, cv::IMREAD_UNCHANGED), image));
   const mode_t mask = ::umask(0);
   ::umask(mask);

@@ -23,10 +23,10 @@ using cuconv::test::usage_error_of;
 namespace fs = std::filesystem;
 
 TEST_CASE("batch plan: output names from templates") {
-  CHECK(output_name("%s", "in/camera.png") == "camera.png");               // default: name kept
-  CHECK(output_name("%s_out.png", "dir/photo.JPG") == "photo_out.png");    // template picks PNG
-  CHECK(output_name("%s_blur", "x/a.b.tif") == "a.b_blur.tif");            // no extension: input's kept
-  CHECK(output_name("v1.2_%s", "a.png") == "v1.2_a.png");                  // a dot before %s is no extension
+  CHECK(output_name("%s", "in/camera.png") == "camera.png");             // default: name kept
+  CHECK(output_name("%s_out.png", "dir/photo.JPG") == "photo_out.png");  // template picks PNG
+  CHECK(output_name("%s_blur", "x/a.b.tif") == "a.b_blur.tif");          // no extension: input's kept
+  CHECK(output_name("v1.2_%s", "a.png") == "v1.2_a.png");                // a dot before %s is no extension
   CHECK(output_name("%s-%s.tif", "a.png") == "a-a.tif");
   CHECK(output_name("100%%_%s", "a.png") == "100%_a.png");
   CHECK(output_name("result.tif", "a.png") == "result.tif");
@@ -70,16 +70,16 @@ TEST_CASE("batch plan: directories give their images, sorted, once - --recursive
   TempDir dir;
   const fs::path root = dir.path() / "imgs";
   fs::create_directories(root / "sub" / "deeper");
-  for (const char* name : {"b.png", "A.JPG", "c.TiFf", "notes.txt", "noext", "sub/d.png", "sub/deeper/e.bmp",
-                           "sub/readme.md"})
+  for (const char* name :
+       {"b.png", "A.JPG", "c.TiFf", "notes.txt", "noext", "sub/d.png", "sub/deeper/e.bmp", "sub/readme.md"})
     std::ofstream(root / name) << "x";
   std::ofstream(root / (std::string(kTempFilePrefix) + "b.png.abc123")) << "partial";
   fs::create_directories(root / "folder.png");  // a directory with an image name is no image
 
   const std::string r = root.string();
   CHECK(collect_inputs({r}, false) == std::vector<std::string>{r + "/A.JPG", r + "/b.png", r + "/c.TiFf"});
-  CHECK(collect_inputs({r}, true) == std::vector<std::string>{r + "/A.JPG", r + "/b.png", r + "/c.TiFf",
-                                                              r + "/sub/d.png", r + "/sub/deeper/e.bmp"});
+  CHECK(collect_inputs({r}, true) ==
+        std::vector<std::string>{r + "/A.JPG", r + "/b.png", r + "/c.TiFf", r + "/sub/d.png", r + "/sub/deeper/e.bmp"});
   // Files named directly are taken as they are (even without an image extension), once.
   CHECK(collect_inputs({r + "/./b.png", r + "/b.png", r + "/notes.txt", r + "/sub"}, false) ==
         std::vector<std::string>{r + "/b.png", r + "/notes.txt", r + "/sub/d.png"});
@@ -119,16 +119,20 @@ TEST_CASE("batch plan: --shard and Slurm array variables") {
   REQUIRE(s);
   CHECK((s->index == 2 && s->count == 4));
   // --array=1-16: ids start at 1, shards at 0.
-  s = slurm_array_shard(env_of({{"SLURM_ARRAY_TASK_ID", "16"}, {"SLURM_ARRAY_TASK_COUNT", "16"}, {"SLURM_ARRAY_TASK_MIN", "1"}}));
+  s = slurm_array_shard(
+      env_of({{"SLURM_ARRAY_TASK_ID", "16"}, {"SLURM_ARRAY_TASK_COUNT", "16"}, {"SLURM_ARRAY_TASK_MIN", "1"}}));
   REQUIRE(s);
   CHECK((s->index == 15 && s->count == 16));
   // --array=0-30:10: ids 0, 10, 20, 30.
-  s = slurm_array_shard(env_of({{"SLURM_ARRAY_TASK_ID", "20"}, {"SLURM_ARRAY_TASK_COUNT", "4"},
-                                {"SLURM_ARRAY_TASK_MIN", "0"}, {"SLURM_ARRAY_TASK_STEP", "10"}}));
+  s = slurm_array_shard(env_of({{"SLURM_ARRAY_TASK_ID", "20"},
+                                {"SLURM_ARRAY_TASK_COUNT", "4"},
+                                {"SLURM_ARRAY_TASK_MIN", "0"},
+                                {"SLURM_ARRAY_TASK_STEP", "10"}}));
   REQUIRE(s);
   CHECK(s->index == 2);
   // --array=1,5,9 (a list: COUNT 3, MIN 1): id 9 is no shard of 3.
   CHECK(usage_error_of([&] {
-          (void)slurm_array_shard(env_of({{"SLURM_ARRAY_TASK_ID", "9"}, {"SLURM_ARRAY_TASK_COUNT", "3"}, {"SLURM_ARRAY_TASK_MIN", "1"}}));
+          (void)slurm_array_shard(
+              env_of({{"SLURM_ARRAY_TASK_ID", "9"}, {"SLURM_ARRAY_TASK_COUNT", "3"}, {"SLURM_ARRAY_TASK_MIN", "1"}}));
         }) == ExitCode::usage);
 }

@@ -71,8 +71,8 @@ bool wait_for_folder(const fs::path& folder) {
 nlohmann::json read_json(const fs::path& path) { return nlohmann::json::parse(cuconv::test::read_file(path)); }
 
 std::vector<std::string> batch_args(const TempDir& dir, const std::string& out, const std::string& json) {
-  return {"--out-dir", dir.file(out), "--filter", kFilter, "--variant", "opencv", "--jobs", "2", "--json",
-          dir.file(json), dir.file("in")};
+  return {"--out-dir", dir.file(out), "--filter", kFilter,        "--variant",   "opencv",
+          "--jobs",    "2",           "--json",   dir.file(json), dir.file("in")};
 }
 
 }  // namespace
@@ -127,7 +127,8 @@ TEST_CASE("batch signals: SIGINT or SIGTERM at 50 random moments leave no tempor
       ++finished;
     } else {
       CHECK(r.exit_code == 128 + signal);
-      CHECK(r.err.find(std::string("interrupted by ") + (signal == SIGINT ? "SIGINT" : "SIGTERM")) != std::string::npos);
+      CHECK(r.err.find(std::string("interrupted by ") + (signal == SIGINT ? "SIGINT" : "SIGTERM")) !=
+            std::string::npos);
       if (fs::exists(dir.file(json)) && fs::file_size(dir.file(json)) > 0) {
         // The account adds up: what it wrote is what is there, the rest was not started.
         const auto summary = read_json(dir.file(json));
@@ -147,13 +148,15 @@ TEST_CASE("batch signals: SIGINT or SIGTERM at 50 random moments leave no tempor
     CHECK(check_outputs(dir.path() / out, expected) == kImages);
     fs::remove_all(dir.file(out));
   }
-  MESSAGE(killed_at_start, " runs ended by the signal while starting or exiting, ", none_written, " interrupted before the first write, ",
-          interrupted_midway, " with part of the set written, ", finished, " finished; a clean run took ", start_us,
-          " us to start and ", work_us, " us to work");
+  MESSAGE(killed_at_start, " runs ended by the signal while starting or exiting, ", none_written,
+          " interrupted before the first write, ", interrupted_midway, " with part of the set written, ", finished,
+          " finished; a clean run took ", start_us, " us to start and ", work_us, " us to work");
   CHECK(interrupted_midway > 0);  // the signals really landed inside the batch
 }
 
-TEST_CASE("batch signals: SIGINT stops a served batch as it stops one in-process: finished outputs kept, the rest not started") {
+TEST_CASE(
+    "batch signals: SIGINT stops a served batch as it stops one in-process: finished outputs kept, the rest not "
+    "started") {
   TempDir dir;
   constexpr std::size_t kImages = 64;
   const auto expected = expected_outputs(cuconv::test::write_random_images(dir.path() / "in", kImages, 512));
@@ -197,8 +200,8 @@ TEST_CASE("batch signals: single-image mode interrupted at random moments leaves
   const cv::Mat image = cuconv::test::random_image(1024, 1024, CV_8U, 3, 7);
   REQUIRE(cv::imwrite(dir.file("in.png"), image));
   const auto expected = expected_outputs({{"out.png", image}});
-  const std::vector<std::string> args{dir.file("in.png"), dir.file("out/out.png"), "--filter", kFilter,
-                                      "--variant", "opencv"};
+  const std::vector<std::string> args{
+      dir.file("in.png"), dir.file("out/out.png"), "--filter", kFilter, "--variant", "opencv"};
   fs::create_directories(dir.file("out"));
   const auto start = std::chrono::steady_clock::now();
   REQUIRE(cuconv::test::run_cuconv(args).exit_code == 0);

@@ -124,20 +124,19 @@ double suite_error(const cv::Mat& got, const cv::Mat& src, const Filter& f, Vari
   const int ax = f.resolved_anchor_x();
   const int ay = f.resolved_anchor_y();
   const cv::Mat exact = test::exact_sum_double(src, f, ax, ay, border, border_value, delta);
-  return test::float_rule_error(
-      got, exact, src, f, ax, ay, border, border_value, delta,
-      float_rule_block_scales(src, f, ax, ay, border, border_value, delta, variant));
+  return test::float_rule_error(got, exact, src, f, ax, ay, border, border_value, delta,
+                                float_rule_block_scales(src, f, ax, ay, border, border_value, delta, variant));
 }
 
 /// The image-wide scale of ce718e6 (sum|k| x max|x| + |delta|), as the rule stood before.
 double image_wide_error(const cv::Mat& got, const cv::Mat& src, const Filter& f) {
   double largest = 0.0;
   cv::minMaxLoc(cv::abs(src), nullptr, &largest);
-  const cv::Mat exact = test::exact_sum_double(src, f, f.resolved_anchor_x(), f.resolved_anchor_y(),
-                                               Border::reflect101, 0, 0);
+  const cv::Mat exact =
+      test::exact_sum_double(src, f, f.resolved_anchor_x(), f.resolved_anchor_y(), Border::reflect101, 0, 0);
   const cv::Mat floor(src.size(), CV_64F, cv::Scalar::all(abs_sum(f) * largest));
-  return test::float_rule_error(got, exact, src, f, f.resolved_anchor_x(), f.resolved_anchor_y(), Border::reflect101,
-                                0, 0, floor);
+  return test::float_rule_error(got, exact, src, f, f.resolved_anchor_x(), f.resolved_anchor_y(), Border::reflect101, 0,
+                                0, floor);
 }
 
 struct Planted {
@@ -244,16 +243,18 @@ TEST_CASE("block rules: fft's 16-bit rule fails a truncation at every sum|w| the
     cv::Mat truncated(src.size(), CV_16U);
     for (int y = 0; y < src.rows; ++y)
       for (int x = 0; x < src.cols; ++x)
-        truncated.at<std::uint16_t>(y, x) = static_cast<std::uint16_t>(test::saturate(std::floor(sums.at<double>(y, x)), CV_16U));
+        truncated.at<std::uint16_t>(y, x) =
+            static_cast<std::uint16_t>(test::saturate(std::floor(sums.at<double>(y, x)), CV_16U));
     const cv::Mat fft = fft_like(src, f, Border::reflect101, 0, o.delta);
     cv::Mat emulated(src.size(), CV_16U);
     for (int y = 0; y < src.rows; ++y)
       for (int x = 0; x < src.cols; ++x)
-        emulated.at<std::uint16_t>(y, x) = static_cast<std::uint16_t>(test::saturate(std::nearbyint(fft.at<double>(y, x)), CV_16U));
+        emulated.at<std::uint16_t>(y, x) =
+            static_cast<std::uint16_t>(test::saturate(std::nearbyint(fft.at<double>(y, x)), CV_16U));
     INFO("sum|w| " << target << ", tie band " << fft_tie_band(CV_16U, CV_16U, f));
     const ComparisonStats bad = check_against_reference(src, f, o, truncated, Variant::fft).stats;
-    INFO("truncated: " << bad.differing_values << " of " << bad.total_values << " differ, "
-                       << bad.off_by_one_near_tie << " near a tie");
+    INFO("truncated: " << bad.differing_values << " of " << bad.total_values << " differ, " << bad.off_by_one_near_tie
+                       << " near a tie");
     CHECK(bad.differing_values > bad.total_values / 4);
     CHECK_FALSE(bad.within_tolerance);
     const ComparisonStats good = check_against_reference(src, f, o, emulated, Variant::fft).stats;

@@ -15,17 +15,18 @@
 #include <fstream>
 
 using namespace cuconv;
+using cuconv::test::bit_equal;
+using cuconv::test::kernel_matrix;
 using cuconv::test::run_cuconv;
 using cuconv::test::sample;
 using cuconv::test::TempDir;
-using cuconv::test::bit_equal;
-using cuconv::test::kernel_matrix;
 
 namespace {
 
 cv::Mat filter2d_reference(const cv::Mat& img, const Filter& f, int cv_border, double delta = 0) {
   cv::Mat out;
-  cv::filter2D(img, out, -1, kernel_matrix(f), cv::Point(f.resolved_anchor_x(), f.resolved_anchor_y()), delta + f.offset, cv_border);
+  cv::filter2D(img, out, -1, kernel_matrix(f), cv::Point(f.resolved_anchor_x(), f.resolved_anchor_y()),
+               delta + f.offset, cv_border);
   return out;
 }
 
@@ -55,13 +56,14 @@ TEST_CASE("cli: opencv variant equals cv::filter2D bit for bit (preset, plain, .
                                                  {"replicate", cv::BORDER_REPLICATE},
                                                  {"constant", cv::BORDER_CONSTANT}};
   for (const std::string spec : {std::string("gauss5"), dir.file("k.txt"), dir.file("k.mat"),
-                                  std::string("5x3+1+1:1,2,3,2,1,0,0,1,0,0,-1,-2,-3,-2,-1")}) {
+                                 std::string("5x3+1+1:1,2,3,2,1,0,0,1,0,0,-1,-2,-3,-2,-1")}) {
     const Filter f = load_filter(spec);
     for (const auto& in : inputs) {
       const cv::Mat img = cv::imread(in, cv::IMREAD_UNCHANGED);
       for (const auto& [border, cv_border] : borders) {
         const std::string out = dir.file("out.png");
-        const auto r = run_cuconv({in, out, "--filter", spec, "--variant", "opencv", "--border", border, "--overwrite"});
+        const auto r =
+            run_cuconv({in, out, "--filter", spec, "--variant", "opencv", "--border", border, "--overwrite"});
         INFO(spec, " ", in, " ", border, " stderr: ", r.err);
         REQUIRE(r.exit_code == 0);
         CHECK(bit_equal(cv::imread(out, cv::IMREAD_UNCHANGED), filter2d_reference(img, f, cv_border)));
@@ -73,7 +75,8 @@ TEST_CASE("cli: opencv variant equals cv::filter2D bit for bit (preset, plain, .
 TEST_CASE("cli: depth, delta and alpha options reach the result") {
   TempDir dir;
   const std::string out = dir.file("out.tif");
-  auto r = run_cuconv({sample("camera.png"), out, "--filter", "sobel-x", "--variant", "opencv", "--depth", "32f", "--delta", "0.5"});
+  auto r = run_cuconv(
+      {sample("camera.png"), out, "--filter", "sobel-x", "--variant", "opencv", "--depth", "32f", "--delta", "0.5"});
   REQUIRE(r.exit_code == 0);
   const cv::Mat img = cv::imread(sample("camera.png"), cv::IMREAD_UNCHANGED);
   cv::Mat expected;
@@ -97,7 +100,8 @@ TEST_CASE("cli: auto variant works with or without a GPU, -v prints stage times"
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(std::filesystem::exists(out));
-  for (const char* stage : {"read", "upload", "kernel", "download", "wrote"}) CHECK(r.err.find(stage) != std::string::npos);
+  for (const char* stage : {"read", "upload", "kernel", "download", "wrote"})
+    CHECK(r.err.find(stage) != std::string::npos);
   if (!cuda_device_available()) {
     // The fallback is cv::filter2D itself: the same image as --variant opencv.
     CHECK(r.err.find("no GPU (") != std::string::npos);
@@ -153,7 +157,8 @@ TEST_CASE("cli: usage errors exit 2 and write nothing") {
   expect_failure({in, out}, ExitCode::usage, out, {"--filter"});
   expect_failure({in, out, "--filter", "gauss5", "--border-value", "3"}, ExitCode::usage, out, {"--border-value"});
   expect_failure({in, out, "--filter", "gauss5", "--anchor", "1;2"}, ExitCode::usage, out, {"--anchor"});
-  expect_failure({in, out, "--filter", "gauss5", "--anchor", "7,0", "--variant", "opencv"}, ExitCode::usage, out, {"outside"});
+  expect_failure({in, out, "--filter", "gauss5", "--anchor", "7,0", "--variant", "opencv"}, ExitCode::usage, out,
+                 {"outside"});
   expect_failure({sample("camera_f32.tif"), dir.file("o.tif"), "--filter", "gauss5", "--depth", "8u"}, ExitCode::usage,
                  dir.file("o.tif"), {"8U", "32F"});
   expect_failure({in, out, "--filter", "gauss5", "-v", "-q"}, ExitCode::usage, out, {"quiet"});
@@ -163,7 +168,8 @@ TEST_CASE("cli: usage errors exit 2 and write nothing") {
   std::filesystem::copy_file(in, dir.file("self.png"));
   std::filesystem::create_symlink(dir.file("self.png"), dir.file("alias.png"));
   const auto before = std::filesystem::last_write_time(dir.file("self.png"));
-  expect_failure({dir.file("self.png"), dir.file("alias.png"), "--filter", "gauss5"}, ExitCode::usage, "", {"is the input"});
+  expect_failure({dir.file("self.png"), dir.file("alias.png"), "--filter", "gauss5"}, ExitCode::usage, "",
+                 {"is the input"});
   CHECK(std::filesystem::last_write_time(dir.file("self.png")) == before);
 }
 
@@ -171,7 +177,8 @@ TEST_CASE("cli: bad input exits 3, names the file and the problem, writes nothin
   TempDir dir;
   const std::string out = dir.file("out.png");
   const std::string in = sample("camera.png");
-  expect_failure({dir.file("missing.png"), out, "--filter", "gauss5"}, ExitCode::bad_input, out, {"missing.png", "no such file"});
+  expect_failure({dir.file("missing.png"), out, "--filter", "gauss5"}, ExitCode::bad_input, out,
+                 {"missing.png", "no such file"});
   expect_failure({dir.path().string(), out, "--filter", "gauss5"}, ExitCode::bad_input, out, {"directory"});
   {
     std::ofstream(dir.file("corrupt.png"), std::ios::binary) << "\x89PNG\r\n\x1a\nnot really";
@@ -184,13 +191,17 @@ TEST_CASE("cli: bad input exits 3, names the file and the problem, writes nothin
     const std::string full = cuconv::test::read_file(in);
     std::ofstream(truncated, std::ios::binary) << full.substr(0, full.size() / 2);
   }
-  expect_failure({dir.file("corrupt.png"), out, "--filter", "gauss5"}, ExitCode::bad_input, out, {"corrupt.png", "cannot decode"});
+  expect_failure({dir.file("corrupt.png"), out, "--filter", "gauss5"}, ExitCode::bad_input, out,
+                 {"corrupt.png", "cannot decode"});
   expect_failure({truncated, out, "--filter", "gauss5"}, ExitCode::bad_input, out, {"truncated.png", "cannot decode"});
-  expect_failure({dir.file("notes.txt"), out, "--filter", "gauss5"}, ExitCode::bad_input, out, {"notes.txt", "cannot decode"});
+  expect_failure({dir.file("notes.txt"), out, "--filter", "gauss5"}, ExitCode::bad_input, out,
+                 {"notes.txt", "cannot decode"});
   expect_failure({in, out, "--filter", dir.file("ragged.txt")}, ExitCode::bad_input, out, {"ragged.txt:2", "2 values"});
   expect_failure({in, out, "--filter", dir.file("bad.mat")}, ExitCode::bad_input, out, {"bad.mat:1", "scale"});
-  expect_failure({in, out, "--filter", "gaus5"}, ExitCode::bad_input, out, {"gaus5", "not a preset", "did you mean 'gauss5'"});
-  expect_failure({in, out, "--filter", "sharp.mat"}, ExitCode::bad_input, out, {"filter file 'sharp.mat': no such file"});
+  expect_failure({in, out, "--filter", "gaus5"}, ExitCode::bad_input, out,
+                 {"gaus5", "not a preset", "did you mean 'gauss5'"});
+  expect_failure({in, out, "--filter", "sharp.mat"}, ExitCode::bad_input, out,
+                 {"filter file 'sharp.mat': no such file"});
   expect_failure({in, out, "--filter", "3x3:1,2"}, ExitCode::bad_input, out, {"inline", "9"});
 }
 
@@ -219,7 +230,8 @@ TEST_CASE("cli: command-line mistakes read 'cuconv: error:' with a suggestion, e
   expect_failure({in, out, "-f", "gauss5", "--border", "replicat"}, ExitCode::usage, out,
                  {"cuconv: error: --border: 'replicat' is not a border mode; did you mean 'replicate'?"});
   // Enum values in any case, sizes with MB or MiB.
-  const auto r = run_cuconv({in, out, "-f", "gauss5", "--variant", "OPENCV", "--border", "REPLICATE", "--gpu-memory", "512MiB"});
+  const auto r =
+      run_cuconv({in, out, "-f", "gauss5", "--variant", "OPENCV", "--border", "REPLICATE", "--gpu-memory", "512MiB"});
   INFO(r.err);
   CHECK(r.exit_code == 0);
 }

@@ -87,9 +87,9 @@ TEST_CASE("codec loading: the engine links no imgcodecs, a JPEG run loads none o
   // glibc's loader lists every object it maps with LD_DEBUG=files (its own switch, not cuconv's).
   TempDir dir;
   const auto run = [&](const std::string& input, const std::string& output) {
-    const auto result = run_cuconv({"--server", "never", input, dir.file(output), "--filter", "gauss5", "--variant",
-                                    "opencv"},
-                                   "", "export LD_DEBUG=files");
+    const auto result =
+        run_cuconv({"--server", "never", input, dir.file(output), "--filter", "gauss5", "--variant", "opencv"}, "",
+                   "export LD_DEBUG=files");
     INFO(result.err.substr(0, 2000));
     REQUIRE(result.exit_code == 0);
     return result.err;

@@ -30,8 +30,8 @@
 
 using namespace cuconv;
 using cuconv::cli::Action;
-using cuconv::cli::ParsedCommand;
 using cuconv::cli::parse_byte_size;
+using cuconv::cli::ParsedCommand;
 
 namespace {
 
@@ -72,18 +72,40 @@ TEST_CASE("command line: --gpu-memory sizes, plain or with binary K M G T, alone
   CHECK(parse_byte_size("3GiB") == std::uint64_t{3} << 30);
   CHECK(parse_byte_size("2TB") == std::uint64_t{2} << 40);
   CHECK(parse_byte_size("100B") == std::uint64_t{100});
-  for (const char* garbage : {"", "0", "0G", "-1", "-1G", "+5", " 5", "5 ", "1.5G", "12KiBs", "12iB", "12BB", "12KBB",
-                              "12MiiB", "B", "G", "GB", "12Q", "12QB", "0x10", "16777216T", "16777216TiB",
-                              "18446744073709551616", "99999999999999999999999"}) {
+  for (const char* garbage : {"",
+                              "0",
+                              "0G",
+                              "-1",
+                              "-1G",
+                              "+5",
+                              " 5",
+                              "5 ",
+                              "1.5G",
+                              "12KiBs",
+                              "12iB",
+                              "12BB",
+                              "12KBB",
+                              "12MiiB",
+                              "B",
+                              "G",
+                              "GB",
+                              "12Q",
+                              "12QB",
+                              "0x10",
+                              "16777216T",
+                              "16777216TiB",
+                              "18446744073709551616",
+                              "99999999999999999999999"}) {
     INFO("'", garbage, "'");
     CHECK_FALSE(parse_byte_size(garbage).has_value());
   }
 }
 
 TEST_CASE("command line: a single-image request becomes library options") {
-  const ParsedCommand c = parse({"in.png", "out.tif", "--filter", "gauss5", "--variant", "fast", "--border", "constant",
-                                 "--border-value", "7", "--anchor", "1,2", "--delta", "-3", "--depth", "32f", "--alpha",
-                                 "keep", "--gpu-memory", "64M", "-v"});
+  const ParsedCommand c =
+      parse({"in.png",         "out.tif", "--filter",     "gauss5", "--variant", "fast", "--border", "constant",
+             "--border-value", "7",       "--anchor",     "1,2",    "--delta",   "-3",   "--depth",  "32f",
+             "--alpha",        "keep",    "--gpu-memory", "64M",    "-v"});
   CHECK(c.action == Action::filter_image);
   CHECK(c.request.input == "in.png");
   CHECK(c.request.output == "out.tif");
@@ -103,7 +125,8 @@ TEST_CASE("command line: a single-image request becomes library options") {
 }
 
 TEST_CASE("command line: batch mode, informational commands, --help and --version") {
-  ParsedCommand c = parse({"--out-dir", "out", "a.png", "dir", "--filter", "box3", "--json", "-", "--gpu-memory", "1G"});
+  ParsedCommand c =
+      parse({"--out-dir", "out", "a.png", "dir", "--filter", "box3", "--json", "-", "--gpu-memory", "1G"});
   CHECK(c.action == Action::filter_batch);
   CHECK(c.batch.out_dir == "out");
   CHECK(c.batch.inputs == std::vector<std::string>{"a.png", "dir"});
@@ -168,8 +191,8 @@ TEST_CASE("command line: --anchor takes X,Y of non-negative ints, never an out-o
   CHECK(anchor_of("0,126") == std::pair{0, 126});
   CHECK(anchor_of(" 1, 2") == std::pair{1, 2});  // blanks and '+' as sscanf's %d took them
   CHECK(anchor_of("+3,+4") == std::pair{3, 4});
-  for (const char* bad : {"1;2", "1,", ",2", "1,2,", "1,2x", "1 ,2", "-1,0", "0,-1", "x,y", "1.5,2",
-                          "99999999999,1", "1,2147483648", "2147483647,1,"}) {
+  for (const char* bad : {"1;2", "1,", ",2", "1,2,", "1,2x", "1 ,2", "-1,0", "0,-1", "x,y", "1.5,2", "99999999999,1",
+                          "1,2147483648", "2147483647,1,"}) {
     INFO("'", bad, "'");
     CHECK(usage_error({"a.png", "b.png", "--filter", "box3", "--anchor", bad}).find("expected X,Y") !=
           std::string::npos);
@@ -195,8 +218,10 @@ TEST_CASE("command line: enum values in any letter case become the table's spell
     CHECK(parse_variant(upper) == e.value);
     CHECK(parse({"i.png", "o.png", "-f", "box3", "--variant", upper}).options.variant == e.value);
   }
-  for (const auto& e : common::kBorders) CHECK(parse({"i.png", "o.png", "-f", "box3", "--border", std::string(e.name)}).options.border == e.value);
-  for (const auto& e : common::kDepths) CHECK(parse({"i.png", "o.png", "-f", "box3", "--depth", std::string(e.name)}).options.depth == e.value);
+  for (const auto& e : common::kBorders)
+    CHECK(parse({"i.png", "o.png", "-f", "box3", "--border", std::string(e.name)}).options.border == e.value);
+  for (const auto& e : common::kDepths)
+    CHECK(parse({"i.png", "o.png", "-f", "box3", "--depth", std::string(e.name)}).options.depth == e.value);
 }
 
 TEST_CASE("command line: the variant, border and depth tables are the one list") {
@@ -248,12 +273,14 @@ TEST_CASE("command line: mistakes are reported in cuconv's own words, with the n
   };
   CHECK(refusal({"a.png", "b.png", "--fliter", "gauss5"}) ==
         "cuconv: error: unknown option '--fliter'; did you mean '--filter'?\nRun 'cuconv --help' for the options.\n");
-  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--overwrit"}).find("did you mean '--overwrite'?") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--overwrit"}).find("did you mean '--overwrite'?") !=
+        std::string::npos);
   // Other tools' options get cuconv's spelling (issue 62), in any letter case.
   for (const auto& [args, pointer] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"a.png", "-o", "b.png", "-f", "box3"}, "unknown option '-o': the output is the second argument"},
-           {{"a.png", "b.png", "--sigma", "2"}, "unknown option '--sigma': a Gaussian's sigma is part of the filter: "
-                                                "--filter gaussian:0,SIGMA"},
+           {{"a.png", "b.png", "--sigma", "2"},
+            "unknown option '--sigma': a Gaussian's sigma is part of the filter: "
+            "--filter gaussian:0,SIGMA"},
            {{"a.png", "b.png", "-blur", "0x2"}, "--filter gaussian:0,SIGMA --border replicate"},
            {{"a.png", "b.png", "-Sharpen", "0x1"}, "--filter unsharp:0,SIGMA,1 --border replicate"},
            {{"a.png", "b.png", "--output=c.png", "-f", "box3"}, "unknown option '--output': the output is"}}) {
@@ -262,8 +289,8 @@ TEST_CASE("command line: mistakes are reported in cuconv's own words, with the n
     CHECK(message.find(pointer) != std::string::npos);
     CHECK(message.find("docs/coming-from.md") != std::string::npos);
   }
-  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--bordr=wrap"}).find("unknown option '--bordr'; did you mean '--border'?") !=
-        std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--bordr=wrap"})
+            .find("unknown option '--bordr'; did you mean '--border'?") != std::string::npos);
   // No suggestion for a word like no option.
   const std::string far = refusal({"a.png", "b.png", "-f", "box3", "--zzzzzzzzzz"});
   CHECK(far.find("unknown option '--zzzzzzzzzz'") != std::string::npos);
@@ -297,10 +324,13 @@ TEST_CASE("command line: other tools' words get cuconv's names as suggestions") 
   };
   CHECK(refusal({"a.png", "b.png", "-f", "box3", "--border", "mirror"})
             .find("'mirror' is not a border mode; did you mean 'reflect' or 'reflect101'?") != std::string::npos);
-  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--border", "Edge"}).find("did you mean 'replicate'?") != std::string::npos);
-  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--border", "tile"}).find("did you mean 'wrap'?") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--border", "Edge"}).find("did you mean 'replicate'?") !=
+        std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--border", "tile"}).find("did you mean 'wrap'?") !=
+        std::string::npos);
   CHECK(refusal({"a.png", "b.png", "-f", "box3", "--depth", "float"}).find("did you mean '32f'?") != std::string::npos);
-  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--variant", "gpu"}).find("did you mean 'auto'?") != std::string::npos);
+  CHECK(refusal({"a.png", "b.png", "-f", "box3", "--variant", "gpu"}).find("did you mean 'auto'?") !=
+        std::string::npos);
   CHECK(refusal({"a.png", "b.png", "-f", "box3", "--codec", "cpu"}).find("did you mean 'opencv'") != std::string::npos);
   // A word of another tool that is a value here is taken as it is.
   CHECK(parse({"a.png", "b.png", "-f", "box3", "--codec", "gpu"}).action == Action::filter_image);
@@ -309,8 +339,8 @@ TEST_CASE("command line: other tools' words get cuconv's names as suggestions") 
   for (const common::ForeignWord& foreign : common::kForeignWords) {
     const std::string ours(foreign.ours);
     std::vector<std::string> all = common::all_names<Variant>();
-    for (const auto& more : {common::all_names<Border>(), common::all_names<Depth>(), common::all_names<common::Codec>(),
-                             preset_names()})
+    for (const auto& more :
+         {common::all_names<Border>(), common::all_names<Depth>(), common::all_names<common::Codec>(), preset_names()})
       all.insert(all.end(), more.begin(), more.end());
     const bool parametric = ours.ends_with(":N");
     CHECK_MESSAGE((parametric || std::find(all.begin(), all.end(), ours) != all.end()), foreign.word, " -> ", ours);
@@ -329,7 +359,8 @@ TEST_CASE("--normalize: weights divided by their sum where it is not 0, and the 
   CHECK_FALSE(normalize_weights(zeros));
   CHECK(sums_to_neither_zero_nor_one(load_filter("5x1:1,1,1,1,1")));
   CHECK(sums_to_neither_zero_nor_one(load_filter("3x1:1,2,1")));
-  for (const char* fine : {"gauss5", "box:7", "gaussian:3,1.3", "sharpen", "laplacian", "sobel-x", "3:0.111111111,0.111111111,"
+  for (const char* fine : {"gauss5", "box:7", "gaussian:3,1.3", "sharpen", "laplacian", "sobel-x",
+                           "3:0.111111111,0.111111111,"
                            "0.111111111,0.111111111,0.111111111,0.111111111,0.111111111,0.111111111,0.111111111"})
     CHECK_MESSAGE(!sums_to_neither_zero_nor_one(load_filter(fine)), fine);
   CHECK_FALSE(sums_to_neither_zero_nor_one(ones));
@@ -348,9 +379,9 @@ TEST_CASE("unnormalized_filter_warning: a filter not summing to 1 whose result i
   CHECK(warning->find("sum to 5, not 1") != std::string::npos);
   CHECK(warning->find("100% of the output values are clipped") != std::string::npos);
   CHECK(warning->find("--normalize") != std::string::npos);
-  CHECK_FALSE(cli::unnormalized_filter_warning(ones, cv::Mat(8, 8, CV_8UC1, cv::Scalar(60))).has_value());   // in range
-  CHECK_FALSE(cli::unnormalized_filter_warning(load_filter("gauss5"), white).has_value());                   // sums to 1
-  CHECK_FALSE(cli::unnormalized_filter_warning(load_filter("laplacian"), white).has_value());                // sums to 0
+  CHECK_FALSE(cli::unnormalized_filter_warning(ones, cv::Mat(8, 8, CV_8UC1, cv::Scalar(60))).has_value());  // in range
+  CHECK_FALSE(cli::unnormalized_filter_warning(load_filter("gauss5"), white).has_value());                  // sums to 1
+  CHECK_FALSE(cli::unnormalized_filter_warning(load_filter("laplacian"), white).has_value());               // sums to 0
   CHECK_FALSE(cli::unnormalized_filter_warning(ones, cv::Mat(8, 8, CV_32FC1, cv::Scalar(5.0F))).has_value());  // float
   cv::Mat half(2, 2, CV_16UC1, cv::Scalar(65535));
   half.at<std::uint16_t>(0, 0) = 3;
@@ -374,19 +405,22 @@ TEST_CASE("--skip-existing: parsed for single-image mode, refused with --overwri
   std::ofstream(existing) << "x";
   cli::CliRequest request = command.request;
   request.output = existing;
-  CHECK(cli::skipped_existing_output(request, engine::local_files()) == existing + " exists; skipped (--skip-existing)");
+  CHECK(cli::skipped_existing_output(request, engine::local_files()) ==
+        existing + " exists; skipped (--skip-existing)");
   request.skip_existing = false;
   CHECK_FALSE(cli::skipped_existing_output(request, engine::local_files()).has_value());
   request.skip_existing = true;
   std::filesystem::remove(existing);
   CHECK_FALSE(cli::skipped_existing_output(request, engine::local_files()).has_value());
-  request.output = std::filesystem::temp_directory_path().string();  // a folder: check_output_format's error, not a skip
+  request.output =
+      std::filesystem::temp_directory_path().string();  // a folder: check_output_format's error, not a skip
   CHECK_FALSE(cli::skipped_existing_output(request, engine::local_files()).has_value());
 }
 
 TEST_CASE("the no-GPU warning says how to silence it, and CUCONV_NO_GPU_WARNING=1 does") {
   // Before issue 49 only -q hid it, together with every real warning.
-  const std::string warning = cli::no_gpu_warning("no NVIDIA driver is loaded; nvidia-smi tells whether one is installed");
+  const std::string warning =
+      cli::no_gpu_warning("no NVIDIA driver is loaded; nvidia-smi tells whether one is installed");
   CHECK(warning == "no GPU (no NVIDIA driver is loaded), CPU used; CUCONV_NO_GPU_WARNING=1 hides this");
   // One line of at most 100 columns as printed (issue 62: it was 233), however long the reason.
   for (const std::string& reason : {std::string("no CUDA device found"), std::string(300, 'x')}) {

@@ -15,10 +15,10 @@
 #include <cmath>
 
 using namespace cuconv;
+using cuconv::test::bit_equal;
 using cuconv::test::random_image;
 using cuconv::test::sample;
 using cuconv::test::TempDir;
-using cuconv::test::bit_equal;
 
 TEST_CASE("comparison rule: integer and float tolerances, NaN never passes") {
   const Filter f = load_filter("box3");
@@ -33,7 +33,8 @@ TEST_CASE("comparison rule: integer and float tolerances, NaN never passes") {
   res.at<uchar>(6, 6) = cv::saturate_cast<uchar>(ref.at<uchar>(6, 6) + (ref.at<uchar>(6, 6) < 128 ? 2 : -2));
   CHECK_FALSE(compare_to_reference(res, ref, ref, f, 0).within_tolerance);  // off by 2
   res = ref.clone();
-  for (int i = 0; i < 11; ++i) res.at<uchar>(i, 0) = ref.at<uchar>(i, 0) < 128 ? ref.at<uchar>(i, 0) + 1 : ref.at<uchar>(i, 0) - 1;
+  for (int i = 0; i < 11; ++i)
+    res.at<uchar>(i, 0) = ref.at<uchar>(i, 0) < 128 ? ref.at<uchar>(i, 0) + 1 : ref.at<uchar>(i, 0) - 1;
   CHECK_FALSE(compare_to_reference(res, ref, ref, f, 0).within_tolerance);  // 0.11% differ
 
   cv::Mat reff = random_image(50, 50, CV_32F, 1, 12);
@@ -88,14 +89,15 @@ TEST_CASE("exact_sum: filter2D in double rounded once, and a 16-bit value equal 
   CHECK_FALSE(compares_with_exact_sum(CV_8U));
   const ComparisonStats plain = compare_to_reference(exact, reference, src, f, 0);
   CHECK(plain.differing_values == static_cast<std::size_t>(float_off));
-  const ComparisonStats with_exact = compare_to_reference(exact, reference, src, f, 0, 0, kMaxDifferingFraction, &exact);
+  const ComparisonStats with_exact =
+      compare_to_reference(exact, reference, src, f, 0, 0, kMaxDifferingFraction, &exact);
   CHECK(with_exact.differing_values == 0);
   CHECK(with_exact.exact_where_reference_differs == static_cast<std::size_t>(float_off));
   CHECK(with_exact.within_tolerance);
   // A value that is neither filter2D's nor the exact one still counts.
   cv::Mat wrong = exact.clone();
-  wrong.at<std::uint16_t>(20, 20) = static_cast<std::uint16_t>(
-      std::max(reference.at<std::uint16_t>(20, 20), exact.at<std::uint16_t>(20, 20)) + 1);
+  wrong.at<std::uint16_t>(20, 20) =
+      static_cast<std::uint16_t>(std::max(reference.at<std::uint16_t>(20, 20), exact.at<std::uint16_t>(20, 20)) + 1);
   const ComparisonStats off = compare_to_reference(wrong, reference, src, f, 0, 0, kMaxDifferingFraction, &exact);
   CHECK(off.differing_values == 1);
 }

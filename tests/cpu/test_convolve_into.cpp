@@ -36,11 +36,15 @@ TEST_CASE("convolve_into: the result lands in the caller's view, equal to convol
     const char* filter;  ///< nullptr: a random 5x5
   };
   const Case cases[] = {
-      {"plain 8U -> 16S", CV_8U, 3, Depth::s16, Border::reflect101, OpenCvMethod::as_called, false, Variant::opencv, nullptr},
-      {"wrap border (padded)", CV_16U, 1, Depth::f32, Border::wrap, OpenCvMethod::as_called, false, Variant::opencv, nullptr},
-      {"constant 7 (padded)", CV_32F, 4, Depth::same, Border::constant, OpenCvMethod::as_called, false, Variant::opencv, nullptr},
+      {"plain 8U -> 16S", CV_8U, 3, Depth::s16, Border::reflect101, OpenCvMethod::as_called, false, Variant::opencv,
+       nullptr},
+      {"wrap border (padded)", CV_16U, 1, Depth::f32, Border::wrap, OpenCvMethod::as_called, false, Variant::opencv,
+       nullptr},
+      {"constant 7 (padded)", CV_32F, 4, Depth::same, Border::constant, OpenCvMethod::as_called, false, Variant::opencv,
+       nullptr},
       {"direct sum", CV_8U, 1, Depth::same, Border::reflect, OpenCvMethod::direct_sum, false, Variant::opencv, nullptr},
-      {"exact sum", CV_16U, 3, Depth::same, Border::replicate, OpenCvMethod::exact_sum, false, Variant::opencv, nullptr},
+      {"exact sum", CV_16U, 3, Depth::same, Border::replicate, OpenCvMethod::exact_sum, false, Variant::opencv,
+       nullptr},
       {"alpha kept", CV_8U, 4, Depth::f32, Border::reflect101, OpenCvMethod::as_called, true, Variant::opencv, nullptr},
       {"auto without a GPU, separable", CV_8U, 3, Depth::same, Border::reflect101, OpenCvMethod::as_called, false,
        Variant::automatic, "gauss5"},

@@ -7,9 +7,9 @@
 #include "convolve/cpu_reference.hpp"
 #include "convolve/cpu_separable.hpp"
 
+#include <doctest/doctest.h>
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
-#include <doctest/doctest.h>
 #include <opencv2/imgproc.hpp>
 
 #include <string>
@@ -64,8 +64,8 @@ Filter rectangular_binomial() {
 /// Filters the path takes, and some it must leave to filter2D (skipped unless a defect plans them:
 /// box:6's ties, filter2D's DFT from box:12, a gaussian off the dyadic grid).
 const std::vector<std::string>& separable_specs() {
-  static const std::vector<std::string> specs{"gauss3", "gauss5", "gauss7", "sobel-x", "scharr-y", "box:2",
-                                              "box:3",  "box:4",  "box:5",  "box:8",   "box:9",    "box:11",
+  static const std::vector<std::string> specs{"gauss3", "gauss5", "gauss7", "sobel-x",     "scharr-y", "box:2",
+                                              "box:3",  "box:4",  "box:5",  "box:8",       "box:9",    "box:11",
                                               "box:6",  "box:12", "box:16", "gaussian:2,1"};
   return specs;
 }
@@ -93,10 +93,10 @@ TEST_CASE("cpu separable: the filters it takes and those it leaves to filter2D")
     CHECK(plan(spec, CV_8U, CV_16S));
   }
   CHECK(plan("gauss3", CV_16U, CV_16U));
-  CHECK(plan("gauss5", CV_16U, CV_16U));  // 65535 * 256 < 2^24: still exact
+  CHECK(plan("gauss5", CV_16U, CV_16U));        // 65535 * 256 < 2^24: still exact
   CHECK_FALSE(plan("gauss7", CV_16U, CV_16U));  // 65535 * 4096 is not
-  CHECK(plan("gauss7", CV_8U, CV_32F));   // 49 taps: filter2D sums directly below 50 here
-  CHECK_FALSE(plan("box:8", CV_8U, CV_32F));  // 64 taps: filter2D's DFT
+  CHECK(plan("gauss7", CV_8U, CV_32F));         // 49 taps: filter2D sums directly below 50 here
+  CHECK_FALSE(plan("box:8", CV_8U, CV_32F));    // 64 taps: filter2D's DFT
   // Odd boxes: no window sum S / N^2 is a tie, and filter2D's float error stays far from one.
   for (const char* spec : {"box:3", "box:5", "box:7", "box:9", "box:11"}) {
     CAPTURE(spec);
@@ -104,19 +104,19 @@ TEST_CASE("cpu separable: the filters it takes and those it leaves to filter2D")
     CHECK_FALSE(plan(spec, CV_8U, CV_32F));  // float results keep filter2D's own rounding
   }
   CHECK(plan("box:3", CV_16U, CV_16U));
-  CHECK_FALSE(plan("box:6", CV_8U, CV_8U));          // S = 18: S / 36 is a tie
-  CHECK_FALSE(plan("box:3", CV_8U, CV_8U, 0.5));     // S = 9k plus 0.5: ties
-  CHECK_FALSE(plan("box:13", CV_8U, CV_8U));         // 169 taps: filter2D's DFT
+  CHECK_FALSE(plan("box:6", CV_8U, CV_8U));       // S = 18: S / 36 is a tie
+  CHECK_FALSE(plan("box:3", CV_8U, CV_8U, 0.5));  // S = 9k plus 0.5: ties
+  CHECK_FALSE(plan("box:13", CV_8U, CV_8U));      // 169 taps: filter2D's DFT
   CHECK_FALSE(plan("box:16", CV_8U, CV_8U));
-  CHECK_FALSE(plan("gaussian:0,1", CV_8U, CV_8U));   // weights of no short dyadic grid
+  CHECK_FALSE(plan("gaussian:0,1", CV_8U, CV_8U));  // weights of no short dyadic grid
   CHECK_FALSE(plan("gaussian:0,2", CV_8U, CV_8U));
-  CHECK_FALSE(plan("sharpen", CV_8U, CV_8U));        // rank 2
-  CHECK_FALSE(plan("gauss5", CV_32F, CV_32F));       // float input: inexact products
+  CHECK_FALSE(plan("sharpen", CV_8U, CV_8U));   // rank 2
+  CHECK_FALSE(plan("gauss5", CV_32F, CV_32F));  // float input: inexact products
 }
 
 TEST_CASE("cpu separable: filter2D's bits for every border, 1/3/4 channels and depth pair") {
   const std::uint32_t seed = test_seed("cpu separable borders");
-  const std::pair<int, int> depth_pairs[] = {{CV_8U, CV_8U},  {CV_8U, CV_16U},   {CV_8U, CV_16S},
+  const std::pair<int, int> depth_pairs[] = {{CV_8U, CV_8U},  {CV_8U, CV_16U},  {CV_8U, CV_16S},
                                              {CV_8U, CV_32F}, {CV_16U, CV_16U}, {CV_16U, CV_32F}};
   std::vector<Filter> filters;
   for (const std::string& spec : separable_specs()) filters.push_back(load_filter(spec));
@@ -174,8 +174,9 @@ TEST_CASE("cpu separable: filter2D's bits at anchors, deltas, --alpha keep and i
             CAPTURE(size.height);
             CAPTURE(keep_alpha);
             const cv::Mat src = random_image(size.height, size.width, CV_8U, 4, seed + compared);
-            const JobSpec s{CV_8U, CV_8U, compared % 2 == 0 ? Border::reflect : Border::reflect101, 0.0, delta,
-                            corner[0], corner[1], keep_alpha};
+            const JobSpec s{CV_8U,     CV_8U,     compared % 2 == 0 ? Border::reflect : Border::reflect101,
+                            0.0,       delta,     corner[0],
+                            corner[1], keep_alpha};
             cv::Mat expected;
             cv::Mat separable;
             if (!both_results(src, job_for(f, s), expected, separable)) continue;

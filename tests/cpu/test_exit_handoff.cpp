@@ -6,20 +6,20 @@
 
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <algorithm>
-#include <vector>
-#include <string>
-#include <sstream>
-#include <fstream>
-#include <filesystem>
 #include <atomic>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
-#include <fcntl.h>
-#include <sys/wait.h>
+#include <filesystem>
+#include <fstream>
+#include <sstream>
+#include <string>
 #include <thread>
-#include <unistd.h>
+#include <vector>
 
 namespace {
 
@@ -88,7 +88,7 @@ TEST_CASE("exit hand-off: the keeper holds the kept files, and only those, until
   CHECK_FALSE(read_end_held(other[1]));  // and no other descriptor of its maker's
   std::this_thread::sleep_for(std::chrono::milliseconds(300));
   CHECK(read_end_held(kept[1]));  // still, while its maker lives
-  ::close(go[1]);  // the maker exits
+  ::close(go[1]);                 // the maker exits
   int status = 0;
   REQUIRE(::waitpid(maker, &status, 0) == maker);
   CHECK(WIFEXITED(status));

@@ -67,9 +67,7 @@ TEST_CASE("plain matrix: all-zero weights are allowed") {
 }
 
 TEST_CASE("plain matrix errors name the origin, the line and the problem") {
-  auto plain = [](std::string_view text) {
-    return [text] { return cuconv::parse_plain_matrix(text, "k.txt"); };
-  };
+  auto plain = [](std::string_view text) { return [text] { return cuconv::parse_plain_matrix(text, "k.txt"); }; };
   check_error(plain("# header\n1 2 3\n\n4 5\n"), {"k.txt:4:", "row has 2 values, expected 3"});
   check_error(plain("1 2 3\n4 5 6 7\n"), {"k.txt:2:", "row has 4 values, expected 3"});
   check_error(plain("1 2\n3 abc\n"), {"k.txt:2:", "'abc' is not a number"});
@@ -120,8 +118,7 @@ TEST_CASE("vips .mat: header, scale, offset and comments") {
   CHECK(with_scale.weights == std::vector<double>{0.25, 0.5, 0.25});
   CHECK(with_scale.offset == 0.0);
 
-  const Filter with_offset =
-      cuconv::parse_vips_mat("2 2 -2 128  # scale, offset\n2, 4\n\n# comment\n6\t8\n", "c.mat");
+  const Filter with_offset = cuconv::parse_vips_mat("2 2 -2 128  # scale, offset\n2, 4\n\n# comment\n6\t8\n", "c.mat");
   CHECK(with_offset.weights == std::vector<double>{-1, -2, -3, -4});
   CHECK(with_offset.offset == 128.0);
   CHECK(with_offset.resolved_anchor_x() == 1);
@@ -133,9 +130,7 @@ TEST_CASE("vips .mat: header, scale, offset and comments") {
 }
 
 TEST_CASE("vips .mat errors") {
-  auto mat = [](std::string_view text) {
-    return [text] { return cuconv::parse_vips_mat(text, "f.mat"); };
-  };
+  auto mat = [](std::string_view text) { return [text] { return cuconv::parse_vips_mat(text, "f.mat"); }; };
   check_error(mat("# c\n3 3 0\n1 1 1\n1 1 1\n1 1 1\n"), {"f.mat:2:", "scale must not be 0"});
   check_error(mat("3\n1 1 1\n"), {"f.mat:1:", "bad header"});
   check_error(mat("3 1 1 0 5\n1 1 1\n"), {"f.mat:1:", "bad header"});
@@ -207,8 +202,7 @@ TEST_CASE("load_filter reads inline strings") {
   CHECK(f.height == 3);
   CHECK(f.anchor_y == 2);
   CHECK(f.weights == std::vector<double>{1, 2, 3});
-  check_error([] { return cuconv::load_filter("2x2:1,2,3"); },
-              {"inline filter '2x2:1,2,3':", "expected 4 values"});
+  check_error([] { return cuconv::load_filter("2x2:1,2,3"); }, {"inline filter '2x2:1,2,3':", "expected 4 values"});
 }
 
 TEST_CASE("load_filter reads plain and .mat files by extension") {
@@ -231,11 +225,9 @@ TEST_CASE("load_filter reads plain and .mat files by extension") {
   CHECK(cuconv::load_filter(no_extension).weights == std::vector<double>{1, 2, 1});
 
   const std::string broken = dir.write("broken.txt", "1 2\n\n3\n");
-  check_error([&] { return cuconv::load_filter(broken); },
-              {broken + ":3:", "row has 1 values, expected 2"});
+  check_error([&] { return cuconv::load_filter(broken); }, {broken + ":3:", "row has 1 values, expected 2"});
   const std::string broken_mat = dir.write("broken.mat", "# c\n2 2 0\n1 1\n1 1\n");
-  check_error([&] { return cuconv::load_filter(broken_mat); },
-              {broken_mat + ":2:", "scale must not be 0"});
+  check_error([&] { return cuconv::load_filter(broken_mat); }, {broken_mat + ":2:", "scale must not be 0"});
 }
 
 TEST_CASE("load_filter: a preset name wins over a file of that name") {
@@ -253,9 +245,9 @@ TEST_CASE("load_filter errors: directory, missing file, unknown name") {
   const std::string missing = (dir.path() / "missing.txt").string();
   check_error([&] { return cuconv::load_filter(missing); }, {"filter file '" + missing + "': no such file"});
   check_error([] { return cuconv::load_filter("sharp.mat"); }, {"filter file 'sharp.mat': no such file"});
-  check_error([] { return cuconv::load_filter("gauss9"); },
-              {"filter 'gauss9' is not a preset", "did you mean 'gauss3', 'gauss5' or 'gauss7'?",
-               "(see `preset_names`)"});
+  check_error(
+      [] { return cuconv::load_filter("gauss9"); },
+      {"filter 'gauss9' is not a preset", "did you mean 'gauss3', 'gauss5' or 'gauss7'?", "(see `preset_names`)"});
   check_error([] { return cuconv::load_filter("sobelx"); }, {"did you mean 'sobel-x'"});
   check_error([] { return cuconv::load_filter("gausian:3,1"); }, {"did you mean 'gaussian:'?"});
   check_error([] { return cuconv::load_filter("zzzzzzzz"); }, {"filter 'zzzzzzzz' is not a preset"});
@@ -290,7 +282,8 @@ TEST_CASE("load_filter: presets and parametric names in any letter case") {
 }
 
 TEST_CASE("load_filter: other tools' words for a filter are pointed to cuconv's") {
-  check_error([] { return cuconv::load_filter("blur"); }, {"filter 'blur' is not a preset", "did you mean 'gauss5' or 'box:N'?"});
+  check_error([] { return cuconv::load_filter("blur"); },
+              {"filter 'blur' is not a preset", "did you mean 'gauss5' or 'box:N'?"});
   check_error([] { return cuconv::load_filter("MEAN"); }, {"did you mean 'box:N'?"});
   // A border's word is no filter: no suggestion from the border list.
   CHECK(error_of([] { return cuconv::load_filter("mirror"); }).find("reflect") == std::string::npos);

@@ -24,9 +24,7 @@ using cuconv::test::filters::TempDir;
 
 namespace {
 
-double sum_of(const Filter& filter) {
-  return std::accumulate(filter.weights.begin(), filter.weights.end(), 0.0);
-}
+double sum_of(const Filter& filter) { return std::accumulate(filter.weights.begin(), filter.weights.end(), 0.0); }
 
 std::vector<double> outer_product(const cv::Mat& kernel) {
   std::vector<double> weights;
@@ -105,9 +103,9 @@ TEST_CASE("filters/*.mat load in libvips (vips matrixload) with the same weights
 }
 
 TEST_CASE("preset names are the documented set, sorted") {
-  const std::vector<std::string> expected = {
-      "box3",     "box5",     "edge",    "emboss",  "gauss3",  "gauss5",  "gauss7",
-      "laplacian", "scharr-x", "scharr-y", "sharpen", "sobel-x", "sobel-y"};
+  const std::vector<std::string> expected = {"box3",    "box5",    "edge",      "emboss",   "gauss3",
+                                             "gauss5",  "gauss7",  "laplacian", "scharr-x", "scharr-y",
+                                             "sharpen", "sobel-x", "sobel-y"};
   CHECK(cuconv::preset_names() == expected);
 }
 
@@ -175,8 +173,7 @@ TEST_CASE("box:N") {
   CHECK(cuconv::load_filter("box:127").width == 127);
   for (const char* bad : {"box:0", "box:128", "box:-3", "box:x", "box:3.5", "box:"}) {
     CAPTURE(bad);
-    check_error([bad] { return cuconv::load_filter(bad); },
-                {std::string("filter '") + bad + "'", "from 1 to 127"});
+    check_error([bad] { return cuconv::load_filter(bad); }, {std::string("filter '") + bad + "'", "from 1 to 127"});
   }
 }
 
@@ -241,7 +238,7 @@ TEST_CASE("named kernels: unsharp, log, dog, disk, motion have the documented we
   CHECK(unsharp.at(0, 0) == near(-0.150227215908));
   CHECK(unsharp.at(0, 1) == near(-0.247682806306));
   CHECK(unsharp.at(1, 1) == near(2.59164008886));
-  CHECK(sum_of(unsharp) == doctest::Approx(1.0));  // flat areas unchanged
+  CHECK(sum_of(unsharp) == doctest::Approx(1.0));               // flat areas unchanged
   CHECK(cuconv::load_filter("unsharp:2,1,0").at(2, 2) == 1.0);  // AMOUNT 0: the image as it was
   CHECK(cuconv::load_filter("unsharp:0,1,1").width == 7);
 

@@ -12,11 +12,11 @@
 #include <doctest/doctest.h>
 
 #include <fcntl.h>
+#include <unistd.h>
 #include <fstream>
 #include <span>
 #include <stdexcept>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 using namespace cuconv;
@@ -27,8 +27,8 @@ TEST_CASE("library messages: -q silent, one cuconv line by default, each with -v
   // Before issue 23 libpng's "iCCP: known incorrect sRGB profile" reached stderr even with -q.
   TempDir dir;
   const auto run = [&](const std::string& flag) {
-    std::vector<std::string> args = {sample("astronaut.png"), dir.file("out.png"), "--filter", "gauss5", "--variant",
-                                     "opencv", "--overwrite"};
+    std::vector<std::string> args = {
+        sample("astronaut.png"), dir.file("out.png"), "--filter", "gauss5", "--variant", "opencv", "--overwrite"};
     if (!flag.empty()) args.push_back(flag);
     const auto result = run_cuconv(args);
     REQUIRE_MESSAGE(result.exit_code == 0, result.err);
@@ -58,12 +58,11 @@ TEST_CASE("library messages: an undecodable input with -q gives cuconv's one err
 
 TEST_CASE("library messages: batch mode with -q prints nothing for a noisy input") {
   TempDir dir;
-  const auto result = run_cuconv({"--out-dir", dir.file("out"), sample("astronaut.png"), sample("camera.png"), "--filter",
-                                  "gauss5", "--variant", "opencv", "-q"});
+  const auto result = run_cuconv({"--out-dir", dir.file("out"), sample("astronaut.png"), sample("camera.png"),
+                                  "--filter", "gauss5", "--variant", "opencv", "-q"});
   REQUIRE(result.exit_code == 0);
   CHECK(result.err.empty());
 }
-
 
 // Exit 1 ("internal error", README "Exit codes") is what an exception cuconv does not classify
 // gives. The one such exception reachable from outside: host memory running out while filtering
@@ -75,10 +74,16 @@ TEST_CASE("cuconv: an exception it does not classify exits 1 with 'internal erro
   // is planted through the session's file access, the seam a served command uses.
   struct ThrowingFiles final : engine::Files {
     engine::OpenedFile open_input(const std::string& path) override { return engine::local_files().open_input(path); }
-    engine::FileKind kind(const std::string& path, bool follow) override { return engine::local_files().kind(path, follow); }
-    bool same_file(const std::string& a, const std::string& b) override { return engine::local_files().same_file(a, b); }
+    engine::FileKind kind(const std::string& path, bool follow) override {
+      return engine::local_files().kind(path, follow);
+    }
+    bool same_file(const std::string& a, const std::string& b) override {
+      return engine::local_files().same_file(a, b);
+    }
     engine::FileStatus status(const std::string& path) override { return engine::local_files().status(path); }
-    std::vector<std::string> list_directory(const std::string& p) override { return engine::local_files().list_directory(p); }
+    std::vector<std::string> list_directory(const std::string& p) override {
+      return engine::local_files().list_directory(p);
+    }
     void make_directories(const std::string& p) override { engine::local_files().make_directories(p); }
     bool write_output(const std::string&, std::span<const unsigned char>, bool) override {
       throw std::runtime_error("planted: a failure no layer classifies");
@@ -93,8 +98,8 @@ TEST_CASE("cuconv: an exception it does not classify exits 1 with 'internal erro
   cli::Session session;
   session.err_fd = err_fd;
   session.files = &files;
-  const int code = cli::run_command({"cuconv", sample("camera.png"), out, "--filter", "gauss3", "--variant", "opencv"},
-                                    session);
+  const int code =
+      cli::run_command({"cuconv", sample("camera.png"), out, "--filter", "gauss3", "--variant", "opencv"}, session);
   session.logger.reset();
   ::close(err_fd);
   const std::string err = cuconv::test::read_file(err_path);

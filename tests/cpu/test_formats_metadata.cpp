@@ -30,11 +30,32 @@ namespace {
 
 /// A TIFF-structured EXIF block (little-endian) holding only IFD0's Orientation tag.
 std::vector<unsigned char> exif_with_orientation(int orientation) {
-  return {'I', 'I', 42, 0, 8, 0, 0, 0,                       // header, IFD0 at byte 8
-          1, 0,                                             // one entry
-          0x12, 0x01, 3, 0, 1, 0, 0, 0,                     // tag 0x0112 (Orientation), SHORT, count 1
-          static_cast<unsigned char>(orientation), 0, 0, 0,  // the value
-          0, 0, 0, 0};                                      // no next IFD
+  return {'I',
+          'I',
+          42,
+          0,
+          8,
+          0,
+          0,
+          0,  // header, IFD0 at byte 8
+          1,
+          0,  // one entry
+          0x12,
+          0x01,
+          3,
+          0,
+          1,
+          0,
+          0,
+          0,  // tag 0x0112 (Orientation), SHORT, count 1
+          static_cast<unsigned char>(orientation),
+          0,
+          0,
+          0,  // the value
+          0,
+          0,
+          0,
+          0};  // no next IFD
 }
 
 const std::string kXmp =
@@ -61,13 +82,14 @@ TEST_CASE("metadata: the ICC profile of a PNG is kept in PNG, JPEG and TIFF outp
   REQUIRE(!input.icc.empty());
   TempDir dir;
   for (const std::string out : {"out.png", "out.jpg", "out.tif"}) {
-    const auto result = run_cuconv({sample("astronaut.png"), dir.file(out), "--filter", "gauss5", "--variant", "opencv"});
+    const auto result =
+        run_cuconv({sample("astronaut.png"), dir.file(out), "--filter", "gauss5", "--variant", "opencv"});
     INFO(out, ": ", result.err);
     REQUIRE(result.exit_code == 0);
     CHECK(read_metadata(dir.file(out)).icc == input.icc);
   }
-  const auto stripped = run_cuconv({sample("astronaut.png"), dir.file("stripped.png"), "--filter", "gauss5",
-                                    "--variant", "opencv", "--strip"});
+  const auto stripped = run_cuconv(
+      {sample("astronaut.png"), dir.file("stripped.png"), "--filter", "gauss5", "--variant", "opencv", "--strip"});
   REQUIRE(stripped.exit_code == 0);
   CHECK(read_metadata(dir.file("stripped.png")).empty());
 }
@@ -147,8 +169,9 @@ TEST_CASE("--auto-orient rotates the pixels upright and resets Orientation to 1,
   }
   // With --strip too: rotated all the same, and no metadata at all.
   const std::string bare = dir.file("bare.png");
-  REQUIRE(run_cuconv({dir.file("in6.png"), bare, "--filter", "1x1:1", "--variant", "opencv", "--auto-orient", "--strip"})
-              .exit_code == 0);
+  REQUIRE(
+      run_cuconv({dir.file("in6.png"), bare, "--filter", "1x1:1", "--variant", "opencv", "--auto-orient", "--strip"})
+          .exit_code == 0);
   CHECK(same_bytes(cv::imread(bare, cv::IMREAD_UNCHANGED), upright[6]));
   CHECK(read_metadata(bare).empty());
   // Without --auto-orient: pixels as stored, the tag kept, so a viewer still shows it upright.
@@ -161,7 +184,8 @@ TEST_CASE("--auto-orient rotates the pixels upright and resets Orientation to 1,
 TEST_CASE("an Orientation the output cannot keep (BMP, --strip) is warned about, naming --auto-orient") {
   TempDir dir;
   write_tagged(dir.file("in.png"), random_image(24, 40, CV_8U, 3, 6), 6);
-  for (const auto& [out, extra] : std::vector<std::pair<std::string, std::string>>{{"out.bmp", ""}, {"out.png", "--strip"}}) {
+  for (const auto& [out, extra] :
+       std::vector<std::pair<std::string, std::string>>{{"out.bmp", ""}, {"out.png", "--strip"}}) {
     std::vector<std::string> args = {dir.file("in.png"), dir.file(out), "--filter", "1x1:1", "--variant", "opencv"};
     if (!extra.empty()) args.push_back(extra);
     const auto result = run_cuconv(args);
@@ -170,8 +194,8 @@ TEST_CASE("an Orientation the output cannot keep (BMP, --strip) is warned about,
     CHECK(result.err.find("EXIF Orientation 6 is not kept") != std::string::npos);
     CHECK(result.err.find("--auto-orient") != std::string::npos);
   }
-  const auto upright = run_cuconv({dir.file("in.png"), dir.file("upright.bmp"), "--filter", "1x1:1", "--variant",
-                                   "opencv", "--auto-orient"});
+  const auto upright = run_cuconv(
+      {dir.file("in.png"), dir.file("upright.bmp"), "--filter", "1x1:1", "--variant", "opencv", "--auto-orient"});
   REQUIRE(upright.exit_code == 0);
   CHECK(upright.err.empty());
 }
@@ -183,21 +207,21 @@ TEST_CASE("batch: metadata kept, --auto-orient and --strip as in single-image mo
   write_tagged(dir.file("in/a.png"), stored, 6);
   // More images than threads, each with XMP: the XMP toolkit is used from several threads at once.
   for (int i = 0; i < 12; ++i) write_tagged(dir.file("in/x" + std::to_string(i) + ".png"), stored, 1, kXmp);
-  const auto kept = run_cuconv({"--out-dir", dir.file("kept"), dir.file("in"), "--filter", "1x1:1", "--variant", "opencv",
-                                "--jobs", "4"});
+  const auto kept = run_cuconv(
+      {"--out-dir", dir.file("kept"), dir.file("in"), "--filter", "1x1:1", "--variant", "opencv", "--jobs", "4"});
   REQUIRE_MESSAGE(kept.exit_code == 0, kept.err);
   CHECK(exif_orientation(read_metadata(dir.file("kept/a.png"))) == 6);
   for (int i = 0; i < 12; ++i)
     CHECK(read_metadata(dir.file("kept/x" + std::to_string(i) + ".png")).xmp.find("cuconv-test") != std::string::npos);
-  const auto oriented = run_cuconv({"--out-dir", dir.file("oriented"), dir.file("in"), "--filter", "1x1:1",
-                                    "--variant", "opencv", "--auto-orient"});
+  const auto oriented = run_cuconv(
+      {"--out-dir", dir.file("oriented"), dir.file("in"), "--filter", "1x1:1", "--variant", "opencv", "--auto-orient"});
   REQUIRE_MESSAGE(oriented.exit_code == 0, oriented.err);
   cv::Mat expected;
   cv::rotate(stored, expected, cv::ROTATE_90_CLOCKWISE);
   CHECK(same_bytes(cv::imread(dir.file("oriented/a.png"), cv::IMREAD_UNCHANGED), expected));
   CHECK(exif_orientation(read_metadata(dir.file("oriented/a.png"))) == 1);
-  const auto stripped = run_cuconv({"--out-dir", dir.file("stripped"), dir.file("in"), "--filter", "1x1:1",
-                                    "--variant", "opencv", "--strip"});
+  const auto stripped = run_cuconv(
+      {"--out-dir", dir.file("stripped"), dir.file("in"), "--filter", "1x1:1", "--variant", "opencv", "--strip"});
   REQUIRE_MESSAGE(stripped.exit_code == 0, stripped.err);
   CHECK(read_metadata(dir.file("stripped/a.png")).empty());
 }
@@ -235,8 +259,8 @@ TEST_CASE("metadata: a PNG output names its ICC profile (iCCP keyword of 1-79 La
   const ImageMetadata input = read_metadata(sample("astronaut.png"));
   REQUIRE(!input.icc.empty());
   TempDir dir;
-  const auto result = run_cuconv({sample("astronaut.png"), dir.file("out.png"), "--filter", "gauss5", "--variant",
-                                  "opencv"});
+  const auto result =
+      run_cuconv({sample("astronaut.png"), dir.file("out.png"), "--filter", "gauss5", "--variant", "opencv"});
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   const std::optional<std::string> keyword = iccp_keyword(read_file(dir.file("out.png")));
@@ -264,7 +288,8 @@ TEST_CASE("WebP lossless keeps the colour of fully transparent pixels exactly") 
     for (int c = 0; c < image.cols; ++c)
       if ((r + c) % 3 == 0) image.at<cv::Vec4b>(r, c)[3] = 0;  // a third of the pixels transparent
   REQUIRE(cv::imwrite(dir.file("in.png"), image));
-  const auto result = run_cuconv({dir.file("in.png"), dir.file("out.webp"), "--filter", "1x1:1", "--variant", "opencv"});
+  const auto result =
+      run_cuconv({dir.file("in.png"), dir.file("out.webp"), "--filter", "1x1:1", "--variant", "opencv"});
   INFO(result.err);
   REQUIRE(result.exit_code == 0);
   CHECK(same_bytes(cv::imread(dir.file("out.webp"), cv::IMREAD_UNCHANGED), image));
@@ -275,4 +300,3 @@ TEST_CASE("WebP lossless keeps the colour of fully transparent pixels exactly") 
   CHECK(exif_orientation(kept) == 3);
   CHECK(kept.xmp.find("cuconv-test") != std::string::npos);
 }
-

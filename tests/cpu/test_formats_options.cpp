@@ -49,8 +49,8 @@ TEST_CASE("--compression: PNG levels and TIFF codecs change the size, never the 
   std::map<std::string, std::uintmax_t> sizes;
   for (const auto& [out, level] : std::vector<std::pair<std::string, std::string>>{
            {"l0.png", "0"}, {"l9.png", "9"}, {"none.tif", "none"}, {"lzw.tif", "lzw"}, {"deflate.tif", "deflate"}}) {
-    const auto result = run_cuconv({sample("astronaut.png"), dir.file(out), "--filter", "1x1:1", "--variant",
-                                    "opencv", "--compression", level, "--strip"});
+    const auto result = run_cuconv({sample("astronaut.png"), dir.file(out), "--filter", "1x1:1", "--variant", "opencv",
+                                    "--compression", level, "--strip"});
     INFO(out, ": ", result.err);
     REQUIRE(result.exit_code == 0);
     CHECK(same_bytes(cv::imread(dir.file(out), cv::IMREAD_UNCHANGED), input));
@@ -72,7 +72,8 @@ TEST_CASE("batch: --quality and --compression apply to the outputs whose format 
   REQUIRE(cv::imwrite(dir.file("in/b.jpg"), coffee));
   REQUIRE(cv::imwrite(dir.file("in/c.tif"), camera));
   const auto batch = [&](const std::string& out, std::vector<std::string> options) {
-    std::vector<std::string> args{"--out-dir", dir.file(out), dir.file("in"), "--filter", "gauss5", "--variant", "opencv"};
+    std::vector<std::string> args{"--out-dir", dir.file(out), dir.file("in"), "--filter",
+                                  "gauss5",    "--variant",   "opencv"};
     args.insert(args.end(), options.begin(), options.end());
     return run_cuconv(args);
   };
@@ -81,8 +82,10 @@ TEST_CASE("batch: --quality and --compression apply to the outputs whose format 
   const auto asked = batch("asked", {"--quality", "30", "--compression", "lzw"});
   INFO(asked.err);
   REQUIRE(asked.exit_code == 0);
-  const std::string quality_note = "--quality 30 applies to JPEG and WebP outputs; 2 of 3 output(s) are written without it";
-  const std::string compression_note = "--compression lzw applies to TIFF outputs; 2 of 3 output(s) are written without it";
+  const std::string quality_note =
+      "--quality 30 applies to JPEG and WebP outputs; 2 of 3 output(s) are written without it";
+  const std::string compression_note =
+      "--compression lzw applies to TIFF outputs; 2 of 3 output(s) are written without it";
   for (const std::string& note : {quality_note, compression_note}) {
     const std::size_t at = asked.err.find(note);
     CHECK(at != std::string::npos);
@@ -97,8 +100,8 @@ TEST_CASE("batch: --quality and --compression apply to the outputs whose format 
                    cv::imread(dir.file("plain/c.tif"), cv::IMREAD_UNCHANGED)));
   CHECK(read_file(dir.file("asked/a.png")) == read_file(dir.file("plain/a.png")));
   // A batch whose outputs all take the option says nothing about it.
-  const auto only_png = run_cuconv({"--out-dir", dir.file("png"), dir.file("in/a.png"), "--filter", "gauss5", "--variant",
-                                    "opencv", "--compression", "9"});
+  const auto only_png = run_cuconv({"--out-dir", dir.file("png"), dir.file("in/a.png"), "--filter", "gauss5",
+                                    "--variant", "opencv", "--compression", "9"});
   CHECK(only_png.exit_code == 0);
   CHECK(only_png.err.find("written without it") == std::string::npos);
 }
@@ -113,7 +116,8 @@ TEST_CASE("command line: --quality, --compression, --strip and --auto-orient rea
   CHECK(one.request.auto_orient);
   CHECK(cli::write_options_of(one.request).quality == 80);
 
-  const char* batch[] = {"cuconv", "--out-dir", "out", "in", "-f", "gauss5", "--compression", "deflate", "--auto-orient"};
+  const char* batch[] = {"cuconv", "--out-dir",     "out",     "in",           "-f",
+                         "gauss5", "--compression", "deflate", "--auto-orient"};
   const cli::ParsedCommand many = cli::parse_command_line(static_cast<int>(std::size(batch)), batch);
   REQUIRE(many.action == cli::Action::filter_batch);
   CHECK_FALSE(many.batch.write.quality.has_value());

@@ -30,9 +30,10 @@ TEST_CASE("TIFF output round-trips bit for bit: 1, 3 and 4 channels of 8U, 16U a
   for (const std::string compression : {"", "none", "lzw", "deflate"}) {
     for (const int depth : {CV_8U, CV_16U, CV_32F}) {
       for (const int channels : {1, 3, 4}) {
-        const cv::Mat image = depth == CV_32F ? awkward_float_image(channels) : random_image(41, 33, depth, channels, 7);
-        const std::string path = dir.file("out-" + compression + "-" + depth_name(depth) + "-" +
-                                          std::to_string(channels) + ".tif");
+        const cv::Mat image =
+            depth == CV_32F ? awkward_float_image(channels) : random_image(41, 33, depth, channels, 7);
+        const std::string path =
+            dir.file("out-" + compression + "-" + depth_name(depth) + "-" + std::to_string(channels) + ".tif");
         WriteOptions options;
         options.compression = compression;
         write_image_atomic(path, image, options);
@@ -59,7 +60,8 @@ TEST_CASE("cuconv: a float result with negative values to .tif equals filter2D's
   TempDir dir;
   const std::string out = dir.file("out.tif");
   // A derivative filter: half the results are negative.
-  const auto result = run_cuconv({sample("coffee.png"), out, "--filter", "sobel-x", "--depth", "32f", "--variant", "opencv"});
+  const auto result =
+      run_cuconv({sample("coffee.png"), out, "--filter", "sobel-x", "--depth", "32f", "--variant", "opencv"});
   REQUIRE_MESSAGE(result.exit_code == 0, result.err);
   ConvolveOptions options;
   options.variant = Variant::opencv;
@@ -76,7 +78,8 @@ TEST_CASE("cuconv: --depth 16s on 3- and 4-channel images is written to .tif") {
   TempDir dir;
   for (const std::string input : {"coffee.png", "logo.png"}) {
     const std::string out = dir.file(input + ".tif");
-    const auto result = run_cuconv({sample(input), out, "--filter", "sobel-x", "--depth", "16s", "--variant", "opencv"});
+    const auto result =
+        run_cuconv({sample(input), out, "--filter", "sobel-x", "--depth", "16s", "--variant", "opencv"});
     INFO(input, ": ", result.err);
     REQUIRE(result.exit_code == 0);
     ConvolveOptions options;
@@ -176,10 +179,10 @@ struct FormatCase {
 
 /// Every lossless format of docs/formats.md but PNG and TIFF (tested above), at the depths and
 /// channel counts the table claims; WebP at its default (lossless).
-constexpr FormatCase kRoundTrips[] = {
-    {"pgm", CV_8U, 1},  {"pgm", CV_16U, 1}, {"ppm", CV_8U, 3},  {"ppm", CV_16U, 3}, {"pnm", CV_8U, 1},
-    {"exr", CV_32F, 1}, {"exr", CV_32F, 3}, {"exr", CV_32F, 4}, {"pfm", CV_32F, 1}, {"pfm", CV_32F, 3},
-    {"bmp", CV_8U, 1},  {"bmp", CV_8U, 3},  {"bmp", CV_8U, 4},  {"webp", CV_8U, 3}, {"webp", CV_8U, 4}};
+constexpr FormatCase kRoundTrips[] = {{"pgm", CV_8U, 1},  {"pgm", CV_16U, 1}, {"ppm", CV_8U, 3},  {"ppm", CV_16U, 3},
+                                      {"pnm", CV_8U, 1},  {"exr", CV_32F, 1}, {"exr", CV_32F, 3}, {"exr", CV_32F, 4},
+                                      {"pfm", CV_32F, 1}, {"pfm", CV_32F, 3}, {"bmp", CV_8U, 1},  {"bmp", CV_8U, 3},
+                                      {"bmp", CV_8U, 4},  {"webp", CV_8U, 3}, {"webp", CV_8U, 4}};
 
 std::string describe(const FormatCase& c) {
   return std::string(c.extension) + " " + depth_name(c.depth) + " x" + std::to_string(c.channels);
@@ -266,7 +269,8 @@ TEST_CASE("cuconv: each format of the round trips read as input and written as o
 TEST_CASE("cuconv: --depth 16s on a one-channel image is written to .tif as filter2D's result") {
   TempDir dir;
   const std::string out = dir.file("s16.tif");
-  const auto r = run_cuconv({sample("camera.png"), out, "--filter", "sobel-x", "--depth", "16s", "--variant", "opencv"});
+  const auto r =
+      run_cuconv({sample("camera.png"), out, "--filter", "sobel-x", "--depth", "16s", "--variant", "opencv"});
   REQUIRE_MESSAGE(r.exit_code == 0, r.err);
   ConvolveOptions options;
   options.variant = Variant::opencv;

@@ -20,7 +20,8 @@ std::string help_of(std::vector<std::string> args) {
   args.insert(args.begin(), "cuconv");
   std::vector<const char*> argv;
   for (const std::string& a : args) argv.push_back(a.c_str());
-  const cuconv::cli::ParsedCommand command = cuconv::cli::parse_command_line(static_cast<int>(argv.size()), argv.data());
+  const cuconv::cli::ParsedCommand command =
+      cuconv::cli::parse_command_line(static_cast<int>(argv.size()), argv.data());
   REQUIRE(command.action == cuconv::cli::Action::exit_now);
   REQUIRE(command.exit_code == 0);
   return command.stdout_text;

@@ -7,11 +7,11 @@
 #include "jpeg_test_support.hpp"
 #include "test_support.hpp"
 
-#include "engine/batch_pipeline.hpp"
-#include "gpu/launch/cufft_api.hpp"
 #include "codec/image_header.hpp"
 #include "codec/nvjpeg_codec.hpp"
+#include "engine/batch_pipeline.hpp"
 #include "engine/gpu_codec_route.hpp"
+#include "gpu/launch/cufft_api.hpp"
 #include "gpu/shared_library.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -246,7 +246,9 @@ TEST_CASE("jpeg markers: one walk gives read_image's header check and the GPU ro
   CHECK(codec::walk_jpeg(cut).defect == read_image_says.substr(read_image_says.find("the file ends")));
 }
 
-TEST_CASE("jpeg markers: an ICC profile is copied when its chunks and header are sound, else dropped with the host route's warning") {
+TEST_CASE(
+    "jpeg markers: an ICC profile is copied when its chunks and header are sound, else dropped with the host route's "
+    "warning") {
   using cuconv::test::icc_chunk;
   using cuconv::test::minimal_icc_profile;
   const std::string profile = minimal_icc_profile(300);
@@ -264,23 +266,30 @@ TEST_CASE("jpeg markers: an ICC profile is copied when its chunks and header are
       {"one chunk", {icc_chunk(1, 1, profile)}, ""},
       {"three chunks", {c1, c2, c3}, ""},
       {"one chunk padded after the profile", {icc_chunk(1, 1, profile + std::string(40, '\0'))}, ""},
-      {"a header of garbage (the adversarial pass's file)", {icc_chunk(1, 1, std::string(200, 'A'))},
+      {"a header of garbage (the adversarial pass's file)",
+       {icc_chunk(1, 1, std::string(200, 'A'))},
        "its header declares 1094795585 bytes, it holds 200"},
       {"cut short", {icc_chunk(1, 1, profile.substr(0, 200))}, "its header declares 300 bytes, it holds 200"},
-      {"shorter than a header", {icc_chunk(1, 1, profile.substr(0, 100))}, "100 bytes, shorter than an ICC profile's 128-byte header"},
+      {"shorter than a header",
+       {icc_chunk(1, 1, profile.substr(0, 100))},
+       "100 bytes, shorter than an ICC profile's 128-byte header"},
       {"no 'acsp'", {icc_chunk(1, 1, no_acsp)}, "no 'acsp' signature in its header"},
       {"a chunk missing", {c1, c3}, "chunk 3 of 3 where chunk 2 belongs"},
       {"the last chunk missing", {c1, c2}, "chunk 3 of 3 is missing"},
       {"a chunk twice", {c1, c1, c2, c3}, "chunk 1 of 3 where chunk 2 belongs"},
       {"chunks out of order", {c2, c1, c3}, "chunk 2 of 3 where chunk 1 belongs"},
-      {"counts that disagree", {c1, icc_chunk(2, 2, profile.substr(100))}, "its chunks disagree on their count (3 and 2)"},
+      {"counts that disagree",
+       {c1, icc_chunk(2, 2, profile.substr(100))},
+       "its chunks disagree on their count (3 and 2)"},
       {"chunk number 0", {icc_chunk(0, 1, profile)}, "chunk number 0 of 1"},
       {"a count of 0", {icc_chunk(1, 0, profile)}, "chunk number 1 of 0"},
       {"a chunk of 2 bytes", {c1, c2, icc_chunk(3, 3, "ab")}, "chunk 3 of 3 holds fewer than 4 bytes"},
-      {"no number nor count", {cuconv::test::app_segment(2, std::string("ICC_PROFILE\0", 12))},
+      {"no number nor count",
+       {cuconv::test::app_segment(2, std::string("ICC_PROFILE\0", 12))},
        "an ICC_PROFILE segment without its chunk number and count"},
   };
-  const Bytes exif = cuconv::test::app_segment(1, std::string("Exif\0\0", 6) + cuconv::test::crafted::exif_with_orientation(6));
+  const Bytes exif =
+      cuconv::test::app_segment(1, std::string("Exif\0\0", 6) + cuconv::test::crafted::exif_with_orientation(6));
   const Bytes xmp = cuconv::test::app_segment(1, std::string("http://ns.adobe.com/xap/1.0/\0<x:xmpmeta/>", 41));
   TempDir dir;
   for (const Row& row : rows) {
@@ -328,8 +337,14 @@ TEST_CASE("jpeg markers: an ICC profile is copied when its chunks and header are
 TEST_CASE("codec choice: JPEG -> JPEG only, auto takes the GPU codec for large batches, gpu without a GPU is exit 5") {
   using common::Codec;
   int asked = 0;
-  const auto usable = [&asked](const codec::GpuCodecFormat&) { ++asked; return std::string(); };
-  const auto unusable = [&asked](const codec::GpuCodecFormat&) { ++asked; return std::string("no usable CUDA device (test)"); };
+  const auto usable = [&asked](const codec::GpuCodecFormat&) {
+    ++asked;
+    return std::string();
+  };
+  const auto unusable = [&asked](const codec::GpuCodecFormat&) {
+    ++asked;
+    return std::string("no usable CUDA device (test)");
+  };
   engine::CodecRequest request;
   // auto: OpenCV's codec for fewer JPEG -> JPEG jobs than 16 per CPU thread (at least 64), without
   // asking for a GPU; from there the GPU codec when it is usable, and OpenCV's quietly when not.
@@ -402,8 +417,8 @@ TEST_CASE("cli without a GPU: --codec auto uses OpenCV, --codec gpu exits 5 and 
   const auto batch_gpu = run_cuconv({"--out-dir", dir.file("b1"), in, "-f", "gauss5", "--codec", "gpu"});
   CHECK(batch_gpu.exit_code == 5);
   CHECK_FALSE(std::filesystem::exists(dir.file("b1")));
-  const auto batch_auto = run_cuconv({"--out-dir", dir.file("b2"), in, sample("camera.png"), "-f", "gauss5",
-                                      "--json", dir.file("summary.json")});
+  const auto batch_auto = run_cuconv(
+      {"--out-dir", dir.file("b2"), in, sample("camera.png"), "-f", "gauss5", "--json", dir.file("summary.json")});
   CHECK(batch_auto.exit_code == 0);
   const nlohmann::json summary = nlohmann::json::parse(cuconv::test::read_file(dir.file("summary.json")));
   for (const auto& file : summary["files"]) {  // the host route's own libraries: libjpeg for JPEG
@@ -477,7 +492,9 @@ constexpr BoundKind kBoundKinds[] = {{"4:2:0", 2, 2, test::kDecode420},
                                      {"4:4:4", 1, 1, test::kDecode444},
                                      {"gray", 1, 1, test::kDecodeGray}};
 
-TEST_CASE("jpeg bounds: a decoder built like nvJPEG passes each file kind's bound on five photos, a block off by 20 or an MCU off by 5 fails it") {
+TEST_CASE(
+    "jpeg bounds: a decoder built like nvJPEG passes each file kind's bound on five photos, a block off by 20 or an "
+    "MCU off by 5 fails it") {
   // nvJPEG upsamples chroma by replication and has libjpeg-turbo's integer IDCT: libjpeg with
   // do_fancy_upsampling off gives the GPU suite's measured nvJPEG numbers on chelsea at quality
   // 90 (4:2:0 max 14, mean 0.306). The bounds (tests/support/jpeg_test_support.hpp) are derived from the
@@ -559,7 +576,8 @@ TEST_CASE("jpeg bounds: a wrong MCU row fails each file kind's bound on every ph
         cv::Mat gray = nvjpeg_like.clone();
         gray(row).setTo(cv::Scalar::all(128));
         cv::Mat shifted = nvjpeg_like.clone();
-        nvjpeg_like(cv::Rect(0, y, opencv.cols - mcu_w, mcu_h)).copyTo(shifted(cv::Rect(mcu_w, y, opencv.cols - mcu_w, mcu_h)));
+        nvjpeg_like(cv::Rect(0, y, opencv.cols - mcu_w, mcu_h))
+            .copyTo(shifted(cv::Rect(mcu_w, y, opencv.cols - mcu_w, mcu_h)));
         const auto fails = [&](const cv::Mat& m) {
           return test::within(test::jpeg_difference(m, opencv, mcu_w, mcu_h), k.bound) ? 0 : 1;
         };

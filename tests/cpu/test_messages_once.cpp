@@ -9,11 +9,11 @@
 
 #include <doctest/doctest.h>
 
-#include <filesystem>
-#include <string>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
+#include <filesystem>
+#include <string>
 
 using cuconv::test::read_file;
 using cuconv::test::sample;

@@ -37,8 +37,8 @@ namespace {
 using Dpi = std::pair<double, double>;
 
 void write_bytes(const std::string& path, const std::vector<unsigned char>& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 bool have(const char* command) { return std::system(command) == 0; }
@@ -46,8 +46,8 @@ bool have(const char* command) { return std::system(command) == 0; }
 /// Which independent reader this machine has: "pillow", "identify" or "" (none).
 std::string independent_reader() {
   static const std::string reader = have("python3 -c 'import PIL' >/dev/null 2>&1") ? "pillow"
-                                    : have("command -v identify >/dev/null 2>&1")     ? "identify"
-                                                                                      : "";
+                                    : have("command -v identify >/dev/null 2>&1")   ? "identify"
+                                                                                    : "";
   return reader;
 }
 
@@ -57,8 +57,10 @@ std::optional<Dpi> dpi_read_by_others(const std::string& path, const TempDir& di
   const std::string out = dir.file("reader.out");
   std::string command;
   if (independent_reader() == "pillow")
-    command = "python3 -c 'import sys; from PIL import Image; d = Image.open(sys.argv[1]).info.get(\"dpi\"); "
-              "print(\"%f %f\" % (float(d[0]), float(d[1])) if d else \"none\")' " + shell_quote(path);
+    command =
+        "python3 -c 'import sys; from PIL import Image; d = Image.open(sys.argv[1]).info.get(\"dpi\"); "
+        "print(\"%f %f\" % (float(d[0]), float(d[1])) if d else \"none\")' " +
+        shell_quote(path);
   else
     command = "identify -format '%x %y %U' " + shell_quote(path);
   REQUIRE(std::system((command + " >" + shell_quote(out) + " 2>&1").c_str()) == 0);
@@ -78,8 +80,8 @@ std::string write_input(const TempDir& dir, const std::string& ext, int depth, D
   const std::string path = dir.file("in" + ext);
   const cv::Mat image = random_image(24, 32, depth, 3, 62);
   if (ext == ".tif")
-    write_bytes(path, cuconv::codec::encode_tiff(path, image, cuconv::codec::TiffCompression::deflate, dpi.first,
-                                                 dpi.second));
+    write_bytes(
+        path, cuconv::codec::encode_tiff(path, image, cuconv::codec::TiffCompression::deflate, dpi.first, dpi.second));
   else if (ext == ".jpg")
     write_bytes(path, cuconv::codec::encode_jpeg(image, 90, dpi.first, dpi.second).value());
   else
@@ -167,7 +169,8 @@ TEST_CASE("metadata: -v lists what the output kept and what its format dropped")
       {input, "out.tif", "out.tif: metadata kept: EXIF, resolution\n"},
       {input, "out.webp", "out.webp: metadata kept: EXIF; dropped (.webp cannot hold it): resolution\n"},
       {input, "out.bmp", "out.bmp: metadata kept: none; dropped (.bmp cannot hold it): EXIF, resolution\n"},
-      {photo, "photo.webp", "photo.webp: metadata kept: none; dropped (.webp cannot hold it): ICC profile, resolution\n"},
+      {photo, "photo.webp",
+       "photo.webp: metadata kept: none; dropped (.webp cannot hold it): ICC profile, resolution\n"},
       {photo, "photo.png", "photo.png: metadata kept: ICC profile, resolution\n"}};
   for (const Case& c : cases) {
     CAPTURE(c.output);
@@ -190,10 +193,9 @@ TEST_CASE("metadata: a dropped ICC profile warns once a command, also over a fol
   CHECK(kept.err.find("ICC colour profile is dropped") == std::string::npos);
   // Three inputs with a profile, one command: one warning.
   std::filesystem::create_directories(dir.file("in"));
-  for (const char* name : {"a.png", "b.png", "c.png"})
-    std::filesystem::copy_file(photo, dir.file("in/") + name);
-  const auto batch = run_cuconv({dir.file("in"), "--out-dir", dir.file("out"), "--name", "%s.webp", "--filter",
-                                 "gauss3", "--variant", "opencv"});
+  for (const char* name : {"a.png", "b.png", "c.png"}) std::filesystem::copy_file(photo, dir.file("in/") + name);
+  const auto batch = run_cuconv(
+      {dir.file("in"), "--out-dir", dir.file("out"), "--name", "%s.webp", "--filter", "gauss3", "--variant", "opencv"});
   INFO(batch.err);
   REQUIRE(batch.exit_code == 0);
   std::size_t count = 0;
@@ -204,22 +206,22 @@ TEST_CASE("metadata: a dropped ICC profile warns once a command, also over a fol
 TEST_CASE("metadata: a 16S TIFF cuconv writes is refused as an input naming --depth") {
   TempDir dir;
   const std::string input = write_input(dir, ".png", CV_8U, {0, 0});
-  const auto wrote = run_cuconv({input, dir.file("edges.tif"), "--filter", "sobel-x", "--depth", "16s", "--variant",
-                                 "opencv"});
+  const auto wrote =
+      run_cuconv({input, dir.file("edges.tif"), "--filter", "sobel-x", "--depth", "16s", "--variant", "opencv"});
   INFO(wrote.err);
   REQUIRE(wrote.exit_code == 0);
-  const auto again = run_cuconv({dir.file("edges.tif"), dir.file("again.tif"), "--filter", "gauss3", "--variant",
-                                 "opencv"});
+  const auto again =
+      run_cuconv({dir.file("edges.tif"), dir.file("again.tif"), "--filter", "gauss3", "--variant", "opencv"});
   INFO(again.err);
   CHECK(again.exit_code == 3);
   CHECK(again.err.find("16S is an output depth only") != std::string::npos);
   CHECK(again.err.find("--depth 32f") != std::string::npos);
   // Written as 32F, as the message says, the result is filtered again.
-  const auto as_float = run_cuconv({input, dir.file("edges32.tif"), "--filter", "sobel-x", "--depth", "32f",
-                                    "--variant", "opencv"});
+  const auto as_float =
+      run_cuconv({input, dir.file("edges32.tif"), "--filter", "sobel-x", "--depth", "32f", "--variant", "opencv"});
   REQUIRE(as_float.exit_code == 0);
-  const auto follow = run_cuconv({dir.file("edges32.tif"), dir.file("again32.tif"), "--filter", "gauss3", "--variant",
-                                  "opencv"});
+  const auto follow =
+      run_cuconv({dir.file("edges32.tif"), dir.file("again32.tif"), "--filter", "gauss3", "--variant", "opencv"});
   INFO(follow.err);
   CHECK(follow.exit_code == 0);
 }

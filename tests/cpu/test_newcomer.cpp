@@ -13,11 +13,11 @@
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
-#include <filesystem>
-#include <set>
 #include <cctype>
 #include <cstdlib>
+#include <filesystem>
 #include <fstream>
+#include <set>
 #include <sstream>
 
 using namespace cuconv;
@@ -39,14 +39,17 @@ std::size_t count_of(const std::string& text, const std::string& word) {
 
 TEST_CASE("newcomer: GAUSS5 and Sobel-X work, and mirror, float and blur get cuconv's names") {
   TempDir dir;
-  const auto upper = run_cuconv({sample("camera.png"), dir.file("upper.png"), "--filter", "GAUSS5", "--variant", "opencv"});
+  const auto upper =
+      run_cuconv({sample("camera.png"), dir.file("upper.png"), "--filter", "GAUSS5", "--variant", "opencv"});
   INFO(upper.err);
   REQUIRE(upper.exit_code == 0);
-  REQUIRE(run_cuconv({sample("camera.png"), dir.file("lower.png"), "--filter", "gauss5", "--variant", "opencv"}).exit_code == 0);
+  REQUIRE(run_cuconv({sample("camera.png"), dir.file("lower.png"), "--filter", "gauss5", "--variant", "opencv"})
+              .exit_code == 0);
   CHECK(bit_equal(cv::imread(dir.file("upper.png"), cv::IMREAD_UNCHANGED),
                   cv::imread(dir.file("lower.png"), cv::IMREAD_UNCHANGED)));
   CHECK(run_cuconv({sample("camera.png"), dir.file("sobel.tif"), "--filter", "Sobel-X", "--depth", "32f", "--variant",
-                    "opencv"}).exit_code == 0);
+                    "opencv"})
+            .exit_code == 0);
   for (const auto& [args, words] : std::vector<std::pair<std::vector<std::string>, std::string>>{
            {{"--filter", "gauss5", "--border", "mirror"}, "did you mean 'reflect' or 'reflect101'?"},
            {{"--filter", "gauss5", "--depth", "float"}, "did you mean '32f'?"},
@@ -65,17 +68,18 @@ TEST_CASE("newcomer: GAUSS5 and Sobel-X work, and mirror, float and blur get cuc
 TEST_CASE("newcomer: --normalize turns the README's 5x1 ones into a 5-tap mean, without it a warning") {
   // Before issue 49: a 72% white image, exit 0, no word.
   TempDir dir;
-  const auto normalised = run_cuconv({sample("camera.png"), dir.file("mean.png"), "--filter", "5x1:1,1,1,1,1",
-                                      "--normalize", "--variant", "opencv"});
+  const auto normalised = run_cuconv(
+      {sample("camera.png"), dir.file("mean.png"), "--filter", "5x1:1,1,1,1,1", "--normalize", "--variant", "opencv"});
   INFO(normalised.err);
   REQUIRE(normalised.exit_code == 0);
   cv::Mat expected;
-  cv::filter2D(cv::imread(sample("camera.png"), cv::IMREAD_UNCHANGED), expected, -1, cv::Mat(1, 5, CV_32F, cv::Scalar(0.2F)));
+  cv::filter2D(cv::imread(sample("camera.png"), cv::IMREAD_UNCHANGED), expected, -1,
+               cv::Mat(1, 5, CV_32F, cv::Scalar(0.2F)));
   CHECK(bit_equal(cv::imread(dir.file("mean.png"), cv::IMREAD_UNCHANGED), expected));
   CHECK(normalised.err.find("--normalize") == std::string::npos);  // no warning for a normalised filter
 
-  const auto plain = run_cuconv({sample("camera.png"), dir.file("white.png"), "--filter", "5x1:1,1,1,1,1", "--variant",
-                                 "opencv"});
+  const auto plain =
+      run_cuconv({sample("camera.png"), dir.file("white.png"), "--filter", "5x1:1,1,1,1,1", "--variant", "opencv"});
   INFO(plain.err);
   CHECK(plain.exit_code == 0);
   CHECK(plain.err.find("sum to 5, not 1") != std::string::npos);
@@ -87,16 +91,16 @@ TEST_CASE("newcomer: --skip-existing leaves an existing output alone, says skipp
   TempDir dir;
   const std::string out = dir.file("out.png");
   std::ofstream(out) << "already here";
-  const auto result = run_cuconv({sample("camera.png"), out, "--filter", "gauss5", "--variant", "opencv",
-                                  "--skip-existing", "-v"});
+  const auto result =
+      run_cuconv({sample("camera.png"), out, "--filter", "gauss5", "--variant", "opencv", "--skip-existing", "-v"});
   INFO(result.err);
   CHECK(result.exit_code == 0);
   CHECK(result.err.find(out + " exists; skipped (--skip-existing)") != std::string::npos);
   CHECK(result.err.find("read " + sample("camera.png")) == std::string::npos);  // decided before reading
   CHECK(read_file(out) == "already here");
   // Where there is no output yet, the image is written as usual.
-  const auto fresh = run_cuconv({sample("camera.png"), dir.file("fresh.png"), "--filter", "gauss5", "--variant",
-                                 "opencv", "--skip-existing"});
+  const auto fresh = run_cuconv(
+      {sample("camera.png"), dir.file("fresh.png"), "--filter", "gauss5", "--variant", "opencv", "--skip-existing"});
   CHECK(fresh.exit_code == 0);
   CHECK(std::filesystem::exists(dir.file("fresh.png")));
 }
@@ -114,8 +118,8 @@ TEST_CASE("newcomer: the no-GPU warning names how to silence it, once, and CUCON
   CHECK(verbose.exit_code == 0);
   CHECK(count_of(verbose.err, "no GPU (") == 1);
   CHECK(verbose.err.find("faster here than") == std::string::npos);
-  const auto silent = run_cuconv({sample("camera.png"), dir.file("b.png"), "--filter", "gauss5"}, "",
-                                 "export CUCONV_NO_GPU_WARNING=1");
+  const auto silent =
+      run_cuconv({sample("camera.png"), dir.file("b.png"), "--filter", "gauss5"}, "", "export CUCONV_NO_GPU_WARNING=1");
   INFO(silent.err);
   REQUIRE(silent.exit_code == 0);
   CHECK(silent.err.find("no GPU (") == std::string::npos);
@@ -170,7 +174,8 @@ TEST_CASE("newcomer: a folder given as the input of single-image mode is pointed
   const auto result = run_cuconv({CUCONV_TEST_SAMPLES, dir.file("out.png"), "--filter", "gauss5"});
   INFO(result.err);
   CHECK(result.exit_code == static_cast<int>(ExitCode::bad_input));
-  CHECK(result.err.find(std::string(CUCONV_TEST_SAMPLES) + ": is a directory, not an image file (to filter every "
+  CHECK(result.err.find(std::string(CUCONV_TEST_SAMPLES) +
+                        ": is a directory, not an image file (to filter every "
                         "image of a folder, give an --out-dir and the folder as an input)") != std::string::npos);
   CHECK_FALSE(std::filesystem::exists(dir.file("out.png")));
 }
@@ -193,7 +198,9 @@ TEST_CASE("newcomer: --compare and --bench without a GPU say so first and alone,
   }
 }
 
-TEST_CASE("newcomer: samples/slurm-array.sh's four tasks run again after a time-out: the missing output is made, the rest skipped") {
+TEST_CASE(
+    "newcomer: samples/slurm-array.sh's four tasks run again after a time-out: the missing output is made, the rest "
+    "skipped") {
   // The job script as sbatch runs it (cuconv on PATH, the array variables set), without Slurm:
   // each of the 4 tasks, then all of them again with one output lost as a killed task would.
   TempDir dir;
@@ -203,11 +210,11 @@ TEST_CASE("newcomer: samples/slurm-array.sh's four tasks run again after a time-
   const auto run_tasks = [&] {
     int failed = 0;
     for (int task = 0; task < 4; ++task) {
-      const std::string command = "PATH=" + cuconv::test::shell_quote(dir.file("bin")) + ":\"$PATH\" SLURM_ARRAY_TASK_ID=" +
-                                  std::to_string(task) + " SLURM_ARRAY_TASK_COUNT=4 bash " +
-                                  cuconv::test::shell_quote(script) + " " + cuconv::test::shell_quote(CUCONV_TEST_SAMPLES) +
-                                  " " + cuconv::test::shell_quote(dir.file("out")) + " >>" +
-                                  cuconv::test::shell_quote(dir.file("log")) + " 2>&1";
+      const std::string command =
+          "PATH=" + cuconv::test::shell_quote(dir.file("bin")) +
+          ":\"$PATH\" SLURM_ARRAY_TASK_ID=" + std::to_string(task) + " SLURM_ARRAY_TASK_COUNT=4 bash " +
+          cuconv::test::shell_quote(script) + " " + cuconv::test::shell_quote(CUCONV_TEST_SAMPLES) + " " +
+          cuconv::test::shell_quote(dir.file("out")) + " >>" + cuconv::test::shell_quote(dir.file("log")) + " 2>&1";
       failed += std::system(command.c_str()) != 0;
     }
     return failed;
@@ -252,9 +259,11 @@ TEST_CASE("licence: every source, header, kernel, script and CMake file of the p
     return name == "CMakeLists.txt";
   };
   std::vector<fs::path> files{root / "CMakeLists.txt"};
-  for (const char* folder : {"bench", "cmake", "include", "kernels", "packaging", "samples", "scripts", "src", "tests", "tools"})
+  for (const char* folder :
+       {"bench", "cmake", "include", "kernels", "packaging", "samples", "scripts", "src", "tests", "tools"})
     for (const auto& entry : fs::recursive_directory_iterator(root / folder))
-      if (entry.is_regular_file() && owned(entry.path()) && entry.path().string().find("/fuzz/corpus") == std::string::npos)
+      if (entry.is_regular_file() && owned(entry.path()) &&
+          entry.path().string().find("/fuzz/corpus") == std::string::npos)
         files.push_back(entry.path());
   std::size_t checked = 0;
   for (const fs::path& file : files) {
@@ -262,7 +271,8 @@ TEST_CASE("licence: every source, header, kernel, script and CMake file of the p
     std::string line;
     std::getline(in, line);
     if (line.starts_with("#!")) std::getline(in, line);
-    const bool has = line == "// SPDX-License-Identifier: Apache-2.0" || line == "# SPDX-License-Identifier: Apache-2.0";
+    const bool has =
+        line == "// SPDX-License-Identifier: Apache-2.0" || line == "# SPDX-License-Identifier: Apache-2.0";
     const std::string relative = fs::relative(file, root).string();
     CHECK_MESSAGE(has, relative, " does not start with the SPDX line (// or # SPDX-License-Identifier: Apache-2.0)");
     ++checked;

@@ -4,9 +4,9 @@
 // creates it. Each hint is then followed, and the command it names works.
 #include "test_support.hpp"
 
+#include <doctest/doctest.h>
 #include <cuconv/error.hpp>
 #include <cuconv/filter.hpp>
-#include <doctest/doctest.h>
 
 #include <string>
 

@@ -16,16 +16,16 @@
 #include <cmath>
 
 using namespace cuconv;
-using cuconv::test::random_image;
-using cuconv::test::sample;
 using cuconv::test::bit_equal;
 using cuconv::test::kernel_matrix;
+using cuconv::test::random_image;
+using cuconv::test::sample;
 
 namespace {
 
 /// Brute-force correlation in double with an explicit border rule, rounded like saturate_cast.
-cv::Mat brute_force(const cv::Mat& src, const Filter& f, int ax, int ay, double delta,
-                    Border border, double border_value, int out_depth) {
+cv::Mat brute_force(const cv::Mat& src, const Filter& f, int ax, int ay, double delta, Border border,
+                    double border_value, int out_depth) {
   cv::Mat src64;
   src.convertTo(src64, CV_MAKETYPE(CV_64F, src.channels()));
   cv::Mat acc(src.rows, src.cols, CV_MAKETYPE(CV_64F, src.channels()), cv::Scalar::all(delta));
@@ -34,9 +34,10 @@ cv::Mat brute_force(const cv::Mat& src, const Filter& f, int ax, int ay, double 
     if (p >= 0 && p < len) return p;
     if (border == Border::constant) return -1;
     if (border == Border::wrap) return ((p % len) + len) % len;
-    return cv::borderInterpolate(p, len, border == Border::reflect ? cv::BORDER_REFLECT
-                                         : border == Border::replicate ? cv::BORDER_REPLICATE
-                                                                       : cv::BORDER_REFLECT_101);
+    return cv::borderInterpolate(p, len,
+                                 border == Border::reflect     ? cv::BORDER_REFLECT
+                                 : border == Border::replicate ? cv::BORDER_REPLICATE
+                                                               : cv::BORDER_REFLECT_101);
   };
   for (int y = 0; y < src.rows; ++y)
     for (int x = 0; x < src.cols; ++x)
@@ -83,9 +84,9 @@ TEST_CASE("opencv variant equals a direct cv::filter2D call for every filter2D b
   const cv::Mat camera = read_image(sample("camera.png"));
   const cv::Mat coffee = read_image(sample("coffee.png"));
   const std::pair<Border, int> borders[] = {{Border::reflect101, cv::BORDER_REFLECT_101},
-                                           {Border::reflect, cv::BORDER_REFLECT},
-                                           {Border::replicate, cv::BORDER_REPLICATE},
-                                           {Border::constant, cv::BORDER_CONSTANT}};
+                                            {Border::reflect, cv::BORDER_REFLECT},
+                                            {Border::replicate, cv::BORDER_REPLICATE},
+                                            {Border::constant, cv::BORDER_CONSTANT}};
   for (const char* spec : {"gauss5", "sharpen", "3x2+0+1:1,-2,3,0.5,0.25,-1", "gaussian:7,2.5", "box:4"}) {
     const Filter f = load_filter(spec);
     for (const auto& [border, cv_border] : borders) {
@@ -96,8 +97,8 @@ TEST_CASE("opencv variant equals a direct cv::filter2D call for every filter2D b
         o.delta = 3.5;
         const ConvolveResult r = convolve(*img, f, o);
         cv::Mat expected;
-        cv::filter2D(*img, expected, -1, kernel_matrix(f),
-                     cv::Point(f.resolved_anchor_x(), f.resolved_anchor_y()), 3.5, cv_border);
+        cv::filter2D(*img, expected, -1, kernel_matrix(f), cv::Point(f.resolved_anchor_x(), f.resolved_anchor_y()), 3.5,
+                     cv_border);
         INFO("filter ", spec, " border ", to_string(border));
         CHECK(r.variant_used == Variant::opencv);
         CHECK(bit_equal(r.image, expected));
@@ -110,9 +111,9 @@ TEST_CASE("opencv variant equals a direct cv::filter2D call for --anchor, every 
   // The GPU suites and --compare judge against this variant, so its anchor, border, delta and
   // output depth are checked here against filter2D called by hand, not through make_job.
   const std::pair<Border, int> borders[] = {{Border::reflect101, cv::BORDER_REFLECT_101},
-                                           {Border::reflect, cv::BORDER_REFLECT},
-                                           {Border::replicate, cv::BORDER_REPLICATE},
-                                           {Border::constant, cv::BORDER_CONSTANT}};
+                                            {Border::reflect, cv::BORDER_REFLECT},
+                                            {Border::replicate, cv::BORDER_REPLICATE},
+                                            {Border::constant, cv::BORDER_CONSTANT}};
   const Filter f = load_filter("3x2:1,-2,3,0.5,0.25,-1");  // no anchor of its own: the option sets it
   for (const int in_depth : {CV_8U, CV_16U, CV_32F}) {
     const cv::Mat src = random_image(29, 41, in_depth, 3, 77);
@@ -176,13 +177,17 @@ TEST_CASE("a view into a larger image is filtered as a whole image (no neighbour
     ConvolveOptions o;
     o.variant = Variant::opencv;
     o.opencv_method = method;
-    CHECK(bit_equal(convolve(view, load_filter("gauss7"), o).image, convolve(view.clone(), load_filter("gauss7"), o).image));
+    CHECK(bit_equal(convolve(view, load_filter("gauss7"), o).image,
+                    convolve(view.clone(), load_filter("gauss7"), o).image));
   }
 }
 
 TEST_CASE("wrap and non-zero constant borders match a brute-force reference") {
   for (Border border : {Border::wrap, Border::constant, Border::reflect, Border::reflect101, Border::replicate}) {
-    for (const char* spec : {"5x3+1+2:1,2,3,4,5,-1,-2,-3,-4,-5,0.5,0.25,0.125,1,2", "gauss3", "7x7:0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02"}) {
+    for (const char* spec : {"5x3+1+2:1,2,3,4,5,-1,-2,-3,-4,-5,0.5,0.25,0.125,1,2", "gauss3",
+                             "7x7:0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,"
+                             "0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0."
+                             "02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02,0.02"}) {
       const Filter f = load_filter(spec);
       for (auto [rows, cols] : {std::pair{1, 1}, std::pair{2, 3}, std::pair{9, 13}, std::pair{17, 5}}) {
         const cv::Mat src = random_image(rows, cols, CV_32F, 3, 42 + rows * 100 + cols);
@@ -193,8 +198,8 @@ TEST_CASE("wrap and non-zero constant borders match a brute-force reference") {
         const cv::Mat got = convolve(src, f, o).image;
         o.opencv_method = OpenCvMethod::direct_sum;
         CHECK(cv::norm(convolve(src, f, o).image, got, cv::NORM_INF) < 1e-2);
-        const cv::Mat want = brute_force(src, f, f.resolved_anchor_x(), f.resolved_anchor_y(), 0.0,
-                                         border, o.border_value, CV_32F);
+        const cv::Mat want =
+            brute_force(src, f, f.resolved_anchor_x(), f.resolved_anchor_y(), 0.0, border, o.border_value, CV_32F);
         INFO("border ", to_string(border), " filter ", spec, " size ", cols, "x", rows);
         CHECK(cv::norm(got, want, cv::NORM_INF) < 1e-2);  // float sums of up to ~4000
       }
@@ -210,8 +215,8 @@ TEST_CASE("integer output is rounded half to even and saturated, as cv::saturate
   o.variant = Variant::opencv;
   o.delta = 0;
   const cv::Mat got = convolve(src, f, o).image;
-  CHECK(got.at<uchar>(0, 0) == 2);  // 1.5
-  CHECK(got.at<uchar>(0, 1) == 2);  // 2.5
+  CHECK(got.at<uchar>(0, 0) == 2);    // 1.5
+  CHECK(got.at<uchar>(0, 1) == 2);    // 2.5
   CHECK(got.at<uchar>(0, 2) == 126);  // 126.5
   o.delta = 10;
   CHECK(convolve(src, f, o).image.at<uchar>(0, 4) == 255);  // 265 saturates

@@ -217,7 +217,7 @@ TEST_CASE("pass rules: fft's integer rule fails a systematic tie error and value
     INFO(s.differing_values << " of " << s.total_values << " differ");
     CHECK(s.differing_values > 10);
     CHECK(product_integer_rule_before(s, kFftMaxDifferingFraction));  // the hole: 10% allowed
-    CHECK(s.tie_band == 0.0);  // repairs on: the direct variants' rule
+    CHECK(s.tie_band == 0.0);                                         // repairs on: the direct variants' rule
     CHECK_FALSE(s.within_tolerance);
     CHECK(compare_to_reference(ref.clone(), ref, src, gauss3, o, Variant::fft).within_tolerance);
   }
@@ -240,8 +240,8 @@ TEST_CASE("pass rules: fft's integer rule fails a systematic tie error and value
         const double v = sums.at<double>(y, x);
         const double distance = std::abs(v - (std::floor(v) + 0.5));
         if (distance <= band && (y * sums.cols + x) % 4 == 0) {
-          near.at<std::uint16_t>(y, x) = static_cast<std::uint16_t>(std::nearbyint(v) == std::floor(v) ? std::ceil(v)
-                                                                                                        : std::floor(v));
+          near.at<std::uint16_t>(y, x) =
+              static_cast<std::uint16_t>(std::nearbyint(v) == std::floor(v) ? std::ceil(v) : std::floor(v));
           ++flipped;
         } else if (distance > band && (y * sums.cols + x) % 20 == 0 && v < 65534.0) {
           far.at<std::uint16_t>(y, x) = static_cast<std::uint16_t>(far.at<std::uint16_t>(y, x) + 1);
@@ -267,7 +267,8 @@ TEST_CASE("pass rules: no value off by one is allowed on an image of fewer than 
   const cv::Mat src = test::random_image(7, 31, CV_8U, 1, 23);
   const cv::Mat ref = reference_of(src, box3);
   cv::Mat got = ref.clone();
-  got.at<std::uint8_t>(3, 3) = static_cast<std::uint8_t>(got.at<std::uint8_t>(3, 3) == 255 ? 254 : got.at<std::uint8_t>(3, 3) + 1);
+  got.at<std::uint8_t>(3, 3) =
+      static_cast<std::uint8_t>(got.at<std::uint8_t>(3, 3) == 255 ? 254 : got.at<std::uint8_t>(3, 3) + 1);
   ConvolveOptions o;
   const ComparisonStats s = compare_to_reference(got, ref, src, box3, o, Variant::fast);
   CHECK(s.differing_values == 1);
@@ -349,7 +350,8 @@ TEST_CASE("pass rules: a constant border enters the exact sum as the input type 
       }
     return unexplained;
   };
-  const std::size_t allowed = static_cast<std::size_t>(std::floor(kMaxDifferingFraction * static_cast<double>(right.total() * 4)));
+  const std::size_t allowed =
+      static_cast<std::size_t>(std::floor(kMaxDifferingFraction * static_cast<double>(right.total() * 4)));
   INFO(unexplained_before(right) << " right values unexplained by the rule before, " << allowed << " allowed");
   CHECK(unexplained_before(right) > allowed);  // the rule before failed the right result
   for (Variant variant : {Variant::fast, Variant::fft}) {

@@ -6,8 +6,8 @@
 #include <cuconv/filter.hpp>
 
 #include <doctest/doctest.h>
-#include <opencv2/core.hpp>
 #include <opencv2/core/hal/interface.h>
+#include <opencv2/core.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -153,16 +153,16 @@ TEST_CASE("separable: tensor's float split bounds the block floating point arith
   // 2^s from the window's largest magnitude M, pixels rounded to v = x 2^s as three signed digits,
   // the six digit products of weight 2^16 and more in three integer chains, the float epilogue.
   // Its error against the exact sum stays within bound * (sum |w| M + |delta|).
-  const auto digits_of = [](long long v, int (&a)[3]) {
+  const auto digits_of = [](long long v, int(&a)[3]) {
     for (int& d : a) {
       d = static_cast<int>(((v % 256) + 256 + 128) % 256 - 128);
       v = (v - d) / 256;
     }
   };
   cv::RNG rng(2027);
-  const std::vector<SplitCase> filters = split_cases(
-      rng, {{3, 3}, {5, 5}, {9, 9}, {15, 15}, {17, 17}, {31, 31}, {31, 1}, {7, 20}},
-      {"gaussian:7,3", "gaussian:15,5", "box:31", "gauss5"}, false);
+  const std::vector<SplitCase> filters =
+      split_cases(rng, {{3, 3}, {5, 5}, {9, 9}, {15, 15}, {17, 17}, {31, 31}, {31, 1}, {7, 20}},
+                  {"gaussian:7,3", "gaussian:15,5", "box:31", "gauss5"}, false);
   for (const auto& [what, weights, kw, kh] : filters) {
     INFO(what);
     const auto split = dense_tensor_split_float(weights, kw, kh);
@@ -197,7 +197,8 @@ TEST_CASE("separable: tensor's float split bounds the block floating point arith
       const float sum = std::fma(static_cast<float>(acc[0]), 65536.0f,
                                  std::fma(static_cast<float>(acc[1]), 256.0f, static_cast<float>(acc[2])));
       const int out = 16 - s - split->exponent;
-      const float got = std::fma(sum * std::ldexp(1.0f, out / 2), std::ldexp(1.0f, out - out / 2), static_cast<float>(delta));
+      const float got =
+          std::fma(sum * std::ldexp(1.0f, out / 2), std::ldexp(1.0f, out - out / 2), static_cast<float>(delta));
       worst = std::max(worst, std::abs(static_cast<double>(got) - exact) / (weight_sum * largest + std::abs(delta)));
     }
     CHECK(worst <= split->bound);

@@ -7,8 +7,8 @@
 #include <cuconv/filter.hpp>
 
 #include <doctest/doctest.h>
-#include <opencv2/core.hpp>
 #include <opencv2/core/hal/interface.h>
+#include <opencv2/core.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -90,21 +90,21 @@ TEST_CASE("separable: fast uses the factors for float outputs, and for integer o
     const auto factors = separable_for(f.weights, f.width, f.height, in, out, delta);
     return factors.has_value() && factors->fits_float_rank1;
   };
-  CHECK(usable("gauss5", CV_8U, CV_8U));             // dyadic factors: exact sums
-  CHECK(usable("gauss5", CV_8U, CV_8U, 0.5));        // exact sums round ties as the direct sum
+  CHECK(usable("gauss5", CV_8U, CV_8U));       // dyadic factors: exact sums
+  CHECK(usable("gauss5", CV_8U, CV_8U, 0.5));  // exact sums round ties as the direct sum
   CHECK(usable("sobel-x", CV_8U, CV_16S));
-  CHECK(usable("gaussian:7,2.5", CV_8U, CV_8U));     // inexact factors, error bound far below a tie
-  CHECK(usable("gaussian:7,3", CV_8U, CV_16U));      // 15x15
+  CHECK(usable("gaussian:7,2.5", CV_8U, CV_8U));       // inexact factors, error bound far below a tie
+  CHECK(usable("gaussian:7,3", CV_8U, CV_16U));        // 15x15
   CHECK_FALSE(usable("gaussian:11,4", CV_8U, CV_8U));  // 23x23: more float steps than the bound allows (fast)
   CHECK(usable("box:3", CV_8U, CV_8U));
-  CHECK_FALSE(usable("box:3", CV_8U, CV_8U, 0.5));   // flat areas would sum to ties
+  CHECK_FALSE(usable("box:3", CV_8U, CV_8U, 0.5));  // flat areas would sum to ties
   CHECK_FALSE(usable("box:3", CV_8U, CV_8U, 1.5));
   CHECK_FALSE(usable("gaussian:7,2.5", CV_8U, CV_8U, 100.5));
-  CHECK_FALSE(usable("gauss5", CV_16U, CV_16U));     // 16-bit sums need more than float's 24 bits
+  CHECK_FALSE(usable("gauss5", CV_16U, CV_16U));          // 16-bit sums need more than float's 24 bits
   CHECK_FALSE(usable("gaussian:7,2.5", CV_16U, CV_16U));  // (they go to the double sums below)
-  CHECK(usable("gaussian:7,2.5", CV_8U, CV_32F));    // float outputs: the relative rule
+  CHECK(usable("gaussian:7,2.5", CV_8U, CV_32F));         // float outputs: the relative rule
   CHECK(usable("box:3", CV_32F, CV_32F));
-  CHECK_FALSE(usable("sharpen", CV_32F, CV_32F));    // not rank 1
+  CHECK_FALSE(usable("sharpen", CV_32F, CV_32F));  // not rank 1
 }
 
 TEST_CASE("separable: the error bound grows with the filter's gain and stays under the limit for normalised blurs") {
@@ -213,7 +213,8 @@ TEST_CASE("separable: filter_splits answers a repeated request from the kept one
   same_answers(wide, {separable_for(w, blur.width, blur.height, CV_16U, CV_16U, 0.0),
                       dense_tensor_for(w, blur.width, blur.height, CV_16U, CV_16U, 0.0)});
   REQUIRE(wide.separable.has_value());
-  CHECK(wide.separable->fits_double_rank1 != first.separable->fits_double_rank1);  // a different answer, not the 8-bit one
+  CHECK(wide.separable->fits_double_rank1 !=
+        first.separable->fits_double_rank1);  // a different answer, not the 8-bit one
   same_answers(other_weight, {separable_for(nudged, blur.width, blur.height, CV_8U, CV_8U, 0.0),
                               dense_tensor_for(nudged, blur.width, blur.height, CV_8U, CV_8U, 0.0)});
   same_answers(negative_zero, first);

@@ -6,8 +6,8 @@
 #include <cuconv/filter.hpp>
 
 #include <doctest/doctest.h>
-#include <opencv2/core.hpp>
 #include <opencv2/core/hal/interface.h>
+#include <opencv2/core.hpp>
 
 #include <algorithm>
 #include <cmath>
@@ -195,9 +195,12 @@ TEST_CASE("separable: the both-passes tensor kernel's arithmetic, emulated, stay
         // Random bytes, and every tenth window at the extremes (all 255, or 0/255 alternating).
         std::vector<int> x(static_cast<std::size_t>(k * k));
         for (int i = 0; i < k * k; ++i)
-          x[static_cast<std::size_t>(i)] = window % 10 == 0 ? 255 : window % 10 == 1 ? 255 * ((i + i / k) % 2) : rng.uniform(0, 256);
+          x[static_cast<std::size_t>(i)] = window % 10 == 0   ? 255
+                                           : window % 10 == 1 ? 255 * ((i + i / k) % 2)
+                                                              : rng.uniform(0, 256);
         double exact = delta;
-        for (int i = 0; i < k * k; ++i) exact += f.weights[static_cast<std::size_t>(i)] * x[static_cast<std::size_t>(i)];
+        for (int i = 0; i < k * k; ++i)
+          exact += f.weights[static_cast<std::size_t>(i)] * x[static_cast<std::size_t>(i)];
         // Row sums: the two exact accumulators, one float addition, the FP16 split.
         std::vector<double> r_hi(static_cast<std::size_t>(k)), r_lo(static_cast<std::size_t>(k));
         for (int i = 0; i < k; ++i) {
@@ -226,12 +229,15 @@ TEST_CASE("separable: the both-passes tensor kernel's arithmetic, emulated, stay
           acc[step == steps - 1 ? 2 : step] += v_hi[u] * r_hi[u];
           acc[2] += v_hi[u] * r_lo[u] + v_lo[u] * r_hi[u];
         }
-        const float sum = steps == 2 ? static_cast<float>(acc[0]) + static_cast<float>(acc[2])
-                                     : (static_cast<float>(acc[0]) + static_cast<float>(acc[1])) + static_cast<float>(acc[2]);
-        const double y = std::fma(static_cast<double>(sum), static_cast<double>(scale), static_cast<double>(static_cast<float>(delta)));
+        const float sum = steps == 2
+                              ? static_cast<float>(acc[0]) + static_cast<float>(acc[2])
+                              : (static_cast<float>(acc[0]) + static_cast<float>(acc[1])) + static_cast<float>(acc[2]);
+        const double y = std::fma(static_cast<double>(sum), static_cast<double>(scale),
+                                  static_cast<double>(static_cast<float>(delta)));
         worst = std::max(worst, std::abs(static_cast<double>(static_cast<float>(y)) - exact));
       }
-      INFO(f.origin << " " << k << "x" << k << " delta " << delta << ": largest error " << worst << ", bound " << bound);
+      INFO(f.origin << " " << k << "x" << k << " delta " << delta << ": largest error " << worst << ", bound "
+                    << bound);
       CHECK(worst <= bound);
       CHECK(worst > 0.0);  // the emulation rounds somewhere: the check can fail
       worst_ratio = std::max(worst_ratio, worst / bound);

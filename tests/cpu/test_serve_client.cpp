@@ -12,18 +12,18 @@
 #include <doctest/doctest.h>
 #include <nlohmann/json.hpp>
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <csignal>
 #include <cstring>
-#include <fcntl.h>
-#include <poll.h>
 #include <string>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -115,8 +115,8 @@ TEST_CASE("serve client: a closed standard output or input stays closed to the c
   const std::string in = cuconv::test::sample("astronaut.png");
   for (const char* mode : kModes) {
     CAPTURE(std::string(mode));
-    const std::string run = from(dir.path(), server) + "\nexec " + shell_quote(cuconv::test::cuconv_binary()) +
-                            " --server " + mode + " ";
+    const std::string run =
+        from(dir.path(), server) + "\nexec " + shell_quote(cuconv::test::cuconv_binary()) + " --server " + mode + " ";
     // Not the client's socket, nor any pipe of the command's, in place of standard output.
     CommandResult r = run_script(run + shell_quote(in) + " png:- -f gauss5 >&-");
     INFO(r.err);
@@ -150,7 +150,8 @@ TEST_CASE("serve client: a signal ignored at the start stays ignored, and SIGHUP
       CuconvProcess process({"--server", mode, "--out-dir", dir.file(out), "-f", "gauss5", "--variant", "opencv",
                              "--jobs", "1", "--json", dir.file(out + ".json"), dir.file("in")},
                             "", from(dir.path(), server) + (ignored ? "\ntrap '' HUP" : ""));
-      wait_until([&] { return fs::exists(dir.file(out)) && cuconv::test::file_names(dir.path() / out).size() > 2; }, 20s);
+      wait_until([&] { return fs::exists(dir.file(out)) && cuconv::test::file_names(dir.path() / out).size() > 2; },
+                 20s);
       ::kill(process.pid(), SIGHUP);
       const CommandResult r = process.wait();
       INFO(r.err);
@@ -232,8 +233,10 @@ TEST_CASE("serve client: standard input is copied in the caller's temporary fold
   fs::create_directories(dir.path() / "server-tmp");
   ::setenv("TMPDIR", dir.file("server-tmp").c_str(), 1);
   const Server server(server_dir);
-  if (saved != nullptr) ::setenv("TMPDIR", saved_value.c_str(), 1);
-  else ::unsetenv("TMPDIR");
+  if (saved != nullptr)
+    ::setenv("TMPDIR", saved_value.c_str(), 1);
+  else
+    ::unsetenv("TMPDIR");
   fs::remove_all(dir.path() / "server-tmp");
   fs::create_directories(dir.path() / "tmp");
   for (const char* mode : kModes) {
@@ -302,8 +305,8 @@ TEST_CASE("serve client: Ctrl-C while a served command copies standard input end
     // The producer says when cuconv has taken the first part (more than a pipe holds).
     const std::string started = dir.file(std::string("started-") + mode);
     const std::string script = from(dir.path(), server) + "\ntrap 'true' INT\n(head -c 100000 " + shell_quote(in) +
-                               "; touch " + shell_quote(started) + "; sleep 6; tail -c +100001 " + shell_quote(in) + ") | " +
-                               shell_quote(cuconv::test::cuconv_binary()) + " --server " + mode +
+                               "; touch " + shell_quote(started) + "; sleep 6; tail -c +100001 " + shell_quote(in) +
+                               ") | " + shell_quote(cuconv::test::cuconv_binary()) + " --server " + mode +
                                " - o.png -f gauss5 2>err.txt\necho $? >code.txt";
     const pid_t pid = ::fork();
     REQUIRE(pid >= 0);
@@ -347,7 +350,8 @@ TEST_CASE("serve client: the environment: variables read once per process, memor
   // A memory limit applies to a whole process: such a caller runs in-process without asking. Any
   // finite limit does; this one (100 TiB) leaves room for AddressSanitizer's shadow memory too.
   const std::size_t before = requests_logged(server_dir);
-  r = run_cuconv({"--server", "auto", in, "b.png", "-f", "gauss5"}, "", from(dir.path(), server) + "\nulimit -v 107374182400");
+  r = run_cuconv({"--server", "auto", in, "b.png", "-f", "gauss5"}, "",
+                 from(dir.path(), server) + "\nulimit -v 107374182400");
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(fs::exists(dir.file("b.png")));
@@ -375,17 +379,19 @@ class GreedyServer {
     log_ = options.log_fd;
     const std::string victim = (victims / "precious.txt").string();
     thread_ = std::thread([options, victim] {
-      (void)cuconv::serve::run_server(options, [victim](const cuconv::serve::ClientRequest&, cuconv::serve::ClientSession& session) {
-        auto& files = session.files();
-        files.remove(victim);
-        cuconv::serve::RemoteFiles::TempOutput stranger{cuconv::engine::OpenedFile(::open("/dev/null", O_WRONLY), ""), victim};
-        files.discard(stranger);
-        try {
-          (void)files.publish(stranger, victim + ".moved", true);
-        } catch (const cuconv::Error&) {  // refused: the expected answer
-        }
-        return 0;
-      });
+      (void)cuconv::serve::run_server(
+          options, [victim](const cuconv::serve::ClientRequest&, cuconv::serve::ClientSession& session) {
+            auto& files = session.files();
+            files.remove(victim);
+            cuconv::serve::RemoteFiles::TempOutput stranger{
+                cuconv::engine::OpenedFile(::open("/dev/null", O_WRONLY), ""), victim};
+            files.discard(stranger);
+            try {
+              (void)files.publish(stranger, victim + ".moved", true);
+            } catch (const cuconv::Error&) {  // refused: the expected answer
+            }
+            return 0;
+          });
     });
     wait_until([&] { return fs::exists(socket); }, 10s);
   }
@@ -412,9 +418,9 @@ TEST_CASE("serve client: the client removes, discards and renames only files of 
   ::chmod(dir.path().c_str(), 0700);
   std::ofstream(dir.file("precious.txt")) << "my notes";
   const GreedyServer greedy(dir.file("socket"), dir.path());
-  const CommandResult r = run_cuconv({"--server", "always", cuconv::test::sample("astronaut.png"), "o.png", "-f", "gauss5"},
-                                     "", "export CUCONV_SOCKET=" + shell_quote(dir.file("socket")) + "\ncd " +
-                                             shell_quote(dir.path().string()));
+  const CommandResult r = run_cuconv(
+      {"--server", "always", cuconv::test::sample("astronaut.png"), "o.png", "-f", "gauss5"}, "",
+      "export CUCONV_SOCKET=" + shell_quote(dir.file("socket")) + "\ncd " + shell_quote(dir.path().string()));
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(read_file(dir.file("precious.txt")) == "my notes");
@@ -522,14 +528,17 @@ TEST_CASE("serve client: the server is asked once, and -v says why a command run
   CHECK(asked == 1);
   CHECK(took < 3900ms);  // one 2 s wait, not two
   CHECK(r.err.find("running in this process (pid ") != std::string::npos);
-  CHECK(r.err.find("the server did not answer within 2000 ms") != r.err.rfind("the server did not answer within 2000 ms"));
+  CHECK(r.err.find("the server did not answer within 2000 ms") !=
+        r.err.rfind("the server did not answer within 2000 ms"));
   // No server at all, and --server never: -v names the reason too.
-  r = run_cuconv({"--server", "auto", "-v", in, "b.png", "-f", "gauss5"}, "",
-                 "export CUCONV_SOCKET=" + shell_quote(socket_dir.file("none")) + "\ncd " + shell_quote(dir.path().string()));
+  r = run_cuconv(
+      {"--server", "auto", "-v", in, "b.png", "-f", "gauss5"}, "",
+      "export CUCONV_SOCKET=" + shell_quote(socket_dir.file("none")) + "\ncd " + shell_quote(dir.path().string()));
   CHECK(r.exit_code == 0);
   CHECK(r.err.find("running in this process (pid ") != std::string::npos);
   CHECK(r.err.find("): no server runs (") != std::string::npos);
-  r = run_cuconv({"--server", "never", "-v", in, "c.png", "-f", "gauss5"}, "", "cd " + shell_quote(dir.path().string()));
+  r = run_cuconv({"--server", "never", "-v", in, "c.png", "-f", "gauss5"}, "",
+                 "cd " + shell_quote(dir.path().string()));
   CHECK(r.exit_code == 0);
   CHECK(r.err.find("): --server never") != std::string::npos);
 }

@@ -9,13 +9,13 @@
 
 #include <doctest/doctest.h>
 
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <condition_variable>
 #include <csignal>
 #include <mutex>
 #include <string>
-#include <unistd.h>
 #include <vector>
 
 using namespace cuconv::test;
@@ -42,7 +42,6 @@ TEST_CASE("serve: a queued client waits while the server pings it") {
   CHECK(server.wait() == 0);
 }
 
-
 TEST_CASE("serve: 100 concurrent clients (8 served at once, the rest queued)") {
   Folder folder;
   const std::string socket = folder / "socket";
@@ -51,13 +50,14 @@ TEST_CASE("serve: 100 concurrent clients (8 served at once, the rest queued)") {
   for (int i = 0; i < 100; ++i) {
     const std::string name = std::to_string(i);
     write_file(folder / ("in" + name), std::string(1000 + i, static_cast<char>('a' + i % 26)));
-    clients.push_back(spawn(front({"copy", folder / ("in" + name), folder / ("out" + name)}), folder.path(), "c",
-                            served_by(socket)));
+    clients.push_back(
+        spawn(front({"copy", folder / ("in" + name), folder / ("out" + name)}), folder.path(), "c", served_by(socket)));
   }
   int failed = 0;
   for (int i = 0; i < 100; ++i) {
     const int code = clients[i].wait(60s);
-    if (code != 0 || read_file(folder / ("out" + std::to_string(i))) != read_file(folder / ("in" + std::to_string(i)))) {
+    if (code != 0 ||
+        read_file(folder / ("out" + std::to_string(i))) != read_file(folder / ("in" + std::to_string(i)))) {
       ++failed;
       MESSAGE("client " << i << " exited " << code << ": " << clients[i].stderr_text());
     }
@@ -65,16 +65,20 @@ TEST_CASE("serve: 100 concurrent clients (8 served at once, the rest queued)") {
   CHECK(failed == 0);
   // One log line per request; a line is written just after its client got the exit code.
   std::size_t lines = 0;
-  wait_for([&] {
-    const std::string log = server.log();
-    lines = 0;
-    for (std::size_t at = log.find("-> exit 0"); at != std::string::npos; at = log.find("-> exit 0", at + 1)) ++lines;
-    return lines == 100;
-  }, 5s);
+  wait_for(
+      [&] {
+        const std::string log = server.log();
+        lines = 0;
+        for (std::size_t at = log.find("-> exit 0"); at != std::string::npos; at = log.find("-> exit 0", at + 1))
+          ++lines;
+        return lines == 100;
+      },
+      5s);
   CHECK(lines == 100);
 }
 
-TEST_CASE("serve: max_clients: handlers run at most the limit at once and reach it, a client past it is told it waits") {
+TEST_CASE(
+    "serve: max_clients: handlers run at most the limit at once and reach it, a client past it is told it waits") {
   Folder folder;
   const std::string socket = folder / "socket";
   constexpr int kLimit = 8;
@@ -139,7 +143,8 @@ TEST_CASE("serve: max_clients: handlers run at most the limit at once and reach 
   }
   // Once a place is free the waiting connection is welcomed (pings may come first).
   Received next = channel.receive(10000);
-  while (next.status == Received::Status::message && std::holds_alternative<Ping>(next.message)) next = channel.receive(10000);
+  while (next.status == Received::Status::message && std::holds_alternative<Ping>(next.message))
+    next = channel.receive(10000);
   REQUIRE(next.status == Received::Status::message);
   CHECK(std::holds_alternative<Welcome>(next.message));
   for (auto& client : clients) CHECK(client.wait(60s) == 0);

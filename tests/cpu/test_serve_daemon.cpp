@@ -11,39 +11,48 @@
 
 #include <doctest/doctest.h>
 
-#include <algorithm>
-#include <chrono>
-#include <csignal>
-#include <cstring>
 #include <fcntl.h>
-#include <filesystem>
-#include <fstream>
-#include <functional>
-#include <memory>
 #include <poll.h>
-#include <string>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/un.h>
 #include <sys/wait.h>
-#include <thread>
 #include <unistd.h>
+#include <algorithm>
+#include <chrono>
+#include <csignal>
+#include <cstring>
+#include <filesystem>
+#include <fstream>
+#include <functional>
+#include <memory>
+#include <string>
+#include <thread>
 #include <vector>
 
 using namespace cuconv::serve;
 
 TEST_CASE("serve protocol 4: Hello, Welcome, Status and CreateScratch survive encode and decode") {
-  Status status{4242, "cuconv 0.1.0, commit abc, Release build, CUDA 12.4", "/usr/libexec/cuconv/cuconv-engine",
-                "/run/user/1000/cuconv/socket", 123456789012ULL, 77, 3, 2, "0 (NVIDIA H200)", 1ULL << 33, true};
-  const std::vector<Message> messages{
-      Hello{kProtocolMagic, kProtocolVersion, HelloPurpose::stop_when_idle, "cuconv 0.1.0", "2049:1234:99:1700000000123456789"},
-      Hello{kProtocolMagic, kProtocolVersion, HelloPurpose::status, "", ""},
-      Hello{kProtocolMagic, 3},  // another version's Hello: magic and version only
-      Welcome{kProtocolVersion, 17, 250, "cuconv 0.1.0, commit abc"},
-      status,
-      Refused{RefusalReason::build, "another build"},
-      Refused{RefusalReason::environment, "not here"},
-      CreateScratch{"/tmp/x"}};
+  Status status{4242,
+                "cuconv 0.1.0, commit abc, Release build, CUDA 12.4",
+                "/usr/libexec/cuconv/cuconv-engine",
+                "/run/user/1000/cuconv/socket",
+                123456789012ULL,
+                77,
+                3,
+                2,
+                "0 (NVIDIA H200)",
+                1ULL << 33,
+                true};
+  const std::vector<Message> messages{Hello{kProtocolMagic, kProtocolVersion, HelloPurpose::stop_when_idle,
+                                            "cuconv 0.1.0", "2049:1234:99:1700000000123456789"},
+                                      Hello{kProtocolMagic, kProtocolVersion, HelloPurpose::status, "", ""},
+                                      Hello{kProtocolMagic, 3},  // another version's Hello: magic and version only
+                                      Welcome{kProtocolVersion, 17, 250, "cuconv 0.1.0, commit abc"},
+                                      status,
+                                      Refused{RefusalReason::build, "another build"},
+                                      Refused{RefusalReason::environment, "not here"},
+                                      CreateScratch{"/tmp/x"}};
   for (const Message& message : messages) {
     const auto frame = encode(message);
     std::string error;
@@ -98,7 +107,9 @@ using namespace std::chrono_literals;
 constexpr const char* kTestServer = CUCONV_TEST_SERVE_SERVER;
 
 /// The engine the front end execs (and names in its Hello): cuconv-engine beside it.
-std::string engine_binary() { return (fs::path(cuconv::test::cuconv_binary()).parent_path() / "cuconv-engine").string(); }
+std::string engine_binary() {
+  return (fs::path(cuconv::test::cuconv_binary()).parent_path() / "cuconv-engine").string();
+}
 
 /// A process started from `folder` (stdin /dev/null, stdout and stderr to files there), not
 /// waited for unless asked; killed on destruction if still running.
@@ -193,7 +204,8 @@ std::unique_ptr<Process> start_test_server(const TempDir& dir, const std::string
 /// The shell lines that run a command from `folder` with CUCONV_SOCKET=socket and CUCONV_SERVER=mode
 /// (the test server sees argv as given: no --server among it).
 std::string client_setup(const std::string& socket, const fs::path& folder, const std::string& mode) {
-  return "export CUCONV_SOCKET=" + shell_quote(socket) + " CUCONV_SERVER=" + mode + "\ncd " + shell_quote(folder.string());
+  return "export CUCONV_SOCKET=" + shell_quote(socket) + " CUCONV_SERVER=" + mode + "\ncd " +
+         shell_quote(folder.string());
 }
 
 /// `cuconv ARGS` through client_setup().
@@ -224,7 +236,8 @@ TEST_CASE("serve daemon: a client of another build is not served, and the server
                                     {"--identity", "1:2:3:4", "--build", "cuconv 9.9.9, commit other"});
     const CommandResult refused = client(socket, home, "always", {"--version"});
     CHECK(refused.exit_code == 5);
-    CHECK(refused.err.find("this server runs another cuconv build or binary (cuconv 9.9.9, commit other") != std::string::npos);
+    CHECK(refused.err.find("this server runs another cuconv build or binary (cuconv 9.9.9, commit other") !=
+          std::string::npos);
     CHECK(refused.out.empty());
     CHECK(server->wait(5s) == 0);  // asked to exit once idle: it was idle
     CHECK(server->err().find("of another build") != std::string::npos);
@@ -249,11 +262,9 @@ TEST_CASE("serve daemon: a stopped client costs only its own request") {
   const TempDir dir;
   const fs::path home = private_folder(dir, "home");
   const std::string socket = (private_folder(dir, "sock") / "socket").string();
-  auto server = start_test_server(dir, socket, "server",
-                                  {"--ping-ms", "10", "--stall-ms", std::to_string(kStall.count()), "--sndbuf", "4096"});
-  {
-    std::ofstream(home / "in", std::ios::binary) << std::string(1000, 'x');
-  }
+  auto server = start_test_server(
+      dir, socket, "server", {"--ping-ms", "10", "--stall-ms", std::to_string(kStall.count()), "--sndbuf", "4096"});
+  { std::ofstream(home / "in", std::ios::binary) << std::string(1000, 'x'); }
   Process stopped({cuconv::test::cuconv_binary(), "copy", "in", "out", "--slow-ms", "60000", "--stoppable"}, home,
                   "stopped", {"CUCONV_SOCKET=" + socket, "CUCONV_SERVER=always"});
   // The command runs (its output is written to a temporary file) before the client stops.
@@ -273,11 +284,14 @@ TEST_CASE("serve daemon: a stopped client costs only its own request") {
   CHECK(served >= 3);
   // The stopped client was taken for gone: its command stopped as on a hang-up.
   CHECK(wait_for([&] { return server->err().find("dropped as gone") != std::string::npos; }, 5s));
-  CHECK(wait_for([&] { return server->err().find("copy in out --slow-ms 60000 --stoppable -> exit 129") != std::string::npos; }, 5s));
+  CHECK(wait_for(
+      [&] { return server->err().find("copy in out --slow-ms 60000 --stoppable -> exit 129") != std::string::npos; },
+      5s));
   REQUIRE(::kill(stopped.pid(), SIGCONT) == 0);
   CHECK(stopped.wait() == 5);  // its server connection is gone
   CHECK(stopped.err().find("before finishing this command") != std::string::npos);
-  for (const auto& entry : fs::directory_iterator(home)) CHECK_FALSE(entry.path().filename().string().starts_with(".cuconv-tmp-"));
+  for (const auto& entry : fs::directory_iterator(home))
+    CHECK_FALSE(entry.path().filename().string().starts_with(".cuconv-tmp-"));
   CHECK_FALSE(fs::exists(home / "out"));
 }
 
@@ -317,7 +331,8 @@ TEST_CASE("serve daemon: the socket's path replaces nothing but a stale socket o
 
   SUBCASE("a regular file (cuconv serve, a relative --socket)") {
     std::ofstream(folder / "notes.txt") << "my notes\n";
-    Process serve({cuconv::test::cuconv_binary(), "serve", "--socket", "notes.txt", "--idle-exit", "1"}, folder, "serve");
+    Process serve({cuconv::test::cuconv_binary(), "serve", "--socket", "notes.txt", "--idle-exit", "1"}, folder,
+                  "serve");
     CHECK(serve.wait() == refused);
     CHECK(serve.err().find("notes.txt: exists and is not a socket; not replacing it") != std::string::npos);
     CHECK(read_file(folder / "notes.txt") == "my notes\n");
@@ -344,7 +359,8 @@ TEST_CASE("serve daemon: the socket's path replaces nothing but a stale socket o
     fs::create_directory_symlink(folder, dir.path() / "link");
     Process server({kTestServer, "--socket", (dir.path() / "link" / "socket").string()}, folder, "server");
     CHECK(server.wait() == refused);
-    CHECK(server.err().find("link: not a directory but a symbolic link; the socket's folder must be a real one") != std::string::npos);
+    CHECK(server.err().find("link: not a directory but a symbolic link; the socket's folder must be a real one") !=
+          std::string::npos);
     CHECK_FALSE(fs::exists(folder / "socket"));
   }
   SUBCASE("a stale socket of this user is replaced") {
@@ -357,8 +373,8 @@ TEST_CASE("serve daemon: the socket's path replaces nothing but a stale socket o
       REQUIRE(::bind(stale.get(), reinterpret_cast<const sockaddr*>(&address), sizeof address) == 0);
     }  // closed without listening: nobody answers there
     // The path exists before the server starts: wait until something listens there.
-    Process server({kTestServer, "--socket", (folder / "socket").string(), "--idle", "0"}, private_folder(dir, "server-home"),
-                   "server");
+    Process server({kTestServer, "--socket", (folder / "socket").string(), "--idle", "0"},
+                   private_folder(dir, "server-home"), "server");
     REQUIRE(wait_for([&] {
       UniqueFd probe(::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0));
       sockaddr_un address{};
@@ -422,7 +438,8 @@ TEST_CASE("serve daemon: a server whose executable is replaced exits once idle")
   CHECK(server->err().find("stopping (its executable was replaced)") != std::string::npos);
 }
 
-TEST_CASE("serve daemon: cuconv serve --stop lets the requests in flight finish and returns once the server has stopped") {
+TEST_CASE(
+    "serve daemon: cuconv serve --stop lets the requests in flight finish and returns once the server has stopped") {
   const TempDir dir;
   const fs::path home = private_folder(dir, "home");
   std::ofstream(home / "in") << "data";

@@ -11,13 +11,13 @@
 
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <sys/stat.h>
+#include <unistd.h>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
-#include <fcntl.h>
 #include <string>
-#include <sys/stat.h>
-#include <unistd.h>
 #include <vector>
 
 using namespace cuconv::test;
@@ -93,11 +93,12 @@ TEST_CASE("serve socket path: the folder is made 0700, an open or foreign one is
   always.mode = ServerMode::always;
   const char* argv[] = {"cuconv", "--version"};
   CHECK(run_served(2, argv, always) == kServerFailedExit);
-  if (saved) ::setenv("XDG_RUNTIME_DIR", old.c_str(), 1);
-  else ::unsetenv("XDG_RUNTIME_DIR");
+  if (saved)
+    ::setenv("XDG_RUNTIME_DIR", old.c_str(), 1);
+  else
+    ::unsetenv("XDG_RUNTIME_DIR");
   if (saved_socket) ::setenv("CUCONV_SOCKET", old_socket.c_str(), 1);
 }
-
 
 TEST_CASE("serve client: the policy comes from --server, then CUCONV_SERVER") {
   ::unsetenv("CUCONV_SERVER");
@@ -138,10 +139,12 @@ TEST_CASE("serve client: without a server auto runs in-process, always fails wit
                        SpawnOptions{{"CUCONV_SOCKET=" + options.socket_path}});
   CHECK(always.wait() == 5);
   CHECK(always.stderr_text().find("--server always: no server runs") != std::string::npos);
-  Child fallback = spawn({copy, "in.png", "out.png"}, folder.path(), "auto", SpawnOptions{{"CUCONV_SOCKET=" + options.socket_path}});
+  Child fallback =
+      spawn({copy, "in.png", "out.png"}, folder.path(), "auto", SpawnOptions{{"CUCONV_SOCKET=" + options.socket_path}});
   CHECK(fallback.wait() == 0);
   CHECK(fallback.stdout_text() == "engine in.png out.png\n");
-  Child serve = spawn({copy, "serve", "--idle-exit", "5"}, folder.path(), "serve", SpawnOptions{{"CUCONV_SOCKET=" + options.socket_path}});
+  Child serve = spawn({copy, "serve", "--idle-exit", "5"}, folder.path(), "serve",
+                      SpawnOptions{{"CUCONV_SOCKET=" + options.socket_path}});
   CHECK(serve.wait() == 0);
   CHECK(serve.stdout_text() == "engine serve --idle-exit 5\n");
 

@@ -31,14 +31,18 @@ Reply ask(FileServant& servant, Channel& client, Channel& server, const Message&
 
 /// Runs in `dir` as the working folder until it goes (the servant resolves relative paths there).
 struct InFolder {
-  explicit InFolder(const std::string& dir) : old(std::filesystem::current_path()) { std::filesystem::current_path(dir); }
+  explicit InFolder(const std::string& dir) : old(std::filesystem::current_path()) {
+    std::filesystem::current_path(dir);
+  }
   ~InFolder() { std::filesystem::current_path(old); }
   std::filesystem::path old;
 };
 
 }  // namespace
 
-TEST_CASE("serve file servant: relative outputs are the caller's, and a server may touch only this command's temporaries and outputs") {
+TEST_CASE(
+    "serve file servant: relative outputs are the caller's, and a server may touch only this command's temporaries and "
+    "outputs") {
   int fds[2];
   REQUIRE(::socketpair(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, fds) == 0);
   Channel client{UniqueFd(fds[0])};
@@ -62,9 +66,9 @@ TEST_CASE("serve file servant: relative outputs are the caller's, and a server m
 
   // Files of the caller's that this command did not make: refused, left as they are.
   std::ofstream(dir.file("mine.txt")) << "keep";
-  for (const Message& m : {Message{RemoveFile{"mine.txt"}}, Message{RemoveFile{dir.file("mine.txt")}},
-                           Message{Discard{"mine.txt"}}, Message{Publish{"mine.txt", "elsewhere.txt", true}},
-                           Message{Publish{made.name, "again.bin", true}}}) {
+  for (const Message& m :
+       {Message{RemoveFile{"mine.txt"}}, Message{RemoveFile{dir.file("mine.txt")}}, Message{Discard{"mine.txt"}},
+        Message{Publish{"mine.txt", "elsewhere.txt", true}}, Message{Publish{made.name, "again.bin", true}}}) {
     const Reply refused = ask(servant, client, server, m);
     CHECK(refused.error == EPERM);
     CHECK_FALSE(refused.message.empty());

@@ -8,11 +8,11 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/socket.h>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <string>
-#include <sys/socket.h>
 #include <vector>
 
 using namespace cuconv::test;
@@ -22,13 +22,28 @@ namespace fs = std::filesystem;
 
 TEST_CASE("serve protocol: every message survives encode and decode") {
   const std::vector<Message> messages{
-      Hello{}, Request{{"cuconv", "in.png", "out.png", "-f", "gauss5"}, "/home/u", true, {"CUCONV_NO_GPU_WARNING=1", "TMPDIR=/t"},
+      Hello{},
+      Request{{"cuconv", "in.png", "out.png", "-f", "gauss5"},
+              "/home/u",
+              true,
+              {"CUCONV_NO_GPU_WARNING=1", "TMPDIR=/t"},
               (std::uint64_t{1} << 40) + 8192},
       Reply{2, "No such file or directory", 1, ".cuconv-tmp-out.png.abc123", {"a", "b", ""}, true},
-      Welcome{1, 4242, 5000}, Queued{3, 5000}, Refused{RefusalReason::other_user, "no"}, OpenInput{"in.png"},
-      KindQuery{"out", true}, SameFile{"a", "b"}, ListDirectory{"photos"}, CreateTemp{"out/x.jpg"},
-      Publish{".cuconv-tmp-x", "x", true}, Discard{".cuconv-tmp-x"}, Exit{-3}, Ping{}, MakeDirectories{"out/a"},
-      RemoveFile{"out/summary.json"}, Interrupt{2}};
+      Welcome{1, 4242, 5000},
+      Queued{3, 5000},
+      Refused{RefusalReason::other_user, "no"},
+      OpenInput{"in.png"},
+      KindQuery{"out", true},
+      SameFile{"a", "b"},
+      ListDirectory{"photos"},
+      CreateTemp{"out/x.jpg"},
+      Publish{".cuconv-tmp-x", "x", true},
+      Discard{".cuconv-tmp-x"},
+      Exit{-3},
+      Ping{},
+      MakeDirectories{"out/a"},
+      RemoveFile{"out/summary.json"},
+      Interrupt{2}};
   for (const Message& message : messages) {
     const auto frame = encode(message);
     std::string error;
@@ -78,7 +93,6 @@ TEST_CASE("serve protocol: frame bounds") {
   // The largest argv Linux allows fits.
   CHECK_NOTHROW((void)encode(Request{std::vector<std::string>(16, std::string(128 * 1024, 'a')), "/", false}));
 }
-
 
 TEST_CASE("serve: oversized and malformed messages are refused with a message") {
   Folder folder;

@@ -8,12 +8,12 @@
 
 #include <doctest/doctest.h>
 
+#include <sys/stat.h>
+#include <unistd.h>
 #include <chrono>
 #include <csignal>
 #include <string>
-#include <sys/stat.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 using namespace cuconv::test;
@@ -80,7 +80,7 @@ TEST_CASE("serve: the test server process answers --version, cat (stdin) and lis
   ::kill(server.pid, SIGTERM);
   CHECK(server.wait() == 0);
   CHECK(server.stderr_text().find("-> exit 0") != std::string::npos);  // one log line per request
-  CHECK_FALSE(fs::exists(socket));  // a server that bound its socket removes it
+  CHECK_FALSE(fs::exists(socket));                                     // a server that bound its socket removes it
 }
 
 TEST_CASE("serve: another uid is refused (by the server, and by the client's own check)") {
@@ -165,7 +165,6 @@ TEST_CASE("serve: a stopped server (no Ping for 6 intervals) fails its client wi
   ::kill(server.pid, SIGCONT);
   server.wait();
 }
-
 
 TEST_CASE("serve: a client's SIGINT reaches its command, which stops and answers with its exit code") {
   Folder folder;

@@ -20,8 +20,8 @@
 #include <vector>
 
 using cuconv::test::run_cuconv;
-using cuconv::test::Server;
 using cuconv::test::sample;
+using cuconv::test::Server;
 using cuconv::test::TempDir;
 namespace fs = std::filesystem;
 
@@ -48,9 +48,9 @@ TEST_CASE("served cli: the same commands through cuconv serve and in-process giv
       {sample("camera.png"), "OUT/blur.png", "--filter", "gauss5"},
       {sample("coffee.png"), "OUT/sharp.tif", "--filter", "sharpen", "--depth", "16u"},
       {sample("coffee.png"), "OUT/box.jpg", "--filter", "box:9", "--quality", "90"},
-      {sample("camera.png"), "OUT/exists.png", "--filter", "gauss5"},                 // exit 4
+      {sample("camera.png"), "OUT/exists.png", "--filter", "gauss5"},  // exit 4
       {sample("camera.png"), "OUT/exists.png", "--filter", "gauss5", "--skip-existing"},
-      {dir.file("missing.png"), "OUT/x.png", "--filter", "gauss5"},                    // exit 3
+      {dir.file("missing.png"), "OUT/x.png", "--filter", "gauss5"},  // exit 3
       {sample("camera.png"), "OUT/x.png", "--filter", "nosuchfilter"},
       {sample("camera.png"), "OUT/y.png", "--filter", "gauss5", "--variant", "tensor"},  // exit 5 without a GPU
       // libpng's own warning (iCCP) reaches the command's messages, served as in-process:
@@ -99,7 +99,7 @@ TEST_CASE("served cli: each image goes to the least loaded device, within the se
   load.give(1);
   CHECK(load.take() == 1);  // the one that finished early takes the next
   load.give(2);
-  load.give(2);             // never below zero
+  load.give(2);  // never below zero
   CHECK(load.load(2) == 0);
   CHECK(load.take() == 2);
   CHECK_THROWS_AS((void)cuconv::engine::LeastLoaded(0).take(), cuconv::Error);
@@ -121,12 +121,14 @@ TEST_CASE("served cli: a warm GPU codec takes a single JPEG, a cold one waits fo
   request.gpu_codec_warm = true;
   CHECK(choose_gpu_codec(request, "a.jpg", "b.jpg", usable));
   CHECK_FALSE(choose_gpu_codec(request, "a.png", "b.jpg", usable));  // JPEG -> JPEG only
-  CHECK_FALSE(choose_gpu_codec(request, "a.jpg", "b.jpg", [](const GpuCodecFormat&) { return std::string("no device"); }));
+  CHECK_FALSE(
+      choose_gpu_codec(request, "a.jpg", "b.jpg", [](const GpuCodecFormat&) { return std::string("no device"); }));
   request.variant = cuconv::Variant::opencv;
   CHECK_FALSE(choose_gpu_codec(request, "a.jpg", "b.jpg", usable));  // the CPU was asked for
 }
 
-TEST_CASE("served cli: a server without a GPU serves on the CPU, and --devices naming a missing device refuses to start") {
+TEST_CASE(
+    "served cli: a server without a GPU serves on the CPU, and --devices naming a missing device refuses to start") {
   std::string reason;
   if (cuconv::cuda_device_available(&reason)) {
     MESSAGE("a CUDA device is here: the no-GPU server is tested on the CPU machine");

@@ -17,9 +17,9 @@
 
 namespace {
 
-using cuconv::test::crafted::little_endian;
 using cuconv::test::run_cuconv;
 using cuconv::test::TempDir;
+using cuconv::test::crafted::little_endian;
 
 constexpr std::uint16_t kPlanarValue = 1000;  // every sample of the TIFF
 constexpr std::uint16_t kSecret = 12345;      // every sample of the other request's image
@@ -42,13 +42,13 @@ std::string planar_rgb16_tiff(int width, int height, std::uint16_t value) {
   file += entry(256, kLong, 1, little_endian(width, 4));
   file += entry(257, kLong, 1, little_endian(height, 4));
   file += entry(258, kShort, 3, little_endian(bits_at, 4));
-  file += entry(259, kShort, 1, inline_short(1));       // no compression
-  file += entry(262, kShort, 1, inline_short(2));       // RGB
+  file += entry(259, kShort, 1, inline_short(1));  // no compression
+  file += entry(262, kShort, 1, inline_short(2));  // RGB
   file += entry(273, kLong, 3, little_endian(offsets_at, 4));
-  file += entry(277, kShort, 1, inline_short(3));       // samples per pixel
+  file += entry(277, kShort, 1, inline_short(3));  // samples per pixel
   file += entry(278, kLong, 1, little_endian(height, 4));
   file += entry(279, kLong, 3, little_endian(counts_at, 4));
-  file += entry(284, kShort, 1, inline_short(2));       // planar
+  file += entry(284, kShort, 1, inline_short(2));  // planar
   file += little_endian(0, 4);
   for (int s = 0; s < 3; ++s) file += little_endian(16, 2);
   for (int s = 0; s < 3; ++s) file += little_endian(pixels_at + s * plane_bytes, 4);
@@ -95,7 +95,8 @@ TEST_CASE("served memory: a decoder's unwritten samples never hold another reque
     CAPTURE(round);
     const std::string a = dir.file("a" + std::to_string(round) + ".png");
     const std::string b = dir.file("b" + std::to_string(round) + ".tif");
-    const auto first = run_cuconv({"--server", "always", dir.file("secret.png"), a, "-f", "gauss5"}, "", server.setup());
+    const auto first =
+        run_cuconv({"--server", "always", dir.file("secret.png"), a, "-f", "gauss5"}, "", server.setup());
     REQUIRE_MESSAGE(first.exit_code == 0, first.err);
     const auto second = run_cuconv({"--server", "always", planar, b, "-f", "gauss5"}, "", server.setup());
     INFO("served: ", second.err, "\nin-process: ", in_process.err);

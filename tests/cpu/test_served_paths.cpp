@@ -48,8 +48,9 @@ std::pair<Outcome, Outcome> run_both(const std::function<void(const fs::path&)>&
   for (int served = 0; served < 2; ++served) {
     TempDir work;
     prepare(work.path());
-    const std::string setup = "cd " + shell_quote(work.path().string()) + " && " +
-                              (served ? server.setup() + " && export CUCONV_SERVER=always" : "export CUCONV_SERVER=never");
+    const std::string setup =
+        "cd " + shell_quote(work.path().string()) + " && " +
+        (served ? server.setup() + " && export CUCONV_SERVER=always" : "export CUCONV_SERVER=never");
     const std::string stdin_file = stdin_name.empty() ? "" : (work.path() / stdin_name).string();
     outcomes[served].result = run_cuconv(args(work.path()), stdin_file, setup + " && export CUCONV_NO_GPU_WARNING=1");
     outcomes[served].files = files_under(work.path());
@@ -58,7 +59,8 @@ std::pair<Outcome, Outcome> run_both(const std::function<void(const fs::path&)>&
 }
 std::pair<Outcome, Outcome> run_both(const std::function<void(const fs::path&)>& prepare,
                                      const std::vector<std::string>& args, const std::string& stdin_name = "") {
-  return run_both(prepare, [&args](const fs::path&) { return args; }, stdin_name);
+  return run_both(
+      prepare, [&args](const fs::path&) { return args; }, stdin_name);
 }
 
 /// `err` without -v's line that says where the command ran (the one line that differs on purpose).
@@ -134,8 +136,11 @@ TEST_CASE("served paths: a batch whose output is another of its inputs is refuse
   for (const bool linked : {false, true}) {
     CAPTURE(linked);
     const auto [in_process, served] = run_both(prepare, [linked](const fs::path& work) {
-      return std::vector<std::string>{"--out-dir", linked ? "link" : (work / "d6").string(), "--name", "%s_b",
-                                      "--overwrite", "--jobs", "1", "-f", "box:3", "d6/"};
+      return std::vector<std::string>{"--out-dir",   linked ? "link" : (work / "d6").string(),
+                                      "--name",      "%s_b",
+                                      "--overwrite", "--jobs",
+                                      "1",           "-f",
+                                      "box:3",       "d6/"};
     });
     CHECK(in_process.result.exit_code == 2);
     CHECK(in_process.files.at("d6/a_b.png") == read_file(sample("coffee.png")));
@@ -180,20 +185,20 @@ TEST_CASE("served paths: the image libraries' own lines name the file the user g
   };
   for (const bool from_stdin : {false, true}) {
     CAPTURE(from_stdin);
-    const auto [in_process, served] = run_both(truncated_bmp,
-                                               {"-v", from_stdin ? "-" : "t.bmp", "o.png", "-f", "gauss5"},
-                                               from_stdin ? "t.bmp" : "");
+    const auto [in_process, served] =
+        run_both(truncated_bmp, {"-v", from_stdin ? "-" : "t.bmp", "o.png", "-f", "gauss5"}, from_stdin ? "t.bmp" : "");
     CHECK(in_process.result.exit_code == 3);
-    CHECK(in_process.result.err.find(from_stdin ? "imread_('standard input')" : "imread_('t.bmp')") != std::string::npos);
+    CHECK(in_process.result.err.find(from_stdin ? "imread_('standard input')" : "imread_('t.bmp')") !=
+          std::string::npos);
     CHECK(served.result.err.find("/proc/self/fd") == std::string::npos);
     check_same(in_process, served);
   }
 }
 
 TEST_CASE("served paths: -v and --json say whether the command was served, and by which server") {
-  const auto [in_process, served] = run_both(
-      [](const fs::path& work) { copy_sample("camera_crop_40x48.png", work / "in.png"); },
-      {"-v", "--out-dir", "out", "in.png", "-f", "gauss5", "--json", "s.json"});
+  const auto [in_process, served] =
+      run_both([](const fs::path& work) { copy_sample("camera_crop_40x48.png", work / "in.png"); },
+               {"-v", "--out-dir", "out", "in.png", "-f", "gauss5", "--json", "s.json"});
   REQUIRE(in_process.result.exit_code == 0);
   REQUIRE(served.result.exit_code == 0);
   CHECK(in_process.result.err.find("info: running in this process (pid ") != std::string::npos);
@@ -216,7 +221,8 @@ TEST_CASE("served paths: an output name the file system refuses is said as in-pr
       run_both([](const fs::path& work) { copy_sample("camera_crop_40x48.png", work / "in.png"); },
                {"in.png", std::string(252, 'a') + ".png", "-f", "gauss5"});
   CHECK(in_process.result.exit_code == 4);
-  CHECK(in_process.result.err.find(": cannot move the finished file into place: File name too long") != std::string::npos);
+  CHECK(in_process.result.err.find(": cannot move the finished file into place: File name too long") !=
+        std::string::npos);
   check_same(in_process, served);
 }
 

@@ -21,9 +21,9 @@ using cuconv::gpu::MemoryModel;
 using cuconv::gpu::StripPlan;
 using cuconv::gpu::StripRows;
 using cuconv::test::bit_equal;
-using cuconv::test::random_filter;
 using cuconv::test::kAllBorders;
 using cuconv::test::opencv_border_code;
+using cuconv::test::random_filter;
 using cuconv::test::random_image;
 
 namespace {
@@ -84,7 +84,8 @@ TEST_CASE("strips: the whole image when it fits, as many rows as fit otherwise, 
 TEST_CASE("strips: every output row in exactly one strip, each strip's input is its rows plus the halo") {
   for (const int height : {1, 2, 7, 61, 131}) {
     for (const int rows_per_strip : {1, 2, 7, 64}) {
-      for (const auto& [kh, anchor_y] : {std::pair{1, 0}, std::pair{3, 1}, std::pair{5, 4}, std::pair{7, 0}, std::pair{31, 15}}) {
+      for (const auto& [kh, anchor_y] :
+           {std::pair{1, 0}, std::pair{3, 1}, std::pair{5, 4}, std::pair{7, 0}, std::pair{31, 15}}) {
         const StripPlan plan{rows_per_strip, (height + rows_per_strip - 1) / rows_per_strip};
         INFO("height ", height, " rows ", rows_per_strip, " kh ", kh, " anchor ", anchor_y);
         int next = 0;
@@ -129,8 +130,8 @@ TEST_CASE("strips: each strip filtered as an image of its own gives the whole im
   struct FilterShape {
     int kw, kh, anchor_x, anchor_y;  // -1: the centre
   };
-  const FilterShape shapes[] = {{3, 3, -1, -1}, {5, 5, 1, 4}, {1, 7, -1, -1}, {7, 1, -1, -1}, {15, 15, -1, -1},
-                                {31, 31, -1, -1}};
+  const FilterShape shapes[] = {{3, 3, -1, -1}, {5, 5, 1, 4},     {1, 7, -1, -1},
+                                {7, 1, -1, -1}, {15, 15, -1, -1}, {31, 31, -1, -1}};
   struct ImageType {
     int depth, channels;
   };
@@ -161,7 +162,8 @@ TEST_CASE("strips: each strip filtered as an image of its own gives the whole im
             const StripRows s = gpu::strip_rows(plan, i, height, shape.kh, anchor_y);
             const cv::Mat strip = extended_rows(image, s.in_begin, s.in_end, border, o.border_value);
             const cv::Mat filtered = convolve(strip, filter, o).image;
-            filtered.rowRange(s.first_valid, s.first_valid + s.output_rows()).copyTo(striped.rowRange(s.out_begin, s.out_end));
+            filtered.rowRange(s.first_valid, s.first_valid + s.output_rows())
+                .copyTo(striped.rowRange(s.out_begin, s.out_end));
           }
           INFO(std::string(to_string(border)), " ", shape.kw, "x", shape.kh, " anchor ", shape.anchor_x, ",",
                shape.anchor_y, " depth ", type.depth, " x", type.channels, " ", cols, "x", height, " strips of ",

@@ -58,7 +58,8 @@ TEST_CASE("thread stderr: concurrent writers through stderr and std::cerr each r
     const std::vector<std::string> lines = sinks[static_cast<std::size_t>(t)].lines();
     REQUIRE(lines.size() == 2 * kLines + 1);
     for (int i = 0; i < kLines; ++i) {
-      CHECK(lines[static_cast<std::size_t>(2 * i)] == "libpng warning: thread " + std::to_string(t) + " line " + std::to_string(i));
+      CHECK(lines[static_cast<std::size_t>(2 * i)] ==
+            "libpng warning: thread " + std::to_string(t) + " line " + std::to_string(i));
       CHECK(lines[static_cast<std::size_t>(2 * i + 1)] == "OpenCV note " + std::to_string(t) + " " + std::to_string(i));
     }
     CHECK(lines.back() == "unfinished " + std::to_string(t));

@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
 // Which variant auto picks (and its per-GPU tuning table), and an explicit GPU variant without a device.
-#include "test_support.hpp"
+#include "convolve/choose_variant.hpp"
 #include "gpu/launch/cufft_api.hpp"
 #include "gpu/launch/fft_ties.hpp"
 #include "gpu/launch/launch.hpp"  // device_runs_wgmma
-#include "convolve/choose_variant.hpp"
 #include "gpu/tuning/auto_tuning.hpp"
+#include "test_support.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
@@ -83,7 +83,7 @@ TEST_CASE("auto's tuning table: one row per kind of GPU, each size rule one entr
     const ConvolveOptions options;
     bool (*runs)() = wgmma ? +[] { return true; } : +[] { return false; };
     return convolution::choose_auto({f, options, splits.separable, splits.dense_tensor, CV_8U, CV_8U, channels, pixels},
-                               {true, &row, runs});
+                                    {true, &row, runs});
   };
   // The warpgroup size rule: a dense one-channel 5x5 takes tensor from the row's size, where the
   // kernel runs; never on the generic row.
@@ -106,7 +106,7 @@ TEST_CASE("auto's tuning table: one row per kind of GPU, each size rule one entr
   CHECK(choose(gauss5, 1, big, measured, true) == Variant::tensor);
   CHECK(choose(gauss5, 1, big - 1, measured, true) == Variant::fast);
   CHECK(choose(load_filter("box:5"), 1, big, measured, true) == Variant::tensor);  // any rank-1 whose split holds
-  CHECK(choose(gauss5, 1, big, kSm90H100, true) == Variant::fast);  // the H100's row has no such rule
+  CHECK(choose(gauss5, 1, big, kSm90H100, true) == Variant::fast);                 // the H100's row has no such rule
   // No GPU: OpenCV, whatever the row.
   const filter::FilterSplits splits = filter::filter_splits(f5.weights, 5, 5, CV_8U, CV_8U, 0.0);
   const ConvolveOptions options;

@@ -55,9 +55,13 @@ void check_invariants(const cuconv::cli::ParsedCommand& c) {
            (c.request.gpu_memory.empty() ? c.options.gpu_memory_limit == 0 : c.options.gpu_memory_limit > 0) &&
            c.request.max_pixels > 0;
       break;
-    case Action::list_filters: break;
-    case Action::version: break;
-    case Action::show_filter: ok = !c.request.show_filter.empty(); break;
+    case Action::list_filters:
+      break;
+    case Action::version:
+      break;
+    case Action::show_filter:
+      ok = !c.request.show_filter.empty();
+      break;
   }
   if (!ok) std::abort();
 }

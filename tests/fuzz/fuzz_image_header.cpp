@@ -18,8 +18,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   try {
     const auto header = cuconv::codec::inspect_image_file(path);
     if (header) {
-      const bool known = header->format == "PNG" || header->format == "JPEG" || header->format == "TIFF" ||
-                         header->format == "BMP";
+      const bool known =
+          header->format == "PNG" || header->format == "JPEG" || header->format == "TIFF" || header->format == "BMP";
       if (!known) std::abort();
     }
   } catch (const cuconv::Error&) {

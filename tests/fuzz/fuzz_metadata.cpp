@@ -38,8 +38,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   cuconv::auto_orient(image, metadata);
   for (const char* extension : {".png", ".jpg", ".tif"}) {
     try {
-      const std::vector<unsigned char> out = cuconv::codec::embed_metadata(std::string("out") + extension,
-                                                                            tiny(extension), metadata);
+      const std::vector<unsigned char> out =
+          cuconv::codec::embed_metadata(std::string("out") + extension, tiny(extension), metadata);
       if (out.empty()) std::abort();
     } catch (const cuconv::Error& e) {
       if (e.kind() != cuconv::ErrorKind::output) std::abort();

@@ -19,7 +19,7 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   while (rest.size() >= kHeaderSize) {
     std::string error;
     const auto header = parse_header(rest, error);
-    if (!header) return 0;  // refused: the connection would close here
+    if (!header) return 0;                                           // refused: the connection would close here
     if (rest.size() - kHeaderSize < header->payload_size) return 0;  // waits for more bytes
     const auto payload = rest.subspan(kHeaderSize, header->payload_size);
     if (const auto message = decode(header->type, payload, error)) {

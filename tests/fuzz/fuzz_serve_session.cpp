@@ -10,21 +10,21 @@
 #include "serve/protocol.hpp"
 #include "serve/server.hpp"
 
+#include <dirent.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <stdlib.h>
+#include <sys/socket.h>
+#include <unistd.h>
 #include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <dirent.h>
-#include <fcntl.h>
-#include <poll.h>
 #include <span>
-#include <stdlib.h>
 #include <string>
-#include <sys/socket.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace {
@@ -59,13 +59,20 @@ int handle(const ClientRequest& request, ClientSession& session) {
   const std::string path = args.size() > 2 ? args[2] : "x";
   const std::string op = args.size() > 1 ? args[1] : "";
   try {
-    if (op == "open") (void)files.open_input(path);
-    else if (op == "kind") (void)files.kind(path, true);
-    else if (op == "list") (void)files.list_directory(path);
-    else if (op == "write") (void)files.write_output(path, std::span<const unsigned char>(), false);
-    else if (op == "mkdir") files.make_directories(path);
-    else if (op == "same") (void)files.same_file(path, path);
-    else if (op == "wait") (void)session.interrupt_signal();
+    if (op == "open")
+      (void)files.open_input(path);
+    else if (op == "kind")
+      (void)files.kind(path, true);
+    else if (op == "list")
+      (void)files.list_directory(path);
+    else if (op == "write")
+      (void)files.write_output(path, std::span<const unsigned char>(), false);
+    else if (op == "mkdir")
+      files.make_directories(path);
+    else if (op == "same")
+      (void)files.same_file(path, path);
+    else if (op == "wait")
+      (void)session.interrupt_signal();
   } catch (const std::exception&) {
     return 3;
   }
@@ -166,9 +173,11 @@ std::size_t open_descriptors() {
 /// of purpose command or status (stop ends the server; the raw frames may still say it).
 Message message_from(Bytes& in) {
   switch (in.u8() % 12) {
-    case 0: return Hello{kProtocolMagic, kProtocolVersion, in.u8() % 2 ? HelloPurpose::status : HelloPurpose::command,
-                         in.text(), in.text()};
-    case 1: return Hello{kProtocolMagic, in.u8(), HelloPurpose::command, {}, {}};
+    case 0:
+      return Hello{kProtocolMagic, kProtocolVersion, in.u8() % 2 ? HelloPurpose::status : HelloPurpose::command,
+                   in.text(), in.text()};
+    case 1:
+      return Hello{kProtocolMagic, in.u8(), HelloPurpose::command, {}, {}};
     case 2: {
       static const char* ops[] = {"open", "kind", "list", "write", "mkdir", "same", "wait", "exit"};
       Request request;
@@ -178,15 +187,29 @@ Message message_from(Bytes& in) {
       request.environment = {in.text()};
       return request;
     }
-    case 3: return Reply{static_cast<std::int32_t>(in.u8() % 40), in.text(), static_cast<std::uint32_t>(in.u8() % 6), in.text(), {in.text()}, in.u8() % 2 == 1};
-    case 4: return Interrupt{in.u8()};
-    case 5: return Ping{};
-    case 6: return Exit{in.u8()};
-    case 7: return Welcome{kProtocolVersion, in.u8(), in.u8(), in.text()};
-    case 8: return Status{};
-    case 9: return OpenInput{in.text()};
-    case 10: return CreateScratch{in.text()};
-    default: return Refused{RefusalReason::bad_message, in.text()};
+    case 3:
+      return Reply{static_cast<std::int32_t>(in.u8() % 40),
+                   in.text(),
+                   static_cast<std::uint32_t>(in.u8() % 6),
+                   in.text(),
+                   {in.text()},
+                   in.u8() % 2 == 1};
+    case 4:
+      return Interrupt{in.u8()};
+    case 5:
+      return Ping{};
+    case 6:
+      return Exit{in.u8()};
+    case 7:
+      return Welcome{kProtocolVersion, in.u8(), in.u8(), in.text()};
+    case 8:
+      return Status{};
+    case 9:
+      return OpenInput{in.text()};
+    case 10:
+      return CreateScratch{in.text()};
+    default:
+      return Refused{RefusalReason::bad_message, in.text()};
   }
 }
 
@@ -210,7 +233,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
           case 1: {  // a message, with 0-4 descriptors (0-3 of them on purpose, 4: over the bound)
             const Message message = message_from(in);
             std::vector<int> fds;
-            for (unsigned i = 0, n = (action >> 3) % 5; i < n; ++i) fds.push_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
+            for (unsigned i = 0, n = (action >> 3) % 5; i < n; ++i)
+              fds.push_back(::open("/dev/null", O_RDONLY | O_CLOEXEC));
             (void)channel.send(message, fds.size() <= kMaxFds ? std::span<const int>(fds) : std::span<const int>());
             for (int fd_sent : fds) ::close(fd_sent);
             break;
@@ -233,8 +257,12 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
             channel.drop_fds();
             break;
           }
-          case 4: ::shutdown(channel.fd(), SHUT_WR); break;
-          default: std::this_thread::sleep_for(std::chrono::milliseconds(in.u8() % 4)); break;
+          case 4:
+            ::shutdown(channel.fd(), SHUT_WR);
+            break;
+          default:
+            std::this_thread::sleep_for(std::chrono::milliseconds(in.u8() % 4));
+            break;
         }
       }
     }
@@ -244,7 +272,8 @@ extern "C" int LLVMFuzzerTestOneInput(const std::uint8_t* data, std::size_t size
   const auto deadline = Clock::now() + std::chrono::milliseconds(20 * kDeadlineMs);
   while (open_descriptors() > baseline) {
     if (Clock::now() > deadline) {
-      std::fprintf(stderr, "fuzz_serve_session: %zu descriptors open, %zu before the session:\n", open_descriptors(), baseline);
+      std::fprintf(stderr, "fuzz_serve_session: %zu descriptors open, %zu before the session:\n", open_descriptors(),
+                   baseline);
       if (DIR* dir = ::opendir("/proc/self/fd")) {
         while (const dirent* entry = ::readdir(dir)) {
           char target[256] = {};

@@ -29,8 +29,8 @@ Bytes encode(const char* extension, const cv::Mat& image, const std::vector<int>
 
 void write(const fs::path& dir, const std::string& name, const Bytes& bytes) {
   fs::create_directories(dir);
-  std::ofstream(dir / name, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                                    static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(dir / name, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
   std::printf("%s/%s: %zu bytes\n", dir.filename().c_str(), name.c_str(), bytes.size());
 }
 
@@ -53,8 +53,9 @@ Bytes with_segment(const Bytes& jpeg, const Bytes& segment) {
 
 Bytes exif_body(int orientation) {
   Bytes body = {'E', 'x', 'i', 'f', 0, 0};
-  const Bytes tiff = {'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0,
-                      static_cast<unsigned char>(orientation), 0, 0, 0, 0, 0, 0, 0};
+  const Bytes tiff = {
+      'I', 'I', 42, 0, 8, 0, 0, 0, 1, 0, 0x12, 0x01, 3, 0, 1, 0, 0, 0, static_cast<unsigned char>(orientation),
+      0,   0,   0,  0, 0, 0, 0};
   body.insert(body.end(), tiff.begin(), tiff.end());
   return body;
 }
@@ -78,22 +79,35 @@ Bytes adobe_body(int transform) {
 /// one-strip 8-bit gray image.
 Bytes big_endian_tiff(const cv::Mat& gray) {
   Bytes out = {'M', 'M', 0, 42, 0, 0, 0, 8};
-  const auto u16 = [&](unsigned v) { out.push_back(static_cast<unsigned char>(v >> 8)); out.push_back(static_cast<unsigned char>(v)); };
-  const auto u32 = [&](unsigned v) { u16(v >> 16); u16(v & 0xFFFF); };
+  const auto u16 = [&](unsigned v) {
+    out.push_back(static_cast<unsigned char>(v >> 8));
+    out.push_back(static_cast<unsigned char>(v));
+  };
+  const auto u32 = [&](unsigned v) {
+    u16(v >> 16);
+    u16(v & 0xFFFF);
+  };
   const unsigned entries = 8;
   const unsigned data_offset = 8 + 2 + entries * 12 + 4;
   const auto entry = [&](unsigned tag, unsigned type, unsigned value) {
-    u16(tag); u16(type); u32(1);
-    if (type == 3) { u16(value); u16(0); } else { u32(value); }
+    u16(tag);
+    u16(type);
+    u32(1);
+    if (type == 3) {
+      u16(value);
+      u16(0);
+    } else {
+      u32(value);
+    }
   };
   u16(entries);
-  entry(256, 3, static_cast<unsigned>(gray.cols));   // ImageWidth
-  entry(257, 3, static_cast<unsigned>(gray.rows));   // ImageLength
-  entry(258, 3, 8);                                  // BitsPerSample
-  entry(259, 3, 1);                                  // Compression: none
-  entry(262, 3, 1);                                  // Photometric: BlackIsZero
-  entry(273, 4, data_offset);                        // StripOffsets
-  entry(278, 3, static_cast<unsigned>(gray.rows));   // RowsPerStrip
+  entry(256, 3, static_cast<unsigned>(gray.cols));     // ImageWidth
+  entry(257, 3, static_cast<unsigned>(gray.rows));     // ImageLength
+  entry(258, 3, 8);                                    // BitsPerSample
+  entry(259, 3, 1);                                    // Compression: none
+  entry(262, 3, 1);                                    // Photometric: BlackIsZero
+  entry(273, 4, data_offset);                          // StripOffsets
+  entry(278, 3, static_cast<unsigned>(gray.rows));     // RowsPerStrip
   entry(279, 4, static_cast<unsigned>(gray.total()));  // StripByteCounts
   u32(0);
   for (int r = 0; r < gray.rows; ++r) out.insert(out.end(), gray.ptr(r), gray.ptr(r) + gray.cols);
@@ -127,7 +141,11 @@ int main(int argc, char** argv) {
 
   const fs::path headers = out / "corpus_image_header";
   write(headers, "crop.png", encode(".png", crop));
-  write(headers, "colour16.png", encode(".png", [&] { cv::Mat w; colour.convertTo(w, CV_16U, 257); return w; }()));
+  write(headers, "colour16.png", encode(".png", [&] {
+          cv::Mat w;
+          colour.convertTo(w, CV_16U, 257);
+          return w;
+        }()));
   write(headers, "crop.jpg", jpeg);
   write(headers, "progressive.jpg", progressive);
   write(headers, "little.tif", encode(".tif", small_gray, {cv::IMWRITE_TIFF_COMPRESSION, 1}));

@@ -47,7 +47,8 @@ REGISTER_LISTENER("skip_counter", 1, SkipCounter);
 
 int main(int argc, char** argv) {
   bool listing = false;
-  for (int i = 1; i < argc; ++i) listing = listing || std::strncmp(argv[i], "--list", 6) == 0 || std::strncmp(argv[i], "-l", 2) == 0;
+  for (int i = 1; i < argc; ++i)
+    listing = listing || std::strncmp(argv[i], "--list", 6) == 0 || std::strncmp(argv[i], "-l", 2) == 0;
   std::string reason;
   if (!listing && !cuconv::cuda_device_available(&reason)) {
     std::printf("SKIPPED: GPU tests need a CUDA device: %s\n", reason.c_str());

@@ -62,9 +62,9 @@ std::vector<float> mma_f16_f32_on_device(const std::vector<std::uint16_t>& a, co
   const gpu::DeviceBuffer db = device_copy(b);
   const gpu::DeviceBuffer dc = device_copy(c);
   const gpu::DeviceBuffer dd(128 * n * sizeof(float));
-  mma_probe_kernel<<<(count + 3) / 4, 128>>>(static_cast<const std::uint16_t*>(da.data()),
-                                             static_cast<const std::uint16_t*>(db.data()),
-                                             static_cast<const float*>(dc.data()), static_cast<float*>(dd.data()), count);
+  mma_probe_kernel<<<(count + 3) / 4, 128>>>(
+      static_cast<const std::uint16_t*>(da.data()), static_cast<const std::uint16_t*>(db.data()),
+      static_cast<const float*>(dc.data()), static_cast<float*>(dd.data()), count);
   CUCONV_CHECK_LAUNCH();
   std::vector<float> d(128 * n);
   CUCONV_CUDA_TRY(cudaMemcpy(d.data(), dd.data(), d.size() * sizeof(float), cudaMemcpyDeviceToHost));

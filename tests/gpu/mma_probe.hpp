@@ -12,7 +12,7 @@ namespace cuconv::test {
 /// 16x8 FP16 bits stored column by column (column n's 16 values at 16 n; 128 a problem), C and D
 /// 16x8 floats row-major (128 a problem). Runs on the current device (sm_80 or newer).
 [[nodiscard]] std::vector<float> mma_f16_f32_on_device(const std::vector<std::uint16_t>& a,
-                                                       const std::vector<std::uint16_t>& b,
-                                                       const std::vector<float>& c, int count);
+                                                       const std::vector<std::uint16_t>& b, const std::vector<float>& c,
+                                                       int count);
 
 }  // namespace cuconv::test

@@ -36,7 +36,8 @@ std::vector<std::string> write_mixed_images(const TempDir& dir) {
     const int depth = depths[i % 3];
     // OpenCV 4.6 does not read back the 3-channel float TIFFs it writes: 32F gets 1 or 4 channels.
     const int cn = depth == CV_32F && channels[(i / 3) % 3] == 3 ? 4 : channels[(i / 3) % 3];
-    const cv::Mat image = cuconv::test::random_image(37 + 29 * i, 301 - 13 * i, depth, cn, 77 + static_cast<std::uint64_t>(i));
+    const cv::Mat image =
+        cuconv::test::random_image(37 + 29 * i, 301 - 13 * i, depth, cn, 77 + static_cast<std::uint64_t>(i));
     names.push_back("img" + std::to_string(100 + i) + (depth == CV_32F ? ".tif" : ".png"));
     REQUIRE(cv::imwrite(dir.file("in/" + names.back()), image));
   }
@@ -86,7 +87,8 @@ TEST_CASE("gpu batch: concurrent filtering on all devices matches cv::filter2D f
 
   for (const Variant variant : {Variant::constmem, Variant::tiled_halo, Variant::cached}) {
     for (const char* spec : {"gauss5", "1x7+0+3:1,-2,3,-4,3,-2,1"}) {
-      const std::string out = dir.file(std::string("out-") + std::string(to_string(variant)) + "-" + std::to_string(spec[0] == 'g'));
+      const std::string out =
+          dir.file(std::string("out-") + std::string(to_string(variant)) + "-" + std::to_string(spec[0] == 'g'));
       const std::string json = out + ".json";
       const auto r = run_cuconv({"--out-dir", out, "--variant", std::string(to_string(variant)), "--filter", spec,
                                  "--devices", "all", "--jobs", "4", "--json", json, dir.file("in")});
@@ -110,9 +112,8 @@ TEST_CASE("gpu batch: concurrent filtering on all devices matches cv::filter2D f
         reference.variant = Variant::opencv;
         reference.opencv_method = OpenCvMethod::reference;
         const cv::Mat expected = convolve(src, filter, reference).image;
-        const ComparisonStats s =
-            compare_to_reference(cv::imread(out + "/" + name, cv::IMREAD_UNCHANGED), expected, src, filter,
-                                 ConvolveOptions{}, Variant::automatic);
+        const ComparisonStats s = compare_to_reference(cv::imread(out + "/" + name, cv::IMREAD_UNCHANGED), expected,
+                                                       src, filter, ConvolveOptions{}, Variant::automatic);
         INFO(name, ": max diff ", s.max_abs_difference, " differing ", s.differing_values, " rel ", s.relative_error);
         CHECK(s.within_tolerance);
       }
@@ -133,8 +134,14 @@ TEST_CASE("gpu batch: --devices naming a device that does not exist exits 2 befo
 
 TEST_CASE("gpu batch: the JSON summary names the variant each image ran with, and why auto fell back") {
   TempDir dir;
-  const std::vector<std::string> args{"--out-dir", dir.file("out"), "--filter", "gauss5", "--json", "-",
-                                      cuconv::test::sample("camera.png"), cuconv::test::sample("coffee.png")};
+  const std::vector<std::string> args{"--out-dir",
+                                      dir.file("out"),
+                                      "--filter",
+                                      "gauss5",
+                                      "--json",
+                                      "-",
+                                      cuconv::test::sample("camera.png"),
+                                      cuconv::test::sample("coffee.png")};
   auto r = run_cuconv(args);
   INFO(r.err);
   REQUIRE(r.exit_code == 0);
@@ -200,21 +207,24 @@ TEST_CASE("gpu batch: with two or more devices each gets work, every file once, 
   }
 }
 
-TEST_CASE("gpu batch: the GPU JPEG route on two or more devices: each gets work, every file once, outputs equal to one device's") {
+TEST_CASE(
+    "gpu batch: the GPU JPEG route on two or more devices: each gets work, every file once, outputs equal to one "
+    "device's") {
   const int device_count = devices_to_deal_to("dealing JPEG files to several devices' pipelines");
   if (device_count == 0) return;
   TempDir dir;
   std::filesystem::create_directories(dir.file("in"));
   std::vector<std::string> names;
   for (int i = 0; i < 96; ++i) {  // several decode batches per device
-    const cv::Mat image = cuconv::test::random_image(160 + 8 * (i % 5), 120 + 8 * (i % 7), CV_8U, 3, 500 + static_cast<std::uint64_t>(i));
+    const cv::Mat image =
+        cuconv::test::random_image(160 + 8 * (i % 5), 120 + 8 * (i % 7), CV_8U, 3, 500 + static_cast<std::uint64_t>(i));
     names.push_back("photo" + std::to_string(100 + i) + ".jpg");
     REQUIRE(cv::imwrite(dir.file("in/" + names.back()), image, {cv::IMWRITE_JPEG_QUALITY, 90}));
   }
   const auto run = [&](const std::string& devices, const std::string& out) {
     const std::string json = out + ".json";
-    const auto r = run_cuconv({"--out-dir", out, "--codec", "gpu", "--filter", "gauss5", "--devices", devices, "--jobs", "4",
-                               "--json", json, dir.file("in")});
+    const auto r = run_cuconv({"--out-dir", out, "--codec", "gpu", "--filter", "gauss5", "--devices", devices, "--jobs",
+                               "4", "--json", json, dir.file("in")});
     INFO("--devices ", devices, " stderr: ", r.err);
     REQUIRE(r.exit_code == 0);
     return nlohmann::json::parse(cuconv::test::read_file(json));

@@ -13,12 +13,11 @@
 #include <cuconv/filter.hpp>
 
 #include <doctest/doctest.h>
-#include <nlohmann/json.hpp>
-#include <filesystem>
 #include <fcntl.h>
-#include <opencv2/core.hpp>
 #include <unistd.h>
+#include <filesystem>
 #include <nlohmann/json.hpp>
+#include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 #include <opencv2/imgproc.hpp>
 
@@ -33,16 +32,22 @@ TEST_CASE("gpu cli: every variant x border x image type matches cv::filter2D") {
     const char* name;
     const char* out_ext;
   };
-  const Input inputs[] = {{"camera.png", ".png"}, {"coffee.png", ".png"}, {"logo.png", ".png"},
-                          {"chessboard_GRAY_U16.tif", ".tif"}, {"camera_f32.tif", ".tif"}};
-  const char* filters[] = {"gauss5", "box:31", "1x7+0+3:1,-2,3,-4,3,-2,1", "4x2+3+1:0.5,0.25,-1,0.125,1,0.5,-0.25,0.75"};
+  const Input inputs[] = {{"camera.png", ".png"},
+                          {"coffee.png", ".png"},
+                          {"logo.png", ".png"},
+                          {"chessboard_GRAY_U16.tif", ".tif"},
+                          {"camera_f32.tif", ".tif"}};
+  const char* filters[] = {"gauss5", "box:31", "1x7+0+3:1,-2,3,-4,3,-2,1",
+                           "4x2+3+1:0.5,0.25,-1,0.125,1,0.5,-0.25,0.75"};
   for (Variant variant : gpu_variants()) {
     for (Border border : {Border::reflect101, Border::reflect, Border::replicate, Border::constant, Border::wrap}) {
       for (const Input& in : inputs) {
         for (const char* spec : filters) {
           const std::string out = dir.file(std::string("out") + in.out_ext);
-          std::vector<std::string> args{sample(in.name), out, "--filter", spec, "--variant",
-                                        std::string(to_string(variant)), "--border", std::string(to_string(border)),
+          std::vector<std::string> args{sample(in.name), out,
+                                        "--filter",      spec,
+                                        "--variant",     std::string(to_string(variant)),
+                                        "--border",      std::string(to_string(border)),
                                         "--overwrite"};
           if (border == Border::constant) args.insert(args.end(), {"--border-value", "100"});
           const auto r = run_cuconv(args);
@@ -54,7 +59,8 @@ TEST_CASE("gpu cli: every variant x border x image type matches cv::filter2D") {
           o.border = border;
           o.border_value = border == Border::constant ? 100 : 0;
           const Filter f = load_filter(spec);
-          const ComparisonStats s = cuconv::test::compare_with_filter2d(cv::imread(out, cv::IMREAD_UNCHANGED), src, f, o, variant);
+          const ComparisonStats s =
+              cuconv::test::compare_with_filter2d(cv::imread(out, cv::IMREAD_UNCHANGED), src, f, o, variant);
           INFO("max diff ", s.max_abs_difference, " differing ", s.differing_values, " rel ", s.relative_error);
           CHECK(s.within_tolerance);
         }
@@ -73,7 +79,8 @@ TEST_CASE("gpu cli: --compare reports the difference and timing, --json is one o
   CHECK(r.out.find("speedup") != std::string::npos);
   CHECK(std::filesystem::exists(out));
 
-  r = run_cuconv({sample("coffee.png"), dir.file("j.png"), "--filter", "box:31", "--variant", "cached", "--compare", "--json"});
+  r = run_cuconv(
+      {sample("coffee.png"), dir.file("j.png"), "--filter", "box:31", "--variant", "cached", "--compare", "--json"});
   CHECK(r.exit_code == 0);
   const auto report = nlohmann::json::parse(r.out);
   CHECK(report.at("variant") == "cached");
@@ -115,9 +122,9 @@ TEST_CASE("gpu cli: --bench N prints the kernel's median time, GB/s and % of the
     o.variant = Variant::opencv;
     o.opencv_method = OpenCvMethod::reference;
     const Filter f = load_filter("gauss7");
-    const ComparisonStats s = compare_to_reference(cv::imread(out, cv::IMREAD_UNCHANGED), convolve(src, f, o).image, src, f,
-                                                     ConvolveOptions{},
-                                                     std::string(variant) == "fft" ? Variant::fft : Variant::fast);
+    const ComparisonStats s =
+        compare_to_reference(cv::imread(out, cv::IMREAD_UNCHANGED), convolve(src, f, o).image, src, f,
+                             ConvolveOptions{}, std::string(variant) == "fft" ? Variant::fft : Variant::fast);
     CHECK(s.within_tolerance);
   }
 }
@@ -139,8 +146,9 @@ TEST_CASE("gpu cli: --compare outside the tolerance exits 6 and writes nothing")
     session.out_fd = out_fd;
     session.err_fd = err_fd;
     session.before_compare = [](ConvolveResult& result) { cv::add(result.image, cv::Scalar::all(3), result.image); };
-    exit_code = cli::run_command({"cuconv", sample("camera.png"), out, "--filter", "gauss5", "--variant", "fast",
-                                  "--compare", "--json"}, session);
+    exit_code = cli::run_command(
+        {"cuconv", sample("camera.png"), out, "--filter", "gauss5", "--variant", "fast", "--compare", "--json"},
+        session);
   }
   ::close(out_fd);
   ::close(err_fd);
@@ -176,17 +184,20 @@ TEST_CASE("gpu cli: --compare's check fails a GPU result outside the tolerance")
   CHECK(spoiled.stats.max_abs_difference <= 4.0);
 }
 
-TEST_CASE("gpu serve: a served JPEG takes the warm nvJPEG pipeline and equals --codec gpu in-process, a PNG equals in-process bytes") {
+TEST_CASE(
+    "gpu serve: a served JPEG takes the warm nvJPEG pipeline and equals --codec gpu in-process, a PNG equals "
+    "in-process bytes") {
   TempDir dir;
   const cv::Mat photo = cv::imread(sample("astronaut.png"), cv::IMREAD_COLOR);
   REQUIRE(cv::imwrite(dir.file("in.jpg"), photo, {cv::IMWRITE_JPEG_QUALITY, 90}));
   // In-process first: the GPU codec of a process of its own.
-  const auto own = run_cuconv({"--server", "never", dir.file("in.jpg"), dir.file("own.jpg"), "-f", "gauss5", "--codec", "gpu"});
+  const auto own =
+      run_cuconv({"--server", "never", dir.file("in.jpg"), dir.file("own.jpg"), "-f", "gauss5", "--codec", "gpu"});
   REQUIRE(own.exit_code == 0);
 
   const cuconv::test::Server server(dir);
-  const auto served = run_cuconv({"--server", "always", dir.file("in.jpg"), dir.file("served.jpg"), "-f", "gauss5", "-v"}, "",
-                                 server.setup());
+  const auto served = run_cuconv(
+      {"--server", "always", dir.file("in.jpg"), dir.file("served.jpg"), "-f", "gauss5", "-v"}, "", server.setup());
   REQUIRE(served.exit_code == 0);
   CHECK(served.err.find("decoder nvjpeg") != std::string::npos);  // --codec auto took the warm codec
   CHECK(served.err.find("encoder nvjpeg") != std::string::npos);
@@ -197,12 +208,14 @@ TEST_CASE("gpu serve: a served JPEG takes the warm nvJPEG pipeline and equals --
   for (int i = 0; i < 16; ++i)
     many += "cuconv --server always " + dir.file("in.jpg") + " " + dir.file("m" + std::to_string(i) + ".jpg") +
             " -f gauss5 & ";
-  const auto all = run_cuconv({"--version"}, "", server.setup() + "; export PATH=" +
-                                                     std::filesystem::path(cuconv::test::cuconv_binary()).parent_path().string() +
-                                                     ":$PATH; " + many + "wait");
+  const auto all = run_cuconv(
+      {"--version"}, "",
+      server.setup() + "; export PATH=" + std::filesystem::path(cuconv::test::cuconv_binary()).parent_path().string() +
+          ":$PATH; " + many + "wait");
   REQUIRE(all.exit_code == 0);
   for (int i = 0; i < 16; ++i)
-    CHECK(cuconv::test::read_file(dir.file("m" + std::to_string(i) + ".jpg")) == cuconv::test::read_file(dir.file("own.jpg")));
+    CHECK(cuconv::test::read_file(dir.file("m" + std::to_string(i) + ".jpg")) ==
+          cuconv::test::read_file(dir.file("own.jpg")));
 
   // A served batch hands its JPEGs to the same warm pipeline (no pipeline of its own: its summary
   // counts no decode call of its own); each output is the same bytes.
@@ -210,7 +223,8 @@ TEST_CASE("gpu serve: a served JPEG takes the warm nvJPEG pipeline and equals --
   for (int i = 0; i < 6; ++i)
     std::filesystem::copy_file(dir.file("in.jpg"), dir.file("batch-in/b" + std::to_string(i) + ".jpg"));
   const auto batch = run_cuconv({"--server", "always", "--out-dir", dir.file("batch-out"), dir.file("batch-in"), "-f",
-                                 "gauss5", "--codec", "gpu", "--json", dir.file("batch.json")}, "", server.setup());
+                                 "gauss5", "--codec", "gpu", "--json", dir.file("batch.json")},
+                                "", server.setup());
   REQUIRE_MESSAGE(batch.exit_code == 0, batch.err);
   const nlohmann::json summary = nlohmann::json::parse(cuconv::test::read_file(dir.file("batch.json")));
   CHECK(summary["totals"]["ok"] == 6);
@@ -222,9 +236,11 @@ TEST_CASE("gpu serve: a served JPEG takes the warm nvJPEG pipeline and equals --
   }
 
   // A PNG through the host route on the server's device: the same bytes as in-process with the same variant.
-  const auto png_own = run_cuconv({"--server", "never", sample("coffee.png"), dir.file("own.png"), "-f", "gauss7", "--variant", "tiled"});
-  const auto png_served = run_cuconv({"--server", "always", sample("coffee.png"), dir.file("served.png"), "-f", "gauss7",
-                                      "--variant", "tiled"}, "", server.setup());
+  const auto png_own = run_cuconv(
+      {"--server", "never", sample("coffee.png"), dir.file("own.png"), "-f", "gauss7", "--variant", "tiled"});
+  const auto png_served = run_cuconv(
+      {"--server", "always", sample("coffee.png"), dir.file("served.png"), "-f", "gauss7", "--variant", "tiled"}, "",
+      server.setup());
   REQUIRE(png_own.exit_code == 0);
   REQUIRE(png_served.exit_code == 0);
   CHECK(cuconv::test::read_file(dir.file("served.png")) == cuconv::test::read_file(dir.file("own.png")));

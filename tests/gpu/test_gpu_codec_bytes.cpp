@@ -54,8 +54,8 @@ class CountingCodec final : public codec::GpuCodec {
     for (std::size_t i = 0; i < images.size(); ++i) {
       const DeviceImageView v = images[i].view;
       if (v.data == nullptr || counter.files.count(files[i].data()) == 0) continue;
-      const std::size_t bytes = static_cast<std::size_t>(v.width) * static_cast<std::size_t>(v.height) *
-                                static_cast<std::size_t>(v.channels);
+      const std::size_t bytes =
+          static_cast<std::size_t>(v.width) * static_cast<std::size_t>(v.height) * static_cast<std::size_t>(v.channels);
       counter.images[v.data] = bytes;
       counter.held += bytes;
       counter.peak = std::max(counter.peak, counter.held);
@@ -89,7 +89,8 @@ std::unique_ptr<codec::GpuCodec> make_counting(int device) {
 
 }  // namespace
 
-TEST_CASE("gpu jpeg pipeline: decoded images held at once stay within twice batch_bytes, counted outside the pipeline") {
+TEST_CASE(
+    "gpu jpeg pipeline: decoded images held at once stay within twice batch_bytes, counted outside the pipeline") {
   wrapped = codec::gpu_codec_for("a.jpg", "b.jpg");
   REQUIRE(wrapped != nullptr);
   codec::GpuCodecFormat counting = *wrapped;

@@ -34,7 +34,8 @@ TEST_CASE("gpu convolve_into: each variant downloads into the caller's view, who
         const std::string what = std::string(to_string(variant)) + " depth " + std::to_string(layout.depth) + " x" +
                                  std::to_string(layout.channels) + (strip_rows > 0 ? " in strips" : "");
         CAPTURE(what);
-        const cv::Mat src = random_image(70, 83, layout.depth, layout.channels, 90 + static_cast<std::uint64_t>(strip_rows));
+        const cv::Mat src =
+            random_image(70, 83, layout.depth, layout.channels, 90 + static_cast<std::uint64_t>(strip_rows));
         const Filter filter = random_filter(variant == Variant::fft ? 17 : 5, variant == Variant::fft ? 17 : 5, 3);
         ConvolveOptions options;
         options.variant = variant;

@@ -117,7 +117,8 @@ TEST_CASE("gpu faults: auto falls back to OpenCV, says why and gives cv::filter2
 TEST_CASE("gpu faults: the binary with no injector uses the GPU (nothing read from the environment)") {
   TempDir dir;
   // --variant fast: `auto` would take the CPU for so small an image in a process of its own.
-  const auto r = run_cuconv({sample("coffee.png"), dir.file("out.png"), "--filter", "gauss5", "--variant", "fast", "-v"});
+  const auto r =
+      run_cuconv({sample("coffee.png"), dir.file("out.png"), "--filter", "gauss5", "--variant", "fast", "-v"});
   INFO(r.err);
   CHECK(r.exit_code == 0);
   CHECK(r.err.find("variant fast") != std::string::npos);
@@ -141,7 +142,8 @@ TEST_CASE("gpu faults: --gpu-memory below one strip row exits 5 for an explicit 
   CHECK(r.exit_code == 0);
   CHECK(r.err.find(", 1 strip(s)") != std::string::npos);  // ", 11 strip(s)" must not match
   const std::string striped = dir.file("striped.png");
-  r = run_cuconv({sample("coffee.png"), striped, "--filter", "gauss5", "--variant", "fast", "--gpu-memory", "256K", "-v"});
+  r = run_cuconv(
+      {sample("coffee.png"), striped, "--filter", "gauss5", "--variant", "fast", "--gpu-memory", "256K", "-v"});
   CHECK(r.exit_code == 0);
   CHECK(r.err.find(", 1 strip(s)") == std::string::npos);
   CHECK(r.err.find(" strip(s)") != std::string::npos);
@@ -168,8 +170,8 @@ TEST_CASE("gpu faults: batch mode under auto warns per image and writes cv::filt
 
 TEST_CASE("gpu faults: --compare under auto has no GPU result to compare: exit 5 with the fault, nothing written") {
   TempDir dir;
-  const auto r = run_cuconv({sample("coffee.png"), dir.file("out.png"), "--filter", "gauss5", "--compare",
-                             "--gpu-memory", "1K"});
+  const auto r =
+      run_cuconv({sample("coffee.png"), dir.file("out.png"), "--filter", "gauss5", "--compare", "--gpu-memory", "1K"});
   INFO(r.err);
   CHECK(r.exit_code == static_cast<int>(ExitCode::gpu));
   CHECK(r.err.find("--compare needs a GPU result") != std::string::npos);

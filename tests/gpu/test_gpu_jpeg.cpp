@@ -2,11 +2,11 @@
 // The GPU JPEG path on a real device: nvJPEG's decoded pixels against OpenCV's (libjpeg-turbo)
 // for baseline, progressive, gray and 4:2:0/4:2:2/4:4:4 files, within each kind's bounds on the
 // max and mean absolute difference and on the worst MCU block's mean (a wrong MCU row fails it;
-// jpeg_test_support.hpp, docs/testing.md); the device filter against cv::filter2D on the same decoded pixels (pass rule); the
-// encoder's PSNR against OpenCV's at the same quality; and the CLI end to end: --codec gpu, files
-// that fall back to OpenCV, truncated and corrupt files (no output), EXIF/ICC kept, mixed batches.
-#include "gpu_seams.hpp"
+// jpeg_test_support.hpp, docs/testing.md); the device filter against cv::filter2D on the same decoded pixels (pass
+// rule); the encoder's PSNR against OpenCV's at the same quality; and the CLI end to end: --codec gpu, files that fall
+// back to OpenCV, truncated and corrupt files (no output), EXIF/ICC kept, mixed batches.
 #include "adversarial_files.hpp"
+#include "gpu_seams.hpp"
 #include "jpeg_test_support.hpp"
 #include "test_support.hpp"
 
@@ -30,9 +30,9 @@
 #include <filesystem>
 #include <map>
 #include <mutex>
-#include <utility>
 #include <span>
 #include <string>
+#include <utility>
 
 using namespace cuconv;
 using cuconv::test::Bytes;
@@ -76,13 +76,15 @@ std::vector<std::pair<std::string, Case>> bound_cases(codec::GpuJpegCodec& codec
   std::vector<std::pair<std::string, Case>> cases;
   for (const cuconv::test::Photo& p : cuconv::test::bound_photos(false)) {
     cases.push_back({"baseline 4:2:0", {p.name, cuconv::test::encode_jpeg(p.image, 90), cuconv::test::kDecode420}});
-    cases.push_back({"progressive 4:2:0", {p.name, cuconv::test::encode_jpeg(p.image, 90, true), cuconv::test::kDecode420}});
+    cases.push_back(
+        {"progressive 4:2:0", {p.name, cuconv::test::encode_jpeg(p.image, 90, true), cuconv::test::kDecode420}});
     cases.push_back({"4:2:2", {p.name, nvjpeg_encoded(codec, codec::Chroma::s422, p.image), cuconv::test::kDecode422}});
     cases.push_back({"4:4:4", {p.name, nvjpeg_encoded(codec, codec::Chroma::s444, p.image), cuconv::test::kDecode444}});
   }
   for (const cuconv::test::Photo& p : cuconv::test::bound_photos(true)) {
     cases.push_back({"gray", {p.name, cuconv::test::encode_jpeg(p.image, 90), cuconv::test::kDecodeGray}});
-    cases.push_back({"gray progressive", {p.name, cuconv::test::encode_jpeg(p.image, 90, true), cuconv::test::kDecodeGray}});
+    cases.push_back(
+        {"gray progressive", {p.name, cuconv::test::encode_jpeg(p.image, 90, true), cuconv::test::kDecodeGray}});
   }
   return cases;
 }
@@ -91,7 +93,9 @@ cv::Mat opencv_decoded(const Bytes& jpeg) { return cv::imdecode(jpeg, cv::IMREAD
 
 }  // namespace
 
-TEST_CASE("gpu jpeg: nvJPEG decodes baseline, progressive, gray and 4:2:0/4:2:2/4:4:4 within each kind's bounds of OpenCV on five photos, in BGR order") {
+TEST_CASE(
+    "gpu jpeg: nvJPEG decodes baseline, progressive, gray and 4:2:0/4:2:2/4:4:4 within each kind's bounds of OpenCV on "
+    "five photos, in BGR order") {
   // Prints each kind's largest numbers over the photos: the measurements the bounds in
   // tests/support/jpeg_test_support.hpp are checked against (docs/testing.md, "JPEG decoders").
   codec::GpuJpegCodec codec;
@@ -123,9 +127,11 @@ TEST_CASE("gpu jpeg: nvJPEG decodes baseline, progressive, gray and 4:2:0/4:2:2/
                                cv::Point((gpu.cols / mcu_w - 1) * mcu_w, (gpu.rows / mcu_h - 1) * mcu_h)}) {
       CAPTURE(at);
       CHECK_FALSE(cuconv::test::within(
-          cuconv::test::jpeg_difference(cuconv::test::planted(gpu, cv::Rect(at.x, at.y, 8, 8), 20), cpu, mcu_w, mcu_h), c.bound));
+          cuconv::test::jpeg_difference(cuconv::test::planted(gpu, cv::Rect(at.x, at.y, 8, 8), 20), cpu, mcu_w, mcu_h),
+          c.bound));
       CHECK_FALSE(cuconv::test::within(
-          cuconv::test::jpeg_difference(cuconv::test::planted(gpu, cv::Rect(at.x, at.y, mcu_w, mcu_h), 5), cpu, mcu_w, mcu_h),
+          cuconv::test::jpeg_difference(cuconv::test::planted(gpu, cv::Rect(at.x, at.y, mcu_w, mcu_h), 5), cpu, mcu_w,
+                                        mcu_h),
           c.bound));
     }
     cuconv::test::take_worst(worst[kind].first, d);
@@ -134,11 +140,11 @@ TEST_CASE("gpu jpeg: nvJPEG decodes baseline, progressive, gray and 4:2:0/4:2:2/
   }
   for (const auto& [kind, w] : worst) {
     const cuconv::test::JpegBound& bound = kind.find("4:2:0") != std::string::npos ? cuconv::test::kDecode420
-                                           : kind == "4:2:2"                        ? cuconv::test::kDecode422
-                                           : kind == "4:4:4"                        ? cuconv::test::kDecode444
-                                                                                    : cuconv::test::kDecodeGray;
-    MESSAGE("measured maxima, " << kind << " over " << w.second << " photos at quality 90: "
-                                << cuconv::test::describe(w.first, bound));
+                                           : kind == "4:2:2"                       ? cuconv::test::kDecode422
+                                           : kind == "4:4:4"                       ? cuconv::test::kDecode444
+                                                                                   : cuconv::test::kDecodeGray;
+    MESSAGE("measured maxima, " << kind << " over " << w.second
+                                << " photos at quality 90: " << cuconv::test::describe(w.first, bound));
     CHECK(w.second >= 5);
   }
 }
@@ -164,7 +170,8 @@ TEST_CASE("gpu jpeg: a batch decodes every file, and says which ones OpenCV must
   CHECK(cv::norm(download(decoded[0].view), download(decoded[4].view), cv::NORM_INF) == 0);
 }
 
-TEST_CASE("gpu jpeg pipeline: each file comes back once, as one codec alone makes it, at any batch size and encoder count") {
+TEST_CASE(
+    "gpu jpeg pipeline: each file comes back once, as one codec alone makes it, at any batch size and encoder count") {
   codec::GpuJpegCodec codec;
   GpuWorkspace workspace;
   const Filter filter = load_filter("gauss5");
@@ -206,8 +213,8 @@ TEST_CASE("gpu jpeg pipeline: each file comes back once, as one codec alone make
   }
   // The last: decode calls of one largest file's bytes, so decoded images may hold at most two
   // (one encoder is slower than the JPEG engine: without the bound the decoder runs far ahead).
-  for (const auto [batch, encoders, bytes] : {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 0}, {3, 3, 0},
-                                              {64, 4, 0}, {64, 1, largest}}) {
+  for (const auto [batch, encoders, bytes] :
+       {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 0}, {3, 3, 0}, {64, 4, 0}, {64, 1, largest}}) {
     CAPTURE(batch);
     CAPTURE(encoders);
     CAPTURE(bytes);
@@ -218,10 +225,11 @@ TEST_CASE("gpu jpeg pipeline: each file comes back once, as one codec alone make
       sizes.batch = batch;
       sizes.encoders = encoders;
       if (bytes > 0) sizes.batch_bytes = bytes;
-      engine::GpuCodecPipeline pipeline(*codec::gpu_codec_for("a.jpg", "b.jpg"), 0, &filter, options, output, sizes, [&](std::size_t id, engine::GpuJobResult r) {
-        const std::lock_guard lock(mutex);
-        results.at(id).push_back(std::move(r));
-      });
+      engine::GpuCodecPipeline pipeline(*codec::gpu_codec_for("a.jpg", "b.jpg"), 0, &filter, options, output, sizes,
+                                        [&](std::size_t id, engine::GpuJobResult r) {
+                                          const std::lock_guard lock(mutex);
+                                          results.at(id).push_back(std::move(r));
+                                        });
       for (std::size_t i = 0; i < files.size(); ++i) pipeline.submit(i, files[i]);
       pipeline.finish();
       const std::size_t peak = pipeline.stats().peak_decoded_bytes;
@@ -276,8 +284,8 @@ TEST_CASE("gpu jpeg: the filter on decoded pixels matches cv::filter2D on the sa
         reference_options.variant = Variant::opencv;
         reference_options.opencv_method = OpenCvMethod::reference;
         const ConvolveResult reference = convolve(pixels, filter, reference_options);
-        const ComparisonStats stats = compare_to_reference(download(out.view()), reference.image, pixels, filter,
-                                                           ConvolveOptions{}, ran);
+        const ComparisonStats stats =
+            compare_to_reference(download(out.view()), reference.image, pixels, filter, ConvolveOptions{}, ran);
         CHECK(stats.within_tolerance);
       }
     }
@@ -301,8 +309,8 @@ TEST_CASE("gpu jpeg: nvJPEG's encoding is within 0.5 dB of OpenCV's at the same 
       REQUIRE(gpu_back.type() == image.type());  // gray stays one component
       const double psnr_gpu = cv::PSNR(gpu_back, image);
       const double psnr_cpu = cv::PSNR(opencv_decoded(cpu), image);
-      MESSAGE("quality " << quality << ", " << image.channels() << " channel(s): PSNR nvJPEG " << psnr_gpu
-                         << " dB (" << gpu.size() << " bytes), OpenCV " << psnr_cpu << " dB (" << cpu.size() << " bytes)");
+      MESSAGE("quality " << quality << ", " << image.channels() << " channel(s): PSNR nvJPEG " << psnr_gpu << " dB ("
+                         << gpu.size() << " bytes), OpenCV " << psnr_cpu << " dB (" << cpu.size() << " bytes)");
       CHECK(psnr_gpu >= psnr_cpu - 0.5);
     }
   }
@@ -316,9 +324,10 @@ TEST_CASE("gpu jpeg cli: --codec gpu writes what the OpenCV path writes, up to t
     Bytes bytes;
     cuconv::test::JpegBound bound;
   };
-  const Input inputs[] = {{"baseline.jpg", cuconv::test::encode_jpeg(photo(), 90), cuconv::test::kOutputColour},
-                          {"progressive.jpg", cuconv::test::encode_jpeg(photo(), 90, true), cuconv::test::kOutputColour},
-                          {"gray.jpg", cuconv::test::encode_jpeg(gray, 90), cuconv::test::kOutputGray}};
+  const Input inputs[] = {
+      {"baseline.jpg", cuconv::test::encode_jpeg(photo(), 90), cuconv::test::kOutputColour},
+      {"progressive.jpg", cuconv::test::encode_jpeg(photo(), 90, true), cuconv::test::kOutputColour},
+      {"gray.jpg", cuconv::test::encode_jpeg(gray, 90), cuconv::test::kOutputGray}};
   for (const auto& [name, bytes, bound] : inputs) {
     INFO(name);
     const std::string in = dir.file(name);
@@ -373,8 +382,9 @@ TEST_CASE("gpu jpeg cli: a damaged ICC profile is dropped with the host route's 
   const std::string in = dir.file("bad-icc.jpg");
   const std::string seed = cuconv::test::crafted::adversarial_seeds().at("jpeg-good-exif-bad-icc.jpg");
   cuconv::test::write_bytes(in, Bytes(seed.begin(), seed.end()));
-  const std::string warned = "cuconv: warning: " + in +
-                             ": ICC profile dropped: not a valid profile (its header declares 1094795585 bytes, it holds 200)";
+  const std::string warned =
+      "cuconv: warning: " + in +
+      ": ICC profile dropped: not a valid profile (its header declares 1094795585 bytes, it holds 200)";
   // Both codecs, both modes: the same warning naming the input, the EXIF kept, no ICC segment out.
   const auto check_output = [](const std::string& out) {
     const std::string written = cuconv::test::read_file(out);
@@ -406,7 +416,8 @@ TEST_CASE("gpu jpeg cli: truncated and corrupt files fail with exit 3 naming the
   Bytes corrupt = good;
   corrupt[2] = 0x00;
   corrupt[3] = 0x00;
-  for (const auto& [name, bytes] : {std::pair<std::string, Bytes>{"truncated.jpg", truncated}, {"corrupt.jpg", corrupt}}) {
+  for (const auto& [name, bytes] :
+       {std::pair<std::string, Bytes>{"truncated.jpg", truncated}, {"corrupt.jpg", corrupt}}) {
     CAPTURE(name);
     const std::string in = dir.file(name);
     cuconv::test::write_bytes(in, bytes);
@@ -432,15 +443,18 @@ TEST_CASE("gpu jpeg cli: a mixed batch sends JPEG -> JPEG through nvJPEG and the
   cuconv::test::write_bytes((in / "a.jpg").string(), cuconv::test::encode_jpeg(photo(), 90));
   cuconv::test::write_bytes((in / "b.jpg").string(), cuconv::test::encode_jpeg(photo(), 90, true));
   cuconv::test::write_bytes((in / "c.jpg").string(), cuconv::test::encode_jpeg(gray, 90));
-  cuconv::test::write_bytes((in / "d.jpg").string(),
-                            cuconv::test::with_segments(cuconv::test::encode_jpeg(photo(), 90), {cuconv::test::adobe_segment(0)}));
+  cuconv::test::write_bytes((in / "d.jpg").string(), cuconv::test::with_segments(cuconv::test::encode_jpeg(photo(), 90),
+                                                                                 {cuconv::test::adobe_segment(0)}));
   std::filesystem::copy_file(sample("camera.png"), in / "e.png");
   for (const bool no_filter : {false, true}) {
     CAPTURE(no_filter);
     const std::string out = dir.file(no_filter ? "out-nofilter" : "out");
-    std::vector<std::string> args{"--out-dir", out, in.string(), "--codec", "gpu", "--json", dir.file("s.json"), "--jobs", "2"};
-    if (no_filter) args.push_back("--no-filter");
-    else args.insert(args.end(), {"-f", "gauss5"});
+    std::vector<std::string> args{"--out-dir",        out,      in.string(), "--codec", "gpu", "--json",
+                                  dir.file("s.json"), "--jobs", "2"};
+    if (no_filter)
+      args.push_back("--no-filter");
+    else
+      args.insert(args.end(), {"-f", "gauss5"});
     const auto r = run_cuconv(args);
     REQUIRE(r.exit_code == 0);
     const nlohmann::json summary = nlohmann::json::parse(cuconv::test::read_file(dir.file("s.json")));
@@ -466,7 +480,9 @@ TEST_CASE("gpu jpeg cli: a mixed batch sends JPEG -> JPEG through nvJPEG and the
   }
 }
 
-TEST_CASE("gpu jpeg cli: --codec auto takes the GPU codec from 16 JPEG -> JPEG files per --jobs thread (at least 64), OpenCV's below") {
+TEST_CASE(
+    "gpu jpeg cli: --codec auto takes the GPU codec from 16 JPEG -> JPEG files per --jobs thread (at least 64), "
+    "OpenCV's below") {
   TempDir dir;
   const std::filesystem::path in = dir.path() / "in";
   std::filesystem::create_directory(in);
@@ -478,10 +494,11 @@ TEST_CASE("gpu jpeg cli: --codec auto takes the GPU codec from 16 JPEG -> JPEG f
     CAPTURE(enough);
     if (enough) cuconv::test::write_bytes((in / "p63.jpg").string(), jpeg);  // 64 with --jobs 2: the threshold
     const std::string out = dir.file(enough ? "out64" : "out63");
-    const auto r = run_cuconv({"--out-dir", out, in.string(), "-f", "gauss5", "--json", dir.file("s.json"), "--jobs", "2", "-v"});
+    const auto r =
+        run_cuconv({"--out-dir", out, in.string(), "-f", "gauss5", "--json", dir.file("s.json"), "--jobs", "2", "-v"});
     REQUIRE(r.exit_code == 0);
-    CHECK(r.err.find(enough ? "GPU codec (--codec auto takes it from 64" : "OpenCV's codec (--codec auto takes the GPU codec from 64") !=
-          std::string::npos);
+    CHECK(r.err.find(enough ? "GPU codec (--codec auto takes it from 64"
+                            : "OpenCV's codec (--codec auto takes the GPU codec from 64") != std::string::npos);
     const nlohmann::json summary = nlohmann::json::parse(cuconv::test::read_file(dir.file("s.json")));
     REQUIRE(summary["files"].size() == (enough ? 64U : 63U));
     for (const auto& file : summary["files"]) {

@@ -9,12 +9,12 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include <unistd.h>
 #include <chrono>
 #include <cstdlib>
 #include <filesystem>
 #include <string>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 namespace fs = std::filesystem;
@@ -53,7 +53,8 @@ long long now_ns() {
 
 }  // namespace
 
-TEST_CASE("gpu keeper: a GPU command writing to a pipe ends the pipe within 50 ms of its exit, and the keeper lets go") {
+TEST_CASE(
+    "gpu keeper: a GPU command writing to a pipe ends the pipe within 50 ms of its exit, and the keeper lets go") {
   TempDir dir;
   cv::Mat image(512, 512, CV_8UC3);
   cv::randu(image, 0, 256);
@@ -61,11 +62,11 @@ TEST_CASE("gpu keeper: a GPU command writing to a pipe ends the pipe within 50 m
   const std::string binary = cuconv::test::cuconv_binary();
   // The shell stamps the time right after cuconv exits and again once `cat` has seen the pipe's
   // end; `date +%s%N` is the same clock as system_clock.
-  const std::string script = "{ " + cuconv::test::shell_quote(binary) + " " + cuconv::test::shell_quote(dir.file("in.png")) +
-                             " png:- --filter gauss5 --variant fast; echo $? > " + cuconv::test::shell_quote(dir.file("code")) +
-                             "; date +%s%N > " + cuconv::test::shell_quote(dir.file("exited")) + "; } | cat > " +
-                             cuconv::test::shell_quote(dir.file("out.png")) + "; date +%s%N > " +
-                             cuconv::test::shell_quote(dir.file("ended"));
+  const std::string script =
+      "{ " + cuconv::test::shell_quote(binary) + " " + cuconv::test::shell_quote(dir.file("in.png")) +
+      " png:- --filter gauss5 --variant fast; echo $? > " + cuconv::test::shell_quote(dir.file("code")) +
+      "; date +%s%N > " + cuconv::test::shell_quote(dir.file("exited")) + "; } | cat > " +
+      cuconv::test::shell_quote(dir.file("out.png")) + "; date +%s%N > " + cuconv::test::shell_quote(dir.file("ended"));
   const int status = std::system(("bash -c " + cuconv::test::shell_quote(script)).c_str());
   const long long returned = now_ns();
   REQUIRE(status == 0);

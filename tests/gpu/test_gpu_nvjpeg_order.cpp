@@ -35,7 +35,8 @@ bool same_pixels(const cv::Mat& a, const cv::Mat& b) {
 
 }  // namespace
 
-TEST_CASE("gpu nvjpeg order: 10,000 batched decodes into reused buffers, read by a kernel meanwhile, equal serial decodes") {
+TEST_CASE(
+    "gpu nvjpeg order: 10,000 batched decodes into reused buffers, read by a kernel meanwhile, equal serial decodes") {
   std::string reason;
   if (!codec::nvjpeg_available(&reason)) {
     test::skip_case("nvJPEG cannot be loaded: " + reason);

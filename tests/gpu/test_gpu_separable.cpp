@@ -7,10 +7,10 @@
 // value and a delta that puts flat areas on a tie. Outputs are poisoned on the device before
 // every run, so an unwritten pixel fails.
 #include "exact_sum.hpp"
+#include "filter/splits.hpp"
+#include "gpu/launch/launch.hpp"
 #include "gpu_seams.hpp"
 #include "test_support.hpp"
-#include "gpu/launch/launch.hpp"
-#include "filter/splits.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
@@ -33,8 +33,8 @@ using cuconv::test::check_exact;
 using cuconv::test::compare_exact;
 using cuconv::test::exact_sum;
 using cuconv::test::kAllBorders;
-using cuconv::test::RuleCount;
 using cuconv::test::random_image;
+using cuconv::test::RuleCount;
 using cuconv::test::sample;
 
 namespace {
@@ -45,9 +45,12 @@ bool takes_separable(const Filter& f, int in_depth, int out_depth, double delta)
 
 Depth depth_option(int depth) {
   switch (depth) {
-    case CV_16U: return Depth::u16;
-    case CV_16S: return Depth::s16;
-    default: return Depth::u8;
+    case CV_16U:
+      return Depth::u16;
+    case CV_16S:
+      return Depth::s16;
+    default:
+      return Depth::u8;
   }
 }
 
@@ -55,10 +58,10 @@ Depth depth_option(int depth) {
 
 TEST_CASE("gpu separable: inexact rank-1 filters on 8-bit input meet the pass rule against the exact sum") {
   // fast's tile edges in elements (warp 32 x kVec, block 128 x kVec) for 1, 3 and 4 channels.
-  const std::pair<int, int> sizes[] = {{1, 1},     {5, 31},   {43, 32}, {128, 33}, {129, 129}, {171, 127},
-                                       {172, 257}, {255, 65}, {257, 3}, {513, 255}, {683, 5},  {2047, 3}};
+  const std::pair<int, int> sizes[] = {{1, 1},     {5, 31},   {43, 32}, {128, 33},  {129, 129}, {171, 127},
+                                       {172, 257}, {255, 65}, {257, 3}, {513, 255}, {683, 5},   {2047, 3}};
   const char* specs[] = {"gaussian:1,0.8", "gaussian:2,1.1", "gaussian:3,1.5", "gaussian:5,2.2",
-                         "gaussian:6,2.5", "gaussian:7,3",  "box:3",          "box:5"};
+                         "gaussian:6,2.5", "gaussian:7,3",   "box:3",          "box:5"};
   int index = 0;
   int separable_runs = 0;
   for (const char* spec : specs) {
@@ -75,9 +78,9 @@ TEST_CASE("gpu separable: inexact rank-1 filters on 8-bit input meet the pass ru
           o.border_value = border == Border::constant ? 77 : 0;
           // Off-centre anchors leave the fast path (auto picks a dense variant): still within the rule.
           if (index % 7 == 0) o.anchor_x = 0;
-          const std::string what = std::string(spec) + " " + std::to_string(cols) + "x" + std::to_string(rows) +
-                                   "x" + std::to_string(channels) + " out depth " + std::to_string(out_depth) +
-                                   " " + std::string(to_string(border));
+          const std::string what = std::string(spec) + " " + std::to_string(cols) + "x" + std::to_string(rows) + "x" +
+                                   std::to_string(channels) + " out depth " + std::to_string(out_depth) + " " +
+                                   std::string(to_string(border));
           const Variant ran = check_exact(src, f, o, what);
           // auto runs fast (or tensor, its tensor-core row sums) for a centred filter with the same
           // pixel type in and out; other output depths take a dense variant and are still judged
@@ -107,8 +110,8 @@ TEST_CASE("gpu separable: real photos and flat areas at every byte value stay wi
     REQUIRE(takes_separable(f, CV_8U, CV_8U, 0.0));
     for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &gray, &flat}) {
       ConvolveOptions o;
-      const Variant ran = check_exact(*image, f, o, std::string(spec) + " on " + std::to_string(image->cols) + "x" +
-                                                        std::to_string(image->rows));
+      const Variant ran = check_exact(
+          *image, f, o, std::string(spec) + " on " + std::to_string(image->cols) + "x" + std::to_string(image->rows));
       CHECK((ran == Variant::fast || ran == Variant::tensor));
     }
   }
@@ -133,21 +136,21 @@ TEST_CASE("gpu separable: a delta that puts flat areas on a tie keeps the dense 
   ref.variant = Variant::opencv;
   ref.opencv_method = OpenCvMethod::direct_sum;
   const ComparisonStats s = compare_to_reference(got.image, convolve(flat, f, ref).image, flat, f, o, got.variant_used);
-  INFO("auto ran ", to_string(got.variant_used), ": max diff ", s.max_abs_difference, ", ", s.differing_values,
-       "/", s.total_values, " differ");
+  INFO("auto ran ", to_string(got.variant_used), ": max diff ", s.max_abs_difference, ", ", s.differing_values, "/",
+       s.total_values, " differ");
   CHECK(s.within_tolerance);
 }
 
 TEST_CASE("gpu wide: 16-bit rank-1 filters summed in double meet the pass rule against the exact sum") {
   // Tile edges of the double-precision kernel: 256 elements a block, strips of 32..128 rows, the
   // K - 1 rows of warm-up; images narrower and shorter than the filter.
-  const std::pair<int, int> sizes[] = {{1, 1},     {7, 5},    {85, 33},   {86, 129}, {255, 31},  {256, 64},
-                                       {257, 97},  {600, 130}, {1000, 257}, {2049, 18}, {64, 300}, {333, 1}};
+  const std::pair<int, int> sizes[] = {{1, 1},    {7, 5},     {85, 33},    {86, 129},  {255, 31}, {256, 64},
+                                       {257, 97}, {600, 130}, {1000, 257}, {2049, 18}, {64, 300}, {333, 1}};
   // Every instance (sides 15, 17, ..., 31), an even side (box:16: weights past it zero) and the
   // two presets that reach 15 and 31.
-  const char* specs[] = {"gaussian:7,3",  "gaussian:8,3.5", "gaussian:9,3", "gaussian:10,4", "gaussian:11,4",
-                         "gaussian:12,4", "gaussian:13,5",  "gaussian:14,5", "gaussian:15,5", "box:16",
-                         "box:15",        "box:31"};
+  const char* specs[] = {"gaussian:7,3",  "gaussian:8,3.5", "gaussian:9,3",  "gaussian:10,4",
+                         "gaussian:11,4", "gaussian:12,4",  "gaussian:13,5", "gaussian:14,5",
+                         "gaussian:15,5", "box:16",         "box:15",        "box:31"};
   const std::uint64_t launches_before = cuconv::test::launches(gpu::KernelPath::fast_double_rank1);
   int index = 0;
   for (const char* spec : specs) {
@@ -199,7 +202,8 @@ TEST_CASE("gpu wide: 16-bit rank-1 filters summed in double meet the pass rule a
     }
   }
   // Every filter above is rank 1 within the bound: every run launched the double-precision kernel.
-  CHECK(cuconv::test::launches(gpu::KernelPath::fast_double_rank1) - launches_before == static_cast<std::uint64_t>(index));
+  CHECK(cuconv::test::launches(gpu::KernelPath::fast_double_rank1) - launches_before ==
+        static_cast<std::uint64_t>(index));
 }
 
 TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto up to 31x31, and ties left dense") {
@@ -215,8 +219,9 @@ TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto up to 31x31, and tie
     for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &flat}) {
       const std::uint64_t before = cuconv::test::launches(gpu::KernelPath::fast_double_rank1);
       ConvolveOptions o;
-      CHECK(check_exact(*image, f, o, std::string(spec) + " on " + std::to_string(image->cols) + "x" +
-                                          std::to_string(image->rows)) == Variant::fast);
+      CHECK(check_exact(*image, f, o,
+                        std::string(spec) + " on " + std::to_string(image->cols) + "x" + std::to_string(image->rows)) ==
+            Variant::fast);
       CHECK(cuconv::test::launches(gpu::KernelPath::fast_double_rank1) - before == 1u);
     }
   }

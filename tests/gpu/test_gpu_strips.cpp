@@ -24,8 +24,8 @@
 
 using namespace cuconv;
 using cuconv::test::bit_equal;
-using cuconv::test::random_filter;
 using cuconv::test::kAllBorders;
+using cuconv::test::random_filter;
 using cuconv::test::random_image;
 using cuconv::test::sweep_stride;
 using cuconv::test::tested_gpu_variants;
@@ -68,7 +68,8 @@ TEST_CASE("gpu strips: forced strip heights give the unstriped result bit for bi
         for (const FilterShape& shape : kShapes) {
           for (const auto& [cols, rows] : kSizes) {
             if (index++ % stride != 0) continue;
-            const cv::Mat src = random_image(rows, cols, type.depth, type.channels, 500 + static_cast<std::uint64_t>(index));
+            const cv::Mat src =
+                random_image(rows, cols, type.depth, type.channels, 500 + static_cast<std::uint64_t>(index));
             Filter f = random_filter(shape.kw, shape.kh, 900 + static_cast<std::uint64_t>(index));
             f.anchor_x = shape.anchor_x;
             f.anchor_y = shape.anchor_y;
@@ -98,8 +99,8 @@ TEST_CASE("gpu strips: forced strip heights give the unstriped result bit for bi
               if (strip_rows < rows) CHECK(striped.strips > 1);
               if (variant == Variant::fft) {
                 const ComparisonStats s = compare_to_reference(striped.image, reference, src, f, o, Variant::fft);
-                INFO("max diff ", s.max_abs_difference, ", ", s.differing_values, "/", s.total_values,
-                     " differ, rel ", s.relative_error);
+                INFO("max diff ", s.max_abs_difference, ", ", s.differing_values, "/", s.total_values, " differ, rel ",
+                     s.relative_error);
                 CHECK(s.within_tolerance);
               } else {
                 CHECK(bit_equal(striped.image, whole.image));
@@ -134,8 +135,8 @@ TEST_CASE("gpu strips: a small gpu_memory_limit cuts the image by itself, --alph
         ConvolveOptions ref_options = o;
         ref_options.variant = Variant::opencv;
         ref_options.opencv_method = OpenCvMethod::reference;
-        const ComparisonStats s = compare_to_reference(striped.image, convolve(src, f, ref_options).image, src, f, o,
-                                                       Variant::fft);
+        const ComparisonStats s =
+            compare_to_reference(striped.image, convolve(src, f, ref_options).image, src, f, o, Variant::fft);
         INFO("max diff ", s.max_abs_difference, ", ", s.differing_values, "/", s.total_values, " differ");
         CHECK(s.within_tolerance);
         cv::Mat alpha_in, alpha_out;  // copied, not filtered: exact in every variant

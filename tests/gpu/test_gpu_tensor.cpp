@@ -7,12 +7,12 @@
 // unaligned rows, photos and flat areas at every byte value; filters whose sums are exact, bit for
 // bit. Outputs are poisoned on the device before every run, and launch counters show that the
 // kernel under test ran.
-#include "skip.hpp"
 #include "exact_sum.hpp"
-#include "gpu_seams.hpp"
-#include "test_support.hpp"
-#include "gpu/launch/launch.hpp"
 #include "filter/splits.hpp"
+#include "gpu/launch/launch.hpp"
+#include "gpu_seams.hpp"
+#include "skip.hpp"
+#include "test_support.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
@@ -51,7 +51,8 @@ struct WgmmaOff {
 
 /// Launches of either dense 8-bit kernel (one channel runs the warpgroup one on sm_90).
 std::uint64_t dense_launches() {
-  return cuconv::test::launches(gpu::KernelPath::tensor_dense) + cuconv::test::launches(gpu::KernelPath::tensor_dense_wgmma);
+  return cuconv::test::launches(gpu::KernelPath::tensor_dense) +
+         cuconv::test::launches(gpu::KernelPath::tensor_dense_wgmma);
 }
 
 }  // namespace
@@ -59,11 +60,11 @@ std::uint64_t dense_launches() {
 TEST_CASE("gpu tensor: tensor-core row sums meet the pass rule against the exact sum") {
   // Tile edges of the tensor kernel: 512 elements a block, 16-row chunks, strips of 32..128 rows;
   // images narrower than the halo, and widths that are no multiple of 4 or 16.
-  const std::pair<int, int> sizes[] = {{1, 1},    {7, 5},     {33, 17},  {170, 16}, {171, 31},  {512, 33},
+  const std::pair<int, int> sizes[] = {{1, 1},    {7, 5},     {33, 17},  {170, 16},  {171, 31},  {512, 33},
                                        {513, 64}, {1023, 97}, {1025, 3}, {600, 129}, {2049, 18}, {4099, 40}};
-  const char* specs[] = {"gaussian:1,0.8", "gaussian:2,1.1", "gaussian:3,1.5", "gaussian:4,1.9", "gaussian:5,2.2",
-                         "gaussian:6,2.5", "gaussian:7,3",   "gaussian:8,3.5", "box:5",          "box:9",
-                         "gauss5",         "box:17"};
+  const char* specs[] = {"gaussian:1,0.8", "gaussian:2,1.1", "gaussian:3,1.5", "gaussian:4,1.9",
+                         "gaussian:5,2.2", "gaussian:6,2.5", "gaussian:7,3",   "gaussian:8,3.5",
+                         "box:5",          "box:9",          "gauss5",         "box:17"};
   const std::uint64_t launches_before = cuconv::test::rank1_tensor_launches();
   int index = 0;
   int tensor_runs = 0;
@@ -101,8 +102,9 @@ TEST_CASE("gpu tensor: photos, flat areas, exact presets and what it leaves to f
     const Filter f = load_filter(spec);
     for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &flat}) {
       ConvolveOptions o;
-      CHECK(check_exact(*image, f, o, std::string(spec) + " on " + std::to_string(image->cols) + "x" +
-                                          std::to_string(image->rows)) == Variant::tensor);
+      CHECK(check_exact(*image, f, o,
+                        std::string(spec) + " on " + std::to_string(image->cols) + "x" + std::to_string(image->rows)) ==
+            Variant::tensor);
     }
   }
   // Dyadic presets sum exactly on both paths: `tensor` and `fast` agree bit for bit.
@@ -146,10 +148,10 @@ TEST_CASE("gpu tensor dense: tensor-core sums of dense filters meet the pass rul
   // 16-row chunks, strips of 32..128 rows; widths with row ends inside a word and images smaller
   // than the filter. Filters: every side class (one k16 step up to 9 wide, k16 + k8 up to 17),
   // rectangles, and anchors at the corners.
-  const std::pair<int, int> sizes[] = {{1, 1},     {5, 7},     {31, 17},  {129, 16}, {127, 31},  {256, 33},
-                                       {257, 64},  {1023, 97}, {385, 3},  {600, 129}, {2049, 18}, {130, 140}};
-  const std::pair<int, int> shapes[] = {{2, 2}, {3, 3}, {5, 5}, {8, 8}, {9, 9}, {10, 10}, {15, 15},
-                                        {17, 17}, {17, 3}, {1, 17}, {9, 16}, {16, 4}};
+  const std::pair<int, int> sizes[] = {{1, 1},    {5, 7},     {31, 17}, {129, 16},  {127, 31},  {256, 33},
+                                       {257, 64}, {1023, 97}, {385, 3}, {600, 129}, {2049, 18}, {130, 140}};
+  const std::pair<int, int> shapes[] = {{2, 2},   {3, 3},   {5, 5},  {8, 8},  {9, 9},  {10, 10},
+                                        {15, 15}, {17, 17}, {17, 3}, {1, 17}, {9, 16}, {16, 4}};
   const std::uint64_t launches_before = dense_launches();
   int index = 0;
   for (const auto& [kw, kh] : shapes) {
@@ -222,8 +224,8 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
     const std::uint64_t dyadic_before = dense_launches();
     const cv::Mat got = convolve(photo, dyadic, o).image;
     CHECK(dense_launches() - dyadic_before == 1u);
-    const cv::Mat expected = exact_sum(photo, dyadic, dyadic.resolved_anchor_x(), dyadic.resolved_anchor_y(),
-                                       o.border, 0, 0, CV_8U);
+    const cv::Mat expected =
+        exact_sum(photo, dyadic, dyadic.resolved_anchor_x(), dyadic.resolved_anchor_y(), o.border, 0, 0, CV_8U);
     const RuleCount r = compare_exact(got, expected);
     INFO(dyadic.origin << ": max diff " << r.max_diff << ", " << r.off_by_one << " off by one");
     CHECK(r.max_diff == 0.0);
@@ -234,9 +236,10 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   // aligned one-channel run is the warpgroup kernel's; unaligned rows run tensor_dense.cuh).
   GpuWorkspace workspace;
   for (int channels : {1, 3, 4})
-    cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, channels, 61 + static_cast<std::uint64_t>(channels)),
-                                       cuconv::test::random_filter(11, 7, 62), cuconv::test::launches_of<gpu::KernelPath::tensor_dense>,
-                                       workspace, "dense 11x7");
+    cuconv::test::check_unaligned_rows(
+        random_image(45, 301, CV_8U, channels, 61 + static_cast<std::uint64_t>(channels)),
+        cuconv::test::random_filter(11, 7, 62), cuconv::test::launches_of<gpu::KernelPath::tensor_dense>, workspace,
+        "dense 11x7");
 
   // Left to fast: a kept alpha channel, 16-bit input, and a filter whose split misses the rule (a
   // flat area at a tie); sides past 17 go to the planes kernel (tests/gpu/test_gpu_tensor_planes.cpp).
@@ -272,17 +275,18 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
 
 TEST_CASE("gpu tensor dense wgmma: the warpgroup kernel gives tensor_dense.cuh's bits and meets the pass rule") {
   if (!gpu::device_runs_wgmma()) {
-    cuconv::test::skip_case("the warpgroup kernel needs a GPU of compute capability 9.0 (this one runs tensor_dense.cuh)");
+    cuconv::test::skip_case(
+        "the warpgroup kernel needs a GPU of compute capability 9.0 (this one runs tensor_dense.cuh)");
     return;
   }
   // Tile edges of the warpgroup kernel: 128 outputs a block (a 144-column window, 160 where
   // anchor_x % 16 != 0 shifts the block), 64-row tiles, one to four a block; images smaller
   // than a tile and than the filter; box copies inside the image, threads' staging at its edges.
   // Anchors with anchor_x % 16 == 0 (8 column blocks) and not (9, odd and even shifts).
-  const std::pair<int, int> sizes[] = {{1, 1},    {15, 7},    {16, 64},  {127, 65},  {128, 63},  {129, 128},
-                                       {143, 129}, {144, 31},  {145, 200}, {255, 257}, {257, 66},  {400, 300},
-                                       {1000, 130}, {2100, 700}};
-  const std::pair<int, int> shapes[] = {{1, 1}, {3, 3}, {4, 4}, {5, 5}, {7, 3}, {3, 7}, {9, 9}, {9, 16},
+  const std::pair<int, int> sizes[] = {{1, 1},     {15, 7},    {16, 64},    {127, 65},  {128, 63},
+                                       {129, 128}, {143, 129}, {144, 31},   {145, 200}, {255, 257},
+                                       {257, 66},  {400, 300}, {1000, 130}, {2100, 700}};
+  const std::pair<int, int> shapes[] = {{1, 1},  {3, 3},  {4, 4},   {5, 5},   {7, 3},  {3, 7},  {9, 9}, {9, 16},
                                         {16, 9}, {13, 5}, {15, 15}, {17, 17}, {17, 1}, {1, 17}, {2, 11}};
   const std::uint64_t wgmma_before = cuconv::test::launches(gpu::KernelPath::tensor_dense_wgmma);
   const std::uint64_t dense_before = cuconv::test::launches(gpu::KernelPath::tensor_dense);
@@ -318,11 +322,12 @@ TEST_CASE("gpu tensor dense wgmma: the warpgroup kernel gives tensor_dense.cuh's
     }
   }
   // Two warpgroup runs and one tensor_dense.cuh run a case: nothing fell back.
-  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_dense_wgmma) - wgmma_before == 2u * static_cast<std::uint64_t>(index));
+  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_dense_wgmma) - wgmma_before ==
+        2u * static_cast<std::uint64_t>(index));
   CHECK(cuconv::test::launches(gpu::KernelPath::tensor_dense) - dense_before == static_cast<std::uint64_t>(index));
 
-  // auto takes 5x5 on one channel to it from 4096^2 pixels (dense_u8_large_min_pixels in src/gpu/tuning/auto_tuning.hpp), and leaves
-  // smaller images to fast.
+  // auto takes 5x5 on one channel to it from 4096^2 pixels (dense_u8_large_min_pixels in
+  // src/gpu/tuning/auto_tuning.hpp), and leaves smaller images to fast.
   const Filter f5 = cuconv::test::random_filter(5, 5, 79);
   const std::uint64_t auto_before = cuconv::test::launches(gpu::KernelPath::tensor_dense_wgmma);
   CHECK(convolve(random_image(4096, 4096, CV_8U, 1, 80), f5, ConvolveOptions{}).variant_used == Variant::tensor);

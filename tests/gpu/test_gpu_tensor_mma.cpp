@@ -10,11 +10,11 @@
 // areas at every byte value the pass rule per image; unaligned rows bit for bit. Outputs are
 // poisoned before every run; launch counters show which kernel ran.
 #include "exact_sum.hpp"
-#include "mma_probe.hpp"
-#include "gpu_seams.hpp"
-#include "test_support.hpp"
-#include "gpu/launch/launch.hpp"
 #include "filter/splits.hpp"
+#include "gpu/launch/launch.hpp"
+#include "gpu_seams.hpp"
+#include "mma_probe.hpp"
+#include "test_support.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
@@ -46,8 +46,7 @@ namespace {
 double half_value(std::uint16_t bits) {
   const int exponent = (bits >> 10) & 0x1F;
   const int mantissa = bits & 0x3FF;
-  const double magnitude =
-      exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
+  const double magnitude = exponent == 0 ? std::ldexp(mantissa, -24) : std::ldexp(1024 + mantissa, exponent - 25);
   return (bits & 0x8000) != 0 ? -magnitude : magnitude;
 }
 
@@ -76,7 +75,8 @@ Filter rank_one(int radius, std::uint64_t seed) {
   Filter f;
   f.width = f.height = k;
   for (int i = 0; i < k; ++i)
-    for (int j = 0; j < k; ++j) f.weights.push_back(v[static_cast<std::size_t>(i)] / sv * h[static_cast<std::size_t>(j)] / sh);
+    for (int j = 0; j < k; ++j)
+      f.weights.push_back(v[static_cast<std::size_t>(i)] / sv * h[static_cast<std::size_t>(j)] / sh);
   f.origin = "rank-1 " + std::to_string(k) + "x" + std::to_string(k);
   return f;
 }
@@ -89,8 +89,9 @@ TEST_CASE("gpu tensor mma: the tensor cores' FP32 accumulation stays within the 
   std::mt19937_64 rng(2611);
   // Operand shapes: signs and exponents spread over 2^24; a large C; one large product beside small
   // ones far below its last bit; positive products only; cancelling pairs.
-  const char* shapes[] = {"spread", "spread with C", "one large and small ones", "positive spread",
-                          "large C and small products", "cancelling pairs"};
+  const char* shapes[] = {
+      "spread",          "spread with C", "one large and small ones", "positive spread", "large C and small products",
+      "cancelling pairs"};
   double worst_overall = 0.0;
   for (int shape = 0; shape < 6; ++shape) {
     std::vector<std::uint16_t> a(256 * kProblems);
@@ -99,18 +100,26 @@ TEST_CASE("gpu tensor mma: the tensor cores' FP32 accumulation stays within the 
     for (int p = 0; p < kProblems; ++p) {
       for (int i = 0; i < 256; ++i) {
         auto& x = a[static_cast<std::size_t>(256 * p + i)];
-        if (shape == 2) x = i % 16 == 0 ? 0x3C00 : random_half(rng, -15, -10, false);
-        else if (shape == 4) x = random_half(rng, -13, -12, true);
-        else if (shape == 5) x = i % 2 == 0 ? random_half(rng, -2, 2, true) : static_cast<std::uint16_t>(0);
-        else x = random_half(rng, -6, 6, shape == 3);
+        if (shape == 2)
+          x = i % 16 == 0 ? 0x3C00 : random_half(rng, -15, -10, false);
+        else if (shape == 4)
+          x = random_half(rng, -13, -12, true);
+        else if (shape == 5)
+          x = i % 2 == 0 ? random_half(rng, -2, 2, true) : static_cast<std::uint16_t>(0);
+        else
+          x = random_half(rng, -6, 6, shape == 3);
       }
       if (shape == 5)
-        for (int i = 1; i < 256; i += 2) a[static_cast<std::size_t>(256 * p + i)] = a[static_cast<std::size_t>(256 * p + i - 1)] ^ 0x8000;
+        for (int i = 1; i < 256; i += 2)
+          a[static_cast<std::size_t>(256 * p + i)] = a[static_cast<std::size_t>(256 * p + i - 1)] ^ 0x8000;
       for (int i = 0; i < 128; ++i) {
         auto& x = b[static_cast<std::size_t>(128 * p + i)];
-        if (shape == 2) x = i % 16 == 0 ? 0x3C00 : random_half(rng, -15, -10, false);
-        else if (shape == 4) x = random_half(rng, -13, -12, true);
-        else x = random_half(rng, shape == 5 ? -2 : -6, shape == 5 ? 2 : 6, shape == 3 || shape == 5);
+        if (shape == 2)
+          x = i % 16 == 0 ? 0x3C00 : random_half(rng, -15, -10, false);
+        else if (shape == 4)
+          x = random_half(rng, -13, -12, true);
+        else
+          x = random_half(rng, shape == 5 ? -2 : -6, shape == 5 ? 2 : 6, shape == 3 || shape == 5);
       }
       for (int i = 0; i < 128; ++i) {
         float& x = c[static_cast<std::size_t>(128 * p + i)];
@@ -147,13 +156,13 @@ TEST_CASE("gpu tensor mma: the tensor cores' FP32 accumulation stays within the 
 TEST_CASE("gpu tensor mma: both passes on tensor cores meet the pass rule against the exact sum") {
   // Tile edges of the kernel: 256 pixels a block at one channel, 64 at three and four, 16-row
   // steps, strips of 32..128 rows; images narrower than the halo, and widths that are no multiple of 16.
-  const std::pair<int, int> sizes[] = {{1, 1},    {7, 5},     {33, 17},  {64, 16},  {65, 47},   {85, 16},  {86, 31},
-                                       {256, 33}, {257, 64},  {1023, 97}, {1025, 3}, {600, 129}, {2049, 18}, {4099, 40}};
+  const std::pair<int, int> sizes[] = {{1, 1},    {7, 5},    {33, 17},   {64, 16},  {65, 47},   {85, 16},   {86, 31},
+                                       {256, 33}, {257, 64}, {1023, 97}, {1025, 3}, {600, 129}, {2049, 18}, {4099, 40}};
   std::vector<Filter> filters;
   // Radii 4-8 read two 16-row steps of row sums, 9-15 three (the older two from shared memory).
-  for (const char* spec : {"gaussian:4,1.9", "gaussian:5,2.2", "gaussian:6,2.5", "gaussian:7,3", "gaussian:8,3.5",
-                           "box:9", "box:13", "box:17", "gaussian:9,3", "gaussian:11,3.5", "gaussian:13,4.5",
-                           "gaussian:15,5", "box:19", "box:31"})
+  for (const char* spec :
+       {"gaussian:4,1.9", "gaussian:5,2.2", "gaussian:6,2.5", "gaussian:7,3", "gaussian:8,3.5", "box:9", "box:13",
+        "box:17", "gaussian:9,3", "gaussian:11,3.5", "gaussian:13,4.5", "gaussian:15,5", "box:19", "box:31"})
     filters.push_back(load_filter(spec));
   for (int radius : {4, 6, 8, 10, 15}) filters.push_back(rank_one(radius, 90 + static_cast<std::uint64_t>(radius)));
   const std::uint64_t tensor_before = cuconv::test::rank1_tensor_launches();
@@ -208,8 +217,9 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
     const Filter f = load_filter(spec);
     for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &gray, &flat}) {
       ConvolveOptions o;
-      CHECK(check_exact(*image, f, o, std::string(spec) + " on " + std::to_string(image->cols) + "x" +
-                                          std::to_string(image->rows) + "x" + std::to_string(image->channels()),
+      CHECK(check_exact(*image, f, o,
+                        std::string(spec) + " on " + std::to_string(image->cols) + "x" + std::to_string(image->rows) +
+                            "x" + std::to_string(image->channels()),
                         Variant::tensor) == Variant::tensor);
       ++runs;
     }
@@ -221,8 +231,9 @@ TEST_CASE("gpu tensor mma: photos, flat areas, unaligned rows, and what it leave
   GpuWorkspace workspace;
   for (int channels : {1, 3, 4}) {
     for (const char* spec : {"gaussian:6,2.5", "gaussian:12,4"})
-      cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, channels, 81 + static_cast<std::uint64_t>(channels)),
-                                         load_filter(spec), cuconv::test::launches_of<gpu::KernelPath::tensor_rank1_mma>, workspace, spec);
+      cuconv::test::check_unaligned_rows(
+          random_image(45, 301, CV_8U, channels, 81 + static_cast<std::uint64_t>(channels)), load_filter(spec),
+          cuconv::test::launches_of<gpu::KernelPath::tensor_rank1_mma>, workspace, spec);
   }
 
   // Left to the float column sums (kernels/tensor_separable.cuh): radii below 4, and a sharp

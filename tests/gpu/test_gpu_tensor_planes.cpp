@@ -7,10 +7,10 @@
 // integer full range, saturation both ways, exact ties; unaligned rows; filters the splits refuse.
 // Outputs are poisoned on the device before every run, and launch counters show which kernel ran.
 #include "exact_sum.hpp"
+#include "filter/splits.hpp"
+#include "gpu/launch/launch.hpp"
 #include "gpu_seams.hpp"
 #include "test_support.hpp"
-#include "gpu/launch/launch.hpp"
-#include "filter/splits.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
@@ -40,10 +40,17 @@ cv::Mat float_image(int rows, int cols, int channels, int kind, std::uint64_t se
   cv::RNG rng(seed + 1);
   for (auto it = m.begin<float>(); it != m.end<float>(); ++it) {
     switch (kind) {
-      case 1: *it = static_cast<float>(std::abs(*it) * 1e-32); break;
-      case 2: *it = static_cast<float>(*it * 1e28); break;
-      case 3: *it = std::ldexp(*it / 100.0f, rng.uniform(-40, 41)); break;
-      default: break;
+      case 1:
+        *it = static_cast<float>(std::abs(*it) * 1e-32);
+        break;
+      case 2:
+        *it = static_cast<float>(*it * 1e28);
+        break;
+      case 3:
+        *it = std::ldexp(*it / 100.0f, rng.uniform(-40, 41));
+        break;
+      default:
+        break;
     }
   }
   return m;
@@ -60,8 +67,8 @@ std::string describe(const Filter& f, const cv::Mat& src, Border border, const C
 // Tile edges: 128 pixels a block, 16-row chunks, strips of 32..128 rows; images smaller than the
 // filter. Shapes: every chunk count (kw up to 9, 17, 25, 31; 26..31 in column-major K, whose slot
 // size follows kh % 8), both rings (kh up to 17, past it), rectangles, single rows and columns.
-constexpr std::pair<int, int> kSweepSizes[] = {{1, 1},    {5, 7},    {31, 17},  {127, 16}, {128, 33}, {129, 31},
-                                               {257, 64}, {300, 97}, {385, 3},  {200, 129}, {130, 140}};
+constexpr std::pair<int, int> kSweepSizes[] = {{1, 1},    {5, 7},    {31, 17}, {127, 16},  {128, 33}, {129, 31},
+                                               {257, 64}, {300, 97}, {385, 3}, {200, 129}, {130, 140}};
 constexpr std::pair<int, int> kSweepShapes[] = {{3, 3},   {5, 5},   {9, 9},   {10, 10}, {15, 15}, {17, 17},
                                                 {18, 18}, {25, 25}, {31, 31}, {31, 1},  {1, 31},  {7, 20},
                                                 {26, 9},  {2, 2},   {27, 18}, {30, 13}, {28, 12}};
@@ -171,11 +178,13 @@ TEST_CASE("gpu tensor dense float: block floating point sums meet the 32F rule a
       1900, [](const Filter& f) { return filter::dense_tensor_split_float(f.weights, f.width, f.height); },
       [](const Filter& f, cv::Size size, int channels, ConvolveOptions o, int index) {
         const int kind = index % 4;
-        const cv::Mat src = float_image(size.height, size.width, channels, kind, 9100 + static_cast<std::uint64_t>(index));
+        const cv::Mat src =
+            float_image(size.height, size.width, channels, kind, 9100 + static_cast<std::uint64_t>(index));
         o.border_value = o.border == Border::constant ? (kind == 1 ? 3e-31 : -41.5) : 0;
         CHECK(check_float_rule(src, f, o, describe(f, src, o.border, o, kind), Variant::tensor) == Variant::tensor);
       });
-  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_f32) - launches_before == static_cast<std::uint64_t>(runs));
+  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_f32) - launches_before ==
+        static_cast<std::uint64_t>(runs));
 }
 
 TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales, unaligned rows, refused filters") {
@@ -211,8 +220,8 @@ TEST_CASE("gpu tensor dense float: NaN and infinity, blocks of different scales,
     CHECK(check_float_rule(zero, f, o, "one tiny pixel", Variant::tensor) == Variant::tensor);
   }
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
-  cuconv::test::check_unaligned_rows(float_image(45, 301, 1, 0, 81), f, cuconv::test::launches_of<gpu::KernelPath::tensor_planes_f32>,
-                                     "float planes");
+  cuconv::test::check_unaligned_rows(float_image(45, 301, 1, 0, 81), f,
+                                     cuconv::test::launches_of<gpu::KernelPath::tensor_planes_f32>, "float planes");
   // Refused: a spike among many small weights (the dropped low products pass the limit), a side
   // past 31, and a kept alpha channel: `tensor` runs `fast` for them.
   {
@@ -243,14 +252,16 @@ TEST_CASE("gpu tensor dense 16-bit: sums of the weights' digits meet the integer
         CHECK(cuconv::test::check_exact(src, f, o, describe(f, src, o.border, o, 0), Variant::tensor) ==
               Variant::tensor);
       });
-  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_u16) - launches_before == static_cast<std::uint64_t>(runs));
+  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_u16) - launches_before ==
+        static_cast<std::uint64_t>(runs));
 }
 
 TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, unaligned rows, refused filters") {
   // Dyadic weights: about one output in 256 is a tie here.
   check_dyadic_ties(7, 5, 256.0, 301, CV_16U, 1234, cuconv::test::launches_of<gpu::KernelPath::tensor_planes_u16>);
   // A 31x31 box (centre doubled) on white: the chains' largest sums, past 2^53 in the double join.
-  check_saturation(CV_16U, cuconv::test::random_filter(17, 17, 303), 304, cuconv::test::launches_of<gpu::KernelPath::tensor_planes_u16>);
+  check_saturation(CV_16U, cuconv::test::random_filter(17, 17, 303), 304,
+                   cuconv::test::launches_of<gpu::KernelPath::tensor_planes_u16>);
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
   cuconv::test::check_unaligned_rows(random_image(45, 301, CV_16U, 1, 306), cuconv::test::random_filter(21, 13, 305),
                                      cuconv::test::launches_of<gpu::KernelPath::tensor_planes_u16>, "16-bit planes");
@@ -327,14 +338,16 @@ TEST_CASE("gpu tensor dense 8-bit planes: filters past 17x17 meet the integer ru
       },
       filter::kTensorDenseMaxSide);
   CHECK(runs > 0);
-  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_u8) - launches_before == static_cast<std::uint64_t>(runs));
+  CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_u8) - launches_before ==
+        static_cast<std::uint64_t>(runs));
   CHECK(cuconv::test::launches(gpu::KernelPath::tensor_dense) == small_before);
 }
 
 TEST_CASE("gpu tensor dense 8-bit planes: exact ties, saturation, unaligned rows, refused filters, auto") {
   // Dyadic weights: about one output in 1024 is a tie here.
   check_dyadic_ties(19, 5, 1024.0, 401, CV_8U, 77, cuconv::test::launches_of<gpu::KernelPath::tensor_planes_u8>);
-  check_saturation(CV_8U, cuconv::test::random_filter(23, 19, 403), 404, cuconv::test::launches_of<gpu::KernelPath::tensor_planes_u8>);
+  check_saturation(CV_8U, cuconv::test::random_filter(23, 19, 403), 404,
+                   cuconv::test::launches_of<gpu::KernelPath::tensor_planes_u8>);
   // Rows off their 16-byte boundaries (scalar stores) give the aligned result bit for bit.
   cuconv::test::check_unaligned_rows(random_image(45, 301, CV_8U, 1, 406), cuconv::test::random_filter(29, 21, 405),
                                      cuconv::test::launches_of<gpu::KernelPath::tensor_planes_u8>, "8-bit planes");

@@ -1,15 +1,16 @@
 // SPDX-License-Identifier: Apache-2.0
 // Every GPU variant against cv::filter2D on its direct-summation path (the opencv variant with
-// OpenCvMethod::reference (direct_sum, in double for float outputs), checked against filter2D in the CPU suite) under the pass rule of include/cuconv/compare.hpp. Outputs are
-// poisoned on the device before every run, so an unwritten pixel fails.
+// OpenCvMethod::reference (direct_sum, in double for float outputs), checked against filter2D in the CPU suite) under
+// the pass rule of include/cuconv/compare.hpp. Outputs are poisoned on the device before every run, so an unwritten
+// pixel fails.
 //
 // CUCONV_TEST_STRIDE=N runs every N-th case of the large sweep (compute-sanitizer runs).
-#include "skip.hpp"
-#include "gpu_seams.hpp"
 #include "exact_sum.hpp"
-#include "test_support.hpp"
 #include "gpu/launch/fft_ties.hpp"
 #include "gpu/launch/launch.hpp"
+#include "gpu_seams.hpp"
+#include "skip.hpp"
+#include "test_support.hpp"
 
 #include <cuconv/compare.hpp>
 #include <cuconv/convolve.hpp>
@@ -30,13 +31,13 @@ using namespace cuconv;
 // The pass rule's fft tie band (include/cuconv/compare.hpp) is the product's tie margin.
 static_assert(kFftRelativeErrorBound == gpu::kFftRelativeError);
 static_assert(kFftMaxRepairedMargin == gpu::kFftMaxTieMargin);
-using cuconv::test::random_filter;
 using cuconv::test::kAllBorders;
+using cuconv::test::random_filter;
 using cuconv::test::random_image;
+using cuconv::test::sample;
 using cuconv::test::sweep_stride;
 using cuconv::test::tested_gpu_variants;
 using cuconv::test::variant_tested;
-using cuconv::test::sample;
 
 namespace {
 
@@ -44,14 +45,14 @@ struct DepthPair {
   int in;
   Depth out;
 };
-constexpr DepthPair kDepthPairs[] = {{CV_8U, Depth::u8},   {CV_8U, Depth::u16},   {CV_8U, Depth::s16},
-                                     {CV_8U, Depth::f32},  {CV_16U, Depth::u16},  {CV_16U, Depth::f32},
+constexpr DepthPair kDepthPairs[] = {{CV_8U, Depth::u8},  {CV_8U, Depth::u16},  {CV_8U, Depth::s16},
+                                     {CV_8U, Depth::f32}, {CV_16U, Depth::u16}, {CV_16U, Depth::f32},
                                      {CV_32F, Depth::f32}};
 /// Image sizes (cols, rows) on and around the tile edges of every variant: 1, tile-1, tile,
 /// tile+1 for 8, 16, 30 and 32, primes, and sizes whose pitch differs from the width.
-constexpr std::pair<int, int> kSizes[] = {{1, 1},   {31, 7},  {32, 8},   {33, 9},   {1, 17},  {17, 1},
-                                          {29, 15}, {64, 16}, {30, 30},  {61, 47},  {97, 33}, {127, 129},
-                                          {257, 31}, {2, 3},  {45, 64}, {96, 17}};
+constexpr std::pair<int, int> kSizes[] = {{1, 1},    {31, 7},  {32, 8},  {33, 9},  {1, 17},  {17, 1},
+                                          {29, 15},  {64, 16}, {30, 30}, {61, 47}, {97, 33}, {127, 129},
+                                          {257, 31}, {2, 3},   {45, 64}, {96, 17}};
 struct FilterShape {
   int kw, kh;
 };
@@ -65,11 +66,12 @@ void check_variant(Variant variant, const cv::Mat& src, const Filter& f, Convolv
   REQUIRE(got.variant_used == variant);
   if (got.image.depth() != CV_32F && got.strips == 1 && gpu::max_strip_rows() == 0 && o.gpu_memory_limit == 0) {
     INFO(what, ": the same run on an output filled with the second poison");
-    CHECK(cuconv::test::bit_equal(cuconv::test::convolve_second_poison(src, f, o, variant, got.image.type()), got.image));
+    CHECK(
+        cuconv::test::bit_equal(cuconv::test::convolve_second_poison(src, f, o, variant, got.image.type()), got.image));
   }
   const ComparisonStats s = cuconv::test::compare_with_filter2d(got.image, src, f, o, variant);
-  INFO(what, ": max diff ", s.max_abs_difference, ", ", s.differing_values, "/", s.total_values,
-       " differ, rel ", s.relative_error);
+  INFO(what, ": max diff ", s.max_abs_difference, ", ", s.differing_values, "/", s.total_values, " differ, rel ",
+       s.relative_error);
   CHECK(s.within_tolerance);
 }
 
@@ -118,8 +120,8 @@ TEST_CASE("gpu: every variant at every tile-edge size, 3x3 and 31x31, 8U and 32F
           if (index++ % stride != 0) continue;
           const cv::Mat src = random_image(rows, cols, depth, 1, static_cast<std::uint64_t>(index));
           check_variant(variant, src, random_filter(k, k, static_cast<std::uint64_t>(index)), ConvolveOptions{},
-                        std::string(to_string(variant)) + " " + std::to_string(k) + " at " +
-                            std::to_string(cols) + "x" + std::to_string(rows));
+                        std::string(to_string(variant)) + " " + std::to_string(k) + " at " + std::to_string(cols) +
+                            "x" + std::to_string(rows));
         }
       }
     }
@@ -163,12 +165,11 @@ TEST_CASE("gpu: integer outputs round half to even and saturate bit for bit as c
     Depth out;
     int cv_depth;
   };
-  const Case cases[] = {{&u8, Depth::u8, CV_8U}, {&u8, Depth::u16, CV_16U}, {&u8, Depth::s16, CV_16S},
-                        {&u16, Depth::u16, CV_16U}};
+  const Case cases[] = {
+      {&u8, Depth::u8, CV_8U}, {&u8, Depth::u16, CV_16U}, {&u8, Depth::s16, CV_16S}, {&u16, Depth::u16, CV_16U}};
   for (Variant variant : tested_gpu_variants()) {
     for (const Case& c : cases) {
-      for (const float w :
-           {0.5f, 1.0f, -1.0f, 2.0f, -200.0f, 300.0f, -16000.0f, -60000.0f, 60000.0f, 1e30f, -1e30f}) {
+      for (const float w : {0.5f, 1.0f, -1.0f, 2.0f, -200.0f, 300.0f, -16000.0f, -60000.0f, 60000.0f, 1e30f, -1e30f}) {
         // fft's transform sums are not exact; it sums results near a tie again only for 8-bit
         // outputs of small weights (src/gpu/launch/fft_ties.hpp), and those must then be exact too.
         if (variant == Variant::fft && !(c.out == Depth::u8 && std::fabs(w) <= 2.0f)) continue;
@@ -294,7 +295,8 @@ TEST_CASE("gpu: fft with more ties than its repair list holds sums the rest in p
       // fewer than 2 x tiles tiles (launch_fft.cu; fft_repair_capacity is linear plus a constant).
       const long long tile_w = cuconv::gpu::fft_tile_side(shape.k, shape.cols) - shape.k + 1;
       const long long tile_h = cuconv::gpu::fft_tile_side(shape.k, shape.rows) - shape.k + 1;
-      const long long tiles = ((shape.cols + tile_w - 1) / tile_w) * ((shape.rows + tile_h - 1) / tile_h) * shape.channels;
+      const long long tiles =
+          ((shape.cols + tile_w - 1) / tile_w) * ((shape.rows + tile_h - 1) / tile_h) * shape.channels;
       const long long capacity = cuconv::gpu::fft_repair_capacity(tile_w * tile_h * (2 * tiles - 1)) +
                                  (tiles - 1) * cuconv::gpu::fft_repair_capacity(0);
       long long ties = 0;  // odd values give n + 1/2 at delta 0, even ones at delta 0.5
@@ -408,7 +410,7 @@ TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and sepa
   // the warp's edges. An interleaved row has width * channels elements, so widths cross warp
   // (32 kVec) and block (128 kVec) edges in elements for 1, 3 and 4 channels: 512 x 4 = 2048 is a
   // u8 3x3 block, 683 x 3 one element more, 2047 one less.
-  const std::pair<int, int> sizes[] = {{1, 1},    {5, 31},    {43, 32},  {128, 33}, {129, 129},
+  const std::pair<int, int> sizes[] = {{1, 1},     {5, 31},    {43, 32},  {128, 33}, {129, 129},
                                        {171, 127}, {172, 257}, {255, 65}, {257, 3},  {513, 255},
                                        {86, 256},  {1031, 7},  {512, 9},  {683, 5},  {2047, 3}};
   // Dense random filters for every unrolled radius; rank-1 filters for the separable radii (which
@@ -416,7 +418,8 @@ TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and sepa
   // outputs always, 8U only for exact short dyadic factors such as sobel-x and gauss5).
   std::vector<std::string> filters;
   for (int r = 1; r <= 7; ++r) filters.push_back("random " + std::to_string(r));
-  for (int r : {1, 2, 4, 7, 8, 11, 15}) filters.push_back("gaussian:" + std::to_string(r) + "," + std::to_string(0.6 * r + 0.3));
+  for (int r : {1, 2, 4, 7, 8, 11, 15})
+    filters.push_back("gaussian:" + std::to_string(r) + "," + std::to_string(0.6 * r + 0.3));
   for (const char* spec : {"sobel-x", "gauss5", "gauss7", "box:9"}) filters.push_back(spec);
   const int stride = sweep_stride();
   int index = 0;
@@ -428,7 +431,8 @@ TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and sepa
           const auto [cols, rows] = sizes[static_cast<std::size_t>(index) % std::size(sizes)];
           const cv::Mat src = random_image(rows, cols, depth, channels, 500 + static_cast<std::uint64_t>(index));
           const int r = spec.rfind("random", 0) == 0 ? std::stoi(spec.substr(7)) : 0;
-          const Filter f = r > 0 ? random_filter(2 * r + 1, 2 * r + 1, static_cast<std::uint64_t>(index)) : load_filter(spec);
+          const Filter f =
+              r > 0 ? random_filter(2 * r + 1, 2 * r + 1, static_cast<std::uint64_t>(index)) : load_filter(spec);
           ConvolveOptions o;
           o.border = border;
           o.border_value = border == Border::constant ? (depth == CV_8U ? 77 : 901.25) : 0.0;
@@ -464,16 +468,17 @@ TEST_CASE("gpu: fast rows that end inside a chunk or on its edge, inside a warp'
         for (int r : {1, 2}) {
           for (Border border : kAllBorders) {
             ++index;
-            const cv::Mat src = random_image(5 + index % 4, cols, depth, channels, 9100 + static_cast<std::uint64_t>(index));
+            const cv::Mat src =
+                random_image(5 + index % 4, cols, depth, channels, 9100 + static_cast<std::uint64_t>(index));
             const Filter f = random_filter(2 * r + 1, 2 * r + 1, static_cast<std::uint64_t>(index));
             ConvolveOptions o;
             o.border = border;
             o.border_value = border == Border::constant ? (depth == CV_8U ? 77 : 901.25) : 0.0;
             o.delta = index % 3 == 0 ? 1.5 : 0.0;
             check_variant(Variant::fast, src, f, o,
-                          "fast " + std::to_string(2 * r + 1) + "x" + std::to_string(2 * r + 1) + " " + std::to_string(cols) +
-                              " x" + std::to_string(channels) + " depth " + std::to_string(depth) + " " +
-                              std::string(to_string(border)));
+                          "fast " + std::to_string(2 * r + 1) + "x" + std::to_string(2 * r + 1) + " " +
+                              std::to_string(cols) + " x" + std::to_string(channels) + " depth " +
+                              std::to_string(depth) + " " + std::string(to_string(border)));
           }
         }
       }

@@ -3,9 +3,9 @@
 // call gives, whatever came through it before (larger or smaller images, other types, variants,
 // strips), and stop allocating once it has seen the largest image. Outputs are poisoned on every
 // run, so a stale plane or a staging chunk copied to the wrong rows fails the comparison.
+#include "gpu/seams.hpp"
 #include "gpu_seams.hpp"
 #include "test_support.hpp"
-#include "gpu/seams.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
@@ -37,14 +37,14 @@ struct Case {
 // product), shrink after large ones (views smaller than the buffer), and exceed one staging
 // chunk (4 MiB: 1531 x 1201 RGB 8U is 5.5 MB, the f32 one 7.4 MB), plus forced strips.
 const Case kCases[] = {
-    {1531, 1201, CV_8U, 3, 5, 0},  {17, 911, CV_32F, 1, 3, 0},  {911, 17, CV_16U, 4, 7, 0},
-    {1201, 1531, CV_32F, 1, 3, 0}, {129, 65, CV_8U, 1, 15, 7},  {1, 1, CV_8U, 3, 3, 0},
+    {1531, 1201, CV_8U, 3, 5, 0},  {17, 911, CV_32F, 1, 3, 0},   {911, 17, CV_16U, 4, 7, 0},
+    {1201, 1531, CV_32F, 1, 3, 0}, {129, 65, CV_8U, 1, 15, 7},   {1, 1, CV_8U, 3, 3, 0},
     {300, 200, CV_16U, 3, 9, 64},  {257, 255, CV_32F, 4, 31, 0}, {1531, 1201, CV_8U, 3, 5, 0},
 };
 
 std::string describe(Variant variant, const Case& c, Border border) {
-  return std::string(to_string(variant)) + " " + std::to_string(c.cols) + "x" + std::to_string(c.rows) +
-         " depth " + std::to_string(c.depth) + " x" + std::to_string(c.channels) + " filter " + std::to_string(c.k) +
+  return std::string(to_string(variant)) + " " + std::to_string(c.cols) + "x" + std::to_string(c.rows) + " depth " +
+         std::to_string(c.depth) + " x" + std::to_string(c.channels) + " filter " + std::to_string(c.k) +
          " strips of " + std::to_string(c.max_strip_rows) + " " + std::string(to_string(border));
 }
 

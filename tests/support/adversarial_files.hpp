@@ -51,15 +51,16 @@ inline std::string tiff_with_samples(int width, int height, int samples) {
   const auto inline_short = [](std::uint64_t v) { return little_endian(v, 2) + little_endian(0, 2); };
   entries.push_back({256, kLong, 1, little_endian(width, 4)});
   entries.push_back({257, kLong, 1, little_endian(height, 4)});
-  entries.push_back({258, kShort, static_cast<std::uint64_t>(samples),
-                     samples <= 2 ? little_endian(8, 2) + little_endian(samples == 2 ? 8 : 0, 2) : little_endian(bits_at, 4)});
-  entries.push_back({259, kShort, 1, inline_short(1)});                 // no compression
+  entries.push_back(
+      {258, kShort, static_cast<std::uint64_t>(samples),
+       samples <= 2 ? little_endian(8, 2) + little_endian(samples == 2 ? 8 : 0, 2) : little_endian(bits_at, 4)});
+  entries.push_back({259, kShort, 1, inline_short(1)});                    // no compression
   entries.push_back({262, kShort, 1, inline_short(colour == 3 ? 2 : 1)});  // RGB or BlackIsZero
-  entries.push_back({273, kLong, 1, little_endian(pixels_at, 4)});      // StripOffsets
+  entries.push_back({273, kLong, 1, little_endian(pixels_at, 4)});         // StripOffsets
   entries.push_back({277, kShort, 1, inline_short(static_cast<std::uint64_t>(samples))});
-  entries.push_back({278, kLong, 1, little_endian(height, 4)});         // RowsPerStrip
-  entries.push_back({279, kLong, 1, little_endian(pixel_bytes, 4)});    // StripByteCounts
-  entries.push_back({284, kShort, 1, inline_short(1)});                 // chunky
+  entries.push_back({278, kLong, 1, little_endian(height, 4)});       // RowsPerStrip
+  entries.push_back({279, kLong, 1, little_endian(pixel_bytes, 4)});  // StripByteCounts
+  entries.push_back({284, kShort, 1, inline_short(1)});               // chunky
   if (extra > 0)
     entries.push_back({338, kShort, static_cast<std::uint64_t>(extra),
                        extra <= 2 ? std::string(4, '\0') : little_endian(extra_at, 4)});

@@ -14,12 +14,12 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include <zlib.h>
 #include <chrono>
 #include <cstdint>
 #include <fstream>
 #include <map>
 #include <sstream>
-#include <zlib.h>
 
 namespace cuconv::test::bad_input {
 
@@ -35,14 +35,16 @@ inline void write_bytes(const std::string& path, const std::string& bytes) {
 /// A PNG chunk with a correct CRC.
 inline std::string png_chunk(const std::string& type, const std::string& data) {
   const std::string body = type + data;
-  const auto crc = static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size())));
+  const auto crc =
+      static_cast<std::uint32_t>(crc32(0, reinterpret_cast<const Bytef*>(body.data()), static_cast<uInt>(body.size())));
   return big_endian(data.size(), 4) + body + big_endian(crc, 4);
 }
 
 /// A whole PNG: IHDR (8-bit, the colour type given), IDAT holding `rows` compressed, IEND.
 /// Colour types: 0 gray, 2 RGB, 4 gray + alpha.
 inline std::string png_file(std::uint32_t width, std::uint32_t height, int colour_type, const std::string& rows = "") {
-  const std::string ihdr = big_endian(width, 4) + big_endian(height, 4) + std::string{8, static_cast<char>(colour_type), 0, 0, 0};
+  const std::string ihdr =
+      big_endian(width, 4) + big_endian(height, 4) + std::string{8, static_cast<char>(colour_type), 0, 0, 0};
   std::string idat;
   if (!rows.empty()) {
     uLongf size = compressBound(static_cast<uLong>(rows.size()));
@@ -206,7 +208,8 @@ class Fixtures {
     put("bmp-2000000x1.bmp", bmp_claiming(2000000, 1));
     put("bmp-zero-width.bmp", bmp_claiming(0, 10));
     put("bmp-negative-width.bmp", bmp_claiming(-10, 10));
-    put("gray-alpha.pam", "P7\nWIDTH 4\nHEIGHT 2\nDEPTH 2\nMAXVAL 255\nTUPLTYPE GRAYSCALE_ALPHA\nENDHDR\n" + std::string(16, '\x7f'));
+    put("gray-alpha.pam",
+        "P7\nWIDTH 4\nHEIGHT 2\nDEPTH 2\nMAXVAL 255\nTUPLTYPE GRAYSCALE_ALPHA\nENDHDR\n" + std::string(16, '\x7f'));
     // The adversarial pass (issue 48): crafted files, a symbolic link loop, a --from list with a NUL.
     for (const auto& [name, bytes] : cuconv::test::crafted::adversarial_seeds()) put(name, bytes);
     fs::create_symlink(file("loop-b.png"), file("loop-a.png"));
@@ -298,14 +301,14 @@ inline std::string memory_cap(int megabytes) {
 /// One way to be refused. Designated initializers keep each row readable; what a row leaves
 /// out is the usual case: the sample image, a preset filter on the CPU, a PNG output.
 struct Refusal {
-  const char* what;                    ///< the case, shown when the row fails
-  std::string input = "@camera.png";   ///< "@name": a fixture file; "" leaves INPUT out
+  const char* what;                   ///< the case, shown when the row fails
+  std::string input = "@camera.png";  ///< "@name": a fixture file; "" leaves INPUT out
   std::vector<std::string> options = {"--filter", "gauss5", "--variant", "opencv"};
   ExitCode code = ExitCode::bad_input;
-  std::string reason;                  ///< distinctive words of the message
-  std::string names;                   ///< the file or option the message names; "" = the input
-  std::string output = "@out.png";     ///< "" leaves OUTPUT out
-  std::string shell_setup;             ///< run before cuconv in the same shell (resource limits)
+  std::string reason;               ///< distinctive words of the message
+  std::string names;                ///< the file or option the message names; "" = the input
+  std::string output = "@out.png";  ///< "" leaves OUTPUT out
+  std::string shell_setup;          ///< run before cuconv in the same shell (resource limits)
 };
 
 inline void expect_refused(const Refusal& row, const Fixtures& fixtures) {

@@ -23,9 +23,7 @@ inline cv::Mat gauss5(const cv::Mat& image) {
 }
 
 /// The JSON document in the file `path` (a batch's --json summary).
-inline nlohmann::json read_json(const std::string& path) {
-  return nlohmann::json::parse(read_file(path));
-}
+inline nlohmann::json read_json(const std::string& path) { return nlohmann::json::parse(read_file(path)); }
 
 /// The exit code `call`'s cuconv::Error maps to, ExitCode::ok when it throws none.
 template <class F>

@@ -16,22 +16,22 @@
 // so it holds whatever the handshake becomes.
 #include "serve/socket_path.hpp"
 
+#include <fcntl.h>
+#include <poll.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <cerrno>
 #include <chrono>
 #include <csignal>
 #include <cstdio>
 #include <cstring>
-#include <fcntl.h>
 #include <fstream>
 #include <iostream>
-#include <poll.h>
 #include <sstream>
 #include <string>
-#include <sys/socket.h>
-#include <sys/stat.h>
-#include <sys/un.h>
 #include <thread>
-#include <unistd.h>
 
 namespace {
 
@@ -97,8 +97,8 @@ std::string describe_peer(int connection) {
   return "pid " + std::to_string(peer.pid) + " in " + link_target(proc + "/cwd") + ": " + command;
 }
 
-int serve(int listener, const std::string& state, const std::string& socket_path, ino_t socket_inode,
-          bool made_folder, const std::string& folder, pid_t ctest) {
+int serve(int listener, const std::string& state, const std::string& socket_path, ino_t socket_inode, bool made_folder,
+          const std::string& folder, pid_t ctest) {
   const auto deadline = std::chrono::steady_clock::now() + std::chrono::hours(4);
   std::ofstream log(state + "/connections.log", std::ios::app);
   while (g_stop == 0 && std::chrono::steady_clock::now() < deadline && ::kill(ctest, 0) == 0) {
@@ -106,7 +106,8 @@ int serve(int listener, const std::string& state, const std::string& socket_path
     if (::poll(&p, 1, 1000) <= 0) continue;
     const int connection = ::accept4(listener, nullptr, nullptr, SOCK_CLOEXEC);
     if (connection < 0) continue;
-    if (const std::string peer = describe_peer(connection); !peer.empty()) log << "connection from " << peer << std::endl;
+    if (const std::string peer = describe_peer(connection); !peer.empty())
+      log << "connection from " << peer << std::endl;
     [[maybe_unused]] const ssize_t n = ::send(connection, kBanner, sizeof kBanner - 1, MSG_NOSIGNAL);
     ::close(connection);
   }
@@ -125,18 +126,22 @@ int start(const std::string& base) {
   ::mkdir(base.c_str(), 0700);
   const std::string state = run_folder(base);
   ::mkdir(state.c_str(), 0700);
-  for (const char* name : {"/pid", "/occupied", "/shared", "/connections.log", "/decoy.err"}) ::unlink((state + name).c_str());
+  for (const char* name : {"/pid", "/occupied", "/shared", "/connections.log", "/decoy.err"})
+    ::unlink((state + name).c_str());
   const cuconv::serve::SocketPath where = cuconv::serve::default_socket_path();
   switch (occupant(where.path)) {
-    case Occupant::none: break;
+    case Occupant::none:
+      break;
     case Occupant::decoy:
-      write_text(state + "/shared", "another ctest run's decoy holds " + where.path + ": it logs (and fails) that run "
-                                    "for any command of this one that reaches it\n");
+      write_text(state + "/shared", "another ctest run's decoy holds " + where.path +
+                                        ": it logs (and fails) that run "
+                                        "for any command of this one that reaches it\n");
       std::cout << "decoy: another run's decoy holds " << where.path << "\n";
       return 0;
     case Occupant::other:
-      write_text(state + "/occupied", "something answers on " + where.path + " (a cuconv serve of this user?): the decoy "
-                                      "could not take its place, so the suite was not checked against it\n");
+      write_text(state + "/occupied", "something answers on " + where.path +
+                                          " (a cuconv serve of this user?): the decoy "
+                                          "could not take its place, so the suite was not checked against it\n");
       std::cout << "decoy: " << where.path << " is taken; the check will fail\n";
       return 0;
   }
@@ -158,7 +163,8 @@ int start(const std::string& base) {
   }
   const int listener = ::socket(AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   const sockaddr_un address = address_of(where.path);
-  if (::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 || ::listen(listener, 64) != 0) {
+  if (::bind(listener, reinterpret_cast<const sockaddr*>(&address), sizeof address) != 0 ||
+      ::listen(listener, 64) != 0) {
     std::cerr << "decoy: cannot listen on " << where.path << ": " << std::strerror(errno) << "\n";
     return 1;
   }
@@ -182,7 +188,8 @@ int start(const std::string& base) {
   std::signal(SIGINT, on_term);
   std::signal(SIGHUP, SIG_IGN);
   std::signal(SIGPIPE, SIG_IGN);
-  ::_exit(serve(listener, state, where.path, bound.st_ino, made_folder && !where.from_environment, where.folder, ctest));
+  ::_exit(
+      serve(listener, state, where.path, bound.st_ino, made_folder && !where.from_environment, where.folder, ctest));
 }
 
 int check(const std::string& base) {

@@ -27,10 +27,14 @@ namespace cuconv::test {
 
 inline double saturate(double v, int depth) {
   switch (depth) {
-    case CV_8U: return std::clamp(v, 0.0, 255.0);
-    case CV_16U: return std::clamp(v, 0.0, 65535.0);
-    case CV_16S: return std::clamp(v, -32768.0, 32767.0);
-    default: return v;
+    case CV_8U:
+      return std::clamp(v, 0.0, 255.0);
+    case CV_16U:
+      return std::clamp(v, 0.0, 65535.0);
+    case CV_16S:
+      return std::clamp(v, -32768.0, 32767.0);
+    default:
+      return v;
   }
 }
 
@@ -171,8 +175,8 @@ inline std::pair<ConvolveResult, ConvolveOptions> run_poisoned(const cv::Mat& sr
   o.variant = variant;
   const cuconv::test::PoisonOutputs poisoned;
   ConvolveResult got = convolve(src, f, o);
-  if (got.image.depth() != CV_32F && got.variant_used != Variant::opencv && got.strips == 1 && gpu::max_strip_rows() == 0 &&
-      o.gpu_memory_limit == 0) {
+  if (got.image.depth() != CV_32F && got.variant_used != Variant::opencv && got.strips == 1 &&
+      gpu::max_strip_rows() == 0 && o.gpu_memory_limit == 0) {
     const cv::Mat second = convolve_second_poison(src, f, o, got.variant_used, got.image.type());
     INFO("the same run on an output filled with 0x" << std::hex << kSecondPoisonByte << std::dec
                                                     << " bytes instead of the product's poison");
@@ -191,8 +195,8 @@ inline Variant check_exact(const cv::Mat& src, const Filter& f, ConvolveOptions 
   const cv::Mat expected = exact_sum(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value,
                                      ran.delta + f.offset, got.image.depth());
   const RuleCount r = compare_exact(got.image, expected);
-  INFO(what << " ran " << to_string(got.variant_used) << ": max diff " << r.max_diff << ", " << r.off_by_one
-            << " of " << r.values << " off by one");
+  INFO(what << " ran " << to_string(got.variant_used) << ": max diff " << r.max_diff << ", " << r.off_by_one << " of "
+            << r.values << " off by one");
   CHECK(r.max_diff <= 1.0);
   CHECK(static_cast<double>(r.off_by_one) <= 0.001 * static_cast<double>(r.values));
   return got.variant_used;
@@ -207,8 +211,8 @@ inline Variant check_within_bound(const cv::Mat& src, const Filter& f, ConvolveO
                                   Variant variant, double bound, RuleCount& total) {
   const auto [got, ran] = run_poisoned(src, f, o, variant);
   const int out_depth = got.image.depth();
-  const cv::Mat sums = exact_sum_double(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value,
-                                        ran.delta + f.offset);
+  const cv::Mat sums =
+      exact_sum_double(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, ran.delta + f.offset);
   cv::Mat got_wide;
   got.image.convertTo(got_wide, CV_64F);
   const cv::Mat g = got_wide.reshape(1);

@@ -27,8 +27,8 @@ inline cv::Mat awkward_float_image(int channels) {
   cv::Mat image = random_image(37, 29, CV_32F, channels, 23);
   float* values = image.ptr<float>(0);
   constexpr float kInf = std::numeric_limits<float>::infinity();
-  const float specials[] = {-0.0F, 1e-40F, -3.4e38F, 3.4e38F, kInf, -kInf,
-                            std::numeric_limits<float>::quiet_NaN(), -1e-7F};
+  const float specials[] = {-0.0F, 1e-40F, -3.4e38F, 3.4e38F, kInf, -kInf, std::numeric_limits<float>::quiet_NaN(),
+                            -1e-7F};
   for (std::size_t i = 0; i < std::size(specials); ++i) values[i] = specials[i];
   return image;
 }

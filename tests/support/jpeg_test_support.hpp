@@ -25,7 +25,8 @@ using Bytes = std::vector<std::uint8_t>;
 /// `image` as a JPEG from OpenCV (4:2:0 for colour, as imwrite writes it).
 inline Bytes encode_jpeg(const cv::Mat& image, int quality = 90, bool progressive = false) {
   Bytes out;
-  cv::imencode(".jpg", image, out, {cv::IMWRITE_JPEG_QUALITY, quality, cv::IMWRITE_JPEG_PROGRESSIVE, progressive ? 1 : 0});
+  cv::imencode(".jpg", image, out,
+               {cv::IMWRITE_JPEG_QUALITY, quality, cv::IMWRITE_JPEG_PROGRESSIVE, progressive ? 1 : 0});
   return out;
 }
 
@@ -143,7 +144,8 @@ inline std::vector<Photo> bound_photos(bool gray) {
                             {"coffee crop", derived(coffee, {90, 30, 420, 350}, 0, {389, 331}, 11)}};
   if (!gray) return photos;
   photos.back() = {"camera", cv::imread(sample("camera.png"), cv::IMREAD_GRAYSCALE)};
-  for (std::size_t i = 0; i + 1 < photos.size(); ++i) cv::cvtColor(photos[i].image, photos[i].image, cv::COLOR_BGR2GRAY);
+  for (std::size_t i = 0; i + 1 < photos.size(); ++i)
+    cv::cvtColor(photos[i].image, photos[i].image, cv::COLOR_BGR2GRAY);
   return photos;
 }
 
@@ -179,8 +181,10 @@ inline double worst_block(const cv::Mat& diff, int channels, int block_w, int bl
 /// Luma (JFIF's Y = 0.299 R + 0.587 G + 0.114 B, unrounded) of an 8-bit BGR or gray image, CV_32F.
 inline cv::Mat luma(const cv::Mat& image) {
   cv::Mat y;
-  if (image.channels() == 1) image.convertTo(y, CV_32F);
-  else cv::transform(image, y, cv::Matx13f(0.114F, 0.587F, 0.299F));
+  if (image.channels() == 1)
+    image.convertTo(y, CV_32F);
+  else
+    cv::transform(image, y, cv::Matx13f(0.114F, 0.587F, 0.299F));
   if (y.depth() != CV_32F) y.convertTo(y, CV_32F);
   return y;
 }
@@ -251,8 +255,8 @@ inline cv::Mat planted(const cv::Mat& image, cv::Rect area, int by) {
 }
 
 inline void write_bytes(const std::string& path, const Bytes& bytes) {
-  std::ofstream(path, std::ios::binary).write(reinterpret_cast<const char*>(bytes.data()),
-                                              static_cast<std::streamsize>(bytes.size()));
+  std::ofstream(path, std::ios::binary)
+      .write(reinterpret_cast<const char*>(bytes.data()), static_cast<std::streamsize>(bytes.size()));
 }
 
 }  // namespace cuconv::test

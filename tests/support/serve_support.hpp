@@ -8,20 +8,20 @@
 
 #include <doctest/doctest.h>
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <sys/wait.h>
+#include <unistd.h>
 #include <chrono>
 #include <csignal>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
 #include <filesystem>
 #include <fstream>
 #include <functional>
 #include <string>
-#include <sys/socket.h>
-#include <sys/un.h>
-#include <sys/wait.h>
 #include <thread>
-#include <unistd.h>
 #include <vector>
 
 extern char** environ;
@@ -46,21 +46,16 @@ class Folder {
   Folder(const Folder&) = delete;
   Folder& operator=(const Folder&) = delete;
   [[nodiscard]] const fs::path& path() const { return path_; }
-  [[nodiscard]] std::string operator/(const std::string& name) const {
-    return (path_ / name).string();
-  }
+  [[nodiscard]] std::string operator/(const std::string& name) const { return (path_ / name).string(); }
 
  private:
   fs::path path_;
 };
 
-inline void write_file(const fs::path& path, const std::string& data) {
-  std::ofstream(path, std::ios::binary) << data;
-}
+inline void write_file(const fs::path& path, const std::string& data) { std::ofstream(path, std::ios::binary) << data; }
 
 /// Whether `done` became true within `limit`, asked every 5 ms.
-inline bool wait_for(const std::function<bool()>& done,
-                     std::chrono::milliseconds limit = std::chrono::seconds(10)) {
+inline bool wait_for(const std::function<bool()>& done, std::chrono::milliseconds limit = std::chrono::seconds(10)) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   while (!done()) {
     if (std::chrono::steady_clock::now() > deadline) return false;
@@ -96,16 +91,16 @@ struct Child {
 };
 
 struct SpawnOptions {
-  std::vector<std::string> env;      ///< NAME=VALUE added to a cleaned environment
+  std::vector<std::string> env;  ///< NAME=VALUE added to a cleaned environment
   std::string stdin_path = "/dev/null";
-  int fd3 = -1;                      ///< becomes descriptor 3 (socket activation)
-  bool listen_pid_self = false;      ///< LISTEN_PID=<the child's pid>
+  int fd3 = -1;                  ///< becomes descriptor 3 (socket activation)
+  bool listen_pid_self = false;  ///< LISTEN_PID=<the child's pid>
 };
 
 /// `argv` started with a cleaned environment (no CUCONV_ or LISTEN_ variables) plus `options`,
 /// its output in `folder` under `tag`.
-inline Child spawn(const std::vector<std::string>& argv, const fs::path& folder,
-                   const std::string& tag, const SpawnOptions& options = {}) {
+inline Child spawn(const std::vector<std::string>& argv, const fs::path& folder, const std::string& tag,
+                   const SpawnOptions& options = {}) {
   static int counter = 0;
   Child child;
   child.out = folder / (tag + "." + std::to_string(++counter) + ".out");
@@ -143,8 +138,10 @@ inline Child spawn(const std::vector<std::string>& argv, const fs::path& folder,
     ::dup2(o, 1);
     ::dup2(e, 2);
     if (options.fd3 >= 0) {
-      if (options.fd3 == 3) ::fcntl(3, F_SETFD, 0);
-      else ::dup2(options.fd3, 3);
+      if (options.fd3 == 3)
+        ::fcntl(3, F_SETFD, 0);
+      else
+        ::dup2(options.fd3, 3);
     }
     ::execve(args[0], args.data(), envp.data());
     ::_exit(127);

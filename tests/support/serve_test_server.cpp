@@ -23,23 +23,25 @@
 
 #include <cuconv/error.hpp>
 
+#include <fcntl.h>
+#include <sys/socket.h>
+#include <sys/un.h>
+#include <unistd.h>
 #include <algorithm>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <fcntl.h>
-#include <sys/socket.h>
-#include <sys/un.h>
 #include <string>
 #include <thread>
-#include <unistd.h>
 
 namespace {
 
 using namespace cuconv;
 
-void print(int fd, const std::string& text) { [[maybe_unused]] const ssize_t n = ::write(fd, text.data(), text.size()); }
+void print(int fd, const std::string& text) {
+  [[maybe_unused]] const ssize_t n = ::write(fd, text.data(), text.size());
+}
 
 std::string read_all(const std::string& path) {
   std::string data;
@@ -164,15 +166,24 @@ int main(int argc, char** argv) {
   serve::ServerOptions options;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string option = argv[i];
-    if (option == "--socket") options.socket_path = argv[i + 1];
-    else if (option == "--idle") options.idle_exit_seconds = static_cast<unsigned>(std::atoi(argv[i + 1]));
-    else if (option == "--max-clients") options.max_clients = static_cast<unsigned>(std::atoi(argv[i + 1]));
-    else if (option == "--ping-ms") options.ping_interval_ms = static_cast<unsigned>(std::atoi(argv[i + 1]));
-    else if (option == "--stall-ms") options.stall_ms = static_cast<unsigned>(std::atoi(argv[i + 1]));
-    else if (option == "--sndbuf") options.socket_buffer_bytes = std::atoi(argv[i + 1]);
-    else if (option == "--identity") options.identity = argv[i + 1];
-    else if (option == "--build") options.build = argv[i + 1];
-    else if (option == "--watch") options.executable = argv[i + 1];
+    if (option == "--socket")
+      options.socket_path = argv[i + 1];
+    else if (option == "--idle")
+      options.idle_exit_seconds = static_cast<unsigned>(std::atoi(argv[i + 1]));
+    else if (option == "--max-clients")
+      options.max_clients = static_cast<unsigned>(std::atoi(argv[i + 1]));
+    else if (option == "--ping-ms")
+      options.ping_interval_ms = static_cast<unsigned>(std::atoi(argv[i + 1]));
+    else if (option == "--stall-ms")
+      options.stall_ms = static_cast<unsigned>(std::atoi(argv[i + 1]));
+    else if (option == "--sndbuf")
+      options.socket_buffer_bytes = std::atoi(argv[i + 1]);
+    else if (option == "--identity")
+      options.identity = argv[i + 1];
+    else if (option == "--build")
+      options.build = argv[i + 1];
+    else if (option == "--watch")
+      options.executable = argv[i + 1];
   }
   options.leave_working_folder = true;  // as the product's server: nothing depends on its folder
   return serve::run_server(options, handle);

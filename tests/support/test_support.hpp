@@ -11,6 +11,8 @@
 #include <opencv2/core.hpp>
 #include <opencv2/imgcodecs.hpp>
 
+#include <sys/wait.h>
+#include <unistd.h>
 #include <cerrno>
 #include <chrono>
 #include <cmath>
@@ -25,10 +27,8 @@
 #include <set>
 #include <sstream>
 #include <stdexcept>
-#include <thread>
 #include <string>
-#include <sys/wait.h>
-#include <unistd.h>
+#include <thread>
 #include <vector>
 
 namespace cuconv::test {
@@ -172,11 +172,16 @@ inline ComparisonStats compare_with_filter2d(const cv::Mat& result, const cv::Ma
 
 inline int opencv_border_code(cuconv::Border b) {
   switch (b) {
-    case cuconv::Border::reflect101: return cv::BORDER_REFLECT_101;
-    case cuconv::Border::reflect: return cv::BORDER_REFLECT;
-    case cuconv::Border::replicate: return cv::BORDER_REPLICATE;
-    case cuconv::Border::constant: return cv::BORDER_CONSTANT;
-    case cuconv::Border::wrap: return cv::BORDER_WRAP;
+    case cuconv::Border::reflect101:
+      return cv::BORDER_REFLECT_101;
+    case cuconv::Border::reflect:
+      return cv::BORDER_REFLECT;
+    case cuconv::Border::replicate:
+      return cv::BORDER_REPLICATE;
+    case cuconv::Border::constant:
+      return cv::BORDER_CONSTANT;
+    case cuconv::Border::wrap:
+      return cv::BORDER_WRAP;
   }
   return -1;
 }
@@ -229,9 +234,15 @@ inline cv::Mat random_image(int rows, int cols, int depth, int channels, std::ui
   cv::Mat m(rows, cols, CV_MAKETYPE(depth, channels));
   cv::RNG rng(seed);
   switch (depth) {
-    case CV_8U: rng.fill(m, cv::RNG::UNIFORM, 0, 256); break;
-    case CV_16U: rng.fill(m, cv::RNG::UNIFORM, 0, 65536); break;
-    default: rng.fill(m, cv::RNG::UNIFORM, -100.0, 100.0); break;
+    case CV_8U:
+      rng.fill(m, cv::RNG::UNIFORM, 0, 256);
+      break;
+    case CV_16U:
+      rng.fill(m, cv::RNG::UNIFORM, 0, 65536);
+      break;
+    default:
+      rng.fill(m, cv::RNG::UNIFORM, -100.0, 100.0);
+      break;
   }
   return m;
 }
@@ -317,8 +328,8 @@ class Server {
     fs::create_directories(dir.path() / "server-home");
     // The socket's folder: the server refuses one that group or others may write to (any umask).
     fs::permissions(dir.path(), fs::perms::owner_all);
-    const std::string command = "cd " + shell_quote(dir.file("server-home")) + " && CUCONV_SOCKET=" +
-                                shell_quote(socket_) + " exec " + shell_quote(cuconv_binary()) +
+    const std::string command = "cd " + shell_quote(dir.file("server-home")) +
+                                " && CUCONV_SOCKET=" + shell_quote(socket_) + " exec " + shell_quote(cuconv_binary()) +
                                 " serve --idle-exit 120 " + serve_options + " >" + shell_quote(dir.file("server.log")) +
                                 " 2>&1 & echo $! >" + shell_quote(pid_file_);
     REQUIRE(std::system(command.c_str()) == 0);

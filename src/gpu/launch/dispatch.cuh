@@ -6,8 +6,8 @@
 //  - SupportedTypePairs: the (input, output) pixel types cv::filter2D allows for our depths.
 // The launchers in src/gpu/launch/launch_*.cu fold over these lists; nothing is tabulated by hand.
 #include "gpu/cuda_check.hpp"
-#include "gpu/launch/occupancy.cuh"  // strip_grid
 #include "gpu/launch/launch.hpp"
+#include "gpu/launch/occupancy.cuh"  // strip_grid
 
 #include <cuconv/error.hpp>
 #include <kernels/common.cuh>
@@ -32,7 +32,8 @@ using SeparableRadii = decltype([]<int... I>(std::integer_sequence<int, I...>) {
 using TensorRadii = std::integer_sequence<int, 1, 2, 3, 4, 5, 6, 7, 8>;
 
 constexpr bool in_tensor_radii(int radius) {
-  return []<int... R>(int r, std::integer_sequence<int, R...>) { return ((r == R) || ...); }(radius, TensorRadii{});
+  return []<int... R>(int r, std::integer_sequence<int, R...>) { return ((r == R) || ...); }
+  (radius, TensorRadii{});
 }
 
 /// Channel counts of interleaved images (`fast`).
@@ -47,14 +48,16 @@ struct TypePair {
 using SupportedTypePairs =
     std::tuple<TypePair<std::uint8_t, std::uint8_t>, TypePair<std::uint8_t, std::uint16_t>,
                TypePair<std::uint8_t, std::int16_t>, TypePair<std::uint8_t, float>,
-               TypePair<std::uint16_t, std::uint16_t>, TypePair<std::uint16_t, float>,
-               TypePair<float, float>>;
+               TypePair<std::uint16_t, std::uint16_t>, TypePair<std::uint16_t, float>, TypePair<float, float>>;
 
 template <class T>
 constexpr PixelType pixel_type_of() {
-  if constexpr (std::is_same_v<T, std::uint8_t>) return PixelType::u8;
-  else if constexpr (std::is_same_v<T, std::uint16_t>) return PixelType::u16;
-  else if constexpr (std::is_same_v<T, std::int16_t>) return PixelType::s16;
+  if constexpr (std::is_same_v<T, std::uint8_t>)
+    return PixelType::u8;
+  else if constexpr (std::is_same_v<T, std::uint16_t>)
+    return PixelType::u16;
+  else if constexpr (std::is_same_v<T, std::int16_t>)
+    return PixelType::s16;
   else {
     static_assert(std::is_same_v<T, float>);
     return PixelType::f32;
@@ -66,9 +69,7 @@ constexpr PixelType pixel_type_of() {
 template <class Pairs = SupportedTypePairs, class F>
 void dispatch_types(PixelType in, PixelType out, F&& f) {
   const bool found = []<class... P>(PixelType i, PixelType o, F& fn, std::tuple<P...>*) {
-    return ((i == pixel_type_of<typename P::in>() && o == pixel_type_of<typename P::out>()
-                 ? (fn(P{}), true)
-                 : false) ||
+    return ((i == pixel_type_of<typename P::in>() && o == pixel_type_of<typename P::out>() ? (fn(P{}), true) : false) ||
             ...);
   }(in, out, f, static_cast<Pairs*>(nullptr));
   if (!found) throw Error(ErrorKind::internal, "no kernel for this input/output pixel type pair");
@@ -80,7 +81,8 @@ template <class Radii = SupportedRadii, class F>
 void dispatch_radius(int kw, int kh, F&& f) {
   const bool found = []<int... R>(int w, int h, F& fn, std::integer_sequence<int, R...>) {
     return ((w == h && w == 2 * R + 1 ? (fn(std::integral_constant<int, R>{}), true) : false) || ...);
-  }(kw, kh, f, Radii{});
+  }
+  (kw, kh, f, Radii{});
   if (!found) f(std::integral_constant<int, kernels::kRuntimeRadius>{});
 }
 
@@ -89,7 +91,8 @@ template <class F>
 bool dispatch_channels(int channels, F&& f) {
   return []<int... C>(int c, F& fn, std::integer_sequence<int, C...>) {
     return ((c == C ? (fn(std::integral_constant<int, C>{}), true) : false) || ...);
-  }(channels, f, SupportedChannels{});
+  }
+  (channels, f, SupportedChannels{});
 }
 
 /// Grid over output tiles: x covers the width; y is capped at gridDim.y's limit and the kernels
@@ -116,22 +119,19 @@ auto destination_view(const LaunchArgs& a) {
 /// Raises a kernel's dynamic shared-memory limit when it needs more than the default 48 KiB,
 /// after checking the device can give it.
 template <class Kernel>
-void reserve_shared_memory(Kernel kernel, std::size_t bytes, const char* variant_name, int kw,
-                           int kh) {
+void reserve_shared_memory(Kernel kernel, std::size_t bytes, const char* variant_name, int kw, int kh) {
   if (bytes <= 48 * 1024) return;
   int device = 0;
   int optin = 0;
   CUCONV_CUDA_TRY(cudaGetDevice(&device));
   CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&optin, cudaDevAttrMaxSharedMemoryPerBlockOptin, device));
   if (bytes > static_cast<std::size_t>(optin)) {
-    throw Error(ErrorKind::usage,
-                std::string("a ") + std::to_string(kw) + "x" + std::to_string(kh) +
-                    " filter needs " + std::to_string(bytes) + " bytes of shared memory in variant " +
-                    variant_name + "; this GPU allows " + std::to_string(optin) +
-                    " (use `variant` cached or basic)");
+    throw Error(ErrorKind::usage, std::string("a ") + std::to_string(kw) + "x" + std::to_string(kh) + " filter needs " +
+                                      std::to_string(bytes) + " bytes of shared memory in variant " + variant_name +
+                                      "; this GPU allows " + std::to_string(optin) +
+                                      " (use `variant` cached or basic)");
   }
-  CUCONV_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize,
-                                       static_cast<int>(bytes)));
+  CUCONV_CUDA_TRY(cudaFuncSetAttribute(kernel, cudaFuncAttributeMaxDynamicSharedMemorySize, static_cast<int>(bytes)));
 }
 
 }  // namespace cuconv::gpu

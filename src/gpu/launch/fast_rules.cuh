@@ -73,21 +73,26 @@ constexpr int fast_strip_rows_for(int height, int column_blocks, int resident_bl
 // bench/results/kernel-notes/fast.md, 'Strip length', has the measurements behind each.
 static_assert(fast_strip_rows_for<float, 1, false>(16384, 32, 9 * 132) == 4, "f32 3x3 16384^2: 4 rows");
 static_assert(fast_strip_rows_for<float, 1, false>(4096, 8, 9 * 132) == 4, "f32 3x3 4096^2: 4 rows");
-static_assert(fast_strip_rows_for<float, 1, false>(777, 2, 9 * 132) == 2, "f32 3x3 1001 x 777: below half a wave, 2 rows");
+static_assert(fast_strip_rows_for<float, 1, false>(777, 2, 9 * 132) == 2,
+              "f32 3x3 1001 x 777: below half a wave, 2 rows");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(16384, 8, 6 * 132) == 16, "8U 3x3 16384^2: 16 rows");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(2048, 3, 6 * 132) == 8, "RGB 3x3 2048^2: 8 rows");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(4096, 2, 6 * 132) == 16, "8U 3x3 4096^2: 16 rows");
-static_assert(fast_strip_rows_for<unsigned char, 1, false>(4096, 6, 6 * 132) == 32, "8U RGB 3x3 4096^2: one wave at 32 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(4096, 6, 6 * 132) == 32,
+              "8U RGB 3x3 4096^2: one wave at 32 rows");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(8192, 12, 6 * 132) == 16, "8U RGB 3x3 8192^2: 16 rows");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(4000, 9, 6 * 132) == 16, "8U RGB 3x3 6000 x 4000: 16 rows");
-static_assert(fast_strip_rows_for<unsigned char, 1, false>(8192, 4, 6 * 132) == 16, "8U 3x3 8192^2 (2.6 waves, one channel): 16 rows");
-static_assert(fast_strip_rows_for<unsigned char, 2, false>(4096, 4, 7 * 132) == 18, "8U 5x5 4096^2: one wave at 18 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(8192, 4, 6 * 132) == 16,
+              "8U 3x3 8192^2 (2.6 waves, one channel): 16 rows");
+static_assert(fast_strip_rows_for<unsigned char, 2, false>(4096, 4, 7 * 132) == 18,
+              "8U 5x5 4096^2: one wave at 18 rows");
 static_assert(fast_strip_rows_for<unsigned char, 2, false>(16384, 16, 7 * 132) == 64, "8U 5x5 16384^2: 64 rows");
 static_assert(fast_strip_rows_for<unsigned char, 2, false>(8192, 24, 8 * 132) == 32, "8U RGB 5x5 8192^2: 32 rows");
 static_assert(fast_strip_rows_for<unsigned char, 2, false>(4096, 12, 8 * 132) == 16, "8U RGB 5x5 4096^2: 16 rows");
 static_assert(fast_strip_rows_for<float, 2, false>(16384, 32, 9 * 132) == 64, "f32 5x5 16384^2: 64 rows");
 static_assert(fast_strip_rows_for<float, 2, false>(4096, 8, 9 * 132) == 16, "f32 5x5 4096^2: 16 rows");
-static_assert(fast_strip_rows_for<unsigned char, 1, false>(779, 1, 6 * 132) == 2, "8U 3x3 1003 x 779: below half a wave, 2 rows");
+static_assert(fast_strip_rows_for<unsigned char, 1, false>(779, 1, 6 * 132) == 2,
+              "8U 3x3 1003 x 779: below half a wave, 2 rows");
 static_assert(fast_strip_rows_for<unsigned char, 2, false>(9, 3, 7 * 132) == 2, "RGB 5x5 1001 x 9: 2 rows");
 static_assert(fast_strip_rows_for<float, 7, false>(16384, 32, 5 * 132) == 128, "f32 15x15 16384^2 keeps 128 rows");
 static_assert(fast_strip_rows_for<float, 7, false>(4096, 8, 5 * 132) == 32, "f32 15x15 4096^2: 32 rows");
@@ -95,7 +100,8 @@ static_assert(fast_strip_rows_for<unsigned char, 7, false>(4096, 24, 5 * 132) ==
 static_assert(fast_strip_rows_for<unsigned char, 4, false>(4096, 12, 4 * 132) == 32, "8U RGB 9x9 4096^2: 32 rows");
 static_assert(fast_strip_rows_for<unsigned char, 4, false>(8192, 24, 4 * 132) == 64, "8U RGB 9x9 8192^2 keeps 64 rows");
 static_assert(fast_strip_rows_for<float, 15, true>(4096, 8, 3 * 132) == 32, "separable 31x31 4096^2: 32 rows");
-static_assert(fast_strip_rows_for<float, 15, true>(16384, 32, 3 * 132) == 128, "separable 31x31 16384^2 keeps 128 rows");
+static_assert(fast_strip_rows_for<float, 15, true>(16384, 32, 3 * 132) == 128,
+              "separable 31x31 16384^2 keeps 128 rows");
 static_assert(fast_strip_rows_for<float, 7, true>(4096, 8, 5 * 132) == 32, "separable 15x15 4096^2: 32 rows");
 static_assert(fast_strip_rows_for<float, 7, true>(8192, 16, 5 * 132) == 32, "separable 15x15 8192^2: 32 rows");
 static_assert(fast_strip_rows_for<float, 7, true>(16384, 32, 5 * 132) == 64, "separable 15x15 16384^2: 64 rows");
@@ -119,9 +125,9 @@ SumRange fast_sum_range(const FilterTaps<Count>& taps, float delta) {
       return sum;
     };
     const double gain = Separable ? abs_sum(0, K) * abs_sum(K, K) : abs_sum(0, K * K);
-    const double bound = (delta < 0 ? -double{delta} : double{delta}) +
-                         static_cast<double>(std::numeric_limits<In>::max()) * gain;
-    if (bound < 4194304.0) return SumRange::small;         // false for NaN
+    const double bound =
+        (delta < 0 ? -double{delta} : double{delta}) + static_cast<double>(std::numeric_limits<In>::max()) * gain;
+    if (bound < 4194304.0) return SumRange::small;  // false for NaN
     if (bound < 1073741824.0) return SumRange::inside_int;
     return SumRange::any;
   }

@@ -80,10 +80,11 @@ struct LaunchArgs {
   kernels::ConvParams params;  ///< the filter's size and anchor, delta, the border rule
   LaunchWeights weights;
   cudaStream_t stream;
-  int channels = 1;          ///< interleaved channels per pixel (fast only)
-  bool keep_alpha = false;   ///< channels == 4: copy channel 3 instead of filtering
-  Rank1Weights rank1{};      ///< the rank-1 factors, when the filter has them
-  const filter::DenseTensorSplit* dense_tensor = nullptr;  ///< ConvolveJob::dense_tensor (8-bit, 16-bit or float in and out)
+  int channels = 1;         ///< interleaved channels per pixel (fast only)
+  bool keep_alpha = false;  ///< channels == 4: copy channel 3 instead of filtering
+  Rank1Weights rank1{};     ///< the rank-1 factors, when the filter has them
+  const filter::DenseTensorSplit* dense_tensor =
+      nullptr;  ///< ConvolveJob::dense_tensor (8-bit, 16-bit or float in and out)
 };
 
 /// One launch of a variant with the device images it reads and writes (what --bench times and

@@ -12,8 +12,8 @@ void launch_basic(const LaunchArgs& a) {
     using Pair = decltype(pair);
     const dim3 block(kBasicBlockX, kBasicBlockY);
     const dim3 grid = tile_grid(a.width, a.height, kBasicBlockX, kBasicBlockY);
-    basic_kernel<typename Pair::in, typename Pair::out><<<grid, block, 0, a.stream>>>(
-        source_view<Pair>(a), destination_view<Pair>(a), a.params, a.weights.device);
+    basic_kernel<typename Pair::in, typename Pair::out>
+        <<<grid, block, 0, a.stream>>>(source_view<Pair>(a), destination_view<Pair>(a), a.params, a.weights.device);
     CUCONV_CHECK_LAUNCH();
   });
 }

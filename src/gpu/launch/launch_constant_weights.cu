@@ -66,7 +66,7 @@ void launch_tiles(const LaunchArgs& a, const TileLaunch& shape, KernelFor kernel
 /// a template argument, so a generic lambda carries it.
 #define CUCONV_TILE_KERNEL(kernel)                              \
   []<class Pair, int R>(Pair, std::integral_constant<int, R>) { \
-    return kernel<typename Pair::in, typename Pair::out, R>;     \
+    return kernel<typename Pair::in, typename Pair::out, R>;    \
   }
 
 /// `tiled`: the smallest coarsening (1, 2, 4) whose output tile keeps at least 8 pixels per side,

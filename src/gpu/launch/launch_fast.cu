@@ -40,8 +40,7 @@ void launch_fast(const LaunchArgs& a) {
     const dim3 block(kFastGenericBlockX, kFastGenericBlockY);
     const dim3 grid = tile_grid(row_elems, a.height, kFastGenericBlockX, kFastGenericBlockY);
     fast_generic_kernel<typename Pair::in, typename Pair::out><<<grid, block, 0, a.stream>>>(
-        source_view<Pair>(a), destination_view<Pair>(a), a.params, a.channels, a.weights.device,
-        a.keep_alpha);
+        source_view<Pair>(a), destination_view<Pair>(a), a.params, a.channels, a.weights.device, a.keep_alpha);
     CUCONV_CHECK_LAUNCH();
   });
 }

@@ -49,12 +49,13 @@ void launch_wide(const LaunchArgs& a) {
 bool launch_fast_wide(const LaunchArgs& a) {
   const int side = std::max(a.params.kw, a.params.kh);
   if (a.src.type != PixelType::u16 || a.dst.type != PixelType::u16 || !a.rank1.fits_double_rank1 ||
-      a.rank1.horizontal_wide == nullptr || a.rank1.vertical_wide == nullptr || side < kWideMinSide || side > kWideMaxSide ||
-      a.channels < 1 || a.channels > kernels::kWideMaxChannels)
+      a.rank1.horizontal_wide == nullptr || a.rank1.vertical_wide == nullptr || side < kWideMinSide ||
+      side > kWideMaxSide || a.channels < 1 || a.channels > kernels::kWideMaxChannels)
     return false;
   return []<int... K>(const LaunchArgs& args, int s, std::integer_sequence<int, K...>) {
     return ((s <= K ? (launch_wide<K>(args), true) : false) || ...);
-  }(a, side, WideSides{});
+  }
+  (a, side, WideSides{});
 }
 
 }  // namespace cuconv::gpu

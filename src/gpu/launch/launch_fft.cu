@@ -6,10 +6,10 @@
 // batch's allocation also holds the repair list: 8 bytes per 32 outputs of a batch (about 6% of
 // the tiles' bytes).
 #include "gpu/launch/cufft_api.hpp"
-#include "gpu/memory/device_memory.hpp"
 #include "gpu/launch/dispatch.cuh"
 #include "gpu/launch/fft_ties.hpp"
 #include "gpu/launch/occupancy.cuh"
+#include "gpu/memory/device_memory.hpp"
 #include "gpu/seams.hpp"
 
 #include <kernels/fft.cuh>
@@ -50,9 +50,10 @@ cufftHandle cached_plan(const CufftApi& api, int fft_w, int fft_h, int batch, cu
     const int complex_dist = complex_embed[0] * complex_embed[1];
     const bool forward = type == CUFFT_R2C;
     cufftHandle handle = 0;
-    check_cufft(api.plan_many(&handle, 2, n, forward ? real_embed : complex_embed, 1, forward ? real_dist : complex_dist,
-                              forward ? complex_embed : real_embed, 1, forward ? complex_dist : real_dist, type, batch),
-                "cufftPlanMany");
+    check_cufft(
+        api.plan_many(&handle, 2, n, forward ? real_embed : complex_embed, 1, forward ? real_dist : complex_dist,
+                      forward ? complex_embed : real_embed, 1, forward ? complex_dist : real_dist, type, batch),
+        "cufftPlanMany");
     found = plans.insert(plans.end(), {key, handle});
   }
   check_cufft(api.set_stream(found->second, stream), "cufftSetStream");
@@ -97,10 +98,10 @@ const cuFloatComplex* cached_filter_spectrum(const CufftApi& api, const LaunchAr
   // `padded` is pageable host memory: cudaMemcpyAsync has copied it before returning.
   CUCONV_CUDA_TRY(cudaMemcpyAsync(entry->spectrum.data(), padded.data(), sizeof(float) * tile_floats,
                                   cudaMemcpyHostToDevice, a.stream));
-  check_cufft(api.exec_r2c(cached_plan(api, t.fft_w, t.fft_h, 1, CUFFT_R2C, a.stream),
-                           static_cast<cufftReal*>(entry->spectrum.data()),
-                           static_cast<cufftComplex*>(entry->spectrum.data())),
-              "cufftExecR2C (filter)");
+  check_cufft(
+      api.exec_r2c(cached_plan(api, t.fft_w, t.fft_h, 1, CUFFT_R2C, a.stream),
+                   static_cast<cufftReal*>(entry->spectrum.data()), static_cast<cufftComplex*>(entry->spectrum.data())),
+      "cufftExecR2C (filter)");
   entry->ready.record(a.stream);
   if (entries.size() == kMaxSpectra) entries.erase(entries.begin());  // cudaFree waits for its last use
   entries.push_back(std::move(entry));
@@ -150,14 +151,16 @@ void launch_fft(const LaunchArgs& a) {
 
   const cuFloatComplex* filter_spectrum = cached_filter_spectrum(*api, a, t);
   // Results this close to a rounding tie are summed again directly (src/gpu/launch/fft_ties.hpp).
-  const auto tie_margin = static_cast<float>(fft_tie_margin(
-      a.src.type, a.dst.type, a.weights.host, static_cast<std::size_t>(a.params.kw) * static_cast<std::size_t>(a.params.kh)));
+  const auto tie_margin =
+      static_cast<float>(fft_tie_margin(a.src.type, a.dst.type, a.weights.host,
+                                        static_cast<std::size_t>(a.params.kw) * static_cast<std::size_t>(a.params.kh)));
   // Outputs of one batch that fall in the margin, for fft_repair_ties.
   const long long batch_outputs = static_cast<long long>(t.valid_x) * t.valid_y * batch;
   const long long repair_capacity = tie_margin > 0.0f ? fft_repair_capacity(batch_outputs) : 0;
   const std::size_t tile_bytes = sizeof(float) * tile_floats * static_cast<std::size_t>(batch);  // a multiple of 8
   const std::size_t repair_bytes =
-      repair_capacity > 0 ? sizeof(unsigned long long) + sizeof(long long) * static_cast<std::size_t>(repair_capacity) : 0;
+      repair_capacity > 0 ? sizeof(unsigned long long) + sizeof(long long) * static_cast<std::size_t>(repair_capacity)
+                          : 0;
   const StreamScratch tiles(tile_bytes + repair_bytes, a.stream);
   FftRepairList repairs{};
   if (repair_capacity > 0) {
@@ -180,16 +183,15 @@ void launch_fft(const LaunchArgs& a) {
     using Out = typename Pair::out;
     for (long long first = 0; first < t.tiles; first += batch) {
       const long long samples = static_cast<long long>(t.fft_h) * t.real_pitch * batch;
-      fft_gather_tiles<In><<<grid_for(samples), kFftThreads, 0, a.stream>>>(
-          src, a.params, t, first, static_cast<int>(batch), real);
+      fft_gather_tiles<In>
+          <<<grid_for(samples), kFftThreads, 0, a.stream>>>(src, a.params, t, first, static_cast<int>(batch), real);
       CUCONV_CHECK_LAUNCH();
       check_cufft(api->exec_r2c(forward, real, reinterpret_cast<cufftComplex*>(spectra)), "cufftExecR2C");
       fft_multiply_spectra<<<grid_for(bins_per_tile * batch), kFftThreads, 0, a.stream>>>(
           spectra, filter_spectrum, bins_per_tile, bins_per_tile * batch, scale);
       CUCONV_CHECK_LAUNCH();
       check_cufft(api->exec_c2r(inverse, reinterpret_cast<cufftComplex*>(spectra), real), "cufftExecC2R");
-      if (repair_capacity > 0)
-        CUCONV_CUDA_TRY(cudaMemsetAsync(repairs.count, 0, sizeof(unsigned long long), a.stream));
+      if (repair_capacity > 0) CUCONV_CUDA_TRY(cudaMemsetAsync(repairs.count, 0, sizeof(unsigned long long), a.stream));
       fft_scatter_tiles<In, Out><<<grid_for(batch_outputs), kFftThreads, 0, a.stream>>>(
           real, src, dst, a.params, t, first, static_cast<int>(batch), a.keep_alpha, a.weights.device, tie_margin,
           repairs);
@@ -198,8 +200,8 @@ void launch_fft(const LaunchArgs& a) {
         if (repair_capacity == 0) continue;
         // The list's length is on the device: a grid that fills the GPU once, each thread striding.
         const int blocks = std::min(resident_blocks<fft_repair_ties<In, Out>>(kFftThreads), grid_for(repair_capacity));
-        fft_repair_ties<In, Out><<<blocks, kFftThreads, 0, a.stream>>>(src, dst, a.params, t, first, a.weights.device,
-                                                                      repairs);
+        fft_repair_ties<In, Out>
+            <<<blocks, kFftThreads, 0, a.stream>>>(src, dst, a.params, t, first, a.weights.device, repairs);
         CUCONV_CHECK_LAUNCH();
       }
     }

@@ -6,11 +6,11 @@
 // whose dense split meets it (on an sm_90 GPU one channel runs kernels/tensor_dense_wgmma.cuh instead,
 // launch_tensor_wgmma.cu). Float or 16-bit in and out, and 8-bit past 17 a side:
 // kernels/tensor_dense_planes.cuh (launch_tensor_planes.cu). `fast` otherwise.
+#include "filter/splits.hpp"
 #include "gpu/launch/dispatch.cuh"
 #include "gpu/launch/occupancy.cuh"
 #include "gpu/launch/tensor_dense_taps.cuh"
 #include "gpu/seams.hpp"
-#include "filter/splits.hpp"
 
 #include <kernels/tensor_dense.cuh>
 #include <kernels/tensor_separable.cuh>
@@ -69,7 +69,7 @@ unsigned short half_bits(int v) {
   const unsigned sign = v < 0 ? 0x8000u : 0u;
   unsigned m = static_cast<unsigned>(v < 0 ? -v : v);
   int e = 0;
-  while ((m >> e) > 1) ++e;                          // m in [2^e, 2^(e+1))
+  while ((m >> e) > 1) ++e;                            // m in [2^e, 2^(e+1))
   const unsigned mantissa = (m << (10 - e)) & 0x3FFu;  // exact: m has at most 11 significant bits
   return static_cast<unsigned short>(sign | (static_cast<unsigned>(e + 15) << 10) | mantissa);
 }
@@ -112,7 +112,8 @@ void launch_tensor_kernel(const LaunchArgs& a, const filter::TensorSplit& split)
 }
 
 template <int C, int R>
-void launch_tensor_mma_kernel(const LaunchArgs& a, const filter::TensorSplit& split, const filter::TensorMmaScales& scales) {
+void launch_tensor_mma_kernel(const LaunchArgs& a, const filter::TensorSplit& split,
+                              const filter::TensorMmaScales& scales) {
   using namespace kernels;
   constexpr int K = 2 * R + 1;
   TensorSeparableMmaTaps<K> taps{};

@@ -3,10 +3,10 @@
 // 16-bit in and out with sides up to 31, 8-bit in and out with a side past the 8-bit kernel's 17
 // (launch_tensor.cu) and up to 31; 1, 3 or 4 channels, no kept alpha, a split within the pass
 // rule, a GPU with byte MMA (sm_80 and newer).
+#include "filter/splits.hpp"
 #include "gpu/launch/dispatch.cuh"
 #include "gpu/launch/occupancy.cuh"
 #include "gpu/seams.hpp"
-#include "filter/splits.hpp"
 
 #include <kernels/tensor_dense_planes.cuh>
 
@@ -35,7 +35,8 @@ void launch_dense_planes_kernel(const LaunchArgs& a, const filter::DenseTensorSp
   const int kw = a.params.kw;
   const int kh = a.params.kh;
   for (std::size_t d = 0; d < split.digits.size(); ++d)
-    for (int k = 0; k < kw * kh; ++k) taps.digit[d][k] = static_cast<signed char>(split.digits[d][static_cast<std::size_t>(k)]);
+    for (int k = 0; k < kw * kh; ++k)
+      taps.digit[d][k] = static_cast<signed char>(split.digits[d][static_cast<std::size_t>(k)]);
   taps.exponent = split.exponent;
   constexpr auto kernel = tensor_dense_planes_kernel<Pixel, Chunks, RingRows>;
   constexpr int kThreads = 32 * kDensePlanesWarps;

@@ -3,11 +3,11 @@
 // one-channel 8-bit images with sides up to 17, on a GPU of compute capability 9.0 (the kernel is
 // built for sm_90a only), input rows 16-byte aligned (the tensor memory accelerator's rule). The
 // 8-bit dense kernel of launch_tensor.cu runs every other case; both give the same bits.
+#include "filter/splits.hpp"
 #include "gpu/launch/dispatch.cuh"  // LaunchArgs, reserve_shared_memory
 #include "gpu/launch/tensor_dense_taps.cuh"
 #include "gpu/launch/tensor_wgmma_plan.cuh"
 #include "gpu/seams.hpp"
-#include "filter/splits.hpp"
 
 #include <array>
 #include <atomic>
@@ -20,14 +20,15 @@ namespace {
 
 static_assert(filter::kTensorDenseMaxSide == kernels::kWgmmaMaxSide);
 
-using WgmmaKernel = void (*)(kernels::PlaneView<const std::uint8_t>, kernels::PlaneView<std::uint8_t>, kernels::ConvParams,
-                             kernels::TensorDenseTaps, const CUtensorMap, bool);
+using WgmmaKernel = void (*)(kernels::PlaneView<const std::uint8_t>, kernels::PlaneView<std::uint8_t>,
+                             kernels::ConvParams, kernels::TensorDenseTaps, const CUtensorMap, bool);
 
 /// The kernel for kh rows (1..17) and wgmma_shifted(anchor_x), one instantiation each.
 template <std::size_t... I>
 constexpr auto wgmma_kernel_table(std::index_sequence<I...>) {
-  return std::array<WgmmaKernel, 2 * sizeof...(I)>{kernels::tensor_dense_wgmma_kernel<static_cast<int>(I) + 1, false>...,
-                                                   kernels::tensor_dense_wgmma_kernel<static_cast<int>(I) + 1, true>...};
+  return std::array<WgmmaKernel, 2 * sizeof...(I)>{
+      kernels::tensor_dense_wgmma_kernel<static_cast<int>(I) + 1, false>...,
+      kernels::tensor_dense_wgmma_kernel<static_cast<int>(I) + 1, true>...};
 }
 constexpr auto kWgmmaKernels = wgmma_kernel_table(std::make_index_sequence<kernels::kWgmmaMaxSide>{});
 
@@ -59,7 +60,8 @@ bool launch_tensor_dense_wgmma(const LaunchArgs& a, const filter::DenseTensorSpl
   if (!wgmma_source_map(map, a.src.data, a.src.pitch, a.width, a.height, kh)) return false;
 
   const TensorDenseTaps taps = dense_taps_for(split, kw, kh);
-  const WgmmaKernel kernel = kWgmmaKernels[static_cast<std::size_t>((wgmma_shifted(a.params.anchor_x) ? kWgmmaMaxSide : 0) + kh - 1)];
+  const WgmmaKernel kernel =
+      kWgmmaKernels[static_cast<std::size_t>((wgmma_shifted(a.params.anchor_x) ? kWgmmaMaxSide : 0) + kh - 1)];
   const int shared = wgmma_shared_bytes(kh);
   reserve_shared_memory(kernel, static_cast<std::size_t>(shared), "tensor", kw, kh);
   const dim3 grid = wgmma_grid(a.width, a.height);
@@ -67,7 +69,7 @@ bool launch_tensor_dense_wgmma(const LaunchArgs& a, const filter::DenseTensorSpl
   PlaneView<const std::uint8_t> src{static_cast<const std::uint8_t*>(a.src.data), a.src.pitch, a.width, a.height};
   PlaneView<std::uint8_t> dst{static_cast<std::uint8_t*>(a.dst.data), a.dst.pitch, a.width, a.height};
   kernel<<<grid, dim3(kWgmmaThreads), static_cast<std::size_t>(shared), a.stream>>>(src, dst, a.params, taps, map,
-                                                                         vector_aligned);
+                                                                                    vector_aligned);
   CUCONV_CHECK_LAUNCH();
   notify_launch(KernelPath::tensor_dense_wgmma);
   return true;

@@ -15,8 +15,8 @@
 
 namespace cuconv::gpu {
 
-/// Blocks of `Kernel` (with `shared_bytes` of dynamic shared memory) that fit on the current device at once, queried once per kernel and device
-/// (the device, attribute and occupancy queries otherwise ran before every launch, host time
+/// Blocks of `Kernel` (with `shared_bytes` of dynamic shared memory) that fit on the current device at once, queried
+/// once per kernel and device (the device, attribute and occupancy queries otherwise ran before every launch, host time
 /// between the kernels of a batch).
 template <auto Kernel>
 int resident_blocks(int threads_per_block, std::size_t shared_bytes = 0) {

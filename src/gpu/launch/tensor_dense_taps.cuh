@@ -5,8 +5,8 @@
 // (launch_tensor_wgmma.cu), which must give the same bits.
 #include "filter/splits.hpp"
 
-#include <kernels/tensor_dense.cuh>
 #include <cuconv/error.hpp>
+#include <kernels/tensor_dense.cuh>
 
 #include <cmath>
 #include <cstddef>
@@ -23,7 +23,8 @@ inline kernels::TensorDenseTaps dense_taps_for(const filter::DenseTensorSplit& s
     throw Error(ErrorKind::internal, "tensor: the 8-bit dense split has " + std::to_string(split.digits.size()) +
                                          " weight digits where the kernels take " + std::to_string(kDigits));
   for (std::size_t d = 0; d < kDigits; ++d)
-    for (int k = 0; k < kw * kh; ++k) taps.digit[d][k] = static_cast<signed char>(split.digits[d][static_cast<std::size_t>(k)]);
+    for (int k = 0; k < kw * kh; ++k)
+      taps.digit[d][k] = static_cast<signed char>(split.digits[d][static_cast<std::size_t>(k)]);
   taps.scale = std::ldexp(1.0f, -split.exponent);
   return taps;
 }

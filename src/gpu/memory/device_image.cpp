@@ -15,11 +15,15 @@ namespace cuconv {
 
 std::size_t depth_bytes(int depth) noexcept {
   switch (depth) {
-    case CV_8U: return 1;
+    case CV_8U:
+      return 1;
     case CV_16U:
-    case CV_16S: return 2;
-    case CV_32F: return 4;
-    default: return 0;
+    case CV_16S:
+      return 2;
+    case CV_32F:
+      return 4;
+    default:
+      return 0;
   }
 }
 
@@ -28,7 +32,8 @@ DeviceImage::DeviceImage(int width, int height, int channels, int depth) {
     throw Error(ErrorKind::internal, "DeviceImage: invalid shape or depth");
   view_ = {nullptr, 0, width, height, channels, depth};
   std::size_t pitch = 0;
-  view_.data = static_cast<std::byte*>(gpu::allocate_pitched(view_.row_bytes(), static_cast<std::size_t>(height), pitch));
+  view_.data =
+      static_cast<std::byte*>(gpu::allocate_pitched(view_.row_bytes(), static_cast<std::size_t>(height), pitch));
   view_.pitch = pitch;
 }
 

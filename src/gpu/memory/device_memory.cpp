@@ -18,13 +18,12 @@ namespace {
                                          const char* call) {
   if (status != cudaErrorMemoryAllocation) throw_cuda_error(status, call, __FILE__, __LINE__);
   cudaGetLastError();  // not sticky, but leave the next call a clean slate
-  std::string message = "out of device memory: needed " + std::to_string(bytes) + " bytes for " + what + " (" +
-                        call + ": " + cudaGetErrorName(status) + ")";
+  std::string message = "out of device memory: needed " + std::to_string(bytes) + " bytes for " + what + " (" + call +
+                        ": " + cudaGetErrorName(status) + ")";
   std::size_t free_bytes = 0;
   std::size_t total_bytes = 0;
   if (cudaMemGetInfo(&free_bytes, &total_bytes) == cudaSuccess)
-    message += "; the device has " + std::to_string(free_bytes) + " of " + std::to_string(total_bytes) +
-               " bytes free";
+    message += "; the device has " + std::to_string(free_bytes) + " of " + std::to_string(total_bytes) + " bytes free";
   else
     cudaGetLastError();
   throw Error(ErrorKind::gpu, message + " (a lower `gpu_memory_limit` filters the image in smaller strips)");

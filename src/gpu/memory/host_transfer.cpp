@@ -34,7 +34,8 @@ int staging_chunk_rows(std::size_t row_bytes, int rows) {
 
 StripCopier::StripCopier(WorkspaceState& workspace, const ConvolveJob& job, const cv::Mat& image)
     : workspace_(workspace), job_(job), image_(image) {
-  if (job.border == Border::constant) constant_row_ = cv::Mat(1, image.cols, image.type(), cv::Scalar::all(job.border_value));
+  if (job.border == Border::constant)
+    constant_row_ = cv::Mat(1, image.cols, image.type(), cv::Scalar::all(job.border_value));
 }
 
 const unsigned char* StripCopier::source_row_at(int y) const {

@@ -4,9 +4,9 @@
 // back: pageable copies for a call's own state, or staged through the workspace's pinned buffers
 // in chunks when the workspace is kept between calls (the host copies one chunk while the link
 // moves the one before).
+#include "gpu/gpu_convolve.hpp"
 #include "gpu/memory/strips.hpp"
 #include "gpu/memory/workspace.hpp"
-#include "gpu/gpu_convolve.hpp"
 
 #include <cuconv/device_image.hpp>
 

@@ -49,6 +49,8 @@ StripRows strip_rows(const StripPlan& plan, int index, int height, int kh, int a
   return s;
 }
 
-int source_row(int y, int height, Border border) { return cv::borderInterpolate(y, height, common::opencv_border(border)); }
+int source_row(int y, int height, Border border) {
+  return cv::borderInterpolate(y, height, common::opencv_border(border));
+}
 
 }  // namespace cuconv::gpu

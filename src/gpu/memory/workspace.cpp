@@ -51,8 +51,8 @@ DeviceImageView gpu::WorkspaceState::image(std::size_t slot, int width, int heig
   return view;
 }
 
-void gpu::WorkspaceState::fit_planes(const std::vector<std::size_t>& row_bytes, std::size_t rows,
-                                     std::uint64_t needed, std::uint64_t limit) noexcept {
+void gpu::WorkspaceState::fit_planes(const std::vector<std::size_t>& row_bytes, std::size_t rows, std::uint64_t needed,
+                                     std::uint64_t limit) noexcept {
   const std::size_t slots = row_bytes.size();
   if (needed + device_bytes_from_slot(slots) > limit) {
     if (pitched_planes_.size() > slots) pitched_planes_.resize(slots);
@@ -86,8 +86,8 @@ const float* gpu::WorkspaceState::upload_weights(const std::vector<float>& weigh
     weights_ = gpu::DeviceBuffer(bytes);
     ++allocations;
   }
-  CUCONV_CUDA_TRY(cudaMemcpyAsync(weights_.data(), weights.data(), sizeof(float) * weights.size(),
-                                  cudaMemcpyHostToDevice, stream));
+  CUCONV_CUDA_TRY(
+      cudaMemcpyAsync(weights_.data(), weights.data(), sizeof(float) * weights.size(), cudaMemcpyHostToDevice, stream));
   return static_cast<const float*>(weights_.data());
 }
 
@@ -117,9 +117,7 @@ gpu::StageEvents& gpu::WorkspaceState::events() {
   return *events_;
 }
 
-std::uint64_t gpu::WorkspaceState::device_bytes() const noexcept {
-  return weights_.size() + device_bytes_from_slot(0);
-}
+std::uint64_t gpu::WorkspaceState::device_bytes() const noexcept { return weights_.size() + device_bytes_from_slot(0); }
 
 std::uint64_t gpu::WorkspaceState::pinned_bytes() const noexcept {
   std::uint64_t total = 0;
@@ -173,7 +171,8 @@ void GpuWorkspace::prepare(int device) noexcept {
 }
 
 gpu::WorkspaceState& gpu::WorkspaceAccess::state(GpuWorkspace& workspace) {
-  if (!workspace.state_) workspace.state_ = std::make_unique<WorkspaceState>(true);  // a moved-from workspace starts afresh
+  if (!workspace.state_)
+    workspace.state_ = std::make_unique<WorkspaceState>(true);  // a moved-from workspace starts afresh
   return *workspace.state_;
 }
 

@@ -1,8 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// GpuWorkspace's state (gpu::WorkspaceState, opaque in the public header): the stream, timing events, device planes and pinned staging buffers one
-// convolve() call uses. A call without a workspace makes a fresh state (`kept` false) that lives
-// for that call; a GpuWorkspace keeps one (`kept` true) whose buffers only grow.
+// GpuWorkspace's state (gpu::WorkspaceState, opaque in the public header): the stream, timing events, device planes and
+// pinned staging buffers one convolve() call uses. A call without a workspace makes a fresh state (`kept` false) that
+// lives for that call; a GpuWorkspace keeps one (`kept` true) whose buffers only grow.
 #include "gpu/memory/device_memory.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -73,8 +73,8 @@ struct WorkspaceState {
   std::optional<gpu::CudaStream> stream_;
   std::optional<gpu::StageEvents> events_;
   std::vector<gpu::CudaEvent> chunk_events_;
-  std::vector<DeviceImage> pitched_planes_;  ///< a call's own state
-  std::vector<gpu::DeviceBuffer> kept_planes_;    ///< a kept state
+  std::vector<DeviceImage> pitched_planes_;     ///< a call's own state
+  std::vector<gpu::DeviceBuffer> kept_planes_;  ///< a kept state
 
   /// Bytes held by the images in slots from `slots` on.
   [[nodiscard]] std::uint64_t device_bytes_from_slot(std::size_t slots) const noexcept;
