@@ -2,6 +2,8 @@
 // The command line: CLI11 options into one request, the checks that need no file or GPU, and the
 // request as library options. Printing and running are main.cpp's.
 #include "cli/command_line.hpp"
+
+#include "cli/byte_size.hpp"
 #include "cli/option_names.hpp"
 
 #include "cli/argument_messages.hpp"
@@ -182,27 +184,6 @@ bool is_batch_invocation(int argc, const char* const* argv) {
     if (arg == "--out-dir" || arg.starts_with("--out-dir=")) return true;
   }
   return false;
-}
-
-std::optional<std::uint64_t> parse_byte_size(std::string_view text) {
-  const std::size_t digits = std::min(text.find_first_not_of("0123456789"), text.size());
-  const std::optional<std::uint64_t> value = common::parse_whole_number<std::uint64_t>(text.substr(0, digits));
-  if (!value || *value == 0) return std::nullopt;
-  // The unit: K, M, G or T, alone or followed by B or iB; B alone for bytes. All binary.
-  std::string unit(text.substr(digits));
-  for (char& c : unit) c = static_cast<char>(std::toupper(static_cast<unsigned char>(c)));
-  if (unit.ends_with("IB") && unit.size() == 3)
-    unit.resize(1);
-  else if (unit.ends_with("B"))
-    unit.pop_back();
-  constexpr std::string_view kUnits = "KMGT";
-  int shift = 0;
-  if (unit.size() == 1 && kUnits.find(unit[0]) != std::string_view::npos)
-    shift = 10 * (static_cast<int>(kUnits.find(unit[0])) + 1);
-  else if (!unit.empty())
-    return std::nullopt;
-  if (*value > (std::numeric_limits<std::uint64_t>::max() >> shift)) return std::nullopt;
-  return *value << shift;
 }
 
 namespace {

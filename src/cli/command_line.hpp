@@ -118,9 +118,4 @@ struct ParsedCommand {
 /// positional arguments are (inputs only) and what --json takes (a file).
 [[nodiscard]] bool is_batch_invocation(int argc, const char* const* argv);
 
-/// --gpu-memory: a whole number of bytes >= 1, optionally followed by a unit K, M, G or T, alone or
-/// with B or iB, or B alone (all binary: 512M = 512MB = 512MiB = 512 x 2^20; any letter case);
-/// nullopt for anything else, or a value beyond 2^64 - 1.
-[[nodiscard]] std::optional<std::uint64_t> parse_byte_size(std::string_view text);
-
 }  // namespace cuconv::cli

@@ -4,6 +4,7 @@
 #include "cli/serve_command.hpp"
 #include "cli/option_names.hpp"
 
+#include "cli/byte_size.hpp"
 #include "cli/command_line.hpp"
 #include "cli/device_list.hpp"
 #include "cli/help_page.hpp"

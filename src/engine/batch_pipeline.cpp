@@ -40,26 +40,6 @@ constexpr std::string_view kExistsReason = "output exists; left unchanged (use `
 constexpr std::string_view kAppearedReason =
     "output appeared while this image was processed (another process wrote it); left unchanged";
 
-/// One image on its way through the stages.
-struct Work {
-  std::size_t item = 0;
-  engine::LoadedImage loaded;
-  HeldImage held;
-};
-
-/// One item of the batch and what the pipeline keeps of it between stages: its task, its route
-/// (decided once), its report, when its work started, and its image while the device's GPU codec
-/// pipeline decodes, filters and encodes it (that pipeline reads the bytes in place and hands back
-/// only the item's number).
-struct ItemState {
-  engine::ImageTask task;
-  engine::Route route;
-  ItemReport report;
-  Clock::time_point started{};
-  std::optional<Work> at_gpu_codec;
-  std::size_t lane = 0;  ///< the device lane that took it
-};
-
 class Pipeline {
  public:
   Pipeline(const std::vector<BatchItem>& items, const BatchOptions& options, const ItemObserver& observer)

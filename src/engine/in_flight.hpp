@@ -1,9 +1,15 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// Counts of work in flight in the batch pipeline: a token that holds one image in a count (and
-// keeps the count's peak) while it moves through the queues, and a wait for a count to drain.
+// Work in flight in the batch pipeline: a token that holds one image in a count (and keeps the
+// count's peak) while it moves through the queues, a wait for a count to drain, and the state
+// the pipeline keeps of each item between its stages.
+#include "engine/batch_pipeline.hpp"
+#include "engine/image_operation.hpp"
+
 #include <atomic>
+#include <chrono>
 #include <cstddef>
+#include <optional>
 #include <utility>
 
 namespace cuconv::engine {
@@ -46,6 +52,26 @@ struct WarmWait {
     for (std::size_t n = in_flight.load(); n != 0; n = in_flight.load()) in_flight.wait(n);
   }
   ~WarmWait() { wait(); }
+};
+
+/// One image on its way through the stages.
+struct Work {
+  std::size_t item = 0;
+  LoadedImage loaded;
+  HeldImage held;
+};
+
+/// One item of the batch and what the pipeline keeps of it between stages: its task, its route
+/// (decided once), its report, when its work started, and its image while the device's GPU codec
+/// pipeline decodes, filters and encodes it (that pipeline reads the bytes in place and hands back
+/// only the item's number).
+struct ItemState {
+  ImageTask task;
+  Route route;
+  ItemReport report;
+  std::chrono::steady_clock::time_point started{};
+  std::optional<Work> at_gpu_codec;
+  std::size_t lane = 0;  ///< the device lane that took it
 };
 
 }  // namespace cuconv::engine

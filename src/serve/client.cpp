@@ -8,6 +8,7 @@
 #include "serve/control.hpp"
 #include "serve/file_servant.hpp"
 #include "serve/output_relay.hpp"
+#include "serve/signal_guard.hpp"
 #include "serve/socket_path.hpp"
 
 #include "common/anonymous_file.hpp"
@@ -90,60 +91,6 @@ void spawn_server(const std::vector<std::string>& command, const std::string& fo
 }
 
 // ---- the request ----------------------------------------------------------------------------------
-volatile std::sig_atomic_t g_signal = 0;
-volatile int g_signal_pipe = -1;  // write end: the handler wakes the channel's wait through it
-extern "C" void note_signal(int signal) {
-  g_signal = signal;
-  const int saved = errno;
-  const char byte = 1;
-  [[maybe_unused]] const ssize_t n = ::write(g_signal_pipe, &byte, 1);
-  errno = saved;
-}
-
-/// Catches SIGINT, SIGTERM and SIGHUP (those not ignored) for the length of a request, so the
-/// command hears of them, restoring the caller's handlers afterwards; read_fd() becomes readable
-/// when one arrives.
-class SignalGuard {
- public:
-  SignalGuard() {
-    int ends[2] = {-1, -1};
-    if (::pipe2(ends, O_CLOEXEC | O_NONBLOCK) == 0) {
-      read_.reset(ends[0]);
-      write_.reset(ends[1]);
-    }
-    g_signal = 0;
-    g_signal_pipe = write_.get();
-    struct sigaction action {};
-    action.sa_handler = note_signal;
-    sigemptyset(&action.sa_mask);
-    // A signal ignored when the client started (nohup, a background job of a non-interactive
-    // shell) stays ignored, as it does for a command in a process of its own.
-    for (std::size_t i = 0; i < kSignals.size(); ++i) {
-      struct sigaction current {};
-      if (::sigaction(kSignals[i], nullptr, &current) != 0 || current.sa_handler == SIG_IGN) continue;
-      installed_[i] = ::sigaction(kSignals[i], &action, &old_[i]) == 0;
-    }
-  }
-  ~SignalGuard() {
-    for (std::size_t i = 0; i < kSignals.size(); ++i)
-      if (installed_[i]) ::sigaction(kSignals[i], &old_[i], nullptr);
-    g_signal_pipe = -1;
-  }
-  SignalGuard(const SignalGuard&) = delete;
-  SignalGuard& operator=(const SignalGuard&) = delete;
-  [[nodiscard]] int read_fd() const noexcept { return read_.get(); }
-  /// Empties the pipe, so that the next signal wakes the channel's wait again.
-  void rearm() const noexcept {
-    for (char bytes[64]; ::read(read_.get(), bytes, sizeof bytes) > 0;) continue;
-  }
-
- private:
-  UniqueFd read_, write_;
-  static constexpr std::array<int, 3> kSignals{SIGINT, SIGTERM, SIGHUP};
-  std::array<struct sigaction, 3> old_{};
-  std::array<bool, 3> installed_{};
-};
-
 std::string errno_text(int error) { return std::strerror(error); }
 
 /// Why the command is not served, and whether the user is told so (an unexpected reason) or not
@@ -220,7 +167,7 @@ Admission await_welcome(Channel& channel, const SocketPath& where, const ClientO
   int wait_ms = options.connect_timeout_ms;
   for (;;) {
     Received first = channel.receive(wait_ms);
-    if (first.status == Received::Status::interrupted) return 128 + static_cast<int>(g_signal);
+    if (first.status == Received::Status::interrupted) return 128 + SignalGuard::caught();
     if (first.status == Received::Status::timeout)
       return NoServer{where.path + ": the server did not answer within " + std::to_string(wait_ms) + " ms", true};
     if (first.status != Received::Status::message)
@@ -326,7 +273,7 @@ class ServedCommand {
       // A signal handled while this message was read goes to the command before its answer: after
       // Ctrl-C the server's next question (the one that follows a truncated standard input, for
       // one) must find the Interrupt ahead of the Reply, as a process of its own would have stopped.
-      if (g_signal != 0 && !grace_end_ && !forward_signal()) return give_up();
+      if (SignalGuard::caught() != 0 && !grace_end_ && !forward_signal()) return give_up();
       if (!servant_.answer(channel_, received.message)) return lost("stopped");
     }
   }
@@ -344,7 +291,7 @@ class ServedCommand {
   /// Sends the signal to the command and starts the grace period it has to stop in; false when
   /// the server cannot take it.
   bool forward_signal() {
-    if (!channel_.send(Interrupt{static_cast<std::int32_t>(g_signal)})) return false;
+    if (!channel_.send(Interrupt{static_cast<std::int32_t>(SignalGuard::caught())})) return false;
     signals_.rearm();
     grace_end_ = Clock::now() + std::chrono::milliseconds(kInterruptGraceMs);
     return true;
@@ -362,7 +309,7 @@ class ServedCommand {
   /// A second signal, or the command did not stop within the grace period.
   int give_up() {
     servant_.remove_temporaries();
-    const int signal = static_cast<int>(g_signal);
+    const int signal = SignalGuard::caught();
     say(std::string("warning: interrupted by ") +
         (signal == SIGINT    ? "SIGINT"
          : signal == SIGTERM ? "SIGTERM"

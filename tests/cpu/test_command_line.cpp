@@ -2,6 +2,7 @@
 // The command-line parser in-process (src/cli/command_line.hpp): what main() runs, without files
 // or a GPU. The binary end to end is tests/cpu/test_cli.cpp's; the fuzz target
 // tests/fuzz/fuzz_cli_options.cpp throws arbitrary argv at the same function.
+#include "cli/byte_size.hpp"
 #include "cli/command_line.hpp"
 #include "cli/help_page.hpp"
 #include "cli/option_names.hpp"
