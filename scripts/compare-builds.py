@@ -141,8 +141,9 @@ def main():
     if args.corpus > 0:
         corpus = os.path.join(work, "corpus")
         for ext in (".png", ".jpg"):
-            subprocess.run(["bash", os.path.join(HERE, "make-batch-corpus.sh"), str(args.corpus), corpus + ext],
-                           env=dict(builds["new"], EXT=ext, QUALITY="90"), check=True, capture_output=True)
+            subprocess.run(["bash", os.path.join(HERE, "make-batch-corpus.sh"), str(args.corpus), corpus + ext,
+                            os.path.dirname(os.path.abspath(args.new))],
+                           env=dict(builds["new"], EXT=ext, QUALITY="90"), check=True, stdout=subprocess.DEVNULL)
         for variant in args.variants.split(","):
             for spec in FILTERS:
                 for ext in (".png", ".jpg"):
