@@ -232,9 +232,13 @@ template <std::size_t... I>
 std::optional<Message> decode_type(std::uint8_t type, std::span<const std::uint8_t> payload, std::string& error,
                                    bool& found, std::index_sequence<I...>) {
   std::optional<Message> out;
-  ((static_cast<std::uint8_t>(kKinds[I].type) == type ? (found = true, out = decode_as<I>(payload, error), true)
-                                                      : false) ||
-   ...);
+  const auto decode_if = [&](std::size_t index, auto decode) {
+    if (static_cast<std::uint8_t>(kKinds[index].type) != type) return false;
+    found = true;
+    out = decode(payload, error);
+    return true;
+  };
+  static_cast<void>((decode_if(I, decode_as<I>) || ...));
   return out;
 }
 
