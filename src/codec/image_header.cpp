@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // Image headers read without decoding: the claimed size of PNG, JPEG, TIFF and BMP files, and
-// the walks that find truncated PNG and JPEG files. Layouts: PNG (ISO/IEC 15948) chunks, TIFF 6.0
-// and BigTIFF image file directories, BMP info headers; JPEG markers (ITU T.81 Annex B) are
+// the walks that find truncated PNG, JPEG and RLE-compressed BMP files. Layouts: PNG (ISO/IEC
+// 15948) chunks, TIFF 6.0 and BigTIFF image file directories, BMP info headers and RLE8/RLE4
+// escapes (Microsoft's BITMAPINFOHEADER reference); JPEG markers (ITU T.81 Annex B) are
 // walked by codec/jpeg_markers.cpp, the one JPEG marker parser. And the refusals read_image
 // makes from a header (no pixels, over the pixel limit, truncated, unsupported channel count).
 #include "codec/image_header.hpp"
@@ -182,15 +183,54 @@ ImageHeader inspect_tiff(FileReader& file, bool little, bool big_tiff) {
 
 // ---- BMP: file header, then the info header's width and height ---------------------------------
 
+/// Why the RLE8 or RLE4 data of a BMP (`rle4`) does not cover its `width` x `height` pixels, empty
+/// when it does: a file that ends before the end-of-bitmap escape, or an escape that comes before
+/// the last row. Runs, deltas and absolute runs are counted, their pixels not decoded.
+std::string rle_defect(const std::vector<std::uint8_t>& data, bool rle4, std::uint64_t width, std::uint64_t height) {
+  std::size_t i = 0;
+  std::uint64_t x = 0, y = 0;  // rows counted from the first stored (the bottom one)
+  const auto ends = [&] {
+    return "the RLE data ends after " + std::to_string(data.size()) + " bytes, in row " + std::to_string(y + 1) +
+           " of " + std::to_string(height) + ", without its end-of-bitmap escape";
+  };
+  while (true) {
+    if (i + 2 > data.size()) return ends();
+    const std::uint8_t count = data[i], code = data[i + 1];
+    i += 2;
+    if (count > 0) {
+      x += count;  // a run
+    } else if (code == 0) {
+      x = 0;  // end of line
+      ++y;
+    } else if (code == 1) {  // end of bitmap
+      if (y >= height || (y + 1 == height && x >= width)) return {};
+      return "its RLE data ends (end-of-bitmap escape) after " + std::to_string(y) + " of its " +
+             std::to_string(height) + " rows";
+    } else if (code == 2) {  // delta: right and up
+      if (i + 2 > data.size()) return ends();
+      x += data[i];
+      y += data[i + 1];
+      i += 2;
+    } else {  // absolute: `code` pixels, padded to 16 bits
+      std::size_t bytes = rle4 ? (code + 1u) / 2 : code;
+      bytes += bytes & 1;
+      if (i + bytes > data.size()) return ends();
+      i += bytes;
+      x += code;
+    }
+  }
+}
+
 ImageHeader inspect_bmp(FileReader& file) {
   ImageHeader header;
   header.format = "BMP";
-  std::array<std::uint8_t, 26> head{};  // 14-byte file header, then the info header's start
-  if (!file.seek(0) || !file.read(head.data(), head.size())) {
+  std::array<std::uint8_t, 34> head{};  // 14-byte file header, then the info header's start
+  if (!file.seek(0) || !file.read(head.data(), 26)) {
     header.defect = "the file ends inside the BMP header";
     return header;
   }
   constexpr std::uint64_t kOs2CoreHeaderSize = 12;  // 16-bit unsigned sides; all others: 32-bit signed
+  std::uint64_t compression = 0;
   if (little_endian(head.data() + 14, 4) == kOs2CoreHeaderSize) {
     header.width = little_endian(head.data() + 18, 2);
     header.height = little_endian(head.data() + 20, 2);
@@ -201,9 +241,27 @@ ImageHeader inspect_bmp(FileReader& file) {
       header.defect = "negative width " + std::to_string(width) + " in the BMP header";
       return header;
     }
+    if (!file.read(head.data() + 26, 8)) {
+      header.defect = "the file ends inside the BMP header";
+      return header;
+    }
+    compression = little_endian(head.data() + 30, 4);
+    constexpr std::uint64_t kRle8 = 1, kRle4 = 2;
+    if (height < 0 && (compression == kRle8 || compression == kRle4)) {
+      header.defect = "negative height " + std::to_string(height) +
+                      " (rows stored top-down) with RLE compression, which BMP allows only bottom-up";
+      return header;
+    }
     header.width = static_cast<std::uint64_t>(width);
     // A negative height means rows stored top-down.
     header.height = static_cast<std::uint64_t>(height < 0 ? -static_cast<std::int64_t>(height) : height);
+    if (compression == kRle8 || compression == kRle4) {
+      // The decoder leaves the pixels its RLE data does not reach as they were: walk it here.
+      const std::uint64_t pixels_at = little_endian(head.data() + 10, 4);
+      std::vector<std::uint8_t> data(pixels_at < file.size() ? file.size() - pixels_at : 0);
+      if (!file.seek(pixels_at) || !file.read(data.data(), data.size())) data.clear();
+      header.defect = rle_defect(data, compression == kRle4, header.width, header.height);
+    }
   }
   header.has_size = true;
   return header;

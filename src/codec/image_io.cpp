@@ -10,6 +10,7 @@
 #include "codec/jpeg_encode.hpp"
 #include "codec/metadata.hpp"
 #include "codec/opencv_codecs.hpp"
+#include "codec/output_formats.hpp"
 #include "codec/tiff_codec.hpp"
 
 #include <webp/encode.h>
@@ -40,87 +41,12 @@ namespace fs = std::filesystem;
 
 namespace {
 
-/// What --compression takes for a format.
-enum class CompressionKind { none, zlib_level, tiff_codec };
-
-/// Who writes a format: OpenCV's codecs (loaded on first use, opencv_codecs.hpp) or a library of
-/// our own call (jpeg_encode.hpp, tiff_codec.hpp).
-enum class Encoder { opencv, libjpeg, libtiff };
-
-/// Which metadata blocks a format keeps (written with libexiv2).
-struct MetadataKept {
-  bool exif, icc, xmp, dpi;  ///< dpi: the encoder writes a resolution (TIFF, JPEG) or encode_image adds pHYs (PNG)
-};
-constexpr MetadataKept kAllMetadata{true, true, true, true};
-constexpr MetadataKept kNoMetadata{false, false, false, false};
-
-/// What each output format stores without converting, and which encoder options and metadata it
-/// takes. Depths and alpha from the OpenCV 4.6 encoders' isFormatSupported() (anything else is
-/// converted to 8 bits or loses alpha without a word); TIFF is written by libtiff (tiff_codec.hpp).
-/// WebP keeps no ICC profile: exiv2 0.27 writes it into a malformed chunk. The PNM formats each
-/// take their own channel counts (OpenCV's encoder refuses the others only once the work is done);
-/// PBM stores one bit per pixel, so only a two-level image (0 and 255) goes there unchanged.
-struct FormatCapability {
-  std::string_view extensions;  ///< space-separated, lower case, with dots
-  std::array<int, 4> depths;    ///< supported depths, -1 padded
-  std::array<int, 3> channels;  ///< supported channel counts, -1 padded
-  bool quality;                 ///< takes --quality
-  CompressionKind compression;  ///< what --compression takes
-  MetadataKept metadata;
-  std::string_view instead;  ///< PNM: what to use for the channel counts it cannot hold
-  bool two_level = false;    ///< PBM: every value must be 0 or 255 (check_two_level)
-  Encoder encoder = Encoder::opencv;
-};
-constexpr std::array<int, 3> kAnyChannels{1, 3, 4};
-constexpr std::array<int, 3> kNoAlpha{1, 3, -1};
-constexpr std::array<FormatCapability, 11> kFormats{{
-    {".png", {CV_8U, CV_16U, -1, -1}, kAnyChannels, false, CompressionKind::zlib_level, kAllMetadata, {}},
-    {".jpg .jpeg .jpe",
-     {CV_8U, -1, -1, -1},
-     kNoAlpha,
-     true,
-     CompressionKind::none,
-     kAllMetadata,
-     {},
-     false,
-     Encoder::libjpeg},
-    {".bmp .dib", {CV_8U, -1, -1, -1}, kAnyChannels, false, CompressionKind::none, kNoMetadata, {}},
-    {".webp", {CV_8U, -1, -1, -1}, kAnyChannels, true, CompressionKind::none, {true, false, true, false}, {}},
-    {".pgm",
-     {CV_8U, CV_16U, -1, -1},
-     {1, -1, -1},
-     false,
-     CompressionKind::none,
-     kNoMetadata,
-     "use .ppm for colour, or .png or .tif"},
-    {".ppm",
-     {CV_8U, CV_16U, -1, -1},
-     {3, -1, -1},
-     false,
-     CompressionKind::none,
-     kNoMetadata,
-     "use .pgm for gray, or .png or .tif"},
-    {".pnm", {CV_8U, CV_16U, -1, -1}, kNoAlpha, false, CompressionKind::none, kNoMetadata, {}},
-    {".pbm",
-     {CV_8U, -1, -1, -1},
-     {1, -1, -1},
-     false,
-     CompressionKind::none,
-     kNoMetadata,
-     "it holds black and white only; use .pgm for gray, .ppm for colour",
-     true},
-    {".tif .tiff",
-     {CV_8U, CV_16U, CV_16S, CV_32F},
-     kAnyChannels,
-     false,
-     CompressionKind::tiff_codec,
-     kAllMetadata,
-     {},
-     false,
-     Encoder::libtiff},
-    {".exr", {CV_32F, -1, -1, -1}, kAnyChannels, false, CompressionKind::none, kNoMetadata, {}},
-    {".pfm", {CV_32F, -1, -1, -1}, kNoAlpha, false, CompressionKind::none, kNoMetadata, {}},
-}};
+using codec::CompressionKind;
+using codec::Encoder;
+using codec::FormatCapability;
+using codec::kFormats;
+using codec::kNoMetadata;
+using codec::MetadataKept;
 
 std::string lower_extension(const std::string& path) {
   std::string ext = fs::path(path).extension().string();
@@ -362,8 +288,11 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits, std::strin
   if (header) codec::check_header(path, *header, limits);
   cv::Mat image;
   try {
+    // TIFF: every layout libtiff holds, whole or refused (OpenCV 4.6 leaves planes of a planar
+    // 16-bit file zero); JPEG: libjpeg, whose warnings say when data runs out (jpeg_decode.hpp).
+    if (header && header->format == "TIFF") image = codec::decode_tiff(path);
     if (header && header->format == "JPEG") image = codec::decode_jpeg(path).value_or(cv::Mat());
-    decoder = image.empty() ? "opencv" : "libjpeg";
+    decoder = image.empty() ? "opencv" : header->format == "TIFF" ? "libtiff" : "libjpeg";
     if (image.empty()) image = codec::opencv_imread(path, cv::IMREAD_UNCHANGED);
   } catch (const std::bad_alloc&) {
     throw out_of_memory(path, "decode the image", ErrorKind::bad_input);

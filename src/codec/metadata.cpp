@@ -122,8 +122,8 @@ ImageMetadata take_blocks(Exiv2::Image& image) {
   ImageMetadata metadata;
   try {
     Exiv2::ExifData exif = image.exifData();
-    // OpenCV's TIFF decoder applies a TIFF's Orientation itself (IMREAD_UNCHANGED or not): the
-    // pixels read_image returns are upright already, so the tag carried on must say so.
+    // The TIFF reader (codec::decode_tiff) applies a TIFF's Orientation itself: the pixels
+    // read_image returns are upright already, so the tag carried on must say so.
     if (image.imageType() == Exiv2::ImageType::tiff) {
       const auto orientation = exif.findKey(Exiv2::ExifKey(kOrientationKey));
       if (orientation != exif.end()) orientation->setValue("1");
@@ -339,9 +339,9 @@ int exif_orientation(const ImageMetadata& metadata) {
   }
 }
 
-void auto_orient(cv::Mat& image, ImageMetadata& metadata) {
-  // EXIF orientations: how the stored rows and columns map to the upright picture.
-  switch (exif_orientation(metadata)) {
+bool codec::orient_upright(cv::Mat& image, int orientation) {
+  // EXIF (and TIFF) orientations: how the stored rows and columns map to the upright picture.
+  switch (orientation) {
     case 2:
       cv::flip(image, image, 1);
       break;  // mirrored left-right
@@ -365,8 +365,13 @@ void auto_orient(cv::Mat& image, ImageMetadata& metadata) {
       cv::rotate(image, image, cv::ROTATE_90_COUNTERCLOCKWISE);
       break;
     default:
-      return;  // upright already, or no orientation: nothing to reset
+      return false;  // upright already, or no orientation
   }
+  return true;
+}
+
+void auto_orient(cv::Mat& image, ImageMetadata& metadata) {
+  if (!codec::orient_upright(image, exif_orientation(metadata))) return;  // nothing to reset
   Exiv2::ExifData exif = decode_exif(metadata.exif);
   exif[kOrientationKey] = std::uint16_t{1};
   metadata.exif = encode_exif(exif);

@@ -26,4 +26,9 @@ inline constexpr std::string_view kPngIccProfileName = "ICC profile";
 /// (stored per metre, as PNG counts them); unchanged when either is not positive or it has one.
 [[nodiscard]] std::vector<unsigned char> with_png_density(std::vector<unsigned char> png, double dpi_x, double dpi_y);
 
+/// Turns `image` upright for an EXIF or TIFF Orientation `orientation` (1-8: how the stored rows
+/// and columns map to the upright picture); false, and `image` unchanged, for 1 or any other value.
+/// auto_orient does this for the EXIF tag, the TIFF reader for the file's own tag.
+bool orient_upright(cv::Mat& image, int orientation);
+
 }  // namespace cuconv::codec

@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 #pragma once
-// TIFF encoding with libtiff directly: OpenCV's encoder writes 3-channel float with the lossy
-// SGILOG codec and cannot write 3- or 4-channel 16S, so every TIFF cuconv writes goes through here.
+// TIFF with libtiff directly. OpenCV's encoder writes 3-channel float with the lossy SGILOG codec
+// and cannot write 3- or 4-channel 16S, and OpenCV 4.6's decoder leaves two thirds of a planar
+// 16-bit RGB file zero: every TIFF cuconv writes or reads goes through here.
 #include <opencv2/core/mat.hpp>
 
 #include <string>
@@ -24,5 +25,15 @@ bool parse_tiff_compression(std::string_view text, TiffCompression& out);
 /// Error{output} naming `path` when libtiff fails.
 [[nodiscard]] std::vector<unsigned char> encode_tiff(const std::string& path, const cv::Mat& image,
                                                      TiffCompression compression, double dpi_x = 0, double dpi_y = 0);
+
+/// Decodes the first image of the TIFF file at `path` as its samples are stored: gray, BGR or BGRA
+/// (the fourth sample an extra one) of 8 or 16 bits or 32-bit float, and so 8S, 16S, 32S and 64F,
+/// which read_image names as unsupported; contiguous or planar, strips or tiles, any compression
+/// libtiff decodes. 1-bit gray becomes 8-bit 0 and 255 (white 255); palette, CMYK, YCbCr, CIE
+/// L*a*b* and 2- or 4-bit files come through libtiff's 8-bit RGBA reader. The TIFF's Orientation
+/// is applied. Error{bad_input} naming `path`: a layout it cannot read (named), or a strip or tile
+/// that holds or decodes to fewer bytes than its rows need, or any warning libtiff gives while
+/// reading the pixels (a codec that runs out of data may only warn).
+[[nodiscard]] cv::Mat decode_tiff(const std::string& path);
 
 }  // namespace cuconv::codec
