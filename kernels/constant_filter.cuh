@@ -13,9 +13,12 @@ namespace cuconv::kernels {
 static __constant__ float c_filter_weights[kMaxFilterTaps];
 static_assert(sizeof(float) * kMaxFilterTaps <= 65536, "constant memory holds 64 KiB");
 
-/// Stream-ordered copy of `count` weights (row-major) into this unit's constant filter.
-static inline cudaError_t upload_constant_filter(const float* weights, int count, cudaStream_t stream) {
-  return cudaMemcpyToSymbolAsync(c_filter_weights, weights, sizeof(float) * count, 0, cudaMemcpyHostToDevice, stream);
+/// Stream-ordered copy of `count` weights (row-major) from device memory into this unit's constant
+/// filter: a copy within the device, so the host never waits for it (one from pageable host
+/// memory may wait for the stream).
+static inline cudaError_t upload_constant_filter(const float* device_weights, int count, cudaStream_t stream) {
+  return cudaMemcpyToSymbolAsync(c_filter_weights, device_weights, sizeof(float) * count, 0, cudaMemcpyDeviceToDevice,
+                                 stream);
 }
 
 /// Filter extent: compile-time 2R+1 when the radius is in the supported list, else run time.

@@ -213,8 +213,13 @@ ConvolveResult convolve_into(const cv::Mat& src, const cv::Mat& dst, const Filte
 /// picks one as for a host image), queued on `stream` with no host round trip and no wait: the
 /// caller orders its later work on `stream`. `dst` has `src`'s width, height and channels and the
 /// output depth resolve_output_depth gives; both live on the current device (options.device, if
-/// set, becomes current). Scratch (the weights, the PMPP variants' channel planes) comes from
-/// `workspace`, which must not be used on another stream before this work is done. Strips,
+/// set, becomes current). `workspace` keeps the filter's weights on the device between calls, on
+/// any stream (a changed filter is stored in stream order after the last reads of the one before);
+/// the PMPP variants' channel planes come from the device's stream-ordered pool and return to it
+/// in order after the launches, so nothing here waits for the stream, and one workspace serves
+/// one thread's calls on any number of streams. Exceptions: the first launch of a kernel in the
+/// process may wait while CUDA loads it (lazy loading), and `fft` creates its cuFFT plan and
+/// filter spectrum on the first call for a size and filter (allocations that may wait). Strips,
 /// --bench and the fallback to OpenCV are host-image features: options.bench_runs must be 0.
 /// Returns the variant queued. Throws cuconv::Error (usage: mismatched images, `opencv`; gpu: a
 /// CUDA failure). The cv::Mat overloads above are built on the same device path.

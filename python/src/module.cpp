@@ -122,11 +122,12 @@ void check_pixel_layout(const Array& a, const char* what) {
     throw nb::type_error((std::string(what) + ": expected an (H, W, C) array with contiguous pixels").c_str());
 }
 
-/// One workspace per thread and stream: a workspace must not serve another stream while work
-/// queued with it is pending, and must never be shared by two threads.
-cuconv::GpuWorkspace& thread_workspace(int device, std::uintptr_t stream) {
-  thread_local std::map<std::pair<int, std::uintptr_t>, cuconv::GpuWorkspace> workspaces;
-  return workspaces[{device, stream}];
+/// One workspace per thread and device (-1: the current one; the host path's): a workspace is
+/// never shared by two threads, and one serves a thread's device calls on any stream (the
+/// engine orders its kept weights between streams on the device).
+cuconv::GpuWorkspace& thread_workspace(int device) {
+  thread_local std::map<int, cuconv::GpuWorkspace> workspaces;
+  return workspaces[device];
 }
 
 /// Filters the host image `src` into `dst` (both (H, W, C), C-contiguous pixels) with
@@ -158,7 +159,7 @@ nb::tuple convolve_host(nb::ndarray<nb::ro, nb::device::cpu> src, nb::ndarray<nb
   std::string fallback;
   {
     nb::gil_scoped_release release;
-    cuconv::ConvolveResult result = cuconv::convolve_into(in, out, filter, options, thread_workspace(-1, 0));
+    cuconv::ConvolveResult result = cuconv::convolve_into(in, out, filter, options, thread_workspace(-1));
     variant_used = std::string(cuconv::to_string(result.variant_used));
     fallback = std::move(result.fallback_reason);
     const bool auto_on_cpu = options.variant == cuconv::Variant::automatic &&
@@ -184,7 +185,7 @@ std::string convolve_device(std::uintptr_t src, std::size_t src_pitch, std::uint
       reinterpret_cast<const std::byte*>(src), src_pitch, width, height, channels, in_depth};
   const cuconv::DeviceImageView out{reinterpret_cast<std::byte*>(dst), dst_pitch, width, height, channels, out_depth};
   nb::gil_scoped_release release;
-  const cuconv::Variant used = cuconv::convolve(in, out, filter, options, thread_workspace(device, stream),
+  const cuconv::Variant used = cuconv::convolve(in, out, filter, options, thread_workspace(device),
                                                 reinterpret_cast<cuconv::StreamHandle>(stream));
   return std::string(cuconv::to_string(used));
 }
@@ -212,7 +213,7 @@ std::pair<bool, std::string> device_available() {
 std::uint64_t thread_workspace_bytes() {
   std::uint64_t total = 0;
   for (int device = -1; device < cuconv::cuda_device_count(); ++device)
-    total += thread_workspace(device, 0).device_bytes();
+    total += thread_workspace(device).device_bytes();
   return total;
 }
 

@@ -194,7 +194,7 @@ ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Var
 
   const cudaStream_t stream = workspace.stream();
   StageEvents& events = workspace.events();
-  const float* device_weights = workspace.upload_weights(job.weights, stream);
+  const float* device_weights = workspace.device_weights(job.weights, stream);
   const DeviceImageView in_held = workspace.image(0, width, rows_held, channels, src.depth());
   const DeviceImageView out_held = workspace.image(1, width, rows_held, channels, job.output_depth);
   std::optional<ChannelPlanes> planes_held;
@@ -219,6 +219,7 @@ ConvolveResult filter_host_image(const cv::Mat& src, const ConvolveJob& job, Var
     copier.upload(rows, in);
     events.upload_done.record(stream);
     launches = queue_filter(in, out, planes, job, variant, device_weights, stream);
+    workspace.weights_read(stream);
     events.kernels_done.record(stream);
     copier.download(out, rows, result.image);
     events.download_done.record(stream);
@@ -282,12 +283,29 @@ ConvolveResult convolve_gpu(const cv::Mat& src, const ConvolveJob& job, Variant 
 void convolve_device(const ConstDeviceImageView& src, const DeviceImageView& dst, const ConvolveJob& job,
                      Variant variant, gpu::WorkspaceState& workspace, cudaStream_t stream) {
   workspace.bind_to_current_device();
-  const float* device_weights = workspace.upload_weights(job.weights, stream);
+  const float* device_weights = workspace.device_weights(job.weights, stream);
+  // The PMPP variants' channel planes: stream-ordered scratch, freed in order after the launches,
+  // so neither allocating nor freeing waits for the caller's stream.
+  std::optional<StreamScratch> plane_memory;
   std::optional<ChannelPlanes> planes;
-  if (splits_channels(variant, src.channels))
-    planes = ChannelPlanes{workspace.image(0, src.width, src.height, 1, src.depth),
-                           workspace.image(1, src.width, src.height, 1, dst.depth)};
-  static_cast<void>(queue_filter(src, dst, planes, job, variant, device_weights, stream));
+  if (splits_channels(variant, src.channels)) {
+    DeviceImageView in{nullptr, 0, src.width, src.height, 1, src.depth};
+    DeviceImageView out{nullptr, 0, src.width, src.height, 1, dst.depth};
+    in.pitch = plane_pitch(in.row_bytes());
+    out.pitch = plane_pitch(out.row_bytes());
+    const std::size_t in_bytes = in.pitch * static_cast<std::size_t>(src.height);
+    plane_memory.emplace(in_bytes + out.pitch * static_cast<std::size_t>(src.height), stream);
+    in.data = static_cast<std::byte*>(plane_memory->data());
+    out.data = in.data + in_bytes;
+    planes = ChannelPlanes{in, out};
+  }
+  try {
+    static_cast<void>(queue_filter(src, dst, planes, job, variant, device_weights, stream));
+  } catch (...) {
+    workspace.weights_read(stream);  // launches queued before the failure may read them
+    throw;
+  }
+  workspace.weights_read(stream);
 }
 
 }  // namespace gpu

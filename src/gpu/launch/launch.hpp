@@ -39,8 +39,8 @@ struct DestinationPlane {
 
 /// The filter's kh x kw weights, row-major.
 struct LaunchWeights {
-  const float* device;  ///< in global memory (read by `basic`)
-  const float* host;    ///< the same on the host (uploaded to __constant__ by the others)
+  const float* device;  ///< in global memory (read there, or copied to __constant__ by the PMPP variants)
+  const float* host;    ///< the same on the host (kernel arguments of the unrolled kernels, host checks)
 };
 
 /// A rank-1 filter's factors and which paths' pass rules they meet, as SeparableFactors has them
@@ -103,6 +103,11 @@ void launch_variant(Variant variant, const LaunchArgs& args);
 /// converted as cv::saturate_cast does (src/gpu/launch/launch_channels.cu).
 void launch_copy_channel(ConstDeviceImageView src, int from_channel, DeviceImageView dst, int to_channel,
                          cudaStream_t stream);
+
+/// Stores `count` weights from the host into `device` on `stream`, carried as kernel arguments
+/// (src/gpu/launch/launch_weights.cu): nothing on the host must outlive the call, and the host
+/// never waits, as a copy from pageable memory may.
+void launch_store_weights(float* device, const float* host, std::size_t count, cudaStream_t stream);
 
 /// Per-variant launchers (listed in kVariantLaunchers below): launch_basic.cu, launch_fast.cu,
 /// launch_tensor.cu, launch_fft.cu, and launch_constant_weights.cu for the four that read their

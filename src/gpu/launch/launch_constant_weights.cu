@@ -12,6 +12,7 @@
 #include <kernels/tiled_halo.cuh>
 
 #include <algorithm>
+#include <array>
 #include <cstddef>
 #include <mutex>
 
@@ -34,20 +35,37 @@ TileLaunch thread_per_output(const char* name, int w, int h, std::size_t shared_
   return {name, dim3(w, h), w, h, shared_bytes};
 }
 
-/// Launches `kernel_for(TypePair<In, Out>{}, std::integral_constant<int, R>{})` (a kernel taking
-/// the source and destination views, the parameters and then `extra...`) on `a`.
-/// The device's one __constant__ filter is shared by every thread of the process: a thread holds
-/// this from its upload until its kernel has read the weights, so concurrent commands with other
-/// filters (`cuconv serve`, batch threads) never filter with each other's weights.
-std::mutex& constant_filter_mutex() {
-  static std::mutex mutex;
-  return mutex;
+/// The device's one __constant__ filter is shared by every thread and stream of the process. Its
+/// turn: a launch copies its weights in (device to device, on its stream) only after the kernels
+/// of the launch before have read theirs, an order kept on the device by one event per device
+/// (`read`), so concurrent commands with other filters (`cuconv serve`, batch threads, Python
+/// callers' streams) never filter with each other's weights, and the host never waits. The mutex
+/// orders the launches' turns on the host.
+struct ConstantFilterTurn {
+  std::mutex mutex;
+  std::array<cudaEvent_t, 64> read{};  ///< by device; made on its first turn, kept for the process
+};
+
+ConstantFilterTurn& constant_filter_turn() {
+  static ConstantFilterTurn turn;
+  return turn;
 }
 
+/// Launches `kernel_for(TypePair<In, Out>{}, std::integral_constant<int, R>{})` (a kernel taking
+/// the source and destination views, the parameters and then `extra...`) on `a`, in the constant
+/// filter's turn.
 template <class KernelFor, class... Extra>
 void launch_tiles(const LaunchArgs& a, const TileLaunch& shape, KernelFor kernel_for, const Extra&... extra) {
-  const std::lock_guard lock(constant_filter_mutex());
-  CUCONV_CUDA_TRY(kernels::upload_constant_filter(a.weights.host, a.params.kw * a.params.kh, a.stream));
+  ConstantFilterTurn& turn = constant_filter_turn();
+  const std::lock_guard lock(turn.mutex);
+  int device = 0;
+  CUCONV_CUDA_TRY(cudaGetDevice(&device));
+  if (device < 0 || static_cast<std::size_t>(device) >= turn.read.size())
+    throw Error(ErrorKind::gpu, "the constant-memory variants run on the first 64 devices only");
+  cudaEvent_t& read = turn.read[static_cast<std::size_t>(device)];
+  if (read == nullptr) CUCONV_CUDA_TRY(cudaEventCreateWithFlags(&read, cudaEventDisableTiming));
+  CUCONV_CUDA_TRY(cudaStreamWaitEvent(a.stream, read, 0));
+  CUCONV_CUDA_TRY(kernels::upload_constant_filter(a.weights.device, a.params.kw * a.params.kh, a.stream));
   dispatch_types(a.src.type, a.dst.type, [&](auto pair) {
     using Pair = decltype(pair);
     dispatch_radius(a.params.kw, a.params.kh, [&](auto radius) {
@@ -59,7 +77,7 @@ void launch_tiles(const LaunchArgs& a, const TileLaunch& shape, KernelFor kernel
       CUCONV_CHECK_LAUNCH();
     });
   });
-  CUCONV_CUDA_TRY(cudaStreamSynchronize(a.stream));  // the weights are read: the next upload may come
+  CUCONV_CUDA_TRY(cudaEventRecord(read, a.stream));  // the next turn's copy waits for these kernels
 }
 
 /// The kernel template `kernel` as launch_tiles' `kernel_for`: a kernel template's name cannot be

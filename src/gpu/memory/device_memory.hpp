@@ -115,10 +115,13 @@ class CudaStream : public OwnedHandle<cudaStream_t, cudaStreamDestroy> {
   }
 };
 
-/// A timing event.
+/// A timing event, or one that only orders work (cheaper to record and wait for).
 class CudaEvent : public OwnedHandle<cudaEvent_t, cudaEventDestroy> {
  public:
   CudaEvent() { CUCONV_CUDA_TRY(cudaEventCreate(&handle_)); }
+  struct OrderingOnly {};
+  static constexpr OrderingOnly ordering_only{};
+  explicit CudaEvent(OrderingOnly) { CUCONV_CUDA_TRY(cudaEventCreateWithFlags(&handle_, cudaEventDisableTiming)); }
   void record(cudaStream_t stream) { CUCONV_CUDA_TRY(cudaEventRecord(handle_, stream)); }
 
   /// Milliseconds from `start` to `stop` (both recorded; waits for `stop`).

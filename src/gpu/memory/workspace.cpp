@@ -2,6 +2,8 @@
 // GpuWorkspace: buffers kept between convolve() calls of one thread (batch mode).
 #include "gpu/memory/workspace.hpp"
 
+#include "gpu/launch/launch.hpp"  // launch_store_weights
+
 #include <algorithm>
 #include <utility>
 
@@ -60,7 +62,7 @@ void gpu::WorkspaceState::fit_planes(const std::vector<std::size_t>& row_bytes, 
   }
   if (!kept) return;
   const auto held_size = [&](std::size_t slot) { return slot < kept_planes_.size() ? kept_planes_[slot].size() : 0; };
-  std::uint64_t held_after = weights_.size() + device_bytes_from_slot(slots);
+  std::uint64_t held_after = weights_.capacity + device_bytes_from_slot(slots);
   for (std::size_t slot = 0; slot < slots; ++slot)
     held_after += std::max(held_size(slot), kept_plane_bytes(row_bytes[slot], rows));
   if (held_after <= limit) return;
@@ -79,16 +81,60 @@ std::uint64_t gpu::WorkspaceState::device_bytes_from_slot(std::size_t slots) con
   return total;
 }
 
-const float* gpu::WorkspaceState::upload_weights(const std::vector<float>& weights, cudaStream_t stream) {
-  const std::size_t bytes = sizeof(float) * std::max<std::size_t>(weights.size(), 1);
-  if (weights_.size() < bytes) {
-    weights_ = gpu::DeviceBuffer();
-    weights_ = gpu::DeviceBuffer(bytes);
-    ++allocations;
+const float* gpu::WorkspaceState::device_weights(const std::vector<float>& weights, cudaStream_t stream) {
+  if (weights_.device != nullptr && weights_.values == weights) {
+    if (stream != weights_.stored_on) CUCONV_CUDA_TRY(cudaStreamWaitEvent(stream, weights_.stored->get(), 0));
+    return weights_.device;
   }
-  CUCONV_CUDA_TRY(
-      cudaMemcpyAsync(weights_.data(), weights.data(), sizeof(float) * weights.size(), cudaMemcpyHostToDevice, stream));
-  return static_cast<const float*>(weights_.data());
+  const std::size_t bytes = sizeof(float) * std::max<std::size_t>(weights.size(), 1);
+  if (weights_.capacity < bytes) {
+    release_weights(stream);
+    weights_.device = static_cast<float*>(allocate_stream_ordered(bytes, stream));
+    weights_.capacity = bytes;
+    ++allocations;
+  } else {
+    wait_for_weight_reads(stream);  // work queued elsewhere may still read the old weights
+  }
+  // Every earlier read is now ordered before this store, and later ones are recorded afresh.
+  weights_.reads.clear();
+  weights_.values.clear();  // unknown until the store is queued
+  launch_store_weights(weights_.device, weights.data(), weights.size(), stream);
+  if (!weights_.stored) weights_.stored.emplace(gpu::CudaEvent::ordering_only);
+  weights_.stored->record(stream);
+  weights_.stored_on = stream;
+  weights_.values = weights;
+  return weights_.device;
+}
+
+void gpu::WorkspaceState::weights_read(cudaStream_t stream) {
+  if (weights_.device == nullptr) return;
+  for (auto& [read_on, event] : weights_.reads) {
+    if (read_on == stream) {
+      event.record(stream);
+      return;
+    }
+  }
+  weights_.reads.emplace_back(stream, gpu::CudaEvent(gpu::CudaEvent::ordering_only));
+  weights_.reads.back().second.record(stream);
+}
+
+void gpu::WorkspaceState::wait_for_weight_reads(cudaStream_t stream) {
+  if (weights_.stored && weights_.stored_on != stream)
+    CUCONV_CUDA_TRY(cudaStreamWaitEvent(stream, weights_.stored->get(), 0));
+  for (const auto& [read_on, event] : weights_.reads)
+    if (read_on != stream) CUCONV_CUDA_TRY(cudaStreamWaitEvent(stream, event.get(), 0));
+}
+
+void gpu::WorkspaceState::release_weights(cudaStream_t stream) noexcept {
+  if (weights_.device != nullptr) {
+    try {
+      wait_for_weight_reads(stream);
+      cudaFreeAsync(weights_.device, stream);  // no check: releases never throw
+    } catch (const Error&) {
+      // Reads that cannot be waited for keep the buffer: freeing it could pull it from under them.
+    }
+  }
+  weights_ = KeptWeights{};  // events may be destroyed while pending
 }
 
 gpu::PinnedBuffer& gpu::WorkspaceState::staging(std::size_t slot, std::size_t bytes) {
@@ -117,7 +163,9 @@ gpu::StageEvents& gpu::WorkspaceState::events() {
   return *events_;
 }
 
-std::uint64_t gpu::WorkspaceState::device_bytes() const noexcept { return weights_.size() + device_bytes_from_slot(0); }
+std::uint64_t gpu::WorkspaceState::device_bytes() const noexcept {
+  return weights_.capacity + device_bytes_from_slot(0);
+}
 
 std::uint64_t gpu::WorkspaceState::pinned_bytes() const noexcept {
   std::uint64_t total = 0;
@@ -133,7 +181,7 @@ void gpu::WorkspaceState::release() noexcept {
   if (stream_) cudaStreamSynchronize(stream_->get());  // nothing may still use the memory
   pitched_planes_.clear();
   kept_planes_.clear();
-  weights_ = gpu::DeviceBuffer();
+  release_weights(cudaStreamLegacy);  // ordered after its reads on any stream, no host wait
   staging_.clear();
   chunk_events_.clear();
   events_.reset();

@@ -11,6 +11,7 @@
 #include <cstddef>
 #include <cstdint>
 #include <optional>
+#include <utility>
 #include <vector>
 
 namespace cuconv::gpu {
@@ -48,8 +49,17 @@ struct WorkspaceState {
                   std::uint64_t limit) noexcept;
   /// The automatic device memory limit, found once per kept state and device (0: not yet).
   std::uint64_t automatic_limit = 0;
-  /// `weights` on the device (copied on `stream`).
-  [[nodiscard]] const float* upload_weights(const std::vector<float>& weights, cudaStream_t stream);
+  /// `weights` on the device for the work queued next on `stream`, with no host wait: the kept
+  /// buffer as it is when it holds these weights (ordered after their store when that was queued
+  /// on another stream), else the buffer refilled in stream order, after every use queued so far
+  /// on any stream, by a kernel that carries the weights as its argument (no host buffer must
+  /// outlive the call, and a copy from pageable memory may wait for the stream). The buffer comes
+  /// from the stream-ordered pool and grows only for more weights. weights_read(stream) must
+  /// follow the work that reads them.
+  [[nodiscard]] const float* device_weights(const std::vector<float>& weights, cudaStream_t stream);
+  /// Marks the weights as read by all work queued on `stream` so far: a later refill or release
+  /// on any stream waits for it on the device.
+  void weights_read(cudaStream_t stream);
   /// Pinned host memory of at least `bytes` in slot `slot` (kept states only stage copies).
   [[nodiscard]] gpu::PinnedBuffer& staging(std::size_t slot, std::size_t bytes);
   /// Event `index` of those marking chunks of a staged download.
@@ -78,7 +88,22 @@ struct WorkspaceState {
 
   /// Bytes held by the images in slots from `slots` on.
   [[nodiscard]] std::uint64_t device_bytes_from_slot(std::size_t slots) const noexcept;
-  gpu::DeviceBuffer weights_;
+
+  /// The filter weights on the device (device_weights): what they hold, where and when they were
+  /// stored, and an event after the last work that read them on each stream that did.
+  struct KeptWeights {
+    std::vector<float> values;
+    float* device = nullptr;
+    std::size_t capacity = 0;  ///< bytes
+    cudaStream_t stored_on = nullptr;
+    std::optional<gpu::CudaEvent> stored;
+    std::vector<std::pair<cudaStream_t, gpu::CudaEvent>> reads;
+  };
+  KeptWeights weights_;
+  /// Makes `stream` wait (on the device) for every read of the kept weights queued so far.
+  void wait_for_weight_reads(cudaStream_t stream);
+  /// Frees the kept weights in stream order on `stream`, after their last reads.
+  void release_weights(cudaStream_t stream) noexcept;
   std::vector<gpu::PinnedBuffer> staging_;
 };
 
