@@ -5,8 +5,9 @@
     python3 bench/python_bench.py [--out FILE.json] [--quick] [--cpu-only] [--reps N]
     python3 bench/python_bench.py --table FILE.json     (the Markdown table of docs/python.md)
 
-Per call (median of timed calls after warm-up, the device synchronised after each) and
-throughput (many calls queued, one synchronisation) of:
+Per call (median of timed calls after warm-up, the device synchronised after each), throughput
+(many calls queued, one synchronisation) and, on CUDA tensors, the host's time in one call on an
+idle device (host_us: the per-call overhead) of:
   - cuconv.filter2D on a CUDA tensor (zero-copy) and on NumPy (upload, filter, download);
   - torch: F.pad(mode='reflect') + conv2d (what Kornia's filter2d runs), on a CUDA tensor and
     through NumPy (from_numpy().cuda(), conv, .cpu());
@@ -44,6 +45,22 @@ def median_time(call, sync, reps, warmup=WARMUP):
         call()
         sync()
         times.append(time.perf_counter() - start)
+    return statistics.median(times)
+
+
+def host_time(call, sync, reps, warmup=WARMUP):
+    """Median seconds the host spends in one call on an idle device (synchronised before each
+    call, not timed): the per-call overhead, which a call on a CUDA array must keep small because
+    it queues its work and returns (a call that waited for the device would show its kernel here)."""
+    for _ in range(warmup):
+        call()
+    times = []
+    for _ in range(reps):
+        sync()
+        start = time.perf_counter()
+        call()
+        times.append(time.perf_counter() - start)
+    sync()
     return statistics.median(times)
 
 
@@ -92,9 +109,10 @@ def run_case(case, mods, args, gpu):
     nbytes = 2 * host.nbytes
     rows = []
 
-    def record(peer, where, per_call, queued=None):
+    def record(peer, where, per_call, queued=None, host=None):
         rows.append({"peer": peer, "input": where, "per_call_us": per_call * 1e6,
                      "throughput_us": None if queued is None else queued * 1e6,
+                     "host_us": None if host is None else host * 1e6,
                      "gb_per_s": nbytes / (queued or per_call) / 1e9})
 
     none = lambda: None  # noqa: E731
@@ -110,7 +128,8 @@ def run_case(case, mods, args, gpu):
         dev = torch.from_numpy(host).cuda()
         out = torch.empty_like(dev)
         call = lambda: cuconv.filter2D(dev, -1, kernel, dst=out)  # noqa: E731
-        record("cuconv", "cuda tensor", median_time(call, sync, reps), throughput_time(call, sync, reps))
+        record("cuconv", "cuda tensor", median_time(call, sync, reps), throughput_time(call, sync, reps),
+               host_time(call, sync, reps))
         if not big:
             record("cuconv", "numpy", median_time(lambda: cuconv.filter2D(host, -1, kernel), sync, reps))
         weight = torch.from_numpy(np.ascontiguousarray(kernel)).cuda()[None, None].repeat(c, 1, 1, 1)
@@ -122,7 +141,8 @@ def run_case(case, mods, args, gpu):
             return y.permute(0, 2, 3, 1).round_().clamp_(0, 255).to(x.dtype) if x.dtype == torch.uint8 else y
 
         call = lambda: torch_conv(dev)  # noqa: E731
-        record("torch conv2d", "cuda tensor", median_time(call, sync, reps), throughput_time(call, sync, reps))
+        record("torch conv2d", "cuda tensor", median_time(call, sync, reps), throughput_time(call, sync, reps),
+               host_time(call, sync, reps))
         if not big:
             record("torch conv2d", "numpy", median_time(lambda: torch_conv(torch.from_numpy(host).cuda()).cpu(),
                                                         sync, reps))
@@ -207,7 +227,8 @@ def main():
                         "ksize": case["ksize"]})
             results.append(row)
             print(f"{case['shape'][0]}x{case['shape'][1]}x{case['channels']} {case['dtype']} {case['ksize']}x"
-                  f"{case['ksize']}  {row['peer']:32s} {row['input']:12s} {row['per_call_us']:10.1f} us/call")
+                  f"{case['ksize']}  {row['peer']:32s} {row['input']:12s} {row['per_call_us']:10.1f} us/call"
+                  + ("" if row["host_us"] is None else f" ({row['host_us']:.1f} us on the host)"))
     gpu_name = mods["torch"].cuda.get_device_name() if gpu and "torch" in mods else None
     report = {"cuconv": cuconv.__version__, "gpu": gpu, "gpu_name": gpu_name, "host": platform.node(),
               "reps": args.reps, "warmup": WARMUP,

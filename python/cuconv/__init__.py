@@ -51,15 +51,31 @@ def load_filter(spec: str, normalize: bool = False) -> Filter:
     return _cuconv.load_filter(str(spec), normalize)
 
 
+# Filters made from kernel arrays, by the array's dtype, shape and bytes: a loop that passes the
+# same kernel every call parses and checks it once. Filters are immutable; the oldest goes first.
+_KERNEL_FILTERS_KEPT = 64
+_kernel_filters: dict = {}
+_kernel_filters_lock = threading.Lock()
+
+
 def _kernel_filter(kernel) -> Filter:
     kernel = np.asarray(kernel)
     if kernel.dtype.kind not in "biuf":
         raise TypeError(f"kernel: expected a numeric array, got dtype {kernel.dtype}")
+    key = (kernel.dtype.str, kernel.shape, kernel.tobytes())
+    filt = _kernel_filters.get(key)
+    if filt is not None:
+        return filt
     if kernel.ndim == 1:
         kernel = kernel[:, None]  # cv2 reads a 1-D array as a column
     if kernel.ndim != 2:
         raise ValueError(f"kernel: expected a 2-D array, got shape {kernel.shape}")
-    return _cuconv.filter_from_kernel(np.ascontiguousarray(kernel, dtype=np.float64))
+    filt = _cuconv.filter_from_kernel(np.ascontiguousarray(kernel, dtype=np.float64))
+    with _kernel_filters_lock:
+        if len(_kernel_filters) >= _KERNEL_FILTERS_KEPT:
+            del _kernel_filters[next(iter(_kernel_filters))]
+        _kernel_filters[key] = filt
+    return filt
 
 
 def _border_name(border_type: int) -> str:
@@ -94,43 +110,39 @@ def _warn_no_gpu(reason: str) -> None:
 
 
 def _check_out(out, shape: tuple, dtype: np.dtype, cuda: bool):
-    if cuda != _arrays.is_cuda_array(out) or not (cuda or isinstance(out, np.ndarray)):
+    """``out`` checked against the output's shape and dtype: its CudaArray for a CUDA call, the
+    array itself for a host one."""
+    target = _arrays.cuda_array(out, "dst")
+    if cuda != (target is not None) or not (cuda or isinstance(out, np.ndarray)):
         raise TypeError(f"dst: expected a {'CUDA' if cuda else 'NumPy'} array like src, got {type(out).__name__}")
-    if cuda:
-        target = _arrays.CudaArray(out, "dst")
-        out_shape, out_dtype = target.shape, target.dtype
-    else:
-        out_shape, out_dtype = tuple(out.shape), out.dtype
+    out_shape, out_dtype = (target.shape, target.dtype) if cuda else (tuple(out.shape), out.dtype)
     if out_shape != shape or out_dtype != dtype:
         raise ValueError(f"dst: expected shape {shape} and dtype {dtype}, got {out_shape} and {out_dtype}")
     if not cuda and not out.flags.writeable:
         raise ValueError("dst: the array is read-only")
+    return target if cuda else out
 
 
 def _filter(src, filt: Filter, ddepth, dst, anchor, delta, border: str, border_value, variant: str, stream,
             batch):
     """The one path every function takes: validate everything, then filter image by image."""
     anchor_x, anchor_y = (int(a) for a in anchor)
-    cuda = _arrays.is_cuda_array(src)
+    array = _arrays.cuda_array(src, "src")
+    cuda = array is not None
     if not cuda and not isinstance(src, np.ndarray):
         raise TypeError(f"src: expected a NumPy array or a CUDA array (DLPack or __cuda_array_interface__), "
                         f"got {type(src).__name__}")
-    if cuda:
-        array = _arrays.CudaArray(src, "src")
-        shape, dtype = array.shape, array.dtype
-    else:
-        shape, dtype = src.shape, src.dtype
+    shape, dtype = (array.shape, array.dtype) if cuda else (src.shape, src.dtype)
     dtype = _arrays.check_input_dtype(dtype)
     shape4 = _arrays.image_shape(shape, batch)
     batch_axis = len(shape) == 4 or bool(batch)
     out_dtype = _output_dtype(dtype, ddepth)
     out_depth = _arrays.DEPTHS[out_dtype]
     ddepth_code = -1 if out_dtype == dtype else out_depth
-    if dst is not None:
-        _check_out(dst, tuple(shape), out_dtype, cuda)
+    target = _check_out(dst, tuple(shape), out_dtype, cuda) if dst is not None else None
     args = (filt, variant, border, float(border_value), anchor_x, anchor_y, float(delta), ddepth_code)
     if cuda:
-        return _filter_cuda(array, shape4, batch_axis, out_dtype, dst, args, stream)
+        return _filter_cuda(array, shape4, batch_axis, out_dtype, target, args, stream)
     images = _arrays.host_images(src, shape4)
     out = dst if dst is not None else np.empty(shape, out_dtype)
     outs = _arrays.host_images(out, shape4)
@@ -149,17 +161,27 @@ def _filter(src, filt: Filter, ddepth, dst, anchor, delta, border: str, border_v
     return out
 
 
-def _filter_cuda(array, shape4, batch_axis, out_dtype, dst, args, stream):
+def _filter_cuda(array, shape4, batch_axis, out_dtype, target, args, stream):
+    """Queues the filter of each image of ``array`` into ``target`` (a CudaArray, or None for a new
+    array of ``array``'s kind) on the caller's stream, and returns the output. Arrays made here
+    (the output, packed copies) are made on that stream, and PyTorch is told that the caller's
+    arrays are used there, so no memory is reused before the queued work is done."""
+    current = _arrays.current_stream(array)
+    handle = _arrays.stream_handle(stream, array, current)
+    # Another stream than the framework's current one: allocate and copy on it, record the use.
+    work_stream = _arrays.framework_stream(array, handle) if current is not None and handle != current else None
     src = array
     if src.image(shape4, batch_axis, 0) is None:
-        src = _arrays.CudaArray(_arrays.packed_cuda_copy(array.obj), "src")
-    handle = _arrays.stream_handle(stream, array)
-    out = dst if dst is not None else _arrays.empty_like_cuda(array, array.shape, out_dtype)
-    target = _arrays.CudaArray(out, "dst")
+        with _arrays.on_stream(work_stream):
+            src = _arrays.CudaArray(_arrays.packed_cuda_copy(array.obj), "src")
+    if target is None:
+        with _arrays.on_stream(work_stream):
+            target = _arrays.CudaArray(_arrays.empty_like_cuda(array, array.shape, out_dtype), "dst")
     if target.readonly:
         raise ValueError("dst: the array is read-only")
     if _arrays.overlap(src, target):  # in place, as cv2 allows: the kernels must not read what they write
-        src = _arrays.CudaArray(_arrays.packed_cuda_copy(src.obj, "src and dst overlap"), "src")
+        with _arrays.on_stream(work_stream):
+            src = _arrays.CudaArray(_arrays.packed_cuda_copy(src.obj, "src and dst overlap"), "src")
     if target.image(shape4, batch_axis, 0) is None:
         raise ValueError("dst: the pixels are not packed (a channel or column stride); pass a packed array")
     n, h, w, c = shape4
@@ -169,7 +191,9 @@ def _filter_cuda(array, shape4, batch_axis, out_dtype, dst, args, stream):
         dst_ptr, dst_pitch = target.image(shape4, batch_axis, i)
         _cuconv.convolve_device(src_ptr, src_pitch, dst_ptr, dst_pitch, h, w, c, in_depth, out_depth, src.device,
                                 *args, handle)
-    return out
+    _arrays.record_use(array.obj, work_stream)
+    _arrays.record_use(target.obj, work_stream)
+    return target.obj
 
 
 def filter2D(src, ddepth: int, kernel, dst=None, anchor=(-1, -1), delta: float = 0, borderType: int = BORDER_DEFAULT,
@@ -224,7 +248,8 @@ def GaussianBlur(src, ksize, sigmaX: float, dst=None, sigmaY: float = 0, borderT
 
 
 def _source_dtype(src):
-    return _arrays.CudaArray(src, "src").dtype if _arrays.is_cuda_array(src) else np.asarray(src).dtype
+    array = _arrays.cuda_array(src, "src")
+    return array.dtype if array is not None else np.asarray(src).dtype
 
 
 def boxFilter(src, ddepth: int, ksize, dst=None, anchor=(-1, -1), normalize: bool = True,

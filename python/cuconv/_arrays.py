@@ -4,6 +4,8 @@ DLPack), their images (one (H, W, C) image or a batch), and how an output of the
 made. The engine itself is reached through ``_cuconv``; nothing here filters."""
 from __future__ import annotations
 
+import contextlib
+
 import numpy as np
 
 from . import _cuconv
@@ -28,12 +30,26 @@ def _cuda_array_interface(obj):
 
 def is_cuda_array(obj) -> bool:
     """Whether ``obj`` lives in CUDA device memory (PyTorch, CuPy, JAX, Numba ...)."""
-    if _cuda_array_interface(obj) is not None:
-        return True
+    return cuda_array(obj, "array") is not None
+
+
+def cuda_array(obj, what: str) -> "CudaArray | None":
+    """``obj`` as a CudaArray, read once; None for host arrays (NumPy, a CPU tensor, anything
+    that is not a CUDA array). A PyTorch tensor is read through its own attributes: its
+    ``__cuda_array_interface__`` is Python code that costs several microseconds a call."""
+    if isinstance(obj, np.ndarray):
+        return None
+    if _is_torch(obj) and getattr(obj, "is_cuda", False):
+        dtype = _TORCH_DTYPES.get(str(obj.dtype))
+        if dtype is not None:
+            return CudaArray(obj, what, torch_dtype=dtype)
+    cai = _cuda_array_interface(obj)
+    if cai is not None:
+        return CudaArray(obj, what, cai=cai)
     dlpack_device = getattr(obj, "__dlpack_device__", None)
-    if dlpack_device is None or isinstance(obj, np.ndarray):
-        return False
-    return dlpack_device()[0] == _DLPACK_CUDA
+    if dlpack_device is None or dlpack_device()[0] != _DLPACK_CUDA:
+        return None
+    return CudaArray(obj, what)
 
 
 def image_shape(shape: tuple, batch: bool | None, what: str = "src") -> tuple[int, int, int, int]:
@@ -93,10 +109,17 @@ class CudaArray:
     """What the engine needs of a CUDA array: pointer, shape, byte strides, dtype, device, and the
     stream its producer named (``__cuda_array_interface__`` v3), from whichever protocol it speaks."""
 
-    def __init__(self, obj, what: str):
+    def __init__(self, obj, what: str, torch_dtype: np.dtype | None = None, cai: dict | None = None):
         self.obj = obj
         self.stream = None
-        cai = _cuda_array_interface(obj)
+        self.what = what
+        if torch_dtype is not None:  # a CUDA tensor of a dtype cuconv knows (cuda_array)
+            self.ptr, self.readonly, self.dtype = int(obj.data_ptr()), False, torch_dtype
+            self.shape = tuple(obj.shape)
+            self.strides = tuple(s * torch_dtype.itemsize for s in obj.stride())
+            self.device = int(obj.device.index)
+            return
+        cai = cai if cai is not None else _cuda_array_interface(obj)
         if cai is not None:
             self.ptr = int(cai["data"][0])
             self.readonly = bool(cai["data"][1])
@@ -115,7 +138,6 @@ class CudaArray:
             kind = {0: "i", 1: "u", 2: "f"}.get(code, "?")
             self.dtype = np.dtype(f"{kind}{bits // 8}") if kind != "?" else np.dtype("V")
             self.strides = tuple(s * self.dtype.itemsize for s in strides)
-        self.what = what
 
     def image(self, shape4: tuple, batch_axis: bool, index: int):
         """(pointer, row pitch in bytes) of image ``index`` of the (N, H, W, C) view, or None when
@@ -134,6 +156,15 @@ def strides4(strides: tuple, itemsize: int, batch_axis: bool) -> tuple:
     if len(strides) == 2:
         return (0, *strides, itemsize)
     return (*strides, itemsize) if batch_axis else (0, *strides)
+
+
+# PyTorch element types by name, as NumPy's (those a tensor can hold and the engine reads or
+# names in its errors); a tensor of another type is read through its interfaces.
+_TORCH_DTYPES = {"torch.uint8": np.dtype(np.uint8), "torch.uint16": np.dtype(np.uint16),
+                 "torch.int16": np.dtype(np.int16), "torch.float32": np.dtype(np.float32),
+                 "torch.float64": np.dtype(np.float64), "torch.int32": np.dtype(np.int32),
+                 "torch.int64": np.dtype(np.int64), "torch.int8": np.dtype(np.int8),
+                 "torch.float16": np.dtype(np.float16)}
 
 
 def _is_torch(obj) -> bool:
@@ -155,25 +186,66 @@ def _cai_device(obj) -> int:
     return -1  # the calling thread's current device
 
 
-def stream_handle(stream, src) -> int:
-    """The cudaStream_t to queue on: ``stream`` (an integer, or an object with ``cuda_stream`` as
-    torch.cuda.Stream has, or ``ptr`` as cupy.cuda.Stream has), else the framework's current stream
-    for ``src``'s device, else the stream its ``__cuda_array_interface__`` names, else the legacy
-    default stream (0)."""
-    if stream is not None:
-        for attribute in ("cuda_stream", "ptr"):
-            if hasattr(stream, attribute):
-                return int(getattr(stream, attribute))
-        return int(stream)
+def current_stream(src) -> int | None:
+    """The cudaStream_t of PyTorch's or CuPy's current stream for ``src``'s device; None for
+    other arrays."""
     if _is_torch(src.obj):
         import torch
         return int(torch.cuda.current_stream(src.obj.device).cuda_stream)
     if _is_cupy(src.obj):
         import cupy
         return int(cupy.cuda.get_current_stream().ptr)
+    return None
+
+
+def stream_handle(stream, src, current: int | None) -> int:
+    """The cudaStream_t to queue on: ``stream`` (an integer, or an object with ``cuda_stream`` as
+    torch.cuda.Stream has, or ``ptr`` as cupy.cuda.Stream has), else the framework's ``current``
+    stream for ``src``'s device (current_stream), else the stream its ``__cuda_array_interface__``
+    names, else the legacy default stream (0)."""
+    if stream is not None:
+        for attribute in ("cuda_stream", "ptr"):
+            if hasattr(stream, attribute):
+                return int(getattr(stream, attribute))
+        return int(stream)
+    if current is not None:
+        return current
     if src.stream not in (None, 1, 2):  # 1 and 2: the legacy and per-thread default streams
         return int(src.stream)
     return 0
+
+
+def framework_stream(src, handle: int):
+    """``handle`` as a stream object of ``src``'s framework (PyTorch or CuPy), to allocate on and
+    to record arrays' use on; None for other arrays and for the legacy default stream (0)."""
+    if handle == 0:
+        return None
+    if _is_torch(src.obj):
+        import torch
+        return torch.cuda.ExternalStream(handle, device=src.obj.device)
+    if _is_cupy(src.obj):
+        import cupy
+        return cupy.cuda.ExternalStream(handle, src.obj.device.id)
+    return None
+
+
+def on_stream(framework_stream_object):
+    """A context in which PyTorch or CuPy queue their allocations and copies on
+    ``framework_stream_object`` (framework_stream); no change for None."""
+    if framework_stream_object is None:
+        return contextlib.nullcontext()
+    if _is_torch(framework_stream_object):
+        import torch
+        return torch.cuda.stream(framework_stream_object)
+    return framework_stream_object  # a cupy.cuda.Stream is its own context
+
+
+def record_use(array, framework_stream_object) -> None:
+    """Tells PyTorch's caching allocator that ``array`` is used on ``framework_stream_object`` (a
+    stream other than the one it was made on), so its memory is not handed out again before the
+    work queued there is done. CuPy has no such call: keep CuPy arrays alive until then."""
+    if framework_stream_object is not None and _is_torch(array) and _is_torch(framework_stream_object):
+        array.record_stream(framework_stream_object)
 
 
 def empty_like_cuda(src, shape: tuple, dtype: np.dtype):

@@ -101,18 +101,49 @@ def _busy_then_ones(torch, stream, shape):
     return src
 
 
-def test_stream_argument_orders_the_work(torch):
+# (variant, channels, new output): `fast` reads its weights as kernel arguments; `basic` reads the
+# device copy the workspace keeps; `tiled-halo` on colour images also copies them into constant
+# memory and splits the channels into stream-ordered scratch planes.
+STREAM_CASES = [("auto", 1, False), ("auto", 1, True), ("basic", 3, False), ("tiled-halo", 3, False),
+                ("tiled-halo", 4, True)]
+
+
+@pytest.mark.parametrize("variant, channels, new_output", STREAM_CASES)
+def test_stream_argument_orders_the_work(torch, variant, channels, new_output):
     """stream= names a non-blocking torch stream while the current stream is the default one: the
-    filter must wait for the fill queued before it there, and must not make the host wait."""
+    filter must wait for the fill queued before it there, and must not make the host wait. A first
+    call with another filter loads the kernels (CUDA loads a kernel on its first launch, which may
+    wait for the device) and leaves other weights on the device, which this call must replace
+    without waiting."""
+    shape = (1024, 1024) if channels == 1 else (512, 512, channels)
+    warm = torch.ones(shape, dtype=torch.float32, device="cuda")
+    cuconv.filter2D(warm, -1, np.full((3, 3), 0.5, np.float32), variant=variant)
+    torch.cuda.synchronize()
     stream = torch.cuda.Stream()
-    src = _busy_then_ones(torch, stream, (1024, 1024))
-    out = torch.empty_like(src)
-    cuconv.filter2D(src, -1, np.ones((3, 3), np.float32), dst=out, stream=stream)
+    src = _busy_then_ones(torch, stream, shape)
+    out = None if new_output else torch.empty_like(src)
+    result = cuconv.filter2D(src, -1, np.ones((3, 3), np.float32), dst=out, variant=variant, stream=stream)
     done = torch.cuda.Event()
     done.record(stream)
     assert not done.query(), "the call waited for the stream (or ran elsewhere): it must only queue"
     stream.synchronize()
-    assert out.min().item() == 9.0 and out.max().item() == 9.0
+    assert result.min().item() == 9.0 and result.max().item() == 9.0
+
+
+@pytest.mark.parametrize("variant", ["basic", "tiled-halo"])
+def test_filters_on_two_streams_keep_their_weights(torch, variant):
+    """A filter queued on a busy stream, then another filter on an idle one from the same thread:
+    the second call's weights (the same device buffer, and for tiled-halo the one constant filter)
+    must not reach the first call's kernel, which runs after the busy stream's fill."""
+    busy = torch.cuda.Stream()
+    idle = torch.cuda.Stream()
+    other = torch.ones((256, 256), dtype=torch.float32, device="cuda")
+    src = _busy_then_ones(torch, busy, (256, 256))  # synchronises before it queues the wait
+    first = cuconv.filter2D(src, -1, np.ones((3, 3), np.float32), variant=variant, stream=busy)
+    second = cuconv.filter2D(other, -1, np.full((3, 3), 2, np.float32), variant=variant, stream=idle)
+    torch.cuda.synchronize()
+    assert (first.min().item(), first.max().item()) == (9.0, 9.0)
+    assert (second.min().item(), second.max().item()) == (18.0, 18.0)
 
 
 def test_current_torch_stream_is_used(torch):
