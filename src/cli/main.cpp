@@ -4,10 +4,12 @@
 #include "cli/exit_handoff.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/library_messages.hpp"
+#include "cli/process_start.hpp"
 #include "cli/serve_command.hpp"
 #include "cli/session.hpp"
 #include "serve/client.hpp"
 
+#include <chrono>
 #include <cstring>
 #include <optional>
 
@@ -18,6 +20,8 @@
 #include <vector>
 
 int main(int argc, char** argv) {
+  // -v's account of the time: the start-up before main ends here.
+  const auto entered = std::chrono::steady_clock::now();
   cuconv::serve::occupy_closed_standard_descriptors();  // before anything here opens a descriptor
   cuconv::cli::ignore_file_size_signal();               // a write past `ulimit -f` is a write error, not a kill
   if (argc > 1 && std::strcmp(argv[1], "serve") == 0) return cuconv::cli::run_serve_command(argc, argv);
@@ -37,6 +41,8 @@ int main(int argc, char** argv) {
   }
   std::vector<std::string> args(argv, argv + argc);
   cuconv::cli::Session session;
+  session.started = entered;
+  session.process_started = cuconv::cli::process_started(::getpid());
   if (not_served) session.not_served_why = std::move(*not_served);
   // Messages go to the terminal's own descriptor, which stays put while LibraryMessages captures 2.
   session.err_fd = ::fileno(cuconv::cli::terminal_stderr());

@@ -10,7 +10,9 @@
 #include "cli/json_text.hpp"
 #include "cli/stdin_copy.hpp"
 #include "cli/temp_folder.hpp"
+#include "cli/time_account.hpp"
 #include "cli/warnings.hpp"
+#include "common/library_loads.hpp"
 #include "engine/image_operation.hpp"
 #include "engine/warm_gpu.hpp"
 
@@ -303,6 +305,7 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
   log.info("{}", where_it_runs(session));
   ExitCode code = ExitCode::ok;
   const auto start = std::chrono::steady_clock::now();
+  TimeMarks marks{start};
   const engine::InspectResult inspect = [&](const cv::Mat& input, const ConvolveResult& result,
                                             const engine::ImageReport& so_far) {
     log.info("read {} ({}x{}, {} channel(s), {})", task.input_shown.empty() ? task.input : task.input_shown, input.cols,
@@ -311,7 +314,9 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
     if (const auto warning = unnormalized_filter_warning(filter, result.image)) log.warn("{}", *warning);
     const Codecs codecs{so_far.decoder,
                         encoder_of(task.output, result.image, encoder_options_for(task.output, settings.write))};
+    const auto inspecting = std::chrono::steady_clock::now();
     code = report_bench_and_compare(req, input, result, filter, options, no_gpu_reason, codecs, session);
+    if (req.compare || req.bench_runs > 0) marks.inspect_ms = common::ms_without_loads(inspecting);
     return code == ExitCode::ok;
   };
   engine::ImageResult done = engine::process_image(task, settings, route, files, inspect);
@@ -321,7 +326,12 @@ ExitCode run_single_image(const CliRequest& req, const ConvolveOptions& options,
     return code;
   }
   log.info("processed in {:.2f} ms", elapsed_ms(start));
-  return deliver(req, to_stdout, task, done, settings, session);
+  const auto delivering = std::chrono::steady_clock::now();
+  const ExitCode delivered = deliver(req, to_stdout, task, done, settings, session);
+  marks.deliver_ms = common::ms_without_loads(delivering);
+  if (delivered == ExitCode::ok && log.should_log(spdlog::level::info))
+    for (const std::string& line : time_account(session, done.report.times, marks)) log.info("{}", line);
+  return delivered;
 }
 
 }  // namespace cuconv::cli

@@ -3,6 +3,7 @@
 #include "cli/warnings.hpp"
 
 #include "cli/help_page.hpp"
+#include "cli/process_start.hpp"
 
 #include <opencv2/core.hpp>
 
@@ -80,15 +81,8 @@ constexpr std::string_view kMarkerPrefix = "no-gpu-warned-";
 /// The start time (field 22 of /proc/PID/stat, clock ticks since boot) of process `pid`; "0" when
 /// it has gone. The fields after the name, which may hold spaces and ')', follow its last ')'.
 std::string start_time_of(long pid) {
-  std::ifstream in("/proc/" + std::to_string(pid) + "/stat");
-  const std::string text((std::istreambuf_iterator<char>(in)), std::istreambuf_iterator<char>());
-  const std::size_t close = text.rfind(')');
-  if (close == std::string::npos) return "0";
-  std::istringstream fields(text.substr(close + 1));
-  std::string field;
-  for (int number = 3; number <= 22 && fields >> field; ++number) {
-  }
-  return fields ? field : std::string("0");
+  const std::optional<unsigned long long> ticks = process_start_ticks(pid);
+  return ticks ? std::to_string(*ticks) : std::string("0");
 }
 
 }  // namespace

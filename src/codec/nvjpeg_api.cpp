@@ -4,6 +4,7 @@
 
 #include <cuconv/error.hpp>
 
+#include "common/library_loads.hpp"
 #include "gpu/shared_library.hpp"
 
 namespace cuconv::codec {
@@ -17,6 +18,7 @@ struct LoadedNvjpeg {
 };
 
 LoadedNvjpeg load() {
+  const common::TimedLoad timed("nvJPEG");  // for -v's account of where the time went
   LoadedNvjpeg loaded;
   constexpr const char* kSoname = "libnvjpeg.so.13";
   std::vector<std::string> extra_folders;

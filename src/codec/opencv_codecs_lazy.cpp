@@ -2,6 +2,7 @@
 // The codec calls through the module libcuconv-opencv-codecs.so, loaded beside the running
 // executable on the first call (opencv_codecs.hpp): a JPEG-only process never loads imgcodecs.
 #include "codec/opencv_codecs.hpp"
+#include "common/library_loads.hpp"
 
 #include <cuconv/error.hpp>
 
@@ -22,6 +23,7 @@ const OpenCvCodecs& codecs() {
   static std::string failure;
   static std::once_flag once;
   std::call_once(once, [] {
+    const common::TimedLoad timed("OpenCV image codecs");  // for -v's account of where the time went
     char self[PATH_MAX];
     const ssize_t n = ::readlink("/proc/self/exe", self, sizeof self - 1);
     const std::string exe = n > 0 ? std::string(self, static_cast<std::size_t>(n)) : std::string();

@@ -3,6 +3,7 @@
 #include "engine/image_operation.hpp"
 
 #include "codec/image_header.hpp"
+#include "common/library_loads.hpp"
 #include "common/thread_stderr.hpp"
 #include "engine/cpu_or_gpu.hpp"
 #include "engine/gpu_codec_pipeline.hpp"
@@ -26,9 +27,8 @@ namespace {
 
 using Clock = std::chrono::steady_clock;
 
-double ms_since(Clock::time_point since) {
-  return std::chrono::duration<double, std::milli>(Clock::now() - since).count();
-}
+/// A stage's milliseconds since `since`, less the libraries this thread loaded meanwhile.
+double ms_since(Clock::time_point since) { return common::ms_without_loads(since); }
 
 const std::string& shown_input(const ImageTask& task) {
   return task.input_shown.empty() ? task.input : task.input_shown;
@@ -215,6 +215,7 @@ ConvolveResult filter_image(LoadedImage& loaded, const RunSettings& settings, Gp
     }
   }
   ConvolveResult result;
+  const auto start = Clock::now();
   try {
     result = workspace != nullptr ? convolve(loaded.image, settings.filter, options, *workspace)
                                   : convolve(loaded.image, settings.filter, options);
@@ -224,6 +225,7 @@ ConvolveResult filter_image(LoadedImage& loaded, const RunSettings& settings, Gp
     throw Error(e.kind(), report.input + ": " + e.what());
   }
   loaded.image = result.image;  // shares the pixels with the result
+  report.times.filter_stage_ms = ms_since(start);
   report.times.filter_ms = result.times.kernel_ms;
   report.times.upload_ms = result.times.upload_ms;
   report.times.download_ms = result.times.download_ms;
@@ -245,7 +247,8 @@ std::vector<std::uint8_t> encode_image(LoadedImage& loaded, const ImageTask& tas
   std::vector<std::uint8_t> encoded =
       naming(task.output, shown_output(task), [&] { return cuconv::encode_image(task.output, loaded.image, write); });
   loaded.image.release();
-  report.times.write_ms += ms_since(start);
+  report.times.encode_ms = ms_since(start);
+  report.times.write_ms += report.times.encode_ms;
   return encoded;
 }
 
@@ -296,6 +299,8 @@ void report_gpu_result(const GpuJobResult& result, ImageReport& report) {
   }
   report.times.read_ms += result.decode_ms;  // read and decode, as on OpenCV's path
   report.times.filter_ms = result.filter_ms;
+  report.times.filter_stage_ms = result.filter_ms;
+  report.times.encode_ms = result.encode_ms;
   report.times.write_ms = result.encode_ms;  // encode; the writer adds the write
 }
 
@@ -325,7 +330,7 @@ ImageResult process_image(const ImageTask& task, const RunSettings& settings, Ro
     result.written = write_image(task, encoded, settings, files, report);
   }
   report.status = ImageStatus::ok;
-  report.times.total_ms = ms_since(start);
+  report.times.total_ms = std::chrono::duration<double, std::milli>(Clock::now() - start).count();
   return result;
 }
 

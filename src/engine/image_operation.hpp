@@ -73,14 +73,18 @@ struct ImageTask {
 enum class ImageStatus { pending, ok, failed, skipped };
 [[nodiscard]] std::string_view to_string(ImageStatus status) noexcept;
 
-/// Wall times of one image's stages, in milliseconds.
+/// Wall times of one image's stages, in milliseconds. A stage's time leaves out the libraries its
+/// thread loaded meanwhile (common/library_loads.hpp): the process pays for those once, and -v
+/// counts them apart.
 struct ImageTimes {
   double read_ms = 0;    ///< read and decode
   double filter_ms = 0;  ///< ConvolveResult::times.kernel_ms: GPU kernels (CUDA events) or filter2D
   double upload_ms = 0;  ///< host to device copies (GPU variants)
   double download_ms = 0;
-  double write_ms = 0;  ///< encode, write, fsync, rename
-  double total_ms = 0;  ///< from the start of reading to the end of writing, queue waits included
+  double filter_stage_ms = 0;  ///< the whole filter stage: filter_ms, the copies, the device's set-up
+  double write_ms = 0;         ///< encode, write, fsync, rename
+  double encode_ms = 0;        ///< the encode's share of write_ms
+  double total_ms = 0;         ///< from the start of reading to the end of writing, queue waits included
 };
 
 /// A line the caller may print for this image, at its level.

@@ -3,6 +3,7 @@
 // (--list-devices), and device selection for callers that spread work over several GPUs.
 #include "gpu/device_select.hpp"
 
+#include "common/library_loads.hpp"
 #include "gpu/cuda_check.hpp"
 
 #include <cuconv/convolve.hpp>
@@ -10,6 +11,7 @@
 #include <cuda_runtime_api.h>
 
 #include <array>
+#include <atomic>
 #include <cstdio>
 #include <mutex>
 #include <optional>
@@ -45,7 +47,13 @@ std::string no_device_reason(cudaError_t status) {
 
 bool cuda_device_available(std::string* reason) {
   int count = 0;
+  // The process's first call loads libcuda and starts the driver (cuInit): timed as a library
+  // load, for -v's account (common/library_loads.hpp).
+  static std::atomic<bool> asked{false};
+  std::optional<common::TimedLoad> first;
+  if (!asked.exchange(true)) first.emplace("CUDA driver");
   const cudaError_t status = cudaGetDeviceCount(&count);
+  first.reset();
   if (status != cudaSuccess) {
     cudaGetLastError();
     if (reason != nullptr) *reason = no_device_reason(status);
