@@ -170,8 +170,8 @@ def _filter_cuda(array, shape4, batch_axis, out_dtype, target, args, stream):
     handle = _arrays.stream_handle(stream, array, current)
     # Another stream than the framework's current one: allocate and copy on it, record the use.
     work_stream = _arrays.framework_stream(array, handle) if current is not None and handle != current else None
-    src = array
-    if src.image(shape4, batch_axis, 0) is None:
+    src, src_images = array, array.images(shape4, batch_axis)
+    if src_images is None:
         with _arrays.on_stream(work_stream):
             src = _arrays.CudaArray(_arrays.packed_cuda_copy(array.obj), "src")
     if target is None:
@@ -182,15 +182,17 @@ def _filter_cuda(array, shape4, batch_axis, out_dtype, target, args, stream):
     if _arrays.overlap(src, target):  # in place, as cv2 allows: the kernels must not read what they write
         with _arrays.on_stream(work_stream):
             src = _arrays.CudaArray(_arrays.packed_cuda_copy(src.obj, "src and dst overlap"), "src")
-    if target.image(shape4, batch_axis, 0) is None:
+    if src is not array:
+        src_images = src.images(shape4, batch_axis)
+    dst_images = target.images(shape4, batch_axis)
+    if dst_images is None:
         raise ValueError("dst: the pixels are not packed (a channel or column stride); pass a packed array")
     n, h, w, c = shape4
     in_depth, out_depth = _arrays.DEPTHS[src.dtype], _arrays.DEPTHS[out_dtype]
+    (src_ptr, src_pitch, src_step), (dst_ptr, dst_pitch, dst_step) = src_images, dst_images
     for i in range(n):
-        src_ptr, src_pitch = src.image(shape4, batch_axis, i)
-        dst_ptr, dst_pitch = target.image(shape4, batch_axis, i)
-        _cuconv.convolve_device(src_ptr, src_pitch, dst_ptr, dst_pitch, h, w, c, in_depth, out_depth, src.device,
-                                *args, handle)
+        _cuconv.convolve_device(src_ptr + i * src_step, src_pitch, dst_ptr + i * dst_step, dst_pitch, h, w, c,
+                                in_depth, out_depth, src.device, *args, handle)
     _arrays.record_use(array.obj, work_stream)
     _arrays.record_use(target.obj, work_stream)
     return target.obj

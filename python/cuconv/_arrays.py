@@ -126,9 +126,12 @@ class CudaArray:
             self.shape = tuple(int(x) for x in cai["shape"])
             self.dtype = np.dtype(cai["typestr"])
             strides = cai.get("strides")
-            if strides is None:
-                strides = tuple(int(np.prod(self.shape[i + 1:], dtype=np.int64)) * self.dtype.itemsize
-                                for i in range(len(self.shape)))
+            if strides is None:  # C-contiguous
+                step, packed = self.dtype.itemsize, []
+                for n in reversed(self.shape):
+                    packed.append(step)
+                    step *= n
+                strides = packed[::-1]
             self.strides = tuple(int(s) for s in strides)
             self.stream = cai.get("stream")
             self.device = _cai_device(obj)
@@ -139,13 +142,14 @@ class CudaArray:
             self.dtype = np.dtype(f"{kind}{bits // 8}") if kind != "?" else np.dtype("V")
             self.strides = tuple(s * self.dtype.itemsize for s in strides)
 
-    def image(self, shape4: tuple, batch_axis: bool, index: int):
-        """(pointer, row pitch in bytes) of image ``index`` of the (N, H, W, C) view, or None when
-        its pixels are not packed (the caller then works on a packed copy)."""
+    def images(self, shape4: tuple, batch_axis: bool):
+        """(first image's pointer, row pitch, bytes from one image to the next, all in bytes) of the
+        (N, H, W, C) view, or None when its pixels are not packed (the caller then works on a
+        packed copy)."""
         strides = strides4(self.strides, self.dtype.itemsize, batch_axis)
         if not pixels_contiguous(strides[1:], self.dtype.itemsize, shape4[3], shape4[2]):
             return None
-        return self.ptr + index * strides[0], strides[1]
+        return self.ptr, strides[1], strides[0]
 
 
 def strides4(strides: tuple, itemsize: int, batch_axis: bool) -> tuple:
@@ -191,6 +195,10 @@ def current_stream(src) -> int | None:
     other arrays."""
     if _is_torch(src.obj):
         import torch
+        # The raw handle without making a torch.cuda.Stream object (what torch's own kernels ask).
+        raw = getattr(torch._C, "_cuda_getCurrentRawStream", None)
+        if raw is not None:
+            return int(raw(src.device))
         return int(torch.cuda.current_stream(src.obj.device).cuda_stream)
     if _is_cupy(src.obj):
         import cupy
@@ -276,9 +284,16 @@ def packed_cuda_copy(obj, why: str = "the pixels are not packed (a channel or co
 
 def overlap(a: "CudaArray", b: "CudaArray") -> bool:
     """Whether two CUDA arrays' memory ranges (first to last byte they can reach) overlap."""
+    if a.device != b.device:
+        return False
+
     def span(x):
-        low = x.ptr + sum(min(0, s) * (n - 1) for s, n in zip(x.strides, x.shape))
-        high = x.ptr + sum(max(0, s) * (n - 1) for s, n in zip(x.strides, x.shape)) + x.dtype.itemsize
-        return low, high
+        low = high = x.ptr
+        for stride, n in zip(x.strides, x.shape):
+            if stride < 0:
+                low += stride * (n - 1)
+            else:
+                high += stride * (n - 1)
+        return low, high + x.dtype.itemsize
     (a_low, a_high), (b_low, b_high) = span(a), span(b)
-    return a.device == b.device and a_low < b_high and b_low < a_high
+    return a_low < b_high and b_low < a_high
