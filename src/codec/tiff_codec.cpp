@@ -10,6 +10,7 @@
 #include <cuconv/error.hpp>
 
 #include <opencv2/core.hpp>
+#include <opencv2/imgproc.hpp>  // cvtColor
 
 #include <tiffio.h>
 
@@ -103,10 +104,15 @@ SampleLayout sample_layout(int depth) {
   }
 }
 
-/// BGR(A) -> RGB(A), any depth (cvtColor has no 16S); a 1-channel image as it is.
+/// BGR(A) -> RGB(A), or back (the same swap), any depth; a 1-channel image as it is. cvtColor (the
+/// faster) takes 8U, 16U and 32F; mixChannels the rest.
 cv::Mat to_rgb_order(const cv::Mat& image) {
   if (image.channels() < 3) return image;
   cv::Mat rgb(image.size(), image.type());
+  if (image.depth() == CV_8U || image.depth() == CV_16U || image.depth() == CV_32F) {
+    cv::cvtColor(image, rgb, image.channels() == 3 ? cv::COLOR_RGB2BGR : cv::COLOR_RGBA2BGRA);
+    return rgb;
+  }
   const int swap3[] = {0, 2, 1, 1, 2, 0};
   const int swap4[] = {0, 2, 1, 1, 2, 0, 3, 3};
   cv::mixChannels(&image, 1, &rgb, 1, image.channels() == 3 ? swap3 : swap4,
@@ -167,8 +173,8 @@ std::string sample_name(const TiffLayout& layout) {
 /// Reads every strip or tile of `plane` (0 for contiguous samples) into `out`, rows of
 /// `row_bytes` packed as the file stores them. A strip or tile that decodes to fewer bytes than
 /// its rows need, or an uncompressed one whose byte count is short, is a truncated file.
-void read_plane(TIFF* tif, const TiffLayout& layout, std::uint16_t plane, std::size_t row_bytes,
-                std::vector<unsigned char>& out, const std::function<Error(const std::string&)>& truncated) {
+void read_plane(TIFF* tif, const TiffLayout& layout, std::uint16_t plane, std::size_t row_bytes, unsigned char* out,
+                const std::function<Error(const std::string&)>& truncated) {
   const auto check_count = [&](std::uint32_t strile, std::uint64_t needed, const char* what) {
     const std::uint64_t held = TIFFGetStrileByteCount(tif, strile);
     if (layout.compression == COMPRESSION_NONE && held < needed)
@@ -184,7 +190,7 @@ void read_plane(TIFF* tif, const TiffLayout& layout, std::uint16_t plane, std::s
       const std::uint32_t strip = TIFFComputeStrip(tif, row, plane);
       const auto needed = static_cast<tmsize_t>(TIFFVStripSize64(tif, rows));
       check_count(strip, static_cast<std::uint64_t>(needed), "strip");
-      unsigned char* at = out.data() + static_cast<std::size_t>(row) * row_bytes;
+      unsigned char* at = out + static_cast<std::size_t>(row) * row_bytes;
       const tmsize_t got = TIFFReadEncodedStrip(tif, strip, at, needed);
       if (got != needed)
         throw truncated("strip " + std::to_string(strip) + " decodes to " + std::to_string(std::max<tmsize_t>(got, 0)) +
@@ -213,17 +219,17 @@ void read_plane(TIFF* tif, const TiffLayout& layout, std::uint16_t plane, std::s
       const std::size_t offset = x * bits_per_pixel / 8;
       const std::size_t count = std::min(tile_row_bytes, row_bytes - offset);
       for (std::uint32_t r = 0; r < tile_height && y + r < layout.height; ++r)
-        std::memcpy(out.data() + (y + r) * row_bytes + offset, tile.data() + r * tile_row_bytes, count);
+        std::memcpy(out + (y + r) * row_bytes + offset, tile.data() + r * tile_row_bytes, count);
     }
 }
 
 /// A bilevel image, one bit per pixel, as 8-bit 0 and 255 (white is 255 whichever value the file
 /// gives it).
-cv::Mat unpack_bits(const std::vector<unsigned char>& packed, const TiffLayout& layout, std::size_t row_bytes) {
+cv::Mat unpack_bits(const cv::Mat& packed, const TiffLayout& layout) {
   cv::Mat image(static_cast<int>(layout.height), static_cast<int>(layout.width), CV_8UC1);
   const unsigned char one = layout.photometric == PHOTOMETRIC_MINISWHITE ? 0 : 255;
   for (int r = 0; r < image.rows; ++r) {
-    const unsigned char* in = packed.data() + static_cast<std::size_t>(r) * row_bytes;
+    const unsigned char* in = packed.ptr<unsigned char>(r);
     auto* row = image.ptr<unsigned char>(r);
     for (int c = 0; c < image.cols; ++c)
       row[c] = (in[c / 8] >> (7 - c % 8)) & 1 ? one : static_cast<unsigned char>(255 - one);
@@ -354,7 +360,7 @@ std::vector<unsigned char> encode_tiff(const std::string& path, const cv::Mat& i
 
 cv::Mat decode_tiff(const std::string& path) {
   ReadMessages messages;
-  const auto with_libtiff = [&](std::string text) {
+  const auto with_libtiff = [&](const std::string& text) {
     const std::string& said = !messages.defect.empty() ? messages.defect : messages.error;
     return said.empty() ? text : text + " (" + said + ")";
   };
@@ -399,37 +405,34 @@ cv::Mat decode_tiff(const std::string& path) {
   std::uint16_t orientation = ORIENTATION_TOPLEFT;
   TIFFGetFieldDefaulted(t, TIFFTAG_ORIENTATION, &orientation);
   messages.reading_pixels = true;
-  cv::Mat image;
-  if (!reads_samples_as_stored(layout)) {
-    image = read_through_rgba(t, layout, refuse, truncated);
-    if (!messages.defect.empty() || !messages.error.empty()) throw truncated("libtiff reported a damaged image");
-    orient_upright(image, orientation);
-    return image;
-  }
-  const int depth = layout.bits == 1 ? CV_8U : sample_depth(layout);
+  cv::Mat image = reads_samples_as_stored(layout) ? cv::Mat() : read_through_rgba(t, layout, refuse, truncated);
+  const int depth = layout.bits == 1 || !image.empty() ? CV_8U : sample_depth(layout);
   if (depth < 0)
     throw Error(ErrorKind::bad_input, path + ": unsupported pixel depth: the TIFF's samples are " +
                                           sample_name(layout) + " (supported: 8U, 16U, 32F)");
-  const int planes = layout.planar == PLANARCONFIG_SEPARATE ? layout.samples : 1;
+  const int planes = !image.empty() ? 0 : layout.planar == PLANARCONFIG_SEPARATE ? layout.samples : 1;
   const std::size_t row_bytes = static_cast<std::size_t>(TIFFScanlineSize64(t));
+  // Each plane is read straight into a continuous matrix whose rows are the file's (packed bits
+  // for 1-bit gray); planar RGB(A) is merged in BGR(A) order, contiguous swapped after.
+  const cv::Size size(static_cast<int>(layout.width), static_cast<int>(layout.height));
+  const int row_width = layout.bits == 1 ? static_cast<int>(row_bytes) : size.width;
   std::vector<cv::Mat> channels;
-  std::vector<unsigned char> packed(row_bytes * layout.height);
-  for (int plane = 0; plane < planes; ++plane) {
-    read_plane(t, layout, static_cast<std::uint16_t>(plane), row_bytes, packed, truncated);
-    if (!messages.defect.empty() || !messages.error.empty())
-      throw truncated("libtiff reported a damaged strip or tile");
-    const int type = CV_MAKETYPE(depth, layout.samples / planes);
-    channels.push_back(layout.bits == 1 ? unpack_bits(packed, layout, row_bytes)
-                                        : cv::Mat(static_cast<int>(layout.height), static_cast<int>(layout.width), type,
-                                                  packed.data(), row_bytes)
-                                              .clone());
+  for (int plane = 0; plane < planes; ++plane) {  // none when libtiff's RGBA reader read the image
+    channels.emplace_back(size.height, row_width, CV_MAKETYPE(depth, layout.bits == 1 ? 1 : layout.samples / planes));
+    if (channels.back().step != row_bytes) throw refuse("rows of " + std::to_string(row_bytes) + " bytes");
+    read_plane(t, layout, static_cast<std::uint16_t>(plane), row_bytes, channels.back().data, truncated);
   }
-  cv::merge(channels, image);
-  if (layout.photometric == PHOTOMETRIC_MINISWHITE && layout.bits != 1) {
+  if (!messages.defect.empty() || !messages.error.empty()) throw truncated("libtiff reported a damaged image");
+  if (planes >= 3) std::swap(channels[0], channels[2]);
+  if (planes > 1)
+    cv::merge(channels, image);
+  else if (planes == 1)
+    image = layout.bits == 1 ? unpack_bits(channels[0], layout) : channels[0];
+  if (layout.photometric == PHOTOMETRIC_MINISWHITE && layout.bits >= 8) {
     if (depth != CV_8U && depth != CV_16U) throw refuse(sample_name(layout) + " samples with white as zero");
     cv::bitwise_not(image, image);  // max - value for unsigned samples
   }
-  image = to_rgb_order(image);  // RGB(A) -> BGR(A): the same swap
+  if (planes == 1) image = to_rgb_order(image);  // RGB(A) -> BGR(A)
   orient_upright(image, orientation);
   return image;
 }

@@ -163,7 +163,7 @@ void patch_tiff_entry(std::string& file, int tag, int index, std::uint32_t value
     const std::uint64_t count = number(at + 4, 4);
     REQUIRE(static_cast<std::uint64_t>(index) < count);
     const std::size_t values = count * size <= 4 ? at + 8 : number(at + 8, 4);
-    file.replace(values + index * size, size, little_endian(value, size));
+    file.replace(values + static_cast<std::size_t>(index) * size, size, little_endian(value, size));
     return;
   }
   FAIL("no tag ", tag, " in the TIFF directory");
@@ -381,7 +381,7 @@ TEST_CASE("whole images: RLE8 BMPs that do not cover their rows are refused, who
   CHECK(refusal(path).find("the RLE data ends") != std::string::npos);
 }
 
-TEST_CASE("whole images: PNM, PFM, WebP and BMP files cut short are refused by their decoders") {
+TEST_CASE("whole images: PNM, PFM, WebP, BMP, Radiance and Sun raster files cut short are refused by their decoders") {
   TempDir dir;
   const Layout layout{CV_8U, 3};
   const cv::Mat bgr = bgr_order(rgb_values(layout));
@@ -392,8 +392,11 @@ TEST_CASE("whole images: PNM, PFM, WebP and BMP files cut short are refused by t
                                     {"cut.ppm", bgr},
                                     {"cut.pfm", floats},
                                     {"cut.webp", bgr},
-                                    {"cut.bmp", bgr}}) {
-    CAPTURE(name);
+                                    {"cut.bmp", bgr},
+                                    {"cut.hdr", floats},
+                                    {"cut.ras", bgr}}) {
+    const std::string& file_name = name;  // clang 14 cannot capture a structured binding (CAPTURE does)
+    CAPTURE(file_name);
     const std::string path = dir.file(name);
     REQUIRE(cv::imwrite(path, image));
     REQUIRE(refusal(path).empty());  // whole, it reads
@@ -411,7 +414,8 @@ TEST_CASE("whole images: cuconv exits 3 on a short TIFF strip and a top-down RLE
   write_bytes(dir.file("crafted.bmp"), rle8_bmp(8, -4, rle8_rows(4, true)));
   for (const auto& [input, why] : {std::pair<std::string, std::string>{"crafted.tif", "StripByteCounts"},
                                    std::pair<std::string, std::string>{"crafted.bmp", "negative height"}}) {
-    CAPTURE(input);
+    const std::string& file_name = input;  // clang 14 cannot capture a structured binding (CAPTURE does)
+    CAPTURE(file_name);
     const auto result = run_cuconv({dir.file(input), dir.file("out.png"), "-f", "box3"});
     CHECK(result.exit_code == 3);
     CHECK(result.err.find(dir.file(input) + ": cannot decode image: truncated or corrupt") != std::string::npos);
