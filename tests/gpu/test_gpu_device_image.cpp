@@ -1,16 +1,23 @@
 // SPDX-License-Identifier: Apache-2.0
 // The device-image entry point: convolve() from a device view to a device view gives what the
 // host-image path gives, bit for bit, for every tested variant, layout (1, 3, 4 channels, alpha
-// kept) and depth pair, with the output poisoned first; and it refuses what it cannot do.
+// kept) and depth pair, with the output poisoned first; it refuses what it cannot do; and it only
+// queues: a call on a stream the test holds returns at once, and filters queued on two streams
+// from one workspace keep their own weights.
 #include "gpu_seams.hpp"
 #include "test_support.hpp"
 
 #include <cuconv/convolve.hpp>
 #include <cuconv/error.hpp>
 
+#include <cuda_runtime_api.h>
 #include <doctest/doctest.h>
 #include <opencv2/core.hpp>
 
+#include <chrono>
+#include <condition_variable>
+#include <future>
+#include <mutex>
 #include <string>
 
 using namespace cuconv;
@@ -26,6 +33,30 @@ struct DepthPair {
   Depth out;
 };
 constexpr DepthPair kPairs[] = {{CV_8U, Depth::u8}, {CV_8U, Depth::s16}, {CV_16U, Depth::f32}, {CV_32F, Depth::f32}};
+
+/// Holds a stream: a host function queued on it waits until open() (it calls no CUDA function, as
+/// host functions must not), so everything queued after it waits on the device, not on the host.
+class StreamGate {
+ public:
+  void hold(cudaStream_t stream) { REQUIRE(cudaLaunchHostFunc(stream, &StreamGate::wait, this) == cudaSuccess); }
+  void open() {
+    {
+      const std::lock_guard lock(mutex_);
+      open_ = true;
+    }
+    opened_.notify_all();
+  }
+
+ private:
+  static void CUDART_CB wait(void* gate) {
+    auto* self = static_cast<StreamGate*>(gate);
+    std::unique_lock lock(self->mutex_);
+    self->opened_.wait(lock, [self] { return self->open_; });
+  }
+  std::mutex mutex_;
+  std::condition_variable opened_;
+  bool open_ = false;
+};
 
 }  // namespace
 
@@ -96,4 +127,48 @@ TEST_CASE("device images: automatic picks as for a host image, and mismatched or
   ConvolveOptions bench = options;
   bench.bench_runs = 3;
   CHECK(usage_error(out.view(), bench));
+}
+
+TEST_CASE(
+    "device images: calls on a held stream return at once, and filters queued on two streams keep their weights") {
+  // fast: weights as kernel arguments; basic: the workspace's device weights; tiled-halo on colour:
+  // also the one constant filter and stream-ordered channel planes.
+  for (Variant variant : {Variant::fast, Variant::basic, Variant::tiled_halo}) {
+    if (!cuconv::test::variant_tested(variant)) continue;
+    CAPTURE(std::string(to_string(variant)));
+    const cv::Mat src = random_image(64, 80, CV_32F, 3, 61);
+    const Filter warm = random_filter(5, 5, 62), first = random_filter(5, 5, 63), second = random_filter(5, 5, 64);
+    ConvolveOptions options;
+    options.variant = variant;
+    const ConvolveResult first_host = convolve(src, first, options);
+    const ConvolveResult second_host = convolve(src, second, options);
+    const DeviceImage in = upload(src);
+    const DeviceImage first_out(80, 64, 3, CV_32F), second_out(80, 64, 3, CV_32F);
+    GpuWorkspace workspace;
+    // CUDA loads a kernel on its first launch, which may wait for the device: load them first. The
+    // workspace then holds other weights, which the calls below replace.
+    static_cast<void>(convolve(in.view(), first_out.view(), warm, options, workspace, nullptr));
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+
+    cudaStream_t held = nullptr, idle = nullptr;
+    REQUIRE(cudaStreamCreateWithFlags(&held, cudaStreamNonBlocking) == cudaSuccess);
+    REQUIRE(cudaStreamCreateWithFlags(&idle, cudaStreamNonBlocking) == cudaSuccess);
+    StreamGate gate;
+    gate.hold(held);
+    // On another thread, so a call that waits for the held stream is seen instead of hanging.
+    std::future<void> calls = std::async(std::launch::async, [&] {
+      static_cast<void>(convolve(in.view(), first_out.view(), first, options, workspace, held));
+      static_cast<void>(convolve(in.view(), second_out.view(), second, options, workspace, idle));
+    });
+    const bool returned = calls.wait_for(std::chrono::seconds(10)) == std::future_status::ready;
+    gate.open();
+    calls.get();
+    CHECK_MESSAGE(returned, "a call waited for a stream it only had to queue on");
+    REQUIRE(cudaStreamSynchronize(held) == cudaSuccess);
+    REQUIRE(cudaStreamSynchronize(idle) == cudaSuccess);
+    CHECK(bit_equal(download(first_out.view()), first_host.image));
+    CHECK(bit_equal(download(second_out.view()), second_host.image));
+    cudaStreamDestroy(held);
+    cudaStreamDestroy(idle);
+  }
 }
