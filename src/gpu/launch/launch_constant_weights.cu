@@ -66,17 +66,22 @@ void launch_tiles(const LaunchArgs& a, const TileLaunch& shape, KernelFor kernel
   if (read == nullptr) CUCONV_CUDA_TRY(cudaEventCreateWithFlags(&read, cudaEventDisableTiming));
   CUCONV_CUDA_TRY(cudaStreamWaitEvent(a.stream, read, 0));
   CUCONV_CUDA_TRY(kernels::upload_constant_filter(a.weights.device, a.params.kw * a.params.kh, a.stream));
-  dispatch_types(a.src.type, a.dst.type, [&](auto pair) {
-    using Pair = decltype(pair);
-    dispatch_radius(a.params.kw, a.params.kh, [&](auto radius) {
-      auto* kernel = kernel_for(pair, radius);
-      reserve_shared_memory(kernel, shape.shared_bytes, shape.variant_name, a.params.kw, a.params.kh);
-      const dim3 grid = tile_grid(a.width, a.height, shape.tile_w, shape.tile_h);
-      kernel<<<grid, shape.block, shape.shared_bytes, a.stream>>>(source_view<Pair>(a), destination_view<Pair>(a),
-                                                                  a.params, extra...);
-      CUCONV_CHECK_LAUNCH();
+  try {
+    dispatch_types(a.src.type, a.dst.type, [&](auto pair) {
+      using Pair = decltype(pair);
+      dispatch_radius(a.params.kw, a.params.kh, [&](auto radius) {
+        auto* kernel = kernel_for(pair, radius);
+        reserve_shared_memory(kernel, shape.shared_bytes, shape.variant_name, a.params.kw, a.params.kh);
+        const dim3 grid = tile_grid(a.width, a.height, shape.tile_w, shape.tile_h);
+        kernel<<<grid, shape.block, shape.shared_bytes, a.stream>>>(source_view<Pair>(a), destination_view<Pair>(a),
+                                                                    a.params, extra...);
+        CUCONV_CHECK_LAUNCH();
+      });
     });
-  });
+  } catch (...) {
+    cudaEventRecord(read, a.stream);  // the copy is queued: the next turn's copy must come after it
+    throw;
+  }
   CUCONV_CUDA_TRY(cudaEventRecord(read, a.stream));  // the next turn's copy waits for these kernels
 }
 
