@@ -203,10 +203,12 @@ void read_plane(TIFF* tif, const TiffLayout& layout, std::uint16_t plane, std::s
   TIFFGetField(tif, TIFFTAG_TILELENGTH, &tile_height);
   const auto tile_bytes = static_cast<tmsize_t>(TIFFTileSize64(tif));
   const auto tile_row_bytes = static_cast<std::size_t>(TIFFTileRowSize64(tif));
-  if (tile_width == 0 || tile_height == 0 || tile_bytes <= 0) throw truncated("its tiles have no size");
-  std::vector<unsigned char> tile(static_cast<std::size_t>(tile_bytes));
   const std::size_t bits_per_pixel =
       static_cast<std::size_t>(layout.bits) * (layout.planar == PLANARCONFIG_CONTIG ? layout.samples : 1);
+  // TIFF asks for tile widths in multiples of 16; a 1-bit tile must at least start on a byte.
+  if (tile_width == 0 || tile_height == 0 || tile_bytes <= 0 || tile_width * bits_per_pixel % 8 != 0)
+    throw truncated("tiles of " + std::to_string(tile_width) + "x" + std::to_string(tile_height) + " pixels");
+  std::vector<unsigned char> tile(static_cast<std::size_t>(tile_bytes));
   for (std::uint32_t y = 0; y < layout.height; y += tile_height)
     for (std::uint32_t x = 0; x < layout.width; x += tile_width) {
       const std::uint32_t index = TIFFComputeTile(tif, x, y, 0, plane);
@@ -215,7 +217,6 @@ void read_plane(TIFF* tif, const TiffLayout& layout, std::uint16_t plane, std::s
       if (got != tile_bytes)
         throw truncated("tile " + std::to_string(index) + " decodes to " + std::to_string(std::max<tmsize_t>(got, 0)) +
                         " of its " + std::to_string(tile_bytes) + " bytes");
-      // Tile widths are multiples of 16, so a tile starts on a byte even for 1-bit samples.
       const std::size_t offset = x * bits_per_pixel / 8;
       const std::size_t count = std::min(tile_row_bytes, row_bytes - offset);
       for (std::uint32_t r = 0; r < tile_height && y + r < layout.height; ++r)
