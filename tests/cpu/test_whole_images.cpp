@@ -182,18 +182,19 @@ std::string refusal(const std::string& path) {
   return {};
 }
 
-/// An 8-bit palette BMP of `width` x `height` (gray palette), RLE8-compressed `data`; a negative
-/// `height` claims top-down rows.
-std::string rle8_bmp(int width, int height, const std::string& data) {
+/// A palette BMP of `width` x `height`, RLE8-compressed `data` (RLE4 where `bits` is 4), palette
+/// entry i gray i (i * 17 for RLE4); a negative `height` claims top-down rows.
+std::string rle8_bmp(int width, int height, const std::string& data, int bits = 8) {
   std::string palette;
-  for (int i = 0; i < 256; ++i) palette += std::string(3, static_cast<char>(i)) + '\0';
+  const int colours = 1 << bits;
+  for (int i = 0; i < colours; ++i) palette += std::string(3, static_cast<char>(i * 255 / (colours - 1))) + '\0';
   const std::uint64_t pixels_at = 14 + 40 + palette.size();
   std::string file =
       "BM" + little_endian(pixels_at + data.size(), 4) + little_endian(0, 4) + little_endian(pixels_at, 4);
   file += little_endian(40, 4) + little_endian(static_cast<std::uint32_t>(width), 4) +
-          little_endian(static_cast<std::uint32_t>(height), 4) + little_endian(1, 2) + little_endian(8, 2) +
-          little_endian(1, 4) /* BI_RLE8 */ + little_endian(data.size(), 4) + little_endian(2835, 4) +
-          little_endian(2835, 4) + little_endian(256, 4) + little_endian(0, 4);
+          little_endian(static_cast<std::uint32_t>(height), 4) + little_endian(1, 2) + little_endian(bits, 2) +
+          little_endian(bits == 8 ? 1 : 2, 4) /* BI_RLE8, BI_RLE4 */ + little_endian(data.size(), 4) +
+          little_endian(2835, 4) + little_endian(2835, 4) + little_endian(colours, 4) + little_endian(0, 4);
   return file + palette + data;
 }
 
@@ -360,7 +361,7 @@ TEST_CASE("whole images: TIFF strips and tiles that hold fewer bytes than their 
             .find("tile 5 holds 100 bytes, 256 needed") != std::string::npos);
 }
 
-TEST_CASE("whole images: RLE8 BMPs that do not cover their rows are refused, whole ones read") {
+TEST_CASE("whole images: RLE8 and RLE4 BMPs that do not cover their rows are refused, whole ones read") {
   TempDir dir;
   const std::string path = dir.file("rle.bmp");
   write_bytes(path, rle8_bmp(8, 4, rle8_rows(4, true)));
@@ -378,6 +379,16 @@ TEST_CASE("whole images: RLE8 BMPs that do not cover their rows are refused, who
   CHECK(refusal(path).find("2 of its 4 rows") != std::string::npos);
   // The file ends before the end-of-bitmap escape.
   write_bytes(path, rle8_bmp(8, 4, rle8_rows(3, false)));
+  CHECK(refusal(path).find("the RLE data ends") != std::string::npos);
+  // RLE4, each row 8 pixels in one absolute run (indices 1 to 8, two to a byte).
+  std::string rle4;
+  for (int y = 0; y < 4; ++y) rle4 += std::string{0, 8, 0x12, 0x34, 0x56, 0x78, 0, 0};
+  write_bytes(path, rle8_bmp(8, 4, rle4 + std::string{0, 1}, 4));
+  const cv::Mat four = cuconv::read_image(path);
+  REQUIRE(four.type() == CV_8UC1);
+  CHECK(four.at<std::uint8_t>(2, 7) == 8 * 17);
+  // Cut inside the last absolute run.
+  write_bytes(path, rle8_bmp(8, 4, rle4.substr(0, rle4.size() - 4), 4));
   CHECK(refusal(path).find("the RLE data ends") != std::string::npos);
 }
 
