@@ -16,6 +16,7 @@
 
 #include <chrono>
 #include <condition_variable>
+#include <cstdint>
 #include <future>
 #include <mutex>
 #include <string>
@@ -149,6 +150,7 @@ TEST_CASE(
     // workspace then holds other weights, which the calls below replace.
     static_cast<void>(convolve(in.view(), first_out.view(), warm, options, workspace, nullptr));
     REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    const std::uint64_t allocations = workspace.allocations();
 
     cudaStream_t held = nullptr, idle = nullptr;
     REQUIRE(cudaStreamCreateWithFlags(&held, cudaStreamNonBlocking) == cudaSuccess);
@@ -168,6 +170,7 @@ TEST_CASE(
     REQUIRE(cudaStreamSynchronize(idle) == cudaSuccess);
     CHECK(bit_equal(download(first_out.view()), first_host.image));
     CHECK(bit_equal(download(second_out.view()), second_host.image));
+    CHECK(workspace.allocations() == allocations);  // filters of the same size reuse the weights' buffer
     cudaStreamDestroy(held);
     cudaStreamDestroy(idle);
   }
