@@ -68,7 +68,7 @@ ConvolveOptions to_options(const CliRequest& req) {
 
 /// A CLI11 validator that accepts what `accepts` returns true for, else says `expected`.
 template <class Accepts>
-CLI::Validator by_hand(Accepts accepts, std::string expected, std::string type_name) {
+CLI::Validator by_hand(Accepts accepts, const std::string& expected, std::string type_name) {
   return CLI::Validator(
       [accepts, expected](std::string& text) -> std::string {
         return accepts(text) ? std::string() : expected + ", got '" + text + "'";
@@ -215,7 +215,7 @@ const std::vector<std::string> kGroupOrder = {"Options", "Output files and metad
 /// Registers --filter and what shapes its result (both modes). Returns --border-value, whose use
 /// without --border constant is refused after parsing.
 CLI::Option* add_filter_options(CLI::App& app, CliRequest& req) {
-  const std::string group = kGroupOrder[0];  // the filter's options lead: "Options"
+  const std::string& group = kGroupOrder[0];  // the filter's options lead: "Options"
   std::string parametric;
   for (const ParametricFilter& kind : parametric_filters())
     parametric += (parametric.empty() ? "" : ", ") + std::string(kind.syntax);
@@ -256,7 +256,7 @@ CLI::Option* add_filter_options(CLI::App& app, CliRequest& req) {
 
 /// Registers the options on where the command runs and what it reports besides the image.
 void add_run_options(CLI::App& app, CliRequest& req, BatchRequest& batch, bool batch_mode) {
-  const std::string group = kGroupOrder[2];
+  const std::string& group = kGroupOrder[2];
   app.add_option("--variant", req.variant,
                  "the kernel (default auto: a GPU kernel, OpenCV without a GPU; VARIANT below)")
       ->transform(one_of_table<Variant>())
@@ -302,7 +302,7 @@ void add_run_options(CLI::App& app, CliRequest& req, BatchRequest& batch, bool b
 
 /// Registers what asks for information instead of, or beside, a result.
 void add_information_options(CLI::App& app, CliRequest& req, bool& version) {
-  const std::string group = kGroupOrder.back();
+  const std::string& group = kGroupOrder.back();
   app.get_help_ptr()->description("print this help and exit")->group(group);
   app.add_flag("--version", version, "print the version, the build, OpenCV, CUDA and the GPU found, and exit")
       ->group(group);

@@ -78,11 +78,11 @@ namespace {
 
 constexpr std::string_view kMarkerPrefix = "no-gpu-warned-";
 
-/// The start time (field 22 of /proc/PID/stat, clock ticks since boot) of process `pid`; "0" when
-/// it has gone. The fields after the name, which may hold spaces and ')', follow its last ')'.
-std::string start_time_of(long pid) {
-  const std::optional<unsigned long long> ticks = process_start_ticks(pid);
-  return ticks ? std::to_string(*ticks) : std::string("0");
+/// "SID-START": session `sid` and its leader's start time (clock ticks since boot; 0 when the
+/// leader has gone).
+std::string key_of(long sid) {
+  const std::optional<unsigned long long> ticks = process_start_ticks(sid);
+  return std::to_string(sid) + "-" + (ticks ? std::to_string(*ticks) : std::string("0"));
 }
 
 }  // namespace
@@ -90,7 +90,7 @@ std::string start_time_of(long pid) {
 std::string session_key(long pid) {
   const pid_t sid = ::getsid(static_cast<pid_t>(pid));
   if (pid <= 0 || sid <= 0) return {};
-  return std::to_string(sid) + "-" + start_time_of(sid);
+  return key_of(sid);
 }
 
 bool first_in_session(engine::Files& files, const std::string& folder, const std::string& key) {
@@ -103,7 +103,7 @@ bool first_in_session(engine::Files& files, const std::string& folder, const std
       if (!name.starts_with(kMarkerPrefix)) continue;
       const std::string other = name.substr(kMarkerPrefix.size());
       const long sid = std::atol(other.c_str());
-      if (sid > 0 && other != std::to_string(sid) + "-" + start_time_of(sid)) files.remove(folder + "/" + name);
+      if (sid > 0 && other != key_of(sid)) files.remove(std::string(folder).append("/").append(name));
     }
   } catch (const std::exception&) {
     return true;

@@ -35,6 +35,7 @@ namespace cuconv::codec {
   X(encode_retrieve_bitstream, nvjpegEncodeRetrieveBitstream)
 
 struct NvjpegApi {
+// NOLINTNEXTLINE(bugprone-macro-parentheses): the arguments are a member's name and a function's
 #define CUCONV_NVJPEG_MEMBER(member, symbol) decltype(&symbol) member = nullptr;
   CUCONV_NVJPEG_FUNCTIONS(CUCONV_NVJPEG_MEMBER)
 #undef CUCONV_NVJPEG_MEMBER

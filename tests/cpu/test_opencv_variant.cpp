@@ -99,7 +99,8 @@ TEST_CASE("opencv variant equals a direct cv::filter2D call for every filter2D b
         cv::Mat expected;
         cv::filter2D(*img, expected, -1, kernel_matrix(f), cv::Point(f.resolved_anchor_x(), f.resolved_anchor_y()), 3.5,
                      cv_border);
-        INFO("filter ", spec, " border ", to_string(border));
+        const auto border_name = to_string(border);  // clang 14 cannot capture a structured binding (INFO does)
+        INFO("filter ", spec, " border ", border_name);
         CHECK(r.variant_used == Variant::opencv);
         CHECK(bit_equal(r.image, expected));
       }
@@ -135,8 +136,9 @@ TEST_CASE("opencv variant equals a direct cv::filter2D call for --anchor, every 
           o.depth = d;
           cv::Mat expected;
           cv::filter2D(src, expected, out_depth, kernel_matrix(f), anchor, -1.5, cv_border);
+          const auto border_name = to_string(border);  // clang 14 cannot capture a structured binding
           INFO("input ", depth_name(in_depth), " output ", depth_name(out_depth), " anchor ", anchor.x, ",", anchor.y,
-               " border ", to_string(border));
+               " border ", border_name);
           CHECK(bit_equal(convolve(src, f, o).image, expected));
         }
       }
@@ -200,7 +202,9 @@ TEST_CASE("wrap and non-zero constant borders match a brute-force reference") {
         CHECK(cv::norm(convolve(src, f, o).image, got, cv::NORM_INF) < 1e-2);
         const cv::Mat want =
             brute_force(src, f, f.resolved_anchor_x(), f.resolved_anchor_y(), 0.0, border, o.border_value, CV_32F);
-        INFO("border ", to_string(border), " filter ", spec, " size ", cols, "x", rows);
+        const int width = cols;  // clang 14 cannot capture a structured binding (INFO does)
+        const int height = rows;
+        INFO("border ", to_string(border), " filter ", spec, " size ", width, "x", height);
         CHECK(cv::norm(got, want, cv::NORM_INF) < 1e-2);  // float sums of up to ~4000
       }
     }

@@ -46,8 +46,8 @@ inline std::string tiff_with_samples(int width, int height, int samples) {
   const int entry_count = 10 + (extra > 0 ? 1 : 0);
   const std::uint64_t after_directory = 8 + 2 + 12 * entry_count + 4;
   const std::uint64_t bits_at = after_directory;
-  const std::uint64_t extra_at = bits_at + 2 * samples;
-  const std::uint64_t pixels_at = extra_at + 2 * std::max(extra, 1);
+  const std::uint64_t extra_at = bits_at + std::uint64_t{2} * samples;
+  const std::uint64_t pixels_at = extra_at + std::uint64_t{2} * std::max(extra, 1);
   const auto inline_short = [](std::uint64_t v) { return little_endian(v, 2) + little_endian(0, 2); };
   entries.push_back({256, kLong, 1, little_endian(width, 4)});
   entries.push_back({257, kLong, 1, little_endian(height, 4)});

@@ -311,6 +311,7 @@ inline bool bit_equal(const cv::Mat& a, const cv::Mat& b) {
     const float* pa = a.ptr<float>(r);
     const float* pb = b.ptr<float>(r);
     for (std::size_t i = 0; i < values; ++i) {
+      // NOLINTNEXTLINE(bugprone-suspicious-memory-comparison): bit for bit is the point (-0 is not +0)
       const bool same = std::isnan(pa[i]) ? std::isnan(pb[i]) : std::memcmp(&pa[i], &pb[i], sizeof(float)) == 0;
       if (!same) return false;
     }

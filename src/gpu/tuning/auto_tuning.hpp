@@ -77,7 +77,7 @@ inline constexpr AutoTuning kSm90H100{
     // From 16x16 overlap-save, whose cost hardly grows with the filter, undercuts direct sums.
     .fft_min_taps = 256,
     // The default shared memory a block may use without opting in; cached needs no more past it.
-    .tiled_halo_max_shared_bytes = 48 * 1024,
+    .tiled_halo_max_shared_bytes = std::size_t{48} * 1024,
 };
 
 /// Compute capability 9.0 on the H200: the H100's values, the small-radius rank-1 rule measured
