@@ -218,9 +218,10 @@ ConvolveResult convolve_into(const cv::Mat& src, const cv::Mat& dst, const Filte
 /// the PMPP variants' channel planes come from the device's stream-ordered pool and return to it
 /// in order after the launches, so nothing here waits for the stream, and one workspace serves
 /// one thread's calls on any number of streams. Exceptions: the first launch of a kernel in the
-/// process may wait while CUDA loads it (lazy loading), and `fft` creates its cuFFT plan and
-/// filter spectrum on the first call for a size and filter (allocations that may wait). Strips,
-/// --bench and the fallback to OpenCV are host-image features: options.bench_runs must be 0.
+/// process may wait while CUDA loads it (lazy loading), and `fft` on an image size or filter whose
+/// cuFFT plan or filter spectrum its thread has not kept allocates one and may free the oldest,
+/// which may wait. Strips, --bench and the fallback to OpenCV are host-image features:
+/// options.bench_runs must be 0.
 /// Returns the variant queued. Throws cuconv::Error (usage: mismatched images, `opencv`; gpu: a
 /// CUDA failure). The cv::Mat overloads above are built on the same device path.
 Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& filter, const ConvolveOptions& options,

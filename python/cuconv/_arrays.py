@@ -233,7 +233,10 @@ def framework_stream(src, handle: int):
         return torch.cuda.ExternalStream(handle, device=src.obj.device)
     if _is_cupy(src.obj):
         import cupy
-        return cupy.cuda.ExternalStream(handle, src.obj.device.id)
+        try:
+            return cupy.cuda.ExternalStream(handle, src.obj.device.id)
+        except TypeError:  # CuPy before 11 takes the pointer only (the current device's stream)
+            return cupy.cuda.ExternalStream(handle)
     return None
 
 
