@@ -6,6 +6,7 @@
 
 #include <algorithm>
 #include <utility>
+#include <vector>
 
 namespace cuconv {
 
@@ -14,6 +15,9 @@ namespace {
 /// Pinned capacity for `needed` bytes: 1/8 spare, so a batch of slightly varying sizes stops
 /// regrowing soon. Device planes get no spare: the strip plan sized them to the memory limit.
 std::size_t grown(std::size_t needed) { return needed + needed / 8; }
+
+/// Streams whose reads of the kept weights are tracked before the finished ones are dropped.
+constexpr std::size_t kTrackedWeightReads = 16;
 
 /// Bytes of a kept plane of `rows` rows of `row_bytes` (one linear allocation, pitched rows).
 std::size_t kept_plane_bytes(std::size_t row_bytes, std::size_t rows) {
@@ -113,6 +117,11 @@ void gpu::WorkspaceState::weights_read(cudaStream_t stream) {
       event.record(stream);
       return;
     }
+  }
+  // A caller that cycles through many streams: reads already done need no waiting for.
+  if (weights_.reads.size() >= kTrackedWeightReads) {
+    std::erase_if(weights_.reads, [](const auto& read) { return cudaEventQuery(read.second.get()) == cudaSuccess; });
+    cudaGetLastError();  // a query's cudaErrorNotReady is an answer, not an error
   }
   weights_.reads.emplace_back(stream, gpu::CudaEvent(gpu::CudaEvent::ordering_only));
   weights_.reads.back().second.record(stream);
