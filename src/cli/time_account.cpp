@@ -45,14 +45,19 @@ std::vector<std::string> time_account(const Session& session, const engine::Imag
   const Clock::time_point now = Clock::now();
   const std::thread::id self = std::this_thread::get_id();
   // This command's loads (on its thread, since it started) are parts of its time; a server's
-  // earlier loads were paid before the command, and loads on other threads ran beside its parts.
+  // earlier loads were paid before the command; loads on the process's other threads (the GPU
+  // codec's set-up) ran beside the parts, so they are named but not added (served, those threads
+  // may be other clients').
   std::vector<common::LibraryLoad> ours;
   std::vector<common::LibraryLoad> earlier;
+  std::vector<common::LibraryLoad> beside;
   for (common::LibraryLoad& load : common::library_loads()) {
     if (load.start < session.started)
       earlier.push_back(std::move(load));
     else if (load.thread == self)
       ours.push_back(std::move(load));
+    else if (!session.served)
+      beside.push_back(std::move(load));
   }
   double loads_ms = 0;
   for (const common::LibraryLoad& load : ours) loads_ms += load.ms;
@@ -80,7 +85,8 @@ std::vector<std::string> time_account(const Session& session, const engine::Imag
     lines.push_back("libraries already loaded in the server: " + load_list(earlier) +
                     (ours.empty() ? std::string() : "; loaded for this command: " + load_list(ours)));
   else
-    lines.push_back("libraries loaded on first use: " + load_list(ours));
+    lines.push_back("libraries loaded on first use: " + load_list(ours) +
+                    (beside.empty() ? std::string() : "; beside the stages, on another thread: " + load_list(beside)));
   if (loads_ms > 0) parts.push_back({"libraries", loads_ms});
   // The command's set-up: options, the filter, the output's checks, the GPU check.
   parts.push_back({"set-up", ms_between(session.started, marks.image_started) -
