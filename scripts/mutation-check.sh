@@ -120,6 +120,8 @@ mutation cpu-serve-temp-outside-caller cpu "$servant_file" \
   'serve file servant*'
 mutation cpu-byte-budget-doubled cpu src/engine/byte_budget.hpp 'taken_ + bytes <= limit_' 'taken_ + bytes <= 2 * limit_' \
   'byte budget*'
+mutation cpu-library-load-untimed cpu src/codec/opencv_codecs_lazy.cpp \
+  'const common::TimedLoad timed("OpenCV image codecs");' '// the module'"'"'s load left untimed' 'verbose:*'
 pipeline_file=src/engine/gpu_codec_pipeline.cpp
 mutation gpu-pipeline-bound-raised gpu "$pipeline_file" 'held_bytes(2 * sizes_.batch_bytes)' 'held_bytes(8 * sizes_.batch_bytes)'
 mutation gpu-pipeline-no-wait gpu "$pipeline_file" '        held_bytes.take(batch_held);' '        (void)batch_held;'
