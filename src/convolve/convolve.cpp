@@ -16,8 +16,10 @@
 
 #include <opencv2/core.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <cmath>
+#include <cstring>
 #include <new>
 #include <optional>
 #include <string>
@@ -58,6 +60,43 @@ gpu::ConvolveJob make_job(int input_depth, const Filter& filter, const ConvolveO
   job.bench_runs = o.bench_runs;
   job.gpu_memory_limit = o.gpu_memory_limit;
   return job;
+}
+
+/// Whether two doubles have the same bits (NaN equal to itself, 0 not equal to -0).
+bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+
+/// make_job's answer, from this thread's last few requests when it is one of them (the weights,
+/// sizes, anchors and offset of the filter, the options make_job reads, the input depth): a loop
+/// that filters with one filter (a Python caller, a batch thread) builds its job once, not once an
+/// image. The reference is good until this thread's next call.
+const gpu::ConvolveJob& kept_job(int input_depth, const Filter& filter, const ConvolveOptions& o) {
+  struct Entry {
+    Filter filter;
+    ConvolveOptions options;
+    int input_depth;
+    gpu::ConvolveJob job;
+  };
+  constexpr std::size_t kKept = 4;
+  thread_local std::vector<Entry> recent;  // least recently used first
+  const auto found = std::find_if(recent.begin(), recent.end(), [&](const Entry& e) {
+    const Filter& f = e.filter;
+    const ConvolveOptions& p = e.options;
+    return e.input_depth == input_depth && f.width == filter.width && f.height == filter.height &&
+           f.anchor_x == filter.anchor_x && f.anchor_y == filter.anchor_y && same_bits(f.offset, filter.offset) &&
+           f.weights.size() == filter.weights.size() &&
+           std::memcmp(f.weights.data(), filter.weights.data(), sizeof(double) * f.weights.size()) == 0 &&
+           p.anchor_x == o.anchor_x && p.anchor_y == o.anchor_y && same_bits(p.delta, o.delta) && p.depth == o.depth &&
+           p.border == o.border && same_bits(p.border_value, o.border_value) && p.keep_alpha == o.keep_alpha &&
+           p.bench_runs == o.bench_runs && p.gpu_memory_limit == o.gpu_memory_limit && p.device == o.device;
+  });
+  if (found != recent.end()) {
+    std::rotate(found, found + 1, recent.end());  // now the most recently used
+    return recent.back().job;
+  }
+  gpu::ConvolveJob job = make_job(input_depth, filter, o);  // throws for a refused request: nothing kept
+  if (recent.size() == kKept) recent.erase(recent.begin());
+  recent.push_back({filter, o, input_depth, std::move(job)});
+  return recent.back().job;
 }
 
 /// What every entry point accepts: a non-empty image of 8U, 16U or 32F with 1, 3 or 4 channels.
@@ -126,7 +165,7 @@ Error out_of_host_memory(const cv::Mat& src) {
 ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const ConvolveOptions& options,
                              gpu::WorkspaceState* kept_workspace, const cv::Mat& into = cv::Mat()) {
   validate_input(src.empty(), src.depth(), src.channels());
-  const gpu::ConvolveJob job = make_job(src.depth(), filter, options);
+  const gpu::ConvolveJob& job = kept_job(src.depth(), filter, options);
 
   std::string no_gpu_reason;
   std::string fallback_reason;
@@ -221,7 +260,7 @@ ConvolveResult convolve_into(const cv::Mat& src, const cv::Mat& dst, const Filte
 Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& filter, const ConvolveOptions& options,
                  GpuWorkspace& workspace, StreamHandle stream) {
   validate_input(src.data == nullptr || src.width <= 0 || src.height <= 0, src.depth, src.channels);
-  const gpu::ConvolveJob job = make_job(src.depth, filter, options);
+  const gpu::ConvolveJob& job = kept_job(src.depth, filter, options);
   if (dst.data == nullptr || dst.width != src.width || dst.height != src.height || dst.channels != src.channels ||
       dst.depth != job.output_depth)
     throw Error(ErrorKind::usage,
