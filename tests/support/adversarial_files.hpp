@@ -76,6 +76,40 @@ inline std::string tiff_with_samples(int width, int height, int samples) {
   return file;
 }
 
+/// An uncompressed little-endian 16-bit RGB TIFF, PlanarConfiguration 2 (one strip per plane),
+/// every sample `value`: OpenCV 4.6 decoded one plane of it and left the others as the heap held
+/// them.
+inline std::string planar_rgb16_tiff(int width, int height, std::uint16_t value) {
+  constexpr int kShort = 3, kLong = 4, kEntries = 10;
+  const std::uint64_t plane_bytes = 2ull * static_cast<std::uint64_t>(width) * static_cast<std::uint64_t>(height);
+  // Layout: header (8), directory, then BitsPerSample, StripOffsets, StripByteCounts, the planes.
+  const std::uint64_t bits_at = 8 + 2 + 12 * kEntries + 4;
+  const std::uint64_t offsets_at = bits_at + 6;
+  const std::uint64_t counts_at = offsets_at + 12;
+  const std::uint64_t pixels_at = counts_at + 12;
+  const auto entry = [](int tag, int type, std::uint64_t count, const std::string& value4) {
+    return little_endian(tag, 2) + little_endian(type, 2) + little_endian(count, 4) + value4;
+  };
+  const auto inline_short = [](std::uint64_t v) { return little_endian(v, 2) + little_endian(0, 2); };
+  std::string file = "II" + little_endian(42, 2) + little_endian(8, 4) + little_endian(kEntries, 2);
+  file += entry(256, kLong, 1, little_endian(width, 4));
+  file += entry(257, kLong, 1, little_endian(height, 4));
+  file += entry(258, kShort, 3, little_endian(bits_at, 4));
+  file += entry(259, kShort, 1, inline_short(1));  // no compression
+  file += entry(262, kShort, 1, inline_short(2));  // RGB
+  file += entry(273, kLong, 3, little_endian(offsets_at, 4));
+  file += entry(277, kShort, 1, inline_short(3));  // samples per pixel
+  file += entry(278, kLong, 1, little_endian(height, 4));
+  file += entry(279, kLong, 3, little_endian(counts_at, 4));
+  file += entry(284, kShort, 1, inline_short(2));  // planar
+  file += little_endian(0, 4);
+  for (int s = 0; s < 3; ++s) file += little_endian(16, 2);
+  for (int s = 0; s < 3; ++s) file += little_endian(pixels_at + s * plane_bytes, 4);
+  for (int s = 0; s < 3; ++s) file += little_endian(plane_bytes, 4);
+  for (std::uint64_t i = 0; i < 3 * plane_bytes / 2; ++i) file += little_endian(value, 2);
+  return file;
+}
+
 /// An EXIF block (what a JPEG's APP1 holds after "Exif\0\0"): one IFD with Orientation.
 inline std::string exif_with_orientation(int orientation) {
   return "II" + little_endian(42, 2) + little_endian(8, 4) + little_endian(1, 2) +  // one entry
