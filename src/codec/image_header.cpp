@@ -312,6 +312,18 @@ void check_header(const std::string& path, const ImageHeader& header, const Read
                                           " header's samples per pixel; supported: 1, 3, 4)");
 }
 
+void check_decoded_size(const std::string& path, const ImageHeader& header, int rows, int cols, int channels) {
+  const auto w = static_cast<std::uint64_t>(cols), h = static_cast<std::uint64_t>(rows);
+  if (header.has_size && !(w == header.width && h == header.height) && !(w == header.height && h == header.width))
+    throw Error(ErrorKind::bad_input, path + ": cannot decode image: the decoder returned " + std::to_string(w) + "x" +
+                                          std::to_string(h) + " pixels, but the " + header.format + " header claims " +
+                                          std::to_string(header.width) + "x" + std::to_string(header.height));
+  if (header.channels >= 3 && channels < 3)
+    throw Error(ErrorKind::bad_input, path + ": cannot decode image: the decoder returned " + std::to_string(channels) +
+                                          " channel(s), but the " + header.format + " header claims " +
+                                          std::to_string(header.channels) + " samples per pixel");
+}
+
 std::optional<ImageHeader> inspect_image_file(const std::string& path) {
   FileReader file(path);
   std::array<std::uint8_t, kPngSignature.size()> magic{};

@@ -43,6 +43,12 @@ void check_pixel_count(const std::string& path, const std::string& what, std::ui
 /// messages). Error{bad_input} naming `path`.
 void check_header(const std::string& path, const ImageHeader& header, const ReadLimits& limits);
 
+/// Refuses a decoded image that holds less than `header` claims: other rows and columns than the
+/// header's size (either way round, as an Orientation tag may turn it), or gray from a header
+/// that claims colour samples (a 4-sample CMYK image may become 3 colour channels). A decoder
+/// that stops early may return a smaller image without an error. Error{bad_input} naming `path`.
+void check_decoded_size(const std::string& path, const ImageHeader& header, int rows, int cols, int channels);
+
 /// The header of a JPEG stream in memory, as inspect_image_file reads a JPEG file's, and from the
 /// same walk (codec::walk_jpeg) its markers up to the first scan into `markers` when given: what
 /// the GPU JPEG route needs, with the file's bytes walked once.

@@ -312,6 +312,7 @@ cv::Mat read_image(const std::string& path, const ReadLimits& limits, std::strin
   if (image.empty())
     throw Error(ErrorKind::bad_input,
                 path + ": cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
+  if (header) codec::check_decoded_size(path, *header, image.rows, image.cols, image.channels());
   // Formats whose header is not read above meet the limit here, after decoding.
   codec::check_pixel_count(path, "image has", static_cast<std::uint64_t>(image.cols),
                            static_cast<std::uint64_t>(image.rows), limits);

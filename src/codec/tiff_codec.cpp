@@ -6,6 +6,7 @@
 #include "codec/tiff_codec.hpp"
 
 #include "codec/metadata.hpp"  // orient_upright
+#include "codec/tiff_memory.hpp"
 
 #include <cuconv/error.hpp>
 
@@ -26,45 +27,6 @@ namespace cuconv::codec {
 
 namespace {
 
-/// The in-memory file libtiff reads and writes: bytes, and the position of the next access.
-struct MemoryFile {
-  std::vector<unsigned char> bytes;
-  std::uint64_t position = 0;
-  std::string error;  ///< libtiff's last error message
-};
-
-MemoryFile& file_of(thandle_t handle) { return *static_cast<MemoryFile*>(handle); }
-
-tmsize_t read_proc(thandle_t handle, void* out, tmsize_t size) {
-  MemoryFile& file = file_of(handle);
-  const auto available = file.position < file.bytes.size() ? file.bytes.size() - file.position : 0;
-  const auto count = std::min<std::uint64_t>(available, static_cast<std::uint64_t>(size));
-  std::memcpy(out, file.bytes.data() + file.position, count);
-  file.position += count;
-  return static_cast<tmsize_t>(count);
-}
-
-tmsize_t write_proc(thandle_t handle, void* data, tmsize_t size) {
-  MemoryFile& file = file_of(handle);
-  const auto end = file.position + static_cast<std::uint64_t>(size);
-  if (end > file.bytes.size()) file.bytes.resize(end);
-  std::memcpy(file.bytes.data() + file.position, data, static_cast<std::size_t>(size));
-  file.position = end;
-  return size;
-}
-
-toff_t seek_proc(thandle_t handle, toff_t offset, int whence) {
-  MemoryFile& file = file_of(handle);
-  const std::uint64_t base = whence == SEEK_CUR ? file.position : whence == SEEK_END ? file.bytes.size() : 0;
-  file.position = base + offset;
-  return file.position;
-}
-
-int close_proc(thandle_t) { return 0; }
-toff_t size_proc(thandle_t handle) { return file_of(handle).bytes.size(); }
-int map_proc(thandle_t, void**, toff_t*) { return 0; }
-void unmap_proc(thandle_t, void*, toff_t) {}
-
 std::string message_text(const char* module, const char* format, va_list args) {
   char text[512];
   std::vsnprintf(text, sizeof text, format, args);
@@ -76,13 +38,6 @@ int on_error(TIFF*, void* user_data, const char* module, const char* format, va_
   return 1;  // handled: libtiff's global handler (stderr) stays quiet
 }
 int on_warning(TIFF*, void*, const char*, const char*, va_list) { return 1; }
-
-struct TiffCloser {
-  void operator()(TIFF* tif) const { TIFFClose(tif); }
-};
-struct OptionsFreer {
-  void operator()(TIFFOpenOptions* options) const { TIFFOpenOptionsFree(options); }
-};
 
 /// TIFF's sample format and size for an OpenCV depth.
 struct SampleLayout {
@@ -310,9 +265,7 @@ std::vector<unsigned char> encode_tiff(const std::string& path, const cv::Mat& i
                                         (file.error.empty() ? std::string() : " (" + file.error + ")"));
   };
   {
-    const std::unique_ptr<TIFF, TiffCloser> tif(TIFFClientOpenExt(path.c_str(), "w", &file, read_proc, write_proc,
-                                                                  seek_proc, close_proc, size_proc, map_proc,
-                                                                  unmap_proc, options.get()));
+    const std::unique_ptr<TIFF, TiffCloser> tif(open_memory_tiff(path, "w", file, options.get()));
     if (!tif) throw fail("cannot start the encoder");
     TIFF* t = tif.get();
     const int codec = compression == TiffCompression::deflate ? COMPRESSION_ADOBE_DEFLATE
@@ -356,10 +309,15 @@ std::vector<unsigned char> encode_tiff(const std::string& path, const cv::Mat& i
     if (!TIFFWriteDirectory(t)) throw fail("cannot finish the file");
   }
   if (!file.error.empty()) throw fail("libtiff reported an error");
-  return std::move(file.bytes);
+  return std::move(file.written);
 }
 
-cv::Mat decode_tiff(const std::string& path) {
+namespace {
+
+/// decode_tiff of the TIFF that `open` opens with the options it is given (the read handlers);
+/// an empty `path` leaves the messages without a file name.
+cv::Mat decode_opened(const std::string& path, const std::function<TIFF*(TIFFOpenOptions*)>& open) {
+  const std::string who = path.empty() ? std::string() : path + ": ";  // messages' prefix
   ReadMessages messages;
   const auto with_libtiff = [&](const std::string& text) {
     const std::string& said = !messages.defect.empty() ? messages.defect : messages.error;
@@ -367,16 +325,15 @@ cv::Mat decode_tiff(const std::string& path) {
   };
   const auto truncated = [&](const std::string& what) {
     return Error(ErrorKind::bad_input,
-                 path + ": cannot decode image: truncated or corrupt TIFF file: " + with_libtiff(what));
+                 who + "cannot decode image: truncated or corrupt TIFF file: " + with_libtiff(what));
   };
   const auto refuse = [&](const std::string& what) {
-    return Error(ErrorKind::bad_input, path + ": unsupported TIFF layout: " + what);
+    return Error(ErrorKind::bad_input, who + "unsupported TIFF layout: " + what);
   };
   const std::unique_ptr<TIFFOpenOptions, OptionsFreer> options(TIFFOpenOptionsAlloc());
   TIFFOpenOptionsSetErrorHandlerExtR(options.get(), on_read_error, &messages);
   TIFFOpenOptionsSetWarningHandlerExtR(options.get(), on_read_warning, &messages);
-  // "m": read with read(2), never a mapping, which a file cut while it is read would turn into SIGBUS.
-  const std::unique_ptr<TIFF, TiffCloser> tif(TIFFOpenExt(path.c_str(), "rm", options.get()));
+  const std::unique_ptr<TIFF, TiffCloser> tif(open(options.get()));
   if (!tif) throw truncated("libtiff cannot read its first image directory");
   TIFF* t = tif.get();
   if (!messages.defect.empty()) throw truncated("its strip or tile byte counts do not match the image");
@@ -401,7 +358,7 @@ cv::Mat decode_tiff(const std::string& path) {
   // Samples past the colour ones are extra samples: one is kept as alpha, more are refused.
   if ((is_gray(layout) && layout.samples != 1) ||
       (layout.photometric == PHOTOMETRIC_RGB && layout.samples != 3 && layout.samples != 4))
-    throw Error(ErrorKind::bad_input, path + ": unsupported channel count " + std::to_string(layout.samples) +
+    throw Error(ErrorKind::bad_input, who + "unsupported channel count " + std::to_string(layout.samples) +
                                           " (the TIFF's samples per pixel; supported: 1, 3, 4)");
   std::uint16_t orientation = ORIENTATION_TOPLEFT;
   TIFFGetFieldDefaulted(t, TIFFTAG_ORIENTATION, &orientation);
@@ -409,8 +366,8 @@ cv::Mat decode_tiff(const std::string& path) {
   cv::Mat image = reads_samples_as_stored(layout) ? cv::Mat() : read_through_rgba(t, layout, refuse, truncated);
   const int depth = layout.bits == 1 || !image.empty() ? CV_8U : sample_depth(layout);
   if (depth < 0)
-    throw Error(ErrorKind::bad_input, path + ": unsupported pixel depth: the TIFF's samples are " +
-                                          sample_name(layout) + " (supported: 8U, 16U, 32F)");
+    throw Error(ErrorKind::bad_input, who + "unsupported pixel depth: the TIFF's samples are " + sample_name(layout) +
+                                          " (supported: 8U, 16U, 32F)");
   const int planes = !image.empty() ? 0 : layout.planar == PLANARCONFIG_SEPARATE ? layout.samples : 1;
   const std::size_t row_bytes = static_cast<std::size_t>(TIFFScanlineSize64(t));
   // Each plane is read straight into a continuous matrix whose rows are the file's (packed bits
@@ -436,6 +393,19 @@ cv::Mat decode_tiff(const std::string& path) {
   if (planes == 1) image = to_rgb_order(image);  // RGB(A) -> BGR(A)
   orient_upright(image, orientation);
   return image;
+}
+
+}  // namespace
+
+cv::Mat decode_tiff(const std::string& path) {
+  // "m": read with read(2), never a mapping, which a file cut while it is read would turn into SIGBUS.
+  return decode_opened(path, [&](TIFFOpenOptions* options) { return TIFFOpenExt(path.c_str(), "rm", options); });
+}
+
+cv::Mat decode_tiff(const std::string& name, std::span<const unsigned char> bytes) {
+  MemoryFile file;
+  file.source = bytes;
+  return decode_opened(name, [&](TIFFOpenOptions* options) { return open_memory_tiff(name, "rm", file, options); });
 }
 
 }  // namespace cuconv::codec

@@ -5,6 +5,7 @@
 // 16-bit RGB file zero: every TIFF cuconv writes or reads goes through here.
 #include <opencv2/core/mat.hpp>
 
+#include <span>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -35,5 +36,9 @@ bool parse_tiff_compression(std::string_view text, TiffCompression& out);
 /// that holds or decodes to fewer bytes than its rows need, or any warning libtiff gives while
 /// reading the pixels (a codec that runs out of data may only warn).
 [[nodiscard]] cv::Mat decode_tiff(const std::string& path);
+
+/// decode_tiff of a TIFF file's `bytes` in memory (the caller keeps them alive); `name` starts
+/// the Error's message, none when empty.
+[[nodiscard]] cv::Mat decode_tiff(const std::string& name, std::span<const unsigned char> bytes);
 
 }  // namespace cuconv::codec

@@ -1,16 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
 // The GPU codec pipeline (gpu_codec_pipeline.hpp): per device a decode thread (the codec's batched
 // decode) and encoder threads (filter straight from the decoded device image on their own
-// stream, then the codec's encode from the filtered one); files the codec refuses take OpenCV's
-// decoder, the filter and the codec's host encoder on an encoder thread.
+// stream, then the codec's encode from the filtered one); files the codec refuses take the host
+// decoder (libtiff or OpenCV), the filter and the codec's host encoder on an encoder thread.
 #include "engine/gpu_codec_pipeline.hpp"
 
 #include "codec/codec_stream.hpp"
-#include "codec/opencv_codecs.hpp"
+#include "codec/memory_image.hpp"
 #include "engine/bounded_queue.hpp"
 #include "engine/byte_budget.hpp"
-
-#include <opencv2/imgcodecs.hpp>  // the IMREAD_ constants only (codec/opencv_codecs.hpp)
 
 #include <algorithm>
 #include <chrono>
@@ -344,11 +342,11 @@ struct GpuCodecPipeline::State {
                      codec::GpuCodec& codec, GpuWorkspace& workspace, GpuJobResult& result) {
     const Filter* filter = job.filter;
     const auto t = Clock::now();
-    cv::Mat image = codec::opencv_imdecode(file, cv::IMREAD_UNCHANGED);
-    if (image.empty())
-      throw Error(ErrorKind::bad_input, "cannot decode image (corrupt, truncated or not an image format OpenCV reads)");
+    // The host reader read_image would use for a file of this format (a planar TIFF named .jpg:
+    // libtiff, as OpenCV 4.6 leaves planes zero); the caller's messages name the file.
+    cv::Mat image = codec::decode_image_bytes("", file);
     result.decode_ms = ms_since(t);
-    result.decoder = "opencv";
+    result.decoder = codec::is_tiff(file) ? "libtiff" : "opencv";
     result.width = image.cols;
     result.height = image.rows;
     result.channels = image.channels();
