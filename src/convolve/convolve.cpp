@@ -17,9 +17,10 @@
 #include <opencv2/core.hpp>
 
 #include <algorithm>
+#include <bit>
 #include <chrono>
 #include <cmath>
-#include <cstring>
+#include <cstdint>
 #include <new>
 #include <optional>
 #include <string>
@@ -63,7 +64,7 @@ gpu::ConvolveJob make_job(int input_depth, const Filter& filter, const ConvolveO
 }
 
 /// Whether two doubles have the same bits (NaN equal to itself, 0 not equal to -0).
-bool same_bits(double a, double b) { return std::memcmp(&a, &b, sizeof a) == 0; }
+bool same_bits(double a, double b) { return std::bit_cast<std::uint64_t>(a) == std::bit_cast<std::uint64_t>(b); }
 
 /// make_job's answer, from this thread's last few requests when it is one of them (the weights,
 /// sizes, anchors and offset of the filter, the options make_job reads, the input depth): a loop
@@ -83,8 +84,7 @@ const gpu::ConvolveJob& kept_job(int input_depth, const Filter& filter, const Co
     const ConvolveOptions& p = e.options;
     return e.input_depth == input_depth && f.width == filter.width && f.height == filter.height &&
            f.anchor_x == filter.anchor_x && f.anchor_y == filter.anchor_y && same_bits(f.offset, filter.offset) &&
-           f.weights.size() == filter.weights.size() &&
-           std::memcmp(f.weights.data(), filter.weights.data(), sizeof(double) * f.weights.size()) == 0 &&
+           std::equal(f.weights.begin(), f.weights.end(), filter.weights.begin(), filter.weights.end(), same_bits) &&
            p.anchor_x == o.anchor_x && p.anchor_y == o.anchor_y && same_bits(p.delta, o.delta) && p.depth == o.depth &&
            p.border == o.border && same_bits(p.border_value, o.border_value) && p.keep_alpha == o.keep_alpha &&
            p.bench_runs == o.bench_runs && p.gpu_memory_limit == o.gpu_memory_limit && p.device == o.device;
