@@ -25,6 +25,7 @@ namespace {
 using cuconv::test::run_cuconv;
 using cuconv::test::TempDir;
 using cuconv::test::crafted::little_endian;
+using cuconv::test::crafted::patch_tiff_entry;
 
 /// How a test TIFF is laid out.
 struct Layout {
@@ -144,29 +145,6 @@ long long differing_samples(const cv::Mat& got, const cv::Mat& expected) {
     for (int i = 0; i < got.cols * got.channels(); ++i)
       count += std::memcmp(got.ptr(r) + i * size, expected.ptr(r) + i * size, size) != 0;
   return count;
-}
-
-/// `file`'s classic little-endian TIFF directory entry `tag`: its element `index` set to `value`
-/// (SHORT or LONG, inline or at its offset).
-void patch_tiff_entry(std::string& file, int tag, int index, std::uint32_t value) {
-  const auto number = [&file](std::size_t at, int count) {
-    std::uint64_t v = 0;
-    for (int i = count - 1; i >= 0; --i) v = v << 8 | static_cast<unsigned char>(file[at + i]);
-    return v;
-  };
-  const std::size_t directory = number(4, 4);
-  const std::uint64_t entries = number(directory, 2);
-  for (std::uint64_t e = 0; e < entries; ++e) {
-    const std::size_t at = directory + 2 + 12 * e;
-    if (static_cast<int>(number(at, 2)) != tag) continue;
-    const int size = number(at + 2, 2) == 3 ? 2 : 4;
-    const std::uint64_t count = number(at + 4, 4);
-    REQUIRE(static_cast<std::uint64_t>(index) < count);
-    const std::size_t values = count * size <= 4 ? at + 8 : number(at + 8, 4);
-    file.replace(values + static_cast<std::size_t>(index) * size, size, little_endian(value, size));
-    return;
-  }
-  FAIL("no tag ", tag, " in the TIFF directory");
 }
 
 void write_bytes(const std::string& path, const std::string& bytes) { std::ofstream(path, std::ios::binary) << bytes; }

@@ -17,12 +17,14 @@
 #include <cstdint>
 #include <span>
 #include <string>
+#include <vector>
 
 namespace {
 
 using cuconv::ErrorKind;
 using cuconv::codec::check_decoded_size;
 using cuconv::codec::decode_image_bytes;
+using cuconv::test::crafted::patch_tiff_entry;
 using cuconv::test::crafted::planar_rgb16_tiff;
 
 constexpr int kWidth = 37, kHeight = 29;
@@ -96,12 +98,20 @@ TEST_CASE("whole images: a planar 16-bit TIFF in memory keeps all three planes, 
   CHECK(cv::countNonZero(from_png != 7) == 0);
 }
 
-TEST_CASE("whole images: TIFF bytes in memory cut inside a plane are refused, named as the caller says") {
+TEST_CASE("whole images: TIFF bytes in memory with a short strip are refused, named as the caller says") {
   std::string planar = planar_rgb16_tiff(kWidth, kHeight, kValue);
   planar.resize(planar.size() - 100);  // the last plane's strip ends early
   std::string message;
   CHECK(thrown([&] { static_cast<void>(decode_image_bytes("", bytes_of(planar))); }, &message) == ErrorKind::bad_input);
   CHECK(message.starts_with("cannot decode image: truncated or corrupt TIFF file"));
+  // The issue's StripByteCounts of 10 (1073 needed): OpenCV decodes it, libtiff refuses it.
+  std::string short_strip = cuconv::test::crafted::tiff_with_samples(kWidth, kHeight, 1);
+  patch_tiff_entry(short_strip, 279, 0, 10);
+  CHECK_FALSE(
+      cv::imdecode(std::vector<unsigned char>(short_strip.begin(), short_strip.end()), cv::IMREAD_UNCHANGED).empty());
+  CHECK(thrown([&] { static_cast<void>(decode_image_bytes("", bytes_of(short_strip))); }, &message) ==
+        ErrorKind::bad_input);
+  CHECK(message.find("StripByteCounts") != std::string::npos);
   const std::string not_an_image = "no image at all";
   CHECK(thrown([&] { static_cast<void>(decode_image_bytes("in.jpg", bytes_of(not_an_image))); }, &message) ==
         ErrorKind::bad_input);

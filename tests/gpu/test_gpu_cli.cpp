@@ -3,6 +3,7 @@
 // variant and border, on real 8U gray/RGB/RGBA, 16U and 32F images, including 31x31 and
 // non-square filters; the written file is checked against cv::filter2D under the pass rule.
 // Also --compare's report and exit status.
+#include "adversarial_files.hpp"
 #include "test_support.hpp"
 
 #include "cli/session.hpp"
@@ -268,4 +269,17 @@ TEST_CASE(
   const std::string log = cuconv::test::read_file(dir.file("server.log"));
   CHECK(log.find("GPU ready") != std::string::npos);
   CHECK(log.find("GPU codecs: nvjpeg, warm") != std::string::npos);
+}
+
+TEST_CASE("gpu cli: --codec gpu refuses a TIFF named .jpg with a short strip, as libtiff refuses the file") {
+  // nvJPEG cannot decode it (no JPEG stream), so the pipeline's host route does: read_image's
+  // reader for TIFF, libtiff, from the bytes in memory (cv::imdecode filtered it as if whole).
+  TempDir dir;
+  std::string tiff = cuconv::test::crafted::tiff_with_samples(37, 29, 1);
+  cuconv::test::crafted::patch_tiff_entry(tiff, 279, 0, 10);  // StripByteCounts 10 of 1073
+  std::ofstream(dir.file("in.jpg"), std::ios::binary) << tiff;
+  const auto r = run_cuconv({dir.file("in.jpg"), dir.file("out.jpg"), "--codec", "gpu", "-f", "box3"});
+  CHECK(r.exit_code == 3);
+  CHECK(r.err.find("StripByteCounts") != std::string::npos);
+  CHECK_FALSE(std::filesystem::exists(dir.file("out.jpg")));
 }

@@ -76,6 +76,29 @@ inline std::string tiff_with_samples(int width, int height, int samples) {
   return file;
 }
 
+/// `file`'s classic little-endian TIFF directory entry `tag`: its element `index` set to `value`
+/// (SHORT or LONG, inline or at its offset).
+inline void patch_tiff_entry(std::string& file, int tag, int index, std::uint32_t value) {
+  const auto number = [&file](std::size_t at, int count) {
+    std::uint64_t v = 0;
+    for (int i = count - 1; i >= 0; --i) v = v << 8 | static_cast<unsigned char>(file[at + i]);
+    return v;
+  };
+  const std::size_t directory = number(4, 4);
+  const std::uint64_t entries = number(directory, 2);
+  for (std::uint64_t e = 0; e < entries; ++e) {
+    const std::size_t at = directory + 2 + 12 * e;
+    if (static_cast<int>(number(at, 2)) != tag) continue;
+    const int size = number(at + 2, 2) == 3 ? 2 : 4;
+    const std::uint64_t count = number(at + 4, 4);
+    REQUIRE(static_cast<std::uint64_t>(index) < count);
+    const std::size_t values = count * size <= 4 ? at + 8 : number(at + 8, 4);
+    file.replace(values + static_cast<std::size_t>(index) * size, size, little_endian(value, size));
+    return;
+  }
+  FAIL("no tag ", tag, " in the TIFF directory");
+}
+
 /// An uncompressed little-endian 16-bit RGB TIFF, PlanarConfiguration 2 (one strip per plane),
 /// every sample `value`: OpenCV 4.6 decoded one plane of it and left the others as the heap held
 /// them.
