@@ -175,3 +175,32 @@ TEST_CASE(
     cudaStreamDestroy(idle);
   }
 }
+
+TEST_CASE("device images: filters queued on two streams take turns with the one constant filter") {
+  // tiled-halo reads its weights from the device's one __constant__ filter. The second call's copy
+  // into it must wait for the first call's kernel, which takes milliseconds on this image; a copy
+  // that did not wait would land while that kernel runs and change part of its output.
+  if (!cuconv::test::variant_tested(Variant::tiled_halo)) return;
+  const cv::Mat src = random_image(2048, 2048, CV_32F, 1, 71);
+  const Filter first = random_filter(9, 9, 72), second = random_filter(9, 9, 73);
+  ConvolveOptions options;
+  options.variant = Variant::tiled_halo;
+  const ConvolveResult first_host = convolve(src, first, options);
+  const ConvolveResult second_host = convolve(src, second, options);
+  const DeviceImage in = upload(src);
+  const DeviceImage first_out(2048, 2048, 1, CV_32F), second_out(2048, 2048, 1, CV_32F);
+  GpuWorkspace first_workspace, second_workspace;  // two callers: only the constant filter is shared
+  cudaStream_t one = nullptr, two = nullptr;
+  REQUIRE(cudaStreamCreateWithFlags(&one, cudaStreamNonBlocking) == cudaSuccess);
+  REQUIRE(cudaStreamCreateWithFlags(&two, cudaStreamNonBlocking) == cudaSuccess);
+  for (int round = 0; round < 4; ++round) {
+    CAPTURE(round);
+    static_cast<void>(convolve(in.view(), first_out.view(), first, options, first_workspace, one));
+    static_cast<void>(convolve(in.view(), second_out.view(), second, options, second_workspace, two));
+    REQUIRE(cudaDeviceSynchronize() == cudaSuccess);
+    CHECK(bit_equal(download(first_out.view()), first_host.image));
+    CHECK(bit_equal(download(second_out.view()), second_host.image));
+  }
+  cudaStreamDestroy(one);
+  cudaStreamDestroy(two);
+}
