@@ -21,8 +21,10 @@ bool is_tiff(std::span<const unsigned char> bytes) {
                                           [&](const auto& m) { return std::equal(m.begin(), m.end(), bytes.begin()); });
 }
 
-cv::Mat decode_image_bytes(const std::string& name, std::span<const unsigned char> bytes) {
-  cv::Mat image = is_tiff(bytes) ? decode_tiff(name, bytes) : opencv_imdecode(bytes, cv::IMREAD_UNCHANGED);
+cv::Mat decode_image_bytes(const std::string& name, std::span<const unsigned char> bytes, std::string* decoder) {
+  const bool tiff = is_tiff(bytes);
+  if (decoder != nullptr) *decoder = tiff ? "libtiff" : "opencv";
+  cv::Mat image = tiff ? decode_tiff(name, bytes) : opencv_imdecode(bytes, cv::IMREAD_UNCHANGED);
   if (image.empty())
     throw Error(ErrorKind::bad_input,
                 (name.empty() ? std::string() : name + ": ") +

@@ -17,6 +17,8 @@ namespace cuconv::codec {
 /// Decodes `bytes` as they are stored (IMREAD_UNCHANGED); `name` starts the Error's message, none
 /// when empty (a caller that prefixes the file's name itself).
 /// Error{bad_input} when no decoder reads them whole; the TIFF reader's refusals (tiff_codec.hpp).
-[[nodiscard]] cv::Mat decode_image_bytes(const std::string& name, std::span<const unsigned char> bytes);
+/// `decoder`, when given, is set to the reader's name ("libtiff", "opencv"), as read_image's.
+[[nodiscard]] cv::Mat decode_image_bytes(const std::string& name, std::span<const unsigned char> bytes,
+                                         std::string* decoder = nullptr);
 
 }  // namespace cuconv::codec

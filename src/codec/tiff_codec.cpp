@@ -314,9 +314,9 @@ std::vector<unsigned char> encode_tiff(const std::string& path, const cv::Mat& i
 
 namespace {
 
-/// decode_tiff of the TIFF that `open` opens with the options it is given (the read handlers);
+/// decode_tiff of the TIFF that `open_tiff` opens with the options it is given (the read handlers);
 /// an empty `path` leaves the messages without a file name.
-cv::Mat decode_opened(const std::string& path, const std::function<TIFF*(TIFFOpenOptions*)>& open) {
+cv::Mat decode_opened(const std::string& path, const std::function<TIFF*(TIFFOpenOptions*)>& open_tiff) {
   const std::string who = path.empty() ? std::string() : path + ": ";  // messages' prefix
   ReadMessages messages;
   const auto with_libtiff = [&](const std::string& text) {
@@ -333,7 +333,7 @@ cv::Mat decode_opened(const std::string& path, const std::function<TIFF*(TIFFOpe
   const std::unique_ptr<TIFFOpenOptions, OptionsFreer> options(TIFFOpenOptionsAlloc());
   TIFFOpenOptionsSetErrorHandlerExtR(options.get(), on_read_error, &messages);
   TIFFOpenOptionsSetWarningHandlerExtR(options.get(), on_read_warning, &messages);
-  const std::unique_ptr<TIFF, TiffCloser> tif(open(options.get()));
+  const std::unique_ptr<TIFF, TiffCloser> tif(open_tiff(options.get()));
   if (!tif) throw truncated("libtiff cannot read its first image directory");
   TIFF* t = tif.get();
   if (!messages.defect.empty()) throw truncated("its strip or tile byte counts do not match the image");

@@ -2,7 +2,7 @@
 // The GPU codec pipeline (gpu_codec_pipeline.hpp): per device a decode thread (the codec's batched
 // decode) and encoder threads (filter straight from the decoded device image on their own
 // stream, then the codec's encode from the filtered one); files the codec refuses take the host
-// decoder (libtiff or OpenCV), the filter and the codec's host encoder on an encoder thread.
+// reader of their format (codec::decode_image_bytes), the filter and the codec's host encoder on an encoder thread.
 #include "engine/gpu_codec_pipeline.hpp"
 
 #include "codec/codec_stream.hpp"
@@ -342,11 +342,10 @@ struct GpuCodecPipeline::State {
                      codec::GpuCodec& codec, GpuWorkspace& workspace, GpuJobResult& result) {
     const Filter* filter = job.filter;
     const auto t = Clock::now();
-    // The host reader read_image would use for a file of this format (a planar TIFF named .jpg:
-    // libtiff, as OpenCV 4.6 leaves planes zero); the caller's messages name the file.
-    cv::Mat image = codec::decode_image_bytes("", file);
+    // The host reader read_image would use for a file of this format (a planar TIFF named .jpg
+    // is read whole, as OpenCV 4.6 would not); the caller's messages name the file.
+    cv::Mat image = codec::decode_image_bytes("", file, &result.decoder);
     result.decode_ms = ms_since(t);
-    result.decoder = codec::is_tiff(file) ? "libtiff" : "opencv";
     result.width = image.cols;
     result.height = image.rows;
     result.channels = image.channels();

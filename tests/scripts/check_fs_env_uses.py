@@ -33,7 +33,7 @@ PATTERNS = [
     re.compile(r"(?<![\w.>])(?:::|std::)?(?:" + POSIX_FUNCTIONS + r")\s*\("),
     re.compile(r"\bstd::(?:i|o)?fstream\b"),
     re.compile(r"\bcv::(?:imread|imreadmulti|imwrite|haveImageReader|haveImageWriter)\b"),
-    re.compile(r"\bImageFactory::open\s*\(|\bTIFFOpen\s*\(|\bjpeg_stdio_(?:src|dest)\s*\("),
+    re.compile(r"\bImageFactory::open\s*\(|\bTIFFOpen(?:Ext)?\s*\(|\bjpeg_stdio_(?:src|dest)\s*\("),
     re.compile(r"\benviron\b"),
 ]
 
@@ -72,6 +72,7 @@ ALLOWED = [
     ("codec/metadata.cpp", "std::ifstream in(path, std::ios::binary)", LOCAL_PATH + " (its second reader)"),
     ("codec/metadata.cpp", "std::ifstream in(path, std::ios::binary)", LOCAL_PATH + " (its third reader: a PNG's chunks before the image data)"),
     ("codec/metadata.cpp", "ImageFactory::open(path)", LOCAL_PATH),
+    ("codec/tiff_codec.cpp", "TIFFOpenExt(path.c_str(), \"rm\", options)", LOCAL_PATH + " (decode_tiff, libtiff's reader)"),
     ("codec/metadata.cpp", "ImageFactory::open(rest.data()", "exiv2 parsing bytes in memory: no file"),
     ("codec/metadata.cpp", "ImageFactory::open(encoded.data()", "exiv2 parsing bytes in memory: no file"),
     ("codec/opencv_codecs.cpp", "cv::imread(path, flags)", LOCAL_PATH),
@@ -104,8 +105,9 @@ ALLOWED = [
     ("cli/single_image.cpp", "\"/proc/driver/nvidia/version\"",
      "whether the machine the command runs on has the NVIDIA driver loaded: the machine's, not a caller's path"),
     ("cli/batch_command.cpp", "std::ifstream in(file.local_path())", LOCAL_PATH),
-    ("cli/warnings.cpp", "std::ifstream in(\"/proc/\"",
-     "a terminal session leader's start time (the no-GPU warning's session key): the machine's, not a caller's path"),
+    ("cli/process_start.cpp", "std::ifstream in(\"/proc/\"",
+     "a process's start time (the no-GPU warning's session key, -v's start-up; served, the client's pid): the "
+     "machine's /proc, not a caller's path"),
     ("filter/filter_load.cpp", "std::fopen(path.c_str(), \"rb\")",
      "load_filter's reader of the local path FilterLoadOptions::files gave (commands open it through Files)"),
     ("filter/filter_load.cpp", "std::filesystem::status(path, error)",
