@@ -81,9 +81,9 @@ def images_under(folder):
 def compare_trees(label, old_dir, new_dir, before, excused=()):
     """Image files each run wrote (those not in `before`): the same names, the same bytes. A file
     only the new build wrote is excused when its name is in `excused` (named by a command the old
-    build refused)."""
+    build refused). Returns (files compared, differences, files whose bytes alone differ)."""
     old, new = images_under(old_dir), images_under(new_dir)
-    differences = []
+    differences, bytes_only = [], []
     for name in sorted((set(old) | set(new)) - before):
         if name not in old and os.path.basename(name) in excused:
             continue
@@ -91,13 +91,10 @@ def compare_trees(label, old_dir, new_dir, before, excused=()):
             differences.append(f"{label}: {name} written by {'the new' if name in new else 'the old'} build only")
         elif not filecmp.cmp(old[name], new[name], shallow=False):
             if same_pixels(old[name], new[name]):
-                METADATA_ONLY.append(f"{label}: {name}: other bytes, the same pixels (metadata or encoding)")
+                bytes_only.append(f"{label}: {name}: other bytes, the same pixels (metadata or encoding)")
             else:
                 differences.append(f"{label}: {name} differs")
-    return len((set(old) & set(new)) - before), differences
-
-
-METADATA_ONLY = []
+    return len((set(old) & set(new)) - before), differences, bytes_only
 
 
 def same_pixels(a, b):
@@ -134,7 +131,7 @@ def main():
                         "-f", "1x1:1", "--variant", "opencv", "-q"], env=builds["new"], check=True)
     before = set(images_under(fixture))
 
-    compared, differences, examples, refused = 0, [], 0, []
+    compared, differences, bytes_only, examples, refused = 0, [], [], 0, []
     for line, body in readme_blocks(args.readme, gpu):
         dirs = {}
         # Command by command, so that one the old build does not know (an option added since)
@@ -154,8 +151,8 @@ def main():
                 excused.update(command.split())
             elif old_code != 0:
                 differences.append(f"README line {line}: the old build exited {old_code}: {command}")
-        n, d = compare_trees(f"README line {line}", dirs["old"], dirs["new"], before, excused)
-        compared, differences, examples = compared + n, differences + d, examples + 1
+        n, d, b = compare_trees(f"README line {line}", dirs["old"], dirs["new"], before, excused)
+        compared, differences, bytes_only, examples = compared + n, differences + d, bytes_only + b, examples + 1
 
     corpus_outputs = 0
     if args.corpus > 0:
@@ -174,17 +171,18 @@ def main():
                                                "--codec", "opencv", corpus + ext], env=env, capture_output=True)
                         if done.returncode != 0:
                             differences.append(f"corpus {variant} {spec} {ext}: the {which} build exited {done.returncode}")
-                    n, d = compare_trees(f"corpus {variant} {spec} {ext}", out["old"], out["new"], set())
+                    n, d, b = compare_trees(f"corpus {variant} {spec} {ext}", out["old"], out["new"], set())
                     compared, differences, corpus_outputs = compared + n, differences + d, corpus_outputs + n
+                    bytes_only += b
 
     for line in refused:
         print(line)
-    for line in METADATA_ONLY:
+    for line in bytes_only:
         print(line)
     for line in differences:
         print(line)
     print(f"compare-builds: {examples} README example(s) and {corpus_outputs} corpus output(s); {compared} image(s) "
-          f"compared, {len(differences)} difference(s) of pixels or files, {len(METADATA_ONLY)} of bytes only, {len(refused)} command(s) the old build refuses{' (GPU found: GPU examples run)' if gpu else ' (no GPU here)'}")
+          f"compared, {len(differences)} difference(s) of pixels or files, {len(bytes_only)} of bytes only, {len(refused)} command(s) the old build refuses{' (GPU found: GPU examples run)' if gpu else ' (no GPU here)'}")
     shutil.rmtree(work, ignore_errors=True)
     sys.exit(1 if differences else 0)
 

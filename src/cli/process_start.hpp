@@ -12,7 +12,7 @@ namespace cuconv::cli {
 [[nodiscard]] std::optional<unsigned long long> process_start_ticks(long pid);
 
 /// When process `pid` started, on the steady clock: process_start_ticks read against
-/// CLOCK_BOOTTIME now, so to one clock tick (1/sysconf(_SC_CLK_TCK) s, 10 ms on Linux; the kernel
+/// CLOCK_BOOTTIME now, so to one clock tick (1/sysconf(_SC_CLK_TCK) s; the kernel
 /// rounds down, so the process is up to a tick younger); nullopt when it cannot be read.
 [[nodiscard]] std::optional<std::chrono::steady_clock::time_point> process_started(long pid);
 

@@ -31,7 +31,7 @@ std::string joined(const std::vector<Part>& parts) {
   return text;
 }
 
-/// "OpenCV image codecs 79.8 ms, CUDA driver 0.3 ms"; "none" for no loads.
+/// The loads as `-v` lists them, "NAME N.N ms" each, comma-separated; "none" for no loads.
 std::string load_list(const std::vector<common::LibraryLoad>& loads) {
   std::string text;
   for (const common::LibraryLoad& load : loads)
