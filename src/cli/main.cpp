@@ -4,7 +4,6 @@
 #include "cli/exit_handoff.hpp"
 #include "cli/interrupt.hpp"
 #include "cli/library_messages.hpp"
-#include "cli/process_start.hpp"
 #include "cli/serve_command.hpp"
 #include "cli/session.hpp"
 #include "serve/client.hpp"
@@ -42,7 +41,7 @@ int main(int argc, char** argv) {
   std::vector<std::string> args(argv, argv + argc);
   cuconv::cli::Session session;
   session.started = entered;
-  session.process_started = cuconv::cli::process_started(::getpid());
+  session.process_id = ::getpid();
   if (not_served) session.not_served_why = std::move(*not_served);
   // Messages go to the terminal's own descriptor, which stays put while LibraryMessages captures 2.
   session.err_fd = ::fileno(cuconv::cli::terminal_stderr());

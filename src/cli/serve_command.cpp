@@ -8,7 +8,6 @@
 #include "cli/command_line.hpp"
 #include "cli/device_list.hpp"
 #include "cli/help_page.hpp"
-#include "cli/process_start.hpp"
 #include "cli/session.hpp"
 #include "cli/warnings.hpp"
 #include "common/thread_stderr.hpp"
@@ -234,8 +233,7 @@ int run_serve_command(int argc, const char* const* argv) {
         session.warm = &warm;
         session.interrupted = [&client] { return client.interrupt_signal(); };
         session.caller_session = session_key(request.pid);  // the no-GPU warning: once per client session
-        // -v's account of the time: the client's start-up.
-        session.process_started = process_started(request.pid);
+        session.process_id = request.pid;                   // -v's account of the time: the client's start-up
         if (const std::string why = process_wide_difference(request.environment); !why.empty())
           throw serve::Refusal{serve::RefusalReason::environment, why};
         session.environment.emplace();

@@ -52,9 +52,9 @@ struct Session {
   std::optional<std::map<std::string, std::string, std::less<>>> environment;
   /// When the command started (a batch summary's startup_ms counts from here).
   std::chrono::steady_clock::time_point started = std::chrono::steady_clock::now();
-  /// When the command's process started (a served command's: its client's), for -v's account
-  /// of the time before `started` (time_account.hpp); unset: unknown.
-  std::optional<std::chrono::steady_clock::time_point> process_started;
+  /// The process whose start -v's account counts from (time_account.hpp): this one, or a served
+  /// command's client; 0: unknown. Its start is read only when the account is printed.
+  long process_id = 0;
   /// "cuconv: level: message" lines on err_fd; made by run_command when unset.
   std::shared_ptr<spdlog::logger> logger;
   /// A served command's stop signal (serve::ClientSession::interrupt_signal: the client's

@@ -2,6 +2,7 @@
 // -v's account of a single-image command's time (see time_account.hpp).
 #include "cli/time_account.hpp"
 
+#include "cli/process_start.hpp"
 #include "common/library_loads.hpp"
 
 #include <fmt/format.h>
@@ -66,8 +67,8 @@ std::vector<std::string> time_account(const Session& session, const engine::Imag
   std::vector<Part> parts;
   const char* from = session.served ? "the client started" : "the process started";
   Clock::time_point origin = session.started;
-  if (session.process_started) {
-    origin = *session.process_started;
+  if (const auto process_start = session.process_id > 0 ? process_started(session.process_id) : std::nullopt) {
+    origin = *process_start;
     const double startup_ms = ms_between(origin, session.started);
     parts.push_back({session.served ? "client start-up" : "start-up", startup_ms});
     lines.push_back(session.served ? fmt::format("start-up: the client's {:.1f} ms from its start to this command in "
