@@ -19,7 +19,8 @@
 #     and packs them with the bundle's lib/ and samples/ (scripts/bundle.sh of the same tree)
 #     into $PACK (default dist/gpu-mutants.tar.xz): the libraries take about 51 MB packed, the
 #     first mutant about 7.5 and each more one about 0.4, so a device call that carries at most
-#     64 MiB takes the seven mutants in two packs;
+#     64 MiB takes the seven mutants in two packs; PACK_LIB=0 leaves lib/ out, for a node that
+#     has a bundle of the same tree unpacked already (gpu-run then takes LIB_DIR=its lib);
 #   scripts/mutation-check.sh gpu-run dist/gpu-mutants.tar.xz [MUTATION...]   (the GPU node)
 #     runs each packed mutant's GPU suite (baseline: the unmutated one; name it to run it) and
 #     prints the table. ABORT_AFTER=1 stops a suite at its first failed assertion (a mutant is
@@ -142,6 +143,10 @@ if [[ "$which" == gpu-run ]]; then
   work="$(mktemp -d /tmp/cuconv-mutants.XXXXXX)"
   tar -xJf "$tarball" -C "$work"
   pack="$work/gpu-mutants"
+  if [[ ! -d "$pack/lib" ]]; then
+    [[ -d "${LIB_DIR:-}" ]] || { echo "mutation-check: the pack has no lib/ (PACK_LIB=0): set LIB_DIR to a bundle's lib" >&2; exit 2; }
+    ln -s "$(cd "$LIB_DIR" && pwd)" "$pack/lib"
+  fi
   export LD_LIBRARY_PATH="$pack/lib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}" CUCONV_SAMPLES="$pack/samples"
   run_names=()
   for i in "${!names[@]}"; do
@@ -218,7 +223,10 @@ if [[ "$which" == gpu-pack ]]; then
   stage="$(mktemp -d /tmp/cuconv-mutants.XXXXXX)/gpu-mutants"
   mkdir -p "$stage/mutants"
   tar -xJf "$tarball" -C "$(dirname "$stage")"
-  mv "$(dirname "$stage")"/cuconv-*/lib "$(dirname "$stage")"/cuconv-*/samples "$stage/"
+  # PACK_LIB=0 takes samples/ alone (from a whole bundle or bundle.sh --split's second part).
+  parts=(samples)
+  [[ "${PACK_LIB:-1}" == 0 ]] || parts+=(lib)
+  for part in "${parts[@]}"; do mv "$(dirname "$stage")"/cuconv-*/"$part" "$stage/"; done
   rm -rf "$(dirname "$stage")"/cuconv-*
   keep_binaries() {  # DIR: this build's GPU suite and CLI (front end, engine and its codec module), host symbols stripped
     mkdir -p "$1"

@@ -12,9 +12,14 @@ namespace cuconv::gpu {
 
 namespace {
 
-/// Staged copies move chunks of about this size, at most kMaxStagingChunks per copy.
+/// Staged copies move chunks of at most this size, at most kMaxStagingChunks per copy.
 constexpr std::size_t kStagingChunkBytes = std::size_t{4} << 20;
 constexpr int kMaxStagingChunks = 16;
+/// A copy smaller than kMaxStagingChunks chunks is still cut into kOverlapChunks of at least
+/// kMinOverlapBytes each, so the link moves one chunk while the host copies the next (a 512x512
+/// float image: 8 chunks of 128 KiB instead of one copy after the other).
+constexpr int kOverlapChunks = 8;
+constexpr std::size_t kMinOverlapBytes = std::size_t{64} << 10;
 
 /// kStagingChunkBytes, or what a test set (gpu/seams.hpp: small chunks make every image and strip
 /// go through several chunks).
@@ -24,10 +29,12 @@ std::size_t staging_chunk_bytes() {
 }
 
 int staging_chunk_rows(std::size_t row_bytes, int rows) {
-  const int by_size =
-      static_cast<int>(std::max<std::size_t>(1, staging_chunk_bytes() / std::max<std::size_t>(row_bytes, 1)));
+  row_bytes = std::max<std::size_t>(row_bytes, 1);
+  const int by_size = static_cast<int>(std::max<std::size_t>(1, staging_chunk_bytes() / row_bytes));
   const int by_count = (rows + kMaxStagingChunks - 1) / kMaxStagingChunks;
-  return std::max({by_size, by_count, 1});
+  const int for_overlap = std::max((rows + kOverlapChunks - 1) / kOverlapChunks,
+                                   static_cast<int>(std::max<std::size_t>(1, kMinOverlapBytes / row_bytes)));
+  return std::max({std::min(by_size, for_overlap), by_count, 1});
 }
 
 }  // namespace
