@@ -40,7 +40,8 @@ TEST_CASE("gpu cli: every variant x border x image type matches cv::filter2D") {
                           {"camera_f32.tif", ".tif"}};
   const char* filters[] = {"gauss5", "box:31", "1x7+0+3:1,-2,3,-4,3,-2,1",
                            "4x2+3+1:0.5,0.25,-1,0.125,1,0.5,-0.25,0.75"};
-  for (Variant variant : gpu_variants()) {
+  // CUCONV_TEST_VARIANTS splits the case over processes side by side (scripts/gpu-check.sh).
+  for (Variant variant : cuconv::test::tested_gpu_variants()) {
     for (Border border : {Border::reflect101, Border::reflect, Border::replicate, Border::constant, Border::wrap}) {
       for (const Input& in : inputs) {
         for (const char* spec : filters) {
