@@ -19,8 +19,9 @@
 #     and packs them with the bundle's lib/ and samples/ (scripts/bundle.sh of the same tree)
 #     into $PACK (default dist/gpu-mutants.tar.xz): the libraries take about 51 MB packed, the
 #     first mutant about 7.5 and each more one about 0.4, so a device call that carries at most
-#     64 MiB takes the seven mutants in two packs; PACK_LIB=0 leaves lib/ out, for a node that
-#     has a bundle of the same tree unpacked already (gpu-run then takes LIB_DIR=its lib);
+#     64 MiB takes the mutants in two packs; PACK_LIB=0 leaves lib/ out (eight mutants and the
+#     baseline: 10.9 MB), for a node that has a bundle of the same tree unpacked already (gpu-run
+#     then takes LIB_DIR=its lib);
 #   scripts/mutation-check.sh gpu-run dist/gpu-mutants.tar.xz [MUTATION...]   (the GPU node)
 #     runs each packed mutant's GPU suite (baseline: the unmutated one; name it to run it) and
 #     prints the table. ABORT_AFTER=1 stops a suite at its first failed assertion (a mutant is

@@ -15,8 +15,8 @@ namespace {
 /// Staged copies move chunks of at most this size, at most kMaxStagingChunks per copy.
 constexpr std::size_t kStagingChunkBytes = std::size_t{4} << 20;
 constexpr int kMaxStagingChunks = 16;
-/// A copy smaller than kMaxStagingChunks chunks is still cut into kOverlapChunks of at least
-/// kMinOverlapBytes each, so the link moves one chunk while the host copies the next (a 512x512
+/// A copy under kOverlapChunks x kStagingChunkBytes (32 MiB) is cut into kOverlapChunks of at
+/// least kMinOverlapBytes each, so the link moves one chunk while the host copies the next (a 512x512
 /// float image: 8 chunks of 128 KiB instead of one copy after the other).
 constexpr int kOverlapChunks = 8;
 constexpr std::size_t kMinOverlapBytes = std::size_t{64} << 10;
