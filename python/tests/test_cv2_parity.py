@@ -132,7 +132,9 @@ def test_gaussian_kernel_and_blur_as_cv2(ksize, sigma):
 @pytest.mark.parametrize("border", BORDERS)
 def test_gpu_filter2D_within_the_pass_rule(border, pair):
     """The GPU variants against cv2: integer outputs within 1 of cv2 (docs/accuracy.md's rule is
-    against the exact sum), float within 1e-5 relative."""
+    against the exact sum), float outputs within the pass rule, 1e-5 of each value's footprint: a
+    value that cancels to -207.8 among terms of 75,526 (16-bit input, constant border) was 0.0036
+    off on an H100, within its rule (0.76) and not within 1e-5 of itself."""
     dtype, ddepth = pair
     for channels in (1, 3, 4):
         src = random_image((67, 130, channels), dtype, seed=channels)
@@ -140,7 +142,10 @@ def test_gpu_filter2D_within_the_pass_rule(border, pair):
         actual = cuconv.filter2D(src, ddepth, KERNEL * 0.3, anchor=(1, 3), delta=2.5, borderType=border)
         actual = actual.reshape(expected.shape)  # cv2 drops a trailing channel axis of 1; cuconv keeps it
         if actual.dtype == np.float32:
-            np.testing.assert_allclose(actual, expected, rtol=1e-5, atol=1e-3)
+            assert np.isfinite(actual).all()
+            scale = footprint(src, KERNEL * 0.3, (1, 3), 2.5, border).reshape(expected.shape)
+            excess = np.abs(actual.astype(np.float64) - expected) - 1e-5 * scale
+            assert excess.max() <= 0, f"{np.count_nonzero(excess > 0)} values outside the pass rule"
         else:
             assert np.abs(actual.astype(np.int64) - expected).max() <= 1
 
