@@ -15,7 +15,7 @@
 #
 # -> dist/cuconv-<version>-linux-<arch>.tar.xz containing
 #    cuconv-<version>-linux-<arch>/
-#      bin/        cuconv, cuconv_tests, cuconv_gpu_tests, cuconv_bench, cuconv_fast_tune,
+#      bin/        cuconv, cuconv_tests, cuconv_gpu_tests, cuconv_bench, cuconv_fast_tune, cuconv_wide_tune,
 #                  cuconv_wgmma_tune, cuconv_make_corpus
 #                  (those that were built)
 #                  cuconv-env.sh (source it, or use it as a wrapper: bin/cuconv-env.sh cuconv ...)
@@ -83,7 +83,7 @@ mkdir -p "$stage"/{bin,lib,licenses,test}
 # ---- binaries ----------------------------------------------------------------------------------
 # Paths relative to the build dir; the bundle puts them all flat in bin/.
 # libcuconv-opencv-codecs.so: OpenCV's image codecs, which the engine loads from beside itself.
-candidates=(cuconv cuconv-engine libcuconv-opencv-codecs.so tests/cuconv_tests tests/cuconv_gpu_tests bench/cuconv_bench bench/cuconv_fast_tune bench/cuconv_wgmma_tune cuconv_make_corpus
+candidates=(cuconv cuconv-engine libcuconv-opencv-codecs.so tests/cuconv_tests tests/cuconv_gpu_tests bench/cuconv_bench bench/cuconv_fast_tune bench/cuconv_wide_tune bench/cuconv_wgmma_tune cuconv_make_corpus
             bench/cuconv_nvjpeg_floor)
 if [[ -n "$only" ]]; then
   known=",$(printf '%s,' "${candidates[@]##*/}")"
