@@ -3,12 +3,13 @@
 // (kernels/fast_wide.cuh) timed alone, as src/gpu/launch/launch_fast_wide.cu launches it, beside
 // experimental forms of it and a device-to-device copy of the same bytes (the roof), on the
 // 16-bit shapes of issue 64. Every form sums each output in the same order as the product's
-// kernel, so each must print the product kernel's hash; the first rows of the product kernel's
-// result are also summed again on the host in that order and compared bit for bit. Like
+// kernel, so each must print the product kernel's hash; four rows of the product kernel's result
+// (the first two, the middle, the last) are also summed again on the host in that order and
+// compared bit for bit. Like
 // cuconv_fast_tune it needs no OpenCV: `nvcc -std=c++20 --expt-relaxed-constexpr -arch=sm_90
 // -I TREE -I TREE/include -I TREE/src bench/wide_tune.cu` builds it from any tree.
 //   cuconv_wide_tune [CASE]   all cases, or the one whose label is CASE (e.g. "16U 15x15")
-// What it measured, and which form the product took: bench/results/kernel-notes/fast.md,
+// What it measured (no form was faster where it matters): bench/results/kernel-notes/fast.md,
 // 'Double sums for 16-bit'.
 #include <kernels/fast.cuh>
 #include <kernels/fast_wide.cuh>
