@@ -92,11 +92,15 @@ std::vector<std::string> time_account(const Session& session, const engine::Imag
   // The command's set-up: options, the filter, the output's checks, the GPU check.
   parts.push_back({"set-up", ms_between(session.started, marks.image_started) -
                                  common::library_load_ms(session.started, marks.image_started)});
+  // A single image's own GPU codec pipeline: the set-up the command waited for (the CUDA context,
+  // nvJPEG's handle and states; docs/gpu-jpeg.md) and its shut-down, outside the stages.
+  if (times.codec_setup_ms > 0) parts.push_back({"GPU codec set-up", times.codec_setup_ms});
   parts.push_back({"read and decode", times.read_ms});
   parts.push_back({"filter", times.filter_stage_ms});
   if (marks.inspect_ms > 0) parts.push_back({"compare/bench", marks.inspect_ms});
   parts.push_back({"encode", times.encode_ms});
   parts.push_back({"write", marks.deliver_ms});
+  if (times.codec_shutdown_ms > 0) parts.push_back({"GPU codec shut-down", times.codec_shutdown_ms});
   const double total_ms = ms_between(origin, now);
   double accounted_ms = 0;
   for (const Part& part : parts) accounted_ms += part.ms;

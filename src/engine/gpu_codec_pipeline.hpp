@@ -46,6 +46,11 @@ struct GpuJobResult {
   double decode_ms = 0;  ///< this file's share of the batch's decode (wall)
   double filter_ms = 0;  ///< wall, queueing and running the filter
   double encode_ms = 0;  ///< wall, encoding and copying the bytes out
+  /// A single image's own pipeline (GpuFilterJob): how long the command waited for the set-up
+  /// (the CUDA context, the codec's handle and states) beyond what ran beside the file's read,
+  /// and how long the pipeline took to shut down. 0 through a warm or a batch pipeline.
+  double setup_wait_ms = 0;
+  double shutdown_ms = 0;
 };
 
 /// Sizes of one device's GPU codec pipeline.

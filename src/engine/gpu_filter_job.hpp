@@ -7,6 +7,7 @@
 #include <cuconv/convolve.hpp>
 #include <cuconv/filter.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <span>
@@ -29,6 +30,7 @@ class GpuFilterJob {
  private:
   GpuJobResult result_;
   std::unique_ptr<GpuCodecPipeline> pipeline_;
+  std::chrono::steady_clock::time_point constructed_;  ///< when the set-up started
 };
 
 }  // namespace cuconv::engine

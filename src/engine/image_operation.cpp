@@ -302,6 +302,8 @@ void report_gpu_result(const GpuJobResult& result, ImageReport& report) {
   report.times.filter_stage_ms = result.filter_ms;
   report.times.encode_ms = result.encode_ms;
   report.times.write_ms = result.encode_ms;  // encode; the writer adds the write
+  report.times.codec_setup_ms = result.setup_wait_ms;
+  report.times.codec_shutdown_ms = result.shutdown_ms;
 }
 
 ImageResult process_image(const ImageTask& task, const RunSettings& settings, Route route, Files& files,

@@ -81,10 +81,12 @@ struct ImageTimes {
   double filter_ms = 0;  ///< ConvolveResult::times.kernel_ms: GPU kernels (CUDA events) or filter2D
   double upload_ms = 0;  ///< host to device copies (GPU variants)
   double download_ms = 0;
-  double filter_stage_ms = 0;  ///< the whole filter stage: filter_ms, the copies, the device's set-up
-  double write_ms = 0;         ///< encode, write, fsync, rename
-  double encode_ms = 0;        ///< the encode's share of write_ms
-  double total_ms = 0;         ///< from the start of reading to the end of writing, queue waits included
+  double filter_stage_ms = 0;    ///< the whole filter stage: filter_ms, the copies, the device's set-up
+  double write_ms = 0;           ///< encode, write, fsync, rename
+  double encode_ms = 0;          ///< the encode's share of write_ms
+  double codec_setup_ms = 0;     ///< GpuJobResult::setup_wait_ms: a single image's GPU codec set-up waited for
+  double codec_shutdown_ms = 0;  ///< GpuJobResult::shutdown_ms
+  double total_ms = 0;           ///< from the start of reading to the end of writing, queue waits included
 };
 
 /// A line the caller may print for this image, at its level.

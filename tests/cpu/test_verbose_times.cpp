@@ -6,13 +6,13 @@
 // server had loaded already.
 #include "test_support.hpp"
 #include "text_lines.hpp"
+#include "verbose_account.hpp"
 
 #include <doctest/doctest.h>
 
 #include <algorithm>
 #include <cmath>
 #include <optional>
-#include <regex>
 #include <string>
 #include <vector>
 
@@ -20,36 +20,10 @@ using cuconv::test::lines_of;
 using cuconv::test::run_cuconv;
 using cuconv::test::sample;
 using cuconv::test::TempDir;
+using cuconv::test::verbose_account;
+using cuconv::test::VerboseAccount;
 
 namespace {
-
-/// The account's last line, "time since ...: TOTAL ms = NAME X + NAME Y ...; unaccounted U ms",
-/// taken apart.
-struct Account {
-  double total_ms = 0;
-  std::vector<std::pair<std::string, double>> parts;
-  double unaccounted_ms = 0;
-};
-
-std::optional<Account> account_of(const std::string& messages) {
-  static const std::regex line(R"(time since [a-z ]+: ([0-9.]+) ms = (.*); unaccounted (-?[0-9.]+) ms)");
-  static const std::regex part(R"(([a-z/ -]+) (-?[0-9.]+))");
-  for (const std::string& text : lines_of(messages)) {
-    std::smatch m;
-    if (!std::regex_search(text, m, line)) continue;
-    Account account;
-    account.total_ms = std::stod(m[1].str());
-    account.unaccounted_ms = std::stod(m[3].str());
-    const std::string parts = m[2].str();
-    for (auto it = std::sregex_iterator(parts.begin(), parts.end(), part); it != std::sregex_iterator(); ++it) {
-      std::string name = (*it)[1].str();
-      name.erase(0, name.find_first_not_of(" +"));
-      account.parts.emplace_back(name, std::stod((*it)[2].str()));
-    }
-    return account;
-  }
-  return std::nullopt;
-}
 
 /// The first line of `messages` holding `needle`; empty when none does.
 std::string line_with(const std::string& messages, const std::string& needle) {
@@ -78,7 +52,7 @@ TEST_CASE("verbose: -v accounts for start-up, library loads and stages within 15
     const std::string loads = line_with(r.err, "libraries loaded on first use: ");
     CHECK(loads.find("OpenCV image codecs ") != std::string::npos);
   }
-  const std::optional<Account> account = account_of(r.err);
+  const std::optional<VerboseAccount> account = verbose_account(r.err);
   REQUIRE(account.has_value());
   std::vector<std::string> names;
   double sum = 0;
