@@ -30,6 +30,7 @@ BORDER_ISOLATED = 16  # accepted and ignored: an array here is never a view into
 
 _BORDER_NAMES = {BORDER_CONSTANT: "constant", BORDER_REPLICATE: "replicate", BORDER_REFLECT: "reflect",
                  BORDER_WRAP: "wrap", BORDER_REFLECT_101: "reflect101"}
+_BORDER_CODES = {name: code for code, name in _BORDER_NAMES.items()}
 _warned_lock = threading.Lock()
 _warned = False
 
@@ -206,8 +207,12 @@ def filter2D(src, ddepth: int, kernel, dst=None, anchor=(-1, -1), delta: float =
     BORDER_WRAP (cv2.filter2D refuses it). Extensions: ``borderValue`` (BORDER_CONSTANT's value,
     cv2's is 0), ``variant`` (the CLI's --variant), ``stream`` (CUDA arrays: the stream to queue on).
     Also takes batches (N, H, W, C) and CUDA arrays; returns ``dst`` (a new array when None)."""
-    return _filter(src, _kernel_filter(kernel), ddepth, dst, anchor, delta, _border_name(borderType), borderValue,
-                   variant, stream, None)
+    filt = _kernel_filter(kernel)
+    if stream is None:  # one PyTorch CUDA tensor image on its current stream: the extension's own path
+        out = _cuconv.filter_tensor(src, ddepth, filt, dst, anchor, delta, borderType, borderValue, variant)
+        if out is not None:
+            return out
+    return _filter(src, filt, ddepth, dst, anchor, delta, _border_name(borderType), borderValue, variant, stream, None)
 
 
 def sepFilter2D(src, ddepth: int, kernelX, kernelY, dst=None, anchor=(-1, -1), delta: float = 0,
@@ -335,4 +340,9 @@ def convolve(src, filter="gauss5", variant: str = "auto", border: str = "reflect
         filt = _kernel_filter(filter)
     if not isinstance(border, str):
         raise TypeError(f"border: expected a name such as 'reflect101', got {type(border).__name__}")
+    border_code = _BORDER_CODES.get(border)
+    if stream is None and not batch and border_code is not None:
+        result = _cuconv.filter_tensor(src, depth, filt, out, anchor, delta, border_code, border_value, variant)
+        if result is not None:
+            return result
     return _filter(src, filt, depth, out, anchor, delta, border, border_value, variant, stream, batch)

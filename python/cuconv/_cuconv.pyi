@@ -58,6 +58,11 @@ def convolve_device(src: int, src_pitch: int, dst: int, dst_pitch: int, height: 
     Queues the filter of a device image on stream; returns the variant queued.
     """
 
+def filter_tensor(src: object | None, ddepth: object | None, filter: Filter, dst: object | None, anchor: object | None, delta: object | None, border: object | None, border_value: object | None, variant: object | None) -> object:
+    """
+    One PyTorch CUDA tensor image filtered on the current stream; None: the call needs the general path.
+    """
+
 def dlpack_array(array: Annotated[NDArray, dict(device='cuda')]) -> tuple:
     """
     (pointer, shape, strides in elements, DLPack type code, bits, device) of a DLPack CUDA array.

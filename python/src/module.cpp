@@ -18,6 +18,7 @@
 
 #include <opencv2/core.hpp>
 
+#include <climits>
 #include <cmath>
 #include <cstdint>
 #include <limits>
@@ -190,6 +191,174 @@ std::string convolve_device(std::uintptr_t src, std::size_t src_pitch, std::uint
   return std::string(cuconv::to_string(used));
 }
 
+// ---- One PyTorch CUDA tensor in one call --------------------------------------------------------
+// The package's general path (python/cuconv/__init__.py, _filter) reads an array through Python
+// code: about 20 us a call, more than a 64x64 image's filter and synchronisation together.
+// filter_tensor does the same for the common case, an exact torch.Tensor image on a CUDA device on
+// the current stream, through PyTorch's C-implemented attributes; anything else (another array,
+// a batch, a view it would have to copy, a value to convert or refuse) goes to the general path,
+// which gives the same results and the errors.
+
+/// PyTorch's objects the fast path compares with and calls: looked up when torch is first seen
+/// imported, held for the process (never released: the module may outlive torch's teardown).
+struct TorchObjects {
+  PyObject* tensor_type = nullptr;
+  PyObject* dtypes[4] = {};        // uint8, uint16, int16, float32: CV_8U, CV_16U, CV_16S, CV_32F
+  PyObject* raw_stream = nullptr;  // torch._C._cuda_getCurrentRawStream(device)
+};
+
+constexpr int kTensorDepths[4] = {CV_8U, CV_16U, CV_16S, CV_32F};
+
+/// PyTorch's objects once torch is imported; nullptr before (no tensor can exist then).
+const TorchObjects* torch_objects() {
+  static TorchObjects torch;
+  if (torch.tensor_type != nullptr) return &torch;
+  // sys.modules, asked every call (no function-local static: a thread waiting for another's
+  // initialisation while it holds the GIL would never let the initialising thread finish).
+  PyObject* const modules = PySys_GetObject("modules");  // borrowed
+  if (modules == nullptr) return nullptr;
+  const nb::dict loaded = nb::borrow<nb::dict>(modules);
+  if (!loaded.contains("torch")) return nullptr;
+  nb::object module = loaded["torch"];
+  nb::object raw_stream = nb::getattr(module.attr("_C"), "_cuda_getCurrentRawStream", nb::none());
+  if (raw_stream.is_none()) return nullptr;  // a PyTorch without CUDA: the general path
+  const char* names[4] = {"uint8", "uint16", "int16", "float32"};
+  for (int i = 0; i < 4; ++i) {
+    nb::object dtype = nb::getattr(module, names[i], nb::none());
+    if (dtype.is_none()) return nullptr;  // before torch.uint16 (2.3): the general path
+    torch.dtypes[i] = dtype.release().ptr();
+  }
+  torch.raw_stream = raw_stream.release().ptr();
+  torch.tensor_type = nb::object(module.attr("Tensor")).release().ptr();
+  return &torch;
+}
+
+/// What the fast path reads of a tensor: pointer, (H, W, C), row pitch in bytes, depth, device.
+struct TensorImage {
+  std::uintptr_t ptr = 0;
+  std::int64_t height = 0, width = 0, channels = 0;
+  std::int64_t row_stride = 0;  // elements
+  int depth = -1;
+  int device = -1;
+  nb::object shape;
+};
+
+/// `h` read as one (H, W) or (H, W, C) image of packed pixels on a CUDA device, or false for
+/// anything the general path must see (another type, a subclass, a batch, 2 or 5 channels, a
+/// column or channel stride, an element type the engine does not take).
+bool read_tensor(const TorchObjects& torch, nb::handle h, TensorImage& image) {
+  if (Py_TYPE(h.ptr()) != reinterpret_cast<PyTypeObject*>(torch.tensor_type)) return false;
+  if (!h.attr("is_cuda").is(nb::handle(Py_True))) return false;
+  const nb::object dtype = h.attr("dtype");
+  for (int i = 0; i < 4; ++i)
+    if (dtype.is(nb::handle(torch.dtypes[i]))) image.depth = kTensorDepths[i];
+  if (image.depth < 0) return false;
+  image.shape = h.attr("shape");
+  const nb::tuple shape = nb::borrow<nb::tuple>(image.shape);
+  const nb::tuple strides = nb::borrow<nb::tuple>(h.attr("stride")());
+  const std::size_t ndim = nb::len(shape);
+  if (ndim != 2 && ndim != 3) return false;
+  image.height = nb::cast<std::int64_t>(shape[0]);
+  image.width = nb::cast<std::int64_t>(shape[1]);
+  image.channels = ndim == 3 ? nb::cast<std::int64_t>(shape[2]) : 1;
+  if (image.height <= 0 || image.width <= 0 || image.height > std::numeric_limits<int>::max() ||
+      image.width > std::numeric_limits<int>::max())
+    return false;
+  if (image.channels != 1 && image.channels != 3 && image.channels != 4) return false;
+  const std::int64_t pixel_stride = nb::cast<std::int64_t>(strides[1]);
+  if (ndim == 3 && image.channels != 1 && nb::cast<std::int64_t>(strides[2]) != 1) return false;
+  image.row_stride = nb::cast<std::int64_t>(strides[0]);
+  if (pixel_stride != image.channels || image.row_stride < image.width * image.channels) return false;
+  image.ptr = nb::cast<std::uintptr_t>(h.attr("data_ptr")());
+  image.device = nb::cast<int>(h.attr("get_device")());
+  return true;
+}
+
+/// A Python int (not a bool, not another number type) as `value`; false for anything else.
+bool exact_int(nb::handle h, long long& value) {
+  if (Py_TYPE(h.ptr()) != &PyLong_Type) return false;
+  value = PyLong_AsLongLong(h.ptr());
+  if (value == -1 && PyErr_Occurred()) {
+    PyErr_Clear();
+    return false;
+  }
+  return true;
+}
+
+/// A number Python's float() takes at once (float or int), or false.
+bool plain_float(nb::handle h, double& value) {
+  if (Py_TYPE(h.ptr()) == &PyFloat_Type) {
+    value = PyFloat_AsDouble(h.ptr());
+    return true;
+  }
+  long long integer = 0;
+  if (!exact_int(h, integer)) return false;
+  value = static_cast<double>(integer);
+  return true;
+}
+
+/// cuconv.filter2D's and cuconv.convolve's call on one PyTorch CUDA tensor image, queued on
+/// PyTorch's current stream with no wait, into `dst` or a new tensor; returns the output, or None
+/// where the general path must take the call (nothing queued, nothing allocated then). `ddepth`:
+/// None or cv2's value; `border`: cv2's constant; `anchor`: (x, y) ints.
+nb::object filter_tensor(nb::handle src, nb::handle ddepth, const cuconv::Filter& filter, nb::handle dst,
+                         nb::handle anchor, nb::handle delta, nb::handle border, nb::handle border_value,
+                         nb::handle variant) {
+  const TorchObjects* torch = torch_objects();
+  TensorImage in;
+  if (torch == nullptr || !read_tensor(*torch, src, in) || in.depth == CV_16S) return nb::none();  // 16S: out only
+  long long depth_code = -1;
+  if (!ddepth.is_none() && !exact_int(ddepth, depth_code)) return nb::none();
+  int out_index = -1;  // in TorchObjects::dtypes
+  for (int i = 0; i < 4; ++i)
+    if (kTensorDepths[i] == (depth_code < 0 ? in.depth : depth_code)) out_index = i;
+  if (out_index < 0) return nb::none();  // a ddepth cuconv does not write: the general path says so
+  // cv2's border constants, with BORDER_ISOLATED (16) accepted and ignored.
+  static const char* const kBorderNames[5] = {"constant", "replicate", "reflect", "wrap", "reflect101"};
+  long long border_code = 0;
+  if (!exact_int(border, border_code)) return nb::none();
+  border_code &= ~16LL;
+  if (border_code < 0 || border_code > 4) return nb::none();
+  const std::string border_name = kBorderNames[border_code];
+  long long anchor_x = -1, anchor_y = -1;
+  if (!nb::isinstance<nb::tuple>(anchor) || nb::len(anchor) != 2 || !exact_int(anchor[0], anchor_x) ||
+      !exact_int(anchor[1], anchor_y) || anchor_x < INT_MIN || anchor_x > INT_MAX || anchor_y < INT_MIN ||
+      anchor_y > INT_MAX)
+    return nb::none();
+  double delta_value = 0, border_value_value = 0;
+  if (!plain_float(delta, delta_value) || !plain_float(border_value, border_value_value) ||
+      !nb::isinstance<nb::str>(variant))
+    return nb::none();
+
+  nb::object output;
+  TensorImage out;
+  if (dst.is_none()) {
+    output = src.attr("new_empty")(in.shape, nb::arg("dtype") = nb::handle(torch->dtypes[out_index]));
+  } else {
+    output = nb::borrow(dst);
+  }
+  if (!read_tensor(*torch, output, out) || out.depth != kTensorDepths[out_index] || out.device != in.device ||
+      !in.shape.equal(out.shape))
+    return nb::none();
+  // In place, or overlapping views: the general path reads from a copy.
+  const auto span_end = [](const TensorImage& t) {
+    return t.ptr + static_cast<std::uintptr_t>(((t.height - 1) * t.row_stride + t.width * t.channels) *
+                                               static_cast<std::int64_t>(cuconv::depth_bytes(t.depth)));
+  };
+  if (in.ptr < span_end(out) && out.ptr < span_end(in)) return nb::none();
+
+  const std::uintptr_t stream = nb::cast<std::uintptr_t>(nb::handle(torch->raw_stream)(in.device));
+  const std::int64_t in_item = static_cast<std::int64_t>(cuconv::depth_bytes(in.depth));
+  const std::int64_t out_item = static_cast<std::int64_t>(cuconv::depth_bytes(out.depth));
+  static_cast<void>(convolve_device(
+      in.ptr, static_cast<std::size_t>(in.row_stride * in_item), out.ptr,
+      static_cast<std::size_t>(out.row_stride * out_item), static_cast<int>(in.height), static_cast<int>(in.width),
+      static_cast<int>(in.channels), in.depth, out.depth, in.device, filter, nb::cast<std::string>(variant),
+      border_name, border_value_value, static_cast<int>(anchor_x), static_cast<int>(anchor_y), delta_value,
+      depth_code < 0 || depth_code == in.depth ? -1 : static_cast<int>(depth_code), stream));
+  return output;
+}
+
 /// (pointer, shape, strides in elements, DLPack type code, bits, device) of a CUDA array that
 /// speaks DLPack only; the caller keeps the array alive.
 nb::tuple dlpack_array(nb::ndarray<nb::device::cuda> a) {
@@ -279,6 +448,10 @@ NB_MODULE(_cuconv, m) {
         nb::arg("device"), nb::arg("filter"), nb::arg("variant"), nb::arg("border"), nb::arg("border_value"),
         nb::arg("anchor_x"), nb::arg("anchor_y"), nb::arg("delta"), nb::arg("ddepth"), nb::arg("stream"),
         "Queues the filter of a device image on stream; returns the variant queued.");
+  m.def("filter_tensor", &filter_tensor, nb::arg("src").none(), nb::arg("ddepth").none(), nb::arg("filter"),
+        nb::arg("dst").none(), nb::arg("anchor").none(), nb::arg("delta").none(), nb::arg("border").none(),
+        nb::arg("border_value").none(), nb::arg("variant").none(),
+        "One PyTorch CUDA tensor image filtered on the current stream; None: the call needs the general path.");
   m.def("dlpack_array", &dlpack_array, nb::arg("array"),
         "(pointer, shape, strides in elements, DLPack type code, bits, device) of a DLPack CUDA array.");
   m.def("device_available", &device_available, "(whether a CUDA device can be used, why not).");

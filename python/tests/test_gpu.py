@@ -78,6 +78,88 @@ def test_torch_through_both_protocols_gives_the_cpu_result(torch, dtype):
     np.testing.assert_array_equal(target.cpu().numpy(), out.cpu().numpy())
 
 
+# The extension's one-tensor path (_cuconv.filter_tensor, what filter2D and convolve try first)
+# against the package's general path on the same call: (src shape, src dtype, ddepth, borderType,
+# anchor, delta, borderValue, variant, output: None, "packed" or "padded" rows).
+FAST_PATH_CASES = [
+    ((64, 64), np.float32, -1, cuconv.BORDER_DEFAULT, (-1, -1), 0.0, 0.0, "auto", None),
+    ((45, 67, 3), np.uint8, -1, cuconv.BORDER_REFLECT, (0, 1), 3.5, 0.0, "auto", "packed"),
+    ((45, 67, 4), np.uint16, cuconv.CV_32F, cuconv.BORDER_CONSTANT, (-1, -1), -2.0, 7.0, "fast", None),
+    ((45, 67, 1), np.uint8, cuconv.CV_16S, cuconv.BORDER_REPLICATE, (2, 0), 1.0, 0.0, "basic", "padded"),
+    ((33, 40), np.float32, cuconv.CV_8U, cuconv.BORDER_WRAP | 16, (-1, -1), 100.0, 0.0, "tiled-halo", "packed"),
+    ((33, 40, 3), np.uint16, -1, cuconv.BORDER_REFLECT_101, (-1, -1), 0.0, 0.0, "tensor", "padded"),
+]
+
+
+def _torch_dtype(torch, dtype):
+    return {np.dtype(np.uint8): torch.uint8, np.dtype(np.uint16): torch.uint16, np.dtype(np.int16): torch.int16,
+            np.dtype(np.float32): torch.float32}[np.dtype(dtype)]
+
+
+@pytest.mark.parametrize("shape, dtype, ddepth, border, anchor, delta, border_value, variant, output",
+                         FAST_PATH_CASES)
+def test_the_one_tensor_path_gives_the_general_paths_result(torch, shape, dtype, ddepth, border, anchor, delta,
+                                                             border_value, variant, output):
+    src = torch.from_numpy(random_image(shape, dtype, seed=len(FAST_PATH_CASES))).cuda()
+    out_dtype = _torch_dtype(torch, dtype if ddepth < 0 else cuconv._arrays.DTYPES[ddepth])
+    filt = cuconv._kernel_filter(KERNEL)
+    call = dict(anchor=anchor, delta=delta, border_value=border_value, variant=variant)
+    if output is None:
+        dst = None
+    else:  # poisoned: every value the filter leaves unwritten shows
+        rows = torch.full((shape[0], shape[1] + (5 if output == "padded" else 0), *shape[2:]), 77, dtype=out_dtype,
+                          device="cuda")
+        dst = rows[:, :shape[1]]
+    fast = cuconv._cuconv.filter_tensor(src, ddepth, filt, dst, anchor, delta, border, border_value, variant)
+    assert fast is not None, "the extension's path refused a call it takes"
+    assert fast is dst or dst is None
+    general = cuconv._filter(src, filt, ddepth, None, anchor, delta, cuconv._border_name(border), border_value,
+                             variant, torch.cuda.current_stream(), None)
+    torch.cuda.synchronize()
+    assert fast.dtype == general.dtype == out_dtype and fast.shape == general.shape
+    np.testing.assert_array_equal(fast.cpu().numpy(), general.cpu().numpy())
+    # The public call takes the same path and gives the same pixels.
+    again = cuconv.filter2D(src, ddepth, KERNEL, dst, anchor, delta, border, borderValue=border_value,
+                            variant=variant)
+    assert again is dst or dst is None
+    torch.cuda.synchronize()
+    np.testing.assert_array_equal(again.cpu().numpy(), general.cpu().numpy())
+
+
+def test_the_one_tensor_path_leaves_the_rest_to_the_general_path(torch):
+    """Calls the extension's path does not take return None with nothing written: the general path
+    then copies, refuses or converts as it does for every array."""
+    src = torch.from_numpy(random_image((20, 24, 3), np.float32)).cuda()
+    filt = cuconv._kernel_filter(KERNEL)
+    dst = torch.full_like(src, 77)
+    defaults = dict(ddepth=-1, filter=filt, dst=dst, anchor=(-1, -1), delta=0.0, border=cuconv.BORDER_DEFAULT,
+                    border_value=0.0, variant="auto")
+    refused = {
+        "a subclass of Tensor": dict(src=torch.nn.Parameter(src.clone(), requires_grad=False)),
+        "a batch (N, H, W, C)": dict(src=src[None], dst=dst[None]),
+        "an int16 input": dict(src=src.to(torch.int16), dst=dst.to(torch.int16)),
+        "2 channels": dict(src=src[:, :, :2].contiguous(), dst=dst[:, :, :2].contiguous()),
+        "planar pixels (a channel stride)": dict(src=src.permute(2, 0, 1).contiguous().permute(1, 2, 0)),
+        "in place": dict(src=dst),
+        "overlapping views": dict(src=dst[1:], dst=dst[:-1]),
+        "a ddepth cuconv does not write": dict(ddepth=1),
+        "a bool ddepth": dict(ddepth=True),
+        "an anchor list": dict(anchor=[-1, -1]),
+        "an unknown border": dict(border=5),
+        "a numpy delta": dict(delta=np.float32(1)),
+        "a CPU tensor": dict(src=src.cpu()),
+        "dst of another dtype": dict(dst=dst.to(torch.uint8)),
+        "dst of another shape": dict(dst=dst[:, :-1]),
+        "dst on the CPU": dict(dst=dst.cpu()),
+        "a NumPy array": dict(src=src.cpu().numpy()),
+    }
+    for what, change in refused.items():
+        args = {"src": src, **defaults, **change}
+        assert cuconv._cuconv.filter_tensor(**args) is None, what
+    torch.cuda.synchronize()
+    assert (dst == 77).all().item(), "a refused call wrote to dst"
+
+
 def test_cupy_through_both_protocols_gives_the_cpu_result():
     cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
     src = random_image((50, 64, 4), np.uint16)
