@@ -9,6 +9,7 @@
 #include <opencv2/core/mat.hpp>
 
 #include <array>
+#include <cstddef>
 #include <cstdint>
 #include <memory>
 #include <optional>
@@ -202,6 +203,29 @@ class GpuWorkspace {
 /// result's `image` is `dst`.
 ConvolveResult convolve_into(const cv::Mat& src, const cv::Mat& dst, const Filter& filter,
                              const ConvolveOptions& options, GpuWorkspace& workspace);
+
+/// Page-locked host memory (cudaMallocHost) on the current device's context. convolve_into()
+/// moves a `src` or `dst` that lies in such memory over the link directly, with no copy through
+/// the workspace's staging buffers (a NumPy output made in it, as the Python package makes them,
+/// saves the host copy of every result). Move-only; freed when destroyed. Throws Error{gpu} when
+/// the driver cannot give the memory.
+class PinnedHostBuffer {
+ public:
+  PinnedHostBuffer() = default;
+  explicit PinnedHostBuffer(std::size_t bytes);
+  ~PinnedHostBuffer();
+  PinnedHostBuffer(PinnedHostBuffer&& other) noexcept;
+  PinnedHostBuffer& operator=(PinnedHostBuffer&& other) noexcept;
+  PinnedHostBuffer(const PinnedHostBuffer&) = delete;
+  PinnedHostBuffer& operator=(const PinnedHostBuffer&) = delete;
+
+  [[nodiscard]] void* data() const noexcept { return data_; }
+  [[nodiscard]] std::size_t size() const noexcept { return bytes_; }
+
+ private:
+  void* data_ = nullptr;
+  std::size_t bytes_ = 0;
+};
 
 /// A device image (on the current device) holding `src` (8U, 16U, 16S or 32F; any channel count
 /// up to 4); waits for the copy. Throws cuconv::Error{gpu} on a CUDA failure.

@@ -124,6 +124,21 @@ def _check_out(out, shape: tuple, dtype: np.dtype, cuda: bool):
     return target if cuda else out
 
 
+_gpu_seen = False  # a CUDA device was available once: NumPy outputs are made page-locked from then on
+
+
+def _host_output(shape: tuple, dtype: np.dtype, variant: str) -> np.ndarray:
+    """A new NumPy output: in page-locked memory where the GPU will download into it (the engine
+    then copies straight into it, with no staging copy), else ordinary memory."""
+    global _gpu_seen
+    if variant != "opencv" and (_gpu_seen or _cuconv.device_available()[0]):
+        _gpu_seen = True
+        block = _cuconv.pinned_output(int(np.prod(shape)) * dtype.itemsize)
+        if block is not None:
+            return block.view(dtype).reshape(shape)
+    return np.empty(shape, dtype)
+
+
 def _filter(src, filt: Filter, ddepth, dst, anchor, delta, border: str, border_value, variant: str, stream,
             batch):
     """The one path every function takes: validate everything, then filter image by image."""
@@ -145,7 +160,7 @@ def _filter(src, filt: Filter, ddepth, dst, anchor, delta, border: str, border_v
     if cuda:
         return _filter_cuda(array, shape4, batch_axis, out_dtype, target, args, stream)
     images = _arrays.host_images(src, shape4)
-    out = dst if dst is not None else np.empty(shape, out_dtype)
+    out = dst if dst is not None else _host_output(shape, out_dtype, variant)
     outs = _arrays.host_images(out, shape4)
     for i in range(shape4[0]):
         target = outs[i]

@@ -63,6 +63,14 @@ def filter_tensor(src: object | None, ddepth: object | None, filter: Filter, dst
     One PyTorch CUDA tensor image filtered on the current stream; None: the call needs the general path.
     """
 
+def pinned_output(nbytes: int) -> object:
+    """
+    A uint8 NumPy array of nbytes in page-locked memory (kept for reuse when freed), or None.
+    """
+
+def pinned_output_bytes() -> tuple[int, int]:
+    """(bytes of page-locked outputs in use, bytes kept free for reuse)."""
+
 def dlpack_array(array: Annotated[NDArray, dict(device='cuda')]) -> tuple:
     """
     (pointer, shape, strides in elements, DLPack type code, bits, device) of a DLPack CUDA array.

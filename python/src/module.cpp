@@ -23,6 +23,7 @@
 #include <cstdint>
 #include <limits>
 #include <map>
+#include <mutex>
 #include <string>
 #include <utility>
 
@@ -371,6 +372,88 @@ nb::tuple dlpack_array(nb::ndarray<nb::device::cuda> a) {
                         a.device_id());
 }
 
+// ---- NumPy outputs in page-locked memory -------------------------------------------------------
+// A GPU call's NumPy output made in page-locked memory takes the download straight from the link
+// (convolve_into), with no copy through the workspace's staging buffers: a 512x512 float image
+// saves a 1 MiB host copy. cudaMallocHost costs far more than such a call, so freed blocks are kept
+// by size and a loop over equal images allocates once. At most kPinnedKeptBytes of free blocks are
+// kept and kPinnedLiveBytes handed out; past that (a caller keeping thousands of results), for
+// blocks over kPinnedLargest and where the driver refuses, outputs are ordinary NumPy memory.
+
+constexpr std::size_t kPinnedKeptBytes = std::size_t{256} << 20;
+constexpr std::size_t kPinnedLiveBytes = std::size_t{1} << 30;
+constexpr std::size_t kPinnedLargest = std::size_t{64} << 20;
+
+class PinnedOutputs {
+ public:
+  /// A block of exactly `bytes`, kept or new; an empty one when the limits or the driver say no.
+  cuconv::PinnedHostBuffer take(std::size_t bytes) {
+    {
+      const std::lock_guard lock(mutex_);
+      if (bytes > kPinnedLargest || live_ + bytes > kPinnedLiveBytes) return {};
+      live_ += bytes;
+      if (const auto kept = free_.find(bytes); kept != free_.end()) {
+        cuconv::PinnedHostBuffer block = std::move(kept->second);
+        free_.erase(kept);
+        kept_ -= bytes;
+        return block;
+      }
+    }
+    try {
+      return cuconv::PinnedHostBuffer(bytes);  // outside the lock: it may take milliseconds
+    } catch (const cuconv::Error&) {
+      const std::lock_guard lock(mutex_);
+      live_ -= bytes;
+      return {};
+    }
+  }
+  /// A block its array no longer uses: kept for the next output of its size, or freed.
+  void give(cuconv::PinnedHostBuffer block) {
+    cuconv::PinnedHostBuffer dropped;
+    const std::lock_guard lock(mutex_);
+    live_ -= block.size();
+    if (kept_ + block.size() > kPinnedKeptBytes) {
+      dropped = std::move(block);  // freed after the lock is released
+      return;
+    }
+    kept_ += block.size();
+    free_.emplace(block.size(), std::move(block));
+  }
+  /// (bytes handed out, bytes kept free), for the tests.
+  std::pair<std::size_t, std::size_t> bytes() {
+    const std::lock_guard lock(mutex_);
+    return {live_, kept_};
+  }
+
+ private:
+  std::mutex mutex_;
+  std::multimap<std::size_t, cuconv::PinnedHostBuffer> free_;
+  std::size_t kept_ = 0;
+  std::size_t live_ = 0;
+};
+
+/// The process's blocks: never destroyed (arrays may outlive the module; the driver frees
+/// page-locked memory with the process).
+PinnedOutputs& pinned_outputs() {
+  static auto* const outputs = new PinnedOutputs;
+  return *outputs;
+}
+
+/// A 1-D uint8 NumPy array of `bytes` in page-locked memory, whose block goes back to the kept
+/// ones when the array (and every view of it) is gone; None when none can be had.
+nb::object pinned_output(std::size_t bytes) {
+  cuconv::PinnedHostBuffer block = pinned_outputs().take(bytes);
+  if (block.data() == nullptr) return nb::none();
+  auto* owned = new cuconv::PinnedHostBuffer(std::move(block));
+  nb::capsule owner(owned, [](void* p) noexcept {
+    auto* buffer = static_cast<cuconv::PinnedHostBuffer*>(p);
+    pinned_outputs().give(std::move(*buffer));
+    delete buffer;
+  });
+  const std::size_t shape[1] = {bytes};
+  return nb::ndarray<nb::numpy, std::uint8_t, nb::ndim<1>>(owned->data(), 1, shape, owner).cast();
+}
+
 /// (available, reason): whether a CUDA device can be used, and why not.
 std::pair<bool, std::string> device_available() {
   std::string reason;
@@ -452,6 +535,11 @@ NB_MODULE(_cuconv, m) {
         nb::arg("dst").none(), nb::arg("anchor").none(), nb::arg("delta").none(), nb::arg("border").none(),
         nb::arg("border_value").none(), nb::arg("variant").none(),
         "One PyTorch CUDA tensor image filtered on the current stream; None: the call needs the general path.");
+  m.def("pinned_output", &pinned_output, nb::arg("nbytes"),
+        "A uint8 NumPy array of nbytes in page-locked memory (kept for reuse when freed), or None.");
+  m.def(
+      "pinned_output_bytes", [] { return pinned_outputs().bytes(); },
+      "(bytes of page-locked outputs in use, bytes kept free for reuse).");
   m.def("dlpack_array", &dlpack_array, nb::arg("array"),
         "(pointer, shape, strides in elements, DLPack type code, bits, device) of a DLPack CUDA array.");
   m.def("device_available", &device_available, "(whether a CUDA device can be used, why not).");

@@ -160,6 +160,36 @@ def test_the_one_tensor_path_leaves_the_rest_to_the_general_path(torch):
     assert (dst == 77).all().item(), "a refused call wrote to dst"
 
 
+def test_numpy_outputs_are_page_locked_and_reused(torch):
+    """A GPU call's new NumPy output lives in a page-locked block (the download goes straight into
+    it); the block goes back to the kept ones when the last view of the output is gone, and the
+    next output of its size takes it again, so a loop allocates once."""
+    blocks = cuconv._cuconv.pinned_output_bytes
+    src = random_image((256, 256, 3), np.float32)
+    expected = cuconv.filter2D(src, -1, KERNEL, dst=np.empty_like(src))
+    live, kept = blocks()
+    out = cuconv.filter2D(src, -1, KERNEL)
+    np.testing.assert_array_equal(out, expected)
+    assert blocks()[0] == live + src.nbytes
+    view = out[10:20]
+    del out
+    assert blocks()[0] == live + src.nbytes, "the block went back while a view still used it"
+    del view
+    assert blocks()[0] == live and blocks()[1] >= src.nbytes
+    steady = blocks()
+    for i in range(1000):
+        cuconv.filter2D(src, -1, KERNEL)
+    assert blocks() == steady
+    outs = [cuconv.filter2D(src * (i + 1), -1, KERNEL) for i in range(3)]  # each its own block
+    for i, result in enumerate(outs):
+        np.testing.assert_allclose(result, expected * (i + 1), rtol=1e-5, atol=1e-2)
+    assert blocks()[0] == live + 3 * src.nbytes
+    del outs, result
+    assert blocks()[0] == live
+    large = cuconv.filter2D(np.zeros((4200, 4400), np.float32), -1, KERNEL)  # over 64 MiB: ordinary memory
+    assert blocks()[0] == live and large.shape == (4200, 4400)
+
+
 def test_cupy_through_both_protocols_gives_the_cpu_result():
     cupy = pytest.importorskip("cupy", reason="CuPy is not installed")
     src = random_image((50, 64, 4), np.uint16)

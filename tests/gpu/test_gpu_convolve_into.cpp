@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
 // convolve_into on the GPU: every tested variant downloads into the caller's view (a longer row
 // step than its pixels, never reallocated), whole or in strips, in place too, and gives what
-// convolve() gives for the same request bit for bit, with nothing written outside the view.
+// convolve() gives for the same request bit for bit, with nothing written outside the view; images
+// in page-locked memory are copied straight over the link.
 #include "framed_target.hpp"
 #include "gpu_seams.hpp"
 #include "test_support.hpp"
@@ -11,6 +12,7 @@
 #include <doctest/doctest.h>
 #include <opencv2/core.hpp>
 
+#include <cstring>
 #include <string>
 
 using namespace cuconv;
@@ -58,6 +60,48 @@ TEST_CASE("gpu convolve_into: each variant downloads into the caller's view, who
           CHECK(bit_equal(image, expected.image));
         }
       }
+    }
+  }
+}
+
+TEST_CASE("gpu convolve_into: page-locked images go over the link with no staging buffer, whole and in strips") {
+  // A source and a destination (with a longer row step, its gap poisoned) in PinnedHostBuffers:
+  // a fresh workspace never makes its staging buffers, and the pixels are the staged call's bit
+  // for bit. The constant border's rows come from the copier's own (pageable) row.
+  const cv::Mat src = random_image(70, 83, CV_16U, 3, 17);
+  const Filter filter = random_filter(5, 5, 4);
+  for (Variant variant : tested_gpu_variants()) {
+    for (int strip_rows : {0, 16}) {
+      const std::string what = std::string(to_string(variant)) + (strip_rows > 0 ? " in strips" : "");
+      CAPTURE(what);
+      ConvolveOptions options;
+      options.variant = variant;
+      options.border = Border::constant;
+      options.border_value = 1000;
+      const cuconv::test::MaxStripRows strips(strip_rows);
+      GpuWorkspace staged;
+      const ConvolveResult expected = convolve(src, filter, options, staged);
+      REQUIRE(staged.pinned_bytes() > 0);  // the control: a pageable image is staged
+
+      PinnedHostBuffer in_memory(src.total() * src.elemSize());
+      const cv::Mat pinned_src(src.rows, src.cols, src.type(), in_memory.data());
+      src.copyTo(pinned_src);
+      const std::size_t step = src.cols * src.elemSize() + 24;
+      PinnedHostBuffer out_memory(step * static_cast<std::size_t>(src.rows));
+      std::memset(out_memory.data(), 0xA5, out_memory.size());
+      const cv::Mat pinned_dst(src.rows, src.cols, src.type(), out_memory.data(), step);
+      GpuWorkspace direct;
+      const ConvolveResult into = convolve_into(pinned_src, pinned_dst, filter, options, direct);
+      CHECK(into.variant_used == variant);
+      if (strip_rows > 0) CHECK(into.strips > 1);
+      CHECK(direct.pinned_bytes() == 0);
+      CHECK(bit_equal(pinned_dst, expected.image));
+      bool gaps_untouched = true;
+      for (int y = 0; y < src.rows; ++y) {
+        const auto* gap = pinned_dst.ptr(y) + src.cols * src.elemSize();
+        for (int i = 0; i < 24; ++i) gaps_untouched = gaps_untouched && gap[i] == 0xA5;
+      }
+      CHECK(gaps_untouched);
     }
   }
 }

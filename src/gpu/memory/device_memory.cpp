@@ -5,8 +5,11 @@
 
 #include "gpu/seams.hpp"
 
+#include <cuconv/convolve.hpp>
+
 #include <string>
 #include <string_view>
+#include <utility>
 
 namespace cuconv::gpu {
 
@@ -70,3 +73,17 @@ void* allocate_pinned(std::size_t bytes) {
 }
 
 }  // namespace cuconv::gpu
+
+namespace cuconv {
+
+PinnedHostBuffer::PinnedHostBuffer(std::size_t bytes) : data_(gpu::allocate_pinned(bytes)), bytes_(bytes) {}
+PinnedHostBuffer::~PinnedHostBuffer() { gpu::release_pinned(data_); }
+PinnedHostBuffer::PinnedHostBuffer(PinnedHostBuffer&& other) noexcept
+    : data_(std::exchange(other.data_, nullptr)), bytes_(std::exchange(other.bytes_, 0)) {}
+PinnedHostBuffer& PinnedHostBuffer::operator=(PinnedHostBuffer&& other) noexcept {
+  std::swap(data_, other.data_);
+  std::swap(bytes_, other.bytes_);
+  return *this;
+}
+
+}  // namespace cuconv

@@ -37,10 +37,21 @@ int staging_chunk_rows(std::size_t row_bytes, int rows) {
   return std::max({std::min(by_size, for_overlap), by_count, 1});
 }
 
+/// Whether `data` lies in page-locked host memory (cudaMallocHost, cudaHostRegister): the link
+/// reads and writes it directly, so a copy to or from it needs no staging.
+bool page_locked(const void* data) {
+  cudaPointerAttributes attributes{};
+  if (cudaPointerGetAttributes(&attributes, data) != cudaSuccess) {
+    cudaGetLastError();  // a query: not page-locked is the answer
+    return false;
+  }
+  return attributes.type == cudaMemoryTypeHost;
+}
+
 }  // namespace
 
 StripCopier::StripCopier(WorkspaceState& workspace, const ConvolveJob& job, const cv::Mat& image)
-    : workspace_(workspace), job_(job), image_(image) {
+    : workspace_(workspace), job_(job), image_(image), image_page_locked_(page_locked(image.data)) {
   if (job.border == Border::constant)
     constant_row_ = cv::Mat(1, image.cols, image.type(), cv::Scalar::all(job.border_value));
 }
@@ -54,8 +65,9 @@ void StripCopier::upload(const StripRows& rows, const DeviceImageView& device) c
   const cudaStream_t stream = workspace_.stream();
   const std::size_t row_bytes = device.row_bytes();
   const auto device_row = [&](int y) { return device.row(y - rows.in_begin); };
-  if (!workspace_.kept) {
-    // Pageable copies: the rows inside the image at once, the border rows one by one.
+  if (!workspace_.kept || image_page_locked_) {
+    // Straight from the image (pageable copies for a call's own state, asynchronous ones from
+    // page-locked memory): the rows inside the image at once, the border rows one by one.
     const int inside_begin = std::clamp(rows.in_begin, 0, image_.rows);
     const int inside_end = std::clamp(rows.in_end, 0, image_.rows);
     CUCONV_CUDA_TRY(cudaMemcpy2DAsync(device_row(inside_begin), device.pitch, image_.ptr(inside_begin), image_.step,
@@ -84,10 +96,13 @@ void StripCopier::download(const DeviceImageView& device, const StripRows& rows,
   const std::size_t row_bytes = device.row_bytes();
   const int count = rows.output_rows();
   const std::byte* first_row = device.row(rows.first_valid);
-  if (!workspace_.kept) {
+  const bool direct = page_locked(result.data);
+  if (!workspace_.kept || direct) {
     CUCONV_CUDA_TRY(cudaMemcpy2DAsync(result.ptr(rows.out_begin), result.step, first_row, device.pitch, row_bytes,
                                       static_cast<std::size_t>(count), cudaMemcpyDeviceToHost, stream));
-    return;  // a copy into pageable memory returns once it is done
+    // A copy into pageable memory returns once it is done; one into page-locked memory is queued.
+    if (direct) CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));
+    return;
   }
   // Every chunk's transfer is queued with an event after it; the host copies a chunk out as soon
   // as its event has passed.

@@ -3,7 +3,7 @@
 // Moving a strip of a host image (cv::Mat, interleaved) into a device image and its filtered rows
 // back: pageable copies for a call's own state, or staged through the workspace's pinned buffers
 // in chunks when the workspace is kept between calls (the host copies one chunk while the link
-// moves the one before).
+// moves the one before); a host image in page-locked memory is copied straight from or into.
 #include "gpu/gpu_convolve.hpp"
 #include "gpu/memory/strips.hpp"
 #include "gpu/memory/workspace.hpp"
@@ -34,7 +34,8 @@ class StripCopier {
   gpu::WorkspaceState& workspace_;
   const ConvolveJob& job_;
   const cv::Mat& image_;
-  cv::Mat constant_row_;  ///< the border value, only for Border::constant
+  cv::Mat constant_row_;    ///< the border value, only for Border::constant
+  bool image_page_locked_;  ///< the image lies in page-locked memory: uploads need no staging
 };
 
 }  // namespace cuconv::gpu
