@@ -102,6 +102,31 @@ def main():
         lambda: torch.from_numpy(big).cuda(), reps // 4, sync))
     line("torch: 1 MiB device -> pageable (.cpu())", median_us(lambda: gpu.cpu(), reps // 4, sync))
 
+    # Auto's choice beside fast and tensor on the bench's float 9x9 Gaussian (float32 weights, so
+    # not exactly rank 1), and the link from a pinned buffer the host has just written (what the
+    # staged upload sends) against one it has not, whole and in 2, 4 and 8 chunks.
+    kernel9 = (cuconv.getGaussianKernel(9, 0) @ cuconv.getGaussianKernel(9, 0).T).astype(np.float32)
+    for side in (64, 512):
+        image = torch.from_numpy(np.random.default_rng(2).random((side, side)).astype(np.float32)).cuda()
+        target = torch.empty_like(image)
+        for variant in ("auto", "fast", "tensor"):
+            line(f"{side}x{side} 9x9 variant={variant} + synchronize", median_us(
+                lambda: cuconv.filter2D(image, -1, kernel9, dst=target, variant=variant), reps // 4, sync))
+    staged = torch.empty(big.shape, dtype=torch.float32, pin_memory=True)
+    staged_numpy = staged.numpy()
+    for chunks in (1, 2, 4, 8):
+        rows = big.shape[0] // chunks
+
+        def upload(written):
+            for c in range(chunks):
+                if written:
+                    np.copyto(staged_numpy[c * rows:(c + 1) * rows], big[c * rows:(c + 1) * rows])
+                gpu[c * rows:(c + 1) * rows].copy_(staged[c * rows:(c + 1) * rows], non_blocking=True)
+        line(f"1 MiB upload in {chunks} chunk(s), host copy into pinned then link + synchronize", median_us(
+            lambda: upload(True), reps // 4, sync))
+        line(f"1 MiB upload in {chunks} chunk(s), link alone (pinned not rewritten) + synchronize", median_us(
+            lambda: upload(False), reps // 4, sync))
+
     if args.profile:
         for name, call in (("cuda tensor, dst=out", lambda: cuconv.filter2D(dev, -1, kernel, dst=out)),
                            ("numpy 512x512", lambda: cuconv.filter2D(big, -1, kernel))):

@@ -133,7 +133,10 @@ def _host_output(shape: tuple, dtype: np.dtype, variant: str) -> np.ndarray:
     global _gpu_seen
     if variant != "opencv" and (_gpu_seen or _cuconv.device_available()[0]):
         _gpu_seen = True
-        block = _cuconv.pinned_output(int(np.prod(shape)) * dtype.itemsize)
+        nbytes = dtype.itemsize
+        for n in shape:
+            nbytes *= n
+        block = _cuconv.pinned_output(nbytes)
         if block is not None:
             return block.view(dtype).reshape(shape)
     return np.empty(shape, dtype)

@@ -334,7 +334,10 @@ nb::object filter_tensor(nb::handle src, nb::handle ddepth, const cuconv::Filter
   nb::object output;
   TensorImage out;
   if (dst.is_none()) {
-    output = src.attr("new_empty")(in.shape, nb::arg("dtype") = nb::handle(torch->dtypes[out_index]));
+    // No keyword when the dtype stays: a call without one costs PyTorch less.
+    output = kTensorDepths[out_index] == in.depth
+                 ? src.attr("new_empty")(in.shape)
+                 : src.attr("new_empty")(in.shape, nb::arg("dtype") = nb::handle(torch->dtypes[out_index]));
   } else {
     output = nb::borrow(dst);
   }

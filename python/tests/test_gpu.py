@@ -86,7 +86,7 @@ FAST_PATH_CASES = [
     ((45, 67, 3), np.uint8, -1, cuconv.BORDER_REFLECT, (0, 1), 3.5, 0.0, "auto", "packed"),
     ((45, 67, 4), np.uint16, cuconv.CV_32F, cuconv.BORDER_CONSTANT, (-1, -1), -2.0, 7.0, "fast", None),
     ((45, 67, 1), np.uint8, cuconv.CV_16S, cuconv.BORDER_REPLICATE, (2, 0), 1.0, 0.0, "basic", "padded"),
-    ((33, 40), np.float32, cuconv.CV_8U, cuconv.BORDER_WRAP | 16, (-1, -1), 100.0, 0.0, "tiled-halo", "packed"),
+    ((33, 40), np.float32, -1, cuconv.BORDER_WRAP | 16, (-1, -1), 100.0, 0.0, "tiled-halo", "packed"),
     ((33, 40, 3), np.uint16, -1, cuconv.BORDER_REFLECT_101, (-1, -1), 0.0, 0.0, "tensor", "padded"),
 ]
 
