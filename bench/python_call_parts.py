@@ -115,13 +115,13 @@ def main():
     staged = torch.empty(big.shape, dtype=torch.float32, pin_memory=True)
     staged_numpy = staged.numpy()
     for chunks in (1, 2, 4, 8):
-        rows = big.shape[0] // chunks
+        chunk_rows = big.shape[0] // chunks
 
         def upload(written):
             for c in range(chunks):
                 if written:
-                    np.copyto(staged_numpy[c * rows:(c + 1) * rows], big[c * rows:(c + 1) * rows])
-                gpu[c * rows:(c + 1) * rows].copy_(staged[c * rows:(c + 1) * rows], non_blocking=True)
+                    np.copyto(staged_numpy[c * chunk_rows:(c + 1) * chunk_rows], big[c * chunk_rows:(c + 1) * chunk_rows])
+                gpu[c * chunk_rows:(c + 1) * chunk_rows].copy_(staged[c * chunk_rows:(c + 1) * chunk_rows], non_blocking=True)
         line(f"1 MiB upload in {chunks} chunk(s), host copy into pinned then link + synchronize", median_us(
             lambda: upload(True), reps // 4, sync))
         line(f"1 MiB upload in {chunks} chunk(s), link alone (pinned not rewritten) + synchronize", median_us(

@@ -210,6 +210,16 @@ inline std::vector<cuconv::Variant> tested_gpu_variants() {
   return chosen;
 }
 
+/// The variant `auto` picks for `spec` on the sample image `name` with the current device's
+/// tuning row, as convolve() and the CLI pick it: what a test that names auto's choice expects
+/// (an H200's row sends gauss5 on small colour images to `tensor` where an H100's keeps `fast`).
+inline std::string auto_choice(const std::string& spec, const std::string& name) {
+  const cv::Mat image = cv::imread(sample(name), cv::IMREAD_UNCHANGED);
+  return std::string(cuconv::to_string(cuconv::choose_variant(cuconv::load_filter(spec), cuconv::ConvolveOptions{},
+                                                              true, image.depth(), image.depth(), image.channels(),
+                                                              static_cast<long long>(image.total()))));
+}
+
 /// Whether the sweeps cover `variant` (see tested_gpu_variants).
 inline bool variant_tested(cuconv::Variant variant) {
   for (cuconv::Variant v : tested_gpu_variants())
