@@ -68,7 +68,9 @@ void check_dealt(const nlohmann::json& all, const nlohmann::json& one, const std
   CHECK(all["files"].size() == names.size());
   for (const std::string& name : names) CHECK_MESSAGE(seen[name] == 1, name);
   CHECK(static_cast<int>(per_device.size()) == device_count);
-  for (const auto& [device, count] : per_device) {
+  for (const auto& entry : per_device) {
+    const int device = entry.first;  // not a structured binding: INFO's lambda captures these
+    const int count = entry.second;
     INFO("device ", device, ": ", count, " images");
     CHECK(device >= 0);
     CHECK(device < device_count);
@@ -112,8 +114,9 @@ TEST_CASE("gpu batch: concurrent filtering on all devices matches cv::filter2D f
         reference.variant = Variant::opencv;
         reference.opencv_method = OpenCvMethod::reference;
         const cv::Mat expected = convolve(src, filter, reference).image;
-        const ComparisonStats s = compare_to_reference(cv::imread(out + "/" + name, cv::IMREAD_UNCHANGED), expected,
-                                                       src, filter, ConvolveOptions{}, Variant::automatic);
+        const ComparisonStats s =
+            compare_to_reference(cv::imread((std::filesystem::path(out) / name).string(), cv::IMREAD_UNCHANGED),
+                                 expected, src, filter, ConvolveOptions{}, Variant::automatic);
         INFO(name, ": max diff ", s.max_abs_difference, " differing ", s.differing_values, " rel ", s.relative_error);
         CHECK(s.within_tolerance);
       }
@@ -199,8 +202,8 @@ TEST_CASE("gpu batch: with two or more devices each gets work, every file once, 
       for (const auto& entry : std::filesystem::directory_iterator(all_out)) written += entry.is_regular_file() ? 1 : 0;
       CHECK(written == names.size());
       for (const std::string& name : names) {
-        const cv::Mat a = cv::imread(all_out + "/" + name, cv::IMREAD_UNCHANGED);
-        const cv::Mat b = cv::imread(one_out + "/" + name, cv::IMREAD_UNCHANGED);
+        const cv::Mat a = cv::imread((std::filesystem::path(all_out) / name).string(), cv::IMREAD_UNCHANGED);
+        const cv::Mat b = cv::imread((std::filesystem::path(one_out) / name).string(), cv::IMREAD_UNCHANGED);
         INFO(name);
         REQUIRE_FALSE(a.empty());
         REQUIRE_FALSE(b.empty());
