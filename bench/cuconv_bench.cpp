@@ -29,6 +29,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cmath>
 #include <cstdio>
 #include <fstream>
 #include <functional>
@@ -116,6 +117,7 @@ struct CaseImages {
 
 }  // namespace
 
+// NOLINTNEXTLINE(bugprone-exception-escape): a CUDA or OpenCV failure ends the run with its message
 int main(int argc, char** argv) {
   Settings s;
   for (int i = 1; i < argc; ++i) {
@@ -144,17 +146,6 @@ int main(int argc, char** argv) {
       return 2;
     }
   }
-  std::string reason;
-  if (!cuda_device_available(&reason)) {
-    std::fprintf(stderr, "cuconv_bench: no CUDA device: %s\n", reason.c_str());
-    return 77;
-  }
-  int device = 0;
-  cudaDeviceProp prop{};
-  CUCONV_CUDA_TRY(cudaGetDevice(&device));
-  CUCONV_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
-  const double fma_rate = fma_per_ms(device);
-
   std::vector<ImageCase> images{square("f32 1ch", 4096, CV_32F, 1), square("f32 1ch", 8192, CV_32F, 1),
                                 square("8U 1ch", 4096, CV_8U, 1), square("8U RGB", 4096, CV_8U, 3),
                                 square("8U RGB", 8192, CV_8U, 3)};
@@ -170,16 +161,45 @@ int main(int argc, char** argv) {
     images.push_back(square("16U RGBA", 8192, CV_16U, 4));
     images.push_back(square("f32 RGB", 4096, CV_32F, 3));
   }
-  std::erase_if(images, [&](const ImageCase& c) { return !selected(s.shapes, c.name + " " + size_label(c)); });
   std::vector<FilterCase> filters = bench::bench_filters();
-  std::erase_if(filters, [&](const FilterCase& f) { return !selected(s.filters, f.name); });
-
   std::vector<Variant> variants{Variant::automatic};
   for (Variant v : gpu_variants()) variants.push_back(v);
+  // A name that selects nothing is a typo: say so, with the names there are, before any GPU work.
+  const auto unknown = [](const char* option, const std::vector<std::string>& wanted,
+                          const std::vector<std::string>& known) {
+    for (const std::string& name : wanted) {
+      if (std::find(known.begin(), known.end(), name) != known.end()) continue;
+      std::string list;
+      for (const std::string& k : known) list += (list.empty() ? "" : ", ") + k;
+      std::fprintf(stderr, "cuconv_bench: %s names '%s', which is none of: %s\n", option, name.c_str(), list.c_str());
+      return true;
+    }
+    return false;
+  };
+  std::vector<std::string> image_names, filter_names, variant_names;
+  for (const ImageCase& c : images) image_names.push_back(c.name + " " + size_label(c));
+  for (const FilterCase& f : filters) filter_names.push_back(f.name);
+  for (Variant v : variants) variant_names.emplace_back(to_string(v));
+  if (unknown("--shapes", s.shapes, image_names) || unknown("--filters", s.filters, filter_names) ||
+      unknown("--variants", s.variants, variant_names))
+    return 2;
+  std::erase_if(images, [&](const ImageCase& c) { return !selected(s.shapes, c.name + " " + size_label(c)); });
+  std::erase_if(filters, [&](const FilterCase& f) { return !selected(s.filters, f.name); });
   if (!s.variants.empty())
     std::erase_if(variants, [&](Variant v) {
       return std::find(s.variants.begin(), s.variants.end(), std::string(to_string(v))) == s.variants.end();
     });
+
+  std::string reason;
+  if (!cuda_device_available(&reason)) {
+    std::fprintf(stderr, "cuconv_bench: no CUDA device: %s\n", reason.c_str());
+    return 77;
+  }
+  int device = 0;
+  cudaDeviceProp prop{};
+  CUCONV_CUDA_TRY(cudaGetDevice(&device));
+  CUCONV_CUDA_TRY(cudaGetDeviceProperties(&prop, device));
+  const double fma_rate = fma_per_ms(device);
 
   nlohmann::json results = nlohmann::json::array();
   CudaStream stream;
@@ -227,7 +247,7 @@ int main(int argc, char** argv) {
       const double fma_roof_ms = taps > 0 ? pixels * c.channels * taps / fma_rate : 0.0;
       std::printf("| %s | %s | %s | %s | %.3f | %.2f | %.0f | %.0f | %s |\n", c.name.c_str(), size.c_str(),
                   filter.c_str(), variant.c_str(), ms, pixels / ms * 1e-6, bytes / ms * 1e-6, 100.0 * copy_ms / ms,
-                  taps > 0 ? std::to_string(static_cast<int>(100.0 * fma_roof_ms / ms + 0.5)).c_str() : "-");
+                  taps > 0 ? std::to_string(std::lround(100.0 * fma_roof_ms / ms)).c_str() : "-");
       std::fflush(stdout);
       results.push_back({{"image", c.name},
                          {"size", w},  // the side of square images, kept for readers of older results
