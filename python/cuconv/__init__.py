@@ -124,15 +124,16 @@ def _check_out(out, shape: tuple, dtype: np.dtype, cuda: bool):
     return target if cuda else out
 
 
-_gpu_seen = False  # a CUDA device was available once: NumPy outputs are made page-locked from then on
+_gpu_present = None  # whether a CUDA device can be used, asked once (the CUDA runtime keeps its answer too)
 
 
 def _host_output(shape: tuple, dtype: np.dtype, variant: str) -> np.ndarray:
     """A new NumPy output: in page-locked memory where the GPU will download into it (the engine
     then copies straight into it, with no staging copy), else ordinary memory."""
-    global _gpu_seen
-    if variant != "opencv" and (_gpu_seen or _cuconv.device_available()[0]):
-        _gpu_seen = True
+    global _gpu_present
+    if _gpu_present is None:
+        _gpu_present = _cuconv.device_available()[0]
+    if variant != "opencv" and _gpu_present:
         nbytes = dtype.itemsize
         for n in shape:
             nbytes *= n
