@@ -4,6 +4,7 @@
 
     python3 bench/python_bench.py [--out FILE.json] [--quick] [--cpu-only] [--reps N]
     python3 bench/python_bench.py --table FILE.json     (the Markdown table of docs/python.md)
+    python3 bench/python_bench.py --match-bench KERNELS.json [--out FILE.json]
 
 Per call (median of timed calls after warm-up, the device synchronised after each), throughput
 (many calls queued, one synchronisation) and, on CUDA tensors, the host's time in one call on an
@@ -17,6 +18,10 @@ idle device (host_us: the per-call overhead) of:
 Shapes: 64x64 and 512x512 (per-call latency), 2048x2048, 8192x8192 and 16384x16384, float32
 with 3x3 ... 15x15 filters, and 8192x8192 RGB 8-bit gauss5. Bytes moved (input + output) and GB/s
 are reported. Without a GPU only the CPU rows run (--cpu-only forces that), as a smoke test.
+
+--match-bench takes a cuconv_bench JSON of the same run (the same lease) and times the same
+filters (the presets cuconv_bench names) through cuconv.convolve on CUDA tensors of its float32
+8192x8192 and 16384x16384 shapes: per call and queued, against cuconv_bench's `auto` kernel median.
 """
 import argparse
 import json
@@ -73,6 +78,41 @@ def throughput_time(call, sync, reps):
         call()
     sync()
     return (time.perf_counter() - start) / reps
+
+
+# cuconv_bench's filters that are presets (bench/bench_filters.hpp), as cuconv.convolve's specs.
+BENCH_PRESETS = {"sobel-x 3x3": "sobel-x", "gauss5 5x5": "gauss5", "gaussian 7x7": "gaussian:3,1.4",
+                 "gaussian 9x9": "gaussian:4,1.8", "gaussian 15x15": "gaussian:7,2.5",
+                 "gaussian 31x31": "gaussian:15,5", "box 15x15": "box:15"}
+
+
+def match_bench(path, reps):
+    """cuconv.convolve on CUDA tensors beside cuconv_bench's `auto` kernel medians in `path`."""
+    import torch
+    with open(path) as f:
+        bench = json.load(f)
+    sync = torch.cuda.synchronize
+    rows = []
+    for r in bench["results"]:
+        if r["variant"] != "auto" or r["image"] != "f32 1ch" or r["size"] < 8192 or r["filter"] not in BENCH_PRESETS:
+            continue
+        h, w = r["height"], r["width"]
+        dev = torch.rand((h, w), device="cuda", dtype=torch.float32)
+        out = torch.empty_like(dev)
+        spec = BENCH_PRESETS[r["filter"]]
+        call = lambda: cuconv.convolve(dev, filter=spec, out=out)  # noqa: E731
+        n = max(20, reps)
+        per_call = median_time(call, sync, n) * 1e3
+        queued = min(throughput_time(call, sync, n) for _ in range(3)) * 1e3
+        row = {"shape": [h, w], "filter": r["filter"], "spec": spec, "bench_auto_ms": r["median_ms"],
+               "per_call_ms": per_call, "queued_ms": queued, "queued_over_bench": queued / r["median_ms"],
+               "per_call_over_bench": per_call / r["median_ms"]}
+        rows.append(row)
+        print(f"{h}x{w} {r['filter']:15s} cuconv_bench auto {r['median_ms']:.4f} ms  cuconv.convolve per call "
+              f"{per_call:.4f} ({per_call / r['median_ms']:.3f}x)  queued {queued:.4f} ({queued / r['median_ms']:.3f}x)",
+              flush=True)
+        del dev, out
+    return {"bench_commit": bench.get("commit"), "gpu": bench.get("gpu"), "reps": reps, "results": rows}
 
 
 def peers(args):
@@ -211,6 +251,8 @@ def main():
                         help="timed calls per row after %d warm-up calls (2048x2048: reps/10, "
                              "8192x8192 and up: reps/50)" % WARMUP)
     parser.add_argument("--table", metavar="JSON", help="print the Markdown table of a results file and exit")
+    parser.add_argument("--match-bench", metavar="JSON", help="cuconv_bench's JSON of the same run: time its "
+                        "preset filters at float32 8192x8192 and 16384x16384 through cuconv.convolve and exit")
     args = parser.parse_args()
     if args.table:
         with open(args.table) as f:
@@ -218,6 +260,13 @@ def main():
         return
     global cuconv
     import cuconv
+    if args.match_bench:
+        report = match_bench(args.match_bench, min(args.reps, 200))
+        report["cuconv"] = cuconv.__version__
+        if args.out:
+            with open(args.out, "w") as f:
+                json.dump(report, f, indent=1)
+        return
     gpu = cuconv.device_available()[0] and not args.cpu_only
     mods = peers(args)
     results = []

@@ -100,6 +100,11 @@ struct ConvolveOptions {
   /// margin. An image whose device planes (plus the variant's scratch) need more is filtered in
   /// horizontal strips (README "Limits and errors").
   std::uint64_t gpu_memory_limit = 0;
+  /// GPU variants with a GpuWorkspace: copy a pageable image into the workspace's page-locked
+  /// staging on several host threads (the process's copy pool: up to 4, within the CPUs the
+  /// process may run on), for a caller whose cores idle while it waits (the Python package).
+  /// Batch workers, whose other cores decode images, leave it off. The result is the same.
+  bool parallel_host_copies = false;
 };
 
 /// Wall/event times of the stages, in milliseconds (0 when a stage did not run).

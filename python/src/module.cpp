@@ -84,6 +84,7 @@ cuconv::ConvolveOptions make_options(const std::string& variant, const std::stri
   o.anchor_y = anchor_y;
   o.delta = delta;
   o.depth = depth_from_ddepth(ddepth);
+  o.parallel_host_copies = true;  // a Python caller's thread waits for the call: its cores are free
   return o;
 }
 

@@ -60,6 +60,7 @@ gpu::ConvolveJob make_job(int input_depth, const Filter& filter, const ConvolveO
   job.keep_alpha = o.keep_alpha;
   job.bench_runs = o.bench_runs;
   job.gpu_memory_limit = o.gpu_memory_limit;
+  job.parallel_host_copies = o.parallel_host_copies;
   return job;
 }
 
@@ -87,7 +88,8 @@ const gpu::ConvolveJob& kept_job(int input_depth, const Filter& filter, const Co
            std::equal(f.weights.begin(), f.weights.end(), filter.weights.begin(), filter.weights.end(), same_bits) &&
            p.anchor_x == o.anchor_x && p.anchor_y == o.anchor_y && same_bits(p.delta, o.delta) && p.depth == o.depth &&
            p.border == o.border && same_bits(p.border_value, o.border_value) && p.keep_alpha == o.keep_alpha &&
-           p.bench_runs == o.bench_runs && p.gpu_memory_limit == o.gpu_memory_limit && p.device == o.device;
+           p.bench_runs == o.bench_runs && p.gpu_memory_limit == o.gpu_memory_limit && p.device == o.device &&
+           p.parallel_host_copies == o.parallel_host_copies;
   });
   if (found != recent.end()) {
     std::rotate(found, found + 1, recent.end());  // now the most recently used

@@ -30,6 +30,7 @@ struct ConvolveJob {
   bool keep_alpha = false;
   int bench_runs = 0;                  ///< --bench: time the kernels this many more times
   std::uint64_t gpu_memory_limit = 0;  ///< bytes; 0: the device's free memory less a margin
+  bool parallel_host_copies = false;   ///< staged uploads copied by the host copy pool
 
   [[nodiscard]] int kw() const { return kernel.cols; }
   [[nodiscard]] int kh() const { return kernel.rows; }

@@ -13,6 +13,7 @@
 #include <doctest/doctest.h>
 #include <opencv2/core.hpp>
 
+#include <cstdint>
 #include <cstdlib>
 #include <string>
 #include <utility>
@@ -49,7 +50,8 @@ std::string describe(Variant variant, const Case& c, Border border) {
 }
 
 /// Runs every case through `workspace` and through fresh calls; returns the number compared.
-int run_all(GpuWorkspace& workspace, const std::vector<Variant>& variants) {
+/// `parallel_copies`: the workspace's calls stage uploads on the host copy pool's threads.
+int run_all(GpuWorkspace& workspace, const std::vector<Variant>& variants, bool parallel_copies = false) {
   int compared = 0;
   int index = 0;
   for (Variant variant : variants) {
@@ -69,6 +71,7 @@ int run_all(GpuWorkspace& workspace, const std::vector<Variant>& variants) {
       const cuconv::test::PoisonOutputs poisoned;
       const cuconv::test::MaxStripRows forced_strips(c.max_strip_rows);
       const ConvolveResult fresh = convolve(src, filter, options);
+      options.parallel_host_copies = parallel_copies;
       const ConvolveResult kept = convolve(src, filter, options, workspace);
       CHECK(kept.variant_used == variant);
       CHECK(kept.strips == fresh.strips);
@@ -92,7 +95,7 @@ ConvolveOptions limited_options(Variant variant) {
   ConvolveOptions options;
   options.variant = variant;
   const cuconv::test::PoisonOutputs poisoned;
-  options.gpu_memory_limit = 96 * 1024;
+  options.gpu_memory_limit = std::uint64_t{96} * 1024;
   return options;
 }
 
@@ -126,7 +129,11 @@ TEST_CASE("gpu workspace: a kept workspace gives fresh calls' results bit for bi
   // (the default 4 MiB chunks leave most of them in one); results must not change.
   const std::size_t default_chunks = gpu::set_staging_chunk_bytes(3000);
   run_all(workspace, variants);
+  // The same with the chunks copied by the host copy pool's threads (the Python package's way),
+  // in many chunks and in the default ones.
+  run_all(workspace, variants, true);
   gpu::set_staging_chunk_bytes(default_chunks);
+  run_all(workspace, variants, true);
 
   // A moved-from workspace starts afresh; the moved-to one keeps the buffers.
   GpuWorkspace moved = std::move(workspace);

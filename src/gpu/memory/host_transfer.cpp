@@ -3,6 +3,7 @@
 #include "gpu/memory/host_transfer.hpp"
 
 #include "gpu/memory/device_memory.hpp"
+#include "gpu/memory/host_copy_pool.hpp"
 #include "gpu/seams.hpp"
 
 #include <algorithm>
@@ -20,6 +21,8 @@ constexpr int kMaxStagingChunks = 16;
 /// float image: 8 chunks of 128 KiB instead of one copy after the other).
 constexpr int kOverlapChunks = 8;
 constexpr std::size_t kMinOverlapBytes = std::size_t{64} << 10;
+/// Smaller uploads are copied by the caller alone (a pool's threads would cost more to start).
+constexpr std::size_t kMinParallelBytes = std::size_t{256} << 10;
 
 /// kStagingChunkBytes, or what a test set (gpu/seams.hpp: small chunks make every image and strip
 /// go through several chunks).
@@ -79,16 +82,26 @@ void StripCopier::upload(const StripRows& rows, const DeviceImageView& device) c
     }
     return;
   }
+  // Chunk i's rows are copied into the staging buffer (by the copy pool's threads too when the
+  // job asks), and its transfer is queued as soon as they are there.
   PinnedBuffer& staging = workspace_.staging(0, row_bytes * static_cast<std::size_t>(rows.input_rows()));
   const int chunk_rows = staging_chunk_rows(row_bytes, rows.input_rows());
-  for (int first = rows.in_begin; first < rows.in_end; first += chunk_rows) {
-    const int last = std::min(rows.in_end, first + chunk_rows);
-    unsigned char* staged = staging.data() + static_cast<std::size_t>(first - rows.in_begin) * row_bytes;
-    for (int y = first; y < last; ++y)
-      std::memcpy(staged + static_cast<std::size_t>(y - first) * row_bytes, source_row_at(y), row_bytes);
-    CUCONV_CUDA_TRY(cudaMemcpy2DAsync(device_row(first), device.pitch, staged, row_bytes, row_bytes,
-                                      static_cast<std::size_t>(last - first), cudaMemcpyHostToDevice, stream));
-  }
+  const int chunks = (rows.input_rows() + chunk_rows - 1) / chunk_rows;
+  const auto chunk_first = [&](int chunk) { return rows.in_begin + chunk * chunk_rows; };
+  const auto chunk_last = [&](int chunk) { return std::min(rows.in_end, chunk_first(chunk) + chunk_rows); };
+  const auto staged = [&](int y) { return staging.data() + static_cast<std::size_t>(y - rows.in_begin) * row_bytes; };
+  HostCopyPool::shared().run(
+      chunks, job_.parallel_host_copies && rows.input_rows() * row_bytes >= kMinParallelBytes,
+      [&](int chunk) {
+        for (int y = chunk_first(chunk); y < chunk_last(chunk); ++y)
+          std::memcpy(staged(y), source_row_at(y), row_bytes);
+      },
+      [&](int chunk) {
+        const int first = chunk_first(chunk);
+        CUCONV_CUDA_TRY(cudaMemcpy2DAsync(device_row(first), device.pitch, staged(first), row_bytes, row_bytes,
+                                          static_cast<std::size_t>(chunk_last(chunk) - first), cudaMemcpyHostToDevice,
+                                          stream));
+      });
 }
 
 void StripCopier::download(const DeviceImageView& device, const StripRows& rows, cv::Mat& result) const {

@@ -1,0 +1,132 @@
+// SPDX-License-Identifier: Apache-2.0
+// Host threads that copy a staged transfer's chunks beside the caller (src/gpu/memory/host_copy_pool.hpp).
+// Workers take chunk numbers from one counter; the caller copies too and queues each chunk's
+// transfer in order as its copy is done. A worker that wakes after a job opened joins it, one that
+// wakes after it closed leaves it alone, so the caller never waits for a sleeping thread.
+#include "gpu/memory/host_copy_pool.hpp"
+
+#include <sched.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <exception>
+
+namespace cuconv::gpu {
+
+namespace {
+
+/// Workers keep looking for a job this long after their last one before they sleep: a loop of
+/// calls finds them awake, an idle process leaves its cores alone.
+constexpr std::chrono::microseconds kSpinBeforeSleep{100};
+
+void cpu_relax() noexcept {
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause();
+#endif
+}
+
+int usable_cpus() noexcept {
+  cpu_set_t set;
+  CPU_ZERO(&set);
+  if (sched_getaffinity(0, sizeof set, &set) != 0) return 1;
+  return std::max(1, CPU_COUNT(&set));
+}
+
+}  // namespace
+
+HostCopyPool::HostCopyPool(int threads) : threads_(std::max(1, threads)), owner_pid_(static_cast<int>(::getpid())) {}
+
+HostCopyPool::~HostCopyPool() {
+  stop_.store(true);
+  generation_.fetch_add(1);
+  generation_.notify_all();
+  for (std::thread& worker : workers_) worker.join();
+}
+
+HostCopyPool& HostCopyPool::shared() {
+  // Never destroyed: its threads sleep until the process ends, and no static destructor joins
+  // threads that a fork()ed child does not have.
+  static HostCopyPool* const pool = new HostCopyPool(std::min(kMaxThreads, usable_cpus()));
+  return *pool;
+}
+
+void HostCopyPool::take_chunks() {
+  const int count = count_.load();
+  for (int i = next_.fetch_add(1); i < count; i = next_.fetch_add(1)) {
+    (*copy_)(i);
+    done_[static_cast<std::size_t>(i)].store(true);
+  }
+}
+
+void HostCopyPool::work() {
+  unsigned seen = 0;
+  for (;;) {
+    unsigned now = generation_.load();
+    const auto sleep_at = std::chrono::steady_clock::now() + kSpinBeforeSleep;
+    while (now == seen && std::chrono::steady_clock::now() < sleep_at) {
+      cpu_relax();
+      now = generation_.load();
+    }
+    while (now == seen) {
+      generation_.wait(seen);
+      now = generation_.load();
+    }
+    seen = now;
+    if (stop_.load()) return;
+    // Counted in before looking: the caller closes the job, then waits until no worker is in it.
+    working_.fetch_add(1);
+    if (open_.load() && generation_.load() == now) take_chunks();
+    working_.fetch_sub(1);
+  }
+}
+
+void HostCopyPool::run(int count, bool parallel, const std::function<void(int)>& copy,
+                       const std::function<void(int)>& ready) {
+  std::unique_lock lock(busy_, std::try_to_lock);
+  if (!parallel || threads_ <= 1 || count <= 1 || !lock.owns_lock() || static_cast<int>(::getpid()) != owner_pid_) {
+    for (int i = 0; i < count; ++i) {
+      copy(i);
+      ready(i);
+    }
+    return;
+  }
+  if (workers_.empty())
+    for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { work(); });
+  if (count > done_capacity_) {  // no worker is inside a job here
+    done_ = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(count));
+    done_capacity_ = count;
+  }
+  for (int i = 0; i < count; ++i) done_[static_cast<std::size_t>(i)].store(false);
+  copy_ = &copy;
+  count_.store(count);
+  next_.store(0);
+  open_.store(true);
+  generation_.fetch_add(1);
+  generation_.notify_all();
+
+  std::exception_ptr error;
+  for (int queued = 0; queued < count && !error;) {
+    if (done_[static_cast<std::size_t>(queued)].load()) {
+      try {
+        ready(queued);
+      } catch (...) {
+        error = std::current_exception();
+        next_.store(count);  // no chunk is started after this
+      }
+      ++queued;
+      continue;
+    }
+    if (const int i = next_.fetch_add(1); i < count) {
+      copy(i);
+      done_[static_cast<std::size_t>(i)].store(true);
+    } else {
+      cpu_relax();  // the rest are being copied by workers
+    }
+  }
+  open_.store(false);
+  while (working_.load() != 0) cpu_relax();
+  if (error) std::rethrow_exception(error);
+}
+
+}  // namespace cuconv::gpu

@@ -1,0 +1,61 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+// Host threads that copy a staged transfer's chunks beside the caller. One thread copies pageable
+// memory into page-locked memory at about 13 GB/s on the GPU hosts measured, below what the link
+// moves (bench/results/host-transfers.md), so a 512x512 float upload spent most of its time
+// in memcpy; several threads copy the chunks while the caller queues each one's transfer as soon as
+// it is there.
+#include <atomic>
+#include <cstddef>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <thread>
+#include <vector>
+
+namespace cuconv::gpu {
+
+class HostCopyPool {
+ public:
+  /// A pool of `threads` in all, the caller among them (threads - 1 are started, on first use).
+  explicit HostCopyPool(int threads);
+  HostCopyPool(const HostCopyPool&) = delete;
+  HostCopyPool& operator=(const HostCopyPool&) = delete;
+  ~HostCopyPool();
+
+  /// The process's pool: kMaxThreads threads, or as many as the CPUs this process may run on
+  /// (sched_getaffinity: a Slurm job's or taskset's share) when fewer.
+  [[nodiscard]] static HostCopyPool& shared();
+  static constexpr int kMaxThreads = 4;
+
+  [[nodiscard]] int threads() const noexcept { return threads_; }
+
+  /// Runs copy(i) for every i in [0, count) on the caller and the pool's threads, and ready(i) on
+  /// the caller's thread for each i in increasing order as soon as copy(i) has returned (queueing
+  /// that chunk's transfer). The caller copies too, and alone when `parallel` is false, when
+  /// another caller holds the pool or in a fork()ed child; workers that wake late join the chunks
+  /// left. Returns when no worker is inside the job; an exception from ready() stops the job and
+  /// is rethrown then.
+  void run(int count, bool parallel, const std::function<void(int)>& copy, const std::function<void(int)>& ready);
+
+ private:
+  void work();
+  /// Takes chunks until none are left.
+  void take_chunks();
+
+  const int threads_;
+  const int owner_pid_;  ///< the process that may use the workers (a fork()ed child has none)
+  std::mutex busy_;      ///< held by the one caller the workers serve
+  std::vector<std::thread> workers_;
+  std::atomic<unsigned> generation_{0};  ///< bumped for each job and to stop
+  std::atomic<bool> stop_{false};
+  std::atomic<int> next_{0};             ///< the next chunk to take
+  std::atomic<int> count_{0};            ///< the job's chunks
+  std::atomic<int> working_{0};          ///< workers inside the job
+  std::atomic<bool> open_{false};        ///< a job is running: workers may join it
+  std::unique_ptr<std::atomic<bool>[]> done_;
+  int done_capacity_ = 0;
+  const std::function<void(int)>* copy_ = nullptr;
+};
+
+}  // namespace cuconv::gpu

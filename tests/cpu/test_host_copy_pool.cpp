@@ -1,0 +1,139 @@
+// SPDX-License-Identifier: Apache-2.0
+// The host copy pool (src/gpu/memory/host_copy_pool.hpp) on the CPU: every chunk copied once,
+// ready() called once a chunk in increasing order and only after its copy returned, the pool's
+// threads really taking chunks, an exception from ready() stopping the job without a hang, and
+// two callers at once (the second copies alone).
+#include "gpu/memory/host_copy_pool.hpp"
+
+#include <doctest/doctest.h>
+
+#include <atomic>
+#include <chrono>
+#include <mutex>
+#include <set>
+#include <stdexcept>
+#include <thread>
+#include <vector>
+
+using cuconv::gpu::HostCopyPool;
+
+namespace {
+
+/// What one run() did: how often each chunk was copied, the order of ready() calls, whether
+/// each ready() found its copy finished, and the threads that copied.
+struct Record {
+  explicit Record(int count) : copies(static_cast<std::size_t>(count)), copied(static_cast<std::size_t>(count)) {}
+  std::vector<std::atomic<int>> copies;
+  std::vector<std::atomic<bool>> copied;
+  std::vector<int> ready_order;
+  bool ready_before_copy = false;
+  std::mutex mutex;
+  std::set<std::thread::id> threads;
+};
+
+void run_recorded(HostCopyPool& pool, int count, bool parallel, Record& r,
+                  std::chrono::microseconds copy_time = std::chrono::microseconds{0}) {
+  pool.run(
+      count, parallel,
+      [&](int i) {
+        if (copy_time.count() > 0) std::this_thread::sleep_for(copy_time);
+        r.copies[static_cast<std::size_t>(i)].fetch_add(1);
+        {
+          const std::lock_guard lock(r.mutex);
+          r.threads.insert(std::this_thread::get_id());
+        }
+        r.copied[static_cast<std::size_t>(i)].store(true);
+      },
+      [&](int i) {
+        if (!r.copied[static_cast<std::size_t>(i)].load()) r.ready_before_copy = true;
+        r.ready_order.push_back(i);
+      });
+}
+
+void check_complete(Record& r, int count) {
+  for (int i = 0; i < count; ++i) CHECK_MESSAGE(r.copies[static_cast<std::size_t>(i)].load() == 1, "chunk " << i);
+  CHECK_FALSE(r.ready_before_copy);
+  REQUIRE(r.ready_order.size() == static_cast<std::size_t>(count));
+  for (int i = 0; i < count; ++i) CHECK(r.ready_order[static_cast<std::size_t>(i)] == i);
+}
+
+}  // namespace
+
+TEST_CASE("host copy pool: every chunk copied once, ready in order after its copy") {
+  HostCopyPool pool(4);
+  for (const bool parallel : {false, true})
+    for (const int count : {0, 1, 2, 3, 8, 17, 200}) {
+      CAPTURE(parallel);
+      CAPTURE(count);
+      for (int round = 0; round < 20; ++round) {
+        Record r(count);
+        run_recorded(pool, count, parallel, r, std::chrono::microseconds{round % 3 == 0 ? 50 : 0});
+        check_complete(r, count);
+      }
+    }
+}
+
+TEST_CASE("host copy pool: the pool's threads take chunks, and a caller asking for one thread copies alone") {
+  HostCopyPool pool(4);
+  // Chunks long enough for sleeping workers to wake while some are left.
+  Record parallel(16);
+  run_recorded(pool, 16, true, parallel, std::chrono::milliseconds{2});
+  check_complete(parallel, 16);
+  CHECK(parallel.threads.size() >= 2);
+  CHECK(parallel.threads.size() <= 4);
+  Record alone(16);
+  run_recorded(pool, 16, false, alone, std::chrono::milliseconds{1});
+  check_complete(alone, 16);
+  CHECK(alone.threads == std::set<std::thread::id>{std::this_thread::get_id()});
+  HostCopyPool single(1);
+  Record one(8);
+  run_recorded(single, 8, true, one, std::chrono::milliseconds{1});
+  check_complete(one, 8);
+  CHECK(one.threads.size() == 1);
+}
+
+TEST_CASE("host copy pool: ready() throwing stops the job and reaches the caller") {
+  HostCopyPool pool(4);
+  for (int round = 0; round < 20; ++round) {
+    std::atomic<int> copies{0};
+    std::vector<int> ready;
+    CHECK_THROWS_AS(pool.run(
+                        64, true,
+                        [&](int) {
+                          std::this_thread::sleep_for(std::chrono::microseconds{100});
+                          copies.fetch_add(1);
+                        },
+                        [&](int i) {
+                          ready.push_back(i);
+                          if (i == 3) throw std::runtime_error("transfer refused");
+                        }),
+                    std::runtime_error);
+    CHECK(ready == std::vector<int>{0, 1, 2, 3});
+    CHECK(copies.load() < 64);  // chunks not yet taken are left
+    // Nothing of the stopped job touches the next one.
+    Record r(32);
+    run_recorded(pool, 32, true, r);
+    check_complete(r, 32);
+  }
+}
+
+TEST_CASE("host copy pool: callers on several threads at once each get every chunk") {
+  HostCopyPool pool(4);
+  constexpr int kCallers = 4;
+  constexpr int kRounds = 50;
+  std::vector<std::thread> callers;
+  std::atomic<int> failures{0};
+  for (int c = 0; c < kCallers; ++c)
+    callers.emplace_back([&] {
+      for (int round = 0; round < kRounds; ++round) {
+        Record r(24);
+        run_recorded(pool, 24, true, r, std::chrono::microseconds{round % 5 == 0 ? 20 : 0});
+        bool ok = !r.ready_before_copy && r.ready_order.size() == 24;
+        for (int i = 0; i < 24 && ok; ++i)
+          ok = r.copies[static_cast<std::size_t>(i)].load() == 1 && r.ready_order[static_cast<std::size_t>(i)] == i;
+        if (!ok) failures.fetch_add(1);
+      }
+    });
+  for (std::thread& t : callers) t.join();
+  CHECK(failures.load() == 0);
+}
