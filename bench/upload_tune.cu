@@ -131,9 +131,12 @@ int main(int argc, char** argv) {
   std::vector<double> thread_counts{1, 2, 4, 8};
   for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
-    if (a == "--reps" && i + 1 < argc) reps = std::atoi(argv[++i]);
-    else if (a == "--mib" && i + 1 < argc) mibs = parse_list(argv[++i]);
-    else if (a == "--threads" && i + 1 < argc) thread_counts = parse_list(argv[++i]);
+    if (a == "--reps" && i + 1 < argc)
+      reps = std::atoi(argv[++i]);
+    else if (a == "--mib" && i + 1 < argc)
+      mibs = parse_list(argv[++i]);
+    else if (a == "--threads" && i + 1 < argc)
+      thread_counts = parse_list(argv[++i]);
     else {
       std::fprintf(stderr, "usage: cuconv_upload_tune [--reps N] [--mib LIST] [--threads LIST]\n");
       return 2;

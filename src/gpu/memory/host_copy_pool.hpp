@@ -49,10 +49,10 @@ class HostCopyPool {
   std::vector<std::thread> workers_;
   std::atomic<unsigned> generation_{0};  ///< bumped for each job and to stop
   std::atomic<bool> stop_{false};
-  std::atomic<int> next_{0};             ///< the next chunk to take
-  std::atomic<int> count_{0};            ///< the job's chunks
-  std::atomic<int> working_{0};          ///< workers inside the job
-  std::atomic<bool> open_{false};        ///< a job is running: workers may join it
+  std::atomic<int> next_{0};       ///< the next chunk to take
+  std::atomic<int> count_{0};      ///< the job's chunks
+  std::atomic<int> working_{0};    ///< workers inside the job
+  std::atomic<bool> open_{false};  ///< a job is running: workers may join it
   std::unique_ptr<std::atomic<bool>[]> done_;
   int done_capacity_ = 0;
   const std::function<void(int)>* copy_ = nullptr;
