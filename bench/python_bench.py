@@ -94,7 +94,9 @@ def match_bench(path, reps):
     sync = torch.cuda.synchronize
     rows = []
     for r in bench["results"]:
-        if r["variant"] != "auto" or r["image"] != "f32 1ch" or r["size"] < 8192 or r["filter"] not in BENCH_PRESETS:
+        # cuconv_bench names auto's rows "auto (fast)": auto and the variant it took.
+        if not r["variant"].startswith("auto") or r["image"] != "f32 1ch" or r["size"] < 8192 or \
+                r["filter"] not in BENCH_PRESETS:
             continue
         h, w = r["height"], r["width"]
         dev = torch.rand((h, w), device="cuda", dtype=torch.float32)
@@ -104,7 +106,8 @@ def match_bench(path, reps):
         n = max(20, reps)
         per_call = median_time(call, sync, n) * 1e3
         queued = min(throughput_time(call, sync, n) for _ in range(3)) * 1e3
-        row = {"shape": [h, w], "filter": r["filter"], "spec": spec, "bench_auto_ms": r["median_ms"],
+        row = {"shape": [h, w], "filter": r["filter"], "spec": spec, "bench_variant": r["variant"],
+               "bench_auto_ms": r["median_ms"],
                "per_call_ms": per_call, "queued_ms": queued, "queued_over_bench": queued / r["median_ms"],
                "per_call_over_bench": per_call / r["median_ms"]}
         rows.append(row)
