@@ -19,7 +19,13 @@
 #           folder while clients run single images, standard input and output, a --codec gpu JPEG
 #           and a batch (relative paths); bench/serve_bench.py (single calls and `xargs -P16`, 5
 #           rounds) and bench/serve_soak.py (16 clients for CUCONV_SOAK_SECONDS, default 120);
-# profile:  ncu on three `fast` kernels (batch, jpeg, served and profile are not part of "all";
+# profile:  ncu on three `fast` kernels;
+# python:   the Python package (CUCONV_PYTHON_SITE: a folder holding the `cuconv` package built for
+#           the node's Python, e.g. build/ci/python packed with the module for Python 3.12):
+#           cuconv_bench's float32 8192^2 and 16384^2 presets and bench/python_bench.py --match-bench
+#           on them in the same run, --quick (CUCONV_PYTHON_FULL=1: every shape, --reps 250),
+#           bench/python_call_parts.py, then pytest alone (it reads the device's free memory)
+#           (batch, jpeg, served, profile and python are not part of "all";
 #           "all" runs the NPP peer as part of bench).
 # Logs go to $OUT (the device tool's folder) or ./gpu-check-out; CUCONV_PACK_OUT=1 packs them into
 # one gpu-check-out.tar.gz (the device tool returns at most 8 files).
@@ -269,6 +275,29 @@ if [[ " ${steps[*]} " == *" profile "* ]]; then  # not part of "all": ncu replay
   profile f32-3x3 'fast_kernel<float, float, \(int\)1, \(int\)1, \(bool\)0>'
   profile f32-15x15 'fast_kernel<float, float, \(int\)1, \(int\)7, \(bool\)0>'
   profile u8rgb-3x3 'fast_kernel<unsigned char, unsigned char, \(int\)3, \(int\)1, \(bool\)0>'
+fi
+if [[ " ${steps[*]} " == *" python "* ]]; then  # not part of "all": needs the package for this Python
+  echo "== Python package"
+  site="${CUCONV_PYTHON_SITE:?gpu-check: the python step needs CUCONV_PYTHON_SITE (a folder with the cuconv package)}"
+  export PYTHONPATH="$site${PYTHONPATH:+:$PYTHONPATH}" PYTHONUNBUFFERED=1
+  "$bundle/bin/cuconv_bench" --no-opencv --reps 30 --variants auto \
+    --filters "sobel-x 3x3,gauss5 5x5,gaussian 7x7,gaussian 9x9,gaussian 15x15,box 15x15" \
+    --shapes "f32 1ch 8192,f32 1ch 16384" --json "$out/python-kernels.json" > "$out/python-kernels.log" 2>&1 || status=1
+  python3 bench/python_bench.py --match-bench "$out/python-kernels.json" --reps 100 \
+    --out "$out/python-match.json" 2>&1 | tee "$out/python-match.log" | tail -n 13
+  [[ -s "$out/python-match.json" ]] && python3 -c 'import json, sys; sys.exit(not json.load(open(sys.argv[1]))["results"])' \
+    "$out/python-match.json" || { echo "gpu-check: --match-bench timed no row"; status=1; }
+  if [[ -n "${CUCONV_PYTHON_FULL:-}" ]]; then
+    python3 bench/python_bench.py --reps 250 --out "$out/python-full.json" > "$out/python-bench.log" 2>&1 || status=1
+  else
+    python3 bench/python_bench.py --quick --reps 500 --out "$out/python-quick.json" > "$out/python-bench.log" 2>&1 || status=1
+  fi
+  grep -E " cuconv " "$out/python-bench.log" | head -n 40
+  python3 bench/python_call_parts.py --reps 1000 > "$out/python-call-parts.log" 2>&1 || status=1
+  head -n 30 "$out/python-call-parts.log"
+  (cd python/tests && CUCONV_TEST_CLI="$CUCONV_BIN" python3 -m pytest -q -rs -p no:cacheprovider . ) \
+    > "$out/pytest.log" 2>&1 || status=1
+  tail -n 4 "$out/pytest.log"
 fi
 if [[ -n "${CUCONV_PACK_OUT:-}" ]]; then
   (cd "$out" && tar -czf "$work/gpu-check-out.tar.gz" . && find . -mindepth 1 -delete && mv "$work/gpu-check-out.tar.gz" .)
