@@ -4,21 +4,23 @@
 // StripCopier::upload stages a kept workspace's images (src/gpu/memory/host_transfer.cpp):
 //   driver      cudaMemcpyAsync from the pageable array (the driver stages it)
 //   register    cudaHostRegister the array, copy, unregister
-//   staged xT   the array copied into page-locked chunks by T threads (the caller and T-1 pool
-//               threads), each chunk's transfer queued as soon as it is copied (8 chunks)
+//   staged xT   the array copied into page-locked chunks by the product's host copy pool of T
+//               threads (src/gpu/memory/host_copy_pool.hpp), each chunk's transfer queued as soon
+//               as it is copied (8 chunks), or the whole array copied, then sent (1 chunk)
 //   pinned      the array already page-locked: the link alone
 // and the host copies alone (into page-locked and into pageable memory, 1 and T threads).
 //
 //   cuconv_upload_tune [--reps N] [--mib 0.25,1,4,16,64] [--threads 1,2,4,8]
+#include "gpu/memory/host_copy_pool.hpp"
+
 #include <cuda_runtime.h>
 
 #include <algorithm>
-#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <cstdlib>
 #include <cstring>
-#include <functional>
+#include <memory>
 #include <sstream>
 #include <string>
 #include <thread>
@@ -26,61 +28,14 @@
 
 namespace {
 
+using cuconv::gpu::HostCopyPool;
+
 void check(cudaError_t status, const char* what) {
   if (status != cudaSuccess) {
     std::fprintf(stderr, "%s: %s\n", what, cudaGetErrorString(status));
     std::exit(1);
   }
 }
-
-/// T-1 threads that each run part(i) of a job beside the caller; they spin briefly, then sleep on
-/// the generation counter (std::atomic::wait), as a product pool would.
-class Pool {
- public:
-  explicit Pool(int threads) : threads_(threads) {
-    for (int i = 1; i < threads; ++i) workers_.emplace_back([this, i] { work(i); });
-  }
-  ~Pool() {
-    stop_.store(true);
-    generation_.fetch_add(1);
-    generation_.notify_all();
-    for (auto& t : workers_) t.join();
-  }
-  int threads() const { return threads_; }
-  /// Runs part(0..T-1), part(0) on the caller; returns when all are done.
-  void run(const std::function<void(int)>& part) {
-    part_ = &part;
-    pending_.store(threads_ - 1);
-    generation_.fetch_add(1, std::memory_order_release);
-    generation_.notify_all();
-    part(0);
-    while (pending_.load(std::memory_order_acquire) != 0) {
-    }
-  }
-
- private:
-  void work(int index) {
-    unsigned seen = 0;
-    for (;;) {
-      unsigned now = generation_.load(std::memory_order_acquire);
-      for (int spin = 0; now == seen && spin < 20000; ++spin) now = generation_.load(std::memory_order_acquire);
-      while (now == seen) {
-        generation_.wait(seen);
-        now = generation_.load(std::memory_order_acquire);
-      }
-      seen = now;
-      if (stop_.load()) return;
-      (*part_)(index);
-      pending_.fetch_sub(1, std::memory_order_release);
-    }
-  }
-  int threads_;
-  std::vector<std::thread> workers_;
-  std::atomic<unsigned> generation_{0};
-  std::atomic<int> pending_{0};
-  std::atomic<bool> stop_{false};
-  const std::function<void(int)>* part_ = nullptr;
-};
 
 double median(std::vector<double> v) {
   std::sort(v.begin(), v.end());
@@ -108,19 +63,18 @@ std::vector<double> parse_list(const std::string& s) {
   return out;
 }
 
-/// Copies n bytes from src to dst split among the pool's threads (64-byte aligned parts).
-void parallel_copy(Pool& pool, unsigned char* dst, const unsigned char* src, std::size_t n) {
+/// Copies n bytes from src to dst in the pool's threads parts (64-byte aligned), as one job.
+void parallel_copy(HostCopyPool& pool, unsigned char* dst, const unsigned char* src, std::size_t n) {
   const int t = pool.threads();
-  if (t == 1) {
-    std::memcpy(dst, src, n);
-    return;
-  }
   const std::size_t part = ((n + t - 1) / t + 63) / 64 * 64;
-  pool.run([&](int i) {
-    const std::size_t begin = std::min(n, part * i);
-    const std::size_t end = std::min(n, begin + part);
-    if (end > begin) std::memcpy(dst + begin, src + begin, end - begin);
-  });
+  pool.run(
+      t, true,
+      [&](int i) {
+        const std::size_t begin = std::min(n, part * i);
+        const std::size_t end = std::min(n, begin + part);
+        if (end > begin) std::memcpy(dst + begin, src + begin, end - begin);
+      },
+      [](int) {});
 }
 
 }  // namespace
@@ -149,8 +103,8 @@ int main(int argc, char** argv) {
   check(cudaGetDeviceProperties(&prop, 0), "props");
   std::printf("device %s, host threads %u, reps %d (medians, us)\n", prop.name, std::thread::hardware_concurrency(),
               reps);
-  std::vector<Pool*> pools;
-  for (double t : thread_counts) pools.push_back(new Pool(static_cast<int>(t)));
+  std::vector<std::unique_ptr<HostCopyPool>> pools;
+  for (double t : thread_counts) pools.push_back(std::make_unique<HostCopyPool>(static_cast<int>(t)));
 
   for (double mib : mibs) {
     const std::size_t n = static_cast<std::size_t>(mib * 1048576.0);
@@ -193,17 +147,19 @@ int main(int argc, char** argv) {
       check(cudaHostUnregister(src.data()), "unregister");
     });
     std::printf("  %-28s %9.1f  (%.1f GB/s)\n", "register+copy+unregister", reg, n / reg / 1e3);
-    for (Pool* pool : pools) {
+    for (const auto& pool : pools) {
       const int chunks = 8;
       const std::size_t chunk = std::max<std::size_t>(((n + chunks - 1) / chunks + 4095) / 4096 * 4096, 65536);
+      const int count = static_cast<int>((n + chunk - 1) / chunk);
+      const auto length = [&](int i) { return std::min(chunk, n - chunk * i); };
       const double staged = time_us(reps, [&] {
-        for (std::size_t at = 0; at < n; at += chunk) {
-          const std::size_t len = std::min(chunk, n - at);
-          parallel_copy(*pool, pinned + at, src.data() + at, len);
-          check(cudaMemcpyAsync(static_cast<unsigned char*>(device) + at, pinned + at, len, cudaMemcpyHostToDevice,
-                                stream),
-                "copy");
-        }
+        pool->run(
+            count, true, [&](int i) { std::memcpy(pinned + chunk * i, src.data() + chunk * i, length(i)); },
+            [&](int i) {
+              check(cudaMemcpyAsync(static_cast<unsigned char*>(device) + chunk * i, pinned + chunk * i, length(i),
+                                    cudaMemcpyHostToDevice, stream),
+                    "copy");
+            });
         check(cudaStreamSynchronize(stream), "sync");
       });
       const double whole = time_us(reps, [&] {
@@ -227,7 +183,6 @@ int main(int argc, char** argv) {
     check(cudaFreeHost(pinned_src), "free");
     check(cudaFree(device), "free");
   }
-  for (Pool* p : pools) delete p;
   check(cudaStreamDestroy(stream), "stream");
   return 0;
 }

@@ -2,7 +2,7 @@
 // The host copy pool (src/gpu/memory/host_copy_pool.hpp) on the CPU: every chunk copied once,
 // ready() called once a chunk in increasing order and only after its copy returned, the pool's
 // threads really taking chunks, an exception from ready() stopping the job without a hang, and
-// two callers at once (the second copies alone).
+// several callers at once (all but one copy alone), and one copying alone beside one that asks.
 #include "gpu/memory/host_copy_pool.hpp"
 
 #include <doctest/doctest.h>
@@ -81,15 +81,18 @@ TEST_CASE("host copy pool: the pool's threads take chunks, and a caller asking f
   check_complete(parallel, 16);
   CHECK(parallel.threads.size() >= 2);
   CHECK(parallel.threads.size() <= 4);
+  CHECK(pool.parallel_jobs() == 1);
   Record alone(16);
   run_recorded(pool, 16, false, alone, std::chrono::milliseconds{1});
   check_complete(alone, 16);
   CHECK(alone.threads == std::set<std::thread::id>{std::this_thread::get_id()});
+  CHECK(pool.parallel_jobs() == 1);
   HostCopyPool single(1);
   Record one(8);
   run_recorded(single, 8, true, one, std::chrono::milliseconds{1});
   check_complete(one, 8);
   CHECK(one.threads.size() == 1);
+  CHECK(single.parallel_jobs() == 0);
 }
 
 TEST_CASE("host copy pool: ready() throwing stops the job and reaches the caller") {
@@ -100,7 +103,9 @@ TEST_CASE("host copy pool: ready() throwing stops the job and reaches the caller
     CHECK_THROWS_AS(pool.run(
                         64, true,
                         [&](int) {
-                          std::this_thread::sleep_for(std::chrono::microseconds{100});
+                          // 1 ms a chunk: 3 workers would need 20 ms for all 64, far longer
+                          // than the caller takes to reach ready(3) on a loaded machine
+                          std::this_thread::sleep_for(std::chrono::milliseconds{1});
                           copies.fetch_add(1);
                         },
                         [&](int i) {
@@ -136,4 +141,27 @@ TEST_CASE("host copy pool: callers on several threads at once each get every chu
     });
   for (std::thread& t : callers) t.join();
   CHECK(failures.load() == 0);
+}
+
+TEST_CASE("host copy pool: a caller copying alone does not keep the workers from another that asks") {
+  HostCopyPool pool(4);
+  std::atomic<bool> started{false};
+  std::atomic<bool> release{false};
+  std::thread alone([&] {
+    pool.run(
+        2, false,
+        [&](int) {
+          started.store(true);
+          while (!release.load()) std::this_thread::sleep_for(std::chrono::milliseconds{1});
+        },
+        [](int) {});
+  });
+  while (!started.load()) std::this_thread::yield();
+  Record r(16);
+  run_recorded(pool, 16, true, r, std::chrono::milliseconds{2});
+  release.store(true);
+  alone.join();
+  check_complete(r, 16);
+  CHECK(pool.parallel_jobs() == 1);
+  CHECK(r.threads.size() >= 2);
 }

@@ -3,6 +3,7 @@
 // call gives, whatever came through it before (larger or smaller images, other types, variants,
 // strips), and stop allocating once it has seen the largest image. Outputs are poisoned on every
 // run, so a stale plane or a staging chunk copied to the wrong rows fails the comparison.
+#include "gpu/memory/host_copy_pool.hpp"
 #include "gpu/seams.hpp"
 #include "gpu_seams.hpp"
 #include "test_support.hpp"
@@ -128,12 +129,19 @@ TEST_CASE("gpu workspace: a kept workspace gives fresh calls' results bit for bi
   // Small staging chunks: every image, strip and channel plane now goes through several chunks
   // (the default 4 MiB chunks leave most of them in one); results must not change.
   const std::size_t default_chunks = gpu::set_staging_chunk_bytes(3000);
+  const gpu::HostCopyPool& pool = gpu::HostCopyPool::shared();
+  const std::uint64_t jobs_before = pool.parallel_jobs();
   run_all(workspace, variants);
+  CHECK(pool.parallel_jobs() == jobs_before);  // the option off: every copy on the caller
   // The same with the chunks copied by the host copy pool's threads (the Python package's way),
-  // in many chunks and in the default ones.
+  // in many chunks and in the default ones; images of 256 KiB and more take them (the 257 x 255
+  // four-channel float image on every variant, the large ones on fast).
   run_all(workspace, variants, true);
+  const std::uint64_t jobs_small_chunks = pool.parallel_jobs();
+  CHECK(jobs_small_chunks >= jobs_before + variants.size());
   gpu::set_staging_chunk_bytes(default_chunks);
   run_all(workspace, variants, true);
+  CHECK(pool.parallel_jobs() >= jobs_small_chunks + variants.size());
 
   // A moved-from workspace starts afresh; the moved-to one keeps the buffers.
   GpuWorkspace moved = std::move(workspace);

@@ -83,8 +83,10 @@ void HostCopyPool::work() {
 
 void HostCopyPool::run(int count, bool parallel, const std::function<void(int)>& copy,
                        const std::function<void(int)>& ready) {
-  std::unique_lock lock(busy_, std::try_to_lock);
-  if (!parallel || threads_ <= 1 || count <= 1 || !lock.owns_lock() || static_cast<int>(::getpid()) != owner_pid_) {
+  // Only a caller that asks for the workers takes the pool: one copying alone must not keep them
+  // from another that asks.
+  std::unique_lock lock(busy_, std::defer_lock);
+  if (!parallel || threads_ <= 1 || count <= 1 || !lock.try_lock() || static_cast<int>(::getpid()) != owner_pid_) {
     for (int i = 0; i < count; ++i) {
       copy(i);
       ready(i);
@@ -93,6 +95,7 @@ void HostCopyPool::run(int count, bool parallel, const std::function<void(int)>&
   }
   if (workers_.empty())
     for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { work(); });
+  parallel_jobs_.fetch_add(1);
   if (count > done_capacity_) {  // no worker is inside a job here
     done_ = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(count));
     done_capacity_ = count;

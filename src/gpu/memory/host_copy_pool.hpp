@@ -7,6 +7,7 @@
 // it is there.
 #include <atomic>
 #include <cstddef>
+#include <cstdint>
 #include <functional>
 #include <memory>
 #include <mutex>
@@ -29,6 +30,9 @@ class HostCopyPool {
   static constexpr int kMaxThreads = 4;
 
   [[nodiscard]] int threads() const noexcept { return threads_; }
+  /// Jobs the pool's threads were offered so far (run() calls that did not copy alone): what a
+  /// test reads to see that a caller's copies took the parallel path.
+  [[nodiscard]] std::uint64_t parallel_jobs() const noexcept { return parallel_jobs_.load(); }
 
   /// Runs copy(i) for every i in [0, count) on the caller and the pool's threads, and ready(i) on
   /// the caller's thread for each i in increasing order as soon as copy(i) has returned (queueing
@@ -53,6 +57,7 @@ class HostCopyPool {
   std::atomic<int> count_{0};      ///< the job's chunks
   std::atomic<int> working_{0};    ///< workers inside the job
   std::atomic<bool> open_{false};  ///< a job is running: workers may join it
+  std::atomic<std::uint64_t> parallel_jobs_{0};
   std::unique_ptr<std::atomic<bool>[]> done_;
   int done_capacity_ = 0;
   const std::function<void(int)>* copy_ = nullptr;
