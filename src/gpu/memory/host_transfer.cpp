@@ -23,6 +23,11 @@ constexpr int kOverlapChunks = 8;
 constexpr std::size_t kMinOverlapBytes = std::size_t{64} << 10;
 /// Smaller uploads are copied by the caller alone (a pool's threads would cost more to start).
 constexpr std::size_t kMinParallelBytes = std::size_t{256} << 10;
+/// With the copy pool the host copies about three times faster than the link moves (4 threads:
+/// 1 MiB in 7.6 us, the link 26.8 us; bench/results/host-transfers.md), so a transfer's own cost
+/// (about 4 us each of 8 for 1 MiB) outweighs what overlapping more chunks hides: chunks of at
+/// least this size, each copied in one piece a pool thread.
+constexpr std::size_t kMinParallelOverlapBytes = std::size_t{1} << 20;
 
 /// kStagingChunkBytes, or what a test set (gpu/seams.hpp: small chunks make every image and strip
 /// go through several chunks).
@@ -31,12 +36,13 @@ std::size_t staging_chunk_bytes() {
   return bytes > 0 ? bytes : kStagingChunkBytes;
 }
 
-int staging_chunk_rows(std::size_t row_bytes, int rows) {
+int staging_chunk_rows(std::size_t row_bytes, int rows, bool parallel = false) {
   row_bytes = std::max<std::size_t>(row_bytes, 1);
   const int by_size = static_cast<int>(std::max<std::size_t>(1, staging_chunk_bytes() / row_bytes));
   const int by_count = (rows + kMaxStagingChunks - 1) / kMaxStagingChunks;
+  const std::size_t min_overlap = parallel ? kMinParallelOverlapBytes : kMinOverlapBytes;
   const int for_overlap = std::max((rows + kOverlapChunks - 1) / kOverlapChunks,
-                                   static_cast<int>(std::max<std::size_t>(1, kMinOverlapBytes / row_bytes)));
+                                   static_cast<int>(std::max<std::size_t>(1, min_overlap / row_bytes)));
   return std::max({std::min(by_size, for_overlap), by_count, 1});
 }
 
@@ -82,21 +88,29 @@ void StripCopier::upload(const StripRows& rows, const DeviceImageView& device) c
     }
     return;
   }
-  // Chunk i's rows are copied into the staging buffer (by the copy pool's threads too when the
-  // job asks), and its transfer is queued as soon as they are there.
+  // Each chunk's rows are copied into the staging buffer, in one piece a pool thread when the job
+  // asks for the pool's threads, and the chunk's transfer is queued as soon as its pieces are there.
   PinnedBuffer& staging = workspace_.staging(0, row_bytes * static_cast<std::size_t>(rows.input_rows()));
-  const int chunk_rows = staging_chunk_rows(row_bytes, rows.input_rows());
+  const bool parallel =
+      job_.parallel_host_copies && static_cast<std::size_t>(rows.input_rows()) * row_bytes >= kMinParallelBytes;
+  const int chunk_rows = staging_chunk_rows(row_bytes, rows.input_rows(), parallel);
   const int chunks = (rows.input_rows() + chunk_rows - 1) / chunk_rows;
+  const int pieces = parallel ? std::min(HostCopyPool::shared().threads(), chunk_rows) : 1;  // a chunk's
+  const int piece_rows = (chunk_rows + pieces - 1) / pieces;
   const auto chunk_first = [&](int chunk) { return rows.in_begin + chunk * chunk_rows; };
   const auto chunk_last = [&](int chunk) { return std::min(rows.in_end, chunk_first(chunk) + chunk_rows); };
   const auto staged = [&](int y) { return staging.data() + static_cast<std::size_t>(y - rows.in_begin) * row_bytes; };
   HostCopyPool::shared().run(
-      chunks, job_.parallel_host_copies && rows.input_rows() * row_bytes >= kMinParallelBytes,
-      [&](int chunk) {
-        for (int y = chunk_first(chunk); y < chunk_last(chunk); ++y)
-          std::memcpy(staged(y), source_row_at(y), row_bytes);
+      chunks * pieces, parallel,
+      [&](int piece) {
+        const int chunk = piece / pieces;
+        const int first = chunk_first(chunk) + (piece % pieces) * piece_rows;
+        const int last = std::min(chunk_last(chunk), first + piece_rows);  // the last chunk's may be empty
+        for (int y = first; y < last; ++y) std::memcpy(staged(y), source_row_at(y), row_bytes);
       },
-      [&](int chunk) {
+      [&](int piece) {
+        if (piece % pieces != pieces - 1) return;  // pieces are ready in order: the chunk's last one
+        const int chunk = piece / pieces;
         const int first = chunk_first(chunk);
         CUCONV_CUDA_TRY(cudaMemcpy2DAsync(device_row(first), device.pitch, staged(first), row_bytes, row_bytes,
                                           static_cast<std::size_t>(chunk_last(chunk) - first), cudaMemcpyHostToDevice,
