@@ -36,16 +36,6 @@ std::size_t staging_chunk_bytes() {
   return bytes > 0 ? bytes : kStagingChunkBytes;
 }
 
-int staging_chunk_rows(std::size_t row_bytes, int rows, bool parallel = false) {
-  row_bytes = std::max<std::size_t>(row_bytes, 1);
-  const int by_size = static_cast<int>(std::max<std::size_t>(1, staging_chunk_bytes() / row_bytes));
-  const int by_count = (rows + kMaxStagingChunks - 1) / kMaxStagingChunks;
-  const std::size_t min_overlap = parallel ? kMinParallelOverlapBytes : kMinOverlapBytes;
-  const int for_overlap = std::max((rows + kOverlapChunks - 1) / kOverlapChunks,
-                                   static_cast<int>(std::max<std::size_t>(1, min_overlap / row_bytes)));
-  return std::max({std::min(by_size, for_overlap), by_count, 1});
-}
-
 /// Whether `data` lies in page-locked host memory (cudaMallocHost, cudaHostRegister): the link
 /// reads and writes it directly, so a copy to or from it needs no staging.
 bool page_locked(const void* data) {
@@ -58,6 +48,34 @@ bool page_locked(const void* data) {
 }
 
 }  // namespace
+
+StagingCuts staging_cuts(std::size_t row_bytes, int rows, int copy_threads) {
+  row_bytes = std::max<std::size_t>(row_bytes, 1);
+  rows = std::max(rows, 0);
+  const int by_size = static_cast<int>(std::max<std::size_t>(1, staging_chunk_bytes() / row_bytes));
+  const int by_count = (rows + kMaxStagingChunks - 1) / kMaxStagingChunks;
+  const std::size_t min_overlap = copy_threads > 1 ? kMinParallelOverlapBytes : kMinOverlapBytes;
+  const int for_overlap = std::max((rows + kOverlapChunks - 1) / kOverlapChunks,
+                                   static_cast<int>(std::max<std::size_t>(1, min_overlap / row_bytes)));
+  StagingCuts cuts;
+  cuts.rows = rows;
+  cuts.chunk_rows = std::max({std::min(by_size, for_overlap), by_count, 1});
+  cuts.chunks = (rows + cuts.chunk_rows - 1) / cuts.chunk_rows;
+  cuts.pieces = std::clamp(copy_threads, 1, cuts.chunk_rows);
+  cuts.piece_rows = (cuts.chunk_rows + cuts.pieces - 1) / cuts.pieces;
+  return cuts;
+}
+
+StagingCuts::Rows StagingCuts::chunk(int c) const {
+  const int first = c * chunk_rows;
+  return {first, std::min(rows, first + chunk_rows)};
+}
+
+StagingCuts::Rows StagingCuts::piece(int index) const {
+  const Rows whole = chunk(index / pieces);
+  const int first = std::min(whole.last, whole.first + (index % pieces) * piece_rows);
+  return {first, std::min(whole.last, first + piece_rows)};
+}
 
 StripCopier::StripCopier(WorkspaceState& workspace, const ConvolveJob& job, const cv::Mat& image)
     : workspace_(workspace), job_(job), image_(image), image_page_locked_(page_locked(image.data)) {
@@ -93,28 +111,21 @@ void StripCopier::upload(const StripRows& rows, const DeviceImageView& device) c
   PinnedBuffer& staging = workspace_.staging(0, row_bytes * static_cast<std::size_t>(rows.input_rows()));
   const bool parallel =
       job_.parallel_host_copies && static_cast<std::size_t>(rows.input_rows()) * row_bytes >= kMinParallelBytes;
-  const int chunk_rows = staging_chunk_rows(row_bytes, rows.input_rows(), parallel);
-  const int chunks = (rows.input_rows() + chunk_rows - 1) / chunk_rows;
-  const int pieces = parallel ? std::min(HostCopyPool::shared().threads(), chunk_rows) : 1;  // a chunk's
-  const int piece_rows = (chunk_rows + pieces - 1) / pieces;
-  const auto chunk_first = [&](int chunk) { return rows.in_begin + chunk * chunk_rows; };
-  const auto chunk_last = [&](int chunk) { return std::min(rows.in_end, chunk_first(chunk) + chunk_rows); };
-  const auto staged = [&](int y) { return staging.data() + static_cast<std::size_t>(y - rows.in_begin) * row_bytes; };
+  const StagingCuts cuts = staging_cuts(row_bytes, rows.input_rows(), parallel ? HostCopyPool::shared().threads() : 1);
+  const auto staged = [&](int r) { return staging.data() + static_cast<std::size_t>(r) * row_bytes; };
   HostCopyPool::shared().run(
-      chunks * pieces, parallel,
-      [&](int piece) {
-        const int chunk = piece / pieces;
-        const int first = chunk_first(chunk) + (piece % pieces) * piece_rows;
-        const int last = std::min(chunk_last(chunk), first + piece_rows);  // the last chunk's may be empty
-        for (int y = first; y < last; ++y) std::memcpy(staged(y), source_row_at(y), row_bytes);
+      cuts.chunks * cuts.pieces, parallel,
+      [&](int index) {
+        const StagingCuts::Rows piece = cuts.piece(index);
+        for (int r = piece.first; r < piece.last; ++r)
+          std::memcpy(staged(r), source_row_at(rows.in_begin + r), row_bytes);
       },
-      [&](int piece) {
-        if (piece % pieces != pieces - 1) return;  // pieces are ready in order: the chunk's last one
-        const int chunk = piece / pieces;
-        const int first = chunk_first(chunk);
-        CUCONV_CUDA_TRY(cudaMemcpy2DAsync(device_row(first), device.pitch, staged(first), row_bytes, row_bytes,
-                                          static_cast<std::size_t>(chunk_last(chunk) - first), cudaMemcpyHostToDevice,
-                                          stream));
+      [&](int index) {
+        if (!cuts.ends_chunk(index)) return;  // pieces are ready in order: the chunk's last one
+        const StagingCuts::Rows chunk = cuts.chunk(index / cuts.pieces);
+        CUCONV_CUDA_TRY(cudaMemcpy2DAsync(device.row(chunk.first), device.pitch, staged(chunk.first), row_bytes,
+                                          row_bytes, static_cast<std::size_t>(chunk.last - chunk.first),
+                                          cudaMemcpyHostToDevice, stream));
       });
 }
 
@@ -152,7 +163,7 @@ void StripCopier::download(const DeviceImageView& device, const StripRows& rows,
   }
   // Every chunk's transfer is queued with an event after it; the host copies a chunk out as soon
   // as its event has passed.
-  const int chunk_rows = staging_chunk_rows(row_bytes, count);
+  const int chunk_rows = staging_cuts(row_bytes, count, 1).chunk_rows;
   std::size_t chunk = 0;
   for (int first = 0; first < count; first += chunk_rows, ++chunk) {
     const int n = std::min(count - first, chunk_rows);

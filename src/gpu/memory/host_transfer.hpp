@@ -12,7 +12,36 @@
 
 #include <opencv2/core/mat.hpp>
 
+#include <cstddef>
+
 namespace cuconv::gpu {
+
+/// How a staged copy of `rows` rows is cut: transfers of chunk_rows rows each (the last may be
+/// shorter), each chunk copied on the host in `pieces` pieces of piece_rows rows, one a copy
+/// thread (the last chunk's last pieces may be shorter or empty).
+struct StagingCuts {
+  struct Rows {
+    int first;
+    int last;  ///< [first, last) of the copy's rows
+  };
+  int rows = 0;
+  int chunk_rows = 1;
+  int chunks = 0;
+  int pieces = 1;  ///< a chunk's
+  int piece_rows = 1;
+
+  [[nodiscard]] Rows chunk(int c) const;
+  /// Piece `index` of chunks * pieces, chunk by chunk.
+  [[nodiscard]] Rows piece(int index) const;
+  /// Whether piece `index` is its chunk's last (the chunk's transfer is queued after it).
+  [[nodiscard]] bool ends_chunk(int index) const { return index % pieces == pieces - 1; }
+};
+
+/// The cuts of a staged copy of `rows` rows of `row_bytes` bytes that `copy_threads` threads copy:
+/// chunks small enough that the link moves one while the host copies the next, larger ones when
+/// several threads copy (they copy about three times faster than the link moves), one piece a
+/// thread.
+[[nodiscard]] StagingCuts staging_cuts(std::size_t row_bytes, int rows, int copy_threads);
 
 class StripCopier {
  public:
