@@ -10,9 +10,10 @@
 //
 // Images: f32 1 channel and RGB, 8U 1 channel, 16U 1 channel and RGB, 8U RGB (interleaved for `fast`, the three
 // planes of the same image for the PMPP variants, which filter planes), square and, for a camera
-// frame, 6000x4000. Filters: random dense 3..31 (17: `tensor`'s largest dense side on 8U), separable
-// gaussians 15x15 and 31x31, box 15x15 and sobel-x; rank-1 filters up to 15x15 are also timed
-// on `fast`'s dense path ("fast (dense path)"), the gain of the separable one.
+// frame, 6000x4000; --shapes also takes any other "TYPE LAYOUT SIZE" (8U, 16U or f32; 1ch, RGB or
+// RGBA; N or WxH), e.g. "f32 1ch 64" for a small image's latency. Filters: random dense 3..31 (17: `tensor`'s largest
+// dense side on 8U), separable gaussians 15x15 and 31x31, box 15x15 and sobel-x; rank-1 filters up to 15x15 are also
+// timed on `fast`'s dense path ("fast (dense path)"), the gain of the separable one.
 #include "bench_filters.hpp"
 #include "copy_roof.hpp"
 #include "filter/splits.hpp"
@@ -33,6 +34,7 @@
 #include <cstdio>
 #include <fstream>
 #include <functional>
+#include <optional>
 #include <sstream>
 #include <string>
 #include <utility>
@@ -89,6 +91,26 @@ ImageCase square(std::string name, int n, int depth, int channels) { return {std
 /// types, [0, 1) for floats.
 double random_upper(int depth) { return depth == CV_8U ? 256.0 : depth == CV_16U ? 65536.0 : 1.0; }
 
+/// An image named "TYPE LAYOUT SIZE" off the benchmark's list (8U, 16U or f32; 1ch, RGB or RGBA;
+/// N or WxH, 1 to 65536 a side), or nothing when the name is not of that form.
+std::optional<ImageCase> parse_shape(const std::string& name) {
+  std::istringstream in(name);
+  std::string type, layout, size, rest;
+  if (!(in >> type >> layout >> size) || (in >> rest)) return std::nullopt;
+  const int depth = type == "8U" ? CV_8U : type == "16U" ? CV_16U : type == "f32" ? CV_32F : -1;
+  const int channels = layout == "1ch" ? 1 : layout == "RGB" ? 3 : layout == "RGBA" ? 4 : 0;
+  const std::size_t x = size.find('x');
+  const auto side = [](const std::string& digits) {
+    if (digits.empty() || digits.size() > 5 || digits.find_first_not_of("0123456789") != std::string::npos) return 0;
+    const int n = std::stoi(digits);
+    return n <= 65536 ? n : 0;
+  };
+  const int width = side(size.substr(0, x));
+  const int height = x == std::string::npos ? width : side(size.substr(x + 1));
+  if (depth < 0 || channels == 0 || width == 0 || height == 0) return std::nullopt;
+  return ImageCase{type + " " + layout, width, height, depth, channels};
+}
+
 /// The size printed for an image: its side when square, else WxH.
 std::string size_label(const ImageCase& c) {
   return c.width == c.height ? std::to_string(c.width) : std::to_string(c.width) + "x" + std::to_string(c.height);
@@ -142,7 +164,8 @@ int main(int argc, char** argv) {
       std::fprintf(
           stderr,
           "usage: cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b]\n"
-          "                    [--filters \"gaussian 15x15,5x5\"] [--shapes \"8U 1ch 16384,8U RGB 6000x4000\"]\n");
+          "                    [--filters \"gaussian 15x15,5x5\"] [--shapes \"8U 1ch 16384,8U RGB 6000x4000,f32 1ch "
+          "64\"]\n");
       return 2;
     }
   }
@@ -178,11 +201,24 @@ int main(int argc, char** argv) {
   };
   std::vector<std::string> image_names, filter_names, variant_names;
   for (const ImageCase& c : images) image_names.push_back(c.name + " " + size_label(c));
+  // Shapes off the list that name an image (e.g. "f32 1ch 64") are added to it.
+  for (std::string& name : s.shapes) {
+    if (std::find(image_names.begin(), image_names.end(), name) != image_names.end()) continue;
+    const std::optional<ImageCase> extra = parse_shape(name);
+    if (!extra) continue;                           // refused below
+    name = extra->name + " " + size_label(*extra);  // "64x64" is "64"
+    if (std::find(image_names.begin(), image_names.end(), name) != image_names.end()) continue;
+    images.push_back(*extra);
+    image_names.push_back(name);
+  }
   for (const FilterCase& f : filters) filter_names.push_back(f.name);
   for (Variant v : variants) variant_names.emplace_back(to_string(v));
-  if (unknown("--shapes", s.shapes, image_names) || unknown("--filters", s.filters, filter_names) ||
-      unknown("--variants", s.variants, variant_names))
+  if (unknown("--shapes", s.shapes, image_names)) {
+    std::fprintf(stderr,
+                 "cuconv_bench: or any other \"TYPE LAYOUT SIZE\": 8U, 16U or f32; 1ch, RGB or RGBA; N or WxH\n");
     return 2;
+  }
+  if (unknown("--filters", s.filters, filter_names) || unknown("--variants", s.variants, variant_names)) return 2;
   std::erase_if(images, [&](const ImageCase& c) { return !selected(s.shapes, c.name + " " + size_label(c)); });
   std::erase_if(filters, [&](const FilterCase& f) { return !selected(s.filters, f.name); });
   if (!s.variants.empty())
