@@ -287,25 +287,10 @@ __global__ void __launch_bounds__(kFastThreads, (fast_min_blocks<In, Channels, R
       const int first = slot_start + c * kVec;
       if (chunk_inside[i] && yy >= 0) {
         copy_async(&ring[slot][c], reinterpret_cast<const Chunk*>(src.row(yy) + first));
-      } else if constexpr (sizeof(In) == 4) {
-        // 4-byte elements go by cp.async one by one, as the chunks do: with plain loads the lanes
-        // at the image's ends waited for theirs every row, one load latency a step (a 64x64 float
-        // 9x9 took 12.4 us against 4.2 at 5x5).
-        In* elements = reinterpret_cast<In*>(&ring[slot][c]);
-        const In constant = static_cast<In>(p.border_value);
-#pragma unroll
-        for (int t = 0; t < kVec; ++t) {
-          const int at = chunk_position[i * kVec + t][lane];
-          if (yy >= 0 && at >= 0)
-            copy_async(&elements[t], src.row(yy) + at);
-          else
-            elements[t] = yy < 0 || at == -1 ? constant : In{};
-        }
       } else {
-        In* elements = reinterpret_cast<In*>(&ring[slot][c]);  // element stores: no Chunk temporary
-        fast_border_loads<In, kVec>(
+        fast_border_stage<In, kVec>(
             src, yy, p, [&](int t) { return chunk_position[i * kVec + t][lane]; },
-            [&](int t, In element) { elements[t] = element; });
+            reinterpret_cast<In*>(&ring[slot][c]));  // element stores: no Chunk temporary
       }
     }
   };

@@ -4,7 +4,8 @@
 /// `fast` (kernels/fast.cuh): how a thread gets the input rows it filters. Aligned chunks of a
 /// row through the read-only path with L2 hints (load_chunk), rows staged in shared memory by
 /// cp.async (copy_async, fast_stages_rows), and the elements near the image border, whose
-/// positions the border rule gives (fast_border_index, fast_border_loads, fast_border_elements).
+/// positions the border rule gives (fast_border_index, fast_border_loads, fast_border_elements,
+/// fast_border_stage).
 /// Why each is so: bench/results/kernel-notes/fast.md.
 #include "common.cuh"
 
@@ -227,6 +228,30 @@ __device__ __forceinline__ void copy_async_wait() {
 #if !CUCONV_BEFORE_SM80
   asm volatile("cp.async.wait_group %0;" ::"n"(Pending) : "memory");
 #endif
+}
+
+/// Elements of image row yy (already mapped by the border rule; -1: constant) at positions
+/// position(t), t in [0, N), into a staged slot's `elements` (shared memory), as
+/// fast_border_loads reads them. 4-byte elements go by cp.async one by one, landing with the row's
+/// chunks, so the lanes at the image's ends do not wait for their loads every row
+/// (bench/results/kernel-notes/fast.md, 'Border elements of staged rows'); narrower ones cannot
+/// (cp.async copies at least 4 bytes) and are loaded.
+template <class In, int N, class Position>
+__device__ __forceinline__ void fast_border_stage(const PlaneView<const In>& src, int yy, const ConvParams& p,
+                                                  Position&& position, In* elements) {
+  if constexpr (sizeof(In) == 4) {
+    const In constant = static_cast<In>(p.border_value);
+#pragma unroll
+    for (int t = 0; t < N; ++t) {
+      const int at = position(t);
+      if (yy >= 0 && at >= 0)
+        copy_async(&elements[t], src.row(yy) + at);
+      else
+        elements[t] = yy >= 0 && at == -2 ? In{} : constant;
+    }
+  } else {
+    fast_border_loads<In, N>(src, yy, p, position, [&](int t, In element) { elements[t] = element; });
+  }
 }
 
 }  // namespace cuconv::kernels

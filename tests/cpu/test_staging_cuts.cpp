@@ -1,8 +1,9 @@
 // SPDX-License-Identifier: Apache-2.0
-// How a staged upload is cut (src/gpu/memory/host_transfer.hpp, staging_cuts) on the CPU: every
-// row of the copy in exactly one piece, the pieces of a chunk in order and together the chunk,
-// the chunks in order and together the copy, a chunk's transfer queued after its last piece, at
-// most one piece a copy thread; and the sizes the rules give at the shapes they were chosen for.
+// How a staged copy is cut (src/gpu/memory/host_transfer.hpp: staging_cuts, whole_copy_cuts)
+// on the CPU: every row of the copy in exactly one piece, the pieces of a chunk in order and
+// together the chunk, the chunks in order and together the copy, a chunk's transfer queued after
+// its last piece, at most one piece a copy thread; and the sizes the rules give at the shapes
+// they were chosen for.
 #include "gpu/memory/host_transfer.hpp"
 #include "gpu/seams.hpp"
 
@@ -13,6 +14,7 @@
 
 using cuconv::gpu::staging_cuts;
 using cuconv::gpu::StagingCuts;
+using cuconv::gpu::whole_copy_cuts;
 
 namespace {
 
@@ -70,6 +72,7 @@ TEST_CASE("staging cuts: every row in one piece, pieces and chunks in order, one
           CAPTURE(rows);
           CAPTURE(threads);
           check_cuts(staging_cuts(row_bytes, rows, threads), rows, threads);
+          if (row_bytes == 1) check_cuts(whole_copy_cuts(rows, threads), rows, threads);  // no row size
         }
     cuconv::gpu::set_staging_chunk_bytes(before);
   }
@@ -88,6 +91,11 @@ TEST_CASE("staging cuts: the sizes at the shapes the rules were chosen for") {
       {"16384x16384 float: at most 16 transfers (64 MiB each)", 65536, 16384, 4, 1024, 16, 4, 256},
       {"rows wider than a chunk: one row a chunk, in one piece", std::size_t{8} << 20, 5, 4, 1, 5, 1, 1},
   };
+  // A download into pageable memory: one transfer, one piece a thread.
+  const StagingCuts whole = whole_copy_cuts(512, 4);
+  CHECK(whole.chunks == 1);
+  CHECK(whole.pieces == 4);
+  CHECK(whole.piece_rows == 128);
   for (const Expected& e : cases) {
     CAPTURE(e.what);
     const StagingCuts cuts = staging_cuts(e.row_bytes, e.rows, e.threads);

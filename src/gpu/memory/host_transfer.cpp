@@ -23,10 +23,9 @@ constexpr int kOverlapChunks = 8;
 constexpr std::size_t kMinOverlapBytes = std::size_t{64} << 10;
 /// Smaller uploads are copied by the caller alone (a pool's threads would cost more to start).
 constexpr std::size_t kMinParallelBytes = std::size_t{256} << 10;
-/// With the copy pool the host copies about three times faster than the link moves (4 threads:
-/// 1 MiB in 7.6 us, the link 26.8 us; bench/results/host-transfers.md), so a transfer's own cost
-/// (about 4 us each of 8 for 1 MiB) outweighs what overlapping more chunks hides: chunks of at
-/// least this size, each copied in one piece a pool thread.
+/// With the copy pool the host copies about three times faster than the link moves, so a
+/// transfer's own cost outweighs what overlapping more chunks hides (bench/results/host-transfers.md):
+/// chunks of at least this size, each copied in one piece a pool thread.
 constexpr std::size_t kMinParallelOverlapBytes = std::size_t{1} << 20;
 
 /// kStagingChunkBytes, or what a test set (gpu/seams.hpp: small chunks make every image and strip
@@ -47,6 +46,17 @@ bool page_locked(const void* data) {
   return attributes.type == cudaMemoryTypeHost;
 }
 
+/// Chunks of `chunk_rows` over `rows` rows, each in one piece a copy thread.
+StagingCuts cut_into_pieces(int rows, int chunk_rows, int copy_threads) {
+  StagingCuts cuts;
+  cuts.rows = rows;
+  cuts.chunk_rows = chunk_rows;
+  cuts.chunks = (rows + chunk_rows - 1) / chunk_rows;
+  cuts.pieces = std::clamp(copy_threads, 1, chunk_rows);
+  cuts.piece_rows = (chunk_rows + cuts.pieces - 1) / cuts.pieces;
+  return cuts;
+}
+
 }  // namespace
 
 StagingCuts staging_cuts(std::size_t row_bytes, int rows, int copy_threads) {
@@ -57,13 +67,12 @@ StagingCuts staging_cuts(std::size_t row_bytes, int rows, int copy_threads) {
   const std::size_t min_overlap = copy_threads > 1 ? kMinParallelOverlapBytes : kMinOverlapBytes;
   const int for_overlap = std::max((rows + kOverlapChunks - 1) / kOverlapChunks,
                                    static_cast<int>(std::max<std::size_t>(1, min_overlap / row_bytes)));
-  StagingCuts cuts;
-  cuts.rows = rows;
-  cuts.chunk_rows = std::max({std::min(by_size, for_overlap), by_count, 1});
-  cuts.chunks = (rows + cuts.chunk_rows - 1) / cuts.chunk_rows;
-  cuts.pieces = std::clamp(copy_threads, 1, cuts.chunk_rows);
-  cuts.piece_rows = (cuts.chunk_rows + cuts.pieces - 1) / cuts.pieces;
-  return cuts;
+  return cut_into_pieces(rows, std::max({std::min(by_size, for_overlap), by_count, 1}), copy_threads);
+}
+
+StagingCuts whole_copy_cuts(int rows, int copy_threads) {
+  rows = std::max(rows, 0);
+  return cut_into_pieces(rows, std::max(rows, 1), copy_threads);
 }
 
 StagingCuts::Rows StagingCuts::chunk(int c) const {
@@ -81,6 +90,10 @@ StripCopier::StripCopier(WorkspaceState& workspace, const ConvolveJob& job, cons
     : workspace_(workspace), job_(job), image_(image), image_page_locked_(page_locked(image.data)) {
   if (job.border == Border::constant)
     constant_row_ = cv::Mat(1, image.cols, image.type(), cv::Scalar::all(job.border_value));
+}
+
+bool StripCopier::copies_in_parallel(int rows, std::size_t row_bytes) const {
+  return job_.parallel_host_copies && static_cast<std::size_t>(rows) * row_bytes >= kMinParallelBytes;
 }
 
 const unsigned char* StripCopier::source_row_at(int y) const {
@@ -109,8 +122,7 @@ void StripCopier::upload(const StripRows& rows, const DeviceImageView& device) c
   // Each chunk's rows are copied into the staging buffer, in one piece a pool thread when the job
   // asks for the pool's threads, and the chunk's transfer is queued as soon as its pieces are there.
   PinnedBuffer& staging = workspace_.staging(0, row_bytes * static_cast<std::size_t>(rows.input_rows()));
-  const bool parallel =
-      job_.parallel_host_copies && static_cast<std::size_t>(rows.input_rows()) * row_bytes >= kMinParallelBytes;
+  const bool parallel = copies_in_parallel(rows.input_rows(), row_bytes);
   const StagingCuts cuts = staging_cuts(row_bytes, rows.input_rows(), parallel ? HostCopyPool::shared().threads() : 1);
   const auto staged = [&](int r) { return staging.data() + static_cast<std::size_t>(r) * row_bytes; };
   HostCopyPool::shared().run(
@@ -147,17 +159,20 @@ void StripCopier::download(const DeviceImageView& device, const StripRows& rows,
     for (int y = first; y < last; ++y)
       std::memcpy(result.ptr(rows.out_begin + y), staging.data() + static_cast<std::size_t>(y) * row_bytes, row_bytes);
   };
-  if (job_.parallel_host_copies && static_cast<std::size_t>(count) * row_bytes >= kMinParallelBytes) {
+  if (copies_in_parallel(count, row_bytes)) {
     // With the copy pool the host copies out about three times faster than the link moves, so one
     // transfer, then the copy in one piece a pool thread (the threads make no CUDA calls).
     CUCONV_CUDA_TRY(cudaMemcpy2DAsync(staging.data(), row_bytes, first_row, device.pitch, row_bytes,
                                       static_cast<std::size_t>(count), cudaMemcpyDeviceToHost, stream));
     CUCONV_CUDA_TRY(cudaStreamSynchronize(stream));
     HostCopyPool& pool = HostCopyPool::shared();
-    const int pieces = std::min(pool.threads(), count);
-    const int piece_rows = (count + pieces - 1) / pieces;
+    const StagingCuts cuts = whole_copy_cuts(count, pool.threads());
     pool.run(
-        pieces, true, [&](int piece) { copy_out(piece * piece_rows, std::min(count, (piece + 1) * piece_rows)); },
+        cuts.pieces, true,
+        [&](int index) {
+          const StagingCuts::Rows piece = cuts.piece(index);
+          copy_out(piece.first, piece.last);
+        },
         [](int) {});
     return;
   }

@@ -42,6 +42,8 @@ struct StagingCuts {
 /// several threads copy (they copy about three times faster than the link moves), one piece a
 /// thread.
 [[nodiscard]] StagingCuts staging_cuts(std::size_t row_bytes, int rows, int copy_threads);
+/// One chunk of all `rows` rows (one transfer), in one piece a copy thread.
+[[nodiscard]] StagingCuts whole_copy_cuts(int rows, int copy_threads);
 
 class StripCopier {
  public:
@@ -57,6 +59,9 @@ class StripCopier {
   void download(const DeviceImageView& device, const StripRows& rows, cv::Mat& result) const;
 
  private:
+  /// Whether a copy of `rows` rows of `row_bytes` goes through the host copy pool's threads: the
+  /// job asks for them and the copy is large enough to pay for waking them.
+  [[nodiscard]] bool copies_in_parallel(int rows, std::size_t row_bytes) const;
   /// The image row (or the border-value row) that stands in row `y` of a strip.
   [[nodiscard]] const unsigned char* source_row_at(int y) const;
 
