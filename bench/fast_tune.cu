@@ -10,6 +10,9 @@
 //   ODD=1 cuconv_fast_tune      adds small cases of odd sizes (partial warps, border paths,
 //                               strips below a wave) and 2048^2 / 4096^2 ones
 //   PITCH_PAD=N cuconv_fast_tune  rows N bytes further apart than cudaMallocPitch puts them
+//   SMALL=1 cuconv_fast_tune    adds 64^2 to 512^2 float images (the Python package's small calls)
+//   REPEAT=N cuconv_fast_tune   times N launches back to back and prints the time of one (small
+//                               kernels: without the launch latency a lone launch's events include)
 // Each line starts with a hash of the case's output (written over a poisoned buffer): two kernel
 // trees that print the same hashes computed the same bytes.
 #include <kernels/fast.cuh>
@@ -85,7 +88,12 @@ void run_case(const char* label, int width, int height) {
     kernel<<<grid, block>>>(src, dst, params, taps, false, true, strip_rows, sum_range);
     CUCONV_CUDA_TRY(cudaPeekAtLastError());
   };
-  const float kernel_ms = median_ms(launch);
+  const char* repeat_text = std::getenv("REPEAT");
+  const int repeat = repeat_text != nullptr ? std::max(1, std::atoi(repeat_text)) : 1;
+  const float kernel_ms = median_ms([&] {
+                            for (int i = 0; i < repeat; ++i) launch();
+                          }) /
+                          static_cast<float>(repeat);
   const float copy_ms =
       median_ms([&] { CUCONV_CUDA_TRY(cudaMemcpyAsync(out, in, in_pitch * height, cudaMemcpyDeviceToDevice)); });
   // FNV-1a hash of the result rows, written over 0xA5 bytes.
@@ -155,6 +163,19 @@ int main(int argc, char** argv) try {
     run_case<std::uint8_t, 3, 1, false>("u8 rgb 3x3 4k", 4096, 4096);
     run_case<std::uint8_t, 1, 1, false>("u8 3x3 8k", 8192, 8192);
     run_case<std::uint8_t, 1, 2, false>("u8 5x5 8k", 8192, 8192);
+  }
+  if (std::getenv("SMALL") != nullptr) {
+    run_case<float, 1, 1, false>("f32 3x3 64", 64, 64);
+    run_case<float, 1, 2, false>("f32 5x5 64", 64, 64);
+    run_case<float, 1, 4, false>("f32 9x9 64", 64, 64);
+    run_case<float, 1, 1, true>("f32 sep 3x3 64", 64, 64);
+    run_case<float, 1, 2, true>("f32 sep 5x5 64", 64, 64);
+    run_case<float, 1, 4, true>("f32 sep 9x9 64", 64, 64);
+    run_case<float, 1, 4, true>("f32 sep 9x9 512", 512, 512);
+    run_case<float, 1, 4, false>("f32 9x9 128", 128, 128);
+    run_case<float, 1, 4, false>("f32 9x9 256", 256, 256);
+    run_case<float, 1, 2, false>("f32 5x5 512", 512, 512);
+    run_case<float, 1, 4, false>("f32 9x9 512", 512, 512);
   }
   return 0;
 } catch (const std::exception& e) {  // CUCONV_CUDA_TRY's errors: the call, file:line and CUDA's text

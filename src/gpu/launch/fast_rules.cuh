@@ -36,7 +36,11 @@ constexpr int fast_column_blocks(int row_elems) {
 ///  - 8- and 16-bit 3x3 and 5x5 grids of between one and two waves at the floor take strips just
 ///    long enough for one wave;
 ///  - grids below half a wave (images of a few megapixels) go on halving while they stay below
-///    it, down to 2 rows (3x3, 5x5) or 8.
+///    it, down to 2 rows (3x3, 5x5) or 8;
+///  - grids that would still fit in a quarter of the resident blocks with strips half as long
+///    (images of at most a few hundred thousand pixels) halve them, down to one row: every block
+///    runs at once, so the kernel lasts one block's walk of strip + kh - 1 rows, each a chain of
+///    loads and sums.
 template <class In, int Radius, bool Separable>
 constexpr int fast_strip_rows_for(int height, int column_blocks, int resident_blocks) {
   constexpr bool kMemoryBound = Radius <= 2;
@@ -66,6 +70,7 @@ constexpr int fast_strip_rows_for(int height, int column_blocks, int resident_bl
   }
   constexpr int kSubWaveShortest = kMemoryBound ? 2 : 8;
   while (strip > kSubWaveShortest && 2 * blocks(strip) < resident_blocks) strip /= 2;
+  while (strip > 1 && 4 * blocks(strip / 2) <= resident_blocks) strip /= 2;
   return strip;
 }
 
@@ -93,7 +98,7 @@ static_assert(fast_strip_rows_for<float, 2, false>(16384, 32, 9 * 132) == 64, "f
 static_assert(fast_strip_rows_for<float, 2, false>(4096, 8, 9 * 132) == 16, "f32 5x5 4096^2: 16 rows");
 static_assert(fast_strip_rows_for<unsigned char, 1, false>(779, 1, 6 * 132) == 2,
               "8U 3x3 1003 x 779: below half a wave, 2 rows");
-static_assert(fast_strip_rows_for<unsigned char, 2, false>(9, 3, 7 * 132) == 2, "RGB 5x5 1001 x 9: 2 rows");
+static_assert(fast_strip_rows_for<unsigned char, 2, false>(9, 3, 7 * 132) == 1, "RGB 5x5 1001 x 9: 1 row");
 static_assert(fast_strip_rows_for<float, 7, false>(16384, 32, 5 * 132) == 128, "f32 15x15 16384^2 keeps 128 rows");
 static_assert(fast_strip_rows_for<float, 7, false>(4096, 8, 5 * 132) == 32, "f32 15x15 4096^2: 32 rows");
 static_assert(fast_strip_rows_for<unsigned char, 7, false>(4096, 24, 5 * 132) == 64, "8U RGB 15x15 4096^2: 64 rows");
@@ -107,6 +112,13 @@ static_assert(fast_strip_rows_for<float, 7, true>(8192, 16, 5 * 132) == 32, "sep
 static_assert(fast_strip_rows_for<float, 7, true>(16384, 32, 5 * 132) == 64, "separable 15x15 16384^2: 64 rows");
 static_assert(fast_strip_rows_for<float, 7, true>(2048, 4, 5 * 132) == 16, "separable 15x15 2048^2 keeps 16 rows");
 static_assert(fast_strip_rows_for<float, 7, true>(777, 2, 5 * 132) == 8, "separable 15x15 1001 x 777: 8 rows");
+static_assert(fast_strip_rows_for<float, 4, false>(64, 1, 7 * 132) == 1, "f32 9x9 64^2: 1 row");
+static_assert(fast_strip_rows_for<float, 4, false>(128, 1, 7 * 132) == 1, "f32 9x9 128^2: 1 row");
+static_assert(fast_strip_rows_for<float, 4, false>(256, 1, 7 * 132) == 2, "f32 9x9 256^2: 2 rows");
+static_assert(fast_strip_rows_for<float, 4, false>(512, 1, 7 * 132) == 4, "f32 9x9 512^2: 4 rows");
+static_assert(fast_strip_rows_for<float, 4, true>(64, 1, 7 * 132) == 1, "separable 9x9 64^2: 1 row");
+static_assert(fast_strip_rows_for<float, 2, false>(64, 1, 9 * 132) == 1, "f32 5x5 64^2: 1 row");
+static_assert(fast_strip_rows_for<float, 2, false>(512, 1, 9 * 132) == 2, "f32 5x5 512^2 keeps 2 rows");
 
 /// The range every output sum of fast_kernel on 8- or 16-bit input lies in, from the bound
 /// |delta| + (input maximum) x (sum of |weights|) with room for float rounding (for a separable
