@@ -2,7 +2,8 @@
 // The host copy pool (src/gpu/memory/host_copy_pool.hpp) on the CPU: every chunk copied once,
 // ready() called once a chunk in increasing order and only after its copy returned, the pool's
 // threads really taking chunks, an exception from ready() stopping the job without a hang, and
-// several callers at once (all but one copy alone), and one copying alone beside one that asks.
+// several callers at once (all but one copy alone), one copying alone beside one that asks, and
+// how long the workers look for the next job.
 #include "gpu/memory/host_copy_pool.hpp"
 
 #include <doctest/doctest.h>
@@ -164,4 +165,18 @@ TEST_CASE("host copy pool: a caller copying alone does not keep the workers from
   check_complete(r, 16);
   CHECK(pool.parallel_jobs() == 1);
   CHECK(r.threads.size() >= 2);
+}
+
+TEST_CASE("host copy pool: workers stay awake twice the interval between jobs, up to 2 ms") {
+  using std::chrono::microseconds;
+  // A loop of 512x512 float calls starts a copy about every 150 us: the workers must still be
+  // awake for the next one.
+  CHECK(HostCopyPool::spin_after(microseconds{150}) == microseconds{300});
+  CHECK(HostCopyPool::spin_after(microseconds{1000}) == microseconds{2000});
+  // Never shorter than 100 us; jobs further apart than 1 ms (or a clock that went back) let the
+  // workers sleep after 100 us.
+  CHECK(HostCopyPool::spin_after(microseconds{20}) == microseconds{100});
+  CHECK(HostCopyPool::spin_after(microseconds{1001}) == microseconds{100});
+  CHECK(HostCopyPool::spin_after(microseconds{50000}) == microseconds{100});
+  CHECK(HostCopyPool::spin_after(microseconds{-5}) == microseconds{100});
 }

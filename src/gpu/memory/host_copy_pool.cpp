@@ -2,7 +2,8 @@
 // Host threads that copy a staged transfer's chunks beside the caller (src/gpu/memory/host_copy_pool.hpp).
 // Workers take chunk numbers from one counter; the caller copies too and queues each chunk's
 // transfer in order as its copy is done. A worker that wakes after a job opened joins it, one that
-// wakes after it closed leaves it alone, so the caller never waits for a sleeping thread.
+// wakes after it closed leaves it alone, so the caller never waits for a sleeping thread. After a
+// job the workers spin a while before they sleep, longer while jobs come in quick succession.
 #include "gpu/memory/host_copy_pool.hpp"
 
 #include <sched.h>
@@ -16,9 +17,15 @@ namespace cuconv::gpu {
 
 namespace {
 
-/// Workers keep looking for a job this long after their last one before they sleep: a loop of
-/// calls finds them awake, an idle process leaves its cores alone.
+/// Workers keep looking for a job at least this long after their last one before they sleep, and
+/// at most kMaxSpin (spin_after).
 constexpr std::chrono::microseconds kSpinBeforeSleep{100};
+constexpr std::chrono::microseconds kMaxSpin{2000};
+
+std::int64_t steady_ns() noexcept {
+  return std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now().time_since_epoch())
+      .count();
+}
 
 void cpu_relax() noexcept {
 #if defined(__x86_64__) || defined(__i386__)
@@ -35,7 +42,15 @@ int usable_cpus() noexcept {
 
 }  // namespace
 
-HostCopyPool::HostCopyPool(int threads) : threads_(std::max(1, threads)), owner_pid_(static_cast<int>(::getpid())) {}
+HostCopyPool::HostCopyPool(int threads)
+    : threads_(std::max(1, threads)),
+      owner_pid_(static_cast<int>(::getpid())),
+      spin_ns_(std::chrono::nanoseconds(kSpinBeforeSleep).count()) {}
+
+std::chrono::nanoseconds HostCopyPool::spin_after(std::chrono::nanoseconds interval) noexcept {
+  if (interval.count() < 0 || 2 * interval > kMaxSpin) return kSpinBeforeSleep;
+  return std::max<std::chrono::nanoseconds>(kSpinBeforeSleep, 2 * interval);
+}
 
 HostCopyPool::~HostCopyPool() {
   stop_.store(true);
@@ -63,8 +78,8 @@ void HostCopyPool::work() {
   unsigned seen = 0;
   for (;;) {
     unsigned now = generation_.load();
-    const auto sleep_at = std::chrono::steady_clock::now() + kSpinBeforeSleep;
-    while (now == seen && std::chrono::steady_clock::now() < sleep_at) {
+    const std::int64_t sleep_at = steady_ns() + spin_ns_.load(std::memory_order_relaxed);
+    while (now == seen && steady_ns() < sleep_at) {
       cpu_relax();
       now = generation_.load();
     }
@@ -96,6 +111,10 @@ void HostCopyPool::run(int count, bool parallel, const std::function<void(int)>&
   if (workers_.empty())
     for (int i = 1; i < threads_; ++i) workers_.emplace_back([this] { work(); });
   parallel_jobs_.fetch_add(1);
+  const std::int64_t start = steady_ns();
+  if (last_job_ns_ != 0)
+    spin_ns_.store(spin_after(std::chrono::nanoseconds(start - last_job_ns_)).count(), std::memory_order_relaxed);
+  last_job_ns_ = start;
   if (count > done_capacity_) {  // no worker is inside a job here
     done_ = std::make_unique<std::atomic<bool>[]>(static_cast<std::size_t>(count));
     done_capacity_ = count;

@@ -6,6 +6,7 @@
 // in memcpy; several threads copy the chunks while the caller queues each one's transfer as soon as
 // it is there.
 #include <atomic>
+#include <chrono>
 #include <cstddef>
 #include <cstdint>
 #include <functional>
@@ -34,6 +35,12 @@ class HostCopyPool {
   /// test reads to see that a caller's copies took the parallel path.
   [[nodiscard]] std::uint64_t parallel_jobs() const noexcept { return parallel_jobs_.load(); }
 
+  /// How long workers look for the next job after one before they sleep, given the time between
+  /// the starts of the last two jobs: twice that time while it is at most 1 ms (a loop of calls
+  /// finds them awake: waking a sleeping worker took tens of microseconds on the GPU hosts, as
+  /// long as a 512x512 float image's copy), else 100 us (an idle process leaves its cores alone).
+  [[nodiscard]] static std::chrono::nanoseconds spin_after(std::chrono::nanoseconds interval) noexcept;
+
   /// Runs copy(i) for every i in [0, count) on the caller and the pool's threads, and ready(i) on
   /// the caller's thread for each i in increasing order as soon as copy(i) has returned (queueing
   /// that chunk's transfer). The caller copies too, and alone when `parallel` is false, when
@@ -58,6 +65,8 @@ class HostCopyPool {
   std::atomic<int> working_{0};    ///< workers inside the job
   std::atomic<bool> open_{false};  ///< a job is running: workers may join it
   std::atomic<std::uint64_t> parallel_jobs_{0};
+  std::atomic<std::int64_t> spin_ns_;  ///< spin_after() of the last interval between jobs
+  std::int64_t last_job_ns_ = 0;       ///< steady_clock time of the last job's start (the caller's)
   std::unique_ptr<std::atomic<bool>[]> done_;
   int done_capacity_ = 0;
   const std::function<void(int)>* copy_ = nullptr;
