@@ -335,22 +335,28 @@ nb::object filter_tensor(nb::handle src, nb::handle ddepth, const cuconv::Filter
   nb::object output;
   TensorImage out;
   if (dst.is_none()) {
-    // No keyword when the dtype stays: a call without one costs PyTorch less.
+    // No keyword when the dtype stays: a call without one costs PyTorch less. Tensor.new_empty
+    // (src is exactly a torch.Tensor) makes a new packed tensor of that shape on src's device, so
+    // only its address is read back.
     output = kTensorDepths[out_index] == in.depth
                  ? src.attr("new_empty")(in.shape)
                  : src.attr("new_empty")(in.shape, nb::arg("dtype") = nb::handle(torch->dtypes[out_index]));
+    out = in;
+    out.depth = kTensorDepths[out_index];
+    out.row_stride = in.width * in.channels;
+    out.ptr = nb::cast<std::uintptr_t>(output.attr("data_ptr")());
   } else {
     output = nb::borrow(dst);
+    if (!read_tensor(*torch, output, out) || out.depth != kTensorDepths[out_index] || out.device != in.device ||
+        !in.shape.equal(out.shape))
+      return nb::none();
+    // In place, or overlapping views: the general path reads from a copy.
+    const auto span_end = [](const TensorImage& t) {
+      return t.ptr + static_cast<std::uintptr_t>(((t.height - 1) * t.row_stride + t.width * t.channels) *
+                                                 static_cast<std::int64_t>(cuconv::depth_bytes(t.depth)));
+    };
+    if (in.ptr < span_end(out) && out.ptr < span_end(in)) return nb::none();
   }
-  if (!read_tensor(*torch, output, out) || out.depth != kTensorDepths[out_index] || out.device != in.device ||
-      !in.shape.equal(out.shape))
-    return nb::none();
-  // In place, or overlapping views: the general path reads from a copy.
-  const auto span_end = [](const TensorImage& t) {
-    return t.ptr + static_cast<std::uintptr_t>(((t.height - 1) * t.row_stride + t.width * t.channels) *
-                                               static_cast<std::int64_t>(cuconv::depth_bytes(t.depth)));
-  };
-  if (in.ptr < span_end(out) && out.ptr < span_end(in)) return nb::none();
 
   const std::uintptr_t stream = nb::cast<std::uintptr_t>(nb::handle(torch->raw_stream)(in.device));
   const std::int64_t in_item = static_cast<std::int64_t>(cuconv::depth_bytes(in.depth));
