@@ -10,7 +10,7 @@
 //   ODD=1 cuconv_fast_tune      adds small cases of odd sizes (partial warps, border paths,
 //                               strips below a wave) and 2048^2 / 4096^2 ones
 //   PITCH_PAD=N cuconv_fast_tune  rows N bytes further apart than cudaMallocPitch puts them
-//   SMALL=1 cuconv_fast_tune    adds 64^2 to 512^2 float images (the Python package's small calls)
+//   SMALL=1 cuconv_fast_tune    adds 64^2 to 512^2 images (the Python package's small calls)
 //   REPEAT=N cuconv_fast_tune   times N launches back to back and prints the time of one (small
 //                               kernels: without the launch latency a lone launch's events include)
 // Each line starts with a hash of the case's output (written over a poisoned buffer): two kernel
@@ -176,6 +176,12 @@ int main(int argc, char** argv) try {
     run_case<float, 1, 4, false>("f32 9x9 256", 256, 256);
     run_case<float, 1, 2, false>("f32 5x5 512", 512, 512);
     run_case<float, 1, 4, false>("f32 9x9 512", 512, 512);
+    run_case<std::uint8_t, 1, 1, false>("u8 3x3 128", 128, 128);
+    run_case<std::uint8_t, 1, 2, false>("u8 5x5 128", 128, 128);
+    run_case<std::uint8_t, 3, 1, false>("u8 rgb 3x3 64", 64, 64);
+    run_case<std::uint8_t, 3, 4, false>("u8 rgb 9x9 64", 64, 64);
+    run_case<std::uint16_t, 1, 2, false>("u16 5x5 128", 128, 128);
+    run_case<std::uint16_t, 1, 4, false>("u16 9x9 128", 128, 128);
   }
   return 0;
 } catch (const std::exception& e) {  // CUCONV_CUDA_TRY's errors: the call, file:line and CUDA's text
