@@ -180,3 +180,31 @@ TEST_CASE("host copy pool: workers stay awake twice the interval between jobs, u
   CHECK(HostCopyPool::spin_after(microseconds{50000}) == microseconds{100});
   CHECK(HostCopyPool::spin_after(microseconds{-5}) == microseconds{100});
 }
+
+TEST_CASE("host copy pool: run() sets the workers' spin from the interval between its jobs") {
+  using std::chrono::microseconds;
+  using Clock = std::chrono::steady_clock;
+  HostCopyPool pool(3);
+  Record first(6);
+  run_recorded(pool, 6, true, first);
+  CHECK(pool.spin() == microseconds{100});  // one job: no interval yet
+  // Two jobs at least 300 us apart (from the first's return to the second's call) and at most
+  // 1 ms (from before the first to the second's return): the spin follows the interval, 600 us
+  // to 2 ms. A loaded machine can stretch the pair past 1 ms, where the rule gives 100 us: those
+  // tries repeat.
+  bool checked = false;
+  for (int attempt = 0; attempt < 200 && !checked; ++attempt) {
+    Record a(6), b(6);
+    const Clock::time_point before = Clock::now();
+    run_recorded(pool, 6, true, a);
+    const Clock::time_point first_done = Clock::now();
+    while (Clock::now() - first_done < microseconds{300}) {
+    }
+    run_recorded(pool, 6, true, b);
+    if (Clock::now() - before > microseconds{1000}) continue;
+    CHECK(pool.spin() >= microseconds{600});
+    CHECK(pool.spin() <= microseconds{2000});
+    checked = true;
+  }
+  CHECK(checked);
+}

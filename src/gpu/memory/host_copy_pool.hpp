@@ -37,9 +37,15 @@ class HostCopyPool {
 
   /// How long workers look for the next job after one before they sleep, given the time between
   /// the starts of the last two jobs: twice that time while it is at most 1 ms (a loop of calls
-  /// finds them awake: waking a sleeping worker took tens of microseconds on the GPU hosts, as
-  /// long as a 512x512 float image's copy), else 100 us (an idle process leaves its cores alone).
+  /// finds them awake: 1024x1024 NumPy calls, a copy every 450 us, were 5-6% faster on an H100
+  /// host than with 100 us; bench/results/host-transfers.md), else 100 us (an idle process leaves
+  /// its cores alone).
   [[nodiscard]] static std::chrono::nanoseconds spin_after(std::chrono::nanoseconds interval) noexcept;
+  /// What the workers spin now: spin_after() of the interval between the last two parallel jobs
+  /// (100 us before the second), what a test reads to see that run() keeps it.
+  [[nodiscard]] std::chrono::nanoseconds spin() const noexcept {
+    return std::chrono::nanoseconds(spin_ns_.load(std::memory_order_relaxed));
+  }
 
   /// Runs copy(i) for every i in [0, count) on the caller and the pool's threads, and ready(i) on
   /// the caller's thread for each i in increasing order as soon as copy(i) has returned (queueing
