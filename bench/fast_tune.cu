@@ -13,9 +13,13 @@
 //   SMALL=1 cuconv_fast_tune    adds 64^2 to 512^2 images (the Python package's small calls)
 //   REPEAT=N cuconv_fast_tune   times N launches back to back and prints the time of one (small
 //                               kernels: without the launch latency a lone launch's events include)
+//   TILE=1 cuconv_fast_tune     after each dense case of at most 9x9 and 1024 tiles, the same case
+//                               on fast_tile_kernel ("tile"; the product takes it where
+//                               fast_tile_applies), forced: its hash must equal the case's
 // Each line starts with a hash of the case's output (written over a poisoned buffer): two kernel
 // trees that print the same hashes computed the same bytes.
 #include <kernels/fast.cuh>
+#include <kernels/fast_tile.cuh>
 #include <src/gpu/launch/fast_rules.cuh>
 #include "tune_timing.cuh"
 
@@ -97,19 +101,40 @@ void run_case(const char* label, int width, int height) {
   const float copy_ms =
       median_ms([&] { CUCONV_CUDA_TRY(cudaMemcpyAsync(out, in, in_pitch * height, cudaMemcpyDeviceToDevice)); });
   // FNV-1a hash of the result rows, written over 0xA5 bytes.
-  CUCONV_CUDA_TRY(cudaMemset2D(out, out_pitch, 0xA5, row_bytes, height));
-  launch();
-  CUCONV_CUDA_TRY(cudaDeviceSynchronize());
-  std::vector<unsigned char> result(row_bytes * height);
-  CUCONV_CUDA_TRY(cudaMemcpy2D(result.data(), row_bytes, out, out_pitch, row_bytes, height, cudaMemcpyDeviceToHost));
-  unsigned long long hash = 1469598103934665603ull;
-  for (unsigned char byte : result) hash = (hash ^ byte) * 1099511628211ull;
-  std::printf("hash %016llx ", hash);
+  const auto output_hash = [&](const auto& run) {
+    CUCONV_CUDA_TRY(cudaMemset2D(out, out_pitch, 0xA5, row_bytes, height));
+    run();
+    CUCONV_CUDA_TRY(cudaDeviceSynchronize());
+    std::vector<unsigned char> result(row_bytes * height);
+    CUCONV_CUDA_TRY(cudaMemcpy2D(result.data(), row_bytes, out, out_pitch, row_bytes, height, cudaMemcpyDeviceToHost));
+    unsigned long long hash = 1469598103934665603ull;
+    for (unsigned char byte : result) hash = (hash ^ byte) * 1099511628211ull;
+    return hash;
+  };
+  std::printf("hash %016llx ", output_hash(launch));
   std::printf(
       "%-16s %5dx%-5d strip %4d grid %3dx%-4d %2d blocks/SM  kernel %8.4f ms  copy %8.4f ms  %5.1f%% of the copy "
       "roof\n",
       label, width, height, strip_rows, column_blocks, static_cast<int>(grid.y), per_sm, kernel_ms, copy_ms,
       100.0f * copy_ms / kernel_ms);
+  // The tile kernel on the same case (dense filters of at most 9x9, at most 1024 tiles).
+  const int tiles_x = div_up(width * Channels, kFastTileW);
+  const int tiles_y = div_up(height, kFastTileH);
+  if constexpr (!Separable && Radius <= 4) {
+    if (std::getenv("TILE") != nullptr && static_cast<long long>(tiles_x) * tiles_y <= 1024) {
+      const auto tile_launch = [&] {
+        fast_tile_kernel<T, T, Radius>
+            <<<dim3(tiles_x, tiles_y), dim3(kFastTileW, kFastTileH)>>>(src, dst, params, taps, Channels, false);
+        CUCONV_CUDA_TRY(cudaPeekAtLastError());
+      };
+      const float tile_ms = median_ms([&] {
+                              for (int i = 0; i < repeat; ++i) tile_launch();
+                            }) /
+                            static_cast<float>(repeat);
+      std::printf("hash %016llx %-16s %5dx%-5d tile           grid %3dx%-4d               kernel %8.4f ms\n",
+                  output_hash(tile_launch), label, width, height, tiles_x, tiles_y, tile_ms);
+    }
+  }
   CUCONV_CUDA_TRY(cudaFree(in));
   CUCONV_CUDA_TRY(cudaFree(out));
 }
@@ -182,6 +207,13 @@ int main(int argc, char** argv) try {
     run_case<std::uint8_t, 3, 4, false>("u8 rgb 9x9 64", 64, 64);
     run_case<std::uint16_t, 1, 2, false>("u16 5x5 128", 128, 128);
     run_case<std::uint16_t, 1, 4, false>("u16 9x9 128", 128, 128);
+    run_case<float, 1, 1, false>("f32 3x3 128", 128, 128);
+    run_case<float, 1, 2, false>("f32 5x5 128", 128, 128);
+    run_case<float, 1, 2, false>("f32 5x5 256", 256, 256);
+    run_case<float, 1, 1, false>("f32 3x3 256", 256, 256);
+    run_case<std::uint8_t, 3, 2, false>("u8 rgb 5x5 64", 64, 64);
+    run_case<std::uint8_t, 4, 4, false>("u8 rgba 9x9 64", 64, 64);
+    run_case<std::uint8_t, 1, 4, false>("u8 9x9 256", 256, 256);
   }
   return 0;
 } catch (const std::exception& e) {  // CUCONV_CUDA_TRY's errors: the call, file:line and CUDA's text

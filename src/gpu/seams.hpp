@@ -18,6 +18,7 @@ namespace cuconv::gpu {
 /// Kernel paths a launch observer hears of: those a variant may take or leave silently (the
 /// tests check which one ran), and the filter spectra `fft` computes (its cache of them).
 enum class KernelPath {
+  fast_tile,            ///< `fast`'s tile kernel for tiny images (kernels/fast_tile.cuh)
   fast_double_rank1,    ///< `fast`'s double-precision rank-1 kernel (kernels/fast_wide.cuh)
   tensor_rank1,         ///< `tensor`'s rank-1 kernel with FP32 column sums (kernels/tensor_separable.cuh)
   tensor_rank1_mma,     ///< `tensor`'s rank-1 kernel with both passes on tensor cores (tensor_separable_mma.cuh)

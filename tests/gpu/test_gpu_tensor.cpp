@@ -41,14 +41,6 @@ using cuconv::test::sample;
 
 namespace {
 
-/// The warpgroup kernel switched off for one scope (the tests' way to run tensor_dense.cuh on sm_90).
-struct WgmmaOff {
-  WgmmaOff() { cuconv::test::launch_counter().allow_wgmma(false); }
-  ~WgmmaOff() { cuconv::test::launch_counter().allow_wgmma(true); }
-  WgmmaOff(const WgmmaOff&) = delete;
-  WgmmaOff& operator=(const WgmmaOff&) = delete;
-};
-
 /// Launches of either dense 8-bit kernel (one channel runs the warpgroup one on sm_90).
 std::uint64_t dense_launches() {
   return cuconv::test::launches(gpu::KernelPath::tensor_dense) +
@@ -315,7 +307,7 @@ TEST_CASE("gpu tensor dense wgmma: the warpgroup kernel gives tensor_dense.cuh's
       // The same run on tensor_dense.cuh: the same integer chains and epilogue, so the same bits.
       const cv::Mat wgmma = cuconv::test::run_poisoned(src, f, o, Variant::tensor).first.image;
       const cv::Mat mma = [&] {
-        const WgmmaOff off;
+        const cuconv::test::PathOff off(gpu::KernelPath::tensor_dense_wgmma);  // tensor_dense.cuh on sm_90
         return cuconv::test::run_poisoned(src, f, o, Variant::tensor).first.image;
       }();
       CHECK(cuconv::test::bit_equal(wgmma, mma));

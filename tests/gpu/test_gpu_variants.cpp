@@ -211,7 +211,9 @@ TEST_CASE("gpu: fft on 8-bit outputs sums ties again: dyadic dense 31x31 filters
   constexpr std::pair<int, int> kFftSizes[] = {{37, 5}, {481, 61}, {482, 483}, {483, 100}, {997, 13}};
   const int stride = sweep_stride();
   int index = 0;
-  for (const auto& [cols, rows] : kFftSizes) {
+  for (const auto& size : kFftSizes) {
+    const int cols = size.first;  // not a structured binding: INFO's lambda below names it
+    const int rows = size.second;
     for (int channels : {1, 3, 4}) {
       for (const double delta : {0.0, 0.5}) {
         if (index++ % stride != 0) continue;
@@ -220,7 +222,7 @@ TEST_CASE("gpu: fft on 8-bit outputs sums ties again: dyadic dense 31x31 filters
         Filter f;
         f.width = f.height = 31;
         f.origin = "dyadic 31x31";
-        f.weights.resize(31 * 31);
+        f.weights.resize(std::size_t{31} * 31);
         for (double& w : f.weights) {
           const double pick = rng.uniform(0.0, 1.0);
           w = pick < 0.6 ? 0.0 : pick < 0.9 ? 1.0 / 256 : -1.0 / 512;
@@ -361,7 +363,8 @@ TEST_CASE("gpu: very tall and very wide images need no special grid (gridDim.y <
   for (Variant variant : tested_gpu_variants()) {
     for (const auto& [cols, rows] : shapes) {
       if (index++ % stride != 0) continue;
-      const cv::Mat src = random_image(rows, cols, CV_8U, 1, static_cast<std::uint64_t>(rows + cols));
+      const cv::Mat src =
+          random_image(rows, cols, CV_8U, 1, static_cast<std::uint64_t>(rows) + static_cast<std::uint64_t>(cols));
       ConvolveOptions o;
       o.border = Border::wrap;
       check_variant(variant, src, load_filter("5x3:1,2,3,2,1,2,4,6,4,2,1,2,3,2,1"), o,
@@ -405,6 +408,8 @@ TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and sepa
     cuconv::test::skip_case("CUCONV_TEST_VARIANTS leaves out fast");
     return;
   }
+  // fast_kernel's own paths: its tile kernel off (test_gpu_fast_tile.cpp tests that one).
+  const cuconv::test::PathOff tiles_off(gpu::KernelPath::fast_tile);
   // fast's block is 4 warps of 32 threads x kVec elements (kVec = 4..16 by type and radius) by a
   // strip of 2..128 rows; on small filters lanes pass the halo by shuffle and lanes 0 and 31 read
   // the warp's edges. An interleaved row has width * channels elements, so widths cross warp
@@ -420,7 +425,7 @@ TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and sepa
   for (int r = 1; r <= 7; ++r) filters.push_back("random " + std::to_string(r));
   for (int r : {1, 2, 4, 7, 8, 11, 15})
     filters.push_back("gaussian:" + std::to_string(r) + "," + std::to_string(0.6 * r + 0.3));
-  for (const char* spec : {"sobel-x", "gauss5", "gauss7", "box:9"}) filters.push_back(spec);
+  for (const char* spec : {"sobel-x", "gauss5", "gauss7", "box:9"}) filters.emplace_back(spec);
   const int stride = sweep_stride();
   int index = 0;
   for (const std::string& spec : filters) {
@@ -433,11 +438,7 @@ TEST_CASE("gpu: fast on its own tile edges, interleaved channels, dense and sepa
           const int r = spec.rfind("random", 0) == 0 ? std::stoi(spec.substr(7)) : 0;
           const Filter f =
               r > 0 ? random_filter(2 * r + 1, 2 * r + 1, static_cast<std::uint64_t>(index)) : load_filter(spec);
-          ConvolveOptions o;
-          o.border = border;
-          o.border_value = border == Border::constant ? (depth == CV_8U ? 77 : 901.25) : 0.0;
-          o.delta = index % 3 == 0 ? 1.5 : 0.0;
-          o.keep_alpha = channels == 4 && index % 2 == 0;
+          const ConvolveOptions o = cuconv::test::sweep_case_options(border, depth, channels, index);
           check_variant(Variant::fast, src, f, o,
                         "fast " + spec + " " + std::to_string(cols) + "x" + std::to_string(rows) + "x" +
                             std::to_string(channels) + " depth " + std::to_string(depth) + " " +
@@ -453,6 +454,7 @@ TEST_CASE("gpu: fast rows that end inside a chunk or on its edge, inside a warp'
     cuconv::test::skip_case("CUCONV_TEST_VARIANTS leaves out fast");
     return;
   }
+  const cuconv::test::PathOff tiles_off(gpu::KernelPath::fast_tile);  // fast_kernel's rows, not tiles
   // On 3x3 and 5x5 (lanes pass the halo by shuffle) a row of width * channels elements that ends
   // inside a warp's span leaves a lane whose chunk starts at the row end (it reads only the halo
   // its left neighbour's taps take) and, unless the row ends on a chunk's edge, one whose chunk
@@ -471,10 +473,7 @@ TEST_CASE("gpu: fast rows that end inside a chunk or on its edge, inside a warp'
             const cv::Mat src =
                 random_image(5 + index % 4, cols, depth, channels, 9100 + static_cast<std::uint64_t>(index));
             const Filter f = random_filter(2 * r + 1, 2 * r + 1, static_cast<std::uint64_t>(index));
-            ConvolveOptions o;
-            o.border = border;
-            o.border_value = border == Border::constant ? (depth == CV_8U ? 77 : 901.25) : 0.0;
-            o.delta = index % 3 == 0 ? 1.5 : 0.0;
+            const ConvolveOptions o = cuconv::test::sweep_case_options(border, depth, channels, index);
             check_variant(Variant::fast, src, f, o,
                           "fast " + std::to_string(2 * r + 1) + "x" + std::to_string(2 * r + 1) + " " +
                               std::to_string(cols) + " x" + std::to_string(channels) + " depth " +

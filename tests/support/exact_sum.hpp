@@ -192,11 +192,12 @@ inline std::pair<ConvolveResult, ConvolveOptions> run_poisoned(const cv::Mat& sr
 inline Variant check_exact(const cv::Mat& src, const Filter& f, ConvolveOptions o, const std::string& what,
                            Variant variant = Variant::automatic) {
   const auto [got, ran] = run_poisoned(src, f, o, variant);
+  const Variant used = got.variant_used;  // INFO's lambda cannot name a structured binding (clang 14)
   const cv::Mat expected = exact_sum(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value,
                                      ran.delta + f.offset, got.image.depth());
   const RuleCount r = compare_exact(got.image, expected);
-  INFO(what << " ran " << to_string(got.variant_used) << ": max diff " << r.max_diff << ", " << r.off_by_one << " of "
-            << r.values << " off by one");
+  INFO(what << " ran " << to_string(used) << ": max diff " << r.max_diff << ", " << r.off_by_one << " of " << r.values
+            << " off by one");
   CHECK(r.max_diff <= 1.0);
   CHECK(static_cast<double>(r.off_by_one) <= 0.001 * static_cast<double>(r.values));
   return got.variant_used;
@@ -210,6 +211,7 @@ inline Variant check_exact(const cv::Mat& src, const Filter& f, ConvolveOptions 
 inline Variant check_within_bound(const cv::Mat& src, const Filter& f, ConvolveOptions o, const std::string& what,
                                   Variant variant, double bound, RuleCount& total) {
   const auto [got, ran] = run_poisoned(src, f, o, variant);
+  const Variant used = got.variant_used;  // INFO's lambda cannot name a structured binding (clang 14)
   const int out_depth = got.image.depth();
   const cv::Mat sums =
       exact_sum_double(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, ran.delta + f.offset);
@@ -229,8 +231,8 @@ inline Variant check_within_bound(const cv::Mat& src, const Filter& f, ConvolveO
       if (diff > 0.5) ++r.off_by_one;
     }
   r.values = static_cast<std::size_t>(g.total());
-  INFO(what << " ran " << to_string(got.variant_used) << ": largest |got - exact| " << worst << " (limit 0.5 + "
-            << bound << "), " << r.off_by_one << " of " << r.values << " off by one");
+  INFO(what << " ran " << to_string(used) << ": largest |got - exact| " << worst << " (limit 0.5 + " << bound << "), "
+            << r.off_by_one << " of " << r.values << " off by one");
   CHECK(worst <= 0.5 + bound);
   CHECK(r.max_diff <= 1.0);
   total.max_diff = std::max(total.max_diff, r.max_diff);
@@ -292,6 +294,7 @@ inline double float_rule_error(const cv::Mat& got, const cv::Mat& exact, const c
 inline Variant check_float_rule(const cv::Mat& src, const Filter& f, ConvolveOptions o, const std::string& what,
                                 Variant variant) {
   const auto [got, ran] = run_poisoned(src, f, o, variant);
+  const Variant used = got.variant_used;  // INFO's lambda cannot name a structured binding (clang 14)
   const double delta = ran.delta + f.offset;
   const cv::Mat exact = exact_sum_double(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value, delta);
   const double error =
@@ -299,7 +302,7 @@ inline Variant check_float_rule(const cv::Mat& src, const Filter& f, ConvolveOpt
                        float_rule_block_scales(src, f, ran.anchor_x, ran.anchor_y, ran.border,
                                                convolution::stored_border_value(ran.border_value, src.depth()), delta,
                                                got.variant_used));
-  INFO(what << " ran " << to_string(got.variant_used) << ": relative error " << error);
+  INFO(what << " ran " << to_string(used) << ": relative error " << error);
   CHECK(got.image.depth() == CV_32F);
   CHECK(error <= float_rule_bound(static_cast<long long>(f.width) * f.height));
   return got.variant_used;

@@ -17,7 +17,7 @@ namespace cuconv::test {
 class LaunchCounter final : public gpu::LaunchObserver {
  public:
   [[nodiscard]] bool allows(gpu::KernelPath path) noexcept override {
-    return path != gpu::KernelPath::tensor_dense_wgmma || wgmma_allowed_.load(std::memory_order_relaxed);
+    return !denied_[static_cast<std::size_t>(path)].load(std::memory_order_relaxed);
   }
   void launched(gpu::KernelPath path) noexcept override {
     if (paused_.load(std::memory_order_relaxed) == 0)
@@ -38,11 +38,14 @@ class LaunchCounter final : public gpu::LaunchObserver {
   [[nodiscard]] std::uint64_t count(gpu::KernelPath path) const noexcept {
     return counts_[static_cast<std::size_t>(path)].load(std::memory_order_relaxed);
   }
-  void allow_wgmma(bool allowed) noexcept { wgmma_allowed_.store(allowed, std::memory_order_relaxed); }
+  /// Whether a launcher may take `path` where it has another way (every path until told otherwise).
+  void allow(gpu::KernelPath path, bool allowed) noexcept {
+    denied_[static_cast<std::size_t>(path)].store(!allowed, std::memory_order_relaxed);
+  }
 
  private:
   std::array<std::atomic<std::uint64_t>, gpu::kKernelPaths> counts_{};
-  std::atomic<bool> wgmma_allowed_{true};
+  std::array<std::atomic<bool>, gpu::kKernelPaths> denied_{};
   std::atomic<int> paused_{0};
 };
 
@@ -70,6 +73,18 @@ std::uint64_t launches_of() noexcept {
 inline std::uint64_t rank1_tensor_launches() {
   return launches(gpu::KernelPath::tensor_rank1) + launches(gpu::KernelPath::tensor_rank1_mma);
 }
+
+/// `path` not taken by its launcher (which takes its other way) for the life of this object.
+class PathOff {
+ public:
+  explicit PathOff(gpu::KernelPath path) : path_(path) { launch_counter().allow(path_, false); }
+  ~PathOff() { launch_counter().allow(path_, true); }
+  PathOff(const PathOff&) = delete;
+  PathOff& operator=(const PathOff&) = delete;
+
+ private:
+  gpu::KernelPath path_;
+};
 
 /// Installs `injector` for the life of this object (the one before comes back after).
 class ScopedFaultInjector {

@@ -190,6 +190,18 @@ inline int opencv_border_code(cuconv::Border b) {
 inline constexpr Border kAllBorders[] = {Border::reflect101, Border::reflect, Border::replicate, Border::constant,
                                          Border::wrap};
 
+/// The options the GPU sweeps vary from case to case (`index`): `border` (a constant one pads
+/// with 77 around 8-bit images, 901.25 around others), delta 1.5 on every third case, and on
+/// four-channel images alpha kept on every second.
+inline cuconv::ConvolveOptions sweep_case_options(cuconv::Border border, int depth, int channels, int index) {
+  cuconv::ConvolveOptions o;
+  o.border = border;
+  o.border_value = border == cuconv::Border::constant ? (depth == CV_8U ? 77 : 901.25) : 0.0;
+  o.delta = index % 3 == 0 ? 1.5 : 0.0;
+  o.keep_alpha = channels == 4 && index % 2 == 0;
+  return o;
+}
+
 /// CUCONV_TEST_STRIDE=N: the large GPU sweeps run every N-th case (compute-sanitizer runs).
 inline int sweep_stride() {
   const char* s = std::getenv("CUCONV_TEST_STRIDE");

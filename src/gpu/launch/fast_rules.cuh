@@ -5,6 +5,7 @@
 // (the types come from the kernel headers); read by src/gpu/launch/launch_fast.cuh and
 // bench/fast_tune.cu, so the benchmark launches exactly as the product does.
 #include <kernels/fast.cuh>
+#include <kernels/fast_tile.cuh>
 
 #include <limits>
 #include <type_traits>
@@ -119,6 +120,23 @@ static_assert(fast_strip_rows_for<float, 4, false>(512, 1, 7 * 132) == 4, "f32 9
 static_assert(fast_strip_rows_for<float, 4, true>(64, 1, 7 * 132) == 1, "separable 9x9 64^2: 1 row");
 static_assert(fast_strip_rows_for<float, 2, false>(64, 1, 9 * 132) == 1, "f32 5x5 64^2: 1 row");
 static_assert(fast_strip_rows_for<float, 2, false>(512, 1, 9 * 132) == 2, "f32 5x5 512^2 keeps 2 rows");
+
+/// Whether `fast` runs a (2 radius + 1)^2 filter (radius in FastTileRadii) on an image of
+/// `row_elems` elements a row (interleaved channels included) and `height` rows as
+/// fast_tile_kernel's tiles instead of fast_kernel's strips: at most 256 tiles, 1024 at 9x9. On
+/// grids this small every block of either kernel runs at once, and the tile kernel's few
+/// independent loads a thread wait one load latency where fast_kernel's strip walk waits one a
+/// row. Measured (bench/results/kernel-notes/fast.md, 'Tiny images'): as fast or faster in every
+/// case up to 256 tiles (f32 9x9 64^2 8.6 -> 4.3 us, 8U RGBA 9x9 64^2 23 -> 4.9); at 1024 tiles
+/// (512^2 f32) faster at 9x9 (10.9 -> 8.7) and 3-5% slower at 5x5.
+constexpr bool fast_tile_applies(int radius, int row_elems, int height) {
+  const long long tiles =
+      static_cast<long long>(div_up(row_elems, kernels::kFastTileW)) * div_up(height, kernels::kFastTileH);
+  return tiles <= (radius >= 4 ? 1024 : 256);
+}
+
+static_assert(fast_tile_applies(4, 512, 512) && !fast_tile_applies(2, 512, 512) && fast_tile_applies(2, 256, 256),
+              "f32 512^2: tiles at 9x9 only; 256^2: tiles");
 
 /// The range every output sum of fast_kernel on 8- or 16-bit input lies in, from the bound
 /// |delta| + (input maximum) x (sum of |weights|) with room for float rounding (for a separable

@@ -120,6 +120,11 @@ void launch_cached(const LaunchArgs& args);
 void launch_fast(const LaunchArgs& args);
 void launch_tensor(const LaunchArgs& args);  ///< `fast` where neither tensor-core kernel applies
 
+/// `fast` on a tiny image (kernels/fast_tile.cuh) when the arguments allow it (one of u8, u16 or
+/// f32 in and out, a square filter of FastTileRadii, fast_tile_applies); false (nothing launched)
+/// otherwise.
+bool launch_fast_tile(const LaunchArgs& args);
+
 /// `fast` on a 16-bit rank-1 filter in double precision (kernels/fast_wide.cuh) when the
 /// arguments allow it (u16 in and out, SeparableFactors::fits_double_rank1, kw and kh up to 31, one of them at
 /// least 15); false (nothing launched) otherwise.

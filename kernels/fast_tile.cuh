@@ -1,0 +1,89 @@
+// SPDX-License-Identifier: Apache-2.0
+#pragma once
+/// @file fast_tile.cuh
+/// `fast` on tiny images (a few blocks' worth: the Python package's 64 x 64 calls): one thread an
+/// output element, the block's input tile in shared memory. fast_kernel's walk down a strip is a
+/// chain of row loads and sums, so on a grid that runs at once its time is one block's walk; here
+/// every input element of the tile is loaded at once (a few independent loads a thread), then the
+/// K x K taps are summed from shared memory in filter row-major order from delta, the order of
+/// fast_kernel's dense sums, so both give the same bits.
+#include "common.cuh"
+#include "fast_pack.cuh"  // FilterTaps
+
+namespace cuconv::kernels {
+
+inline constexpr int kFastTileW = 32;  ///< output elements of a tile row: a warp, coalesced loads and stores
+inline constexpr int kFastTileH = 8;   ///< output rows of a tile
+inline constexpr int kFastTileThreads = kFastTileW * kFastTileH;
+inline constexpr int kFastTileMaxChannels = 4;
+
+/// The input tile of a K x K filter: kFastTileH + K - 1 rows of kFastTileW + (K - 1) * channels
+/// elements (interleaved channels), stored with room for four channels.
+template <int K>
+struct FastTileShape {
+  static constexpr int rows = kFastTileH + K - 1;
+  static constexpr int stride = kFastTileW + (K - 1) * kFastTileMaxChannels;
+  static constexpr int loads = div_up(rows * stride, kFastTileThreads);  ///< the most a thread makes
+};
+
+/// Thread (tx, ty) of block (bx, by) computes element bx * 32 + tx of output row by * 8 + ty of an
+/// interleaved image of `channels` (1, 3 or 4) channels; the grid covers the image once. Any anchor
+/// and border rule: the tile starts anchor_y rows above and anchor_x pixels left of the block's
+/// outputs, each element read through the border rule. `keep_alpha`: channel 3 of four is copied.
+template <class In, class Out, int Radius>
+__global__ void __launch_bounds__(kFastTileThreads)
+    fast_tile_kernel(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p,
+                     FilterTaps<(2 * Radius + 1) * (2 * Radius + 1)> taps, int channels, bool keep_alpha) {
+  constexpr int K = 2 * Radius + 1;
+  using Shape = FastTileShape<K>;
+  __shared__ float tile[Shape::rows][Shape::stride];
+  const int tx = threadIdx.x;
+  const int ty = threadIdx.y;
+  const int thread_rank = ty * kFastTileW + tx;
+  const int row_elems = src.width * channels;
+  const int x0 = blockIdx.x * kFastTileW;  // first output element of the tile
+  const int y0 = blockIdx.y * kFastTileH;
+  const int tile_w = kFastTileW + (K - 1) * channels;
+  const int left = x0 - p.anchor_x * channels;  // element of the tile's first column
+  const int top = y0 - p.anchor_y;
+  // Every load first, then every store: the loads of a thread are independent and in flight together.
+  float v[Shape::loads];
+#pragma unroll
+  for (int n = 0; n < Shape::loads; ++n) {
+    const int cell = thread_rank + n * kFastTileThreads;
+    const int ly = cell / tile_w;
+    const int lx = cell - ly * tile_w;
+    v[n] = 0.0f;
+    if (ly < Shape::rows) {
+      const int e = left + lx;
+      const int pixel = e >= 0 ? e / channels : -((channels - 1 - e) / channels);  // floor division
+      const int channel = e - pixel * channels;
+      const int yy = interpolate_border(top + ly, src.height, p.border);
+      const int xx = interpolate_border(pixel, src.width, p.border);
+      v[n] = mapped_element(src, yy, xx, channel, channels, p);
+    }
+  }
+#pragma unroll
+  for (int n = 0; n < Shape::loads; ++n) {
+    const int cell = thread_rank + n * kFastTileThreads;
+    const int ly = cell / tile_w;
+    if (ly < Shape::rows) tile[ly][cell - ly * tile_w] = v[n];
+  }
+  __syncthreads();
+  const int e = x0 + tx;
+  const int y = y0 + ty;
+  if (e >= row_elems || y >= src.height) return;
+  float acc;
+  if (keep_alpha && e % channels == 3) {
+    acc = tile[ty + p.anchor_y][tx + p.anchor_x * channels];  // the input element itself
+  } else {
+    acc = p.delta;
+#pragma unroll
+    for (int i = 0; i < K; ++i)
+#pragma unroll
+      for (int j = 0; j < K; ++j) acc = fmaf(taps.w[i * K + j], tile[ty + i][tx + j * channels], acc);
+  }
+  dst.row(y)[e] = saturate_from_float<Out>(acc);
+}
+
+}  // namespace cuconv::kernels
