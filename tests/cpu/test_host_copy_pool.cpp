@@ -3,11 +3,12 @@
 // ready() called once a chunk in increasing order and only after its copy returned, the pool's
 // threads really taking chunks, an exception from ready() stopping the job without a hang, and
 // several callers at once (all but one copy alone), one copying alone beside one that asks, and
-// how long the workers look for the next job.
+// how long the workers look for the next job; the staging copy with streaming stores.
 #include "gpu/memory/host_copy_pool.hpp"
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
 #include <atomic>
 #include <chrono>
 #include <mutex>
@@ -207,4 +208,24 @@ TEST_CASE("host copy pool: run() sets the workers' spin from the interval betwee
     checked = true;
   }
   CHECK(checked);
+}
+
+TEST_CASE("copy_streaming: every byte, at every alignment of source and destination and every length up to 300") {
+  std::vector<unsigned char> source(512);
+  for (std::size_t i = 0; i < source.size(); ++i) source[i] = static_cast<unsigned char>(i * 37 + 11);
+  std::vector<unsigned char> destination(512);
+  int wrong = 0;
+  for (std::size_t from = 0; from < 16; ++from)
+    for (std::size_t to = 0; to < 16; ++to)
+      for (std::size_t bytes = 0; bytes <= 300; ++bytes) {
+        std::fill(destination.begin(), destination.end(), static_cast<unsigned char>(0xA5));
+        cuconv::gpu::copy_streaming(destination.data() + to, source.data() + from, bytes);
+        cuconv::gpu::streaming_fence();
+        for (std::size_t i = 0; i < destination.size(); ++i) {
+          const bool inside = i >= to && i < to + bytes;
+          const unsigned char want = inside ? source[from + i - to] : static_cast<unsigned char>(0xA5);
+          wrong += destination[i] != want ? 1 : 0;  // a byte not copied, or one written outside
+        }
+      }
+  CHECK(wrong == 0);
 }

@@ -11,9 +11,47 @@
 
 #include <algorithm>
 #include <chrono>
+#include <cstring>
 #include <exception>
 
+#if defined(__SSE2__)
+#include <emmintrin.h>
+#endif
+
 namespace cuconv::gpu {
+
+void copy_streaming(void* destination, const void* source, std::size_t bytes) noexcept {
+  auto* dst = static_cast<unsigned char*>(destination);
+  const auto* src = static_cast<const unsigned char*>(source);
+#if defined(__SSE2__)
+  // The head up to dst's first 16-byte boundary and the tail past the last 64-byte group plainly;
+  // the groups as four unaligned loads and four streaming stores.
+  const std::size_t head = std::min(bytes, (16 - reinterpret_cast<std::uintptr_t>(dst) % 16) % 16);
+  std::memcpy(dst, src, head);
+  std::size_t done = head;
+  for (; done + 64 <= bytes; done += 64) {
+    const auto* from = reinterpret_cast<const __m128i*>(src + done);
+    auto* to = reinterpret_cast<__m128i*>(dst + done);
+    const __m128i a = _mm_loadu_si128(from);
+    const __m128i b = _mm_loadu_si128(from + 1);
+    const __m128i c = _mm_loadu_si128(from + 2);
+    const __m128i d = _mm_loadu_si128(from + 3);
+    _mm_stream_si128(to, a);
+    _mm_stream_si128(to + 1, b);
+    _mm_stream_si128(to + 2, c);
+    _mm_stream_si128(to + 3, d);
+  }
+  std::memcpy(dst + done, src + done, bytes - done);
+#else
+  std::memcpy(dst, src, bytes);
+#endif
+}
+
+void streaming_fence() noexcept {
+#if defined(__SSE2__)
+  _mm_sfence();
+#endif
+}
 
 namespace {
 

@@ -17,6 +17,15 @@
 
 namespace cuconv::gpu {
 
+/// Copies `bytes` from `source` into page-locked staging at `destination` with non-temporal
+/// (streaming) stores where the CPU has them (x86-64), plain memcpy elsewhere. The link reads the
+/// staging next, not the CPU: after plain stores, which leave each line dirty in the cache, a 1 MiB
+/// transfer took 50 us instead of 28 on an H100 host (bench/results/host-transfers.md). Call
+/// streaming_fence() before another thread or the link reads what was copied.
+void copy_streaming(void* destination, const void* source, std::size_t bytes) noexcept;
+/// Orders the streaming stores before it ahead of every store after it (sfence on x86-64).
+void streaming_fence() noexcept;
+
 class HostCopyPool {
  public:
   /// A pool of `threads` in all, the caller among them (threads - 1 are started, on first use).

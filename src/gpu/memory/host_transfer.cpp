@@ -130,7 +130,8 @@ void StripCopier::upload(const StripRows& rows, const DeviceImageView& device) c
       [&](int index) {
         const StagingCuts::Rows piece = cuts.piece(index);
         for (int r = piece.first; r < piece.last; ++r)
-          std::memcpy(staged(r), source_row_at(rows.in_begin + r), row_bytes);
+          copy_streaming(staged(r), source_row_at(rows.in_begin + r), row_bytes);
+        streaming_fence();  // before the caller queues the chunk's transfer
       },
       [&](int index) {
         if (!cuts.ends_chunk(index)) return;  // pieces are ready in order: the chunk's last one
