@@ -94,10 +94,14 @@ void run_case(const char* label, int width, int height) {
   };
   const char* repeat_text = std::getenv("REPEAT");
   const int repeat = repeat_text != nullptr ? std::max(1, std::atoi(repeat_text)) : 1;
-  const float kernel_ms = median_ms([&] {
-                            for (int i = 0; i < repeat; ++i) launch();
-                          }) /
-                          static_cast<float>(repeat);
+  // The median time of one of `repeat` launches of `run` back to back.
+  const auto launch_ms = [&](const auto& run) {
+    return median_ms([&] {
+             for (int i = 0; i < repeat; ++i) run();
+           }) /
+           static_cast<float>(repeat);
+  };
+  const float kernel_ms = launch_ms(launch);
   const float copy_ms =
       median_ms([&] { CUCONV_CUDA_TRY(cudaMemcpyAsync(out, in, in_pitch * height, cudaMemcpyDeviceToDevice)); });
   // FNV-1a hash of the result rows, written over 0xA5 bytes.
@@ -118,19 +122,16 @@ void run_case(const char* label, int width, int height) {
       label, width, height, strip_rows, column_blocks, static_cast<int>(grid.y), per_sm, kernel_ms, copy_ms,
       100.0f * copy_ms / kernel_ms);
   // The tile kernel on the same case (dense filters of at most 9x9, at most 1024 tiles).
-  const int tiles_x = div_up(width * Channels, kFastTileW);
-  const int tiles_y = div_up(height, kFastTileH);
   if constexpr (!Separable && Radius <= 4) {
+    const int tiles_x = div_up(width * Channels, kFastTileW);
+    const int tiles_y = div_up(height, kFastTileH);
     if (std::getenv("TILE") != nullptr && static_cast<long long>(tiles_x) * tiles_y <= 1024) {
       const auto tile_launch = [&] {
         fast_tile_kernel<T, T, Radius>
             <<<dim3(tiles_x, tiles_y), dim3(kFastTileW, kFastTileH)>>>(src, dst, params, taps, Channels, false);
         CUCONV_CUDA_TRY(cudaPeekAtLastError());
       };
-      const float tile_ms = median_ms([&] {
-                              for (int i = 0; i < repeat; ++i) tile_launch();
-                            }) /
-                            static_cast<float>(repeat);
+      const float tile_ms = launch_ms(tile_launch);
       std::printf("hash %016llx %-16s %5dx%-5d tile           grid %3dx%-4d               kernel %8.4f ms\n",
                   output_hash(tile_launch), label, width, height, tiles_x, tiles_y, tile_ms);
     }

@@ -138,6 +138,13 @@ __device__ __forceinline__ T saturate_inside_int(float v) {
   }
 }
 
+/// a / b rounded down (b > 0): the pixel of a possibly negative element index of rows of b
+/// interleaved channels, where C++'s division rounds toward zero.
+__host__ __device__ constexpr int floor_div(int a, int b) { return a >= 0 ? a / b : -((b - 1 - a) / b); }
+static_assert(floor_div(5, 3) == 1 && floor_div(-1, 3) == -1 && floor_div(-3, 3) == -1 && floor_div(-4, 3) == -2 &&
+                  floor_div(-1, 1) == -1 && floor_div(0, 4) == 0,
+              "floor_div rounds down on both sides of 0");
+
 /// Ceil division for grid sizes and tile counts. Both operands share one type, so a 64-bit count
 /// is never narrowed on the way in.
 template <class T>

@@ -56,11 +56,8 @@ __global__ void __launch_bounds__(kFastTileThreads)
     v[n] = 0.0f;
     if (ly < Shape::rows) {
       const int e = left + lx;
-      const int pixel = e >= 0 ? e / channels : -((channels - 1 - e) / channels);  // floor division
-      const int channel = e - pixel * channels;
-      const int yy = interpolate_border(top + ly, src.height, p.border);
-      const int xx = interpolate_border(pixel, src.width, p.border);
-      v[n] = mapped_element(src, yy, xx, channel, channels, p);
+      const int pixel = floor_div(e, channels);
+      v[n] = load_element(src, top + ly, pixel, e - pixel * channels, channels, p);
     }
   }
 #pragma unroll

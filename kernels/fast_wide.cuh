@@ -70,7 +70,7 @@ __global__ void __launch_bounds__(kWideThreads, 2)
     } else if (g >= 0 && g < row_elems) {
       position[q] = g;
     } else {
-      const int x = g >= 0 ? g / channels : -((-g + channels - 1) / channels);  // floor(g / C)
+      const int x = floor_div(g, channels);
       const int xx = interpolate_border(x, src.width, p.border);
       position[q] = xx < 0 ? -1 : xx * channels + (g - x * channels);
     }

@@ -200,7 +200,7 @@ inline Variant check_exact(const cv::Mat& src, const Filter& f, ConvolveOptions 
             << " off by one");
   CHECK(r.max_diff <= 1.0);
   CHECK(static_cast<double>(r.off_by_one) <= 0.001 * static_cast<double>(r.values));
-  return got.variant_used;
+  return used;
 }
 
 /// Runs `variant` (poisoned output) on integer output and checks every value against the path's
@@ -238,7 +238,7 @@ inline Variant check_within_bound(const cv::Mat& src, const Filter& f, ConvolveO
   total.max_diff = std::max(total.max_diff, r.max_diff);
   total.off_by_one += r.off_by_one;
   total.values += r.values;
-  return got.variant_used;
+  return used;
 }
 
 }  // namespace cuconv::test
@@ -305,7 +305,7 @@ inline Variant check_float_rule(const cv::Mat& src, const Filter& f, ConvolveOpt
   INFO(what << " ran " << to_string(used) << ": relative error " << error);
   CHECK(got.image.depth() == CV_32F);
   CHECK(error <= float_rule_bound(static_cast<long long>(f.width) * f.height));
-  return got.variant_used;
+  return used;
 }
 
 }  // namespace cuconv::test

@@ -31,8 +31,8 @@ using SeparableRadii = decltype([]<int... I>(std::integer_sequence<int, I...>) {
 /// the two-chunk ring up to R = 8).
 using TensorRadii = std::integer_sequence<int, 1, 2, 3, 4, 5, 6, 7, 8>;
 
-/// `fast`'s tile kernel for tiny images (kernels/fast_tile.cuh): 3x3 .. 9x9, whose weights and
-/// input tile stay small; larger filters are not latency-bound there.
+/// `fast`'s tile kernel for tiny images (kernels/fast_tile.cuh): 3x3 .. 9x9, the sizes timed
+/// (bench/results/kernel-notes/fast.md, 'Tiny images'; 11x11 and up were not).
 using FastTileRadii = std::integer_sequence<int, 1, 2, 3, 4>;
 
 constexpr bool in_tensor_radii(int radius) {

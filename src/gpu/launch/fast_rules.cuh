@@ -127,7 +127,7 @@ static_assert(fast_strip_rows_for<float, 2, false>(512, 1, 9 * 132) == 2, "f32 5
 /// grids this small every block of either kernel runs at once, and the tile kernel's few
 /// independent loads a thread wait one load latency where fast_kernel's strip walk waits one a
 /// row. Measured (bench/results/kernel-notes/fast.md, 'Tiny images'): as fast or faster in every
-/// case up to 256 tiles (f32 9x9 64^2 8.6 -> 4.3 us, 8U RGBA 9x9 64^2 23 -> 4.9); at 1024 tiles
+/// case up to 256 tiles (f32 9x9 64^2 8.6 -> 4.3 us, 8U RGBA 9x9 64^2 23 -> 4.9-5.4); at 1024 tiles
 /// (512^2 f32) faster at 9x9 (10.9 -> 8.7) and 3-5% slower at 5x5.
 constexpr bool fast_tile_applies(int radius, int row_elems, int height) {
   const long long tiles =

@@ -27,16 +27,14 @@ bool tile_types(PixelType in, PixelType out) {
 }  // namespace
 
 bool launch_fast_tile(const LaunchArgs& a) {
-  if (!launch_allowed(KernelPath::fast_tile) || !tile_types(a.src.type, a.dst.type) || a.params.kw != a.params.kh ||
-      a.params.kw % 2 == 0 || a.params.kw > 2 * static_cast<int>(FastTileRadii::size()) + 1 ||
-      !fast_tile_applies(a.params.kw / 2, a.width * a.channels, a.height))
-    return false;
+  if (!launch_allowed(KernelPath::fast_tile) || !tile_types(a.src.type, a.dst.type)) return false;
   bool launched = false;
   dispatch_types<FastTileTypePairs>(a.src.type, a.dst.type, [&](auto pair) {
     using Pair = decltype(pair);
     dispatch_radius<FastTileRadii>(a.params.kw, a.params.kh, [&](auto radius) {
       constexpr int R = radius.value;
       if constexpr (R != kernels::kRuntimeRadius) {
+        if (!fast_tile_applies(R, a.width * a.channels, a.height)) return;
         constexpr int K = 2 * R + 1;
         kernels::FilterTaps<K * K> taps{};
         for (int t = 0; t < K * K; ++t) taps.w[t] = a.weights.host[t];
