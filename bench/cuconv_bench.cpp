@@ -335,9 +335,9 @@ int main(int argc, char** argv) {
         }
       };
       for (Variant requested : variants) {
-        const Variant v = requested == Variant::automatic ? choose_variant(f, ConvolveOptions{}, true, c.depth, c.depth,
-                                                                           c.channels, static_cast<long long>(pixels))
-                                                          : requested;
+        const Variant v = requested == Variant::automatic
+                              ? choose_variant(f, ConvolveOptions{}, true, c.depth, c.depth, c.channels, w, h)
+                              : requested;
         if (requested == Variant::basic && k > 15 && pixels > kBasicLargeFilterMaxPixels) continue;
         const double ms = time_gpu(s, stream.get(), [&] { launch_case(v, separable.has_value()); });
         const std::string name =

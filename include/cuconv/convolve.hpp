@@ -141,11 +141,12 @@ struct ConvolveResult {
 [[nodiscard]] int cuda_device_count() noexcept;
 
 /// The variant `automatic` resolves to for this filter on this machine, for images of `channels`
-/// interleaved channels and `pixels` = width * height (0: not known, taken as small). With a GPU
+/// interleaved channels and `width` x `height` pixels (0 x 0: not known, taken as small). With a GPU
 /// the rule is the current device's (its kind of GPU may move size thresholds), as convolve's
 /// own choice is.
 [[nodiscard]] Variant choose_variant(const Filter& filter, const ConvolveOptions& options, bool gpu_present,
-                                     int input_depth, int output_depth, int channels = 1, long long pixels = 0);
+                                     int input_depth, int output_depth, int channels = 1, int width = 0,
+                                     int height = 0);
 
 /// OpenCV depth code (CV_8U ...) of the output for a given input depth, or Error{usage} when
 /// cv::filter2D does not support the pair.

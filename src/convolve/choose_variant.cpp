@@ -9,6 +9,8 @@
 #include "gpu/launch/fft_ties.hpp"
 #include "gpu/launch/launch.hpp"
 
+#include <limits>
+
 namespace cuconv::convolution {
 
 namespace {
@@ -47,14 +49,21 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
   const bool fast_compiled = centred_square && r.input_depth == r.output_depth;
   const bool rank_one = r.separable && (r.separable->fits_float_rank1 || r.separable->fits_double_rank1);
 
+  // Tiny images: where `fast` runs its tile kernel (one wave of small tiles, every input element
+  // loaded once a block) it beats the tensor-core kernels the rules below choose for large images.
+  const long long row_elems = static_cast<long long>(r.width) * r.channels;
+  if (t.tiny_images_on_fast && fast_compiled && row_elems <= std::numeric_limits<int>::max() &&
+      gpu::fast_tile_runs(filter.width, filter.height, static_cast<int>(row_elems), r.height))
+    return Variant::fast;
+
   // 8-bit rank-1 filters whose exact integer row sums keep the pass rule: `tensor` sums the rows on
   // tensor cores, and from radius 4 the columns too where that bound holds (the only rank-1 path
   // for radii 9-15); an alpha channel kept as it is leaves them to `fast`. Small radii only on
   // images from the row's size, and colour 5x5 ones on images up to the row's size.
   const bool colour_5x5_on_tensor =
-      radius == 2 && r.channels > 1 && r.pixels > 0 && r.pixels <= t.tensor_rank1_colour_5x5_max_pixels;
+      radius == 2 && r.channels > 1 && r.pixels() > 0 && r.pixels() <= t.tensor_rank1_colour_5x5_max_pixels;
   if (fast_compiled && r.separable && r.input_depth == CV_8U && !keep_alpha &&
-      (radius >= t.tensor_rank1_min_radius || r.pixels >= t.tensor_rank1_small_min_pixels || colour_5x5_on_tensor) &&
+      (radius >= t.tensor_rank1_min_radius || r.pixels() >= t.tensor_rank1_small_min_pixels || colour_5x5_on_tensor) &&
       gpu::tensor_separable_supported(radius, r.separable->fits_tensor_split, r.separable->fits_tensor_mma_split))
     return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= kFastRank1MaxRadius && rank_one) return Variant::fast;
@@ -65,7 +74,7 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
   // smaller ones on large images.
   if (dense_holds && r.input_depth == CV_8U &&
       (taps > (r.channels > 1 ? t.dense_u8_colour_max_fast_taps : t.dense_u8_max_fast_taps) ||
-       (r.channels == 1 && taps > t.dense_u8_large_max_fast_taps && r.pixels >= t.dense_u8_large_min_pixels &&
+       (r.channels == 1 && taps > t.dense_u8_large_max_fast_taps && r.pixels() >= t.dense_u8_large_min_pixels &&
         runs_wgmma(device))))
     return Variant::tensor;
 
@@ -78,8 +87,8 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
     return Variant::tensor;
   // Float filters within fast's unrolled radii on one small channel, from the row's taps:
   // `tensor` (block floating point on tensor cores) where fast's grid leaves its last wave empty.
-  if (dense_holds && r.input_depth == CV_32F && r.channels == 1 && taps >= t.dense_f32_small_min_taps && r.pixels > 0 &&
-      r.pixels <= t.dense_f32_small_max_pixels)
+  if (dense_holds && r.input_depth == CV_32F && r.channels == 1 && taps >= t.dense_f32_small_min_taps &&
+      r.pixels() > 0 && r.pixels() <= t.dense_f32_small_max_pixels)
     return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= kFastDenseMaxRadius) return Variant::fast;
 

@@ -13,8 +13,8 @@
 namespace cuconv::convolution {
 
 /// One request as auto sees it: the filter, the options, the filter's splits (separable_for and
-/// dense_tensor_for for these depths) and the image (pixels = width * height; 0: not known, taken
-/// as small).
+/// dense_tensor_for for these depths) and the image's size (0 x 0: not known, taken as small but
+/// not as tiny).
 struct AutoRequest {
   const Filter& filter;
   const ConvolveOptions& options;
@@ -23,7 +23,9 @@ struct AutoRequest {
   int input_depth = 0;
   int output_depth = 0;
   int channels = 1;
-  long long pixels = 0;
+  int width = 0;
+  int height = 0;
+  [[nodiscard]] long long pixels() const { return static_cast<long long>(width) * height; }
 };
 
 /// The GPU auto would run on: none (`present` false: OpenCV on the CPU), or its row of the tuning

@@ -143,11 +143,11 @@ int resolve_output_depth(int input_depth, Depth requested) {
 }
 
 Variant choose_variant(const Filter& filter, const ConvolveOptions& options, bool gpu_present, int input_depth,
-                       int output_depth, int channels, long long pixels) {
+                       int output_depth, int channels, int width, int height) {
   const filter::FilterSplits splits = filter::filter_splits(filter.weights, filter.width, filter.height, input_depth,
                                                             output_depth, options.delta + filter.offset);
   return convolution::choose_auto(
-      {filter, options, splits.separable, splits.dense_tensor, input_depth, output_depth, channels, pixels},
+      {filter, options, splits.separable, splits.dense_tensor, input_depth, output_depth, channels, width, height},
       convolution::current_auto_device(gpu_present));
 }
 
@@ -173,12 +173,11 @@ ConvolveResult convolve_with(const cv::Mat& src, const Filter& filter, const Con
   std::string fallback_reason;
   const bool needs_gpu_check = options.variant == Variant::automatic || is_gpu_variant(options.variant);
   const bool gpu_present = needs_gpu_check && cuda_device_available(&no_gpu_reason);
-  const Variant variant =
-      options.variant == Variant::automatic
-          ? convolution::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth(), job.output_depth,
-                                      src.channels(), static_cast<long long>(src.cols) * src.rows},
-                                     convolution::current_auto_device(gpu_present))
-          : options.variant;
+  const Variant variant = options.variant == Variant::automatic
+                              ? convolution::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth(),
+                                                          job.output_depth, src.channels(), src.cols, src.rows},
+                                                         convolution::current_auto_device(gpu_present))
+                              : options.variant;
   if (is_gpu_variant(variant)) {
     if (!gpu_present)
       throw Error(ErrorKind::gpu, "variant '" + std::string(to_string(variant)) +
@@ -273,12 +272,11 @@ Variant convolve(ConstDeviceImageView src, DeviceImageView dst, const Filter& fi
     throw Error(ErrorKind::usage, "convolve: device images need a GPU variant (not opencv)");
   if (options.bench_runs > 0) throw Error(ErrorKind::usage, "convolve: `bench_runs` needs a host image");
   if (options.device >= 0) gpu::select_device(options.device);
-  const Variant variant =
-      options.variant == Variant::automatic
-          ? convolution::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth, job.output_depth,
-                                      src.channels, static_cast<long long>(src.width) * src.height},
-                                     convolution::current_auto_device(true))
-          : options.variant;
+  const Variant variant = options.variant == Variant::automatic
+                              ? convolution::choose_auto({filter, options, job.separable, job.dense_tensor, src.depth,
+                                                          job.output_depth, src.channels, src.width, src.height},
+                                                         convolution::current_auto_device(true))
+                              : options.variant;
   gpu::convolve_device(src, dst, job, variant, gpu::workspace_state(workspace), stream);
   return variant;
 }

@@ -63,10 +63,9 @@ std::vector<std::string> slow_choices(const nlohmann::json& results, const gpu::
     const ConvolveOptions options;
     const filter::FilterSplits splits =
         filter::filter_splits(filter->second.weights, filter->second.width, filter->second.height, depth, depth, 0.0);
-    const Variant chosen =
-        convolution::choose_auto({filter->second, options, splits.separable, splits.dense_tensor, depth, depth,
-                                  channels, static_cast<long long>(row.width) * row.height},
-                                 device);
+    const Variant chosen = convolution::choose_auto(
+        {filter->second, options, splits.separable, splits.dense_tensor, depth, depth, channels, row.width, row.height},
+        device);
     double best = 1e300;
     std::string best_name;
     for (const auto& [variant, ms] : times)

@@ -18,9 +18,34 @@
 #include <opencv2/imgproc.hpp>
 
 #include <cmath>
+#include <utility>
 
 using namespace cuconv;
 using cuconv::test::random_image;
+
+namespace {
+
+/// auto's choice for an 8-bit `width` x `height` image of `channels` on `row`, the warpgroup
+/// kernel running or not.
+Variant choose_on(const Filter& f, int channels, int width, int height, const gpu::tuning::AutoTuning& row, bool wgmma,
+                  const ConvolveOptions& options = {}) {
+  const filter::FilterSplits splits = filter::filter_splits(f.weights, f.width, f.height, CV_8U, CV_8U, 0.0);
+  bool (*runs)() = wgmma ? +[] { return true; } : +[] { return false; };
+  return convolution::choose_auto(
+      {f, options, splits.separable, splits.dense_tensor, CV_8U, CV_8U, channels, width, height}, {true, &row, runs});
+}
+
+/// A random dense (not rank-1) k x k filter.
+Filter random_dense(int k, int seed) {
+  Filter f;
+  f.width = f.height = k;
+  cv::RNG rng(static_cast<std::uint64_t>(seed));
+  for (int i = 0; i < k * k; ++i) f.weights.push_back(rng.uniform(-0.3, 1.0) / (k * k));
+  f.origin = "random dense";
+  return f;
+}
+
+}  // namespace
 
 TEST_CASE("an explicit GPU variant without a device is a GPU error") {
   std::string reason;
@@ -57,15 +82,15 @@ TEST_CASE("auto: dense 8-bit 5x5 on one channel takes tensor only on large image
   cv::RNG rng(6);
   for (int i = 0; i < 25; ++i) f5.weights.push_back(rng.uniform(-0.3, 1.0) / 10.0);
   f5.origin = "random 5x5";
-  // Without a size (and below 4096^2) `fast`; three channels take `tensor` at any size.
+  // Without a size (and below 4096^2) `fast`; three channels take `tensor` at any size but tiny.
   CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U) == Variant::fast);
-  CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 1, 4096LL * 4096 - 1) == Variant::fast);
+  CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 1, 4096, 4095) == Variant::fast);
   CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 3) == Variant::tensor);
   // From 4096^2 it depends on the device: a compute capability 9.0 GPU (on a machine without one,
   // as CI's, `fast`).
   const bool wgmma = cuda_device_count() > 0 && gpu::device_runs_wgmma();
-  for (long long pixels : {4096LL * 4096, 6000LL * 4000, 8192LL * 8192})
-    CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 1, pixels) ==
+  for (const auto& [width, height] : {std::pair{4096, 4096}, std::pair{6000, 4000}, std::pair{8192, 8192}})
+    CHECK(choose_variant(f5, ConvolveOptions{}, true, CV_8U, CV_8U, 1, width, height) ==
           (wgmma ? Variant::tensor : Variant::fast));
 }
 
@@ -78,12 +103,8 @@ TEST_CASE("auto's tuning table: one row per kind of GPU, each size rule one entr
   CHECK(&auto_tuning_for({}) == &kGeneric);
   CHECK(kGeneric.dense_u8_large_min_pixels == kNever);  // the warpgroup kernel runs on 9.0 only
 
-  const auto choose = [](const Filter& f, int channels, long long pixels, const AutoTuning& row, bool wgmma) {
-    const filter::FilterSplits splits = filter::filter_splits(f.weights, f.width, f.height, CV_8U, CV_8U, 0.0);
-    const ConvolveOptions options;
-    bool (*runs)() = wgmma ? +[] { return true; } : +[] { return false; };
-    return convolution::choose_auto({f, options, splits.separable, splits.dense_tensor, CV_8U, CV_8U, channels, pixels},
-                                    {true, &row, runs});
+  const auto choose = [](const Filter& f, int channels, int side, const AutoTuning& row, bool wgmma) {
+    return choose_on(f, channels, side, side, row, wgmma);
   };
   // The warpgroup size rule: a dense one-channel 5x5 takes tensor from the row's size, where the
   // kernel runs; never on the generic row.
@@ -91,27 +112,63 @@ TEST_CASE("auto's tuning table: one row per kind of GPU, each size rule one entr
   f5.width = f5.height = 5;
   cv::RNG rng(6);
   for (int i = 0; i < 25; ++i) f5.weights.push_back(rng.uniform(-0.3, 1.0) / 10.0);
-  const long long large = kSm90H100.dense_u8_large_min_pixels;
+  REQUIRE(kSm90H100.dense_u8_large_min_pixels == 4096LL * 4096);
+  const int large = 4096;
   CHECK(choose(f5, 1, large, kSm90H100, true) == Variant::tensor);
-  CHECK(choose(f5, 1, large - 1, kSm90H100, true) == Variant::fast);
+  CHECK(choose_on(f5, 1, large, large - 1, kSm90H100, true) == Variant::fast);
   CHECK(choose(f5, 1, large, kSm90H100, false) == Variant::fast);
-  CHECK(choose(f5, 1, 8192LL * 8192, kGeneric, true) == Variant::fast);
+  CHECK(choose(f5, 1, 8192, kGeneric, true) == Variant::fast);
   // The rank-1 size rule (the H200's entry to measure): gauss5 stays on fast until a row sets a
   // size, then takes tensor from it on 8-bit images.
   const Filter gauss5 = load_filter("gauss5");
-  const long long big = 16384LL * 16384;
+  const int big = 16384;
   CHECK(choose(gauss5, 1, big, kSm90H200, true) == Variant::fast);
   AutoTuning measured = kSm90H200;
-  measured.tensor_rank1_small_min_pixels = big;
+  measured.tensor_rank1_small_min_pixels = static_cast<long long>(big) * big;
   CHECK(choose(gauss5, 1, big, measured, true) == Variant::tensor);
-  CHECK(choose(gauss5, 1, big - 1, measured, true) == Variant::fast);
+  CHECK(choose_on(gauss5, 1, big, big - 1, measured, true) == Variant::fast);
   CHECK(choose(load_filter("box:5"), 1, big, measured, true) == Variant::tensor);  // any rank-1 whose split holds
   CHECK(choose(gauss5, 1, big, kSm90H100, true) == Variant::fast);                 // the H100's row has no such rule
   // No GPU: OpenCV, whatever the row.
   const filter::FilterSplits splits = filter::filter_splits(f5.weights, 5, 5, CV_8U, CV_8U, 0.0);
   const ConvolveOptions options;
-  CHECK(convolution::choose_auto({f5, options, splits.separable, splits.dense_tensor, CV_8U, CV_8U, 1, large}, {}) ==
-        Variant::opencv);
+  CHECK(convolution::choose_auto({f5, options, splits.separable, splits.dense_tensor, CV_8U, CV_8U, 1, large, large},
+                                 {}) == Variant::opencv);
+}
+
+TEST_CASE("auto keeps tiny images on fast where its tile kernel runs, tensor's rules elsewhere") {
+  using gpu::tuning::kSm90H100;
+  using gpu::tuning::kSm90H200;
+  const Filter gauss9 = load_filter("gaussian:4,1.5");
+  const Filter gauss5 = load_filter("gauss5");
+  const Filter dense7 = random_dense(7, 11);
+  // fast's tile kernel: at most 256 tiles of 32 elements x 8 rows, 1024 at 9x9
+  // (src/gpu/launch/fast_rules.cuh); the rules for large images send these to tensor.
+  CHECK(choose_on(gauss9, 1, 64, 64, kSm90H100, true) == Variant::fast);
+  CHECK(choose_on(gauss9, 1, 512, 512, kSm90H100, true) == Variant::fast);    // 1024 tiles
+  CHECK(choose_on(gauss9, 1, 513, 512, kSm90H100, true) == Variant::tensor);  // 1088
+  CHECK(choose_on(gauss9, 3, 64, 64, kSm90H100, true) == Variant::fast);      // 6 x 8 tiles
+  CHECK(choose_on(gauss9, 1, 4096, 4096, kSm90H100, true) == Variant::tensor);
+  CHECK(choose_on(dense7, 1, 256, 256, kSm90H100, true) == Variant::fast);    // 256 tiles
+  CHECK(choose_on(dense7, 1, 256, 264, kSm90H100, true) == Variant::tensor);  // 264
+  CHECK(choose_on(dense7, 4, 64, 64, kSm90H100, true) == Variant::fast);
+  CHECK(choose_on(gauss5, 3, 64, 64, kSm90H200, true) == Variant::fast);  // the H200's colour 5x5 rule
+  CHECK(choose_on(gauss5, 3, 1024, 1024, kSm90H200, true) == Variant::tensor);
+  // No size known: the rules for large images; filters past the tile kernel's radii; an anchor
+  // off the centre (fast's generic kernel) and mixed depths keep their paths.
+  CHECK(choose_on(gauss9, 1, 0, 0, kSm90H100, true) == Variant::tensor);
+  CHECK(choose_on(load_filter("gaussian:5,2"), 1, 64, 64, kSm90H100, true) == Variant::tensor);
+  ConvolveOptions corner;
+  corner.anchor_x = corner.anchor_y = 0;
+  CHECK(choose_on(dense7, 1, 64, 64, kSm90H100, true, corner) == Variant::tensor);
+  CHECK(choose_variant(dense7, ConvolveOptions{}, true, CV_8U, CV_16S, 1, 64, 64) != Variant::fast);
+  // A row that turns the rule off gives tensor back (the planted defect the checks above catch).
+  gpu::tuning::AutoTuning off = kSm90H100;
+  off.tiny_images_on_fast = false;
+  CHECK(choose_on(gauss9, 1, 64, 64, off, true) == Variant::tensor);
+  CHECK(choose_on(dense7, 4, 64, 64, off, true) == Variant::tensor);
+  // A row of 2^30 four-channel pixels does not overflow into a tiny one.
+  CHECK(choose_on(gauss9, 4, 1 << 30, 1, kSm90H100, true) == Variant::tensor);
 }
 
 TEST_CASE("fft tie margin: on for 8-bit outputs of usual filters, off where it would cover over 1% of results") {

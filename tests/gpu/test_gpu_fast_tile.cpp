@@ -32,13 +32,14 @@ namespace {
 /// The radii of src/gpu/launch/dispatch.cuh's FastTileRadii (1 .. 4).
 constexpr int kTileRadii = 4;
 
-/// `fast` on `src` (tile kernel allowed) must take the tile kernel, meet the pass rule and, where
+/// `fast` (or `asked`, which must run it) on `src` must take the tile kernel, meet the pass rule and, where
 /// `dense` (the filter takes no separable sums there), equal fast_kernel's or the generic
 /// kernel's run bit for bit.
-void check_tile(const cv::Mat& src, const Filter& f, const ConvolveOptions& o, bool dense, const std::string& what) {
+void check_tile(const cv::Mat& src, const Filter& f, const ConvolveOptions& o, bool dense, const std::string& what,
+                Variant asked = Variant::fast) {
   INFO(what);
   const std::uint64_t before = launches(KernelPath::fast_tile);
-  const auto [got, ran] = run_poisoned(src, f, o, Variant::fast);
+  const auto [got, ran] = run_poisoned(src, f, o, asked);
   REQUIRE(got.variant_used == Variant::fast);
   CHECK(launches(KernelPath::fast_tile) == before + 1);
   const ComparisonStats s = cuconv::test::compare_with_filter2d(got.image, src, f, ran, Variant::fast);
@@ -120,6 +121,31 @@ TEST_CASE("gpu: fast's tile kernel on tiny images: every border, anchor, channel
             check_tile(src, g, o, false, what + " gaussian");
           }
         }
+      }
+    }
+  }
+}
+
+TEST_CASE("gpu: auto runs tiny 8-bit images that its rules for large ones send to tensor on the tile kernel") {
+  if (!cuconv::test::variant_tested(Variant::fast)) {
+    cuconv::test::skip_case("CUCONV_TEST_VARIANTS leaves out fast");
+    return;
+  }
+  // Rank-1 7x7 and 9x9, dense past 5x5, colour 5x5: `tensor` on large images, `fast`'s tile
+  // kernel where it runs (src/convolve/choose_variant.cpp), under the same pass rule.
+  const std::pair<const char*, Filter> filters[] = {{"gaussian 7x7", load_filter("gaussian:3,1.5")},
+                                                    {"gaussian 9x9", load_filter("gaussian:4,2")},
+                                                    {"dense 7x7", random_filter(7, 7, 41)},
+                                                    {"dense 5x5", random_filter(5, 5, 42)}};
+  int index = 0;
+  for (const auto& [name, f] : filters) {
+    for (int channels : {1, 3, 4}) {
+      for (const auto& [cols, rows] : {std::pair{64, 64}, std::pair{100, 60}}) {
+        const cv::Mat src = random_image(rows, cols, CV_8U, channels, 900 + static_cast<std::uint64_t>(++index));
+        check_tile(src, f, ConvolveOptions{}, false,
+                   std::string("auto ") + name + " " + std::to_string(cols) + "x" + std::to_string(rows) + "x" +
+                       std::to_string(channels),
+                   Variant::automatic);
       }
     }
   }

@@ -229,7 +229,7 @@ inline std::string auto_choice(const std::string& spec, const std::string& name)
   const cv::Mat image = cv::imread(sample(name), cv::IMREAD_UNCHANGED);
   return std::string(cuconv::to_string(cuconv::choose_variant(cuconv::load_filter(spec), cuconv::ConvolveOptions{},
                                                               true, image.depth(), image.depth(), image.channels(),
-                                                              static_cast<long long>(image.total()))));
+                                                              image.cols, image.rows)));
 }
 
 /// Whether the sweeps cover `variant` (see tested_gpu_variants).

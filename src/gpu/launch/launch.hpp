@@ -124,6 +124,10 @@ void launch_tensor(const LaunchArgs& args);  ///< `fast` where neither tensor-co
 /// f32 in and out, a square filter of FastTileRadii, fast_tile_applies); false (nothing launched)
 /// otherwise.
 bool launch_fast_tile(const LaunchArgs& args);
+/// Whether `fast` runs a kw x kh filter on an image of `row_elems` elements a row (interleaved
+/// channels included) and `height` rows as its tile kernel (a square of FastTileRadii and
+/// fast_tile_applies; false for an empty or unknown size), for any of its pixel types.
+[[nodiscard]] bool fast_tile_runs(int kw, int kh, int row_elems, int height);
 
 /// `fast` on a 16-bit rank-1 filter in double precision (kernels/fast_wide.cuh) when the
 /// arguments allow it (u16 in and out, SeparableFactors::fits_double_rank1, kw and kh up to 31, one of them at

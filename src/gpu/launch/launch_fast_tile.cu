@@ -26,15 +26,25 @@ bool tile_types(PixelType in, PixelType out) {
 
 }  // namespace
 
+bool fast_tile_runs(int kw, int kh, int row_elems, int height) {
+  if (row_elems <= 0 || height <= 0) return false;
+  bool runs = false;
+  dispatch_radius<FastTileRadii>(kw, kh, [&](auto radius) {
+    if constexpr (radius.value != kernels::kRuntimeRadius) runs = fast_tile_applies(radius.value, row_elems, height);
+  });
+  return runs;
+}
+
 bool launch_fast_tile(const LaunchArgs& a) {
-  if (!launch_allowed(KernelPath::fast_tile) || !tile_types(a.src.type, a.dst.type)) return false;
+  if (!launch_allowed(KernelPath::fast_tile) || !tile_types(a.src.type, a.dst.type) ||
+      !fast_tile_runs(a.params.kw, a.params.kh, a.width * a.channels, a.height))
+    return false;
   bool launched = false;
   dispatch_types<FastTileTypePairs>(a.src.type, a.dst.type, [&](auto pair) {
     using Pair = decltype(pair);
     dispatch_radius<FastTileRadii>(a.params.kw, a.params.kh, [&](auto radius) {
       constexpr int R = radius.value;
       if constexpr (R != kernels::kRuntimeRadius) {
-        if (!fast_tile_applies(R, a.width * a.channels, a.height)) return;
         constexpr int K = 2 * R + 1;
         kernels::FilterTaps<K * K> taps{};
         for (int t = 0; t < K * K; ++t) taps.w[t] = a.weights.host[t];
