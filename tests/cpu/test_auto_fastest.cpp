@@ -77,8 +77,10 @@ std::vector<std::string> slow_choices(const nlohmann::json& results, const gpu::
     if (taken == times.end()) {
       slow.push_back(where + ", which the benchmark did not time");
     } else if (taken->second > kTolerance * best) {
-      slow.push_back(where + " (" + std::to_string(taken->second) + " ms), " + best_name + " takes " +
-                     std::to_string(best) + " ms");
+      std::string line = where;
+      line += " (" + std::to_string(taken->second) + " ms), ";
+      line += best_name + " takes " + std::to_string(best) + " ms";
+      slow.push_back(line);
     }
   }
   return slow;

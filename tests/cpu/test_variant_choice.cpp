@@ -18,6 +18,7 @@
 #include <opencv2/imgproc.hpp>
 
 #include <cmath>
+#include <cstddef>
 #include <utility>
 
 using namespace cuconv;
@@ -173,7 +174,7 @@ TEST_CASE("auto keeps tiny images on fast where its tile kernel runs, tensor's r
 
 TEST_CASE("fft tie margin: on for 8-bit outputs of usual filters, off where it would cover over 1% of results") {
   using gpu::PixelType;
-  const std::vector<double> box31(31 * 31, 1.0 / 961.0);
+  const std::vector<double> box31(std::size_t{31} * 31, 1.0 / 961.0);
   // 2^-19 x 255 x sum|w| (1) + 256 x 2^-22
   const double box_margin = gpu::fft_tie_margin(PixelType::u8, PixelType::u8, box31.data(), box31.size());
   CHECK(box_margin == doctest::Approx(255.0 / 524288.0 + 256.0 / 4194304.0));
@@ -195,7 +196,7 @@ TEST_CASE("fft tie margin: on for 8-bit outputs of usual filters, off where it w
 TEST_CASE("auto sends large dense filters to tensor where their splits hold, else fft or direct sums") {
   Filter dense;
   dense.width = dense.height = 31;
-  dense.weights.resize(31 * 31);
+  dense.weights.resize(std::size_t{31} * 31);
   cv::RNG rng(5);
   for (double& w : dense.weights) w = rng.uniform(-0.3, 1.0) / 961.0;
   dense.origin = "random 31x31";
@@ -205,17 +206,17 @@ TEST_CASE("auto sends large dense filters to tensor where their splits hold, els
   Filter rectangle = dense;
   rectangle.width = 31;
   rectangle.height = 9;
-  rectangle.weights.resize(31 * 9);
+  rectangle.weights.resize(std::size_t{31} * 9);
   CHECK(choose_variant(rectangle, ConvolveOptions{}, true, CV_32F, CV_32F) == Variant::tensor);
   ConvolveOptions alpha;
   alpha.keep_alpha = true;
   CHECK(choose_variant(dense, alpha, true, CV_32F, CV_32F) == large_filter_path);
   Filter wider = dense;
   wider.width = wider.height = 33;
-  wider.weights.assign(33 * 33, 1.0 / 1089);
+  wider.weights.assign(std::size_t{33} * 33, 1.0 / 1089);
   CHECK(choose_variant(wider, ConvolveOptions{}, true, CV_32F, CV_32F) == large_filter_path);
   Filter spike = dense;
-  spike.weights.assign(31 * 31, 1e-3);
+  spike.weights.assign(std::size_t{31} * 31, 1e-3);
   spike.weights[480] = 1.0;
   CHECK(choose_variant(spike, ConvolveOptions{}, true, CV_32F, CV_32F) == large_filter_path);
   CHECK(choose_variant(load_filter("box:15"), ConvolveOptions{}, true, CV_32F, CV_32F) == Variant::fast);
