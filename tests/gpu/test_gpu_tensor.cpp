@@ -175,8 +175,9 @@ TEST_CASE("gpu tensor dense: tensor-core sums of dense filters meet the pass rul
 TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned rows, and what it leaves to fast") {
   const cv::Mat photo = cv::imread(sample("astronaut.png"), cv::IMREAD_COLOR);
   REQUIRE_FALSE(photo.empty());
-  cv::Mat flat(16 * 20, 16 * 20, CV_8UC1);
-  for (int v = 0; v < 256; ++v) flat(cv::Rect((v % 16) * 20, (v / 16) * 20, 20, 20)).setTo(v);
+  // 640 x 640: past the size where auto keeps 9x9 filters on fast's tile kernel (1024 tiles).
+  cv::Mat flat(16 * 40, 16 * 40, CV_8UC1);
+  for (int v = 0; v < 256; ++v) flat(cv::Rect((v % 16) * 40, (v / 16) * 40, 40, 40)).setTo(v);
   cv::Mat rgba;
   cv::cvtColor(photo, rgba, cv::COLOR_BGR2BGRA);
   // auto sends dense 8-bit filters of more than 5x5's taps to the dense kernel.
