@@ -115,7 +115,7 @@ TEST_CASE(
     std::size_t own_peak = 0;
     {
       engine::GpuCodecPipeline pipeline(counting, 0, nullptr, ConvolveOptions{}, codec::GpuOutputOptions{}, sizes,
-                                        [&](std::size_t id, engine::GpuJobResult r) {
+                                        [&](std::size_t id, const engine::GpuJobResult& r) {
                                           const std::lock_guard lock(mutex);
                                           ++done.at(id);
                                           failed += r.error.has_value() ? 1 : 0;

@@ -101,7 +101,9 @@ TEST_CASE(
   codec::GpuJpegCodec codec;
   MESSAGE("nvJPEG decode backend: " << codec.backend());
   std::map<std::string, std::pair<cuconv::test::JpegDifference, int>> worst;  // kind: maxima, photos
-  for (const auto& [kind, c] : bound_cases(codec)) {
+  for (const auto& one : bound_cases(codec)) {
+    const std::string& kind = one.first;  // doctest's lambdas cannot name structured bindings (clang 14)
+    const Case& c = one.second;
     CAPTURE(kind);
     CAPTURE(c.name);
     const std::vector<codec::DecodedJpeg> decoded = codec.decode({std::span<const std::uint8_t>(c.jpeg)}, nullptr);
@@ -213,8 +215,11 @@ TEST_CASE(
   }
   // The last: decode calls of one largest file's bytes, so decoded images may hold at most two
   // (one encoder is slower than the JPEG engine: without the bound the decoder runs far ahead).
-  for (const auto [batch, encoders, bytes] :
+  for (const auto& limits :
        {std::tuple<std::size_t, std::size_t, std::size_t>{1, 1, 0}, {3, 3, 0}, {64, 4, 0}, {64, 1, largest}}) {
+    const std::size_t batch = std::get<0>(limits);  // plain locals: doctest's CAPTURE is a lambda (clang 14)
+    const std::size_t encoders = std::get<1>(limits);
+    const std::size_t bytes = std::get<2>(limits);
     CAPTURE(batch);
     CAPTURE(encoders);
     CAPTURE(bytes);
@@ -328,7 +333,10 @@ TEST_CASE("gpu jpeg cli: --codec gpu writes what the OpenCV path writes, up to t
       {"baseline.jpg", cuconv::test::encode_jpeg(photo(), 90), cuconv::test::kOutputColour},
       {"progressive.jpg", cuconv::test::encode_jpeg(photo(), 90, true), cuconv::test::kOutputColour},
       {"gray.jpg", cuconv::test::encode_jpeg(gray, 90), cuconv::test::kOutputGray}};
-  for (const auto& [name, bytes, bound] : inputs) {
+  for (const Input& input : inputs) {
+    const char* name = input.name;  // plain locals: doctest's INFO is a lambda (clang 14)
+    const Bytes& bytes = input.bytes;
+    const cuconv::test::JpegBound& bound = input.bound;
     INFO(name);
     const std::string in = dir.file(name);
     cuconv::test::write_bytes(in, bytes);
@@ -416,8 +424,9 @@ TEST_CASE("gpu jpeg cli: truncated and corrupt files fail with exit 3 naming the
   Bytes corrupt = good;
   corrupt[2] = 0x00;
   corrupt[3] = 0x00;
-  for (const auto& [name, bytes] :
-       {std::pair<std::string, Bytes>{"truncated.jpg", truncated}, {"corrupt.jpg", corrupt}}) {
+  for (const auto& file : {std::pair<std::string, Bytes>{"truncated.jpg", truncated}, {"corrupt.jpg", corrupt}}) {
+    const std::string& name = file.first;  // plain locals: doctest's CAPTURE is a lambda (clang 14)
+    const Bytes& bytes = file.second;
     CAPTURE(name);
     const std::string in = dir.file(name);
     cuconv::test::write_bytes(in, bytes);
@@ -452,7 +461,7 @@ TEST_CASE("gpu jpeg cli: a mixed batch sends JPEG -> JPEG through nvJPEG and the
     std::vector<std::string> args{"--out-dir",        out,      in.string(), "--codec", "gpu", "--json",
                                   dir.file("s.json"), "--jobs", "2"};
     if (no_filter)
-      args.push_back("--no-filter");
+      args.emplace_back("--no-filter");
     else
       args.insert(args.end(), {"-f", "gauss5"});
     const auto r = run_cuconv(args);

@@ -38,7 +38,8 @@ std::vector<std::string> holders_of_device_files(const std::string& binary) {
       std::error_code link_error;
       const std::string target = fs::read_symlink(fd.path(), link_error).string();
       if (!link_error && target.starts_with("/dev/nvidia")) {
-        found.push_back(pid + " holds " + target);
+        found.push_back(pid);
+        found.back() += " holds " + target;
         break;
       }
     }

@@ -85,7 +85,7 @@ Filter rank_one(int radius, std::uint64_t seed) {
 
 TEST_CASE("gpu tensor mma: the tensor cores' FP32 accumulation stays within the bound's model") {
   REQUIRE(gpu::device_has_mma());
-  constexpr int kProblems = 2048;
+  constexpr std::size_t kProblems = 2048;
   std::mt19937_64 rng(2611);
   // Operand shapes: signs and exponents spread over 2^24; a large C; one large product beside small
   // ones far below its last bit; positive products only; cancelling pairs.
@@ -97,9 +97,9 @@ TEST_CASE("gpu tensor mma: the tensor cores' FP32 accumulation stays within the 
     std::vector<std::uint16_t> a(256 * kProblems);
     std::vector<std::uint16_t> b(128 * kProblems);
     std::vector<float> c(128 * kProblems, 0.0f);
-    for (int p = 0; p < kProblems; ++p) {
-      for (int i = 0; i < 256; ++i) {
-        auto& x = a[static_cast<std::size_t>(256 * p + i)];
+    for (std::size_t p = 0; p < kProblems; ++p) {
+      for (std::size_t i = 0; i < 256; ++i) {
+        auto& x = a[256 * p + i];
         if (shape == 2)
           x = i % 16 == 0 ? 0x3C00 : random_half(rng, -15, -10, false);
         else if (shape == 4)
@@ -110,10 +110,9 @@ TEST_CASE("gpu tensor mma: the tensor cores' FP32 accumulation stays within the 
           x = random_half(rng, -6, 6, shape == 3);
       }
       if (shape == 5)
-        for (int i = 1; i < 256; i += 2)
-          a[static_cast<std::size_t>(256 * p + i)] = a[static_cast<std::size_t>(256 * p + i - 1)] ^ 0x8000;
-      for (int i = 0; i < 128; ++i) {
-        auto& x = b[static_cast<std::size_t>(128 * p + i)];
+        for (std::size_t i = 1; i < 256; i += 2) a[256 * p + i] = a[256 * p + i - 1] ^ 0x8000;
+      for (std::size_t i = 0; i < 128; ++i) {
+        auto& x = b[128 * p + i];
         if (shape == 2)
           x = i % 16 == 0 ? 0x3C00 : random_half(rng, -15, -10, false);
         else if (shape == 4)
@@ -121,27 +120,26 @@ TEST_CASE("gpu tensor mma: the tensor cores' FP32 accumulation stays within the 
         else
           x = random_half(rng, shape == 5 ? -2 : -6, shape == 5 ? 2 : 6, shape == 3 || shape == 5);
       }
-      for (int i = 0; i < 128; ++i) {
-        float& x = c[static_cast<std::size_t>(128 * p + i)];
+      for (std::size_t i = 0; i < 128; ++i) {
+        float& x = c[128 * p + i];
         if (shape == 1) x = static_cast<float>(half_value(random_half(rng, -2, 10, false)));
         if (shape == 4) x = static_cast<float>(1.0 + std::uniform_real_distribution<double>(0, 1)(rng));
       }
     }
-    const std::vector<float> d = cuconv::test::mma_f16_f32_on_device(a, b, c, kProblems);
+    const std::vector<float> d = cuconv::test::mma_f16_f32_on_device(a, b, c, static_cast<int>(kProblems));
     double worst = 0.0;  // error / (2^-23 max |term|)
-    for (int p = 0; p < kProblems; ++p)
-      for (int m = 0; m < 16; ++m)
-        for (int n = 0; n < 8; ++n) {
-          const float cv_ = c[static_cast<std::size_t>(128 * p + 8 * m + n)];
+    for (std::size_t p = 0; p < kProblems; ++p)
+      for (std::size_t m = 0; m < 16; ++m)
+        for (std::size_t n = 0; n < 8; ++n) {
+          const float cv_ = c[128 * p + 8 * m + n];
           long double exact = cv_;
           double largest = std::abs(static_cast<double>(cv_));
-          for (int k = 0; k < 16; ++k) {
-            const double product = half_value(a[static_cast<std::size_t>(256 * p + 16 * m + k)]) *
-                                   half_value(b[static_cast<std::size_t>(128 * p + 16 * n + k)]);
+          for (std::size_t k = 0; k < 16; ++k) {
+            const double product = half_value(a[256 * p + 16 * m + k]) * half_value(b[128 * p + 16 * n + k]);
             exact += product;
             largest = std::max(largest, std::abs(product));
           }
-          const double error = std::abs(static_cast<double>(d[static_cast<std::size_t>(128 * p + 8 * m + n)] - exact));
+          const double error = std::abs(static_cast<double>(d[128 * p + 8 * m + n] - exact));
           if (largest > 0.0) worst = std::max(worst, error / std::ldexp(largest, -23));
         }
     INFO(shapes[shape] << ": largest error " << worst << " x 2^-23 of the largest term");

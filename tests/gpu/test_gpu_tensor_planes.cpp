@@ -136,7 +136,7 @@ void check_saturation(int depth, Filter filter, std::uint64_t image_seed, std::u
 Filter spike_filter() {
   Filter spike;
   spike.width = spike.height = 31;
-  spike.weights.assign(31 * 31, 1e-3);
+  spike.weights.assign(std::size_t{31} * 31, 1e-3);
   spike.weights[480] = 1.0;
   spike.origin = "spike in 1e-3";
   return spike;
