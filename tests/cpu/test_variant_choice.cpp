@@ -168,8 +168,8 @@ TEST_CASE("auto keeps tiny images on fast where its tile kernel runs, tensor's r
   off.tiny_images_on_fast = false;
   CHECK(choose_on(gauss9, 1, 64, 64, off, true) == Variant::tensor);
   CHECK(choose_on(dense7, 4, 64, 64, off, true) == Variant::tensor);
-  // A row of 2^30 four-channel pixels does not overflow into a tiny one.
-  CHECK(choose_on(gauss9, 4, 1 << 30, 1, kSm90H100, true) == Variant::tensor);
+  // A row of 2^30 + 16 four-channel pixels: 2^32 + 64 elements, which wrap to 64 in 32 bits.
+  CHECK(choose_on(gauss9, 4, (1 << 30) + 16, 1, kSm90H100, true) == Variant::tensor);
 }
 
 TEST_CASE("fft tie margin: on for 8-bit outputs of usual filters, off where it would cover over 1% of results") {
