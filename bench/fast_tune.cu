@@ -13,9 +13,10 @@
 //   SMALL=1 cuconv_fast_tune    adds 64^2 to 512^2 images (the Python package's small calls)
 //   REPEAT=N cuconv_fast_tune   times N launches back to back and prints the time of one (small
 //                               kernels: without the launch latency a lone launch's events include)
-//   TILE=1 cuconv_fast_tune     after each dense case of at most 9x9 and 1024 tiles, the same case
-//                               on fast_tile_kernel ("tile"; the product takes it where
-//                               fast_tile_applies), forced: its hash must equal the case's
+//   TILE=1 cuconv_fast_tune     after each dense case of at most 15x15 and 4096 tiles, the same
+//                               case on fast_tile_kernel ("tile"; the product takes it where
+//                               fast_tile_applies), forced: its hash must equal the case's; with
+//                               SMALL=1 also the tile kernel alone at 17x17 .. 31x31, 16-4096 tiles
 // Each line starts with a hash of the case's output (written over a poisoned buffer): two kernel
 // trees that print the same hashes computed the same bytes.
 #include <kernels/fast.cuh>
@@ -121,11 +122,12 @@ void run_case(const char* label, int width, int height) {
       "roof\n",
       label, width, height, strip_rows, column_blocks, static_cast<int>(grid.y), per_sm, kernel_ms, copy_ms,
       100.0f * copy_ms / kernel_ms);
-  // The tile kernel on the same case (dense filters of at most 9x9, at most 1024 tiles).
-  if constexpr (!Separable && Radius <= 4) {
+  // The tile kernel on the same case (dense filters of at most 15x15, at most 4096 tiles: past
+  // fast_tile_applies' counts, to see where its rule should stop).
+  if constexpr (!Separable && Radius <= 7) {
     const int tiles_x = div_up(width * Channels, kFastTileW);
     const int tiles_y = div_up(height, kFastTileH);
-    if (std::getenv("TILE") != nullptr && static_cast<long long>(tiles_x) * tiles_y <= 1024) {
+    if (std::getenv("TILE") != nullptr && static_cast<long long>(tiles_x) * tiles_y <= 4096) {
       const auto tile_launch = [&] {
         fast_tile_kernel<T, T, Radius>
             <<<dim3(tiles_x, tiles_y), dim3(kFastTileW, kFastTileH)>>>(src, dst, params, taps, Channels, false);
@@ -136,6 +138,46 @@ void run_case(const char* label, int width, int height) {
                   output_hash(tile_launch), label, width, height, tiles_x, tiles_y, tile_ms);
     }
   }
+  CUCONV_CUDA_TRY(cudaFree(in));
+  CUCONV_CUDA_TRY(cudaFree(out));
+}
+
+/// The tile kernel alone on a width x height image of Channels interleaved T and a dense
+/// (2R+1)^2 filter: radii past fast_kernel's unrolled list (the generic kernel sums those
+/// elsewhere), at tile counts past fast_tile_applies', to see where its rule should stop.
+template <class T, int Channels, int Radius>
+void run_tile_case(const char* label, int width, int height) {
+  if (only_case != nullptr && std::string(label) != only_case) return;
+  constexpr int K = 2 * Radius + 1;
+  const std::size_t row_bytes = static_cast<std::size_t>(width) * Channels * sizeof(T);
+  void* in = nullptr;
+  void* out = nullptr;
+  std::size_t in_pitch = 0, out_pitch = 0;
+  CUCONV_CUDA_TRY(cudaMallocPitch(&in, &in_pitch, row_bytes, height));
+  CUCONV_CUDA_TRY(cudaMallocPitch(&out, &out_pitch, row_bytes, height));
+  std::vector<T> host(in_pitch / sizeof(T) * height);
+  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<T>(((i * 2654435761u) >> 13) % 251);
+  CUCONV_CUDA_TRY(cudaMemcpy(in, host.data(), in_pitch * height, cudaMemcpyHostToDevice));
+  FilterTaps<K * K> taps{};
+  for (int i = 0; i < K * K; ++i) taps.w[i] = (1.0f + 0.01f * static_cast<float>(i % 3)) / (K * K);
+  const ConvParams params{K, K, Radius, Radius, 0.0f, BorderRule::reflect101, 0.0f};
+  const PlaneView<const T> src{static_cast<const T*>(in), in_pitch, width, height};
+  const PlaneView<T> dst{static_cast<T*>(out), out_pitch, width, height};
+  const int tiles_x = div_up(width * Channels, kFastTileW);
+  const int tiles_y = div_up(height, kFastTileH);
+  const char* repeat_text = std::getenv("REPEAT");
+  const int repeat = repeat_text != nullptr ? std::max(1, std::atoi(repeat_text)) : 1;
+  const auto tile_launch = [&] {
+    fast_tile_kernel<T, T, Radius>
+        <<<dim3(tiles_x, tiles_y), dim3(kFastTileW, kFastTileH)>>>(src, dst, params, taps, Channels, false);
+    CUCONV_CUDA_TRY(cudaPeekAtLastError());
+  };
+  const float tile_ms = median_ms([&] {
+                          for (int i = 0; i < repeat; ++i) tile_launch();
+                        }) /
+                        static_cast<float>(repeat);
+  std::printf("%-20s %5dx%-5d tile only      grid %3dx%-4d (%5d tiles)  kernel %8.4f ms\n", label, width, height,
+              tiles_x, tiles_y, tiles_x * tiles_y, tile_ms);
   CUCONV_CUDA_TRY(cudaFree(in));
   CUCONV_CUDA_TRY(cudaFree(out));
 }
@@ -215,6 +257,35 @@ int main(int argc, char** argv) try {
     run_case<std::uint8_t, 3, 2, false>("u8 rgb 5x5 64", 64, 64);
     run_case<std::uint8_t, 4, 4, false>("u8 rgba 9x9 64", 64, 64);
     run_case<std::uint8_t, 1, 4, false>("u8 9x9 256", 256, 256);
+    // 11x11 .. 15x15, and the tile counts past the rule (768 to 4096 tiles).
+    run_case<float, 1, 5, false>("f32 11x11 64", 64, 64);
+    run_case<float, 1, 7, false>("f32 15x15 64", 64, 64);
+    run_case<float, 1, 7, false>("f32 15x15 256", 256, 256);
+    run_case<float, 1, 5, false>("f32 11x11 512", 512, 512);
+    run_case<float, 1, 7, false>("f32 15x15 512", 512, 512);
+    run_case<float, 1, 7, false>("f32 15x15 1024x512", 1024, 512);
+    run_case<float, 1, 7, false>("f32 15x15 1024", 1024, 1024);
+    run_case<std::uint8_t, 1, 7, false>("u8 15x15 256", 256, 256);
+    run_case<std::uint8_t, 1, 7, false>("u8 15x15 512", 512, 512);
+    run_case<std::uint8_t, 3, 5, false>("u8 rgb 11x11 64", 64, 64);
+    run_case<std::uint8_t, 3, 7, false>("u8 rgb 15x15 64", 64, 64);
+    run_case<std::uint8_t, 3, 7, false>("u8 rgb 15x15 256", 256, 256);
+    run_case<std::uint16_t, 1, 7, false>("u16 15x15 128", 128, 128);
+    run_case<std::uint8_t, 3, 2, false>("u8 rgb 5x5 256", 256, 256);
+    run_case<std::uint8_t, 3, 3, false>("u8 rgb 7x7 256", 256, 256);
+    run_case<std::uint8_t, 1, 2, false>("u8 5x5 512", 512, 512);
+    run_case<std::uint8_t, 1, 3, false>("u8 7x7 512", 512, 512);
+    run_case<float, 1, 3, false>("f32 7x7 512", 512, 512);
+    // Past 15x15 (the generic kernel's dense sums elsewhere): the tile kernel alone, 16 to 4096 tiles.
+    if (std::getenv("TILE") != nullptr) {
+      for (const int side : {64, 128, 256, 512, 1024}) {
+        run_tile_case<float, 1, 8>("f32 17x17", side, side);
+        run_tile_case<float, 1, 11>("f32 23x23", side, side);
+        run_tile_case<float, 1, 15>("f32 31x31", side, side);
+        run_tile_case<std::uint8_t, 1, 15>("u8 31x31", side, side);
+        run_tile_case<std::uint8_t, 3, 15>("u8 rgb 31x31", side / 2, side / 2);
+      }
+    }
   }
   return 0;
 } catch (const std::exception& e) {  // CUCONV_CUDA_TRY's errors: the call, file:line and CUDA's text

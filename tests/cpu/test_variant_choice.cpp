@@ -143,8 +143,9 @@ TEST_CASE("auto keeps tiny images on fast where its tile kernel runs, tensor's r
   const Filter gauss9 = load_filter("gaussian:4,1.5");
   const Filter gauss5 = load_filter("gauss5");
   const Filter dense7 = random_dense(7, 11);
-  // fast's tile kernel: at most 256 tiles of 32 elements x 8 rows, 1024 at 9x9
-  // (src/gpu/launch/fast_rules.cuh); the rules for large images send these to tensor.
+  // fast's tile kernel: at most 256 tiles of 32 elements x 8 rows, 1024 from 9x9, and 1024 tiles'
+  // worth of 17x17 taps (src/gpu/launch/fast_rules.cuh); the rules for large images send these to
+  // tensor.
   CHECK(choose_on(gauss9, 1, 64, 64, kSm90H100, true) == Variant::fast);
   CHECK(choose_on(gauss9, 1, 512, 512, kSm90H100, true) == Variant::fast);    // 1024 tiles
   CHECK(choose_on(gauss9, 1, 513, 512, kSm90H100, true) == Variant::tensor);  // 1088
@@ -155,10 +156,18 @@ TEST_CASE("auto keeps tiny images on fast where its tile kernel runs, tensor's r
   CHECK(choose_on(dense7, 4, 64, 64, kSm90H100, true) == Variant::fast);
   CHECK(choose_on(gauss5, 3, 64, 64, kSm90H200, true) == Variant::fast);  // the H200's colour 5x5 rule
   CHECK(choose_on(gauss5, 3, 1024, 1024, kSm90H200, true) == Variant::tensor);
+  const Filter gauss15 = load_filter("gaussian:7,2.5");
+  CHECK(choose_on(gauss15, 1, 64, 64, kSm90H100, true) == Variant::fast);
+  CHECK(choose_on(gauss15, 1, 512, 512, kSm90H100, true) == Variant::fast);    // 1024 tiles
+  CHECK(choose_on(gauss15, 1, 512, 513, kSm90H100, true) == Variant::tensor);  // 1040
+  const Filter gauss31 = load_filter("gaussian:15,5");
+  CHECK(choose_on(gauss31, 3, 64, 64, kSm90H100, true) == Variant::fast);      // 48 tiles
+  CHECK(choose_on(gauss31, 1, 256, 256, kSm90H100, true) == Variant::fast);    // 256 tiles
+  CHECK(choose_on(gauss31, 3, 256, 256, kSm90H100, true) == Variant::tensor);  // 768 tiles of 961 taps
   // No size known: the rules for large images; filters past the tile kernel's radii; an anchor
   // off the centre (fast's generic kernel) and mixed depths keep their paths.
   CHECK(choose_on(gauss9, 1, 0, 0, kSm90H100, true) == Variant::tensor);
-  CHECK(choose_on(load_filter("gaussian:5,2"), 1, 64, 64, kSm90H100, true) == Variant::tensor);
+  CHECK(choose_on(load_filter("gaussian:16,5"), 1, 64, 64, kSm90H100, true) != Variant::fast);
   ConvolveOptions corner;
   corner.anchor_x = corner.anchor_y = 0;
   CHECK(choose_on(dense7, 1, 64, 64, kSm90H100, true, corner) == Variant::tensor);

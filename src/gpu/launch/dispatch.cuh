@@ -31,9 +31,10 @@ using SeparableRadii = decltype([]<int... I>(std::integer_sequence<int, I...>) {
 /// the two-chunk ring up to R = 8).
 using TensorRadii = std::integer_sequence<int, 1, 2, 3, 4, 5, 6, 7, 8>;
 
-/// `fast`'s tile kernel for tiny images (kernels/fast_tile.cuh): 3x3 .. 9x9, the sizes timed
-/// (bench/results/kernel-notes/fast.md, 'Tiny images'; 11x11 and up were not).
-using FastTileRadii = std::integer_sequence<int, 1, 2, 3, 4>;
+/// `fast`'s tile kernel for tiny images (kernels/fast_tile.cuh): 3x3 .. 31x31, every centred
+/// square `fast` sums densely (fast_kernel's unrolled ones up to 15x15, the generic kernel's past
+/// it), whose sums it reproduces bit for bit (bench/results/kernel-notes/fast.md, 'Tiny images').
+using FastTileRadii = SeparableRadii;
 
 constexpr bool in_tensor_radii(int radius) {
   return []<int... R>(int r, std::integer_sequence<int, R...>) { return ((r == R) || ...); }

@@ -123,20 +123,29 @@ static_assert(fast_strip_rows_for<float, 2, false>(512, 1, 9 * 132) == 2, "f32 5
 
 /// Whether `fast` runs a (2 radius + 1)^2 filter (radius in FastTileRadii) on an image of
 /// `row_elems` elements a row (interleaved channels included) and `height` rows as
-/// fast_tile_kernel's tiles instead of fast_kernel's strips: at most 256 tiles, 1024 at 9x9. On
-/// grids this small every block of either kernel runs at once, and the tile kernel's few
-/// independent loads a thread wait one load latency where fast_kernel's strip walk waits one a
-/// row. Measured (bench/results/kernel-notes/fast.md, 'Tiny images'): as fast or faster in every
-/// case up to 256 tiles (f32 9x9 64^2 8.6 -> 4.3 us, 8U RGBA 9x9 64^2 23 -> 4.9-5.4); at 1024 tiles
-/// (512^2 f32) faster at 9x9 (10.9 -> 8.7) and 3-5% slower at 5x5.
+/// fast_tile_kernel's tiles instead of fast_kernel's strips (or, past 15x15, its generic kernel):
+/// at most 256 tiles below 9x9; from 9x9 at most 1024, and at most 1024 tiles' worth of 17x17
+/// taps (a block's time grows with its K^2 shared-memory reads; where the rule stops is being
+/// measured, kernel-notes/fast.md). On grids this small every block of either kernel runs at once, and the
+/// tile kernel's few independent loads a thread wait one load latency where fast_kernel's strip
+/// walk waits one a row. Measured (bench/results/kernel-notes/fast.md, 'Tiny images'): as fast or
+/// faster in every case up to 256 tiles (f32 9x9 64^2 8.6 -> 4.3 us, 8U RGBA 9x9 64^2 23 ->
+/// 4.9-5.4, f32 15x15 64^2 19.1 -> 6.0); at 1024 tiles (512^2 f32) faster at 9x9 (10.9 -> 8.7)
+/// and 15x15 (21.6 -> 14.2), 3-5% slower at 5x5.
 constexpr bool fast_tile_applies(int radius, int row_elems, int height) {
   const long long tiles =
       static_cast<long long>(div_up(row_elems, kernels::kFastTileW)) * div_up(height, kernels::kFastTileH);
-  return tiles <= (radius >= 4 ? 1024 : 256);
+  if (radius < 4) return tiles <= 256;
+  const long long k = 2 * radius + 1;
+  return tiles <= 1024 && tiles * k * k <= 1024 * 17 * 17;
 }
 
-static_assert(fast_tile_applies(4, 512, 512) && !fast_tile_applies(2, 512, 512) && fast_tile_applies(2, 256, 256),
-              "f32 512^2: tiles at 9x9 only; 256^2: tiles");
+static_assert(fast_tile_applies(4, 512, 512) && fast_tile_applies(8, 512, 512) && !fast_tile_applies(2, 512, 512) &&
+                  fast_tile_applies(2, 256, 256) && !fast_tile_applies(7, 513, 512) && !fast_tile_applies(4, 1024, 512),
+              "f32 512^2: tiles from 9x9 to 17x17; 256^2: tiles");
+static_assert(fast_tile_applies(15, 256, 256) && !fast_tile_applies(15, 3 * 256, 256) &&
+                  !fast_tile_applies(9, 512, 512),
+              "31x31: 256 tiles, not 768; 19x19 at 1024 tiles: no");
 
 /// The range every output sum of fast_kernel on 8- or 16-bit input lies in, from the bound
 /// |delta| + (input maximum) x (sum of |weights|) with room for float rounding (for a separable
