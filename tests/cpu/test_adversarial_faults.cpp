@@ -234,7 +234,7 @@ TEST_CASE("adversarial: a write beyond the file size limit is a write error (exi
   const auto attempt = [&](bool ignore_signal) {
     return in_child([&] {
       if (ignore_signal) cuconv::cli::ignore_file_size_signal();
-      const rlimit limit{50 * 1024, RLIM_INFINITY};
+      const rlimit limit{rlim_t{50} * 1024, RLIM_INFINITY};
       if (::setrlimit(RLIMIT_FSIZE, &limit) != 0) return 90;
       try {
         cuconv::write_image_atomic(dir.file("out.png"), noise);

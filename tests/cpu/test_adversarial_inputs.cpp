@@ -106,7 +106,7 @@ TEST_CASE("adversarial: a batch output that is another input is refused before a
   for (const bool overwrite : {true, false}) {
     CAPTURE(overwrite);
     std::vector<std::string> args{"--out-dir", in.string(), "--name", "%s_b", "-f", "box:3", "--variant", "opencv"};
-    if (overwrite) args.push_back("--overwrite");
+    if (overwrite) args.emplace_back("--overwrite");
     args.push_back(in.string());
     const auto before = sizes_below(in);
     const auto r = run_cuconv(args);
@@ -345,7 +345,8 @@ TEST_CASE("adversarial: tests/fuzz/corpus_images holds this pass's crafted files
     fs::create_directories(corpus);
     for (const auto& [name, bytes] : adversarial_seeds()) write_bytes((corpus / name).string(), bytes);
   }
-  for (const auto& [name, bytes] : adversarial_seeds()) {
+  for (const auto& [seed_name, bytes] : adversarial_seeds()) {
+    const std::string name = seed_name;  // a plain local: clang-tidy 14 cannot see bindings in CAPTURE's lambda
     CAPTURE(name);
     CHECK(read_file(corpus / name) == bytes);
   }
