@@ -90,7 +90,11 @@ TEST_CASE("filters/*.mat load in libvips (vips matrixload) with the same weights
     const std::string source = (std::filesystem::path(CUCONV_TEST_FILTERS) / (name + ".mat")).string();
     const std::string copy = (dir.path() / (name + "-vips.mat")).string();
     // matrixload, then matrixsave: libvips writes the matrix it read, scale and offset included.
-    const std::string command = "vips matrixload '" + source + "' '" + copy + "' 2>&1";
+    std::string command = "vips matrixload '";
+    command += source;
+    command += "' '";
+    command += copy;
+    command += "' 2>&1";
     REQUIRE_MESSAGE(std::system(command.c_str()) == 0, command);
     const Filter theirs = cuconv::load_filter(copy);
     const Filter ours = cuconv::load_filter(name);
@@ -185,8 +189,9 @@ TEST_CASE("gaussian:R,SIGMA") {
   CHECK(sum_of(g) == doctest::Approx(1.0));
   CHECK(g.origin == "gaussian:3,1.5");
   // R 0: the radius cv::GaussianBlur picks for ksize 0 on 8-bit images, side = round(6 SIGMA + 1) | 1.
-  for (const auto& [spec, side] : {std::pair{"gaussian:0,1", 7}, std::pair{"gaussian:0,1.5", 11},
-                                   std::pair{"gaussian:0,0.3", 3}, std::pair{"gaussian:0,2", 13}}) {
+  for (const auto& [radius_spec, side] : {std::pair{"gaussian:0,1", 7}, std::pair{"gaussian:0,1.5", 11},
+                                          std::pair{"gaussian:0,0.3", 3}, std::pair{"gaussian:0,2", 13}}) {
+    const char* const spec = radius_spec;  // a plain local: clang-tidy 14 cannot see bindings in CAPTURE's lambda
     CAPTURE(spec);
     const Filter auto_radius = cuconv::load_filter(spec);
     CHECK(auto_radius.width == side);

@@ -157,7 +157,8 @@ TEST_CASE("--auto-orient rotates the pixels upright and resets Orientation to 1,
   cv::rotate(stored, upright[7], cv::ROTATE_90_COUNTERCLOCKWISE);
   cv::flip(upright[7], upright[7], 1);
   cv::rotate(stored, upright[8], cv::ROTATE_90_COUNTERCLOCKWISE);
-  for (const auto& [orientation, expected] : upright) {
+  for (const auto& [tag, expected] : upright) {
+    const int orientation = tag;  // a plain local: clang-tidy 14 cannot see bindings in INFO's lambda
     const std::string in = dir.file("in" + std::to_string(orientation) + ".png");
     write_tagged(in, stored, orientation);
     const std::string out = dir.file("upright" + std::to_string(orientation) + ".png");
@@ -184,8 +185,9 @@ TEST_CASE("--auto-orient rotates the pixels upright and resets Orientation to 1,
 TEST_CASE("an Orientation the output cannot keep (BMP, --strip) is warned about, naming --auto-orient") {
   TempDir dir;
   write_tagged(dir.file("in.png"), random_image(24, 40, CV_8U, 3, 6), 6);
-  for (const auto& [out, extra] :
+  for (const auto& [out_name, extra] :
        std::vector<std::pair<std::string, std::string>>{{"out.bmp", ""}, {"out.png", "--strip"}}) {
+    const std::string out = out_name;  // a plain local: clang-tidy 14 cannot see bindings in INFO's lambda
     std::vector<std::string> args = {dir.file("in.png"), dir.file(out), "--filter", "1x1:1", "--variant", "opencv"};
     if (!extra.empty()) args.push_back(extra);
     const auto result = run_cuconv(args);

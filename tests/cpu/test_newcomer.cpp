@@ -185,7 +185,7 @@ TEST_CASE("newcomer: --compare and --bench without a GPU say so first and alone,
   // and only then failed with exit 5.
   if (cuda_device_available()) return;  // a GPU: --compare works (the GPU suite covers that machine)
   TempDir dir;
-  for (const std::vector<std::string> option : {std::vector<std::string>{"--compare"}, {"--bench", "3"}}) {
+  for (const std::vector<std::string>& option : {std::vector<std::string>{"--compare"}, {"--bench", "3"}}) {
     std::vector<std::string> args{sample("coffee.png"), dir.file("out.png"), "--filter", "box:31", "-v"};
     args.insert(args.end(), option.begin(), option.end());
     const auto result = run_cuconv(args);

@@ -207,7 +207,7 @@ TEST_CASE("separable: the both-passes tensor kernel's arithmetic, emulated, stay
           double acc_hi = 0.0;
           double acc_lo = 0.0;
           for (int j = 0; j < k; ++j) {
-            const int px = x[static_cast<std::size_t>(i * k + j)];
+            const int px = x[static_cast<std::size_t>(i) * static_cast<std::size_t>(k) + static_cast<std::size_t>(j)];
             acc_hi += px * std::ldexp(split->high[static_cast<std::size_t>(j)], 11 - scales->sigma);
             acc_lo += px * std::ldexp(split->low[static_cast<std::size_t>(j)], -scales->sigma);
           }

@@ -176,7 +176,7 @@ class Process {
 
 /// A private folder (0700) of its own for a socket.
 fs::path private_folder(const TempDir& dir, const std::string& name) {
-  const fs::path folder = dir.path() / name;
+  fs::path folder = dir.path() / name;
   fs::create_directories(folder);
   fs::permissions(folder, fs::perms::owner_all);
   return folder;

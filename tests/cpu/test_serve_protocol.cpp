@@ -91,7 +91,8 @@ TEST_CASE("serve protocol: frame bounds") {
   CHECK(error.find("over the bound") != std::string::npos);
   CHECK_THROWS_AS((void)encode(OpenInput{std::string(kMaxString + 1, 'x')}), std::length_error);
   // The largest argv Linux allows fits.
-  CHECK_NOTHROW((void)encode(Request{std::vector<std::string>(16, std::string(128 * 1024, 'a')), "/", false}));
+  CHECK_NOTHROW(
+      (void)encode(Request{std::vector<std::string>(16, std::string(std::size_t{128} * 1024, 'a')), "/", false}));
 }
 
 TEST_CASE("serve: oversized and malformed messages are refused with a message") {

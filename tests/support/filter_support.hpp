@@ -41,7 +41,7 @@ void check_error(Parse&& parse, std::initializer_list<std::string_view> parts) {
 class TempDir : public cuconv::test::TempDir {
  public:
   [[nodiscard]] std::string write(const std::string& name, std::string_view text) const {
-    const std::string file = this->file(name);
+    std::string file = this->file(name);
     std::ofstream(file, std::ios::binary) << text;
     return file;
   }

@@ -24,8 +24,6 @@
 #include <thread>
 #include <vector>
 
-extern char** environ;
-
 namespace cuconv::test {
 
 inline constexpr const char* kFront = CUCONV_TEST_BINARY;  // the front end, installed as cuconv
