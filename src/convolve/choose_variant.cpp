@@ -49,23 +49,30 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
   const bool fast_compiled = centred_square && r.input_depth == r.output_depth;
   const bool rank_one = r.separable && (r.separable->fits_float_rank1 || r.separable->fits_double_rank1);
 
-  // Tiny images: where `fast` runs its tile kernel (one wave of small tiles, every input element
-  // loaded once a block) it beats the tensor-core kernels the rules below choose for large images.
-  const long long row_elems = static_cast<long long>(r.width) * r.channels;
-  if (t.tiny_images_on_fast && fast_compiled && row_elems <= std::numeric_limits<int>::max() &&
-      gpu::fast_tile_runs(filter.width, filter.height, static_cast<int>(row_elems), r.height))
-    return Variant::fast;
-
   // 8-bit rank-1 filters whose exact integer row sums keep the pass rule: `tensor` sums the rows on
   // tensor cores, and from radius 4 the columns too where that bound holds (the only rank-1 path
   // for radii 9-15); an alpha channel kept as it is leaves them to `fast`. Small radii only on
   // images from the row's size, and colour 5x5 ones on images up to the row's size.
   const bool colour_5x5_on_tensor =
       radius == 2 && r.channels > 1 && r.pixels() > 0 && r.pixels() <= t.tensor_rank1_colour_5x5_max_pixels;
-  if (fast_compiled && r.separable && r.input_depth == CV_8U && !keep_alpha &&
+  const bool rank1_on_tensor =
+      fast_compiled && r.separable && r.input_depth == CV_8U && !keep_alpha &&
       (radius >= t.tensor_rank1_min_radius || r.pixels() >= t.tensor_rank1_small_min_pixels || colour_5x5_on_tensor) &&
-      gpu::tensor_separable_supported(radius, r.separable->fits_tensor_split, r.separable->fits_tensor_mma_split))
-    return Variant::tensor;
+      gpu::tensor_separable_supported(radius, r.separable->fits_tensor_split, r.separable->fits_tensor_mma_split);
+
+  // Tiny images: where `fast` runs its tile kernel (one wave of small tiles, every input element
+  // loaded once a block) it beats the tensor-core kernels the rules below choose for large images,
+  // but for 8-bit rank-1 filters only while its dense sums stay few (`tensor`'s rank-1 sums hardly
+  // grow with the filter).
+  const long long row_elems = static_cast<long long>(r.width) * r.channels;
+  if (t.tiny_images_on_fast && fast_compiled && row_elems <= std::numeric_limits<int>::max() &&
+      gpu::fast_tile_runs(filter.width, filter.height, static_cast<int>(row_elems), r.height) &&
+      (!rank1_on_tensor ||
+       (filter.width <= t.tiny_tile_rank1_max_side &&
+        gpu::fast_tile_count(static_cast<int>(row_elems), r.height) * taps <= t.tiny_tile_rank1_max_tile_taps)))
+    return Variant::fast;
+
+  if (rank1_on_tensor) return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= kFastRank1MaxRadius && rank_one) return Variant::fast;
 
   // Other 8-bit filters up to 31x31 whose integer split keeps the pass rule: `tensor` sums them

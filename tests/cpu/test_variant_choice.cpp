@@ -156,14 +156,18 @@ TEST_CASE("auto keeps tiny images on fast where its tile kernel runs, tensor's r
   CHECK(choose_on(dense7, 4, 64, 64, kSm90H100, true) == Variant::fast);
   CHECK(choose_on(gauss5, 3, 64, 64, kSm90H200, true) == Variant::fast);  // the H200's colour 5x5 rule
   CHECK(choose_on(gauss5, 3, 1024, 1024, kSm90H200, true) == Variant::tensor);
+  // 8-bit rank-1 filters that tensor would take: up to 15x15 and 1024 tiles' worth of 9x9 taps.
   const Filter gauss15 = load_filter("gaussian:7,2.5");
   CHECK(choose_on(gauss15, 1, 64, 64, kSm90H100, true) == Variant::fast);
-  CHECK(choose_on(gauss15, 1, 512, 512, kSm90H100, true) == Variant::fast);    // 1024 tiles
-  CHECK(choose_on(gauss15, 1, 512, 513, kSm90H100, true) == Variant::tensor);  // 1040
+  CHECK(choose_on(gauss15, 1, 256, 256, kSm90H100, true) == Variant::fast);               // 256 tiles of 225 taps
+  CHECK(choose_on(gauss15, 1, 256, 512, kSm90H100, true) == Variant::tensor);             // 512
+  CHECK(choose_on(gauss9, 3, 256, 256, kSm90H100, true) == Variant::fast);                // 768 tiles of 81 taps
+  CHECK(choose_on(random_dense(15, 12), 1, 512, 512, kSm90H100, true) == Variant::fast);  // dense: 1024
   const Filter gauss31 = load_filter("gaussian:15,5");
-  CHECK(choose_on(gauss31, 3, 64, 64, kSm90H100, true) == Variant::fast);      // 48 tiles
-  CHECK(choose_on(gauss31, 1, 256, 256, kSm90H100, true) == Variant::fast);    // 256 tiles
-  CHECK(choose_on(gauss31, 3, 256, 256, kSm90H100, true) == Variant::tensor);  // 768 tiles of 961 taps
+  CHECK(choose_on(gauss31, 3, 64, 64, kSm90H100, true) == Variant::tensor);               // 8-bit rank-1 past 15x15
+  CHECK(choose_on(random_dense(31, 13), 3, 64, 64, kSm90H100, true) == Variant::fast);    // 48 tiles
+  CHECK(choose_on(random_dense(31, 13), 1, 256, 256, kSm90H100, true) == Variant::fast);  // 256 tiles
+  CHECK(choose_on(random_dense(31, 13), 3, 256, 256, kSm90H100, true) != Variant::fast);  // 768 of 961 taps
   // No size known: the rules for large images; filters past the tile kernel's radii; an anchor
   // off the centre (fast's generic kernel) and mixed depths keep their paths.
   CHECK(choose_on(gauss9, 1, 0, 0, kSm90H100, true) == Variant::tensor);

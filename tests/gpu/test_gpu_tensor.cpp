@@ -88,8 +88,9 @@ TEST_CASE("gpu tensor: tensor-core row sums meet the pass rule against the exact
 TEST_CASE("gpu tensor: photos, flat areas, exact presets and what it leaves to fast") {
   const cv::Mat photo = cv::imread(sample("astronaut.png"), cv::IMREAD_COLOR);
   REQUIRE_FALSE(photo.empty());
-  cv::Mat flat(16 * 20, 16 * 20, CV_8UC1);
-  for (int v = 0; v < 256; ++v) flat(cv::Rect((v % 16) * 20, (v / 16) * 20, 20, 20)).setTo(v);
+  // 640 x 640: past the size where auto keeps these filters on fast's tile kernel (1600 tiles).
+  cv::Mat flat(16 * 40, 16 * 40, CV_8UC1);
+  for (int v = 0; v < 256; ++v) flat(cv::Rect((v % 16) * 40, (v / 16) * 40, 40, 40)).setTo(v);
   for (const char* spec : {"gaussian:7,3", "gaussian:8,2", "box:15"}) {
     const Filter f = load_filter(spec);
     for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &flat}) {

@@ -317,7 +317,9 @@ TEST_CASE("gpu tensor dense 16-bit: exact ties, saturation, the largest sums, un
     CHECK(convolve(src, f17, o).image.depth() == CV_32F);
     CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_u16) == before);
     ConvolveOptions automatic;
-    CHECK(cuconv::test::check_exact(src, f17, automatic, "auto 17x17") == Variant::tensor);
+    // 300 x 300 RGBA (1444 tiles): past the size where auto keeps 17x17 on fast's tile kernel.
+    const cv::Mat larger = random_image(300, 300, CV_16U, 4, 311);
+    CHECK(cuconv::test::check_exact(larger, f17, automatic, "auto 17x17") == Variant::tensor);
     CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_u16) == before + 1);
     CHECK(choose_variant(spike, automatic, true, CV_16U, CV_16U) != Variant::tensor);
   }
@@ -373,7 +375,9 @@ TEST_CASE("gpu tensor dense 8-bit planes: exact ties, saturation, unaligned rows
     CHECK(convolve(src, cuconv::test::random_filter(17, 17, 410), o).variant_used == Variant::tensor);
     CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_u8) == before);
     ConvolveOptions automatic;
-    CHECK(cuconv::test::check_exact(src, f31, automatic, "auto 31x31") == Variant::tensor);
+    // 200 x 200 RGBA (625 tiles of 961 taps): past the size where auto keeps 31x31 on fast's tile kernel.
+    const cv::Mat larger = random_image(200, 200, CV_8U, 4, 411);
+    CHECK(cuconv::test::check_exact(larger, f31, automatic, "auto 31x31") == Variant::tensor);
     CHECK(cuconv::test::launches(gpu::KernelPath::tensor_planes_u8) == before + 1);
     CHECK(choose_variant(spike, automatic, true, CV_8U, CV_8U) != Variant::tensor);
   }

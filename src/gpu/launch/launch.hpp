@@ -128,11 +128,18 @@ bool launch_fast_tile(const LaunchArgs& args);
 /// channels included) and `height` rows as its tile kernel (a square of FastTileRadii and
 /// fast_tile_applies; false for an empty or unknown size), for any of its pixel types.
 [[nodiscard]] bool fast_tile_runs(int kw, int kh, int row_elems, int height);
+/// The tiles of 32 elements x 8 rows that cover an image of `row_elems` elements a row and
+/// `height` rows (0 for an empty or unknown size).
+[[nodiscard]] long long fast_tile_count(int row_elems, int height);
 
 /// `fast` on a 16-bit rank-1 filter in double precision (kernels/fast_wide.cuh) when the
 /// arguments allow it (u16 in and out, SeparableFactors::fits_double_rank1, kw and kh up to 31, one of them at
 /// least 15); false (nothing launched) otherwise.
 bool launch_fast_wide(const LaunchArgs& args);
+/// Whether `fast` sums a kw x kh filter in double (launch_fast_wide): 16-bit in and out
+/// (`sixteen_bit`), `double_rank1` (SeparableFactors::fits_double_rank1), a side of 15 to 31 and
+/// 1 to 4 channels. `fast` takes it before its tile kernel, whose float sums are filter2D's.
+[[nodiscard]] bool fast_wide_runs(bool sixteen_bit, int kw, int kh, int channels, bool double_rank1);
 
 /// Whether `tensor` has a kernel for a centred (2R+1)^2 separable filter of this radius whose
 /// split holds for the FP32 column sums (SeparableFactors::fits_tensor_split: radii 1-8) or for both

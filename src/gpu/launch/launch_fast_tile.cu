@@ -26,6 +26,12 @@ bool tile_types(PixelType in, PixelType out) {
 
 }  // namespace
 
+long long fast_tile_count(int row_elems, int height) {
+  if (row_elems <= 0 || height <= 0) return 0;
+  return static_cast<long long>(kernels::div_up(row_elems, kernels::kFastTileW)) *
+         kernels::div_up(height, kernels::kFastTileH);
+}
+
 bool fast_tile_runs(int kw, int kh, int row_elems, int height) {
   if (row_elems <= 0 || height <= 0) return false;
   bool runs = false;

@@ -46,11 +46,17 @@ void launch_wide(const LaunchArgs& a) {
 
 }  // namespace
 
+bool fast_wide_runs(bool sixteen_bit, int kw, int kh, int channels, bool double_rank1) {
+  const int side = std::max(kw, kh);
+  return sixteen_bit && double_rank1 && side >= kWideMinSide && side <= kWideMaxSide && channels >= 1 &&
+         channels <= kernels::kWideMaxChannels;
+}
+
 bool launch_fast_wide(const LaunchArgs& a) {
   const int side = std::max(a.params.kw, a.params.kh);
-  if (a.src.type != PixelType::u16 || a.dst.type != PixelType::u16 || !a.rank1.fits_double_rank1 ||
-      a.rank1.horizontal_wide == nullptr || a.rank1.vertical_wide == nullptr || side < kWideMinSide ||
-      side > kWideMaxSide || a.channels < 1 || a.channels > kernels::kWideMaxChannels)
+  if (!fast_wide_runs(a.src.type == PixelType::u16 && a.dst.type == PixelType::u16, a.params.kw, a.params.kh,
+                      a.channels, a.rank1.fits_double_rank1) ||
+      a.rank1.horizontal_wide == nullptr || a.rank1.vertical_wide == nullptr)
     return false;
   return []<int... K>(const LaunchArgs& args, int s, std::integer_sequence<int, K...>) {
     return ((s <= K ? (launch_wide<K>(args), true) : false) || ...);

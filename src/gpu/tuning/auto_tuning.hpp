@@ -24,6 +24,11 @@ struct AutoTuning {
   /// Filters that `fast` runs as its tile kernel on a tiny image (gpu::fast_tile_runs) stay on
   /// `fast` where the rules below, made for large images, would send them to `tensor`.
   bool tiny_images_on_fast;
+  /// Of those, 8-bit rank-1 filters that the next rule sends to `tensor` stay on the tile kernel
+  /// only up to this side and this many taps summed over its tiles (tiles x kw x kh): its dense
+  /// sums grow with kw x kh, `tensor`'s rank-1 sums hardly do.
+  int tiny_tile_rank1_max_side;
+  long long tiny_tile_rank1_max_tile_taps;
   /// 8-bit rank-1 filters from this radius run their row sums on tensor cores (`tensor`).
   int tensor_rank1_min_radius;
   /// 8-bit rank-1 filters below tensor_rank1_min_radius take `tensor` on images of at least this
@@ -59,6 +64,10 @@ inline constexpr AutoTuning kSm90H100{
     .gpu = "compute capability 9.0 (H100)",
     // 8-bit 64^2-256^2 images, 5x5 to 9x9: the tile kernel 1.2-2.1x faster than tensor (c10c327).
     .tiny_images_on_fast = true,
+    // 8-bit rank-1 on 64^2-512^2: the tile kernel ahead of tensor's rank-1 sums up to 1024 tiles at
+    // 9x9 and 256 at 15x15, behind at 768-1024 tiles of 15x15 and at every 31x31 (bb037ee, tiny).
+    .tiny_tile_rank1_max_side = 15,
+    .tiny_tile_rank1_max_tile_taps = 1024LL * 81,
     // From 7x7 the row sums on tensor cores outrun fast's float passes; 3x3 and 5x5 are bound by memory either way.
     .tensor_rank1_min_radius = 3,
     // 3x3 and 5x5 rank-1 filters: fast was never slower, at any size measured.
