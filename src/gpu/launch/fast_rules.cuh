@@ -124,14 +124,13 @@ static_assert(fast_strip_rows_for<float, 2, false>(512, 1, 9 * 132) == 2, "f32 5
 /// Whether `fast` runs a (2 radius + 1)^2 filter (radius in FastTileRadii) on an image of
 /// `row_elems` elements a row (interleaved channels included) and `height` rows as
 /// fast_tile_kernel's tiles instead of fast_kernel's strips (or, past 15x15, its generic kernel):
-/// at most 256 tiles below 9x9; from 9x9 at most 1024, and at most 1024 tiles' worth of 17x17
-/// taps (a block's time grows with its K^2 shared-memory reads; where the rule stops is being
-/// measured, kernel-notes/fast.md). On grids this small every block of either kernel runs at once, and the
-/// tile kernel's few independent loads a thread wait one load latency where fast_kernel's strip
-/// walk waits one a row. Measured (bench/results/kernel-notes/fast.md, 'Tiny images'): as fast or
-/// faster in every case up to 256 tiles (f32 9x9 64^2 8.6 -> 4.3 us, 8U RGBA 9x9 64^2 23 ->
-/// 4.9-5.4, f32 15x15 64^2 19.1 -> 6.0); at 1024 tiles (512^2 f32) faster at 9x9 (10.9 -> 8.7)
-/// and 15x15 (21.6 -> 14.2), 3-5% slower at 5x5.
+/// at most 256 tiles below 9x9; from 9x9 at most 1024 tiles and 1024 tiles' worth of 17x17 taps (a
+/// block's time grows with its K^2 shared-memory reads). On grids this small every block of either
+/// kernel runs at once, and the tile kernel's few independent loads a thread wait one load latency
+/// where fast_kernel's strip walk waits one a row. Measured (H100, REPEAT=20, strips -> tile,
+/// bench/results/kernel-notes/fast.md, 'Tiny images'): faster up to 256 tiles (f32 9x9 64^2 8.6 ->
+/// 4.3 us, f32 15x15 64^2 18.6 -> 5.6); at 1024 tiles faster at 9x9 (f32 10.9 -> 8.7), 15x15 (f32
+/// 21.5 -> 14.1), 3-5% slower at f32 5x5; past the taps' limit f32 15x15 at 4096 tiles 37.0 -> 44.3.
 constexpr bool fast_tile_applies(int radius, int row_elems, int height) {
   const long long tiles =
       static_cast<long long>(div_up(row_elems, kernels::kFastTileW)) * div_up(height, kernels::kFastTileH);
