@@ -143,7 +143,7 @@ TEST_CASE("auto keeps tiny images on fast where its tile kernel runs, tensor's r
   const Filter gauss9 = load_filter("gaussian:4,1.5");
   const Filter gauss5 = load_filter("gauss5");
   const Filter dense7 = random_dense(7, 11);
-  // fast's tile kernel: at most 256 tiles of 32 elements x 8 rows, 1024 from 9x9, and 1024 tiles'
+  // fast's tile kernel: at most 256 tiles of 32 elements x 8 rows, 1024 from 7x7, and 1024 tiles'
   // worth of 17x17 taps (src/gpu/launch/fast_rules.cuh); the rules for large images send these to
   // tensor.
   CHECK(choose_on(gauss9, 1, 64, 64, kSm90H100, true) == Variant::fast);
@@ -152,7 +152,8 @@ TEST_CASE("auto keeps tiny images on fast where its tile kernel runs, tensor's r
   CHECK(choose_on(gauss9, 3, 64, 64, kSm90H100, true) == Variant::fast);      // 6 x 8 tiles
   CHECK(choose_on(gauss9, 1, 4096, 4096, kSm90H100, true) == Variant::tensor);
   CHECK(choose_on(dense7, 1, 256, 256, kSm90H100, true) == Variant::fast);    // 256 tiles
-  CHECK(choose_on(dense7, 1, 256, 264, kSm90H100, true) == Variant::tensor);  // 264
+  CHECK(choose_on(dense7, 1, 512, 512, kSm90H100, true) == Variant::fast);    // 1024 from 7x7
+  CHECK(choose_on(dense7, 1, 544, 512, kSm90H100, true) == Variant::tensor);  // 1088
   CHECK(choose_on(dense7, 4, 64, 64, kSm90H100, true) == Variant::fast);
   CHECK(choose_on(gauss5, 3, 64, 64, kSm90H200, true) == Variant::fast);  // the H200's colour 5x5 rule
   CHECK(choose_on(gauss5, 3, 1024, 1024, kSm90H200, true) == Variant::tensor);

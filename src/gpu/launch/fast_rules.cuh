@@ -124,24 +124,25 @@ static_assert(fast_strip_rows_for<float, 2, false>(512, 1, 9 * 132) == 2, "f32 5
 /// Whether `fast` runs a (2 radius + 1)^2 filter (radius in FastTileRadii) on an image of
 /// `row_elems` elements a row (interleaved channels included) and `height` rows as
 /// fast_tile_kernel's tiles instead of fast_kernel's strips (or, past 15x15, its generic kernel):
-/// at most 256 tiles below 9x9; from 9x9 at most 1024 tiles and 1024 tiles' worth of 17x17 taps (a
+/// at most 256 tiles below 7x7; from 7x7 at most 1024 tiles and 1024 tiles' worth of 17x17 taps (a
 /// block's time grows with its K^2 shared-memory reads). On grids this small every block of either
 /// kernel runs at once, and the tile kernel's few independent loads a thread wait one load latency
 /// where fast_kernel's strip walk waits one a row. Measured (H100, REPEAT=20, strips -> tile,
 /// bench/results/kernel-notes/fast.md, 'Tiny images'): faster up to 256 tiles (f32 9x9 64^2 8.6 ->
-/// 4.3 us, f32 15x15 64^2 18.6 -> 5.6); at 1024 tiles faster at 9x9 (f32 10.9 -> 8.7), 15x15 (f32
-/// 21.5 -> 14.1), 3-5% slower at f32 5x5; past the taps' limit f32 15x15 at 4096 tiles 37.0 -> 44.3.
+/// 4.3 us, f32 15x15 64^2 18.6 -> 5.6); at 1024 tiles faster at 7x7 (f32 8.1 -> 7.2, 8U 15.1 ->
+/// 7.4), 9x9 (f32 10.9 -> 8.7), 15x15 (f32 21.5 -> 14.1), 3-5% slower at f32 5x5; past the taps'
+/// limit f32 15x15 at 4096 tiles 37.0 -> 44.3.
 constexpr bool fast_tile_applies(int radius, int row_elems, int height) {
   const long long tiles =
       static_cast<long long>(div_up(row_elems, kernels::kFastTileW)) * div_up(height, kernels::kFastTileH);
-  if (radius < 4) return tiles <= 256;
+  if (radius < 3) return tiles <= 256;
   const long long k = 2 * radius + 1;
   return tiles <= 1024 && tiles * k * k <= 1024 * 17 * 17;
 }
 
-static_assert(fast_tile_applies(4, 512, 512) && fast_tile_applies(8, 512, 512) && !fast_tile_applies(2, 512, 512) &&
+static_assert(fast_tile_applies(3, 512, 512) && fast_tile_applies(8, 512, 512) && !fast_tile_applies(2, 512, 512) &&
                   fast_tile_applies(2, 256, 256) && !fast_tile_applies(7, 513, 512) && !fast_tile_applies(4, 1024, 512),
-              "f32 512^2: tiles from 9x9 to 17x17; 256^2: tiles");
+              "f32 512^2: tiles from 7x7 to 17x17; 256^2: tiles");
 static_assert(fast_tile_applies(15, 256, 256) && !fast_tile_applies(15, 3 * 256, 256) &&
                   !fast_tile_applies(9, 512, 512),
               "31x31: 256 tiles, not 768; 19x19 at 1024 tiles: no");
