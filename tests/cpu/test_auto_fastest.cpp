@@ -28,16 +28,17 @@ namespace fs = std::filesystem;
 using namespace cuconv;
 
 /// The benchmarks auto is judged by (bench/results/README.md), each with the count of its image x
-/// filter rows judged: the H200's full run, and the H100's tiny images where `fast` can run its
-/// tile kernel (`tile_rows_only`: gpu::fast_tile_runs, and not a 16-bit rank-1 filter it sums in
-/// double instead).
+/// filter rows judged: the H200's and the H100's full runs, and the H100's tiny images where `fast`
+/// can run its tile kernel (`tile_rows_only`: gpu::fast_tile_runs, and not a 16-bit rank-1 filter
+/// it sums in double instead).
 struct Benchmark {
   const char* path;
   int rows;
   bool tile_rows_only;
 };
 constexpr Benchmark kBenchmarks[] = {{"bench/results/h200-kernels-cc289ba-all.json", 150, false},
-                                     {"bench/results/h100-kernels-bb037ee-tiny.json", 93, true}};
+                                     {"bench/results/h100-kernels-bb037ee-tiny.json", 93, true},
+                                     {"bench/results/h100-kernels-9e8e560-all.json", 195, false}};
 constexpr double kTolerance = 1.03;
 
 struct Row {
@@ -116,8 +117,8 @@ nlohmann::json read_benchmark(const char* path) {
 
 TEST_CASE("auto fastest: on every row of the committed benchmarks auto's path is within 3% of the fastest") {
   for (const Benchmark& benchmark : kBenchmarks) {
-    const char* path = benchmark.path;
-    const nlohmann::json bench = read_benchmark(path);
+    const std::string path = benchmark.path;
+    const nlohmann::json bench = read_benchmark(benchmark.path);
     const std::string gpu = bench["gpu"];
     const gpu::tuning::AutoTuning& tuning = gpu::tuning::auto_tuning_for({9, 0, gpu});
     CAPTURE(path);
@@ -129,7 +130,7 @@ TEST_CASE("auto fastest: on every row of the committed benchmarks auto's path is
   }
 }
 
-TEST_CASE("auto fastest: a tuning row that keeps the H200's colour 5x5 filters on fast fails the check") {
+TEST_CASE("auto fastest: a tuning row that keeps colour 5x5 filters on fast fails the check") {
   // The planted defect: the H200's row without its measured colour 5x5 rule.
   const nlohmann::json bench = read_benchmark(kBenchmarks[0].path);
   gpu::tuning::AutoTuning planted = gpu::tuning::kSm90H200;
@@ -137,6 +138,15 @@ TEST_CASE("auto fastest: a tuning row that keeps the H200's colour 5x5 filters o
   int checked = 0;
   const std::vector<std::string> slow = slow_choices(bench["results"], planted, checked);
   CHECK(slow.size() == 3);  // RGB 4096^2, RGB 6000x4000 and RGBA 8192^2 gauss5
+  // The H100's row without the same rule, and without its small-image float 15x15 rule, on the
+  // H100's run.
+  const nlohmann::json h100 = read_benchmark(kBenchmarks[2].path);
+  gpu::tuning::AutoTuning h100_planted = gpu::tuning::kSm90H100;
+  h100_planted.tensor_rank1_colour_5x5_max_pixels = 0;
+  CHECK(slow_choices(h100["results"], h100_planted, checked).size() == 3);  // the same three rows
+  h100_planted = gpu::tuning::kSm90H100;
+  h100_planted.dense_f32_small_max_pixels = 0;
+  CHECK(slow_choices(h100["results"], h100_planted, checked).size() == 1);  // f32 4096^2 15x15
 }
 
 TEST_CASE("auto fastest: a tuning row that sends tiny 8-bit images to tensor's rules fails the check") {

@@ -72,8 +72,9 @@ inline constexpr AutoTuning kSm90H100{
     .tensor_rank1_min_radius = 3,
     // 3x3 and 5x5 rank-1 filters: fast was never slower, at any size measured.
     .tensor_rank1_small_min_pixels = kNever,
-    // Colour 5x5 rank-1 filters: not measured apart on this GPU; fast.
-    .tensor_rank1_colour_5x5_max_pixels = 0,
+    // Colour 5x5 rank-1 filters: tensor 7-10% ahead on RGB 4096^2 and 6000x4000 and on RGBA
+    // 8192^2, level on RGB 8192^2, 7% behind on RGB 16384^2 (h100-kernels-9e8e560; the H200 agrees).
+    .tensor_rank1_colour_5x5_max_pixels = 8192LL * 8192LL,
     // One channel: fast's unrolled sums keep up with tensor up to 5x5 (25 taps), not past it.
     .dense_u8_max_fast_taps = 25,
     // Three and four channels: tensor is faster from 5x5, fast only below.
@@ -85,39 +86,33 @@ inline constexpr AutoTuning kSm90H100{
     .dense_u16_min_taps = 225,
     // Float: block floating point on tensor cores beats fft from 16x16; fast below.
     .dense_f32_min_taps = 256,
-    // No small-image rule measured on this GPU.
-    .dense_f32_small_max_pixels = 0,
-    .dense_f32_small_min_taps = 256,
+    // Dense float 15x15 on one 4096^2 channel: tensor 15% ahead (fast's grid leaves the last wave
+    // half empty there); from 8192^2, and on RGB, fast is ahead (h100-kernels-9e8e560; the H200 agrees).
+    .dense_f32_small_max_pixels = 4096LL * 4096LL,
+    .dense_f32_small_min_taps = 225,
     // From 16x16 overlap-save, whose cost hardly grows with the filter, undercuts direct sums.
     .fft_min_taps = 256,
     // The default shared memory a block may use without opting in; cached needs no more past it.
     .tiled_halo_max_shared_bytes = std::size_t{48} * 1024,
 };
 
-/// Compute capability 9.0 on the H200: the H100's values, the small-radius rank-1 rule measured
-/// here (bench/results/h200-rank1-small-*.json); the other rules are the H100's until measured.
+/// Compute capability 9.0 on the H200: the H100's values; its full benchmark
+/// (h200-kernels-cc289ba, h200-rank1-small-*.json) measured the same rules there.
 inline constexpr AutoTuning kSm90H200 = [] {
   AutoTuning row = kSm90H100;
   row.gpu = "compute capability 9.0 (H200)";
-  // 3x3 and 5x5 rank-1 filters: no image size from which tensor stays ahead of fast (one channel
-  // never, three channels only at some middle sizes).
-  row.tensor_rank1_small_min_pixels = kNever;
-  // Those middle sizes: 5x5 on RGB and RGBA, tensor 5-11% ahead from 4096^2 to 8192^2 (level at
-  // RGB 8192^2), 7% behind at 16384^2; 3x3 behind at every size (h200-kernels-cc289ba).
-  row.tensor_rank1_colour_5x5_max_pixels = 8192LL * 8192LL;
-  // Dense float 15x15 on one 4096^2 channel: tensor 16% ahead (fast's grid leaves the last wave
-  // half empty there); from 8192^2, and on RGB, fast is ahead (h200-kernels-cc289ba).
-  row.dense_f32_small_max_pixels = 4096LL * 4096LL;
-  row.dense_f32_small_min_taps = 225;
   return row;
 }();
-
 /// Every other GPU, and no GPU (CI's machines): the H100's rules, which are the only ones
 /// measured, without the warpgroup kernel's size rule (that kernel runs on 9.0 only).
 inline constexpr AutoTuning kGeneric = [] {
   AutoTuning row = kSm90H100;
   row.gpu = "other GPUs";
   row.dense_u8_large_min_pixels = kNever;  // no warpgroup kernel
+  // The colour 5x5 and small float 15x15 rules were measured on 9.0 only.
+  row.tensor_rank1_colour_5x5_max_pixels = 0;
+  row.dense_f32_small_max_pixels = 0;
+  row.dense_f32_small_min_taps = 256;
   return row;
 }();
 
