@@ -44,36 +44,92 @@ using cuconv::tune::median_ms;
 
 const char* only_case = nullptr;
 
+/// The median time (ms) of one of REPEAT launches of `run` back to back (1 without REPEAT).
+template <class Run>
+float launch_ms(const Run& run) {
+  const char* repeat_text = std::getenv("REPEAT");
+  const int repeat = repeat_text != nullptr ? std::max(1, std::atoi(repeat_text)) : 1;
+  return median_ms([&] {
+           for (int i = 0; i < repeat; ++i) run();
+         }) /
+         static_cast<float>(repeat);
+}
+
+/// A case's images: a width x height source of Channels interleaved T with varied pixels (a hash
+/// of the position, in the range of 8-bit images) and a result image of the same shape, rows
+/// PITCH_PAD bytes further apart than cudaMallocPitch puts them where that is set; and the
+/// (2R+1)^2 filter's parameters.
+template <class T, int Channels, int Radius>
+struct TuneImages {
+  static constexpr int K = 2 * Radius + 1;
+  int width, height;
+  std::size_t row_bytes;
+  void* in = nullptr;
+  void* out = nullptr;
+  std::size_t in_pitch = 0, out_pitch = 0;
+  ConvParams params{K, K, Radius, Radius, 0.0f, BorderRule::reflect101, 0.0f};
+
+  TuneImages(int w, int h) : width(w), height(h), row_bytes(static_cast<std::size_t>(w) * Channels * sizeof(T)) {
+    CUCONV_CUDA_TRY(cudaMallocPitch(&in, &in_pitch, row_bytes, height));
+    CUCONV_CUDA_TRY(cudaMallocPitch(&out, &out_pitch, row_bytes, height));
+    if (const char* pad = std::getenv("PITCH_PAD")) {
+      CUCONV_CUDA_TRY(cudaFree(in));
+      CUCONV_CUDA_TRY(cudaFree(out));
+      in_pitch += std::strtoul(pad, nullptr, 10);
+      out_pitch = in_pitch;
+      CUCONV_CUDA_TRY(cudaMalloc(&in, in_pitch * height));
+      CUCONV_CUDA_TRY(cudaMalloc(&out, out_pitch * height));
+    }
+    std::vector<T> host(in_pitch / sizeof(T) * height);
+    for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<T>(((i * 2654435761u) >> 13) % 251);
+    CUCONV_CUDA_TRY(cudaMemcpy(in, host.data(), in_pitch * height, cudaMemcpyHostToDevice));
+  }
+  TuneImages(const TuneImages&) = delete;
+  TuneImages& operator=(const TuneImages&) = delete;
+  ~TuneImages() {  // never throws: a failed free is only reported
+    const cudaError_t freed_in = cudaFree(in);
+    const cudaError_t freed_out = cudaFree(out);
+    if (freed_in != cudaSuccess || freed_out != cudaSuccess) std::fprintf(stderr, "cudaFree failed\n");
+  }
+  PlaneView<const T> src() const { return {static_cast<const T*>(in), in_pitch, width, height}; }
+  PlaneView<T> dst() const { return {static_cast<T*>(out), out_pitch, width, height}; }
+  /// Taps of nearly equal weights summing to about one (kTaps of them: 2K separable, K^2 dense).
+  template <int kTaps, bool Separable>
+  static FilterTaps<kTaps> taps() {
+    FilterTaps<kTaps> t{};
+    for (int i = 0; i < kTaps; ++i) t.w[i] = (1.0f + 0.01f * static_cast<float>(i % 3)) / (Separable ? K : K * K);
+    return t;
+  }
+  /// FNV-1a hash of the result rows `run` writes over 0xA5 bytes.
+  template <class Run>
+  unsigned long long output_hash(const Run& run) const {
+    CUCONV_CUDA_TRY(cudaMemset2D(out, out_pitch, 0xA5, row_bytes, height));
+    run();
+    CUCONV_CUDA_TRY(cudaDeviceSynchronize());
+    std::vector<unsigned char> result(row_bytes * height);
+    CUCONV_CUDA_TRY(cudaMemcpy2D(result.data(), row_bytes, out, out_pitch, row_bytes, height, cudaMemcpyDeviceToHost));
+    unsigned long long hash = 1469598103934665603ull;
+    for (unsigned char byte : result) hash = (hash ^ byte) * 1099511628211ull;
+    return hash;
+  }
+  /// fast_tile_kernel on these images with `taps` (dense K^2): its grid and a launch.
+  dim3 tile_grid() const { return dim3(div_up(width * Channels, kFastTileW), div_up(height, kFastTileH)); }
+  void launch_tile(const FilterTaps<K * K>& taps) const {
+    fast_tile_kernel<T, T, Radius>
+        <<<tile_grid(), dim3(kFastTileW, kFastTileH)>>>(src(), dst(), params, taps, Channels, false);
+    CUCONV_CUDA_TRY(cudaPeekAtLastError());
+  }
+};
+
 /// One case: a width x height image of Channels interleaved T, a (2R+1)^2 filter.
 template <class T, int Channels, int Radius, bool Separable>
 void run_case(const char* label, int width, int height) {
   if (only_case != nullptr && std::string(label) != only_case) return;
-  constexpr int K = 2 * Radius + 1;
+  using Images = TuneImages<T, Channels, Radius>;
+  constexpr int K = Images::K;
   constexpr int kTaps = Separable ? 2 * K : K * K;
-  const std::size_t row_bytes = static_cast<std::size_t>(width) * Channels * sizeof(T);
-  void* in = nullptr;
-  void* out = nullptr;
-  std::size_t in_pitch = 0, out_pitch = 0;
-  CUCONV_CUDA_TRY(cudaMallocPitch(&in, &in_pitch, row_bytes, height));
-  CUCONV_CUDA_TRY(cudaMallocPitch(&out, &out_pitch, row_bytes, height));
-  if (const char* pad = std::getenv("PITCH_PAD")) {  // rows PITCH_PAD bytes further apart
-    CUCONV_CUDA_TRY(cudaFree(in));
-    CUCONV_CUDA_TRY(cudaFree(out));
-    in_pitch += std::strtoul(pad, nullptr, 10);
-    out_pitch = in_pitch;
-    CUCONV_CUDA_TRY(cudaMalloc(&in, in_pitch * height));
-    CUCONV_CUDA_TRY(cudaMalloc(&out, out_pitch * height));
-  }
-  // Varied pixels (a hash of the position), in the range of 8-bit images.
-  std::vector<T> host(in_pitch / sizeof(T) * height);
-  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<T>(((i * 2654435761u) >> 13) % 251);
-  CUCONV_CUDA_TRY(cudaMemcpy(in, host.data(), in_pitch * height, cudaMemcpyHostToDevice));
-
-  FilterTaps<kTaps> taps{};
-  for (int i = 0; i < kTaps; ++i) taps.w[i] = (1.0f + 0.01f * static_cast<float>(i % 3)) / (Separable ? K : K * K);
-  const ConvParams params{K, K, Radius, Radius, 0.0f, BorderRule::reflect101, 0.0f};
-  const PlaneView<const T> src{static_cast<const T*>(in), in_pitch, width, height};
-  const PlaneView<T> dst{static_cast<T*>(out), out_pitch, width, height};
+  const Images images(width, height);
+  const FilterTaps<kTaps> taps = Images::template taps<kTaps, Separable>();
 
   // The launch of src/gpu/launch/launch_fast.cuh (which needs the product's headers, OpenCV's among them).
   const auto kernel = fast_kernel<T, T, Channels, Radius, Separable>;
@@ -88,35 +144,16 @@ void run_case(const char* label, int width, int height) {
   const dim3 block(kFastBlockX, kFastBlockY);
   const dim3 grid(column_blocks, std::min(div_up(height, strip_rows), kMaxGridY));
 
-  const SumRange sum_range = fast_sum_range<T, Radius, Separable>(taps, params.delta);
+  const SumRange sum_range = fast_sum_range<T, Radius, Separable>(taps, images.params.delta);
   const auto launch = [&] {
-    kernel<<<grid, block>>>(src, dst, params, taps, false, true, strip_rows, sum_range);
+    kernel<<<grid, block>>>(images.src(), images.dst(), images.params, taps, false, true, strip_rows, sum_range);
     CUCONV_CUDA_TRY(cudaPeekAtLastError());
   };
-  const char* repeat_text = std::getenv("REPEAT");
-  const int repeat = repeat_text != nullptr ? std::max(1, std::atoi(repeat_text)) : 1;
-  // The median time of one of `repeat` launches of `run` back to back.
-  const auto launch_ms = [&](const auto& run) {
-    return median_ms([&] {
-             for (int i = 0; i < repeat; ++i) run();
-           }) /
-           static_cast<float>(repeat);
-  };
   const float kernel_ms = launch_ms(launch);
-  const float copy_ms =
-      median_ms([&] { CUCONV_CUDA_TRY(cudaMemcpyAsync(out, in, in_pitch * height, cudaMemcpyDeviceToDevice)); });
-  // FNV-1a hash of the result rows, written over 0xA5 bytes.
-  const auto output_hash = [&](const auto& run) {
-    CUCONV_CUDA_TRY(cudaMemset2D(out, out_pitch, 0xA5, row_bytes, height));
-    run();
-    CUCONV_CUDA_TRY(cudaDeviceSynchronize());
-    std::vector<unsigned char> result(row_bytes * height);
-    CUCONV_CUDA_TRY(cudaMemcpy2D(result.data(), row_bytes, out, out_pitch, row_bytes, height, cudaMemcpyDeviceToHost));
-    unsigned long long hash = 1469598103934665603ull;
-    for (unsigned char byte : result) hash = (hash ^ byte) * 1099511628211ull;
-    return hash;
-  };
-  std::printf("hash %016llx ", output_hash(launch));
+  const float copy_ms = median_ms([&] {
+    CUCONV_CUDA_TRY(cudaMemcpyAsync(images.out, images.in, images.in_pitch * height, cudaMemcpyDeviceToDevice));
+  });
+  std::printf("hash %016llx ", images.output_hash(launch));
   std::printf(
       "%-16s %5dx%-5d strip %4d grid %3dx%-4d %2d blocks/SM  kernel %8.4f ms  copy %8.4f ms  %5.1f%% of the copy "
       "roof\n",
@@ -125,21 +162,14 @@ void run_case(const char* label, int width, int height) {
   // The tile kernel on the same case (dense filters of at most 15x15, at most 4096 tiles: past
   // fast_tile_applies' counts, to see where its rule should stop).
   if constexpr (!Separable && Radius <= 7) {
-    const int tiles_x = div_up(width * Channels, kFastTileW);
-    const int tiles_y = div_up(height, kFastTileH);
-    if (std::getenv("TILE") != nullptr && static_cast<long long>(tiles_x) * tiles_y <= 4096) {
-      const auto tile_launch = [&] {
-        fast_tile_kernel<T, T, Radius>
-            <<<dim3(tiles_x, tiles_y), dim3(kFastTileW, kFastTileH)>>>(src, dst, params, taps, Channels, false);
-        CUCONV_CUDA_TRY(cudaPeekAtLastError());
-      };
+    const dim3 tiles = images.tile_grid();
+    if (std::getenv("TILE") != nullptr && static_cast<long long>(tiles.x) * tiles.y <= 4096) {
+      const auto tile_launch = [&] { images.launch_tile(taps); };
       const float tile_ms = launch_ms(tile_launch);
-      std::printf("hash %016llx %-16s %5dx%-5d tile           grid %3dx%-4d               kernel %8.4f ms\n",
-                  output_hash(tile_launch), label, width, height, tiles_x, tiles_y, tile_ms);
+      std::printf("hash %016llx %-16s %5dx%-5d tile           grid %3ux%-4u               kernel %8.4f ms\n",
+                  images.output_hash(tile_launch), label, width, height, tiles.x, tiles.y, tile_ms);
     }
   }
-  CUCONV_CUDA_TRY(cudaFree(in));
-  CUCONV_CUDA_TRY(cudaFree(out));
 }
 
 /// The tile kernel alone on a width x height image of Channels interleaved T and a dense
@@ -148,38 +178,14 @@ void run_case(const char* label, int width, int height) {
 template <class T, int Channels, int Radius>
 void run_tile_case(const char* label, int width, int height) {
   if (only_case != nullptr && std::string(label) != only_case) return;
-  constexpr int K = 2 * Radius + 1;
-  const std::size_t row_bytes = static_cast<std::size_t>(width) * Channels * sizeof(T);
-  void* in = nullptr;
-  void* out = nullptr;
-  std::size_t in_pitch = 0, out_pitch = 0;
-  CUCONV_CUDA_TRY(cudaMallocPitch(&in, &in_pitch, row_bytes, height));
-  CUCONV_CUDA_TRY(cudaMallocPitch(&out, &out_pitch, row_bytes, height));
-  std::vector<T> host(in_pitch / sizeof(T) * height);
-  for (std::size_t i = 0; i < host.size(); ++i) host[i] = static_cast<T>(((i * 2654435761u) >> 13) % 251);
-  CUCONV_CUDA_TRY(cudaMemcpy(in, host.data(), in_pitch * height, cudaMemcpyHostToDevice));
-  FilterTaps<K * K> taps{};
-  for (int i = 0; i < K * K; ++i) taps.w[i] = (1.0f + 0.01f * static_cast<float>(i % 3)) / (K * K);
-  const ConvParams params{K, K, Radius, Radius, 0.0f, BorderRule::reflect101, 0.0f};
-  const PlaneView<const T> src{static_cast<const T*>(in), in_pitch, width, height};
-  const PlaneView<T> dst{static_cast<T*>(out), out_pitch, width, height};
-  const int tiles_x = div_up(width * Channels, kFastTileW);
-  const int tiles_y = div_up(height, kFastTileH);
-  const char* repeat_text = std::getenv("REPEAT");
-  const int repeat = repeat_text != nullptr ? std::max(1, std::atoi(repeat_text)) : 1;
-  const auto tile_launch = [&] {
-    fast_tile_kernel<T, T, Radius>
-        <<<dim3(tiles_x, tiles_y), dim3(kFastTileW, kFastTileH)>>>(src, dst, params, taps, Channels, false);
-    CUCONV_CUDA_TRY(cudaPeekAtLastError());
-  };
-  const float tile_ms = median_ms([&] {
-                          for (int i = 0; i < repeat; ++i) tile_launch();
-                        }) /
-                        static_cast<float>(repeat);
-  std::printf("%-20s %5dx%-5d tile only      grid %3dx%-4d (%5d tiles)  kernel %8.4f ms\n", label, width, height,
-              tiles_x, tiles_y, tiles_x * tiles_y, tile_ms);
-  CUCONV_CUDA_TRY(cudaFree(in));
-  CUCONV_CUDA_TRY(cudaFree(out));
+  using Images = TuneImages<T, Channels, Radius>;
+  constexpr int K = Images::K;
+  const Images images(width, height);
+  const FilterTaps<K* K> taps = Images::template taps<K * K, false>();
+  const float tile_ms = launch_ms([&] { images.launch_tile(taps); });
+  const dim3 tiles = images.tile_grid();
+  std::printf("%-20s %5dx%-5d tile only      grid %3ux%-4u (%5u tiles)  kernel %8.4f ms\n", label, width, height,
+              tiles.x, tiles.y, tiles.x * tiles.y, tile_ms);
 }
 
 }  // namespace
