@@ -16,7 +16,8 @@
 //   TILE=1 cuconv_fast_tune     after each dense case of at most 15x15 and 4096 tiles, the same
 //                               case on fast_tile_kernel ("tile"; the product takes it where
 //                               fast_tile_applies), forced: its hash must equal the case's; with
-//                               SMALL=1 also the tile kernel alone at 17x17 .. 31x31, 16-4096 tiles
+//                               SMALL=1 also the tile kernel alone at 17x17 .. 31x31, 16-4096 tiles;
+//                               where it sums two rows a thread also its one-row form (same hash)
 // Each line starts with a hash of the case's output (written over a poisoned buffer): two kernel
 // trees that print the same hashes computed the same bytes.
 #include <kernels/fast.cuh>
@@ -112,12 +113,29 @@ struct TuneImages {
     for (unsigned char byte : result) hash = (hash ^ byte) * 1099511628211ull;
     return hash;
   }
-  /// fast_tile_kernel on these images with `taps` (dense K^2): its grid and a launch.
+  /// fast_tile_kernel on these images with `taps` (dense K^2), Rows output rows a thread (the
+  /// product's count by default): its grid and a launch.
   dim3 tile_grid() const { return dim3(div_up(width * Channels, kFastTileW), div_up(height, kFastTileH)); }
+  template <int Rows = fast_tile_rows_per_thread(K)>
   void launch_tile(const FilterTaps<K * K>& taps) const {
-    fast_tile_kernel<T, T, Radius>
+    fast_tile_kernel<T, T, Radius, Rows>
         <<<tile_grid(), dim3(kFastTileW, kFastTileH)>>>(src(), dst(), params, taps, Channels, false);
     CUCONV_CUDA_TRY(cudaPeekAtLastError());
+  }
+  /// The product's tile kernel and, where it sums two rows a thread, the one-row form: hash (the
+  /// same for both) and time of each.
+  void print_tile_forms(const FilterTaps<K * K>& taps, const char* label, const char* what) const {
+    const dim3 tiles = tile_grid();
+    const auto tile_launch = [&] { launch_tile(taps); };
+    std::printf("hash %016llx %-20s %5dx%-5d %-14s grid %3ux%-4u (%5u tiles)  kernel %8.4f ms\n",
+                output_hash(tile_launch), label, width, height, what, tiles.x, tiles.y, tiles.x * tiles.y,
+                launch_ms(tile_launch));
+    if constexpr (fast_tile_rows_per_thread(K) != 1) {
+      const auto one_row = [&] { launch_tile<1>(taps); };
+      std::printf("hash %016llx %-20s %5dx%-5d %-14s grid %3ux%-4u (%5u tiles)  kernel %8.4f ms\n",
+                  output_hash(one_row), label, width, height, "tile, 1 row", tiles.x, tiles.y, tiles.x * tiles.y,
+                  launch_ms(one_row));
+    }
   }
 };
 
@@ -163,12 +181,8 @@ void run_case(const char* label, int width, int height) {
   // fast_tile_applies' counts, to see where its rule should stop).
   if constexpr (!Separable && Radius <= 7) {
     const dim3 tiles = images.tile_grid();
-    if (std::getenv("TILE") != nullptr && static_cast<long long>(tiles.x) * tiles.y <= 4096) {
-      const auto tile_launch = [&] { images.launch_tile(taps); };
-      const float tile_ms = launch_ms(tile_launch);
-      std::printf("hash %016llx %-16s %5dx%-5d tile           grid %3ux%-4u               kernel %8.4f ms\n",
-                  images.output_hash(tile_launch), label, width, height, tiles.x, tiles.y, tile_ms);
-    }
+    if (std::getenv("TILE") != nullptr && static_cast<long long>(tiles.x) * tiles.y <= 4096)
+      images.print_tile_forms(taps, label, "tile");
   }
 }
 
@@ -182,10 +196,7 @@ void run_tile_case(const char* label, int width, int height) {
   constexpr int K = Images::K;
   const Images images(width, height);
   const FilterTaps<K* K> taps = Images::template taps<K * K, false>();
-  const float tile_ms = launch_ms([&] { images.launch_tile(taps); });
-  const dim3 tiles = images.tile_grid();
-  std::printf("%-20s %5dx%-5d tile only      grid %3ux%-4u (%5u tiles)  kernel %8.4f ms\n", label, width, height,
-              tiles.x, tiles.y, tiles.x * tiles.y, tile_ms);
+  images.print_tile_forms(taps, label, "tile only");
 }
 
 }  // namespace

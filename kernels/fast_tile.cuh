@@ -26,11 +26,17 @@ struct FastTileShape {
   static constexpr int loads = div_up(rows * stride, kFastTileThreads);  ///< the most a thread makes
 };
 
-/// Thread (tx, ty) of block (bx, by) computes element bx * 32 + tx of output row by * 8 + ty of an
-/// interleaved image of `channels` (1, 3 or 4) channels; the grid covers the image once. Any anchor
-/// and border rule: the tile starts anchor_y rows above and anchor_x pixels left of the block's
-/// outputs, each element read through the border rule. `keep_alpha`: channel 3 of four is copied.
-template <class In, class Out, int Radius>
+/// Output rows a thread sums, of a K x K filter: from 9x9 two (rows 2 ty and 2 ty + 1), which
+/// read their K + 1 tile rows once for both, K (K + 1) shared loads for two outputs instead of
+/// 2 K^2; below, one (the load phase dominates there and all eight warps sum).
+__host__ __device__ constexpr int fast_tile_rows_per_thread(int k) { return k >= 9 ? 2 : 1; }
+
+/// All 256 threads load the tile; thread (tx, ty) with ty < 8 / Rows then computes element
+/// bx * 32 + tx of output rows by * 8 + ty * Rows + r (r < Rows) of an interleaved image of
+/// `channels` (1, 3 or 4) channels; the grid covers the image once. Any anchor and border rule: the
+/// tile starts anchor_y rows above and anchor_x pixels left of the block's outputs, each element
+/// read through the border rule. `keep_alpha`: channel 3 of four is copied.
+template <class In, class Out, int Radius, int Rows = fast_tile_rows_per_thread(2 * Radius + 1)>
 __global__ void __launch_bounds__(kFastTileThreads)
     fast_tile_kernel(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p,
                      FilterTaps<(2 * Radius + 1) * (2 * Radius + 1)> taps, int channels, bool keep_alpha) {
@@ -67,20 +73,34 @@ __global__ void __launch_bounds__(kFastTileThreads)
     if (ly < Shape::rows) tile[ly][cell - ly * tile_w] = v[n];
   }
   __syncthreads();
+  static_assert(Rows == 1 || Rows == 2, "one or two output rows a thread");
+  if (ty * Rows >= kFastTileH) return;  // Rows 2: the upper four warps only load
   const int e = x0 + tx;
-  const int y = y0 + ty;
-  if (e >= row_elems || y >= src.height) return;
-  float acc;
+  const int y = y0 + ty * Rows;  // the thread's first output row
+  if (e >= row_elems) return;
+  const int ly = ty * Rows;  // its first tile row
+  float acc[Rows];
   if (keep_alpha && e % channels == 3) {
-    acc = tile[ty + p.anchor_y][tx + p.anchor_x * channels];  // the input element itself
+#pragma unroll
+    for (int r = 0; r < Rows; ++r) acc[r] = tile[ly + r + p.anchor_y][tx + p.anchor_x * channels];  // the input element
   } else {
-    acc = p.delta;
 #pragma unroll
-    for (int i = 0; i < K; ++i)
+    for (int r = 0; r < Rows; ++r) acc[r] = p.delta;
+      // Tile row ly + i feeds filter row i - r of output row r: each output still sums its taps in
+      // filter row-major order from delta.
 #pragma unroll
-      for (int j = 0; j < K; ++j) acc = fmaf(taps.w[i * K + j], tile[ty + i][tx + j * channels], acc);
+    for (int i = 0; i < K + Rows - 1; ++i)
+#pragma unroll
+      for (int j = 0; j < K; ++j) {
+        const float t = tile[ly + i][tx + j * channels];
+#pragma unroll
+        for (int r = 0; r < Rows; ++r)
+          if (i - r >= 0 && i - r < K) acc[r] = fmaf(taps.w[(i - r) * K + j], t, acc[r]);
+      }
   }
-  dst.row(y)[e] = saturate_from_float<Out>(acc);
+#pragma unroll
+  for (int r = 0; r < Rows; ++r)
+    if (y + r < src.height) dst.row(y + r)[e] = saturate_from_float<Out>(acc[r]);
 }
 
 }  // namespace cuconv::kernels
