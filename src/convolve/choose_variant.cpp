@@ -53,8 +53,11 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
   // tensor cores, and from radius 4 the columns too where that bound holds (the only rank-1 path
   // for radii 9-15); an alpha channel kept as it is leaves them to `fast`. Small radii only on
   // images from the row's size, and colour 5x5 ones on images up to the row's size.
-  const bool colour_5x5_on_tensor =
-      radius == 2 && r.channels > 1 && r.pixels() > 0 && r.pixels() <= t.tensor_rank1_colour_5x5_max_pixels;
+  // Colour 5x5 filters on small images stay on `fast` (both rules below were measured on large ones).
+  const bool small_colour_5x5 =
+      taps <= 25 && r.channels > 1 && r.pixels() > 0 && r.pixels() < t.colour_5x5_tensor_min_pixels;
+  const bool colour_5x5_on_tensor = radius == 2 && r.channels > 1 && r.pixels() > 0 &&
+                                    r.pixels() <= t.tensor_rank1_colour_5x5_max_pixels && !small_colour_5x5;
   const bool rank1_on_tensor =
       fast_compiled && r.separable && r.input_depth == CV_8U && !keep_alpha &&
       (radius >= t.tensor_rank1_min_radius || r.pixels() >= t.tensor_rank1_small_min_pixels || colour_5x5_on_tensor) &&
@@ -80,7 +83,7 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
   // on the planes kernel); on one channel the warpgroup kernel (compute capability 9.0) also takes
   // smaller ones on large images.
   if (dense_holds && r.input_depth == CV_8U &&
-      (taps > (r.channels > 1 ? t.dense_u8_colour_max_fast_taps : t.dense_u8_max_fast_taps) ||
+      ((taps > (r.channels > 1 ? t.dense_u8_colour_max_fast_taps : t.dense_u8_max_fast_taps) && !small_colour_5x5) ||
        (r.channels == 1 && taps > t.dense_u8_large_max_fast_taps && r.pixels() >= t.dense_u8_large_min_pixels &&
         runs_wgmma(device))))
     return Variant::tensor;

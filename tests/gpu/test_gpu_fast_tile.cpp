@@ -5,6 +5,8 @@
 // dense sums (the same FMA order) on the same input, with every border rule, anchor, channel
 // count, depth and radius of its list. Outputs are poisoned before every run.
 #include "exact_sum.hpp"
+#include "filter/splits.hpp"
+#include "gpu/launch/launch.hpp"  // fast_wide_runs
 #include "gpu_seams.hpp"
 #include "skip.hpp"
 #include "test_support.hpp"
@@ -32,16 +34,17 @@ namespace {
 /// The radii of src/gpu/launch/dispatch.cuh's FastTileRadii (1 .. 15).
 constexpr int kTileRadii = 15;
 
-/// `fast` (or `asked`, which must run it) on `src` must take the tile kernel, meet the pass rule and, where
-/// `dense` (the filter takes no separable sums there), equal fast_kernel's or the generic
-/// kernel's run bit for bit.
+/// `fast` (or `asked`, which must run it) on `src` must take the tile kernel (`path`: that kernel
+/// instead), meet the pass rule and, where `dense` (the filter takes no separable sums there),
+/// equal fast_kernel's or the generic kernel's run bit for bit.
 void check_tile(const cv::Mat& src, const Filter& f, const ConvolveOptions& o, bool dense, const std::string& what,
-                Variant asked = Variant::fast) {
+                Variant asked = Variant::fast, KernelPath path = KernelPath::fast_tile) {
   INFO(what);
   const std::uint64_t before = launches(KernelPath::fast_tile);
+  const std::uint64_t before_path = launches(path);
   const auto [got, ran] = run_poisoned(src, f, o, asked);
   REQUIRE(got.variant_used == Variant::fast);
-  CHECK(launches(KernelPath::fast_tile) == before + 1);
+  CHECK(launches(path) == before_path + 1);
   const ComparisonStats s = cuconv::test::compare_with_filter2d(got.image, src, f, ran, Variant::fast);
   INFO("max diff ", s.max_abs_difference, ", ", s.differing_values, "/", s.total_values, " differ");
   CHECK(s.within_tolerance);
@@ -119,10 +122,17 @@ TEST_CASE("gpu: fast's tile kernel on tiny images: every border, anchor, channel
                                    std::to_string(depth) + " " + std::string(to_string(border)) + " anchor " +
                                    std::to_string(o.anchor_x) + "," + std::to_string(o.anchor_y);
           check_tile(src, random_filter(k, k, static_cast<std::uint64_t>(index)), o, true, what);
-          // A rank-1 filter, which fast_kernel would sum separably: the tile kernel sums it dense.
+          // A rank-1 filter, which fast_kernel would sum separably: the tile kernel sums it dense,
+          // but a 16-bit one from 15x15 whose double sums keep the rule `fast` sums in double
+          // (kernels/fast_wide.cuh), before the tile kernel.
           if (index % 5 == 0) {
             const Filter g = load_filter("gaussian:" + std::to_string(r) + "," + std::to_string(0.5 * r + 0.4));
-            check_tile(src, g, o, false, what + " gaussian");
+            const filter::FilterSplits splits =
+                filter::filter_splits(g.weights, k, k, depth, depth, o.delta + g.offset);
+            const bool in_double = gpu::fast_wide_runs(depth == CV_16U, k, k, channels,
+                                                       splits.separable && splits.separable->fits_double_rank1);
+            check_tile(src, g, o, false, what + " gaussian", Variant::fast,
+                       in_double ? KernelPath::fast_double_rank1 : KernelPath::fast_tile);
           }
         }
       }

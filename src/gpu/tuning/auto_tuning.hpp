@@ -37,6 +37,9 @@ struct AutoTuning {
   /// 8-bit rank-1 5x5 filters on three or four channels take `tensor` on images of known size up
   /// to this many pixels (0: no such rule).
   long long tensor_rank1_colour_5x5_max_pixels;
+  /// 8-bit 5x5 filters (rank-1 or dense) on three or four channels stay on `fast` on images of
+  /// known size below this many pixels, where the two rules that send them to `tensor` do not hold.
+  long long colour_5x5_tensor_min_pixels;
   /// Dense 8-bit filters on one channel take `tensor` past this many taps.
   int dense_u8_max_fast_taps;
   /// Dense 8-bit filters on three or four channels take `tensor` past this many taps.
@@ -75,6 +78,10 @@ inline constexpr AutoTuning kSm90H100{
     // Colour 5x5 rank-1 filters: tensor 7-10% ahead on RGB 4096^2 and 6000x4000 and on RGBA
     // 8192^2, level on RGB 8192^2, 7% behind on RGB 16384^2 (h100-kernels-9e8e560; the H200 agrees).
     .tensor_rank1_colour_5x5_max_pixels = 8192LL * 8192LL,
+    // Those and dense colour 5x5 on small images: fast's strips 1.2-1.3x ahead of tensor on RGB
+    // 256^2 (12.5 / 12.9 against 16.2 / 15.4 us, h100-kernels-836d777-tiny), tensor ahead from
+    // 4096^2; sizes between were not measured.
+    .colour_5x5_tensor_min_pixels = 1024LL * 1024LL,
     // One channel: fast's unrolled sums keep up with tensor up to 5x5 (25 taps), not past it.
     .dense_u8_max_fast_taps = 25,
     // Three and four channels: tensor is faster from 5x5, fast only below.
@@ -111,6 +118,7 @@ inline constexpr AutoTuning kGeneric = [] {
   row.dense_u8_large_min_pixels = kNever;  // no warpgroup kernel
   // The colour 5x5 and small float 15x15 rules were measured on 9.0 only.
   row.tensor_rank1_colour_5x5_max_pixels = 0;
+  row.colour_5x5_tensor_min_pixels = 0;
   row.dense_f32_small_max_pixels = 0;
   row.dense_f32_small_min_taps = 256;
   return row;
