@@ -27,18 +27,24 @@ namespace {
 namespace fs = std::filesystem;
 using namespace cuconv;
 
+/// Which rows of a benchmark are judged: all; on tiny images (`tiny_*`, `tile_only`) never the
+/// 16-bit rank-1 filters that `fast` sums in double (gpu::fast_wide_runs; on these images they trail
+/// `tiled`'s float sums, bench/results/kernel-notes/fast.md, 'Tiny images'), and of the rows where
+/// `fast` runs its tile kernel either those up to 17x17, where the 836d777 run timed the kernel's
+/// present form, or those from 19x19, where the bb037ee run did (one output row a thread), or all.
+enum class Judged { all, tiny_up_to_17, tiny_tiles_from_19, tile_only };
+
 /// The benchmarks auto is judged by (bench/results/README.md), each with the count of its image x
-/// filter rows judged: the H200's and the H100's full runs, and the H100's tiny images
-/// (`tiny`: not the 16-bit rank-1 filters that `fast` sums in double, gpu::fast_wide_runs, which
-/// on these images trail `tiled`'s float sums, bench/results/kernel-notes/fast.md, 'Tiny images').
+/// filter rows judged: the H200's and the H100's full runs, and the H100's tiny images.
 struct Benchmark {
   const char* path;
   int rows;
-  bool tiny;
+  Judged judged;
 };
-constexpr Benchmark kBenchmarks[] = {{"bench/results/h200-kernels-cc289ba-all.json", 150, false},
-                                     {"bench/results/h100-kernels-836d777-tiny.json", 114, true},
-                                     {"bench/results/h100-kernels-9e8e560-all.json", 195, false}};
+constexpr Benchmark kBenchmarks[] = {{"bench/results/h200-kernels-cc289ba-all.json", 150, Judged::all},
+                                     {"bench/results/h100-kernels-836d777-tiny.json", 103, Judged::tiny_up_to_17},
+                                     {"bench/results/h100-kernels-9e8e560-all.json", 195, Judged::all},
+                                     {"bench/results/h100-kernels-bb037ee-tiny.json", 11, Judged::tiny_tiles_from_19}};
 constexpr double kTolerance = 1.03;
 
 struct Row {
@@ -57,10 +63,6 @@ std::pair<int, int> depth_and_channels(const std::string& image) {
   const int channels = image.find("RGBA") != std::string::npos ? 4 : image.find("RGB") != std::string::npos ? 3 : 1;
   return {depth, channels};
 }
-
-/// Which rows of a benchmark are judged: all; all but 16-bit rank-1 filters `fast` sums in double;
-/// only those where `fast` runs its tile kernel (and does not sum in double).
-enum class Judged { all, no_double, tile_only };
 
 /// Rows of `results` where auto's path, as the code chooses it on `tuning`, is more than
 /// kTolerance slower than the fastest path timed, of the rows `judged`; `checked` counts them.
@@ -85,7 +87,10 @@ std::vector<std::string> slow_choices(const nlohmann::json& results, const gpu::
                                                splits.separable && splits.separable->fits_double_rank1);
     const bool tile =
         gpu::fast_tile_runs(filter->second.width, filter->second.height, row.width * channels, row.height);
-    if ((judged != Judged::all && in_double) || (judged == Judged::tile_only && !tile)) continue;
+    const bool from_19 = tile && filter->second.width >= 19;
+    if ((judged != Judged::all && in_double) || (judged == Judged::tile_only && !tile) ||
+        (judged == Judged::tiny_up_to_17 && from_19) || (judged == Judged::tiny_tiles_from_19 && !from_19))
+      continue;
     const Variant chosen = convolution::choose_auto(
         {filter->second, options, splits.separable, splits.dense_tensor, depth, depth, channels, row.width, row.height},
         device);
@@ -127,8 +132,7 @@ TEST_CASE("auto fastest: on every row of the committed benchmarks auto's path is
     CAPTURE(path);
     CAPTURE(tuning.gpu);
     int checked = 0;
-    const std::vector<std::string> slow =
-        slow_choices(bench["results"], tuning, checked, benchmark.tiny ? Judged::no_double : Judged::all);
+    const std::vector<std::string> slow = slow_choices(bench["results"], tuning, checked, benchmark.judged);
     for (const std::string& s : slow) FAIL_CHECK(s);
     CHECK(checked >= benchmark.rows);  // every image x filter of the run
   }
@@ -159,17 +163,17 @@ TEST_CASE("auto fastest: a tuning row that sends tiny 8-bit images to tensor's r
   gpu::tuning::AutoTuning planted = gpu::tuning::kSm90H100;
   planted.tiny_images_on_fast = false;
   int checked = 0;
-  const std::vector<std::string> slow = slow_choices(bench["results"], planted, checked, Judged::tile_only);
-  CHECK(slow.size() == 47);  // tensor, 1.1-3.1x slower than the tile kernel
+  const std::vector<std::string> slow = slow_choices(bench["results"], planted, checked, Judged::tiny_up_to_17);
+  CHECK(slow.size() == 44);  // tensor, slower than the tile kernel
   // And one without its limit on 8-bit rank-1 filters: the tile kernel's dense sums where
   // tensor's rank-1 sums are faster.
   gpu::tuning::AutoTuning unlimited = gpu::tuning::kSm90H100;
   unlimited.tiny_tile_rank1_max_side = 31;
   unlimited.tiny_tile_rank1_max_tile_taps = 1LL << 40;
-  const std::vector<std::string> dense_sums = slow_choices(bench["results"], unlimited, checked, Judged::tile_only);
-  CHECK(dense_sums.size() == 8);  // 8-bit 15x15 past 256 tiles and 31x31: tensor 1.1-1.3x faster
+  const std::vector<std::string> dense_sums = slow_choices(bench["results"], unlimited, checked, Judged::tiny_up_to_17);
+  CHECK(dense_sums.size() == 4);  // 8-bit 15x15 past 256 tiles: tensor 1.1x faster
   // And one that sends colour 5x5 filters on small images to tensor, as on large ones.
   gpu::tuning::AutoTuning colour = gpu::tuning::kSm90H100;
   colour.colour_5x5_tensor_min_pixels = 0;
-  CHECK(slow_choices(bench["results"], colour, checked, Judged::no_double).size() == 2);  // RGB 256^2 5x5, gauss5
+  CHECK(slow_choices(bench["results"], colour, checked, Judged::tiny_up_to_17).size() == 2);  // RGB 256^2 5x5, gauss5
 }
