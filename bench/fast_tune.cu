@@ -126,16 +126,12 @@ struct TuneImages {
   /// same for both) and time of each.
   void print_tile_forms(const FilterTaps<K * K>& taps, const char* label, const char* what) const {
     const dim3 tiles = tile_grid();
-    const auto tile_launch = [&] { launch_tile(taps); };
-    std::printf("hash %016llx %-20s %5dx%-5d %-14s grid %3ux%-4u (%5u tiles)  kernel %8.4f ms\n",
-                output_hash(tile_launch), label, width, height, what, tiles.x, tiles.y, tiles.x * tiles.y,
-                launch_ms(tile_launch));
-    if constexpr (fast_tile_rows_per_thread(K) != 1) {
-      const auto one_row = [&] { launch_tile<1>(taps); };
-      std::printf("hash %016llx %-20s %5dx%-5d %-14s grid %3ux%-4u (%5u tiles)  kernel %8.4f ms\n",
-                  output_hash(one_row), label, width, height, "tile, 1 row", tiles.x, tiles.y, tiles.x * tiles.y,
-                  launch_ms(one_row));
-    }
+    const auto print = [&](const auto& run, const char* form) {
+      std::printf("hash %016llx %-20s %5dx%-5d %-14s grid %3ux%-4u (%5u tiles)  kernel %8.4f ms\n", output_hash(run),
+                  label, width, height, form, tiles.x, tiles.y, tiles.x * tiles.y, launch_ms(run));
+    };
+    print([&] { launch_tile(taps); }, what);
+    if constexpr (fast_tile_rows_per_thread(K) != 1) print([&] { launch_tile<1>(taps); }, "tile, 1 row");
   }
 };
 

@@ -28,9 +28,10 @@ struct FastTileShape {
 
 /// Output rows a thread sums, of a K x K filter: from 9x9 to 17x17 two (rows 2 ty and 2 ty + 1),
 /// which read their K + 1 tile rows once for both, K (K + 1) shared loads for two outputs instead
-/// of 2 K^2: 3-14% faster there (H100, 836d777, bench/results/kernel-notes/fast.md, 'Tiny
-/// images'). Below, the load phase dominates; from 19x19 the twice longer unrolled sum of four
-/// warps lost (31x31 at 16 tiles 13.2 -> 16.4 us, at 1024 52.6 -> 61.0).
+/// of 2 K^2: 3-14% faster from 256 tiles, between 2% faster and 5% slower at 16-64 (H100, 836d777,
+/// bench/results/kernel-notes/fast.md, 'Tiny images'). Below, the load phase dominates; from 19x19
+/// the twice longer unrolled sum of four warps lost (31x31 at 16 tiles 13.2 -> 16.4 us, at 1024
+/// 52.6 -> 61.0).
 __host__ __device__ constexpr int fast_tile_rows_per_thread(int k) { return k >= 9 && k <= 17 ? 2 : 1; }
 
 /// All 256 threads load the tile; thread (tx, ty) with ty < 8 / Rows then computes element

@@ -27,12 +27,12 @@ namespace {
 namespace fs = std::filesystem;
 using namespace cuconv;
 
-/// Which rows of a benchmark are judged: all; on tiny images (`tiny_*`, `tile_only`) never the
+/// Which rows of a benchmark are judged: all; on tiny images (`tiny_*`) never the
 /// 16-bit rank-1 filters that `fast` sums in double (gpu::fast_wide_runs; on these images they trail
 /// `tiled`'s float sums, bench/results/kernel-notes/fast.md, 'Tiny images'), and of the rows where
 /// `fast` runs its tile kernel either those up to 17x17, where the 836d777 run timed the kernel's
-/// present form, or those from 19x19, where the bb037ee run did (one output row a thread), or all.
-enum class Judged { all, tiny_up_to_17, tiny_tiles_from_19, tile_only };
+/// present form, or those from 19x19, where the bb037ee run did (one output row a thread).
+enum class Judged { all, tiny_up_to_17, tiny_tiles_from_19 };
 
 /// The benchmarks auto is judged by (bench/results/README.md), each with the count of its image x
 /// filter rows judged: the H200's and the H100's full runs, and the H100's tiny images.
@@ -88,8 +88,8 @@ std::vector<std::string> slow_choices(const nlohmann::json& results, const gpu::
     const bool tile =
         gpu::fast_tile_runs(filter->second.width, filter->second.height, row.width * channels, row.height);
     const bool from_19 = tile && filter->second.width >= 19;
-    if ((judged != Judged::all && in_double) || (judged == Judged::tile_only && !tile) ||
-        (judged == Judged::tiny_up_to_17 && from_19) || (judged == Judged::tiny_tiles_from_19 && !from_19))
+    if ((judged != Judged::all && in_double) || (judged == Judged::tiny_up_to_17 && from_19) ||
+        (judged == Judged::tiny_tiles_from_19 && !from_19))
       continue;
     const Variant chosen = convolution::choose_auto(
         {filter->second, options, splits.separable, splits.dense_tensor, depth, depth, channels, row.width, row.height},
