@@ -17,7 +17,8 @@
 //                               case on fast_tile_kernel ("tile"; the product takes it where
 //                               fast_tile_applies), forced: its hash must equal the case's; with
 //                               SMALL=1 also the tile kernel alone at 17x17 .. 31x31, 16-4096 tiles;
-//                               where it sums two rows a thread also its one-row form (same hash)
+//                               where it sums two rows a thread also its one-row form (same hash),
+//                               on 16-bit images also its double sums
 // Each line starts with a hash of the case's output (written over a poisoned buffer): two kernel
 // trees that print the same hashes computed the same bytes.
 #include <kernels/fast.cuh>
@@ -116,14 +117,18 @@ struct TuneImages {
   /// fast_tile_kernel on these images with `taps` (dense K^2), Rows output rows a thread (the
   /// product's count by default): its grid and a launch.
   dim3 tile_grid() const { return dim3(div_up(width * Channels, kFastTileW), div_up(height, kFastTileH)); }
-  template <int Rows = fast_tile_rows_per_thread(K)>
+  template <class Acc = float, int Rows = fast_tile_rows_per_thread(K)>
   void launch_tile(const FilterTaps<K * K>& taps) const {
-    fast_tile_kernel<T, T, Radius, Rows>
-        <<<tile_grid(), dim3(kFastTileW, kFastTileH)>>>(src(), dst(), params, taps, Channels, false);
+    TileTaps<Acc, K * K> tile_taps{};
+    for (int t = 0; t < K * K; ++t) tile_taps.w[t] = taps.w[t];
+    tile_taps.delta = params.delta;
+    fast_tile_kernel<T, T, Radius, Acc, Rows>
+        <<<tile_grid(), dim3(kFastTileW, kFastTileH)>>>(src(), dst(), params, tile_taps, Channels, false);
     CUCONV_CUDA_TRY(cudaPeekAtLastError());
   }
   /// The product's tile kernel and, where it sums two rows a thread, the one-row form: hash (the
-  /// same for both) and time of each.
+  /// same for both) and time of each; 16-bit images also the double sums (the product's from
+  /// 15x15 on rank-1 filters; another hash).
   void print_tile_forms(const FilterTaps<K * K>& taps, const char* label, const char* what) const {
     const dim3 tiles = tile_grid();
     const auto print = [&](const auto& run, const char* form) {
@@ -131,7 +136,8 @@ struct TuneImages {
                   label, width, height, form, tiles.x, tiles.y, tiles.x * tiles.y, launch_ms(run));
     };
     print([&] { launch_tile(taps); }, what);
-    if constexpr (fast_tile_rows_per_thread(K) != 1) print([&] { launch_tile<1>(taps); }, "tile, 1 row");
+    if constexpr (fast_tile_rows_per_thread(K) != 1) print([&] { launch_tile<float, 1>(taps); }, "tile, 1 row");
+    if constexpr (sizeof(T) == 2) print([&] { launch_tile<double>(taps); }, "tile, double");
   }
 };
 
@@ -297,6 +303,8 @@ int main(int argc, char** argv) try {
         run_tile_case<float, 1, 15>("f32 31x31", side, side);
         run_tile_case<std::uint8_t, 1, 15>("u8 31x31", side, side);
         run_tile_case<std::uint8_t, 3, 15>("u8 rgb 31x31", side / 2, side / 2);
+        run_tile_case<std::uint16_t, 1, 7>("u16 15x15", side, side);
+        run_tile_case<std::uint16_t, 1, 15>("u16 31x31", side, side);
       }
     }
   }

@@ -130,7 +130,7 @@ __global__ void __launch_bounds__(kThreads, kMinBlocks)
               const int e = e0 + o * channels;
               if (e < row_elems) {
                 const bool copies_alpha = keep_alpha && channels == 4 && e % 4 == 3;
-                dst.row(y)[e] = copies_alpha ? static_cast<Out>(src.row(y)[e]) : round_clamp_wide<Out>(acc[o][done]);
+                dst.row(y)[e] = copies_alpha ? static_cast<Out>(src.row(y)[e]) : round_clamp_double<Out>(acc[o][done]);
               }
             }
           }

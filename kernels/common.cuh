@@ -109,6 +109,16 @@ __device__ __forceinline__ T round_clamp_small_int(float v) {
   return static_cast<T>(__float_as_int(__fadd_rn(fminf(fmaxf(v, lo), hi), 12582912.0f)) - 0x4B400000);
 }
 
+/// A double sum rounded half to even and clamped to the 16-bit type T (the sum is finite: integer
+/// inputs, finite weights): the exact sum's rounding, for `fast`'s double-precision paths.
+template <class T>
+__device__ __forceinline__ T round_clamp_double(double v) {
+  static_assert(std::is_integral_v<T> && sizeof(T) == 2, "16-bit results");
+  constexpr double lo = static_cast<double>(std::numeric_limits<T>::min());
+  constexpr double hi = static_cast<double>(std::numeric_limits<T>::max());
+  return static_cast<T>(fmin(fmax(rint(v), lo), hi));
+}
+
 /// cv::saturate_cast<T>(float): round half to even (cvRound), then clamp. Like cvRound on x86, a
 /// value outside int's range (or NaN) becomes INT_MIN before the clamp.
 template <class T>

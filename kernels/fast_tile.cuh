@@ -6,9 +6,12 @@
 /// chain of row loads and sums, so on a grid that runs at once its time is one block's walk; here
 /// every input element of the tile is loaded at once (a few independent loads a thread), then the
 /// K x K taps are summed from shared memory in filter row-major order from delta, the order of
-/// fast_kernel's dense sums, so both give the same bits.
+/// fast_kernel's dense sums, so both give the same bits. 16-bit results that `fast` sums exactly
+/// (rank-1 filters from 15x15, kernels/fast_wide.cuh) are summed in double here: the exact sum's
+/// own order and precision.
 #include "common.cuh"
-#include "fast_pack.cuh"  // FilterTaps
+
+#include <type_traits>
 
 namespace cuconv::kernels {
 
@@ -34,18 +37,34 @@ struct FastTileShape {
 /// 52.6 -> 61.0).
 __host__ __device__ constexpr int fast_tile_rows_per_thread(int k) { return k >= 9 && k <= 17 ? 2 : 1; }
 
+/// A K x K filter's weights and delta as the tile kernel sums them (Acc: float, or double for the
+/// exact 16-bit sums).
+template <class Acc, int Count>
+struct TileTaps {
+  Acc w[Count];
+  Acc delta;
+};
+
+/// One fused multiply-add in the accumulator's precision.
+__device__ __forceinline__ float fma_of(float a, float b, float c) { return fmaf(a, b, c); }
+__device__ __forceinline__ double fma_of(double a, double b, double c) { return fma(a, b, c); }
+
 /// All 256 threads load the tile; thread (tx, ty) with ty < 8 / Rows then computes element
 /// bx * 32 + tx of output rows by * 8 + ty * Rows + r (r < Rows) of an interleaved image of
 /// `channels` (1, 3 or 4) channels; the grid covers the image once. Any anchor and border rule: the
 /// tile starts anchor_y rows above and anchor_x pixels left of the block's outputs, each element
-/// read through the border rule. `keep_alpha`: channel 3 of four is copied.
-template <class In, class Out, int Radius, int Rows = fast_tile_rows_per_thread(2 * Radius + 1)>
+/// read through the border rule. `keep_alpha`: channel 3 of four is copied. Acc double: the tile
+/// holds doubles (46 KiB at 31x31 and four channels) so the taps need no conversion, and results
+/// round half to even from the double sum.
+template <class In, class Out, int Radius, class Acc = float, int Rows = fast_tile_rows_per_thread(2 * Radius + 1)>
 __global__ void __launch_bounds__(kFastTileThreads)
     fast_tile_kernel(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p,
-                     FilterTaps<(2 * Radius + 1) * (2 * Radius + 1)> taps, int channels, bool keep_alpha) {
+                     TileTaps<Acc, (2 * Radius + 1) * (2 * Radius + 1)> taps, int channels, bool keep_alpha) {
+  static_assert(std::is_same_v<Acc, float> || (std::is_same_v<Acc, double> && sizeof(Out) == 2),
+                "float sums, or double sums for 16-bit results");
   constexpr int K = 2 * Radius + 1;
   using Shape = FastTileShape<K>;
-  __shared__ float tile[Shape::rows][Shape::stride];
+  __shared__ Acc tile[Shape::rows][Shape::stride];
   const int tx = threadIdx.x;
   const int ty = threadIdx.y;
   const int thread_rank = ty * kFastTileW + tx;
@@ -82,28 +101,34 @@ __global__ void __launch_bounds__(kFastTileThreads)
   const int y = y0 + ty * Rows;  // the thread's first output row
   if (e >= row_elems) return;
   const int ly = ty * Rows;  // its first tile row
-  float acc[Rows];
+  Acc acc[Rows];
   if (keep_alpha && e % channels == 3) {
 #pragma unroll
     for (int r = 0; r < Rows; ++r) acc[r] = tile[ly + r + p.anchor_y][tx + p.anchor_x * channels];  // the input element
   } else {
 #pragma unroll
-    for (int r = 0; r < Rows; ++r) acc[r] = p.delta;
+    for (int r = 0; r < Rows; ++r) acc[r] = taps.delta;
       // Tile row ly + i feeds filter row i - r of output row r: each output still sums its taps in
       // filter row-major order from delta.
 #pragma unroll
     for (int i = 0; i < K + Rows - 1; ++i)
 #pragma unroll
       for (int j = 0; j < K; ++j) {
-        const float t = tile[ly + i][tx + j * channels];
+        const Acc t = tile[ly + i][tx + j * channels];
 #pragma unroll
         for (int r = 0; r < Rows; ++r)
-          if (i - r >= 0 && i - r < K) acc[r] = fmaf(taps.w[(i - r) * K + j], t, acc[r]);
+          if (i - r >= 0 && i - r < K) acc[r] = fma_of(taps.w[(i - r) * K + j], t, acc[r]);
       }
   }
 #pragma unroll
   for (int r = 0; r < Rows; ++r)
-    if (y + r < src.height) dst.row(y + r)[e] = saturate_from_float<Out>(acc[r]);
+    if (y + r < src.height) {
+      if constexpr (std::is_same_v<Acc, double>) {
+        dst.row(y + r)[e] = round_clamp_double<Out>(acc[r]);
+      } else {
+        dst.row(y + r)[e] = saturate_from_float<Out>(acc[r]);
+      }
+    }
 }
 
 }  // namespace cuconv::kernels

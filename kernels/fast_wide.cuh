@@ -36,16 +36,6 @@ __host__ __device__ constexpr int wide_staged_elems() {
   return kWideThreads + (K - 1) * kWideMaxChannels;
 }
 
-/// Rounds half to even and clamps to the 16-bit output type (the sum is finite: integer inputs,
-/// finite weights).
-template <class Out>
-__device__ __forceinline__ Out round_clamp_wide(double v) {
-  static_assert(std::is_integral_v<Out> && sizeof(Out) == 2, "16-bit results");
-  constexpr double lo = static_cast<double>(std::numeric_limits<Out>::min());
-  constexpr double hi = static_cast<double>(std::numeric_limits<Out>::max());
-  return static_cast<Out>(fmin(fmax(rint(v), lo), hi));
-}
-
 template <class In, class Out, int K>
 __global__ void __launch_bounds__(kWideThreads, 2)
     fast_wide_kernel(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p, WideTaps<K> taps, int channels,
@@ -119,7 +109,7 @@ __global__ void __launch_bounds__(kWideThreads, 2)
         const int done = (s + 1) % K;  // a constant once the loop is unrolled
         if (n >= K - 1 && e < row_elems) {
           const int y = y0 + n - (K - 1);
-          dst.row(y)[e] = copies_alpha ? static_cast<Out>(src.row(y)[e]) : round_clamp_wide<Out>(acc[done]);
+          dst.row(y)[e] = copies_alpha ? static_cast<Out>(src.row(y)[e]) : round_clamp_double<Out>(acc[done]);
         }
         acc[done] = taps.delta;
       }

@@ -1,9 +1,10 @@
 // SPDX-License-Identifier: Apache-2.0
 // `fast`'s tile kernel for tiny images (kernels/fast_tile.cuh): which images take it, its results
 // against cv::filter2D's reference under the pass rule (its float sums are filter2D's, so 16-bit
-// results differ from the exact sum where filter2D's do), and bit for bit against fast_kernel's
-// dense sums (the same FMA order) on the same input, with every border rule, anchor, channel
-// count, depth and radius of its list. Outputs are poisoned before every run.
+// results differ from the exact sum where filter2D's do), bit for bit against fast_kernel's dense
+// sums (the same FMA order) on the same input, and its double sums of 16-bit rank-1 filters from
+// 15x15 bit for bit against the exact sum, with every border rule, anchor, channel count, depth
+// and radius of its list. Outputs are poisoned before every run.
 #include "exact_sum.hpp"
 #include "filter/splits.hpp"
 #include "gpu/launch/launch.hpp"  // fast_wide_runs
@@ -20,6 +21,7 @@
 #include <cstdint>
 #include <string>
 #include <utility>
+#include <vector>
 
 using namespace cuconv;
 using cuconv::test::kAllBorders;
@@ -34,20 +36,32 @@ namespace {
 /// The radii of src/gpu/launch/dispatch.cuh's FastTileRadii (1 .. 15).
 constexpr int kTileRadii = 15;
 
-/// `fast` (or `asked`, which must run it) on `src` must take the tile kernel (`path`: that kernel
-/// instead), meet the pass rule and, where `dense` (the filter takes no separable sums there),
-/// equal fast_kernel's or the generic kernel's run bit for bit.
+/// `fast` (or `asked`, which must run it) on `src` must take the tile kernel, meet the pass rule
+/// and, where `dense` (the filter takes no separable sums there), equal fast_kernel's or the
+/// generic kernel's run bit for bit; where `exact` (the double sums), equal the exact sum bit for
+/// bit (a kept alpha channel aside).
 void check_tile(const cv::Mat& src, const Filter& f, const ConvolveOptions& o, bool dense, const std::string& what,
-                Variant asked = Variant::fast, KernelPath path = KernelPath::fast_tile) {
+                Variant asked = Variant::fast, bool exact = false) {
   INFO(what);
   const std::uint64_t before = launches(KernelPath::fast_tile);
-  const std::uint64_t before_path = launches(path);
   const auto [got, ran] = run_poisoned(src, f, o, asked);
   REQUIRE(got.variant_used == Variant::fast);
-  CHECK(launches(path) == before_path + 1);
+  CHECK(launches(KernelPath::fast_tile) == before + 1);
   const ComparisonStats s = cuconv::test::compare_with_filter2d(got.image, src, f, ran, Variant::fast);
   INFO("max diff ", s.max_abs_difference, ", ", s.differing_values, "/", s.total_values, " differ");
   CHECK(s.within_tolerance);
+  if (exact) {
+    const cv::Mat expected = cuconv::test::exact_sum(src, f, ran.anchor_x, ran.anchor_y, ran.border, ran.border_value,
+                                                     ran.delta + f.offset, got.image.depth());
+    std::vector<cv::Mat> got_channels;
+    std::vector<cv::Mat> expected_channels;
+    cv::split(got.image, got_channels);
+    cv::split(expected, expected_channels);
+    const int compared = ran.keep_alpha && src.channels() == 4 ? 3 : src.channels();
+    for (int c = 0; c < compared; ++c)
+      CHECK(cuconv::test::bit_equal(got_channels[static_cast<std::size_t>(c)],
+                                    expected_channels[static_cast<std::size_t>(c)]));
+  }
   if (dense) {
     const cuconv::test::PathOff off(KernelPath::fast_tile);
     const cv::Mat strips = run_poisoned(src, f, o, Variant::fast).first.image;
@@ -83,6 +97,23 @@ TEST_CASE("gpu: fast's tile kernel takes tiny images up to its rule's tile count
     const std::uint64_t before = launches(KernelPath::fast_tile);
     (void)run_poisoned(src, random_filter(2 * c.radius + 1, 2 * c.radius + 1, 5), ConvolveOptions{}, Variant::fast);
     CHECK(launches(KernelPath::fast_tile) - before == (c.tiles ? 1u : 0u));
+  }
+  // 16-bit rank-1 filters from 15x15 (summed in double): the tile kernel up to half the float
+  // rule's taps (fast_tile_double_applies), the double separable kernel past it.
+  struct Double {
+    int side, radius;
+    bool tiles;
+  };
+  for (const Double& c : {Double{128, 7, true}, Double{128, 15, true}, Double{256, 7, true}, Double{256, 15, false},
+                          Double{512, 7, false}}) {
+    INFO("16-bit gaussian ", 2 * c.radius + 1, "x", 2 * c.radius + 1, " on ", c.side, "^2");
+    const cv::Mat src = random_image(c.side, c.side, CV_16U, 1, 78);
+    const Filter g = load_filter(c.radius == 7 ? "gaussian:7,3" : "gaussian:15,5");
+    const std::uint64_t tiles_before = launches(KernelPath::fast_tile);
+    const std::uint64_t wide_before = launches(KernelPath::fast_double_rank1);
+    (void)run_poisoned(src, g, ConvolveOptions{}, Variant::fast);
+    CHECK(launches(KernelPath::fast_tile) - tiles_before == (c.tiles ? 1u : 0u));
+    CHECK(launches(KernelPath::fast_double_rank1) - wide_before == (c.tiles ? 0u : 1u));
   }
   // Mixed depths and 16S outputs have no tile instance: the generic kernel serves them.
   const std::uint64_t before = launches(KernelPath::fast_tile);
@@ -123,16 +154,14 @@ TEST_CASE("gpu: fast's tile kernel on tiny images: every border, anchor, channel
                                    std::to_string(o.anchor_x) + "," + std::to_string(o.anchor_y);
           check_tile(src, random_filter(k, k, static_cast<std::uint64_t>(index)), o, true, what);
           // A rank-1 filter, which fast_kernel would sum separably: the tile kernel sums it dense,
-          // but a 16-bit one from 15x15 whose double sums keep the rule `fast` sums in double
-          // (kernels/fast_wide.cuh), before the tile kernel.
+          // a 16-bit one from 15x15 whose double sums keep the rule in double: the exact sum.
           if (index % 5 == 0) {
             const Filter g = load_filter("gaussian:" + std::to_string(r) + "," + std::to_string(0.5 * r + 0.4));
             const filter::FilterSplits splits =
                 filter::filter_splits(g.weights, k, k, depth, depth, o.delta + g.offset);
             const bool in_double = gpu::fast_wide_runs(depth == CV_16U, k, k, channels,
                                                        splits.separable && splits.separable->fits_double_rank1);
-            check_tile(src, g, o, false, what + " gaussian", Variant::fast,
-                       in_double ? KernelPath::fast_double_rank1 : KernelPath::fast_tile);
+            check_tile(src, g, o, false, what + " gaussian", Variant::fast, in_double);
           }
         }
       }

@@ -147,6 +147,21 @@ static_assert(fast_tile_applies(15, 256, 256) && !fast_tile_applies(15, 3 * 256,
                   !fast_tile_applies(9, 512, 512),
               "31x31: 256 tiles, not 768; 19x19 at 1024 tiles: no");
 
+/// fast_tile_applies for the tile kernel's double sums (16-bit rank-1 filters from 15x15, which
+/// `fast` otherwise sums with its double separable kernel, kernels/fast_wide.cuh): half the float
+/// rule's taps, as an FP64 multiply-add issues at half the FP32 rate. Measured where the rows of
+/// 16-bit 128^2 (64 tiles) ran: bench/results/kernel-notes/fast.md, 'Tiny images'.
+constexpr bool fast_tile_double_applies(int radius, int row_elems, int height) {
+  const long long tiles =
+      static_cast<long long>(div_up(row_elems, kernels::kFastTileW)) * div_up(height, kernels::kFastTileH);
+  const long long k = 2 * radius + 1;
+  return fast_tile_applies(radius, row_elems, height) && tiles * k * k <= 512 * 17 * 17;
+}
+
+static_assert(fast_tile_double_applies(15, 128, 128) && fast_tile_double_applies(7, 256, 256) &&
+                  !fast_tile_double_applies(15, 256, 256) && !fast_tile_double_applies(7, 512, 512),
+              "16-bit 128^2 up to 31x31; 256^2 up to 15x15; 512^2 none");
+
 /// The range every output sum of fast_kernel on 8- or 16-bit input lies in, from the bound
 /// |delta| + (input maximum) x (sum of |weights|) with room for float rounding (for a separable
 /// filter the sums of its two factors multiply): below 2^22 SumRange::small (rounding leaves such

@@ -121,13 +121,14 @@ void launch_fast(const LaunchArgs& args);
 void launch_tensor(const LaunchArgs& args);  ///< `fast` where neither tensor-core kernel applies
 
 /// `fast` on a tiny image (kernels/fast_tile.cuh) when the arguments allow it (one of u8, u16 or
-/// f32 in and out, a square filter of FastTileRadii, fast_tile_applies); false (nothing launched)
-/// otherwise.
+/// f32 in and out, a square filter of FastTileRadii, fast_tile_applies; in double where
+/// fast_wide_runs, then fast_tile_double_applies); false (nothing launched) otherwise.
 bool launch_fast_tile(const LaunchArgs& args);
 /// Whether `fast` runs a kw x kh filter on an image of `row_elems` elements a row (interleaved
 /// channels included) and `height` rows as its tile kernel (a square of FastTileRadii and
-/// fast_tile_applies; false for an empty or unknown size), for any of its pixel types.
-[[nodiscard]] bool fast_tile_runs(int kw, int kh, int row_elems, int height);
+/// fast_tile_applies, or fast_tile_double_applies for the double sums of `sums_in_double`; false
+/// for an empty or unknown size), for any of its pixel types.
+[[nodiscard]] bool fast_tile_runs(int kw, int kh, int row_elems, int height, bool sums_in_double = false);
 /// The tiles of 32 elements x 8 rows that cover an image of `row_elems` elements a row and
 /// `height` rows (0 for an empty or unknown size).
 [[nodiscard]] long long fast_tile_count(int row_elems, int height);
@@ -136,10 +137,14 @@ bool launch_fast_tile(const LaunchArgs& args);
 /// arguments allow it (u16 in and out, SeparableFactors::fits_double_rank1, kw and kh up to 31, one of them at
 /// least 15); false (nothing launched) otherwise.
 bool launch_fast_wide(const LaunchArgs& args);
-/// Whether `fast` sums a kw x kh filter in double (launch_fast_wide): 16-bit in and out
-/// (`sixteen_bit`), `double_rank1` (SeparableFactors::fits_double_rank1), a side of 15 to 31 and
-/// 1 to 4 channels. `fast` takes it before its tile kernel, whose float sums are filter2D's.
+/// Whether `fast` sums a kw x kh filter in double: 16-bit in and out (`sixteen_bit`),
+/// `double_rank1` (SeparableFactors::fits_double_rank1), a side of kFastWideMinSide to 31 and 1 to
+/// 4 channels; on tiny images its tile kernel's double sums (launch_fast_tile), elsewhere
+/// launch_fast_wide's kernel.
 [[nodiscard]] bool fast_wide_runs(bool sixteen_bit, int kw, int kh, int channels, bool double_rank1);
+/// The smallest side `fast` sums in double: below it its float kernels are faster
+/// (bench/results/kernel-notes/fast.md, 'Double sums for 16-bit') and give filter2D's results.
+inline constexpr int kFastWideMinSide = 15;
 
 /// Whether `tensor` has a kernel for a centred (2R+1)^2 separable filter of this radius whose
 /// split holds for the FP32 column sums (SeparableFactors::fits_tensor_split: radii 1-8) or for both

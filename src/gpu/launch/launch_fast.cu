@@ -1,7 +1,8 @@
 // SPDX-License-Identifier: Apache-2.0
-// Launcher of the `fast` variant (kernels/fast.cuh): the double-precision separable kernel for
-// 16-bit rank-1 filters where it applies (launch_fast_wide.cu); the tile kernel on tiny images
-// where it applies (launch_fast_tile.cu); the compiled, unrolled kernel when
+// Launcher of the `fast` variant (kernels/fast.cuh): the tile kernel on tiny images where it
+// applies (launch_fast_tile.cu, in double for the 16-bit rank-1 filters below); the
+// double-precision separable kernel for 16-bit rank-1 filters from 15x15 where it applies
+// (launch_fast_wide.cu); the compiled, unrolled kernel when
 // the filter is a centred (2R+1)^2 with R in the radius list (separable filters: SeparableRadii)
 // and the pixel types are the same in and out; the generic interleaved kernel otherwise.
 #include "gpu/launch/dispatch.cuh"
@@ -18,8 +19,8 @@ bool launch_compiled_for(const LaunchArgs& a) {
   using In = typename Pair::in;
   using Out = typename Pair::out;
   if constexpr (std::is_same_v<In, Out>) {
-    if (launch_fast_wide(a)) return true;  // 16-bit rank-1 filters in double, before the tile kernel's float sums
-    if (launch_fast_tile(a)) return true;
+    if (launch_fast_tile(a)) return true;  // tiny images (16-bit rank-1 filters from 15x15: in double)
+    if (launch_fast_wide(a)) return true;  // other 16-bit rank-1 filters from 15x15, in double
     if (a.rank1.fits_float_rank1 && a.rank1.horizontal != nullptr && a.rank1.vertical != nullptr &&
         launch_fast_compiled<In, Out, true>(a))
       return true;

@@ -17,13 +17,11 @@ namespace cuconv::gpu {
 
 namespace {
 
-/// Sides with an instance: 15, 17, ..., 31. Below 15 `fast`'s unrolled float kernels are faster
-/// (bench/results/kernel-notes/fast.md, 'Double sums for 16-bit') and give filter2D's own float results.
-using WideSides = decltype([]<int... I>(std::integer_sequence<int, I...>) {
-  return std::integer_sequence<int, (2 * I + 15)...>{};
-}(std::make_integer_sequence<int, 9>{}));
-constexpr int kWideMinSide = 15;
+/// Sides with an instance: kFastWideMinSide (15), 17, ..., 31.
 constexpr int kWideMaxSide = 31;
+using WideSides = decltype([]<int... I>(std::integer_sequence<int, I...>) {
+  return std::integer_sequence<int, (2 * I + kFastWideMinSide)...>{};
+}(std::make_integer_sequence<int, (kWideMaxSide - kFastWideMinSide) / 2 + 1>{}));
 
 template <int K>
 void launch_wide(const LaunchArgs& a) {
@@ -48,7 +46,7 @@ void launch_wide(const LaunchArgs& a) {
 
 bool fast_wide_runs(bool sixteen_bit, int kw, int kh, int channels, bool double_rank1) {
   const int side = std::max(kw, kh);
-  return sixteen_bit && double_rank1 && side >= kWideMinSide && side <= kWideMaxSide && channels >= 1 &&
+  return sixteen_bit && double_rank1 && side >= kFastWideMinSide && side <= kWideMaxSide && channels >= 1 &&
          channels <= kernels::kWideMaxChannels;
 }
 
