@@ -7,8 +7,8 @@
 /// every input element of the tile is loaded at once (a few independent loads a thread), then the
 /// K x K taps are summed from shared memory in filter row-major order from delta, the order of
 /// fast_kernel's dense sums, so both give the same bits. 16-bit results that `fast` sums exactly
-/// (rank-1 filters from 15x15, kernels/fast_wide.cuh) are summed in double here: the exact sum's
-/// own order and precision.
+/// (rank-1 filters from 15x15, kernels/fast_wide.cuh) are summed in double here, with the filter's
+/// double weights: the exact sum's own weights, order and precision.
 #include "common.cuh"
 
 #include <type_traits>

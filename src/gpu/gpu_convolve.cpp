@@ -74,7 +74,7 @@ VariantLaunch launch_for(const ConstDeviceImageView& in, const DeviceImageView& 
                   in.width,
                   in.height,
                   conv_params(job),
-                  {device_weights, job.weights.data()},
+                  {device_weights, job.weights.data(), job.kernel.isContinuous() ? job.kernel.ptr<double>() : nullptr},
                   stream};
   args.channels = in.channels;
   args.keep_alpha = job.keep_alpha && in.channels == 4;

@@ -263,7 +263,10 @@ TEST_CASE("gpu tensor dense: photos and flat areas, auto's choice, unaligned row
   CHECK(convolve(photo, cuconv::test::random_filter(3, 3, 13), automatic).variant_used == Variant::fast);
   CHECK(convolve(flat, f5, automatic).variant_used == Variant::fast);
   CHECK(dense_launches() == none_before);
-  CHECK(check_exact(photo, f5, automatic, "auto 5x5 on a colour photo") == Variant::tensor);
+  // Colour 5x5 takes tensor from the tuning row's colour_5x5_tensor_min_pixels (1024^2 on sm_90).
+  cv::Mat large_photo;
+  cv::resize(photo, large_photo, cv::Size(1024, 1024), 0, 0, cv::INTER_LINEAR);
+  CHECK(check_exact(large_photo, f5, automatic, "auto 5x5 on a colour photo of 1024^2") == Variant::tensor);
   CHECK(dense_launches() == none_before + 1);
 }
 

@@ -39,8 +39,9 @@ struct DestinationPlane {
 
 /// The filter's kh x kw weights, row-major.
 struct LaunchWeights {
-  const float* device;  ///< in global memory (read there, or copied to __constant__ by the PMPP variants)
-  const float* host;    ///< the same on the host (kernel arguments of the unrolled kernels, host checks)
+  const float* device;            ///< in global memory (read there, or copied to __constant__ by the PMPP variants)
+  const float* host;              ///< the same on the host (kernel arguments of the unrolled kernels, host checks)
+  const double* exact = nullptr;  ///< the filter's weights in double, row-major (the exact sum's), on the host
 };
 
 /// A rank-1 filter's factors and which paths' pass rules they meet, as SeparableFactors has them

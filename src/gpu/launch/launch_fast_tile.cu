@@ -52,9 +52,15 @@ template <class Pair, int R, class Acc>
 void launch_tile(const LaunchArgs& a) {
   constexpr int K = 2 * R + 1;
   kernels::TileTaps<Acc, K * K> taps{};
-  for (int t = 0; t < K * K; ++t) taps.w[t] = a.weights.host[t];
-  // Double sums start from delta in double (the float one is its rounding).
-  taps.delta = std::is_same_v<Acc, double> ? static_cast<Acc>(a.rank1.wide_delta) : static_cast<Acc>(a.params.delta);
+  // Double sums take the filter's weights and delta in double, those of the exact sum (the float
+  // ones are their roundings: summed in double they would round the other way near a tie).
+  if constexpr (std::is_same_v<Acc, double>) {
+    for (int t = 0; t < K * K; ++t) taps.w[t] = a.weights.exact[t];
+    taps.delta = a.rank1.wide_delta;
+  } else {
+    for (int t = 0; t < K * K; ++t) taps.w[t] = a.weights.host[t];
+    taps.delta = a.params.delta;
+  }
   const dim3 block(kernels::kFastTileW, kernels::kFastTileH);
   const dim3 grid(static_cast<unsigned>(kernels::div_up(a.width * a.channels, kernels::kFastTileW)),
                   static_cast<unsigned>(kernels::div_up(a.height, kernels::kFastTileH)));
@@ -68,8 +74,9 @@ void launch_tile(const LaunchArgs& a) {
 
 bool launch_fast_tile(const LaunchArgs& a) {
   // 16-bit rank-1 filters that `fast` sums exactly (fast_wide_runs) are summed in double here too.
-  const bool in_double = fast_wide_runs(a.src.type == PixelType::u16 && a.dst.type == PixelType::u16, a.params.kw,
-                                        a.params.kh, a.channels, a.rank1.fits_double_rank1);
+  const bool in_double =
+      a.weights.exact != nullptr && fast_wide_runs(a.src.type == PixelType::u16 && a.dst.type == PixelType::u16,
+                                                   a.params.kw, a.params.kh, a.channels, a.rank1.fits_double_rank1);
   if (!launch_allowed(KernelPath::fast_tile) || !tile_types(a.src.type, a.dst.type) ||
       !fast_tile_runs(a.params.kw, a.params.kh, a.width * a.channels, a.height, in_double))
     return false;
