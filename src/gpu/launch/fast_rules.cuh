@@ -149,8 +149,9 @@ static_assert(fast_tile_applies(15, 256, 256) && !fast_tile_applies(15, 3 * 256,
 
 /// fast_tile_applies for the tile kernel's double sums (16-bit rank-1 filters from 15x15, which
 /// `fast` otherwise sums with its double separable kernel, kernels/fast_wide.cuh): half the float
-/// rule's taps, as an FP64 multiply-add issues at half the FP32 rate. Measured where the rows of
-/// 16-bit 128^2 (64 tiles) ran: bench/results/kernel-notes/fast.md, 'Tiny images'.
+/// rule's taps, as an FP64 multiply-add issues at half the FP32 rate. Measured (H100, 1cda226) at
+/// 16-bit 128^2 up to 31x31 and 256^2 at 15x15, the fastest variant in every such row; past it
+/// not timed (bench/results/kernel-notes/fast.md, 'Double sums on tiny 16-bit images').
 constexpr bool fast_tile_double_applies(int radius, int row_elems, int height) {
   const long long tiles =
       static_cast<long long>(div_up(row_elems, kernels::kFastTileW)) * div_up(height, kernels::kFastTileH);
