@@ -154,8 +154,10 @@ TEST_CASE("gpu: fast's tile kernel on tiny images: every border, anchor, channel
                                    std::to_string(o.anchor_x) + "," + std::to_string(o.anchor_y);
           check_tile(src, random_filter(k, k, static_cast<std::uint64_t>(index)), o, true, what);
           // A rank-1 filter, which fast_kernel would sum separably: the tile kernel sums it dense,
-          // a 16-bit one from 15x15 whose double sums keep the rule in double: the exact sum.
-          if (index % 5 == 0) {
+          // a 16-bit one from 15x15 whose double sums keep the rule in double: the exact sum. One
+          // border of each radius, depth and channel count, a different one each time (index % 5
+          // alone fell on wrap every time).
+          if (index % 5 == (index / 5) % 5) {
             const Filter g = load_filter("gaussian:" + std::to_string(r) + "," + std::to_string(0.5 * r + 0.4));
             const filter::FilterSplits splits =
                 filter::filter_splits(g.weights, k, k, depth, depth, o.delta + g.offset);
