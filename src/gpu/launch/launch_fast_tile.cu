@@ -73,11 +73,12 @@ void launch_tile(const LaunchArgs& a) {
 }  // namespace
 
 bool launch_fast_tile(const LaunchArgs& a) {
-  // 16-bit rank-1 filters that `fast` sums exactly (fast_wide_runs) are summed in double here too.
-  const bool in_double =
-      a.weights.exact != nullptr && fast_wide_runs(a.src.type == PixelType::u16 && a.dst.type == PixelType::u16,
-                                                   a.params.kw, a.params.kh, a.channels, a.rank1.fits_double_rank1);
+  // 16-bit rank-1 filters that `fast` sums exactly (fast_wide_runs) are summed in double here too
+  // (with the double weights; without them launch_fast_wide's kernel sums them, never floats).
+  const bool in_double = fast_wide_runs(a.src.type == PixelType::u16 && a.dst.type == PixelType::u16, a.params.kw,
+                                        a.params.kh, a.channels, a.rank1.fits_double_rank1);
   if (!launch_allowed(KernelPath::fast_tile) || !tile_types(a.src.type, a.dst.type) ||
+      (in_double && a.weights.exact == nullptr) ||
       !fast_tile_runs(a.params.kw, a.params.kh, a.width * a.channels, a.height, in_double))
     return false;
   bool launched = false;
