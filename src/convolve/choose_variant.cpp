@@ -67,15 +67,25 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
   // loaded once a block) it beats the tensor-core kernels the rules below choose for large images,
   // but for 8-bit rank-1 filters only while its dense sums stay few (`tensor`'s rank-1 sums hardly
   // grow with the filter).
+  // 16-bit rank-1 filters `fast` owes double sums (gpu::fast_wide_runs) take its tile kernel only
+  // under that kernel's double rule.
+  const bool sums_in_double =
+      r.separable && gpu::fast_wide_runs(r.input_depth == CV_16U && r.output_depth == CV_16U, filter.width,
+                                         filter.height, r.channels, r.separable->fits_double_rank1);
   const long long row_elems = static_cast<long long>(r.width) * r.channels;
   if (t.tiny_images_on_fast && fast_compiled && row_elems <= std::numeric_limits<int>::max() &&
-      gpu::fast_tile_runs(filter.width, filter.height, static_cast<int>(row_elems), r.height) &&
+      gpu::fast_tile_runs(filter.width, filter.height, static_cast<int>(row_elems), r.height, sums_in_double) &&
       (!rank1_on_tensor ||
        (filter.width <= t.tiny_tile_rank1_max_side &&
         gpu::fast_tile_count(static_cast<int>(row_elems), r.height) * taps <= t.tiny_tile_rank1_max_tile_taps)))
     return Variant::fast;
 
   if (rank1_on_tensor) return Variant::tensor;
+  // 16-bit rank-1 filters `fast` would sum with its double separable kernel (past the tile kernel
+  // above): on small images `tensor`'s exact digit sums are faster, where their split holds.
+  if (fast_compiled && dense_holds && sums_in_double && r.pixels() > 0 &&
+      r.pixels() * r.channels <= t.u16_rank1_tensor_max_elements)
+    return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= kFastRank1MaxRadius && rank_one) return Variant::fast;
 
   // Other 8-bit filters up to 31x31 whose integer split keeps the pass rule: `tensor` sums them

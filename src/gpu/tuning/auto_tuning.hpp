@@ -50,6 +50,10 @@ struct AutoTuning {
   int dense_u8_large_max_fast_taps;
   /// Dense 16-bit filters on one channel take `tensor` from this many taps.
   int dense_u16_min_taps;
+  /// 16-bit rank-1 filters that `fast` would sum with its double separable kernel (gpu::fast_wide_runs
+  /// past its tile kernel's double sums) take `tensor`'s exact digit sums on images of known size
+  /// up to this many elements (pixels x channels; 0: no such rule).
+  long long u16_rank1_tensor_max_elements;
   /// Dense float filters take `tensor` from this many taps.
   int dense_f32_min_taps;
   /// Dense float filters on one channel take `tensor` from dense_f32_small_min_taps taps on images
@@ -91,6 +95,10 @@ inline constexpr AutoTuning kSm90H100{
     .dense_u8_large_max_fast_taps = 24,
     // 16-bit on one channel: the digit sums on tensor cores win from 15x15; fast's unrolled sums below.
     .dense_u16_min_taps = 225,
+    // 16-bit rank-1 15x15 and 31x31 past the tile kernel: tensor 1.3-1.9x ahead of fast's double
+    // sums on 256^2 and 512^2 and on RGB 128^2 (h100-kernels-1cda226-tiny), fast 4-9% ahead on 8192^2
+    // (h100-kernels-9e8e560); sizes between were not measured.
+    .u16_rank1_tensor_max_elements = 512LL * 512LL,
     // Float: block floating point on tensor cores beats fft from 16x16; fast below.
     .dense_f32_min_taps = 256,
     // Dense float 15x15 on one 4096^2 channel: tensor 15% ahead (fast's grid leaves the last wave
@@ -116,8 +124,9 @@ inline constexpr AutoTuning kGeneric = [] {
   AutoTuning row = kSm90H100;
   row.gpu = "other GPUs";
   row.dense_u8_large_min_pixels = kNever;  // no warpgroup kernel
-  // The colour 5x5 and small float 15x15 rules were measured on 9.0 only.
+  // The colour 5x5, small float 15x15 and small 16-bit rank-1 rules were measured on 9.0 only.
   row.tensor_rank1_colour_5x5_max_pixels = 0;
+  row.u16_rank1_tensor_max_elements = 0;
   row.colour_5x5_tensor_min_pixels = 0;
   row.dense_f32_small_max_pixels = 0;
   row.dense_f32_small_min_taps = 256;
