@@ -82,7 +82,7 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
 
   if (rank1_on_tensor) return Variant::tensor;
   // 16-bit rank-1 filters `fast` would sum with its double separable kernel (past the tile kernel
-  // above): on small images `tensor`'s exact digit sums are faster, where their split holds.
+  // above): on small images `tensor`'s digit sums are faster, where their split holds (its bound).
   if (fast_compiled && dense_holds && sums_in_double && r.pixels() > 0 &&
       r.pixels() * r.channels <= t.u16_rank1_tensor_max_elements)
     return Variant::tensor;

@@ -51,7 +51,7 @@ struct AutoTuning {
   /// Dense 16-bit filters on one channel take `tensor` from this many taps.
   int dense_u16_min_taps;
   /// 16-bit rank-1 filters that `fast` would sum with its double separable kernel (gpu::fast_wide_runs
-  /// past its tile kernel's double sums) take `tensor`'s exact digit sums on images of known size
+  /// past its tile kernel's double sums) take `tensor`'s digit sums on images of known size
   /// up to this many elements (pixels x channels; 0: no such rule).
   long long u16_rank1_tensor_max_elements;
   /// Dense float filters take `tensor` from this many taps.
