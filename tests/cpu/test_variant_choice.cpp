@@ -26,23 +26,14 @@ using cuconv::test::random_image;
 
 namespace {
 
-/// auto's choice for an 8-bit `width` x `height` image of `channels` on `row`, the warpgroup
-/// kernel running or not.
+/// auto's choice for a `width` x `height` image of `channels` on `row`, the warpgroup kernel
+/// running or not, of `depth` in and out (8-bit unless said).
 Variant choose_on(const Filter& f, int channels, int width, int height, const gpu::tuning::AutoTuning& row, bool wgmma,
-                  const ConvolveOptions& options = {}) {
-  const filter::FilterSplits splits = filter::filter_splits(f.weights, f.width, f.height, CV_8U, CV_8U, 0.0);
+                  const ConvolveOptions& options = {}, int depth = CV_8U) {
+  const filter::FilterSplits splits = filter::filter_splits(f.weights, f.width, f.height, depth, depth, 0.0);
   bool (*runs)() = wgmma ? +[] { return true; } : +[] { return false; };
   return convolution::choose_auto(
-      {f, options, splits.separable, splits.dense_tensor, CV_8U, CV_8U, channels, width, height}, {true, &row, runs});
-}
-
-/// auto's choice for a 16-bit `width` x `height` image of `channels` (16-bit out) on `row`.
-Variant choose_u16_on(const Filter& f, int channels, int width, int height, const gpu::tuning::AutoTuning& row,
-                      const ConvolveOptions& options = {}) {
-  const filter::FilterSplits splits = filter::filter_splits(f.weights, f.width, f.height, CV_16U, CV_16U, 0.0);
-  return convolution::choose_auto(
-      {f, options, splits.separable, splits.dense_tensor, CV_16U, CV_16U, channels, width, height},
-      {true, &row, +[] { return true; }});
+      {f, options, splits.separable, splits.dense_tensor, depth, depth, channels, width, height}, {true, &row, runs});
 }
 
 /// A random dense (not rank-1) k x k filter.
@@ -327,26 +318,27 @@ TEST_CASE("auto: 16-bit rank-1 filters owed double sums take tensor on small ima
   const Filter gauss15 = load_filter("gaussian:7,2.5");
   const Filter gauss31 = load_filter("gaussian:15,5");
   // The tile kernel's double sums: tiles x K^2 up to 512 x 17^2 (fast_tile_double_applies).
-  CHECK(choose_u16_on(gauss15, 1, 128, 128, kSm90H100) == Variant::fast);  // 64 tiles
-  CHECK(choose_u16_on(gauss15, 1, 256, 256, kSm90H100) == Variant::fast);  // 256 tiles of 225 taps
-  CHECK(choose_u16_on(gauss31, 1, 128, 128, kSm90H100) == Variant::fast);  // 64 tiles of 961 taps
+  CHECK(choose_on(gauss15, 1, 128, 128, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 64 tiles
+  CHECK(choose_on(gauss15, 1, 256, 256, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 256 tiles of 225 taps
+  CHECK(choose_on(gauss31, 1, 128, 128, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 64 tiles of 961 taps
   // Past it, up to 512^2 elements: tensor's digit sums (the float tile rule would take 512^2 15x15).
-  CHECK(choose_u16_on(gauss15, 1, 512, 512, kSm90H100) == Variant::tensor);  // 1024 tiles
-  CHECK(choose_u16_on(gauss31, 1, 256, 256, kSm90H100) == Variant::tensor);  // 256 tiles of 961 taps
-  CHECK(choose_u16_on(gauss31, 3, 128, 128, kSm90H100) == Variant::tensor);  // 192 tiles of 961 taps
-  CHECK(choose_u16_on(gauss31, 3, 256, 256, kSm90H100) == Variant::tensor);  // 196,608 elements
+  CHECK(choose_on(gauss15, 1, 512, 512, kSm90H100, true, {}, CV_16U) == Variant::tensor);  // 1024 tiles
+  CHECK(choose_on(gauss31, 1, 256, 256, kSm90H100, true, {}, CV_16U) == Variant::tensor);  // 256 tiles of 961 taps
+  CHECK(choose_on(gauss31, 3, 128, 128, kSm90H100, true, {}, CV_16U) == Variant::tensor);  // 192 tiles of 961 taps
+  CHECK(choose_on(gauss31, 3, 256, 256, kSm90H100, true, {}, CV_16U) == Variant::tensor);  // 196,608 elements
   // Beyond it, unknown sizes, an alpha kept and filters below 15x15: fast, as before.
-  CHECK(choose_u16_on(gauss15, 1, 513, 512, kSm90H100) == Variant::fast);
-  CHECK(choose_u16_on(gauss31, 3, 512, 512, kSm90H100) == Variant::fast);
-  CHECK(choose_u16_on(gauss15, 1, 8192, 8192, kSm90H100) == Variant::fast);
-  CHECK(choose_u16_on(gauss15, 1, 0, 0, kSm90H100) == Variant::fast);
+  CHECK(choose_on(gauss15, 1, 513, 512, kSm90H100, true, {}, CV_16U) == Variant::fast);
+  CHECK(choose_on(gauss31, 3, 512, 512, kSm90H100, true, {}, CV_16U) == Variant::fast);
+  CHECK(choose_on(gauss15, 1, 8192, 8192, kSm90H100, true, {}, CV_16U) == Variant::fast);
+  CHECK(choose_on(gauss15, 1, 0, 0, kSm90H100, true, {}, CV_16U) == Variant::fast);
   ConvolveOptions alpha;
   alpha.keep_alpha = true;
-  CHECK(choose_u16_on(gauss31, 4, 128, 128, kSm90H100, alpha) == Variant::fast);
-  CHECK(choose_u16_on(load_filter("gaussian:6,2"), 1, 512, 512, kSm90H100) == Variant::fast);  // 13x13: float sums
+  CHECK(choose_on(gauss31, 4, 128, 128, kSm90H100, true, alpha, CV_16U) == Variant::fast);
+  const Filter gauss13 = load_filter("gaussian:6,2");
+  CHECK(choose_on(gauss13, 1, 512, 512, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 13x13: float sums
   // The rule measured on 9.0 only, and a row without it (the planted defect test_auto_fastest catches).
-  CHECK(choose_u16_on(gauss15, 1, 512, 512, gpu::tuning::kGeneric) == Variant::fast);
+  CHECK(choose_on(gauss15, 1, 512, 512, gpu::tuning::kGeneric, true, {}, CV_16U) == Variant::fast);
   gpu::tuning::AutoTuning off = kSm90H100;
   off.u16_rank1_tensor_max_elements = 0;
-  CHECK(choose_u16_on(gauss31, 1, 256, 256, off) == Variant::fast);
+  CHECK(choose_on(gauss31, 1, 256, 256, off, true, {}, CV_16U) == Variant::fast);
 }
