@@ -321,12 +321,14 @@ int main(int argc, char** argv) {
         for (int ch = 0; ch < launches; ++ch) {
           const DeviceImageView in = (interleaved ? d.interleaved_in : d.planes_in[ch]).view();
           const DeviceImageView out = (interleaved ? d.interleaved_out : d.planes_out[ch]).view();
+          // The weights as the product passes them: float, and double for the exact sums (fast's
+          // tile kernel sums 16-bit rank-1 filters in double only with them).
           LaunchArgs args{{in.data, in.pitch, type},
                           {out.data, out.pitch, type},
                           w,
                           h,
                           params,
-                          {static_cast<const float*>(device_weights.data()), weights.data()},
+                          {static_cast<const float*>(device_weights.data()), weights.data(), f.weights.data()},
                           stream.get()};
           args.channels = interleaved ? c.channels : 1;
           args.dense_tensor = dense ? &*dense : nullptr;

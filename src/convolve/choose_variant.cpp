@@ -9,6 +9,7 @@
 #include "gpu/launch/fft_ties.hpp"
 #include "gpu/launch/launch.hpp"
 
+#include <algorithm>
 #include <limits>
 
 namespace cuconv::convolution {
@@ -82,9 +83,13 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
 
   if (rank1_on_tensor) return Variant::tensor;
   // 16-bit rank-1 filters `fast` would sum with its double separable kernel (past the tile kernel
-  // above): on small images `tensor`'s digit sums are faster, where their split holds (its bound).
+  // above): up to the row's size `tensor`'s digit sums are faster, where their split holds (its
+  // bound); the larger the filter, the larger that size.
+  const long long u16_rank1_tensor_max_elements = std::max(filter.width, filter.height) >= t.u16_rank1_tensor_wide_side
+                                                      ? t.u16_rank1_tensor_wide_max_elements
+                                                      : t.u16_rank1_tensor_max_elements;
   if (fast_compiled && dense_holds && sums_in_double && r.pixels() > 0 &&
-      r.pixels() * r.channels <= t.u16_rank1_tensor_max_elements)
+      r.pixels() * r.channels <= u16_rank1_tensor_max_elements)
     return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= kFastRank1MaxRadius && rank_one) return Variant::fast;
 

@@ -313,7 +313,8 @@ TEST_CASE("auto sends dense 8-bit filters of more than 25 taps up to 31x31 to te
   CHECK(choose_variant(random_dense(9, 9), defaults, false, CV_8U, CV_8U) == Variant::opencv);
 }
 
-TEST_CASE("auto: 16-bit rank-1 filters owed double sums take tensor on small images past the tile kernel") {
+TEST_CASE(
+    "auto: 16-bit rank-1 filters owed double sums take tensor past the tile kernel up to the size by their side") {
   using gpu::tuning::kSm90H100;
   const Filter gauss15 = load_filter("gaussian:7,2.5");
   const Filter gauss31 = load_filter("gaussian:15,5");
@@ -321,14 +322,24 @@ TEST_CASE("auto: 16-bit rank-1 filters owed double sums take tensor on small ima
   CHECK(choose_on(gauss15, 1, 128, 128, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 64 tiles
   CHECK(choose_on(gauss15, 1, 256, 256, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 256 tiles of 225 taps
   CHECK(choose_on(gauss31, 1, 128, 128, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 64 tiles of 961 taps
-  // Past it, up to 512^2 elements: tensor's digit sums (the float tile rule would take 512^2 15x15).
+  // Past it, tensor's digit sums up to 1024^2 elements, for 31x31 up to 4096^2 (the float tile
+  // rule would take 512^2 15x15).
   CHECK(choose_on(gauss15, 1, 512, 512, kSm90H100, true, {}, CV_16U) == Variant::tensor);  // 1024 tiles
   CHECK(choose_on(gauss31, 1, 256, 256, kSm90H100, true, {}, CV_16U) == Variant::tensor);  // 256 tiles of 961 taps
   CHECK(choose_on(gauss31, 3, 128, 128, kSm90H100, true, {}, CV_16U) == Variant::tensor);  // 192 tiles of 961 taps
-  CHECK(choose_on(gauss31, 3, 256, 256, kSm90H100, true, {}, CV_16U) == Variant::tensor);  // 196,608 elements
-  // Beyond it, unknown sizes, an alpha kept and filters below 15x15: fast, as before.
-  CHECK(choose_on(gauss15, 1, 513, 512, kSm90H100, true, {}, CV_16U) == Variant::fast);
-  CHECK(choose_on(gauss31, 3, 512, 512, kSm90H100, true, {}, CV_16U) == Variant::fast);
+  CHECK(choose_on(gauss15, 1, 1024, 1024, kSm90H100, true, {}, CV_16U) == Variant::tensor);
+  CHECK(choose_on(gauss15, 3, 512, 512, kSm90H100, true, {}, CV_16U) == Variant::tensor);  // 786,432 elements
+  CHECK(choose_on(gauss31, 1, 4096, 4096, kSm90H100, true, {}, CV_16U) == Variant::tensor);
+  CHECK(choose_on(gauss31, 3, 2048, 2048, kSm90H100, true, {}, CV_16U) == Variant::tensor);  // 12.6 M elements
+  // Sides between take 15x15's limit.
+  const Filter gauss23 = load_filter("gaussian:11,4");
+  CHECK(choose_on(gauss23, 1, 1024, 1024, kSm90H100, true, {}, CV_16U) == Variant::tensor);
+  CHECK(choose_on(gauss23, 1, 1025, 1024, kSm90H100, true, {}, CV_16U) == Variant::fast);
+  // Beyond them, unknown sizes, an alpha kept and filters below 15x15: fast, as before.
+  CHECK(choose_on(gauss15, 1, 1025, 1024, kSm90H100, true, {}, CV_16U) == Variant::fast);
+  CHECK(choose_on(gauss15, 3, 1024, 1024, kSm90H100, true, {}, CV_16U) == Variant::fast);
+  CHECK(choose_on(gauss31, 1, 4097, 4096, kSm90H100, true, {}, CV_16U) == Variant::fast);
+  CHECK(choose_on(gauss31, 3, 4096, 4096, kSm90H100, true, {}, CV_16U) == Variant::fast);
   CHECK(choose_on(gauss15, 1, 8192, 8192, kSm90H100, true, {}, CV_16U) == Variant::fast);
   CHECK(choose_on(gauss15, 1, 0, 0, kSm90H100, true, {}, CV_16U) == Variant::fast);
   ConvolveOptions alpha;
@@ -340,5 +351,7 @@ TEST_CASE("auto: 16-bit rank-1 filters owed double sums take tensor on small ima
   CHECK(choose_on(gauss15, 1, 512, 512, gpu::tuning::kGeneric, true, {}, CV_16U) == Variant::fast);
   gpu::tuning::AutoTuning off = kSm90H100;
   off.u16_rank1_tensor_max_elements = 0;
+  off.u16_rank1_tensor_wide_max_elements = 0;
   CHECK(choose_on(gauss31, 1, 256, 256, off, true, {}, CV_16U) == Variant::fast);
+  CHECK(choose_on(gauss15, 1, 512, 512, off, true, {}, CV_16U) == Variant::fast);
 }

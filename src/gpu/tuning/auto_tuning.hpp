@@ -52,8 +52,12 @@ struct AutoTuning {
   int dense_u16_min_taps;
   /// 16-bit rank-1 filters that `fast` would sum with its double separable kernel (gpu::fast_wide_runs
   /// past its tile kernel's double sums) take `tensor`'s digit sums on images of known size
-  /// up to this many elements (pixels x channels; 0: no such rule).
+  /// up to this many elements (pixels x channels; 0: no such rule), and from
+  /// u16_rank1_tensor_wide_side taps a side up to u16_rank1_tensor_wide_max_elements: the double
+  /// sums grow with the side, `tensor`'s digit sums less.
   long long u16_rank1_tensor_max_elements;
+  int u16_rank1_tensor_wide_side;
+  long long u16_rank1_tensor_wide_max_elements;
   /// Dense float filters take `tensor` from this many taps.
   int dense_f32_min_taps;
   /// Dense float filters on one channel take `tensor` from dense_f32_small_min_taps taps on images
@@ -95,10 +99,13 @@ inline constexpr AutoTuning kSm90H100{
     .dense_u8_large_max_fast_taps = 24,
     // 16-bit on one channel: the digit sums on tensor cores win from 15x15; fast's unrolled sums below.
     .dense_u16_min_taps = 225,
-    // 16-bit rank-1 15x15 and 31x31 past the tile kernel: tensor 1.3-1.9x ahead of fast's double
-    // sums on 256^2 and 512^2 and on RGB 128^2 (h100-kernels-1cda226-tiny), fast 4-9% ahead on 8192^2
-    // (h100-kernels-9e8e560); sizes between were not measured.
-    .u16_rank1_tensor_max_elements = 512LL * 512LL,
+    // 16-bit rank-1 past the tile kernel (h100-u16-rank1-dc49b42): 15x15 on tensor 9-31% ahead of
+    // fast's double sums up to 1024^2 elements, 7-27% behind on 1448^2, 2048^2 and RGB 1024^2 and
+    // 2048^2; 31x31 on tensor 18-95% ahead up to 4096^2 and RGB 2048^2, 3-5% behind on 8192^2.
+    // Sides between were not measured: they take 15x15's limit.
+    .u16_rank1_tensor_max_elements = 1024LL * 1024LL,
+    .u16_rank1_tensor_wide_side = 31,
+    .u16_rank1_tensor_wide_max_elements = 4096LL * 4096LL,
     // Float: block floating point on tensor cores beats fft from 16x16; fast below.
     .dense_f32_min_taps = 256,
     // Dense float 15x15 on one 4096^2 channel: tensor 15% ahead (fast's grid leaves the last wave
@@ -127,6 +134,7 @@ inline constexpr AutoTuning kGeneric = [] {
   // The colour 5x5, small float 15x15 and small 16-bit rank-1 rules were measured on 9.0 only.
   row.tensor_rank1_colour_5x5_max_pixels = 0;
   row.u16_rank1_tensor_max_elements = 0;
+  row.u16_rank1_tensor_wide_max_elements = 0;
   row.colour_5x5_tensor_min_pixels = 0;
   row.dense_f32_small_max_pixels = 0;
   row.dense_f32_small_min_taps = 256;
