@@ -33,7 +33,7 @@ void launch_wide(const LaunchArgs& a) {
   constexpr auto kernel = fast_wide_kernel<std::uint16_t, std::uint16_t, K>;
   const int row_elems = a.width * a.channels;
   const int column_blocks = div_up(row_elems, kWideThreads);
-  const int strip_rows = strip_rows_for_waves(a.height, column_blocks, resident_blocks<kernel>(kWideThreads));
+  const int strip_rows = strip_rows_for_warmup(a.height, column_blocks, resident_blocks<kernel>(kWideThreads), K - 1);
   const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
   PlaneView<const std::uint16_t> src{static_cast<const std::uint16_t*>(a.src.data), a.src.pitch, a.width, a.height};
   PlaneView<std::uint16_t> dst{static_cast<std::uint16_t*>(a.dst.data), a.dst.pitch, a.width, a.height};

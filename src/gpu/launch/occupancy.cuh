@@ -64,6 +64,31 @@ inline int strip_rows_for_waves(int height, int column_blocks, int resident_bloc
   return rows;
 }
 
+/// Rows per strip of a kernel whose every strip first reads `warmup` rows that give no output
+/// (`fast`'s double-precision kernel: K - 1 of them): the strip count that minimises waves x (rows
+/// + warmup), the time of the last SM to finish when each block's time grows with the rows it
+/// reads. Short strips repeat the warm-up, long ones can leave the last wave part-empty;
+/// strip_rows_for_waves' 128 to 32 rows cost up to 1.6x that at K = 15 (kernel-notes/fast.md,
+/// 'Strips of the double sums'). Past 8 waves more strips only add warm-up rows.
+inline int strip_rows_for_warmup(int height, int column_blocks, int resident_blocks, int warmup) {
+  const long long slots = std::max(1, resident_blocks);
+  const long long columns = std::max(1, column_blocks);
+  const long long max_strips = std::min<long long>(height, std::max(1LL, 8 * slots / columns));
+  long long best_cost = -1;
+  int best_rows = std::max(1, height);
+  for (long long count = 1; count <= max_strips; ++count) {
+    const long long rows = (height + count - 1) / count;
+    if ((height + rows - 1) / rows != count) continue;  // the rows of a smaller count
+    const long long waves = (columns * count + slots - 1) / slots;
+    const long long cost = waves * (rows + warmup);
+    if (best_cost < 0 || cost < best_cost) {
+      best_cost = cost;
+      best_rows = static_cast<int>(rows);
+    }
+  }
+  return best_rows;
+}
+
 /// Grid of a kernel whose blocks walk strips of `strip_rows` rows: x covers the columns, y one
 /// strip a block, capped at gridDim.y's limit (the blocks loop over the remaining strips).
 inline dim3 strip_grid(int column_blocks, int height, int strip_rows) {
