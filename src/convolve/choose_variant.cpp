@@ -83,14 +83,14 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
 
   if (rank1_on_tensor) return Variant::tensor;
   // 16-bit rank-1 filters `fast` would sum with its double separable kernel (past the tile kernel
-  // above): up to the row's size `tensor`'s digit sums are faster, where their split holds (its
-  // bound); the larger the filter, the larger that size.
-  const long long u16_rank1_tensor_max_elements = std::max(filter.width, filter.height) >= t.u16_rank1_tensor_wide_side
-                                                      ? t.u16_rank1_tensor_wide_max_elements
-                                                      : t.u16_rank1_tensor_max_elements;
-  if (fast_compiled && dense_holds && sums_in_double && r.pixels() > 0 &&
-      r.pixels() * r.channels <= u16_rank1_tensor_max_elements)
-    return Variant::tensor;
+  // above): `tensor`'s digit sums where the row measured them faster, where their split holds (its
+  // bound); the larger the filter, the larger the images that takes.
+  const long long elements = r.pixels() * r.channels;
+  const bool u16_rank1_on_tensor = std::max(filter.width, filter.height) >= t.u16_rank1_tensor_wide_side
+                                       ? elements <= t.u16_rank1_tensor_wide_max_elements
+                                       : r.channels == 1 && elements >= t.u16_rank1_tensor_min_elements &&
+                                             elements <= t.u16_rank1_tensor_max_elements;
+  if (fast_compiled && dense_holds && sums_in_double && r.pixels() > 0 && u16_rank1_on_tensor) return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= kFastRank1MaxRadius && rank_one) return Variant::fast;
 
   // Other 8-bit filters up to 31x31 whose integer split keeps the pass rule: `tensor` sums them

@@ -28,8 +28,10 @@ using namespace cuconv;
 /// Which rows of a benchmark are judged: all; on tiny images (`tiny_*`) the 8-bit and float rows
 /// where `fast` runs its tile kernel up to 17x17 (the 836d777 run timed the kernel's present form)
 /// or from 19x19 (the bb037ee run did: one output row a thread), and the 16-bit rows (the 1cda226
-/// run, the first with the tile kernel's double sums of 16-bit rank-1 filters).
-enum class Judged { all, tiny_up_to_17, tiny_tiles_from_19, tiny_16_bit };
+/// run, the first with the tile kernel's double sums of 16-bit rank-1 filters) but those `fast`
+/// sums with its double separable kernel, whose strips changed in b78946f (the h100-u16-rank1 run
+/// judges them).
+enum class Judged { all, tiny_up_to_17, tiny_tiles_from_19, tiny_16_bit, tiny_16_bit_but_wide };
 
 /// The benchmarks auto is judged by (bench/results/README.md), each with the count of its image x
 /// filter rows judged: the H200's and the H100's full runs, and the H100's tiny images.
@@ -42,7 +44,8 @@ constexpr Benchmark kBenchmarks[] = {{"bench/results/h200-kernels-cc289ba-all.js
                                      {"bench/results/h100-kernels-836d777-tiny.json", 94, Judged::tiny_up_to_17},
                                      {"bench/results/h100-kernels-9e8e560-all.json", 195, Judged::all},
                                      {"bench/results/h100-kernels-bb037ee-tiny.json", 10, Judged::tiny_tiles_from_19},
-                                     {"bench/results/h100-kernels-1cda226-tiny.json", 52, Judged::tiny_16_bit}};
+                                     {"bench/results/h100-kernels-1cda226-tiny.json", 47, Judged::tiny_16_bit_but_wide},
+                                     {"bench/results/h100-u16-rank1-b78946f.json", 81, Judged::all}};
 constexpr double kTolerance = 1.03;
 
 struct Row {
@@ -85,9 +88,16 @@ std::vector<std::string> slow_choices(const nlohmann::json& results, const gpu::
         gpu::fast_tile_runs(filter->second.width, filter->second.height, row.width * channels, row.height);
     const bool from_19 = tile && filter->second.width >= 19;
     const bool sixteen_bit = depth == CV_16U;
+    // fast's double separable kernel: 16-bit rank-1 filters it owes double sums, past its tile kernel's.
+    const bool wide =
+        splits.separable &&
+        gpu::fast_wide_runs(sixteen_bit, filter->second.width, filter->second.height, channels,
+                            splits.separable->fits_double_rank1) &&
+        !gpu::fast_tile_runs(filter->second.width, filter->second.height, row.width * channels, row.height, true);
     if ((judged == Judged::tiny_up_to_17 && (sixteen_bit || from_19)) ||
         (judged == Judged::tiny_tiles_from_19 && (sixteen_bit || !from_19)) ||
-        (judged == Judged::tiny_16_bit && !sixteen_bit))
+        (judged == Judged::tiny_16_bit && !sixteen_bit) ||
+        (judged == Judged::tiny_16_bit_but_wide && (!sixteen_bit || wide)))
       continue;
     const Variant chosen = convolution::choose_auto(
         {filter->second, options, splits.separable, splits.dense_tensor, depth, depth, channels, row.width, row.height},
@@ -164,13 +174,18 @@ TEST_CASE("auto fastest: fast's 16-bit sums on tiny images without the tile kern
   const std::vector<std::string> slow =
       slow_choices(bench["results"], gpu::tuning::kSm90H100, checked, Judged::tiny_16_bit);
   CHECK(slow.size() == 3);  // 16U 128^2 gaussian and box 15x15, gaussian 31x31
-  // And the H100's row without its small-image rule for 16-bit rank-1 filters, on the 1cda226
-  // run: fast's double separable kernel where tensor's digit sums are 1.3-1.9x faster.
+  // And the H100's row without its rule for 16-bit rank-1 filters, on the h100-u16-rank1 run:
+  // fast's double separable kernel where tensor's digit sums are 9-55% faster.
   gpu::tuning::AutoTuning planted = gpu::tuning::kSm90H100;
   planted.u16_rank1_tensor_max_elements = 0;
   planted.u16_rank1_tensor_wide_max_elements = 0;
-  const nlohmann::json run = read_benchmark(kBenchmarks[4].path);
-  CHECK(slow_choices(run["results"], planted, checked, Judged::tiny_16_bit).size() == 5);  // 256^2, 512^2, RGB 128^2
+  const nlohmann::json run = read_benchmark(kBenchmarks[5].path);
+  CHECK(slow_choices(run["results"], planted, checked).size() == 9);  // 1024^2 15x15, 31x31 up to 1024^2 elements
+  // And one that keeps 15x15 on tensor up to 1024^2 elements on colour images and from 512^2, as
+  // before fast's strips (b78946f): tensor where the double sums are now 2-15% faster.
+  planted = gpu::tuning::kSm90H100;
+  planted.u16_rank1_tensor_min_elements = 512LL * 512LL;
+  CHECK(slow_choices(run["results"], planted, checked).size() == 2);  // 724^2 gaussian and box 15x15
 }
 
 TEST_CASE("auto fastest: a tuning row that sends tiny 8-bit images to tensor's rules fails the check") {

@@ -209,7 +209,7 @@ TEST_CASE("gpu wide: 16-bit rank-1 filters summed in double meet the pass rule a
         static_cast<std::uint64_t>(index));
 }
 
-TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto up to 31x31, and ties left dense") {
+TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto by its size rule, and ties left dense") {
   cv::Mat photo8 = cv::imread(sample("astronaut.png"), cv::IMREAD_COLOR);
   REQUIRE_FALSE(photo8.empty());
   cv::Mat photo;
@@ -217,16 +217,39 @@ TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto up to 31x31, and tie
   // 40 x 40 flat blocks of 256 values spread over the 16-bit range (wide enough for 31x31 inside).
   cv::Mat flat(16 * 40, 16 * 40, CV_16UC1);
   for (int v = 0; v < 256; ++v) flat(cv::Rect((v % 16) * 40, (v / 16) * 40, 40, 40)).setTo(v * 257 + (v % 7));
+  // auto (test_variant_choice has the rule's edges): on these sizes (786,432 and 409,600 elements)
+  // tensor's digit sums for 31x31, fast's double sums for the rest; on a 1024^2 channel tensor
+  // for both sizes; on RGB 1024^2 fast for both. Every result judged by the same rule.
+  cv::Mat large;
+  cv::resize(photo, large, cv::Size(1024, 1024), 0, 0, cv::INTER_LINEAR);
+  cv::Mat large_channel;
+  cv::extractChannel(large, large_channel, 1);
+  struct Case {
+    const char* spec;
+    const cv::Mat* image;
+    Variant by_auto;
+  };
+  std::vector<Case> cases;
   for (const char* spec : {"gaussian:7,3", "gaussian:11,4", "gaussian:15,5", "box:15"}) {
-    const Filter f = load_filter(spec);
-    for (const cv::Mat* image : std::initializer_list<const cv::Mat*>{&photo, &flat}) {
-      const std::uint64_t before = cuconv::test::launches(gpu::KernelPath::fast_double_rank1);
-      ConvolveOptions o;
-      CHECK(check_exact(*image, f, o,
-                        std::string(spec) + " on " + std::to_string(image->cols) + "x" + std::to_string(image->rows)) ==
-            Variant::fast);
-      CHECK(cuconv::test::launches(gpu::KernelPath::fast_double_rank1) - before == 1u);
-    }
+    const Variant by_auto = std::string(spec) == "gaussian:15,5" ? Variant::tensor : Variant::fast;
+    cases.push_back({spec, &photo, by_auto});
+    cases.push_back({spec, &flat, by_auto});
+  }
+  for (const char* spec : {"gaussian:7,3", "gaussian:15,5"}) {
+    cases.push_back({spec, &large_channel, Variant::tensor});
+    cases.push_back({spec, &large, Variant::fast});
+  }
+  for (const Case& c : cases) {
+    const Filter f = load_filter(c.spec);
+    const std::string what = std::string(c.spec) + " on " + std::to_string(c.image->cols) + "x" +
+                             std::to_string(c.image->rows) + "x" + std::to_string(c.image->channels());
+    std::uint64_t before = cuconv::test::launches(gpu::KernelPath::fast_double_rank1);
+    CHECK(check_exact(*c.image, f, ConvolveOptions{}, what, Variant::fast) == Variant::fast);
+    CHECK(cuconv::test::launches(gpu::KernelPath::fast_double_rank1) - before == 1u);
+    before = cuconv::test::launches(gpu::KernelPath::fast_double_rank1);
+    CHECK(check_exact(*c.image, f, ConvolveOptions{}, what + ", auto") == c.by_auto);
+    CHECK(cuconv::test::launches(gpu::KernelPath::fast_double_rank1) - before ==
+          (c.by_auto == Variant::fast ? 1u : 0u));
   }
   // Below 15 taps a side fast keeps its float kernels (filter2D's own results): no double sums.
   for (const char* spec : {"gauss5", "gaussian:6,2.5"}) {

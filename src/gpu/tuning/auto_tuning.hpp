@@ -51,10 +51,12 @@ struct AutoTuning {
   /// Dense 16-bit filters on one channel take `tensor` from this many taps.
   int dense_u16_min_taps;
   /// 16-bit rank-1 filters that `fast` would sum with its double separable kernel (gpu::fast_wide_runs
-  /// past its tile kernel's double sums) take `tensor`'s digit sums on images of known size
-  /// up to this many elements (pixels x channels; 0: no such rule), and from
-  /// u16_rank1_tensor_wide_side taps a side up to u16_rank1_tensor_wide_max_elements: the double
-  /// sums grow with the side, `tensor`'s digit sums less.
+  /// past its tile kernel's double sums) take `tensor`'s digit sums on images of known size: on one
+  /// channel from u16_rank1_tensor_min_elements to u16_rank1_tensor_max_elements elements (pixels
+  /// x channels; max 0: no such rule), and from u16_rank1_tensor_wide_side taps a side on any
+  /// channels up to u16_rank1_tensor_wide_max_elements: the double sums grow with the side,
+  /// `tensor`'s digit sums less.
+  long long u16_rank1_tensor_min_elements;
   long long u16_rank1_tensor_max_elements;
   int u16_rank1_tensor_wide_side;
   long long u16_rank1_tensor_wide_max_elements;
@@ -99,13 +101,15 @@ inline constexpr AutoTuning kSm90H100{
     .dense_u8_large_max_fast_taps = 24,
     // 16-bit on one channel: the digit sums on tensor cores win from 15x15; fast's unrolled sums below.
     .dense_u16_min_taps = 225,
-    // 16-bit rank-1 past the tile kernel (h100-u16-rank1-dc49b42): 15x15 on tensor 9-31% ahead of
-    // fast's double sums up to 1024^2 elements, 7-27% behind on 1448^2, 2048^2 and RGB 1024^2 and
-    // 2048^2; 31x31 on tensor 18-95% ahead up to 4096^2 and RGB 2048^2, 3-5% behind on 8192^2.
-    // Sides between were not measured: they take 15x15's limit.
+    // 16-bit rank-1 past the tile kernel (h100-u16-rank1-b78946f, fast's strips since b78946f):
+    // 15x15 on one channel: tensor 9% ahead of fast's double sums on 1024^2, 2-4% behind on 512^2
+    // and 724^2, 21-34% behind from 1200^2; on RGB 256^2 to 8192^2 7-34% behind. 31x31: tensor
+    // 22-55% ahead up to 1024^2 elements (RGB 128^2 to 512^2 too), level at 1200^2 and RGB 724^2,
+    // 7-32% behind past them. Sides between were not measured: they take 15x15's rule.
+    .u16_rank1_tensor_min_elements = 896LL * 896LL,
     .u16_rank1_tensor_max_elements = 1024LL * 1024LL,
     .u16_rank1_tensor_wide_side = 31,
-    .u16_rank1_tensor_wide_max_elements = 4096LL * 4096LL,
+    .u16_rank1_tensor_wide_max_elements = 1024LL * 1024LL,
     // Float: block floating point on tensor cores beats fft from 16x16; fast below.
     .dense_f32_min_taps = 256,
     // Dense float 15x15 on one 4096^2 channel: tensor 15% ahead (fast's grid leaves the last wave
