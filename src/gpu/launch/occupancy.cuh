@@ -68,8 +68,9 @@ inline int strip_rows_for_waves(int height, int column_blocks, int resident_bloc
 /// (`fast`'s double-precision kernel: K - 1 of them): the strip count that minimises waves x (rows
 /// + warmup), the time of the last SM to finish when each block's time grows with the rows it
 /// reads. Short strips repeat the warm-up, long ones can leave the last wave part-empty;
-/// strip_rows_for_waves' 128 to 32 rows cost up to 1.6x that at K = 15 (kernel-notes/fast.md,
-/// 'Strips of the double sums'). Past 8 waves more strips only add warm-up rows.
+/// strip_rows_for_waves' 128 to 32 rows took up to 1.8x as long (16-bit 2896^2, K = 31;
+/// kernel-notes/fast.md, 'Strips of the double sums'). Past 8 waves more strips only add warm-up
+/// rows.
 inline int strip_rows_for_warmup(int height, int column_blocks, int resident_blocks, int warmup) {
   const long long slots = std::max(1, resident_blocks);
   const long long columns = std::max(1, column_blocks);
