@@ -102,10 +102,10 @@ inline constexpr AutoTuning kSm90H100{
     // 16-bit on one channel: the digit sums on tensor cores win from 15x15; fast's unrolled sums below.
     .dense_u16_min_taps = 225,
     // 16-bit rank-1 past the tile kernel (h100-u16-rank1-b78946f, fast's strips since b78946f):
-    // 15x15 on one channel: tensor 9% ahead of fast's double sums on 1024^2, 2-4% behind on 512^2
-    // and 724^2, 21-34% behind from 1200^2; on RGB 256^2 to 8192^2 7-34% behind. 31x31: tensor
-    // 22-55% ahead up to 1024^2 elements (RGB 128^2 to 512^2 too), level at 1200^2 and RGB 724^2,
-    // 7-32% behind past them. Sides between were not measured: they take 15x15's rule.
+    // 15x15 on one channel: tensor 9% ahead of fast's double sums on 1024^2, 3-4% behind on 512^2
+    // and 724^2, 12-64% behind from 1200^2; on RGB 256^2 to 8192^2 6-89% behind. 31x31: fast's
+    // sums 1.25-1.55x tensor's time up to 1024^2 elements (RGB 128^2 to 512^2 too), level at 1200^2
+    // and RGB 724^2, tensor 7-46% behind past them. Sides between were not measured: 15x15's rule.
     .u16_rank1_tensor_min_elements = 896LL * 896LL,
     .u16_rank1_tensor_max_elements = 1024LL * 1024LL,
     .u16_rank1_tensor_wide_side = 31,
