@@ -182,8 +182,8 @@ TEST_CASE("auto fastest: fast's 16-bit sums on tiny images without the tile kern
   planted.u16_rank1_tensor_wide_max_elements = 0;
   const nlohmann::json run = read_benchmark(kBenchmarks[5].path);
   CHECK(slow_choices(run["results"], planted, checked).size() == 9);  // 1024^2 15x15, 31x31 up to 1024^2 elements
-  // And one that keeps 15x15 on tensor up to 1024^2 elements on colour images and from 512^2, as
-  // before fast's strips (b78946f): tensor where the double sums are now 2-15% faster.
+  // And one that sends one-channel 15x15 to tensor from 512^2 elements (as the rule did before
+  // fast's strips, b78946f): tensor where the double sums are now 3-4% faster.
   planted = gpu::tuning::kSm90H100;
   planted.u16_rank1_tensor_min_elements = 512LL * 512LL;
   CHECK(slow_choices(run["results"], planted, checked).size() == 2);  // 724^2 gaussian and box 15x15

@@ -7,6 +7,8 @@
 
 #include <doctest/doctest.h>
 
+#include <algorithm>
+
 namespace {
 
 using cuconv::gpu::strip_rows_for_warmup;
@@ -37,7 +39,8 @@ TEST_CASE("launch strips: the double sums' strips minimise waves x (rows + warm-
   CHECK(strip_rows_for_warmup(1, 4, kSlots, 14) == 1);
   CHECK(strip_rows_for_warmup(100, 1, kSlots, 30) == 1);  // 100 strips in one wave
   CHECK(strip_rows_for_warmup(5000, 1, 1, 14) == 5000);   // one slot: one strip
-  // Never more by that count than any of strip_rows_for_waves' strips, nor any other.
+  // Never more by that count than strip_rows_for_waves' strips, nor than any strip height (every
+  // one up to 64 rows, every 7th past it).
   for (const int height : {1, 7, 100, 723, 1024, 2048, 2896, 4000, 6000, 8192, 16384}) {
     for (const int columns : {1, 3, 12, 32, 64, 140}) {
       for (const int warmup : {14, 30}) {
@@ -49,8 +52,10 @@ TEST_CASE("launch strips: the double sums' strips minimise waves x (rows + warm-
         REQUIRE(chosen <= height);
         const long long best = cost(height, columns, kSlots, warmup, chosen);
         CHECK(best <= cost(height, columns, kSlots, warmup, strip_rows_for_waves(height, columns, kSlots)));
+        long long cheapest = best;
         for (int rows = 1; rows <= height; rows += rows < 64 ? 1 : 7)
-          CHECK(best <= cost(height, columns, kSlots, warmup, rows));
+          cheapest = std::min(cheapest, cost(height, columns, kSlots, warmup, rows));
+        CHECK(best == cheapest);
       }
     }
   }
