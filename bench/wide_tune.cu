@@ -9,10 +9,11 @@
 // cuconv_fast_tune it needs no OpenCV: `nvcc -std=c++20 --expt-relaxed-constexpr -arch=sm_90
 // -I TREE -I TREE/include -I TREE/src bench/wide_tune.cu` builds it from any tree.
 //   cuconv_wide_tune [CASE]   all cases, or the one whose label is CASE (e.g. "16U 15x15")
-// What it measured (no form was faster where it matters): bench/results/kernel-notes/fast.md,
-// 'Double sums for 16-bit'.
+// What it measured: bench/results/kernel-notes/fast-wide.md (the FMA forms: none was faster
+// where it matters; the FP64 tensor-core form, kernels/fast_wide_mma.cuh, in its last section).
 #include <kernels/fast.cuh>
 #include <kernels/fast_wide.cuh>
+#include <kernels/fast_wide_mma.cuh>
 #include <src/gpu/launch/fast_rules.cuh>
 #include <src/gpu/launch/occupancy.cuh>
 #include "tune_timing.cuh"
@@ -262,6 +263,36 @@ void run_case(const char* label, int width, int height, int channels, double sig
         hash == product_hash ? "same" : "DIFF", label, form, width, height, strip_rows, per_sm, ms, copy_ms,
         100.0f * copy_ms / ms);
   };
+  if (channels == 1) {  // the FP64 tensor-core form (kernels/fast_wide_mma.cuh), as launch_fast_wide.cu launches it
+    constexpr auto kernel = fast_wide_mma_kernel<K>;
+    const int column_blocks = div_up(width, wide_mma_block_columns(K));
+    int sms = 0, per_sm = 0;
+    CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+    CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kWideMmaWarps, 0));
+    const int strip_rows = cuconv::gpu::strip_rows_for_warmup(height, column_blocks, std::max(1, sms * per_sm),
+                                                              8 * (wide_mma_row_tiles(K) - 1), 8);
+    const dim3 grid = cuconv::gpu::strip_grid(column_blocks, height, strip_rows);
+    const auto launch = [&] {
+      kernel<<<grid, dim3(32 * kWideMmaWarps), 0, nullptr>>>(src, dst, params, taps, strip_rows);
+      CUCONV_CUDA_TRY(cudaPeekAtLastError());
+    };
+    const float ms = median_ms(launch);
+    CUCONV_CUDA_TRY(cudaMemset2D(out, out_pitch, 0xA5, row_bytes, height));
+    launch();
+    std::vector<u16> result;
+    const unsigned long long hash = hash_of(out, out_pitch, row_bytes, height, &result);
+    // Its order differs from the product's: a value may differ only where the exact sum lies within
+    // the double sums' error of a tie. Count the host-order values of 4 rows it differs from.
+    long long wrong = 0;
+    for (int y : {0, 1, height / 2, height - 1})
+      for (int x = 0; x < width; ++x)
+        wrong += result[static_cast<std::size_t>(y) * width + x] != host_output(host, width, height, 1, x, y, 0, w, w);
+    std::printf("  host check of 4 rows (FP64 MMA): %lld values differ\n", wrong);
+    std::printf(
+        "hash %016llx %s %-14s %-34s %5dx%-5d strip %4d %2d blocks/SM  kernel %8.4f ms  copy %8.4f ms  %5.1f%%\n", hash,
+        hash == product_hash ? "same" : "DIFF", label, "FP64 MMA (m8n8k4), 128 threads", width, height, strip_rows,
+        per_sm, ms, copy_ms, 100.0f * copy_ms / ms);
+  }
   const int pair_elems_256 = 256 / channels * 2 * channels;
   const int pair_elems_128 = 128 / channels * 2 * channels;
   time_form.template operator()<fast_wide_kernel<u16, u16, K>>("product (256 threads, 1 output)", kWideThreads,

@@ -162,9 +162,25 @@ std::optional<TensorSplit> tensor_split(const std::vector<float>& horizontal) {
   return split;
 }
 
+namespace {
+
+/// Rounding steps a term of the double sums passes at most: kw + kh + 1 on the FMA units
+/// (kernels/fast_wide.cuh). On the FP64 tensor cores (kernels/fast_wide_mma.cuh, instance K: the
+/// smallest odd side holding both) each MMA k-step may round its 4 products and 4 additions one
+/// by one: a term's product, then up to 4 additions a k-step over ceil((K + 7) / 4) row k-steps,
+/// its row sum's product and 4 a k-step over 2 ceil((K + 7) / 8) column k-steps, and delta.
+int wide_rounding_steps(int kw, int kh) {
+  const int k = std::max(kw, kh) | 1;
+  const int mma = 4 * ((k + 10) / 4) + 8 * ((k + 14) / 8) + 3;
+  return std::max(kw + kh + 1, mma);
+}
+
+}  // namespace
+
 double wide_error_bound(const SeparableFactors& f, const std::vector<double>& weights, double max_input, double delta) {
   const FactorChange c = factor_change(f.horizontal_wide, f.vertical_wide, weights);
-  const double g = gamma_n(static_cast<int>(f.horizontal_wide.size() + f.vertical_wide.size()) + 1, 53);
+  const double g = gamma_n(
+      wide_rounding_steps(static_cast<int>(f.horizontal_wide.size()), static_cast<int>(f.vertical_wide.size())), 53);
   // Each difference in `factored` may itself be off by an ulp of |w|: 2^-52 sum |w| more.
   return max_input * (c.factored + std::ldexp(c.magnitude_w, -52) + g * c.magnitude_h * c.magnitude_v) +
          g * std::abs(delta);

@@ -144,9 +144,10 @@ struct DenseTensorSplit {
                                            double max_input, double delta);
 
 /// Largest error of the double-precision separable evaluation (kernels/fast_wide.cuh: the double
-/// factors, kw row FMAs, kh column FMAs from `delta`) against the exact sum, for inputs in
-/// [0, max_input]: the factorisation's change of each weight plus n = kw + kh + 1 rounding steps
-/// of unit 2^-53.
+/// factors, kw row FMAs, kh column FMAs from `delta`; kernels/fast_wide_mma.cuh: the same terms
+/// through FP64 MMAs) against the exact sum, for inputs in [0, max_input]: the factorisation's
+/// change of each weight plus the rounding steps of unit 2^-53 either takes (kw + kh + 1 on the
+/// FMA units; up to 4 a k-step of the MMAs, counted as if each product and addition rounded).
 [[nodiscard]] double wide_error_bound(const SeparableFactors& f, const std::vector<double>& weights, double max_input,
                                       double delta);
 

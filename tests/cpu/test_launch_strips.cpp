@@ -60,3 +60,29 @@ TEST_CASE("launch strips: the double sums' strips minimise waves x (rows + warm-
     }
   }
 }
+
+TEST_CASE("launch strips: the FP64 tensor-core kernel's strips are whole 8-row tiles") {
+  // An H100 with 4 blocks of the 15x15 kernel an SM; 128 columns a block, 2 tiles of 8 row sums
+  // (16 rows) before the first output tile.
+  constexpr int kSlots = 528;
+  // 8192^2: 64 columns; 8 strips of 1024 rows fill one wave (512 blocks).
+  CHECK(strip_rows_for_warmup(8192, 64, kSlots, 16, 8) == 1024);
+  // 1001 rows over 8 columns: one wave of 66 strips would be 16 rows (15.2 rounded up to a tile).
+  CHECK(strip_rows_for_warmup(1001, 8, kSlots, 16, 8) == 16);
+  CHECK(strip_rows_for_warmup(5, 1, kSlots, 16, 8) == 8);  // shorter than a tile: one tile
+  for (const int height : {1, 7, 9, 100, 723, 1024, 2896, 6000, 8192}) {
+    for (const int columns : {1, 8, 64, 140}) {
+      CAPTURE(height);
+      CAPTURE(columns);
+      const int chosen = strip_rows_for_warmup(height, columns, kSlots, 16, 8);
+      REQUIRE(chosen % 8 == 0);
+      REQUIRE(chosen >= 8);
+      REQUIRE(chosen < height + 8);
+      // The cheapest of every strip height of whole tiles.
+      long long cheapest = cost(height, columns, kSlots, 16, chosen);
+      for (int rows = 8; rows < height + 8; rows += 8)
+        cheapest = std::min(cheapest, cost(height, columns, kSlots, 16, rows));
+      CHECK(cost(height, columns, kSlots, 16, chosen) == cheapest);
+    }
+  }
+}

@@ -142,10 +142,12 @@ TEST_CASE("gpu separable: a delta that puts flat areas on a tie keeps the dense 
 }
 
 TEST_CASE("gpu wide: 16-bit rank-1 filters summed in double meet the pass rule against the exact sum") {
-  // Tile edges of the double-precision kernel: 256 elements a block, strips of 32..128 rows, the
-  // K - 1 rows of warm-up; images narrower and shorter than the filter.
-  const std::pair<int, int> sizes[] = {{1, 1},    {7, 5},     {85, 33},    {86, 129},  {255, 31}, {256, 64},
-                                       {257, 97}, {600, 130}, {1000, 257}, {2049, 18}, {64, 300}, {333, 1}};
+  // Tile edges of the double-precision kernels: the FMA kernel's 256 elements a block and its K - 1
+  // rows of warm-up; the FP64-MMA kernel's (one channel) 128 or 64 columns a block (from 25 taps),
+  // 8-row tiles and strips of whole tiles; images narrower and shorter than the filter. (14 sizes:
+  // prime to the 5 the index steps by, so each channel count meets every size.)
+  const std::pair<int, int> sizes[] = {{1, 1},     {7, 5},      {85, 33},   {86, 129}, {255, 31}, {256, 64}, {257, 97},
+                                       {600, 130}, {1000, 257}, {2049, 18}, {64, 300}, {333, 1},  {129, 9},  {65, 17}};
   // Every instance (sides 15, 17, ..., 31), an even side (box:16: weights past it zero) and the
   // two presets that reach 15 and 31.
   const char* specs[] = {"gaussian:7,3",  "gaussian:8,3.5", "gaussian:9,3",  "gaussian:10,4",

@@ -144,7 +144,7 @@ bool launch_fast_wide(const LaunchArgs& args);
 /// launch_fast_wide's kernel.
 [[nodiscard]] bool fast_wide_runs(bool sixteen_bit, int kw, int kh, int channels, bool double_rank1);
 /// The smallest side `fast` sums in double: below it its float kernels are faster
-/// (bench/results/kernel-notes/fast.md, 'Double sums for 16-bit') and give filter2D's results.
+/// (bench/results/kernel-notes/fast-wide.md) and give filter2D's results.
 inline constexpr int kFastWideMinSide = 15;
 
 /// Whether `tensor` has a kernel for a centred (2R+1)^2 separable filter of this radius whose

@@ -1,12 +1,14 @@
 // SPDX-License-Identifier: Apache-2.0
-// Launcher of `fast`'s double-precision separable kernel (kernels/fast_wide.cuh) for 16-bit
-// rank-1 filters from 15 to 31 taps a side: one instance per odd K, a filter of kw x kh taking
-// the smallest K that holds both sides (weights past them zero).
+// Launcher of `fast`'s double-precision separable sums for 16-bit rank-1 filters from 15 to 31
+// taps a side: one channel on the FP64 tensor cores (kernels/fast_wide_mma.cuh) where the GPU has
+// them, else the FMA kernel (kernels/fast_wide.cuh). One instance per odd K, a filter of kw x kh
+// taking the smallest K that holds both sides (weights past them zero).
 #include "gpu/launch/dispatch.cuh"
 #include "gpu/launch/occupancy.cuh"
 #include "gpu/seams.hpp"
 
 #include <kernels/fast_wide.cuh>
+#include <kernels/fast_wide_mma.cuh>
 
 #include <algorithm>
 #include <atomic>
@@ -24,12 +26,33 @@ using WideSides = decltype([]<int... I>(std::integer_sequence<int, I...>) {
 }(std::make_integer_sequence<int, (kWideMaxSide - kFastWideMinSide) / 2 + 1>{}));
 
 template <int K>
+void launch_wide_mma(const LaunchArgs& a, const kernels::WideTaps<K>& taps) {
+  using namespace kernels;
+  constexpr auto kernel = fast_wide_mma_kernel<K>;
+  constexpr int kThreads = 32 * kWideMmaWarps;
+  const int column_blocks = div_up(a.width, wide_mma_block_columns(K));
+  // Warm-up: the T - 1 tiles of 8 row sums before the first output tile.
+  const int strip_rows = strip_rows_for_warmup(a.height, column_blocks, resident_blocks<kernel>(kThreads),
+                                               8 * (wide_mma_row_tiles(K) - 1), 8);
+  const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
+  PlaneView<const std::uint16_t> src{static_cast<const std::uint16_t*>(a.src.data), a.src.pitch, a.width, a.height};
+  PlaneView<std::uint16_t> dst{static_cast<std::uint16_t*>(a.dst.data), a.dst.pitch, a.width, a.height};
+  kernel<<<grid, dim3(kThreads), 0, a.stream>>>(src, dst, a.params, taps, strip_rows);
+  CUCONV_CHECK_LAUNCH();
+  notify_launch(KernelPath::fast_double_rank1);
+}
+
+template <int K>
 void launch_wide(const LaunchArgs& a) {
   using namespace kernels;
   WideTaps<K> taps{};
   for (int j = 0; j < a.params.kw; ++j) taps.horizontal[j] = a.rank1.horizontal_wide[j];
   for (int i = 0; i < a.params.kh; ++i) taps.vertical[i] = a.rank1.vertical_wide[i];
   taps.delta = a.rank1.wide_delta;
+  if (a.channels == 1 && device_has_mma()) {
+    launch_wide_mma<K>(a, taps);
+    return;
+  }
   constexpr auto kernel = fast_wide_kernel<std::uint16_t, std::uint16_t, K>;
   const int row_elems = a.width * a.channels;
   const int column_blocks = div_up(row_elems, kWideThreads);

@@ -65,21 +65,23 @@ inline int strip_rows_for_waves(int height, int column_blocks, int resident_bloc
 }
 
 /// Rows per strip of a kernel whose every strip first reads `warmup` rows that give no output
-/// (`fast`'s double-precision kernel: K - 1 of them): the strip count that minimises waves x (rows
-/// + warmup), the time of the last SM to finish when each block's time grows with the rows it
-/// reads. Short strips repeat the warm-up, long ones can leave the last wave part-empty;
-/// strip_rows_for_waves' 128 to 32 rows took up to 1.8x as long (16-bit 2896^2, K = 31;
-/// kernel-notes/fast.md, 'Strips of the double sums'). Past 8 waves more strips only add warm-up
-/// rows.
-inline int strip_rows_for_warmup(int height, int column_blocks, int resident_blocks, int warmup) {
+/// (`fast`'s double-precision kernels: K - 1 rows, or the tiles of 8 row sums before the first
+/// output tile): the strip count that minimises waves x (rows + warmup), the
+/// time of the last SM to finish when each block's time grows with the rows it reads. Short strips
+/// repeat the warm-up, long ones can leave the last wave part-empty; strip_rows_for_waves' 128 to
+/// 32 rows took up to 1.8x as long (16-bit 2896^2, K = 31; kernel-notes/fast-wide.md, 'Strips of the
+/// double sums'). Past 8 waves more strips only add warm-up rows. Strips are a multiple of
+/// `multiple` rows (the FP64 tensor-core kernel's 8-row tiles).
+inline int strip_rows_for_warmup(int height, int column_blocks, int resident_blocks, int warmup, int multiple = 1) {
   const long long slots = std::max(1, resident_blocks);
   const long long columns = std::max(1, column_blocks);
+  const long long step = std::max(1, multiple);
   const long long max_strips = std::min<long long>(height, std::max(1LL, 8 * slots / columns));
   long long best_cost = -1;
-  int best_rows = std::max(1, height);
+  int best_rows = static_cast<int>((std::max(1, height) + step - 1) / step * step);
   for (long long count = 1; count <= max_strips; ++count) {
-    const long long rows = (height + count - 1) / count;
-    if ((height + rows - 1) / rows != count) continue;  // the rows of a smaller count
+    const long long rows = ((height + count - 1) / count + step - 1) / step * step;
+    if ((height + rows - 1) / rows != count) continue;  // the rows of another count
     const long long waves = (columns * count + slots - 1) / slots;
     const long long cost = waves * (rows + warmup);
     if (best_cost < 0 || cost < best_cost) {
