@@ -9,6 +9,7 @@
 // cuconv_fast_tune it needs no OpenCV: `nvcc -std=c++20 --expt-relaxed-constexpr -arch=sm_90
 // -I TREE -I TREE/include -I TREE/src bench/wide_tune.cu` builds it from any tree.
 //   cuconv_wide_tune [CASE]   all cases, or the one whose label is CASE (e.g. "16U 15x15")
+//   cuconv_wide_tune --check  the FP64-MMA kernel against the FMA kernel, bit for bit (see check_instance)
 // What it measured: bench/results/kernel-notes/fast-wide.md (the FMA forms: none was faster
 // where it matters; the FP64 tensor-core form, kernels/fast_wide_mma.cuh, in its last section).
 #include <kernels/fast.cuh>
@@ -337,9 +338,107 @@ void run_case(const char* label, int width, int height, int channels, double sig
   CUCONV_CUDA_TRY(cudaFree(out));
 }
 
+/// `--check`: the FP64-MMA kernel against the FMA kernel (the product's on colour images, GPU-tested)
+/// on one channel, whole outputs compared, both poisoned first: every border, anchors at both
+/// ends, a delta, rectangular filters (zero weights past kw or kh), sizes on the MMA kernel's tile
+/// edges (8-row tiles, 128 or 64 columns a block, strips). Both sum in double; their results may
+/// differ only where the exact sum lies within their bounds of a tie (none expected on random data).
+template <int K>
+long long check_instance(int& cases) {
+  const std::pair<int, int> sizes[] = {{1, 1},   {7, 5},   {8, 8},     {9, 17},   {63, 40},   {64, 7},
+                                       {65, 64}, {127, 9}, {128, 100}, {129, 33}, {300, 257}, {1001, 31}};
+  const BorderRule borders[] = {BorderRule::reflect101, BorderRule::reflect, BorderRule::replicate,
+                                BorderRule::constant, BorderRule::wrap};
+  long long differing = 0;
+  int index = 0;
+  for (const auto& [width, height] : sizes) {
+    const std::size_t row_bytes = static_cast<std::size_t>(width) * sizeof(u16);
+    void* in = nullptr;
+    void* out_fma = nullptr;
+    void* out_mma = nullptr;
+    std::size_t in_pitch = 0, fma_pitch = 0, mma_pitch = 0;
+    CUCONV_CUDA_TRY(cudaMallocPitch(&in, &in_pitch, row_bytes, height));
+    CUCONV_CUDA_TRY(cudaMallocPitch(&out_fma, &fma_pitch, row_bytes, height));
+    CUCONV_CUDA_TRY(cudaMallocPitch(&out_mma, &mma_pitch, row_bytes, height));
+    std::vector<u16> host(static_cast<std::size_t>(width) * height);
+    for (std::size_t i = 0; i < host.size(); ++i)
+      host[i] = static_cast<u16>(((i + 7919u * static_cast<unsigned>(K)) * 2654435761u) >> 16);
+    CUCONV_CUDA_TRY(cudaMemcpy2D(in, in_pitch, host.data(), row_bytes, row_bytes, height, cudaMemcpyHostToDevice));
+    for (const BorderRule border : borders) {
+      for (int shape = 0; shape < 3; ++shape) {
+        ++index;
+        // Shapes: K x K centred; (K - 2) x K, anchor at the first column and row; K x (K - 2),
+        // anchor at the last column and row, with a delta.
+        const int kw = shape == 1 ? K - 2 : K;
+        const int kh = shape == 2 ? K - 2 : K;
+        const int ax = shape == 0 ? K / 2 : shape == 1 ? 0 : kw - 1;
+        const int ay = shape == 0 ? K / 2 : shape == 1 ? 0 : kh - 1;
+        const double delta = shape == 2 ? -3.25 : 0.0;
+        const std::vector<double> h = gaussian(kw, 0.3 * kw + index % 3);
+        const std::vector<double> v = gaussian(kh, 0.2 * kh + 1.0);
+        WideTaps<K> taps{};
+        for (int j = 0; j < kw; ++j) taps.horizontal[j] = h[static_cast<std::size_t>(j)];
+        for (int i = 0; i < kh; ++i) taps.vertical[i] = v[static_cast<std::size_t>(i)];
+        taps.delta = delta;
+        const ConvParams params{kw, kh, ax, ay, static_cast<float>(delta), border, 40000.0f};
+        const PlaneView<const u16> src{static_cast<const u16*>(in), in_pitch, width, height};
+        int sms = 0, per_sm = 0;
+        CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+        CUCONV_CUDA_TRY(cudaMemset2D(out_fma, fma_pitch, 0xA5, row_bytes, height));
+        CUCONV_CUDA_TRY(cudaMemset2D(out_mma, mma_pitch, 0x5A, row_bytes, height));
+        {
+          constexpr auto kernel = fast_wide_kernel<u16, u16, K>;
+          CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, kWideThreads, 0));
+          const int columns = div_up(width, kWideThreads);
+          const int strip_rows = cuconv::gpu::strip_rows_for_warmup(height, columns, sms * per_sm, K - 1);
+          kernel<<<cuconv::gpu::strip_grid(columns, height, strip_rows), kWideThreads>>>(
+              src, PlaneView<u16>{static_cast<u16*>(out_fma), fma_pitch, width, height}, params, taps, 1, false,
+              strip_rows);
+          CUCONV_CUDA_TRY(cudaPeekAtLastError());
+        }
+        {
+          constexpr auto kernel = fast_wide_mma_kernel<K>;
+          CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kWideMmaWarps, 0));
+          const int columns = div_up(width, wide_mma_block_columns(K));
+          const int strip_rows =
+              cuconv::gpu::strip_rows_for_warmup(height, columns, sms * per_sm, 8 * (wide_mma_row_tiles(K) - 1), 8);
+          kernel<<<cuconv::gpu::strip_grid(columns, height, strip_rows), 32 * kWideMmaWarps>>>(
+              src, PlaneView<u16>{static_cast<u16*>(out_mma), mma_pitch, width, height}, params, taps, strip_rows);
+          CUCONV_CUDA_TRY(cudaPeekAtLastError());
+        }
+        std::vector<u16> a, b;
+        hash_of(out_fma, fma_pitch, row_bytes, height, &a);
+        hash_of(out_mma, mma_pitch, row_bytes, height, &b);
+        long long here = 0;
+        for (std::size_t i = 0; i < a.size(); ++i) {
+          if (a[i] == b[i]) continue;
+          if (here < 3)
+            std::printf("  DIFF K %d %dx%d border %d shape %d at (%zu, %zu): FMA %u MMA %u\n", K, width, height,
+                        static_cast<int>(border), shape, i % width, i / width, a[i], b[i]);
+          ++here;
+        }
+        differing += here;
+        ++cases;
+      }
+    }
+    CUCONV_CUDA_TRY(cudaFree(in));
+    CUCONV_CUDA_TRY(cudaFree(out_fma));
+    CUCONV_CUDA_TRY(cudaFree(out_mma));
+  }
+  return differing;
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
+  if (argc > 1 && std::string(argv[1]) == "--check") {
+    int cases = 0;
+    const long long differing = check_instance<15>(cases) + check_instance<17>(cases) + check_instance<21>(cases) +
+                                check_instance<25>(cases) + check_instance<31>(cases);
+    std::printf("check: %d cases (K 15, 17, 21, 25, 31 x 12 sizes x 5 borders x 3 shapes), %lld values differ\n", cases,
+                differing);
+    return differing == 0 ? 0 : 2;
+  }
   if (argc > 1) only_case = argv[1];
   run_case<15>("16U 15x15", 8192, 8192, 1, 2.5);
   run_case<31>("16U 31x31", 8192, 8192, 1, 5.0);

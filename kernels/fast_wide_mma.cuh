@@ -42,9 +42,7 @@ __host__ __device__ constexpr int wide_mma_staged_columns(int k) {
 }
 /// Row stride of the staged doubles: 4 mod 16, so a k-step's 8 rows x 4 columns fall on
 /// distinct banks in each half warp.
-__host__ __device__ constexpr int wide_mma_stride(int k) {
-  return (wide_mma_staged_columns(k) + 11) / 16 * 16 + 4;
-}
+__host__ __device__ constexpr int wide_mma_stride(int k) { return (wide_mma_staged_columns(k) + 11) / 16 * 16 + 4; }
 
 /// D += A B for one m8n8k4 FP64 MMA: a lane gives one element of A and of B and holds two of D.
 __device__ __forceinline__ void dmma_m8n8k4(double (&d)[2], double a, double b) {
@@ -119,7 +117,7 @@ __global__ void __launch_bounds__(32 * kWideMmaWarps)
       const int yy = interpolate_border(r0 + r, src.height, p.border);
 #pragma unroll
       for (int q = 0; q < kPerThread; ++q)
-        pending[r][q] = position[q] == -2                 ? std::uint16_t{}
+        pending[r][q] = position[q] == -2             ? std::uint16_t{}
                         : (yy < 0 || position[q] < 0) ? constant
                                                       : __ldg(src.row(yy) + position[q]);
     }
@@ -148,7 +146,7 @@ __global__ void __launch_bounds__(32 * kWideMmaWarps)
         __syncthreads();
         if (n + 1 < steps) load_rows(r_first + 8 * (n + 1));  // in flight while this tile is summed
 
-        // Row sums of tile n into ring slot u.
+          // Row sums of tile n into ring slot u.
 #pragma unroll
         for (int i = 0; i < N; ++i) {
           double d[2] = {0.0, 0.0};

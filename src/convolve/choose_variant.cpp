@@ -82,14 +82,13 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
     return Variant::fast;
 
   if (rank1_on_tensor) return Variant::tensor;
-  // 16-bit rank-1 filters `fast` would sum with its double separable kernel (past the tile kernel
-  // above): `tensor`'s digit sums where the row measured them faster, where their split holds (its
-  // bound); the larger the filter, the larger the images that takes.
+  // 16-bit rank-1 filters `fast` would sum with its double separable kernel on the FMA units (past
+  // the tile kernel above; one channel sums on the FP64 tensor cores): `tensor`'s digit sums where
+  // the row measured them faster, where their split holds (its bound).
   const long long elements = r.pixels() * r.channels;
-  const bool u16_rank1_on_tensor = std::max(filter.width, filter.height) >= t.u16_rank1_tensor_wide_side
-                                       ? elements <= t.u16_rank1_tensor_wide_max_elements
-                                       : r.channels == 1 && elements >= t.u16_rank1_tensor_min_elements &&
-                                             elements <= t.u16_rank1_tensor_max_elements;
+  const bool u16_rank1_on_tensor = !gpu::fast_wide_mma_runs(r.channels) &&
+                                   std::max(filter.width, filter.height) >= t.u16_rank1_tensor_wide_side &&
+                                   elements <= t.u16_rank1_tensor_wide_max_elements;
   if (fast_compiled && dense_holds && sums_in_double && r.pixels() > 0 && u16_rank1_on_tensor) return Variant::tensor;
   if (fast_compiled && radius >= 1 && radius <= kFastRank1MaxRadius && rank_one) return Variant::fast;
 

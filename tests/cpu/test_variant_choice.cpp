@@ -321,41 +321,32 @@ TEST_CASE("auto: 16-bit rank-1 filters owed double sums take tensor past the til
   CHECK(choose_on(gauss15, 1, 128, 128, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 64 tiles
   CHECK(choose_on(gauss15, 1, 256, 256, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 256 tiles of 225 taps
   CHECK(choose_on(gauss31, 1, 128, 128, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 64 tiles of 961 taps
-  // Past it, tensor's digit sums: 31x31 up to 1024^2 elements on any channels, 15x15 to 29x29
-  // from 896^2 to 1024^2 elements on one channel (the float tile rule would take 512^2 15x15).
-  CHECK(choose_on(gauss31, 1, 256, 256, kSm90H100, true, {}, CV_16U) == Variant::tensor);  // 256 tiles of 961 taps
+  // Past it, tensor's digit sums for 31x31 on colour images up to 1024^2 elements.
   CHECK(choose_on(gauss31, 3, 128, 128, kSm90H100, true, {}, CV_16U) == Variant::tensor);  // 192 tiles of 961 taps
-  CHECK(choose_on(gauss31, 1, 1024, 1024, kSm90H100, true, {}, CV_16U) == Variant::tensor);
   CHECK(choose_on(gauss31, 3, 512, 512, kSm90H100, true, {}, CV_16U) == Variant::tensor);  // 786,432 elements
-  CHECK(choose_on(gauss31, 1, 1025, 1024, kSm90H100, true, {}, CV_16U) == Variant::fast);
+  CHECK(choose_on(gauss31, 4, 512, 512, kSm90H100, true, {}, CV_16U) == Variant::tensor);  // 1024^2 elements
   CHECK(choose_on(gauss31, 3, 724, 724, kSm90H100, true, {}, CV_16U) == Variant::fast);
-  CHECK(choose_on(gauss15, 1, 896, 896, kSm90H100, true, {}, CV_16U) == Variant::tensor);
-  CHECK(choose_on(gauss15, 1, 1024, 1024, kSm90H100, true, {}, CV_16U) == Variant::tensor);
-  CHECK(choose_on(gauss15, 1, 895, 896, kSm90H100, true, {}, CV_16U) == Variant::fast);
-  CHECK(choose_on(gauss15, 1, 512, 512, kSm90H100, true, {}, CV_16U) ==
-        Variant::fast);  // 1024 tiles: not the tile kernel's
-  CHECK(choose_on(gauss15, 1, 1025, 1024, kSm90H100, true, {}, CV_16U) == Variant::fast);
-  CHECK(choose_on(gauss15, 3, 512, 512, kSm90H100, true, {}, CV_16U) == Variant::fast);  // colour: fast's double sums
-  // Sides between take 15x15's rule.
+  CHECK(choose_on(gauss15, 3, 512, 512, kSm90H100, true, {}, CV_16U) == Variant::fast);  // below 31 taps
   const Filter gauss23 = load_filter("gaussian:11,4");
-  CHECK(choose_on(gauss23, 1, 1024, 1024, kSm90H100, true, {}, CV_16U) == Variant::tensor);
-  CHECK(choose_on(gauss23, 1, 1025, 1024, kSm90H100, true, {}, CV_16U) == Variant::fast);
   CHECK(choose_on(gauss23, 3, 512, 512, kSm90H100, true, {}, CV_16U) == Variant::fast);
-  // Beyond them, unknown sizes, an alpha kept and filters below 15x15: fast, as before.
+  // One channel sums on the FP64 tensor cores: fast at every size (tensor took 31x31 up to 1024^2
+  // and 15x15 to 29x29 from 896^2 to 1024^2 while it summed on the FMA units).
+  CHECK(choose_on(gauss31, 1, 256, 256, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 256 tiles of 961 taps
+  CHECK(choose_on(gauss31, 1, 1024, 1024, kSm90H100, true, {}, CV_16U) == Variant::fast);
+  CHECK(choose_on(gauss15, 1, 1024, 1024, kSm90H100, true, {}, CV_16U) == Variant::fast);
+  CHECK(choose_on(gauss23, 1, 1024, 1024, kSm90H100, true, {}, CV_16U) == Variant::fast);
   CHECK(choose_on(gauss15, 1, 8192, 8192, kSm90H100, true, {}, CV_16U) == Variant::fast);
   CHECK(choose_on(gauss31, 1, 8192, 8192, kSm90H100, true, {}, CV_16U) == Variant::fast);
-  CHECK(choose_on(gauss15, 1, 0, 0, kSm90H100, true, {}, CV_16U) == Variant::fast);
+  // Unknown sizes, an alpha kept and filters below 15x15: fast, as before.
+  CHECK(choose_on(gauss31, 3, 0, 0, kSm90H100, true, {}, CV_16U) == Variant::fast);
   ConvolveOptions alpha;
   alpha.keep_alpha = true;
   CHECK(choose_on(gauss31, 4, 128, 128, kSm90H100, true, alpha, CV_16U) == Variant::fast);
   const Filter gauss13 = load_filter("gaussian:6,2");
-  CHECK(choose_on(gauss13, 1, 1024, 1024, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 13x13: float sums
+  CHECK(choose_on(gauss13, 3, 512, 512, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 13x13: float sums
   // The rule measured on 9.0 only, and a row without it (the planted defect test_auto_fastest catches).
-  CHECK(choose_on(gauss15, 1, 1024, 1024, gpu::tuning::kGeneric, true, {}, CV_16U) == Variant::fast);
-  CHECK(choose_on(gauss31, 1, 256, 256, gpu::tuning::kGeneric, true, {}, CV_16U) == Variant::fast);
+  CHECK(choose_on(gauss31, 3, 512, 512, gpu::tuning::kGeneric, true, {}, CV_16U) == Variant::fast);
   gpu::tuning::AutoTuning off = kSm90H100;
-  off.u16_rank1_tensor_max_elements = 0;
   off.u16_rank1_tensor_wide_max_elements = 0;
-  CHECK(choose_on(gauss31, 1, 256, 256, off, true, {}, CV_16U) == Variant::fast);
-  CHECK(choose_on(gauss15, 1, 1024, 1024, off, true, {}, CV_16U) == Variant::fast);
+  CHECK(choose_on(gauss31, 3, 512, 512, off, true, {}, CV_16U) == Variant::fast);
 }

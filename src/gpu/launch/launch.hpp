@@ -143,6 +143,9 @@ bool launch_fast_wide(const LaunchArgs& args);
 /// 4 channels; on tiny images its tile kernel's double sums (launch_fast_tile), elsewhere
 /// launch_fast_wide's kernel.
 [[nodiscard]] bool fast_wide_runs(bool sixteen_bit, int kw, int kh, int channels, bool double_rank1);
+/// Whether those double sums run on the FP64 tensor cores (kernels/fast_wide_mma.cuh: one channel)
+/// where the device has MMA, rather than on the FMA units (kernels/fast_wide.cuh).
+[[nodiscard]] bool fast_wide_mma_runs(int channels);
 /// The smallest side `fast` sums in double: below it its float kernels are faster
 /// (bench/results/kernel-notes/fast-wide.md) and give filter2D's results.
 inline constexpr int kFastWideMinSide = 15;

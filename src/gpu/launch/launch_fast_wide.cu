@@ -49,7 +49,7 @@ void launch_wide(const LaunchArgs& a) {
   for (int j = 0; j < a.params.kw; ++j) taps.horizontal[j] = a.rank1.horizontal_wide[j];
   for (int i = 0; i < a.params.kh; ++i) taps.vertical[i] = a.rank1.vertical_wide[i];
   taps.delta = a.rank1.wide_delta;
-  if (a.channels == 1 && device_has_mma()) {
+  if (fast_wide_mma_runs(a.channels) && device_has_mma()) {
     launch_wide_mma<K>(a, taps);
     return;
   }
@@ -72,6 +72,8 @@ bool fast_wide_runs(bool sixteen_bit, int kw, int kh, int channels, bool double_
   return sixteen_bit && double_rank1 && side >= kFastWideMinSide && side <= kWideMaxSide && channels >= 1 &&
          channels <= kernels::kWideMaxChannels;
 }
+
+bool fast_wide_mma_runs(int channels) { return channels == 1; }
 
 bool launch_fast_wide(const LaunchArgs& a) {
   const int side = std::max(a.params.kw, a.params.kh);

@@ -50,14 +50,12 @@ struct AutoTuning {
   int dense_u8_large_max_fast_taps;
   /// Dense 16-bit filters on one channel take `tensor` from this many taps.
   int dense_u16_min_taps;
-  /// 16-bit rank-1 filters that `fast` would sum with its double separable kernel (gpu::fast_wide_runs
-  /// past its tile kernel's double sums) take `tensor`'s digit sums on images of known size: on one
-  /// channel from u16_rank1_tensor_min_elements to u16_rank1_tensor_max_elements elements (pixels
-  /// x channels; max 0: no such rule), and from u16_rank1_tensor_wide_side taps a side on any
-  /// channels up to u16_rank1_tensor_wide_max_elements: the double sums grow with the side,
-  /// `tensor`'s digit sums less.
-  long long u16_rank1_tensor_min_elements;
-  long long u16_rank1_tensor_max_elements;
+  /// 16-bit rank-1 filters that `fast` would sum with its double separable kernel on the FMA units
+  /// (gpu::fast_wide_runs past its tile kernel's double sums; colour images: one channel runs on the
+  /// FP64 tensor cores, gpu::fast_wide_mma_runs) take `tensor`'s digit sums from
+  /// u16_rank1_tensor_wide_side taps a side on images of known size up to
+  /// u16_rank1_tensor_wide_max_elements elements (pixels x channels; 0: no such rule): the double
+  /// sums grow with the side, `tensor`'s digit sums less.
   int u16_rank1_tensor_wide_side;
   long long u16_rank1_tensor_wide_max_elements;
   /// Dense float filters take `tensor` from this many taps.
@@ -101,13 +99,12 @@ inline constexpr AutoTuning kSm90H100{
     .dense_u8_large_max_fast_taps = 24,
     // 16-bit on one channel: the digit sums on tensor cores win from 15x15; fast's unrolled sums below.
     .dense_u16_min_taps = 225,
-    // 16-bit rank-1 past the tile kernel (h100-u16-rank1-b78946f, fast's strips since b78946f):
-    // 15x15 on one channel: tensor 9% ahead of fast's double sums on 1024^2, 3-4% behind on 512^2
-    // and 724^2, 12-64% behind from 1200^2; on RGB 256^2 to 8192^2 6-89% behind. 31x31: fast's
-    // sums 1.25-1.55x tensor's time up to 1024^2 elements (RGB 128^2 to 512^2 too), level at 1200^2
-    // and RGB 724^2, tensor 7-46% behind past them. Sides between were not measured: 15x15's rule.
-    .u16_rank1_tensor_min_elements = 896LL * 896LL,
-    .u16_rank1_tensor_max_elements = 1024LL * 1024LL,
+    // 16-bit rank-1 colour images past the tile kernel (h100-u16-rank1-b78946f, fast's strips since
+    // b78946f): 15x15 on RGB 256^2 to 8192^2: tensor 6-89% behind fast's double sums. 31x31: fast's
+    // sums 1.25-1.55x tensor's time up to 1024^2 elements (RGB 128^2 to 512^2), level at RGB 724^2,
+    // tensor 7-46% behind past it. Sides between were not measured: 15x15's rule. One channel (the
+    // FP64 tensor cores' double sums): fast at every size measured, 1.1x (1024^2 15x15) to 2.9x
+    // (8192^2 31x31) faster than tensor (h100-u16-mma-d4790fe).
     .u16_rank1_tensor_wide_side = 31,
     .u16_rank1_tensor_wide_max_elements = 1024LL * 1024LL,
     // Float: block floating point on tensor cores beats fft from 16x16; fast below.
@@ -137,7 +134,6 @@ inline constexpr AutoTuning kGeneric = [] {
   row.dense_u8_large_min_pixels = kNever;  // no warpgroup kernel
   // The colour 5x5, small float 15x15 and small 16-bit rank-1 rules were measured on 9.0 only.
   row.tensor_rank1_colour_5x5_max_pixels = 0;
-  row.u16_rank1_tensor_max_elements = 0;
   row.u16_rank1_tensor_wide_max_elements = 0;
   row.colour_5x5_tensor_min_pixels = 0;
   row.dense_f32_small_max_pixels = 0;
