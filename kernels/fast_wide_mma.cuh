@@ -3,9 +3,9 @@
 /// @file fast_wide_mma.cuh
 /// `fast`'s double-precision rank-1 sums over one-channel 16-bit images on the FP64 tensor cores
 /// (DMMA, mma.sync m8n8k4 f64, compute capability 8.0 and up): the same row-then-column sums in
-/// double as kernels/fast_wide.cuh, so the same error bound (wide_error_bound: any order of the
-/// kw + kh + 1 terms), at twice the FP64 rate of the FMA units and with no shared loads in the
-/// column pass.
+/// double as kernels/fast_wide.cuh in another order, under one bound (wide_error_bound counts the
+/// MMAs' roundings as if each product and addition rounded), at twice the FP64 rate of the FMA
+/// units and with no shared loads in the column pass.
 ///
 /// Thread-to-data mapping: a block of kWideMmaWarps warps owns 8 N columns a warp (N tiles of 8
 /// columns side by side) and walks a strip of rows 8 at a time. Per step the block stages 8 input
@@ -145,10 +145,8 @@ __global__ void __launch_bounds__(32 * kWideMmaWarps)
             if (position[q] != -2) rows[r * kStride + tid + q * kThreads] = static_cast<double>(pending[r][q]);
         __syncthreads();
         if (n + 1 < steps) load_rows(r_first + 8 * (n + 1));  // in flight while this tile is summed
-
-          // Row sums of tile n into ring slot u.
 #pragma unroll
-        for (int i = 0; i < N; ++i) {
+        for (int i = 0; i < N; ++i) {  // tile i's row sums of input tile n into ring slot u
           double d[2] = {0.0, 0.0};
           const double* b = rows + g8 * kStride + tile_x + 8 * i + q4;
 #pragma unroll
