@@ -1,11 +1,11 @@
 // SPDX-License-Identifier: Apache-2.0
-// cuconv_wide_tune: `fast`'s double-precision separable kernel for 16-bit images
-// (kernels/fast_wide.cuh) timed alone, as src/gpu/launch/launch_fast_wide.cu launches it, beside
-// experimental forms of it and a device-to-device copy of the same bytes (the roof), on the
-// 16-bit shapes of issue 64. Every form sums each output in the same order as the product's
-// kernel, so each must print the product kernel's hash; four rows of the product kernel's result
-// (the first two, the middle, the last) are also summed again on the host in that order and
-// compared bit for bit. Like
+// cuconv_wide_tune: `fast`'s double-precision separable kernels for 16-bit images timed alone, as
+// src/gpu/launch/launch_fast_wide.cu launches them (the FMA kernel, kernels/fast_wide.cuh, which
+// the product runs on colour images; one channel's FP64-MMA kernel, kernels/fast_wide_mma.cuh),
+// beside experimental forms of the FMA kernel and a device-to-device copy of the same bytes (the
+// roof), on the 16-bit shapes of issue 64. Every form sums each output in the FMA kernel's order,
+// so each must print its hash; four rows of its result (the first two, the middle, the last) are
+// also summed again on the host in that order and compared bit for bit. Like
 // cuconv_fast_tune it needs no OpenCV: `nvcc -std=c++20 --expt-relaxed-constexpr -arch=sm_90
 // -I TREE -I TREE/include -I TREE/src bench/wide_tune.cu` builds it from any tree.
 //   cuconv_wide_tune [CASE]   all cases, or the one whose label is CASE (e.g. "16U 15x15")
@@ -39,7 +39,7 @@ __device__ __forceinline__ int padded(int i) { return i + (i >> 4); }
 /// C apart), so one staged row's K + P - 1 shared loads feed P outputs' K row taps each instead
 /// of K loads an output. Block: kThreads threads over (kThreads / C) groups of P pixels; the
 /// vertical sums as in fast_wide_kernel (a ring of K accumulators an output, the K-step loop
-/// unrolled), in the same order, so the bits equal the product kernel's.
+/// unrolled), in the same order, so the bits equal the FMA kernel's.
 template <class In, class Out, int K, int P, int kThreads, int kMinBlocks>
 __global__ void __launch_bounds__(kThreads, kMinBlocks)
     wide_group_kernel(PlaneView<const In> src, PlaneView<Out> dst, ConvParams p, WideTaps<K> taps, int channels,
@@ -164,7 +164,7 @@ std::vector<double> gaussian(int k, double sigma) {
   return w;
 }
 
-/// The product kernel's sums of output (x, y) on the host, in its order (reflect101 border, no
+/// The FMA kernel's sums of output (x, y) on the host, in its order (reflect101 border, no
 /// delta, anchor at the centre): four chains of row taps j mod 4, joined, then the vertical taps
 /// in order from delta; rounded half to even and clamped.
 u16 host_output(const std::vector<u16>& img, int width, int height, int channels, int x, int y, int c,
@@ -230,13 +230,13 @@ void run_case(const char* label, int width, int height, int channels, double sig
       median_ms([&] { CUCONV_CUDA_TRY(cudaMemcpyAsync(out, in, in_pitch * height, cudaMemcpyDeviceToDevice)); });
   unsigned long long product_hash = 0;
 
-  // Times one kernel form launched as launch_fast_wide.cu launches the product's, and hashes its result.
+  // Times one kernel form launched as launch_fast_wide.cu launches the FMA kernel, and hashes its result.
   const auto time_form = [&]<auto Kernel>(const char* form, int threads, int block_elems) {
     const int column_blocks = div_up(row_elems, block_elems);
     int sms = 0, per_sm = 0;
     CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, Kernel, threads, 0));
-    const int strip_rows = cuconv::gpu::strip_rows_for_waves(height, column_blocks, std::max(1, sms * per_sm));
+    const int strip_rows = cuconv::gpu::strip_rows_for_warmup(height, column_blocks, std::max(1, sms * per_sm), K - 1);
     const dim3 grid = cuconv::gpu::strip_grid(column_blocks, height, strip_rows);
     const auto launch = [&] {
       Kernel<<<grid, dim3(threads), 0, nullptr>>>(src, dst, params, taps, channels, false, strip_rows);
@@ -264,14 +264,20 @@ void run_case(const char* label, int width, int height, int channels, double sig
         hash == product_hash ? "same" : "DIFF", label, form, width, height, strip_rows, per_sm, ms, copy_ms,
         100.0f * copy_ms / ms);
   };
-  if (channels == 1) {  // the FP64 tensor-core form (kernels/fast_wide_mma.cuh), as launch_fast_wide.cu launches it
+  const int pair_elems_256 = 256 / channels * 2 * channels;
+  const int pair_elems_128 = 128 / channels * 2 * channels;
+  time_form.template operator()<fast_wide_kernel<u16, u16, K>>("FMA kernel (256 threads, 1 output)", kWideThreads,
+                                                               kWideThreads);
+  // One channel: the FP64 tensor-core form (kernels/fast_wide_mma.cuh), as launch_fast_wide.cu
+  // launches it, after the FMA kernel, whose hash it is compared with.
+  if (channels == 1) {
     constexpr auto kernel = fast_wide_mma_kernel<K>;
     const int column_blocks = div_up(width, wide_mma_block_columns(K));
     int sms = 0, per_sm = 0;
     CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
     CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kWideMmaWarps, 0));
     const int strip_rows = cuconv::gpu::strip_rows_for_warmup(height, column_blocks, std::max(1, sms * per_sm),
-                                                              8 * (wide_mma_row_tiles(K) - 1), 8);
+                                                              wide_mma_warmup_rows(K), kWideMmaTileRows);
     const dim3 grid = cuconv::gpu::strip_grid(column_blocks, height, strip_rows);
     const auto launch = [&] {
       kernel<<<grid, dim3(32 * kWideMmaWarps), 0, nullptr>>>(src, dst, params, taps, strip_rows);
@@ -282,7 +288,7 @@ void run_case(const char* label, int width, int height, int channels, double sig
     launch();
     std::vector<u16> result;
     const unsigned long long hash = hash_of(out, out_pitch, row_bytes, height, &result);
-    // Its order differs from the product's: a value may differ only where the exact sum lies within
+    // Its order differs from the FMA kernel's: a value may differ only where the exact sum lies within
     // the double sums' error of a tie. Count the host-order values of 4 rows it differs from.
     long long wrong = 0;
     for (int y : {0, 1, height / 2, height - 1})
@@ -294,10 +300,6 @@ void run_case(const char* label, int width, int height, int channels, double sig
         hash == product_hash ? "same" : "DIFF", label, "FP64 MMA (m8n8k4), 128 threads", width, height, strip_rows,
         per_sm, ms, copy_ms, 100.0f * copy_ms / ms);
   }
-  const int pair_elems_256 = 256 / channels * 2 * channels;
-  const int pair_elems_128 = 128 / channels * 2 * channels;
-  time_form.template operator()<fast_wide_kernel<u16, u16, K>>("product (256 threads, 1 output)", kWideThreads,
-                                                               kWideThreads);
   time_form.template operator()<wide_group_kernel<u16, u16, K, 1, 256, 3>>("1 output, 256 thr, 3 blocks", 256,
                                                                            256 / channels * channels);
   time_form.template operator()<wide_group_kernel<u16, u16, K, 1, 256, 4>>("1 output, 256 thr, 4 blocks", 256,
@@ -351,6 +353,8 @@ long long check_instance(int& cases) {
                                 BorderRule::constant, BorderRule::wrap};
   long long differing = 0;
   int index = 0;
+  int sms = 0;
+  CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
   for (const auto& [width, height] : sizes) {
     const std::size_t row_bytes = static_cast<std::size_t>(width) * sizeof(u16);
     void* in = nullptr;
@@ -382,8 +386,7 @@ long long check_instance(int& cases) {
         taps.delta = delta;
         const ConvParams params{kw, kh, ax, ay, static_cast<float>(delta), border, 40000.0f};
         const PlaneView<const u16> src{static_cast<const u16*>(in), in_pitch, width, height};
-        int sms = 0, per_sm = 0;
-        CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+        int per_sm = 0;
         CUCONV_CUDA_TRY(cudaMemset2D(out_fma, fma_pitch, 0xA5, row_bytes, height));
         CUCONV_CUDA_TRY(cudaMemset2D(out_mma, mma_pitch, 0x5A, row_bytes, height));
         {
@@ -400,8 +403,8 @@ long long check_instance(int& cases) {
           constexpr auto kernel = fast_wide_mma_kernel<K>;
           CUCONV_CUDA_TRY(cudaOccupancyMaxActiveBlocksPerMultiprocessor(&per_sm, kernel, 32 * kWideMmaWarps, 0));
           const int columns = div_up(width, wide_mma_block_columns(K));
-          const int strip_rows =
-              cuconv::gpu::strip_rows_for_warmup(height, columns, sms * per_sm, 8 * (wide_mma_row_tiles(K) - 1), 8);
+          const int strip_rows = cuconv::gpu::strip_rows_for_warmup(height, columns, sms * per_sm,
+                                                                    wide_mma_warmup_rows(K), kWideMmaTileRows);
           kernel<<<cuconv::gpu::strip_grid(columns, height, strip_rows), 32 * kWideMmaWarps>>>(
               src, PlaneView<u16>{static_cast<u16*>(out_mma), mma_pitch, width, height}, params, taps, strip_rows);
           CUCONV_CUDA_TRY(cudaPeekAtLastError());

@@ -27,9 +27,12 @@
 namespace cuconv::kernels {
 
 inline constexpr int kWideMmaWarps = 4;
+inline constexpr int kWideMmaTileRows = 8;  ///< rows of a step; strips are whole steps
 
 /// 8-row tiles of row sums an output tile of 8 rows reads: ceil((K + 7) / 8).
 __host__ __device__ constexpr int wide_mma_row_tiles(int k) { return (k + 14) / 8; }
+/// Rows a strip reads before its first output: the tiles of row sums before its first output tile.
+__host__ __device__ constexpr int wide_mma_warmup_rows(int k) { return kWideMmaTileRows * (wide_mma_row_tiles(k) - 1); }
 /// k-steps of 4 columns in the row pass of an 8-column tile: ceil((K + 7) / 4).
 __host__ __device__ constexpr int wide_mma_row_steps(int k) { return (k + 10) / 4; }
 /// Tiles of 8 columns a warp: fewer past 23 taps, where the ring of row sums grows.

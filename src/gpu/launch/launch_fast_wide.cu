@@ -31,9 +31,8 @@ void launch_wide_mma(const LaunchArgs& a, const kernels::WideTaps<K>& taps) {
   constexpr auto kernel = fast_wide_mma_kernel<K>;
   constexpr int kThreads = 32 * kWideMmaWarps;
   const int column_blocks = div_up(a.width, wide_mma_block_columns(K));
-  // Warm-up: the T - 1 tiles of 8 row sums before the first output tile.
   const int strip_rows = strip_rows_for_warmup(a.height, column_blocks, resident_blocks<kernel>(kThreads),
-                                               8 * (wide_mma_row_tiles(K) - 1), 8);
+                                               wide_mma_warmup_rows(K), kWideMmaTileRows);
   const dim3 grid = strip_grid(column_blocks, a.height, strip_rows);
   PlaneView<const std::uint16_t> src{static_cast<const std::uint16_t*>(a.src.data), a.src.pitch, a.width, a.height};
   PlaneView<std::uint16_t> dst{static_cast<std::uint16_t*>(a.dst.data), a.dst.pitch, a.width, a.height};
