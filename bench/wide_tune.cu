@@ -10,6 +10,7 @@
 // -I TREE -I TREE/include -I TREE/src bench/wide_tune.cu` builds it from any tree.
 //   cuconv_wide_tune [CASE]   all cases, or the one whose label is CASE (e.g. "16U 15x15")
 //   cuconv_wide_tune --check  the FP64-MMA kernel against the FMA kernel, bit for bit (see check_instance)
+//   cuconv_wide_tune --rates  the FP64 tensor cores' rate by MMA shape (see mma_rates)
 // What it measured: bench/results/kernel-notes/fast-wide.md (the FMA forms: none was faster
 // where it matters; the FP64 tensor-core form, kernels/fast_wide_mma.cuh, in its last section).
 #include <kernels/fast.cuh>
@@ -431,9 +432,61 @@ long long check_instance(int& cases) {
   return differing;
 }
 
+/// `--rates`: the FP64 tensor cores' rate by MMA shape, each warp four independent accumulators
+/// (no dependency stalls) over the same fragments, 8 blocks of 4 warps an SM. An H100 runs
+/// m8n8k4, the shape of kernels/fast_wide_mma.cuh, at half m16n8k4's rate; the kernel forms that
+/// took m16n8k4 were slower all the same (bench/results/kernel-notes/fast-wide.md).
+template <bool M16>
+__global__ void mma_rate_kernel(double* sink, int iterations) {
+  double d[4][4] = {};
+  const double a0 = 1e-9 * threadIdx.x, a1 = a0 + 1.0, b = 1.0 + threadIdx.x;
+  for (int i = 0; i < iterations; ++i)
+#pragma unroll
+    for (int j = 0; j < 4; ++j) {
+#if defined(__CUDA_ARCH__) && __CUDA_ARCH__ >= 900
+      if constexpr (M16) {
+        asm volatile(
+            "mma.sync.aligned.m16n8k4.row.col.f64.f64.f64.f64 {%0, %1, %2, %3}, {%4, %5}, {%6}, {%0, %1, %2, %3};"
+            : "+d"(d[j][0]), "+d"(d[j][1]), "+d"(d[j][2]), "+d"(d[j][3])
+            : "d"(a0), "d"(a1), "d"(b));
+      } else {
+        asm volatile("mma.sync.aligned.m8n8k4.row.col.f64.f64.f64.f64 {%0, %1}, {%2}, {%3}, {%0, %1};"
+                     : "+d"(d[j][0]), "+d"(d[j][1])
+                     : "d"(a0), "d"(b));
+      }
+#endif
+    }
+  double total = 0.0;
+  for (const auto& r : d) total += r[0] + r[1] + r[2] + r[3];
+  if (total == 1.25) *sink = total;  // never true: keeps the sums live
+}
+
+void mma_rates() {
+  int sms = 0;
+  CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  double* sink = nullptr;
+  CUCONV_CUDA_TRY(cudaMalloc(&sink, sizeof(double)));
+  constexpr int kIterations = 4096;
+  const auto rate = [&]<bool M16>(const char* shape, double fmas_per_mma) {
+    const float ms = median_ms([&] {
+      mma_rate_kernel<M16><<<8 * sms, 128>>>(sink, kIterations);
+      CUCONV_CUDA_TRY(cudaPeekAtLastError());
+    });
+    const double fmas = fmas_per_mma * 4 * kIterations * 4.0 * 8 * sms;
+    std::printf("rate %-8s %8.3f ms  %6.2f TFLOP/s\n", shape, ms, 2.0 * fmas / ms / 1e9);
+  };
+  rate.template operator()<false>("m8n8k4", 256.0);
+  rate.template operator()<true>("m16n8k4", 512.0);
+  CUCONV_CUDA_TRY(cudaFree(sink));
+}
+
 }  // namespace
 
 int main(int argc, char** argv) try {
+  if (argc > 1 && std::string(argv[1]) == "--rates") {
+    mma_rates();
+    return 0;
+  }
   if (argc > 1 && std::string(argv[1]) == "--check") {
     int cases = 0;
     const long long differing = check_instance<15>(cases) + check_instance<17>(cases) + check_instance<21>(cases) +
