@@ -16,4 +16,5 @@ python_option=()
 [[ "$preset" == asan ]] || python_option=(-DCUCONV_PYTHON=ON)
 cmake --preset "$preset" "${python_option[@]}"
 cmake --build --preset "$preset" -j"$(nproc)"
-exec ctest --preset "$preset"
+# One test a core (the test cases are independent processes; CI has 2 cores).
+exec ctest --preset "$preset" -j"$(nproc)"
