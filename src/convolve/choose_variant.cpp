@@ -82,10 +82,16 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
     return Variant::fast;
 
   if (rank1_on_tensor) return Variant::tensor;
+  const long long elements = r.pixels() * r.channels;
+  // 16-bit filters `fast` sums densely (past the tile kernel above), from the row's taps, on
+  // mid-size images: `tensor`'s digit sums, where their split holds.
+  if (fast_compiled && dense_holds && r.input_depth == CV_16U && !sums_in_double && r.pixels() > 0 &&
+      taps >= t.u16_mid_tensor_min_taps && taps <= t.u16_mid_tensor_max_taps &&
+      elements >= t.u16_mid_tensor_min_elements && elements <= taps * t.u16_mid_tensor_elements_per_tap)
+    return Variant::tensor;
   // 16-bit rank-1 filters `fast` would sum with its double separable kernel on the FMA units (past
   // the tile kernel above; one channel sums on the FP64 tensor cores): `tensor`'s digit sums where
   // the row measured them faster, where their split holds (its bound).
-  const long long elements = r.pixels() * r.channels;
   const bool u16_rank1_on_tensor = !gpu::fast_wide_mma_runs(r.channels) &&
                                    std::max(filter.width, filter.height) >= t.u16_rank1_tensor_wide_side &&
                                    elements <= t.u16_rank1_tensor_wide_max_elements;

@@ -15,6 +15,7 @@
 #include <nlohmann/json.hpp>
 #include <opencv2/core.hpp>
 
+#include <algorithm>
 #include <filesystem>
 #include <fstream>
 #include <map>
@@ -30,35 +31,30 @@ using namespace cuconv;
 /// or from 19x19 (the bb037ee run did: one output row a thread), and the 16-bit rows (the 1cda226
 /// run, the first with the tile kernel's double sums of 16-bit rank-1 filters) but those `fast`
 /// sums with its double separable kernel, whose strips changed in b78946f (the h100-u16-rank1 run
-/// judges them); the rows but those whose one channel `fast` now sums on the FP64 tensor cores
-/// (the h100-u16-rank1 run timed the FMA kernel there); and only the 16-bit rows `fast` sums with
-/// its double separable kernels (the h100-u16-mma run, which timed the FP64-MMA kernel: its 7x7
-/// and 9x9 rows found `tensor` ahead of fast's float sums on mid-size images, a rule not made yet).
-enum class Judged {
-  all,
-  tiny_up_to_17,
-  tiny_tiles_from_19,
-  tiny_16_bit,
-  tiny_16_bit_but_wide,
-  but_wide_on_mma,
-  wide_only
-};
+/// judges them); and the rows but those whose one channel `fast` now sums on the FP64 tensor cores
+/// (the h100-u16-rank1 run timed the FMA kernel there).
+enum class Judged { all, tiny_up_to_17, tiny_tiles_from_19, tiny_16_bit, tiny_16_bit_but_wide, but_wide_on_mma };
 
 /// The benchmarks auto is judged by (bench/results/README.md), each with the count of its image x
 /// filter rows judged: the H200's and the H100's full runs, the H100's tiny images and its 16-bit
-/// rank-1 filters from 512^2 to 8192^2 (on the FMA units, then one channel on the FP64 MMAs).
+/// rank-1 filters from 512^2 to 8192^2 (on the FMA units, then one channel on the FP64 MMAs), and
+/// the one row a run may judge slow with its reason (the rest must not be).
 struct Benchmark {
   const char* path;
   int rows;
   Judged judged;
+  const char* known_slow = nullptr;
 };
-constexpr Benchmark kBenchmarks[] = {{"bench/results/h200-kernels-cc289ba-all.json", 150, Judged::all},
-                                     {"bench/results/h100-kernels-836d777-tiny.json", 94, Judged::tiny_up_to_17},
-                                     {"bench/results/h100-kernels-9e8e560-all.json", 195, Judged::all},
-                                     {"bench/results/h100-kernels-bb037ee-tiny.json", 10, Judged::tiny_tiles_from_19},
-                                     {"bench/results/h100-kernels-1cda226-tiny.json", 47, Judged::tiny_16_bit_but_wide},
-                                     {"bench/results/h100-u16-rank1-b78946f.json", 39, Judged::but_wide_on_mma},
-                                     {"bench/results/h100-u16-mma-d4790fe.json", 42, Judged::wide_only}};
+constexpr Benchmark kBenchmarks[] = {
+    {"bench/results/h200-kernels-cc289ba-all.json", 150, Judged::all},
+    {"bench/results/h100-kernels-836d777-tiny.json", 94, Judged::tiny_up_to_17},
+    {"bench/results/h100-kernels-9e8e560-all.json", 195, Judged::all},
+    {"bench/results/h100-kernels-bb037ee-tiny.json", 10, Judged::tiny_tiles_from_19},
+    {"bench/results/h100-kernels-1cda226-tiny.json", 47, Judged::tiny_16_bit_but_wide},
+    {"bench/results/h100-u16-rank1-b78946f.json", 39, Judged::but_wide_on_mma},
+    // 2896^2 9x9: tensor 5% ahead (6% in a second run) between sizes where fast is ahead (2048^2 by
+    // 11-14%, 4096^2 by 17%): no size rule takes it.
+    {"bench/results/h100-u16-mma-d4790fe.json", 70, Judged::all, "16U 1ch 2896x2896 gaussian 9x9: auto takes fast"}};
 constexpr double kTolerance = 1.03;
 
 struct Row {
@@ -111,8 +107,7 @@ std::vector<std::string> slow_choices(const nlohmann::json& results, const gpu::
         (judged == Judged::tiny_tiles_from_19 && (sixteen_bit || !from_19)) ||
         (judged == Judged::tiny_16_bit && !sixteen_bit) ||
         (judged == Judged::tiny_16_bit_but_wide && (!sixteen_bit || wide)) ||
-        (judged == Judged::but_wide_on_mma && wide && gpu::fast_wide_mma_runs(channels)) ||
-        (judged == Judged::wide_only && !wide))
+        (judged == Judged::but_wide_on_mma && wide && gpu::fast_wide_mma_runs(channels)))
       continue;
     const Variant chosen = convolution::choose_auto(
         {filter->second, options, splits.separable, splits.dense_tensor, depth, depth, channels, row.width, row.height},
@@ -156,7 +151,13 @@ TEST_CASE("auto fastest: on every row of the committed benchmarks auto's path is
     CAPTURE(tuning.gpu);
     int checked = 0;
     const std::vector<std::string> slow = slow_choices(bench["results"], tuning, checked, benchmark.judged);
-    for (const std::string& s : slow) FAIL_CHECK(s);
+    const std::string known = benchmark.known_slow != nullptr ? benchmark.known_slow : "";
+    for (const std::string& s : slow)
+      if (known.empty() || s.rfind(known, 0) != 0) FAIL_CHECK(s);
+    if (!known.empty())
+      CHECK_MESSAGE(
+          std::count_if(slow.begin(), slow.end(), [&](const std::string& s) { return s.rfind(known, 0) == 0; }) == 1,
+          known << ": no longer slow, or not judged");
     CHECK(checked >= benchmark.rows);  // every image x filter of the run
   }
 }
@@ -178,6 +179,21 @@ TEST_CASE("auto fastest: a tuning row that keeps colour 5x5 filters on fast fail
   h100_planted = gpu::tuning::kSm90H100;
   h100_planted.dense_f32_small_max_pixels = 0;
   CHECK(slow_choices(h100["results"], h100_planted, checked).size() == 1);  // f32 4096^2 15x15
+}
+
+TEST_CASE("auto fastest: 16-bit 7x7 and 9x9 on mid-size images left to fast's dense sums fail the check") {
+  // The planted defects on the h100-u16-mma run: the H100's row without its mid-size 16-bit rule,
+  // and with the rule's end twice as far.
+  const nlohmann::json run = read_benchmark(kBenchmarks[6].path);
+  int checked = 0;
+  gpu::tuning::AutoTuning planted = gpu::tuning::kSm90H100;
+  planted.u16_mid_tensor_min_elements = gpu::tuning::kNever;
+  // 724^2, 1024^2 and 1200^2 7x7 and 9x9, 1448^2 9x9, RGB 512^2 7x7 and 9x9, and the known 2896^2 9x9
+  CHECK(slow_choices(run["results"], planted, checked).size() == 10);
+  planted = gpu::tuning::kSm90H100;
+  planted.u16_mid_tensor_elements_per_tap *= 2;
+  // 1448^2 7x7, 2048^2 9x9, RGB 1024^2 7x7 and 9x9, and the known 2896^2 9x9
+  CHECK(slow_choices(run["results"], planted, checked).size() == 5);
 }
 
 TEST_CASE("auto fastest: fast's 16-bit sums on tiny images without the tile kernel's double sums fail the check") {

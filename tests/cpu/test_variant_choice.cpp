@@ -350,3 +350,40 @@ TEST_CASE("auto: 16-bit rank-1 filters owed double sums take tensor past the til
   off.u16_rank1_tensor_wide_max_elements = 0;
   CHECK(choose_on(gauss31, 3, 512, 512, off, true, {}, CV_16U) == Variant::fast);
 }
+
+TEST_CASE("auto: 16-bit 7x7 and 9x9 on mid-size images take tensor's digit sums on 9.0") {
+  const Filter gauss7 = load_filter("gaussian:3,1.4");
+  const Filter gauss9 = load_filter("gaussian:4,1.8");
+  const Filter gauss5 = load_filter("gauss5");
+  const Filter gauss11 = load_filter("gaussian:5,2");
+  struct Case {
+    const Filter& filter;
+    int channels, width, height;
+    Variant expected;
+  };
+  // From 512 x 768 elements up to 32768 a tap: 1.6M at 7x7, 2.65M at 9x9 (h100-u16-mma-d4790fe);
+  // unknown sizes, 5x5 and 11x11 (not measured): fast.
+  const Case cases[] = {{gauss7, 1, 512, 512, Variant::fast},
+                        {gauss7, 1, 512, 768, Variant::tensor},
+                        {gauss7, 1, 1024, 1024, Variant::tensor},
+                        {gauss7, 1, 1024, 49 * 32, Variant::tensor},
+                        {gauss7, 1, 1024, 49 * 32 + 1, Variant::fast},
+                        {gauss9, 1, 1448, 1448, Variant::tensor},
+                        {gauss9, 1, 2048, 2048, Variant::fast},
+                        {gauss9, 3, 512, 512, Variant::tensor},
+                        {gauss9, 3, 256, 256, Variant::fast},
+                        {gauss9, 3, 1024, 1024, Variant::fast},
+                        {gauss7, 1, 0, 0, Variant::fast},
+                        {gauss5, 1, 1024, 1024, Variant::fast},
+                        {gauss11, 1, 1024, 1024, Variant::fast}};
+  for (const Case& c : cases) {
+    CAPTURE(c.filter.width);
+    CAPTURE(c.channels);
+    CAPTURE(c.width);
+    CAPTURE(c.height);
+    CHECK(choose_on(c.filter, c.channels, c.width, c.height, gpu::tuning::kSm90H100, true, {}, CV_16U) == c.expected);
+  }
+  // Float images and other GPUs: as before.
+  CHECK(choose_on(gauss7, 1, 1024, 1024, gpu::tuning::kSm90H100, true, {}, CV_32F) == Variant::fast);
+  CHECK(choose_on(gauss7, 1, 1024, 1024, gpu::tuning::kGeneric, true, {}, CV_16U) == Variant::fast);
+}

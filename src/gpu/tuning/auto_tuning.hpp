@@ -58,6 +58,15 @@ struct AutoTuning {
   /// sums grow with the side, `tensor`'s digit sums less.
   int u16_rank1_tensor_wide_side;
   long long u16_rank1_tensor_wide_max_elements;
+  /// 16-bit filters of u16_mid_tensor_min_taps to u16_mid_tensor_max_taps taps that `fast` sums
+  /// densely (its float separable sums never serve 16-bit results, its double sums start at 15x15)
+  /// take `tensor`'s digit sums on images of known size from u16_mid_tensor_min_elements elements
+  /// (pixels x channels; kNever: no such rule) up to u16_mid_tensor_elements_per_tap x taps:
+  /// there fast's grid leaves its waves part empty.
+  int u16_mid_tensor_min_taps;
+  int u16_mid_tensor_max_taps;
+  long long u16_mid_tensor_min_elements;
+  long long u16_mid_tensor_elements_per_tap;
   /// Dense float filters take `tensor` from this many taps.
   int dense_f32_min_taps;
   /// Dense float filters on one channel take `tensor` from dense_f32_small_min_taps taps on images
@@ -107,6 +116,16 @@ inline constexpr AutoTuning kSm90H100{
     // (8192^2 31x31) faster than tensor (h100-u16-mma-d4790fe).
     .u16_rank1_tensor_wide_side = 31,
     .u16_rank1_tensor_wide_max_elements = 1024LL * 1024LL,
+    // 16-bit 7x7 and 9x9 (h100-u16-mma-d4790fe; a second run in another lease, not kept, agreed):
+    // tensor 1.2-1.5x ahead of fast's dense sums on one channel of 724^2 and 1024^2, 1200^2 9x9 and
+    // RGB 512^2, 7-10% at 1200^2 7x7 and 1448^2 9x9; fast ahead at 512^2, RGB 256^2, 1448^2 7x7
+    // (2.1M elements; the rule ends at 1.6M), 2048^2 9x9, RGB 1024^2 (3.1M; the rule ends at
+    // 2.65M) and every larger size but 2896^2 9x9 (tensor 5-6% ahead, between sizes where fast
+    // wins: no rule). 11x11 and 13x13: not measured.
+    .u16_mid_tensor_min_taps = 49,
+    .u16_mid_tensor_max_taps = 81,
+    .u16_mid_tensor_min_elements = 512LL * 768LL,
+    .u16_mid_tensor_elements_per_tap = 32768,
     // Float: block floating point on tensor cores beats fft from 16x16; fast below.
     .dense_f32_min_taps = 256,
     // Dense float 15x15 on one 4096^2 channel: tensor 15% ahead (fast's grid leaves the last wave
@@ -132,9 +151,11 @@ inline constexpr AutoTuning kGeneric = [] {
   AutoTuning row = kSm90H100;
   row.gpu = "other GPUs";
   row.dense_u8_large_min_pixels = kNever;  // no warpgroup kernel
-  // The colour 5x5, small float 15x15 and small 16-bit rank-1 rules were measured on 9.0 only.
+  // The colour 5x5, small float 15x15, small 16-bit rank-1 and mid-size 16-bit rules were
+  // measured on 9.0 only.
   row.tensor_rank1_colour_5x5_max_pixels = 0;
   row.u16_rank1_tensor_wide_max_elements = 0;
+  row.u16_mid_tensor_min_elements = kNever;
   row.colour_5x5_tensor_min_pixels = 0;
   row.dense_f32_small_max_pixels = 0;
   row.dense_f32_small_min_taps = 256;
