@@ -362,7 +362,7 @@ TEST_CASE("auto: 16-bit 7x7 and 9x9 on mid-size images take tensor's digit sums 
     Variant expected;
   };
   // From 512 x 768 elements up to 32768 a tap: 1.6M at 7x7, 2.65M at 9x9 (h100-u16-mma-d4790fe);
-  // unknown sizes, 5x5 and 11x11 (not measured): fast.
+  // unknown sizes, 5x5, 11x11 and four channels (not measured): fast.
   const Case cases[] = {{gauss7, 1, 512, 512, Variant::fast},
                         {gauss7, 1, 512, 768, Variant::tensor},
                         {gauss7, 1, 1024, 1024, Variant::tensor},
@@ -375,7 +375,8 @@ TEST_CASE("auto: 16-bit 7x7 and 9x9 on mid-size images take tensor's digit sums 
                         {gauss9, 3, 1024, 1024, Variant::fast},
                         {gauss7, 1, 0, 0, Variant::fast},
                         {gauss5, 1, 1024, 1024, Variant::fast},
-                        {gauss11, 1, 1024, 1024, Variant::fast}};
+                        {gauss11, 1, 1024, 1024, Variant::fast},
+                        {gauss7, 4, 512, 512, Variant::fast}};
   for (const Case& c : cases) {
     CAPTURE(c.filter.width);
     CAPTURE(c.channels);

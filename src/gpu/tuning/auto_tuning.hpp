@@ -60,9 +60,9 @@ struct AutoTuning {
   long long u16_rank1_tensor_wide_max_elements;
   /// 16-bit filters of u16_mid_tensor_min_taps to u16_mid_tensor_max_taps taps that `fast` sums
   /// densely (its float separable sums never serve 16-bit results, its double sums start at 15x15)
-  /// take `tensor`'s digit sums on images of known size from u16_mid_tensor_min_elements elements
-  /// (pixels x channels; kNever: no such rule) up to u16_mid_tensor_elements_per_tap x taps:
-  /// there fast's grid leaves its waves part empty.
+  /// take `tensor`'s digit sums on one and three channels of known size from
+  /// u16_mid_tensor_min_elements elements (pixels x channels; kNever: no such rule) up to
+  /// u16_mid_tensor_elements_per_tap x taps, where they were measured faster.
   int u16_mid_tensor_min_taps;
   int u16_mid_tensor_max_taps;
   long long u16_mid_tensor_min_elements;
@@ -121,7 +121,7 @@ inline constexpr AutoTuning kSm90H100{
     // RGB 512^2, 7-10% at 1200^2 7x7 and 1448^2 9x9; fast ahead at 512^2, RGB 256^2, 1448^2 7x7
     // (2.1M elements; the rule ends at 1.6M), 2048^2 9x9, RGB 1024^2 (3.1M; the rule ends at
     // 2.65M) and every larger size but 2896^2 9x9 (tensor 5-6% ahead, between sizes where fast
-    // wins: no rule). 11x11 and 13x13: not measured.
+    // wins: no rule). 11x11, 13x13 and four channels: not measured.
     .u16_mid_tensor_min_taps = 49,
     .u16_mid_tensor_max_taps = 81,
     .u16_mid_tensor_min_elements = 512LL * 768LL,
