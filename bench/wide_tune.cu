@@ -462,8 +462,13 @@ __global__ void mma_rate_kernel(double* sink, int iterations) {
 }
 
 void mma_rates() {
-  int sms = 0;
+  int sms = 0, major = 0;
   CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&sms, cudaDevAttrMultiProcessorCount, 0));
+  CUCONV_CUDA_TRY(cudaDeviceGetAttribute(&major, cudaDevAttrComputeCapabilityMajor, 0));
+  if (major < 9) {  // the kernel's MMAs are compiled for 9.0 and up only: its times would be empty loops
+    std::printf("rate: needs compute capability 9.0 or later\n");
+    return;
+  }
   double* sink = nullptr;
   CUCONV_CUDA_TRY(cudaMalloc(&sink, sizeof(double)));
   constexpr int kIterations = 4096;
