@@ -6,12 +6,14 @@
 // The NPP peer runs from bench/npp_peer.cu (scripts/gpu-check.sh merges its lines).
 //
 //   cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b,...]
-//                [--filters "gaussian 15x15,..."] [--shapes "8U 1ch 16384,8U RGB 6000x4000,..."]
+//                [--filters "gaussian 15x15,..."] [--filter-spec SPEC]... [--shapes "8U 1ch 16384,8U RGB
+//                6000x4000,..."]
 //
 // Images: f32 1 channel and RGB, 8U 1 channel, 16U 1 channel and RGB, 8U RGB (interleaved for `fast`, the three
 // planes of the same image for the PMPP variants, which filter planes), square and, for a camera
 // frame, 6000x4000; --shapes also takes any other "TYPE LAYOUT SIZE" (8U, 16U or f32; 1ch, RGB or
-// RGBA; N or WxH), e.g. "f32 1ch 64" for a small image's latency. Filters: random dense 3..31 (17: `tensor`'s largest
+// RGBA; N or WxH), e.g. "f32 1ch 64" for a small image's latency; --filter-spec adds any filter
+// the CLI takes (e.g. "gaussian:5,2", named "gaussian:5,2 11x11"). Filters: random dense 3..31 (17: `tensor`'s largest
 // dense side on 8U), separable gaussians 15x15 and 31x31, box 15x15 and sobel-x; rank-1 filters up to 15x15 are also
 // timed on `fast`'s dense path ("fast (dense path)"), the gain of the separable one.
 #include "bench_filters.hpp"
@@ -52,9 +54,10 @@ struct Settings {
   bool opencv = true;
   std::string json_path;
   std::string csv_path;
-  std::vector<std::string> variants;  // empty: all
-  std::vector<std::string> filters;   // filter case names; empty: all
-  std::vector<std::string> shapes;    // "8U RGB 6000x4000"-style image labels; empty: all
+  std::vector<std::string> variants;      // empty: all
+  std::vector<std::string> filters;       // filter case names; empty: all
+  std::vector<std::string> filter_specs;  // --filter-spec: filters off the list
+  std::vector<std::string> shapes;        // "8U RGB 6000x4000"-style image labels; empty: all
 };
 
 std::vector<std::string> comma_list(const char* text) {
@@ -158,13 +161,16 @@ int main(int argc, char** argv) {
       s.variants = comma_list(argv[++i]);
     else if (a == "--filters" && i + 1 < argc)
       s.filters = comma_list(argv[++i]);
+    else if (a == "--filter-spec" && i + 1 < argc)
+      s.filter_specs.emplace_back(argv[++i]);
     else if (a == "--shapes" && i + 1 < argc)
       s.shapes = comma_list(argv[++i]);
     else {
       std::fprintf(
           stderr,
           "usage: cuconv_bench [--quick] [--reps R] [--json FILE] [--csv FILE] [--no-opencv] [--variants a,b]\n"
-          "                    [--filters \"gaussian 15x15,5x5\"] [--shapes \"8U 1ch 16384,8U RGB 6000x4000,f32 1ch "
+          "                    [--filters \"gaussian 15x15,5x5\"] [--filter-spec gaussian:5,2] [--shapes \"8U 1ch "
+          "16384,8U RGB 6000x4000,f32 1ch "
           "64\"]\n");
       return 2;
     }
@@ -212,6 +218,20 @@ int main(int argc, char** argv) {
     image_names.push_back(name);
   }
   for (const FilterCase& f : filters) filter_names.push_back(f.name);
+  // --filter-spec filters join the list, named "SPEC WxH", and the selection when --filters gave one.
+  for (const std::string& spec : s.filter_specs) {
+    Filter extra;
+    try {
+      extra = load_filter(spec);
+    } catch (const std::exception& e) {
+      std::fprintf(stderr, "cuconv_bench: --filter-spec '%s': %s\n", spec.c_str(), e.what());
+      return 2;
+    }
+    const std::string name = spec + " " + std::to_string(extra.width) + "x" + std::to_string(extra.height);
+    if (!s.filters.empty()) s.filters.push_back(name);
+    filters.push_back({name, std::move(extra)});
+    filter_names.push_back(name);
+  }
   for (Variant v : variants) variant_names.emplace_back(to_string(v));
   if (unknown("--shapes", s.shapes, image_names)) {
     std::fprintf(stderr,

@@ -84,8 +84,8 @@ Variant choose_auto(const AutoRequest& r, const AutoDevice& device) {
   if (rank1_on_tensor) return Variant::tensor;
   const long long elements = r.pixels() * r.channels;
   // 16-bit filters `fast` sums densely (past the tile kernel above), from the row's taps, on
-  // mid-size images of one or three channels: `tensor`'s digit sums, where their split holds.
-  if (fast_compiled && dense_holds && r.input_depth == CV_16U && !sums_in_double && r.pixels() > 0 && r.channels <= 3 &&
+  // mid-size images: `tensor`'s digit sums, where their split holds.
+  if (fast_compiled && dense_holds && r.input_depth == CV_16U && !sums_in_double && r.pixels() > 0 &&
       taps >= t.u16_mid_tensor_min_taps && taps <= t.u16_mid_tensor_max_taps &&
       elements >= t.u16_mid_tensor_min_elements && elements <= taps * t.u16_mid_tensor_elements_per_tap)
     return Variant::tensor;

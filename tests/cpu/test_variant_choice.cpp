@@ -343,7 +343,7 @@ TEST_CASE("auto: 16-bit rank-1 filters owed double sums take tensor past the til
   alpha.keep_alpha = true;
   CHECK(choose_on(gauss31, 4, 128, 128, kSm90H100, true, alpha, CV_16U) == Variant::fast);
   const Filter gauss13 = load_filter("gaussian:6,2");
-  CHECK(choose_on(gauss13, 3, 512, 512, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 13x13: float sums
+  CHECK(choose_on(gauss13, 3, 2048, 2048, kSm90H100, true, {}, CV_16U) == Variant::fast);  // 13x13: float sums
   // The rule measured on 9.0 only, and a row without it (the planted defect test_auto_fastest catches).
   CHECK(choose_on(gauss31, 3, 512, 512, gpu::tuning::kGeneric, true, {}, CV_16U) == Variant::fast);
   gpu::tuning::AutoTuning off = kSm90H100;
@@ -351,18 +351,22 @@ TEST_CASE("auto: 16-bit rank-1 filters owed double sums take tensor past the til
   CHECK(choose_on(gauss31, 3, 512, 512, off, true, {}, CV_16U) == Variant::fast);
 }
 
-TEST_CASE("auto: 16-bit 7x7 and 9x9 on mid-size images take tensor's digit sums on 9.0") {
+TEST_CASE("auto: 16-bit 7x7 to 13x13 on mid-size images take tensor's digit sums on 9.0") {
   const Filter gauss7 = load_filter("gaussian:3,1.4");
   const Filter gauss9 = load_filter("gaussian:4,1.8");
   const Filter gauss5 = load_filter("gauss5");
   const Filter gauss11 = load_filter("gaussian:5,2");
+  const Filter gauss13 = load_filter("gaussian:6,2.3");
+  const Filter gauss13_photo = load_filter("gaussian:6,2.5");
+  const Filter gauss15 = load_filter("gaussian:7,2.5");
   struct Case {
     const Filter& filter;
     int channels, width, height;
     Variant expected;
   };
-  // From 512 x 768 elements up to 32768 a tap: 1.6M at 7x7, 2.65M at 9x9 (h100-u16-mma-d4790fe);
-  // unknown sizes, 5x5, 11x11 and four channels (not measured): fast.
+  // From 512 x 768 elements up to 32768 a tap (1.6M at 7x7, 2.65M at 9x9, 3.96M at 11x11, 5.5M at
+  // 13x13), 1 to 4 channels (h100-u16-mma-d4790fe, h100-u16-mid-7b99e70); unknown sizes, 5x5 and
+  // 15x15: fast.
   const Case cases[] = {{gauss7, 1, 512, 512, Variant::fast},
                         {gauss7, 1, 512, 768, Variant::tensor},
                         {gauss7, 1, 1024, 1024, Variant::tensor},
@@ -373,10 +377,20 @@ TEST_CASE("auto: 16-bit 7x7 and 9x9 on mid-size images take tensor's digit sums 
                         {gauss9, 3, 512, 512, Variant::tensor},
                         {gauss9, 3, 256, 256, Variant::fast},
                         {gauss9, 3, 1024, 1024, Variant::fast},
+                        {gauss7, 4, 512, 512, Variant::tensor},
+                        {gauss7, 4, 1024, 1024, Variant::fast},
+                        {gauss11, 1, 1024, 1024, Variant::tensor},
+                        {gauss11, 1, 2048, 2048, Variant::fast},
+                        {gauss11, 3, 1024, 1024, Variant::tensor},
+                        {gauss11, 4, 1024, 1024, Variant::fast},
+                        {gauss13, 1, 2048, 2048, Variant::tensor},
+                        {gauss13_photo, 3, 512, 512, Variant::tensor},  // test_gpu_separable's photo
+                        {gauss13, 1, 4096, 4096, Variant::fast},
+                        {gauss13, 4, 1024, 1024, Variant::tensor},
+                        {gauss13, 4, 2048, 2048, Variant::fast},
                         {gauss7, 1, 0, 0, Variant::fast},
                         {gauss5, 1, 1024, 1024, Variant::fast},
-                        {gauss11, 1, 1024, 1024, Variant::fast},
-                        {gauss7, 4, 512, 512, Variant::fast}};
+                        {gauss15, 3, 512, 512, Variant::fast}};
   for (const Case& c : cases) {
     CAPTURE(c.filter.width);
     CAPTURE(c.channels);

@@ -255,9 +255,11 @@ TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto by its size rule, an
           (c.by_auto == Variant::fast ? 1u : 0u));
   }
   // Below 15 taps a side fast keeps its float kernels (filter2D's own results): no double sums.
+  // (Asked for: auto takes tensor's digit sums for 13x13 on this photo, test_variant_choice.)
   for (const char* spec : {"gauss5", "gaussian:6,2.5"}) {
     const std::uint64_t before = cuconv::test::launches(gpu::KernelPath::fast_double_rank1);
     ConvolveOptions o;
+    o.variant = Variant::fast;
     const cuconv::test::PoisonOutputs poisoned;
     const ConvolveResult got = convolve(photo, load_filter(spec), o);
     CHECK(got.variant_used == Variant::fast);

@@ -60,7 +60,7 @@ struct AutoTuning {
   long long u16_rank1_tensor_wide_max_elements;
   /// 16-bit filters of u16_mid_tensor_min_taps to u16_mid_tensor_max_taps taps that `fast` sums
   /// densely (its float separable sums never serve 16-bit results, its double sums start at 15x15)
-  /// take `tensor`'s digit sums on one and three channels of known size from
+  /// take `tensor`'s digit sums on images of known size from
   /// u16_mid_tensor_min_elements elements (pixels x channels; kNever: no such rule) up to
   /// u16_mid_tensor_elements_per_tap x taps, where they were measured faster.
   int u16_mid_tensor_min_taps;
@@ -121,9 +121,14 @@ inline constexpr AutoTuning kSm90H100{
     // RGB 512^2, 7-10% at 1200^2 7x7 and 1448^2 9x9; fast ahead at 512^2, RGB 256^2, 1448^2 7x7
     // (2.1M elements; the rule ends at 1.6M), 2048^2 9x9, RGB 1024^2 (3.1M; the rule ends at
     // 2.65M) and every larger size but 2896^2 9x9 (tensor 5-6% ahead, between sizes where fast
-    // wins: no rule). 11x11, 13x13 and four channels: not measured.
+    // wins: no rule). 11x11, 13x13 and four channels (h100-u16-mid-7b99e70): tensor 1.2-1.6x
+    // ahead on RGB and RGBA 512^2 and one channel of 1024^2, 1.12-1.36x at 13x13 on RGB 1024^2 and
+    // one channel of 2048^2; level at RGB 1024^2 11x11 (3.1M) and RGBA 1024^2 13x13 (4.2M); fast
+    // ahead at RGBA 1024^2 7x7 to 11x11 (4.2M; at 11x11 the rule ends at 3.96M) and at 2048^2 of
+    // one channel 11x11 and of three or four 7x7 to 11x11. One channel's 13x13 on 4096^2 and
+    // 6000x4000 and RGB 2048^2 13x13 (tensor 10-22% ahead, past the rule's 5.5M) stay slow.
     .u16_mid_tensor_min_taps = 49,
-    .u16_mid_tensor_max_taps = 81,
+    .u16_mid_tensor_max_taps = 169,
     .u16_mid_tensor_min_elements = 512LL * 768LL,
     .u16_mid_tensor_elements_per_tap = 32768,
     // Float: block floating point on tensor cores beats fft from 16x16; fast below.
