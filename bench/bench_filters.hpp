@@ -9,6 +9,7 @@
 
 #include <opencv2/core.hpp>
 
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -47,6 +48,24 @@ inline std::vector<FilterCase> bench_filters() {
   filters.push_back({"box 15x15", load_filter("box:15")});
   filters.push_back({"sobel-x 3x3", load_filter("sobel-x")});
   return filters;
+}
+
+/// A filter off the list, from a spec the CLI takes (`cuconv_bench --filter-spec`), named
+/// "SPEC WxH"; load_filter's error for a bad spec.
+inline FilterCase spec_filter(const std::string& spec) {
+  Filter f = load_filter(spec);
+  std::string name = spec + " " + std::to_string(f.width) + "x" + std::to_string(f.height);
+  return {std::move(name), std::move(f)};
+}
+
+/// The spec_filter a benchmark row's filter name stands for; nullopt for a name of the list or
+/// any other.
+inline std::optional<FilterCase> spec_filter_named(const std::string& name) {
+  const std::size_t space = name.rfind(' ');
+  if (name.find(':') == std::string::npos || space == std::string::npos) return std::nullopt;
+  FilterCase f = spec_filter(name.substr(0, space));
+  if (f.name != name) return std::nullopt;
+  return f;
 }
 
 }  // namespace cuconv::bench

@@ -220,17 +220,16 @@ int main(int argc, char** argv) {
   for (const FilterCase& f : filters) filter_names.push_back(f.name);
   // --filter-spec filters join the list, named "SPEC WxH", and the selection when --filters gave one.
   for (const std::string& spec : s.filter_specs) {
-    Filter extra;
+    FilterCase extra;
     try {
-      extra = load_filter(spec);
+      extra = bench::spec_filter(spec);
     } catch (const std::exception& e) {
       std::fprintf(stderr, "cuconv_bench: --filter-spec '%s': %s\n", spec.c_str(), e.what());
       return 2;
     }
-    const std::string name = spec + " " + std::to_string(extra.width) + "x" + std::to_string(extra.height);
-    if (!s.filters.empty()) s.filters.push_back(name);
-    filters.push_back({name, std::move(extra)});
-    filter_names.push_back(name);
+    if (!s.filters.empty()) s.filters.push_back(extra.name);
+    filter_names.push_back(extra.name);
+    filters.push_back(std::move(extra));
   }
   for (Variant v : variants) variant_names.emplace_back(to_string(v));
   if (unknown("--shapes", s.shapes, image_names)) {

@@ -103,11 +103,11 @@ std::vector<std::string> slow_choices(const nlohmann::json& results, const gpu::
     rows[{r["image"], r["width"], r["height"], r["filter"]}][r["variant"]] = r["median_ms"].get<double>();
   std::map<std::string, Filter> filters;
   for (const bench::FilterCase& f : bench::bench_filters()) filters.emplace(f.name, f.filter);
-  for (const auto& r : results) {  // cuconv_bench --filter-spec: "SPEC WxH"
+  for (const auto& r : results) {  // filters off the list (cuconv_bench --filter-spec)
     const std::string name = r["filter"];
-    const std::size_t space = name.rfind(' ');
-    if (name.find(':') != std::string::npos && space != std::string::npos && !filters.contains(name))
-      filters.emplace(name, load_filter(name.substr(0, space)));
+    if (filters.contains(name)) continue;
+    if (std::optional<bench::FilterCase> f = bench::spec_filter_named(name))
+      filters.emplace(name, std::move(f->filter));
   }
   const convolution::AutoDevice device{true, &tuning, [] { return true; }};  // compute capability 9.0
   std::vector<std::string> slow;
@@ -134,7 +134,7 @@ std::vector<std::string> slow_choices(const nlohmann::json& results, const gpu::
         (judged == Judged::tiny_16_bit && !sixteen_bit) ||
         (judged == Judged::tiny_16_bit_but_wide && (!sixteen_bit || wide)) ||
         (judged == Judged::but_wide_on_mma && wide && gpu::fast_wide_mma_runs(channels)) ||
-        (judged == Judged::below_15 && std::max(filter->second.width, filter->second.height) >= 15))
+        (judged == Judged::below_15 && std::max(filter->second.width, filter->second.height) >= gpu::kFastWideMinSide))
       continue;
     const Variant chosen = convolution::choose_auto(
         {filter->second, options, splits.separable, splits.dense_tensor, depth, depth, channels, row.width, row.height},

@@ -254,17 +254,24 @@ TEST_CASE("gpu wide: photos and flat areas at 16 bits, auto by its size rule, an
     CHECK(cuconv::test::launches(gpu::KernelPath::fast_double_rank1) - before ==
           (c.by_auto == Variant::fast ? 1u : 0u));
   }
-  // Below 15 taps a side fast keeps its float kernels (filter2D's own results): no double sums.
-  // (Asked for: auto takes tensor's digit sums for 13x13 on this photo, test_variant_choice.)
-  for (const char* spec : {"gauss5", "gaussian:6,2.5"}) {
+  // Below 15 taps a side fast keeps its float kernels (filter2D's own results): no double sums,
+  // asked for or by auto (which takes tensor's digit sums for 13x13 on this photo, test_variant_choice).
+  struct Below15 {
+    const char* spec;
+    Variant asked, ran;
+  };
+  for (const Below15& b : {Below15{"gauss5", Variant::automatic, Variant::fast},
+                           Below15{"gaussian:6,2.5", Variant::automatic, Variant::tensor},
+                           Below15{"gaussian:6,2.5", Variant::fast, Variant::fast}}) {
     const std::uint64_t before = cuconv::test::launches(gpu::KernelPath::fast_double_rank1);
     ConvolveOptions o;
-    o.variant = Variant::fast;
+    o.variant = b.asked;
     const cuconv::test::PoisonOutputs poisoned;
-    const ConvolveResult got = convolve(photo, load_filter(spec), o);
-    CHECK(got.variant_used == Variant::fast);
+    const ConvolveResult got = convolve(photo, load_filter(b.spec), o);
+    CHECK(got.variant_used == b.ran);
     CHECK(cuconv::test::launches(gpu::KernelPath::fast_double_rank1) == before);
-    CHECK(cuconv::test::compare_with_filter2d(got.image, photo, load_filter(spec), o).within_tolerance);
+    CHECK(cuconv::test::compare_with_filter2d(got.image, photo, load_filter(b.spec), o, got.variant_used)
+              .within_tolerance);
   }
   // A delta that puts every flat area on a tie: no double sums; auto sums densely, as filter2D does
   // (the exact sum of such a tie rounds by the weights' last bits), and stays in the rule against it.
